@@ -1,0 +1,517 @@
+/*
+ * event.c - encoder and decoder of the record format in btrace/event.h.
+ *
+ * Each record type has a schema: the list of fields its body carries after
+ * the time delta.  Encoder and decoder walk the same table, so the two can
+ * never disagree.  Both are allocation-free and async-signal-safe (the
+ * encoder runs inside libbtrace's wrappers).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "btrace/event.h"
+
+enum field {
+	F_END = 0,
+	F_FD, F_FD2, F_RESULT, F_PID, F_PPID, F_TID, F_PTID, F_COOKIE, F_FLAGS,
+	F_PROTO, F_DIR, F_KIND, F_CHAN_KIND, F_ROLE, F_OFF, F_LEN, F_STATUS,
+	F_WITNESS, F_INO, F_PEER_INO, F_REALTIME, F_LOCAL, F_REMOTE, F_STR,
+	F_STR2, F_ATTRS, F_TS_ABS,
+};
+
+#define S(...) { __VA_ARGS__, F_END }
+static const unsigned char schema[BT_EV_TYPE_MAX][14] = {
+	[BT_EV_PAD]          = { F_END },
+	[BT_EV_TIME]         = S(F_TS_ABS, F_REALTIME),
+	[BT_EV_PROC_START]   = S(F_PID, F_PPID, F_PTID, F_FLAGS, F_REALTIME,
+				 F_STR, F_STR2),
+	[BT_EV_THREAD_START] = S(F_TID, F_PTID, F_COOKIE, F_PID),
+	[BT_EV_THREAD_EXIT]  = { F_END },
+	[BT_EV_FORK]         = S(F_RESULT, F_FLAGS),
+	[BT_EV_EXEC]         = S(F_RESULT, F_FLAGS, F_STR),
+	[BT_EV_SPAWN]        = S(F_RESULT, F_STR),
+	[BT_EV_THREAD_CREATE]= S(F_COOKIE, F_RESULT),
+	[BT_EV_OPEN]         = S(F_FD, F_FLAGS, F_RESULT, F_STR),
+	[BT_EV_CLOSE]        = S(F_FD, F_RESULT),
+	[BT_EV_DUP]          = S(F_FD, F_FD2),
+	[BT_EV_CHAN]         = S(F_FD, F_FD2, F_CHAN_KIND, F_ROLE, F_FLAGS,
+				 F_RESULT, F_LOCAL, F_REMOTE, F_INO, F_PEER_INO,
+				 F_STR),
+	[BT_EV_PROTO]        = S(F_FD, F_PROTO, F_FLAGS, F_STR),
+	[BT_EV_MSG]          = S(F_FD, F_DIR, F_KIND, F_PROTO, F_FLAGS, F_OFF,
+				 F_LEN, F_STATUS, F_WITNESS, F_ATTRS),
+	[BT_EV_MSG_BEGIN]    = S(F_FD, F_DIR, F_OFF),
+	[BT_EV_DATA]         = S(F_FD, F_DIR, F_OFF, F_LEN),
+	[BT_EV_READY]        = S(F_FD, F_FLAGS, F_RESULT),
+	[BT_EV_ISOLATE]      = S(F_FD, F_OFF, F_LEN, F_RESULT),
+	[BT_EV_LOST_SYNC]    = S(F_FD, F_DIR, F_PROTO, F_OFF),
+	[BT_EV_NAME_BEGIN]   = S(F_COOKIE, F_FLAGS, F_STR, F_STR2),
+	[BT_EV_NAME_END]     = S(F_COOKIE, F_RESULT, F_STR),
+	[BT_EV_DROP]         = S(F_LEN, F_FLAGS),
+	[BT_EV_SHUTDOWN]     = S(F_FD, F_FLAGS),
+	[BT_EV_LOGD]         = S(F_PID, F_FLAGS, F_RESULT, F_STR),
+};
+#undef S
+
+/* ---- encoder ---------------------------------------------------------- */
+
+struct wbuf { uint8_t *p, *end; int ok; };
+
+static inline void w_bytes(struct wbuf *w, const void *b, size_t n)
+{
+	if (!w->ok || (size_t)(w->end - w->p) < n) { w->ok = 0; return; }
+	memcpy(w->p, b, n);
+	w->p += n;
+}
+
+static inline void w_u(struct wbuf *w, uint64_t v)
+{
+	if (!w->ok || w->end - w->p < 10) {
+		uint8_t tmp[10];
+		w_bytes(w, tmp, bt_put_varint(tmp, v));
+		return;
+	}
+	w->p += bt_put_varint(w->p, v);
+}
+
+static inline void w_str(struct wbuf *w, const char *s, uint32_t n)
+{
+	if (!s)
+		n = 0;
+	if (n > BT_EV_MAX_STR)
+		n = BT_EV_MAX_STR;
+	w_u(w, n);
+	if (n)
+		w_bytes(w, s, n);
+}
+
+static void w_addr(struct wbuf *w, const struct bt_addr *a)
+{
+	w_u(w, a->family);
+	if (a->family == BT_AF_INET)
+		w_bytes(w, a->addr, 4);
+	else if (a->family == BT_AF_INET6)
+		w_bytes(w, a->addr, 16);
+	if (a->family == BT_AF_INET || a->family == BT_AF_INET6)
+		w_u(w, a->port);
+}
+
+/*
+ * Attributes go last in a MSG body; whatever does not fit the body limit is
+ * cut (values shortened, then later attributes dropped) rather than failing
+ * the whole record.  Returns the truncation flag.
+ */
+static int w_attrs(struct wbuf *w, const struct bt_event *ev)
+{
+	uint8_t *count_at = w->p;
+	unsigned n = ev->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : ev->nattr;
+	unsigned done = 0;
+	int trunc = 0;
+
+	w_u(w, n);               /* one byte: n <= 8 */
+	for (unsigned i = 0; i < n && w->ok; i++) {
+		const struct bt_attr *a = &ev->attr[i];
+		size_t room = (size_t)(w->end - w->p);
+		uint32_t len = a->len;
+		if (len > BT_EV_MAX_STR) { len = BT_EV_MAX_STR; trunc = 1; }
+		if (room < 4) { trunc = 1; break; }
+		if (len + 4 > room) { len = (uint32_t)(room - 4); trunc = 1; }
+		uint8_t key = a->key;
+		w_bytes(w, &key, 1);
+		w_str(w, a->val, len);
+		done++;
+	}
+	if (w->ok && done != n)
+		*count_at = (uint8_t)done;
+	return trunc;
+}
+
+size_t bt_ev_encode(uint8_t *dst, size_t cap, const struct bt_event *ev,
+		    uint64_t *prev_ts)
+{
+	if (ev->type >= BT_EV_TYPE_MAX || ev->type == BT_EV_PAD || cap < 4)
+		return 0;
+
+	/* Body goes at dst+3 (2-byte length slot); moved down if it is short. */
+	size_t room = cap - 3;
+	if (room > BT_EV_MAX_BODY)
+		room = BT_EV_MAX_BODY;
+	struct wbuf w = { dst + 3, dst + 3 + room, 1 };
+	uint8_t *flags_at = NULL;
+
+	if (ev->type != BT_EV_TIME) {
+		uint64_t dt = ev->ts >= *prev_ts ? ev->ts - *prev_ts : 0;
+		w_u(&w, dt);
+	}
+	for (const unsigned char *f = schema[ev->type]; *f != F_END; f++) {
+		switch (*f) {
+		case F_FD:        w_u(&w, bt_zigzag(ev->fd)); break;
+		case F_FD2:       w_u(&w, bt_zigzag(ev->fd2)); break;
+		case F_RESULT:    w_u(&w, bt_zigzag(ev->result)); break;
+		case F_PID:       w_u(&w, ev->pid); break;
+		case F_PPID:      w_u(&w, ev->ppid); break;
+		case F_TID:       w_u(&w, ev->tid); break;
+		case F_PTID:      w_u(&w, ev->ptid); break;
+		case F_COOKIE:    w_u(&w, ev->cookie); break;
+		case F_FLAGS:     flags_at = w.p; w_u(&w, ev->flags); break;
+		case F_PROTO:     w_u(&w, ev->proto); break;
+		case F_DIR:       w_u(&w, ev->dir); break;
+		case F_KIND:      w_u(&w, ev->kind); break;
+		case F_CHAN_KIND: w_u(&w, ev->chan_kind); break;
+		case F_ROLE:      w_u(&w, ev->role); break;
+		case F_OFF:       w_u(&w, ev->off); break;
+		case F_LEN:       w_u(&w, ev->len); break;
+		case F_STATUS:    w_u(&w, ev->status); break;
+		case F_WITNESS:   w_u(&w, ev->witness); break;
+		case F_INO:       w_u(&w, ev->ino); break;
+		case F_PEER_INO:  w_u(&w, ev->peer_ino); break;
+		case F_REALTIME:  w_u(&w, ev->realtime); break;
+		case F_TS_ABS:    w_u(&w, ev->ts); break;
+		case F_LOCAL:     w_addr(&w, &ev->local); break;
+		case F_REMOTE:    w_addr(&w, &ev->remote); break;
+		case F_STR:       w_str(&w, ev->str, ev->str_len); break;
+		case F_STR2:      w_str(&w, ev->str2, ev->str2_len); break;
+		case F_ATTRS:
+			if (w_attrs(&w, ev) && flags_at && w.ok &&
+			    !(ev->flags & BT_MF_TRUNC) && ev->flags < 0x40)
+				*flags_at = (uint8_t)(ev->flags | BT_MF_TRUNC);
+			break;
+		}
+	}
+	if (!w.ok)
+		return 0;
+
+	size_t body = (size_t)(w.p - (dst + 3));
+	/* The decoder sees prev + dt: time never runs backwards in a stream. */
+	if (ev->type == BT_EV_TIME || ev->ts > *prev_ts)
+		*prev_ts = ev->ts;
+	dst[0] = ev->type;
+	if (body < 0x80) {
+		dst[1] = (uint8_t)body;
+		memmove(dst + 2, dst + 3, body);
+		return body + 2;
+	}
+	dst[1] = (uint8_t)(body | 0x80);
+	dst[2] = (uint8_t)(body >> 7);
+	return body + 3;
+}
+
+/* ---- decoder ---------------------------------------------------------- */
+
+struct rbuf { const uint8_t *p, *end; int ok; };
+
+static inline uint64_t r_u(struct rbuf *r)
+{
+	uint64_t v = 0;
+	size_t n;
+	if (!r->ok)
+		return 0;
+	n = bt_get_varint(r->p, (size_t)(r->end - r->p), &v);
+	if (!n) { r->ok = 0; return 0; }
+	r->p += n;
+	return v;
+}
+
+static const char *r_str(struct rbuf *r, uint32_t *len)
+{
+	uint64_t n = r_u(r);
+	const char *s;
+	if (!r->ok || n > (uint64_t)(r->end - r->p)) {
+		r->ok = 0;
+		*len = 0;
+		return NULL;
+	}
+	s = (const char *)r->p;
+	r->p += n;
+	*len = (uint32_t)n;
+	return s;
+}
+
+static void r_addr(struct rbuf *r, struct bt_addr *a)
+{
+	uint64_t fam = r_u(r);
+	size_t n = fam == BT_AF_INET ? 4 : fam == BT_AF_INET6 ? 16 : 0;
+	memset(a, 0, sizeof *a);
+	if (!r->ok)
+		return;
+	if (fam != BT_AF_NONE && fam != BT_AF_UNIX && !n) { r->ok = 0; return; }
+	a->family = (uint8_t)fam;
+	if (n) {
+		if ((size_t)(r->end - r->p) < n) { r->ok = 0; return; }
+		memcpy(a->addr, r->p, n);
+		r->p += n;
+		uint64_t port = r_u(r);
+		if (port > 0xffff) { r->ok = 0; return; }
+		a->port = (uint16_t)port;
+	}
+}
+
+static void r_attrs(struct rbuf *r, struct bt_event *ev)
+{
+	uint64_t n = r_u(r);
+	if (!r->ok)
+		return;
+	if (n > BT_EV_MAX_ATTR) { r->ok = 0; return; }
+	for (unsigned i = 0; i < n && r->ok; i++) {
+		uint32_t len;
+		if (r->p >= r->end) { r->ok = 0; return; }
+		ev->attr[i].key = *r->p++;
+		ev->attr[i].val = r_str(r, &len);
+		ev->attr[i].len = (uint16_t)(len > 0xffff ? 0xffff : len);
+	}
+	if (r->ok)
+		ev->nattr = (uint8_t)n;
+}
+
+long bt_ev_decode(const uint8_t *src, size_t len, struct bt_event *ev,
+		  uint64_t *prev_ts)
+{
+	uint64_t body;
+	size_t hl;
+
+	memset(ev, 0, sizeof *ev);
+	if (len < 2)
+		return 0;
+	hl = bt_get_varint(src + 1, len - 1 < 3 ? len - 1 : 3, &body);
+	if (!hl) {
+		/* incomplete length, or a length longer than 2 bytes */
+		return len - 1 >= 3 ? -1 : 0;
+	}
+	if (body > BT_EV_MAX_BODY)
+		return -1;
+	if (1 + hl + body > len)
+		return 0;
+	ev->type = src[0];
+	size_t total = 1 + hl + (size_t)body;
+	if (ev->type >= BT_EV_TYPE_MAX || ev->type == BT_EV_PAD)
+		return (long)total;
+
+	struct rbuf r = { src + 1 + hl, src + total, 1 };
+	if (ev->type != BT_EV_TIME) {
+		uint64_t dt = r_u(&r);
+		ev->ts = *prev_ts + dt;
+	}
+	for (const unsigned char *f = schema[ev->type]; *f != F_END && r.ok; f++) {
+		switch (*f) {
+		case F_FD:        ev->fd = (int32_t)bt_unzigzag(r_u(&r)); break;
+		case F_FD2:       ev->fd2 = (int32_t)bt_unzigzag(r_u(&r)); break;
+		case F_RESULT:    ev->result = bt_unzigzag(r_u(&r)); break;
+		case F_PID:       ev->pid = (uint32_t)r_u(&r); break;
+		case F_PPID:      ev->ppid = (uint32_t)r_u(&r); break;
+		case F_TID:       ev->tid = (uint32_t)r_u(&r); break;
+		case F_PTID:      ev->ptid = (uint32_t)r_u(&r); break;
+		case F_COOKIE:    ev->cookie = r_u(&r); break;
+		case F_FLAGS:     ev->flags = (uint32_t)r_u(&r); break;
+		case F_PROTO:     ev->proto = (uint8_t)r_u(&r); break;
+		case F_DIR:       ev->dir = (uint8_t)r_u(&r); break;
+		case F_KIND:      ev->kind = (uint8_t)r_u(&r); break;
+		case F_CHAN_KIND: ev->chan_kind = (uint8_t)r_u(&r); break;
+		case F_ROLE:      ev->role = (uint8_t)r_u(&r); break;
+		case F_OFF:       ev->off = r_u(&r); break;
+		case F_LEN:       ev->len = r_u(&r); break;
+		case F_STATUS:    ev->status = (uint32_t)r_u(&r); break;
+		case F_WITNESS:   ev->witness = r_u(&r); break;
+		case F_INO:       ev->ino = r_u(&r); break;
+		case F_PEER_INO:  ev->peer_ino = r_u(&r); break;
+		case F_REALTIME:  ev->realtime = r_u(&r); break;
+		case F_TS_ABS:    ev->ts = r_u(&r); break;
+		case F_LOCAL:     r_addr(&r, &ev->local); break;
+		case F_REMOTE:    r_addr(&r, &ev->remote); break;
+		case F_STR:       ev->str = r_str(&r, &ev->str_len); break;
+		case F_STR2:      ev->str2 = r_str(&r, &ev->str2_len); break;
+		case F_ATTRS:     r_attrs(&r, ev); break;
+		}
+	}
+	if (!r.ok)
+		return -1;
+	/* Trailing bytes are fields of a newer version: ignored. */
+	*prev_ts = ev->ts;
+	return (long)total;
+}
+
+/* ---- names and formatting ---------------------------------------------- */
+
+static const char *const type_names[BT_EV_TYPE_MAX] = {
+	"pad", "time", "proc_start", "thread_start", "thread_exit", "fork",
+	"exec", "spawn", "thread_create", "open", "close", "dup", "chan",
+	"proto", "msg", "msg_begin", "data", "ready", "isolate", "lost_sync",
+	"name_begin", "name_end", "drop", "shutdown", "logd",
+};
+
+const char *bt_ev_type_name(unsigned type)
+{
+	return type < BT_EV_TYPE_MAX ? type_names[type] : "unknown";
+}
+
+static const char *const attr_names[BT_AK_MAX] = {
+	"?", "method", "target", "host", "sql", "dns_name", "dns_type",
+	"fcgi_script", "fcgi_uri", "traceparent", "request_id", "body_len",
+	"error", "tag", "peer", "info", "line", "user", "database",
+	"status_text",
+};
+
+const char *bt_attr_key_name(unsigned key)
+{
+	return key < BT_AK_MAX ? attr_names[key] : "unknown";
+}
+
+const char *bt_chan_kind_name(unsigned kind)
+{
+	static const char *const n[] = { "unknown", "tcp", "udp", "unix",
+		"unix_dgram", "pipe", "socket" };
+	return kind < sizeof n / sizeof n[0] ? n[kind] : "unknown";
+}
+
+const char *bt_msg_kind_name(unsigned kind)
+{
+	static const char *const n[] = { "none", "request", "reply", "oneway",
+		"control" };
+	return kind < sizeof n / sizeof n[0] ? n[kind] : "unknown";
+}
+
+char *bt_addr_format(const struct bt_addr *a, char *buf, size_t len)
+{
+	const uint8_t *b = a->addr;
+	switch (a->family) {
+	case BT_AF_INET:
+		snprintf(buf, len, "%u.%u.%u.%u:%u", b[0], b[1], b[2], b[3],
+			 a->port);
+		break;
+	case BT_AF_INET6: {
+		char *p = buf;
+		size_t left = len;
+		int n = snprintf(p, left, "[");
+		for (int i = 0; i < 16 && n > 0 && (size_t)n < left; i += 2) {
+			p += n; left -= (size_t)n;
+			n = snprintf(p, left, "%s%x", i ? ":" : "",
+				     (unsigned)(b[i] << 8 | b[i + 1]));
+		}
+		if (n > 0 && (size_t)n < left) {
+			p += n; left -= (size_t)n;
+			snprintf(p, left, "]:%u", a->port);
+		}
+		break;
+	}
+	case BT_AF_UNIX:
+		snprintf(buf, len, "unix");
+		break;
+	default:
+		snprintf(buf, len, "-");
+	}
+	return buf;
+}
+
+int bt_ev_format(const struct bt_event *ev, char *buf, size_t len)
+{
+	char l[64], r[64];
+	int n = snprintf(buf, len, "%llu %s",
+			 (unsigned long long)ev->ts, bt_ev_type_name(ev->type));
+	size_t used = n > 0 ? (size_t)n : 0;
+#define APP(...) do { if (used < len) { int k_ = snprintf(buf + used, len - used, __VA_ARGS__); if (k_ > 0) used += (size_t)k_; } } while (0)
+	switch (ev->type) {
+	case BT_EV_TIME:
+		APP(" realtime=%llu", (unsigned long long)ev->realtime); break;
+	case BT_EV_PROC_START:
+		APP(" pid=%u ppid=%u ptid=%u flags=%#x exe=%.*s cmd=%.*s",
+		    ev->pid, ev->ppid, ev->ptid, ev->flags, (int)ev->str_len,
+		    ev->str ? ev->str : "", (int)ev->str2_len,
+		    ev->str2 ? ev->str2 : "");
+		break;
+	case BT_EV_THREAD_START:
+		APP(" tid=%u ptid=%u cookie=%llu pid=%u", ev->tid, ev->ptid,
+		    (unsigned long long)ev->cookie, ev->pid);
+		break;
+	case BT_EV_FORK: case BT_EV_SPAWN: case BT_EV_EXEC:
+		APP(" result=%lld flags=%#x %.*s", (long long)ev->result,
+		    ev->flags, (int)ev->str_len, ev->str ? ev->str : "");
+		break;
+	case BT_EV_THREAD_CREATE:
+		APP(" cookie=%llu result=%lld", (unsigned long long)ev->cookie,
+		    (long long)ev->result);
+		break;
+	case BT_EV_OPEN:
+		APP(" fd=%d flags=%#x result=%lld path=%.*s", ev->fd, ev->flags,
+		    (long long)ev->result, (int)ev->str_len,
+		    ev->str ? ev->str : "");
+		break;
+	case BT_EV_CLOSE:
+		APP(" fd=%d result=%lld", ev->fd, (long long)ev->result); break;
+	case BT_EV_DUP:
+		APP(" fd=%d fd2=%d", ev->fd, ev->fd2); break;
+	case BT_EV_CHAN:
+		APP(" fd=%d fd2=%d kind=%s role=%u flags=%#x result=%lld local=%s remote=%s ino=%llu peer_ino=%llu path=%.*s",
+		    ev->fd, ev->fd2, bt_chan_kind_name(ev->chan_kind), ev->role,
+		    ev->flags, (long long)ev->result,
+		    bt_addr_format(&ev->local, l, sizeof l),
+		    bt_addr_format(&ev->remote, r, sizeof r),
+		    (unsigned long long)ev->ino,
+		    (unsigned long long)ev->peer_ino, (int)ev->str_len,
+		    ev->str ? ev->str : "");
+		break;
+	case BT_EV_PROTO:
+		APP(" fd=%d proto=%u how=%u %.*s", ev->fd, ev->proto, ev->flags,
+		    (int)ev->str_len, ev->str ? ev->str : "");
+		break;
+	case BT_EV_MSG:
+		APP(" fd=%d dir=%s kind=%s proto=%u flags=%#x off=%llu len=%llu status=%u witness=%llu",
+		    ev->fd, ev->dir ? "out" : "in", bt_msg_kind_name(ev->kind),
+		    ev->proto, ev->flags, (unsigned long long)ev->off,
+		    (unsigned long long)ev->len, ev->status,
+		    (unsigned long long)ev->witness);
+		for (unsigned i = 0; i < ev->nattr; i++)
+			APP(" %s=\"%.*s\"", bt_attr_key_name(ev->attr[i].key),
+			    (int)ev->attr[i].len, ev->attr[i].val);
+		break;
+	case BT_EV_MSG_BEGIN:
+		APP(" fd=%d dir=%s off=%llu", ev->fd, ev->dir ? "out" : "in",
+		    (unsigned long long)ev->off);
+		break;
+	case BT_EV_DATA:
+		APP(" fd=%d dir=%s off=%llu len=%llu", ev->fd,
+		    ev->dir ? "out" : "in", (unsigned long long)ev->off,
+		    (unsigned long long)ev->len);
+		break;
+	case BT_EV_READY:
+		APP(" fd=%d events=%#x ready=%lld", ev->fd, ev->flags,
+		    (long long)ev->result);
+		break;
+	case BT_EV_ISOLATE:
+		APP(" fd=%d off=%llu asked=%llu gave=%lld", ev->fd,
+		    (unsigned long long)ev->off, (unsigned long long)ev->len,
+		    (long long)ev->result);
+		break;
+	case BT_EV_LOST_SYNC:
+		APP(" fd=%d dir=%s proto=%u off=%llu", ev->fd,
+		    ev->dir ? "out" : "in", ev->proto,
+		    (unsigned long long)ev->off);
+		break;
+	case BT_EV_NAME_BEGIN:
+		APP(" cookie=%llu flags=%#x name=%.*s service=%.*s",
+		    (unsigned long long)ev->cookie, ev->flags,
+		    (int)ev->str_len, ev->str ? ev->str : "",
+		    (int)ev->str2_len, ev->str2 ? ev->str2 : "");
+		break;
+	case BT_EV_NAME_END:
+		APP(" cookie=%llu result=%lld addr=%.*s",
+		    (unsigned long long)ev->cookie, (long long)ev->result,
+		    (int)ev->str_len, ev->str ? ev->str : "");
+		break;
+	case BT_EV_DROP:
+		APP(" count=%llu reason=%u", (unsigned long long)ev->len,
+		    ev->flags);
+		break;
+	case BT_EV_SHUTDOWN:
+		APP(" fd=%d how=%u", ev->fd, ev->flags); break;
+	case BT_EV_LOGD:
+		APP(" pid=%u flags=%#x result=%lld %.*s", ev->pid, ev->flags,
+		    (long long)ev->result, (int)ev->str_len,
+		    ev->str ? ev->str : "");
+		break;
+	default:
+		break;
+	}
+#undef APP
+	return (int)used;
+}

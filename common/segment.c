@@ -1,0 +1,269 @@
+/*
+ * segment.c - log segment headers, the block writer and the block reader
+ * (format in btrace/segment.h and docs/log-format.md).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "btrace/segment.h"
+
+void bt_seg_header_encode(uint8_t *b, const struct bt_seg_header *h)
+{
+	memset(b, 0, BT_SEG_HDR_SIZE);
+	memcpy(b, BT_SEG_MAGIC, 8);
+	bt_le32(b + 8, BT_SEG_VERSION);
+	bt_le32(b + 12, BT_SEG_HDR_SIZE);
+	bt_le64(b + 16, h->created_mono);
+	bt_le64(b + 24, h->created_real);
+	memcpy(b + 32, h->host, strnlen(h->host, 63));
+	bt_le64(b + 96, h->boot_id);
+	bt_le32(b + 104, h->writer);
+	bt_le32(b + 108, h->writer_pid);
+	bt_le64(b + 112, h->seq);
+	bt_le32(b + 124, bt_crc32c(0, b, 124));
+}
+
+int bt_seg_header_decode(const uint8_t *b, struct bt_seg_header *h)
+{
+	if (memcmp(b, BT_SEG_MAGIC, 8) != 0)
+		return -1;
+	if (bt_rd32(b + 124) != bt_crc32c(0, b, 124))
+		return -1;
+	memset(h, 0, sizeof *h);
+	h->version = bt_rd32(b + 8);
+	if (h->version != BT_SEG_VERSION || bt_rd32(b + 12) != BT_SEG_HDR_SIZE)
+		return -1;
+	h->created_mono = bt_rd64(b + 16);
+	h->created_real = bt_rd64(b + 24);
+	memcpy(h->host, b + 32, 63);
+	h->host[63] = 0;
+	h->boot_id = bt_rd64(b + 96);
+	h->writer = bt_rd32(b + 104);
+	h->writer_pid = bt_rd32(b + 108);
+	h->seq = bt_rd64(b + 112);
+	return 0;
+}
+
+void bt_blk_header_encode(uint8_t *b, const struct bt_blk_header *h,
+			  const void *payload)
+{
+	memset(b, 0, BT_BLK_HDR_SIZE);
+	bt_le32(b, BT_BLK_MAGIC);
+	bt_le32(b + 4, h->len);
+	bt_le64(b + 8, h->ring_id);
+	bt_le32(b + 16, h->pid);
+	bt_le16(b + 20, h->slot);
+	bt_le16(b + 22, h->gen);
+	bt_le64(b + 24, h->stream_off);
+	bt_le32(b + 32, h->flags);
+	bt_le32(b + 36, bt_crc32c(0, payload, h->len));
+	bt_le32(b + 44, bt_crc32c(0, b, 44));
+}
+
+int bt_blk_header_decode(const uint8_t *b, struct bt_blk_header *h,
+			 uint32_t *pcrc)
+{
+	if (bt_rd32(b) != BT_BLK_MAGIC)
+		return -1;
+	if (bt_rd32(b + 44) != bt_crc32c(0, b, 44))
+		return -1;
+	h->len = bt_rd32(b + 4);
+	if (h->len > BT_SEG_MAX_PAYLOAD)
+		return -1;
+	h->ring_id = bt_rd64(b + 8);
+	h->pid = bt_rd32(b + 16);
+	h->slot = bt_rd16(b + 20);
+	h->gen = bt_rd16(b + 22);
+	h->stream_off = bt_rd64(b + 24);
+	h->flags = bt_rd32(b + 32);
+	*pcrc = bt_rd32(b + 36);
+	return 0;
+}
+
+static int write_all(int fd, bt_write_fn wr, const uint8_t *p, size_t n)
+{
+	while (n) {
+		long w = wr(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (w == 0)
+			return -EIO;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int bt_seg_write_block(int fd, bt_write_fn wr, const struct bt_blk_header *h,
+		       const void *payload)
+{
+	uint8_t hdr[BT_BLK_HDR_SIZE];
+	int r;
+
+	bt_blk_header_encode(hdr, h, payload);
+	r = write_all(fd, wr, hdr, sizeof hdr);
+	if (r == 0)
+		r = write_all(fd, wr, payload, h->len);
+	return r;
+}
+
+/* ---- reader ----------------------------------------------------------- */
+
+struct bt_seg_reader {
+	char           *path;
+	const uint8_t  *map;
+	size_t          size;
+	size_t          pos;
+	bt_seg_warn_fn  warn;
+	void           *ctx;
+	struct bt_seg_header hdr;
+};
+
+struct bt_seg_reader *bt_seg_open(const char *path, bt_seg_warn_fn warn,
+				  void *ctx, const char **why)
+{
+	struct bt_seg_reader *r;
+	struct stat st;
+	int fd, e;
+
+	*why = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		*why = strerror(errno);
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0) {
+		e = errno;
+		close(fd);
+		*why = strerror(e);
+		errno = e;
+		return NULL;
+	}
+	if ((size_t)st.st_size < BT_SEG_HDR_SIZE) {
+		close(fd);
+		*why = "file too short for a segment header (not a BorderPatrol log, or truncated at creation)";
+		errno = EINVAL;
+		return NULL;
+	}
+	r = calloc(1, sizeof *r);
+	if (!r || !(r->path = strdup(path))) {
+		free(r);
+		close(fd);
+		*why = "out of memory";
+		errno = ENOMEM;
+		return NULL;
+	}
+	r->size = (size_t)st.st_size;
+	r->map = mmap(NULL, r->size, PROT_READ, MAP_PRIVATE, fd, 0);
+	e = errno;
+	close(fd);
+	if (r->map == MAP_FAILED) {
+		free(r->path);
+		free(r);
+		*why = strerror(e);
+		errno = e;
+		return NULL;
+	}
+	madvise((void *)r->map, r->size, MADV_SEQUENTIAL);
+	if (bt_seg_header_decode(r->map, &r->hdr) < 0) {
+		munmap((void *)r->map, r->size);
+		free(r->path);
+		free(r);
+		*why = "bad segment header (wrong magic, version or checksum)";
+		errno = EINVAL;
+		return NULL;
+	}
+	r->pos = BT_SEG_HDR_SIZE;
+	r->warn = warn;
+	r->ctx = ctx;
+	return r;
+}
+
+const struct bt_seg_header *bt_seg_file_header(const struct bt_seg_reader *r)
+{
+	return &r->hdr;
+}
+
+/* Is there a valid block at OFF?  Fills H and the payload pointer. */
+static int block_at(const struct bt_seg_reader *r, size_t off,
+		    struct bt_blk_header *h, const char **why)
+{
+	uint32_t pcrc;
+
+	if (r->size - off < BT_BLK_HDR_SIZE) {
+		*why = "truncated block header (torn tail)";
+		return 0;
+	}
+	if (bt_blk_header_decode(r->map + off, h, &pcrc) < 0) {
+		*why = "bad block header";
+		return 0;
+	}
+	if (r->size - off - BT_BLK_HDR_SIZE < h->len) {
+		*why = "truncated block payload (torn tail)";
+		return 0;
+	}
+	if (bt_crc32c(0, r->map + off + BT_BLK_HDR_SIZE, h->len) != pcrc) {
+		*why = "block payload checksum mismatch";
+		return 0;
+	}
+	return 1;
+}
+
+int bt_seg_next(struct bt_seg_reader *r, struct bt_blk_header *h,
+		const uint8_t **payload, uint64_t *file_off)
+{
+	const char *why = NULL;
+	size_t bad = (size_t)-1;
+
+	while (r->pos < r->size) {
+		if (block_at(r, r->pos, h, &why)) {
+			*payload = r->map + r->pos + BT_BLK_HDR_SIZE;
+			if (file_off)
+				*file_off = r->pos;
+			r->pos += BT_BLK_HDR_SIZE + h->len;
+			return 1;
+		}
+		if (bad == (size_t)-1) {
+			bad = r->pos;
+			if (r->warn)
+				r->warn(r->ctx, r->path, bad, why);
+		}
+		/* Scan for the next block magic. */
+		const uint8_t *m = NULL;
+		size_t from = r->pos + 1;
+		while (from + 4 <= r->size) {
+			m = memchr(r->map + from, 'B', r->size - from - 3);
+			if (!m)
+				break;
+			if (bt_rd32(m) == BT_BLK_MAGIC)
+				break;
+			from = (size_t)(m - r->map) + 1;
+			m = NULL;
+		}
+		if (!m) {
+			r->pos = r->size;
+			break;
+		}
+		r->pos = (size_t)(m - r->map);
+	}
+	return 0;
+}
+
+void bt_seg_close(struct bt_seg_reader *r)
+{
+	if (!r)
+		return;
+	munmap((void *)r->map, r->size);
+	free(r->path);
+	free(r);
+}

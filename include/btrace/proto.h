@@ -1,0 +1,154 @@
+/*
+ * btrace/proto.h - the protocol processor interface (paper section 3.3).
+ *
+ * A processor finds message boundaries in the byte stream of one channel
+ * and names what each message is (request, reply, ...) with a few
+ * attributes and, where the protocol has one, a witness that pairs a reply
+ * with its request.  libbtrace runs it on every byte that crosses a traced
+ * channel, in each direction, and uses the boundaries for event isolation.
+ *
+ * Contract (every processor, checked by tests/unit/check_proto_*.c and the
+ * fuzz targets):
+ *  - per-channel state is a fixed-size block (ops->state_size bytes) that
+ *    libbtrace allocates zeroed and passes to init; no allocation ever;
+ *  - feed() sees each byte of a direction exactly once, in order, in chunks
+ *    of any size (1 byte at a time must give the same result as all at
+ *    once); it never reads outside [p, p+n);
+ *  - the two directions are independent streams sharing one state;
+ *  - on input it cannot follow it returns BT_PP_LOST once; libbtrace then
+ *    stops calling it and the channel passes through (logged).
+ */
+#ifndef BTRACE_PROTO_H
+#define BTRACE_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "btrace/event.h"
+
+/* Protocol ids (u8 in the log; never renumber). */
+enum bt_proto_id {
+	BT_PROTO_NONE    = 0,
+	BT_PROTO_LINE    = 1,
+	BT_PROTO_ONESHOT = 2,
+	BT_PROTO_HTTP    = 3,
+	BT_PROTO_FASTCGI = 4,
+	BT_PROTO_PGSQL   = 5,
+	BT_PROTO_DNS     = 6,
+	BT_PROTO_MAX
+};
+
+/* Which end of the channel this process is. */
+enum bt_role {
+	BT_ROLE_UNKNOWN = 0,
+	BT_ROLE_CLIENT  = 1,   /* connected out: sends requests, reads replies */
+	BT_ROLE_SERVER  = 2,   /* accepted: reads requests, sends replies */
+};
+
+/* Transport under the channel. */
+enum bt_transport {
+	BT_TR_STREAM = 0,      /* TCP, unix stream, pipe: a byte stream */
+	BT_TR_DGRAM  = 1,      /* UDP, unix dgram: feed() gets whole datagrams */
+};
+
+/* feed() results */
+#define BT_PP_LOST   (-1L)
+
+/* Sniff results */
+enum bt_sniff { BT_SNIFF_NO = 0, BT_SNIFF_YES = 1, BT_SNIFF_MAYBE = 2 };
+
+/*
+ * A message found by feed().  Attribute values point into the processor's
+ * state (or into the bytes just fed) and stay valid until the next call of
+ * feed() or fini() on that state.  BT_EV_MAX_ATTR attributes at most.
+ */
+struct bt_msg {
+	uint8_t  kind;          /* enum bt_msg_kind; 0 = no message ended */
+	uint8_t  flags;         /* BT_MF_WITNESS, BT_MF_TRUNC */
+	uint8_t  nattr;
+	uint32_t status;        /* HTTP status, DNS rcode, 0 if none */
+	uint64_t witness;       /* FastCGI request id, DNS id, ... */
+	struct bt_attr attr[BT_EV_MAX_ATTR];
+};
+
+/* Append an attribute (no-op when full).  Values longer than MAX are cut. */
+static inline void bt_msg_attr(struct bt_msg *m, uint8_t key,
+			       const char *val, size_t len)
+{
+	if (m->nattr >= BT_EV_MAX_ATTR || !val)
+		return;
+	if (len > 0xffff) { len = 0xffff; m->flags |= BT_MF_TRUNC; }
+	m->attr[m->nattr].key = key;
+	m->attr[m->nattr].val = val;
+	m->attr[m->nattr].len = (uint16_t)len;
+	m->nattr++;
+}
+
+/* ops->flags */
+#define BT_PPF_TURN_ENDS 0x1u  /* the first byte in one direction ends the
+				  open message of the other (one-shot) */
+
+struct bt_proto_ops {
+	const char *name;       /* "http": the name used in rules and logs */
+	uint8_t     id;         /* enum bt_proto_id */
+	uint8_t     flags;      /* BT_PPF_* */
+	uint16_t    state_size; /* bytes of per-channel state (<= 4096) */
+
+	/*
+	 * sniff - could a channel whose first bytes in direction DIR are
+	 * P[0..N) speak this protocol?  ROLE is this end's role.  Pure
+	 * function; may be NULL (never chosen by sniffing).
+	 */
+	int  (*sniff)(int dir, int role, const uint8_t *p, size_t n);
+
+	/* init - prepare zeroed STATE for a new channel. */
+	void (*init)(void *state, int role, int transport);
+
+	/* fini - release STATE (nothing is allocated, usually a no-op). */
+	void (*fini)(void *state);
+
+	/*
+	 * feed - consume a prefix of the N > 0 bytes at P flowing in
+	 * direction DIR (enum bt_dir).  Returns the number of bytes consumed,
+	 * 1..N, or BT_PP_LOST.  If a message ends exactly after the consumed
+	 * bytes, MSG->kind is set (non-zero) and MSG describes it; otherwise
+	 * MSG->kind is left 0 and all N bytes must have been consumed.
+	 * MSG is zeroed by the caller before every call.
+	 * For BT_TR_DGRAM each call is exactly one datagram, which is one
+	 * message (or BT_PP_LOST).
+	 */
+	long (*feed)(void *state, int dir, const uint8_t *p, size_t n,
+		     struct bt_msg *msg);
+
+	/*
+	 * eof - direction DIR ended: a read returned 0, the write side was
+	 * shut down or closed, or (BT_PPF_TURN_ENDS) the other direction
+	 * began.  Sets MSG->kind if a message ends here (a body framed by
+	 * connection close, a one-shot request).  May be NULL.
+	 */
+	void (*eof)(void *state, int dir, struct bt_msg *msg);
+};
+
+/* The registry: every processor, by id (NULL where none). */
+extern const struct bt_proto_ops *const bt_protocols[BT_PROTO_MAX];
+
+/* Look a processor up by name ("http"); NULL if unknown. */
+const struct bt_proto_ops *bt_proto_by_name(const char *name);
+
+/*
+ * bt_proto_sniff - choose a processor from the first bytes of a channel.
+ * Returns the processor, NULL if none matches; *MAYBE is set when some
+ * processor could still match with more bytes.
+ */
+const struct bt_proto_ops *bt_proto_sniff(int dir, int role, const uint8_t *p,
+					  size_t n, int *maybe);
+
+/* The processors (protocols/<name>.c) */
+extern const struct bt_proto_ops bt_proto_line;
+extern const struct bt_proto_ops bt_proto_oneshot;
+extern const struct bt_proto_ops bt_proto_http;
+extern const struct bt_proto_ops bt_proto_fastcgi;
+extern const struct bt_proto_ops bt_proto_pgsql;
+extern const struct bt_proto_ops bt_proto_dns;
+
+#endif /* BTRACE_PROTO_H */

@@ -1,0 +1,153 @@
+/*
+ * btrace/ring.h - the memory a traced process shares with bp-logd, and the
+ * messages they exchange over bp-logd's unix socket.
+ *
+ * A traced process owns one or more *chunks*: memfds of BT_RING_PAGE bytes
+ * of header followed by NSLOTS data areas of SLOT_SIZE bytes (a power of
+ * two).  Each thread that emits events claims one slot and is its only
+ * writer; bp-logd is each slot's only reader.  The memfd is passed to
+ * bp-logd (SCM_RIGHTS), so events written to it survive the death of the
+ * process: bp-logd drains whatever was published.
+ *
+ *   writer (thread)                       reader (bp-logd)
+ *   ---------------                       ----------------
+ *   h = head (own copy)                   t = tail
+ *   wait until h + len - tail <= size     h = load_acquire(head)
+ *   write record at h % size              copy [t, h) to the segment
+ *   store_release(head, h + len)          store_release(tail, h)
+ *                                         futex_wake(&drained)
+ *
+ * head and tail count bytes since the slot's stream began (never wrap);
+ * a record never straddles the end of the data area: the writer fills the
+ * rest of the lap with a BT_EV_PAD record and starts at offset 0, where it
+ * writes a BT_EV_TIME record first.  When a slot is more than half full the
+ * writer sends BT_LM_KICK (one system call per half ring); when it is full
+ * it kicks and waits on the futex word `drained` (a bounded wait, then the
+ * process writes the slot to the spool directory itself).
+ *
+ * Slots are reused by later threads once drained (tail == head); the new
+ * thread's first records are BT_EV_TIME and BT_EV_THREAD_START, so a
+ * reader always knows which thread wrote what.  A slot's stream id is
+ * (ring_id, slot, gen); gen increments on every reuse.
+ */
+#ifndef BTRACE_RING_H
+#define BTRACE_RING_H
+
+#include <stdint.h>
+
+#define BT_RING_MAGIC      0x47525442u   /* "BTRG" little-endian */
+#define BT_RING_VERSION    1u
+#define BT_RING_PAGE       4096u         /* chunk header size */
+#define BT_RING_MAX_SLOTS  60u           /* slots per chunk (header fits) */
+#define BT_RING_MAX_CHUNKS 64u
+
+/* Slot states */
+enum bt_slot_state {
+	BT_SLOT_FREE   = 0,    /* never used or drained and released */
+	BT_SLOT_ACTIVE = 1,    /* a live thread writes it */
+	BT_SLOT_EXITED = 2,    /* writer gone; reusable once drained */
+};
+
+/* Chunk flags (written by bp-logd, read by the tracer) */
+#define BT_CF_PAUSED   0x1u  /* tracing paused: pass through, emit nothing */
+
+/* One slot's control block: 64 bytes, one cache line. */
+struct bt_slot_hdr {
+	volatile uint64_t head;      /* writer: bytes published */
+	volatile uint64_t tail;      /* reader: bytes drained */
+	volatile uint32_t state;     /* enum bt_slot_state */
+	volatile uint32_t drained;   /* futex word: reader bumps after drain */
+	volatile uint32_t kicked;    /* writer set 1 when it kicked; reader 0 */
+	volatile uint32_t tid;       /* current writer thread (informational) */
+	volatile uint32_t gen;       /* incremented on every reuse */
+	volatile uint32_t lost;      /* events the writer could not record */
+	uint8_t pad[24];
+};
+
+/* The chunk header page.  All fields little-endian, naturally aligned. */
+struct bt_chunk_hdr {
+	uint32_t magic;              /* BT_RING_MAGIC */
+	uint32_t version;            /* BT_RING_VERSION */
+	uint64_t ring_id;            /* random per process image */
+	uint32_t pid;
+	uint32_t chunk;              /* index of this chunk in the process */
+	uint32_t nslots;
+	uint32_t slot_size;          /* power of two */
+	volatile uint32_t flags;     /* BT_CF_* (reader writes) */
+	uint32_t pad0;
+	uint8_t  pad1[32];
+	struct bt_slot_hdr slot[BT_RING_MAX_SLOTS];
+};
+
+/* Data area of slot I in a chunk mapped at BASE */
+#define BT_SLOT_DATA(base, slot_size, i) \
+	((uint8_t *)(base) + BT_RING_PAGE + (size_t)(i) * (slot_size))
+
+/* ---- socket messages (SOCK_SEQPACKET, one message per packet) ---------- */
+
+/* Message types, tracer -> bp-logd */
+enum bt_logd_msg {
+	BT_LM_HELLO  = 1,  /* struct bt_lm_hello: first packet of a peer */
+	BT_LM_CHUNK  = 2,  /* struct bt_lm_chunk + SCM_RIGHTS memfd */
+	BT_LM_KICK   = 3,  /* struct bt_lm_kick: please drain this slot now */
+	BT_LM_BYE    = 4,  /* clean exit: drain everything, then close */
+	/* bp-logd -> tracer */
+	BT_LM_WELCOME = 16, /* struct bt_lm_welcome: reply to HELLO */
+	/* control client -> bp-logd (bp-logd -c ...) */
+	BT_LM_CTL    = 32, /* struct bt_lm_ctl */
+	BT_LM_CTL_REPLY = 33,
+};
+
+struct bt_lm_hdr {
+	uint16_t type;     /* enum bt_logd_msg */
+	uint16_t len;      /* bytes of the whole packet */
+	uint32_t version;  /* BT_RING_VERSION */
+};
+
+struct bt_lm_hello {
+	struct bt_lm_hdr h;
+	uint64_t ring_id;
+	uint32_t pid;
+	uint32_t ppid;
+	char     exe[256];  /* NUL-terminated, informational */
+};
+
+struct bt_lm_chunk {
+	struct bt_lm_hdr h;
+	uint32_t chunk;
+	uint32_t nslots;
+	uint32_t slot_size;
+	uint32_t pad;
+	uint64_t map_size;  /* BT_RING_PAGE + nslots * slot_size */
+};
+
+struct bt_lm_kick {
+	struct bt_lm_hdr h;
+	uint32_t chunk;
+	uint32_t slot;
+};
+
+struct bt_lm_welcome {
+	struct bt_lm_hdr h;
+	uint32_t flags;     /* BT_CF_* at the time of the hello */
+	uint32_t pad;
+	char     logdir[256];
+};
+
+enum bt_ctl_cmd { BT_CTL_PAUSE = 1, BT_CTL_RESUME = 2, BT_CTL_STATUS = 3,
+		  BT_CTL_ROTATE = 4, BT_CTL_STOP = 5 };
+
+struct bt_lm_ctl {
+	struct bt_lm_hdr h;
+	uint32_t cmd;       /* enum bt_ctl_cmd */
+	uint32_t pad;
+};
+
+struct bt_lm_ctl_reply {
+	struct bt_lm_hdr h;
+	int32_t  status;    /* 0 or -errno */
+	uint32_t pad;
+	char     text[1024];
+};
+
+#endif /* BTRACE_RING_H */

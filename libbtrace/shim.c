@@ -1,0 +1,2 @@
+/* placeholder: the shim is being written */
+#include "config.h"

@@ -1,0 +1,1 @@
+# logd/: (filled in by its owner)

@@ -1,0 +1,1 @@
+# reconstruct/: (filled in by its owner)
