@@ -3,5 +3,6 @@ noinst_LTLIBRARIES += libbtproto.la
 libbtproto_la_SOURCES = \
 	protocols/registry.c \
 	protocols/line.c \
-	protocols/oneshot.c
+	protocols/oneshot.c \
+	protocols/defaults.c
 libbtproto_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden

@@ -79,6 +79,13 @@ struct bt_chunk_hdr {
 	struct bt_slot_hdr slot[BT_RING_MAX_SLOTS];
 };
 
+/*
+ * The slot number of a stream in log blocks (btrace/segment.h): slot I of
+ * chunk C.  bp-logd and the spool writer both use it, so the blocks of one
+ * stream join whichever wrote them.
+ */
+#define BT_STREAM_SLOT(c, i) ((unsigned)(c) * BT_RING_MAX_SLOTS + (unsigned)(i))
+
 /* Data area of slot I in a chunk mapped at BASE */
 #define BT_SLOT_DATA(base, slot_size, i) \
 	((uint8_t *)(base) + BT_RING_PAGE + (size_t)(i) * (slot_size))

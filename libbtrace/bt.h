@@ -1,0 +1,304 @@
+/*
+ * bt.h - libbtrace internals shared by its modules.
+ *
+ *   shim.c   exported wrappers: one-liners into the modules below
+ *   real.c   the real libc functions (wrapped.def)
+ *   conf.c   configuration from the environment, protocol selection rules
+ *   emit.c   per-thread rings shared with bp-logd, the logd link, spooling
+ *   fdtab.c  fd table and channel objects
+ *   chan.c   channel identity (addresses, inodes) and processor choice
+ *   io.c     read/write families, processors and event isolation
+ *   ready.c  poll/select/epoll: buffered input and one fd per call
+ *   proc.c   start-up, fork, exec, spawn, threads
+ *   names.c  getaddrinfo and friends as DNS client spans
+ *
+ * Locking: the fd table is read without locks (entries are atomic words,
+ * channel objects are type-stable and never freed); a channel's mutex
+ * guards its processor state and isolation buffer and is never held across
+ * a blocking call.  Global locks (chunk list, logd link, epoll sets) are
+ * taken only on slow paths and re-initialised in a forked child.
+ */
+#ifndef BT_BT_H
+#define BT_BT_H
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "btrace/event.h"
+#include "btrace/proto.h"
+#include "btrace/ring.h"
+#include "real.h"
+
+#define BT_HIDDEN __attribute__((visibility("hidden")))
+#define BT_TLS    __attribute__((tls_model("initial-exec"))) __thread
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* ---- configuration (conf.c) ------------------------------------------- */
+
+enum bt_rule_kind { BT_RK_PORT = 1, BT_RK_UNIX = 2, BT_RK_EXE = 3 };
+
+struct bt_rule {
+	uint8_t  kind;              /* enum bt_rule_kind */
+	uint8_t  proto;             /* enum bt_proto_id; 0 = "none" */
+	uint16_t nranges;
+	uint16_t lo[16], hi[16];    /* port ranges */
+	char    *pattern;           /* unix glob or exe regex source */
+	void    *re;                /* pcre2_code * for exe rules */
+};
+
+struct bt_conf {
+	int      enabled;           /* 0: pure pass-through */
+	int      isolation;         /* event isolation on */
+	int      follow;            /* keep LD_PRELOAD/BTRACE_* across exec */
+	uint32_t slot_size;         /* ring slot bytes (power of two) */
+	char     logd_path[108];
+	char     spool_dir[PATH_MAX];
+	char     lib_path[PATH_MAX];/* this library, for LD_PRELOAD */
+	struct bt_rule *rules;
+	unsigned nrules;
+	unsigned exe_proto;         /* processor for pipes/inherited fds by exe */
+};
+BT_HIDDEN extern struct bt_conf bt_conf;
+
+/* Read BTRACE_* from the environment; parse rules.  Idempotent. */
+BT_HIDDEN void bt_conf_init(void);
+/* Parse rules text (DESIGN section 9) into *OUT; returns count or -EINVAL
+ * (ERRLINE gets the bad line number). */
+BT_HIDDEN int bt_rules_parse(const char *text, int semicolons,
+			     struct bt_rule **out, unsigned *n, int *errline);
+/* Processor id for a channel by the rules (0 none), *HOW set. */
+BT_HIDDEN int bt_rules_match(uint16_t lport, uint16_t rport, int has_ports,
+			     const char *unix_path, int *how);
+
+/* ---- process and thread state ----------------------------------------- */
+
+struct bt_chunk;
+
+/* Per-thread ring slot handle (emit.c) */
+struct bt_slot {
+	struct bt_chunk    *chunk;
+	unsigned            idx;
+	struct bt_slot_hdr *sh;
+	uint8_t            *data;
+	uint32_t            size;
+	uint64_t            head;      /* private copy of sh->head */
+	uint64_t            prev_ts;
+	uint32_t            need_time; /* next record must be BT_EV_TIME */
+};
+
+struct bt_thread {
+	int         tid;
+	int         depth;          /* wrapper nesting: >1 means re-entered */
+	int         noslot;         /* claiming a slot failed: do not retry */
+	uint64_t    epoch;          /* readiness calls made by this thread */
+	uint64_t    dropped;        /* events not recorded, not yet reported */
+	uint32_t    drop_reason;    /* enum bt_drop_reason of the last one */
+	struct bt_slot slot;
+	int         have_slot;
+	uint32_t    ready_rr;       /* rotation cursor for poll/select */
+};
+BT_HIDDEN extern BT_TLS struct bt_thread bt_self;
+
+struct bt_procinfo {
+	pid_t    pid;
+	pid_t    ppid;
+	uint64_t ring_id;
+	int      started;           /* PROC_START written */
+	uint32_t start_flags;       /* BT_PF_* for PROC_START */
+	int      fork_ptid;         /* parent thread, when forked */
+	char     exe[PATH_MAX];
+	char     cmdline[512];
+	uint32_t cmdline_len;
+	char     host[64];
+};
+BT_HIDDEN extern struct bt_procinfo bt_proc;
+
+/* Current thread id (cached per thread). */
+BT_HIDDEN int bt_gettid(void);
+
+static inline uint64_t bt_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Wrapper entry/exit.  BT_ENTER returns 0 when the shim must pass this call
+ * straight through: tracing disabled, or re-entered (a signal handler, or
+ * libc calling back into a wrapper while the shim is working).
+ */
+static inline int bt_enter(void)
+{
+	if (unlikely(!bt_conf.enabled))
+		return 0;
+	if (unlikely(bt_self.depth++ > 0))
+		return 0;
+	return 1;
+}
+static inline void bt_leave(void) { bt_self.depth--; }
+/* bt_enter() returned 0: undo its count only if it made one. */
+static inline void bt_leave_pass(void)
+{
+	if (likely(bt_conf.enabled))
+		bt_self.depth--;
+}
+
+/* ---- events (emit.c) ------------------------------------------------- */
+
+/* Record EV in this thread's ring (EV->ts filled if 0).  Never blocks
+ * longer than bounded waits; a record that cannot be written is counted
+ * and reported by a later BT_EV_DROP. */
+BT_HIDDEN void bt_emit(struct bt_event *ev);
+/* Claim this thread's ring slot now and write TIME, THREAD_START (and
+ * PROC_START for a process's first thread). */
+BT_HIDDEN void bt_emit_claim(void);
+/* Is tracing paused by bp-logd? */
+BT_HIDDEN int bt_paused(void);
+/* Connect to bp-logd and register the ring (start-up; retried later). */
+BT_HIDDEN void bt_emit_start(void);
+/* Drain every slot to bp-logd or the spool before exec/exit. */
+BT_HIDDEN void bt_emit_flush(int final);
+/* Thread ends: THREAD_EXIT and release the slot. */
+BT_HIDDEN void bt_emit_thread_exit(void);
+/* fork: prepare / parent / child hooks (locks, fresh ring in the child) */
+BT_HIDDEN void bt_emit_atfork_prepare(void);
+BT_HIDDEN void bt_emit_atfork_parent(void);
+BT_HIDDEN void bt_emit_atfork_child(void);
+/* Is FD one of the shim's own descriptors? */
+BT_HIDDEN int bt_is_own_fd(int fd);
+/* Move the shim's descriptor away from FD (the app wants that number). */
+BT_HIDDEN void bt_own_fd_evict(int fd);
+/* Duplicate FD to a high, close-on-exec number the app will not pick. */
+BT_HIDDEN int bt_own_fd_hide(int fd);
+
+/* ---- fd table and channels (fdtab.c, chan.c) -------------------------- */
+
+#define BT_FD_NONE   ((uintptr_t)0)   /* never seen */
+#define BT_FD_PLAIN  ((uintptr_t)1)   /* seen: nothing to trace (file, ...) */
+#define BT_FD_OWN    ((uintptr_t)2)   /* the shim's own descriptor */
+/* Otherwise a pointer: a channel (64-byte aligned, low bit clear) or an
+ * epoll set (struct bt_epset *, tagged with the low bit, see ready.c). */
+#define BT_FD_IS_CHAN(v)  ((v) > 3 && !((v) & 1))
+#define BT_FD_IS_EPSET(v) ((v) > 3 && ((v) & 1))
+
+struct bt_epreg {                     /* one registration in an epoll set */
+	int      epfd;
+	uint32_t events;
+	uint64_t data;
+	uint8_t  armed;                   /* false after a ONESHOT report */
+};
+
+struct bt_chan {
+	pthread_mutex_t mu;
+	struct bt_chan *next_all;         /* every channel ever made */
+	struct bt_chan *next_free;
+	uint32_t gen;                     /* bumped on every reuse */
+	/* ---- everything from here on is zeroed for a new channel ---- */
+	int      refs;                    /* fds referring to it */
+
+	uint8_t  kind;                    /* enum bt_chan_kind */
+	uint8_t  role;                    /* enum bt_chan_role */
+	uint8_t  pp_role;                 /* enum bt_role */
+	uint8_t  transport;               /* enum bt_transport */
+	uint8_t  announced;               /* BT_EV_CHAN written */
+	uint8_t  sniff;                   /* processor not chosen yet */
+	uint8_t  lost;                    /* processor gave up */
+	uint8_t  eof[2];
+	uint8_t  ended;                   /* this call handed over a message end */
+
+	const struct bt_proto_ops *pp;
+	void    *pps;                     /* processor state */
+
+	uint64_t off[2];                  /* stream offsets, per direction */
+	uint64_t msg_start[2];            /* offset of the open message */
+	uint8_t  msg_open[2];             /* bytes of a message moved */
+	uint8_t  msg_begun[2];            /* MSG_BEGIN written for it */
+
+	/* isolation buffer: bytes read from the kernel, not yet handed over */
+	uint8_t *buf;
+	uint32_t cap, rd, wr;
+	uint32_t scanned;                 /* from rd: bytes seen by the processor */
+	uint8_t  pending;                 /* a message ends inside the buffer */
+	uint32_t boundary;                /* ... this many bytes after rd */
+	struct bt_msg pmsg;               /* that message */
+
+	/* EAGAIN-once after a boundary on a non-blocking fd */
+	uint8_t  eagain_armed;
+	uint64_t eagain_epoch;
+	pid_t    eagain_tid;
+	uint8_t  owed;                    /* readiness owed (ET, spurious ok) */
+	uint8_t  in_ready_list;
+
+	struct bt_epreg ep[2];            /* epoll registrations (two kept) */
+};
+
+/* Look up FD's table word (no lock).  See BT_FD_*; else a bt_chan *. */
+BT_HIDDEN uintptr_t bt_fd_get(int fd);
+/* Set FD's word; the old channel (if any) loses a reference. */
+BT_HIDDEN void bt_fd_set(int fd, uintptr_t v);
+/* FD refers to CH from now on (takes a reference). */
+BT_HIDDEN void bt_fd_set_chan(int fd, struct bt_chan *ch);
+/* Forget FD (close): returns the channel it referred to, if any, whose
+ * reference the caller must drop with bt_chan_put. */
+BT_HIDDEN struct bt_chan *bt_fd_take(int fd);
+/* New channel object, zeroed, refs = 0, mutex ready. */
+BT_HIDDEN struct bt_chan *bt_chan_new(void);
+BT_HIDDEN void bt_chan_get(struct bt_chan *ch);
+/* Drop a reference; on the last one the processor is finished and the
+ * object recycled.  FD is the fd being closed, for the log. */
+BT_HIDDEN void bt_chan_put(struct bt_chan *ch);
+/* Re-initialise every channel mutex (forked child). */
+BT_HIDDEN void bt_fdtab_atfork_child(void);
+
+/*
+ * The channel for FD, classifying an fd never seen before (inherited or
+ * made by libc internally) on first use.  NULL: nothing to trace.
+ */
+BT_HIDDEN struct bt_chan *bt_chan_of(int fd);
+
+/* Channel identity and processor choice (chan.c) */
+BT_HIDDEN struct bt_chan *bt_chan_open(int fd, int role, int fd2,
+				       const struct sockaddr *peer,
+				       socklen_t peerlen, long result);
+BT_HIDDEN void bt_chan_pipe(int rfd, int wfd);
+BT_HIDDEN void bt_chan_socketpair(int fd0, int fd1, int type);
+/* Attach processor P (how = enum bt_proto_how) and log it. */
+BT_HIDDEN void bt_chan_attach(struct bt_chan *ch, int fd,
+			      const struct bt_proto_ops *p, int how,
+			      const char *why);
+/* Choose by sniffing the first bytes (channel locked). */
+BT_HIDDEN void bt_chan_sniff(struct bt_chan *ch, int fd, int dir,
+			     const uint8_t *p, size_t n);
+
+/* ---- I/O and isolation (io.c) ---------------------------------------- */
+
+/* Direction ended (read returned 0, shutdown, close): tell the processor. */
+BT_HIDDEN void bt_io_eof(struct bt_chan *ch, int fd, int dir);
+/* Account and process N bytes written to FD (iov form). */
+BT_HIDDEN void bt_io_out(struct bt_chan *ch, int fd, const struct iovec *iov,
+			 int iovcnt, size_t n, int dgram);
+/* A channel's buffered-input state changed: readiness bookkeeping. */
+BT_HIDDEN void bt_io_ready_changed(struct bt_chan *ch);
+
+/* ---- readiness (ready.c) --------------------------------------------- */
+
+BT_HIDDEN extern int bt_ready_count;      /* channels with owed readiness */
+BT_HIDDEN void bt_ready_add(struct bt_chan *ch);
+BT_HIDDEN void bt_ready_del(struct bt_chan *ch);
+/* FD was closed: forget its epoll registrations / epoll set. */
+BT_HIDDEN void bt_ready_fd_closed(int fd, uintptr_t word);
+BT_HIDDEN void bt_ready_atfork_child(void);
+
+/* ---- processes (proc.c) ---------------------------------------------- */
+
+BT_HIDDEN void bt_init(void);
+BT_HIDDEN extern int bt_initialized;
+
+#endif /* BT_BT_H */

@@ -1,0 +1,850 @@
+/*
+ * emit.c - getting events out of the traced process (btrace/ring.h).
+ *
+ * Each thread that emits claims a slot of a memfd chunk shared with
+ * bp-logd and is its only writer: an event costs an encode and a release
+ * store, no system call and no lock.  bp-logd drains slots on a timer and
+ * when kicked (one packet per half ring).  A full slot kicks and waits for
+ * the drain (bounded); with no bp-logd the thread writes its slot to the
+ * spool directory itself.  Nothing is dropped silently: what cannot be
+ * written is counted and reported by a BT_EV_DROP record.
+ *
+ * The shim's own descriptors (logd socket, memfds, spool file, netlink
+ * socket, epoll wake-up eventfds) live at high numbers, close-on-exec, and
+ * are hidden from the application: closing one fails with EBADF, dup2 onto
+ * one moves ours away first.
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "btrace/segment.h"
+#include "bt.h"
+
+struct bt_chunk {
+	int                  memfd;
+	struct bt_chunk_hdr *hdr;
+	size_t               map_size;
+	uint32_t             index, nslots, slot_size;
+	int                  sent;       /* registered with the current logd */
+};
+
+static struct bt_chunk chunks[BT_RING_MAX_CHUNKS];
+static unsigned nchunks;                 /* published with release */
+static pthread_mutex_t chunk_mu = PTHREAD_MUTEX_INITIALIZER;
+
+enum { LINK_DOWN = 0, LINK_UP = 1 };
+static int logd_fd = -1;
+static int link_state = LINK_DOWN;
+static uint64_t link_retry_at;           /* monotonic ns of the next try */
+static pthread_mutex_t link_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int spool_fd = -1;
+static pthread_mutex_t spool_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static pthread_key_t thread_key;
+static int thread_key_ok;
+
+/* ---- the shim's own descriptors ------------------------------------- */
+
+#define OWN_MAX 256
+static int *own_vars[OWN_MAX];           /* variables holding our fds */
+static pthread_mutex_t own_mu = PTHREAD_MUTEX_INITIALIZER;
+static int own_base = -1;
+
+static int own_floor(void)
+{
+	if (own_base < 0) {
+		struct rlimit rl;
+		long lim = 1024;
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+			lim = (long)rl.rlim_cur;
+		own_base = lim > 1024 ? (int)(lim - 256 > 65536 ? 65536 : lim - 256)
+				      : (int)(lim * 3 / 4);
+		if (own_base < 64)
+			own_base = 64;
+	}
+	return own_base;
+}
+
+int bt_own_fd_hide(int fd)
+{
+	int nfd;
+
+	if (fd < 0)
+		return fd;
+	nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, own_floor());
+	if (nfd < 0)
+		nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 3);
+	if (nfd < 0) {
+		REAL(fcntl)(fd, F_SETFD, FD_CLOEXEC);
+		bt_fd_set(fd, BT_FD_OWN);
+		return fd;
+	}
+	REAL(close)(fd);
+	bt_fd_set(nfd, BT_FD_OWN);
+	return nfd;
+}
+
+static void own_register(int *var)
+{
+	pthread_mutex_lock(&own_mu);
+	for (int i = 0; i < OWN_MAX; i++)
+		if (!own_vars[i]) {
+			own_vars[i] = var;
+			break;
+		}
+	pthread_mutex_unlock(&own_mu);
+}
+
+static void own_unregister(int *var)
+{
+	pthread_mutex_lock(&own_mu);
+	for (int i = 0; i < OWN_MAX; i++)
+		if (own_vars[i] == var)
+			own_vars[i] = NULL;
+	pthread_mutex_unlock(&own_mu);
+}
+
+/* Register/unregister an fd variable kept elsewhere (ready.c, chan.c). */
+BT_HIDDEN void bt_own_var(int *var, int add);
+void bt_own_var(int *var, int add)
+{
+	if (add)
+		own_register(var);
+	else
+		own_unregister(var);
+}
+
+/* The smallest descriptor of the shim in [FROM, TO], or -1. */
+BT_HIDDEN int bt_own_next(unsigned from, unsigned to);
+int bt_own_next(unsigned from, unsigned to)
+{
+	int best = -1;
+
+	pthread_mutex_lock(&own_mu);
+	for (int i = 0; i < OWN_MAX; i++) {
+		int fd = own_vars[i] ? *own_vars[i] : -1;
+		if (fd >= 0 && (unsigned)fd >= from && (unsigned)fd <= to &&
+		    (best < 0 || fd < best))
+			best = fd;
+	}
+	pthread_mutex_unlock(&own_mu);
+	return best;
+}
+
+int bt_is_own_fd(int fd)
+{
+	return fd >= 0 && bt_fd_get(fd) == BT_FD_OWN;
+}
+
+void bt_own_fd_evict(int fd)
+{
+	pthread_mutex_lock(&own_mu);
+	for (int i = 0; i < OWN_MAX; i++) {
+		if (own_vars[i] && *own_vars[i] == fd) {
+			int nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, own_floor());
+			if (nfd < 0)
+				nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 3);
+			if (nfd >= 0) {
+				bt_fd_set(nfd, BT_FD_OWN);
+				*own_vars[i] = nfd;
+			} else {
+				*own_vars[i] = -1;
+			}
+		}
+	}
+	pthread_mutex_unlock(&own_mu);
+	bt_fd_set(fd, BT_FD_NONE);
+	/* The caller's dup2/dup3 replaces the descriptor atomically. */
+}
+
+/* ---- chunks and slots ------------------------------------------------ */
+
+static uint32_t chunk_slots(unsigned index)
+{
+	uint32_t n = 8u << (index < 3 ? index : 3);
+	return n > BT_RING_MAX_SLOTS ? BT_RING_MAX_SLOTS : n;
+}
+
+static int link_send(const void *msg, size_t len, int fd_to_pass);
+
+static void chunk_register(struct bt_chunk *c)
+{
+	struct bt_lm_chunk m;
+
+	memset(&m, 0, sizeof m);
+	m.h.type = BT_LM_CHUNK;
+	m.h.len = sizeof m;
+	m.h.version = BT_RING_VERSION;
+	m.chunk = c->index;
+	m.nslots = c->nslots;
+	m.slot_size = c->slot_size;
+	m.map_size = c->map_size;
+	c->sent = link_send(&m, sizeof m, c->memfd) == 0;
+}
+
+/* Create chunk number nchunks.  Called with chunk_mu held. */
+static struct bt_chunk *chunk_create(void)
+{
+	struct bt_chunk *c;
+	unsigned index = nchunks;
+	uint32_t nslots, size = bt_conf.slot_size;
+	size_t map;
+	void *base;
+	int fd;
+
+	if (index >= BT_RING_MAX_CHUNKS)
+		return NULL;
+	nslots = chunk_slots(index);
+	map = BT_RING_PAGE + (size_t)nslots * size;
+	fd = (int)syscall(SYS_memfd_create, "btrace-ring", MFD_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (ftruncate(fd, (off_t)map) < 0) {
+		REAL(close)(fd);
+		return NULL;
+	}
+	base = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		REAL(close)(fd);
+		return NULL;
+	}
+	c = &chunks[index];
+	memset(c, 0, sizeof *c);
+	c->memfd = bt_own_fd_hide(fd);
+	c->hdr = base;
+	c->map_size = map;
+	c->index = index;
+	c->nslots = nslots;
+	c->slot_size = size;
+	c->hdr->magic = BT_RING_MAGIC;
+	c->hdr->version = BT_RING_VERSION;
+	c->hdr->ring_id = bt_proc.ring_id;
+	c->hdr->pid = (uint32_t)bt_proc.pid;
+	c->hdr->chunk = index;
+	c->hdr->nslots = nslots;
+	c->hdr->slot_size = size;
+	if (index == 0 || !(chunks[0].hdr && (chunks[0].hdr->flags & BT_CF_PAUSED)))
+		c->hdr->flags = 0;
+	else
+		c->hdr->flags = BT_CF_PAUSED;
+	own_register(&c->memfd);
+	__atomic_store_n(&nchunks, index + 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&link_mu);
+	if (link_state == LINK_UP)
+		chunk_register(c);
+	pthread_mutex_unlock(&link_mu);
+	return c;
+}
+
+static int slot_try_claim(struct bt_chunk *c, unsigned i)
+{
+	struct bt_slot_hdr *sh = &c->hdr->slot[i];
+	uint32_t st = __atomic_load_n(&sh->state, __ATOMIC_ACQUIRE);
+
+	if (st == BT_SLOT_EXITED &&
+	    __atomic_load_n(&sh->tail, __ATOMIC_ACQUIRE) != sh->head)
+		return 0;                 /* still holds undrained events */
+	if (st != BT_SLOT_FREE && st != BT_SLOT_EXITED)
+		return 0;
+	return __atomic_compare_exchange_n(&sh->state, &st, BT_SLOT_ACTIVE, 0,
+					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+static void slot_bind(struct bt_chunk *c, unsigned i)
+{
+	struct bt_slot *s = &bt_self.slot;
+
+	s->chunk = c;
+	s->idx = i;
+	s->sh = &c->hdr->slot[i];
+	s->data = BT_SLOT_DATA(c->hdr, c->slot_size, i);
+	s->size = c->slot_size;
+	s->head = s->sh->head;
+	s->prev_ts = 0;
+	s->need_time = 1;
+	s->sh->tid = (uint32_t)bt_gettid();
+	__atomic_add_fetch(&s->sh->gen, 1, __ATOMIC_RELEASE);
+	bt_self.have_slot = 1;
+	if (thread_key_ok)
+		pthread_setspecific(thread_key, (void *)1);
+}
+
+static int slot_claim(void)
+{
+	unsigned n = __atomic_load_n(&nchunks, __ATOMIC_ACQUIRE);
+	struct bt_chunk *c;
+
+	for (unsigned k = 0; k < n; k++)
+		for (unsigned i = 0; i < chunks[k].nslots; i++)
+			if (slot_try_claim(&chunks[k], i)) {
+				slot_bind(&chunks[k], i);
+				return 0;
+			}
+	pthread_mutex_lock(&chunk_mu);
+	/* Someone may have added a chunk meanwhile. */
+	for (unsigned k = n; k < nchunks; k++)
+		for (unsigned i = 0; i < chunks[k].nslots; i++)
+			if (slot_try_claim(&chunks[k], i)) {
+				pthread_mutex_unlock(&chunk_mu);
+				slot_bind(&chunks[k], i);
+				return 0;
+			}
+	c = chunk_create();
+	if (c && slot_try_claim(c, 0)) {
+		pthread_mutex_unlock(&chunk_mu);
+		slot_bind(c, 0);
+		return 0;
+	}
+	pthread_mutex_unlock(&chunk_mu);
+	return -1;
+}
+
+/* ---- the logd link ---------------------------------------------------- */
+
+static int link_send(const void *msg, size_t len, int fd_to_pass)
+{
+	struct iovec iov = { (void *)msg, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	union { struct cmsghdr c; char buf[CMSG_SPACE(sizeof(int))]; } u;
+	ssize_t r;
+
+	if (logd_fd < 0)
+		return -ENOTCONN;
+	if (fd_to_pass >= 0) {
+		memset(&u, 0, sizeof u);
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof u.buf;
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd_to_pass, sizeof(int));
+	}
+	do
+		r = REAL(sendmsg)(logd_fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	return 0;
+}
+
+static void link_drop(void)
+{
+	if (logd_fd >= 0) {
+		int fd = logd_fd;
+		logd_fd = -1;
+		own_unregister(&logd_fd);
+		bt_fd_set(fd, BT_FD_NONE);
+		REAL(close)(fd);
+	}
+	link_state = LINK_DOWN;
+	for (unsigned k = 0; k < nchunks; k++)
+		chunks[k].sent = 0;
+}
+
+/* Connect and register every chunk.  Called with link_mu held. */
+static int link_connect(void)
+{
+	struct sockaddr_un sa;
+	struct bt_lm_hello hello;
+	struct bt_lm_welcome w;
+	struct pollfd pfd;
+	int fd, e = errno;
+	ssize_t r;
+
+	link_retry_at = bt_now() + 1000000000ull;
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	if (strlen(bt_conf.logd_path) >= sizeof sa.sun_path)
+		return -1;
+	strcpy(sa.sun_path, bt_conf.logd_path);
+	fd = REAL(socket)(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		goto fail;
+	if (REAL(connect)(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		REAL(close)(fd);
+		goto fail;
+	}
+	logd_fd = bt_own_fd_hide(fd);
+	own_register(&logd_fd);
+
+	memset(&hello, 0, sizeof hello);
+	hello.h.type = BT_LM_HELLO;
+	hello.h.len = sizeof hello;
+	hello.h.version = BT_RING_VERSION;
+	hello.ring_id = bt_proc.ring_id;
+	hello.pid = (uint32_t)bt_proc.pid;
+	hello.ppid = (uint32_t)bt_proc.ppid;
+	memcpy(hello.exe, bt_proc.exe, strnlen(bt_proc.exe, sizeof hello.exe - 1));
+	if (link_send(&hello, sizeof hello, -1) < 0)
+		goto drop;
+	pfd.fd = logd_fd;
+	pfd.events = POLLIN;
+	do
+		r = REAL(poll)(&pfd, 1, 2000);
+	while (r < 0 && errno == EINTR);
+	if (r <= 0)
+		goto drop;
+	do
+		r = REAL(recv)(logd_fd, &w, sizeof w, MSG_DONTWAIT);
+	while (r < 0 && errno == EINTR);
+	if (r < (ssize_t)sizeof(struct bt_lm_hdr) || w.h.type != BT_LM_WELCOME)
+		goto drop;
+	link_state = LINK_UP;
+	for (unsigned k = 0; k < nchunks; k++) {
+		if (w.flags & BT_CF_PAUSED)
+			chunks[k].hdr->flags |= BT_CF_PAUSED;
+		chunk_register(&chunks[k]);
+		if (!chunks[k].sent)
+			goto drop;
+	}
+	errno = e;
+	return 0;
+drop:
+	link_drop();
+fail:
+	link_state = LINK_DOWN;
+	errno = e;
+	return -1;
+}
+
+/* Try to (re)connect if it is time to.  Returns 1 if the link is up. */
+static int link_ensure(void)
+{
+	int up;
+
+	if (__atomic_load_n(&link_state, __ATOMIC_ACQUIRE) == LINK_UP)
+		return 1;
+	if (bt_now() < __atomic_load_n(&link_retry_at, __ATOMIC_RELAXED))
+		return 0;
+	if (pthread_mutex_trylock(&link_mu) != 0)
+		return 0;
+	if (link_state != LINK_UP)
+		link_connect();
+	up = link_state == LINK_UP;
+	pthread_mutex_unlock(&link_mu);
+	return up;
+}
+
+static void link_kick(struct bt_slot *s)
+{
+	struct bt_lm_kick k;
+	int r;
+
+	memset(&k, 0, sizeof k);
+	k.h.type = BT_LM_KICK;
+	k.h.len = sizeof k;
+	k.h.version = BT_RING_VERSION;
+	k.chunk = s->chunk->index;
+	k.slot = s->idx;
+	r = link_send(&k, sizeof k, -1);
+	if (r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN) {
+		pthread_mutex_lock(&link_mu);
+		if (link_state == LINK_UP)
+			link_drop();
+		link_retry_at = bt_now();
+		pthread_mutex_unlock(&link_mu);
+	}
+	/* EAGAIN: the socket is full of kicks already; logd will drain. */
+}
+
+/* ---- spool ------------------------------------------------------------ */
+
+static long spool_write_fn(int fd, const void *buf, size_t len)
+{
+	return REAL(write)(fd, buf, len);
+}
+
+static int spool_open(void)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 64];
+	uint8_t hdr[BT_SEG_HDR_SIZE];
+	struct bt_seg_header h;
+	int fd;
+
+	if (spool_fd >= 0)
+		return 0;
+	if (snprintf(dir, sizeof dir, "%s/%s", bt_conf.spool_dir,
+		     bt_proc.host) >= (int)sizeof dir)
+		return -1;
+	/* mkdir -p, private to the user */
+	for (char *p = dir + 1; *p; p++)
+		if (*p == '/') {
+			*p = 0;
+			mkdir(dir, 0700);
+			*p = '/';
+		}
+	mkdir(dir, 0700);
+	snprintf(path, sizeof path, "%s/%d-%016llx.btl", dir, (int)bt_proc.pid,
+		 (unsigned long long)bt_proc.ring_id);
+	fd = REAL(open)(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	if (lseek(fd, 0, SEEK_END) == 0) {
+		struct timespec rt;
+		memset(&h, 0, sizeof h);
+		h.created_mono = bt_now();
+		clock_gettime(CLOCK_REALTIME, &rt);
+		h.created_real = (uint64_t)rt.tv_sec * 1000000000ull +
+				 (uint64_t)rt.tv_nsec;
+		snprintf(h.host, sizeof h.host, "%s", bt_proc.host);
+		h.writer = BT_SEG_BY_SPOOL;
+		h.writer_pid = (uint32_t)bt_proc.pid;
+		bt_seg_header_encode(hdr, &h);
+		if (spool_write_fn(fd, hdr, sizeof hdr) != (long)sizeof hdr) {
+			REAL(close)(fd);
+			return -1;
+		}
+	}
+	spool_fd = bt_own_fd_hide(fd);
+	own_register(&spool_fd);
+	return 0;
+}
+
+/* Write slot S's undrained bytes to the spool and advance its tail. */
+static int spool_drain(struct bt_chunk *c, unsigned i)
+{
+	struct bt_slot_hdr *sh = &c->hdr->slot[i];
+	uint8_t *data = BT_SLOT_DATA(c->hdr, c->slot_size, i);
+	uint64_t h, t;
+	int rc = 0;
+
+	pthread_mutex_lock(&spool_mu);
+	if (spool_open() < 0) {
+		pthread_mutex_unlock(&spool_mu);
+		return -1;
+	}
+	h = __atomic_load_n(&sh->head, __ATOMIC_ACQUIRE);
+	t = __atomic_load_n(&sh->tail, __ATOMIC_ACQUIRE);
+	while (t < h && rc == 0) {
+		uint64_t pos = t & (c->slot_size - 1);
+		uint64_t n = h - t;
+		struct bt_blk_header bh;
+
+		if (n > c->slot_size - pos)
+			n = c->slot_size - pos;
+		memset(&bh, 0, sizeof bh);
+		bh.len = (uint32_t)n;
+		bh.ring_id = bt_proc.ring_id;
+		bh.pid = (uint32_t)bt_proc.pid;
+		bh.slot = (uint16_t)BT_STREAM_SLOT(c->index, i);
+		bh.gen = (uint16_t)sh->gen;
+		bh.stream_off = t;
+		bh.flags = BT_BF_SPOOL;
+		rc = bt_seg_write_block(spool_fd, spool_write_fn, &bh, data + pos);
+		if (rc == 0)
+			t += n;
+	}
+	if (t > __atomic_load_n(&sh->tail, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&sh->tail, t, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&spool_mu);
+	return rc == 0 ? 0 : -1;
+}
+
+/* ---- writing records --------------------------------------------------- */
+
+static void futex_wait(volatile uint32_t *w, uint32_t val, long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	syscall(SYS_futex, w, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
+/*
+ * Make room in the slot: kick bp-logd and wait for its drain (bounded),
+ * or spool when there is no bp-logd.  Returns 0 when there is room.
+ */
+static int slot_wait(struct bt_slot *s, uint64_t need)
+{
+	for (int round = 0; round < 40; round++) {
+		uint64_t t = __atomic_load_n(&s->sh->tail, __ATOMIC_ACQUIRE);
+		if (s->size - (s->head - t) >= need)
+			return 0;
+		if (!link_ensure()) {
+			if (spool_drain(s->chunk, s->idx) < 0)
+				return -1;
+			continue;
+		}
+		uint32_t d = __atomic_load_n(&s->sh->drained, __ATOMIC_ACQUIRE);
+		s->sh->kicked = 1;
+		link_kick(s);
+		futex_wait(&s->sh->drained, d, 50);
+	}
+	return -1;
+}
+
+static void pad_lap(struct bt_slot *s, uint32_t pos, uint32_t rem)
+{
+	uint8_t *p = s->data + pos;
+	p[0] = BT_EV_PAD;
+	if (rem == 2) {
+		p[1] = 0;
+	} else {
+		uint32_t body = rem - 3;   /* 2-byte varint length, may be non-canonical */
+		p[1] = (uint8_t)(0x80 | (body & 0x7f));
+		p[2] = (uint8_t)(body >> 7);
+	}
+}
+
+static void publish(struct bt_slot *s, uint64_t h)
+{
+	s->head = h;
+	__atomic_store_n(&s->sh->head, h, __ATOMIC_RELEASE);
+}
+
+/* Encode EV into the slot.  0 ok, -1 not recorded. */
+static int slot_write(struct bt_slot *s, const struct bt_event *ev)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		uint64_t t = __atomic_load_n(&s->sh->tail, __ATOMIC_ACQUIRE);
+		uint64_t used = s->head - t;
+		uint32_t pos = (uint32_t)(s->head & (s->size - 1));
+		uint32_t lap = s->size - pos;
+		uint64_t freeb = s->size - used;
+		size_t cap, n;
+
+		if (used > s->size) {          /* corrupted control block */
+			publish(s, t);
+			continue;
+		}
+		if (s->need_time) {
+			struct timespec rt;
+			struct bt_event te;
+			memset(&te, 0, sizeof te);
+			te.type = BT_EV_TIME;
+			te.ts = ev->ts;
+			clock_gettime(CLOCK_REALTIME, &rt);
+			te.realtime = (uint64_t)rt.tv_sec * 1000000000ull +
+				      (uint64_t)rt.tv_nsec;
+			s->need_time = 0;
+			if (slot_write(s, &te) < 0) {
+				s->need_time = 1;
+				return -1;
+			}
+			continue;
+		}
+		cap = lap - 2 < freeb ? lap - 2 : freeb;
+		n = bt_ev_encode(s->data + pos, cap, ev, &s->prev_ts);
+		if (n) {
+			uint64_t nh = s->head + n;
+			publish(s, nh);
+			if (nh - t > s->size / 2 && !s->sh->kicked) {
+				if (link_ensure()) {
+					s->sh->kicked = 1;
+					link_kick(s);
+				} else {
+					spool_drain(s->chunk, s->idx);
+				}
+			}
+			return 0;
+		}
+		if (freeb >= lap) {
+			/* The rest of the lap is too short: pad it and wrap. */
+			pad_lap(s, pos, lap);
+			publish(s, s->head + lap);
+			s->need_time = 1;
+			continue;
+		}
+		if (slot_wait(s, lap < BT_EV_MAX_RECORD + 2 ? lap : BT_EV_MAX_RECORD + 2) < 0)
+			return -1;
+	}
+	return -1;
+}
+
+static int paused_flag(void)
+{
+	return nchunks && (chunks[0].hdr->flags & BT_CF_PAUSED);
+}
+
+int bt_paused(void)
+{
+	return paused_flag();
+}
+
+static void emit_drop_report(void);
+BT_HIDDEN void bt_thread_first_records(void);
+
+/* Claim this thread's slot and write its first records. */
+static int claim(void)
+{
+	if (bt_self.noslot || slot_claim() < 0) {
+		bt_self.noslot = 1;
+		bt_self.dropped++;
+		bt_self.drop_reason = BT_DR_NO_SLOT;
+		return -1;
+	}
+	bt_thread_first_records();
+	return 0;
+}
+
+void bt_emit_claim(void)
+{
+	if (!bt_self.have_slot && !paused_flag())
+		claim();
+}
+
+void bt_emit(struct bt_event *ev)
+{
+	struct bt_slot *s = &bt_self.slot;
+
+	if (unlikely(bt_self.depth > 1)) {
+		bt_self.dropped++;
+		bt_self.drop_reason = BT_DR_REENTRANT;
+		return;
+	}
+	if (unlikely(paused_flag()))
+		return;
+	if (!ev->ts)
+		ev->ts = bt_now();
+	if (unlikely(!bt_self.have_slot) && claim() < 0)
+		return;
+	if (unlikely(bt_self.dropped))
+		emit_drop_report();
+	if (slot_write(s, ev) < 0) {
+		bt_self.dropped++;
+		bt_self.drop_reason = BT_DR_RING_FULL;
+		__atomic_add_fetch(&s->sh->lost, 1, __ATOMIC_RELAXED);
+	}
+}
+
+static void emit_drop_report(void)
+{
+	struct bt_event d;
+	uint64_t n = bt_self.dropped;
+
+	memset(&d, 0, sizeof d);
+	d.type = BT_EV_DROP;
+	d.ts = bt_now();
+	d.len = n;
+	d.flags = bt_self.drop_reason;
+	if (slot_write(&bt_self.slot, &d) == 0)
+		bt_self.dropped -= n;
+}
+
+/* ---- lifecycle -------------------------------------------------------- */
+
+static void thread_key_dtor(void *v)
+{
+	(void)v;
+	bt_emit_thread_exit();
+}
+
+void bt_emit_start(void)
+{
+	if (!thread_key_ok)
+		thread_key_ok = pthread_key_create(&thread_key, thread_key_dtor) == 0;
+	pthread_mutex_lock(&chunk_mu);
+	if (!nchunks)
+		chunk_create();
+	pthread_mutex_unlock(&chunk_mu);
+	pthread_mutex_lock(&link_mu);
+	if (link_state != LINK_UP)
+		link_connect();
+	pthread_mutex_unlock(&link_mu);
+}
+
+void bt_emit_thread_exit(void)
+{
+	struct bt_event ev;
+
+	if (!bt_self.have_slot)
+		return;
+	bt_self.depth++;
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_THREAD_EXIT;
+	ev.ts = bt_now();
+	slot_write(&bt_self.slot, &ev);
+	if (__atomic_load_n(&link_state, __ATOMIC_ACQUIRE) != LINK_UP)
+		spool_drain(bt_self.slot.chunk, bt_self.slot.idx);
+	__atomic_store_n(&bt_self.slot.sh->state, BT_SLOT_EXITED,
+			 __ATOMIC_RELEASE);
+	bt_self.have_slot = 0;
+	bt_self.noslot = 1;          /* a dying thread claims no new slot */
+	bt_self.depth--;
+}
+
+/*
+ * Before exec or at exit: every published event must reach bp-logd or the
+ * spool.  With a link, logd drains on our socket's EOF (exec closes it,
+ * exit kills it), so only the disconnected case needs work here.
+ */
+void bt_emit_flush(int final)
+{
+	unsigned n = __atomic_load_n(&nchunks, __ATOMIC_ACQUIRE);
+
+	(void)final;
+	if (link_ensure()) {
+		struct bt_lm_hdr bye = { BT_LM_BYE, sizeof bye, BT_RING_VERSION };
+		if (final)
+			link_send(&bye, sizeof bye, -1);
+		return;
+	}
+	for (unsigned k = 0; k < n; k++)
+		for (unsigned i = 0; i < chunks[k].nslots; i++)
+			if (chunks[k].hdr->slot[i].head != chunks[k].hdr->slot[i].tail)
+				spool_drain(&chunks[k], i);
+}
+
+void bt_emit_atfork_prepare(void)
+{
+	pthread_mutex_lock(&chunk_mu);
+	pthread_mutex_lock(&link_mu);
+	pthread_mutex_lock(&spool_mu);
+	pthread_mutex_lock(&own_mu);
+}
+
+void bt_emit_atfork_parent(void)
+{
+	pthread_mutex_unlock(&own_mu);
+	pthread_mutex_unlock(&spool_mu);
+	pthread_mutex_unlock(&link_mu);
+	pthread_mutex_unlock(&chunk_mu);
+}
+
+/* The child owns nothing of the parent's rings: unmap, close, start over. */
+void bt_emit_atfork_child(void)
+{
+	pthread_mutex_init(&chunk_mu, NULL);
+	pthread_mutex_init(&link_mu, NULL);
+	pthread_mutex_init(&spool_mu, NULL);
+	pthread_mutex_init(&own_mu, NULL);
+	for (unsigned k = 0; k < nchunks; k++) {
+		own_unregister(&chunks[k].memfd);
+		bt_fd_set(chunks[k].memfd, BT_FD_NONE);
+		REAL(close)(chunks[k].memfd);
+		munmap(chunks[k].hdr, chunks[k].map_size);
+		memset(&chunks[k], 0, sizeof chunks[k]);
+	}
+	nchunks = 0;
+	if (logd_fd >= 0) {
+		own_unregister(&logd_fd);
+		bt_fd_set(logd_fd, BT_FD_NONE);
+		REAL(close)(logd_fd);
+		logd_fd = -1;
+	}
+	link_state = LINK_DOWN;
+	link_retry_at = 0;
+	if (spool_fd >= 0) {
+		own_unregister(&spool_fd);
+		bt_fd_set(spool_fd, BT_FD_NONE);
+		REAL(close)(spool_fd);
+		spool_fd = -1;
+	}
+	memset(&bt_self.slot, 0, sizeof bt_self.slot);
+	bt_self.have_slot = 0;
+	bt_self.noslot = 0;
+	bt_self.dropped = 0;
+}

@@ -1,0 +1,441 @@
+/*
+ * fdops.c - the fd lifecycle: socket, accept, connect, pipe, socketpair,
+ * open, dup, fcntl, close, close_range, closefrom, fclose, shutdown.
+ *
+ * These keep the fd table true: every fd number the application can use
+ * maps to what it is now, so a number reused after a close is never taken
+ * for its previous channel.  Descriptors of the shim itself are invisible:
+ * close on one fails with EBADF, dup2 onto one moves the shim's away first.
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bt.h"
+
+BT_HIDDEN void bt_chan_socket(int fd, int domain, int type);
+BT_HIDDEN void bt_fd_range(unsigned lo, unsigned hi,
+			   void (*cb)(int fd, uintptr_t w, void *ctx), void *ctx);
+
+static void log_close(int fd, long result)
+{
+	struct bt_event ev;
+
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_CLOSE;
+	ev.fd = fd;
+	ev.result = result;
+	bt_emit(&ev);
+}
+
+static void log_dup(int fd, int fd2)
+{
+	struct bt_event ev;
+
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_DUP;
+	ev.fd = fd;
+	ev.fd2 = fd2;
+	bt_emit(&ev);
+}
+
+/*
+ * FD is going away (close, or replaced by dup2).  Forget it; if it was the
+ * last reference to a channel, its open messages end here.
+ */
+static void forget(int fd, int log)
+{
+	uintptr_t w = bt_fd_get(fd);
+	struct bt_chan *ch;
+
+	if (w == BT_FD_NONE)
+		return;
+	if (BT_FD_IS_EPSET(w)) {
+		bt_fd_set(fd, BT_FD_NONE);
+		bt_ready_fd_closed(fd, w);
+		return;
+	}
+	ch = bt_fd_take(fd);
+	if (!ch)
+		return;
+	bt_ready_fd_closed(fd, (uintptr_t)ch);
+	if (log && ch->announced && !bt_paused())
+		log_close(fd, 0);
+	if (__atomic_load_n(&ch->refs, __ATOMIC_ACQUIRE) == 1) {
+		pthread_mutex_lock(&ch->mu);
+		bt_io_eof(ch, fd, BT_DIR_OUT);
+		bt_io_eof(ch, fd, BT_DIR_IN);
+		pthread_mutex_unlock(&ch->mu);
+	}
+	bt_chan_put(ch);
+}
+
+int bt_socket(int domain, int type, int proto);
+BT_HIDDEN int bt_socket(int domain, int type, int proto)
+{
+	int fd = REAL(socket)(domain, type, proto);
+	int e = errno;
+
+	if (fd < 0 || !bt_enter()) {
+		if (fd >= 0)
+			bt_leave_pass();
+		return fd;
+	}
+	bt_chan_socket(fd, domain, type);
+	bt_leave();
+	errno = e;
+	return fd;
+}
+
+BT_HIDDEN int bt_socketpair(int d, int t, int p, int sv[2]);
+int bt_socketpair(int d, int t, int p, int sv[2])
+{
+	int r = REAL(socketpair)(d, t, p, sv);
+	int e = errno;
+
+	if (r < 0)
+		return r;
+	if (!bt_enter()) {
+		bt_leave_pass();
+		return r;
+	}
+	if (d == AF_UNIX)
+		bt_chan_socketpair(sv[0], sv[1], t);
+	else {
+		bt_fd_set(sv[0], BT_FD_PLAIN);
+		bt_fd_set(sv[1], BT_FD_PLAIN);
+	}
+	bt_leave();
+	errno = e;
+	return r;
+}
+
+BT_HIDDEN int bt_accept4(int fd, struct sockaddr *addr, socklen_t *len,
+			 int flags, int four);
+int bt_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags,
+	       int four)
+{
+	socklen_t given = len ? *len : 0;
+	int n, e;
+
+	if (!bt_enter()) {
+		n = four ? REAL(accept4)(fd, addr, len, flags)
+			 : REAL(accept)(fd, addr, len);
+		bt_leave_pass();
+		return n;
+	}
+	n = four ? REAL(accept4)(fd, addr, len, flags)
+		 : REAL(accept)(fd, addr, len);
+	if (n >= 0) {
+		e = errno;
+		if (!bt_paused()) {
+			socklen_t l = len ? (*len < given ? *len : given) : 0;
+			bt_fd_set(n, BT_FD_NONE);
+			bt_chan_open(n, BT_CR_ACCEPT, fd, addr && l ? addr : NULL,
+				     l, 0);
+		} else {
+			bt_fd_set(n, BT_FD_NONE);
+		}
+		errno = e;
+	}
+	bt_leave();
+	return n;
+}
+
+BT_HIDDEN int bt_connect(int fd, const struct sockaddr *addr, socklen_t len);
+int bt_connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	int r, e;
+
+	if (bt_is_own_fd(fd)) {
+		errno = EBADF;
+		return -1;
+	}
+	if (!bt_enter()) {
+		r = REAL(connect)(fd, addr, len);
+		bt_leave_pass();
+		return r;
+	}
+	r = REAL(connect)(fd, addr, len);
+	e = errno;
+	if ((r == 0 || e == EINPROGRESS || e == EAGAIN) && !bt_paused() &&
+	    addr && (addr->sa_family == AF_INET || addr->sa_family == AF_INET6 ||
+		     addr->sa_family == AF_UNIX))
+		bt_chan_open(fd, BT_CR_CONNECT, -1, addr, len,
+			     r == 0 ? 0 : -(long)e);
+	bt_leave();
+	errno = e;
+	return r;
+}
+
+BT_HIDDEN int bt_pipe2(int fds[2], int flags, int two);
+int bt_pipe2(int fds[2], int flags, int two)
+{
+	int r = two ? REAL(pipe2)(fds, flags) : REAL(pipe)(fds);
+	int e = errno;
+
+	if (r < 0)
+		return r;
+	if (!bt_enter()) {
+		bt_leave_pass();
+		return r;
+	}
+	if (!bt_paused())
+		bt_chan_pipe(fds[0], fds[1]);
+	else {
+		bt_fd_set(fds[0], BT_FD_NONE);
+		bt_fd_set(fds[1], BT_FD_NONE);
+	}
+	bt_leave();
+	errno = e;
+	return r;
+}
+
+/* A file was opened: it is logged, never traced as a channel. */
+BT_HIDDEN void bt_opened(int fd, const char *path, int flags);
+void bt_opened(int fd, const char *path, int flags)
+{
+	struct bt_event ev;
+	int e = errno;
+
+	if (!bt_enter()) {
+		if (fd >= 0)
+			bt_fd_set(fd, BT_FD_PLAIN);
+		bt_leave_pass();
+		return;
+	}
+	if (fd >= 0)
+		bt_fd_set(fd, BT_FD_PLAIN);
+	if (fd >= 0 && path && !bt_paused()) {
+		memset(&ev, 0, sizeof ev);
+		ev.type = BT_EV_OPEN;
+		ev.fd = fd;
+		ev.flags = (uint32_t)flags;
+		ev.result = fd;
+		ev.str = path;
+		ev.str_len = (uint32_t)strnlen(path, BT_EV_MAX_STR);
+		bt_emit(&ev);
+	}
+	bt_leave();
+	errno = e;
+}
+
+/* NEW now refers to what OLD refers to. */
+static void dup_to(int old, int nfd)
+{
+	uintptr_t w = bt_fd_get(old);
+
+	forget(nfd, 1);
+	if (BT_FD_IS_CHAN(w)) {
+		bt_fd_set_chan(nfd, (struct bt_chan *)w);
+		if (((struct bt_chan *)w)->announced && !bt_paused())
+			log_dup(old, nfd);
+	} else if (w == BT_FD_PLAIN) {
+		bt_fd_set(nfd, BT_FD_PLAIN);
+	} else {
+		bt_fd_set(nfd, BT_FD_NONE);
+	}
+}
+
+BT_HIDDEN int bt_dup(int fd);
+int bt_dup(int fd)
+{
+	int n, e;
+
+	if (bt_is_own_fd(fd)) {
+		errno = EBADF;
+		return -1;
+	}
+	n = REAL(dup)(fd);
+	if (n < 0)
+		return n;
+	e = errno;
+	if (bt_enter())
+		dup_to(fd, n);
+	bt_leave_pass();
+	errno = e;
+	return n;
+}
+
+BT_HIDDEN int bt_dup3(int old, int nfd, int flags, int three);
+int bt_dup3(int old, int nfd, int flags, int three)
+{
+	int r, e;
+
+	if (bt_is_own_fd(old)) {
+		errno = EBADF;
+		return -1;
+	}
+	if (bt_enter()) {
+		if (bt_is_own_fd(nfd))
+			bt_own_fd_evict(nfd);
+		r = three ? REAL(dup3)(old, nfd, flags) : REAL(dup2)(old, nfd);
+		e = errno;
+		if (r >= 0 && old != nfd)
+			dup_to(old, nfd);
+		bt_leave();
+		errno = e;
+		return r;
+	}
+	r = three ? REAL(dup3)(old, nfd, flags) : REAL(dup2)(old, nfd);
+	bt_leave_pass();
+	return r;
+}
+
+static int is_dupfd(int cmd)
+{
+	return cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC;
+}
+
+BT_HIDDEN int bt_fcntl(int fd, int cmd, void *arg, int is64);
+int bt_fcntl(int fd, int cmd, void *arg, int is64)
+{
+	int r, e;
+	int (*f)(int, int, ...) = is64 && REAL(fcntl64) ? REAL(fcntl64)
+							: REAL(fcntl);
+
+	if (bt_is_own_fd(fd)) {
+		errno = EBADF;
+		return -1;
+	}
+	r = f(fd, cmd, arg);
+	if (r < 0 || !is_dupfd(cmd))
+		return r;
+	e = errno;
+	if (bt_enter())
+		dup_to(fd, r);
+	bt_leave_pass();
+	errno = e;
+	return r;
+}
+
+BT_HIDDEN int bt_close(int fd);
+int bt_close(int fd)
+{
+	if (bt_is_own_fd(fd)) {
+		errno = EBADF;
+		return -1;
+	}
+	if (bt_enter()) {
+		forget(fd, 1);
+		bt_leave();
+	} else {
+		bt_leave_pass();
+	}
+	return REAL(close)(fd);
+}
+
+static void range_cb(int fd, uintptr_t w, void *ctx)
+{
+	(void)w;
+	(void)ctx;
+	forget(fd, 1);
+}
+
+/*
+ * close_range and closefrom must not close the shim's descriptors: the
+ * range is cut into pieces around them.
+ */
+BT_HIDDEN int bt_own_next(unsigned from, unsigned to);
+
+BT_HIDDEN int bt_close_range(unsigned lo, unsigned hi, int flags);
+int bt_close_range(unsigned lo, unsigned hi, int flags)
+{
+	unsigned a = lo;
+	int r = 0, e = 0;
+
+	if (!REAL(close_range)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if ((flags & CLOSE_RANGE_CLOEXEC) || !bt_conf.enabled || lo > hi)
+		return REAL(close_range)(lo, hi, flags);
+	if (bt_enter()) {
+		bt_fd_range(lo, hi, range_cb, NULL);
+		bt_leave();
+	} else {
+		bt_leave_pass();
+	}
+	while (a <= hi) {
+		int o = bt_own_next(a, hi);
+		if (o < 0 || (unsigned)o > a) {
+			unsigned b = o < 0 ? hi : (unsigned)o - 1;
+			if (REAL(close_range)(a, b, flags) < 0 && !r) {
+				r = -1;
+				e = errno;
+			}
+		}
+		if (o < 0 || (unsigned)o == hi)
+			break;
+		a = (unsigned)o + 1;
+	}
+	if (r < 0)
+		errno = e;
+	return r;
+}
+
+BT_HIDDEN void bt_closefrom(int lo);
+void bt_closefrom(int lo)
+{
+	if (lo < 0)
+		lo = 0;
+	if (REAL(close_range) && bt_close_range((unsigned)lo, ~0u, 0) == 0)
+		return;
+	/* no close_range: close what the table knows, then libc's */
+	if (!bt_conf.enabled) {
+		REAL(closefrom)(lo);
+		return;
+	}
+	for (int f = lo; f < 65536; f++)
+		if (!bt_is_own_fd(f))
+			REAL(close)(f);
+}
+
+BT_HIDDEN int bt_fclose(FILE *f);
+int bt_fclose(FILE *f)
+{
+	int fd = f ? fileno(f) : -1;
+
+	if (fd >= 0 && bt_enter()) {
+		forget(fd, 1);
+		bt_leave();
+	} else if (fd >= 0) {
+		bt_leave_pass();
+	}
+	return REAL(fclose)(f);
+}
+
+BT_HIDDEN int bt_shutdown(int fd, int how);
+int bt_shutdown(int fd, int how)
+{
+	struct bt_chan *ch;
+	int r = REAL(shutdown)(fd, how), e = errno;
+
+	if (r < 0 || !bt_enter()) {
+		if (r >= 0)
+			bt_leave_pass();
+		return r;
+	}
+	ch = bt_chan_of(fd);
+	if (ch && ch->announced && !bt_paused()) {
+		struct bt_event ev;
+		memset(&ev, 0, sizeof ev);
+		ev.type = BT_EV_SHUTDOWN;
+		ev.fd = fd;
+		ev.flags = (uint32_t)how;
+		bt_emit(&ev);
+		if (how == SHUT_WR || how == SHUT_RDWR) {
+			pthread_mutex_lock(&ch->mu);
+			bt_io_eof(ch, fd, BT_DIR_OUT);
+			pthread_mutex_unlock(&ch->mu);
+		}
+	}
+	bt_leave();
+	errno = e;
+	return r;
+}

@@ -1,0 +1,523 @@
+/*
+ * proc.c - the life of a traced process: start-up, fork, exec, posix_spawn
+ * and threads (rule 3 of the paper: a child starts in its parent's request).
+ *
+ * Start-up (library constructor): bind the real functions, read the
+ * configuration, create the ring, register with bp-logd and write
+ * PROC_START, so every traced process is known even if it does no I/O.
+ *
+ * fork: pthread_atfork handlers take the shim's global locks around the
+ * fork and give the child fresh state (its own ring and logd link, its own
+ * thread id); the parent logs FORK with the child's pid, the child
+ * PROC_START with FORKED and the forking thread.  vfork runs as fork (as
+ * under Valgrind): a vfork child shares its parent's memory, and the shim's
+ * bookkeeping in the child (dup2, close before exec) would otherwise change
+ * the parent's.
+ *
+ * exec and posix_spawn: unless BTRACE_FOLLOW=0, the new program's
+ * environment keeps LD_PRELOAD and the BTRACE_* settings even when the
+ * caller built a fresh environment (CGI), so the whole process tree stays
+ * traced.  Before an exec replaces the image, every event is handed to
+ * bp-logd or the spool.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "bt.h"
+
+extern char **environ;
+
+struct bt_procinfo bt_proc;
+BT_TLS struct bt_thread bt_self;
+int bt_initialized;
+
+/* creator info for a thread started by our pthread_create */
+static BT_TLS uint64_t self_cookie;
+static BT_TLS int self_creator;
+
+static int fork_parent_tid;
+
+/* BTRACE_* and LD_PRELOAD to carry across exec */
+#define KEEP_MAX 12
+static char *keep_env[KEEP_MAX];
+static unsigned nkeep;
+static char preload_entry[PATH_MAX + 16];
+
+int bt_gettid(void)
+{
+	if (unlikely(!bt_self.tid))
+		bt_self.tid = (int)syscall(SYS_gettid);
+	return bt_self.tid;
+}
+
+/* First records of a thread's stream (called by emit.c on slot claim). */
+BT_HIDDEN void bt_thread_first_records(void);
+void bt_thread_first_records(void)
+{
+	struct bt_event ev;
+	struct timespec rt;
+
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_THREAD_START;
+	ev.tid = (uint32_t)bt_gettid();
+	ev.ptid = (uint32_t)self_creator;
+	ev.cookie = self_cookie;
+	ev.pid = (uint32_t)bt_proc.pid;
+	bt_emit(&ev);
+	if (bt_proc.started)
+		return;
+	bt_proc.started = 1;
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_PROC_START;
+	ev.pid = (uint32_t)bt_proc.pid;
+	ev.ppid = (uint32_t)bt_proc.ppid;
+	ev.ptid = (uint32_t)bt_proc.fork_ptid;
+	ev.flags = bt_proc.start_flags |
+		   (bt_conf.isolation ? BT_PF_ISOLATION : 0);
+	clock_gettime(CLOCK_REALTIME, &rt);
+	ev.realtime = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
+	ev.str = bt_proc.exe;
+	ev.str_len = (uint32_t)strlen(bt_proc.exe);
+	ev.str2 = bt_proc.cmdline;
+	ev.str2_len = bt_proc.cmdline_len;
+	bt_emit(&ev);
+}
+
+static void read_cmdline(void)
+{
+	int fd = REAL(open)("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	ssize_t n = 0;
+
+	bt_proc.cmdline_len = 0;
+	if (fd < 0)
+		return;
+	n = REAL(read)(fd, bt_proc.cmdline, sizeof bt_proc.cmdline - 1);
+	REAL(close)(fd);
+	if (n <= 0)
+		return;
+	while (n > 0 && bt_proc.cmdline[n - 1] == 0)
+		n--;
+	for (ssize_t i = 0; i < n; i++)
+		if (!bt_proc.cmdline[i])
+			bt_proc.cmdline[i] = ' ';
+	bt_proc.cmdline_len = (uint32_t)n;
+}
+
+static void new_ring_id(void)
+{
+	if (getrandom(&bt_proc.ring_id, sizeof bt_proc.ring_id,
+		      GRND_NONBLOCK) != sizeof bt_proc.ring_id)
+		bt_proc.ring_id = bt_now() ^ ((uint64_t)getpid() << 32) ^
+				  (uint64_t)(uintptr_t)&bt_proc;
+	if (!bt_proc.ring_id)
+		bt_proc.ring_id = 1;
+}
+
+static void remember_env(void)
+{
+	static const char *const names[] = {
+		"BTRACE_RULES", "BTRACE_CONF", "BTRACE_ISOLATION",
+		"BTRACE_BUFSIZE", "BTRACE_HOST", "BTRACE_FOLLOW",
+		"BTRACE_DISABLE",
+	};
+	char buf[PATH_MAX + 32];
+
+	nkeep = 0;
+	/* resolved paths, so a child that changed user still finds them */
+	snprintf(buf, sizeof buf, "BTRACE_LOGD=%s", bt_conf.logd_path);
+	keep_env[nkeep++] = strdup(buf);
+	snprintf(buf, sizeof buf, "BTRACE_SPOOL=%s", bt_conf.spool_dir);
+	keep_env[nkeep++] = strdup(buf);
+	for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++) {
+		const char *v = getenv(names[i]);
+		if (!v || nkeep >= KEEP_MAX)
+			continue;
+		snprintf(buf, sizeof buf, "%s=%s", names[i], v);
+		keep_env[nkeep++] = strdup(buf);
+	}
+	snprintf(preload_entry, sizeof preload_entry, "LD_PRELOAD=%s",
+		 bt_conf.lib_path);
+}
+
+static void atfork_prepare(void)
+{
+	fork_parent_tid = bt_gettid();
+	bt_emit_atfork_prepare();
+}
+
+static void atfork_parent(void)
+{
+	bt_emit_atfork_parent();
+}
+
+BT_HIDDEN void bt_chan_atfork_child(void);
+
+static void atfork_child(void)
+{
+	bt_emit_atfork_child();
+	bt_fdtab_atfork_child();
+	bt_ready_atfork_child();
+	bt_chan_atfork_child();
+	bt_self.tid = 0;
+	bt_self.epoch = 0;
+	self_cookie = 0;
+	self_creator = 0;
+	bt_proc.ppid = bt_proc.pid;
+	bt_proc.pid = getpid();
+	bt_proc.fork_ptid = fork_parent_tid;
+	bt_proc.start_flags = BT_PF_FORKED;
+	bt_proc.started = 0;
+	new_ring_id();
+}
+
+static int excluded_exe(const char *exe)
+{
+	const char *base = strrchr(exe, '/');
+	base = base ? base + 1 : exe;
+	/* our own daemon and tools are never traced */
+	return !strcmp(base, "bp-logd") || !strcmp(base, "bp-reconstruct") ||
+	       !strcmp(base, "bp-dump") || !strcmp(base, "bp-report") ||
+	       !strncmp(base, "lt-bp-", 6);
+}
+
+void bt_init(void)
+{
+	static pthread_mutex_t init_mu = PTHREAD_MUTEX_INITIALIZER;
+	Dl_info di;
+	ssize_t n;
+	const char *h;
+
+	pthread_mutex_lock(&init_mu);
+	if (bt_initialized) {
+		pthread_mutex_unlock(&init_mu);
+		return;
+	}
+	bt_real_bind();
+	bt_proc.pid = getpid();
+	bt_proc.ppid = getppid();
+	n = readlink("/proc/self/exe", bt_proc.exe, sizeof bt_proc.exe - 1);
+	bt_proc.exe[n > 0 ? n : 0] = 0;
+	read_cmdline();
+	if ((h = getenv("BTRACE_HOST")) && *h)
+		snprintf(bt_proc.host, sizeof bt_proc.host, "%s", h);
+	else if (gethostname(bt_proc.host, sizeof bt_proc.host - 1) < 0)
+		strcpy(bt_proc.host, "localhost");
+	new_ring_id();
+	if (dladdr((void *)bt_init, &di) && di.dli_fname)
+		snprintf(bt_conf.lib_path, sizeof bt_conf.lib_path, "%s",
+			 di.dli_fname);
+	bt_conf_init();
+	if (excluded_exe(bt_proc.exe))
+		bt_conf.enabled = 0;
+	remember_env();
+	bt_initialized = 1;
+	pthread_mutex_unlock(&init_mu);
+	if (!bt_conf.enabled)
+		return;
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	bt_emit_start();
+	/* PROC_START now, even if the program never does I/O */
+	bt_emit_claim();
+}
+
+__attribute__((constructor(101))) static void bt_ctor(void)
+{
+	bt_init();
+}
+
+__attribute__((destructor)) static void bt_dtor(void)
+{
+	if (bt_conf.enabled)
+		bt_emit_flush(1);
+}
+
+/* ---- fork ---------------------------------------------------------------- */
+
+static pid_t fork_common(int is_vfork)
+{
+	pid_t r;
+	int e;
+
+	if (!bt_enter()) {
+		r = REAL(fork)();
+		bt_leave_pass();
+		return r;
+	}
+	r = REAL(fork)();
+	e = errno;
+	if (r == 0) {
+		/* child: atfork_child reset everything; announce ourselves */
+		bt_self.depth = 0;
+		bt_emit_claim();
+		errno = e;
+		return 0;
+	}
+	{
+		struct bt_event ev;
+		memset(&ev, 0, sizeof ev);
+		ev.type = BT_EV_FORK;
+		ev.result = r > 0 ? r : -e;
+		ev.flags = is_vfork ? 1 : 0;
+		bt_emit(&ev);
+	}
+	bt_leave();
+	errno = e;
+	return r;
+}
+
+BT_HIDDEN pid_t bt_fork(int is_vfork);
+pid_t bt_fork(int is_vfork)
+{
+	return fork_common(is_vfork);
+}
+
+/* ---- exec ----------------------------------------------------------------- */
+
+static int has_prefix(const char *s, const char *p)
+{
+	return strncmp(s, p, strlen(p)) == 0;
+}
+
+static int name_eq(const char *a, const char *b)
+{
+	while (*a && *a != '=' && *a == *b) {
+		a++;
+		b++;
+	}
+	return *a == '=' && *b == '=';
+}
+
+/*
+ * Build in OUT (capacity CAP entries, PRE a buffer for a new LD_PRELOAD
+ * value) the environment a traced child needs.  Returns ENVP itself when it
+ * is already right or following is off.  No allocation: a vfork-like child
+ * may run this.
+ */
+static char *const *fix_env(char *const *envp, char **out, size_t cap,
+			    char *pre, size_t prelen)
+{
+	size_t n = 0, k = 0;
+	int have_pre = 0, pre_ok = 0;
+	unsigned char have_keep[KEEP_MAX] = { 0 };
+	static char *const empty_env[] = { NULL };
+
+	if (!bt_conf.follow || !bt_conf.enabled || !bt_conf.lib_path[0])
+		return envp;
+	if (!envp)
+		envp = empty_env;
+	for (n = 0; envp[n]; n++) {
+		if (has_prefix(envp[n], "LD_PRELOAD=")) {
+			have_pre = 1;
+			if (strstr(envp[n], bt_conf.lib_path))
+				pre_ok = 1;
+		}
+		for (unsigned i = 0; i < nkeep; i++)
+			if (keep_env[i] && name_eq(envp[n], keep_env[i]))
+				have_keep[i] = 1;
+	}
+	{
+		int all = pre_ok;
+		for (unsigned i = 0; i < nkeep; i++)
+			if (keep_env[i] && !have_keep[i])
+				all = 0;
+		if (all && have_pre)
+			return envp;
+	}
+	if (n + nkeep + 2 > cap)
+		return envp;
+	for (size_t i = 0; i < n; i++) {
+		if (has_prefix(envp[i], "LD_PRELOAD=") && !pre_ok) {
+			snprintf(pre, prelen, "LD_PRELOAD=%s %s", bt_conf.lib_path,
+				 envp[i] + strlen("LD_PRELOAD="));
+			out[k++] = pre;
+			continue;
+		}
+		out[k++] = envp[i];
+	}
+	if (!have_pre)
+		out[k++] = preload_entry;
+	for (unsigned i = 0; i < nkeep; i++)
+		if (keep_env[i] && !have_keep[i])
+			out[k++] = keep_env[i];
+	out[k] = NULL;
+	return out;
+}
+
+#define ENV_CAP 4096
+
+static void log_exec(const char *path, int failed, int err)
+{
+	struct bt_event ev;
+
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_EXEC;
+	ev.flags = failed ? 1 : 0;
+	ev.result = failed ? -err : 0;
+	ev.str = path;
+	ev.str_len = path ? (uint32_t)strnlen(path, BT_EV_MAX_STR) : 0;
+	bt_emit(&ev);
+}
+
+enum exec_kind { EK_VE, EK_VPE, EK_FVE };
+
+static int exec_common(int kind, const char *path, int fd, char *const argv[],
+		       char *const envp[])
+{
+	char *envbuf[ENV_CAP];
+	char pre[PATH_MAX * 2];
+	char *const *env;
+	int r, e, traced = bt_enter();
+
+	if (traced && !bt_paused()) {
+		log_exec(path ? path : "(fd)", 0, 0);
+		bt_emit_flush(0);
+	}
+	env = fix_env(envp, envbuf, ENV_CAP, pre, sizeof pre);
+	switch (kind) {
+	case EK_VE:
+		r = REAL(execve)(path, argv, env);
+		break;
+	case EK_VPE:
+		r = REAL(execvpe)(path, argv, env);
+		break;
+	default:
+		r = REAL(fexecve)(fd, argv, env);
+		break;
+	}
+	e = errno;
+	if (traced && !bt_paused())
+		log_exec(path ? path : "(fd)", 1, e);
+	if (traced)
+		bt_leave();
+	else
+		bt_leave_pass();
+	errno = e;
+	return r;
+}
+
+BT_HIDDEN int bt_execve(const char *p, char *const a[], char *const e[]);
+int bt_execve(const char *p, char *const a[], char *const e[])
+{
+	return exec_common(EK_VE, p, -1, a, e);
+}
+
+BT_HIDDEN int bt_execvpe(const char *p, char *const a[], char *const e[]);
+int bt_execvpe(const char *p, char *const a[], char *const e[])
+{
+	return exec_common(EK_VPE, p, -1, a, e);
+}
+
+BT_HIDDEN int bt_fexecve(int fd, char *const a[], char *const e[]);
+int bt_fexecve(int fd, char *const a[], char *const e[])
+{
+	return exec_common(EK_FVE, NULL, fd, a, e);
+}
+
+BT_HIDDEN char **bt_environ(void);
+char **bt_environ(void)
+{
+	return environ;
+}
+
+/* ---- posix_spawn ----------------------------------------------------------- */
+
+BT_HIDDEN int bt_posix_spawn(pid_t *pid, const char *path,
+			     const posix_spawn_file_actions_t *fa,
+			     const posix_spawnattr_t *at, char *const argv[],
+			     char *const envp[], int usepath);
+int bt_posix_spawn(pid_t *pid, const char *path,
+		   const posix_spawn_file_actions_t *fa,
+		   const posix_spawnattr_t *at, char *const argv[],
+		   char *const envp[], int usepath)
+{
+	char *envbuf[ENV_CAP];
+	char pre[PATH_MAX * 2];
+	char *const *env;
+	pid_t child = 0;
+	int r, traced = bt_enter();
+
+	env = fix_env(envp, envbuf, ENV_CAP, pre, sizeof pre);
+	r = usepath ? REAL(posix_spawnp)(&child, path, fa, at, argv, env)
+		    : REAL(posix_spawn)(&child, path, fa, at, argv, env);
+	if (pid && r == 0)
+		*pid = child;
+	if (traced && !bt_paused()) {
+		struct bt_event ev;
+		memset(&ev, 0, sizeof ev);
+		ev.type = BT_EV_SPAWN;
+		ev.result = r == 0 ? child : -r;
+		ev.str = path;
+		ev.str_len = path ? (uint32_t)strnlen(path, BT_EV_MAX_STR) : 0;
+		bt_emit(&ev);
+	}
+	if (traced)
+		bt_leave();
+	else
+		bt_leave_pass();
+	return r;
+}
+
+/* ---- threads ------------------------------------------------------------- */
+
+struct tramp {
+	void *(*fn)(void *);
+	void *arg;
+	uint64_t cookie;
+	int creator;
+};
+
+static void *tramp_start(void *p)
+{
+	struct tramp t = *(struct tramp *)p;
+
+	free(p);
+	self_cookie = t.cookie;
+	self_creator = t.creator;
+	bt_self.tid = 0;
+	/* THREAD_START now: the thread begins in its creator's request */
+	bt_emit_claim();
+	return t.fn(t.arg);
+}
+
+BT_HIDDEN int bt_pthread_create(pthread_t *th, const pthread_attr_t *attr,
+				void *(*fn)(void *), void *arg);
+int bt_pthread_create(pthread_t *th, const pthread_attr_t *attr,
+		      void *(*fn)(void *), void *arg)
+{
+	static uint32_t counter;
+	struct tramp *t;
+	struct bt_event ev;
+	int r;
+
+	if (!bt_conf.enabled || bt_paused() || !(t = malloc(sizeof *t)))
+		return REAL(pthread_create)(th, attr, fn, arg);
+	t->fn = fn;
+	t->arg = arg;
+	t->cookie = ((uint64_t)(uint32_t)bt_proc.pid << 32) |
+		    __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+	t->creator = bt_gettid();
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_THREAD_CREATE;
+	ev.cookie = t->cookie;
+	if (bt_enter())
+		bt_emit(&ev);
+	bt_leave_pass();
+	r = REAL(pthread_create)(th, attr, tramp_start, t);
+	if (r != 0) {
+		free(t);
+		ev.result = -r;
+		ev.ts = 0;
+		if (bt_enter())
+			bt_emit(&ev);
+		bt_leave_pass();
+	}
+	return r;
+}

@@ -1,0 +1,854 @@
+/*
+ * ready.c - readiness calls: poll, ppoll, select, pselect and epoll.
+ *
+ * Two duties (paper section 3.2; docs/events.md "Fragments"):
+ *
+ * 1. Input the shim holds for an fd (io.c) must make that fd readable, in
+ *    every readiness call, level- and edge-triggered, because the kernel no
+ *    longer sees those bytes.  Channels holding input (or owed a report
+ *    after an EAGAIN-once) are on a global list; readiness calls consult it
+ *    only when it is not empty.  Each epoll set gets a private eventfd
+ *    (hidden, registered with a random cookie) so a thread blocked in
+ *    epoll_wait is woken when input becomes held for an fd of its set
+ *    while it sleeps (a pipelined request left over by a worker thread, for
+ *    instance); the wake-up is consumed inside the wrapper.
+ *
+ * 2. One ready fd per call.  epoll_wait asks the kernel for one event
+ *    (maxevents 1): the kernel keeps the rest queued, in order, with
+ *    edge-triggered and EPOLLONESHOT semantics intact, and rotates
+ *    level-triggered fds.  poll and select return one ready entry, chosen
+ *    round-robin; the others are reported again by the next call, since
+ *    poll and select are level-triggered.  The fd handed over is logged
+ *    (BT_EV_READY): the fragment that follows starts from it.
+ *
+ * With BTRACE_ISOLATION=0 calls are passed through whole and every ready fd
+ * is logged, which is what a tracer without isolation sees.
+ */
+#include "config.h"
+
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/select.h>
+#include <unistd.h>
+
+#include "bt.h"
+
+BT_HIDDEN void bt_own_var(int *var, int add);
+
+int bt_ready_count;
+
+static struct bt_chan **rlist;
+static unsigned rlen, rcap;
+static pthread_mutex_t ready_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- epoll sets ------------------------------------------------------ */
+
+struct epmap_ent { uint64_t data; int fd; };
+
+struct bt_epset {
+	pthread_mutex_t mu;
+	int      epfd;
+	int      wake_fd;
+	uint64_t cookie;
+	int      last_synth;
+	int      sleepers;          /* threads blocked in the real call */
+	struct epmap_ent *map;      /* open addressing, fd -1 = empty */
+	uint32_t cap, n;
+} __attribute__((aligned(64)));
+
+static struct bt_epset *epset_of(int epfd)
+{
+	uintptr_t w = bt_fd_get(epfd);
+	return BT_FD_IS_EPSET(w) ? (struct bt_epset *)(w & ~(uintptr_t)1) : NULL;
+}
+
+static uint32_t hash64(uint64_t v)
+{
+	v ^= v >> 33;
+	v *= 0xff51afd7ed558ccdull;
+	v ^= v >> 33;
+	return (uint32_t)v;
+}
+
+/* data -> fd; -2 when the data value is shared by several fds. */
+static int epmap_get(struct bt_epset *es, uint64_t data)
+{
+	if (!es->cap)
+		return -1;
+	for (uint32_t i = hash64(data) & (es->cap - 1), k = 0; k < es->cap;
+	     i = (i + 1) & (es->cap - 1), k++) {
+		if (es->map[i].fd == -1)
+			return -1;
+		if (es->map[i].data == data && es->map[i].fd != -3)
+			return es->map[i].fd;
+	}
+	return -1;
+}
+
+static void epmap_put(struct bt_epset *es, uint64_t data, int fd);
+
+static void epmap_grow(struct bt_epset *es)
+{
+	struct epmap_ent *old = es->map;
+	uint32_t oldcap = es->cap, ncap = oldcap ? oldcap * 2 : 64;
+	struct epmap_ent *nm = malloc(ncap * sizeof *nm);
+
+	if (!nm)
+		return;
+	for (uint32_t i = 0; i < ncap; i++)
+		nm[i].fd = -1;
+	es->map = nm;
+	es->cap = ncap;
+	es->n = 0;
+	for (uint32_t i = 0; i < oldcap; i++)
+		if (old[i].fd >= 0 || old[i].fd == -2)
+			epmap_put(es, old[i].data, old[i].fd);
+	free(old);
+}
+
+static void epmap_put(struct bt_epset *es, uint64_t data, int fd)
+{
+	if ((es->n + 1) * 2 > es->cap)
+		epmap_grow(es);
+	if (!es->cap)
+		return;
+	for (uint32_t i = hash64(data) & (es->cap - 1);;
+	     i = (i + 1) & (es->cap - 1)) {
+		if (es->map[i].fd == -1 || es->map[i].fd == -3) {
+			es->map[i].data = data;
+			es->map[i].fd = fd;
+			es->n++;
+			return;
+		}
+		if (es->map[i].data == data) {
+			if (es->map[i].fd != fd)
+				es->map[i].fd = -2;   /* ambiguous */
+			return;
+		}
+	}
+}
+
+static void epmap_del_fd(struct bt_epset *es, int fd)
+{
+	for (uint32_t i = 0; i < es->cap; i++)
+		if (es->map[i].fd == fd)
+			es->map[i].fd = -3;       /* tombstone */
+}
+
+BT_HIDDEN void bt_ready_epoll_created(int epfd);
+void bt_ready_epoll_created(int epfd)
+{
+	struct bt_epset *es;
+	struct epoll_event ev;
+	int wfd;
+
+	if (epfd < 0)
+		return;
+	es = aligned_alloc(64, sizeof *es);
+	if (!es)
+		return;
+	memset(es, 0, sizeof *es);
+	pthread_mutex_init(&es->mu, NULL);
+	es->epfd = epfd;
+	es->wake_fd = -1;
+	if (getrandom(&es->cookie, sizeof es->cookie, GRND_NONBLOCK) !=
+	    sizeof es->cookie)
+		es->cookie = bt_now() ^ 0x9e3779b97f4a7c15ull ^ (uint64_t)epfd;
+	wfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (wfd >= 0) {
+		es->wake_fd = bt_own_fd_hide(wfd);
+		memset(&ev, 0, sizeof ev);
+		ev.events = EPOLLIN;
+		ev.data.u64 = es->cookie;
+		if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, es->wake_fd, &ev) < 0) {
+			bt_fd_set(es->wake_fd, BT_FD_NONE);
+			REAL(close)(es->wake_fd);
+			es->wake_fd = -1;
+		} else {
+			bt_own_var(&es->wake_fd, 1);
+		}
+	}
+	bt_fd_set(epfd, (uintptr_t)es | 1);
+}
+
+static void epset_free(struct bt_epset *es)
+{
+	if (es->wake_fd >= 0) {
+		bt_own_var(&es->wake_fd, 0);
+		bt_fd_set(es->wake_fd, BT_FD_NONE);
+		REAL(close)(es->wake_fd);
+	}
+	free(es->map);
+	/* Type-stable like channels would be safer; epoll sets are few and
+	 * closed rarely: a racing epoll_wait on a closing epfd is an
+	 * application bug. */
+	free(es);
+}
+
+/* Wake threads sleeping in epoll_wait on EPFD (only if there are any:
+ * a sleeper announces itself before its last look at the held input, so
+ * either it sees the new input or we see it). */
+static void wake(int epfd)
+{
+	struct bt_epset *es = epset_of(epfd);
+	uint64_t one = 1;
+
+	if (es && es->wake_fd >= 0 &&
+	    __atomic_load_n(&es->sleepers, __ATOMIC_SEQ_CST) > 0)
+		(void)!REAL(write)(es->wake_fd, &one, sizeof one);
+}
+
+/* ---- the list of channels holding input --------------------------------- */
+
+void bt_ready_add(struct bt_chan *ch)
+{
+	pthread_mutex_lock(&ready_mu);
+	if (!ch->in_ready_list) {
+		if (rlen == rcap) {
+			unsigned nc = rcap ? rcap * 2 : 16;
+			struct bt_chan **nl = realloc(rlist, nc * sizeof *nl);
+			if (!nl) {
+				pthread_mutex_unlock(&ready_mu);
+				return;
+			}
+			rlist = nl;
+			rcap = nc;
+		}
+		rlist[rlen++] = ch;
+		ch->in_ready_list = 1;
+		__atomic_store_n(&bt_ready_count, (int)rlen, __ATOMIC_SEQ_CST);
+	}
+	pthread_mutex_unlock(&ready_mu);
+	for (int i = 0; i < 2; i++)
+		if (ch->ep[i].epfd >= 0 && ch->ep[i].armed &&
+		    (ch->ep[i].events & EPOLLIN))
+			wake(ch->ep[i].epfd);
+}
+
+void bt_ready_del(struct bt_chan *ch)
+{
+	pthread_mutex_lock(&ready_mu);
+	if (ch->in_ready_list) {
+		for (unsigned i = 0; i < rlen; i++)
+			if (rlist[i] == ch) {
+				rlist[i] = rlist[--rlen];
+				break;
+			}
+		ch->in_ready_list = 0;
+		__atomic_store_n(&bt_ready_count, (int)rlen, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&ready_mu);
+}
+
+static int chan_has_input(const struct bt_chan *ch)
+{
+	return ch->rd < ch->wr || ch->owed;
+}
+
+/* Is FD's channel holding input for the application? */
+static int fd_owed(int fd)
+{
+	uintptr_t w = bt_fd_get(fd);
+	if (!BT_FD_IS_CHAN(w))
+		return 0;
+	struct bt_chan *ch = (struct bt_chan *)w;
+	return ch->in_ready_list && chan_has_input(ch);
+}
+
+void bt_ready_fd_closed(int fd, uintptr_t word)
+{
+	if (BT_FD_IS_EPSET(word)) {
+		epset_free((struct bt_epset *)(word & ~(uintptr_t)1));
+		return;
+	}
+	if (BT_FD_IS_CHAN(word)) {
+		struct bt_chan *ch = (struct bt_chan *)word;
+		for (int i = 0; i < 2; i++) {
+			struct bt_epset *es;
+			if (ch->ep[i].epfd < 0)
+				continue;
+			es = epset_of(ch->ep[i].epfd);
+			if (es) {
+				pthread_mutex_lock(&es->mu);
+				epmap_del_fd(es, fd);
+				pthread_mutex_unlock(&es->mu);
+			}
+			if (ch->refs <= 1)
+				ch->ep[i].epfd = -1;
+		}
+	}
+}
+
+void bt_ready_atfork_child(void)
+{
+	pthread_mutex_init(&ready_mu, NULL);
+}
+
+static void log_ready(int fd, uint32_t pollbits, int nready)
+{
+	struct bt_event ev;
+
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_READY;
+	ev.fd = fd;
+	ev.flags = pollbits;
+	ev.result = nready;
+	bt_emit(&ev);
+}
+
+static uint32_t epoll_to_poll(uint32_t e)
+{
+	uint32_t p = 0;
+	if (e & (EPOLLIN | EPOLLRDNORM | EPOLLPRI)) p |= POLLIN;
+	if (e & (EPOLLOUT | EPOLLWRNORM)) p |= POLLOUT;
+	if (e & EPOLLERR) p |= POLLERR;
+	if (e & (EPOLLHUP | EPOLLRDHUP)) p |= POLLHUP;
+	return p;
+}
+
+/* ---- epoll ------------------------------------------------------------ */
+
+BT_HIDDEN int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
+int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	struct bt_epset *es;
+	struct bt_chan *ch;
+	int r, e;
+
+	if (!bt_enter()) {
+		r = REAL(epoll_ctl)(epfd, op, fd, ev);
+		bt_leave_pass();
+		return r;
+	}
+	if (bt_is_own_fd(fd)) {          /* the application cannot see ours */
+		bt_leave();
+		errno = op == EPOLL_CTL_ADD ? EBADF : ENOENT;
+		return -1;
+	}
+	r = REAL(epoll_ctl)(epfd, op, fd, ev);
+	if (r < 0 || !(es = epset_of(epfd))) {
+		bt_leave();
+		return r;
+	}
+	e = errno;
+	pthread_mutex_lock(&es->mu);
+	if (op == EPOLL_CTL_DEL)
+		epmap_del_fd(es, fd);
+	else if (ev)
+		epmap_put(es, ev->data.u64, fd);
+	pthread_mutex_unlock(&es->mu);
+
+	ch = bt_chan_of(fd);
+	if (ch) {
+		int slot = -1;
+		for (int i = 0; i < 2; i++)
+			if (ch->ep[i].epfd == epfd)
+				slot = i;
+		if (op == EPOLL_CTL_DEL) {
+			if (slot >= 0)
+				ch->ep[slot].epfd = -1;
+		} else if (ev) {
+			if (slot < 0)
+				slot = ch->ep[0].epfd < 0 ? 0 :
+				       ch->ep[1].epfd < 0 ? 1 : 0;
+			ch->ep[slot].epfd = epfd;
+			ch->ep[slot].events = ev->events;
+			ch->ep[slot].data = ev->data.u64;
+			ch->ep[slot].armed = 1;
+			/* registered while holding input: make it visible */
+			if ((ev->events & EPOLLIN) && ch->in_ready_list &&
+			    chan_has_input(ch))
+				wake(epfd);
+		}
+	}
+	errno = e;
+	bt_leave();
+	return r;
+}
+
+/*
+ * A channel of set ES holding input, armed for EPOLLIN: fill OUT and
+ * return 1 (handing it over, EPOLLONESHOT respected).
+ */
+static int epoll_synth(struct bt_epset *es, struct epoll_event *out, int *fdp)
+{
+	struct bt_chan *pick = NULL;
+	int slot = -1;
+
+	if (!__atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&ready_mu);
+	for (unsigned i = 0; i < rlen && !pick; i++) {
+		struct bt_chan *ch = rlist[i];
+		if (!chan_has_input(ch))
+			continue;
+		for (int k = 0; k < 2; k++)
+			if (ch->ep[k].epfd == es->epfd && ch->ep[k].armed &&
+			    (ch->ep[k].events & EPOLLIN)) {
+				pick = ch;
+				slot = k;
+				/* rotate: the next search starts after it */
+				rlist[i] = rlist[rlen - 1];
+				rlist[rlen - 1] = ch;
+				break;
+			}
+	}
+	pthread_mutex_unlock(&ready_mu);
+	if (!pick)
+		return 0;
+	out->events = EPOLLIN | (pick->ep[slot].events & EPOLLRDNORM);
+	out->data.u64 = pick->ep[slot].data;
+	pthread_mutex_lock(&es->mu);
+	*fdp = epmap_get(es, pick->ep[slot].data);
+	pthread_mutex_unlock(&es->mu);
+	if (*fdp < 0)
+		*fdp = -2;
+	if (pick->ep[slot].events & EPOLLONESHOT) {
+		struct epoll_event off = { .events = EPOLLONESHOT,
+					   .data.u64 = pick->ep[slot].data };
+		pick->ep[slot].armed = 0;
+		if (*fdp >= 0)
+			REAL(epoll_ctl)(es->epfd, EPOLL_CTL_MOD, *fdp, &off);
+	}
+	return 1;
+}
+
+enum ep_kind { EPK_WAIT, EPK_PWAIT, EPK_PWAIT2 };
+
+static int ep_real(int kind, int epfd, struct epoll_event *ev, int max,
+		   int timeout_ms, const struct timespec *ts,
+		   const sigset_t *sig)
+{
+	switch (kind) {
+	case EPK_WAIT:
+		return REAL(epoll_wait)(epfd, ev, max, timeout_ms);
+	case EPK_PWAIT:
+		return REAL(epoll_pwait)(epfd, ev, max, timeout_ms, sig);
+	default:
+		if (!REAL(epoll_pwait2)) {
+			errno = ENOSYS;
+			return -1;
+		}
+		return REAL(epoll_pwait2)(epfd, ev, max, ts, sig);
+	}
+}
+
+/* Drop our wake-up events from a batch (isolation off). */
+static int strip_cookie(struct bt_epset *es, struct epoll_event *ev, int n)
+{
+	int k = 0;
+	for (int i = 0; i < n; i++) {
+		if (ev[i].data.u64 == es->cookie) {
+			uint64_t v;
+			(void)!REAL(read)(es->wake_fd, &v, sizeof v);
+			continue;
+		}
+		ev[k++] = ev[i];
+	}
+	return k;
+}
+
+static int epoll_common(int kind, int epfd, struct epoll_event *events,
+			int maxevents, int timeout_ms, const struct timespec *ts,
+			const sigset_t *sig)
+{
+	struct bt_epset *es;
+	uint64_t deadline = 0;
+	int infinite, r, fd;
+
+	if (!bt_enter()) {
+		r = ep_real(kind, epfd, events, maxevents, timeout_ms, ts, sig);
+		bt_leave_pass();
+		return r;
+	}
+	bt_self.epoch++;
+	es = epset_of(epfd);
+	if (!es || maxevents < 1 || bt_paused()) {
+		r = ep_real(kind, epfd, events, maxevents, timeout_ms, ts, sig);
+		if (es && r > 0)
+			r = strip_cookie(es, events, r);
+		bt_leave();
+		return r;
+	}
+	if (kind == EPK_PWAIT2)
+		infinite = ts == NULL;
+	else
+		infinite = timeout_ms < 0;
+	if (!infinite) {
+		uint64_t ns = kind == EPK_PWAIT2
+			? (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec
+			: (uint64_t)timeout_ms * 1000000ull;
+		deadline = bt_now() + ns;
+	}
+
+	if (!bt_conf.isolation) {
+		for (;;) {
+			r = ep_real(kind, epfd, events, maxevents, timeout_ms, ts, sig);
+			if (r <= 0)
+				break;
+			r = strip_cookie(es, events, r);
+			if (r > 0)
+				break;
+		}
+		if (r == 0)
+			log_ready(-1, 0, 0);
+		for (int i = 0; i < r; i++) {
+			pthread_mutex_lock(&es->mu);
+			fd = epmap_get(es, events[i].data.u64);
+			pthread_mutex_unlock(&es->mu);
+			log_ready(fd, epoll_to_poll(events[i].events), r);
+		}
+		bt_leave();
+		return r;
+	}
+
+	for (;;) {
+		int tmo = 0;
+		struct timespec tts = { 0, 0 };
+
+		/* Input held by the shim comes first, alternating with the
+		 * kernel's events so neither starves. */
+		if (!es->last_synth && epoll_synth(es, events, &fd)) {
+			es->last_synth = 1;
+			log_ready(fd, POLLIN, 1);
+			bt_leave();
+			return 1;
+		}
+		if (!infinite) {
+			uint64_t now = bt_now();
+			uint64_t left = deadline > now ? deadline - now : 0;
+			tmo = (int)((left + 999999) / 1000000);
+			tts.tv_sec = (time_t)(left / 1000000000ull);
+			tts.tv_nsec = (long)(left % 1000000000ull);
+		} else {
+			tmo = -1;
+		}
+		if (es->last_synth) {
+			/* only peek at the kernel if input is held */
+			tmo = 0;
+			tts.tv_sec = 0;
+			tts.tv_nsec = 0;
+		}
+		if (tmo != 0) {
+			__atomic_add_fetch(&es->sleepers, 1, __ATOMIC_SEQ_CST);
+			if (epoll_synth(es, events, &fd)) {
+				__atomic_sub_fetch(&es->sleepers, 1, __ATOMIC_SEQ_CST);
+				es->last_synth = 1;
+				log_ready(fd, POLLIN, 1);
+				r = 1;
+				break;
+			}
+		}
+		r = ep_real(kind, epfd, events, 1, tmo,
+			    kind == EPK_PWAIT2 ? (infinite && !es->last_synth ? NULL : &tts) : NULL,
+			    sig);
+		if (tmo != 0)
+			__atomic_sub_fetch(&es->sleepers, 1, __ATOMIC_SEQ_CST);
+		if (r < 0)
+			break;
+		if (r == 1 && events[0].data.u64 == es->cookie) {
+			uint64_t v;
+			(void)!REAL(read)(es->wake_fd, &v, sizeof v);
+			es->last_synth = 0;
+			continue;
+		}
+		if (r == 1) {
+			es->last_synth = 0;
+			pthread_mutex_lock(&es->mu);
+			fd = epmap_get(es, events[0].data.u64);
+			pthread_mutex_unlock(&es->mu);
+			if (fd >= 0) {
+				struct bt_chan *ch = bt_chan_of(fd);
+				if (ch)
+					for (int k = 0; k < 2; k++)
+						if (ch->ep[k].epfd == epfd &&
+						    (ch->ep[k].events & EPOLLONESHOT))
+							ch->ep[k].armed = 0;
+			}
+			log_ready(fd >= 0 ? fd : -2, epoll_to_poll(events[0].events), 1);
+			break;
+		}
+		/* nothing from the kernel */
+		if (es->last_synth) {
+			es->last_synth = 0;
+			if (epoll_synth(es, events, &fd)) {
+				es->last_synth = 1;
+				log_ready(fd, POLLIN, 1);
+				r = 1;
+				break;
+			}
+			continue;     /* held input went away: wait for real */
+		}
+		log_ready(-1, 0, 0);
+		break;
+	}
+	bt_leave();
+	return r;
+}
+
+BT_HIDDEN int bt_epoll_wait(int epfd, struct epoll_event *ev, int max, int tmo);
+int bt_epoll_wait(int epfd, struct epoll_event *ev, int max, int tmo)
+{
+	return epoll_common(EPK_WAIT, epfd, ev, max, tmo, NULL, NULL);
+}
+
+BT_HIDDEN int bt_epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo,
+			     const sigset_t *sig);
+int bt_epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo,
+		   const sigset_t *sig)
+{
+	return epoll_common(EPK_PWAIT, epfd, ev, max, tmo, NULL, sig);
+}
+
+BT_HIDDEN int bt_epoll_pwait2(int epfd, struct epoll_event *ev, int max,
+			      const struct timespec *ts, const sigset_t *sig);
+int bt_epoll_pwait2(int epfd, struct epoll_event *ev, int max,
+		    const struct timespec *ts, const sigset_t *sig)
+{
+	return epoll_common(EPK_PWAIT2, epfd, ev, max, 0, ts, sig);
+}
+
+/* ---- poll --------------------------------------------------------------- */
+
+enum poll_kind { PK_POLL, PK_PPOLL };
+
+static int poll_real(int kind, struct pollfd *fds, nfds_t n, int tmo,
+		     const struct timespec *ts, const sigset_t *sig)
+{
+	if (kind == PK_POLL)
+		return REAL(poll)(fds, n, tmo);
+	return REAL(ppoll)(fds, n, ts, sig);
+}
+
+static int poll_common(int kind, struct pollfd *fds, nfds_t n, int tmo,
+		       const struct timespec *ts, const sigset_t *sig)
+{
+	int r, owed = 0;
+	nfds_t pick = (nfds_t)-1;
+
+	if (!bt_enter()) {
+		r = poll_real(kind, fds, n, tmo, ts, sig);
+		bt_leave_pass();
+		return r;
+	}
+	bt_self.epoch++;
+	if (bt_paused()) {
+		r = poll_real(kind, fds, n, tmo, ts, sig);
+		bt_leave();
+		return r;
+	}
+	if (__atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE))
+		for (nfds_t i = 0; i < n; i++)
+			if (fds[i].fd >= 0 && (fds[i].events & (POLLIN | POLLRDNORM)) &&
+			    fd_owed(fds[i].fd))
+				owed = 1;
+	if (owed) {
+		struct timespec zero = { 0, 0 };
+		r = poll_real(kind, fds, n, 0, &zero, sig);
+		if (r < 0 && errno != EINTR) {
+			bt_leave();
+			return r;
+		}
+		if (r < 0)
+			r = 0;
+		for (nfds_t i = 0; i < n; i++)
+			if (fds[i].fd >= 0 &&
+			    (fds[i].events & (POLLIN | POLLRDNORM)) &&
+			    fd_owed(fds[i].fd)) {
+				if (!fds[i].revents)
+					r++;
+				fds[i].revents |= fds[i].events & (POLLIN | POLLRDNORM);
+			}
+	} else {
+		r = poll_real(kind, fds, n, tmo, ts, sig);
+	}
+	if (r < 0) {
+		bt_leave();
+		return r;
+	}
+	if (r == 0) {
+		log_ready(-1, 0, 0);
+		bt_leave();
+		return 0;
+	}
+	if (!bt_conf.isolation) {
+		for (nfds_t i = 0; i < n; i++)
+			if (fds[i].revents)
+				log_ready(fds[i].fd, (uint32_t)fds[i].revents, r);
+		bt_leave();
+		return r;
+	}
+	/* Round-robin by fd number: the first ready fd after the last one
+	 * handed over by this thread. */
+	{
+		int best = -1, first = -1;
+		nfds_t besti = 0, firsti = 0;
+		for (nfds_t i = 0; i < n; i++) {
+			if (!fds[i].revents)
+				continue;
+			int f = fds[i].fd;
+			if (first < 0 || f < first) {
+				first = f;
+				firsti = i;
+			}
+			if (f > (int)bt_self.ready_rr && (best < 0 || f < best)) {
+				best = f;
+				besti = i;
+			}
+		}
+		pick = best >= 0 ? besti : firsti;
+	}
+	for (nfds_t i = 0; i < n; i++)
+		if (i != pick && fds[i].fd != fds[pick].fd)
+			fds[i].revents = 0;
+	bt_self.ready_rr = (uint32_t)fds[pick].fd;
+	{
+		int cnt = 0;
+		for (nfds_t i = 0; i < n; i++)
+			if (fds[i].revents)
+				cnt++;
+		log_ready(fds[pick].fd, (uint32_t)fds[pick].revents, r);
+		r = cnt;
+	}
+	bt_leave();
+	return r;
+}
+
+BT_HIDDEN int bt_poll(struct pollfd *fds, nfds_t n, int tmo);
+int bt_poll(struct pollfd *fds, nfds_t n, int tmo)
+{
+	return poll_common(PK_POLL, fds, n, tmo, NULL, NULL);
+}
+
+BT_HIDDEN int bt_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
+		       const sigset_t *sig);
+int bt_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
+	     const sigset_t *sig)
+{
+	return poll_common(PK_PPOLL, fds, n, 0, ts, sig);
+}
+
+/* ---- select ------------------------------------------------------------- */
+
+static int select_common(int pselect_, int nfds, fd_set *rd, fd_set *wr,
+			 fd_set *ex, struct timeval *tv,
+			 const struct timespec *ts, const sigset_t *sig)
+{
+	fd_set orig_rd;
+	int r, owed = 0, pick = -1;
+
+#define SEL_REAL(TV, TS) (pselect_ ? REAL(pselect)(nfds, rd, wr, ex, TS, sig) \
+				   : REAL(select)(nfds, rd, wr, ex, TV))
+	if (!bt_enter()) {
+		r = SEL_REAL(tv, ts);
+		bt_leave_pass();
+		return r;
+	}
+	bt_self.epoch++;
+	if (nfds < 0 || nfds > FD_SETSIZE || bt_paused()) {
+		r = SEL_REAL(tv, ts);
+		bt_leave();
+		return r;
+	}
+	if (rd)
+		orig_rd = *rd;
+	if (rd && __atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE))
+		for (int f = 0; f < nfds; f++)
+			if (FD_ISSET(f, rd) && fd_owed(f))
+				owed = 1;
+	if (owed) {
+		struct timeval ztv = { 0, 0 };
+		struct timespec zts = { 0, 0 };
+		r = SEL_REAL(&ztv, &zts);
+		if (r < 0 && errno != EINTR) {
+			bt_leave();
+			return r;
+		}
+		if (r < 0) {
+			FD_ZERO(rd);
+			if (wr) FD_ZERO(wr);
+			if (ex) FD_ZERO(ex);
+		}
+		for (int f = 0; f < nfds; f++)
+			if (FD_ISSET(f, &orig_rd) && fd_owed(f))
+				FD_SET(f, rd);
+	} else {
+		r = SEL_REAL(tv, ts);
+	}
+#undef SEL_REAL
+	if (r < 0) {
+		bt_leave();
+		return r;
+	}
+	{
+		int first = -1, best = -1, total = 0;
+		for (int f = 0; f < nfds; f++) {
+			int on = (rd && FD_ISSET(f, rd)) || (wr && FD_ISSET(f, wr)) ||
+				 (ex && FD_ISSET(f, ex));
+			if (!on)
+				continue;
+			total++;
+			if (first < 0)
+				first = f;
+			if (best < 0 && f > (int)bt_self.ready_rr)
+				best = f;
+		}
+		if (!total) {
+			log_ready(-1, 0, 0);
+			bt_leave();
+			return 0;
+		}
+		pick = best >= 0 ? best : first;
+		if (!bt_conf.isolation) {
+			for (int f = 0; f < nfds; f++) {
+				uint32_t bits = 0;
+				if (rd && FD_ISSET(f, rd)) bits |= POLLIN;
+				if (wr && FD_ISSET(f, wr)) bits |= POLLOUT;
+				if (ex && FD_ISSET(f, ex)) bits |= POLLPRI;
+				if (bits)
+					log_ready(f, bits, total);
+			}
+			r = 0;
+			for (int f = 0; f < nfds; f++)
+				r += (rd && FD_ISSET(f, rd)) + (wr && FD_ISSET(f, wr)) +
+				     (ex && FD_ISSET(f, ex));
+			bt_leave();
+			return r;
+		}
+		uint32_t bits = 0;
+		r = 0;
+		for (int f = 0; f < nfds; f++) {
+			if (f == pick) {
+				if (rd && FD_ISSET(f, rd)) { bits |= POLLIN; r++; }
+				if (wr && FD_ISSET(f, wr)) { bits |= POLLOUT; r++; }
+				if (ex && FD_ISSET(f, ex)) { bits |= POLLPRI; r++; }
+				continue;
+			}
+			if (rd) FD_CLR(f, rd);
+			if (wr) FD_CLR(f, wr);
+			if (ex) FD_CLR(f, ex);
+		}
+		bt_self.ready_rr = (uint32_t)pick;
+		log_ready(pick, bits, total);
+	}
+	bt_leave();
+	return r;
+}
+
+BT_HIDDEN int bt_select(int n, fd_set *rd, fd_set *wr, fd_set *ex,
+			struct timeval *tv);
+int bt_select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
+{
+	return select_common(0, n, rd, wr, ex, tv, NULL, NULL);
+}
+
+BT_HIDDEN int bt_pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex,
+			 const struct timespec *ts, const sigset_t *sig);
+int bt_pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex,
+	       const struct timespec *ts, const sigset_t *sig)
+{
+	return select_common(1, n, rd, wr, ex, NULL, ts, sig);
+}
