@@ -234,6 +234,8 @@ struct bt_chan {
 	uint64_t eagain_epoch;
 	pid_t    eagain_tid;
 	uint8_t  owed;                    /* readiness owed (ET, spurious ok) */
+	uint8_t  et_told;                 /* held input reported to an ET set;
+					     not again until the app reads */
 	uint8_t  in_ready_list;
 
 	struct bt_epreg ep[2];            /* epoll registrations (two kept) */

@@ -848,3 +848,47 @@ void bt_emit_atfork_child(void)
 	bt_self.noslot = 0;
 	bt_self.dropped = 0;
 }
+
+/* ---- test hook ---------------------------------------------------------- */
+
+/*
+ * bt_test_events - decode the calling thread's undrained records, calling
+ * CB for each; CONSUME marks them drained (as bp-logd would).  For the unit
+ * tests, which link the shim's core without LD_PRELOAD and without logd.
+ * Returns the number of records, or -1 if the thread has no slot.
+ */
+BT_HIDDEN int bt_test_events(void (*cb)(const struct bt_event *ev, void *ctx),
+			     void *ctx, int consume);
+int bt_test_events(void (*cb)(const struct bt_event *ev, void *ctx),
+		   void *ctx, int consume)
+{
+	struct bt_slot *s = &bt_self.slot;
+	uint64_t t, h, prev = 0;
+	int n = 0;
+
+	if (!bt_self.have_slot)
+		return -1;
+	t = __atomic_load_n(&s->sh->tail, __ATOMIC_ACQUIRE);
+	h = __atomic_load_n(&s->sh->head, __ATOMIC_ACQUIRE);
+	while (t < h) {
+		uint32_t pos = (uint32_t)(t & (s->size - 1));
+		uint32_t lim = s->size - pos;
+		struct bt_event ev;
+		long k;
+
+		if (lim > h - t)
+			lim = (uint32_t)(h - t);
+		k = bt_ev_decode(s->data + pos, lim, &ev, &prev);
+		if (k <= 0)
+			return -1;
+		if (ev.type != BT_EV_PAD) {
+			if (cb)
+				cb(&ev, ctx);
+			n++;
+		}
+		t += (uint64_t)k;
+	}
+	if (consume)
+		__atomic_store_n(&s->sh->tail, h, __ATOMIC_RELEASE);
+	return n;
+}

@@ -151,6 +151,20 @@ static void data(struct bt_chan *ch, int fd, int dir, uint64_t n)
 	ch->off[dir] += n;
 }
 
+/* A read was cut at a boundary: asked for ASKED, got GAVE (diagnostic). */
+static void log_isolate(struct bt_chan *ch, int fd, size_t asked, size_t gave)
+{
+	struct bt_event ev;
+
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_ISOLATE;
+	ev.fd = fd;
+	ev.off = ch->off[BT_DIR_IN];
+	ev.len = asked;
+	ev.result = (int64_t)gave;
+	bt_emit(&ev);
+}
+
 /* One-shot style processors: bytes in DIR end the other direction's
  * message. */
 static void turn(struct bt_chan *ch, int fd, int dir)
@@ -475,14 +489,8 @@ static size_t deliver(struct bt_chan *ch, int fd, struct rd *r, size_t n,
 			if (m.kind && shorten && done + pos < n) {
 				size_t keep = n - (done + pos);
 				if (stash(ch, r->iov, r->iovcnt, done + pos, keep) == 0) {
-					struct bt_event ev;
-					memset(&ev, 0, sizeof ev);
-					ev.type = BT_EV_ISOLATE;
-					ev.fd = fd;
-					ev.off = ch->off[BT_DIR_IN];
-					ev.len = iov_total(r->iov, r->iovcnt);
-					ev.result = (int64_t)(done + pos);
-					bt_emit(&ev);
+					log_isolate(ch, fd, iov_total(r->iov, r->iovcnt),
+						    done + pos);
 					return done + pos;
 				}
 				/* cannot keep them: hand everything over */
@@ -529,6 +537,7 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 
 	if (lock_chan(ch, fd) < 0)
 		return rd_real(r, r->iov, r->iovcnt, r->flags);
+	ch->et_told = 0;
 
 	/* Fast path: nothing held, nothing to parse. */
 	if (!ch->pp && !ch->sniff && ch->rd == ch->wr) {
@@ -602,6 +611,8 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 		}
 		if (!peek) {
 			rd_no_meta(r);
+			if (shorten && ch->ended && k < want && ch->rd < ch->wr)
+				log_isolate(ch, fd, want, k);
 			after_boundary(ch, fd, r->flags);
 		}
 		pthread_mutex_unlock(&ch->mu);

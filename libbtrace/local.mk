@@ -1,8 +1,9 @@
 # libbtrace/: the LD_PRELOAD shim.  wrapped.def lists every interposed
 # symbol once; the version script that limits the exports is generated
-# from it.
-lib_LTLIBRARIES += libbtrace.la
-libbtrace_la_SOURCES = \
+# from it.  The modules form a core library (libbtcore) that the unit tests
+# link directly, calling the wrappers' implementations without LD_PRELOAD.
+noinst_LTLIBRARIES += libbtcore.la
+libbtcore_la_SOURCES = \
 	libbtrace/bt.h \
 	libbtrace/real.h \
 	libbtrace/real.c \
@@ -14,15 +15,19 @@ libbtrace_la_SOURCES = \
 	libbtrace/io.c \
 	libbtrace/ready.c \
 	libbtrace/proc.c \
-	libbtrace/names.c \
-	libbtrace/shim.c
-EXTRA_DIST += libbtrace/wrapped.def
-libbtrace_la_CFLAGS = $(AM_CFLAGS) $(PCRE2_CFLAGS) -fvisibility=hidden \
+	libbtrace/names.c
+libbtcore_la_CFLAGS = $(AM_CFLAGS) $(PCRE2_CFLAGS) -fvisibility=hidden \
 	-fno-strict-aliasing -ftls-model=initial-exec
+libbtcore_la_LIBADD = libbtproto.la libbtcommon.la $(PCRE2_LIBS) -ldl -lpthread
+
+lib_LTLIBRARIES += libbtrace.la
+libbtrace_la_SOURCES = libbtrace/shim.c
+EXTRA_DIST += libbtrace/wrapped.def
+libbtrace_la_CFLAGS = $(libbtcore_la_CFLAGS)
 libbtrace_la_LDFLAGS = -module -avoid-version -shared \
 	-Wl,--version-script=$(builddir)/libbtrace/libbtrace.map \
 	-Wl,--no-undefined-version -Wl,-z,nodelete
-libbtrace_la_LIBADD = libbtproto.la libbtcommon.la $(PCRE2_LIBS) -ldl -lpthread
+libbtrace_la_LIBADD = libbtcore.la
 EXTRA_libbtrace_la_DEPENDENCIES = libbtrace/libbtrace.map
 CLEANFILES += libbtrace/libbtrace.map
 
@@ -33,3 +38,11 @@ libbtrace/libbtrace.map: $(srcdir)/libbtrace/wrapped.def
 	  sed -n 's/^BT_W([^,]*, *\([A-Za-z0-9_]*\),.*/    \1;/p' $(srcdir)/libbtrace/wrapped.def; \
 	  echo '  local: *; };'; \
 	} > $@.tmp && mv $@.tmp $@
+
+if HAVE_CHECK
+check_PROGRAMS += tests/unit/check_shim
+TESTS += tests/unit/check_shim
+tests_unit_check_shim_SOURCES = tests/unit/check_shim.c
+tests_unit_check_shim_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) -I$(srcdir)/libbtrace
+tests_unit_check_shim_LDADD = libbtcore.la $(CHECK_LIBS)
+endif

@@ -228,7 +228,7 @@ void bt_init(void)
 	bt_emit_claim();
 }
 
-__attribute__((constructor(101))) static void bt_ctor(void)
+__attribute__((constructor(200))) static void bt_ctor(void)
 {
 	bt_init();
 }

@@ -387,7 +387,8 @@ static int epoll_synth(struct bt_epset *es, struct epoll_event *out, int *fdp)
 			continue;
 		for (int k = 0; k < 2; k++)
 			if (ch->ep[k].epfd == es->epfd && ch->ep[k].armed &&
-			    (ch->ep[k].events & EPOLLIN)) {
+			    (ch->ep[k].events & EPOLLIN) &&
+			    !((ch->ep[k].events & EPOLLET) && ch->et_told)) {
 				pick = ch;
 				slot = k;
 				/* rotate: the next search starts after it */
@@ -399,6 +400,10 @@ static int epoll_synth(struct bt_epset *es, struct epoll_event *out, int *fdp)
 	pthread_mutex_unlock(&ready_mu);
 	if (!pick)
 		return 0;
+	/* edge-triggered: one report per edge, as the kernel does; the next
+	 * read of the fd makes a new edge */
+	if (pick->ep[slot].events & EPOLLET)
+		pick->et_told = 1;
 	out->events = EPOLLIN | (pick->ep[slot].events & EPOLLRDNORM);
 	out->data.u64 = pick->ep[slot].data;
 	pthread_mutex_lock(&es->mu);

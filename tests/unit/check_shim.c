@@ -1,0 +1,734 @@
+/*
+ * check_shim.c - unit tests of libbtrace's core, linked directly (no
+ * LD_PRELOAD, no bp-logd): the wrappers' implementations are called as the
+ * exported wrappers would call them, and the records they write are read
+ * back from the thread's ring with bt_test_events().
+ *
+ * Covered: the fd table, channel identity (socketpair, pipe, TCP, unix),
+ * the isolation buffer at every split point of several messages and with
+ * every read size, EAGAIN-once for read-until-EAGAIN loops, readiness for
+ * held input in poll and epoll (level, edge, oneshot, wake-up of a sleeping
+ * thread), one ready fd per call, and the ring's wrap through the spool.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "bt.h"
+#include "btrace/segment.h"
+
+/* the implementations behind the exported wrappers */
+ssize_t bt_read(int, void *, size_t);
+ssize_t bt_write(int, const void *, size_t);
+int bt_socket(int, int, int);
+int bt_socketpair(int, int, int, int *);
+int bt_accept4(int, struct sockaddr *, socklen_t *, int, int);
+int bt_connect(int, const struct sockaddr *, socklen_t);
+int bt_close(int);
+int bt_dup3(int, int, int, int);
+int bt_pipe2(int *, int, int);
+int bt_poll(struct pollfd *, nfds_t, int);
+void bt_ready_epoll_created(int);
+int bt_epoll_ctl(int, int, int, struct epoll_event *);
+int bt_epoll_wait(int, struct epoll_event *, int, int);
+int bt_test_events(void (*cb)(const struct bt_event *, void *), void *, int);
+
+static char spool[] = "/tmp/check_shim.XXXXXX";
+
+/* Runs before the shim's constructor (priority 200): no logd, own spool,
+ * and room for descriptors above 65536. */
+__attribute__((constructor(150))) static void test_env(void)
+{
+	struct rlimit rl;
+	if (!mkdtemp(spool))
+		abort();
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		if (rl.rlim_max < 200000 && geteuid() == 0)
+			rl.rlim_max = 200000;
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	setenv("BTRACE_LOGD", "/nonexistent/check_shim.sock", 1);
+	setenv("BTRACE_SPOOL", spool, 1);
+	unsetenv("BTRACE_RULES");
+	unsetenv("BTRACE_CONF");
+	unsetenv("BTRACE_DISABLE");
+	unsetenv("BTRACE_ISOLATION");
+}
+
+/* ---- collecting records ---------------------------------------------- */
+
+#define MAXEV 4096
+struct evlog {
+	int n;
+	struct {
+		uint8_t type, dir, kind;
+		int fd, fd2;
+		uint64_t off, len, ino, peer_ino;
+		uint32_t flags;
+		int64_t result;
+		uint8_t role, chan_kind;
+		struct bt_addr local, remote;
+		char line[64];
+	} e[MAXEV];
+};
+static struct evlog L;
+
+static void collect(const struct bt_event *ev, void *ctx)
+{
+	struct evlog *l = ctx;
+	if (l->n >= MAXEV)
+		return;
+	typeof(l->e[0]) *x = &l->e[l->n++];
+	memset(x, 0, sizeof *x);
+	x->type = ev->type;
+	x->dir = ev->dir;
+	x->kind = ev->kind;
+	x->fd = ev->fd;
+	x->fd2 = ev->fd2;
+	x->off = ev->off;
+	x->len = ev->len;
+	x->ino = ev->ino;
+	x->peer_ino = ev->peer_ino;
+	x->flags = ev->flags;
+	x->result = ev->result;
+	x->role = ev->role;
+	x->chan_kind = ev->chan_kind;
+	x->local = ev->local;
+	x->remote = ev->remote;
+	for (unsigned i = 0; i < ev->nattr; i++)
+		if (ev->attr[i].key == BT_AK_LINE)
+			snprintf(x->line, sizeof x->line, "%.*s",
+				 (int)ev->attr[i].len, ev->attr[i].val);
+}
+
+static void ev_reset(void)
+{
+	bt_emit_claim();
+	bt_test_events(NULL, NULL, 1);
+	memset(&L, 0, sizeof L);
+}
+
+static void ev_read(void)
+{
+	memset(&L, 0, sizeof L);
+	ck_assert_int_ge(bt_test_events(collect, &L, 1), 0);
+}
+
+static int ev_count(uint8_t type)
+{
+	int c = 0;
+	for (int i = 0; i < L.n; i++)
+		c += L.e[i].type == type;
+	return c;
+}
+
+/* the i-th record of TYPE, or NULL */
+static typeof(L.e[0]) *ev_nth(uint8_t type, int nth)
+{
+	for (int i = 0; i < L.n; i++)
+		if (L.e[i].type == type && nth-- == 0)
+			return &L.e[i];
+	return NULL;
+}
+
+/* a socketpair whose first end carries the line processor */
+static void line_pair(int sv[2], int nonblock)
+{
+	struct bt_chan *ch;
+	ck_assert_int_eq(bt_socketpair(AF_UNIX, SOCK_STREAM | (nonblock ? SOCK_NONBLOCK : 0), 0, sv), 0);
+	ch = bt_chan_of(sv[0]);
+	ck_assert_ptr_nonnull(ch);
+	pthread_mutex_lock(&ch->mu);
+	bt_chan_attach(ch, sv[0], &bt_proto_line, BT_PH_RULE, "test");
+	pthread_mutex_unlock(&ch->mu);
+}
+
+/* ---- fd table ------------------------------------------------------------ */
+
+START_TEST(fdtab_states_and_refs)
+{
+	int sv[2], d, hi;
+	struct bt_chan *ch;
+
+	ck_assert_uint_eq(bt_fd_get(-1), BT_FD_PLAIN);
+	ck_assert_uint_eq(bt_fd_get(1 << 21), BT_FD_PLAIN);
+	ck_assert_int_eq(bt_socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ch = bt_chan_of(sv[0]);
+	ck_assert_ptr_nonnull(ch);
+	ck_assert_int_eq(ch->refs, 1);
+	/* the highest fd the limit allows (above 65536 where root may raise
+	 * the hard limit; this exercises the table's upper chunks either way) */
+	{
+		struct rlimit rl;
+		ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+		hi = rl.rlim_cur > 70002 ? 70001 : (int)rl.rlim_cur - 1;
+		ck_assert_int_gt(hi, 4096);
+	}
+	d = bt_dup3(sv[0], hi, 0, 0);
+	ck_assert_int_eq(d, hi);
+	ck_assert_ptr_eq(bt_chan_of(hi), ch);
+	ck_assert_int_eq(ch->refs, 2);
+	/* dup2 onto a tracked fd drops what it referred to */
+	ck_assert_int_eq(bt_dup3(sv[1], hi, 0, 0), hi);
+	ck_assert_ptr_eq(bt_chan_of(hi), bt_chan_of(sv[1]));
+	ck_assert_int_eq(ch->refs, 1);
+	ck_assert_int_eq(bt_write(hi, "x\n", 2), 2);
+	ck_assert_int_eq(bt_close(hi), 0);
+	ck_assert_uint_eq(bt_fd_get(hi), BT_FD_NONE);
+	ck_assert_int_eq(bt_close(sv[0]), 0);
+	ck_assert_int_eq(bt_close(sv[1]), 0);
+	ck_assert_uint_eq(bt_fd_get(sv[0]), BT_FD_NONE);
+}
+END_TEST
+
+START_TEST(fdtab_unknown_fd_classified_once)
+{
+	int p[2], f;
+	char c;
+
+	/* made behind the shim's back, as libc internals do */
+	ck_assert_int_eq(pipe(p), 0);
+	f = open("/dev/null", O_RDONLY);
+	ck_assert_uint_eq(bt_fd_get(p[0]), BT_FD_NONE);
+	ck_assert_ptr_nonnull(bt_chan_of(p[0]));            /* a pipe: a channel */
+	ck_assert_ptr_null(bt_chan_of(f));                  /* a file: plain */
+	ck_assert_uint_eq(bt_fd_get(f), BT_FD_PLAIN);
+	ck_assert_int_eq(bt_read(f, &c, 1), 0);
+	ck_assert_int_eq(bt_close(f), 0);
+	ck_assert_int_eq(bt_close(p[0]), 0);
+	ck_assert_int_eq(bt_close(p[1]), 0);
+}
+END_TEST
+
+START_TEST(own_fds_are_invisible)
+{
+	int own = -1;
+	for (int fd = 3; fd < 100000 && own < 0; fd++)
+		if (bt_is_own_fd(fd))
+			own = fd;
+	ck_assert_int_ge(own, 3);                  /* at least the memfd */
+	ck_assert_int_eq(bt_close(own), -1);
+	ck_assert_int_eq(errno, EBADF);
+	ck_assert_int_ge(fcntl(own, F_GETFD), 0);  /* still open underneath */
+}
+END_TEST
+
+/* ---- channel identity -------------------------------------------------- */
+
+START_TEST(ident_socketpair_and_pipe)
+{
+	int sv[2], p[2];
+
+	ev_reset();
+	ck_assert_int_eq(bt_socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ck_assert_int_eq(bt_pipe2(p, 0, 0), 0);
+	ev_read();
+	ck_assert_int_eq(ev_count(BT_EV_CHAN), 4);
+	typeof(L.e[0]) *a = ev_nth(BT_EV_CHAN, 0), *b = ev_nth(BT_EV_CHAN, 1);
+	ck_assert_uint_eq(a->chan_kind, BT_CK_UNIX_STREAM);
+	ck_assert_uint_ne(a->ino, 0);
+	ck_assert_uint_eq(a->ino, b->peer_ino);
+	ck_assert_uint_eq(b->ino, a->peer_ino);
+	typeof(L.e[0]) *r = ev_nth(BT_EV_CHAN, 2), *w = ev_nth(BT_EV_CHAN, 3);
+	ck_assert_uint_eq(r->chan_kind, BT_CK_PIPE);
+	ck_assert_uint_eq(r->role, BT_CR_PIPE_READ);
+	ck_assert_uint_eq(w->role, BT_CR_PIPE_WRITE);
+	ck_assert_uint_eq(r->ino, w->ino);
+	ck_assert_int_eq(r->fd, p[0]);
+	ck_assert_int_eq(r->fd2, p[1]);
+	bt_close(sv[0]); bt_close(sv[1]); bt_close(p[0]); bt_close(p[1]);
+}
+END_TEST
+
+START_TEST(ident_tcp_both_ends)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof a;
+	int ls = socket(AF_INET, SOCK_STREAM, 0), c, s;
+
+	ck_assert_int_eq(bind(ls, (void *)&a, sizeof a), 0);
+	ck_assert_int_eq(listen(ls, 4), 0);
+	ck_assert_int_eq(getsockname(ls, (void *)&a, &al), 0);
+	ev_reset();
+	c = bt_socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_eq(bt_connect(c, (void *)&a, sizeof a), 0);
+	s = bt_accept4(ls, NULL, NULL, 0, 0);
+	ck_assert_int_ge(s, 0);
+	ev_read();
+	ck_assert_int_eq(ev_count(BT_EV_CHAN), 2);
+	typeof(L.e[0]) *cc = ev_nth(BT_EV_CHAN, 0), *sc = ev_nth(BT_EV_CHAN, 1);
+	ck_assert_uint_eq(cc->role, BT_CR_CONNECT);
+	ck_assert_uint_eq(sc->role, BT_CR_ACCEPT);
+	ck_assert_uint_eq(cc->chan_kind, BT_CK_TCP);
+	ck_assert_uint_eq(cc->local.port, sc->remote.port);
+	ck_assert_uint_eq(cc->remote.port, sc->local.port);
+	ck_assert_uint_eq(sc->local.port, ntohs(a.sin_port));
+	ck_assert_mem_eq(cc->local.addr, sc->remote.addr, 4);
+	ck_assert_int_eq(sc->fd2, ls);
+	bt_close(c); bt_close(s); close(ls);
+}
+END_TEST
+
+START_TEST(ident_unix_peer_inode)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int ls = socket(AF_UNIX, SOCK_STREAM, 0), c, s;
+
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s/u.sock", spool);
+	unlink(sa.sun_path);
+	ck_assert_int_eq(bind(ls, (void *)&sa, sizeof sa), 0);
+	ck_assert_int_eq(listen(ls, 4), 0);
+	ev_reset();
+	c = bt_socket(AF_UNIX, SOCK_STREAM, 0);
+	ck_assert_int_eq(bt_connect(c, (void *)&sa, sizeof sa), 0);
+	s = bt_accept4(ls, NULL, NULL, 0, 0);
+	ev_read();
+	typeof(L.e[0]) *cc = ev_nth(BT_EV_CHAN, 0), *sc = ev_nth(BT_EV_CHAN, 1);
+	ck_assert_ptr_nonnull(sc);
+	ck_assert_uint_eq(cc->chan_kind, BT_CK_UNIX_STREAM);
+	ck_assert_uint_ne(cc->ino, 0);
+	/* the accepting end learns its peer from the kernel (sock_diag) */
+	ck_assert_uint_eq(sc->peer_ino, cc->ino);
+	bt_close(c); bt_close(s); close(ls);
+	unlink(sa.sun_path);
+}
+END_TEST
+
+/* ---- isolation ------------------------------------------------------------ */
+
+static const char MSGS[] = "aa\nbbb\nc\n";     /* boundaries at 3, 7, 9 */
+
+static void check_msgs_logged(void)
+{
+	static const uint64_t off[] = { 0, 3, 7 }, len[] = { 3, 4, 2 };
+	static const char *line[] = { "aa", "bbb", "c" };
+	ck_assert_int_eq(ev_count(BT_EV_MSG), 3);
+	for (int i = 0; i < 3; i++) {
+		typeof(L.e[0]) *m = ev_nth(BT_EV_MSG, i);
+		ck_assert_uint_eq(m->dir, BT_DIR_IN);
+		ck_assert_uint_eq(m->off, off[i]);
+		ck_assert_uint_eq(m->len, len[i]);
+		ck_assert_str_eq(m->line, line[i]);
+	}
+}
+
+/* Every split of the input into two writes, every read size: no read
+ * returns bytes of two messages, bytes arrive intact and in order. */
+START_TEST(isolation_every_split_every_size)
+{
+	static const size_t sizes[] = { 1, 2, 3, 5, 64 };
+	size_t total = sizeof MSGS - 1;
+
+	for (size_t split = 1; split < total; split++)
+		for (unsigned si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+			int sv[2];
+			char got[64];
+			size_t have = 0;
+
+			line_pair(sv, 0);
+			ev_reset();
+			ck_assert_int_eq(write(sv[1], MSGS, split), (ssize_t)split);
+			while (have < total) {
+				ssize_t n = bt_read(sv[0], got + have, sizes[si]);
+				ck_assert_int_gt(n, 0);
+				/* no boundary strictly inside [have, have+n) */
+				for (size_t b = 3; b < total; b = b == 3 ? 7 : total)
+					ck_assert_msg(!(have < b && b < have + (size_t)n),
+						      "split %zu size %zu: read [%zu,%zu) crosses boundary %zu",
+						      split, sizes[si], have, have + n, b);
+				have += (size_t)n;
+				if (have == split)
+					ck_assert_int_eq(write(sv[1], MSGS + split, total - split),
+							 (ssize_t)(total - split));
+			}
+			ck_assert_mem_eq(got, MSGS, total);
+			ev_read();
+			check_msgs_logged();
+			bt_close(sv[0]);
+			bt_close(sv[1]);
+		}
+}
+END_TEST
+
+/* Both writes land before the first read: one read per message. */
+START_TEST(isolation_one_message_per_read)
+{
+	int sv[2];
+	char buf[64];
+
+	line_pair(sv, 0);
+	ev_reset();
+	ck_assert_int_eq(write(sv[1], MSGS, 9), 9);
+	ck_assert_int_eq(bt_read(sv[0], buf, sizeof buf), 3);
+	ck_assert_int_eq(bt_read(sv[0], buf, sizeof buf), 4);
+	ck_assert_mem_eq(buf, "bbb\n", 4);
+	ck_assert_int_eq(bt_read(sv[0], buf, sizeof buf), 2);
+	ev_read();
+	check_msgs_logged();
+	ck_assert_int_eq(ev_count(BT_EV_ISOLATE), 2);
+	bt_close(sv[0]);
+	bt_close(sv[1]);
+}
+END_TEST
+
+START_TEST(isolation_off_passes_whole_reads)
+{
+	int sv[2];
+	char buf[64];
+
+	bt_conf.isolation = 0;
+	line_pair(sv, 0);
+	ev_reset();
+	ck_assert_int_eq(write(sv[1], MSGS, 9), 9);
+	ck_assert_int_eq(bt_read(sv[0], buf, sizeof buf), 9);
+	ev_read();
+	check_msgs_logged();              /* still every message logged */
+	bt_conf.isolation = 1;
+	bt_close(sv[0]);
+	bt_close(sv[1]);
+}
+END_TEST
+
+/* A read-until-EAGAIN loop gets one message per round; poll reports the
+ * held input readable although the kernel has nothing. */
+START_TEST(eagain_once_and_poll)
+{
+	int sv[2];
+	char buf[64];
+	struct pollfd pfd = { .events = POLLIN };
+
+	line_pair(sv, 1);
+	pfd.fd = sv[0];
+	ck_assert_int_eq(write(sv[1], MSGS, 9), 9);
+	for (int round = 0; round < 3; round++) {
+		int got = 0;
+		ssize_t n;
+		pfd.revents = 0;
+		ck_assert_int_eq(bt_poll(&pfd, 1, 1000), 1);
+		ck_assert(pfd.revents & POLLIN);
+		while ((n = bt_read(sv[0], buf, sizeof buf)) > 0)
+			got++;
+		ck_assert_int_eq(n, -1);
+		ck_assert_int_eq(errno, EAGAIN);
+		ck_assert_msg(got == 1, "round %d: %d messages before EAGAIN", round, got);
+	}
+	pfd.revents = 0;
+	ck_assert_int_eq(bt_poll(&pfd, 1, 50), 0);      /* all consumed */
+	bt_close(sv[0]);
+	bt_close(sv[1]);
+}
+END_TEST
+
+START_TEST(peek_consumes_nothing)
+{
+	int sv[2];
+	char buf[64];
+
+	line_pair(sv, 0);
+	ck_assert_int_eq(write(sv[1], MSGS, 9), 9);
+	ck_assert_int_eq(recv(sv[0], buf, 1, MSG_PEEK), 1);   /* untraced peek ok */
+	{
+		extern ssize_t bt_recv(int, void *, size_t, int);
+		ck_assert_int_eq(bt_recv(sv[0], buf, sizeof buf, MSG_PEEK), 3);
+		ck_assert_int_eq(bt_recv(sv[0], buf, sizeof buf, MSG_PEEK), 3);
+		ck_assert_int_eq(bt_recv(sv[0], buf, 2, 0), 2);
+		ck_assert_int_eq(bt_recv(sv[0], buf, sizeof buf, MSG_PEEK), 1);
+		ck_assert_int_eq(bt_recv(sv[0], buf, sizeof buf, 0), 1);
+		/* MSG_WAITALL: what was asked for, boundaries or not */
+		ck_assert_int_eq(bt_recv(sv[0], buf, 6, MSG_WAITALL), 6);
+		ck_assert_mem_eq(buf, "bbb\nc\n", 6);
+	}
+	bt_close(sv[0]);
+	bt_close(sv[1]);
+}
+END_TEST
+
+/* ---- epoll ------------------------------------------------------------------ */
+
+static int new_epoll(void)
+{
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	ck_assert_int_ge(ep, 0);
+	bt_ready_epoll_created(ep);
+	return ep;
+}
+
+START_TEST(epoll_edge_triggered_held_input)
+{
+	int sv[2], ep = new_epoll();
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = 77 }, out[8];
+	char buf[64];
+
+	line_pair(sv, 1);
+	ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_ADD, sv[0], &ev), 0);
+	ck_assert_int_eq(write(sv[1], MSGS, 9), 9);
+	for (int m = 0; m < 3; m++) {
+		ck_assert_int_eq(bt_epoll_wait(ep, out, 8, 1000), 1);
+		ck_assert_uint_eq(out[0].data.u64, 77);
+		ck_assert_int_gt(bt_read(sv[0], buf, sizeof buf), 0);
+		ck_assert_int_eq(bt_read(sv[0], buf, sizeof buf), -1);
+		ck_assert_int_eq(errno, EAGAIN);
+	}
+	ck_assert_int_eq(bt_epoll_wait(ep, out, 8, 50), 0);
+	bt_close(sv[0]);
+	bt_close(sv[1]);
+	bt_close(ep);
+}
+END_TEST
+
+/* An edge-triggered app that leaves held input unread is told once, as
+ * the kernel would tell it of one edge - no busy loop. */
+START_TEST(epoll_edge_reported_once_until_read)
+{
+	int sv[2], ep = new_epoll();
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = 3 }, out[4];
+	char buf[64];
+
+	line_pair(sv, 1);
+	ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_ADD, sv[0], &ev), 0);
+	ck_assert_int_eq(write(sv[1], MSGS, 9), 9);
+	ck_assert_int_eq(bt_epoll_wait(ep, out, 4, 1000), 1);
+	ck_assert_int_eq(bt_read(sv[0], buf, sizeof buf), 3);  /* rest held */
+	ck_assert_int_eq(bt_epoll_wait(ep, out, 4, 1000), 1);  /* the edge */
+	ck_assert_int_eq(bt_epoll_wait(ep, out, 4, 50), 0);    /* ignored: quiet */
+	ck_assert_int_eq(bt_epoll_wait(ep, out, 4, 50), 0);
+	ck_assert_int_eq(bt_read(sv[0], buf, sizeof buf), 4);  /* a read: new edge */
+	ck_assert_int_eq(bt_epoll_wait(ep, out, 4, 1000), 1);
+	ck_assert_int_eq(bt_read(sv[0], buf, sizeof buf), 2);
+	bt_close(sv[0]);
+	bt_close(sv[1]);
+	bt_close(ep);
+}
+END_TEST
+
+START_TEST(epoll_oneshot_respected)
+{
+	int sv[2], ep = new_epoll();
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.u64 = 5 }, out[4];
+	char buf[64];
+
+	line_pair(sv, 1);
+	ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_ADD, sv[0], &ev), 0);
+	ck_assert_int_eq(write(sv[1], MSGS, 9), 9);
+	ck_assert_int_eq(bt_epoll_wait(ep, out, 4, 1000), 1);
+	ck_assert_int_eq(bt_read(sv[0], buf, sizeof buf), 3);
+	/* disarmed: held input must not be reported until re-armed */
+	ck_assert_int_eq(bt_epoll_wait(ep, out, 4, 50), 0);
+	ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_MOD, sv[0], &ev), 0);
+	ck_assert_int_eq(bt_epoll_wait(ep, out, 4, 1000), 1);
+	ck_assert_uint_eq(out[0].data.u64, 5);
+	ck_assert_int_eq(bt_read(sv[0], buf, sizeof buf), 4);
+	ck_assert_int_eq(bt_epoll_wait(ep, out, 4, 50), 0);
+	bt_close(sv[0]);
+	bt_close(sv[1]);
+	bt_close(ep);
+}
+END_TEST
+
+START_TEST(one_ready_fd_per_call)
+{
+	int a[2], b[2], ep = new_epoll();
+	struct epoll_event ev, out[8];
+	struct pollfd pf[2];
+
+	ck_assert_int_eq(bt_socketpair(AF_UNIX, SOCK_STREAM, 0, a), 0);
+	ck_assert_int_eq(bt_socketpair(AF_UNIX, SOCK_STREAM, 0, b), 0);
+	ev.events = EPOLLIN;
+	ev.data.u64 = 1;
+	ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_ADD, a[0], &ev), 0);
+	ev.data.u64 = 2;
+	ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_ADD, b[0], &ev), 0);
+	ck_assert_int_eq(write(a[1], "x", 1), 1);
+	ck_assert_int_eq(write(b[1], "y", 1), 1);
+	ev_reset();
+	ck_assert_int_eq(bt_epoll_wait(ep, out, 8, 1000), 1);
+	uint64_t first = out[0].data.u64;
+	ck_assert_int_eq(bt_epoll_wait(ep, out, 8, 1000), 1);
+	ck_assert_uint_ne(out[0].data.u64, first);    /* level-triggered rotate */
+	ev_read();
+	ck_assert_int_eq(ev_count(BT_EV_READY), 2);
+	ck_assert_int_eq(ev_nth(BT_EV_READY, 0)->fd, first == 1 ? a[0] : b[0]);
+
+	pf[0] = (struct pollfd){ .fd = a[0], .events = POLLIN };
+	pf[1] = (struct pollfd){ .fd = b[0], .events = POLLIN };
+	ck_assert_int_eq(bt_poll(pf, 2, 1000), 1);
+	ck_assert((pf[0].revents != 0) != (pf[1].revents != 0));
+	int firstp = pf[0].revents ? 0 : 1;
+	ck_assert_int_eq(bt_poll(pf, 2, 1000), 1);
+	ck_assert(pf[!firstp].revents != 0);            /* round robin */
+	bt_close(a[0]); bt_close(a[1]); bt_close(b[0]); bt_close(b[1]);
+	bt_close(ep);
+}
+END_TEST
+
+struct waiter { int ep; int got; uint64_t data; };
+
+static void *wait_thread(void *p)
+{
+	struct waiter *w = p;
+	struct epoll_event out[4];
+	w->got = bt_epoll_wait(w->ep, out, 4, 3000);
+	if (w->got == 1)
+		w->data = out[0].data.u64;
+	return NULL;
+}
+
+/* Input left held by one thread wakes another asleep in epoll_wait (the
+ * kernel cannot know about it). */
+START_TEST(epoll_wakes_sleeping_thread)
+{
+	int sv[2], ep = new_epoll();
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = 9 };
+	struct waiter w = { .ep = ep };
+	pthread_t th;
+	char buf[64];
+
+	line_pair(sv, 1);
+	ck_assert_int_eq(write(sv[1], MSGS, 9), 9);
+	ck_assert_int_eq(pthread_create(&th, NULL, wait_thread, &w), 0);
+	usleep(100000);                          /* let it sleep in the kernel */
+	/* this thread reads one message; the kernel's edge was before the add */
+	ck_assert_int_eq(bt_read(sv[0], buf, sizeof buf), 3);
+	ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_ADD, sv[0], &ev), 0);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(w.got, 1);
+	ck_assert_uint_eq(w.data, 9);
+	bt_close(sv[0]);
+	bt_close(sv[1]);
+	bt_close(ep);
+}
+END_TEST
+
+/* ---- the ring, through the spool -------------------------------------- */
+
+static void count_spool(const char *dir, uint64_t *datas, uint64_t *pads_or_times,
+			uint64_t *last_off)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		char p[PATH_MAX];
+		const char *why;
+		struct bt_seg_reader *r;
+		struct bt_blk_header h;
+		const uint8_t *pl;
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+		if (de->d_type == DT_DIR) {
+			count_spool(p, datas, pads_or_times, last_off);
+			continue;
+		}
+		r = bt_seg_open(p, NULL, NULL, &why);
+		ck_assert_msg(r != NULL, "%s: %s", p, why);
+		while (bt_seg_next(r, &h, &pl, NULL)) {
+			uint64_t prev = 0;
+			for (size_t pos = 0; pos < h.len;) {
+				struct bt_event ev;
+				long k = bt_ev_decode(pl + pos, h.len - pos, &ev, &prev);
+				ck_assert_int_gt(k, 0);
+				if (ev.type == BT_EV_DATA && ev.fd == 4242) {
+					ck_assert_uint_eq(ev.off, *last_off);
+					*last_off = ev.off + 1;
+					(*datas)++;
+				}
+				if (ev.type == BT_EV_TIME)
+					(*pads_or_times)++;
+				pos += (size_t)k;
+			}
+		}
+		bt_seg_close(r);
+	}
+	if (d)
+		closedir(d);
+}
+
+START_TEST(ring_wraps_and_spools_every_record)
+{
+	const uint64_t N = 60000;         /* several laps of a 128 KiB slot */
+	uint64_t datas = 0, times = 0, last = 0;
+	struct bt_event ev;
+
+	for (uint64_t i = 0; i < N; i++) {
+		memset(&ev, 0, sizeof ev);
+		ev.type = BT_EV_DATA;
+		ev.fd = 4242;
+		ev.off = i;
+		ev.len = 1;
+		bt_emit(&ev);
+	}
+	bt_emit_flush(1);
+	count_spool(spool, &datas, &times, &last);
+	ck_assert_uint_eq(datas, N);       /* none lost, in order */
+	ck_assert_uint_ge(times, 3);       /* a TIME after every wrap */
+}
+END_TEST
+
+static Suite *shim_suite(void)
+{
+	Suite *s = suite_create("shim");
+	TCase *t;
+
+	t = tcase_create("fdtab");
+	tcase_add_test(t, fdtab_states_and_refs);
+	tcase_add_test(t, fdtab_unknown_fd_classified_once);
+	tcase_add_test(t, own_fds_are_invisible);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("identity");
+	tcase_add_test(t, ident_socketpair_and_pipe);
+	tcase_add_test(t, ident_tcp_both_ends);
+	tcase_add_test(t, ident_unix_peer_inode);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("isolation");
+	tcase_add_test(t, isolation_every_split_every_size);
+	tcase_add_test(t, isolation_one_message_per_read);
+	tcase_add_test(t, isolation_off_passes_whole_reads);
+	tcase_add_test(t, eagain_once_and_poll);
+	tcase_add_test(t, peek_consumes_nothing);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("readiness");
+	tcase_add_test(t, epoll_edge_triggered_held_input);
+	tcase_add_test(t, epoll_edge_reported_once_until_read);
+	tcase_add_test(t, epoll_oneshot_respected);
+	tcase_add_test(t, one_ready_fd_per_call);
+	tcase_add_test(t, epoll_wakes_sleeping_thread);
+	tcase_set_timeout(t, 20);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("ring");
+	tcase_add_test(t, ring_wraps_and_spools_every_record);
+	tcase_set_timeout(t, 60);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(shim_suite());
+	int failed;
+
+	/* no fork: tests share the process's shim, as a traced program would */
+	srunner_set_fork_status(sr, CK_NOFORK);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
