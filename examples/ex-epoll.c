@@ -127,6 +127,7 @@ static struct pool pools[EX_KINDS];
 static struct {
 	long conns, requests, failed, inflight, max_inflight, max_waiting,
 	     waiting;
+	long batched;               /* read passes that brought 2+ requests */
 } st;
 
 static void client_advance(struct client *c);
@@ -245,6 +246,19 @@ static void client_fail(struct client *c, const char *why)
 	client_send(c, out, (size_t)n);
 }
 
+/* Whole lines held in LB (what one read pass brought in). */
+static unsigned count_lines(const struct ex_lbuf *lb)
+{
+	const char *p = lb->buf + lb->off, *end = lb->buf + lb->len;
+	unsigned n = 0;
+
+	while (p < end && (p = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+		n++;
+		p++;
+	}
+	return n;
+}
+
 /* Read until EAGAIN, end of file, or a full buffer.  Returns the bytes
  * read (0: nothing new), or -errno. */
 static ssize_t client_read(struct client *c)
@@ -348,6 +362,9 @@ static void client_advance(struct client *c)
 		}
 		if (n == 0 && !c->eof)
 			return;             /* EAGAIN: wait for the next edge */
+		if (n > 0 && count_lines(&c->in) > 1)
+			st.batched++;
+
 	}
 }
 
@@ -759,8 +776,10 @@ int main(int argc, char **argv)
 		obj_free_zombies();
 	}
 	ex_front_stats("conns=%ld requests=%ld failed=%ld max_inflight=%ld "
-		       "pool=%d backend_conns=%ld pool_waits=%ld max_waiting=%ld",
+		       "batched_reads=%ld pool=%d backend_conns=%ld "
+		       "pool_waits=%ld max_waiting=%ld",
 		       st.conns, st.requests, st.failed, st.max_inflight,
+		       st.batched,
 		       opts.pool, pools[0].opened + pools[1].opened,
 		       pools[0].waits + pools[1].waits, st.max_waiting);
 	if (opts.pidfile)

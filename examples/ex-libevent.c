@@ -85,6 +85,7 @@ static struct timeval call_tv, idle_tv;
 static struct {
 	long conns, requests, failed, inflight, max_inflight, waiting,
 	     max_waiting;
+	long batched;               /* reads that brought 2+ requests */
 } st;
 
 static void call_start(struct client *c);
@@ -234,7 +235,13 @@ static void client_done(struct client *c)
 
 static void client_read_cb(struct bufferevent *bev, void *arg)
 {
-	(void)bev;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer_ptr p = evbuffer_search(in, "\n", 1, NULL);
+
+	/* a second newline: this read brought more than one request */
+	if (p.pos >= 0 && evbuffer_ptr_set(in, &p, 1, EVBUFFER_PTR_ADD) == 0 &&
+	    evbuffer_search(in, "\n", 1, &p).pos >= 0)
+		st.batched++;
 	client_advance(arg);
 }
 
@@ -601,8 +608,10 @@ int main(int argc, char **argv)
 		ex_fatal("the event loop failed");
 
 	ex_front_stats("conns=%ld requests=%ld failed=%ld max_inflight=%ld "
-		       "pool=%d backend_conns=%ld pool_waits=%ld max_waiting=%ld",
+		       "batched_reads=%ld pool=%d backend_conns=%ld "
+		       "pool_waits=%ld max_waiting=%ld",
 		       st.conns, st.requests, st.failed, st.max_inflight,
+		       st.batched,
 		       opts.pool, pools[0].opened + pools[1].opened,
 		       pools[0].waits + pools[1].waits, st.max_waiting);
 	while ((c = LIST_FIRST(&clients)) != NULL)

@@ -172,15 +172,11 @@ static void *worker_main(void *arg)
 
 	for (;;) {
 		int fd = queue_get();
-		long served;
 
 		w->conns++;
 		ex_set_timeouts(fd, opts.idle_ms);
-		served = ex_block_serve(fd, &b);
-		if (served < 0)
+		if (ex_block_serve(fd, &b, &w->requests) < 0)
 			w->failed++;
-		else
-			w->requests += served;
 		close(fd);
 	}
 	return NULL;

@@ -31,12 +31,12 @@ static int child_main(int lfd)
 {
 	struct ex_block_private priv;
 	struct ex_block_backends b;
-	long conns = 0, requests = 0, failed = 0;
+	long conns = 0, failed = 0;
+	atomic_long requests = 0;
 
 	ex_block_private_init(&priv, &opts.backend, &b);
 	while (!ex_stop) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		long served;
 
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED ||
@@ -49,15 +49,12 @@ static int child_main(int lfd)
 		}
 		conns++;
 		ex_set_timeouts(fd, opts.idle_ms);
-		served = ex_block_serve(fd, &b);
-		if (served < 0)
+		if (ex_block_serve(fd, &b, &requests) < 0)
 			failed++;
-		else
-			requests += served;
 		close(fd);
 	}
 	ex_front_stats("worker conns=%ld requests=%ld failed_conns=%ld "
-		       "backend_conns=%llu", conns, requests, failed,
+		       "backend_conns=%llu", conns, atomic_load(&requests), failed,
 		       (unsigned long long)priv.opened);
 	ex_block_private_fini(&priv);
 	return 0;

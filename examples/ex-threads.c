@@ -30,15 +30,11 @@ static void *conn_thread(void *arg)
 	int fd = (int)(intptr_t)arg;
 	struct ex_block_private priv;
 	struct ex_block_backends b;
-	long served;
 
 	ex_block_private_init(&priv, &opts.backend, &b);
 	ex_set_timeouts(fd, opts.idle_ms);
-	served = ex_block_serve(fd, &b);
-	if (served < 0)
+	if (ex_block_serve(fd, &b, &n_requests) < 0)
 		atomic_fetch_add(&n_failed, 1);
-	else
-		atomic_fetch_add(&n_requests, served);
 	atomic_fetch_add(&n_backend_conns, (long)priv.opened);
 	ex_block_private_fini(&priv);
 	close(fd);

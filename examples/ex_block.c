@@ -91,10 +91,10 @@ static void ex_block_err(int fd, const char *id, const char *why)
 	}
 }
 
-long ex_block_serve(int fd, const struct ex_block_backends *b)
+int ex_block_serve(int fd, const struct ex_block_backends *b,
+		   atomic_long *answered)
 {
 	struct ex_lbuf in;
-	long served = 0;
 
 	ex_lbuf_reset(&in);
 	while (!ex_stop) {
@@ -106,13 +106,13 @@ long ex_block_serve(int fd, const struct ex_block_backends *b)
 		int n;
 
 		if (r == 0)
-			return served;                  /* client closed */
+			return 0;                       /* client closed */
 		if (r < 0) {
 			if (r == -EAGAIN)
 				ex_log("client idle too long: closing");
 			else if (r != -EINTR && r != -ECONNRESET)
 				ex_log("reading from client: %s", strerror(-r));
-			return r == -EINTR ? served : r;
+			return r == -EINTR ? 0 : r;
 		}
 		if (ex_parse_req(line, &req)) {
 			ex_log("bad request line '%.80s': closing", line);
@@ -136,14 +136,14 @@ long ex_block_serve(int fd, const struct ex_block_backends *b)
 			}
 		}
 		n = ex_fmt_resp(out, sizeof out, req.id, req.n, cs);
+		atomic_fetch_add(answered, 1);
 		r = ex_write_all(fd, out, (size_t)n);
 		if (r < 0) {
 			ex_log("answering %s: %s", req.id, strerror(-r));
 			return r;
 		}
-		served++;
 	}
-	return served;
+	return 0;
 }
 
 static struct ex_bconn *ex_block_private_get(void *ctx, int kind)

@@ -10,6 +10,7 @@
 #ifndef EX_BLOCK_H
 #define EX_BLOCK_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "ex_util.h"
@@ -55,11 +56,14 @@ struct ex_block_backends {
 };
 
 /* Serve the client connection FD until it closes, fails, or ex_stop is
- * set: one request at a time, in order.  Does not close FD.  Returns the
- * number of requests answered, or -errno when the connection ended on an
- * error (already logged; the client got "ERR <id> <why>" when a request
- * could not be done). */
-long ex_block_serve(int fd, const struct ex_block_backends *b);
+ * set: one request at a time, in order.  Does not close FD.  *ANSWERED is
+ * incremented for every request answered, before the answer is written
+ * (so a client that has its answers sees them counted).  Returns 0 when
+ * the client closed or ex_stop was set, or -errno when the connection
+ * ended on an error (already logged; the client got "ERR <id> <why>" when
+ * a request could not be done). */
+int ex_block_serve(int fd, const struct ex_block_backends *b,
+		   atomic_long *answered);
 
 /* Backends private to one thread or process: one lazily opened persistent
  * connection per kind, reused by every request that thread serves. */
