@@ -360,8 +360,8 @@ bp_traced_run() {
 		--backend-exe ex-backend $flag ||
 		bp_fail "$label: wrong request paths (see above)"
 	# what the front did, for the record
-	bp_note "$label: front $(grep -h ': stats ' "$T/front.log" | tail -n 1 |
-		sed 's/.*: stats //')"
+	bp_note "$label: front stats: $(grep -h ': stats ' "$T/front.log" |
+		sed 's/.*: stats //' | paste -s -d '|')"
 	# With isolation, an event loop that reads until EAGAIN must never
 	# get two requests in one read pass (docs/events.md, immediacy).
 	case $arch in
@@ -370,6 +370,12 @@ bp_traced_run() {
 		then
 			bp_fail "$label: ex-$arch read several requests in one" \
 				"read pass although event isolation is on"
+		fi
+		# asserted runs must not contain the untraceable hand-over
+		if [ "$mode" = assert ] && [ "$(bp_stat front pool_waits)" != 0 ]
+		then
+			bp_fail "$label: requests waited for a pooled backend" \
+				"connection (pool ${POOL:-4}): raise POOL"
 		fi
 		;;
 	esac
