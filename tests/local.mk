@@ -1,1 +1,18 @@
-# tests/: (filled in by its owner)
+# tests/: the integration tests (tests/integ/, bash).  They start the
+# example servers of examples/ on loopback in a temporary directory and,
+# for the trace-* tests, run everything under the tracing tools; see
+# tests/integ/lib.sh.  BP_KEEP=1 keeps a test's files.
+INTEG_TESTS = \
+	tests/integ/checker-selftest.sh \
+	tests/integ/untraced.sh \
+	tests/integ/trace-threads.sh \
+	tests/integ/trace-prefork.sh \
+	tests/integ/trace-pool.sh \
+	tests/integ/trace-epoll.sh \
+	tests/integ/trace-libevent.sh
+
+TESTS += $(INTEG_TESTS)
+EXTRA_DIST += $(INTEG_TESTS) tests/integ/lib.sh tests/integ/check-paths.py
+AM_TESTS_ENVIRONMENT = \
+	top_builddir='$(abs_top_builddir)'; top_srcdir='$(abs_top_srcdir)'; \
+	export top_builddir top_srcdir;
