@@ -230,6 +230,9 @@ struct bt_chan {
 	struct bt_msg pmsg;               /* that message */
 
 	/* EAGAIN-once after a boundary on a non-blocking fd */
+	uint8_t  nb;                      /* 0 unknown, 1 blocking, 2 O_NONBLOCK */
+	uint8_t  kfull;                   /* last real read filled the request:
+					     the kernel may hold more */
 	uint8_t  eagain_armed;
 	uint64_t eagain_epoch;
 	pid_t    eagain_tid;

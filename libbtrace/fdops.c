@@ -304,6 +304,11 @@ int bt_fcntl(int fd, int cmd, void *arg, int is64)
 		return -1;
 	}
 	r = f(fd, cmd, arg);
+	if (r >= 0 && cmd == F_SETFL) {
+		uintptr_t w = bt_fd_get(fd);
+		if (BT_FD_IS_CHAN(w))
+			((struct bt_chan *)w)->nb = 0;
+	}
 	if (r < 0 || !is_dupfd(cmd))
 		return r;
 	e = errno;

@@ -276,13 +276,19 @@ static int stash(struct bt_chan *ch, const struct iovec *iov, int cnt,
 	return 0;
 }
 
-static int fd_nonblocking(int fd, int flags)
+/* Is this read non-blocking?  O_NONBLOCK is cached per channel (fcntl
+ * F_SETFL through the shim forgets it; ioctl FIONBIO is usually done right
+ * after accept, before the first message, so the first look sees it). */
+static int fd_nonblocking(struct bt_chan *ch, int fd, int flags)
 {
 	int fl;
 	if (flags & MSG_DONTWAIT)
 		return 1;
-	fl = REAL(fcntl)(fd, F_GETFL);
-	return fl >= 0 && (fl & O_NONBLOCK);
+	if (!ch->nb) {
+		fl = REAL(fcntl)(fd, F_GETFL);
+		ch->nb = fl >= 0 && (fl & O_NONBLOCK) ? 2 : 1;
+	}
+	return ch->nb == 2;
 }
 
 /* ---- the real read calls ----------------------------------------------- */
@@ -502,11 +508,14 @@ static size_t deliver(struct bt_chan *ch, int fd, struct rd *r, size_t n,
 	return n;
 }
 
-/* Arm EAGAIN-once when a boundary was handed over and more is held. */
+/*
+ * A message end was handed over on a non-blocking fd: the next read by this
+ * thread, before it asks a readiness function, gets EAGAIN once, so a
+ * read-until-EAGAIN loop handles one message per pass.
+ */
 static void after_boundary(struct bt_chan *ch, int fd, int flags)
 {
-	if (ch->ended && ch->rd < ch->wr && bt_conf.isolation &&
-	    fd_nonblocking(fd, flags)) {
+	if (ch->ended && bt_conf.isolation && fd_nonblocking(ch, fd, flags)) {
 		ch->eagain_armed = 1;
 		ch->eagain_tid = bt_self.tid;
 		ch->eagain_epoch = bt_self.epoch;
@@ -538,6 +547,11 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 	if (lock_chan(ch, fd) < 0)
 		return rd_real(r, r->iov, r->iovcnt, r->flags);
 	ch->et_told = 0;
+	if (ch->owed && ch->rd == ch->wr) {
+		/* the application reads now: whatever the kernel has, it gets */
+		ch->owed = 0;
+		bt_io_ready_changed(ch);
+	}
 
 	/* Fast path: nothing held, nothing to parse. */
 	if (!ch->pp && !ch->sniff && ch->rd == ch->wr) {
@@ -557,10 +571,15 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 	if (ch->eagain_armed) {
 		ch->eagain_armed = 0;
 		if (ch->eagain_tid == bt_self.tid &&
-		    ch->eagain_epoch == bt_self.epoch && ch->rd < ch->wr &&
-		    fd_nonblocking(fd, r->flags)) {
-			ch->owed = 1;
-			bt_io_ready_changed(ch);
+		    ch->eagain_epoch == bt_self.epoch &&
+		    fd_nonblocking(ch, fd, r->flags)) {
+			/* Readiness is owed if input is held, or if the kernel
+			 * may hold bytes whose edge was already reported; bytes
+			 * that arrive later make their own edge. */
+			if (ch->rd < ch->wr || ch->kfull) {
+				ch->owed = 1;
+				bt_io_ready_changed(ch);
+			}
 			pthread_mutex_unlock(&ch->mu);
 			errno = EAGAIN;
 			return -1;
@@ -636,6 +655,7 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 		return 0;
 	}
 	ch->ended = 0;
+	ch->kfull = (size_t)n == want;
 	if (ch->sniff) {
 		size_t first = r->iov[0].iov_len < (size_t)n ? r->iov[0].iov_len
 							     : (size_t)n;

@@ -434,6 +434,31 @@ START_TEST(eagain_once_and_poll)
 }
 END_TEST
 
+/* The message handed over was the last one held, and the next arrives in
+ * the kernel before the loop reads again: still EAGAIN first. */
+START_TEST(eagain_once_with_nothing_held)
+{
+	int sv[2];
+	char buf[64];
+	struct pollfd pfd = { .events = POLLIN };
+
+	line_pair(sv, 1);
+	pfd.fd = sv[0];
+	ck_assert_int_eq(write(sv[1], "one\n", 4), 4);
+	ck_assert_int_eq(bt_poll(&pfd, 1, 1000), 1);
+	ck_assert_int_eq(bt_read(sv[0], buf, sizeof buf), 4);
+	ck_assert_int_eq(write(sv[1], "two\n", 4), 4);
+	ck_assert_int_eq(bt_read(sv[0], buf, sizeof buf), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	pfd.revents = 0;
+	ck_assert_int_eq(bt_poll(&pfd, 1, 1000), 1);   /* level: the kernel's */
+	ck_assert_int_eq(bt_read(sv[0], buf, sizeof buf), 4);
+	ck_assert_mem_eq(buf, "two\n", 4);
+	bt_close(sv[0]);
+	bt_close(sv[1]);
+}
+END_TEST
+
 START_TEST(peek_consumes_nothing)
 {
 	int sv[2];
@@ -701,6 +726,7 @@ static Suite *shim_suite(void)
 	tcase_add_test(t, isolation_one_message_per_read);
 	tcase_add_test(t, isolation_off_passes_whole_reads);
 	tcase_add_test(t, eagain_once_and_poll);
+	tcase_add_test(t, eagain_once_with_nothing_held);
 	tcase_add_test(t, peek_consumes_nothing);
 	suite_add_tcase(s, t);
 
