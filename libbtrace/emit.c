@@ -469,19 +469,14 @@ static long spool_write_fn(int fd, const void *buf, size_t len)
 	return REAL(write)(fd, buf, len);
 }
 
-static int spool_open(void)
+/* Create BASE/HOST (mkdir -p, private) and open this process's file. */
+static int spool_create(const char *base)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 64];
-	uint8_t hdr[BT_SEG_HDR_SIZE];
-	struct bt_seg_header h;
-	int fd;
 
-	if (spool_fd >= 0)
-		return 0;
-	if (snprintf(dir, sizeof dir, "%s/%s", bt_conf.spool_dir,
-		     bt_proc.host) >= (int)sizeof dir)
+	if (snprintf(dir, sizeof dir, "%s/%s", base, bt_proc.host) >=
+	    (int)sizeof dir)
 		return -1;
-	/* mkdir -p, private to the user */
 	for (char *p = dir + 1; *p; p++)
 		if (*p == '/') {
 			*p = 0;
@@ -491,7 +486,27 @@ static int spool_open(void)
 	mkdir(dir, 0700);
 	snprintf(path, sizeof path, "%s/%d-%016llx.btl", dir, (int)bt_proc.pid,
 		 (unsigned long long)bt_proc.ring_id);
-	fd = REAL(open)(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	return REAL(open)(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+}
+
+static int spool_open(void)
+{
+	uint8_t hdr[BT_SEG_HDR_SIZE];
+	struct bt_seg_header h;
+	int fd;
+
+	if (spool_fd >= 0)
+		return 0;
+	fd = spool_create(bt_conf.spool_dir);
+	if (fd < 0) {
+		/* A server that dropped privileges after start-up cannot write
+		 * where its root parent chose: its own user's spool instead. */
+		char alt[64];
+		snprintf(alt, sizeof alt, "/tmp/btrace-%u/spool",
+			 (unsigned)geteuid());
+		if (strcmp(alt, bt_conf.spool_dir) != 0)
+			fd = spool_create(alt);
+	}
 	if (fd < 0)
 		return -1;
 	if (lseek(fd, 0, SEEK_END) == 0) {
@@ -732,6 +747,25 @@ static void emit_drop_report(void)
 	d.flags = bt_self.drop_reason;
 	if (slot_write(&bt_self.slot, &d) == 0)
 		bt_self.dropped -= n;
+}
+
+/*
+ * The thread is about to block (readiness call with a timeout, accept).
+ * Without bp-logd, write its ring to the spool now: a server is usually
+ * killed while it waits, and a killed process cannot flush afterwards.
+ * With bp-logd this is one load and a compare.
+ */
+void bt_emit_idle(void)
+{
+	struct bt_slot *s = &bt_self.slot;
+
+	if (likely(__atomic_load_n(&link_state, __ATOMIC_RELAXED) == LINK_UP) ||
+	    !bt_self.have_slot ||
+	    __atomic_load_n(&s->sh->tail, __ATOMIC_ACQUIRE) == s->head)
+		return;
+	if (link_ensure())
+		return;
+	spool_drain(s->chunk, s->idx);
 }
 
 /* ---- lifecycle -------------------------------------------------------- */

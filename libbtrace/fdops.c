@@ -129,6 +129,7 @@ int bt_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags,
 		bt_leave_pass();
 		return n;
 	}
+	bt_emit_idle();
 	n = four ? REAL(accept4)(fd, addr, len, flags)
 		 : REAL(accept)(fd, addr, len);
 	if (n >= 0) {

@@ -538,6 +538,7 @@ static int epoll_common(int kind, int epfd, struct epoll_event *events,
 			tts.tv_nsec = 0;
 		}
 		if (tmo != 0) {
+			bt_emit_idle();
 			__atomic_add_fetch(&es->sleepers, 1, __ATOMIC_SEQ_CST);
 			if (epoll_synth(es, events, &fd)) {
 				__atomic_sub_fetch(&es->sleepers, 1, __ATOMIC_SEQ_CST);
@@ -668,6 +669,8 @@ static int poll_common(int kind, struct pollfd *fds, nfds_t n, int tmo,
 				fds[i].revents |= fds[i].events & (POLLIN | POLLRDNORM);
 			}
 	} else {
+		if (tmo != 0 || (kind == PK_PPOLL && (!ts || ts->tv_sec || ts->tv_nsec)))
+			bt_emit_idle();
 		r = poll_real(kind, fds, n, tmo, ts, sig);
 	}
 	if (r < 0) {
@@ -781,6 +784,7 @@ static int select_common(int pselect_, int nfds, fd_set *rd, fd_set *wr,
 			if (FD_ISSET(f, &orig_rd) && fd_owed(f))
 				FD_SET(f, rd);
 	} else {
+		bt_emit_idle();
 		r = SEL_REAL(tv, ts);
 	}
 #undef SEL_REAL
