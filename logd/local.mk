@@ -1,1 +1,29 @@
-# logd/: (filled in by its owner)
+# logd/: bp-logd (the per-host logging daemon) and bp-dump (prints log
+# segments).  Their tests live in tests/logd/ and tests/unit/check_segment.c.
+
+LOGD_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS)
+LOGD_LDFLAGS = $(SAN_CFLAGS)
+
+# The reading half shared by bp-dump and the tests.
+noinst_LTLIBRARIES += libbtreadlog.la
+libbtreadlog_la_SOURCES = logd/dedup.c logd/dedup.h logd/readlog.c logd/readlog.h
+libbtreadlog_la_CFLAGS = $(LOGD_CFLAGS)
+
+bin_PROGRAMS += bp-logd bp-dump
+bp_logd_SOURCES = \
+	logd/logd.h \
+	logd/main.c \
+	logd/log.c \
+	logd/server.c \
+	logd/peer.c \
+	logd/chunk.c \
+	logd/store.c \
+	logd/notes.c
+bp_logd_CFLAGS = $(LOGD_CFLAGS) $(LIBEVENT_CFLAGS)
+bp_logd_LDFLAGS = $(LOGD_LDFLAGS)
+bp_logd_LDADD = libbtcommon.la $(LIBEVENT_LIBS)
+
+bp_dump_SOURCES = logd/dump.c
+bp_dump_CFLAGS = $(LOGD_CFLAGS)
+bp_dump_LDFLAGS = $(LOGD_LDFLAGS)
+bp_dump_LDADD = libbtreadlog.la libbtcommon.la
