@@ -27,3 +27,16 @@ bp_dump_SOURCES = logd/dump.c
 bp_dump_CFLAGS = $(LOGD_CFLAGS)
 bp_dump_LDFLAGS = $(LOGD_LDFLAGS)
 bp_dump_LDADD = libbtreadlog.la libbtcommon.la
+
+# ---- tests -------------------------------------------------------------------
+# fake_tracer plays libbtrace's side of the ring protocol; verify_log checks
+# its records in the segments; the scripts start bp-logd in a temp dir.
+check_PROGRAMS += tests/logd/fake_tracer tests/logd/verify_log
+tests_logd_fake_tracer_SOURCES = tests/logd/fake_tracer.c
+tests_logd_fake_tracer_CFLAGS = $(LOGD_CFLAGS)
+tests_logd_fake_tracer_LDFLAGS = $(LOGD_LDFLAGS)
+tests_logd_fake_tracer_LDADD = libbtcommon.la -lpthread
+tests_logd_verify_log_SOURCES = tests/logd/verify_log.c
+tests_logd_verify_log_CFLAGS = $(LOGD_CFLAGS) -I$(top_srcdir)/logd
+tests_logd_verify_log_LDFLAGS = $(LOGD_LDFLAGS)
+tests_logd_verify_log_LDADD = libbtreadlog.la libbtcommon.la
