@@ -332,9 +332,13 @@ static int status_text(struct server *srv, char *text, size_t len)
 	size_t used = 0;
 	uint64_t tl = 0, tp = 0;
 
-	APPEND("bp-logd pid %u, %s, %u connection(s)\n", srv->notes.pid,
-	       (srv->flags & BT_CF_PAUSED) ? "paused" : "tracing",
-	       srv->npeers);
+	unsigned ntr = 0;
+	TAILQ_FOREACH(p, &srv->peers, entry)
+		if (p->state == PEER_LIVE || p->state == PEER_CLOSING)
+			ntr++;
+	APPEND("bp-logd pid %u, %s, %u tracer(s) connected or draining\n",
+	       srv->notes.pid,
+	       (srv->flags & BT_CF_PAUSED) ? "paused" : "tracing", ntr);
 	APPEND("segment %s (%llu bytes), %llu bytes written since start\n",
 	       store_path(srv->store),
 	       (unsigned long long)store_seg_size(srv->store),

@@ -79,7 +79,9 @@ static struct wslot *slots;
 static struct progress *prog;
 static uint64_t deadline_ns;
 static atomic_int failed;
+static atomic_uint finished;            /* writer threads done */
 static uint32_t welcome_flags;
+static unsigned reconnects;
 static char filler[4096];
 
 static uint64_t now_ns(clockid_t c)
@@ -218,6 +220,7 @@ static void reconnect(void)
 {
 	while (now_ns(CLOCK_MONOTONIC) < deadline_ns) {
 		if (handshake() == 0) {
+			reconnects++;
 			if (!opt.quiet)
 				fprintf(stderr, "fake_tracer[%d]: reconnected\n",
 					(int)getpid());
@@ -293,6 +296,7 @@ static void reserve(struct wslot *w, size_t need)
 			fprintf(stderr, "fake_tracer[%d]: thread %u: slot stayed full until the deadline\n",
 				(int)getpid(), w->tindex);
 			atomic_store(&failed, 1);
+			atomic_fetch_add(&finished, 1);
 			pthread_exit(NULL);
 		}
 	}
@@ -402,6 +406,7 @@ static void *writer(void *arg)
 	ev.ts = now_ns(CLOCK_MONOTONIC);
 	put_record(w, &ev);
 	__atomic_store_n(&w->sh->state, BT_SLOT_EXITED, __ATOMIC_RELEASE);
+	atomic_fetch_add(&finished, 1);
 	return NULL;
 }
 
@@ -692,15 +697,9 @@ int main(int argc, char **argv)
 			die("pthread_create %u: %s", i, strerror(e));
 	}
 	/* Watch the connection while the threads write. */
-	for (;;) {
-		int running = 0;
-		for (unsigned i = 0; i < opt.threads && !running; i++)
-			if (__atomic_load_n(&slots[i].sh->state, __ATOMIC_ACQUIRE) == BT_SLOT_ACTIVE)
-				running = 1;
-		if (!running || atomic_load(&failed))
-			break;
+	while (atomic_load(&finished) < opt.threads) {
 		watch(20);
-		if (now_ns(CLOCK_MONOTONIC) > deadline_ns)
+		if (now_ns(CLOCK_MONOTONIC) > deadline_ns + 1000000000u)
 			break;
 	}
 	for (unsigned i = 0; i < opt.threads; i++)
@@ -734,8 +733,8 @@ int main(int argc, char **argv)
 		watch(20);
 	}
 	uint64_t t2 = now_ns(CLOCK_MONOTONIC);
-	if (!opt.quiet)
-		printf("drained %.3f s after the start\n", (double)(t2 - t0) / 1e9);
+	printf("drained %.3f s after the start, %u reconnects\n",
+	       (double)(t2 - t0) / 1e9, reconnects);
 	if (opt.show_flags)
 		printf("welcome_flags=%u chunk_flags=%u\n", welcome_flags,
 		       ((struct bt_chunk_hdr *)(void *)chunk_base[0])->flags);
