@@ -131,7 +131,7 @@ int chunk_map(int fd, const struct bt_lm_chunk *m, uint64_t ring_id,
 	}
 	if (m->slot_size < BT_RING_MIN_SLOT || m->slot_size > BT_RING_MAX_SLOT ||
 	    (m->slot_size & (m->slot_size - 1))) {
-		snprintf(why, wl, "chunk %u: slot size %u is not a power of two in %u..%u",
+		snprintf(why, wl, "chunk %u: slot size %u (must be a power of two in %u..%u)",
 			 m->chunk, m->slot_size, BT_RING_MIN_SLOT,
 			 BT_RING_MAX_SLOT);
 		return -EPROTO;

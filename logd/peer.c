@@ -137,7 +137,7 @@ void peer_drop(struct peer *p, int err, const char *fmt, ...)
 	vsnprintf(why, sizeof why, fmt, ap);
 	va_end(ap);
 	log_warn("dropping peer pid %u (%s): %s", p->pid,
-		 p->exe[0] ? p->exe : "?", why);
+		 p->exe[0] ? p->exe : "before HELLO", why);
 	notes_add(&srv->notes, BT_LN_PEER_DROP, p->pid, err < 0 ? err : -err,
 		  "ring=%llx bytes=%llu: %s", (unsigned long long)p->ring_id,
 		  (unsigned long long)p->bytes, why);
