@@ -40,3 +40,11 @@ tests_logd_verify_log_SOURCES = tests/logd/verify_log.c
 tests_logd_verify_log_CFLAGS = $(LOGD_CFLAGS) -I$(top_srcdir)/logd
 tests_logd_verify_log_LDFLAGS = $(LOGD_LDFLAGS)
 tests_logd_verify_log_LDADD = libbtreadlog.la libbtcommon.la
+TESTS += \
+	tests/logd/basic.sh \
+	tests/logd/tracer_kill.sh \
+	tests/logd/logd_restart.sh \
+	tests/logd/bad_peers.sh \
+	tests/logd/enospc.sh \
+	tests/logd/many_threads.sh
+EXTRA_DIST += tests/logd/lib.sh $(filter tests/logd/%.sh,$(TESTS))

@@ -47,8 +47,6 @@ long server_drain_slot(struct server *srv, struct peer *p, struct chunk *c,
 	long n;
 	int r;
 
-	if (srv->disk_err)
-		return -srv->disk_err;
 	n = chunk_read_slot(c, i, srv->buf, &head, &gen, why, sizeof why);
 	if (n == -EFAULT) {
 		peer_drop(p, -EFAULT, "chunk %u: its memory shrank under bp-logd (memfd truncated)",
@@ -128,42 +126,38 @@ void server_disk_error(struct server *srv, int err)
 		  "%s: %s", store_path(srv->store), strerror(err));
 }
 
-/* Retry after a disk error: the notes block is the probe. */
-static int disk_retry(struct server *srv)
+/* A whole pass wrote everything it tried: the disk error is over. */
+static void disk_recovered(struct server *srv)
 {
-	int r;
-
-	if (!srv->disk_err)
-		return 0;
-	notes_time(&srv->notes);
-	r = notes_flush(&srv->notes, srv->store);
-	if (r < 0)
-		return r;
 	uint64_t ms = (logd_now_mono() - srv->disk_err_since) / 1000000u;
+
 	log_warn("writing %s again after %llu ms", store_path(srv->store),
 		 (unsigned long long)ms);
 	srv->disk_err = 0;
 	notes_add(&srv->notes, BT_LN_DISK_OK, srv->notes.pid, (int64_t)ms,
 		  "disk writable again");
-	return 0;
 }
 
-/* One pass over every peer within the budget.  Returns 1 if work is left. */
+/*
+ * One pass over every peer within the budget.  Returns 1 if work is left.
+ * While the disk fails, every pass is a retry: the first failing write
+ * ends it; a pass in which every write succeeded ends the error (a small
+ * block that fits while big ones do not must not make it flap).
+ */
 static int drain_pass(struct server *srv)
 {
 	uint64_t budget = DRAIN_BUDGET;
 	struct peer *p, *next;
 	unsigned n = srv->npeers;
+	int r;
 
-	if (disk_retry(srv) < 0)
-		return 0;
 	for (p = TAILQ_FIRST(&srv->peers); p && n; p = next, n--) {
 		next = TAILQ_NEXT(p, entry);
 		if (p->state != PEER_LIVE && p->state != PEER_CLOSING)
 			continue;
-		int r = drain_peer(srv, p, &budget);
+		r = drain_peer(srv, p, &budget);
 		if (r < 0)
-			return 0;                /* disk error */
+			return 0;                /* disk error: retry next tick */
 		if (r == 0 && p->state == PEER_CLOSING && peer_reap(p))
 			continue;
 		if (budget == 0) {
@@ -174,9 +168,13 @@ static int drain_pass(struct server *srv)
 			return 1;
 		}
 	}
-	int r = notes_flush(&srv->notes, srv->store);
+	if (srv->disk_err)
+		notes_time(&srv->notes);
+	r = notes_flush(&srv->notes, srv->store);
 	if (r < 0)
 		server_disk_error(srv, -r);
+	else if (srv->disk_err)
+		disk_recovered(srv);
 	return 0;
 }
 
@@ -253,7 +251,6 @@ static void shutdown_now(struct server *srv, const char *why)
 		next = TAILQ_NEXT(p, entry);
 		peer_read_pending(p);
 	}
-	disk_retry(srv);
 	for (p = TAILQ_FIRST(&srv->peers); p; p = next) {
 		next = TAILQ_NEXT(p, entry);
 		if (p->state != PEER_LIVE && p->state != PEER_CLOSING)

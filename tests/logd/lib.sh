@@ -24,6 +24,7 @@ cleanup() {
 	for p in $STARTED; do
 		kill -KILL "$p" 2>/dev/null
 	done
+	${CLEANUP_HOOK:-true}
 	if [ -n "${KEEP:-}" ]; then
 		echo "kept $T"
 	else
