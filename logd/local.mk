@@ -47,4 +47,13 @@ TESTS += \
 	tests/logd/bad_peers.sh \
 	tests/logd/enospc.sh \
 	tests/logd/many_threads.sh
-EXTRA_DIST += tests/logd/lib.sh $(filter tests/logd/%.sh,$(TESTS))
+EXTRA_DIST += tests/logd/lib.sh
+
+if HAVE_CHECK
+check_PROGRAMS += tests/unit/check_segment
+TESTS += tests/unit/check_segment
+tests_unit_check_segment_SOURCES = tests/unit/check_segment.c logd/chunk.c
+tests_unit_check_segment_CFLAGS = $(LOGD_CFLAGS) $(CHECK_CFLAGS) -I$(top_srcdir)/logd
+tests_unit_check_segment_LDFLAGS = $(LOGD_LDFLAGS)
+tests_unit_check_segment_LDADD = libbtreadlog.la libbtcommon.la $(CHECK_LIBS)
+endif
