@@ -301,3 +301,21 @@ int chunk_stats(struct chunk *c, uint64_t *lost, uint64_t *pending)
 	*pending += p;
 	return 0;
 }
+
+int chunk_lost_list(struct chunk *c, char *buf, size_t len)
+{
+	struct bt_chunk_hdr *h = hdr_of(c);
+	uint32_t lost[BT_RING_MAX_SLOTS];
+
+	SHM_BEGIN();
+	for (unsigned i = 0; i < c->nslots; i++)
+		lost[i] = h->slot[i].lost;
+	SHM_END();
+	for (unsigned i = 0; i < c->nslots; i++) {
+		size_t used = strlen(buf);
+		if (lost[i] && used < len)
+			snprintf(buf + used, len - used, " slot%u=%u",
+				 c->idx * BT_RING_MAX_SLOTS + i, lost[i]);
+	}
+	return 0;
+}

@@ -144,6 +144,9 @@ int chunk_ack(struct chunk *c, unsigned i, uint64_t head);
 int chunk_set_flags(struct chunk *c, uint32_t set, uint32_t clear);
 /* Sum of the slots' lost counters; pending (undrained) bytes. */
 int chunk_stats(struct chunk *c, uint64_t *lost, uint64_t *pending);
+/* Append " slotN=LOST" to the NUL-terminated BUF (size LEN) for every
+ * slot with a non-zero lost counter (N as in log blocks).  0 or -EFAULT. */
+int chunk_lost_list(struct chunk *c, char *buf, size_t len);
 /*
  * Check that [0, LEN) of BUF is whole records and that offset SPLIT (the
  * end of the ring's lap, or LEN) is a record boundary.  Returns -1 when

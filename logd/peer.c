@@ -158,11 +158,16 @@ int peer_reap(struct peer *p)
 		log_info("peer pid %u (%s) gone: %llu bytes drained, %llu events lost by the tracer",
 			 p->pid, p->exe, (unsigned long long)p->bytes,
 			 (unsigned long long)lost);
+		char per_slot[256] = "";
+		for (unsigned i = 0; i < BT_RING_MAX_CHUNKS; i++)
+			if (p->chunk[i])
+				chunk_lost_list(p->chunk[i], per_slot,
+						sizeof per_slot);
 		notes_add(&srv->notes, BT_LN_PEER_GONE, p->pid,
-			  (int64_t)p->bytes, "ring=%llx lost=%llu blocks=%llu",
+			  (int64_t)p->bytes, "ring=%llx blocks=%llu lost=%llu%s",
 			  (unsigned long long)p->ring_id,
-			  (unsigned long long)lost,
-			  (unsigned long long)p->blocks);
+			  (unsigned long long)p->blocks,
+			  (unsigned long long)lost, per_slot);
 	}
 	peer_free(p);
 	return 1;

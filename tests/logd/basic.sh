@@ -30,8 +30,16 @@ echo "$out" | grep -q "peers: 2 connected since start, 0 dropped" || fail "statu
 "$TRACER" -s "$SOCK" -q -t 1 -n 10 -F >"$T/t3.out" 2>&1 || fail "tracer t3"
 grep -q "welcome_flags=1 chunk_flags=1" "$T/t3.out" || fail "pause not seen: $(cat "$T/t3.out")"
 "$LOGD" -c resume -s "$SOCK" >/dev/null || fail "resume failed"
-"$TRACER" -s "$SOCK" -q -t 1 -n 10 -F >"$T/t4.out" 2>&1 || fail "tracer t4"
+"$TRACER" -s "$SOCK" -q -t 2 -n 5 -F -L 3 >"$T/t4.out" 2>&1 || fail "tracer t4"
 grep -q "welcome_flags=0 chunk_flags=0" "$T/t4.out" || fail "resume not seen: $(cat "$T/t4.out")"
+
+# a second bp-logd on the same socket refuses to start
+"$LOGD" -s "$SOCK" -d "$T/other" 2>"$T/second.err" && fail "a second bp-logd started"
+grep -q "another bp-logd is listening on $SOCK" "$T/second.err" ||
+	fail "second bp-logd: $(cat "$T/second.err")"
+"$LOGD" -c bogus -s "$SOCK" 2>/dev/null && fail "unknown control command accepted"
+"$LOGD" -c status -s "$T/nothing.sock" 2>/dev/null
+[ $? -eq 2 ] || fail "control command without a daemon: exit status not 2"
 
 stop_logd
 
@@ -46,18 +54,34 @@ m=$(stat -c %a "$LOGS/testhost")
 m=$(stat -c %a "$LOGS")
 [ "$m" = 700 ] || fail "log directory mode $m, expected 700"
 
-"$VERIFY" -n $((4 * 20000 + 3 * 15000 + 20)) -P "$T/p1" -P "$T/p2" "$LOGS" ||
+"$VERIFY" -n $((4 * 20000 + 3 * 15000 + 10 + 10)) -P "$T/p1" -P "$T/p2" "$LOGS" ||
 	fail "records lost or duplicated"
 
 # bp-dump: every record once, bp-logd's notes present, exit 0 when intact
 "$DUMP" "$LOGS" >"$T/dump.txt" || fail "bp-dump exit status $?"
 n=$(grep -c ' msg ' "$T/dump.txt")
-[ "$n" -eq $((4 * 20000 + 3 * 15000 + 20)) ] || fail "bp-dump printed $n msg lines"
+[ "$n" -eq $((4 * 20000 + 3 * 15000 + 10 + 10)) ] || fail "bp-dump printed $n msg lines"
 grep -q ' logd .* logd pid=[0-9]* flags=0x3 ' "$T/dump.txt" || fail "no peer-connected note"
 grep -q ' logd .* logd pid=[0-9]* flags=0x4 ' "$T/dump.txt" || fail "no peer-gone note"
 grep -q ' logd .* logd pid=[0-9]* flags=0x9 ' "$T/dump.txt" || fail "no rotation note"
+grep -q ' logd .* flags=0x4 .* lost=6 slot0=3 slot1=3$' "$T/dump.txt" ||
+	fail "peer-gone note without the slots' lost counters"
 "$DUMP" --blocks "$LOGS" | grep -q '^# block @128 len=' || fail "bp-dump --blocks"
 "$LOGD" --help | grep -q 'Exit status' || fail "bp-logd --help"
 "$DUMP" --help | grep -q 'Exit status' || fail "bp-dump --help"
 "$LOGD" --version | grep -q 'bp-logd' || fail "--version"
+# -D: detaches once ready, pidfile, stop command, pidfile removed
+rm -rf "$LOGS"
+"$LOGD" -D -s "$SOCK" -d "$LOGS" -H testhost -p "$T/d.pid" 2>>"$T/logd.err" ||
+	fail "bp-logd -D exited with status $?"
+[ -s "$T/d.pid" ] || fail "no pidfile after -D returned"
+dpid=$(cat "$T/d.pid")
+STARTED="$STARTED $dpid"
+alive "$dpid" || fail "daemon not running after -D"
+"$TRACER" -s "$SOCK" -q -t 2 -n 1000 >/dev/null 2>&1 || fail "tracer with -D daemon"
+"$LOGD" -c stop -s "$SOCK" | grep -q stopping || fail "stop command"
+wait_for "the -D daemon to exit" 100 dead "$dpid"
+[ ! -e "$T/d.pid" ] || fail "-D daemon left its pidfile"
+[ ! -e "$SOCK" ] || fail "socket left behind"
+"$VERIFY" -n 2000 "$LOGS" || fail "records with -D"
 echo "basic: OK"

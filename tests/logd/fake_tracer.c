@@ -67,8 +67,9 @@ static struct {
 	const char *progress_path;
 	const char *bad;
 	int wait_forever, quiet, show_flags;
+	unsigned lost;
 } opt = { NULL, 4, 10000, 65536, BT_RING_MAX_SLOTS, 64, 0, 60, 0, NULL,
-	  NULL, 0, 0, 0 };
+	  NULL, 0, 0, 0, 0 };
 
 static int sockfd = -1;                 /* stable number, see reconnect() */
 static unsigned nchunks;
@@ -405,6 +406,8 @@ static void *writer(void *arg)
 	ev.type = BT_EV_THREAD_EXIT;
 	ev.ts = now_ns(CLOCK_MONOTONIC);
 	put_record(w, &ev);
+	if (opt.lost)
+		__atomic_store_n(&w->sh->lost, opt.lost, __ATOMIC_RELAXED);
 	__atomic_store_n(&w->sh->state, BT_SLOT_EXITED, __ATOMIC_RELEASE);
 	atomic_fetch_add(&finished, 1);
 	return NULL;
@@ -605,6 +608,7 @@ static void usage(void)
 	      "  -w          when done, stay connected without BYE until killed\n"
 	      "  -F          print the WELCOME flags and the chunk flags at the end\n"
 	      "  -q          quiet\n"
+	      "  -L N        set every slot's lost counter to N at thread exit\n"
 	      "  --bad MODE  misbehave: garbage short oversize badlen ring0 unknown\n"
 	      "              nofd pipe file small huge notpow2 badmagic twofds kick\n"
 	      "              headtail records shrink; prints 'dropped' and exits 0\n"
@@ -621,7 +625,7 @@ int main(int argc, char **argv)
 	};
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "s:t:n:S:c:z:d:r:P:T:wFqh", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "s:t:n:S:c:z:d:r:P:T:wFqL:h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 's': opt.sock = optarg; break;
 		case 't': opt.threads = (unsigned)atoi(optarg); break;
@@ -636,6 +640,7 @@ int main(int argc, char **argv)
 		case 'w': opt.wait_forever = 1; break;
 		case 'F': opt.show_flags = 1; break;
 		case 'q': opt.quiet = 1; break;
+		case 'L': opt.lost = (unsigned)atoi(optarg); break;
 		case 'B': opt.bad = optarg; break;
 		case 'h': usage(); return 0;
 		default: usage(); return 2;
