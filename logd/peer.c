@@ -333,7 +333,9 @@ static int on_chunk(struct peer *p, const uint8_t *pkt, size_t len, int fd)
 		memcpy(c->tail, old->tail, sizeof c->tail);
 		q->chunk[m.chunk] = NULL;
 		q->nchunks--;
-		peer_reap(q);
+		chunk_unmap(old);
+		/* q is reaped by the next drain pass: freeing another peer
+		 * here could pull it from under a caller's list walk. */
 	}
 	p->chunk[m.chunk] = c;
 	p->nchunks++;
