@@ -11,6 +11,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,6 +222,15 @@ static int uid_allowed(const struct server *srv, const struct peer *p)
 	return 0;
 }
 
+/* Has P's tracer closed its end (EOF not yet read)? */
+static int hung_up(struct peer *p)
+{
+	struct pollfd pf = { p->fd, POLLRDHUP, 0 };
+
+	return poll(&pf, 1, 0) == 1 &&
+	       (pf.revents & (POLLHUP | POLLRDHUP | POLLERR));
+}
+
 static struct peer *find_ring(struct server *srv, uint64_t ring_id,
 			      const struct peer *not)
 {
@@ -264,6 +274,13 @@ static int on_hello(struct peer *p, const uint8_t *pkt, size_t len)
 		return 1;
 	}
 	q = find_ring(srv, m.ring_id, p);
+	if (q && q->state == PEER_LIVE && hung_up(q)) {
+		/* The tracer closed its old connection and reconnected before
+		 * we saw the EOF: the old one only drains from now on (its
+		 * queued packets are moot: the chunks come again). */
+		close_socket(q);
+		peer_set_state(q, PEER_CLOSING);
+	}
 	if (q && q->state != PEER_CLOSING) {
 		peer_drop(p, -EEXIST, "ring %llx is already connected (peer pid %u)",
 			  (unsigned long long)m.ring_id, q->pid);
@@ -334,6 +351,8 @@ static int on_chunk(struct peer *p, const uint8_t *pkt, size_t len, int fd)
 		q->chunk[m.chunk] = NULL;
 		q->nchunks--;
 		chunk_unmap(old);
+		log_info("peer pid %u: chunk %u handed over from its earlier connection",
+			 p->pid, m.chunk);
 		/* q is reaped by the next drain pass: freeing another peer
 		 * here could pull it from under a caller's list walk. */
 	}

@@ -14,16 +14,23 @@ start_tracer t1 -t 4 -n 20000 -P "$T/p1"
 t1=$TRACER_PID
 start_tracer t2 -t 3 -n 15000 -P "$T/p2" -z 300
 t2=$TRACER_PID
+# t5 drops its connection on purpose every 150 ms and comes back with the
+# same ring_id while bp-logd keeps running
+"$TRACER" -s "$SOCK" -q -t 3 -n 20000 -d 20 -R 150 -P "$T/p5" >"$T/t5.out" 2>"$T/t5.err" &
+t5=$!
+STARTED="$STARTED $t5"
 sleep 0.2
 kill -HUP "$LOGD_PID"
 out=$("$LOGD" -c rotate -s "$SOCK") || fail "rotate command failed: $out"
 echo "$out" | grep -q "now writing" || fail "rotate reply: $out"
 wait_tracer "$t1" t1
 wait_tracer "$t2" t2
+wait_tracer "$t5" t5
+grep -q " 0 reconnects" "$T/t5.out" && fail "t5 never reconnected: $(cat "$T/t5.out")"
 
 out=$("$LOGD" -c status -s "$SOCK") || fail "status failed"
 echo "$out"
-echo "$out" | grep -q "peers: 2 connected since start, 0 dropped" || fail "status: $out"
+echo "$out" | grep -q "0 dropped, 0 refused" || fail "status: $out"
 
 # pause: a new tracer is told in WELCOME and in its chunk header
 "$LOGD" -c pause -s "$SOCK" >/dev/null || fail "pause failed"
@@ -54,13 +61,13 @@ m=$(stat -c %a "$LOGS/testhost")
 m=$(stat -c %a "$LOGS")
 [ "$m" = 700 ] || fail "log directory mode $m, expected 700"
 
-"$VERIFY" -n $((4 * 20000 + 3 * 15000 + 10 + 10)) -P "$T/p1" -P "$T/p2" "$LOGS" ||
+"$VERIFY" -n $((4 * 20000 + 3 * 15000 + 3 * 20000 + 10 + 10)) -P "$T/p1" -P "$T/p2" -P "$T/p5" "$LOGS" ||
 	fail "records lost or duplicated"
 
 # bp-dump: every record once, bp-logd's notes present, exit 0 when intact
 "$DUMP" "$LOGS" >"$T/dump.txt" || fail "bp-dump exit status $?"
 n=$(grep -c ' msg ' "$T/dump.txt")
-[ "$n" -eq $((4 * 20000 + 3 * 15000 + 10 + 10)) ] || fail "bp-dump printed $n msg lines"
+[ "$n" -eq $((4 * 20000 + 3 * 15000 + 3 * 20000 + 10 + 10)) ] || fail "bp-dump printed $n msg lines"
 grep -q ' logd .* logd pid=[0-9]* flags=0x3 ' "$T/dump.txt" || fail "no peer-connected note"
 grep -q ' logd .* logd pid=[0-9]* flags=0x4 ' "$T/dump.txt" || fail "no peer-gone note"
 grep -q ' logd .* logd pid=[0-9]* flags=0x9 ' "$T/dump.txt" || fail "no rotation note"

@@ -42,7 +42,10 @@ stop_logd
 # Again, with the disk filling up while a tracer writes (blocks then fail
 # half written and must be cut back).
 start_logd -i 20 -S 2M
-start_tracer mid -t 3 -n 40000 -d 30 -S 32768 -P "$T/pmid" -T 90
+# it also drops its connection every 300 ms: while the disk is full the old
+# connection's memory is still being drained when the new one hands the
+# same memfds over
+start_tracer mid -t 3 -n 40000 -d 30 -S 32768 -R 300 -P "$T/pmid" -T 90
 tr=$TRACER_PID
 sleep 0.5
 dd if=/dev/zero of="$T/disk/fill" bs=4k >/dev/null 2>&1

@@ -67,9 +67,9 @@ static struct {
 	const char *progress_path;
 	const char *bad;
 	int wait_forever, quiet, show_flags;
-	unsigned lost;
+	unsigned lost, reconnect_ms;
 } opt = { NULL, 4, 10000, 65536, BT_RING_MAX_SLOTS, 64, 0, 60, 0, NULL,
-	  NULL, 0, 0, 0, 0 };
+	  NULL, 0, 0, 0, 0, 0 };
 
 static int sockfd = -1;                 /* stable number, see reconnect() */
 static unsigned nchunks;
@@ -609,6 +609,7 @@ static void usage(void)
 	      "  -F          print the WELCOME flags and the chunk flags at the end\n"
 	      "  -q          quiet\n"
 	      "  -L N        set every slot's lost counter to N at thread exit\n"
+	      "  -R MS       close the connection every MS ms and reconnect\n"
 	      "  --bad MODE  misbehave: garbage short oversize badlen ring0 unknown\n"
 	      "              nofd pipe file small huge notpow2 badmagic twofds kick\n"
 	      "              headtail records shrink; prints 'dropped' and exits 0\n"
@@ -625,7 +626,7 @@ int main(int argc, char **argv)
 	};
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "s:t:n:S:c:z:d:r:P:T:wFqL:h", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "s:t:n:S:c:z:d:r:P:T:wFqL:R:h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 's': opt.sock = optarg; break;
 		case 't': opt.threads = (unsigned)atoi(optarg); break;
@@ -641,6 +642,7 @@ int main(int argc, char **argv)
 		case 'F': opt.show_flags = 1; break;
 		case 'q': opt.quiet = 1; break;
 		case 'L': opt.lost = (unsigned)atoi(optarg); break;
+		case 'R': opt.reconnect_ms = (unsigned)atoi(optarg); break;
 		case 'B': opt.bad = optarg; break;
 		case 'h': usage(); return 0;
 		default: usage(); return 2;
@@ -702,8 +704,16 @@ int main(int argc, char **argv)
 			die("pthread_create %u: %s", i, strerror(e));
 	}
 	/* Watch the connection while the threads write. */
+	uint64_t next_re = now_ns(CLOCK_MONOTONIC) + (uint64_t)opt.reconnect_ms * 1000000u;
 	while (atomic_load(&finished) < opt.threads) {
 		watch(20);
+		if (opt.reconnect_ms && now_ns(CLOCK_MONOTONIC) > next_re) {
+			/* close the connection on purpose and come back with
+			 * the same ring_id, as after a lost connection */
+			shutdown(sockfd, SHUT_RDWR);
+			reconnect();
+			next_re = now_ns(CLOCK_MONOTONIC) + (uint64_t)opt.reconnect_ms * 1000000u;
+		}
 		if (now_ns(CLOCK_MONOTONIC) > deadline_ns + 1000000000u)
 			break;
 	}

@@ -62,7 +62,8 @@ dead() { ! kill -0 "$1" 2>/dev/null; }
 # $T/logd.err; sets LOGD_PID.
 start_logd() {
 	rm -f "$T/logd.pid"
-	"$LOGD" -s "$SOCK" -d "$LOGS" -H testhost -p "$T/logd.pid" "$@" \
+	# LOGD_EXTRA: more options for every bp-logd (e.g. -v when debugging)
+	"$LOGD" -s "$SOCK" -d "$LOGS" -H testhost -p "$T/logd.pid" ${LOGD_EXTRA:-} "$@" \
 		2>>"$T/logd.err" &
 	LOGD_PID=$!
 	STARTED="$STARTED $LOGD_PID"
