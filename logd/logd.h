@@ -206,6 +206,8 @@ struct server {
 	int      exit_code;
 	uint64_t peers_seen, peers_dropped, peers_refused;
 	const char *logdir;       /* absolute DIR/HOST, for WELCOME */
+	uint64_t blocks_written;  /* tracer blocks, for the test hook */
+	uint64_t crash_after;     /* $BTRACE_LOGD_CRASH_AFTER (tests only) */
 };
 
 /* server.c */

@@ -71,6 +71,10 @@ long server_drain_slot(struct server *srv, struct peer *p, struct chunk *c,
 		server_disk_error(srv, -r);
 		return r;
 	}
+	/* Test hook: die in the worst place, between the write and the
+	 * acknowledgement (tests/logd/logd_restart.sh). */
+	if (srv->crash_after && ++srv->blocks_written == srv->crash_after)
+		raise(SIGKILL);
 	if (chunk_ack(c, i, head) < 0) {
 		peer_drop(p, -EFAULT, "chunk %u: its memory shrank under bp-logd (memfd truncated)",
 			  c->idx);
@@ -426,6 +430,8 @@ int server_run(const struct logd_opts *o, int lfd, struct store *store)
 	srv->o = o;
 	srv->store = store;
 	srv->logdir = store_dir(store);
+	const char *ca = getenv("BTRACE_LOGD_CRASH_AFTER");
+	srv->crash_after = ca ? strtoull(ca, NULL, 10) : 0;
 	TAILQ_INIT(&srv->peers);
 	srv->buf = malloc(BT_RING_MAX_SLOT);
 	srv->base = event_base_new();

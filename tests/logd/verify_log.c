@@ -172,8 +172,8 @@ int main(int argc, char **argv)
 	readlog_free_list(list, n);
 	for (unsigned i = 0; i < np; i++)
 		short_threads += check_progress(progress[i]);
-	printf("verify_log: %" PRIu64 " files, %" PRIu64 " blocks, %" PRIu64 " msg records, %" PRIu64 " duplicates, %" PRIu64 " gaps, %" PRIu64 " duplicate blocks (%" PRIu64 " bytes) removed, %" PRIu64 " damage warnings\n",
-	       st.files, st.blocks, msgs, dups, gaps, st.dup_blocks, st.dup_bytes,
+	printf("verify_log: %" PRIu64 " files, %" PRIu64 " blocks, %" PRIu64 " msg records, %" PRIu64 " duplicates, %" PRIu64 " gaps; %" PRIu64 " bytes written twice removed (%" PRIu64 " whole blocks); %" PRIu64 " damage warnings\n",
+	       st.files, st.blocks, msgs, dups, gaps, st.dup_bytes, st.dup_blocks,
 	       st.damaged);
 	int ok = dups == 0 && gaps == 0 && short_threads == 0 &&
 		 (damage_ok || st.damaged == 0) &&
