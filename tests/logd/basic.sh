@@ -32,10 +32,17 @@ out=$("$LOGD" -c status -s "$SOCK") || fail "status failed"
 echo "$out"
 echo "$out" | grep -q "0 dropped, 0 refused" || fail "status: $out"
 
-# pause: a new tracer is told in WELCOME and in its chunk header
+# pause: a connected tracer sees it in its chunk header, a new one also in
+# WELCOME
+"$TRACER" -s "$SOCK" -q -t 1 -n 4000 -d 200 -F >"$T/t6.out" 2>&1 &
+t6=$!
+STARTED="$STARTED $t6"
+sleep 0.2
 "$LOGD" -c pause -s "$SOCK" >/dev/null || fail "pause failed"
 "$TRACER" -s "$SOCK" -q -t 1 -n 10 -F >"$T/t3.out" 2>&1 || fail "tracer t3"
 grep -q "welcome_flags=1 chunk_flags=1" "$T/t3.out" || fail "pause not seen: $(cat "$T/t3.out")"
+wait_for "tracer t6" 300 dead "$t6"
+grep -q "welcome_flags=0 chunk_flags=1" "$T/t6.out" || fail "pause not seen by a connected tracer: $(cat "$T/t6.out")"
 "$LOGD" -c resume -s "$SOCK" >/dev/null || fail "resume failed"
 "$TRACER" -s "$SOCK" -q -t 2 -n 5 -F -L 3 >"$T/t4.out" 2>&1 || fail "tracer t4"
 grep -q "welcome_flags=0 chunk_flags=0" "$T/t4.out" || fail "resume not seen: $(cat "$T/t4.out")"
@@ -61,13 +68,13 @@ m=$(stat -c %a "$LOGS/testhost")
 m=$(stat -c %a "$LOGS")
 [ "$m" = 700 ] || fail "log directory mode $m, expected 700"
 
-"$VERIFY" -n $((4 * 20000 + 3 * 15000 + 3 * 20000 + 10 + 10)) -P "$T/p1" -P "$T/p2" -P "$T/p5" "$LOGS" ||
+"$VERIFY" -n $((4 * 20000 + 3 * 15000 + 3 * 20000 + 4000 + 10 + 10)) -P "$T/p1" -P "$T/p2" -P "$T/p5" "$LOGS" ||
 	fail "records lost or duplicated"
 
 # bp-dump: every record once, bp-logd's notes present, exit 0 when intact
 "$DUMP" "$LOGS" >"$T/dump.txt" || fail "bp-dump exit status $?"
 n=$(grep -c ' msg ' "$T/dump.txt")
-[ "$n" -eq $((4 * 20000 + 3 * 15000 + 3 * 20000 + 10 + 10)) ] || fail "bp-dump printed $n msg lines"
+[ "$n" -eq $((4 * 20000 + 3 * 15000 + 3 * 20000 + 4000 + 10 + 10)) ] || fail "bp-dump printed $n msg lines"
 grep -q ' logd .* logd pid=[0-9]* flags=0x3 ' "$T/dump.txt" || fail "no peer-connected note"
 grep -q ' logd .* logd pid=[0-9]* flags=0x4 ' "$T/dump.txt" || fail "no peer-gone note"
 grep -q ' logd .* logd pid=[0-9]* flags=0x9 ' "$T/dump.txt" || fail "no rotation note"
