@@ -45,6 +45,7 @@ TESTS += \
 	tests/logd/tracer_kill.sh \
 	tests/logd/logd_restart.sh \
 	tests/logd/bad_peers.sh \
+	tests/logd/peer_uid.sh \
 	tests/logd/enospc.sh \
 	tests/logd/many_threads.sh
 EXTRA_DIST += tests/logd/lib.sh

@@ -56,7 +56,7 @@ struct wslot {
 	uint64_t  prev_ts;
 	unsigned  tindex;
 	pthread_t th;
-	uint64_t  waits, kicks;
+	uint64_t  waits, kicks, woken;
 };
 
 static struct {
@@ -292,7 +292,9 @@ static void reserve(struct wslot *w, size_t need)
 		kick(w);
 		w->waits++;
 		struct timespec ts = { 0, 100 * 1000000 };
-		syscall(SYS_futex, &w->sh->drained, FUTEX_WAIT, d, &ts, NULL, 0);
+		/* shared futex: bp-logd (another process) wakes it */
+		if (syscall(SYS_futex, &w->sh->drained, FUTEX_WAIT, d, &ts, NULL, 0) == 0)
+			w->woken++;
 		if (now_ns(CLOCK_MONOTONIC) > deadline_ns) {
 			fprintf(stderr, "fake_tracer[%d]: thread %u: slot stayed full until the deadline\n",
 				(int)getpid(), w->tindex);
@@ -722,15 +724,17 @@ int main(int argc, char **argv)
 	if (atomic_load(&failed))
 		die("a thread gave up (bp-logd did not drain in %u s)", opt.timeout_s);
 	uint64_t t1 = now_ns(CLOCK_MONOTONIC);
-	uint64_t waits = 0, kicks = 0;
+	uint64_t waits = 0, kicks = 0, woken = 0;
 	for (unsigned i = 0; i < opt.threads; i++) {
 		waits += slots[i].waits;
 		kicks += slots[i].kicks;
+		woken += slots[i].woken;
 	}
-	printf("published %llu records in %.3f s (%u threads, %llu kicks, %llu full waits)\n",
+	printf("published %llu records in %.3f s (%u threads, %llu kicks, %llu full waits, %llu woken by bp-logd)\n",
 	       (unsigned long long)opt.threads * opt.records,
 	       (double)(t1 - t0) / 1e9, opt.threads,
-	       (unsigned long long)kicks, (unsigned long long)waits);
+	       (unsigned long long)kicks, (unsigned long long)waits,
+	       (unsigned long long)woken);
 	fflush(stdout);
 	if (opt.wait_forever) {
 		while (now_ns(CLOCK_MONOTONIC) < deadline_ns)

@@ -11,6 +11,10 @@ m2=$TRACER_PID
 wait_tracer "$m1" m1
 wait_tracer "$m2" m2
 cat "$T/m1.out"
+# Full slots were waited for on the futex and bp-logd's FUTEX_WAKE (shared,
+# not private: the waiter is another process) ended those waits.
+grep -q " [1-9][0-9]* woken by bp-logd" "$T/m1.out" ||
+	fail "no futex wait was ended by bp-logd's wake: $(cat "$T/m1.out")"
 st=$("$LOGD" -c status -s "$SOCK") || fail "status"
 echo "$st" | grep -q "peers: 2 connected since start, 0 dropped" || fail "status: $st"
 stop_logd
