@@ -1,6 +1,70 @@
 /*
- * segment.c - log segment headers, the block writer and the block reader
- * (format in btrace/segment.h and docs/log-format.md).
+ * segment.c - log segment headers, the block writer and the block reader.
+ *
+ * LOG SEGMENT FORMAT
+ *
+ * A host's events are kept in segment files LOGDIR/HOST/<start>-<n>.btl:
+ * <start> is the creation time (UTC, YYYYMMDDTHHMMSSZ), <n> a sequence
+ * number (six digits or more) that grows through the directory, also
+ * across restarts of bp-logd.  A segment is a file header followed by
+ * zero or more blocks, back to back.  All fixed-width integers are
+ * little-endian.  Checksums are CRC-32C (Castagnoli; crc32c.c).
+ *
+ * The file header is 128 bytes:
+ *
+ *     0: Magic "BTLOG\r\n\032" (8 bytes; the CR LF and ^Z catch text-mode
+ *        transfers and truncation to 7 bits).
+ *     8: Format version (currently 1).
+ *    12: Header size (128).
+ *    16: Creation time, the host's monotonic clock, ns.
+ *    24: Creation time, CLOCK_REALTIME, ns since the epoch.
+ *    32: Host name, 64 bytes, NUL padded.
+ *    96: Boot id: the first 16 hex digits of the kernel's boot_id as one
+ *        64-bit number (monotonic times of different boots never compare).
+ *   104: Writer: 1 = bp-logd, 2 = a tracer's spool.
+ *   108: Writer's pid.
+ *   112: Segment sequence number <n> (8 bytes).
+ *   120: Reserved (0).
+ *   124: CRC-32C of bytes 0..123.
+ *
+ * Each block is a 48-byte block header followed by its payload:
+ *
+ *     0: Magic 0x314b4c42 ("BLK1" on disk).
+ *     4: Payload length in bytes (at most BT_SEG_MAX_PAYLOAD, 4 MiB).
+ *     8: ring_id of the stream (random per traced process image; 0 for
+ *        bp-logd's own stream, flag BT_BF_LOGD).
+ *    16: pid of the process that wrote the stream.
+ *    20: Slot (2 bytes): chunk * BT_RING_MAX_SLOTS + slot index.
+ *    22: Generation of the slot (2 bytes, informational).
+ *    24: Stream offset of the payload's first byte (8 bytes): the slot's
+ *        head counter, which never restarts, not even when another thread
+ *        takes the slot over.
+ *    32: Flags (BT_BF_*: 1 bp-logd's stream, 2 spool, 4 bytes lost before).
+ *    36: CRC-32C of the payload.
+ *    40: Reserved (0).
+ *    44: CRC-32C of header bytes 0..43.
+ *
+ * The payload is whole records (btrace/event.h): u8 type, varint body
+ * length, body.  Blocks of one stream, (host, ring_id, pid, slot), follow
+ * each other: next offset == offset + length.
+ *
+ * READING AND DAMAGE
+ *
+ * A file with a bad header is not read.  A block is valid when its header
+ * checksum matches, its length is within the limit, the whole payload is
+ * present and the payload checksum matches.  At an invalid block the
+ * reader reports the file and byte offset once, then scans forward byte
+ * by byte for the next valid block: a torn tail (bp-logd or the machine
+ * died mid-write) ends the file with one warning, a corrupt block costs
+ * only itself, garbage between blocks is skipped.  A block whose stream
+ * offset lies before the bytes already read for its stream repeats them
+ * (bp-logd died between writing and acknowledging): stream readers drop
+ * the repeated prefix.  docs/log-format.md has the same layout with a
+ * byte-level example.
+ *
+ * The writer here is write(2)-only through a caller-given function, so the
+ * shim's spool can use its unwrapped write.  bp-logd writes blocks itself
+ * (pwritev at the known good size, truncating back on failure).
  */
 #include "config.h"
 

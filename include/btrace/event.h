@@ -124,6 +124,22 @@ enum bt_proto_how { BT_PH_RULE = 1, BT_PH_DEFAULT = 2, BT_PH_SNIFF = 3,
 enum bt_drop_reason { BT_DR_REENTRANT = 1, BT_DR_RING_FULL = 2,
 		      BT_DR_TOO_BIG = 3, BT_DR_NO_SLOT = 4 };
 
+/* BT_EV_LOGD flags: what bp-logd's note is about (docs/logd.md) */
+enum bt_logd_note {
+	BT_LN_START      = 1,  /* bp-logd started; pid = its pid, str = dir */
+	BT_LN_STOP       = 2,  /* clean shutdown; result = bytes written */
+	BT_LN_PEER_UP    = 3,  /* pid = peer, str = "ring=%llx exe=..." */
+	BT_LN_PEER_GONE  = 4,  /* result = bytes drained, str = lost counts */
+	BT_LN_PEER_DROP  = 5,  /* result = -errno, str = why it was dropped */
+	BT_LN_REFUSED    = 6,  /* pid = peer, result = its uid */
+	BT_LN_DISK_ERROR = 7,  /* result = -errno; draining stops */
+	BT_LN_DISK_OK    = 8,  /* writes succeed again; result = ms stalled */
+	BT_LN_ROTATE     = 9,  /* str = the new segment's name */
+	BT_LN_PAUSE      = 10,
+	BT_LN_RESUME     = 11,
+	BT_LN_NOTES_LOST = 12, /* result = notes that did not fit the buffer */
+};
+
 /* Message attribute keys (u8 on disk; never renumber) */
 enum bt_attr_key {
 	BT_AK_METHOD      = 1,   /* HTTP method, PG message kind, FCGI method */

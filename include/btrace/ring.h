@@ -20,7 +20,11 @@
  * head and tail count bytes since the slot's stream began (never wrap);
  * a record never straddles the end of the data area: the writer fills the
  * rest of the lap with a BT_EV_PAD record and starts at offset 0, where it
- * writes a BT_EV_TIME record first.  When a slot is more than half full the
+ * writes a BT_EV_TIME record first.  A PAD record is at least 2 bytes (type
+ * and length), so the writer never leaves exactly one byte free at the end
+ * of a lap: a record that would do so is placed after a PAD instead.  Every
+ * range [tail, head) is therefore whole records; bp-logd checks this and
+ * drops a peer whose slot is not.  When a slot is more than half full the
  * writer sends BT_LM_KICK (one system call per half ring); when it is full
  * it kicks and waits on the futex word `drained` (a bounded wait, then the
  * process writes the slot to the spool directory itself).
@@ -28,7 +32,17 @@
  * Slots are reused by later threads once drained (tail == head); the new
  * thread's first records are BT_EV_TIME and BT_EV_THREAD_START, so a
  * reader always knows which thread wrote what.  A slot's stream id is
- * (ring_id, slot, gen); gen increments on every reuse.
+ * (ring_id, slot, gen); gen increments on every reuse.  head and tail are
+ * not reset on reuse, so (ring_id, slot) is one continuous byte stream.
+ * In log blocks (btrace/segment.h) the slot number of slot I of chunk C is
+ * C * BT_RING_MAX_SLOTS + I.
+ *
+ * bp-logd accepts chunks with 1 <= nslots <= BT_RING_MAX_SLOTS and a
+ * slot_size that is a power of two between BT_RING_MIN_SLOT and
+ * BT_RING_MAX_SLOT.  It keeps its own copy of each tail (read once when
+ * the chunk is registered, so a tracer that reconnects after a bp-logd
+ * restart continues where the last acknowledged drain stopped) and only
+ * ever writes tail, kicked, drained and flags.
  */
 #ifndef BTRACE_RING_H
 #define BTRACE_RING_H
@@ -40,6 +54,8 @@
 #define BT_RING_PAGE       4096u         /* chunk header size */
 #define BT_RING_MAX_SLOTS  60u           /* slots per chunk (header fits) */
 #define BT_RING_MAX_CHUNKS 64u
+#define BT_RING_MIN_SLOT   4096u         /* smallest slot_size bp-logd takes */
+#define BT_RING_MAX_SLOT   (4u << 20)    /* largest (= BT_SEG_MAX_PAYLOAD) */
 
 /* Slot states */
 enum bt_slot_state {
@@ -102,7 +118,7 @@ enum bt_logd_msg {
 	BT_LM_WELCOME = 16, /* struct bt_lm_welcome: reply to HELLO */
 	/* control client -> bp-logd (bp-logd -c ...) */
 	BT_LM_CTL    = 32, /* struct bt_lm_ctl */
-	BT_LM_CTL_REPLY = 33,
+	BT_LM_CTL_REPLY = 33, /* one or more, then bp-logd closes the socket */
 };
 
 struct bt_lm_hdr {

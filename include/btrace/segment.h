@@ -11,7 +11,8 @@
  *     16  u64    created, monotonic ns of the host
  *     24  u64    created, CLOCK_REALTIME ns
  *     32  char[64] host name, NUL padded
- *     96  u64    boot id (first 8 bytes of /proc/sys/kernel/random/boot_id)
+ *     96  u64    boot id (the first 16 hex digits of
+ *                 /proc/sys/kernel/random/boot_id read as one number)
  *     104 u32    writer: 1 = bp-logd, 2 = spool
  *     108 u32    writer pid
  *     112 u64    segment sequence number within the directory
@@ -23,7 +24,7 @@
  *     4   u32    payload length (<= BT_SEG_MAX_PAYLOAD)
  *     8   u64    ring_id       \
  *     16  u32    pid            | stream identity
- *     20  u16    slot           |
+ *     20  u16    slot           |  (chunk * BT_RING_MAX_SLOTS + slot)
  *     22  u16    gen           /
  *     24  u64    stream offset of the payload's first byte (the slot's
  *                 head counter); lets a reader order, join and de-duplicate

@@ -1,0 +1,700 @@
+/*
+ * check_segment.c - unit tests of the log segment format (common/segment.c),
+ * the record codec (common/event.c), the readers' duplicate removal
+ * (logd/dedup.c) and bp-logd's record-boundary check (logd/chunk.c).
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "btrace/event.h"
+#include "btrace/segment.h"
+#include "dedup.h"
+#include "logd.h"
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static char tmpdir[64];
+
+static void setup(void)
+{
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/check_segment.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static long plain_write(int fd, const void *b, size_t n)
+{
+	return (long)write(fd, b, n);
+}
+
+struct warns {
+	int n;
+	char path[256];
+	uint64_t off;
+	char why[256];
+};
+
+static void on_warn(void *ctx, const char *path, uint64_t off, const char *why)
+{
+	struct warns *w = ctx;
+	if (w->n++ == 0) {
+		snprintf(w->path, sizeof w->path, "%s", path);
+		w->off = off;
+		snprintf(w->why, sizeof w->why, "%s", why);
+	}
+}
+
+#define NBLK 6
+
+struct testfile {
+	char     path[128];
+	uint64_t blk_off[NBLK + 1];     /* file offset of each block; [NBLK] = size */
+	uint32_t blk_len[NBLK];
+	uint8_t  payload[NBLK][3000];
+};
+
+/* Payload of block I: whole records (TIME + MSGs), I-dependent length. */
+static uint32_t make_payload(uint8_t *p, size_t cap, int i)
+{
+	struct bt_event ev;
+	uint64_t prev = 0;
+	size_t n = 0;
+	char text[200];
+
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_TIME;
+	ev.ts = 1000000 * (uint64_t)(i + 1);
+	ev.realtime = 1700000000000000000ull;
+	n += bt_ev_encode(p + n, cap - n, &ev, &prev);
+	for (int k = 0; k < 5 + i * 7; k++) {
+		memset(text, 'a' + k % 26, sizeof text);
+		memset(&ev, 0, sizeof ev);
+		ev.type = BT_EV_MSG;
+		ev.ts = prev + 10;
+		ev.fd = k;
+		ev.off = (uint64_t)k * 100;
+		ev.nattr = 1;
+		ev.attr[0].key = BT_AK_TARGET;
+		ev.attr[0].val = text;
+		ev.attr[0].len = (uint16_t)(k * 3 % 150);
+		size_t w = bt_ev_encode(p + n, cap - n, &ev, &prev);
+		if (!w)
+			break;
+		n += w;
+	}
+	return (uint32_t)n;
+}
+
+static void write_file(struct testfile *f, const char *name)
+{
+	struct bt_seg_header sh;
+	uint8_t hb[BT_SEG_HDR_SIZE];
+	int fd;
+
+	snprintf(f->path, sizeof f->path, "%s/%s", tmpdir, name);
+	fd = open(f->path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	memset(&sh, 0, sizeof sh);
+	sh.version = BT_SEG_VERSION;
+	sh.created_mono = 123;
+	sh.created_real = 456;
+	snprintf(sh.host, sizeof sh.host, "unit-host");
+	sh.boot_id = 0x1122334455667788ull;
+	sh.writer = BT_SEG_BY_LOGD;
+	sh.writer_pid = 42;
+	sh.seq = 7;
+	bt_seg_header_encode(hb, &sh);
+	ck_assert_int_eq(write(fd, hb, sizeof hb), (int)sizeof hb);
+	uint64_t off = BT_SEG_HDR_SIZE;
+	for (int i = 0; i < NBLK; i++) {
+		struct bt_blk_header h;
+		memset(&h, 0, sizeof h);
+		h.len = make_payload(f->payload[i], sizeof f->payload[i], i);
+		h.ring_id = 0xabcdef0012345678ull;
+		h.pid = 1000;
+		h.slot = (uint16_t)(i % 3);
+		h.gen = 1;
+		h.stream_off = (uint64_t)i * 5000;
+		h.flags = i == 0 ? BT_BF_GAP : 0;
+		f->blk_off[i] = off;
+		f->blk_len[i] = h.len;
+		ck_assert_int_eq(bt_seg_write_block(fd, plain_write, &h, f->payload[i]), 0);
+		off += BT_BLK_HDR_SIZE + h.len;
+	}
+	f->blk_off[NBLK] = off;
+	close(fd);
+}
+
+/* Read PATH; return the number of blocks and a bitmask of which (by
+ * payload match) were returned. */
+static int read_all(const char *path, const struct testfile *f,
+		    unsigned *mask, struct warns *w)
+{
+	const char *why;
+	struct bt_seg_reader *r = bt_seg_open(path, on_warn, w, &why);
+	struct bt_blk_header h;
+	const uint8_t *pl;
+	uint64_t off;
+	int n = 0;
+
+	ck_assert_msg(r != NULL, "open %s: %s", path, why);
+	*mask = 0;
+	while (bt_seg_next(r, &h, &pl, &off) == 1) {
+		int i;
+		for (i = 0; i < NBLK; i++)
+			if (off == f->blk_off[i])
+				break;
+		ck_assert_msg(i < NBLK, "block at unexpected offset %llu",
+			      (unsigned long long)off);
+		ck_assert_uint_eq(h.len, f->blk_len[i]);
+		ck_assert_mem_eq(pl, f->payload[i], h.len);
+		ck_assert_uint_eq(h.stream_off, (uint64_t)i * 5000);
+		*mask |= 1u << i;
+		n++;
+	}
+	bt_seg_close(r);
+	return n;
+}
+
+static void copy_file(const char *from, const char *to, size_t upto,
+		      long flip_at, const uint8_t *insert, size_t ins_len,
+		      size_t ins_at)
+{
+	FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+	uint8_t buf[65536];
+	size_t n;
+
+	ck_assert_ptr_nonnull(in);
+	ck_assert_ptr_nonnull(out);
+	n = fread(buf, 1, sizeof buf, in);
+	if (upto < n)
+		n = upto;
+	if (flip_at >= 0 && (size_t)flip_at < n)
+		buf[flip_at] ^= 0x5a;
+	if (insert) {
+		fwrite(buf, 1, ins_at, out);
+		fwrite(insert, 1, ins_len, out);
+		fwrite(buf + ins_at, 1, n - ins_at, out);
+	} else {
+		fwrite(buf, 1, n, out);
+	}
+	fclose(in);
+	fclose(out);
+}
+
+/* ---- segments ------------------------------------------------------------- */
+
+START_TEST(seg_round_trip)
+{
+	static struct testfile f;
+	struct warns w = { 0 };
+	unsigned mask;
+	const char *why;
+
+	write_file(&f, "rt.btl");
+	ck_assert_int_eq(read_all(f.path, &f, &mask, &w), NBLK);
+	ck_assert_uint_eq(mask, (1u << NBLK) - 1);
+	ck_assert_int_eq(w.n, 0);
+
+	struct bt_seg_reader *r = bt_seg_open(f.path, NULL, NULL, &why);
+	ck_assert_ptr_nonnull(r);
+	const struct bt_seg_header *h = bt_seg_file_header(r);
+	ck_assert_str_eq(h->host, "unit-host");
+	ck_assert_uint_eq(h->boot_id, 0x1122334455667788ull);
+	ck_assert_uint_eq(h->seq, 7);
+	ck_assert_uint_eq(h->writer_pid, 42);
+	ck_assert_uint_eq(h->created_real, 456);
+	struct bt_blk_header bh;
+	const uint8_t *pl;
+	ck_assert_int_eq(bt_seg_next(r, &bh, &pl, NULL), 1);
+	ck_assert_uint_eq(bh.ring_id, 0xabcdef0012345678ull);
+	ck_assert_uint_eq(bh.pid, 1000);
+	ck_assert_uint_eq(bh.gen, 1);
+	ck_assert_uint_eq(bh.flags, BT_BF_GAP);
+	bt_seg_close(r);
+}
+END_TEST
+
+/* Truncated at every byte offset of the last block: all earlier blocks
+ * come back, and exactly one warning names the file and the last block's
+ * offset (none when the cut is exactly at the block's start). */
+START_TEST(seg_truncated_everywhere)
+{
+	static struct testfile f;
+	char cut[160];
+
+	write_file(&f, "full.btl");
+	snprintf(cut, sizeof cut, "%s/cut.btl", tmpdir);
+	for (uint64_t end = f.blk_off[NBLK - 1]; end < f.blk_off[NBLK]; end++) {
+		struct warns w = { 0 };
+		unsigned mask;
+
+		copy_file(f.path, cut, (size_t)end, -1, NULL, 0, 0);
+		ck_assert_int_eq(read_all(cut, &f, &mask, &w), NBLK - 1);
+		ck_assert_uint_eq(mask, (1u << (NBLK - 1)) - 1);
+		if (end == f.blk_off[NBLK - 1]) {
+			ck_assert_int_eq(w.n, 0);
+		} else {
+			ck_assert_msg(w.n == 1, "cut at %llu: %d warnings",
+				      (unsigned long long)end, w.n);
+			ck_assert_str_eq(w.path, cut);
+			ck_assert_uint_eq(w.off, f.blk_off[NBLK - 1]);
+			ck_assert_ptr_nonnull(strstr(w.why, "truncated"));
+		}
+	}
+}
+END_TEST
+
+/* One corrupt byte anywhere inside block 2 (header or payload): block 2
+ * is skipped with one warning at its offset, every other block is read. */
+START_TEST(seg_corrupt_byte)
+{
+	static struct testfile f;
+	char bad[160];
+
+	write_file(&f, "full.btl");
+	snprintf(bad, sizeof bad, "%s/bad.btl", tmpdir);
+	for (uint64_t at = f.blk_off[2]; at < f.blk_off[3]; at++) {
+		struct warns w = { 0 };
+		unsigned mask;
+
+		copy_file(f.path, bad, 1 << 20, (long)at, NULL, 0, 0);
+		ck_assert_int_eq(read_all(bad, &f, &mask, &w), NBLK - 1);
+		ck_assert_uint_eq(mask, ((1u << NBLK) - 1) & ~(1u << 2));
+		ck_assert_int_eq(w.n, 1);
+		ck_assert_uint_eq(w.off, f.blk_off[2]);
+	}
+}
+END_TEST
+
+/* Garbage between blocks 3 and 4 (with a fake block magic in it): every
+ * block is read, one warning at the garbage's offset. */
+START_TEST(seg_garbage_between)
+{
+	static struct testfile f;
+	char bad[160];
+	uint8_t junk[97];
+	struct warns w = { 0 };
+	unsigned mask;
+
+	for (size_t i = 0; i < sizeof junk; i++)
+		junk[i] = (uint8_t)(i * 13 + 7);
+	memcpy(junk + 20, "BLK1", 4);
+	write_file(&f, "full.btl");
+	snprintf(bad, sizeof bad, "%s/garbage.btl", tmpdir);
+	copy_file(f.path, bad, 1 << 20, -1, junk, sizeof junk,
+		  (size_t)f.blk_off[4]);
+	/* blocks after the garbage moved by sizeof junk */
+	for (int i = 4; i <= NBLK; i++)
+		f.blk_off[i] += sizeof junk;
+	ck_assert_int_eq(read_all(bad, &f, &mask, &w), NBLK);
+	ck_assert_uint_eq(mask, (1u << NBLK) - 1);
+	ck_assert_int_eq(w.n, 1);
+	ck_assert_uint_eq(w.off, f.blk_off[4] - sizeof junk);
+}
+END_TEST
+
+START_TEST(seg_bad_file_header)
+{
+	static struct testfile f;
+	char bad[160];
+	const char *why;
+	/* magic, version, header-size field, a host byte (crc), crc itself */
+	static const long flips[] = { 0, 7, 8, 12, 40, 124, 127 };
+
+	write_file(&f, "full.btl");
+	snprintf(bad, sizeof bad, "%s/hdr.btl", tmpdir);
+	for (size_t i = 0; i < sizeof flips / sizeof flips[0]; i++) {
+		copy_file(f.path, bad, 1 << 20, flips[i], NULL, 0, 0);
+		errno = 0;
+		ck_assert_ptr_null(bt_seg_open(bad, NULL, NULL, &why));
+		ck_assert_int_eq(errno, EINVAL);
+		ck_assert_ptr_nonnull(strstr(why, "header"));
+	}
+	for (size_t len = 0; len < BT_SEG_HDR_SIZE; len += 17) {
+		copy_file(f.path, bad, len, -1, NULL, 0, 0);
+		ck_assert_ptr_null(bt_seg_open(bad, NULL, NULL, &why));
+		ck_assert_ptr_nonnull(why);
+	}
+	ck_assert_ptr_null(bt_seg_open("/nonexistent/x.btl", NULL, NULL, &why));
+	ck_assert_int_eq(errno, ENOENT);
+	/* a header alone is a valid, empty segment */
+	copy_file(f.path, bad, BT_SEG_HDR_SIZE, -1, NULL, 0, 0);
+	struct bt_seg_reader *r = bt_seg_open(bad, NULL, NULL, &why);
+	struct bt_blk_header h;
+	const uint8_t *pl;
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(bt_seg_next(r, &h, &pl, NULL), 0);
+	bt_seg_close(r);
+}
+END_TEST
+
+/* ---- record codec --------------------------------------------------------- */
+
+/* LEN bytes placed flush against a PROT_NONE page: a read past the end
+ * faults. */
+struct guarded { uint8_t *base, *p; size_t maplen; };
+
+static struct guarded guard(const uint8_t *src, size_t len)
+{
+	struct guarded g;
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	g.maplen = ((len + pg - 1) / pg + 1) * pg;
+	g.base = mmap(NULL, g.maplen, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(g.base, MAP_FAILED);
+	ck_assert_int_eq(mprotect(g.base + g.maplen - pg, pg, PROT_NONE), 0);
+	g.p = g.base + g.maplen - pg - len;
+	memcpy(g.p, src, len);
+	return g;
+}
+
+static void unguard(struct guarded *g)
+{
+	munmap(g->base, g->maplen);
+}
+
+static const char str_a[] = "/usr/sbin/apache2";
+static const char str_b[] = "apache2 -X -f /etc/apache2.conf";
+
+static void fill_event(struct bt_event *ev, unsigned type)
+{
+	memset(ev, 0, sizeof *ev);
+	ev->type = (uint8_t)type;
+	ev->ts = 5000000000ull + type * 1000;
+	ev->fd = 17;
+	ev->fd2 = -3;
+	ev->result = -11;
+	ev->pid = 4242;
+	ev->ppid = 1;
+	ev->tid = 4243;
+	ev->ptid = 4242;
+	ev->cookie = 0xdeadbeefcafeull;
+	ev->flags = 0x21;
+	ev->proto = 3;
+	ev->dir = 1;
+	ev->kind = 2;
+	ev->chan_kind = BT_CK_TCP;
+	ev->role = BT_CR_ACCEPT;
+	ev->off = 123456789012ull;
+	ev->len = 4096;
+	ev->status = 200;
+	ev->witness = 0x77;
+	ev->ino = 998877;
+	ev->peer_ino = 998878;
+	ev->realtime = 1763700000123456789ull;
+	ev->local.family = BT_AF_INET;
+	ev->local.port = 80;
+	memcpy(ev->local.addr, "\x7f\x00\x00\x01", 4);
+	ev->remote.family = BT_AF_INET6;
+	ev->remote.port = 54321;
+	memcpy(ev->remote.addr, "\x20\x01\x0d\xb8\0\0\0\0\0\0\0\0\0\0\0\x01", 16);
+	ev->str = str_a;
+	ev->str_len = sizeof str_a - 1;
+	ev->str2 = str_b;
+	ev->str2_len = sizeof str_b - 1;
+	ev->nattr = 2;
+	ev->attr[0].key = BT_AK_METHOD;
+	ev->attr[0].val = "GET";
+	ev->attr[0].len = 3;
+	ev->attr[1].key = BT_AK_TARGET;
+	ev->attr[1].val = "/index.php?x=1";
+	ev->attr[1].len = 14;
+}
+
+/* Encode every record type, decode it flush against a guard page, check
+ * the fields of its schema, and re-encode to the same bytes. */
+START_TEST(ev_round_trip_all_types)
+{
+	for (unsigned type = 1; type < BT_EV_TYPE_MAX; type++) {
+		struct bt_event ev, out;
+		uint8_t buf[1024], again[1024];
+		uint64_t p1 = 4000000000ull, p2 = 4000000000ull, p3 = 4000000000ull;
+
+		fill_event(&ev, type);
+		size_t n = bt_ev_encode(buf, sizeof buf, &ev, &p1);
+		ck_assert_msg(n > 2, "type %u does not encode", type);
+		ck_assert_uint_eq(buf[0], type);
+		struct guarded g = guard(buf, n);
+		long k = bt_ev_decode(g.p, n, &out, &p2);
+		ck_assert_msg(k == (long)n, "type %u: decode returned %ld of %zu",
+			      type, k, n);
+		ck_assert_uint_eq(out.type, type);
+		ck_assert_uint_eq(out.ts, ev.ts);
+		ck_assert_uint_eq(p2, p1);
+		size_t m = bt_ev_encode(again, sizeof again, &out, &p3);
+		ck_assert_uint_eq(m, n);
+		ck_assert_mem_eq(again, buf, n);
+		switch (type) {
+		case BT_EV_TIME:
+			ck_assert_uint_eq(out.realtime, ev.realtime);
+			break;
+		case BT_EV_PROC_START:
+			ck_assert_uint_eq(out.pid, 4242);
+			ck_assert_uint_eq(out.str2_len, sizeof str_b - 1);
+			ck_assert_mem_eq(out.str2, str_b, out.str2_len);
+			break;
+		case BT_EV_CHAN:
+			ck_assert_int_eq(out.fd2, -3);
+			ck_assert_uint_eq(out.local.port, 80);
+			ck_assert_mem_eq(out.remote.addr, ev.remote.addr, 16);
+			ck_assert_uint_eq(out.peer_ino, 998878);
+			break;
+		case BT_EV_MSG:
+			ck_assert_uint_eq(out.nattr, 2);
+			ck_assert_uint_eq(out.attr[1].len, 14);
+			ck_assert_mem_eq(out.attr[1].val, "/index.php?x=1", 14);
+			ck_assert_uint_eq(out.off, 123456789012ull);
+			ck_assert_uint_eq(out.witness, 0x77);
+			break;
+		case BT_EV_LOGD:
+			ck_assert_int_eq(out.result, -11);
+			ck_assert_mem_eq(out.str, str_a, out.str_len);
+			break;
+		default:
+			break;
+		}
+		unguard(&g);
+	}
+}
+END_TEST
+
+/* Every proper prefix of every record is "incomplete" (0), never a read
+ * past the input. */
+START_TEST(ev_truncated_records)
+{
+	for (unsigned type = 1; type < BT_EV_TYPE_MAX; type++) {
+		struct bt_event ev, out;
+		uint8_t buf[1024];
+		uint64_t p = 0;
+
+		fill_event(&ev, type);
+		size_t n = bt_ev_encode(buf, sizeof buf, &ev, &p);
+		for (size_t len = 0; len < n; len++) {
+			struct guarded g = guard(buf, len);
+			uint64_t q = 0;
+			ck_assert_int_eq(bt_ev_decode(g.p, len, &out, &q), 0);
+			unguard(&g);
+		}
+	}
+}
+END_TEST
+
+/* Corrupt bytes: any result is fine as long as the decoder stays inside
+ * its input and reports a size no larger than it. */
+START_TEST(ev_corrupt_records)
+{
+	uint64_t rnd = 88172645463325252ull;
+
+	for (unsigned type = 1; type < BT_EV_TYPE_MAX; type++) {
+		struct bt_event ev, out;
+		uint8_t buf[1024];
+		uint64_t p = 0;
+
+		fill_event(&ev, type);
+		size_t n = bt_ev_encode(buf, sizeof buf, &ev, &p);
+		for (size_t at = 0; at < n; at++) {
+			for (int v = 0; v < 4; v++) {
+				uint8_t c[1024];
+				memcpy(c, buf, n);
+				rnd ^= rnd << 13; rnd ^= rnd >> 7; rnd ^= rnd << 17;
+				c[at] = v == 0 ? 0xff : v == 1 ? 0x80 : (uint8_t)rnd;
+				struct guarded g = guard(c, n);
+				uint64_t q = 0;
+				long k = bt_ev_decode(g.p, n, &out, &q);
+				ck_assert(k >= -1 && k <= (long)n);
+				unguard(&g);
+			}
+		}
+	}
+	/* random buffers */
+	for (int i = 0; i < 20000; i++) {
+		uint8_t c[64];
+		struct bt_event out;
+		size_t len = (size_t)(i % 64);
+		for (size_t k = 0; k < len; k++) {
+			rnd ^= rnd << 13; rnd ^= rnd >> 7; rnd ^= rnd << 17;
+			c[k] = (uint8_t)rnd;
+		}
+		if (len)
+			c[0] = (uint8_t)(i % (BT_EV_TYPE_MAX + 2));
+		struct guarded g = guard(c, len);
+		uint64_t q = 0;
+		long k = bt_ev_decode(g.p, len, &out, &q);
+		ck_assert(k >= -1 && k <= (long)len);
+		unguard(&g);
+	}
+}
+END_TEST
+
+/* Fields that overrun the declared body are "malformed" (-1); a body
+ * length over the maximum too; unknown types are skipped whole. */
+START_TEST(ev_malformed_records)
+{
+	struct bt_event out;
+	uint64_t q = 0;
+	/* MSG, body 1: only dt, the fields are missing */
+	static const uint8_t short_body[] = { BT_EV_MSG, 1, 5 };
+	/* OPEN with a string length beyond the body */
+	static const uint8_t long_str[] = { BT_EV_OPEN, 6, 0, 2, 0, 0, 50, 'a' };
+	/* body length 3 bytes long (> BT_EV_MAX_BODY) */
+	static const uint8_t big[] = { BT_EV_MSG, 0xff, 0xff, 0x7f, 0 };
+	/* unknown type 200 with a 3-byte body */
+	static const uint8_t unknown[] = { 200, 3, 1, 2, 3 };
+	/* CHAN with address family 9 */
+	static const uint8_t fam[] = { BT_EV_CHAN, 8, 0, 2, 2, 1, 1, 0, 0, 9 };
+
+	struct guarded g = guard(short_body, sizeof short_body);
+	ck_assert_int_eq(bt_ev_decode(g.p, sizeof short_body, &out, &q), -1);
+	unguard(&g);
+	g = guard(long_str, sizeof long_str);
+	ck_assert_int_eq(bt_ev_decode(g.p, sizeof long_str, &out, &q), -1);
+	unguard(&g);
+	g = guard(big, sizeof big);
+	ck_assert_int_eq(bt_ev_decode(g.p, sizeof big, &out, &q), -1);
+	unguard(&g);
+	g = guard(unknown, sizeof unknown);
+	ck_assert_int_eq(bt_ev_decode(g.p, sizeof unknown, &out, &q), 5);
+	ck_assert_uint_eq(out.type, 200);
+	unguard(&g);
+	g = guard(fam, sizeof fam);
+	ck_assert_int_eq(bt_ev_decode(g.p, sizeof fam, &out, &q), -1);
+	unguard(&g);
+}
+END_TEST
+
+/* ---- readers' duplicate removal ------------------------------------------ */
+
+START_TEST(dedup_overlaps)
+{
+	struct dedup *d = dedup_new();
+	struct bt_blk_header h;
+	size_t skip;
+	uint64_t gap;
+
+	ck_assert_ptr_nonnull(d);
+	memset(&h, 0, sizeof h);
+	h.ring_id = 9;
+	h.pid = 10;
+	h.slot = 61;
+	h.stream_off = 1000;       /* a stream seen from the middle: no gap */
+	h.len = 100;
+	struct dd_stream *s = dedup_block(d, "a", &h, &skip, &gap);
+	ck_assert_uint_eq(skip, 0);
+	ck_assert_uint_eq(gap, 0);
+	h.stream_off = 1100;       /* contiguous */
+	ck_assert_ptr_eq(dedup_block(d, "a", &h, &skip, &gap), s);
+	ck_assert_uint_eq(skip, 0);
+	h.stream_off = 1100;       /* written twice, then more */
+	h.len = 150;
+	dedup_block(d, "a", &h, &skip, &gap);
+	ck_assert_uint_eq(skip, 100);
+	h.stream_off = 1100;       /* entirely old */
+	h.len = 20;
+	dedup_block(d, "a", &h, &skip, &gap);
+	ck_assert_uint_eq(skip, 20);
+	h.stream_off = 1300;       /* 50 bytes missing */
+	h.len = 10;
+	dedup_block(d, "a", &h, &skip, &gap);
+	ck_assert_uint_eq(skip, 0);
+	ck_assert_uint_eq(gap, 50);
+	ck_assert_uint_eq(s->next_off, 1310);
+	/* other host, pid or slot: other streams */
+	h.stream_off = 0;
+	ck_assert_ptr_ne(dedup_block(d, "b", &h, &skip, &gap), s);
+	h.slot = 62;
+	ck_assert_ptr_ne(dedup_block(d, "a", &h, &skip, &gap), s);
+	ck_assert_uint_eq(skip, 0);
+	dedup_free(d);
+}
+END_TEST
+
+/* ---- bp-logd's check that a slot's bytes are whole records --------------- */
+
+START_TEST(logd_record_boundaries)
+{
+	uint8_t b[600];
+	struct bt_event ev;
+	uint64_t p = 0;
+	size_t n = 0, r1;
+
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_TIME;
+	ev.ts = 1;
+	n += bt_ev_encode(b, sizeof b, &ev, &p);
+	r1 = n;
+	fill_event(&ev, BT_EV_MSG);
+	n += bt_ev_encode(b + n, sizeof b - n, &ev, &p);
+	/* a 200-byte PAD (2-byte length) */
+	b[n] = BT_EV_PAD;
+	b[n + 1] = (uint8_t)((200 - 3) | 0x80);
+	b[n + 2] = (uint8_t)((200 - 3) >> 7);
+	memset(b + n + 3, 0, 197);
+	n += 200;
+	ck_assert_int_eq(chunk_check_records(b, n, n), -1);
+	ck_assert_int_eq(chunk_check_records(b, n, r1), -1);   /* split at a boundary */
+	ck_assert_int_eq(chunk_check_records(b, n, r1 + 1), (long)r1);  /* record straddles */
+	ck_assert_int_eq(chunk_check_records(b, n - 1, n - 1), (long)(n - 200)); /* cut PAD */
+	ck_assert_int_eq(chunk_check_records(b, r1 + 1, r1 + 1), (long)r1); /* 1 byte left */
+	b[n] = BT_EV_MSG;
+	b[n + 1] = 0xff;               /* body length > max */
+	b[n + 2] = 0xff;
+	b[n + 3] = 0x01;
+	ck_assert_int_eq(chunk_check_records(b, n + 4, n + 4), (long)n);
+	ck_assert_int_eq(chunk_check_records(b, 0, 0), -1);
+}
+END_TEST
+
+static Suite *segment_suite(void)
+{
+	Suite *s = suite_create("segment");
+	TCase *t = tcase_create("segments");
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, seg_round_trip);
+	tcase_add_test(t, seg_truncated_everywhere);
+	tcase_add_test(t, seg_corrupt_byte);
+	tcase_add_test(t, seg_garbage_between);
+	tcase_add_test(t, seg_bad_file_header);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("records");
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, ev_round_trip_all_types);
+	tcase_add_test(t, ev_truncated_records);
+	tcase_add_test(t, ev_corrupt_records);
+	tcase_add_test(t, ev_malformed_records);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("readers");
+	tcase_add_test(t, dedup_overlaps);
+	tcase_add_test(t, logd_record_boundaries);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(segment_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
