@@ -406,6 +406,9 @@ static int link_connect(void)
 		goto drop;
 	link_state = LINK_UP;
 	for (unsigned k = 0; k < nchunks; k++) {
+		/* a new bp-logd owes no drain for kicks sent to the old one */
+		for (unsigned i = 0; i < chunks[k].nslots; i++)
+			chunks[k].hdr->slot[i].kicked = 0;
 		if (w.flags & BT_CF_PAUSED)
 			chunks[k].hdr->flags |= BT_CF_PAUSED;
 		chunk_register(&chunks[k]);
@@ -420,6 +423,34 @@ fail:
 	link_state = LINK_DOWN;
 	errno = e;
 	return -1;
+}
+
+/*
+ * Is bp-logd still there?  It sends us nothing but its welcome, so
+ * draining what is queued and finding end-of-file means it died.  Marks the
+ * link down then.  Called with link_mu held.
+ */
+static int link_alive(void)
+{
+	char buf[sizeof(struct bt_lm_welcome)];
+	int e = errno;
+
+	if (logd_fd < 0 || link_state != LINK_UP)
+		return 0;
+	for (int i = 0; i < 16; i++) {
+		ssize_t r = REAL(recv)(logd_fd, buf, sizeof buf, MSG_DONTWAIT);
+		if (r > 0)
+			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+			errno = e;
+			return 1;
+		}
+		break;                  /* 0: end of file; other errors: gone */
+	}
+	link_drop();
+	link_retry_at = 0;
+	errno = e;
+	return 0;
 }
 
 /* Try to (re)connect if it is time to.  Returns 1 if the link is up. */
@@ -656,9 +687,16 @@ static int slot_write(struct bt_slot *s, const struct bt_event *ev)
 		if (n) {
 			uint64_t nh = s->head + n;
 			publish(s, nh);
-			if (nh - t > s->size / 2 && !s->sh->kicked) {
+			/* Kick at half full (kicked 1), and once more past three
+			 * quarters (kicked 2) in case the first went to a
+			 * bp-logd that died since: a failed send is how its
+			 * death is noticed.  bp-logd clears the flag. */
+			uint64_t fill = nh - t;
+			uint32_t k = s->sh->kicked;
+			if ((fill > s->size / 2 && k == 0) ||
+			    (fill > s->size / 4 * 3 && k == 1)) {
 				if (link_ensure()) {
-					s->sh->kicked = 1;
+					s->sh->kicked = k + 1;
 					link_kick(s);
 				} else {
 					spool_drain(s->chunk, s->idx);
@@ -759,10 +797,25 @@ void bt_emit_idle(void)
 {
 	struct bt_slot *s = &bt_self.slot;
 
-	if (likely(__atomic_load_n(&link_state, __ATOMIC_RELAXED) == LINK_UP) ||
-	    !bt_self.have_slot ||
+	static uint64_t last_check;
+
+	if (!bt_self.have_slot ||
 	    __atomic_load_n(&s->sh->tail, __ATOMIC_ACQUIRE) == s->head)
 		return;
+	if (likely(__atomic_load_n(&link_state, __ATOMIC_RELAXED) == LINK_UP)) {
+		/* Undrained events while bp-logd should drain every 50 ms:
+		 * look whether it is still there, at most 5 times a second. */
+		uint64_t now = bt_now();
+		if (now - __atomic_load_n(&last_check, __ATOMIC_RELAXED) < 200000000ull)
+			return;
+		__atomic_store_n(&last_check, now, __ATOMIC_RELAXED);
+		if (pthread_mutex_trylock(&link_mu) != 0)
+			return;
+		int alive = link_alive();
+		pthread_mutex_unlock(&link_mu);
+		if (alive)
+			return;
+	}
 	if (link_ensure())
 		return;
 	spool_drain(s->chunk, s->idx);
@@ -819,13 +872,20 @@ void bt_emit_flush(int final)
 {
 	unsigned n = __atomic_load_n(&nchunks, __ATOMIC_ACQUIRE);
 
-	(void)final;
-	if (link_ensure()) {
+	/* The link must really be there: bp-logd may have died (and been
+	 * restarted) without our noticing.  Reconnect at once if needed. */
+	pthread_mutex_lock(&link_mu);
+	if (!link_alive())
+		link_connect();
+	if (link_state == LINK_UP) {
 		struct bt_lm_hdr bye = { BT_LM_BYE, sizeof bye, BT_RING_VERSION };
-		if (final)
-			link_send(&bye, sizeof bye, -1);
-		return;
+		if (!final || link_send(&bye, sizeof bye, -1) == 0) {
+			pthread_mutex_unlock(&link_mu);
+			return;
+		}
+		link_drop();
 	}
+	pthread_mutex_unlock(&link_mu);
 	for (unsigned k = 0; k < n; k++)
 		for (unsigned i = 0; i < chunks[k].nslots; i++)
 			if (chunks[k].hdr->slot[i].head != chunks[k].hdr->slot[i].tail)
