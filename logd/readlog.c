@@ -65,20 +65,39 @@ static int walk(struct list *l, const char *path, int depth)
 	return r;
 }
 
-static unsigned long long seq_of(const char *path)
+/*
+ * Files are read in the order they were created (their header's
+ * monotonic time, then sequence number): a stream's bytes go to bp-logd's
+ * segments, to the tracer's spool file while no bp-logd answers, then to
+ * the segments of the next bp-logd, so this order keeps each stream's
+ * blocks in stream order (the de-duplication below relies on it).
+ */
+struct keyed { char *path; uint64_t mono; uint64_t seq; };
+
+static void file_key(struct keyed *k)
 {
-	const char *base = strrchr(path, '/');
-	const char *dash = strrchr(base ? base : path, '-');
-	return dash ? strtoull(dash + 1, NULL, 10) : 0;
+	uint8_t b[BT_SEG_HDR_SIZE];
+	struct bt_seg_header h;
+	FILE *f = fopen(k->path, "rb");
+
+	k->mono = k->seq = 0;
+	if (!f)
+		return;
+	if (fread(b, 1, sizeof b, f) == sizeof b && bt_seg_header_decode(b, &h) == 0) {
+		k->mono = h.created_mono;
+		k->seq = h.seq;
+	}
+	fclose(f);
 }
 
-static int by_seq(const void *a, const void *b)
+static int by_creation(const void *a, const void *b)
 {
-	const char *x = *(char *const *)a, *y = *(char *const *)b;
-	unsigned long long sx = seq_of(x), sy = seq_of(y);
-	if (sx != sy)
-		return sx < sy ? -1 : 1;
-	return strcmp(x, y);
+	const struct keyed *x = a, *y = b;
+	if (x->mono != y->mono)
+		return x->mono < y->mono ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return strcmp(x->path, y->path);
 }
 
 int readlog_collect(char *const *paths, int n, char ***list,
@@ -95,8 +114,21 @@ int readlog_collect(char *const *paths, int n, char ***list,
 			return r;
 		}
 	}
-	if (l.n)
-		qsort(l.v, (size_t)l.n, sizeof l.v[0], by_seq);
+	if (l.n) {
+		struct keyed *k = calloc((size_t)l.n, sizeof *k);
+		if (!k) {
+			readlog_free_list(l.v, l.n);
+			return -ENOMEM;
+		}
+		for (int i = 0; i < l.n; i++) {
+			k[i].path = l.v[i];
+			file_key(&k[i]);
+		}
+		qsort(k, (size_t)l.n, sizeof *k, by_creation);
+		for (int i = 0; i < l.n; i++)
+			l.v[i] = k[i].path;
+		free(k);
+	}
 	*list = l.v;
 	return l.n;
 }
