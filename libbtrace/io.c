@@ -291,6 +291,16 @@ static int fd_nonblocking(struct bt_chan *ch, int fd, int flags)
 	return ch->nb == 2;
 }
 
+/* Some epoll set watches CH's input edge-triggered. */
+static int et_input(const struct bt_chan *ch)
+{
+	for (int i = 0; i < 2; i++)
+		if (ch->ep[i].epfd >= 0 &&
+		    (ch->ep[i].events & (EPOLLIN | EPOLLET)) == (EPOLLIN | EPOLLET))
+			return 1;
+	return 0;
+}
+
 /* ---- the real read calls ----------------------------------------------- */
 
 enum rd_kind { RK_READ, RK_READV, RK_RECV, RK_RECVFROM, RK_RECVMSG };
@@ -632,6 +642,14 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 			rd_no_meta(r);
 			if (shorten && ch->ended && k < want && ch->rd < ch->wr)
 				log_isolate(ch, fd, want, k);
+			/* Held input alone, and less than asked: an
+			 * edge-triggered reader takes that for "drained",
+			 * yet the kernel may hold bytes whose edge it was
+			 * told while we held these.  Owe it a report
+			 * (spurious is harmless: its next read gets EAGAIN). */
+			if (ch->rd == ch->wr && k < want && et_input(ch) &&
+			    fd_nonblocking(ch, fd, r->flags))
+				ch->owed = 1;
 			after_boundary(ch, fd, r->flags);
 		}
 		pthread_mutex_unlock(&ch->mu);
