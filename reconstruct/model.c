@@ -1,0 +1,2057 @@
+/*
+ * model.c - the path rules applied to records in causal order (model.h).
+ *
+ * Vocabulary:
+ *   end       a channel end (struct rc_end): what one or more fds refer
+ *             to; created by a CHAN record, shared across fork, kept across
+ *             exec; destroyed when no fd refers to it.
+ *   conn      a connection (struct rc_conn): the ends pass 1 paired; per
+ *             direction (index = the sending side) the queue of send
+ *             records a traced receiver has not consumed yet.
+ *   sent      one send record in that queue: the byte range it covers and
+ *             the request (and span) it belongs to.
+ *   desig     a thread's designation: the request its fragment works for
+ *             and the span new client spans hang on.
+ *   span      an exchange a process took part in: server (it received a
+ *             request) or client (it sent one).  A request exists as its
+ *             root span; its row is written when the root closes.
+ *
+ * Offsets: a record's offset is made absolute with its fd's base, which is
+ * 0 except for ends an exec'd image announced again (its shim counts from
+ * the first byte it saw, the reconstructor from the channel's creation).
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "db.h"
+#include "merge.h"
+#include "model.h"
+#include "scan.h"
+
+#define OPEN_END      UINT64_MAX
+#define MAX_FD        (1 << 22)
+#define MAX_QUEUE     (1u << 16)   /* send records kept per direction */
+#define KEY_RECV(conn, side) ((uint64_t)8 << 56 | (uint64_t)(conn) << 1 | (side))
+
+enum { DIN = BT_DIR_IN, DOUT = BT_DIR_OUT };
+enum { SK_SERVER = 1, SK_CLIENT = 2 };
+
+struct rc_sent {
+	uint64_t off, end;       /* [off, end); end OPEN_END until its MSG */
+	int64_t  t_begin, t_end;
+	uint64_t req, span, msg;
+	uint32_t dom;
+	uint8_t  kind;           /* bt_msg_kind, or 0 for DATA */
+	uint8_t  resolved;       /* req is final (not "maybe rule 5") */
+	uint8_t  client_root;
+};
+
+struct rc_dirq {
+	struct rc_sent *v;
+	uint32_t head, n, cap;   /* ring buffer, cap a power of two */
+	uint64_t hwm;            /* bytes below are covered by resolved sends */
+	uint8_t  parked;         /* a receiver waits on this direction */
+	uint8_t  untraced;       /* a wait was given up: sender untraced */
+};
+
+struct rc_conn {
+	uint32_t id;
+	uint32_t pending[3];     /* CHAN records of each side not yet seen */
+	uint32_t live[2];        /* live ends per side */
+	uint32_t unknown_live;   /* live pipe ends whose side is not known */
+	struct rc_dirq dir[2];   /* by sending side */
+};
+
+struct rc_span {
+	struct rc_span *next;    /* in an end's open list, or the pool */
+	uint64_t id, req, parent;
+	int64_t  start, end;
+	int64_t  status;
+	uint64_t witness;
+	uint64_t process_id, channel_id;
+	uint32_t dom, host, pid, tid;
+	uint8_t  kind, proto, is_root, client_root, has_witness;
+	const char *exe;         /* owned by the image */
+	char    *name, *target, *method, *peer, *client;
+};
+
+struct rc_end {
+	struct rc_conn *conn;
+	uint64_t channel_id;     /* entry + 1 */
+	uint32_t entry, peer_entry;
+	uint32_t refs;
+	uint8_t  side, kind, role, proto, oneway, dgram, lost_sync;
+	uint8_t  entry_unknown;  /* pass 1 did not know its side */
+	uint32_t dom, pid;
+	uint64_t process_id;
+	int32_t  fd;
+	struct bt_addr local, remote;
+	char    *path;
+	uint64_t ino, peer_ino;
+	uint64_t hwm[2];         /* highest absolute offset, per direction */
+	uint64_t bytes[2], msgs[2];
+	struct rc_desig last;    /* the request that last used the channel */
+	uint64_t open_req;
+	int64_t  open_t;
+	struct rc_span *srv, *cli;   /* open exchanges, oldest first */
+	struct {                 /* message begun (MSG_BEGIN), per direction */
+		int      valid;
+		uint64_t off;
+		int64_t  t;
+		struct rc_desig d;
+	} begun[2];
+};
+
+struct rc_fdent {
+	struct rc_end *end;
+	uint64_t base[2];
+};
+
+struct rc_proc {
+	uint32_t host, pid;
+	uint32_t refs;           /* attached images + lineage snapshots */
+	struct rc_fdent *fds;
+	uint32_t nfds;
+};
+
+/* What a parent record hands to the child that waits for it. */
+struct rc_snap {
+	struct rc_snap *next;
+	struct rc_desig d;
+	struct rc_proc *proc;    /* holds a reference; NULL for threads */
+	uint64_t parent_process_id;
+	uint32_t parent_image;
+	const char *how;
+	int64_t  t;
+	uint32_t dom;
+};
+
+struct rc_lookup {
+	struct rc_lookup *next;
+	uint64_t cookie;
+	struct rc_span *span;
+};
+
+struct rc_model {
+	struct rc_map procs;     /* (host, pid) -> rc_proc */
+	struct rc_map conns;     /* conn id -> rc_conn */
+	struct rc_map snaps;     /* lineage key -> rc_snap list */
+	struct rc_map roots;     /* open request id -> root rc_span */
+	uint64_t next_req, next_span, next_msg, next_frag, next_file;
+	uint64_t next_process;
+	struct rc_span *pool;
+	uint64_t warned_unknown_fd, warned_malformed;
+};
+
+/* One record being applied. */
+struct ap {
+	struct rc_ctx    *c;
+	struct rc_model  *m;
+	struct rc_stream *s;
+	struct rc_thr    *th;
+	struct rc_image  *im;
+	const struct bt_event *ev;
+	int64_t t;
+};
+
+static const char *const proto_names[] = {
+	[0] = "none", [1] = "line", [2] = "oneshot", [3] = "http",
+	[4] = "fastcgi", [5] = "postgresql", [6] = "dns",
+};
+
+static const char *proto_name(unsigned p)
+{
+	return p < sizeof proto_names / sizeof proto_names[0] ?
+	       proto_names[p] : "unknown";
+}
+
+static const char *const role_names[] = {
+	"unknown", "connect", "accept", "pipe_read", "pipe_write",
+	"socketpair", "inherited", "dgram",
+};
+
+static const char *const trigger_names[] = {
+	[RC_TR_START] = "start", [RC_TR_READY] = "ready",
+	[RC_TR_TIMEOUT] = "timeout", [RC_TR_MSG] = "message",
+	[RC_TR_DATA] = "data",
+};
+
+static const struct bt_attr *attr(const struct bt_event *ev, unsigned key)
+{
+	for (unsigned i = 0; i < ev->nattr; i++)
+		if (ev->attr[i].key == key && ev->attr[i].val)
+			return &ev->attr[i];
+	return NULL;
+}
+
+static char *strndup0(const char *s, size_t n)
+{
+	char *p = malloc(n + 1);
+	if (p) {
+		memcpy(p, s, n);
+		p[n] = 0;
+	}
+	return p;
+}
+
+static char *attr_dup(const struct bt_event *ev, unsigned key)
+{
+	const struct bt_attr *a = attr(ev, key);
+	return a ? strndup0(a->val, a->len) : NULL;
+}
+
+/* ---- requests and spans ------------------------------------------------- */
+
+static int live_req(struct rc_model *m, const struct rc_desig *d)
+{
+	if (!d->req)
+		return 0;
+	/* A request a traced client started here ends with its root. */
+	if (d->client_root && !rc_map_get(&m->roots, d->req, NULL))
+		return 0;
+	return 1;
+}
+
+static struct rc_span *span_new(struct ap *a, uint8_t kind, uint8_t proto,
+				uint64_t req, uint64_t parent,
+				const struct rc_end *e)
+{
+	struct rc_model *m = a->m;
+	struct rc_span *sp = m->pool;
+
+	if (sp)
+		m->pool = sp->next;
+	else if (!(sp = malloc(sizeof *sp)))
+		return NULL;
+	memset(sp, 0, sizeof *sp);
+	sp->id = ++m->next_span;
+	sp->req = req;
+	sp->parent = parent;
+	sp->kind = kind;
+	sp->proto = proto;
+	sp->start = a->t;
+	sp->end = RC_DB_NULL;
+	sp->status = RC_DB_NULL;
+	sp->dom = a->im->domain;
+	sp->host = a->im->host;
+	sp->pid = a->im->pid;
+	sp->tid = a->th->tid ? a->th->tid : a->im->pid;
+	sp->process_id = a->im->process_id;
+	sp->channel_id = e ? e->channel_id : 0;
+	sp->exe = a->im->exe;
+	return sp;
+}
+
+/* A new request whose root is SP (rule 4 or rule 5). */
+static void request_start(struct ap *a, struct rc_span *sp, int client_root)
+{
+	sp->req = ++a->m->next_req;
+	sp->is_root = 1;
+	sp->client_root = (uint8_t)client_root;
+	rc_map_put(&a->m->roots, sp->req, (uint64_t)(uintptr_t)sp);
+}
+
+static void request_write(struct rc_ctx *c, const struct rc_span *sp)
+{
+	struct rc_row_request r = {
+		.id = sp->req, .root_span = sp->id, .start = sp->start,
+		.end = sp->end, .protocol = proto_name(sp->proto),
+		.method = sp->method, .target = sp->target,
+		.client = sp->client, .status = sp->status, .dom = sp->dom,
+	};
+	rc_db_request(c, &r);
+	c->st.requests++;
+}
+
+/* Write SP (closed or never closed) and free it. */
+static void span_finish(struct rc_ctx *c, struct rc_span *sp)
+{
+	struct rc_model *m = c->model;
+	struct rc_row_span r = {
+		.id = sp->id, .req = sp->req, .parent = sp->parent,
+		.kind = sp->kind == SK_SERVER ? "server" : "client",
+		.protocol = proto_name(sp->proto), .name = sp->name,
+		.target = sp->target, .status = sp->status,
+		.host = c->hosts[sp->host].name, .exe = sp->exe,
+		.peer = sp->peer, .pid = sp->pid, .tid = sp->tid,
+		.dom = sp->dom, .process_id = sp->process_id,
+		.channel_id = sp->channel_id, .start = sp->start,
+		.end = sp->end,
+	};
+	rc_db_span(c, &r);
+	c->st.spans++;
+	if (!sp->req)
+		c->st.unattr_spans++;
+	if (sp->is_root) {
+		request_write(c, sp);
+		rc_map_del(&m->roots, sp->req);
+	}
+	free(sp->name);
+	free(sp->target);
+	free(sp->method);
+	free(sp->peer);
+	free(sp->client);
+	sp->next = m->pool;
+	m->pool = sp;
+}
+
+static void list_push(struct rc_span **head, struct rc_span *sp)
+{
+	sp->next = NULL;
+	while (*head)
+		head = &(*head)->next;
+	*head = sp;
+}
+
+/* Take the exchange a reply answers: by witness, else the oldest. */
+static struct rc_span *list_match(struct rc_span **head,
+				  const struct bt_event *ev)
+{
+	struct rc_span **pp;
+
+	if (ev->flags & BT_MF_WITNESS) {
+		for (pp = head; *pp; pp = &(*pp)->next)
+			if ((*pp)->has_witness && (*pp)->witness == ev->witness)
+				break;
+		if (!*pp && *head && !(*head)->has_witness)
+			pp = head;
+	} else {
+		pp = head;
+	}
+	struct rc_span *sp = *pp;
+	if (sp)
+		*pp = sp->next;
+	return sp;
+}
+
+/* First word of S, upper-cased, at most 24 characters. */
+static char *first_word(const char *s, size_t n)
+{
+	char buf[25];
+	size_t i = 0, k = 0;
+
+	while (i < n && isspace((unsigned char)s[i]))
+		i++;
+	/* SQL comments before the keyword */
+	while (i + 1 < n && s[i] == '-' && s[i + 1] == '-') {
+		while (i < n && s[i] != '\n')
+			i++;
+		while (i < n && isspace((unsigned char)s[i]))
+			i++;
+	}
+	while (i < n && k < sizeof buf - 1 && !isspace((unsigned char)s[i]) &&
+	       s[i] != '(' && s[i] != ';')
+		buf[k++] = (char)toupper((unsigned char)s[i++]);
+	buf[k] = 0;
+	return k ? strndup0(buf, k) : NULL;
+}
+
+static char *joined(const char *a, const char *b, size_t bn)
+{
+	size_t an = a ? strlen(a) : 0;
+	char *p = malloc(an + bn + 2);
+	if (!p)
+		return NULL;
+	if (an) {
+		memcpy(p, a, an);
+		p[an++] = ' ';
+	}
+	memcpy(p + an, b, bn);
+	p[an + bn] = 0;
+	return p;
+}
+
+/* Name, target and method of a span from its request message EV. */
+static void span_label(struct rc_span *sp, const struct bt_event *ev)
+{
+	const struct bt_attr *t;
+
+	sp->method = attr_dup(ev, BT_AK_METHOD);
+	switch (ev->proto) {
+	case 3: /* http */
+		sp->target = attr_dup(ev, BT_AK_TARGET);
+		if (sp->target) {
+			size_t n = strcspn(sp->target, "?");
+			sp->name = joined(sp->method, sp->target, n);
+		}
+		break;
+	case 4: { /* fastcgi */
+		const struct bt_attr *sc = attr(ev, BT_AK_FCGI_SCRIPT);
+		sp->target = attr_dup(ev, BT_AK_FCGI_URI);
+		if (!sp->target)
+			sp->target = attr_dup(ev, BT_AK_FCGI_SCRIPT);
+		if (sc)
+			sp->name = joined(sp->method, sc->val, sc->len);
+		else if (sp->target)
+			sp->name = joined(sp->method, sp->target,
+					  strcspn(sp->target, "?"));
+		break;
+	}
+	case 5: /* postgresql */
+		if ((t = attr(ev, BT_AK_SQL))) {
+			sp->target = strndup0(t->val, t->len);
+			sp->name = first_word(t->val, t->len);
+		}
+		break;
+	case 6: /* dns */
+		sp->target = attr_dup(ev, BT_AK_DNS_NAME);
+		if ((t = attr(ev, BT_AK_DNS_TYPE)))
+			sp->name = joined("QUERY", t->val, t->len);
+		break;
+	case 1: /* line */
+		if ((t = attr(ev, BT_AK_LINE))) {
+			sp->target = strndup0(t->val, t->len);
+			size_t n = 0;
+			while (n < t->len && n < 32 && t->val[n] != ' ' &&
+			       t->val[n] != '\t')
+				n++;
+			if (n)
+				sp->name = strndup0(t->val, n);
+		}
+		break;
+	default:
+		sp->target = attr_dup(ev, BT_AK_TARGET);
+		break;
+	}
+	if (!sp->name && sp->method)
+		sp->name = strdup(sp->method);
+	if (!sp->name)
+		sp->name = strdup(ev->proto == 5 ? "QUERY" :
+				  ev->proto == 6 ? "QUERY" : proto_name(ev->proto));
+}
+
+static int64_t msg_status(const struct bt_event *ev)
+{
+	if (ev->proto == 6)       /* dns: 0 is NOERROR */
+		return ev->status;
+	return ev->status ? (int64_t)ev->status : RC_DB_NULL;
+}
+
+/* ---- processes, fds, ends, connections ---------------------------------- */
+
+static struct rc_proc *proc_new(struct rc_model *m, uint32_t host, uint32_t pid)
+{
+	struct rc_proc *p = calloc(1, sizeof *p);
+	if (!p)
+		return NULL;
+	p->host = host;
+	p->pid = pid;
+	rc_map_put(&m->procs, rc_key2(host, pid), (uint64_t)(uintptr_t)p);
+	return p;
+}
+
+static void end_unref(struct rc_ctx *c, struct rc_end *e, int64_t t);
+
+static void fdt_drop(struct rc_ctx *c, struct rc_proc *p, int32_t fd, int64_t t)
+{
+	if (fd < 0 || (uint32_t)fd >= p->nfds || !p->fds[fd].end)
+		return;
+	struct rc_end *e = p->fds[fd].end;
+	p->fds[fd].end = NULL;
+	end_unref(c, e, t);
+}
+
+static int fdt_set(struct rc_ctx *c, struct rc_proc *p, int32_t fd,
+		  struct rc_end *e, const uint64_t base[2], int64_t t)
+{
+	if (fd < 0 || fd >= MAX_FD)
+		return -EINVAL;
+	if ((uint32_t)fd >= p->nfds) {
+		uint32_t n = p->nfds ? p->nfds : 16;
+		while (n <= (uint32_t)fd)
+			n *= 2;
+		struct rc_fdent *nf = realloc(p->fds, n * sizeof *nf);
+		if (!nf)
+			return -ENOMEM;
+		memset(nf + p->nfds, 0, (n - p->nfds) * sizeof *nf);
+		p->fds = nf;
+		p->nfds = n;
+	}
+	e->refs++;
+	fdt_drop(c, p, fd, t);
+	p->fds[fd].end = e;
+	p->fds[fd].base[0] = base ? base[0] : 0;
+	p->fds[fd].base[1] = base ? base[1] : 0;
+	return 0;
+}
+
+static struct rc_fdent *fdt_get(struct rc_proc *p, int32_t fd)
+{
+	if (!p || fd < 0 || (uint32_t)fd >= p->nfds || !p->fds[fd].end)
+		return NULL;
+	return &p->fds[fd];
+}
+
+static void proc_unref(struct rc_ctx *c, struct rc_proc *p, int64_t t)
+{
+	if (--p->refs > 0)
+		return;
+	for (uint32_t fd = 0; fd < p->nfds; fd++)
+		fdt_drop(c, p, (int32_t)fd, t);
+	free(p->fds);
+	uint64_t key = rc_key2(p->host, p->pid);
+	if (rc_map_getp(&c->model->procs, key) == p)
+		rc_map_del(&c->model->procs, key);
+	free(p);
+}
+
+/* A child process object with a copy of P's fd table, holding one
+ * reference for the caller. */
+static struct rc_proc *proc_copy(struct rc_ctx *c, struct rc_proc *p,
+				 uint32_t pid, int64_t t)
+{
+	struct rc_proc *np = proc_new(c->model, p->host, pid);
+	if (!np)
+		return NULL;
+	np->refs = 1;            /* the caller's */
+	for (uint32_t fd = 0; fd < p->nfds; fd++)
+		if (p->fds[fd].end)
+			fdt_set(c, np, (int32_t)fd, p->fds[fd].end,
+			       p->fds[fd].base, t);
+	return np;
+}
+
+static struct rc_conn *conn_get(struct rc_ctx *c, uint32_t id)
+{
+	struct rc_conn *cn = rc_map_getp(&c->model->conns, id);
+	if (cn)
+		return cn;
+	if (id >= c->nconns || !(cn = calloc(1, sizeof *cn)))
+		return NULL;
+	cn->id = id;
+	memcpy(cn->pending, c->conns[id].n, sizeof cn->pending);
+	rc_map_put(&c->model->conns, id, (uint64_t)(uintptr_t)cn);
+	return cn;
+}
+
+static void q_clear(struct rc_dirq *q)
+{
+	free(q->v);
+	q->v = NULL;
+	q->head = q->n = q->cap = 0;
+}
+
+/* Side S will never send again: nothing pending, no live end. */
+static int side_gone(const struct rc_ctx *c, const struct rc_conn *cn, int s)
+{
+	if (cn->pending[s] || cn->live[s])
+		return 0;
+	if (c->conns[cn->id].pipe && (cn->pending[2] || cn->unknown_live))
+		return 0;
+	return 1;
+}
+
+/* Does side S of E's connection have an end in the logs at all? */
+static int side_traced(const struct rc_ctx *c, const struct rc_end *e, int s)
+{
+	const struct rc_conninfo *ci = &c->conns[e->conn->id];
+	if (ci->n[s])
+		return 1;
+	return ci->pipe && ci->n[2] > (uint32_t)(e->entry_unknown ? 1 : 0);
+}
+
+static void conn_maybe_free(struct rc_ctx *c, struct rc_conn *cn)
+{
+	if (cn->pending[0] || cn->pending[1] || cn->pending[2] ||
+	    cn->live[0] || cn->live[1] || cn->unknown_live)
+		return;
+	q_clear(&cn->dir[0]);
+	q_clear(&cn->dir[1]);
+	rc_map_del(&c->model->conns, cn->id);
+	free(cn);
+}
+
+/* When side S is gone, its receivers stop waiting and its queue of sends
+ * to it is no longer needed. */
+static void conn_side_check(struct rc_ctx *c, struct rc_conn *cn, int s)
+{
+	if (!side_gone(c, cn, s))
+		return;
+	q_clear(&cn->dir[!s]);
+	if (cn->dir[s].parked) {
+		cn->dir[s].parked = 0;
+		rc_merge_wake(c, KEY_RECV(cn->id, s));
+	}
+}
+
+static void peer_text(const struct rc_end *e, const struct bt_event *ev,
+		      char *buf, size_t len)
+{
+	const struct bt_attr *pa = ev ? attr(ev, BT_AK_PEER) : NULL;
+
+	if (pa) {
+		snprintf(buf, len, "%.*s", (int)pa->len, pa->val);
+		return;
+	}
+	switch (e->kind) {
+	case BT_CK_TCP:
+	case BT_CK_UDP:
+		if (e->remote.family)
+			bt_addr_format(&e->remote, buf, len);
+		else
+			snprintf(buf, len, "%s", bt_chan_kind_name(e->kind));
+		break;
+	case BT_CK_UNIX_STREAM:
+	case BT_CK_UNIX_DGRAM:
+		if (e->path && e->path[0])
+			snprintf(buf, len, "unix:%s", e->path);
+		else
+			snprintf(buf, len, "unix:[%" PRIu64 "]", e->peer_ino);
+		break;
+	case BT_CK_PIPE:
+		snprintf(buf, len, "pipe:[%" PRIu64 "]", e->ino);
+		break;
+	default:
+		snprintf(buf, len, "%s", bt_chan_kind_name(e->kind));
+	}
+}
+
+static void end_destroy(struct rc_ctx *c, struct rc_end *e, int64_t t)
+{
+	char local[64], remote[64];
+	struct rc_span *sp;
+
+	/* Exchanges never answered: written open (end_ns NULL). */
+	while ((sp = e->srv)) {
+		e->srv = sp->next;
+		span_finish(c, sp);
+	}
+	while ((sp = e->cli)) {
+		e->cli = sp->next;
+		span_finish(c, sp);
+	}
+	struct rc_row_channel r = {
+		.id = e->channel_id, .conn = e->conn ? e->conn->id : 0,
+		.peer = e->peer_entry == RC_NONE ? 0 : (uint64_t)e->peer_entry + 1,
+		.process_id = e->process_id, .req = e->open_req, .dom = e->dom,
+		.pid = e->pid, .fd = e->fd, .kind = bt_chan_kind_name(e->kind),
+		.role = e->role < sizeof role_names / sizeof role_names[0] ?
+			role_names[e->role] : "unknown",
+		.protocol = e->proto ? proto_name(e->proto) : NULL,
+		.local = e->local.family ? bt_addr_format(&e->local, local, sizeof local) : NULL,
+		.remote = e->remote.family ? bt_addr_format(&e->remote, remote, sizeof remote) : NULL,
+		.path = e->path, .ino = e->ino, .peer_ino = e->peer_ino,
+		.traced_peer = e->conn && e->side < 2 ? side_traced(c, e, !e->side) : 0,
+		.lost_sync = e->lost_sync, .open = e->open_t, .close = t,
+		.bytes_in = e->bytes[DIN], .bytes_out = e->bytes[DOUT],
+		.msgs_in = e->msgs[DIN], .msgs_out = e->msgs[DOUT],
+	};
+	rc_db_channel(c, &r);
+	struct rc_conn *cn = e->conn;
+	if (cn) {
+		if (e->side < 2)
+			cn->live[e->side]--;
+		else
+			cn->unknown_live--;
+		conn_side_check(c, cn, 0);
+		conn_side_check(c, cn, 1);
+		conn_maybe_free(c, cn);
+	}
+	free(e->path);
+	free(e);
+}
+
+static void end_unref(struct rc_ctx *c, struct rc_end *e, int64_t t)
+{
+	if (--e->refs == 0)
+		end_destroy(c, e, t);
+}
+
+/* A pipe end learns its side from the first data through it. */
+static void end_side(struct rc_end *e, int dir)
+{
+	if (e->side < 2 || !e->conn)
+		return;
+	e->side = dir == DOUT ? 0 : 1;
+	e->conn->unknown_live--;
+	e->conn->live[e->side]++;
+}
+
+/* ---- send queues ---------------------------------------------------------- */
+
+static struct rc_sent *q_at(const struct rc_dirq *q, uint32_t i)
+{
+	return &q->v[(q->head + i) & (q->cap - 1)];
+}
+
+static struct rc_sent *q_push(struct rc_ctx *c, struct rc_dirq *q)
+{
+	if (q->n == MAX_QUEUE) {
+		/* A receiver that never reads: forget the oldest. */
+		q->head = (q->head + 1) & (q->cap - 1);
+		q->n--;
+		if (!c->st.queue_overflow++)
+			rc_warn(c, NULL, 0,
+				"a traced receiver has not read %u messages sent to it; the oldest are forgotten (their receives count as unpaired)",
+				MAX_QUEUE);
+	}
+	if (q->n == q->cap) {
+		uint32_t ncap = q->cap ? q->cap * 2 : 8;
+		struct rc_sent *nv = malloc(ncap * sizeof *nv);
+		if (!nv)
+			return NULL;
+		for (uint32_t i = 0; i < q->n; i++)
+			nv[i] = *q_at(q, i);
+		free(q->v);
+		q->v = nv;
+		q->head = 0;
+		q->cap = ncap;
+	}
+	struct rc_sent *x = q_at(q, q->n++);
+	memset(x, 0, sizeof *x);
+	return x;
+}
+
+/* The send record covering byte X (a zero-length one starting at X). */
+static struct rc_sent *q_find(const struct rc_dirq *q, uint64_t x)
+{
+	for (uint32_t i = 0; i < q->n; i++) {
+		struct rc_sent *s = q_at(q, i);
+		if (s->off <= x && (x < s->end || (s->off == x && s->end == x)))
+			return s;
+		if (s->off > x)
+			break;
+	}
+	return NULL;
+}
+
+/* Drop send records the receiver has read past. */
+static void q_consume(struct rc_dirq *q, uint64_t upto)
+{
+	while (q->n) {
+		struct rc_sent *s = q_at(q, 0);
+		if (s->end == OPEN_END || s->end > upto ||
+		    (s->end == s->off && s->off == upto))
+			break;
+		q->head = (q->head + 1) & (q->cap - 1);
+		q->n--;
+	}
+}
+
+static void q_advance(struct rc_ctx *c, struct rc_conn *cn, int side,
+		      uint64_t upto)
+{
+	struct rc_dirq *q = &cn->dir[side];
+	if (upto <= q->hwm)
+		return;
+	q->hwm = upto;
+	if (q->parked) {
+		q->parked = 0;
+		rc_merge_wake(c, KEY_RECV(cn->id, side));
+	}
+}
+
+/* The queue a send on E goes to, or NULL if no traced receiver needs it. */
+static struct rc_dirq *send_q(struct ap *a, struct rc_end *e)
+{
+	struct rc_conn *cn = e->conn;
+	if (!cn || e->side > 1)
+		return NULL;
+	int r = !e->side;
+	if (!side_traced(a->c, e, r) || side_gone(a->c, cn, r))
+		return NULL;
+	return &cn->dir[e->side];
+}
+
+/* The queue a receive on E reads from, or NULL if the sender is untraced
+ * (or was given up on). */
+static struct rc_dirq *recv_q(struct ap *a, struct rc_end *e)
+{
+	struct rc_conn *cn = e->conn;
+	if (!cn || e->side > 1)
+		return NULL;
+	int s = !e->side;
+	struct rc_dirq *q = &cn->dir[s];
+	if (a->s->released) {
+		q->untraced = 1;
+		return NULL;
+	}
+	if (q->untraced || !side_traced(a->c, e, s))
+		return NULL;
+	return q;
+}
+
+/* ---- fragments ------------------------------------------------------------ */
+
+static void frag_close(struct ap *a)
+{
+	struct rc_frag *f = &a->th->frag;
+	struct rc_ctx *c = a->c;
+
+	if (a->th->frag_span) {
+		a->th->frag_span->end = f->open ? f->last : a->t;
+		span_finish(c, a->th->frag_span);
+		a->th->frag_span = NULL;
+	}
+	if (!f->open)
+		return;
+	struct rc_row_fragment r = {
+		.id = ++a->m->next_frag, .req = a->th->d.req,
+		.span = a->th->d.span, .process_id = a->im->process_id,
+		.channel_id = f->channel_id, .dom = a->im->domain,
+		.pid = a->im->pid, .tid = a->th->tid ? a->th->tid : a->im->pid,
+		.start = f->start, .end = f->last,
+		.fd = f->fd >= 0 ? f->fd : RC_DB_NULL,
+		.trigger = trigger_names[f->trigger], .events = f->events,
+	};
+	rc_db_fragment(c, &r);
+	c->st.fragments++;
+	if (!r.req)
+		c->st.unattr_fragments++;
+	f->open = 0;
+}
+
+static void frag_open(struct ap *a, uint8_t trigger, int32_t fd,
+		      uint64_t channel)
+{
+	struct rc_frag *f = &a->th->frag;
+
+	frag_close(a);
+	memset(f, 0, sizeof *f);
+	f->open = 1;
+	f->trigger = trigger;
+	f->fd = fd;
+	f->channel_id = channel;
+	f->start = f->last = a->t;
+}
+
+/*
+ * An input record on FD: a new fragment unless it continues the input
+ * event of the current one (the read after READY on that fd, the MSG of
+ * the MSG_BEGIN this fragment began with, more DATA of the same read).
+ */
+static void frag_input(struct ap *a, struct rc_end *e, uint8_t trigger,
+		       uint64_t off, int begun)
+{
+	struct rc_frag *f = &a->th->frag;
+	uint8_t type = a->ev->type;
+	int32_t fd = a->ev->fd;
+	int cont = 0;
+
+	if (f->open && f->fd == fd) {
+		if (f->trigger == RC_TR_READY && !f->had_input)
+			cont = 1;
+		else if (type == BT_EV_MSG && begun &&
+			 f->last_type == BT_EV_MSG_BEGIN && f->last_off == off)
+			cont = 1;
+		else if (type == BT_EV_DATA && f->last_type == BT_EV_DATA)
+			cont = 1;
+	}
+	if (!cont)
+		frag_open(a, trigger, fd, e->channel_id);
+	f->had_input = 1;
+	f->last_type = type;
+	f->last_off = off;
+}
+
+/* ---- lineage ------------------------------------------------------------- */
+
+static void snap_push(struct rc_model *m, uint64_t key, struct rc_snap *sn)
+{
+	struct rc_snap *head = rc_map_getp(&m->snaps, key);
+	sn->next = NULL;
+	if (!head) {
+		rc_map_put(&m->snaps, key, (uint64_t)(uintptr_t)sn);
+		return;
+	}
+	while (head->next)
+		head = head->next;
+	head->next = sn;
+}
+
+static struct rc_snap *snap_take(struct rc_model *m, uint64_t key)
+{
+	struct rc_snap *sn = rc_map_getp(&m->snaps, key);
+	if (!sn)
+		return NULL;
+	if (sn->next)
+		rc_map_put(&m->snaps, key, (uint64_t)(uintptr_t)sn->next);
+	else
+		rc_map_del(&m->snaps, key);
+	return sn;
+}
+
+/* A parent record for KEY: hand D (and PROC) to the child if one comes. */
+static void parent_record(struct ap *a, uint64_t key, struct rc_proc *proc,
+			  const char *how)
+{
+	struct rc_ctx *c = a->c;
+	uint64_t left;
+
+	rc_map_add(&c->lin_parents, key, -1);
+	if (rc_map_get(&c->lin_children, key, &left) && left > 0) {
+		struct rc_snap *sn = calloc(1, sizeof *sn);
+		if (sn) {
+			rc_map_add(&c->lin_children, key, -1);
+			sn->d = a->th->d;
+			sn->proc = proc;
+			if (proc)
+				proc->refs++;
+			sn->parent_process_id = a->im->process_id;
+			sn->parent_image = a->s->image;
+			sn->how = how;
+			sn->t = a->t;
+			sn->dom = a->im->domain;
+			snap_push(a->m, key, sn);
+		}
+	}
+	rc_merge_wake(c, key);
+}
+
+/* Can a child waiting on KEY go?  Yes if its parent record was applied,
+ * or if no parent record is left to wait for. */
+static int lineage_ready(struct rc_ctx *c, uint64_t key)
+{
+	if (rc_map_get(&c->model->snaps, key, NULL))
+		return 1;
+	return !rc_map_get(&c->lin_parents, key, NULL);
+}
+
+static void image_attach(struct ap *a, struct rc_proc *p,
+			 const struct rc_snap *sn)
+{
+	struct rc_image *im = a->im;
+
+	im->proc = p;
+	p->refs++;
+	im->attached = 1;
+	im->process_id = ++a->m->next_process;
+	if (sn) {
+		im->parent_process_id = sn->parent_process_id;
+		im->how = sn->how;
+		im->start_req = sn->d.req;
+	}
+}
+
+/* The process of the current image, attaching it on first use. */
+static struct rc_proc *proc_of(struct ap *a)
+{
+	struct rc_image *im = a->im;
+	if (im->attached)
+		return im->proc;
+	struct rc_proc *p = rc_map_getp(&a->m->procs, rc_key2(im->host, im->pid));
+	if (!p && !(p = proc_new(a->m, im->host, im->pid)))
+		return NULL;
+	image_attach(a, p, NULL);
+	return p;
+}
+
+static void image_end(struct rc_ctx *c, struct rc_image *im)
+{
+	if (!im->attached)
+		return;
+	struct rc_row_process r = {
+		.id = im->process_id, .parent = im->parent_process_id,
+		.req = im->start_req, .dom = im->domain, .pid = im->pid,
+		.ppid = im->ppid, .host = c->hosts[im->host].name,
+		.exe = im->exe, .cmdline = im->cmdline, .how = im->how,
+		.ring_id = im->ring_id, .start = im->first_ts,
+		.end = im->last_ts, .events = im->events,
+	};
+	rc_db_process(c, &r);
+	im->attached = 0;
+	proc_unref(c, im->proc, im->last_ts);
+	im->proc = NULL;
+}
+
+/* ---- records --------------------------------------------------------------- */
+
+static void lookups_close(struct ap *a)
+{
+	struct rc_lookup *l;
+	while ((l = a->th->lookups)) {
+		a->th->lookups = l->next;
+		span_finish(a->c, l->span);
+		free(l);
+	}
+}
+
+static void on_thread_start(struct ap *a)
+{
+	struct rc_thr *th = a->th;
+	const struct bt_event *ev = a->ev;
+
+	if (th->started) {
+		frag_close(a);
+		lookups_close(a);
+	}
+	th->started = 1;
+	th->tid = ev->tid;
+	memset(&th->d, 0, sizeof th->d);
+	if (ev->cookie) {
+		struct rc_snap *sn = snap_take(a->m,
+				rc_scan_thread_key(a->s->image, ev->cookie));
+		if (sn) {
+			th->d = sn->d;
+			if (sn->dom == a->im->domain && sn->t > a->t)
+				a->t = sn->t;
+			free(sn);
+		}
+	} else if (!a->im->attached && a->im->lineage_key) {
+		/* A child image's first thread: not before the parent's
+		 * record (PROC_START takes the snapshot). */
+		const struct rc_snap *sn = rc_map_getp(&a->m->snaps,
+						       a->im->lineage_key);
+		if (sn && sn->dom == a->im->domain && sn->t > a->t)
+			a->t = sn->t;
+	}
+	frag_open(a, RC_TR_START, -1, 0);
+}
+
+static void on_proc_start(struct ap *a)
+{
+	struct rc_image *im = a->im;
+	struct rc_snap *sn = NULL;
+
+	if (!im->attached && im->lineage_key)
+		sn = snap_take(a->m, im->lineage_key);
+	if (sn) {
+		struct rc_proc *p = sn->proc;
+		/* The child process object is reachable by its pid again. */
+		rc_map_put(&a->m->procs, rc_key2(p->host, p->pid),
+			   (uint64_t)(uintptr_t)p);
+		image_attach(a, p, sn);
+		a->th->d = sn->d;
+		if (sn->dom == im->domain && sn->t > a->t)
+			a->t = sn->t;
+		proc_unref(a->c, p, a->t);
+		free(sn);
+	} else {
+		proc_of(a);
+	}
+	if (!a->th->frag.open || a->th->frag.trigger != RC_TR_START)
+		frag_open(a, RC_TR_START, -1, 0);
+}
+
+static void on_fork_like(struct ap *a, unsigned kind)
+{
+	const struct bt_event *ev = a->ev;
+	struct rc_proc *p = proc_of(a);
+
+	if (!p || ev->result <= 0)
+		return;
+	uint32_t child = (uint32_t)ev->result;
+	uint64_t key = rc_scan_proc_key(a->im->host, child, kind);
+	uint64_t left;
+	struct rc_proc *np = NULL;
+
+	if (rc_map_get(&a->c->lin_children, key, &left) && left > 0)
+		np = proc_copy(a->c, p, child, a->t);
+	parent_record(a, key, np,
+		      kind == RC_LIN_SPAWN ? "spawn" :
+		      (ev->flags & 1) ? "vfork" : "fork");
+	if (np)   /* the snapshot holds it now */
+		proc_unref(a->c, np, a->t);
+}
+
+static void on_exec(struct ap *a)
+{
+	const struct bt_event *ev = a->ev;
+	struct rc_proc *p = proc_of(a);
+	uint64_t key = rc_scan_proc_key(a->im->host, a->im->pid, RC_LIN_EXEC);
+
+	if (!p)
+		return;
+	if (ev->flags == 0) {
+		parent_record(a, key, p, "exec");
+		return;
+	}
+	/* The exec failed: take back the snapshot this image made. */
+	struct rc_snap *prev = NULL;
+	for (struct rc_snap *sn = rc_map_getp(&a->m->snaps, key); sn;
+	     prev = sn, sn = sn->next) {
+		if (sn->parent_image != a->s->image)
+			continue;
+		if (prev)
+			prev->next = sn->next;
+		else if (sn->next)
+			rc_map_put(&a->m->snaps, key, (uint64_t)(uintptr_t)sn->next);
+		else
+			rc_map_del(&a->m->snaps, key);
+		rc_map_add(&a->c->lin_children, key, 1);
+		proc_unref(a->c, sn->proc, a->t);
+		free(sn);
+		break;
+	}
+}
+
+static int same_identity(const struct rc_end *e, const struct bt_event *ev)
+{
+	if (e->kind != ev->chan_kind)
+		return 0;
+	switch (ev->chan_kind) {
+	case BT_CK_PIPE:
+	case BT_CK_UNIX_STREAM:
+	case BT_CK_UNIX_DGRAM:
+		return ev->ino && e->ino == ev->ino;
+	case BT_CK_TCP:
+	case BT_CK_UDP:
+		return ev->local.family &&
+		       memcmp(&e->local, &ev->local, sizeof e->local) == 0 &&
+		       memcmp(&e->remote, &ev->remote, sizeof e->remote) == 0;
+	default:
+		return 0;
+	}
+}
+
+static int is_fresh_role(uint8_t role)
+{
+	return role == BT_CR_CONNECT || role == BT_CR_ACCEPT ||
+	       role == BT_CR_PIPE_READ || role == BT_CR_PIPE_WRITE ||
+	       role == BT_CR_SOCKETPAIR || role == BT_CR_DGRAM;
+}
+
+static void on_chan(struct ap *a)
+{
+	struct rc_ctx *c = a->c;
+	struct rc_stream *s = a->s;
+	const struct bt_event *ev = a->ev;
+	struct rc_proc *p = proc_of(a);
+
+	if (s->entry_next >= s->nentry || !p)
+		return;
+	uint32_t ei = s->entry_first + s->entry_next++;
+	const struct rc_entry *en = &c->entries[ei];
+	struct rc_conn *cn = conn_get(c, en->conn);
+	if (!cn)
+		return;
+	cn->pending[en->side < 2 ? en->side : 2]--;
+
+	/* An end this process already holds, announced again after exec. */
+	if (!is_fresh_role(ev->role)) {
+		struct rc_end *old = NULL;
+		struct rc_fdent *fe = fdt_get(p, ev->fd);
+		if (fe && same_identity(fe->end, ev))
+			old = fe->end;
+		for (uint32_t fd = 0; !old && fd < p->nfds; fd++)
+			if (p->fds[fd].end && same_identity(p->fds[fd].end, ev))
+				old = p->fds[fd].end;
+		if (old) {
+			fdt_set(c, p, ev->fd, old, old->hwm, a->t);
+			conn_maybe_free(c, cn);
+			return;
+		}
+	}
+
+	struct rc_end *e = calloc(1, sizeof *e);
+	if (!e)
+		return;
+	e->conn = cn;
+	e->channel_id = (uint64_t)ei + 1;
+	e->entry = ei;
+	e->peer_entry = en->peer;
+	e->side = en->side;
+	e->entry_unknown = en->side > 1;
+	e->kind = ev->chan_kind;
+	e->role = ev->role;
+	e->oneway = ev->chan_kind == BT_CK_PIPE;
+	e->dgram = ev->chan_kind == BT_CK_UDP || ev->chan_kind == BT_CK_UNIX_DGRAM;
+	e->dom = a->im->domain;
+	e->pid = a->im->pid;
+	e->process_id = a->im->process_id;
+	e->fd = ev->fd;
+	e->local = ev->local;
+	e->remote = ev->remote;
+	e->path = ev->str_len ? strndup0(ev->str, ev->str_len) : NULL;
+	e->ino = ev->ino;
+	e->peer_ino = ev->peer_ino;
+	e->last = a->th->d;
+	e->open_req = a->th->d.req;
+	e->open_t = a->t;
+	if (e->side < 2)
+		cn->live[e->side]++;
+	else
+		cn->unknown_live++;
+	c->st.channels++;
+	if (fdt_set(c, p, ev->fd, e, NULL, a->t) < 0)
+		end_destroy(c, e, a->t);
+}
+
+/* The end of the record's fd and its absolute offset; counts unknowns. */
+static struct rc_end *rec_end(struct ap *a, int dir, uint64_t *off)
+{
+	struct rc_fdent *fe = fdt_get(a->im->attached ? a->im->proc : NULL,
+				     a->ev->fd);
+	if (!fe) {
+		struct rc_ctx *c = a->c;
+		if (!c->st.unknown_fd++)
+			rc_warn(c, rc_file_path(c, a->s->rec.file),
+				a->s->rec.file_off,
+				"host %s pid %u: data on fd %d, which no channel record announced; such records are counted (stats unknown_fd_records), not attributed",
+				c->hosts[a->im->host].name, a->im->pid,
+				a->ev->fd);
+		return NULL;
+	}
+	end_side(fe->end, dir);
+	*off = fe->base[dir] + a->ev->off;
+	return fe->end;
+}
+
+static uint64_t rec_units(const struct rc_end *e, const struct bt_event *ev)
+{
+	if (e->dgram || (ev->type == BT_EV_MSG && (ev->flags & BT_MF_DGRAM)))
+		return 1;
+	return ev->len;
+}
+
+static void message_row(struct ap *a, struct rc_end *e, int dir, uint64_t off,
+			uint64_t req, uint64_t span, int64_t begin,
+			uint64_t peer_msg, uint64_t id)
+{
+	const struct bt_event *ev = a->ev;
+	struct rc_ctx *c = a->c;
+	struct rc_row_message r = {
+		.id = id, .req = req, .span = span,
+		.channel_id = e->channel_id, .process_id = a->im->process_id,
+		.peer_message = peer_msg, .dom = a->im->domain,
+		.pid = a->im->pid, .tid = a->th->tid ? a->th->tid : a->im->pid,
+		.begin = begin, .ts = a->t, .dir = dir == DOUT ? "out" : "in",
+		.kind = bt_msg_kind_name(ev->kind),
+		.protocol = proto_name(ev->proto), .flags = ev->flags,
+		.off = off, .len = ev->len, .status = msg_status(ev),
+		.witness = (ev->flags & BT_MF_WITNESS) ? (int64_t)ev->witness : RC_DB_NULL,
+	};
+	rc_db_message(c, &r);
+	for (unsigned i = 0; i < ev->nattr; i++)
+		rc_db_attr(c, span, id, bt_attr_key_name(ev->attr[i].key),
+			   ev->attr[i].val, ev->attr[i].len);
+	c->st.messages++;
+	if (!req && ev->kind != BT_MK_CONTROL)
+		c->st.unattr_messages++;
+}
+
+static void on_msg_begin_out(struct ap *a, struct rc_end *e, uint64_t o)
+{
+	struct rc_desig d = a->th->d;
+	int resolved = 1;
+
+	e->begun[DOUT].valid = 1;
+	e->begun[DOUT].off = o;
+	e->begun[DOUT].t = a->t;
+	e->begun[DOUT].d = d;
+	if (e->srv) {                 /* most likely the reply in the making */
+		d.req = e->srv->req;
+		d.span = e->srv->id;
+	} else if (!live_req(a->m, &d)) {
+		resolved = 0;         /* may start a request (rule 5) */
+	}
+	struct rc_dirq *q = send_q(a, e);
+	if (!q)
+		return;
+	struct rc_sent *x = q_push(a->c, q);
+	if (!x)
+		return;
+	x->off = o;
+	x->end = OPEN_END;
+	x->t_begin = x->t_end = a->t;
+	x->req = d.req;
+	x->span = d.span;
+	x->client_root = d.client_root;
+	x->dom = a->im->domain;
+	x->resolved = (uint8_t)resolved;
+	if (resolved)
+		q_advance(a->c, e->conn, e->side, o + 1);
+}
+
+static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
+{
+	struct rc_ctx *c = a->c;
+	const struct bt_event *ev = a->ev;
+	uint64_t n = rec_units(e, ev);
+	int begun = e->begun[DOUT].valid && e->begun[DOUT].off == o;
+	struct rc_desig d0 = begun ? e->begun[DOUT].d : a->th->d;
+	int64_t t0 = begun ? e->begun[DOUT].t : a->t;
+	uint64_t req = 0, span = 0, msg = ++a->m->next_msg;
+	uint8_t croot = 0;
+	struct rc_span *sp = NULL;
+	char peer[128];
+
+	if (begun)
+		e->begun[DOUT].valid = 0;
+	switch (ev->kind) {
+	case BT_MK_REQUEST:
+		if (!live_req(a->m, &d0)) {
+			/* Rule 5: a request sent for no request starts one. */
+			sp = span_new(a, SK_CLIENT, ev->proto, 0, 0, e);
+			if (!sp)
+				break;
+			request_start(a, sp, 1);
+			char who[160];
+			snprintf(who, sizeof who, "%s[%u]@%s",
+				 a->im->exe ? a->im->exe : "?", a->im->pid,
+				 c->hosts[a->im->host].name);
+			sp->client = strdup(who);
+			a->th->d.req = sp->req;
+			a->th->d.span = 0;
+			a->th->d.client_root = 1;
+		} else {
+			sp = span_new(a, SK_CLIENT, ev->proto, d0.req, d0.span, e);
+			if (!sp)
+				break;
+			sp->client_root = d0.client_root;
+		}
+		sp->start = t0;
+		span_label(sp, ev);
+		peer_text(e, ev, peer, sizeof peer);
+		sp->peer = strdup(peer);
+		if (ev->flags & BT_MF_WITNESS) {
+			sp->has_witness = 1;
+			sp->witness = ev->witness;
+		}
+		req = sp->req;
+		span = sp->id;
+		croot = sp->client_root;
+		e->last.req = sp->req;
+		e->last.span = sp->parent;
+		e->last.client_root = croot;
+		break;
+	case BT_MK_REPLY:
+		if (e->oneway)
+			goto oneway;
+		sp = list_match(&e->srv, ev);
+		if (sp) {
+			req = sp->req;
+			span = sp->id;
+			croot = sp->client_root;
+			if (d0.req && d0.req != req)
+				c->st.reply_mismatch++;
+			sp->end = a->t;
+			sp->status = msg_status(ev);
+			e->last.req = req;
+			e->last.span = sp->parent;
+			e->last.client_root = croot;
+		} else {
+			c->st.unmatched_replies++;
+			req = d0.req;
+			span = d0.span;
+			croot = d0.client_root;
+		}
+		break;
+	case BT_MK_CONTROL:
+		break;
+	default:
+	oneway:
+		req = d0.req;
+		span = d0.span;
+		croot = d0.client_root;
+		if (req)
+			e->last = d0;
+		break;
+	}
+
+	struct rc_dirq *q = send_q(a, e);
+	if (q) {
+		struct rc_sent *x = NULL;
+		for (uint32_t i = q->n; i-- > 0 && i + 8 >= q->n;) {
+			struct rc_sent *y = q_at(q, i);
+			if (y->off == o && y->end == OPEN_END) {
+				x = y;
+				break;
+			}
+		}
+		if (!x && (x = q_push(c, q)) != NULL) {
+			x->off = o;
+			x->t_begin = t0;
+		}
+		if (x) {
+			x->end = o + n;
+			x->t_end = a->t;
+			x->req = req;
+			x->span = span;
+			x->msg = msg;
+			x->kind = ev->kind;
+			x->client_root = croot;
+			x->dom = a->im->domain;
+			x->resolved = 1;
+			q_advance(c, e->conn, e->side, o + (n ? n : 0));
+		}
+	}
+	message_row(a, e, DOUT, o, req, span, begun ? t0 : RC_DB_NULL, 0, msg);
+	if (o + n > e->hwm[DOUT])
+		e->hwm[DOUT] = o + n;
+	e->bytes[DOUT] += ev->len;
+	e->msgs[DOUT]++;
+
+	if (sp && ev->kind == BT_MK_REQUEST) {
+		if (e->oneway) {       /* nothing can answer on a pipe */
+			sp->end = a->t;
+			span_finish(c, sp);
+		} else {
+			list_push(&e->cli, sp);
+		}
+	} else if (sp) {                  /* a reply closed its server span */
+		span_finish(c, sp);
+	}
+}
+
+static void on_msg_begin_in(struct ap *a, struct rc_end *e, uint64_t o)
+{
+	struct rc_dirq *q = recv_q(a, e);
+	struct rc_sent *x = q ? q_find(q, o) : NULL;
+
+	frag_input(a, e, RC_TR_MSG, o, 0);
+	e->begun[DIN].valid = 1;
+	e->begun[DIN].off = o;
+	if (x && x->resolved) {
+		if (x->dom == a->im->domain && x->t_begin > a->t) {
+			a->t = x->t_begin;
+			a->c->st.clamps++;
+		}
+		a->th->d.req = x->req;
+		a->th->d.span = e->cli ? e->cli->parent : 0;
+		a->th->d.client_root = x->client_root;
+	} else if (e->cli && !e->cli->has_witness) {
+		/* A reply from an untraced peer answers the oldest request. */
+		a->th->d.req = e->cli->req;
+		a->th->d.span = e->cli->parent;
+		a->th->d.client_root = e->cli->client_root;
+	} else {
+		/* Decided by the MSG: a new request, or a reply by witness. */
+		memset(&a->th->d, 0, sizeof a->th->d);
+	}
+	e->begun[DIN].t = a->t;
+	e->begun[DIN].d = a->th->d;
+}
+
+static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
+{
+	struct rc_ctx *c = a->c;
+	const struct bt_event *ev = a->ev;
+	uint64_t n = rec_units(e, ev);
+	int begun = e->begun[DIN].valid && e->begun[DIN].off == o;
+	struct rc_dirq *q = recv_q(a, e);
+	struct rc_sent *x = NULL;
+	struct rc_span *sp = NULL;
+	uint64_t req = 0, span = 0, msg = ++a->m->next_msg, peer_msg = 0;
+	char peer[128];
+
+	frag_input(a, e, RC_TR_MSG, o, begun);
+	if (q) {
+		x = q_find(q, o);
+		if (!x || !x->resolved) {
+			c->st.unpaired_recv++;
+			x = NULL;
+		}
+	}
+	if (x) {
+		const struct rc_sent *last = n ? q_find(q, o + n - 1) : x;
+		if (!last || last->end == OPEN_END)
+			last = NULL;
+		if (last && last->dom == a->im->domain) {
+			if (last->t_end > a->t) {
+				a->t = last->t_end;
+				c->st.clamps++;
+			}
+		} else if (last) {
+			rc_clock_sample(c, last->dom, a->im->domain,
+					last->t_end, a->t);
+		}
+		peer_msg = x->msg;
+	}
+	int64_t t0 = begun ? e->begun[DIN].t : a->t;
+	if (begun)
+		e->begun[DIN].valid = 0;
+
+	switch (ev->kind) {
+	case BT_MK_REQUEST:
+		if (x && x->req) {
+			sp = span_new(a, SK_SERVER, ev->proto, x->req, x->span, e);
+			if (sp)
+				sp->client_root = x->client_root;
+		} else {
+			/* Rule 4: a request from an untraced peer. */
+			sp = span_new(a, SK_SERVER, ev->proto, 0, 0, e);
+			if (sp)
+				request_start(a, sp, 0);
+		}
+		if (!sp)
+			break;
+		sp->start = t0;
+		span_label(sp, ev);
+		peer_text(e, ev, peer, sizeof peer);
+		sp->peer = strdup(peer);
+		if (sp->is_root)
+			sp->client = strdup(peer);
+		if (ev->flags & BT_MF_WITNESS) {
+			sp->has_witness = 1;
+			sp->witness = ev->witness;
+		}
+		req = sp->req;
+		span = sp->id;
+		a->th->d.req = sp->req;
+		a->th->d.span = sp->id;
+		a->th->d.client_root = sp->client_root;
+		break;
+	case BT_MK_REPLY:
+		if (e->oneway)
+			goto oneway;
+		sp = list_match(&e->cli, ev);
+		if (sp) {
+			req = sp->req;
+			span = sp->id;
+			if (x && x->req && x->req != req)
+				c->st.reply_mismatch++;
+			sp->end = a->t;
+			sp->status = msg_status(ev);
+			a->th->d.req = sp->req;
+			a->th->d.span = sp->parent;
+			a->th->d.client_root = sp->client_root;
+		} else {
+			c->st.unmatched_replies++;
+			if (x) {
+				a->th->d.req = x->req;
+				a->th->d.span = x->span;
+				a->th->d.client_root = x->client_root;
+			} else {
+				a->th->d = e->last;
+			}
+			req = a->th->d.req;
+			span = a->th->d.span;
+		}
+		break;
+	case BT_MK_CONTROL:
+		a->th->d = e->last;
+		break;
+	default:
+	oneway:
+		if (x) {
+			a->th->d.req = x->req;
+			a->th->d.span = x->span;
+			a->th->d.client_root = x->client_root;
+		} else if (e->cli) {
+			a->th->d.req = e->cli->req;
+			a->th->d.span = e->cli->parent;
+			a->th->d.client_root = e->cli->client_root;
+		} else {
+			a->th->d = e->last;
+		}
+		req = a->th->d.req;
+		span = a->th->d.span;
+		break;
+	}
+	if (req)
+		e->last = a->th->d;
+	message_row(a, e, DIN, o, req, span, begun ? t0 : RC_DB_NULL, peer_msg,
+		    msg);
+	if (o + n > e->hwm[DIN])
+		e->hwm[DIN] = o + n;
+	e->bytes[DIN] += ev->len;
+	e->msgs[DIN]++;
+	if (q)
+		q_consume(q, o + n);
+
+	if (sp && ev->kind == BT_MK_REQUEST) {
+		if (e->oneway) {
+			/* Nothing answers on a pipe: the server span lasts
+			 * for the fragment this message starts. */
+			if (a->th->frag_span)
+				span_finish(c, a->th->frag_span);
+			a->th->frag_span = sp;
+		} else {
+			list_push(&e->srv, sp);
+		}
+	} else if (sp) {                  /* a reply closed its client span */
+		span_finish(c, sp);
+	}
+}
+
+static void on_data_out(struct ap *a, struct rc_end *e, uint64_t o)
+{
+	struct rc_desig d = a->th->d;
+	uint64_t n = rec_units(e, a->ev);
+	struct rc_dirq *q = send_q(a, e);
+
+	if (q) {
+		struct rc_sent *x = q->n ? q_at(q, q->n - 1) : NULL;
+		if (!x || x->end != o || x->kind || x->req != d.req ||
+		    x->span != d.span || !x->resolved) {
+			x = q_push(a->c, q);
+			if (x) {
+				x->off = o;
+				x->t_begin = a->t;
+				x->req = d.req;
+				x->span = d.span;
+				x->client_root = d.client_root;
+				x->dom = a->im->domain;
+				x->resolved = 1;
+			}
+		}
+		if (x) {
+			x->end = o + n;
+			x->t_end = a->t;
+			q_advance(a->c, e->conn, e->side, o + n);
+		}
+	}
+	if (!d.req)
+		a->c->st.unattr_data_bytes += a->ev->len;
+	else
+		e->last = d;
+	if (o + n > e->hwm[DOUT])
+		e->hwm[DOUT] = o + n;
+	e->bytes[DOUT] += a->ev->len;
+}
+
+static void on_data_in(struct ap *a, struct rc_end *e, uint64_t o)
+{
+	struct rc_ctx *c = a->c;
+	uint64_t n = rec_units(e, a->ev);
+	struct rc_dirq *q = recv_q(a, e);
+	struct rc_sent *x = q ? q_find(q, o) : NULL;
+
+	frag_input(a, e, RC_TR_DATA, o, 0);
+	if (x && x->resolved) {
+		const struct rc_sent *last = n ? q_find(q, o + n - 1) : x;
+		if (last && last->end != OPEN_END) {
+			if (last->dom == a->im->domain) {
+				if (last->t_end > a->t) {
+					a->t = last->t_end;
+					c->st.clamps++;
+				}
+			} else {
+				rc_clock_sample(c, last->dom, a->im->domain,
+						last->t_end, a->t);
+			}
+		}
+		a->th->d.req = x->req;
+		a->th->d.span = x->span;
+		a->th->d.client_root = x->client_root;
+	} else {
+		if (q)
+			c->st.unpaired_recv++;
+		a->th->d = e->last;
+	}
+	if (a->th->d.req)
+		e->last = a->th->d;
+	else
+		c->st.unattr_data_bytes += a->ev->len;
+	if (o + n > e->hwm[DIN])
+		e->hwm[DIN] = o + n;
+	e->bytes[DIN] += a->ev->len;
+	if (q)
+		q_consume(q, o + n);
+}
+
+static void on_ready(struct ap *a)
+{
+	const struct bt_event *ev = a->ev;
+	struct rc_fdent *fe = ev->fd >= 0 ?
+		fdt_get(a->im->attached ? a->im->proc : NULL, ev->fd) : NULL;
+
+	if (ev->fd < 0) {
+		frag_open(a, RC_TR_TIMEOUT, -1, 0);
+		memset(&a->th->d, 0, sizeof a->th->d);
+		return;
+	}
+	frag_open(a, RC_TR_READY, ev->fd, fe ? fe->end->channel_id : 0);
+	if (!fe) {
+		/* A listening socket, a timer, an eventfd: an input from
+		 * outside every channel works for no request. */
+		memset(&a->th->d, 0, sizeof a->th->d);
+		return;
+	}
+	struct rc_end *e = fe->end;
+	if ((ev->flags & 1) && e->side < 2) {
+		/* The next incoming message, if its send is known already. */
+		struct rc_dirq *q = recv_q(a, e);
+		struct rc_sent *x = q ? q_find(q, e->hwm[DIN]) : NULL;
+		if (x && x->resolved) {
+			a->th->d.req = x->req;
+			a->th->d.span = x->span;
+			a->th->d.client_root = x->client_root;
+			return;
+		}
+	}
+	a->th->d = e->last;
+}
+
+static void on_name_begin(struct ap *a)
+{
+	const struct bt_event *ev = a->ev;
+	static const char *const fn[] = { "lookup", "getaddrinfo",
+		"gethostbyname", "gethostbyname2", "getnameinfo" };
+	unsigned f = ev->flags & 0xff;
+	struct rc_desig *d = &a->th->d;
+	struct rc_span *sp = span_new(a, SK_CLIENT, 6,
+				      live_req(a->m, d) ? d->req : 0,
+				      live_req(a->m, d) ? d->span : 0, NULL);
+	struct rc_lookup *l = calloc(1, sizeof *l);
+
+	if (!sp || !l) {
+		free(l);
+		if (sp)
+			span_finish(a->c, sp);
+		return;
+	}
+	sp->name = strdup(fn[f < 5 ? f : 0]);
+	sp->target = ev->str_len ? strndup0(ev->str, ev->str_len) : NULL;
+	sp->peer = strdup("resolver");
+	if (ev->str2_len)
+		rc_db_attr(a->c, sp->id, 0, "service", ev->str2, ev->str2_len);
+	if (sp->target)
+		rc_db_attr(a->c, sp->id, 0, "dns_name", ev->str, ev->str_len);
+	l->cookie = ev->cookie;
+	l->span = sp;
+	l->next = a->th->lookups;
+	a->th->lookups = l;
+}
+
+static void on_name_end(struct ap *a)
+{
+	const struct bt_event *ev = a->ev;
+	for (struct rc_lookup **pp = &a->th->lookups; *pp; pp = &(*pp)->next) {
+		struct rc_lookup *l = *pp;
+		if (l->cookie != ev->cookie)
+			continue;
+		*pp = l->next;
+		l->span->end = a->t;
+		l->span->status = ev->result;
+		if (ev->str_len)
+			rc_db_attr(a->c, l->span->id, 0, "addr", ev->str,
+				   ev->str_len);
+		span_finish(a->c, l->span);
+		free(l);
+		return;
+	}
+}
+
+static void on_open(struct ap *a)
+{
+	const struct bt_event *ev = a->ev;
+	struct rc_ctx *c = a->c;
+	struct rc_proc *p = proc_of(a);
+	struct rc_row_file r = {
+		.id = ++a->m->next_file,
+		.req = live_req(a->m, &a->th->d) ? a->th->d.req : 0,
+		.span = a->th->d.span, .process_id = a->im->process_id,
+		.dom = a->im->domain, .pid = a->im->pid,
+		.tid = a->th->tid ? a->th->tid : a->im->pid, .ts = a->t,
+		.flags = ev->flags, .result = ev->result, .path = ev->str,
+		.path_len = ev->str_len,
+	};
+	if (!r.req)
+		r.span = 0;
+	rc_db_file(c, &r);
+	c->st.files_opened++;
+	if (!r.req)
+		c->st.unattr_files++;
+	if (p && ev->result >= 0)
+		fdt_drop(c, p, (int32_t)ev->result, a->t);
+}
+
+static void on_dup(struct ap *a)
+{
+	const struct bt_event *ev = a->ev;
+	struct rc_proc *p = proc_of(a);
+	if (!p || ev->fd == ev->fd2)
+		return;
+	struct rc_fdent *fe = fdt_get(p, ev->fd);
+	if (fe) {
+		uint64_t base[2] = { fe->base[0], fe->base[1] };
+		fdt_set(a->c, p, ev->fd2, fe->end, base, a->t);
+	} else {
+		fdt_drop(a->c, p, ev->fd2, a->t);
+	}
+}
+
+static void on_logd(struct ap *a)
+{
+	const struct bt_event *ev = a->ev;
+	/* bp-logd notes that say something was lost */
+	if (ev->flags != 5 && ev->flags != 7 && ev->flags != 12)
+		return;
+	rc_warn(a->c, rc_file_path(a->c, a->s->rec.file), a->s->rec.file_off,
+		"bp-logd on %s reports: %.*s (result %" PRId64 ")",
+		a->c->hosts[a->im->host].name, (int)ev->str_len,
+		ev->str ? ev->str : "", ev->result);
+}
+
+static void on_data_record(struct ap *a)
+{
+	const struct bt_event *ev = a->ev;
+	int dir = ev->dir == BT_DIR_OUT ? DOUT : DIN;
+	uint64_t o = 0;
+	struct rc_end *e = rec_end(a, dir, &o);
+
+	if (!e)
+		return;
+	if (a->s->released == RC_REL_GONE) {
+		struct rc_ctx *c = a->c;
+		c->st.released++;
+		rc_warn(c, rc_file_path(c, a->s->rec.file), a->s->rec.file_off,
+			"host %s pid %u: the peer of fd %d closed without logging the send of offset %" PRIu64 "; that receive counts as from an untraced peer",
+			c->hosts[a->im->host].name, a->im->pid, ev->fd, o);
+	}
+	switch (ev->type) {
+	case BT_EV_MSG:
+		if (dir == DOUT)
+			on_msg_out(a, e, o);
+		else
+			on_msg_in(a, e, o);
+		break;
+	case BT_EV_MSG_BEGIN:
+		if (dir == DOUT)
+			on_msg_begin_out(a, e, o);
+		else
+			on_msg_begin_in(a, e, o);
+		break;
+	case BT_EV_DATA:
+		if (dir == DOUT)
+			on_data_out(a, e, o);
+		else
+			on_data_in(a, e, o);
+		break;
+	}
+}
+
+void rc_model_apply(struct rc_ctx *c, struct rc_stream *s)
+{
+	struct rc_image *im = &c->images[s->image];
+	struct ap a = {
+		.c = c, .m = c->model, .s = s, .th = &s->thr, .im = im,
+		.ev = &s->ev,
+	};
+	const struct bt_event *ev = &s->ev;
+	struct rc_proc *p;
+
+	a.t = rc_epoch(c, im->domain, ev->ts);
+	if (a.t < s->thr.floor)
+		a.t = s->thr.floor;
+
+	switch (ev->type) {
+	case BT_EV_THREAD_START:  on_thread_start(&a); break;
+	case BT_EV_PROC_START:    on_proc_start(&a); break;
+	case BT_EV_THREAD_EXIT:
+		frag_close(&a);
+		lookups_close(&a);
+		break;
+	case BT_EV_FORK:          on_fork_like(&a, RC_LIN_FORK); break;
+	case BT_EV_SPAWN:         on_fork_like(&a, RC_LIN_SPAWN); break;
+	case BT_EV_EXEC:          on_exec(&a); break;
+	case BT_EV_THREAD_CREATE:
+		if (ev->result >= 0)
+			parent_record(&a, rc_scan_thread_key(s->image, ev->cookie),
+				      NULL, NULL);
+		break;
+	case BT_EV_OPEN:          on_open(&a); break;
+	case BT_EV_CLOSE:
+		if ((p = proc_of(&a)))
+			fdt_drop(c, p, ev->fd, a.t);
+		break;
+	case BT_EV_DUP:           on_dup(&a); break;
+	case BT_EV_CHAN:          on_chan(&a); break;
+	case BT_EV_PROTO: {
+		struct rc_fdent *fe = fdt_get(proc_of(&a), ev->fd);
+		if (fe)
+			fe->end->proto = ev->proto;
+		break;
+	}
+	case BT_EV_LOST_SYNC: {
+		struct rc_fdent *fe = fdt_get(proc_of(&a), ev->fd);
+		if (fe)
+			fe->end->lost_sync = 1;
+		break;
+	}
+	case BT_EV_MSG:
+	case BT_EV_MSG_BEGIN:
+	case BT_EV_DATA:
+		proc_of(&a);
+		on_data_record(&a);
+		break;
+	case BT_EV_READY:         on_ready(&a); break;
+	case BT_EV_ISOLATE:       c->st.isolations++; break;
+	case BT_EV_NAME_BEGIN:    on_name_begin(&a); break;
+	case BT_EV_NAME_END:      on_name_end(&a); break;
+	case BT_EV_DROP:
+		c->st.dropped += ev->len;
+		rc_warn(c, rc_file_path(c, s->rec.file), s->rec.file_off,
+			"host %s pid %u: the tracer could not record %" PRIu64 " events (reason %u); byte offsets stay exact",
+			c->hosts[im->host].name, im->pid, ev->len, ev->flags);
+		break;
+	case BT_EV_LOGD:          on_logd(&a); break;
+	default:
+		break;
+	}
+	s->thr.floor = a.t;
+	if (s->thr.frag.open) {
+		s->thr.frag.events++;
+		s->thr.frag.last = a.t;
+	}
+	if (!im->first_ts)
+		im->first_ts = a.t;
+	im->last_ts = a.t;
+	s->released = RC_REL_NONE;
+}
+
+int rc_model_ready(struct rc_ctx *c, struct rc_stream *s, uint64_t *key)
+{
+	const struct bt_event *ev = &s->ev;
+	struct rc_image *im = &c->images[s->image];
+
+	switch (ev->type) {
+	case BT_EV_PROC_START:
+		if (!im->lineage_key || im->attached ||
+		    lineage_ready(c, im->lineage_key))
+			return 1;
+		*key = im->lineage_key;
+		return 0;
+	case BT_EV_THREAD_START: {
+		/* The first thread of a child image waits with its
+		 * PROC_START, which follows it. */
+		uint64_t k = ev->cookie ?
+			rc_scan_thread_key(s->image, ev->cookie) :
+			im->attached ? 0 : im->lineage_key;
+		if (!k)
+			return 1;
+		if (lineage_ready(c, k))
+			return 1;
+		*key = k;
+		return 0;
+	}
+	case BT_EV_MSG:
+	case BT_EV_MSG_BEGIN:
+	case BT_EV_DATA:
+		break;
+	default:
+		return 1;
+	}
+	if (ev->dir != BT_DIR_IN || !im->attached)
+		return 1;
+	struct rc_fdent *fe = fdt_get(im->proc, ev->fd);
+	if (!fe)
+		return 1;
+	struct rc_end *e = fe->end;
+	end_side(e, DIN);
+	struct rc_conn *cn = e->conn;
+	if (!cn || e->side > 1)
+		return 1;
+	int sside = !e->side;
+	struct rc_dirq *q = &cn->dir[sside];
+	if (q->untraced || !side_traced(c, e, sside))
+		return 1;
+	uint64_t o = fe->base[DIN] + ev->off;
+	uint64_t need = ev->type == BT_EV_MSG ? o + rec_units(e, ev) : o + 1;
+	if (ev->type == BT_EV_MSG && rec_units(e, ev) == 0)
+		need = o;
+	if (q->hwm >= need)
+		return 1;
+	if (side_gone(c, cn, sside)) {
+		s->released = RC_REL_GONE;
+		return 1;
+	}
+	q->parked = 1;
+	*key = KEY_RECV(cn->id, sside);
+	return 0;
+}
+
+void rc_model_stream_end(struct rc_ctx *c, struct rc_stream *s)
+{
+	struct rc_image *im = &c->images[s->image];
+	struct ap a = {
+		.c = c, .m = c->model, .s = s, .th = &s->thr, .im = im,
+		.ev = &s->ev, .t = s->thr.floor,
+	};
+
+	frag_close(&a);
+	lookups_close(&a);
+	if (im->live_streams && --im->live_streams == 0)
+		image_end(c, im);
+}
+
+void rc_model_wait_text(struct rc_ctx *c, const struct rc_stream *s,
+			char *buf, size_t len)
+{
+	const struct rc_image *im = &c->images[s->image];
+	const struct bt_event *ev = &s->ev;
+	const char *host = c->hosts[im->host].name;
+
+	switch (ev->type) {
+	case BT_EV_PROC_START:
+		snprintf(buf, len,
+			 "host %s pid %u: process start waited for its parent's %s record, which never came; started without the parent's state",
+			 host, im->pid, (im->pflags & BT_PF_EXECED) ? "exec" : "fork");
+		break;
+	case BT_EV_THREAD_START:
+		snprintf(buf, len,
+			 "host %s pid %u tid %u: thread start waited for its creation record, which never came; started for no request",
+			 host, im->pid, ev->tid);
+		break;
+	default:
+		snprintf(buf, len,
+			 "host %s pid %u tid %u: receive on fd %d at offset %" PRIu64 " waited for a send that was never logged (lost records or a cycle); its peer is treated as untraced from here",
+			 host, im->pid, s->thr.tid, ev->fd, (uint64_t)ev->off);
+	}
+}
+
+int rc_model_init(struct rc_ctx *c)
+{
+	c->model = calloc(1, sizeof *c->model);
+	if (!c->model)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < c->nimages; i++)
+		c->images[i].live_streams = c->images[i].nstreams;
+	return 0;
+}
+
+void rc_model_finish(struct rc_ctx *c)
+{
+	struct rc_model *m = c->model;
+
+	/* Parent records whose child never came: drop what they held. */
+	for (size_t i = 0; i < m->snaps.cap; i++) {
+		if (!m->snaps.used[i])
+			continue;
+		struct rc_snap *sn = (struct rc_snap *)(uintptr_t)m->snaps.vals[i];
+		while (sn) {
+			struct rc_snap *nx = sn->next;
+			if (sn->proc)
+				proc_unref(c, sn->proc, sn->t);
+			free(sn);
+			sn = nx;
+		}
+	}
+	rc_map_free(&m->snaps);
+	/* Images whose streams never ended cannot exist here; any process
+	 * still referenced is released so its ends and spans are written. */
+	for (uint32_t i = 0; i < c->nimages; i++)
+		if (c->images[i].attached)
+			image_end(c, &c->images[i]);
+}
+
+void rc_model_free(struct rc_ctx *c)
+{
+	struct rc_model *m = c->model;
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->conns.cap; i++) {
+		if (!m->conns.used[i])
+			continue;
+		struct rc_conn *cn = (struct rc_conn *)(uintptr_t)m->conns.vals[i];
+		q_clear(&cn->dir[0]);
+		q_clear(&cn->dir[1]);
+		free(cn);
+	}
+	rc_map_free(&m->conns);
+	for (size_t i = 0; i < m->procs.cap; i++) {
+		if (!m->procs.used[i])
+			continue;
+		struct rc_proc *p = (struct rc_proc *)(uintptr_t)m->procs.vals[i];
+		free(p->fds);
+		free(p);
+	}
+	rc_map_free(&m->procs);
+	rc_map_free(&m->roots);
+	rc_map_free(&m->snaps);
+	while (m->pool) {
+		struct rc_span *sp = m->pool;
+		m->pool = sp->next;
+		free(sp);
+	}
+	free(m);
+	c->model = NULL;
+}
