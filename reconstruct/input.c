@@ -94,8 +94,10 @@ static int scan_dir(struct pathlist *pl, const char *dir, int depth)
 			break;
 	}
 	closedir(d);
-	qsort(pl->v + first, pl->n - first, sizeof *pl->v, cmp_str);
-	qsort(sub.v, sub.n, sizeof *sub.v, cmp_str);
+	if (pl->n > first)
+		qsort(pl->v + first, pl->n - first, sizeof *pl->v, cmp_str);
+	if (sub.n)
+		qsort(sub.v, sub.n, sizeof *sub.v, cmp_str);
 	for (uint32_t i = 0; i < sub.n; i++) {
 		if (r == 0) {
 			int e = scan_dir(pl, sub.v[i], depth + 1);

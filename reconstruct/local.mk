@@ -36,3 +36,12 @@ tests_unit_check_recon_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(CHECK_CFLAGS) $(SQL
 tests_unit_check_recon_LDFLAGS = $(SAN_CFLAGS)
 tests_unit_check_recon_LDADD = libbtrecon.la $(CHECK_LIBS) $(SQLITE3_LIBS)
 endif
+
+# The command line, on logs from the workload generator.
+check_PROGRAMS += tests/recon/genlog
+tests_recon_genlog_SOURCES = tests/recon/genlog.c tests/recon/gen.c tests/recon/gen.h
+tests_recon_genlog_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS)
+tests_recon_genlog_LDFLAGS = $(SAN_CFLAGS)
+tests_recon_genlog_LDADD = libbtcommon.la
+TESTS += tests/recon/cli.sh
+EXTRA_DIST += tests/recon/cli.sh

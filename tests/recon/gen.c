@@ -23,11 +23,11 @@ struct gend {                   /* one channel end: shared offsets */
 	int      dgram;
 };
 
-struct grec {
-	int64_t at;             /* true time, ns */
-	int     cut_before;     /* a block boundary before this record */
-	struct bt_event ev;
-	char   *buf;            /* owns the strings */
+struct grec {                   /* one record of a thread's stream */
+	uint64_t off;           /* in the thread's encoded bytes */
+	uint64_t ts;            /* its monotonic time */
+	int64_t  at;            /* true time, ns */
+	int      cut_before;    /* a block boundary before this record */
 };
 
 struct gen_thr {
@@ -35,6 +35,9 @@ struct gen_thr {
 	unsigned slot;
 	int      cut_next;
 	int64_t  last;
+	uint64_t prev_ts;       /* encoder's time base */
+	uint8_t *bytes;         /* the stream, encoded */
+	size_t   nbytes, capbytes;
 	struct grec *v;
 	size_t   n, cap;
 };
@@ -98,8 +101,7 @@ void gen_free(struct gen *g)
 	if (!g)
 		return;
 	for (unsigned i = 0; i < g->nthrs; i++) {
-		for (size_t k = 0; k < g->thrs[i]->n; k++)
-			free(g->thrs[i]->v[k].buf);
+		free(g->thrs[i]->bytes);
 		free(g->thrs[i]->v);
 		free(g->thrs[i]);
 	}
@@ -174,41 +176,27 @@ struct gen_proc *gen_proc(struct gen_host *h, uint32_t pid, const char *exe)
 	return p;
 }
 
-/* Deep copy of EV at true time AT_US into T's stream. */
+/* Encode EV at true time AT_US onto T's stream. */
 static void push(struct gen_thr *t, int64_t at_us, const struct bt_event *ev)
 {
 	int64_t at = at_us * GEN_US;
-	struct grec r;
-	size_t need = ev->str_len + ev->str2_len;
+	uint8_t tmp[BT_EV_MAX_RECORD];
+	struct bt_event e = *ev;
 
 	if (at < t->last)
 		die("thread %u of pid %u: time goes backwards (%lld < %lld us)",
 		    t->slot, t->p->pid, (long long)at_us,
 		    (long long)(t->last / GEN_US));
 	t->last = at;
-	for (unsigned i = 0; i < ev->nattr; i++)
-		need += ev->attr[i].len;
-	r.at = at;
-	r.cut_before = t->cut_next;
-	t->cut_next = 0;
-	r.ev = *ev;
-	r.ev.ts = mono_ns(t->p->h, at);
-	r.buf = xcalloc(1, need + 1);
-	char *q = r.buf;
-	if (ev->str_len) {
-		memcpy(q, ev->str, ev->str_len);
-		r.ev.str = q;
-		q += ev->str_len;
-	}
-	if (ev->str2_len) {
-		memcpy(q, ev->str2, ev->str2_len);
-		r.ev.str2 = q;
-		q += ev->str2_len;
-	}
-	for (unsigned i = 0; i < ev->nattr; i++) {
-		memcpy(q, ev->attr[i].val, ev->attr[i].len);
-		r.ev.attr[i].val = q;
-		q += ev->attr[i].len;
+	e.ts = mono_ns(t->p->h, at);
+	size_t n = bt_ev_encode(tmp, sizeof tmp, &e, &t->prev_ts);
+	if (!n)
+		die("a record of pid %u does not encode", t->p->pid);
+	if (t->nbytes + n > t->capbytes) {
+		t->capbytes = (t->capbytes + n) * 2;
+		t->bytes = realloc(t->bytes, t->capbytes);
+		if (!t->bytes)
+			die("out of memory");
 	}
 	if (t->n == t->cap) {
 		t->cap = t->cap ? t->cap * 2 : 64;
@@ -216,7 +204,11 @@ static void push(struct gen_thr *t, int64_t at_us, const struct bt_event *ev)
 		if (!t->v)
 			die("out of memory");
 	}
-	t->v[t->n++] = r;
+	t->v[t->n++] = (struct grec){ .off = t->nbytes, .ts = e.ts, .at = at,
+				      .cut_before = t->cut_next };
+	t->cut_next = 0;
+	memcpy(t->bytes + t->nbytes, tmp, n);
+	t->nbytes += n;
 }
 
 void gen_ev(struct gen_thr *t, int64_t at, const struct bt_event *ev)
@@ -577,55 +569,62 @@ static long wr(int fd, const void *buf, size_t len)
 	return (long)write(fd, buf, len);
 }
 
-/* Cut thread T's records into blocks (appended to *V). */
+static void add_block(struct gen_thr *t, unsigned idx, uint64_t soff,
+		      int64_t at, const uint8_t *p, uint32_t len,
+		      struct gblock **v, unsigned *n)
+{
+	struct gblock b = { .at = at, .order = *n, .t = t, .idx = idx,
+			    .soff = soff, .len = len };
+	b.payload = malloc(len);
+	if (!b.payload)
+		die("out of memory");
+	memcpy(b.payload, p, len);
+	PUSH(*v, *n, b);
+}
+
+/*
+ * Cut thread T's stream into blocks of at most CAP bytes at record
+ * boundaries (and where the script asked).  Unless NO_TIME, every block
+ * after the first starts with a TIME record, as a ring lap does; it
+ * carries the time of the record before, so the deltas stay valid.
+ */
 static void cut(struct gen_thr *t, unsigned cap, int time_per_block,
 		struct gblock **v, unsigned *n)
 {
-	uint8_t *buf = xcalloc(1, cap + BT_EV_MAX_RECORD * 2);
-	uint64_t prev = 0, soff = 0;
+	uint8_t *buf = xcalloc(1, cap + t->nbytes + BT_EV_MAX_RECORD);
+	uint64_t soff = 0;
 	uint32_t len = 0;
 	int64_t first_at = 0;
 	unsigned idx = 0;
+	int fresh = 1;          /* the block has no record of the script yet */
 
-	for (size_t i = 0; i <= t->n; i++) {
-		uint8_t tmp[BT_EV_MAX_RECORD];
-		size_t rl = 0;
-		if (i < t->n)
-			rl = bt_ev_encode(tmp, sizeof tmp, &t->v[i].ev, &prev);
-		if (i < t->n && rl == 0)
-			die("record %zu of pid %u does not encode", i, t->p->pid);
-		if (len && (i == t->n || len + rl > cap || t->v[i].cut_before)) {
-			struct gblock b = { .at = first_at, .order = *n, .t = t,
-				.idx = idx++, .soff = soff, .len = len };
-			b.payload = malloc(len);
-			if (!b.payload)
-				die("out of memory");
-			memcpy(b.payload, buf, len);
-			PUSH(*v, *n, b);
+	for (size_t i = 0; i < t->n; i++) {
+		size_t end = i + 1 < t->n ? t->v[i + 1].off : t->nbytes;
+		uint32_t rl = (uint32_t)(end - t->v[i].off);
+		if (len && (len + rl > cap || t->v[i].cut_before)) {
+			add_block(t, idx++, soff, first_at, buf, len, v, n);
 			soff += len;
 			len = 0;
-			if (i < t->n && time_per_block &&
-			    t->v[i].ev.type != BT_EV_TIME) {
-				/* As after a ring lap: re-base the time. */
+			fresh = 1;
+			if (time_per_block) {
 				struct bt_event te;
+				uint64_t prev = 0;
 				memset(&te, 0, sizeof te);
 				te.type = BT_EV_TIME;
-				te.ts = t->v[i].ev.ts;
-				te.realtime = real_ns(t->p->h, t->v[i].at);
-				prev = 0;
+				te.ts = t->v[i - 1].ts;
+				te.realtime = real_ns(t->p->h, t->v[i - 1].at);
 				len = (uint32_t)bt_ev_encode(buf, BT_EV_MAX_RECORD,
 							     &te, &prev);
-				prev = te.ts;
-				rl = bt_ev_encode(tmp, sizeof tmp, &t->v[i].ev, &prev);
 			}
 		}
-		if (i == t->n)
-			break;
-		if (!len)
+		if (fresh)
 			first_at = t->v[i].at;
-		memcpy(buf + len, tmp, rl);
-		len += (uint32_t)rl;
+		fresh = 0;
+		memcpy(buf + len, t->bytes + t->v[i].off, rl);
+		len += rl;
 	}
+	if (len)
+		add_block(t, idx, soff, first_at, buf, len, v, n);
 	free(buf);
 }
 
