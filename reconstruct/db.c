@@ -197,8 +197,10 @@ int rc_db_open(struct rc_ctx *c)
 		return rc_fail(c, RC_EXIT_OUTPUT, "out of memory");
 	snprintf(d->tmp, l, "%s.tmp-%ld", out, (long)getpid());
 	unlink(d->tmp);
+	/* One thread writes: no mutexes. */
 	if (sqlite3_open_v2(d->tmp, &d->h, SQLITE_OPEN_READWRITE |
-			    SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+			    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+			    NULL) != SQLITE_OK) {
 		int e = d->h ? sqlite3_extended_errcode(d->h) : 0;
 		rc_fail(c, RC_EXIT_OUTPUT,
 			"cannot create %s (%s, sqlite error %d): check that its directory exists and is writable",
@@ -210,7 +212,8 @@ int rc_db_open(struct rc_ctx *c)
 	}
 	/* A fresh file renamed into place only when complete: no journal. */
 	if (exec(c, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
-		    "PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY;") < 0 ||
+		    "PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size=-32768;"
+		    "PRAGMA temp_store=FILE;") < 0 ||
 	    exec(c, schema_sql) < 0 || exec(c, "BEGIN") < 0)
 		return RC_EXIT_OUTPUT;
 	for (int i = 0; i < S_MAX; i++) {

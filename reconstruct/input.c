@@ -16,7 +16,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "input.h"
 
@@ -141,6 +143,22 @@ static uint32_t host_of(struct rc_ctx *c, const struct bt_seg_header *h)
 	return c->nhosts++;
 }
 
+/*
+ * A block is checked once and read once per pass: give its pages back
+ * after each (they stay in the page cache), so resident memory follows
+ * the blocks being read, not the size of the logs.
+ */
+static void block_done(const struct rc_block *b)
+{
+	static uintptr_t page;
+	if (!page)
+		page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = ((uintptr_t)b->payload + page - 1) & ~(page - 1);
+	uintptr_t hi = ((uintptr_t)b->payload + b->len) & ~(page - 1);
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 static int index_file(struct rc_ctx *c, const char *path, uint32_t *cap)
 {
 	const char *why;
@@ -172,6 +190,7 @@ static int index_file(struct rc_ctx *c, const char *path, uint32_t *cap)
 		return -ENOMEM;
 	}
 	uint32_t fi = c->nfiles++;
+	uint32_t first = c->nblocks;
 	c->st.files++;
 
 	while (bt_seg_next(rd, &h, &payload, &foff) == 1) {
@@ -200,6 +219,9 @@ static int index_file(struct rc_ctx *c, const char *path, uint32_t *cap)
 		c->st.blocks++;
 		c->st.payload_bytes += h.len;
 	}
+	/* Checked: the pages can go until the passes read them. */
+	for (uint32_t i = first; i < c->nblocks; i++)
+		block_done(&c->blocks[i]);
 	return 0;
 }
 
@@ -420,6 +442,7 @@ int rc_cur_next(struct rc_ctx *c, struct rc_stream *s, struct rc_rec *r)
 		}
 		if (cu->pos >= b->len) {
 			cu->expect = b->soff + b->len;
+			block_done(b);
 			cu->bi++;
 			cu->in_block = 0;
 			continue;
