@@ -1091,10 +1091,12 @@ static int same_identity(const struct rc_end *e, const struct bt_event *ev)
 	case BT_CK_UNIX_DGRAM:
 		return ev->ino && e->ino == ev->ino;
 	case BT_CK_TCP:
-	case BT_CK_UDP:
-		return ev->local.family &&
-		       memcmp(&e->local, &ev->local, sizeof e->local) == 0 &&
-		       memcmp(&e->remote, &ev->remote, sizeof e->remote) == 0;
+	case BT_CK_UDP: {
+		struct bt_addr l = rc_addr_norm(&ev->local);
+		struct bt_addr r = rc_addr_norm(&ev->remote);
+		return l.family && rc_addr_eq(&e->local, &l) &&
+		       rc_addr_eq(&e->remote, &r);
+	}
 	default:
 		return 0;
 	}
@@ -1156,8 +1158,8 @@ static void on_chan(struct ap *a)
 	e->pid = a->im->pid;
 	e->process_id = a->im->process_id;
 	e->fd = ev->fd;
-	e->local = ev->local;
-	e->remote = ev->remote;
+	e->local = rc_addr_norm(&ev->local);
+	e->remote = rc_addr_norm(&ev->remote);
 	e->path = ev->str_len ? strndup0(ev->str, ev->str_len) : NULL;
 	e->ino = ev->ino;
 	e->peer_ino = ev->peer_ino;

@@ -290,6 +290,39 @@ int rc_fail(struct rc_ctx *c, int err, const char *fmt, ...)
 /* Advance the progress bar by BYTES (draws on a terminal at most 10/s). */
 void rc_progress(struct rc_ctx *c, uint64_t bytes);
 
+/*
+ * An IPv4-mapped IPv6 address (::ffff:a.b.c.d, what a dual-stack server
+ * sees of an IPv4 client) as the IPv4 address the client itself logs.
+ */
+static inline struct bt_addr rc_addr_norm(const struct bt_addr *a)
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+	struct bt_addr n = *a;
+	int i;
+
+	if (a->family != BT_AF_INET6)
+		return n;
+	for (i = 0; i < 12 && a->addr[i] == mapped[i]; i++)
+		;
+	if (i < 12)
+		return n;
+	n.family = BT_AF_INET;
+	for (i = 0; i < 16; i++)
+		n.addr[i] = i < 4 ? a->addr[12 + i] : 0;
+	return n;
+}
+
+/* Do A and B name the same address (field by field, never padding)? */
+static inline int rc_addr_eq(const struct bt_addr *a, const struct bt_addr *b)
+{
+	if (a->family != b->family || a->port != b->port)
+		return 0;
+	for (int i = 0; i < 16; i++)
+		if (a->addr[i] != b->addr[i])
+			return 0;
+	return 1;
+}
+
 /* Provisional Unix-epoch time of monotonic TS in domain D. */
 static inline int64_t rc_epoch(const struct rc_ctx *c, uint32_t d, uint64_t ts)
 {

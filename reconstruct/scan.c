@@ -90,7 +90,9 @@ static void identify(const struct bt_event *ev, uint32_t host,
 	switch (ev->chan_kind) {
 	case BT_CK_TCP:
 	case BT_CK_UDP: {
-		const struct bt_addr *l = &ev->local, *r = &ev->remote;
+		struct bt_addr nl = rc_addr_norm(&ev->local);
+		struct bt_addr nr = rc_addr_norm(&ev->remote);
+		const struct bt_addr *l = &nl, *r = &nr;
 		if (ev->result < 0 && ev->result != -EINPROGRESS)
 			return;
 		if ((l->family != BT_AF_INET && l->family != BT_AF_INET6) ||
@@ -98,8 +100,16 @@ static void identify(const struct bt_event *ev, uint32_t host,
 			return;
 		int c = addr_cmp(l, r);
 		const struct bt_addr *lo = c <= 0 ? l : r, *hi = c <= 0 ? r : l;
-		uint64_t k = rc_hash64(ev->chan_kind, lo, sizeof *lo);
-		k = rc_hash64(k, hi, sizeof *hi);
+		uint8_t key[2 * 19];
+		key[0] = lo->family;
+		key[1] = (uint8_t)(lo->port >> 8);
+		key[2] = (uint8_t)lo->port;
+		memcpy(key + 3, lo->addr, 16);
+		key[19] = hi->family;
+		key[20] = (uint8_t)(hi->port >> 8);
+		key[21] = (uint8_t)hi->port;
+		memcpy(key + 22, hi->addr, 16);
+		uint64_t k = rc_hash64(ev->chan_kind, key, sizeof key);
 		/* Loopback tuples never leave their host. */
 		if (is_loopback(l) || is_loopback(r))
 			k = rc_hash64(k, &host, sizeof host);

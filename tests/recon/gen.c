@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -285,12 +286,26 @@ static struct gend *get_fd(struct gen_thr *t, int fd)
 	return t->p->fds[fd];
 }
 
+/* "a.b.c.d:port" or "[v6]:port" */
 static void parse_addr(const char *s, struct bt_addr *a)
 {
 	unsigned b[4], port;
 	memset(a, 0, sizeof *a);
 	if (!s)
 		return;
+	if (s[0] == '[') {
+		char host[64];
+		const char *e = strchr(s, ']');
+		if (!e || e - s - 1 >= (long)sizeof host || e[1] != ':')
+			die("bad address '%s'", s);
+		memcpy(host, s + 1, (size_t)(e - s - 1));
+		host[e - s - 1] = 0;
+		if (inet_pton(AF_INET6, host, a->addr) != 1)
+			die("bad address '%s'", s);
+		a->family = BT_AF_INET6;
+		a->port = (uint16_t)strtoul(e + 2, NULL, 10);
+		return;
+	}
 	if (sscanf(s, "%u.%u.%u.%u:%u", &b[0], &b[1], &b[2], &b[3], &port) != 5)
 		die("bad address '%s'", s);
 	a->family = BT_AF_INET;

@@ -57,7 +57,8 @@ void gen_proc_start(struct gen_thr *t, int64_t at, uint32_t ppid,
 /* Any record (EV->ts is set from AT). */
 void gen_ev(struct gen_thr *t, int64_t at, const struct bt_event *ev);
 
-/* Channels.  Addresses are "a.b.c.d:port".  Roles: enum bt_chan_role. */
+/* Channels.  Addresses are "a.b.c.d:port" or "[v6]:port".  Roles:
+ * enum bt_chan_role. */
 void gen_tcp(struct gen_thr *t, int64_t at, int fd, int role,
 	     const char *local, const char *remote);
 void gen_udp(struct gen_thr *t, int64_t at, int fd, int role,

@@ -518,6 +518,42 @@ START_TEST(dns_lookups)
 }
 END_TEST
 
+/* ---- a dual-stack server sees its IPv4 client as ::ffff:a.b.c.d ---------- */
+
+START_TEST(dual_stack_pairing)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "h", 0, 0);
+	struct gen_thr *c = proc_main(h, 10, "curl", 0);
+	struct gen_thr *s = proc_main(h, 20, "/usr/sbin/apache2", 0);
+
+	gen_tcp(c, 10, 3, BT_CR_CONNECT, "10.0.0.1:50000", "10.0.0.2:80");
+	gen_tcp(s, 11, 4, BT_CR_ACCEPT, "[::ffff:10.0.0.2]:80",
+		"[::ffff:10.0.0.1]:50000");
+	gen_msg(c, 20, 3, OUT, REQ, BT_PROTO_HTTP, 70, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/v6"), 0);
+	gen_msg(s, 21, 4, IN, REQ, BT_PROTO_HTTP, 70, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/v6"), 0);
+	gen_msg(s, 30, 4, OUT, REP, BT_PROTO_HTTP, 90, 0, 200, 0, 0);
+	gen_msg(c, 31, 3, IN, REP, BT_PROTO_HTTP, 90, 0, 200, 0, 0);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /v6 st=200 client=curl[10]@h\n"
+		"  client http 'GET /v6' /v6 h/10/10 st=200\n"
+		"    server http 'GET /v6' /v6 h/20/20 st=200\n"
+		"unattributed:\n");
+	ck_assert_str_eq(rt_q(&t, "SELECT peer FROM spans WHERE kind = 'server'"),
+			 "10.0.0.1:50000");
+	ck_assert_str_eq(rt_q(&t, "SELECT local || ' ' || remote FROM channels WHERE pid = 20"),
+			 "10.0.0.2:80 10.0.0.1:50000");
+	rt_done(&t);
+}
+END_TEST
+
 Suite *recon_paths_suite(void)
 {
 	Suite *s = suite_create("recon_paths");
@@ -531,6 +567,7 @@ Suite *recon_paths_suite(void)
 	tcase_add_test(tc, untraced_backend_witness);
 	tcase_add_test(tc, traced_client_rule5);
 	tcase_add_test(tc, dns_lookups);
+	tcase_add_test(tc, dual_stack_pairing);
 	suite_add_tcase(s, tc);
 	return s;
 }
