@@ -263,15 +263,14 @@ void rc_clock_report(const struct rc_ctx *c, FILE *f)
 {
 	if (c->ndoms < 2)
 		return;
+	fprintf(f, "bp-reconstruct: clock: %s is the reference\n",
+		c->doms[c->ref_dom].label);
 	for (uint32_t d = 0; d < c->ndoms; d++) {
 		const struct rc_domain *D = &c->doms[d];
 		char o[40], lo[40], hi[40];
 
-		if (D->reference) {
-			fprintf(f, "bp-reconstruct: clock: %s is the reference\n",
-				D->label);
+		if (D->reference)
 			continue;
-		}
 		fmt_s(o, sizeof o, D->off);
 		if (strcmp(D->method, "messages") == 0) {
 			if (D->has_lo)
