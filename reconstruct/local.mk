@@ -2,6 +2,7 @@
 # The core is a convenience library so the unit tests can run it directly.
 noinst_LTLIBRARIES += libbtrecon.la
 libbtrecon_la_SOURCES = \
+	reconstruct/chan.c reconstruct/chan.h \
 	reconstruct/clock.c reconstruct/clock.h \
 	reconstruct/db.c reconstruct/db.h \
 	reconstruct/input.c reconstruct/input.h \
@@ -10,7 +11,8 @@ libbtrecon_la_SOURCES = \
 	reconstruct/model.c reconstruct/model.h \
 	reconstruct/rc.h \
 	reconstruct/recon.c reconstruct/recon.h \
-	reconstruct/scan.c reconstruct/scan.h
+	reconstruct/scan.c reconstruct/scan.h \
+	reconstruct/span.c reconstruct/span.h
 libbtrecon_la_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(SQLITE3_CFLAGS)
 libbtrecon_la_LIBADD = libbtcommon.la $(SQLITE3_LIBS)
 

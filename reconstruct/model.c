@@ -1,124 +1,24 @@
 /*
  * model.c - the path rules applied to records in causal order (model.h).
  *
- * Vocabulary:
- *   end       a channel end (struct rc_end): what one or more fds refer
- *             to; created by a CHAN record, shared across fork, kept across
- *             exec; destroyed when no fd refers to it.
- *   conn      a connection (struct rc_conn): the ends pass 1 paired; per
- *             direction (index = the sending side) the queue of send
- *             records a traced receiver has not consumed yet.
- *   sent      one send record in that queue: the byte range it covers and
- *             the request (and span) it belongs to.
- *   desig     a thread's designation: the request its fragment works for
- *             and the span new client spans hang on.
- *   span      an exchange a process took part in: server (it received a
- *             request) or client (it sent one).  A request exists as its
- *             root span; its row is written when the root closes.
- *
- * Offsets: a record's offset is made absolute with its fd's base, which is
- * 0 except for ends an exec'd image announced again (its shim counts from
- * the first byte it saw, the reconstructor from the channel's creation).
+ * The state is the designation of each thread (struct rc_thr, in its
+ * stream), its current fragment, the lineage snapshots parents leave for
+ * their children, and what chan.c (fd tables, ends, connections, send
+ * queues) and span.c (open exchanges and requests) keep.
  */
 #include "config.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "chan.h"
 #include "clock.h"
 #include "db.h"
 #include "merge.h"
 #include "model.h"
 #include "scan.h"
-
-#define OPEN_END      UINT64_MAX
-#define MAX_FD        (1 << 22)
-#define MAX_QUEUE     (1u << 16)   /* send records kept per direction */
-#define KEY_RECV(conn, side) ((uint64_t)8 << 56 | (uint64_t)(conn) << 1 | (side))
-
-enum { DIN = BT_DIR_IN, DOUT = BT_DIR_OUT };
-enum { SK_SERVER = 1, SK_CLIENT = 2 };
-
-struct rc_sent {
-	uint64_t off, end;       /* [off, end); end OPEN_END until its MSG */
-	int64_t  t_begin, t_end;
-	uint64_t req, span, msg;
-	uint32_t dom;
-	uint8_t  kind;           /* bt_msg_kind, or 0 for DATA */
-	uint8_t  resolved;       /* req is final (not "maybe rule 5") */
-	uint8_t  client_root;
-};
-
-struct rc_dirq {
-	struct rc_sent *v;
-	uint32_t head, n, cap;   /* ring buffer, cap a power of two */
-	uint64_t hwm;            /* bytes below are covered by resolved sends */
-	uint8_t  parked;         /* a receiver waits on this direction */
-	uint8_t  untraced;       /* a wait was given up: sender untraced */
-};
-
-struct rc_conn {
-	uint32_t id;
-	uint32_t pending[3];     /* CHAN records of each side not yet seen */
-	uint32_t live[2];        /* live ends per side */
-	uint32_t unknown_live;   /* live pipe ends whose side is not known */
-	struct rc_dirq dir[2];   /* by sending side */
-};
-
-struct rc_span {
-	struct rc_span *next;    /* in an end's open list, or the pool */
-	uint64_t id, req, parent;
-	int64_t  start, end;
-	int64_t  status;
-	uint64_t witness;
-	uint64_t process_id, channel_id;
-	uint32_t dom, host, pid, tid;
-	uint8_t  kind, proto, is_root, client_root, has_witness;
-	const char *exe;         /* owned by the image */
-	char    *name, *target, *method, *peer, *client;
-};
-
-struct rc_end {
-	struct rc_conn *conn;
-	uint64_t channel_id;     /* entry + 1 */
-	uint32_t entry, peer_entry;
-	uint32_t refs;
-	uint8_t  side, kind, role, proto, oneway, dgram, lost_sync;
-	uint8_t  entry_unknown;  /* pass 1 did not know its side */
-	uint32_t dom, pid;
-	uint64_t process_id;
-	int32_t  fd;
-	struct bt_addr local, remote;
-	char    *path;
-	uint64_t ino, peer_ino;
-	uint64_t hwm[2];         /* highest absolute offset, per direction */
-	uint64_t bytes[2], msgs[2];
-	struct rc_desig last;    /* the request that last used the channel */
-	uint64_t open_req;
-	int64_t  open_t;
-	struct rc_span *srv, *cli;   /* open exchanges, oldest first */
-	struct {                 /* message begun (MSG_BEGIN), per direction */
-		int      valid;
-		uint64_t off;
-		int64_t  t;
-		struct rc_desig d;
-	} begun[2];
-};
-
-struct rc_fdent {
-	struct rc_end *end;
-	uint64_t base[2];
-};
-
-struct rc_proc {
-	uint32_t host, pid;
-	uint32_t refs;           /* attached images + lineage snapshots */
-	struct rc_fdent *fds;
-	uint32_t nfds;
-};
 
 /* What a parent record hands to the child that waits for it. */
 struct rc_snap {
@@ -139,14 +39,8 @@ struct rc_lookup {
 };
 
 struct rc_model {
-	struct rc_map procs;     /* (host, pid) -> rc_proc */
-	struct rc_map conns;     /* conn id -> rc_conn */
 	struct rc_map snaps;     /* lineage key -> rc_snap list */
-	struct rc_map roots;     /* open request id -> root rc_span */
-	uint64_t next_req, next_span, next_msg, next_frag, next_file;
-	uint64_t next_process;
-	struct rc_span *pool;
-	uint64_t warned_unknown_fd, warned_malformed;
+	uint64_t next_msg, next_frag, next_file, next_process;
 };
 
 /* One record being applied. */
@@ -160,603 +54,19 @@ struct ap {
 	int64_t t;
 };
 
-static const char *const proto_names[] = {
-	[0] = "none", [1] = "line", [2] = "oneshot", [3] = "http",
-	[4] = "fastcgi", [5] = "postgresql", [6] = "dns",
-};
-
-static const char *proto_name(unsigned p)
-{
-	return p < sizeof proto_names / sizeof proto_names[0] ?
-	       proto_names[p] : "unknown";
-}
-
-static const char *const role_names[] = {
-	"unknown", "connect", "accept", "pipe_read", "pipe_write",
-	"socketpair", "inherited", "dgram",
-};
-
 static const char *const trigger_names[] = {
 	[RC_TR_START] = "start", [RC_TR_READY] = "ready",
 	[RC_TR_TIMEOUT] = "timeout", [RC_TR_MSG] = "message",
 	[RC_TR_DATA] = "data",
 };
 
-static const struct bt_attr *attr(const struct bt_event *ev, unsigned key)
-{
-	for (unsigned i = 0; i < ev->nattr; i++)
-		if (ev->attr[i].key == key && ev->attr[i].val)
-			return &ev->attr[i];
-	return NULL;
-}
-
-static char *strndup0(const char *s, size_t n)
-{
-	char *p = malloc(n + 1);
-	if (p) {
-		memcpy(p, s, n);
-		p[n] = 0;
-	}
-	return p;
-}
-
-static char *attr_dup(const struct bt_event *ev, unsigned key)
-{
-	const struct bt_attr *a = attr(ev, key);
-	return a ? strndup0(a->val, a->len) : NULL;
-}
-
-/* ---- requests and spans ------------------------------------------------- */
-
-static int live_req(struct rc_model *m, const struct rc_desig *d)
-{
-	if (!d->req)
-		return 0;
-	/* A request a traced client started here ends with its root. */
-	if (d->client_root && !rc_map_get(&m->roots, d->req, NULL))
-		return 0;
-	return 1;
-}
-
+/* A new span taken part in by the current thread over end E. */
 static struct rc_span *span_new(struct ap *a, uint8_t kind, uint8_t proto,
 				uint64_t req, uint64_t parent,
 				const struct rc_end *e)
 {
-	struct rc_model *m = a->m;
-	struct rc_span *sp = m->pool;
-
-	if (sp)
-		m->pool = sp->next;
-	else if (!(sp = malloc(sizeof *sp)))
-		return NULL;
-	memset(sp, 0, sizeof *sp);
-	sp->id = ++m->next_span;
-	sp->req = req;
-	sp->parent = parent;
-	sp->kind = kind;
-	sp->proto = proto;
-	sp->start = a->t;
-	sp->end = RC_DB_NULL;
-	sp->status = RC_DB_NULL;
-	sp->dom = a->im->domain;
-	sp->host = a->im->host;
-	sp->pid = a->im->pid;
-	sp->tid = a->th->tid ? a->th->tid : a->im->pid;
-	sp->process_id = a->im->process_id;
-	sp->channel_id = e ? e->channel_id : 0;
-	sp->exe = a->im->exe;
-	return sp;
-}
-
-/* A new request whose root is SP (rule 4 or rule 5). */
-static void request_start(struct ap *a, struct rc_span *sp, int client_root)
-{
-	sp->req = ++a->m->next_req;
-	sp->is_root = 1;
-	sp->client_root = (uint8_t)client_root;
-	rc_map_put(&a->m->roots, sp->req, (uint64_t)(uintptr_t)sp);
-}
-
-static void request_write(struct rc_ctx *c, const struct rc_span *sp)
-{
-	struct rc_row_request r = {
-		.id = sp->req, .root_span = sp->id, .start = sp->start,
-		.end = sp->end, .protocol = proto_name(sp->proto),
-		.method = sp->method, .target = sp->target,
-		.client = sp->client, .status = sp->status, .dom = sp->dom,
-	};
-	rc_db_request(c, &r);
-	c->st.requests++;
-}
-
-/* Write SP (closed or never closed) and free it. */
-static void span_finish(struct rc_ctx *c, struct rc_span *sp)
-{
-	struct rc_model *m = c->model;
-	struct rc_row_span r = {
-		.id = sp->id, .req = sp->req, .parent = sp->parent,
-		.kind = sp->kind == SK_SERVER ? "server" : "client",
-		.protocol = proto_name(sp->proto), .name = sp->name,
-		.target = sp->target, .status = sp->status,
-		.host = c->hosts[sp->host].name, .exe = sp->exe,
-		.peer = sp->peer, .pid = sp->pid, .tid = sp->tid,
-		.dom = sp->dom, .process_id = sp->process_id,
-		.channel_id = sp->channel_id, .start = sp->start,
-		.end = sp->end,
-	};
-	rc_db_span(c, &r);
-	c->st.spans++;
-	if (!sp->req)
-		c->st.unattr_spans++;
-	if (sp->is_root) {
-		request_write(c, sp);
-		rc_map_del(&m->roots, sp->req);
-	}
-	free(sp->name);
-	free(sp->target);
-	free(sp->method);
-	free(sp->peer);
-	free(sp->client);
-	sp->next = m->pool;
-	m->pool = sp;
-}
-
-static void list_push(struct rc_span **head, struct rc_span *sp)
-{
-	sp->next = NULL;
-	while (*head)
-		head = &(*head)->next;
-	*head = sp;
-}
-
-/* Take the exchange a reply answers: by witness, else the oldest. */
-static struct rc_span *list_match(struct rc_span **head,
-				  const struct bt_event *ev)
-{
-	struct rc_span **pp;
-
-	if (ev->flags & BT_MF_WITNESS) {
-		for (pp = head; *pp; pp = &(*pp)->next)
-			if ((*pp)->has_witness && (*pp)->witness == ev->witness)
-				break;
-		if (!*pp && *head && !(*head)->has_witness)
-			pp = head;
-	} else {
-		pp = head;
-	}
-	struct rc_span *sp = *pp;
-	if (sp)
-		*pp = sp->next;
-	return sp;
-}
-
-/* First word of S, upper-cased, at most 24 characters. */
-static char *first_word(const char *s, size_t n)
-{
-	char buf[25];
-	size_t i = 0, k = 0;
-
-	while (i < n && isspace((unsigned char)s[i]))
-		i++;
-	/* SQL comments before the keyword */
-	while (i + 1 < n && s[i] == '-' && s[i + 1] == '-') {
-		while (i < n && s[i] != '\n')
-			i++;
-		while (i < n && isspace((unsigned char)s[i]))
-			i++;
-	}
-	while (i < n && k < sizeof buf - 1 && !isspace((unsigned char)s[i]) &&
-	       s[i] != '(' && s[i] != ';')
-		buf[k++] = (char)toupper((unsigned char)s[i++]);
-	buf[k] = 0;
-	return k ? strndup0(buf, k) : NULL;
-}
-
-static char *joined(const char *a, const char *b, size_t bn)
-{
-	size_t an = a ? strlen(a) : 0;
-	char *p = malloc(an + bn + 2);
-	if (!p)
-		return NULL;
-	if (an) {
-		memcpy(p, a, an);
-		p[an++] = ' ';
-	}
-	memcpy(p + an, b, bn);
-	p[an + bn] = 0;
-	return p;
-}
-
-/* Name, target and method of a span from its request message EV. */
-static void span_label(struct rc_span *sp, const struct bt_event *ev)
-{
-	const struct bt_attr *t;
-
-	sp->method = attr_dup(ev, BT_AK_METHOD);
-	switch (ev->proto) {
-	case 3: /* http */
-		sp->target = attr_dup(ev, BT_AK_TARGET);
-		if (sp->target) {
-			size_t n = strcspn(sp->target, "?");
-			sp->name = joined(sp->method, sp->target, n);
-		}
-		break;
-	case 4: { /* fastcgi */
-		const struct bt_attr *sc = attr(ev, BT_AK_FCGI_SCRIPT);
-		sp->target = attr_dup(ev, BT_AK_FCGI_URI);
-		if (!sp->target)
-			sp->target = attr_dup(ev, BT_AK_FCGI_SCRIPT);
-		if (sc)
-			sp->name = joined(sp->method, sc->val, sc->len);
-		else if (sp->target)
-			sp->name = joined(sp->method, sp->target,
-					  strcspn(sp->target, "?"));
-		break;
-	}
-	case 5: /* postgresql */
-		if ((t = attr(ev, BT_AK_SQL))) {
-			sp->target = strndup0(t->val, t->len);
-			sp->name = first_word(t->val, t->len);
-		}
-		break;
-	case 6: /* dns */
-		sp->target = attr_dup(ev, BT_AK_DNS_NAME);
-		if ((t = attr(ev, BT_AK_DNS_TYPE)))
-			sp->name = joined("QUERY", t->val, t->len);
-		break;
-	case 1: /* line */
-		if ((t = attr(ev, BT_AK_LINE))) {
-			sp->target = strndup0(t->val, t->len);
-			size_t n = 0;
-			while (n < t->len && n < 32 && t->val[n] != ' ' &&
-			       t->val[n] != '\t')
-				n++;
-			if (n)
-				sp->name = strndup0(t->val, n);
-		}
-		break;
-	default:
-		sp->target = attr_dup(ev, BT_AK_TARGET);
-		break;
-	}
-	if (!sp->name && sp->method)
-		sp->name = strdup(sp->method);
-	if (!sp->name)
-		sp->name = strdup(ev->proto == 5 ? "QUERY" :
-				  ev->proto == 6 ? "QUERY" : proto_name(ev->proto));
-}
-
-static int64_t msg_status(const struct bt_event *ev)
-{
-	if (ev->proto == 6)       /* dns: 0 is NOERROR */
-		return ev->status;
-	return ev->status ? (int64_t)ev->status : RC_DB_NULL;
-}
-
-/* ---- processes, fds, ends, connections ---------------------------------- */
-
-static struct rc_proc *proc_new(struct rc_model *m, uint32_t host, uint32_t pid)
-{
-	struct rc_proc *p = calloc(1, sizeof *p);
-	if (!p)
-		return NULL;
-	p->host = host;
-	p->pid = pid;
-	rc_map_put(&m->procs, rc_key2(host, pid), (uint64_t)(uintptr_t)p);
-	return p;
-}
-
-static void end_unref(struct rc_ctx *c, struct rc_end *e, int64_t t);
-
-static void fdt_drop(struct rc_ctx *c, struct rc_proc *p, int32_t fd, int64_t t)
-{
-	if (fd < 0 || (uint32_t)fd >= p->nfds || !p->fds[fd].end)
-		return;
-	struct rc_end *e = p->fds[fd].end;
-	p->fds[fd].end = NULL;
-	end_unref(c, e, t);
-}
-
-static int fdt_set(struct rc_ctx *c, struct rc_proc *p, int32_t fd,
-		  struct rc_end *e, const uint64_t base[2], int64_t t)
-{
-	if (fd < 0 || fd >= MAX_FD)
-		return -EINVAL;
-	if ((uint32_t)fd >= p->nfds) {
-		uint32_t n = p->nfds ? p->nfds : 16;
-		while (n <= (uint32_t)fd)
-			n *= 2;
-		struct rc_fdent *nf = realloc(p->fds, n * sizeof *nf);
-		if (!nf)
-			return -ENOMEM;
-		memset(nf + p->nfds, 0, (n - p->nfds) * sizeof *nf);
-		p->fds = nf;
-		p->nfds = n;
-	}
-	e->refs++;
-	fdt_drop(c, p, fd, t);
-	p->fds[fd].end = e;
-	p->fds[fd].base[0] = base ? base[0] : 0;
-	p->fds[fd].base[1] = base ? base[1] : 0;
-	return 0;
-}
-
-static struct rc_fdent *fdt_get(struct rc_proc *p, int32_t fd)
-{
-	if (!p || fd < 0 || (uint32_t)fd >= p->nfds || !p->fds[fd].end)
-		return NULL;
-	return &p->fds[fd];
-}
-
-static void proc_unref(struct rc_ctx *c, struct rc_proc *p, int64_t t)
-{
-	if (--p->refs > 0)
-		return;
-	for (uint32_t fd = 0; fd < p->nfds; fd++)
-		fdt_drop(c, p, (int32_t)fd, t);
-	free(p->fds);
-	uint64_t key = rc_key2(p->host, p->pid);
-	if (rc_map_getp(&c->model->procs, key) == p)
-		rc_map_del(&c->model->procs, key);
-	free(p);
-}
-
-/* A child process object with a copy of P's fd table, holding one
- * reference for the caller. */
-static struct rc_proc *proc_copy(struct rc_ctx *c, struct rc_proc *p,
-				 uint32_t pid, int64_t t)
-{
-	struct rc_proc *np = proc_new(c->model, p->host, pid);
-	if (!np)
-		return NULL;
-	np->refs = 1;            /* the caller's */
-	for (uint32_t fd = 0; fd < p->nfds; fd++)
-		if (p->fds[fd].end)
-			fdt_set(c, np, (int32_t)fd, p->fds[fd].end,
-			       p->fds[fd].base, t);
-	return np;
-}
-
-static struct rc_conn *conn_get(struct rc_ctx *c, uint32_t id)
-{
-	struct rc_conn *cn = rc_map_getp(&c->model->conns, id);
-	if (cn)
-		return cn;
-	if (id >= c->nconns || !(cn = calloc(1, sizeof *cn)))
-		return NULL;
-	cn->id = id;
-	memcpy(cn->pending, c->conns[id].n, sizeof cn->pending);
-	rc_map_put(&c->model->conns, id, (uint64_t)(uintptr_t)cn);
-	return cn;
-}
-
-static void q_clear(struct rc_dirq *q)
-{
-	free(q->v);
-	q->v = NULL;
-	q->head = q->n = q->cap = 0;
-}
-
-/* Side S will never send again: nothing pending, no live end. */
-static int side_gone(const struct rc_ctx *c, const struct rc_conn *cn, int s)
-{
-	if (cn->pending[s] || cn->live[s])
-		return 0;
-	if (c->conns[cn->id].pipe && (cn->pending[2] || cn->unknown_live))
-		return 0;
-	return 1;
-}
-
-/* Does side S of E's connection have an end in the logs at all? */
-static int side_traced(const struct rc_ctx *c, const struct rc_end *e, int s)
-{
-	const struct rc_conninfo *ci = &c->conns[e->conn->id];
-	if (ci->n[s])
-		return 1;
-	return ci->pipe && ci->n[2] > (uint32_t)(e->entry_unknown ? 1 : 0);
-}
-
-static void conn_maybe_free(struct rc_ctx *c, struct rc_conn *cn)
-{
-	if (cn->pending[0] || cn->pending[1] || cn->pending[2] ||
-	    cn->live[0] || cn->live[1] || cn->unknown_live)
-		return;
-	q_clear(&cn->dir[0]);
-	q_clear(&cn->dir[1]);
-	rc_map_del(&c->model->conns, cn->id);
-	free(cn);
-}
-
-/* When side S is gone, its receivers stop waiting and its queue of sends
- * to it is no longer needed. */
-static void conn_side_check(struct rc_ctx *c, struct rc_conn *cn, int s)
-{
-	if (!side_gone(c, cn, s))
-		return;
-	q_clear(&cn->dir[!s]);
-	if (cn->dir[s].parked) {
-		cn->dir[s].parked = 0;
-		rc_merge_wake(c, KEY_RECV(cn->id, s));
-	}
-}
-
-static void peer_text(const struct rc_end *e, const struct bt_event *ev,
-		      char *buf, size_t len)
-{
-	const struct bt_attr *pa = ev ? attr(ev, BT_AK_PEER) : NULL;
-
-	if (pa) {
-		snprintf(buf, len, "%.*s", (int)pa->len, pa->val);
-		return;
-	}
-	switch (e->kind) {
-	case BT_CK_TCP:
-	case BT_CK_UDP:
-		if (e->remote.family)
-			bt_addr_format(&e->remote, buf, len);
-		else
-			snprintf(buf, len, "%s", bt_chan_kind_name(e->kind));
-		break;
-	case BT_CK_UNIX_STREAM:
-	case BT_CK_UNIX_DGRAM:
-		if (e->path && e->path[0])
-			snprintf(buf, len, "unix:%s", e->path);
-		else
-			snprintf(buf, len, "unix:[%" PRIu64 "]", e->peer_ino);
-		break;
-	case BT_CK_PIPE:
-		snprintf(buf, len, "pipe:[%" PRIu64 "]", e->ino);
-		break;
-	default:
-		snprintf(buf, len, "%s", bt_chan_kind_name(e->kind));
-	}
-}
-
-static void end_destroy(struct rc_ctx *c, struct rc_end *e, int64_t t)
-{
-	char local[64], remote[64];
-	struct rc_span *sp;
-
-	/* Exchanges never answered: written open (end_ns NULL). */
-	while ((sp = e->srv)) {
-		e->srv = sp->next;
-		span_finish(c, sp);
-	}
-	while ((sp = e->cli)) {
-		e->cli = sp->next;
-		span_finish(c, sp);
-	}
-	struct rc_row_channel r = {
-		.id = e->channel_id, .conn = e->conn ? e->conn->id : 0,
-		.peer = e->peer_entry == RC_NONE ? 0 : (uint64_t)e->peer_entry + 1,
-		.process_id = e->process_id, .req = e->open_req, .dom = e->dom,
-		.pid = e->pid, .fd = e->fd, .kind = bt_chan_kind_name(e->kind),
-		.role = e->role < sizeof role_names / sizeof role_names[0] ?
-			role_names[e->role] : "unknown",
-		.protocol = e->proto ? proto_name(e->proto) : NULL,
-		.local = e->local.family ? bt_addr_format(&e->local, local, sizeof local) : NULL,
-		.remote = e->remote.family ? bt_addr_format(&e->remote, remote, sizeof remote) : NULL,
-		.path = e->path, .ino = e->ino, .peer_ino = e->peer_ino,
-		.traced_peer = e->conn && e->side < 2 ? side_traced(c, e, !e->side) : 0,
-		.lost_sync = e->lost_sync, .open = e->open_t, .close = t,
-		.bytes_in = e->bytes[DIN], .bytes_out = e->bytes[DOUT],
-		.msgs_in = e->msgs[DIN], .msgs_out = e->msgs[DOUT],
-	};
-	rc_db_channel(c, &r);
-	struct rc_conn *cn = e->conn;
-	if (cn) {
-		if (e->side < 2)
-			cn->live[e->side]--;
-		else
-			cn->unknown_live--;
-		conn_side_check(c, cn, 0);
-		conn_side_check(c, cn, 1);
-		conn_maybe_free(c, cn);
-	}
-	free(e->path);
-	free(e);
-}
-
-static void end_unref(struct rc_ctx *c, struct rc_end *e, int64_t t)
-{
-	if (--e->refs == 0)
-		end_destroy(c, e, t);
-}
-
-/* A pipe end learns its side from the first data through it. */
-static void end_side(struct rc_end *e, int dir)
-{
-	if (e->side < 2 || !e->conn)
-		return;
-	e->side = dir == DOUT ? 0 : 1;
-	e->conn->unknown_live--;
-	e->conn->live[e->side]++;
-}
-
-/* ---- send queues ---------------------------------------------------------- */
-
-static struct rc_sent *q_at(const struct rc_dirq *q, uint32_t i)
-{
-	return &q->v[(q->head + i) & (q->cap - 1)];
-}
-
-static struct rc_sent *q_push(struct rc_ctx *c, struct rc_dirq *q)
-{
-	if (q->n == MAX_QUEUE) {
-		/* A receiver that never reads: forget the oldest. */
-		q->head = (q->head + 1) & (q->cap - 1);
-		q->n--;
-		if (!c->st.queue_overflow++)
-			rc_warn(c, NULL, 0,
-				"a traced receiver has not read %u messages sent to it; the oldest are forgotten (their receives count as unpaired)",
-				MAX_QUEUE);
-	}
-	if (q->n == q->cap) {
-		uint32_t ncap = q->cap ? q->cap * 2 : 8;
-		struct rc_sent *nv = malloc(ncap * sizeof *nv);
-		if (!nv)
-			return NULL;
-		for (uint32_t i = 0; i < q->n; i++)
-			nv[i] = *q_at(q, i);
-		free(q->v);
-		q->v = nv;
-		q->head = 0;
-		q->cap = ncap;
-	}
-	struct rc_sent *x = q_at(q, q->n++);
-	memset(x, 0, sizeof *x);
-	return x;
-}
-
-/* The send record covering byte X (a zero-length one starting at X). */
-static struct rc_sent *q_find(const struct rc_dirq *q, uint64_t x)
-{
-	for (uint32_t i = 0; i < q->n; i++) {
-		struct rc_sent *s = q_at(q, i);
-		if (s->off <= x && (x < s->end || (s->off == x && s->end == x)))
-			return s;
-		if (s->off > x)
-			break;
-	}
-	return NULL;
-}
-
-/* Drop send records the receiver has read past. */
-static void q_consume(struct rc_dirq *q, uint64_t upto)
-{
-	while (q->n) {
-		struct rc_sent *s = q_at(q, 0);
-		if (s->end == OPEN_END || s->end > upto ||
-		    (s->end == s->off && s->off == upto))
-			break;
-		q->head = (q->head + 1) & (q->cap - 1);
-		q->n--;
-	}
-}
-
-static void q_advance(struct rc_ctx *c, struct rc_conn *cn, int side,
-		      uint64_t upto)
-{
-	struct rc_dirq *q = &cn->dir[side];
-	if (upto <= q->hwm)
-		return;
-	q->hwm = upto;
-	if (q->parked) {
-		q->parked = 0;
-		rc_merge_wake(c, KEY_RECV(cn->id, side));
-	}
-}
-
-/* The queue a send on E goes to, or NULL if no traced receiver needs it. */
-static struct rc_dirq *send_q(struct ap *a, struct rc_end *e)
-{
-	struct rc_conn *cn = e->conn;
-	if (!cn || e->side > 1)
-		return NULL;
-	int r = !e->side;
-	if (!side_traced(a->c, e, r) || side_gone(a->c, cn, r))
-		return NULL;
-	return &cn->dir[e->side];
+	return rc_span_new(a->c, kind, proto, req, parent, a->im, a->th->tid,
+			   a->t, e ? e->channel_id : 0);
 }
 
 /* The queue a receive on E reads from, or NULL if the sender is untraced
@@ -772,7 +82,7 @@ static struct rc_dirq *recv_q(struct ap *a, struct rc_end *e)
 		q->untraced = 1;
 		return NULL;
 	}
-	if (q->untraced || !side_traced(a->c, e, s))
+	if (q->untraced || !rc_end_traced(a->c, e, s))
 		return NULL;
 	return q;
 }
@@ -786,7 +96,7 @@ static void frag_close(struct ap *a)
 
 	if (a->th->frag_span) {
 		a->th->frag_span->end = f->open ? f->last : a->t;
-		span_finish(c, a->th->frag_span);
+		rc_span_finish(c, a->th->frag_span);
 		a->th->frag_span = NULL;
 	}
 	if (!f->open)
@@ -935,8 +245,8 @@ static struct rc_proc *proc_of(struct ap *a)
 	struct rc_image *im = a->im;
 	if (im->attached)
 		return im->proc;
-	struct rc_proc *p = rc_map_getp(&a->m->procs, rc_key2(im->host, im->pid));
-	if (!p && !(p = proc_new(a->m, im->host, im->pid)))
+	struct rc_proc *p = rc_proc_get(a->c, im->host, im->pid);
+	if (!p && !(p = rc_proc_new(a->c, im->host, im->pid)))
 		return NULL;
 	image_attach(a, p, NULL);
 	return p;
@@ -956,7 +266,7 @@ static void image_end(struct rc_ctx *c, struct rc_image *im)
 	};
 	rc_db_process(c, &r);
 	im->attached = 0;
-	proc_unref(c, im->proc, im->last_ts);
+	rc_proc_unref(c, im->proc, im->last_ts);
 	im->proc = NULL;
 }
 
@@ -967,7 +277,7 @@ static void lookups_close(struct ap *a)
 	struct rc_lookup *l;
 	while ((l = a->th->lookups)) {
 		a->th->lookups = l->next;
-		span_finish(a->c, l->span);
+		rc_span_finish(a->c, l->span);
 		free(l);
 	}
 }
@@ -1014,13 +324,12 @@ static void on_proc_start(struct ap *a)
 	if (sn) {
 		struct rc_proc *p = sn->proc;
 		/* The child process object is reachable by its pid again. */
-		rc_map_put(&a->m->procs, rc_key2(p->host, p->pid),
-			   (uint64_t)(uintptr_t)p);
+		rc_proc_show(a->c, p);
 		image_attach(a, p, sn);
 		a->th->d = sn->d;
 		if (sn->dom == im->domain && sn->t > a->t)
 			a->t = sn->t;
-		proc_unref(a->c, p, a->t);
+		rc_proc_unref(a->c, p, a->t);
 		free(sn);
 	} else {
 		proc_of(a);
@@ -1042,12 +351,12 @@ static void on_fork_like(struct ap *a, unsigned kind)
 	struct rc_proc *np = NULL;
 
 	if (rc_map_get(&a->c->lin_children, key, &left) && left > 0)
-		np = proc_copy(a->c, p, child, a->t);
+		np = rc_proc_copy(a->c, p, child, a->t);
 	parent_record(a, key, np,
 		      kind == RC_LIN_SPAWN ? "spawn" :
 		      (ev->flags & 1) ? "vfork" : "fork");
 	if (np)   /* the snapshot holds it now */
-		proc_unref(a->c, np, a->t);
+		rc_proc_unref(a->c, np, a->t);
 }
 
 static void on_exec(struct ap *a)
@@ -1075,7 +384,7 @@ static void on_exec(struct ap *a)
 		else
 			rc_map_del(&a->m->snaps, key);
 		rc_map_add(&a->c->lin_children, key, 1);
-		proc_unref(a->c, sn->proc, a->t);
+		rc_proc_unref(a->c, sn->proc, a->t);
 		free(sn);
 		break;
 	}
@@ -1120,7 +429,7 @@ static void on_chan(struct ap *a)
 		return;
 	uint32_t ei = s->entry_first + s->entry_next++;
 	const struct rc_entry *en = &c->entries[ei];
-	struct rc_conn *cn = conn_get(c, en->conn);
+	struct rc_conn *cn = rc_conn_get(c, en->conn);
 	if (!cn)
 		return;
 	cn->pending[en->side < 2 ? en->side : 2]--;
@@ -1128,15 +437,15 @@ static void on_chan(struct ap *a)
 	/* An end this process already holds, announced again after exec. */
 	if (!is_fresh_role(ev->role)) {
 		struct rc_end *old = NULL;
-		struct rc_fdent *fe = fdt_get(p, ev->fd);
+		struct rc_fdent *fe = rc_fd_get(p, ev->fd);
 		if (fe && same_identity(fe->end, ev))
 			old = fe->end;
 		for (uint32_t fd = 0; !old && fd < p->nfds; fd++)
 			if (p->fds[fd].end && same_identity(p->fds[fd].end, ev))
 				old = p->fds[fd].end;
 		if (old) {
-			fdt_set(c, p, ev->fd, old, old->hwm, a->t);
-			conn_maybe_free(c, cn);
+			rc_fd_set(c, p, ev->fd, old, old->hwm, a->t);
+			rc_conn_maybe_free(c, cn);
 			return;
 		}
 	}
@@ -1160,7 +469,7 @@ static void on_chan(struct ap *a)
 	e->fd = ev->fd;
 	e->local = rc_addr_norm(&ev->local);
 	e->remote = rc_addr_norm(&ev->remote);
-	e->path = ev->str_len ? strndup0(ev->str, ev->str_len) : NULL;
+	e->path = ev->str_len ? rc_strndup(ev->str, ev->str_len) : NULL;
 	e->ino = ev->ino;
 	e->peer_ino = ev->peer_ino;
 	e->last = a->th->d;
@@ -1171,14 +480,16 @@ static void on_chan(struct ap *a)
 	else
 		cn->unknown_live++;
 	c->st.channels++;
-	if (fdt_set(c, p, ev->fd, e, NULL, a->t) < 0)
-		end_destroy(c, e, a->t);
+	if (rc_fd_set(c, p, ev->fd, e, NULL, a->t) < 0) {
+		e->refs = 1;              /* no fd took it: close it now */
+		rc_end_unref(c, e, a->t);
+	}
 }
 
 /* The end of the record's fd and its absolute offset; counts unknowns. */
 static struct rc_end *rec_end(struct ap *a, int dir, uint64_t *off)
 {
-	struct rc_fdent *fe = fdt_get(a->im->attached ? a->im->proc : NULL,
+	struct rc_fdent *fe = rc_fd_get(a->im->attached ? a->im->proc : NULL,
 				     a->ev->fd);
 	if (!fe) {
 		struct rc_ctx *c = a->c;
@@ -1190,7 +501,7 @@ static struct rc_end *rec_end(struct ap *a, int dir, uint64_t *off)
 				a->ev->fd);
 		return NULL;
 	}
-	end_side(fe->end, dir);
+	rc_end_side(fe->end, dir);
 	*off = fe->base[dir] + a->ev->off;
 	return fe->end;
 }
@@ -1213,10 +524,10 @@ static void message_row(struct ap *a, struct rc_end *e, int dir, uint64_t off,
 		.channel_id = e->channel_id, .process_id = a->im->process_id,
 		.peer_message = peer_msg, .dom = a->im->domain,
 		.pid = a->im->pid, .tid = a->th->tid ? a->th->tid : a->im->pid,
-		.begin = begin, .ts = a->t, .dir = dir == DOUT ? "out" : "in",
+		.begin = begin, .ts = a->t, .dir = dir == RC_DOUT ? "out" : "in",
 		.kind = bt_msg_kind_name(ev->kind),
-		.protocol = proto_name(ev->proto), .flags = ev->flags,
-		.off = off, .len = ev->len, .status = msg_status(ev),
+		.protocol = rc_proto_name(ev->proto), .flags = ev->flags,
+		.off = off, .len = ev->len, .status = rc_msg_status(ev),
 		.witness = (ev->flags & BT_MF_WITNESS) ? (int64_t)ev->witness : RC_DB_NULL,
 	};
 	rc_db_message(c, &r);
@@ -1233,24 +544,24 @@ static void on_msg_begin_out(struct ap *a, struct rc_end *e, uint64_t o)
 	struct rc_desig d = a->th->d;
 	int resolved = 1;
 
-	e->begun[DOUT].valid = 1;
-	e->begun[DOUT].off = o;
-	e->begun[DOUT].t = a->t;
-	e->begun[DOUT].d = d;
+	e->begun[RC_DOUT].valid = 1;
+	e->begun[RC_DOUT].off = o;
+	e->begun[RC_DOUT].t = a->t;
+	e->begun[RC_DOUT].d = d;
 	if (e->srv) {                 /* most likely the reply in the making */
 		d.req = e->srv->req;
 		d.span = e->srv->id;
-	} else if (!live_req(a->m, &d)) {
+	} else if (!rc_span_live(a->c, &d)) {
 		resolved = 0;         /* may start a request (rule 5) */
 	}
-	struct rc_dirq *q = send_q(a, e);
+	struct rc_dirq *q = rc_send_q(a->c, e);
 	if (!q)
 		return;
-	struct rc_sent *x = q_push(a->c, q);
+	struct rc_sent *x = rc_q_push(a->c, q);
 	if (!x)
 		return;
 	x->off = o;
-	x->end = OPEN_END;
+	x->end = RC_OPEN_END;
 	x->t_begin = x->t_end = a->t;
 	x->req = d.req;
 	x->span = d.span;
@@ -1258,7 +569,7 @@ static void on_msg_begin_out(struct ap *a, struct rc_end *e, uint64_t o)
 	x->dom = a->im->domain;
 	x->resolved = (uint8_t)resolved;
 	if (resolved)
-		q_advance(a->c, e->conn, e->side, o + 1);
+		rc_q_advance(a->c, e->conn, e->side, o + 1);
 }
 
 static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
@@ -1266,24 +577,24 @@ static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 	struct rc_ctx *c = a->c;
 	const struct bt_event *ev = a->ev;
 	uint64_t n = rec_units(e, ev);
-	int begun = e->begun[DOUT].valid && e->begun[DOUT].off == o;
-	struct rc_desig d0 = begun ? e->begun[DOUT].d : a->th->d;
-	int64_t t0 = begun ? e->begun[DOUT].t : a->t;
+	int begun = e->begun[RC_DOUT].valid && e->begun[RC_DOUT].off == o;
+	struct rc_desig d0 = begun ? e->begun[RC_DOUT].d : a->th->d;
+	int64_t t0 = begun ? e->begun[RC_DOUT].t : a->t;
 	uint64_t req = 0, span = 0, msg = ++a->m->next_msg;
 	uint8_t croot = 0;
 	struct rc_span *sp = NULL;
 	char peer[128];
 
 	if (begun)
-		e->begun[DOUT].valid = 0;
+		e->begun[RC_DOUT].valid = 0;
 	switch (ev->kind) {
 	case BT_MK_REQUEST:
-		if (!live_req(a->m, &d0)) {
+		if (!rc_span_live(a->c, &d0)) {
 			/* Rule 5: a request sent for no request starts one. */
-			sp = span_new(a, SK_CLIENT, ev->proto, 0, 0, e);
+			sp = span_new(a, RC_SK_CLIENT, ev->proto, 0, 0, e);
 			if (!sp)
 				break;
-			request_start(a, sp, 1);
+			rc_span_root(a->c, sp, 1);
 			char who[160];
 			snprintf(who, sizeof who, "%s[%u]@%s",
 				 a->im->exe ? a->im->exe : "?", a->im->pid,
@@ -1293,14 +604,14 @@ static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 			a->th->d.span = 0;
 			a->th->d.client_root = 1;
 		} else {
-			sp = span_new(a, SK_CLIENT, ev->proto, d0.req, d0.span, e);
+			sp = span_new(a, RC_SK_CLIENT, ev->proto, d0.req, d0.span, e);
 			if (!sp)
 				break;
 			sp->client_root = d0.client_root;
 		}
 		sp->start = t0;
-		span_label(sp, ev);
-		peer_text(e, ev, peer, sizeof peer);
+		rc_span_label(sp, ev);
+		rc_end_peer(e, ev, peer, sizeof peer);
 		sp->peer = strdup(peer);
 		if (ev->flags & BT_MF_WITNESS) {
 			sp->has_witness = 1;
@@ -1316,7 +627,7 @@ static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 	case BT_MK_REPLY:
 		if (e->oneway)
 			goto oneway;
-		sp = list_match(&e->srv, ev);
+		sp = rc_span_match(&e->srv, ev);
 		if (sp) {
 			req = sp->req;
 			span = sp->id;
@@ -1324,7 +635,7 @@ static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 			if (d0.req && d0.req != req)
 				c->st.reply_mismatch++;
 			sp->end = a->t;
-			sp->status = msg_status(ev);
+			sp->status = rc_msg_status(ev);
 			e->last.req = req;
 			e->last.span = sp->parent;
 			e->last.client_root = croot;
@@ -1347,17 +658,17 @@ static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 		break;
 	}
 
-	struct rc_dirq *q = send_q(a, e);
+	struct rc_dirq *q = rc_send_q(a->c, e);
 	if (q) {
 		struct rc_sent *x = NULL;
 		for (uint32_t i = q->n; i-- > 0 && i + 8 >= q->n;) {
-			struct rc_sent *y = q_at(q, i);
-			if (y->off == o && y->end == OPEN_END) {
+			struct rc_sent *y = rc_q_at(q, i);
+			if (y->off == o && y->end == RC_OPEN_END) {
 				x = y;
 				break;
 			}
 		}
-		if (!x && (x = q_push(c, q)) != NULL) {
+		if (!x && (x = rc_q_push(c, q)) != NULL) {
 			x->off = o;
 			x->t_begin = t0;
 		}
@@ -1371,35 +682,35 @@ static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 			x->client_root = croot;
 			x->dom = a->im->domain;
 			x->resolved = 1;
-			q_advance(c, e->conn, e->side, o + (n ? n : 0));
+			rc_q_advance(c, e->conn, e->side, o + (n ? n : 0));
 		}
 	}
-	message_row(a, e, DOUT, o, req, span, begun ? t0 : RC_DB_NULL, 0, msg);
-	if (o + n > e->hwm[DOUT])
-		e->hwm[DOUT] = o + n;
-	e->bytes[DOUT] += ev->len;
-	e->msgs[DOUT]++;
+	message_row(a, e, RC_DOUT, o, req, span, begun ? t0 : RC_DB_NULL, 0, msg);
+	if (o + n > e->hwm[RC_DOUT])
+		e->hwm[RC_DOUT] = o + n;
+	e->bytes[RC_DOUT] += ev->len;
+	e->msgs[RC_DOUT]++;
 
 	if (sp && ev->kind == BT_MK_REQUEST) {
 		if (e->oneway) {       /* nothing can answer on a pipe */
 			sp->end = a->t;
-			span_finish(c, sp);
+			rc_span_finish(c, sp);
 		} else {
-			list_push(&e->cli, sp);
+			rc_span_push(&e->cli, sp);
 		}
 	} else if (sp) {                  /* a reply closed its server span */
-		span_finish(c, sp);
+		rc_span_finish(c, sp);
 	}
 }
 
 static void on_msg_begin_in(struct ap *a, struct rc_end *e, uint64_t o)
 {
 	struct rc_dirq *q = recv_q(a, e);
-	struct rc_sent *x = q ? q_find(q, o) : NULL;
+	struct rc_sent *x = q ? rc_q_find(q, o) : NULL;
 
 	frag_input(a, e, RC_TR_MSG, o, 0);
-	e->begun[DIN].valid = 1;
-	e->begun[DIN].off = o;
+	e->begun[RC_DIN].valid = 1;
+	e->begun[RC_DIN].off = o;
 	if (x && x->resolved) {
 		if (x->dom == a->im->domain && x->t_begin > a->t) {
 			a->t = x->t_begin;
@@ -1417,8 +728,8 @@ static void on_msg_begin_in(struct ap *a, struct rc_end *e, uint64_t o)
 		/* Decided by the MSG: a new request, or a reply by witness. */
 		memset(&a->th->d, 0, sizeof a->th->d);
 	}
-	e->begun[DIN].t = a->t;
-	e->begun[DIN].d = a->th->d;
+	e->begun[RC_DIN].t = a->t;
+	e->begun[RC_DIN].d = a->th->d;
 }
 
 static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
@@ -1426,7 +737,7 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 	struct rc_ctx *c = a->c;
 	const struct bt_event *ev = a->ev;
 	uint64_t n = rec_units(e, ev);
-	int begun = e->begun[DIN].valid && e->begun[DIN].off == o;
+	int begun = e->begun[RC_DIN].valid && e->begun[RC_DIN].off == o;
 	struct rc_dirq *q = recv_q(a, e);
 	struct rc_sent *x = NULL;
 	struct rc_span *sp = NULL;
@@ -1435,15 +746,15 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 
 	frag_input(a, e, RC_TR_MSG, o, begun);
 	if (q) {
-		x = q_find(q, o);
+		x = rc_q_find(q, o);
 		if (!x || !x->resolved) {
 			c->st.unpaired_recv++;
 			x = NULL;
 		}
 	}
 	if (x) {
-		const struct rc_sent *last = n ? q_find(q, o + n - 1) : x;
-		if (!last || last->end == OPEN_END)
+		const struct rc_sent *last = n ? rc_q_find(q, o + n - 1) : x;
+		if (!last || last->end == RC_OPEN_END)
 			last = NULL;
 		if (last && last->dom == a->im->domain) {
 			if (last->t_end > a->t) {
@@ -1456,27 +767,27 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 		}
 		peer_msg = x->msg;
 	}
-	int64_t t0 = begun ? e->begun[DIN].t : a->t;
+	int64_t t0 = begun ? e->begun[RC_DIN].t : a->t;
 	if (begun)
-		e->begun[DIN].valid = 0;
+		e->begun[RC_DIN].valid = 0;
 
 	switch (ev->kind) {
 	case BT_MK_REQUEST:
 		if (x && x->req) {
-			sp = span_new(a, SK_SERVER, ev->proto, x->req, x->span, e);
+			sp = span_new(a, RC_SK_SERVER, ev->proto, x->req, x->span, e);
 			if (sp)
 				sp->client_root = x->client_root;
 		} else {
 			/* Rule 4: a request from an untraced peer. */
-			sp = span_new(a, SK_SERVER, ev->proto, 0, 0, e);
+			sp = span_new(a, RC_SK_SERVER, ev->proto, 0, 0, e);
 			if (sp)
-				request_start(a, sp, 0);
+				rc_span_root(a->c, sp, 0);
 		}
 		if (!sp)
 			break;
 		sp->start = t0;
-		span_label(sp, ev);
-		peer_text(e, ev, peer, sizeof peer);
+		rc_span_label(sp, ev);
+		rc_end_peer(e, ev, peer, sizeof peer);
 		sp->peer = strdup(peer);
 		if (sp->is_root)
 			sp->client = strdup(peer);
@@ -1493,14 +804,14 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 	case BT_MK_REPLY:
 		if (e->oneway)
 			goto oneway;
-		sp = list_match(&e->cli, ev);
+		sp = rc_span_match(&e->cli, ev);
 		if (sp) {
 			req = sp->req;
 			span = sp->id;
 			if (x && x->req && x->req != req)
 				c->st.reply_mismatch++;
 			sp->end = a->t;
-			sp->status = msg_status(ev);
+			sp->status = rc_msg_status(ev);
 			a->th->d.req = sp->req;
 			a->th->d.span = sp->parent;
 			a->th->d.client_root = sp->client_root;
@@ -1539,27 +850,27 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 	}
 	if (req)
 		e->last = a->th->d;
-	message_row(a, e, DIN, o, req, span, begun ? t0 : RC_DB_NULL, peer_msg,
+	message_row(a, e, RC_DIN, o, req, span, begun ? t0 : RC_DB_NULL, peer_msg,
 		    msg);
-	if (o + n > e->hwm[DIN])
-		e->hwm[DIN] = o + n;
-	e->bytes[DIN] += ev->len;
-	e->msgs[DIN]++;
+	if (o + n > e->hwm[RC_DIN])
+		e->hwm[RC_DIN] = o + n;
+	e->bytes[RC_DIN] += ev->len;
+	e->msgs[RC_DIN]++;
 	if (q)
-		q_consume(q, o + n);
+		rc_q_consume(q, o + n);
 
 	if (sp && ev->kind == BT_MK_REQUEST) {
 		if (e->oneway) {
 			/* Nothing answers on a pipe: the server span lasts
 			 * for the fragment this message starts. */
 			if (a->th->frag_span)
-				span_finish(c, a->th->frag_span);
+				rc_span_finish(c, a->th->frag_span);
 			a->th->frag_span = sp;
 		} else {
-			list_push(&e->srv, sp);
+			rc_span_push(&e->srv, sp);
 		}
 	} else if (sp) {                  /* a reply closed its client span */
-		span_finish(c, sp);
+		rc_span_finish(c, sp);
 	}
 }
 
@@ -1567,13 +878,13 @@ static void on_data_out(struct ap *a, struct rc_end *e, uint64_t o)
 {
 	struct rc_desig d = a->th->d;
 	uint64_t n = rec_units(e, a->ev);
-	struct rc_dirq *q = send_q(a, e);
+	struct rc_dirq *q = rc_send_q(a->c, e);
 
 	if (q) {
-		struct rc_sent *x = q->n ? q_at(q, q->n - 1) : NULL;
+		struct rc_sent *x = q->n ? rc_q_at(q, q->n - 1) : NULL;
 		if (!x || x->end != o || x->kind || x->req != d.req ||
 		    x->span != d.span || !x->resolved) {
-			x = q_push(a->c, q);
+			x = rc_q_push(a->c, q);
 			if (x) {
 				x->off = o;
 				x->t_begin = a->t;
@@ -1587,16 +898,16 @@ static void on_data_out(struct ap *a, struct rc_end *e, uint64_t o)
 		if (x) {
 			x->end = o + n;
 			x->t_end = a->t;
-			q_advance(a->c, e->conn, e->side, o + n);
+			rc_q_advance(a->c, e->conn, e->side, o + n);
 		}
 	}
 	if (!d.req)
 		a->c->st.unattr_data_bytes += a->ev->len;
 	else
 		e->last = d;
-	if (o + n > e->hwm[DOUT])
-		e->hwm[DOUT] = o + n;
-	e->bytes[DOUT] += a->ev->len;
+	if (o + n > e->hwm[RC_DOUT])
+		e->hwm[RC_DOUT] = o + n;
+	e->bytes[RC_DOUT] += a->ev->len;
 }
 
 static void on_data_in(struct ap *a, struct rc_end *e, uint64_t o)
@@ -1604,12 +915,12 @@ static void on_data_in(struct ap *a, struct rc_end *e, uint64_t o)
 	struct rc_ctx *c = a->c;
 	uint64_t n = rec_units(e, a->ev);
 	struct rc_dirq *q = recv_q(a, e);
-	struct rc_sent *x = q ? q_find(q, o) : NULL;
+	struct rc_sent *x = q ? rc_q_find(q, o) : NULL;
 
 	frag_input(a, e, RC_TR_DATA, o, 0);
 	if (x && x->resolved) {
-		const struct rc_sent *last = n ? q_find(q, o + n - 1) : x;
-		if (last && last->end != OPEN_END) {
+		const struct rc_sent *last = n ? rc_q_find(q, o + n - 1) : x;
+		if (last && last->end != RC_OPEN_END) {
 			if (last->dom == a->im->domain) {
 				if (last->t_end > a->t) {
 					a->t = last->t_end;
@@ -1632,18 +943,18 @@ static void on_data_in(struct ap *a, struct rc_end *e, uint64_t o)
 		e->last = a->th->d;
 	else
 		c->st.unattr_data_bytes += a->ev->len;
-	if (o + n > e->hwm[DIN])
-		e->hwm[DIN] = o + n;
-	e->bytes[DIN] += a->ev->len;
+	if (o + n > e->hwm[RC_DIN])
+		e->hwm[RC_DIN] = o + n;
+	e->bytes[RC_DIN] += a->ev->len;
 	if (q)
-		q_consume(q, o + n);
+		rc_q_consume(q, o + n);
 }
 
 static void on_ready(struct ap *a)
 {
 	const struct bt_event *ev = a->ev;
 	struct rc_fdent *fe = ev->fd >= 0 ?
-		fdt_get(a->im->attached ? a->im->proc : NULL, ev->fd) : NULL;
+		rc_fd_get(a->im->attached ? a->im->proc : NULL, ev->fd) : NULL;
 
 	if (ev->fd < 0) {
 		frag_open(a, RC_TR_TIMEOUT, -1, 0);
@@ -1661,7 +972,7 @@ static void on_ready(struct ap *a)
 	if ((ev->flags & 1) && e->side < 2) {
 		/* The next incoming message, if its send is known already. */
 		struct rc_dirq *q = recv_q(a, e);
-		struct rc_sent *x = q ? q_find(q, e->hwm[DIN]) : NULL;
+		struct rc_sent *x = q ? rc_q_find(q, e->hwm[RC_DIN]) : NULL;
 		if (x && x->resolved) {
 			a->th->d.req = x->req;
 			a->th->d.span = x->span;
@@ -1679,19 +990,19 @@ static void on_name_begin(struct ap *a)
 		"gethostbyname", "gethostbyname2", "getnameinfo" };
 	unsigned f = ev->flags & 0xff;
 	struct rc_desig *d = &a->th->d;
-	struct rc_span *sp = span_new(a, SK_CLIENT, 6,
-				      live_req(a->m, d) ? d->req : 0,
-				      live_req(a->m, d) ? d->span : 0, NULL);
+	struct rc_span *sp = span_new(a, RC_SK_CLIENT, 6,
+				      rc_span_live(a->c, d) ? d->req : 0,
+				      rc_span_live(a->c, d) ? d->span : 0, NULL);
 	struct rc_lookup *l = calloc(1, sizeof *l);
 
 	if (!sp || !l) {
 		free(l);
 		if (sp)
-			span_finish(a->c, sp);
+			rc_span_finish(a->c, sp);
 		return;
 	}
 	sp->name = strdup(fn[f < 5 ? f : 0]);
-	sp->target = ev->str_len ? strndup0(ev->str, ev->str_len) : NULL;
+	sp->target = ev->str_len ? rc_strndup(ev->str, ev->str_len) : NULL;
 	sp->peer = strdup("resolver");
 	if (ev->str2_len)
 		rc_db_attr(a->c, sp->id, 0, "service", ev->str2, ev->str2_len);
@@ -1716,7 +1027,7 @@ static void on_name_end(struct ap *a)
 		if (ev->str_len)
 			rc_db_attr(a->c, l->span->id, 0, "addr", ev->str,
 				   ev->str_len);
-		span_finish(a->c, l->span);
+		rc_span_finish(a->c, l->span);
 		free(l);
 		return;
 	}
@@ -1729,7 +1040,7 @@ static void on_open(struct ap *a)
 	struct rc_proc *p = proc_of(a);
 	struct rc_row_file r = {
 		.id = ++a->m->next_file,
-		.req = live_req(a->m, &a->th->d) ? a->th->d.req : 0,
+		.req = rc_span_live(a->c, &a->th->d) ? a->th->d.req : 0,
 		.span = a->th->d.span, .process_id = a->im->process_id,
 		.dom = a->im->domain, .pid = a->im->pid,
 		.tid = a->th->tid ? a->th->tid : a->im->pid, .ts = a->t,
@@ -1743,7 +1054,7 @@ static void on_open(struct ap *a)
 	if (!r.req)
 		c->st.unattr_files++;
 	if (p && ev->result >= 0)
-		fdt_drop(c, p, (int32_t)ev->result, a->t);
+		rc_fd_drop(c, p, (int32_t)ev->result, a->t);
 }
 
 static void on_dup(struct ap *a)
@@ -1752,12 +1063,12 @@ static void on_dup(struct ap *a)
 	struct rc_proc *p = proc_of(a);
 	if (!p || ev->fd == ev->fd2)
 		return;
-	struct rc_fdent *fe = fdt_get(p, ev->fd);
+	struct rc_fdent *fe = rc_fd_get(p, ev->fd);
 	if (fe) {
 		uint64_t base[2] = { fe->base[0], fe->base[1] };
-		fdt_set(a->c, p, ev->fd2, fe->end, base, a->t);
+		rc_fd_set(a->c, p, ev->fd2, fe->end, base, a->t);
 	} else {
-		fdt_drop(a->c, p, ev->fd2, a->t);
+		rc_fd_drop(a->c, p, ev->fd2, a->t);
 	}
 }
 
@@ -1776,7 +1087,7 @@ static void on_logd(struct ap *a)
 static void on_data_record(struct ap *a)
 {
 	const struct bt_event *ev = a->ev;
-	int dir = ev->dir == BT_DIR_OUT ? DOUT : DIN;
+	int dir = ev->dir == BT_DIR_OUT ? RC_DOUT : RC_DIN;
 	uint64_t o = 0;
 	struct rc_end *e = rec_end(a, dir, &o);
 
@@ -1791,19 +1102,19 @@ static void on_data_record(struct ap *a)
 	}
 	switch (ev->type) {
 	case BT_EV_MSG:
-		if (dir == DOUT)
+		if (dir == RC_DOUT)
 			on_msg_out(a, e, o);
 		else
 			on_msg_in(a, e, o);
 		break;
 	case BT_EV_MSG_BEGIN:
-		if (dir == DOUT)
+		if (dir == RC_DOUT)
 			on_msg_begin_out(a, e, o);
 		else
 			on_msg_begin_in(a, e, o);
 		break;
 	case BT_EV_DATA:
-		if (dir == DOUT)
+		if (dir == RC_DOUT)
 			on_data_out(a, e, o);
 		else
 			on_data_in(a, e, o);
@@ -1843,18 +1154,18 @@ void rc_model_apply(struct rc_ctx *c, struct rc_stream *s)
 	case BT_EV_OPEN:          on_open(&a); break;
 	case BT_EV_CLOSE:
 		if ((p = proc_of(&a)))
-			fdt_drop(c, p, ev->fd, a.t);
+			rc_fd_drop(c, p, ev->fd, a.t);
 		break;
 	case BT_EV_DUP:           on_dup(&a); break;
 	case BT_EV_CHAN:          on_chan(&a); break;
 	case BT_EV_PROTO: {
-		struct rc_fdent *fe = fdt_get(proc_of(&a), ev->fd);
+		struct rc_fdent *fe = rc_fd_get(proc_of(&a), ev->fd);
 		if (fe)
 			fe->end->proto = ev->proto;
 		break;
 	}
 	case BT_EV_LOST_SYNC: {
-		struct rc_fdent *fe = fdt_get(proc_of(&a), ev->fd);
+		struct rc_fdent *fe = rc_fd_get(proc_of(&a), ev->fd);
 		if (fe)
 			fe->end->lost_sync = 1;
 		break;
@@ -1924,30 +1235,30 @@ int rc_model_ready(struct rc_ctx *c, struct rc_stream *s, uint64_t *key)
 	}
 	if (ev->dir != BT_DIR_IN || !im->attached)
 		return 1;
-	struct rc_fdent *fe = fdt_get(im->proc, ev->fd);
+	struct rc_fdent *fe = rc_fd_get(im->proc, ev->fd);
 	if (!fe)
 		return 1;
 	struct rc_end *e = fe->end;
-	end_side(e, DIN);
+	rc_end_side(e, RC_DIN);
 	struct rc_conn *cn = e->conn;
 	if (!cn || e->side > 1)
 		return 1;
 	int sside = !e->side;
 	struct rc_dirq *q = &cn->dir[sside];
-	if (q->untraced || !side_traced(c, e, sside))
+	if (q->untraced || !rc_end_traced(c, e, sside))
 		return 1;
-	uint64_t o = fe->base[DIN] + ev->off;
+	uint64_t o = fe->base[RC_DIN] + ev->off;
 	uint64_t need = ev->type == BT_EV_MSG ? o + rec_units(e, ev) : o + 1;
 	if (ev->type == BT_EV_MSG && rec_units(e, ev) == 0)
 		need = o;
 	if (q->hwm >= need)
 		return 1;
-	if (side_gone(c, cn, sside)) {
+	if (rc_conn_gone(c, cn, sside)) {
 		s->released = RC_REL_GONE;
 		return 1;
 	}
 	q->parked = 1;
-	*key = KEY_RECV(cn->id, sside);
+	*key = RC_KEY_RECV(cn->id, sside);
 	return 0;
 }
 
@@ -2000,11 +1311,11 @@ int rc_model_init(struct rc_ctx *c)
 	return 0;
 }
 
-void rc_model_finish(struct rc_ctx *c)
+/* Drop the snapshots parents left for children that never came. */
+static void snaps_drop(struct rc_ctx *c)
 {
 	struct rc_model *m = c->model;
 
-	/* Parent records whose child never came: drop what they held. */
 	for (size_t i = 0; i < m->snaps.cap; i++) {
 		if (!m->snaps.used[i])
 			continue;
@@ -2012,14 +1323,19 @@ void rc_model_finish(struct rc_ctx *c)
 		while (sn) {
 			struct rc_snap *nx = sn->next;
 			if (sn->proc)
-				proc_unref(c, sn->proc, sn->t);
+				rc_proc_unref(c, sn->proc, sn->t);
 			free(sn);
 			sn = nx;
 		}
 	}
 	rc_map_free(&m->snaps);
-	/* Images whose streams never ended cannot exist here; any process
-	 * still referenced is released so its ends and spans are written. */
+}
+
+void rc_model_finish(struct rc_ctx *c)
+{
+	snaps_drop(c);
+	/* Every stream ended, so every image did; this only matters when
+	 * a stream's end was never reached (an error stopped the merge). */
 	for (uint32_t i = 0; i < c->nimages; i++)
 		if (c->images[i].attached)
 			image_end(c, &c->images[i]);
@@ -2030,30 +1346,7 @@ void rc_model_free(struct rc_ctx *c)
 	struct rc_model *m = c->model;
 	if (!m)
 		return;
-	for (size_t i = 0; i < m->conns.cap; i++) {
-		if (!m->conns.used[i])
-			continue;
-		struct rc_conn *cn = (struct rc_conn *)(uintptr_t)m->conns.vals[i];
-		q_clear(&cn->dir[0]);
-		q_clear(&cn->dir[1]);
-		free(cn);
-	}
-	rc_map_free(&m->conns);
-	for (size_t i = 0; i < m->procs.cap; i++) {
-		if (!m->procs.used[i])
-			continue;
-		struct rc_proc *p = (struct rc_proc *)(uintptr_t)m->procs.vals[i];
-		free(p->fds);
-		free(p);
-	}
-	rc_map_free(&m->procs);
-	rc_map_free(&m->roots);
 	rc_map_free(&m->snaps);
-	while (m->pool) {
-		struct rc_span *sp = m->pool;
-		m->pool = sp->next;
-		free(sp);
-	}
 	free(m);
 	c->model = NULL;
 }

@@ -12,7 +12,9 @@
  *             exec, spawn, thread creation) and every channel end (CHAN),
  *             then pairs the ends into connections.
  *   merge.c   pass 2: walks all streams in causal order (merge.c) and
- *   model.c   applies the path rules to each record (model.c), writing
+ *   model.c   applies the path rules to each record (model.c) over the
+ *   chan.c    processes, channel ends and connections (chan.c) and the
+ *   span.c    spans and requests (span.c), writing
  *   db.c      SQLite rows as spans, messages and requests complete.
  *   clock.c   estimates each clock domain's offset to the reference from
  *             the paired messages seen in pass 2.
@@ -244,6 +246,8 @@ struct rc_db;
 struct rc_model;
 struct rc_merge;
 struct rc_clock;
+struct rc_spans;
+struct rc_chans;
 
 struct rc_ctx {
 	const struct rc_options *opt;
@@ -263,7 +267,9 @@ struct rc_ctx {
 	struct rc_map lin_children;   /* lineage key -> child images left */
 
 	struct rc_db    *db;
-	struct rc_model *model;
+	struct rc_model *model;      /* model.c: designations, lineage */
+	struct rc_spans *spans;      /* span.c: open requests, span pool */
+	struct rc_chans *chans;      /* chan.c: processes, connections */
 	struct rc_merge *merge;
 	struct rc_clock *clock;
 

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chan.h"
 #include "clock.h"
 #include "db.h"
 #include "input.h"
@@ -131,6 +132,7 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 		goto fail;
 	c.progress_total = c.st.payload_bytes * 2;
 	if ((r = rc_scan_run(&c)) != 0 || (r = rc_clock_init(&c)) != 0 ||
+	    (r = rc_span_init(&c)) != 0 || (r = rc_chan_init(&c)) != 0 ||
 	    (r = rc_model_init(&c)) != 0) {
 		if (!c.err)
 			rc_fail(&c, r, "out of memory");
@@ -183,6 +185,8 @@ fail:
 out:
 	rc_merge_free(&c);
 	rc_model_free(&c);
+	rc_chan_free(&c);
+	rc_span_free(&c);
 	rc_clock_free(&c);
 	rc_scan_free(&c);
 	rc_input_close(&c);
