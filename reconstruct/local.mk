@@ -14,7 +14,7 @@ libbtrecon_la_SOURCES = \
 	reconstruct/scan.c reconstruct/scan.h \
 	reconstruct/span.c reconstruct/span.h
 libbtrecon_la_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(SQLITE3_CFLAGS)
-libbtrecon_la_LIBADD = libbtcommon.la $(SQLITE3_LIBS)
+libbtrecon_la_LIBADD = libbtproto.la libbtcommon.la $(SQLITE3_LIBS)
 
 bin_PROGRAMS += bp-reconstruct
 bp_reconstruct_SOURCES = reconstruct/main.c

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "btrace/proto.h"
 #include "chan.h"
 #include "clock.h"
 #include "db.h"
@@ -990,7 +991,7 @@ static void on_name_begin(struct ap *a)
 		"gethostbyname", "gethostbyname2", "getnameinfo" };
 	unsigned f = ev->flags & 0xff;
 	struct rc_desig *d = &a->th->d;
-	struct rc_span *sp = span_new(a, RC_SK_CLIENT, 6,
+	struct rc_span *sp = span_new(a, RC_SK_CLIENT, BT_PROTO_DNS,
 				      rc_span_live(a->c, d) ? d->req : 0,
 				      rc_span_live(a->c, d) ? d->span : 0, NULL);
 	struct rc_lookup *l = calloc(1, sizeof *l);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "btrace/proto.h"
 #include "db.h"
 #include "span.h"
 
@@ -17,15 +18,22 @@ struct rc_spans {
 	uint64_t next_req, next_span;
 };
 
-static const char *const proto_names[] = {
-	[0] = "none", [1] = "line", [2] = "oneshot", [3] = "http",
-	[4] = "fastcgi", [5] = "postgresql", [6] = "dns",
+/* Names of the protocols whose processor is not in this build. */
+static const char *const proto_names[BT_PROTO_MAX] = {
+	[BT_PROTO_NONE] = "none", [BT_PROTO_LINE] = "line",
+	[BT_PROTO_ONESHOT] = "oneshot", [BT_PROTO_HTTP] = "http",
+	[BT_PROTO_FASTCGI] = "fastcgi", [BT_PROTO_PGSQL] = "postgresql",
+	[BT_PROTO_DNS] = "dns",
 };
 
 const char *rc_proto_name(unsigned p)
 {
-	return p < sizeof proto_names / sizeof proto_names[0] ?
-	       proto_names[p] : "unknown";
+	if (p >= BT_PROTO_MAX)
+		return "unknown";
+	/* The name the configuration rules use for it. */
+	if (bt_protocols[p])
+		return bt_protocols[p]->name;
+	return proto_names[p];
 }
 
 int rc_span_init(struct rc_ctx *c)
@@ -234,14 +242,14 @@ void rc_span_label(struct rc_span *sp, const struct bt_event *ev)
 
 	sp->method = attr_dup(ev, BT_AK_METHOD);
 	switch (ev->proto) {
-	case 3: /* http */
+	case BT_PROTO_HTTP:
 		sp->target = attr_dup(ev, BT_AK_TARGET);
 		if (sp->target) {
 			size_t n = strcspn(sp->target, "?");
 			sp->name = joined(sp->method, sp->target, n);
 		}
 		break;
-	case 4: { /* fastcgi */
+	case BT_PROTO_FASTCGI: {
 		const struct bt_attr *sc = rc_attr(ev, BT_AK_FCGI_SCRIPT);
 		sp->target = attr_dup(ev, BT_AK_FCGI_URI);
 		if (!sp->target)
@@ -253,18 +261,18 @@ void rc_span_label(struct rc_span *sp, const struct bt_event *ev)
 					  strcspn(sp->target, "?"));
 		break;
 	}
-	case 5: /* postgresql */
+	case BT_PROTO_PGSQL:
 		if ((t = rc_attr(ev, BT_AK_SQL))) {
 			sp->target = rc_strndup(t->val, t->len);
 			sp->name = first_word(t->val, t->len);
 		}
 		break;
-	case 6: /* dns */
+	case BT_PROTO_DNS:
 		sp->target = attr_dup(ev, BT_AK_DNS_NAME);
 		if ((t = rc_attr(ev, BT_AK_DNS_TYPE)))
 			sp->name = joined("QUERY", t->val, t->len);
 		break;
-	case 1: /* line */
+	case BT_PROTO_LINE:
 		if ((t = rc_attr(ev, BT_AK_LINE))) {
 			sp->target = rc_strndup(t->val, t->len);
 			size_t n = 0;
@@ -282,13 +290,14 @@ void rc_span_label(struct rc_span *sp, const struct bt_event *ev)
 	if (!sp->name && sp->method)
 		sp->name = strdup(sp->method);
 	if (!sp->name)
-		sp->name = strdup(ev->proto == 5 ? "QUERY" :
-				  ev->proto == 6 ? "QUERY" : rc_proto_name(ev->proto));
+		sp->name = strdup(ev->proto == BT_PROTO_PGSQL ||
+				  ev->proto == BT_PROTO_DNS ? "QUERY" :
+				  rc_proto_name(ev->proto));
 }
 
 int64_t rc_msg_status(const struct bt_event *ev)
 {
-	if (ev->proto == 6)       /* dns: 0 is NOERROR */
+	if (ev->proto == BT_PROTO_DNS)        /* 0 is NOERROR */
 		return ev->status;
 	return ev->status ? (int64_t)ev->status : RC_DB_NULL;
 }

@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,6 +295,72 @@ START_TEST(peer_gone_released)
 }
 END_TEST
 
+/* ---- blocks written twice, and blocks in the spool directory ------------- */
+
+static void copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ssize_t n;
+	ck_assert_int_ge(in, 0);
+	ck_assert_int_ge(out, 0);
+	while ((n = read(in, buf, sizeof buf)) > 0)
+		ck_assert_int_eq(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+}
+
+START_TEST(duplicates_and_spool)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = proc_main(h, 100, "/usr/sbin/apache2", 0);
+	struct gen_write_opts o = { .block_bytes = 4096, .blocks_per_seg = 2 };
+	char a[600], b[600], spool[400];
+
+	for (int k = 1; k <= 5; k++)
+		http_request(w, 100 * k, k);
+	rt_init(&t);
+	ck_assert_int_eq(rt_write(&t, g, &o), 3);
+	/* bp-logd wrote the first segment's blocks again in a later file. */
+	snprintf(a, sizeof a, "%s/web/000000.btl", t.logs);
+	snprintf(b, sizeof b, "%s/web/000009.btl", t.logs);
+	copy_file(a, b);
+	/* The middle segment went to the spool directory instead. */
+	snprintf(spool, sizeof spool, "%s/spool", t.dir);
+	ck_assert_int_eq(mkdir(spool, 0755), 0);
+	snprintf(a, sizeof a, "%s/web/000001.btl", t.logs);
+	snprintf(b, sizeof b, "%s/000001.btl", spool);
+	ck_assert_int_eq(rename(a, b), 0);
+
+	const char *in[2] = { t.logs, spool };
+	FILE *err = fopen(t.err, "w");
+	struct rc_options ro = { .inputs = in, .ninputs = 2, .output = t.db,
+				 .progress = 0, .err = err };
+	ck_assert_int_eq(rc_run(&ro, &t.sum), RC_EXIT_OK);
+	fclose(err);
+	ck_assert_int_eq(sqlite3_open_v2(t.db, &t.h, SQLITE_OPEN_READONLY, NULL),
+			 SQLITE_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /r1 st=200 client=10.0.0.9:40001\n"
+		"  server http 'GET /r1' /r1 web/100/100 st=200\n"
+		"R http GET /r2 st=200 client=10.0.0.9:40002\n"
+		"  server http 'GET /r2' /r2 web/100/100 st=200\n"
+		"R http GET /r3 st=200 client=10.0.0.9:40003\n"
+		"  server http 'GET /r3' /r3 web/100/100 st=200\n"
+		"R http GET /r4 st=200 client=10.0.0.9:40004\n"
+		"  server http 'GET /r4' /r4 web/100/100 st=200\n"
+		"R http GET /r5 st=200 client=10.0.0.9:40005\n"
+		"  server http 'GET /r5' /r5 web/100/100 st=200\n"
+		"unattributed:\n");
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'duplicate_blocks'"), 2);
+	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM warnings"), 0);
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'files'"), 4);
+	rt_done(&t);
+}
+END_TEST
+
 Suite *recon_loss_suite(void)
 {
 	Suite *s = suite_create("recon_loss");
@@ -303,6 +370,7 @@ Suite *recon_loss_suite(void)
 	tcase_add_test(tc, lost_block);
 	tcase_add_test(tc, blocked_receive_released);
 	tcase_add_test(tc, peer_gone_released);
+	tcase_add_test(tc, duplicates_and_spool);
 	suite_add_tcase(s, tc);
 	return s;
 }
