@@ -58,7 +58,7 @@ struct ap {
 static const char *const trigger_names[] = {
 	[RC_TR_START] = "start", [RC_TR_READY] = "ready",
 	[RC_TR_TIMEOUT] = "timeout", [RC_TR_MSG] = "message",
-	[RC_TR_DATA] = "data",
+	[RC_TR_DATA] = "data", [RC_TR_ACCEPT] = "accept",
 };
 
 /* A new span taken part in by the current thread over end E. */
@@ -454,6 +454,18 @@ static void on_chan(struct ap *a)
 	struct rc_end *e = calloc(1, sizeof *e);
 	if (!e)
 		return;
+	if (ev->role == BT_CR_ACCEPT) {
+		/* A new connection is an input from outside: the work that
+		 * follows a blocking accept is no request's until a message
+		 * arrives (after READY on the listening fd it already is). */
+		struct rc_frag *f = &a->th->frag;
+		if (f->open && f->trigger == RC_TR_READY && f->fd == ev->fd2 &&
+		    !f->had_input)
+			f->had_input = 1;
+		else
+			frag_open(a, RC_TR_ACCEPT, ev->fd, (uint64_t)ei + 1);
+		memset(&a->th->d, 0, sizeof a->th->d);
+	}
 	e->conn = cn;
 	e->channel_id = (uint64_t)ei + 1;
 	e->entry = ei;

@@ -348,6 +348,12 @@ void gen_tcp(struct gen_thr *t, int64_t at, int fd, int role,
 	chan(t, at, fd, -1, BT_CK_TCP, role, local, remote, 0, 0, NULL);
 }
 
+void gen_accept(struct gen_thr *t, int64_t at, int fd, int lfd,
+		const char *local, const char *remote)
+{
+	chan(t, at, fd, lfd, BT_CK_TCP, BT_CR_ACCEPT, local, remote, 0, 0, NULL);
+}
+
 void gen_udp(struct gen_thr *t, int64_t at, int fd, int role,
 	     const char *local, const char *remote)
 {

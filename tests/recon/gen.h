@@ -61,6 +61,9 @@ void gen_ev(struct gen_thr *t, int64_t at, const struct bt_event *ev);
  * enum bt_chan_role. */
 void gen_tcp(struct gen_thr *t, int64_t at, int fd, int role,
 	     const char *local, const char *remote);
+/* accept() on listening fd LFD (not a channel) returned FD. */
+void gen_accept(struct gen_thr *t, int64_t at, int fd, int lfd,
+		const char *local, const char *remote);
 void gen_udp(struct gen_thr *t, int64_t at, int fd, int role,
 	     const char *local, const char *remote);
 void gen_unix(struct gen_thr *t, int64_t at, int fd, int role, uint64_t ino,

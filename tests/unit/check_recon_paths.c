@@ -147,9 +147,9 @@ START_TEST(event_loop_pooled_backend)
 	gen_msg(w, 16, 9, IN, CTL, BT_PROTO_PGSQL, 20, 0, 0, 0, 0);
 
 	gen_ready(w, 100, 3, POLLIN);
-	gen_tcp(w, 101, 5, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_accept(w, 101, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
 	gen_ready(w, 102, 3, POLLIN);
-	gen_tcp(w, 103, 6, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.6:2222");
+	gen_accept(w, 103, 6, 3, "10.0.0.1:80", "10.0.0.6:2222");
 	gen_ready(w, 110, 5, POLLIN);
 	gen_msg(w, 111, 5, IN, REQ, BT_PROTO_HTTP, 70, 0, 0, 0,
 		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/a"), 0);
@@ -197,6 +197,9 @@ START_TEST(event_loop_pooled_backend)
 			      (long long)gen_epoch(141)), "/b");
 	ck_assert_str_eq(rt_q(&t, "SELECT trigger || ' ' || fd FROM fragments WHERE start_ns = %lld",
 			      (long long)gen_epoch(141)), "ready 9");
+	/* Accepting after READY on the listening fd is one fragment. */
+	ck_assert_str_eq(rt_q(&t, "SELECT trigger || ' ' || fd || ' ' || events || ' ' || IFNULL(request_id, 'none') FROM fragments WHERE start_ns = %lld",
+			      (long long)gen_epoch(100)), "ready 3 2 none");
 	/* A timeout: the work that follows is nobody's. */
 	ck_assert_str_eq(rt_q(&t, "SELECT trigger || ' ' || IFNULL(request_id, 'none') FROM fragments WHERE start_ns = %lld",
 			      (long long)gen_epoch(150)), "timeout none");
@@ -368,9 +371,9 @@ START_TEST(untraced_backend_witness)
 
 	gen_tcp(w, 5, 9, BT_CR_CONNECT, "10.0.0.1:50030", "10.0.0.30:9000");
 	gen_ready(w, 10, 3, POLLIN);
-	gen_tcp(w, 11, 5, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.2:1000");
+	gen_accept(w, 11, 5, 3, "10.0.0.1:80", "10.0.0.2:1000");
 	gen_ready(w, 12, 3, POLLIN);
-	gen_tcp(w, 13, 6, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.2:1001");
+	gen_accept(w, 13, 6, 3, "10.0.0.1:80", "10.0.0.2:1001");
 	gen_ready(w, 20, 5, POLLIN);
 	gen_msg(w, 21, 5, IN, REQ, BT_PROTO_HTTP, 70, 0, 0, 0,
 		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/a.php"), 0);
@@ -554,6 +557,45 @@ START_TEST(dual_stack_pairing)
 }
 END_TEST
 
+/* ---- a blocking accept starts work for no request ------------------------ */
+
+START_TEST(accept_starts_fragment)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = proc_main(h, 1100, "/usr/sbin/apache2", 0);
+
+	gen_tcp(w, 10, 5, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.2:3000");
+	gen_msg(w, 11, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/first"), 0);
+	gen_msg(w, 20, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
+	gen_close(w, 21, 5);
+	/* The next connection: nothing of /first any more. */
+	gen_tcp(w, 30, 5, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.3:3001");
+	gen_open(w, 31, 6, "/etc/hosts.allow");
+	gen_msg(w, 40, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/second"), 0);
+	gen_msg(w, 50, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /first st=200 client=10.0.0.2:3000\n"
+		"  server http 'GET /first' /first web/1100/1100 st=200\n"
+		"R http GET /second st=200 client=10.0.0.3:3001\n"
+		"  server http 'GET /second' /second web/1100/1100 st=200\n"
+		"unattributed:\n");
+	ck_assert_str_eq(rt_q(&t, "SELECT IFNULL(request_id, 'none') FROM files"), "none");
+	ck_assert_str_eq(rt_q(&t, "SELECT group_concat(IFNULL(request_id, 'none'), ',') FROM channels"),
+			 "none,none");
+	ck_assert_str_eq(rt_q(&t, "SELECT group_concat(trigger || ':' || IFNULL(r.target, 'none'), ',') FROM (SELECT * FROM fragments ORDER BY start_ns) f LEFT JOIN requests r USING (request_id)"),
+			 "start:none,accept:none,message:/first,accept:none,message:/second");
+	rt_done(&t);
+}
+END_TEST
+
 Suite *recon_paths_suite(void)
 {
 	Suite *s = suite_create("recon_paths");
@@ -568,6 +610,7 @@ Suite *recon_paths_suite(void)
 	tcase_add_test(tc, traced_client_rule5);
 	tcase_add_test(tc, dns_lookups);
 	tcase_add_test(tc, dual_stack_pairing);
+	tcase_add_test(tc, accept_starts_fragment);
 	suite_add_tcase(s, tc);
 	return s;
 }
