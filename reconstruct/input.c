@@ -172,12 +172,15 @@ static int index_file(struct rc_ctx *c, const char *path, uint32_t *cap)
 			why ? why : strerror(errno));
 		return 0;
 	}
-	struct rc_file *nf = realloc(c->files, (c->nfiles + 1) * sizeof *nf);
-	if (!nf) {
-		bt_seg_close(rd);
-		return -ENOMEM;
+	if ((c->nfiles & (c->nfiles - 1)) == 0) {   /* 0, 1, 2, 4, ... */
+		struct rc_file *nf = realloc(c->files,
+				(c->nfiles ? c->nfiles * 2 : 1) * sizeof *nf);
+		if (!nf) {
+			bt_seg_close(rd);
+			return -ENOMEM;
+		}
+		c->files = nf;
 	}
-	c->files = nf;
 	struct rc_file *f = &c->files[c->nfiles];
 	struct stat st;
 	f->path = strdup(path);
@@ -238,48 +241,49 @@ static int cmp_block(const void *pa, const void *pb)
 	return 0;
 }
 
+static int same_image(const struct rc_block *a, const struct rc_block *b)
+{
+	return a->host == b->host && a->ring_id == b->ring_id &&
+	       a->pid == b->pid;
+}
+
+/* Group the sorted blocks: a stream per (host, ring, pid, slot), an image
+ * per (host, ring, pid). */
 static int build_streams(struct rc_ctx *c)
 {
-	uint32_t i = 0;
+	uint32_t nimg = 0, nstr = 0;
 
 	qsort(c->blocks, c->nblocks, sizeof *c->blocks, cmp_block);
-	while (i < c->nblocks) {
-		const struct rc_block *b = &c->blocks[i];
-		uint32_t j = i + 1;
-		while (j < c->nblocks && c->blocks[j].host == b->host &&
-		       c->blocks[j].ring_id == b->ring_id &&
-		       c->blocks[j].pid == b->pid &&
-		       c->blocks[j].slot == b->slot)
-			j++;
-		/* image: (host, ring_id, pid) - the blocks are sorted so */
-		if (c->nimages == 0 ||
-		    c->images[c->nimages - 1].host != b->host ||
-		    c->images[c->nimages - 1].ring_id != b->ring_id ||
-		    c->images[c->nimages - 1].pid != b->pid) {
-			struct rc_image *ni = realloc(c->images,
-					(c->nimages + 1) * sizeof *ni);
-			if (!ni)
-				return -ENOMEM;
-			c->images = ni;
-			memset(&ni[c->nimages], 0, sizeof *ni);
-			ni[c->nimages].host = b->host;
-			ni[c->nimages].ring_id = b->ring_id;
-			ni[c->nimages].pid = b->pid;
-			c->nimages++;
+	for (uint32_t i = 0; i < c->nblocks; i++) {
+		const struct rc_block *b = &c->blocks[i], *p = b - 1;
+		if (i == 0 || !same_image(p, b)) {
+			nimg++;
+			nstr++;
+		} else if (p->slot != b->slot) {
+			nstr++;
 		}
-		struct rc_stream *ns = realloc(c->streams,
-					(c->nstreams + 1) * sizeof *ns);
-		if (!ns)
-			return -ENOMEM;
-		c->streams = ns;
-		struct rc_stream *s = &ns[c->nstreams++];
-		memset(s, 0, sizeof *s);
-		s->image = c->nimages - 1;
-		s->slot = b->slot;
-		s->blk_first = i;
-		s->nblk = j - i;
-		c->images[s->image].nstreams++;
-		i = j;
+	}
+	c->images = calloc(nimg + 1, sizeof *c->images);
+	c->streams = calloc(nstr + 1, sizeof *c->streams);
+	if (!c->images || !c->streams)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < c->nblocks; i++) {
+		const struct rc_block *b = &c->blocks[i], *p = b - 1;
+		int new_image = i == 0 || !same_image(p, b);
+		if (new_image) {
+			struct rc_image *im = &c->images[c->nimages++];
+			im->host = b->host;
+			im->ring_id = b->ring_id;
+			im->pid = b->pid;
+		}
+		if (new_image || p->slot != b->slot) {
+			struct rc_stream *s = &c->streams[c->nstreams++];
+			s->image = c->nimages - 1;
+			s->slot = b->slot;
+			s->blk_first = i;
+			c->images[s->image].nstreams++;
+		}
+		c->streams[c->nstreams - 1].nblk++;
 	}
 	return 0;
 }
@@ -346,10 +350,12 @@ void rc_input_close(struct rc_ctx *c)
 	free(c->files);
 	c->files = NULL;
 	c->nfiles = 0;
-	for (uint32_t i = 0; i < c->nimages; i++) {
-		free(c->images[i].exe);
-		free(c->images[i].cmdline);
-	}
+	for (uint32_t i = 0; i < c->nstrs; i++)
+		free(c->strs[i]);
+	free(c->strs);
+	c->strs = NULL;
+	c->nstrs = 0;
+	rc_map_free(&c->strmap);
 	free(c->images);
 	free(c->blocks);
 	free(c->streams);
@@ -360,15 +366,39 @@ void rc_input_close(struct rc_ctx *c)
 	c->hosts = NULL;
 }
 
+const char *rc_intern(struct rc_ctx *c, const char *s, uint32_t n)
+{
+	uint64_t h = rc_hash64(n, s, n);
+	const char *old = rc_map_getp(&c->strmap, h);
+
+	if (old && strlen(old) == n && memcmp(old, s, n) == 0)
+		return old;
+	char *p = malloc((size_t)n + 1);
+	char **nv = realloc(c->strs, (c->nstrs + 1) * sizeof *nv);
+	if (!p || !nv) {
+		free(p);
+		if (nv)
+			c->strs = nv;
+		return NULL;
+	}
+	c->strs = nv;
+	memcpy(p, s, n);
+	p[n] = 0;
+	c->strs[c->nstrs++] = p;
+	if (!old)
+		rc_map_put(&c->strmap, h, (uint64_t)(uintptr_t)p);
+	return p;
+}
+
 /* ---- the cursor -------------------------------------------------------- */
 
-void rc_cur_reset(struct rc_ctx *c, struct rc_stream *s, int warn)
+void rc_cur_reset(struct rc_ctx *c, struct rc_run *r, int warn)
 {
-	struct rc_cursor *cu = &s->cur;
+	struct rc_cursor *cu = &r->cur;
 
 	memset(cu, 0, sizeof *cu);
-	cu->blk = c->blocks + s->blk_first;
-	cu->nblk = s->nblk;
+	cu->blk = c->blocks + r->st->blk_first;
+	cu->nblk = r->st->nblk;
 	cu->warn = warn;
 }
 
@@ -381,10 +411,11 @@ static void stream_name(const struct rc_ctx *c, const struct rc_stream *s,
 		 (unsigned long long)im->ring_id, s->slot);
 }
 
-static void lose(struct rc_ctx *c, struct rc_stream *s, const char *file,
+static void lose(struct rc_ctx *c, struct rc_run *run, const char *file,
 		 uint64_t off, uint64_t bytes, const char *what)
 {
-	struct rc_cursor *cu = &s->cur;
+	struct rc_cursor *cu = &run->cur;
+	const struct rc_stream *s = run->st;
 	char name[160];
 
 	cu->have_time = 0;
@@ -398,7 +429,7 @@ static void lose(struct rc_ctx *c, struct rc_stream *s, const char *file,
 		name, what);
 }
 
-int rc_cur_next(struct rc_ctx *c, struct rc_stream *s, struct rc_rec *r)
+int rc_cur_next(struct rc_ctx *c, struct rc_run *s, struct rc_rec *r)
 {
 	struct rc_cursor *cu = &s->cur;
 

@@ -17,15 +17,15 @@
 int rc_input_open(struct rc_ctx *c);
 void rc_input_close(struct rc_ctx *c);
 
-/* Prepare S's cursor at the stream's first record; WARN: report losses. */
-void rc_cur_reset(struct rc_ctx *c, struct rc_stream *s, int warn);
+/* Prepare R's cursor at its stream's first record; WARN: report losses. */
+void rc_cur_reset(struct rc_ctx *c, struct rc_run *r, int warn);
 
 /*
- * rc_cur_next - the next record of stream S into *R.  Blocks already seen
+ * rc_cur_next - the next record of RUN's stream into *R.  Blocks already seen
  * are skipped, overlapping ones cut back; after missing bytes or a damaged
  * record the records up to the next BT_EV_TIME are skipped (counted in
  * C->st.lost_records when the cursor warns).  Returns 1, or 0 at the end.
  */
-int rc_cur_next(struct rc_ctx *c, struct rc_stream *s, struct rc_rec *r);
+int rc_cur_next(struct rc_ctx *c, struct rc_run *run, struct rc_rec *r);
 
 #endif /* RC_INPUT_H */

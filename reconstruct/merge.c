@@ -1,5 +1,11 @@
 /*
  * merge.c - pass 2: the causal merge of all streams (see merge.h).
+ *
+ * Streams become active in the order of their first record (provisional
+ * time), when the merge reaches it; only active streams hold a struct
+ * rc_run (a decoded record, a cursor, a thread's designation), which goes
+ * back to a free list when the stream ends.  So the merge holds the
+ * streams that overlap in time, not all the streams of the log.
  */
 #include "config.h"
 
@@ -12,143 +18,205 @@
 #include "model.h"
 
 struct rc_merge {
-	uint32_t     *heap;      /* stream indices, min head_t first */
-	uint32_t      n;
-	struct rc_map parked;    /* wait key -> first parked stream + 1 */
-	uint32_t      nparked;
-	uint32_t      warned_malformed;
+	struct rc_run **heap;    /* active runs, min head_t first */
+	uint32_t       n, cap;
+	uint32_t      *order;    /* streams by first record time */
+	uint32_t       next;     /* next stream of ORDER to activate */
+	struct rc_map  parked;   /* wait key -> first parked run */
+	uint32_t       nparked;
+	struct rc_run *pool;     /* free runs */
+	uint32_t       warned_malformed;
 };
 
-static int before(const struct rc_ctx *c, uint32_t a, uint32_t b)
+/* ---- the heap of active runs ---------------------------------------------- */
+
+static int before(const struct rc_run *x, const struct rc_run *y)
 {
-	const struct rc_stream *x = &c->streams[a], *y = &c->streams[b];
 	if (x->head_t != y->head_t)
 		return x->head_t < y->head_t;
-	return a < b;
+	return x->st < y->st;
 }
 
-static void heap_set(struct rc_ctx *c, uint32_t i, uint32_t s)
+static void heap_set(struct rc_merge *g, uint32_t i, struct rc_run *r)
 {
-	c->merge->heap[i] = s;
-	c->streams[s].heap_pos = i;
+	g->heap[i] = r;
+	r->heap_pos = i;
 }
 
-static void sift_up(struct rc_ctx *c, uint32_t i)
+static void sift_up(struct rc_merge *g, uint32_t i)
 {
-	struct rc_merge *g = c->merge;
-	uint32_t s = g->heap[i];
+	struct rc_run *r = g->heap[i];
 	while (i > 0) {
 		uint32_t p = (i - 1) / 2;
-		if (!before(c, s, g->heap[p]))
+		if (!before(r, g->heap[p]))
 			break;
-		heap_set(c, i, g->heap[p]);
+		heap_set(g, i, g->heap[p]);
 		i = p;
 	}
-	heap_set(c, i, s);
+	heap_set(g, i, r);
 }
 
-static void sift_down(struct rc_ctx *c, uint32_t i)
+static void sift_down(struct rc_merge *g, uint32_t i)
 {
-	struct rc_merge *g = c->merge;
-	uint32_t s = g->heap[i];
+	struct rc_run *r = g->heap[i];
 	for (;;) {
 		uint32_t l = 2 * i + 1, m = i;
-		uint32_t best = s;
-		if (l < g->n && before(c, g->heap[l], best)) {
+		struct rc_run *best = r;
+		if (l < g->n && before(g->heap[l], best)) {
 			m = l;
 			best = g->heap[l];
 		}
-		if (l + 1 < g->n && before(c, g->heap[l + 1], best)) {
+		if (l + 1 < g->n && before(g->heap[l + 1], best)) {
 			m = l + 1;
 			best = g->heap[l + 1];
 		}
 		if (m == i)
 			break;
-		heap_set(c, i, g->heap[m]);
+		heap_set(g, i, g->heap[m]);
 		i = m;
 	}
-	heap_set(c, i, s);
+	heap_set(g, i, r);
 }
 
-static void heap_push(struct rc_ctx *c, uint32_t s)
+static int heap_push(struct rc_merge *g, struct rc_run *r)
 {
-	struct rc_merge *g = c->merge;
-	c->streams[s].state = RC_SS_READY;
-	heap_set(c, g->n++, s);
-	sift_up(c, g->n - 1);
+	if (g->n == g->cap) {
+		uint32_t ncap = g->cap ? g->cap * 2 : 64;
+		struct rc_run **nh = realloc(g->heap, ncap * sizeof *nh);
+		if (!nh)
+			return -ENOMEM;
+		g->heap = nh;
+		g->cap = ncap;
+	}
+	r->state = RC_SS_READY;
+	heap_set(g, g->n++, r);
+	sift_up(g, g->n - 1);
+	return 0;
 }
 
-/* Remove the stream at heap position I. */
-static void heap_remove(struct rc_ctx *c, uint32_t i)
+/* Remove the run at heap position I. */
+static void heap_remove(struct rc_merge *g, uint32_t i)
 {
-	struct rc_merge *g = c->merge;
-	uint32_t last = g->heap[--g->n];
+	struct rc_run *last = g->heap[--g->n];
 
 	if (i == g->n)
 		return;
-	heap_set(c, i, last);
-	sift_down(c, i);
-	sift_up(c, c->streams[last].heap_pos);
+	heap_set(g, i, last);
+	sift_down(g, i);
+	sift_up(g, last->heap_pos);
 }
 
+/* ---- runs ------------------------------------------------------------------- */
+
 /*
- * Decode the next record of S into its head.  TIME records only re-base
+ * Decode the next record of R into its head.  TIME records only re-base
  * the cursor's clock and are consumed here.  Returns 1, or 0 at the end.
  */
-static int advance(struct rc_ctx *c, struct rc_stream *s)
+static int advance(struct rc_ctx *c, struct rc_run *r)
 {
-	const struct rc_image *im = &c->images[s->image];
+	const struct rc_image *im = &c->images[r->st->image];
 
-	while (rc_cur_next(c, s, &s->rec)) {
-		uint64_t prev = s->rec.prev_ts;
+	while (rc_cur_next(c, r, &r->rec)) {
+		uint64_t prev = r->rec.prev_ts;
 		c->st.events++;
-		if (s->rec.type == BT_EV_TIME)
+		if (r->rec.type == BT_EV_TIME)
 			continue;
-		if (bt_ev_decode(s->rec.p, s->rec.len, &s->ev, &prev) <= 0) {
+		if (bt_ev_decode(r->rec.p, r->rec.len, &r->ev, &prev) <= 0) {
 			c->st.malformed++;
 			if (c->merge->warned_malformed++ < 10)
-				rc_warn(c, rc_file_path(c, s->rec.file),
-					s->rec.file_off,
+				rc_warn(c, rc_file_path(c, r->rec.file),
+					r->rec.file_off,
 					"malformed %s record skipped",
-					bt_ev_type_name(s->rec.type));
+					bt_ev_type_name(r->rec.type));
 			continue;
 		}
-		if (s->ev.type >= BT_EV_TYPE_MAX)
+		if (r->ev.type >= BT_EV_TYPE_MAX)
 			continue;         /* a newer record type: skipped */
-		s->head_t = rc_epoch(c, im->domain, s->ev.ts);
+		r->head_t = rc_epoch(c, im->domain, r->ev.ts);
 		return 1;
 	}
 	return 0;
 }
 
-static void park(struct rc_ctx *c, uint32_t si, uint64_t key)
+static void run_end(struct rc_ctx *c, struct rc_run *r)
 {
 	struct rc_merge *g = c->merge;
-	struct rc_stream *s = &c->streams[si];
-	uint64_t first = 0;
 
-	rc_map_get(&g->parked, key, &first);
-	s->park_next = first ? &c->streams[first - 1] : NULL;
-	s->wait_key = key;
-	s->state = RC_SS_PARKED;
-	rc_map_put(&g->parked, key, (uint64_t)si + 1);
+	r->state = RC_SS_DONE;
+	rc_model_stream_end(c, r);
+	r->st->run = NULL;
+	r->park_next = g->pool;
+	g->pool = r;
+}
+
+/* Make stream S active: its first record goes into the heap. */
+static int activate(struct rc_ctx *c, struct rc_stream *s)
+{
+	struct rc_merge *g = c->merge;
+	struct rc_run *r = g->pool;
+
+	if (r)
+		g->pool = r->park_next;
+	else if (!(r = malloc(sizeof *r)))
+		return -ENOMEM;
+	memset(r, 0, sizeof *r);
+	r->st = s;
+	s->run = r;
+	rc_cur_reset(c, r, 0);
+	if (advance(c, r))
+		return heap_push(g, r);
+	run_end(c, r);
+	return 0;
+}
+
+/* The provisional time of stream I's first record (for activation). */
+static int64_t first_t(const struct rc_ctx *c, uint32_t i)
+{
+	const struct rc_stream *s = &c->streams[i];
+	if (!s->has_first)
+		return INT64_MIN;
+	return rc_epoch(c, c->images[s->image].domain, s->first_ts);
+}
+
+static const struct rc_ctx *sort_ctx;
+
+static int cmp_first(const void *pa, const void *pb)
+{
+	uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+	int64_t x = first_t(sort_ctx, a), y = first_t(sort_ctx, b);
+	if (x != y)
+		return x < y ? -1 : 1;
+	return a < b ? -1 : a > b;
+}
+
+/* ---- waiting ------------------------------------------------------------------ */
+
+static void park(struct rc_ctx *c, struct rc_run *r, uint64_t key)
+{
+	struct rc_merge *g = c->merge;
+
+	r->park_next = rc_map_getp(&g->parked, key);
+	r->wait_key = key;
+	r->state = RC_SS_PARKED;
+	rc_map_put(&g->parked, key, (uint64_t)(uintptr_t)r);
 	g->nparked++;
 }
 
 void rc_merge_wake(struct rc_ctx *c, uint64_t key)
 {
 	struct rc_merge *g = c->merge;
-	uint64_t first;
+	struct rc_run *r;
 
-	if (!g || !rc_map_get(&g->parked, key, &first))
+	if (!g || !(r = rc_map_getp(&g->parked, key)))
 		return;
 	rc_map_del(&g->parked, key);
-	for (struct rc_stream *s = &c->streams[first - 1]; s;) {
-		struct rc_stream *nx = s->park_next;
-		s->park_next = NULL;
+	while (r) {
+		struct rc_run *nx = r->park_next;
+		r->park_next = NULL;
 		g->nparked--;
-		heap_push(c, (uint32_t)(s - c->streams));
-		s = nx;
+		if (heap_push(g, r) < 0)
+			rc_fail(c, -ENOMEM, "out of memory in the merge");
+		r = nx;
 	}
 }
 
@@ -156,31 +224,31 @@ void rc_merge_wake(struct rc_ctx *c, uint64_t key)
 static void release_oldest(struct rc_ctx *c)
 {
 	struct rc_merge *g = c->merge;
-	struct rc_stream *best = NULL;
+	struct rc_run *best = NULL;
 	char text[512];
 
-	for (uint32_t i = 0; i < c->nstreams; i++) {
-		struct rc_stream *s = &c->streams[i];
-		if (s->state == RC_SS_PARKED &&
-		    (!best || s->head_t < best->head_t))
-			best = s;
+	for (size_t i = 0; i < g->parked.cap; i++) {
+		if (!g->parked.used[i])
+			continue;
+		for (struct rc_run *r = (struct rc_run *)(uintptr_t)g->parked.vals[i];
+		     r; r = r->park_next)
+			if (!best || before(r, best))
+				best = r;
 	}
 	if (!best)
 		return;
 	/* Unlink it from its key's list. */
-	uint64_t first = 0;
-	rc_map_get(&g->parked, best->wait_key, &first);
-	struct rc_stream **pp;
-	struct rc_stream *head = &c->streams[first - 1];
+	struct rc_run *head = rc_map_getp(&g->parked, best->wait_key);
 	if (head == best) {
 		if (best->park_next)
 			rc_map_put(&g->parked, best->wait_key,
-				   (uint64_t)(best->park_next - c->streams) + 1);
+				   (uint64_t)(uintptr_t)best->park_next);
 		else
 			rc_map_del(&g->parked, best->wait_key);
 	} else {
-		for (pp = &head->park_next; *pp != best; pp = &(*pp)->park_next)
-			;
+		struct rc_run **pp = &head->park_next;
+		while (*pp != best)
+			pp = &(*pp)->park_next;
 		*pp = best->park_next;
 	}
 	best->park_next = NULL;
@@ -190,8 +258,11 @@ static void release_oldest(struct rc_ctx *c)
 		text);
 	c->st.released++;
 	best->released = RC_REL_BLOCKED;
-	heap_push(c, (uint32_t)(best - c->streams));
+	if (heap_push(g, best) < 0)
+		rc_fail(c, -ENOMEM, "out of memory in the merge");
 }
+
+/* ---- the loop -------------------------------------------------------------------- */
 
 int rc_merge_run(struct rc_ctx *c)
 {
@@ -199,49 +270,48 @@ int rc_merge_run(struct rc_ctx *c)
 	if (!g)
 		return rc_fail(c, -ENOMEM, "out of memory");
 	c->merge = g;
-	g->heap = malloc((c->nstreams + 1) * sizeof *g->heap);
-	if (!g->heap)
+	g->order = malloc((c->nstreams + 1) * sizeof *g->order);
+	if (!g->order)
 		return rc_fail(c, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < c->nstreams; i++)
+		g->order[i] = i;
+	sort_ctx = c;
+	qsort(g->order, c->nstreams, sizeof *g->order, cmp_first);
+	sort_ctx = NULL;
 	c->phase = "merging";
 
-	for (uint32_t i = 0; i < c->nstreams; i++) {
-		struct rc_stream *s = &c->streams[i];
-		rc_cur_reset(c, s, 0);
-		s->entry_next = 0;
-		if (advance(c, s)) {
-			heap_push(c, i);
-		} else {
-			s->state = RC_SS_DONE;
-			rc_model_stream_end(c, s);
-		}
-	}
 	for (;;) {
 		if (c->err)
 			return -EIO;
+		/* Streams whose first record the merge has reached start. */
+		while (g->next < c->nstreams &&
+		       (g->n == 0 ||
+			first_t(c, g->order[g->next]) <= g->heap[0]->head_t)) {
+			if (activate(c, &c->streams[g->order[g->next++]]) < 0)
+				return rc_fail(c, -ENOMEM, "out of memory in the merge");
+		}
 		if (g->n == 0) {
 			if (g->nparked == 0)
 				break;
 			release_oldest(c);
 			continue;
 		}
-		uint32_t si = g->heap[0];
-		struct rc_stream *s = &c->streams[si];
+		struct rc_run *r = g->heap[0];
 		uint64_t key = 0;
 
-		if (!s->released && !rc_model_ready(c, s, &key)) {
-			heap_remove(c, s->heap_pos);
-			park(c, si, key);
+		if (!r->released && !rc_model_ready(c, r, &key)) {
+			heap_remove(g, r->heap_pos);
+			park(c, r, key);
 			continue;
 		}
-		rc_model_apply(c, s);
-		/* Applying may have woken streams: S need not be on top. */
-		if (advance(c, s)) {
-			sift_down(c, s->heap_pos);
-			sift_up(c, s->heap_pos);
+		rc_model_apply(c, r);
+		/* Applying may have woken runs: R need not be on top. */
+		if (advance(c, r)) {
+			sift_down(g, r->heap_pos);
+			sift_up(g, r->heap_pos);
 		} else {
-			heap_remove(c, s->heap_pos);
-			s->state = RC_SS_DONE;
-			rc_model_stream_end(c, s);
+			heap_remove(g, r->heap_pos);
+			run_end(c, r);
 		}
 	}
 	return 0;
@@ -249,10 +319,22 @@ int rc_merge_run(struct rc_ctx *c)
 
 void rc_merge_free(struct rc_ctx *c)
 {
-	if (!c->merge)
+	struct rc_merge *g = c->merge;
+	if (!g)
 		return;
-	free(c->merge->heap);
-	rc_map_free(&c->merge->parked);
-	free(c->merge);
+	/* After an error some runs may still be active or parked. */
+	for (uint32_t i = 0; i < c->nstreams; i++) {
+		free(c->streams[i].run);
+		c->streams[i].run = NULL;
+	}
+	while (g->pool) {
+		struct rc_run *r = g->pool;
+		g->pool = r->park_next;
+		free(r);
+	}
+	free(g->heap);
+	free(g->order);
+	rc_map_free(&g->parked);
+	free(g);
 	c->merge = NULL;
 }

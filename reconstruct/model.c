@@ -48,7 +48,7 @@ struct rc_model {
 struct ap {
 	struct rc_ctx    *c;
 	struct rc_model  *m;
-	struct rc_stream *s;
+	struct rc_run *s;
 	struct rc_thr    *th;
 	struct rc_image  *im;
 	const struct bt_event *ev;
@@ -104,7 +104,7 @@ static void frag_close(struct ap *a)
 		return;
 	struct rc_row_fragment r = {
 		.id = ++a->m->next_frag, .req = a->th->d.req,
-		.span = a->th->d.span, .process_id = a->im->process_id,
+		.span = a->th->d.span, .process_id = a->im->run->process_id,
 		.channel_id = f->channel_id, .dom = a->im->domain,
 		.pid = a->im->pid, .tid = a->th->tid ? a->th->tid : a->im->pid,
 		.start = f->start, .end = f->last,
@@ -134,8 +134,9 @@ static void frag_open(struct ap *a, uint8_t trigger, int32_t fd,
 
 /*
  * An input record on FD: a new fragment unless it continues the input
- * event of the current one (the read after READY on that fd, the MSG of
- * the MSG_BEGIN this fragment began with, more DATA of the same read).
+ * event of the current one (the read after READY on that fd or after it
+ * was accepted, the MSG of the MSG_BEGIN this fragment began with, more
+ * DATA of the same read).
  */
 static void frag_input(struct ap *a, struct rc_end *e, uint8_t trigger,
 		       uint64_t off, int begun)
@@ -146,7 +147,10 @@ static void frag_input(struct ap *a, struct rc_end *e, uint8_t trigger,
 	int cont = 0;
 
 	if (f->open && f->fd == fd) {
-		if (f->trigger == RC_TR_READY && !f->had_input)
+		/* the first read after READY on the fd, or after accepting
+		 * it, is the input that fragment was waiting for */
+		if ((f->trigger == RC_TR_READY || f->trigger == RC_TR_ACCEPT) &&
+		    !f->had_input)
 			cont = 1;
 		else if (type == BT_EV_MSG && begun &&
 			 f->last_type == BT_EV_MSG_BEGIN && f->last_off == off)
@@ -204,8 +208,8 @@ static void parent_record(struct ap *a, uint64_t key, struct rc_proc *proc,
 			sn->proc = proc;
 			if (proc)
 				proc->refs++;
-			sn->parent_process_id = a->im->process_id;
-			sn->parent_image = a->s->image;
+			sn->parent_process_id = a->im->run->process_id;
+			sn->parent_image = a->s->st->image;
 			sn->how = how;
 			sn->t = a->t;
 			sn->dom = a->im->domain;
@@ -229,14 +233,14 @@ static void image_attach(struct ap *a, struct rc_proc *p,
 {
 	struct rc_image *im = a->im;
 
-	im->proc = p;
+	im->run->proc = p;
 	p->refs++;
-	im->attached = 1;
-	im->process_id = ++a->m->next_process;
+	im->run->attached = 1;
+	im->run->process_id = ++a->m->next_process;
 	if (sn) {
-		im->parent_process_id = sn->parent_process_id;
-		im->how = sn->how;
-		im->start_req = sn->d.req;
+		im->run->parent_process_id = sn->parent_process_id;
+		im->run->how = sn->how;
+		im->run->start_req = sn->d.req;
 	}
 }
 
@@ -244,8 +248,8 @@ static void image_attach(struct ap *a, struct rc_proc *p,
 static struct rc_proc *proc_of(struct ap *a)
 {
 	struct rc_image *im = a->im;
-	if (im->attached)
-		return im->proc;
+	if (im->run->attached)
+		return im->run->proc;
 	struct rc_proc *p = rc_proc_get(a->c, im->host, im->pid);
 	if (!p && !(p = rc_proc_new(a->c, im->host, im->pid)))
 		return NULL;
@@ -255,20 +259,53 @@ static struct rc_proc *proc_of(struct ap *a)
 
 static void image_end(struct rc_ctx *c, struct rc_image *im)
 {
-	if (!im->attached)
+	char cmdline[1025] = "";
+	struct bt_event ev;
+	uint64_t prev = im->start_prev;
+
+	if (!im->run || !im->run->attached)
 		return;
+	/* The command line is read again from the mapped PROC_START. */
+	if (im->has_start &&
+	    bt_ev_decode(im->start_p, im->start_len, &ev, &prev) > 0)
+		snprintf(cmdline, sizeof cmdline, "%.*s",
+			 (int)(ev.str2_len > 1024 ? 1024 : ev.str2_len),
+			 ev.str2 ? ev.str2 : "");
 	struct rc_row_process r = {
-		.id = im->process_id, .parent = im->parent_process_id,
-		.req = im->start_req, .dom = im->domain, .pid = im->pid,
+		.id = im->run->process_id, .parent = im->run->parent_process_id,
+		.req = im->run->start_req, .dom = im->domain, .pid = im->pid,
 		.ppid = im->ppid, .host = c->hosts[im->host].name,
-		.exe = im->exe, .cmdline = im->cmdline, .how = im->how,
-		.ring_id = im->ring_id, .start = im->first_ts,
-		.end = im->last_ts, .events = im->events,
+		.exe = im->exe, .cmdline = im->has_start ? cmdline : NULL,
+		.how = im->run->how,
+		.ring_id = im->ring_id, .start = im->run->first_ts,
+		.end = im->run->last_ts, .events = im->events,
 	};
 	rc_db_process(c, &r);
-	im->attached = 0;
-	rc_proc_unref(c, im->proc, im->last_ts);
-	im->proc = NULL;
+	im->run->attached = 0;
+	rc_proc_unref(c, im->run->proc, im->run->last_ts);
+	im->run->proc = NULL;
+}
+
+/* The merge's state of IM, made when its first record is met. */
+static struct rc_imrun *imrun(struct rc_ctx *c, struct rc_image *im)
+{
+	if (im->run)
+		return im->run;
+	im->run = calloc(1, sizeof *im->run);
+	if (!im->run) {
+		rc_fail(c, -ENOMEM, "out of memory in the merge");
+		return NULL;
+	}
+	im->run->live_streams = im->nstreams;
+	return im->run;
+}
+
+/* IM's last stream ended: write its row, let its process go. */
+static void image_done(struct rc_ctx *c, struct rc_image *im)
+{
+	image_end(c, im);
+	free(im->run);
+	im->run = NULL;
 }
 
 /* ---- records --------------------------------------------------------------- */
@@ -297,14 +334,14 @@ static void on_thread_start(struct ap *a)
 	memset(&th->d, 0, sizeof th->d);
 	if (ev->cookie) {
 		struct rc_snap *sn = snap_take(a->m,
-				rc_scan_thread_key(a->s->image, ev->cookie));
+				rc_scan_thread_key(a->s->st->image, ev->cookie));
 		if (sn) {
 			th->d = sn->d;
 			if (sn->dom == a->im->domain && sn->t > a->t)
 				a->t = sn->t;
 			free(sn);
 		}
-	} else if (!a->im->attached && a->im->lineage_key) {
+	} else if (!a->im->run->attached && a->im->lineage_key) {
 		/* A child image's first thread: not before the parent's
 		 * record (PROC_START takes the snapshot). */
 		const struct rc_snap *sn = rc_map_getp(&a->m->snaps,
@@ -320,7 +357,7 @@ static void on_proc_start(struct ap *a)
 	struct rc_image *im = a->im;
 	struct rc_snap *sn = NULL;
 
-	if (!im->attached && im->lineage_key)
+	if (!im->run->attached && im->lineage_key)
 		sn = snap_take(a->m, im->lineage_key);
 	if (sn) {
 		struct rc_proc *p = sn->proc;
@@ -376,7 +413,7 @@ static void on_exec(struct ap *a)
 	struct rc_snap *prev = NULL;
 	for (struct rc_snap *sn = rc_map_getp(&a->m->snaps, key); sn;
 	     prev = sn, sn = sn->next) {
-		if (sn->parent_image != a->s->image)
+		if (sn->parent_image != a->s->st->image)
 			continue;
 		if (prev)
 			prev->next = sn->next;
@@ -422,13 +459,13 @@ static int is_fresh_role(uint8_t role)
 static void on_chan(struct ap *a)
 {
 	struct rc_ctx *c = a->c;
-	struct rc_stream *s = a->s;
+	struct rc_run *s = a->s;
 	const struct bt_event *ev = a->ev;
 	struct rc_proc *p = proc_of(a);
 
-	if (s->entry_next >= s->nentry || !p)
+	if (s->entry_next >= s->st->nentry || !p)
 		return;
-	uint32_t ei = s->entry_first + s->entry_next++;
+	uint32_t ei = s->st->entry_first + s->entry_next++;
 	const struct rc_entry *en = &c->entries[ei];
 	struct rc_conn *cn = rc_conn_get(c, en->conn);
 	if (!cn)
@@ -478,7 +515,7 @@ static void on_chan(struct ap *a)
 	e->dgram = ev->chan_kind == BT_CK_UDP || ev->chan_kind == BT_CK_UNIX_DGRAM;
 	e->dom = a->im->domain;
 	e->pid = a->im->pid;
-	e->process_id = a->im->process_id;
+	e->process_id = a->im->run->process_id;
 	e->fd = ev->fd;
 	e->local = rc_addr_norm(&ev->local);
 	e->remote = rc_addr_norm(&ev->remote);
@@ -502,7 +539,7 @@ static void on_chan(struct ap *a)
 /* The end of the record's fd and its absolute offset; counts unknowns. */
 static struct rc_end *rec_end(struct ap *a, int dir, uint64_t *off)
 {
-	struct rc_fdent *fe = rc_fd_get(a->im->attached ? a->im->proc : NULL,
+	struct rc_fdent *fe = rc_fd_get(a->im->run->attached ? a->im->run->proc : NULL,
 				     a->ev->fd);
 	if (!fe) {
 		struct rc_ctx *c = a->c;
@@ -534,7 +571,7 @@ static void message_row(struct ap *a, struct rc_end *e, int dir, uint64_t off,
 	struct rc_ctx *c = a->c;
 	struct rc_row_message r = {
 		.id = id, .req = req, .span = span,
-		.channel_id = e->channel_id, .process_id = a->im->process_id,
+		.channel_id = e->channel_id, .process_id = a->im->run->process_id,
 		.peer_message = peer_msg, .dom = a->im->domain,
 		.pid = a->im->pid, .tid = a->th->tid ? a->th->tid : a->im->pid,
 		.begin = begin, .ts = a->t, .dir = dir == RC_DOUT ? "out" : "in",
@@ -967,7 +1004,7 @@ static void on_ready(struct ap *a)
 {
 	const struct bt_event *ev = a->ev;
 	struct rc_fdent *fe = ev->fd >= 0 ?
-		rc_fd_get(a->im->attached ? a->im->proc : NULL, ev->fd) : NULL;
+		rc_fd_get(a->im->run->attached ? a->im->run->proc : NULL, ev->fd) : NULL;
 
 	if (ev->fd < 0) {
 		frag_open(a, RC_TR_TIMEOUT, -1, 0);
@@ -1054,7 +1091,7 @@ static void on_open(struct ap *a)
 	struct rc_row_file r = {
 		.id = ++a->m->next_file,
 		.req = rc_span_live(a->c, &a->th->d) ? a->th->d.req : 0,
-		.span = a->th->d.span, .process_id = a->im->process_id,
+		.span = a->th->d.span, .process_id = a->im->run->process_id,
 		.dom = a->im->domain, .pid = a->im->pid,
 		.tid = a->th->tid ? a->th->tid : a->im->pid, .ts = a->t,
 		.flags = ev->flags, .result = ev->result, .path = ev->str,
@@ -1135,9 +1172,9 @@ static void on_data_record(struct ap *a)
 	}
 }
 
-void rc_model_apply(struct rc_ctx *c, struct rc_stream *s)
+void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 {
-	struct rc_image *im = &c->images[s->image];
+	struct rc_image *im = &c->images[s->st->image];
 	struct ap a = {
 		.c = c, .m = c->model, .s = s, .th = &s->thr, .im = im,
 		.ev = &s->ev,
@@ -1145,6 +1182,8 @@ void rc_model_apply(struct rc_ctx *c, struct rc_stream *s)
 	const struct bt_event *ev = &s->ev;
 	struct rc_proc *p;
 
+	if (!imrun(c, im))
+		return;
 	a.t = rc_epoch(c, im->domain, ev->ts);
 	if (a.t < s->thr.floor)
 		a.t = s->thr.floor;
@@ -1161,7 +1200,7 @@ void rc_model_apply(struct rc_ctx *c, struct rc_stream *s)
 	case BT_EV_EXEC:          on_exec(&a); break;
 	case BT_EV_THREAD_CREATE:
 		if (ev->result >= 0)
-			parent_record(&a, rc_scan_thread_key(s->image, ev->cookie),
+			parent_record(&a, rc_scan_thread_key(s->st->image, ev->cookie),
 				      NULL, NULL);
 		break;
 	case BT_EV_OPEN:          on_open(&a); break;
@@ -1208,20 +1247,22 @@ void rc_model_apply(struct rc_ctx *c, struct rc_stream *s)
 		s->thr.frag.events++;
 		s->thr.frag.last = a.t;
 	}
-	if (!im->first_ts)
-		im->first_ts = a.t;
-	im->last_ts = a.t;
+	if (!im->run->first_ts)
+		im->run->first_ts = a.t;
+	im->run->last_ts = a.t;
 	s->released = RC_REL_NONE;
 }
 
-int rc_model_ready(struct rc_ctx *c, struct rc_stream *s, uint64_t *key)
+int rc_model_ready(struct rc_ctx *c, struct rc_run *s, uint64_t *key)
 {
 	const struct bt_event *ev = &s->ev;
-	struct rc_image *im = &c->images[s->image];
+	struct rc_image *im = &c->images[s->st->image];
 
+	if (!imrun(c, im))
+		return 1;
 	switch (ev->type) {
 	case BT_EV_PROC_START:
-		if (!im->lineage_key || im->attached ||
+		if (!im->lineage_key || im->run->attached ||
 		    lineage_ready(c, im->lineage_key))
 			return 1;
 		*key = im->lineage_key;
@@ -1230,8 +1271,8 @@ int rc_model_ready(struct rc_ctx *c, struct rc_stream *s, uint64_t *key)
 		/* The first thread of a child image waits with its
 		 * PROC_START, which follows it. */
 		uint64_t k = ev->cookie ?
-			rc_scan_thread_key(s->image, ev->cookie) :
-			im->attached ? 0 : im->lineage_key;
+			rc_scan_thread_key(s->st->image, ev->cookie) :
+			im->run->attached ? 0 : im->lineage_key;
 		if (!k)
 			return 1;
 		if (lineage_ready(c, k))
@@ -1246,9 +1287,9 @@ int rc_model_ready(struct rc_ctx *c, struct rc_stream *s, uint64_t *key)
 	default:
 		return 1;
 	}
-	if (ev->dir != BT_DIR_IN || !im->attached)
+	if (ev->dir != BT_DIR_IN || !im->run->attached)
 		return 1;
-	struct rc_fdent *fe = rc_fd_get(im->proc, ev->fd);
+	struct rc_fdent *fe = rc_fd_get(im->run->proc, ev->fd);
 	if (!fe)
 		return 1;
 	struct rc_end *e = fe->end;
@@ -1275,24 +1316,26 @@ int rc_model_ready(struct rc_ctx *c, struct rc_stream *s, uint64_t *key)
 	return 0;
 }
 
-void rc_model_stream_end(struct rc_ctx *c, struct rc_stream *s)
+void rc_model_stream_end(struct rc_ctx *c, struct rc_run *s)
 {
-	struct rc_image *im = &c->images[s->image];
+	struct rc_image *im = &c->images[s->st->image];
 	struct ap a = {
 		.c = c, .m = c->model, .s = s, .th = &s->thr, .im = im,
 		.ev = &s->ev, .t = s->thr.floor,
 	};
 
+	if (!imrun(c, im))
+		return;
 	frag_close(&a);
 	lookups_close(&a);
-	if (im->live_streams && --im->live_streams == 0)
-		image_end(c, im);
+	if (--im->run->live_streams == 0)
+		image_done(c, im);
 }
 
-void rc_model_wait_text(struct rc_ctx *c, const struct rc_stream *s,
+void rc_model_wait_text(struct rc_ctx *c, const struct rc_run *s,
 			char *buf, size_t len)
 {
-	const struct rc_image *im = &c->images[s->image];
+	const struct rc_image *im = &c->images[s->st->image];
 	const struct bt_event *ev = &s->ev;
 	const char *host = c->hosts[im->host].name;
 
@@ -1319,8 +1362,6 @@ int rc_model_init(struct rc_ctx *c)
 	c->model = calloc(1, sizeof *c->model);
 	if (!c->model)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < c->nimages; i++)
-		c->images[i].live_streams = c->images[i].nstreams;
 	return 0;
 }
 
@@ -1350,8 +1391,8 @@ void rc_model_finish(struct rc_ctx *c)
 	/* Every stream ended, so every image did; this only matters when
 	 * a stream's end was never reached (an error stopped the merge). */
 	for (uint32_t i = 0; i < c->nimages; i++)
-		if (c->images[i].attached)
-			image_end(c, &c->images[i]);
+		if (c->images[i].run)
+			image_done(c, &c->images[i]);
 }
 
 void rc_model_free(struct rc_ctx *c)
@@ -1359,6 +1400,10 @@ void rc_model_free(struct rc_ctx *c)
 	struct rc_model *m = c->model;
 	if (!m)
 		return;
+	for (uint32_t i = 0; i < c->nimages; i++) {
+		free(c->images[i].run);
+		c->images[i].run = NULL;
+	}
 	rc_map_free(&m->snaps);
 	free(m);
 	c->model = NULL;

@@ -75,28 +75,47 @@ struct rc_domain {
 
 struct rc_proc;
 
-/* A process image: one run of the shim in one process (ring_id). */
+/* A record as the cursor yields it (not yet decoded). */
+struct rc_rec {
+	uint8_t        type;
+	uint64_t       ts;       /* absolute monotonic ns */
+	uint64_t       prev_ts;  /* time before this record (decoder base) */
+	const uint8_t *p;
+	uint32_t       len;
+	uint32_t       file;
+	uint64_t       file_off;
+};
+
+/* A process image: one run of the shim in one process (ring_id).  What
+ * pass 1 learns is kept for the whole run (about 100 bytes); the merge's
+ * state of an image exists only while its streams run (struct rc_imrun). */
+struct rc_imrun;
+
 struct rc_image {
-	uint32_t host, domain;
 	uint64_t ring_id;
-	uint32_t pid;
-	uint32_t nstreams;
-	/* pass 1 */
-	int      has_delta;
-	int64_t  delta;          /* realtime - monotonic at its first TIME */
-	int      has_start;      /* a PROC_START was seen */
-	uint32_t ppid, ptid, pflags;
-	char    *exe, *cmdline;
 	uint64_t lineage_key;    /* the parent record to wait for, or 0 */
 	uint64_t events;
-	/* pass 2 */
-	uint32_t live_streams;
+	int64_t  delta;          /* realtime - monotonic at its first TIME */
+	const char *exe;         /* interned (rc_intern), or NULL */
+	const uint8_t *start_p;  /* its PROC_START record, read again for */
+	uint64_t start_prev;     /*   the command line at the end */
+	uint32_t start_len;
+	uint32_t host, domain, pid, nstreams;
+	uint32_t ppid, ptid, pflags;
+	uint8_t  has_delta, has_start;
+	struct rc_imrun *run;    /* pass 2, while its streams run */
+};
+
+/* The merge's state of an image (model.c), from its first record to the
+ * end of its last stream. */
+struct rc_imrun {
 	struct rc_proc *proc;
-	uint64_t process_id;     /* processes.process_id */
+	uint64_t process_id;     /* processes.process_id, once attached */
 	uint64_t parent_process_id;
-	const char *how;         /* "fork", "vfork", "exec", "spawn" or NULL */
 	uint64_t start_req;
+	const char *how;         /* "fork", "vfork", "exec", "spawn" or NULL */
 	int64_t  first_ts, last_ts;
+	uint32_t live_streams;
 	int      attached;
 };
 
@@ -108,17 +127,6 @@ struct rc_block {
 	uint32_t len, file, host, pid, flags;
 	uint16_t slot, gen;
 	uint32_t seq;            /* discovery order: stable sort */
-};
-
-/* A record as the cursor yields it (not yet decoded). */
-struct rc_rec {
-	uint8_t        type;
-	uint64_t       ts;       /* absolute monotonic ns */
-	uint64_t       prev_ts;  /* time before this record (decoder base) */
-	const uint8_t *p;
-	uint32_t       len;
-	uint32_t       file;
-	uint64_t       file_off;
 };
 
 struct rc_cursor {
@@ -176,22 +184,35 @@ enum rc_sstate { RC_SS_NEW = 0, RC_SS_READY, RC_SS_PARKED, RC_SS_DONE };
 /* Why a stream's head record proceeds without what it waited for. */
 enum rc_release { RC_REL_NONE = 0, RC_REL_BLOCKED, RC_REL_GONE };
 
+struct rc_run;
+
+/* A stream: one slot of one process image's ring.  Small and static; the
+ * state of reading it lives in a struct rc_run while it is active. */
 struct rc_stream {
 	uint32_t image;
 	uint32_t slot;
 	uint32_t blk_first, nblk;
 	uint32_t entry_first, nentry;  /* its CHAN records in pass 1 order */
-	uint32_t entry_next;           /* pass 2: next CHAN record's entry */
+	uint64_t first_ts;       /* monotonic time of its first record */
+	int      has_first;      /* it has a record at all */
+	struct rc_run *run;      /* pass 2: while active */
+};
+
+/* A stream being read: from the merge reaching its first record to its
+ * end.  Only active streams hold a decoded record and a thread state. */
+struct rc_run {
+	struct rc_stream *st;
 	struct rc_cursor cur;
+	uint32_t entry_next;     /* next CHAN record's entry */
 	/* merge */
-	uint8_t  state;
+	uint8_t  state;          /* enum rc_sstate */
 	uint8_t  released;       /* enum rc_release, for the head record */
 	uint32_t heap_pos;
 	int64_t  head_t;         /* provisional epoch time of the head */
 	struct rc_rec   rec;     /* head record */
 	struct bt_event ev;      /* head record, decoded */
 	uint64_t wait_key;
-	struct rc_stream *park_next;
+	struct rc_run *park_next;
 	/* model */
 	struct rc_thr thr;
 };
@@ -262,6 +283,8 @@ struct rc_ctx {
 
 	/* pass 1 */
 	struct rc_entry    *entries;  uint32_t nentries;
+	struct rc_map       strmap;   /* hash -> interned string */
+	char              **strs;     uint32_t nstrs;
 	struct rc_conninfo *conns;    uint32_t nconns;
 	struct rc_map lin_parents;    /* lineage key -> parent records left */
 	struct rc_map lin_children;   /* lineage key -> child images left */
@@ -328,6 +351,11 @@ static inline int rc_addr_eq(const struct bt_addr *a, const struct bt_addr *b)
 			return 0;
 	return 1;
 }
+
+/* A lasting copy of the N bytes at S, shared by equal strings (for the
+ * few distinct values logged many times: executables).  NULL when out of
+ * memory.  Freed with the context. */
+const char *rc_intern(struct rc_ctx *c, const char *s, uint32_t n);
 
 /* Provisional Unix-epoch time of monotonic TS in domain D. */
 static inline int64_t rc_epoch(const struct rc_ctx *c, uint32_t d, uint64_t ts)

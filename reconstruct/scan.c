@@ -169,28 +169,23 @@ static int add_entry(struct rc_ctx *c, struct scan *sc, uint32_t image,
 	return 0;
 }
 
-static char *dupn(const char *s, uint32_t n)
-{
-	char *p = malloc((size_t)n + 1);
-	if (p) {
-		if (n)
-			memcpy(p, s, n);
-		p[n] = 0;
-	}
-	return p;
-}
-
-static int skim_stream(struct rc_ctx *c, struct scan *sc, struct rc_stream *s)
+static int skim_stream(struct rc_ctx *c, struct scan *sc, struct rc_stream *s,
+		       struct rc_run *run)
 {
 	struct rc_image *im = &c->images[s->image];
 	struct rc_rec r;
 	struct bt_event ev;
 
-	rc_cur_reset(c, s, 1);
+	run->st = s;
+	rc_cur_reset(c, run, 1);
 	s->entry_first = sc->n;
-	while (rc_cur_next(c, s, &r)) {
+	while (rc_cur_next(c, run, &r)) {
 		uint64_t prev = r.prev_ts;
 
+		if (!s->has_first && r.type != BT_EV_TIME) {
+			s->has_first = 1;
+			s->first_ts = r.ts;
+		}
 		im->events++;
 		switch (r.type) {
 		case BT_EV_TIME:
@@ -223,10 +218,11 @@ static int skim_stream(struct rc_ctx *c, struct scan *sc, struct rc_stream *s)
 			im->ppid = ev.ppid;
 			im->ptid = ev.ptid;
 			im->pflags = ev.flags;
-			im->exe = dupn(ev.str, ev.str_len);
-			im->cmdline = dupn(ev.str2, ev.str2_len > 1024 ? 1024 :
-					   ev.str2_len);
-			if (!im->exe || !im->cmdline)
+			im->exe = rc_intern(c, ev.str ? ev.str : "", ev.str_len);
+			im->start_p = r.p;   /* read again for the cmdline */
+			im->start_len = r.len;
+			im->start_prev = r.prev_ts;
+			if (!im->exe)
 				return -ENOMEM;
 			break;
 		case BT_EV_THREAD_START:
@@ -612,11 +608,13 @@ static int pair_all(struct rc_ctx *c, struct scan *sc)
 int rc_scan_run(struct rc_ctx *c)
 {
 	struct scan sc = { 0 };
-	int r = 0;
+	struct rc_run *run = calloc(1, sizeof *run);
+	int r = run ? 0 : -ENOMEM;
 
 	c->phase = "scanning";
 	for (uint32_t i = 0; i < c->nstreams && r == 0; i++)
-		r = skim_stream(c, &sc, &c->streams[i]);
+		r = skim_stream(c, &sc, &c->streams[i], run);
+	free(run);
 	if (r == 0)
 		r = make_domains(c);
 	if (r == 0) {

@@ -115,7 +115,7 @@ struct rc_span *rc_span_new(struct rc_ctx *c, uint8_t kind, uint8_t proto,
 	sp->host = im->host;
 	sp->pid = im->pid;
 	sp->tid = tid ? tid : im->pid;
-	sp->process_id = im->process_id;
+	sp->process_id = im->run ? im->run->process_id : 0;
 	sp->channel_id = channel_id;
 	sp->exe = im->exe;
 	return sp;

@@ -2,7 +2,7 @@
  * genlog.c - write a scripted three-tier workload as BorderPatrol logs, for
  * the bp-reconstruct command-line tests and throughput measurements.
  *
- *   genlog [-n REQUESTS] [-w WORKERS] [-3] DIR
+ *   genlog [-n REQUESTS] [-w WORKERS] [-3] [-f] DIR
  *
  * Untraced clients call a front server (thread per connection, WORKERS
  * threads, each with a persistent connection to the app tier), which calls
@@ -11,7 +11,9 @@
  * connection) that opens a file per query.  Request k starts at k * 100 us.
  * With -3 the tiers run on three hosts whose monotonic clocks differ by
  * seconds and whose wall clocks are off by up to 1.5 s; otherwise all on
- * host "one".  Each request is 13 records.
+ * host "one".  Each request is 13 records.  With -f the front server forks
+ * a child per request that answers it (a process image and a stream per
+ * request, as with CGI).
  */
 #include "config.h"
 
@@ -30,20 +32,21 @@
 int main(int argc, char **argv)
 {
 	long nreq = 1000, workers = 4;
-	int three = 0, ch;
+	int three = 0, forks = 0, ch;
 
-	while ((ch = getopt(argc, argv, "n:w:3h")) != -1) {
+	while ((ch = getopt(argc, argv, "n:w:3fh")) != -1) {
 		switch (ch) {
 		case 'n': nreq = strtol(optarg, NULL, 10); break;
 		case 'w': workers = strtol(optarg, NULL, 10); break;
 		case '3': three = 1; break;
+		case 'f': forks = 1; break;
 		default:
-			fprintf(stderr, "usage: genlog [-n REQUESTS] [-w WORKERS] [-3] DIR\n");
+			fprintf(stderr, "usage: genlog [-n REQUESTS] [-w WORKERS] [-3] [-f] DIR\n");
 			return 1;
 		}
 	}
 	if (optind != argc - 1 || nreq < 1 || workers < 1 || workers > MAXW) {
-		fprintf(stderr, "usage: genlog [-n REQUESTS] [-w WORKERS 1..%d] [-3] DIR\n", MAXW);
+		fprintf(stderr, "usage: genlog [-n REQUESTS] [-w WORKERS 1..%d] [-3] [-f] DIR\n", MAXW);
 		return 1;
 	}
 
@@ -107,8 +110,22 @@ int main(int argc, char **argv)
 			900, 0, 200, 0, 0);
 		gen_msg(f[w], S + 170, FD_POOL(w), BT_DIR_IN, BT_MK_REPLY, BT_PROTO_HTTP,
 			900, 0, 200, 0, 0);
-		gen_msg(f[w], S + 180, FD_IN(w), BT_DIR_OUT, BT_MK_REPLY, BT_PROTO_HTTP,
-			950, 0, 200, 0, 0);
+		if (forks) {
+			/* A child writes the reply on the inherited socket. */
+			uint32_t child = 100000 + (uint32_t)k;
+			struct gen_proc *cp = gen_fork(f[w], S + 172, child, NULL);
+			struct gen_thr *ct = gen_thread(cp, S + 173, child, 0, 0);
+			gen_proc_start(ct, S + 173, 100, 100 + (uint32_t)w,
+				       BT_PF_FORKED);
+			gen_open(ct, S + 175, FD_FILE(w), "/srv/www/page.tpl");
+			gen_msg(ct, S + 180, FD_IN(w), BT_DIR_OUT, BT_MK_REPLY,
+				BT_PROTO_HTTP, 950, 0, 200, 0, 0);
+			gen_close(ct, S + 181, FD_IN(w));
+			gen_thread_exit(ct, S + 182);
+		} else {
+			gen_msg(f[w], S + 180, FD_IN(w), BT_DIR_OUT, BT_MK_REPLY,
+				BT_PROTO_HTTP, 950, 0, 200, 0, 0);
+		}
 		gen_close(f[w], S + 185, FD_IN(w));
 	}
 	struct gen_write_opts o = { .block_bytes = 65536, .blocks_per_seg = 64 };

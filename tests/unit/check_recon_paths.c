@@ -307,6 +307,8 @@ START_TEST(fork_exec_cgi)
 	ck_assert_str_eq(rt_q(&t, "SELECT group_concat(how || ':' || r.target || ':' || exe, ',') FROM (SELECT * FROM processes WHERE pid = 601 ORDER BY process_id) p JOIN requests r USING (request_id)"),
 			 "fork:/cgi-bin/hello:/usr/sbin/apache2,exec:/cgi-bin/hello:/usr/lib/cgi-bin/hello");
 	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM processes x JOIN processes y ON y.process_id = x.parent_process_id WHERE x.how = 'exec' AND y.how = 'fork' AND y.pid = 601"), 1);
+	ck_assert_str_eq(rt_q(&t, "SELECT cmdline FROM processes WHERE pid = 601 AND how = 'exec'"),
+			 "/usr/lib/cgi-bin/hello");
 	ck_assert_str_eq(rt_q(&t, "SELECT r.target FROM files f JOIN requests r USING (request_id) WHERE path = '/etc/hello.conf'"),
 			 "/cgi-bin/hello");
 	/* The CGI's stdin span lasts for the work it starts. */
@@ -591,7 +593,7 @@ START_TEST(accept_starts_fragment)
 	ck_assert_str_eq(rt_q(&t, "SELECT group_concat(IFNULL(request_id, 'none'), ',') FROM channels"),
 			 "none,none");
 	ck_assert_str_eq(rt_q(&t, "SELECT group_concat(trigger || ':' || IFNULL(r.target, 'none'), ',') FROM (SELECT * FROM fragments ORDER BY start_ns) f LEFT JOIN requests r USING (request_id)"),
-			 "start:none,accept:none,message:/first,accept:none,message:/second");
+			 "start:none,accept:/first,accept:/second");
 	rt_done(&t);
 }
 END_TEST
