@@ -186,7 +186,7 @@ static void conn_side_check(struct rc_ctx *c, struct rc_conn *cn, int s)
 }
 
 void rc_end_peer(const struct rc_end *e, const struct bt_event *ev,
-		      char *buf, size_t len)
+		 char *buf, size_t len)
 {
 	const struct bt_attr *pa = ev ? rc_attr(ev, BT_AK_PEER) : NULL;
 

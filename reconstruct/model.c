@@ -449,13 +449,6 @@ static int same_identity(const struct rc_end *e, const struct bt_event *ev)
 	}
 }
 
-static int is_fresh_role(uint8_t role)
-{
-	return role == BT_CR_CONNECT || role == BT_CR_ACCEPT ||
-	       role == BT_CR_PIPE_READ || role == BT_CR_PIPE_WRITE ||
-	       role == BT_CR_SOCKETPAIR || role == BT_CR_DGRAM;
-}
-
 static void on_chan(struct ap *a)
 {
 	struct rc_ctx *c = a->c;
@@ -473,7 +466,7 @@ static void on_chan(struct ap *a)
 	cn->pending[en->side < 2 ? en->side : 2]--;
 
 	/* An end this process already holds, announced again after exec. */
-	if (!is_fresh_role(ev->role)) {
+	if (!rc_role_fresh(ev->role)) {
 		struct rc_end *old = NULL;
 		struct rc_fdent *fe = rc_fd_get(p, ev->fd);
 		if (fe && same_identity(fe->end, ev))
@@ -686,8 +679,10 @@ static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 				c->st.reply_mismatch++;
 			sp->end = a->t;
 			sp->status = rc_msg_status(ev);
+			/* later work on this channel for REQ is in this
+			 * process's span, not in the peer's */
 			e->last.req = req;
-			e->last.span = sp->parent;
+			e->last.span = sp->id;
 			e->last.client_root = croot;
 		} else {
 			c->st.unmatched_replies++;

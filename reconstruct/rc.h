@@ -341,6 +341,15 @@ static inline struct bt_addr rc_addr_norm(const struct bt_addr *a)
 	return n;
 }
 
+/* Does a CHAN of ROLE create its end (rather than announce one that
+ * existed before: inherited across exec, or first seen late)? */
+static inline int rc_role_fresh(uint8_t role)
+{
+	return role == BT_CR_CONNECT || role == BT_CR_ACCEPT ||
+	       role == BT_CR_PIPE_READ || role == BT_CR_PIPE_WRITE ||
+	       role == BT_CR_SOCKETPAIR || role == BT_CR_DGRAM;
+}
+
 /* Do A and B name the same address (field by field, never padding)? */
 static inline int rc_addr_eq(const struct bt_addr *a, const struct bt_addr *b)
 {

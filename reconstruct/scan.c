@@ -73,20 +73,13 @@ static int is_loopback(const struct bt_addr *a)
 	return a->family == BT_AF_INET6 && memcmp(a->addr, v6lo, 16) == 0;
 }
 
-static int is_fresh(uint8_t role)
-{
-	return role == BT_CR_CONNECT || role == BT_CR_ACCEPT ||
-	       role == BT_CR_PIPE_READ || role == BT_CR_PIPE_WRITE ||
-	       role == BT_CR_SOCKETPAIR || role == BT_CR_DGRAM;
-}
-
 /* Classify CHAN record EV of HOST: fills key, cls, side, fresh. */
 static void identify(const struct bt_event *ev, uint32_t host,
 		     struct p1ent *e)
 {
 	e->cls = CLS_NONE;
 	e->side = 2;
-	e->fresh = (uint8_t)is_fresh(ev->role);
+	e->fresh = (uint8_t)rc_role_fresh(ev->role);
 	switch (ev->chan_kind) {
 	case BT_CK_TCP:
 	case BT_CK_UDP: {
