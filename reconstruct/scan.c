@@ -453,7 +453,13 @@ static int pair_group(struct rc_ctx *c, struct p1ent *g, uint32_t n)
 		if (g[k].fresh && g[k].side < 2)
 			side[g[k].side][ns[g[k].side]++] = k;
 
-	/* Fresh ends: in time order, each end meets the nearest other. */
+	/*
+	 * Fresh ends: the connections of one tuple follow each other in
+	 * time, so when both sides have as many ends, they pair in order
+	 * whatever the clocks say.  Otherwise (some ends untraced) each end
+	 * meets the nearest other within the window.
+	 */
+	int in_order = ns[0] == ns[1];
 	uint32_t i = 0, j = 0;
 	while (i < ns[0] || j < ns[1]) {
 		struct inst *x = &in[ni++];
@@ -462,7 +468,7 @@ static int pair_group(struct rc_ctx *c, struct p1ent *g, uint32_t n)
 		x->host[0] = x->host[1] = RC_NONE;
 		const struct p1ent *a = i < ns[0] ? &g[side[0][i]] : NULL;
 		const struct p1ent *b = j < ns[1] ? &g[side[1][j]] : NULL;
-		if (a && b && llabs(a->t - b->t) <= PAIR_WINDOW_NS) {
+		if (a && b && (in_order || llabs(a->t - b->t) <= PAIR_WINDOW_NS)) {
 			x->t = a->t < b->t ? a->t : b->t;
 			join(c, x, a, 0);
 			join(c, x, b, 1);

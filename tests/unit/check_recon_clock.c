@@ -179,6 +179,59 @@ START_TEST(time_namespace_same_host)
 }
 END_TEST
 
+/* ---- a host whose wall clock is two hours off ------------------------------ */
+
+START_TEST(wall_clock_hours_off)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *ha = gen_host(g, "front", 0, 0);
+	struct gen_host *hb = gen_host(g, "back", 123000000000ll, 7200000000000ll);
+	struct gen_thr *a = proc_main(ha, 100, "/usr/sbin/nginx", 0);
+	struct gen_thr *a2 = proc_main(ha, 101, "/usr/bin/cron", 0);
+	struct gen_thr *b = proc_main(hb, 200, "/usr/bin/app", 0);
+
+	gen_tcp(a, 10, 9, BT_CR_CONNECT, "10.1.0.1:41000", "10.1.0.2:8000");
+	gen_tcp(b, 11, 4, BT_CR_ACCEPT, "10.1.0.2:8000", "10.1.0.1:41000");
+	for (int k = 0; k < 3; k++) {
+		int64_t T = 100 + 1000 * k;
+		gen_tcp(a, T, 5, BT_CR_ACCEPT, "10.1.0.1:80", "10.0.0.9:50000");
+		gen_msg(a, T + 10, 5, IN, REQ, BT_PROTO_HTTP, 80, 0, 0, 0,
+			GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/x"), 0);
+		gen_msg(a, T + 20, 9, OUT, REQ, BT_PROTO_HTTP, 90, 0, 0, 0,
+			GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/y"), 0);
+		gen_msg(b, T + 120, 4, IN, REQ, BT_PROTO_HTTP, 90, 0, 0, 0,
+			GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/y"), 0);
+		gen_msg(b, T + 300, 4, OUT, REP, BT_PROTO_HTTP, 300, 0, 200, 0, 0);
+		gen_msg(a, T + 400, 9, IN, REP, BT_PROTO_HTTP, 300, 0, 200, 0, 0);
+		gen_msg(a, T + 450, 5, OUT, REP, BT_PROTO_HTTP, 320, 0, 200, 0, 0);
+		gen_close(a, T + 460, 5);
+		/* Unrelated work on the reference host, to make it busiest. */
+		gen_open(a2, T + 500, 3, "/var/spool/cron/x");
+	}
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	const char *one =
+		"R http GET /x st=200 client=10.0.0.9:50000\n"
+		"  server http 'GET /x' /x front/100/100 st=200\n"
+		"    client http 'GET /y' /y front/100/100 st=200\n"
+		"      server http 'GET /y' /y back/200/200 st=200\n";
+	char exp[1024];
+	snprintf(exp, sizeof exp, "%s%s%sunattributed:\n", one, one, one);
+	ck_assert_str_eq(rt_paths(&t), exp);
+	ck_assert_int_eq(rt_badly_nested(&t), 0);
+	int64_t off = rt_qi(&t, "SELECT offset_ns FROM hosts WHERE name = 'back'");
+	ck_assert_msg(llabs(off + 123000000000ll) <= 100 * GEN_US,
+		      "offset %lld", (long long)off);
+	/* back's times are on front's clock, not two hours late. */
+	int64_t s = rt_qi(&t, "SELECT MIN(start_ns) FROM spans WHERE host = 'back'");
+	ck_assert_msg(llabs(s - gen_epoch(220)) <= 100 * GEN_US, "%lld", (long long)s);
+	rt_done(&t);
+}
+END_TEST
+
 Suite *recon_clock_suite(void)
 {
 	Suite *s = suite_create("recon_clock");
@@ -186,6 +239,7 @@ Suite *recon_clock_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, three_hosts_offsets);
 	tcase_add_test(tc, time_namespace_same_host);
+	tcase_add_test(tc, wall_clock_hours_off);
 	suite_add_tcase(s, tc);
 	return s;
 }
