@@ -1034,10 +1034,9 @@ static void on_name_begin(struct ap *a)
 	static const char *const fn[] = { "lookup", "getaddrinfo",
 		"gethostbyname", "gethostbyname2", "getnameinfo" };
 	unsigned f = ev->flags & 0xff;
-	struct rc_desig *d = &a->th->d;
-	struct rc_span *sp = span_new(a, RC_SK_CLIENT, BT_PROTO_DNS,
-				      rc_span_live(a->c, d) ? d->req : 0,
-				      rc_span_live(a->c, d) ? d->span : 0, NULL);
+	const struct rc_desig *d = &a->th->d;
+	struct rc_span *sp = span_new(a, RC_SK_CLIENT, BT_PROTO_DNS, d->req,
+				      d->span, NULL);
 	struct rc_lookup *l = calloc(1, sizeof *l);
 
 	if (!sp || !l) {
@@ -1085,15 +1084,13 @@ static void on_open(struct ap *a)
 	struct rc_proc *p = proc_of(a);
 	struct rc_row_file r = {
 		.id = ++a->m->next_file,
-		.req = rc_span_live(a->c, &a->th->d) ? a->th->d.req : 0,
+		.req = a->th->d.req,
 		.span = a->th->d.span, .process_id = a->im->run->process_id,
 		.dom = a->im->domain, .pid = a->im->pid,
 		.tid = a->th->tid ? a->th->tid : a->im->pid, .ts = a->t,
 		.flags = ev->flags, .result = ev->result, .path = ev->str,
 		.path_len = ev->str_len,
 	};
-	if (!r.req)
-		r.span = 0;
 	rc_db_file(c, &r);
 	c->st.files_opened++;
 	if (!r.req)
@@ -1120,7 +1117,9 @@ static void on_dup(struct ap *a)
 static void on_logd(struct ap *a)
 {
 	const struct bt_event *ev = a->ev;
-	/* bp-logd notes that say something was lost */
+	/* bp-logd notes that say something was lost: a peer dropped (5),
+	 * the disk refusing writes (7), notes lost (12); see bp-logd's
+	 * enum bt_logd_note */
 	if (ev->flags != 5 && ev->flags != 7 && ev->flags != 12)
 		return;
 	rc_warn(a->c, rc_file_path(a->c, a->s->rec.file), a->s->rec.file_off,

@@ -445,6 +445,9 @@ START_TEST(traced_client_rule5)
 	gen_open(s, 22, 20, "base/16384/1259");
 	gen_msg(s, 25, 9, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
 	gen_msg(c, 26, 3, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	/* Work after the reply still belongs to the finished request... */
+	gen_open(c, 27, 4, "/root/.psql_history");
+	/* ... but the next query starts a new one. */
 	gen_msg(c, 30, 3, OUT, REQ, BT_PROTO_PGSQL, 22, 0, 0, 0,
 		GEN_A(BT_AK_SQL, "select 2 -- again"), 0);
 	gen_msg(s, 31, 9, IN, REQ, BT_PROTO_PGSQL, 22, 0, 0, 0,
@@ -469,8 +472,8 @@ START_TEST(traced_client_rule5)
 		"unattributed:\n");
 	ck_assert_int_eq(rt_qi(&t, "SELECT duration_ns FROM requests WHERE target = 'SELECT 1'"),
 			 6 * GEN_US);
-	ck_assert_str_eq(rt_q(&t, "SELECT r.target FROM files f JOIN requests r USING (request_id)"),
-			 "SELECT 1");
+	ck_assert_str_eq(rt_q(&t, "SELECT group_concat(f.path || ':' || r.target, ',') FROM files f JOIN requests r USING (request_id)"),
+			 "base/16384/1259:SELECT 1,/root/.psql_history:SELECT 1");
 	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM channels WHERE traced_peer = 1"), 2);
 	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM channels a JOIN channels b ON a.peer_channel_id = b.channel_id AND b.peer_channel_id = a.channel_id"), 2);
 	rt_done(&t);
