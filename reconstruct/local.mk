@@ -22,21 +22,22 @@ bp_reconstruct_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS)
 bp_reconstruct_LDFLAGS = $(SAN_CFLAGS)
 bp_reconstruct_LDADD = libbtrecon.la
 
-# Unit tests: scripted logs (tests/recon/gen.c) through the core.
+# Unit tests: scripted logs (tests/recon/gen.c) through the core.  The
+# program is built in tests/recon/ with the generator.
 if HAVE_CHECK
-check_PROGRAMS += tests/unit/check_recon
-TESTS += tests/unit/check_recon
-tests_unit_check_recon_SOURCES = \
+check_PROGRAMS += tests/recon/check_recon
+TESTS += tests/recon/check_recon
+tests_recon_check_recon_SOURCES = \
 	tests/unit/check_recon.c tests/unit/check_recon.h \
 	tests/unit/check_recon_paths.c \
 	tests/unit/check_recon_loss.c \
 	tests/unit/check_recon_clock.c \
 	tests/unit/check_recon_unit.c \
 	tests/recon/gen.c tests/recon/gen.h
-tests_unit_check_recon_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/reconstruct
-tests_unit_check_recon_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(CHECK_CFLAGS) $(SQLITE3_CFLAGS)
-tests_unit_check_recon_LDFLAGS = $(SAN_CFLAGS)
-tests_unit_check_recon_LDADD = libbtrecon.la $(CHECK_LIBS) $(SQLITE3_LIBS)
+tests_recon_check_recon_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/reconstruct
+tests_recon_check_recon_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(CHECK_CFLAGS) $(SQLITE3_CFLAGS)
+tests_recon_check_recon_LDFLAGS = $(SAN_CFLAGS)
+tests_recon_check_recon_LDADD = libbtrecon.la $(CHECK_LIBS) $(SQLITE3_LIBS)
 endif
 
 # The command line, on logs from the workload generator.
