@@ -727,7 +727,7 @@ static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 			x->client_root = croot;
 			x->dom = a->im->domain;
 			x->resolved = 1;
-			rc_q_advance(c, e->conn, e->side, o + (n ? n : 0));
+			rc_q_advance(c, e->conn, e->side, o + n);
 		}
 	}
 	message_row(a, e, RC_DOUT, o, req, span, begun ? t0 : RC_DB_NULL, 0, msg);

@@ -241,6 +241,14 @@ struct gen_thr *gen_thread(struct gen_proc *p, int64_t at, uint32_t tid,
 	return t;
 }
 
+struct gen_thr *gen_proc_main(struct gen_host *h, uint32_t pid,
+			      const char *exe, int64_t at)
+{
+	struct gen_thr *t = gen_thread(gen_proc(h, pid, exe), at, pid, 0, 0);
+	gen_proc_start(t, at, 1, 0, 0);
+	return t;
+}
+
 struct gen_proc *gen_thr_proc(struct gen_thr *t)
 {
 	return t->p;

@@ -48,6 +48,10 @@ struct gen_proc *gen_proc(struct gen_host *h, uint32_t pid, const char *exe);
 /* A thread of P writing its own stream: TIME + THREAD_START at AT. */
 struct gen_thr *gen_thread(struct gen_proc *p, int64_t at, uint32_t tid,
 			   uint32_t ptid, uint64_t cookie);
+/* A new image of PID running EXE whose first thread (tid PID) starts at
+ * AT with TIME, THREAD_START and PROC_START (parent untraced). */
+struct gen_thr *gen_proc_main(struct gen_host *h, uint32_t pid,
+			      const char *exe, int64_t at);
 /* The image T belongs to (to start more threads in it). */
 struct gen_proc *gen_thr_proc(struct gen_thr *t);
 /* PROC_START (first thread of an image). */

@@ -37,11 +37,12 @@ int rt_write(struct rt *t, struct gen *g, const struct gen_write_opts *o)
 
 int rt_run(struct rt *t)
 {
-	const char *in[1] = { t->logs };
+	const char *in[2] = { t->logs, t->extra };
 	FILE *err = fopen(t->err, "w");
 	ck_assert_ptr_nonnull(err);
 	struct rc_options o = {
-		.inputs = in, .ninputs = 1, .output = t->db, .progress = 0,
+		.inputs = in, .ninputs = t->extra ? 2 : 1, .output = t->db,
+		.progress = 0,
 		.max_warn_lines = 50, .err = err,
 	};
 	t->rc = rc_run(&o, &t->sum);

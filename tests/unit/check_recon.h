@@ -18,6 +18,7 @@ struct rt {
 	char logs[300];
 	char db[300];
 	char err[300];            /* the run's stderr */
+	const char *extra;        /* a second LOGDIR for rt_run, or NULL */
 	struct rc_summary sum;
 	int rc;
 	sqlite3 *h;
@@ -27,7 +28,8 @@ struct rt {
 void rt_init(struct rt *t);
 /* Write G's logs (O may be NULL) and free G; returns the files written. */
 int rt_write(struct rt *t, struct gen *g, const struct gen_write_opts *o);
-/* Run rc_run on the logs; opens the database; returns the exit code. */
+/* Run rc_run on the logs (and T->extra); opens the database; returns
+ * the exit code. */
 int rt_run(struct rt *t);
 void rt_done(struct rt *t);
 

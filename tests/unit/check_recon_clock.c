@@ -19,14 +19,6 @@
 #define REQ  BT_MK_REQUEST
 #define REP  BT_MK_REPLY
 
-static struct gen_thr *proc_main(struct gen_host *h, uint32_t pid,
-				 const char *exe, int64_t at)
-{
-	struct gen_thr *t = gen_thread(gen_proc(h, pid, exe), at, pid, 0, 0);
-	gen_proc_start(t, at, 1, 0, 0);
-	return t;
-}
-
 #define NREQ 5
 
 START_TEST(three_hosts_offsets)
@@ -37,9 +29,9 @@ START_TEST(three_hosts_offsets)
 	struct gen_host *ha = gen_host(g, "front", 0, 0);
 	struct gen_host *hb = gen_host(g, "app", 5000000000ll, 250000000ll);
 	struct gen_host *hc = gen_host(g, "db", -3000000000ll, -1500000000ll);
-	struct gen_thr *a = proc_main(ha, 100, "/usr/sbin/nginx", 0);
-	struct gen_thr *b = proc_main(hb, 200, "/usr/bin/gunicorn", 0);
-	struct gen_thr *c = proc_main(hc, 300, "/usr/lib/postgresql/15/bin/postgres", 0);
+	struct gen_thr *a = gen_proc_main(ha, 100, "/usr/sbin/nginx", 0);
+	struct gen_thr *b = gen_proc_main(hb, 200, "/usr/bin/gunicorn", 0);
+	struct gen_thr *c = gen_proc_main(hc, 300, "/usr/lib/postgresql/15/bin/postgres", 0);
 	char exp[8192] = "";
 
 	gen_tcp(a, 10, 9, BT_CR_CONNECT, "10.1.0.1:41000", "10.1.0.2:8000");
@@ -142,8 +134,8 @@ START_TEST(time_namespace_same_host)
 	struct gen *g = gen_new();
 	struct gen_host *h = gen_host(g, "box", 0, 0);
 	struct gen_host *ns = gen_host_ns(h, 100000000000ll);   /* +100 s */
-	struct gen_thr *c = proc_main(ns, 50, "/usr/bin/curl", 0);
-	struct gen_thr *s = proc_main(h, 60, "/usr/sbin/nginx", 0);
+	struct gen_thr *c = gen_proc_main(ns, 50, "/usr/bin/curl", 0);
+	struct gen_thr *s = gen_proc_main(h, 60, "/usr/sbin/nginx", 0);
 
 	gen_unix(c, 10, 3, BT_CR_CONNECT, 7001, 7002, "/run/web.sock");
 	gen_unix(s, 11, 8, BT_CR_ACCEPT, 7002, 7001, "/run/web.sock");
@@ -187,9 +179,9 @@ START_TEST(wall_clock_hours_off)
 	struct gen *g = gen_new();
 	struct gen_host *ha = gen_host(g, "front", 0, 0);
 	struct gen_host *hb = gen_host(g, "back", 123000000000ll, 7200000000000ll);
-	struct gen_thr *a = proc_main(ha, 100, "/usr/sbin/nginx", 0);
-	struct gen_thr *a2 = proc_main(ha, 101, "/usr/bin/cron", 0);
-	struct gen_thr *b = proc_main(hb, 200, "/usr/bin/app", 0);
+	struct gen_thr *a = gen_proc_main(ha, 100, "/usr/sbin/nginx", 0);
+	struct gen_thr *a2 = gen_proc_main(ha, 101, "/usr/bin/cron", 0);
+	struct gen_thr *b = gen_proc_main(hb, 200, "/usr/bin/app", 0);
 
 	gen_tcp(a, 10, 9, BT_CR_CONNECT, "10.1.0.1:41000", "10.1.0.2:8000");
 	gen_tcp(b, 11, 4, BT_CR_ACCEPT, "10.1.0.2:8000", "10.1.0.1:41000");

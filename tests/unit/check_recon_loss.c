@@ -23,14 +23,6 @@
 #define REQ  BT_MK_REQUEST
 #define REP  BT_MK_REPLY
 
-static struct gen_thr *proc_main(struct gen_host *h, uint32_t pid,
-				 const char *exe, int64_t at)
-{
-	struct gen_thr *t = gen_thread(gen_proc(h, pid, exe), at, pid, 0, 0);
-	gen_proc_start(t, at, 1, 0, 0);
-	return t;
-}
-
 static void http_request(struct gen_thr *w, int64_t t0, int k)
 {
 	char target[32], client[32];
@@ -77,7 +69,7 @@ START_TEST(truncated_segment)
 	struct rt t;
 	struct gen *g = gen_new();
 	struct gen_host *h = gen_host(g, "web", 0, 0);
-	struct gen_thr *w = proc_main(h, 100, "/usr/sbin/apache2", 0);
+	struct gen_thr *w = gen_proc_main(h, 100, "/usr/sbin/apache2", 0);
 	struct gen_write_opts o = { .block_bytes = 4096, .blocks_per_seg = 2 };
 	char seg[1024], dir[400];
 	uint64_t off[8];
@@ -133,8 +125,8 @@ START_TEST(lost_block)
 	struct rt t;
 	struct gen *g = gen_new();
 	struct gen_host *h = gen_host(g, "web", 0, 0);
-	struct gen_thr *w = proc_main(h, 100, "/usr/sbin/nginx", 0);
-	struct gen_thr *d = proc_main(h, 200, "/usr/lib/postgresql/15/bin/postgres", 0);
+	struct gen_thr *w = gen_proc_main(h, 100, "/usr/sbin/nginx", 0);
+	struct gen_thr *d = gen_proc_main(h, 200, "/usr/lib/postgresql/15/bin/postgres", 0);
 	struct gen_write_opts o = { .block_bytes = 4096, .blocks_per_seg = 4,
 				    .keep = drop_web_block3 };
 
@@ -218,8 +210,8 @@ START_TEST(blocked_receive_released)
 	struct rt t;
 	struct gen *g = gen_new();
 	struct gen_host *h = gen_host(g, "web", 0, 0);
-	struct gen_thr *w = proc_main(h, 100, "/usr/sbin/apache2", 0);
-	struct gen_thr *d = proc_main(h, 200, "/usr/lib/postgresql/15/bin/postgres", 0);
+	struct gen_thr *w = gen_proc_main(h, 100, "/usr/sbin/apache2", 0);
+	struct gen_thr *d = gen_proc_main(h, 200, "/usr/lib/postgresql/15/bin/postgres", 0);
 	struct bt_event drop = { .type = BT_EV_DROP, .len = 1,
 				 .flags = BT_DR_REENTRANT };
 
@@ -273,8 +265,8 @@ START_TEST(peer_gone_released)
 	struct rt t;
 	struct gen *g = gen_new();
 	struct gen_host *h = gen_host(g, "web", 0, 0);
-	struct gen_thr *c = proc_main(h, 100, "client", 0);
-	struct gen_thr *s = proc_main(h, 200, "server", 0);
+	struct gen_thr *c = gen_proc_main(h, 100, "client", 0);
+	struct gen_thr *s = gen_proc_main(h, 200, "server", 0);
 
 	gen_tcp(c, 10, 3, BT_CR_CONNECT, "10.0.0.1:50000", "10.0.0.2:7000");
 	gen_tcp(s, 11, 4, BT_CR_ACCEPT, "10.0.0.2:7000", "10.0.0.1:50000");
@@ -315,7 +307,7 @@ START_TEST(duplicates_and_spool)
 	struct rt t;
 	struct gen *g = gen_new();
 	struct gen_host *h = gen_host(g, "web", 0, 0);
-	struct gen_thr *w = proc_main(h, 100, "/usr/sbin/apache2", 0);
+	struct gen_thr *w = gen_proc_main(h, 100, "/usr/sbin/apache2", 0);
 	struct gen_write_opts o = { .block_bytes = 4096, .blocks_per_seg = 2 };
 	char a[600], b[600], spool[400];
 
@@ -334,14 +326,8 @@ START_TEST(duplicates_and_spool)
 	snprintf(b, sizeof b, "%s/000001.btl", spool);
 	ck_assert_int_eq(rename(a, b), 0);
 
-	const char *in[2] = { t.logs, spool };
-	FILE *err = fopen(t.err, "w");
-	struct rc_options ro = { .inputs = in, .ninputs = 2, .output = t.db,
-				 .progress = 0, .err = err };
-	ck_assert_int_eq(rc_run(&ro, &t.sum), RC_EXIT_OK);
-	fclose(err);
-	ck_assert_int_eq(sqlite3_open_v2(t.db, &t.h, SQLITE_OPEN_READONLY, NULL),
-			 SQLITE_OK);
+	t.extra = spool;
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
 	ck_assert_str_eq(rt_paths(&t),
 		"R http GET /r1 st=200 client=10.0.0.9:40001\n"
 		"  server http 'GET /r1' /r1 web/100/100 st=200\n"

@@ -20,15 +20,6 @@
 #define WIT  BT_MF_WITNESS
 #define POLLIN 1
 
-/* A thread of a fresh process image that announces itself at AT. */
-static struct gen_thr *proc_main(struct gen_host *h, uint32_t pid,
-				 const char *exe, int64_t at)
-{
-	struct gen_thr *t = gen_thread(gen_proc(h, pid, exe), at, pid, 0, 0);
-	gen_proc_start(t, at, 1, 0, 0);
-	return t;
-}
-
 /* ---- thread per connection, with a traced database behind ------------- */
 
 static void tpc_worker(struct gen_thr *w, int64_t t0, int fd, int dbfd,
@@ -60,8 +51,8 @@ START_TEST(thread_per_connection)
 	struct rt t;
 	struct gen *g = gen_new();
 	struct gen_host *h = gen_host(g, "web", 0, 0);
-	struct gen_thr *m = proc_main(h, 100, "/usr/sbin/apache2", 0);
-	struct gen_thr *dm = proc_main(h, 200, "/usr/lib/postgresql/15/bin/postgres", 0);
+	struct gen_thr *m = gen_proc_main(h, 100, "/usr/sbin/apache2", 0);
+	struct gen_thr *dm = gen_proc_main(h, 200, "/usr/lib/postgresql/15/bin/postgres", 0);
 
 	gen_thread_create(m, 1, 1);
 	gen_thread_create(m, 2, 2);
@@ -134,8 +125,8 @@ START_TEST(event_loop_pooled_backend)
 	struct rt t;
 	struct gen *g = gen_new();
 	struct gen_host *h = gen_host(g, "web", 0, 0);
-	struct gen_thr *w = proc_main(h, 300, "/usr/sbin/nginx", 0);
-	struct gen_thr *b = proc_main(h, 400, "/usr/lib/postgresql/15/bin/postgres", 0);
+	struct gen_thr *w = gen_proc_main(h, 300, "/usr/sbin/nginx", 0);
+	struct gen_thr *b = gen_proc_main(h, 400, "/usr/lib/postgresql/15/bin/postgres", 0);
 
 	/* The pool connects at start-up, for no request. */
 	gen_tcp(w, 10, 9, BT_CR_CONNECT, "10.0.0.1:50010", "10.0.0.2:5432");
@@ -219,7 +210,7 @@ START_TEST(pipelined_requests)
 	struct rt t;
 	struct gen *g = gen_new();
 	struct gen_host *h = gen_host(g, "web", 0, 0);
-	struct gen_thr *w = proc_main(h, 500, "/usr/sbin/apache2", 0);
+	struct gen_thr *w = gen_proc_main(h, 500, "/usr/sbin/apache2", 0);
 
 	gen_tcp(w, 10, 5, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.5:3333");
 	gen_msg(w, 20, 5, IN, REQ, BT_PROTO_HTTP, 50, 0, 0, 0,
@@ -257,7 +248,7 @@ START_TEST(fork_exec_cgi)
 	struct rt t;
 	struct gen *g = gen_new();
 	struct gen_host *h = gen_host(g, "web", 0, 0);
-	struct gen_thr *w = proc_main(h, 600, "/usr/sbin/apache2", 0);
+	struct gen_thr *w = gen_proc_main(h, 600, "/usr/sbin/apache2", 0);
 
 	gen_tcp(w, 10, 5, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.4:4444");
 	gen_msg(w, 20, 5, IN, REQ, BT_PROTO_HTTP, 120, 0, 0, 0,
@@ -330,7 +321,7 @@ START_TEST(pthread_worker)
 	struct rt t;
 	struct gen *g = gen_new();
 	struct gen_host *h = gen_host(g, "web", 0, 0);
-	struct gen_thr *m = proc_main(h, 700, "/usr/bin/python3", 0);
+	struct gen_thr *m = gen_proc_main(h, 700, "/usr/bin/python3", 0);
 
 	gen_tcp(m, 10, 5, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.3:5555");
 	gen_msg(m, 20, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
@@ -369,7 +360,7 @@ START_TEST(untraced_backend_witness)
 	struct rt t;
 	struct gen *g = gen_new();
 	struct gen_host *h = gen_host(g, "web", 0, 0);
-	struct gen_thr *w = proc_main(h, 800, "/usr/sbin/nginx", 0);
+	struct gen_thr *w = gen_proc_main(h, 800, "/usr/sbin/nginx", 0);
 
 	gen_tcp(w, 5, 9, BT_CR_CONNECT, "10.0.0.1:50030", "10.0.0.30:9000");
 	gen_ready(w, 10, 3, POLLIN);
@@ -429,8 +420,8 @@ START_TEST(traced_client_rule5)
 	struct rt t;
 	struct gen *g = gen_new();
 	struct gen_host *h = gen_host(g, "db", 0, 0);
-	struct gen_thr *c = proc_main(h, 900, "psql", 0);
-	struct gen_thr *s = proc_main(h, 910, "/usr/lib/postgresql/15/bin/postgres", 0);
+	struct gen_thr *c = gen_proc_main(h, 900, "psql", 0);
+	struct gen_thr *s = gen_proc_main(h, 910, "/usr/lib/postgresql/15/bin/postgres", 0);
 
 	gen_tcp(c, 10, 3, BT_CR_CONNECT, "127.0.0.1:40000", "127.0.0.1:5432");
 	gen_msg(c, 11, 3, OUT, CTL, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
@@ -487,7 +478,7 @@ START_TEST(dns_lookups)
 	struct rt t;
 	struct gen *g = gen_new();
 	struct gen_host *h = gen_host(g, "web", 0, 0);
-	struct gen_thr *w = proc_main(h, 1000, "/usr/bin/python3", 0);
+	struct gen_thr *w = gen_proc_main(h, 1000, "/usr/bin/python3", 0);
 
 	gen_name_begin(w, 5, 1, "metrics.internal");
 	gen_name_end(w, 6, 1, 0, "10.9.9.9");
@@ -533,8 +524,8 @@ START_TEST(dual_stack_pairing)
 	struct rt t;
 	struct gen *g = gen_new();
 	struct gen_host *h = gen_host(g, "h", 0, 0);
-	struct gen_thr *c = proc_main(h, 10, "curl", 0);
-	struct gen_thr *s = proc_main(h, 20, "/usr/sbin/apache2", 0);
+	struct gen_thr *c = gen_proc_main(h, 10, "curl", 0);
+	struct gen_thr *s = gen_proc_main(h, 20, "/usr/sbin/apache2", 0);
 
 	gen_tcp(c, 10, 3, BT_CR_CONNECT, "10.0.0.1:50000", "10.0.0.2:80");
 	gen_tcp(s, 11, 4, BT_CR_ACCEPT, "[::ffff:10.0.0.2]:80",
@@ -569,7 +560,7 @@ START_TEST(accept_starts_fragment)
 	struct rt t;
 	struct gen *g = gen_new();
 	struct gen_host *h = gen_host(g, "web", 0, 0);
-	struct gen_thr *w = proc_main(h, 1100, "/usr/sbin/apache2", 0);
+	struct gen_thr *w = gen_proc_main(h, 1100, "/usr/sbin/apache2", 0);
 
 	gen_tcp(w, 10, 5, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.2:3000");
 	gen_msg(w, 11, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
