@@ -643,9 +643,11 @@ static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 				 a->im->exe ? a->im->exe : "?", a->im->pid,
 				 c->hosts[a->im->host].name);
 			sp->client = strdup(who);
-			a->th->d.req = sp->req;
-			a->th->d.span = 0;
-			a->th->d.client_root = 1;
+			/* The fragment still works for no request: originating
+			 * a request does not make it work for that request.  A
+			 * client writing several requests in one fragment
+			 * (pipelining, a writer thread) starts one request per
+			 * message; work for r follows only r's reply. */
 		} else {
 			sp = span_new(a, RC_SK_CLIENT, ev->proto, d0.req, d0.span, e);
 			if (!sp)

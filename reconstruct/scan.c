@@ -113,14 +113,33 @@ static void identify(const struct bt_event *ev, uint32_t host,
 	}
 	case BT_CK_UNIX_STREAM:
 	case BT_CK_UNIX_DGRAM: {
-		if (!ev->ino || !ev->peer_ino)
+		/*
+		 * A connection is named by its connecting socket's inode.  The
+		 * connecting end cannot know its peer's (the kernel gives the
+		 * server socket an inode only at accept), but the accepting
+		 * end learns the connector's.  Socketpairs and inherited ends
+		 * know both: the smaller names them.
+		 */
+		uint64_t name;
+		uint8_t side;
+		if (ev->role == BT_CR_CONNECT) {
+			name = ev->ino;
+			side = 0;
+		} else if (ev->role == BT_CR_ACCEPT) {
+			name = ev->peer_ino;
+			side = 1;
+		} else {
+			if (!ev->peer_ino)
+				return;
+			name = ev->ino < ev->peer_ino ? ev->ino : ev->peer_ino;
+			side = ev->ino < ev->peer_ino ? 0 : 1;
+		}
+		if (!name)
 			return;
-		uint64_t v[3] = { host,
-			ev->ino < ev->peer_ino ? ev->ino : ev->peer_ino,
-			ev->ino < ev->peer_ino ? ev->peer_ino : ev->ino };
+		uint64_t v[2] = { host, name };
 		e->key = rc_hash64(ev->chan_kind, v, sizeof v);
 		e->cls = CLS_UNIX;
-		e->side = ev->ino < ev->peer_ino ? 0 : 1;
+		e->side = side;
 		return;
 	}
 	case BT_CK_PIPE: {
