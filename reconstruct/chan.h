@@ -70,6 +70,8 @@ struct rc_end {
 	uint64_t hwm[2];         /* highest absolute offset, per direction */
 	uint64_t bytes[2], msgs[2];
 	struct rc_desig last;    /* the request that last used the channel */
+	struct rc_desig want_out;/* who asked to be told it is writable */
+	uint8_t  has_want_out;
 	uint64_t open_req;
 	int64_t  open_t;
 	struct rc_span *srv, *cli;   /* open exchanges, oldest first */

@@ -1016,6 +1016,12 @@ static void on_ready(struct ap *a)
 		return;
 	}
 	struct rc_end *e = fe->end;
+	if (!(ev->flags & 1) && (ev->flags & 4) && e->has_want_out) {
+		/* Writable, and a fragment asked for it (WANT): the output
+		 * waiting in the program is that fragment's request's. */
+		a->th->d = e->want_out;
+		return;
+	}
 	if ((ev->flags & 1) && e->side < 2) {
 		/* The next incoming message, if its send is known already. */
 		struct rc_dirq *q = recv_q(a, e);
@@ -1028,6 +1034,29 @@ static void on_ready(struct ap *a)
 		}
 	}
 	a->th->d = e->last;
+}
+
+/*
+ * WANT: the fragment asked to be told when fd is writable (epoll_ctl with
+ * EPOLLOUT).  Event libraries queue a fragment's output in user space and
+ * send it from the writable event later; the writable fragment then works
+ * for the request that asked, not for the one that last used the channel
+ * (a pooled backend connection's previous request).
+ */
+static void on_want(struct ap *a)
+{
+	const struct bt_event *ev = a->ev;
+	struct rc_fdent *fe = ev->fd >= 0 ?
+		rc_fd_get(a->im->run->attached ? a->im->run->proc : NULL, ev->fd) : NULL;
+
+	if (!fe)
+		return;
+	if ((ev->flags & 4) && a->th->d.req) {
+		fe->end->want_out = a->th->d;
+		fe->end->has_want_out = 1;
+	} else if (!(ev->flags & 4)) {
+		fe->end->has_want_out = 0;
+	}
 }
 
 static void on_name_begin(struct ap *a)
@@ -1225,6 +1254,7 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 		on_data_record(&a);
 		break;
 	case BT_EV_READY:         on_ready(&a); break;
+	case BT_EV_WANT:          on_want(&a); break;
 	case BT_EV_ISOLATE:       c->st.isolations++; break;
 	case BT_EV_NAME_BEGIN:    on_name_begin(&a); break;
 	case BT_EV_NAME_END:      on_name_end(&a); break;

@@ -144,6 +144,12 @@ static void request_write(struct rc_ctx *c, const struct rc_span *sp)
 void rc_span_finish(struct rc_ctx *c, struct rc_span *sp)
 {
 	struct rc_spans *m = c->spans;
+
+	/* A reply may be read (and logged) by another thread before the
+	 * thread that sent the request has logged its write: the exchange
+	 * cannot end before it began. */
+	if (sp->end && sp->end < sp->start)
+		sp->end = sp->start;
 	struct rc_row_span r = {
 		.id = sp->id, .req = sp->req, .parent = sp->parent,
 		.kind = sp->kind == RC_SK_SERVER ? "server" : "client",

@@ -203,6 +203,92 @@ START_TEST(event_loop_pooled_backend)
 }
 END_TEST
 
+/* ---- output queued in the program, written when the fd is writable ----- */
+
+static void want(struct gen_thr *t, int64_t at, int fd, uint32_t events)
+{
+	struct bt_event ev;
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_WANT;
+	ev.fd = fd;
+	ev.flags = events;
+	gen_ev(t, at, &ev);
+}
+
+/*
+ * An event library (libevent bufferevents) queues a fragment's output and
+ * writes it from the writable event later.  On a pooled backend connection
+ * the writable fragment must work for the request whose fragment asked to
+ * write (WANT), not for the previous request, which used the connection
+ * last.
+ */
+START_TEST(deferred_writes_follow_want)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 300, "/usr/bin/evserver", 0);
+	struct gen_thr *b = gen_proc_main(h, 400, "/usr/bin/backend", 0);
+
+	gen_tcp(w, 10, 9, BT_CR_CONNECT, "10.0.0.1:50010", "10.0.0.2:7000");
+	gen_tcp(b, 12, 4, BT_CR_ACCEPT, "10.0.0.2:7000", "10.0.0.1:50010");
+	gen_ready(w, 100, 3, POLLIN);
+	gen_accept(w, 101, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_ready(w, 102, 3, POLLIN);
+	gen_accept(w, 103, 6, 3, "10.0.0.1:80", "10.0.0.6:2222");
+
+	/* /a: its call is queued, written when fd 9 is writable */
+	gen_ready(w, 110, 5, POLLIN);
+	gen_msg(w, 111, 5, IN, REQ, BT_PROTO_LINE, 6, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "REQ a"), 0);
+	want(w, 112, 9, 1 | 4);
+	gen_ready(w, 113, 9, 4);
+	gen_msg(w, 114, 9, OUT, REQ, BT_PROTO_LINE, 7, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "CALL a"), 0);
+	want(w, 115, 9, 1);
+	gen_msg(b, 116, 4, IN, REQ, BT_PROTO_LINE, 7, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "CALL a"), 0);
+	gen_msg(b, 117, 4, OUT, REP, BT_PROTO_LINE, 5, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "OK a"), 0);
+	gen_ready(w, 118, 9, POLLIN);
+	gen_msg(w, 119, 9, IN, REP, BT_PROTO_LINE, 5, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "OK a"), 0);
+	want(w, 120, 5, 1 | 4);
+	gen_ready(w, 121, 5, 4);
+	gen_msg(w, 122, 5, OUT, REP, BT_PROTO_LINE, 7, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "RESP a"), 0);
+
+	/* /b: the pooled connection was last used by /a */
+	gen_ready(w, 130, 6, POLLIN);
+	gen_msg(w, 131, 6, IN, REQ, BT_PROTO_LINE, 6, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "REQ b"), 0);
+	want(w, 132, 9, 1 | 4);
+	gen_ready(w, 133, 9, 4);
+	gen_msg(w, 134, 9, OUT, REQ, BT_PROTO_LINE, 7, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "CALL b"), 0);
+	want(w, 135, 9, 1);
+	gen_msg(b, 136, 4, IN, REQ, BT_PROTO_LINE, 7, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "CALL b"), 0);
+	gen_msg(b, 137, 4, OUT, REP, BT_PROTO_LINE, 5, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "OK b"), 0);
+	gen_ready(w, 138, 9, POLLIN);
+	gen_msg(w, 139, 9, IN, REP, BT_PROTO_LINE, 5, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "OK b"), 0);
+	gen_msg(w, 140, 6, OUT, REP, BT_PROTO_LINE, 7, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "RESP b"), 0);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM requests"), 2);
+	ck_assert_str_eq(rt_q(&t, "SELECT r.target FROM spans s JOIN requests r USING (request_id) WHERE s.kind = 'client' AND s.target = 'CALL a'"), "REQ a");
+	ck_assert_str_eq(rt_q(&t, "SELECT r.target FROM spans s JOIN requests r USING (request_id) WHERE s.kind = 'client' AND s.target = 'CALL b'"), "REQ b");
+	ck_assert_str_eq(rt_q(&t, "SELECT r.target FROM spans s JOIN requests r USING (request_id) WHERE s.kind = 'server' AND s.target = 'CALL b'"), "REQ b");
+	ck_assert_int_eq(rt_badly_nested(&t), 0);
+	rt_done(&t);
+}
+END_TEST
+
 /* ---- pipelined requests on one connection -------------------------------- */
 
 START_TEST(pipelined_requests)
@@ -599,6 +685,7 @@ Suite *recon_paths_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, thread_per_connection);
 	tcase_add_test(tc, event_loop_pooled_backend);
+	tcase_add_test(tc, deferred_writes_follow_want);
 	tcase_add_test(tc, pipelined_requests);
 	tcase_add_test(tc, fork_exec_cgi);
 	tcase_add_test(tc, pthread_worker);
