@@ -52,6 +52,7 @@ static const unsigned char schema[BT_EV_TYPE_MAX][14] = {
 	[BT_EV_DROP]         = S(F_LEN, F_FLAGS),
 	[BT_EV_SHUTDOWN]     = S(F_FD, F_FLAGS),
 	[BT_EV_LOGD]         = S(F_PID, F_FLAGS, F_RESULT, F_STR),
+	[BT_EV_WANT]         = S(F_FD, F_FLAGS),
 };
 #undef S
 
@@ -337,7 +338,7 @@ static const char *const type_names[BT_EV_TYPE_MAX] = {
 	"pad", "time", "proc_start", "thread_start", "thread_exit", "fork",
 	"exec", "spawn", "thread_create", "open", "close", "dup", "chan",
 	"proto", "msg", "msg_begin", "data", "ready", "isolate", "lost_sync",
-	"name_begin", "name_end", "drop", "shutdown", "logd",
+	"name_begin", "name_end", "drop", "shutdown", "logd", "want",
 };
 
 const char *bt_ev_type_name(unsigned type)
@@ -504,6 +505,8 @@ int bt_ev_format(const struct bt_event *ev, char *buf, size_t len)
 		break;
 	case BT_EV_SHUTDOWN:
 		APP(" fd=%d how=%u", ev->fd, ev->flags); break;
+	case BT_EV_WANT:
+		APP(" fd=%d events=%#x", ev->fd, ev->flags); break;
 	case BT_EV_LOGD:
 		APP(" pid=%u flags=%#x result=%lld %.*s", ev->pid, ev->flags,
 		    (long long)ev->result, (int)ev->str_len,

@@ -163,8 +163,10 @@ BT_HIDDEN void bt_emit_claim(void);
 BT_HIDDEN int bt_paused(void);
 /* Connect to bp-logd and register the ring (start-up; retried later). */
 BT_HIDDEN void bt_emit_start(void);
-/* About to block: without bp-logd, spool this thread's ring. */
+/* About to block: without bp-logd, spool this thread's ring (unless
+ * bt_idle_spool is 0: the unit tests read records from the ring). */
 BT_HIDDEN void bt_emit_idle(void);
+BT_HIDDEN extern int bt_idle_spool;
 /* Drain every slot to bp-logd or the spool before exec/exit. */
 BT_HIDDEN void bt_emit_flush(int final);
 /* Thread ends: THREAD_EXIT and release the slot. */

@@ -283,33 +283,42 @@ static void slot_bind(struct bt_chunk *c, unsigned i)
 		pthread_setspecific(thread_key, (void *)1);
 }
 
-static int slot_claim(void)
+/* Claim a free (or drained) slot of any chunk.  1 if bound. */
+static int slot_scan(void)
 {
 	unsigned n = __atomic_load_n(&nchunks, __ATOMIC_ACQUIRE);
-	struct bt_chunk *c;
 
 	for (unsigned k = 0; k < n; k++)
 		for (unsigned i = 0; i < chunks[k].nslots; i++)
 			if (slot_try_claim(&chunks[k], i)) {
 				slot_bind(&chunks[k], i);
-				return 0;
+				return 1;
 			}
-	pthread_mutex_lock(&chunk_mu);
-	/* Someone may have added a chunk meanwhile. */
-	for (unsigned k = n; k < nchunks; k++)
-		for (unsigned i = 0; i < chunks[k].nslots; i++)
-			if (slot_try_claim(&chunks[k], i)) {
-				pthread_mutex_unlock(&chunk_mu);
-				slot_bind(&chunks[k], i);
-				return 0;
-			}
-	c = chunk_create();
-	if (c && slot_try_claim(c, 0)) {
+	return 0;
+}
+
+/*
+ * Claim a slot, adding chunks while there is none.  A chunk is published
+ * before its creator claims in it, so another thread may take its slots
+ * first: scan again rather than give up.  Fails only when no chunk can be
+ * added (BT_RING_MAX_CHUNKS reached, memfd or mmap failed).
+ */
+static int slot_claim(void)
+{
+	for (int round = 0; round < 2 * (int)BT_RING_MAX_CHUNKS; round++) {
+		unsigned seen;
+
+		if (slot_scan())
+			return 0;
+		seen = __atomic_load_n(&nchunks, __ATOMIC_ACQUIRE);
+		pthread_mutex_lock(&chunk_mu);
+		/* add a chunk unless another thread did since our scan */
+		if (nchunks == seen && !chunk_create()) {
+			pthread_mutex_unlock(&chunk_mu);
+			return slot_scan() ? 0 : -1;
+		}
 		pthread_mutex_unlock(&chunk_mu);
-		slot_bind(c, 0);
-		return 0;
 	}
-	pthread_mutex_unlock(&chunk_mu);
 	return -1;
 }
 
@@ -730,13 +739,20 @@ int bt_paused(void)
 static void emit_drop_report(void);
 BT_HIDDEN void bt_thread_first_records(void);
 
-/* Claim this thread's slot and write its first records. */
+/*
+ * Claim this thread's slot and write its first records.  A thread that
+ * gets none cannot report its own losses: they are counted on the
+ * process's first slot, whose lost counter bp-logd reports.
+ */
 static int claim(void)
 {
 	if (bt_self.noslot || slot_claim() < 0) {
 		bt_self.noslot = 1;
 		bt_self.dropped++;
 		bt_self.drop_reason = BT_DR_NO_SLOT;
+		if (__atomic_load_n(&nchunks, __ATOMIC_ACQUIRE))
+			__atomic_add_fetch(&chunks[0].hdr->slot[0].lost, 1,
+					   __ATOMIC_RELAXED);
 		return -1;
 	}
 	bt_thread_first_records();
@@ -793,10 +809,11 @@ static void emit_drop_report(void)
  * killed while it waits, and a killed process cannot flush afterwards.
  * With bp-logd this is one load and a compare.
  */
+int bt_idle_spool = 1;   /* the unit tests read records from the ring */
+
 void bt_emit_idle(void)
 {
 	struct bt_slot *s = &bt_self.slot;
-
 	static uint64_t last_check;
 
 	if (!bt_self.have_slot ||
@@ -816,7 +833,7 @@ void bt_emit_idle(void)
 		if (alive)
 			return;
 	}
-	if (link_ensure())
+	if (link_ensure() || !bt_idle_spool)
 		return;
 	spool_drain(s->chunk, s->idx);
 }

@@ -351,6 +351,20 @@ int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 			if (slot >= 0)
 				ch->ep[slot].epfd = -1;
 		} else if (ev) {
+			/* Asking to be told when the fd is writable, in this
+			 * fragment, says whose output waits in the program
+			 * (event libraries queue writes in user space and send
+			 * them from the writable event): logged as WANT. */
+			int had_out = slot >= 0 && (ch->ep[slot].events & EPOLLOUT);
+			if (((ev->events & EPOLLOUT) || had_out) && ch->announced &&
+			    !bt_paused()) {
+				struct bt_event w;
+				memset(&w, 0, sizeof w);
+				w.type = BT_EV_WANT;
+				w.fd = fd;
+				w.flags = epoll_to_poll(ev->events);
+				bt_emit(&w);
+			}
 			if (slot < 0)
 				slot = ch->ep[0].epfd < 0 ? 0 :
 				       ch->ep[1].epfd < 0 ? 1 : 0;

@@ -1,1 +1,50 @@
-# reconstruct/: (filled in by its owner)
+# reconstruct/: bp-reconstruct, the offline path reconstructor.
+# The core is a convenience library so the unit tests can run it directly.
+noinst_LTLIBRARIES += libbtrecon.la
+libbtrecon_la_SOURCES = \
+	reconstruct/chan.c reconstruct/chan.h \
+	reconstruct/clock.c reconstruct/clock.h \
+	reconstruct/db.c reconstruct/db.h \
+	reconstruct/input.c reconstruct/input.h \
+	reconstruct/map.c reconstruct/map.h \
+	reconstruct/merge.c reconstruct/merge.h \
+	reconstruct/model.c reconstruct/model.h \
+	reconstruct/rc.h \
+	reconstruct/recon.c reconstruct/recon.h \
+	reconstruct/scan.c reconstruct/scan.h \
+	reconstruct/span.c reconstruct/span.h
+libbtrecon_la_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(SQLITE3_CFLAGS)
+libbtrecon_la_LIBADD = libbtproto.la libbtcommon.la $(SQLITE3_LIBS)
+
+bin_PROGRAMS += bp-reconstruct
+bp_reconstruct_SOURCES = reconstruct/main.c
+bp_reconstruct_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS)
+bp_reconstruct_LDFLAGS = $(SAN_CFLAGS)
+bp_reconstruct_LDADD = libbtrecon.la
+
+# Unit tests: scripted logs (tests/recon/gen.c) through the core.  The
+# program is built in tests/recon/ with the generator.
+if HAVE_CHECK
+check_PROGRAMS += tests/recon/check_recon
+TESTS += tests/recon/check_recon
+tests_recon_check_recon_SOURCES = \
+	tests/unit/check_recon.c tests/unit/check_recon.h \
+	tests/unit/check_recon_paths.c \
+	tests/unit/check_recon_loss.c \
+	tests/unit/check_recon_clock.c \
+	tests/unit/check_recon_unit.c \
+	tests/recon/gen.c tests/recon/gen.h
+tests_recon_check_recon_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/reconstruct
+tests_recon_check_recon_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(CHECK_CFLAGS) $(SQLITE3_CFLAGS)
+tests_recon_check_recon_LDFLAGS = $(SAN_CFLAGS)
+tests_recon_check_recon_LDADD = libbtrecon.la $(CHECK_LIBS) $(SQLITE3_LIBS)
+endif
+
+# The command line, on logs from the workload generator.
+check_PROGRAMS += tests/recon/genlog
+tests_recon_genlog_SOURCES = tests/recon/genlog.c tests/recon/gen.c tests/recon/gen.h
+tests_recon_genlog_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS)
+tests_recon_genlog_LDFLAGS = $(SAN_CFLAGS)
+tests_recon_genlog_LDADD = libbtcommon.la
+TESTS += tests/recon/cli.sh
+EXTRA_DIST += tests/recon/cli.sh

@@ -67,6 +67,7 @@ enum bt_ev_type {
 	BT_EV_DROP         = 22, /* events that could not be recorded */
 	BT_EV_SHUTDOWN     = 23, /* shutdown(fd, how) */
 	BT_EV_LOGD         = 24, /* bp-logd's own notes (peer up/down, loss) */
+	BT_EV_WANT         = 25, /* the fragment asked for events on fd */
 	BT_EV_TYPE_MAX
 };
 
@@ -210,6 +211,7 @@ struct bt_attr {
  *   DROP          len(count) flags(reason)
  *   SHUTDOWN      fd flags(how)
  *   LOGD          pid flags result str=text
+ *   WANT          fd flags(poll bits now asked for)
  *
  * Decoded strings and attribute values point into the record bytes.
  */

@@ -129,7 +129,9 @@ typedef void (*bt_seg_warn_fn)(void *ctx, const char *path, uint64_t off,
 struct bt_seg_reader *bt_seg_open(const char *path, bt_seg_warn_fn warn,
 				  void *ctx, const char **why);
 const struct bt_seg_header *bt_seg_file_header(const struct bt_seg_reader *r);
-/* 1 = block returned (PAYLOAD valid until the next call), 0 = end. */
+/* 1 = block returned, 0 = end.  PAYLOAD points into the mapped file and
+ * stays valid until bt_seg_close (bp-reconstruct indexes all blocks first
+ * and decodes them later, in causal order). */
 int  bt_seg_next(struct bt_seg_reader *r, struct bt_blk_header *h,
 		 const uint8_t **payload, uint64_t *file_off);
 void bt_seg_close(struct bt_seg_reader *r);

@@ -1,0 +1,397 @@
+/*
+ * chan.c - processes, fd tables, channel ends, connections and their send
+ * queues (see chan.h).
+ *
+ * Memory: an end while an fd refers to it, a connection while an end of
+ * it is live or still to come, a send record until its receiver read it.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chan.h"
+#include "db.h"
+#include "merge.h"
+
+#define MAX_FD    (1 << 22)
+#define MAX_QUEUE (1u << 16)   /* send records kept per direction */
+
+struct rc_chans {
+	struct rc_map procs;     /* (host, pid) -> rc_proc */
+	struct rc_map conns;     /* conn id -> rc_conn */
+};
+
+static const char *const role_names[] = {
+	"unknown", "connect", "accept", "pipe_read", "pipe_write",
+	"socketpair", "inherited", "dgram",
+};
+
+static void end_destroy(struct rc_ctx *c, struct rc_end *e, int64_t t);
+
+struct rc_proc *rc_proc_get(struct rc_ctx *c, uint32_t host, uint32_t pid)
+{
+	return rc_map_getp(&c->chans->procs, rc_key2(host, pid));
+}
+
+void rc_proc_show(struct rc_ctx *c, struct rc_proc *p)
+{
+	rc_map_put(&c->chans->procs, rc_key2(p->host, p->pid),
+		   (uint64_t)(uintptr_t)p);
+}
+
+struct rc_proc *rc_proc_new(struct rc_ctx *c, uint32_t host, uint32_t pid)
+{
+	struct rc_proc *p = calloc(1, sizeof *p);
+	if (!p)
+		return NULL;
+	p->host = host;
+	p->pid = pid;
+	rc_proc_show(c, p);
+	return p;
+}
+
+void rc_fd_drop(struct rc_ctx *c, struct rc_proc *p, int32_t fd, int64_t t)
+{
+	if (fd < 0 || (uint32_t)fd >= p->nfds || !p->fds[fd].end)
+		return;
+	struct rc_end *e = p->fds[fd].end;
+	p->fds[fd].end = NULL;
+	rc_end_unref(c, e, t);
+}
+
+int rc_fd_set(struct rc_ctx *c, struct rc_proc *p, int32_t fd,
+		  struct rc_end *e, const uint64_t base[2], int64_t t)
+{
+	if (fd < 0 || fd >= MAX_FD)
+		return -EINVAL;
+	if ((uint32_t)fd >= p->nfds) {
+		uint32_t n = p->nfds ? p->nfds : 16;
+		while (n <= (uint32_t)fd)
+			n *= 2;
+		struct rc_fdent *nf = realloc(p->fds, n * sizeof *nf);
+		if (!nf)
+			return -ENOMEM;
+		memset(nf + p->nfds, 0, (n - p->nfds) * sizeof *nf);
+		p->fds = nf;
+		p->nfds = n;
+	}
+	e->refs++;
+	rc_fd_drop(c, p, fd, t);
+	p->fds[fd].end = e;
+	p->fds[fd].base[0] = base ? base[0] : 0;
+	p->fds[fd].base[1] = base ? base[1] : 0;
+	return 0;
+}
+
+struct rc_fdent *rc_fd_get(struct rc_proc *p, int32_t fd)
+{
+	if (!p || fd < 0 || (uint32_t)fd >= p->nfds || !p->fds[fd].end)
+		return NULL;
+	return &p->fds[fd];
+}
+
+void rc_proc_unref(struct rc_ctx *c, struct rc_proc *p, int64_t t)
+{
+	if (--p->refs > 0)
+		return;
+	for (uint32_t fd = 0; fd < p->nfds; fd++)
+		rc_fd_drop(c, p, (int32_t)fd, t);
+	free(p->fds);
+	uint64_t key = rc_key2(p->host, p->pid);
+	if (rc_map_getp(&c->chans->procs, key) == p)
+		rc_map_del(&c->chans->procs, key);
+	free(p);
+}
+
+/* A child process object with a copy of P's fd table, holding one
+ * reference for the caller. */
+struct rc_proc *rc_proc_copy(struct rc_ctx *c, struct rc_proc *p,
+				 uint32_t pid, int64_t t)
+{
+	struct rc_proc *np = rc_proc_new(c, p->host, pid);
+	if (!np)
+		return NULL;
+	np->refs = 1;            /* the caller's */
+	for (uint32_t fd = 0; fd < p->nfds; fd++)
+		if (p->fds[fd].end)
+			rc_fd_set(c, np, (int32_t)fd, p->fds[fd].end,
+			       p->fds[fd].base, t);
+	return np;
+}
+
+struct rc_conn *rc_conn_get(struct rc_ctx *c, uint32_t id)
+{
+	struct rc_conn *cn = rc_map_getp(&c->chans->conns, id);
+	if (cn)
+		return cn;
+	if (id >= c->nconns || !(cn = calloc(1, sizeof *cn)))
+		return NULL;
+	cn->id = id;
+	memcpy(cn->pending, c->conns[id].n, sizeof cn->pending);
+	rc_map_put(&c->chans->conns, id, (uint64_t)(uintptr_t)cn);
+	return cn;
+}
+
+static void q_clear(struct rc_dirq *q)
+{
+	free(q->v);
+	q->v = NULL;
+	q->head = q->n = q->cap = 0;
+}
+
+/* Side S will never send again: nothing pending, no live end. */
+int rc_conn_gone(const struct rc_ctx *c, const struct rc_conn *cn, int s)
+{
+	if (cn->pending[s] || cn->live[s])
+		return 0;
+	if (c->conns[cn->id].pipe && (cn->pending[2] || cn->unknown_live))
+		return 0;
+	return 1;
+}
+
+/* Does side S of E's connection have an end in the logs at all? */
+int rc_end_traced(const struct rc_ctx *c, const struct rc_end *e, int s)
+{
+	const struct rc_conninfo *ci = &c->conns[e->conn->id];
+	if (ci->n[s])
+		return 1;
+	return ci->pipe && ci->n[2] > (uint32_t)(e->entry_unknown ? 1 : 0);
+}
+
+void rc_conn_maybe_free(struct rc_ctx *c, struct rc_conn *cn)
+{
+	if (cn->pending[0] || cn->pending[1] || cn->pending[2] ||
+	    cn->live[0] || cn->live[1] || cn->unknown_live)
+		return;
+	q_clear(&cn->dir[0]);
+	q_clear(&cn->dir[1]);
+	rc_map_del(&c->chans->conns, cn->id);
+	free(cn);
+}
+
+/* When side S is gone, its receivers stop waiting and its queue of sends
+ * to it is no longer needed. */
+static void conn_side_check(struct rc_ctx *c, struct rc_conn *cn, int s)
+{
+	if (!rc_conn_gone(c, cn, s))
+		return;
+	q_clear(&cn->dir[!s]);
+	if (cn->dir[s].parked) {
+		cn->dir[s].parked = 0;
+		rc_merge_wake(c, RC_KEY_RECV(cn->id, s));
+	}
+}
+
+void rc_end_peer(const struct rc_end *e, const struct bt_event *ev,
+		 char *buf, size_t len)
+{
+	const struct bt_attr *pa = ev ? rc_attr(ev, BT_AK_PEER) : NULL;
+
+	if (pa) {
+		snprintf(buf, len, "%.*s", (int)pa->len, pa->val);
+		return;
+	}
+	switch (e->kind) {
+	case BT_CK_TCP:
+	case BT_CK_UDP:
+		if (e->remote.family)
+			bt_addr_format(&e->remote, buf, len);
+		else
+			snprintf(buf, len, "%s", bt_chan_kind_name(e->kind));
+		break;
+	case BT_CK_UNIX_STREAM:
+	case BT_CK_UNIX_DGRAM:
+		if (e->path && e->path[0])
+			snprintf(buf, len, "unix:%s", e->path);
+		else
+			snprintf(buf, len, "unix:[%" PRIu64 "]", e->peer_ino);
+		break;
+	case BT_CK_PIPE:
+		snprintf(buf, len, "pipe:[%" PRIu64 "]", e->ino);
+		break;
+	default:
+		snprintf(buf, len, "%s", bt_chan_kind_name(e->kind));
+	}
+}
+
+static void end_destroy(struct rc_ctx *c, struct rc_end *e, int64_t t)
+{
+	char local[64], remote[64];
+	struct rc_span *sp;
+
+	/* Exchanges never answered: written open (end_ns NULL). */
+	while ((sp = e->srv)) {
+		e->srv = sp->next;
+		rc_span_finish(c, sp);
+	}
+	while ((sp = e->cli)) {
+		e->cli = sp->next;
+		rc_span_finish(c, sp);
+	}
+	struct rc_row_channel r = {
+		.id = e->channel_id, .conn = e->conn ? e->conn->id : 0,
+		.peer = e->peer_entry == RC_NONE ? 0 : (uint64_t)e->peer_entry + 1,
+		.process_id = e->process_id, .req = e->open_req, .dom = e->dom,
+		.pid = e->pid, .fd = e->fd, .kind = bt_chan_kind_name(e->kind),
+		.role = e->role < sizeof role_names / sizeof role_names[0] ?
+			role_names[e->role] : "unknown",
+		.protocol = e->proto ? rc_proto_name(e->proto) : NULL,
+		.local = e->local.family ? bt_addr_format(&e->local, local, sizeof local) : NULL,
+		.remote = e->remote.family ? bt_addr_format(&e->remote, remote, sizeof remote) : NULL,
+		.path = e->path, .ino = e->ino, .peer_ino = e->peer_ino,
+		.traced_peer = e->conn && e->side < 2 ? rc_end_traced(c, e, !e->side) : 0,
+		.lost_sync = e->lost_sync, .open = e->open_t, .close = t,
+		.bytes_in = e->bytes[RC_DIN], .bytes_out = e->bytes[RC_DOUT],
+		.msgs_in = e->msgs[RC_DIN], .msgs_out = e->msgs[RC_DOUT],
+	};
+	rc_db_channel(c, &r);
+	struct rc_conn *cn = e->conn;
+	if (cn) {
+		if (e->side < 2)
+			cn->live[e->side]--;
+		else
+			cn->unknown_live--;
+		conn_side_check(c, cn, 0);
+		conn_side_check(c, cn, 1);
+		rc_conn_maybe_free(c, cn);
+	}
+	free(e->path);
+	free(e);
+}
+
+void rc_end_unref(struct rc_ctx *c, struct rc_end *e, int64_t t)
+{
+	if (--e->refs == 0)
+		end_destroy(c, e, t);
+}
+
+/* A pipe end learns its side from the first data through it. */
+void rc_end_side(struct rc_end *e, int dir)
+{
+	if (e->side < 2 || !e->conn)
+		return;
+	e->side = dir == RC_DOUT ? 0 : 1;
+	e->conn->unknown_live--;
+	e->conn->live[e->side]++;
+}
+
+/* ---- send queues ---------------------------------------------------------- */
+
+struct rc_sent *rc_q_at(const struct rc_dirq *q, uint32_t i)
+{
+	return &q->v[(q->head + i) & (q->cap - 1)];
+}
+
+struct rc_sent *rc_q_push(struct rc_ctx *c, struct rc_dirq *q)
+{
+	if (q->n == MAX_QUEUE) {
+		/* A receiver that never reads: forget the oldest. */
+		q->head = (q->head + 1) & (q->cap - 1);
+		q->n--;
+		if (!c->st.queue_overflow++)
+			rc_warn(c, NULL, 0,
+				"a traced receiver has not read %u messages sent to it; the oldest are forgotten (their receives count as unpaired)",
+				MAX_QUEUE);
+	}
+	if (q->n == q->cap) {
+		uint32_t ncap = q->cap ? q->cap * 2 : 8;
+		struct rc_sent *nv = malloc(ncap * sizeof *nv);
+		if (!nv)
+			return NULL;
+		for (uint32_t i = 0; i < q->n; i++)
+			nv[i] = *rc_q_at(q, i);
+		free(q->v);
+		q->v = nv;
+		q->head = 0;
+		q->cap = ncap;
+	}
+	struct rc_sent *x = rc_q_at(q, q->n++);
+	memset(x, 0, sizeof *x);
+	return x;
+}
+
+/* The send record covering byte X (a zero-length one starting at X). */
+struct rc_sent *rc_q_find(const struct rc_dirq *q, uint64_t x)
+{
+	for (uint32_t i = 0; i < q->n; i++) {
+		struct rc_sent *s = rc_q_at(q, i);
+		if (s->off <= x && (x < s->end || (s->off == x && s->end == x)))
+			return s;
+		if (s->off > x)
+			break;
+	}
+	return NULL;
+}
+
+/* Drop send records the receiver has read past. */
+void rc_q_consume(struct rc_dirq *q, uint64_t upto)
+{
+	while (q->n) {
+		struct rc_sent *s = rc_q_at(q, 0);
+		if (s->end == RC_OPEN_END || s->end > upto ||
+		    (s->end == s->off && s->off == upto))
+			break;
+		q->head = (q->head + 1) & (q->cap - 1);
+		q->n--;
+	}
+}
+
+void rc_q_advance(struct rc_ctx *c, struct rc_conn *cn, int side,
+		      uint64_t upto)
+{
+	struct rc_dirq *q = &cn->dir[side];
+	if (upto <= q->hwm)
+		return;
+	q->hwm = upto;
+	if (q->parked) {
+		q->parked = 0;
+		rc_merge_wake(c, RC_KEY_RECV(cn->id, side));
+	}
+}
+
+struct rc_dirq *rc_send_q(struct rc_ctx *c, struct rc_end *e)
+{
+	struct rc_conn *cn = e->conn;
+	if (!cn || e->side > 1)
+		return NULL;
+	int r = !e->side;
+	if (!rc_end_traced(c, e, r) || rc_conn_gone(c, cn, r))
+		return NULL;
+	return &cn->dir[e->side];
+}
+
+
+int rc_chan_init(struct rc_ctx *c)
+{
+	c->chans = calloc(1, sizeof *c->chans);
+	return c->chans ? 0 : -ENOMEM;
+}
+
+void rc_chan_free(struct rc_ctx *c)
+{
+	struct rc_chans *k = c->chans;
+	if (!k)
+		return;
+	for (size_t i = 0; i < k->conns.cap; i++) {
+		if (!k->conns.used[i])
+			continue;
+		struct rc_conn *cn = (struct rc_conn *)(uintptr_t)k->conns.vals[i];
+		q_clear(&cn->dir[0]);
+		q_clear(&cn->dir[1]);
+		free(cn);
+	}
+	rc_map_free(&k->conns);
+	for (size_t i = 0; i < k->procs.cap; i++) {
+		if (!k->procs.used[i])
+			continue;
+		struct rc_proc *p = (struct rc_proc *)(uintptr_t)k->procs.vals[i];
+		free(p->fds);
+		free(p);
+	}
+	rc_map_free(&k->procs);
+	free(k);
+	c->chans = NULL;
+}

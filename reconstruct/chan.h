@@ -1,0 +1,160 @@
+/*
+ * chan.h - processes, their fd tables, channel ends and connections.
+ *
+ *   end       a channel end (struct rc_end): what one or more fds refer
+ *             to; created by a CHAN record, shared across fork, kept
+ *             across exec; destroyed (and its row written) when no fd
+ *             refers to it any more.
+ *   conn      a connection (struct rc_conn): the ends pass 1 paired.  Per
+ *             direction (index = the sending side) it queues the send
+ *             records a traced receiver has not consumed yet; a receive
+ *             is paired with the send covering its bytes, never by time.
+ *   proc      a process (struct rc_proc): its fd table, which lives across
+ *             exec; fork and spawn copy it.
+ *
+ * Offsets are absolute: a record's offset plus its fd's base, which is 0
+ * except for ends an exec'd image announced again (its shim counts from
+ * the first byte it saw).
+ */
+#ifndef RC_CHAN_H
+#define RC_CHAN_H
+
+#include "span.h"
+
+#define RC_OPEN_END  UINT64_MAX    /* a send whose end is not known yet */
+/* The merge key a receive from side SIDE of connection CONN waits on. */
+#define RC_KEY_RECV(conn, side) \
+	((uint64_t)8 << 56 | (uint64_t)(conn) << 1 | (uint64_t)(side))
+
+enum { RC_DIN = BT_DIR_IN, RC_DOUT = BT_DIR_OUT };
+
+struct rc_sent {
+	uint64_t off, end;       /* [off, end); end RC_OPEN_END until its MSG */
+	int64_t  t_begin, t_end;
+	uint64_t req, span, msg;
+	uint32_t dom;
+	uint8_t  kind;           /* bt_msg_kind, or 0 for DATA */
+	uint8_t  resolved;       /* req is final (not "maybe rule 5") */
+	uint8_t  client_root;
+};
+
+struct rc_dirq {
+	struct rc_sent *v;
+	uint32_t head, n, cap;   /* ring buffer, cap a power of two */
+	uint64_t hwm;            /* bytes below are covered by resolved sends */
+	uint8_t  parked;         /* a receiver waits on this direction */
+	uint8_t  untraced;       /* a wait was given up: sender untraced */
+};
+
+struct rc_conn {
+	uint32_t id;
+	uint32_t pending[3];     /* CHAN records of each side not yet seen */
+	uint32_t live[2];        /* live ends per side */
+	uint32_t unknown_live;   /* live pipe ends whose side is not known */
+	struct rc_dirq dir[2];   /* by sending side */
+};
+
+struct rc_end {
+	struct rc_conn *conn;
+	uint64_t channel_id;     /* entry + 1 */
+	uint32_t entry, peer_entry;
+	uint32_t refs;
+	uint8_t  side, kind, role, proto, oneway, dgram, lost_sync;
+	uint8_t  entry_unknown;  /* pass 1 did not know its side */
+	uint32_t dom, pid;
+	uint64_t process_id;
+	int32_t  fd;
+	struct bt_addr local, remote;
+	char    *path;
+	uint64_t ino, peer_ino;
+	uint64_t hwm[2];         /* highest absolute offset, per direction */
+	uint64_t bytes[2], msgs[2];
+	struct rc_desig last;    /* the request that last used the channel */
+	struct rc_desig want_out;/* who asked to be told it is writable */
+	uint8_t  has_want_out;
+	uint64_t open_req;
+	int64_t  open_t;
+	struct rc_span *srv, *cli;   /* open exchanges, oldest first */
+	struct {                 /* message begun (MSG_BEGIN), per direction */
+		int      valid;
+		uint64_t off;
+		int64_t  t;
+		struct rc_desig d;
+	} begun[2];
+};
+
+struct rc_fdent {
+	struct rc_end *end;
+	uint64_t base[2];
+};
+
+struct rc_proc {
+	uint32_t host, pid;
+	uint32_t refs;           /* attached images + lineage snapshots */
+	struct rc_fdent *fds;
+	uint32_t nfds;
+};
+
+int  rc_chan_init(struct rc_ctx *c);
+/* Free whatever is left (after an error; normally nothing is). */
+void rc_chan_free(struct rc_ctx *c);
+
+/* ---- processes and fd tables ---- */
+
+/* The process (HOST, PID) if one is known, else NULL. */
+struct rc_proc *rc_proc_get(struct rc_ctx *c, uint32_t host, uint32_t pid);
+/* A new process with an empty fd table and no reference, reachable by
+ * rc_proc_get (replacing an older one of that pid). */
+struct rc_proc *rc_proc_new(struct rc_ctx *c, uint32_t host, uint32_t pid);
+/* Make P the one rc_proc_get finds for its pid again. */
+void rc_proc_show(struct rc_ctx *c, struct rc_proc *p);
+/* A child of P (fork, spawn) with a copy of its fd table, holding one
+ * reference for the caller. */
+struct rc_proc *rc_proc_copy(struct rc_ctx *c, struct rc_proc *p,
+			     uint32_t pid, int64_t t);
+/* Drop a reference; the last one closes every fd at time T. */
+void rc_proc_unref(struct rc_ctx *c, struct rc_proc *p, int64_t t);
+
+/* fd -> E with offset bases BASE (NULL: 0), closing what FD was. */
+int  rc_fd_set(struct rc_ctx *c, struct rc_proc *p, int32_t fd,
+	       struct rc_end *e, const uint64_t base[2], int64_t t);
+void rc_fd_drop(struct rc_ctx *c, struct rc_proc *p, int32_t fd, int64_t t);
+struct rc_fdent *rc_fd_get(struct rc_proc *p, int32_t fd);
+
+/* ---- ends and connections ---- */
+
+/* Connection ID (from pass 1), created on first use; NULL if unknown. */
+struct rc_conn *rc_conn_get(struct rc_ctx *c, uint32_t id);
+/* Free CN once no end of it is live and none is still to come. */
+void rc_conn_maybe_free(struct rc_ctx *c, struct rc_conn *cn);
+/* Side S will never send again: no live end, none still to come. */
+int  rc_conn_gone(const struct rc_ctx *c, const struct rc_conn *cn, int s);
+/* Does side S of E's connection have an end in any log at all? */
+int  rc_end_traced(const struct rc_ctx *c, const struct rc_end *e, int s);
+/* A pipe end whose side was not known learns it from direction DIR. */
+void rc_end_side(struct rc_end *e, int dir);
+/* Drop a reference to E; the last one closes it at time T: its open
+ * exchanges are written unanswered and its row is written. */
+void rc_end_unref(struct rc_ctx *c, struct rc_end *e, int64_t t);
+/* The other end, for people: "addr:port", "unix:/path", "pipe:[ino]"
+ * (a message's BT_AK_PEER attribute wins). */
+void rc_end_peer(const struct rc_end *e, const struct bt_event *ev,
+		 char *buf, size_t len);
+
+/* ---- send queues ---- */
+
+struct rc_sent *rc_q_at(const struct rc_dirq *q, uint32_t i);
+/* A zeroed record at the tail (NULL when out of memory). */
+struct rc_sent *rc_q_push(struct rc_ctx *c, struct rc_dirq *q);
+/* The send record covering byte X (or a zero-length one at X). */
+struct rc_sent *rc_q_find(const struct rc_dirq *q, uint64_t x);
+/* Forget the records the receiver has read past UPTO. */
+void rc_q_consume(struct rc_dirq *q, uint64_t upto);
+/* Resolved sends of SIDE now cover bytes below UPTO: wake waiters. */
+void rc_q_advance(struct rc_ctx *c, struct rc_conn *cn, int side,
+		  uint64_t upto);
+/* The queue a send on E goes to, or NULL if no traced receiver needs
+ * it (the receiving side is untraced, or gone). */
+struct rc_dirq *rc_send_q(struct rc_ctx *c, struct rc_end *e);
+
+#endif /* RC_CHAN_H */

@@ -1,0 +1,633 @@
+/*
+ * db.c - the paths database: schema, row writers, the final time
+ * correction, indexes and views (see db.h and docs/schema.md).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "db.h"
+
+#define SCHEMA_VERSION 1
+
+enum stmt_id {
+	S_REQUEST, S_SPAN, S_MESSAGE, S_ATTR, S_FRAGMENT, S_FILE, S_PROCESS,
+	S_CHANNEL, S_WARNING, S_MAX
+};
+
+struct rc_db {
+	sqlite3      *h;
+	sqlite3_stmt *st[S_MAX];
+	char         *tmp;           /* temporary path */
+	int           failed;
+};
+
+static const char schema_sql[] =
+	"CREATE TABLE requests(\n"
+	"  request_id INTEGER PRIMARY KEY, start_ns INTEGER, end_ns INTEGER,\n"
+	"  duration_ns INTEGER, protocol TEXT, method TEXT, target TEXT,\n"
+	"  status INTEGER, client TEXT, root_span_id INTEGER,\n"
+	"  host_id INTEGER, complete INTEGER);\n"
+	"CREATE TABLE spans(\n"
+	"  span_id INTEGER PRIMARY KEY, request_id INTEGER,\n"
+	"  parent_span_id INTEGER, kind TEXT, protocol TEXT, name TEXT,\n"
+	"  target TEXT, status INTEGER, host TEXT, pid INTEGER, tid INTEGER,\n"
+	"  exe TEXT, peer TEXT, start_ns INTEGER, end_ns INTEGER,\n"
+	"  host_id INTEGER, process_id INTEGER, channel_id INTEGER);\n"
+	"CREATE TABLE messages(\n"
+	"  message_id INTEGER PRIMARY KEY, request_id INTEGER, span_id INTEGER,\n"
+	"  channel_id INTEGER, host_id INTEGER, process_id INTEGER,\n"
+	"  pid INTEGER, tid INTEGER, begin_ns INTEGER, ts_ns INTEGER,\n"
+	"  dir TEXT, kind TEXT, protocol TEXT, flags INTEGER, off INTEGER,\n"
+	"  len INTEGER, status INTEGER, witness INTEGER,\n"
+	"  peer_message_id INTEGER);\n"
+	"CREATE TABLE attrs(span_id INTEGER, message_id INTEGER, key TEXT,\n"
+	"  value TEXT);\n"
+	"CREATE TABLE fragments(\n"
+	"  fragment_id INTEGER PRIMARY KEY, request_id INTEGER, span_id INTEGER,\n"
+	"  host_id INTEGER, process_id INTEGER, pid INTEGER, tid INTEGER,\n"
+	"  start_ns INTEGER, end_ns INTEGER, trigger TEXT, fd INTEGER,\n"
+	"  channel_id INTEGER, events INTEGER);\n"
+	"CREATE TABLE files(\n"
+	"  file_id INTEGER PRIMARY KEY, request_id INTEGER, span_id INTEGER,\n"
+	"  host_id INTEGER, process_id INTEGER, pid INTEGER, tid INTEGER,\n"
+	"  ts_ns INTEGER, path TEXT, flags INTEGER, result INTEGER);\n"
+	"CREATE TABLE processes(\n"
+	"  process_id INTEGER PRIMARY KEY, host TEXT, host_id INTEGER,\n"
+	"  pid INTEGER, ppid INTEGER, exe TEXT, cmdline TEXT, ring_id TEXT,\n"
+	"  start_ns INTEGER, end_ns INTEGER, parent_process_id INTEGER,\n"
+	"  how TEXT, request_id INTEGER, events INTEGER);\n"
+	"CREATE TABLE channels(\n"
+	"  channel_id INTEGER PRIMARY KEY, conn_id INTEGER, host_id INTEGER,\n"
+	"  process_id INTEGER, pid INTEGER, fd INTEGER, kind TEXT, role TEXT,\n"
+	"  protocol TEXT, local TEXT, remote TEXT, path TEXT, ino INTEGER,\n"
+	"  peer_ino INTEGER, peer_channel_id INTEGER, traced_peer INTEGER,\n"
+	"  request_id INTEGER, open_ns INTEGER, close_ns INTEGER,\n"
+	"  bytes_in INTEGER, bytes_out INTEGER, msgs_in INTEGER,\n"
+	"  msgs_out INTEGER, lost_sync INTEGER);\n"
+	"CREATE TABLE hosts(\n"
+	"  host_id INTEGER PRIMARY KEY, name TEXT, domain TEXT, boot_id TEXT,\n"
+	"  reference INTEGER, offset_ns INTEGER, lo_ns INTEGER, hi_ns INTEGER,\n"
+	"  samples INTEGER, method TEXT, realtime_delta_ns INTEGER,\n"
+	"  correction_ns INTEGER, events INTEGER);\n"
+	"CREATE TABLE warnings(warning_id INTEGER PRIMARY KEY, file TEXT,\n"
+	"  offset INTEGER, text TEXT);\n"
+	"CREATE TABLE stats(key TEXT PRIMARY KEY, value INTEGER);\n";
+
+static const char *const stmt_sql[S_MAX] = {
+	[S_REQUEST] = "INSERT INTO requests VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+	[S_SPAN] = "INSERT INTO spans VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	[S_MESSAGE] = "INSERT INTO messages VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	[S_ATTR] = "INSERT INTO attrs VALUES(?,?,?,?)",
+	[S_FRAGMENT] = "INSERT INTO fragments VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	[S_FILE] = "INSERT INTO files VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+	[S_PROCESS] = "INSERT INTO processes VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	[S_CHANNEL] = "INSERT INTO channels VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	[S_WARNING] = "INSERT INTO warnings(file, offset, text) VALUES(?,?,?)",
+};
+
+/* Indexes and views, created after the rows are in. */
+static const char finish_sql[] =
+	"CREATE INDEX spans_request ON spans(request_id);\n"
+	"CREATE INDEX spans_parent ON spans(parent_span_id);\n"
+	"CREATE INDEX messages_request ON messages(request_id);\n"
+	"CREATE INDEX messages_span ON messages(span_id);\n"
+	"CREATE INDEX fragments_request ON fragments(request_id);\n"
+	"CREATE INDEX files_request ON files(request_id);\n"
+	"CREATE INDEX attrs_span ON attrs(span_id);\n"
+	"CREATE INDEX attrs_message ON attrs(message_id);\n"
+	"CREATE INDEX processes_request ON processes(request_id);\n"
+	"CREATE INDEX channels_request ON channels(request_id);\n"
+	/* latency per (kind, protocol, target) */
+	"CREATE VIEW latency_per_target AS\n"
+	"  SELECT kind, protocol, target, COUNT(*) AS n,\n"
+	"         AVG(end_ns - start_ns) AS avg_ns,\n"
+	"         MIN(end_ns - start_ns) AS min_ns,\n"
+	"         MAX(end_ns - start_ns) AS max_ns,\n"
+	"         SUM(end_ns - start_ns) AS total_ns\n"
+	"  FROM spans WHERE end_ns IS NOT NULL\n"
+	"  GROUP BY kind, protocol, target;\n"
+	/* database queries each request made */
+	"CREATE VIEW queries_per_request AS\n"
+	"  SELECT r.request_id, r.target, COUNT(s.span_id) AS queries,\n"
+	"         COALESCE(SUM(s.end_ns - s.start_ns), 0) AS query_ns\n"
+	"  FROM requests r LEFT JOIN spans s\n"
+	"    ON s.request_id = r.request_id AND s.kind = 'client'\n"
+	"   AND s.protocol = 'postgresql'\n"
+	"  GROUP BY r.request_id;\n"
+	/* the same query sent more than once within one request */
+	"CREATE VIEW repeated_queries AS\n"
+	"  SELECT request_id, target, COUNT(*) AS n\n"
+	"  FROM spans WHERE kind = 'client' AND protocol = 'postgresql'\n"
+	"    AND request_id IS NOT NULL\n"
+	"  GROUP BY request_id, target HAVING COUNT(*) > 1;\n"
+	"CREATE VIEW slowest_requests AS\n"
+	"  SELECT * FROM requests WHERE duration_ns IS NOT NULL\n"
+	"  ORDER BY duration_ns DESC;\n"
+	/* every span of every request, in path order */
+	"CREATE VIEW request_paths AS\n"
+	"  SELECT r.request_id, r.target AS request_target, s.span_id,\n"
+	"         s.parent_span_id, s.kind, s.protocol, s.name, s.target,\n"
+	"         s.host, s.pid, s.tid, s.exe, s.start_ns, s.end_ns,\n"
+	"         s.end_ns - s.start_ns AS duration_ns\n"
+	"  FROM requests r JOIN spans s ON s.request_id = r.request_id\n"
+	"  ORDER BY r.request_id, s.start_ns, s.span_id;\n"
+	/* work no rule could attribute, per kind */
+	"CREATE VIEW unattributed AS\n"
+	"  SELECT 'fragments' AS what, COUNT(*) AS n FROM fragments\n"
+	"    WHERE request_id IS NULL\n"
+	"  UNION ALL SELECT 'messages', COUNT(*) FROM messages\n"
+	"    WHERE request_id IS NULL AND kind != 'control'\n"
+	"  UNION ALL SELECT 'files', COUNT(*) FROM files\n"
+	"    WHERE request_id IS NULL\n"
+	"  UNION ALL SELECT 'spans', COUNT(*) FROM spans\n"
+	"    WHERE request_id IS NULL;\n";
+
+/* Tables and their time columns, shifted by the domain correction. */
+static const struct { const char *table, *col[2]; } shifted[] = {
+	{ "requests",  { "start_ns", "end_ns" } },
+	{ "spans",     { "start_ns", "end_ns" } },
+	{ "messages",  { "begin_ns", "ts_ns" } },
+	{ "fragments", { "start_ns", "end_ns" } },
+	{ "files",     { "ts_ns", NULL } },
+	{ "processes", { "start_ns", "end_ns" } },
+	{ "channels",  { "open_ns", "close_ns" } },
+};
+
+static void db_error(struct rc_ctx *c, const char *what)
+{
+	struct rc_db *d = c->db;
+	if (d->failed)
+		return;
+	d->failed = 1;
+	rc_fail(c, RC_EXIT_OUTPUT, "cannot write %s (%s: %s): check free space and permissions of its directory",
+		c->opt->output, what, d->h ? sqlite3_errmsg(d->h) : "no database");
+}
+
+static int exec(struct rc_ctx *c, const char *sql)
+{
+	char *msg = NULL;
+	if (sqlite3_exec(c->db->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		char what[256];
+		snprintf(what, sizeof what, "%s", msg ? msg : "error");
+		sqlite3_free(msg);
+		db_error(c, what);
+		return -1;
+	}
+	return 0;
+}
+
+int rc_db_open(struct rc_ctx *c)
+{
+	struct rc_db *d = calloc(1, sizeof *d);
+	const char *out = c->opt->output;
+	size_t l = strlen(out) + 32;
+
+	if (!d)
+		return rc_fail(c, RC_EXIT_OUTPUT, "out of memory");
+	c->db = d;
+	d->tmp = malloc(l);
+	if (!d->tmp)
+		return rc_fail(c, RC_EXIT_OUTPUT, "out of memory");
+	snprintf(d->tmp, l, "%s.tmp-%ld", out, (long)getpid());
+	unlink(d->tmp);
+	/* One thread writes: no mutexes. */
+	if (sqlite3_open_v2(d->tmp, &d->h, SQLITE_OPEN_READWRITE |
+			    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+			    NULL) != SQLITE_OK) {
+		int e = d->h ? sqlite3_extended_errcode(d->h) : 0;
+		rc_fail(c, RC_EXIT_OUTPUT,
+			"cannot create %s (%s, sqlite error %d): check that its directory exists and is writable",
+			d->tmp, d->h ? sqlite3_errmsg(d->h) : "out of memory", e);
+		sqlite3_close(d->h);
+		d->h = NULL;
+		d->failed = 1;
+		return RC_EXIT_OUTPUT;
+	}
+	/* A fresh file renamed into place only when complete: no journal. */
+	if (exec(c, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+		    "PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size=-32768;"
+		    "PRAGMA temp_store=FILE;") < 0 ||
+	    exec(c, schema_sql) < 0 || exec(c, "BEGIN") < 0)
+		return RC_EXIT_OUTPUT;
+	for (int i = 0; i < S_MAX; i++) {
+		if (sqlite3_prepare_v3(d->h, stmt_sql[i], -1,
+				       SQLITE_PREPARE_PERSISTENT, &d->st[i],
+				       NULL) != SQLITE_OK) {
+			db_error(c, "prepare");
+			return RC_EXIT_OUTPUT;
+		}
+	}
+	return 0;
+}
+
+static void finalize_all(struct rc_db *d)
+{
+	for (int i = 0; i < S_MAX; i++) {
+		sqlite3_finalize(d->st[i]);
+		d->st[i] = NULL;
+	}
+}
+
+void rc_db_abort(struct rc_ctx *c)
+{
+	struct rc_db *d = c->db;
+	if (!d)
+		return;
+	finalize_all(d);
+	if (d->h)
+		sqlite3_close(d->h);
+	if (d->tmp)
+		unlink(d->tmp);
+	free(d->tmp);
+	free(d);
+	c->db = NULL;
+}
+
+/* ---- binding helpers ----------------------------------------------------- */
+
+static void b_i(sqlite3_stmt *s, int i, int64_t v)
+{
+	if (v == RC_DB_NULL)
+		sqlite3_bind_null(s, i);
+	else
+		sqlite3_bind_int64(s, i, v);
+}
+
+/* An id: 0 means NULL. */
+static void b_id(sqlite3_stmt *s, int i, uint64_t v)
+{
+	if (v == 0)
+		sqlite3_bind_null(s, i);
+	else
+		sqlite3_bind_int64(s, i, (int64_t)v);
+}
+
+static void b_t(sqlite3_stmt *s, int i, const char *v)
+{
+	if (!v)
+		sqlite3_bind_null(s, i);
+	else
+		sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC);
+}
+
+static void b_tn(sqlite3_stmt *s, int i, const char *v, uint32_t n)
+{
+	if (!v)
+		sqlite3_bind_null(s, i);
+	else
+		sqlite3_bind_text(s, i, v, (int)n, SQLITE_STATIC);
+}
+
+static sqlite3_stmt *begin(struct rc_ctx *c, enum stmt_id id)
+{
+	if (!c->db || c->db->failed)
+		return NULL;
+	return c->db->st[id];
+}
+
+static void step(struct rc_ctx *c, sqlite3_stmt *s, const char *table)
+{
+	if (sqlite3_step(s) != SQLITE_DONE)
+		db_error(c, table);
+	sqlite3_reset(s);
+}
+
+/* ---- row writers ----------------------------------------------------------- */
+
+void rc_db_request(struct rc_ctx *c, const struct rc_row_request *r)
+{
+	sqlite3_stmt *s = begin(c, S_REQUEST);
+	if (!s)
+		return;
+	b_id(s, 1, r->id);
+	b_i(s, 2, r->start);
+	b_i(s, 3, r->end);
+	b_i(s, 4, r->end == RC_DB_NULL ? RC_DB_NULL : r->end - r->start);
+	b_t(s, 5, r->protocol);
+	b_t(s, 6, r->method);
+	b_t(s, 7, r->target);
+	b_i(s, 8, r->status);
+	b_t(s, 9, r->client);
+	b_id(s, 10, r->root_span);
+	b_i(s, 11, r->dom + 1);
+	b_i(s, 12, r->end != RC_DB_NULL);
+	step(c, s, "requests");
+}
+
+void rc_db_span(struct rc_ctx *c, const struct rc_row_span *r)
+{
+	sqlite3_stmt *s = begin(c, S_SPAN);
+	if (!s)
+		return;
+	b_id(s, 1, r->id);
+	b_id(s, 2, r->req);
+	b_id(s, 3, r->parent);
+	b_t(s, 4, r->kind);
+	b_t(s, 5, r->protocol);
+	b_t(s, 6, r->name);
+	b_t(s, 7, r->target);
+	b_i(s, 8, r->status);
+	b_t(s, 9, r->host);
+	b_i(s, 10, r->pid);
+	b_i(s, 11, r->tid);
+	b_t(s, 12, r->exe);
+	b_t(s, 13, r->peer);
+	b_i(s, 14, r->start);
+	b_i(s, 15, r->end);
+	b_i(s, 16, r->dom + 1);
+	b_id(s, 17, r->process_id);
+	b_id(s, 18, r->channel_id);
+	step(c, s, "spans");
+}
+
+void rc_db_message(struct rc_ctx *c, const struct rc_row_message *r)
+{
+	sqlite3_stmt *s = begin(c, S_MESSAGE);
+	if (!s)
+		return;
+	b_id(s, 1, r->id);
+	b_id(s, 2, r->req);
+	b_id(s, 3, r->span);
+	b_id(s, 4, r->channel_id);
+	b_i(s, 5, r->dom + 1);
+	b_id(s, 6, r->process_id);
+	b_i(s, 7, r->pid);
+	b_i(s, 8, r->tid);
+	b_i(s, 9, r->begin);
+	b_i(s, 10, r->ts);
+	b_t(s, 11, r->dir);
+	b_t(s, 12, r->kind);
+	b_t(s, 13, r->protocol);
+	b_i(s, 14, r->flags);
+	b_i(s, 15, (int64_t)r->off);
+	b_i(s, 16, (int64_t)r->len);
+	b_i(s, 17, r->status);
+	b_i(s, 18, r->witness);
+	b_id(s, 19, r->peer_message);
+	step(c, s, "messages");
+}
+
+void rc_db_attr(struct rc_ctx *c, uint64_t span, uint64_t message,
+		const char *key, const char *val, uint32_t len)
+{
+	sqlite3_stmt *s = begin(c, S_ATTR);
+	if (!s)
+		return;
+	b_id(s, 1, span);
+	b_id(s, 2, message);
+	b_t(s, 3, key);
+	b_tn(s, 4, val, len);
+	step(c, s, "attrs");
+}
+
+void rc_db_fragment(struct rc_ctx *c, const struct rc_row_fragment *r)
+{
+	sqlite3_stmt *s = begin(c, S_FRAGMENT);
+	if (!s)
+		return;
+	b_id(s, 1, r->id);
+	b_id(s, 2, r->req);
+	b_id(s, 3, r->span);
+	b_i(s, 4, r->dom + 1);
+	b_id(s, 5, r->process_id);
+	b_i(s, 6, r->pid);
+	b_i(s, 7, r->tid);
+	b_i(s, 8, r->start);
+	b_i(s, 9, r->end);
+	b_t(s, 10, r->trigger);
+	b_i(s, 11, r->fd);
+	b_id(s, 12, r->channel_id);
+	b_i(s, 13, (int64_t)r->events);
+	step(c, s, "fragments");
+}
+
+void rc_db_file(struct rc_ctx *c, const struct rc_row_file *r)
+{
+	sqlite3_stmt *s = begin(c, S_FILE);
+	if (!s)
+		return;
+	b_id(s, 1, r->id);
+	b_id(s, 2, r->req);
+	b_id(s, 3, r->span);
+	b_i(s, 4, r->dom + 1);
+	b_id(s, 5, r->process_id);
+	b_i(s, 6, r->pid);
+	b_i(s, 7, r->tid);
+	b_i(s, 8, r->ts);
+	b_tn(s, 9, r->path, r->path_len);
+	b_i(s, 10, r->flags);
+	b_i(s, 11, r->result);
+	step(c, s, "files");
+}
+
+void rc_db_process(struct rc_ctx *c, const struct rc_row_process *r)
+{
+	sqlite3_stmt *s = begin(c, S_PROCESS);
+	char ring[24];
+	if (!s)
+		return;
+	snprintf(ring, sizeof ring, "%016" PRIx64, r->ring_id);
+	b_id(s, 1, r->id);
+	b_t(s, 2, r->host);
+	b_i(s, 3, r->dom + 1);
+	b_i(s, 4, r->pid);
+	b_i(s, 5, r->ppid ? (int64_t)r->ppid : RC_DB_NULL);
+	b_t(s, 6, r->exe);
+	b_t(s, 7, r->cmdline);
+	sqlite3_bind_text(s, 8, ring, -1, SQLITE_TRANSIENT);
+	b_i(s, 9, r->start);
+	b_i(s, 10, r->end);
+	b_id(s, 11, r->parent);
+	b_t(s, 12, r->how);
+	b_id(s, 13, r->req);
+	b_i(s, 14, (int64_t)r->events);
+	step(c, s, "processes");
+}
+
+void rc_db_channel(struct rc_ctx *c, const struct rc_row_channel *r)
+{
+	sqlite3_stmt *s = begin(c, S_CHANNEL);
+	if (!s)
+		return;
+	b_id(s, 1, r->id);
+	b_i(s, 2, (int64_t)r->conn);
+	b_i(s, 3, r->dom + 1);
+	b_id(s, 4, r->process_id);
+	b_i(s, 5, r->pid);
+	b_i(s, 6, r->fd);
+	b_t(s, 7, r->kind);
+	b_t(s, 8, r->role);
+	b_t(s, 9, r->protocol);
+	b_t(s, 10, r->local);
+	b_t(s, 11, r->remote);
+	b_t(s, 12, r->path);
+	b_i(s, 13, r->ino ? (int64_t)r->ino : RC_DB_NULL);
+	b_i(s, 14, r->peer_ino ? (int64_t)r->peer_ino : RC_DB_NULL);
+	b_id(s, 15, r->peer);
+	b_i(s, 16, r->traced_peer);
+	b_id(s, 17, r->req);
+	b_i(s, 18, r->open);
+	b_i(s, 19, r->close);
+	b_i(s, 20, (int64_t)r->bytes_in);
+	b_i(s, 21, (int64_t)r->bytes_out);
+	b_i(s, 22, (int64_t)r->msgs_in);
+	b_i(s, 23, (int64_t)r->msgs_out);
+	b_i(s, 24, r->lost_sync);
+	step(c, s, "channels");
+}
+
+void rc_db_warning(struct rc_ctx *c, const char *file, uint64_t off,
+		   const char *text)
+{
+	sqlite3_stmt *s = begin(c, S_WARNING);
+	if (!s)
+		return;
+	b_t(s, 1, file);
+	b_i(s, 2, file ? (int64_t)off : RC_DB_NULL);
+	b_t(s, 3, text);
+	step(c, s, "warnings");
+}
+
+/* ---- finish ----------------------------------------------------------------- */
+
+static int write_hosts(struct rc_ctx *c)
+{
+	sqlite3_stmt *s = NULL;
+	if (sqlite3_prepare_v2(c->db->h,
+			       "INSERT INTO hosts VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       -1, &s, NULL) != SQLITE_OK) {
+		db_error(c, "hosts");
+		return -1;
+	}
+	for (uint32_t k = 0; k < c->ndoms; k++) {
+		const struct rc_domain *D = &c->doms[k];
+		char boot[24];
+		snprintf(boot, sizeof boot, "%016" PRIx64,
+			 c->hosts[D->host].boot_id);
+		b_i(s, 1, k + 1);
+		b_t(s, 2, c->hosts[D->host].name);
+		b_t(s, 3, D->label);
+		sqlite3_bind_text(s, 4, boot, -1, SQLITE_TRANSIENT);
+		b_i(s, 5, D->reference);
+		b_i(s, 6, D->off);
+		b_i(s, 7, D->has_lo ? D->lo : RC_DB_NULL);
+		b_i(s, 8, D->has_hi ? D->hi : RC_DB_NULL);
+		b_i(s, 9, (int64_t)D->samples);
+		b_t(s, 10, D->method);
+		b_i(s, 11, D->delta);
+		b_i(s, 12, D->corr);
+		b_i(s, 13, (int64_t)D->events);
+		step(c, s, "hosts");
+	}
+	sqlite3_finalize(s);
+	return c->db->failed ? -1 : 0;
+}
+
+static int write_stats(struct rc_ctx *c)
+{
+	const struct rc_stats *t = &c->st;
+	const struct { const char *k; uint64_t v; } kv[] = {
+		{ "schema_version", SCHEMA_VERSION },
+		{ "files", t->files }, { "blocks", t->blocks },
+		{ "duplicate_blocks", t->dup_blocks },
+		{ "payload_bytes", t->payload_bytes },
+		{ "events", t->events }, { "lost_records", t->lost_records },
+		{ "lost_bytes", t->lost_bytes }, { "gaps", t->gaps },
+		{ "dropped_by_tracer", t->dropped },
+		{ "malformed_records", t->malformed },
+		{ "hosts", c->nhosts }, { "domains", c->ndoms },
+		{ "images", c->nimages }, { "streams", c->nstreams },
+		{ "requests", t->requests }, { "spans", t->spans },
+		{ "messages", t->messages }, { "fragments", t->fragments },
+		{ "files_opened", t->files_opened }, { "channels", t->channels },
+		{ "unattributed_fragments", t->unattr_fragments },
+		{ "unattributed_messages", t->unattr_messages },
+		{ "unattributed_files", t->unattr_files },
+		{ "unattributed_spans", t->unattr_spans },
+		{ "unattributed_data_bytes", t->unattr_data_bytes },
+		{ "released_waits", t->released },
+		{ "unpaired_receives", t->unpaired_recv },
+		{ "unmatched_replies", t->unmatched_replies },
+		{ "reply_designation_mismatch", t->reply_mismatch },
+		{ "causal_clamps", t->clamps },
+		{ "isolations", t->isolations },
+		{ "unknown_fd_records", t->unknown_fd },
+		{ "send_queue_overflow", t->queue_overflow },
+		{ "warnings", t->warnings },
+	};
+	sqlite3_stmt *s = NULL;
+	if (sqlite3_prepare_v2(c->db->h, "INSERT INTO stats VALUES(?,?)", -1,
+			       &s, NULL) != SQLITE_OK) {
+		db_error(c, "stats");
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
+		b_t(s, 1, kv[i].k);
+		sqlite3_bind_int64(s, 2, (int64_t)kv[i].v);
+		step(c, s, "stats");
+	}
+	sqlite3_finalize(s);
+	return c->db->failed ? -1 : 0;
+}
+
+static int shift_times(struct rc_ctx *c)
+{
+	static const char corr[] =
+		"(SELECT correction_ns FROM hosts h WHERE h.host_id = x.host_id)";
+	int any = 0;
+
+	for (uint32_t k = 0; k < c->ndoms; k++)
+		any |= c->doms[k].corr != 0;
+	if (!any)
+		return 0;
+	for (size_t i = 0; i < sizeof shifted / sizeof shifted[0]; i++) {
+		char sql[1024];
+		int n = snprintf(sql, sizeof sql, "UPDATE %s AS x SET %s = %s + %s",
+				 shifted[i].table, shifted[i].col[0],
+				 shifted[i].col[0], corr);
+		if (shifted[i].col[1])
+			n += snprintf(sql + n, sizeof sql - (size_t)n,
+				      ", %s = %s + %s", shifted[i].col[1],
+				      shifted[i].col[1], corr);
+		snprintf(sql + n, sizeof sql - (size_t)n,
+			 " WHERE host_id IN (SELECT host_id FROM hosts WHERE correction_ns != 0)");
+		if (exec(c, sql) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int rc_db_finish(struct rc_ctx *c)
+{
+	struct rc_db *d = c->db;
+
+	if (!d || d->failed)
+		return RC_EXIT_OUTPUT;
+	finalize_all(d);
+	if (write_hosts(c) < 0 || shift_times(c) < 0 || write_stats(c) < 0 ||
+	    exec(c, finish_sql) < 0 || exec(c, "COMMIT") < 0)
+		return RC_EXIT_OUTPUT;
+	if (sqlite3_close(d->h) != SQLITE_OK) {
+		db_error(c, "close");
+		return RC_EXIT_OUTPUT;
+	}
+	d->h = NULL;
+	if (rename(d->tmp, c->opt->output) < 0) {
+		rc_fail(c, RC_EXIT_OUTPUT,
+			"cannot rename %s to %s: %s (check the output directory)",
+			d->tmp, c->opt->output, strerror(errno));
+		return RC_EXIT_OUTPUT;
+	}
+	free(d->tmp);
+	d->tmp = NULL;
+	free(d);
+	c->db = NULL;
+	return 0;
+}

@@ -1,0 +1,106 @@
+/*
+ * db.h - the paths database (schema in docs/schema.md).
+ *
+ * Rows are written with prepared statements inside one transaction into a
+ * temporary file next to the output, which rc_db_finish renames into place
+ * once complete.  Times are written as provisional Unix-epoch ns (each
+ * domain's own wall clock); rc_db_finish shifts them by the domains'
+ * estimated corrections in one UPDATE per table.
+ *
+ * Integer fields equal to RC_DB_NULL and NULL strings are written as SQL
+ * NULL.  After the first SQLite error every writer is a no-op and
+ * C->err is set (rc_fail), so callers need not check each row.
+ */
+#ifndef RC_DB_H
+#define RC_DB_H
+
+#include "rc.h"
+
+#define RC_DB_NULL INT64_MIN
+
+struct rc_row_request {
+	uint64_t id, root_span;
+	int64_t  start, end;         /* end RC_DB_NULL if never answered */
+	const char *protocol, *method, *target, *client;
+	int64_t  status;
+	uint32_t dom;
+};
+
+struct rc_row_span {
+	uint64_t id, req, parent;    /* 0 = NULL */
+	const char *kind, *protocol, *name, *target, *host, *exe, *peer;
+	int64_t  status;
+	uint32_t pid, tid, dom;
+	uint64_t process_id, channel_id;
+	int64_t  start, end;
+};
+
+struct rc_row_message {
+	uint64_t id, req, span, channel_id, process_id, peer_message;
+	uint32_t dom, pid, tid;
+	int64_t  begin, ts;
+	const char *dir, *kind, *protocol;
+	uint32_t flags;
+	uint64_t off, len;
+	int64_t  status, witness;
+};
+
+struct rc_row_fragment {
+	uint64_t id, req, span, process_id, channel_id;
+	uint32_t dom, pid, tid;
+	int64_t  start, end, fd;
+	const char *trigger;
+	uint64_t events;
+};
+
+struct rc_row_file {
+	uint64_t id, req, span, process_id;
+	uint32_t dom, pid, tid;
+	int64_t  ts, flags, result;
+	const char *path;
+	uint32_t path_len;
+};
+
+struct rc_row_process {
+	uint64_t id, parent, req;
+	uint32_t dom, pid, ppid;
+	const char *host, *exe, *cmdline, *how;
+	uint64_t ring_id;
+	int64_t  start, end;
+	uint64_t events;
+};
+
+struct rc_row_channel {
+	uint64_t id, conn, peer, process_id, req;
+	uint32_t dom, pid;
+	int64_t  fd;
+	const char *kind, *role, *protocol, *local, *remote, *path;
+	uint64_t ino, peer_ino;
+	int      traced_peer, lost_sync;
+	int64_t  open, close;
+	uint64_t bytes_in, bytes_out, msgs_in, msgs_out;
+};
+
+/* Create the temporary database for C->opt->output; RC_EXIT_OUTPUT on
+ * failure (rc_fail set). */
+int  rc_db_open(struct rc_ctx *c);
+/* Shift times by the domains' corrections, write hosts and stats, build
+ * indexes and views, commit and rename into place; RC_EXIT_OUTPUT on
+ * failure. */
+int  rc_db_finish(struct rc_ctx *c);
+/* Drop the temporary database (after a failure). */
+void rc_db_abort(struct rc_ctx *c);
+
+void rc_db_request(struct rc_ctx *c, const struct rc_row_request *r);
+void rc_db_span(struct rc_ctx *c, const struct rc_row_span *r);
+void rc_db_message(struct rc_ctx *c, const struct rc_row_message *r);
+void rc_db_attr(struct rc_ctx *c, uint64_t span, uint64_t message,
+		const char *key, const char *val, uint32_t len);
+void rc_db_fragment(struct rc_ctx *c, const struct rc_row_fragment *r);
+void rc_db_file(struct rc_ctx *c, const struct rc_row_file *r);
+void rc_db_process(struct rc_ctx *c, const struct rc_row_process *r);
+void rc_db_channel(struct rc_ctx *c, const struct rc_row_channel *r);
+void rc_db_warning(struct rc_ctx *c, const char *file, uint64_t off,
+		   const char *text);
+
+#endif /* RC_DB_H */

@@ -1,0 +1,31 @@
+/*
+ * input.h - finding, indexing and reading the log segments.
+ */
+#ifndef RC_INPUT_H
+#define RC_INPUT_H
+
+#include "rc.h"
+
+/*
+ * rc_input_open - expand C->opt->inputs (segment files, host directories
+ * of *.btl files, or directories of host directories), open every segment,
+ * index its valid blocks (damage is reported through rc_warn) and group
+ * them into images and streams sorted by (host, ring, pid, slot).
+ * Returns 0, RC_EXIT_INPUT when nothing readable was found, or -ENOMEM;
+ * rc_fail holds the message.  Segments stay mapped until rc_input_close.
+ */
+int rc_input_open(struct rc_ctx *c);
+void rc_input_close(struct rc_ctx *c);
+
+/* Prepare R's cursor at its stream's first record; WARN: report losses. */
+void rc_cur_reset(struct rc_ctx *c, struct rc_run *r, int warn);
+
+/*
+ * rc_cur_next - the next record of RUN's stream into *R.  Blocks already seen
+ * are skipped, overlapping ones cut back; after missing bytes or a damaged
+ * record the records up to the next BT_EV_TIME are skipped (counted in
+ * C->st.lost_records when the cursor warns).  Returns 1, or 0 at the end.
+ */
+int rc_cur_next(struct rc_ctx *c, struct rc_run *run, struct rc_rec *r);
+
+#endif /* RC_INPUT_H */

@@ -1,0 +1,340 @@
+/*
+ * merge.c - pass 2: the causal merge of all streams (see merge.h).
+ *
+ * Streams become active in the order of their first record (provisional
+ * time), when the merge reaches it; only active streams hold a struct
+ * rc_run (a decoded record, a cursor, a thread's designation), which goes
+ * back to a free list when the stream ends.  So the merge holds the
+ * streams that overlap in time, not all the streams of the log.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "input.h"
+#include "merge.h"
+#include "model.h"
+
+struct rc_merge {
+	struct rc_run **heap;    /* active runs, min head_t first */
+	uint32_t       n, cap;
+	uint32_t      *order;    /* streams by first record time */
+	uint32_t       next;     /* next stream of ORDER to activate */
+	struct rc_map  parked;   /* wait key -> first parked run */
+	uint32_t       nparked;
+	struct rc_run *pool;     /* free runs */
+	uint32_t       warned_malformed;
+};
+
+/* ---- the heap of active runs ---------------------------------------------- */
+
+static int before(const struct rc_run *x, const struct rc_run *y)
+{
+	if (x->head_t != y->head_t)
+		return x->head_t < y->head_t;
+	return x->st < y->st;
+}
+
+static void heap_set(struct rc_merge *g, uint32_t i, struct rc_run *r)
+{
+	g->heap[i] = r;
+	r->heap_pos = i;
+}
+
+static void sift_up(struct rc_merge *g, uint32_t i)
+{
+	struct rc_run *r = g->heap[i];
+	while (i > 0) {
+		uint32_t p = (i - 1) / 2;
+		if (!before(r, g->heap[p]))
+			break;
+		heap_set(g, i, g->heap[p]);
+		i = p;
+	}
+	heap_set(g, i, r);
+}
+
+static void sift_down(struct rc_merge *g, uint32_t i)
+{
+	struct rc_run *r = g->heap[i];
+	for (;;) {
+		uint32_t l = 2 * i + 1, m = i;
+		struct rc_run *best = r;
+		if (l < g->n && before(g->heap[l], best)) {
+			m = l;
+			best = g->heap[l];
+		}
+		if (l + 1 < g->n && before(g->heap[l + 1], best)) {
+			m = l + 1;
+			best = g->heap[l + 1];
+		}
+		if (m == i)
+			break;
+		heap_set(g, i, g->heap[m]);
+		i = m;
+	}
+	heap_set(g, i, r);
+}
+
+static int heap_push(struct rc_merge *g, struct rc_run *r)
+{
+	if (g->n == g->cap) {
+		uint32_t ncap = g->cap ? g->cap * 2 : 64;
+		struct rc_run **nh = realloc(g->heap, ncap * sizeof *nh);
+		if (!nh)
+			return -ENOMEM;
+		g->heap = nh;
+		g->cap = ncap;
+	}
+	r->state = RC_SS_READY;
+	heap_set(g, g->n++, r);
+	sift_up(g, g->n - 1);
+	return 0;
+}
+
+/* Remove the run at heap position I. */
+static void heap_remove(struct rc_merge *g, uint32_t i)
+{
+	struct rc_run *last = g->heap[--g->n];
+
+	if (i == g->n)
+		return;
+	heap_set(g, i, last);
+	sift_down(g, i);
+	sift_up(g, last->heap_pos);
+}
+
+/* ---- runs ------------------------------------------------------------------- */
+
+/*
+ * Decode the next record of R into its head.  TIME records only re-base
+ * the cursor's clock and are consumed here.  Returns 1, or 0 at the end.
+ */
+static int advance(struct rc_ctx *c, struct rc_run *r)
+{
+	const struct rc_image *im = &c->images[r->st->image];
+
+	while (rc_cur_next(c, r, &r->rec)) {
+		uint64_t prev = r->rec.prev_ts;
+		c->st.events++;
+		if (r->rec.type == BT_EV_TIME)
+			continue;
+		if (bt_ev_decode(r->rec.p, r->rec.len, &r->ev, &prev) <= 0) {
+			c->st.malformed++;
+			if (c->merge->warned_malformed++ < 10)
+				rc_warn(c, rc_file_path(c, r->rec.file),
+					r->rec.file_off,
+					"malformed %s record skipped",
+					bt_ev_type_name(r->rec.type));
+			continue;
+		}
+		if (r->ev.type >= BT_EV_TYPE_MAX)
+			continue;         /* a newer record type: skipped */
+		r->head_t = rc_epoch(c, im->domain, r->ev.ts);
+		return 1;
+	}
+	return 0;
+}
+
+static void run_end(struct rc_ctx *c, struct rc_run *r)
+{
+	struct rc_merge *g = c->merge;
+
+	r->state = RC_SS_DONE;
+	rc_model_stream_end(c, r);
+	r->st->run = NULL;
+	r->park_next = g->pool;
+	g->pool = r;
+}
+
+/* Make stream S active: its first record goes into the heap. */
+static int activate(struct rc_ctx *c, struct rc_stream *s)
+{
+	struct rc_merge *g = c->merge;
+	struct rc_run *r = g->pool;
+
+	if (r)
+		g->pool = r->park_next;
+	else if (!(r = malloc(sizeof *r)))
+		return -ENOMEM;
+	memset(r, 0, sizeof *r);
+	r->st = s;
+	s->run = r;
+	rc_cur_reset(c, r, 0);
+	if (advance(c, r))
+		return heap_push(g, r);
+	run_end(c, r);
+	return 0;
+}
+
+/* The provisional time of stream I's first record (for activation). */
+static int64_t first_t(const struct rc_ctx *c, uint32_t i)
+{
+	const struct rc_stream *s = &c->streams[i];
+	if (!s->has_first)
+		return INT64_MIN;
+	return rc_epoch(c, c->images[s->image].domain, s->first_ts);
+}
+
+static const struct rc_ctx *sort_ctx;
+
+static int cmp_first(const void *pa, const void *pb)
+{
+	uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+	int64_t x = first_t(sort_ctx, a), y = first_t(sort_ctx, b);
+	if (x != y)
+		return x < y ? -1 : 1;
+	return a < b ? -1 : a > b;
+}
+
+/* ---- waiting ------------------------------------------------------------------ */
+
+static void park(struct rc_ctx *c, struct rc_run *r, uint64_t key)
+{
+	struct rc_merge *g = c->merge;
+
+	r->park_next = rc_map_getp(&g->parked, key);
+	r->wait_key = key;
+	r->state = RC_SS_PARKED;
+	rc_map_put(&g->parked, key, (uint64_t)(uintptr_t)r);
+	g->nparked++;
+}
+
+void rc_merge_wake(struct rc_ctx *c, uint64_t key)
+{
+	struct rc_merge *g = c->merge;
+	struct rc_run *r;
+
+	if (!g || !(r = rc_map_getp(&g->parked, key)))
+		return;
+	rc_map_del(&g->parked, key);
+	while (r) {
+		struct rc_run *nx = r->park_next;
+		r->park_next = NULL;
+		g->nparked--;
+		if (heap_push(g, r) < 0)
+			rc_fail(c, -ENOMEM, "out of memory in the merge");
+		r = nx;
+	}
+}
+
+/* Everything left waits: let the oldest go, with a warning. */
+static void release_oldest(struct rc_ctx *c)
+{
+	struct rc_merge *g = c->merge;
+	struct rc_run *best = NULL;
+	char text[512];
+
+	for (size_t i = 0; i < g->parked.cap; i++) {
+		if (!g->parked.used[i])
+			continue;
+		for (struct rc_run *r = (struct rc_run *)(uintptr_t)g->parked.vals[i];
+		     r; r = r->park_next)
+			if (!best || before(r, best))
+				best = r;
+	}
+	if (!best)
+		return;
+	/* Unlink it from its key's list. */
+	struct rc_run *head = rc_map_getp(&g->parked, best->wait_key);
+	if (head == best) {
+		if (best->park_next)
+			rc_map_put(&g->parked, best->wait_key,
+				   (uint64_t)(uintptr_t)best->park_next);
+		else
+			rc_map_del(&g->parked, best->wait_key);
+	} else {
+		struct rc_run **pp = &head->park_next;
+		while (*pp != best)
+			pp = &(*pp)->park_next;
+		*pp = best->park_next;
+	}
+	best->park_next = NULL;
+	g->nparked--;
+	rc_model_wait_text(c, best, text, sizeof text);
+	rc_warn(c, rc_file_path(c, best->rec.file), best->rec.file_off, "%s",
+		text);
+	c->st.released++;
+	best->released = RC_REL_BLOCKED;
+	if (heap_push(g, best) < 0)
+		rc_fail(c, -ENOMEM, "out of memory in the merge");
+}
+
+/* ---- the loop -------------------------------------------------------------------- */
+
+int rc_merge_run(struct rc_ctx *c)
+{
+	struct rc_merge *g = calloc(1, sizeof *g);
+	if (!g)
+		return rc_fail(c, -ENOMEM, "out of memory");
+	c->merge = g;
+	g->order = malloc((c->nstreams + 1) * sizeof *g->order);
+	if (!g->order)
+		return rc_fail(c, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < c->nstreams; i++)
+		g->order[i] = i;
+	sort_ctx = c;
+	qsort(g->order, c->nstreams, sizeof *g->order, cmp_first);
+	sort_ctx = NULL;
+	c->phase = "merging";
+
+	for (;;) {
+		if (c->err)
+			return -EIO;
+		/* Streams whose first record the merge has reached start. */
+		while (g->next < c->nstreams &&
+		       (g->n == 0 ||
+			first_t(c, g->order[g->next]) <= g->heap[0]->head_t)) {
+			if (activate(c, &c->streams[g->order[g->next++]]) < 0)
+				return rc_fail(c, -ENOMEM, "out of memory in the merge");
+		}
+		if (g->n == 0) {
+			if (g->nparked == 0)
+				break;
+			release_oldest(c);
+			continue;
+		}
+		struct rc_run *r = g->heap[0];
+		uint64_t key = 0;
+
+		if (!r->released && !rc_model_ready(c, r, &key)) {
+			heap_remove(g, r->heap_pos);
+			park(c, r, key);
+			continue;
+		}
+		rc_model_apply(c, r);
+		/* Applying may have woken runs: R need not be on top. */
+		if (advance(c, r)) {
+			sift_down(g, r->heap_pos);
+			sift_up(g, r->heap_pos);
+		} else {
+			heap_remove(g, r->heap_pos);
+			run_end(c, r);
+		}
+	}
+	return 0;
+}
+
+void rc_merge_free(struct rc_ctx *c)
+{
+	struct rc_merge *g = c->merge;
+	if (!g)
+		return;
+	/* After an error some runs may still be active or parked. */
+	for (uint32_t i = 0; i < c->nstreams; i++) {
+		free(c->streams[i].run);
+		c->streams[i].run = NULL;
+	}
+	while (g->pool) {
+		struct rc_run *r = g->pool;
+		g->pool = r->park_next;
+		free(r);
+	}
+	free(g->heap);
+	free(g->order);
+	rc_map_free(&g->parked);
+	free(g);
+	c->merge = NULL;
+}

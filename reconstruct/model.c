@@ -1,0 +1,1436 @@
+/*
+ * model.c - the path rules applied to records in causal order (model.h).
+ *
+ * The state is the designation of each thread (struct rc_thr, in its
+ * stream), its current fragment, the lineage snapshots parents leave for
+ * their children, and what chan.c (fd tables, ends, connections, send
+ * queues) and span.c (open exchanges and requests) keep.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "btrace/proto.h"
+#include "chan.h"
+#include "clock.h"
+#include "db.h"
+#include "merge.h"
+#include "model.h"
+#include "scan.h"
+
+/* What a parent record hands to the child that waits for it. */
+struct rc_snap {
+	struct rc_snap *next;
+	struct rc_desig d;
+	struct rc_proc *proc;    /* holds a reference; NULL for threads */
+	uint64_t parent_process_id;
+	uint32_t parent_image;
+	const char *how;
+	int64_t  t;
+	uint32_t dom;
+};
+
+struct rc_lookup {
+	struct rc_lookup *next;
+	uint64_t cookie;
+	struct rc_span *span;
+};
+
+struct rc_model {
+	struct rc_map snaps;     /* lineage key -> rc_snap list */
+	uint64_t next_msg, next_frag, next_file, next_process;
+};
+
+/* One record being applied. */
+struct ap {
+	struct rc_ctx    *c;
+	struct rc_model  *m;
+	struct rc_run *s;
+	struct rc_thr    *th;
+	struct rc_image  *im;
+	const struct bt_event *ev;
+	int64_t t;
+};
+
+static const char *const trigger_names[] = {
+	[RC_TR_START] = "start", [RC_TR_READY] = "ready",
+	[RC_TR_TIMEOUT] = "timeout", [RC_TR_MSG] = "message",
+	[RC_TR_DATA] = "data", [RC_TR_ACCEPT] = "accept",
+};
+
+/* A new span taken part in by the current thread over end E. */
+static struct rc_span *span_new(struct ap *a, uint8_t kind, uint8_t proto,
+				uint64_t req, uint64_t parent,
+				const struct rc_end *e)
+{
+	return rc_span_new(a->c, kind, proto, req, parent, a->im, a->th->tid,
+			   a->t, e ? e->channel_id : 0);
+}
+
+/* The queue a receive on E reads from, or NULL if the sender is untraced
+ * (or was given up on). */
+static struct rc_dirq *recv_q(struct ap *a, struct rc_end *e)
+{
+	struct rc_conn *cn = e->conn;
+	if (!cn || e->side > 1)
+		return NULL;
+	int s = !e->side;
+	struct rc_dirq *q = &cn->dir[s];
+	if (a->s->released) {
+		q->untraced = 1;
+		return NULL;
+	}
+	if (q->untraced || !rc_end_traced(a->c, e, s))
+		return NULL;
+	return q;
+}
+
+/* ---- fragments ------------------------------------------------------------ */
+
+static void frag_close(struct ap *a)
+{
+	struct rc_frag *f = &a->th->frag;
+	struct rc_ctx *c = a->c;
+
+	if (a->th->frag_span) {
+		a->th->frag_span->end = f->open ? f->last : a->t;
+		rc_span_finish(c, a->th->frag_span);
+		a->th->frag_span = NULL;
+	}
+	if (!f->open)
+		return;
+	struct rc_row_fragment r = {
+		.id = ++a->m->next_frag, .req = a->th->d.req,
+		.span = a->th->d.span, .process_id = a->im->run->process_id,
+		.channel_id = f->channel_id, .dom = a->im->domain,
+		.pid = a->im->pid, .tid = a->th->tid ? a->th->tid : a->im->pid,
+		.start = f->start, .end = f->last,
+		.fd = f->fd >= 0 ? f->fd : RC_DB_NULL,
+		.trigger = trigger_names[f->trigger], .events = f->events,
+	};
+	rc_db_fragment(c, &r);
+	c->st.fragments++;
+	if (!r.req)
+		c->st.unattr_fragments++;
+	f->open = 0;
+}
+
+static void frag_open(struct ap *a, uint8_t trigger, int32_t fd,
+		      uint64_t channel)
+{
+	struct rc_frag *f = &a->th->frag;
+
+	frag_close(a);
+	memset(f, 0, sizeof *f);
+	f->open = 1;
+	f->trigger = trigger;
+	f->fd = fd;
+	f->channel_id = channel;
+	f->start = f->last = a->t;
+}
+
+/*
+ * An input record on FD: a new fragment unless it continues the input
+ * event of the current one (the read after READY on that fd or after it
+ * was accepted, the MSG of the MSG_BEGIN this fragment began with, more
+ * DATA of the same read).
+ */
+static void frag_input(struct ap *a, struct rc_end *e, uint8_t trigger,
+		       uint64_t off, int begun)
+{
+	struct rc_frag *f = &a->th->frag;
+	uint8_t type = a->ev->type;
+	int32_t fd = a->ev->fd;
+	int cont = 0;
+
+	if (f->open && f->fd == fd) {
+		/* the first read after READY on the fd, or after accepting
+		 * it, is the input that fragment was waiting for */
+		if ((f->trigger == RC_TR_READY || f->trigger == RC_TR_ACCEPT) &&
+		    !f->had_input)
+			cont = 1;
+		else if (type == BT_EV_MSG && begun &&
+			 f->last_type == BT_EV_MSG_BEGIN && f->last_off == off)
+			cont = 1;
+		else if (type == BT_EV_DATA && f->last_type == BT_EV_DATA)
+			cont = 1;
+	}
+	if (!cont)
+		frag_open(a, trigger, fd, e->channel_id);
+	f->had_input = 1;
+	f->last_type = type;
+	f->last_off = off;
+}
+
+/* ---- lineage ------------------------------------------------------------- */
+
+static void snap_push(struct rc_model *m, uint64_t key, struct rc_snap *sn)
+{
+	struct rc_snap *head = rc_map_getp(&m->snaps, key);
+	sn->next = NULL;
+	if (!head) {
+		rc_map_put(&m->snaps, key, (uint64_t)(uintptr_t)sn);
+		return;
+	}
+	while (head->next)
+		head = head->next;
+	head->next = sn;
+}
+
+static struct rc_snap *snap_take(struct rc_model *m, uint64_t key)
+{
+	struct rc_snap *sn = rc_map_getp(&m->snaps, key);
+	if (!sn)
+		return NULL;
+	if (sn->next)
+		rc_map_put(&m->snaps, key, (uint64_t)(uintptr_t)sn->next);
+	else
+		rc_map_del(&m->snaps, key);
+	return sn;
+}
+
+/* A parent record for KEY: hand D (and PROC) to the child if one comes. */
+static void parent_record(struct ap *a, uint64_t key, struct rc_proc *proc,
+			  const char *how)
+{
+	struct rc_ctx *c = a->c;
+	uint64_t left;
+
+	rc_map_add(&c->lin_parents, key, -1);
+	if (rc_map_get(&c->lin_children, key, &left) && left > 0) {
+		struct rc_snap *sn = calloc(1, sizeof *sn);
+		if (sn) {
+			rc_map_add(&c->lin_children, key, -1);
+			sn->d = a->th->d;
+			sn->proc = proc;
+			if (proc)
+				proc->refs++;
+			sn->parent_process_id = a->im->run->process_id;
+			sn->parent_image = a->s->st->image;
+			sn->how = how;
+			sn->t = a->t;
+			sn->dom = a->im->domain;
+			snap_push(a->m, key, sn);
+		}
+	}
+	rc_merge_wake(c, key);
+}
+
+/* Can a child waiting on KEY go?  Yes if its parent record was applied,
+ * or if no parent record is left to wait for. */
+static int lineage_ready(struct rc_ctx *c, uint64_t key)
+{
+	if (rc_map_get(&c->model->snaps, key, NULL))
+		return 1;
+	return !rc_map_get(&c->lin_parents, key, NULL);
+}
+
+static void image_attach(struct ap *a, struct rc_proc *p,
+			 const struct rc_snap *sn)
+{
+	struct rc_image *im = a->im;
+
+	im->run->proc = p;
+	p->refs++;
+	im->run->attached = 1;
+	im->run->process_id = ++a->m->next_process;
+	if (sn) {
+		im->run->parent_process_id = sn->parent_process_id;
+		im->run->how = sn->how;
+		im->run->start_req = sn->d.req;
+	}
+}
+
+/* The process of the current image, attaching it on first use. */
+static struct rc_proc *proc_of(struct ap *a)
+{
+	struct rc_image *im = a->im;
+	if (im->run->attached)
+		return im->run->proc;
+	struct rc_proc *p = rc_proc_get(a->c, im->host, im->pid);
+	if (!p && !(p = rc_proc_new(a->c, im->host, im->pid)))
+		return NULL;
+	image_attach(a, p, NULL);
+	return p;
+}
+
+static void image_end(struct rc_ctx *c, struct rc_image *im)
+{
+	char cmdline[1025] = "";
+	struct bt_event ev;
+	uint64_t prev = im->start_prev;
+
+	if (!im->run || !im->run->attached)
+		return;
+	/* The command line is read again from the mapped PROC_START. */
+	if (im->has_start &&
+	    bt_ev_decode(im->start_p, im->start_len, &ev, &prev) > 0)
+		snprintf(cmdline, sizeof cmdline, "%.*s",
+			 (int)(ev.str2_len > 1024 ? 1024 : ev.str2_len),
+			 ev.str2 ? ev.str2 : "");
+	struct rc_row_process r = {
+		.id = im->run->process_id, .parent = im->run->parent_process_id,
+		.req = im->run->start_req, .dom = im->domain, .pid = im->pid,
+		.ppid = im->ppid, .host = c->hosts[im->host].name,
+		.exe = im->exe, .cmdline = im->has_start ? cmdline : NULL,
+		.how = im->run->how,
+		.ring_id = im->ring_id, .start = im->run->first_ts,
+		.end = im->run->last_ts, .events = im->events,
+	};
+	rc_db_process(c, &r);
+	im->run->attached = 0;
+	rc_proc_unref(c, im->run->proc, im->run->last_ts);
+	im->run->proc = NULL;
+}
+
+/* The merge's state of IM, made when its first record is met. */
+static struct rc_imrun *imrun(struct rc_ctx *c, struct rc_image *im)
+{
+	if (im->run)
+		return im->run;
+	im->run = calloc(1, sizeof *im->run);
+	if (!im->run) {
+		rc_fail(c, -ENOMEM, "out of memory in the merge");
+		return NULL;
+	}
+	im->run->live_streams = im->nstreams;
+	return im->run;
+}
+
+/* IM's last stream ended: write its row, let its process go. */
+static void image_done(struct rc_ctx *c, struct rc_image *im)
+{
+	image_end(c, im);
+	free(im->run);
+	im->run = NULL;
+}
+
+/* ---- records --------------------------------------------------------------- */
+
+static void lookups_close(struct ap *a)
+{
+	struct rc_lookup *l;
+	while ((l = a->th->lookups)) {
+		a->th->lookups = l->next;
+		rc_span_finish(a->c, l->span);
+		free(l);
+	}
+}
+
+static void on_thread_start(struct ap *a)
+{
+	struct rc_thr *th = a->th;
+	const struct bt_event *ev = a->ev;
+
+	if (th->started) {
+		frag_close(a);
+		lookups_close(a);
+	}
+	th->started = 1;
+	th->tid = ev->tid;
+	memset(&th->d, 0, sizeof th->d);
+	if (ev->cookie) {
+		struct rc_snap *sn = snap_take(a->m,
+				rc_scan_thread_key(a->s->st->image, ev->cookie));
+		if (sn) {
+			th->d = sn->d;
+			if (sn->dom == a->im->domain && sn->t > a->t)
+				a->t = sn->t;
+			free(sn);
+		}
+	} else if (!a->im->run->attached && a->im->lineage_key) {
+		/* A child image's first thread: not before the parent's
+		 * record (PROC_START takes the snapshot). */
+		const struct rc_snap *sn = rc_map_getp(&a->m->snaps,
+						       a->im->lineage_key);
+		if (sn && sn->dom == a->im->domain && sn->t > a->t)
+			a->t = sn->t;
+	}
+	frag_open(a, RC_TR_START, -1, 0);
+}
+
+static void on_proc_start(struct ap *a)
+{
+	struct rc_image *im = a->im;
+	struct rc_snap *sn = NULL;
+
+	if (!im->run->attached && im->lineage_key)
+		sn = snap_take(a->m, im->lineage_key);
+	if (sn) {
+		struct rc_proc *p = sn->proc;
+		/* The child process object is reachable by its pid again. */
+		rc_proc_show(a->c, p);
+		image_attach(a, p, sn);
+		a->th->d = sn->d;
+		if (sn->dom == im->domain && sn->t > a->t)
+			a->t = sn->t;
+		rc_proc_unref(a->c, p, a->t);
+		free(sn);
+	} else {
+		proc_of(a);
+	}
+	if (!a->th->frag.open || a->th->frag.trigger != RC_TR_START)
+		frag_open(a, RC_TR_START, -1, 0);
+}
+
+static void on_fork_like(struct ap *a, unsigned kind)
+{
+	const struct bt_event *ev = a->ev;
+	struct rc_proc *p = proc_of(a);
+
+	if (!p || ev->result <= 0)
+		return;
+	uint32_t child = (uint32_t)ev->result;
+	uint64_t key = rc_scan_proc_key(a->im->host, child, kind);
+	uint64_t left;
+	struct rc_proc *np = NULL;
+
+	if (rc_map_get(&a->c->lin_children, key, &left) && left > 0)
+		np = rc_proc_copy(a->c, p, child, a->t);
+	parent_record(a, key, np,
+		      kind == RC_LIN_SPAWN ? "spawn" :
+		      (ev->flags & 1) ? "vfork" : "fork");
+	if (np)   /* the snapshot holds it now */
+		rc_proc_unref(a->c, np, a->t);
+}
+
+static void on_exec(struct ap *a)
+{
+	const struct bt_event *ev = a->ev;
+	struct rc_proc *p = proc_of(a);
+	uint64_t key = rc_scan_proc_key(a->im->host, a->im->pid, RC_LIN_EXEC);
+
+	if (!p)
+		return;
+	if (ev->flags == 0) {
+		parent_record(a, key, p, "exec");
+		return;
+	}
+	/* The exec failed: take back the snapshot this image made. */
+	struct rc_snap *prev = NULL;
+	for (struct rc_snap *sn = rc_map_getp(&a->m->snaps, key); sn;
+	     prev = sn, sn = sn->next) {
+		if (sn->parent_image != a->s->st->image)
+			continue;
+		if (prev)
+			prev->next = sn->next;
+		else if (sn->next)
+			rc_map_put(&a->m->snaps, key, (uint64_t)(uintptr_t)sn->next);
+		else
+			rc_map_del(&a->m->snaps, key);
+		rc_map_add(&a->c->lin_children, key, 1);
+		rc_proc_unref(a->c, sn->proc, a->t);
+		free(sn);
+		break;
+	}
+}
+
+static int same_identity(const struct rc_end *e, const struct bt_event *ev)
+{
+	if (e->kind != ev->chan_kind)
+		return 0;
+	switch (ev->chan_kind) {
+	case BT_CK_PIPE:
+	case BT_CK_UNIX_STREAM:
+	case BT_CK_UNIX_DGRAM:
+		return ev->ino && e->ino == ev->ino;
+	case BT_CK_TCP:
+	case BT_CK_UDP: {
+		struct bt_addr l = rc_addr_norm(&ev->local);
+		struct bt_addr r = rc_addr_norm(&ev->remote);
+		return l.family && rc_addr_eq(&e->local, &l) &&
+		       rc_addr_eq(&e->remote, &r);
+	}
+	default:
+		return 0;
+	}
+}
+
+static void on_chan(struct ap *a)
+{
+	struct rc_ctx *c = a->c;
+	struct rc_run *s = a->s;
+	const struct bt_event *ev = a->ev;
+	struct rc_proc *p = proc_of(a);
+
+	if (s->entry_next >= s->st->nentry || !p)
+		return;
+	uint32_t ei = s->st->entry_first + s->entry_next++;
+	const struct rc_entry *en = &c->entries[ei];
+	struct rc_conn *cn = rc_conn_get(c, en->conn);
+	if (!cn)
+		return;
+	cn->pending[en->side < 2 ? en->side : 2]--;
+
+	/* An end this process already holds, announced again after exec. */
+	if (!rc_role_fresh(ev->role)) {
+		struct rc_end *old = NULL;
+		struct rc_fdent *fe = rc_fd_get(p, ev->fd);
+		if (fe && same_identity(fe->end, ev))
+			old = fe->end;
+		for (uint32_t fd = 0; !old && fd < p->nfds; fd++)
+			if (p->fds[fd].end && same_identity(p->fds[fd].end, ev))
+				old = p->fds[fd].end;
+		if (old) {
+			rc_fd_set(c, p, ev->fd, old, old->hwm, a->t);
+			rc_conn_maybe_free(c, cn);
+			return;
+		}
+	}
+
+	struct rc_end *e = calloc(1, sizeof *e);
+	if (!e)
+		return;
+	if (ev->role == BT_CR_ACCEPT) {
+		/* A new connection is an input from outside: the work that
+		 * follows a blocking accept is no request's until a message
+		 * arrives (after READY on the listening fd it already is). */
+		struct rc_frag *f = &a->th->frag;
+		if (f->open && f->trigger == RC_TR_READY && f->fd == ev->fd2 &&
+		    !f->had_input)
+			f->had_input = 1;
+		else
+			frag_open(a, RC_TR_ACCEPT, ev->fd, (uint64_t)ei + 1);
+		memset(&a->th->d, 0, sizeof a->th->d);
+	}
+	e->conn = cn;
+	e->channel_id = (uint64_t)ei + 1;
+	e->entry = ei;
+	e->peer_entry = en->peer;
+	e->side = en->side;
+	e->entry_unknown = en->side > 1;
+	e->kind = ev->chan_kind;
+	e->role = ev->role;
+	e->oneway = ev->chan_kind == BT_CK_PIPE;
+	e->dgram = ev->chan_kind == BT_CK_UDP || ev->chan_kind == BT_CK_UNIX_DGRAM;
+	e->dom = a->im->domain;
+	e->pid = a->im->pid;
+	e->process_id = a->im->run->process_id;
+	e->fd = ev->fd;
+	e->local = rc_addr_norm(&ev->local);
+	e->remote = rc_addr_norm(&ev->remote);
+	e->path = ev->str_len ? rc_strndup(ev->str, ev->str_len) : NULL;
+	e->ino = ev->ino;
+	e->peer_ino = ev->peer_ino;
+	e->last = a->th->d;
+	e->open_req = a->th->d.req;
+	e->open_t = a->t;
+	if (e->side < 2)
+		cn->live[e->side]++;
+	else
+		cn->unknown_live++;
+	c->st.channels++;
+	if (rc_fd_set(c, p, ev->fd, e, NULL, a->t) < 0) {
+		e->refs = 1;              /* no fd took it: close it now */
+		rc_end_unref(c, e, a->t);
+	}
+}
+
+/* The end of the record's fd and its absolute offset; counts unknowns. */
+static struct rc_end *rec_end(struct ap *a, int dir, uint64_t *off)
+{
+	struct rc_fdent *fe = rc_fd_get(a->im->run->attached ? a->im->run->proc : NULL,
+				     a->ev->fd);
+	if (!fe) {
+		struct rc_ctx *c = a->c;
+		if (!c->st.unknown_fd++)
+			rc_warn(c, rc_file_path(c, a->s->rec.file),
+				a->s->rec.file_off,
+				"host %s pid %u: data on fd %d, which no channel record announced; such records are counted (stats unknown_fd_records), not attributed",
+				c->hosts[a->im->host].name, a->im->pid,
+				a->ev->fd);
+		return NULL;
+	}
+	rc_end_side(fe->end, dir);
+	*off = fe->base[dir] + a->ev->off;
+	return fe->end;
+}
+
+static uint64_t rec_units(const struct rc_end *e, const struct bt_event *ev)
+{
+	if (e->dgram || (ev->type == BT_EV_MSG && (ev->flags & BT_MF_DGRAM)))
+		return 1;
+	return ev->len;
+}
+
+static void message_row(struct ap *a, struct rc_end *e, int dir, uint64_t off,
+			uint64_t req, uint64_t span, int64_t begin,
+			uint64_t peer_msg, uint64_t id)
+{
+	const struct bt_event *ev = a->ev;
+	struct rc_ctx *c = a->c;
+	struct rc_row_message r = {
+		.id = id, .req = req, .span = span,
+		.channel_id = e->channel_id, .process_id = a->im->run->process_id,
+		.peer_message = peer_msg, .dom = a->im->domain,
+		.pid = a->im->pid, .tid = a->th->tid ? a->th->tid : a->im->pid,
+		.begin = begin, .ts = a->t, .dir = dir == RC_DOUT ? "out" : "in",
+		.kind = bt_msg_kind_name(ev->kind),
+		.protocol = rc_proto_name(ev->proto), .flags = ev->flags,
+		.off = off, .len = ev->len, .status = rc_msg_status(ev),
+		.witness = (ev->flags & BT_MF_WITNESS) ? (int64_t)ev->witness : RC_DB_NULL,
+	};
+	rc_db_message(c, &r);
+	for (unsigned i = 0; i < ev->nattr; i++)
+		rc_db_attr(c, span, id, bt_attr_key_name(ev->attr[i].key),
+			   ev->attr[i].val, ev->attr[i].len);
+	c->st.messages++;
+	if (!req && ev->kind != BT_MK_CONTROL)
+		c->st.unattr_messages++;
+}
+
+static void on_msg_begin_out(struct ap *a, struct rc_end *e, uint64_t o)
+{
+	struct rc_desig d = a->th->d;
+	int resolved = 1;
+
+	e->begun[RC_DOUT].valid = 1;
+	e->begun[RC_DOUT].off = o;
+	e->begun[RC_DOUT].t = a->t;
+	e->begun[RC_DOUT].d = d;
+	if (e->srv) {                 /* most likely the reply in the making */
+		d.req = e->srv->req;
+		d.span = e->srv->id;
+	} else if (!rc_span_live(a->c, &d)) {
+		resolved = 0;         /* may start a request (rule 5) */
+	}
+	struct rc_dirq *q = rc_send_q(a->c, e);
+	if (!q)
+		return;
+	struct rc_sent *x = rc_q_push(a->c, q);
+	if (!x)
+		return;
+	x->off = o;
+	x->end = RC_OPEN_END;
+	x->t_begin = x->t_end = a->t;
+	x->req = d.req;
+	x->span = d.span;
+	x->client_root = d.client_root;
+	x->dom = a->im->domain;
+	x->resolved = (uint8_t)resolved;
+	if (resolved)
+		rc_q_advance(a->c, e->conn, e->side, o + 1);
+}
+
+static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
+{
+	struct rc_ctx *c = a->c;
+	const struct bt_event *ev = a->ev;
+	uint64_t n = rec_units(e, ev);
+	int begun = e->begun[RC_DOUT].valid && e->begun[RC_DOUT].off == o;
+	struct rc_desig d0 = begun ? e->begun[RC_DOUT].d : a->th->d;
+	int64_t t0 = begun ? e->begun[RC_DOUT].t : a->t;
+	uint64_t req = 0, span = 0, msg = ++a->m->next_msg;
+	uint8_t croot = 0;
+	struct rc_span *sp = NULL;
+	char peer[128];
+
+	if (begun)
+		e->begun[RC_DOUT].valid = 0;
+	switch (ev->kind) {
+	case BT_MK_REQUEST:
+		if (!rc_span_live(a->c, &d0)) {
+			/* Rule 5: a request sent for no request starts one. */
+			sp = span_new(a, RC_SK_CLIENT, ev->proto, 0, 0, e);
+			if (!sp)
+				break;
+			rc_span_root(a->c, sp, 1);
+			char who[160];
+			snprintf(who, sizeof who, "%s[%u]@%s",
+				 a->im->exe ? a->im->exe : "?", a->im->pid,
+				 c->hosts[a->im->host].name);
+			sp->client = strdup(who);
+			/* The fragment still works for no request: originating
+			 * a request does not make it work for that request.  A
+			 * client writing several requests in one fragment
+			 * (pipelining, a writer thread) starts one request per
+			 * message; work for r follows only r's reply. */
+		} else {
+			sp = span_new(a, RC_SK_CLIENT, ev->proto, d0.req, d0.span, e);
+			if (!sp)
+				break;
+			sp->client_root = d0.client_root;
+		}
+		sp->start = t0;
+		rc_span_label(sp, ev);
+		rc_end_peer(e, ev, peer, sizeof peer);
+		sp->peer = strdup(peer);
+		if (ev->flags & BT_MF_WITNESS) {
+			sp->has_witness = 1;
+			sp->witness = ev->witness;
+		}
+		req = sp->req;
+		span = sp->id;
+		croot = sp->client_root;
+		e->last.req = sp->req;
+		e->last.span = sp->parent;
+		e->last.client_root = croot;
+		break;
+	case BT_MK_REPLY:
+		if (e->oneway)
+			goto oneway;
+		sp = rc_span_match(&e->srv, ev);
+		if (sp) {
+			req = sp->req;
+			span = sp->id;
+			croot = sp->client_root;
+			if (d0.req && d0.req != req)
+				c->st.reply_mismatch++;
+			sp->end = a->t;
+			sp->status = rc_msg_status(ev);
+			/* later work on this channel for REQ is in this
+			 * process's span, not in the peer's */
+			e->last.req = req;
+			e->last.span = sp->id;
+			e->last.client_root = croot;
+		} else {
+			c->st.unmatched_replies++;
+			req = d0.req;
+			span = d0.span;
+			croot = d0.client_root;
+		}
+		break;
+	case BT_MK_CONTROL:
+		break;
+	default:
+	oneway:
+		req = d0.req;
+		span = d0.span;
+		croot = d0.client_root;
+		if (req)
+			e->last = d0;
+		break;
+	}
+
+	struct rc_dirq *q = rc_send_q(a->c, e);
+	if (q) {
+		struct rc_sent *x = NULL;
+		for (uint32_t i = q->n; i-- > 0 && i + 8 >= q->n;) {
+			struct rc_sent *y = rc_q_at(q, i);
+			if (y->off == o && y->end == RC_OPEN_END) {
+				x = y;
+				break;
+			}
+		}
+		if (!x && (x = rc_q_push(c, q)) != NULL) {
+			x->off = o;
+			x->t_begin = t0;
+		}
+		if (x) {
+			x->end = o + n;
+			x->t_end = a->t;
+			x->req = req;
+			x->span = span;
+			x->msg = msg;
+			x->kind = ev->kind;
+			x->client_root = croot;
+			x->dom = a->im->domain;
+			x->resolved = 1;
+			rc_q_advance(c, e->conn, e->side, o + n);
+		}
+	}
+	message_row(a, e, RC_DOUT, o, req, span, begun ? t0 : RC_DB_NULL, 0, msg);
+	if (o + n > e->hwm[RC_DOUT])
+		e->hwm[RC_DOUT] = o + n;
+	e->bytes[RC_DOUT] += ev->len;
+	e->msgs[RC_DOUT]++;
+
+	if (sp && ev->kind == BT_MK_REQUEST) {
+		if (e->oneway) {       /* nothing can answer on a pipe */
+			sp->end = a->t;
+			rc_span_finish(c, sp);
+		} else {
+			rc_span_push(&e->cli, sp);
+		}
+	} else if (sp) {                  /* a reply closed its server span */
+		rc_span_finish(c, sp);
+	}
+}
+
+static void on_msg_begin_in(struct ap *a, struct rc_end *e, uint64_t o)
+{
+	struct rc_dirq *q = recv_q(a, e);
+	struct rc_sent *x = q ? rc_q_find(q, o) : NULL;
+
+	frag_input(a, e, RC_TR_MSG, o, 0);
+	e->begun[RC_DIN].valid = 1;
+	e->begun[RC_DIN].off = o;
+	if (x && x->resolved) {
+		if (x->dom == a->im->domain && x->t_begin > a->t) {
+			a->t = x->t_begin;
+			a->c->st.clamps++;
+		}
+		a->th->d.req = x->req;
+		a->th->d.span = e->cli ? e->cli->parent : 0;
+		a->th->d.client_root = x->client_root;
+	} else if (e->cli && !e->cli->has_witness) {
+		/* A reply from an untraced peer answers the oldest request. */
+		a->th->d.req = e->cli->req;
+		a->th->d.span = e->cli->parent;
+		a->th->d.client_root = e->cli->client_root;
+	} else {
+		/* Decided by the MSG: a new request, or a reply by witness. */
+		memset(&a->th->d, 0, sizeof a->th->d);
+	}
+	e->begun[RC_DIN].t = a->t;
+	e->begun[RC_DIN].d = a->th->d;
+}
+
+static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
+{
+	struct rc_ctx *c = a->c;
+	const struct bt_event *ev = a->ev;
+	uint64_t n = rec_units(e, ev);
+	int begun = e->begun[RC_DIN].valid && e->begun[RC_DIN].off == o;
+	struct rc_dirq *q = recv_q(a, e);
+	struct rc_sent *x = NULL;
+	struct rc_span *sp = NULL;
+	uint64_t req = 0, span = 0, msg = ++a->m->next_msg, peer_msg = 0;
+	char peer[128];
+
+	frag_input(a, e, RC_TR_MSG, o, begun);
+	if (q) {
+		x = rc_q_find(q, o);
+		if (!x || !x->resolved) {
+			c->st.unpaired_recv++;
+			x = NULL;
+		}
+	}
+	if (x) {
+		const struct rc_sent *last = n ? rc_q_find(q, o + n - 1) : x;
+		if (!last || last->end == RC_OPEN_END)
+			last = NULL;
+		if (last && last->dom == a->im->domain) {
+			if (last->t_end > a->t) {
+				a->t = last->t_end;
+				c->st.clamps++;
+			}
+		} else if (last) {
+			rc_clock_sample(c, last->dom, a->im->domain,
+					last->t_end, a->t);
+		}
+		peer_msg = x->msg;
+	}
+	int64_t t0 = begun ? e->begun[RC_DIN].t : a->t;
+	if (begun)
+		e->begun[RC_DIN].valid = 0;
+
+	switch (ev->kind) {
+	case BT_MK_REQUEST:
+		if (x && x->req) {
+			sp = span_new(a, RC_SK_SERVER, ev->proto, x->req, x->span, e);
+			if (sp)
+				sp->client_root = x->client_root;
+		} else {
+			/* Rule 4: a request from an untraced peer. */
+			sp = span_new(a, RC_SK_SERVER, ev->proto, 0, 0, e);
+			if (sp)
+				rc_span_root(a->c, sp, 0);
+		}
+		if (!sp)
+			break;
+		sp->start = t0;
+		rc_span_label(sp, ev);
+		rc_end_peer(e, ev, peer, sizeof peer);
+		sp->peer = strdup(peer);
+		if (sp->is_root)
+			sp->client = strdup(peer);
+		if (ev->flags & BT_MF_WITNESS) {
+			sp->has_witness = 1;
+			sp->witness = ev->witness;
+		}
+		req = sp->req;
+		span = sp->id;
+		a->th->d.req = sp->req;
+		a->th->d.span = sp->id;
+		a->th->d.client_root = sp->client_root;
+		break;
+	case BT_MK_REPLY:
+		if (e->oneway)
+			goto oneway;
+		sp = rc_span_match(&e->cli, ev);
+		if (sp) {
+			req = sp->req;
+			span = sp->id;
+			if (x && x->req && x->req != req)
+				c->st.reply_mismatch++;
+			sp->end = a->t;
+			sp->status = rc_msg_status(ev);
+			a->th->d.req = sp->req;
+			a->th->d.span = sp->parent;
+			a->th->d.client_root = sp->client_root;
+		} else {
+			c->st.unmatched_replies++;
+			if (x) {
+				a->th->d.req = x->req;
+				a->th->d.span = x->span;
+				a->th->d.client_root = x->client_root;
+			} else {
+				a->th->d = e->last;
+			}
+			req = a->th->d.req;
+			span = a->th->d.span;
+		}
+		break;
+	case BT_MK_CONTROL:
+		a->th->d = e->last;
+		break;
+	default:
+	oneway:
+		if (x) {
+			a->th->d.req = x->req;
+			a->th->d.span = x->span;
+			a->th->d.client_root = x->client_root;
+		} else if (e->cli) {
+			a->th->d.req = e->cli->req;
+			a->th->d.span = e->cli->parent;
+			a->th->d.client_root = e->cli->client_root;
+		} else {
+			a->th->d = e->last;
+		}
+		req = a->th->d.req;
+		span = a->th->d.span;
+		break;
+	}
+	if (req)
+		e->last = a->th->d;
+	message_row(a, e, RC_DIN, o, req, span, begun ? t0 : RC_DB_NULL, peer_msg,
+		    msg);
+	if (o + n > e->hwm[RC_DIN])
+		e->hwm[RC_DIN] = o + n;
+	e->bytes[RC_DIN] += ev->len;
+	e->msgs[RC_DIN]++;
+	if (q)
+		rc_q_consume(q, o + n);
+
+	if (sp && ev->kind == BT_MK_REQUEST) {
+		if (e->oneway) {
+			/* Nothing answers on a pipe: the server span lasts
+			 * for the fragment this message starts. */
+			if (a->th->frag_span)
+				rc_span_finish(c, a->th->frag_span);
+			a->th->frag_span = sp;
+		} else {
+			rc_span_push(&e->srv, sp);
+		}
+	} else if (sp) {                  /* a reply closed its client span */
+		rc_span_finish(c, sp);
+	}
+}
+
+static void on_data_out(struct ap *a, struct rc_end *e, uint64_t o)
+{
+	struct rc_desig d = a->th->d;
+	uint64_t n = rec_units(e, a->ev);
+	struct rc_dirq *q = rc_send_q(a->c, e);
+
+	if (q) {
+		struct rc_sent *x = q->n ? rc_q_at(q, q->n - 1) : NULL;
+		if (!x || x->end != o || x->kind || x->req != d.req ||
+		    x->span != d.span || !x->resolved) {
+			x = rc_q_push(a->c, q);
+			if (x) {
+				x->off = o;
+				x->t_begin = a->t;
+				x->req = d.req;
+				x->span = d.span;
+				x->client_root = d.client_root;
+				x->dom = a->im->domain;
+				x->resolved = 1;
+			}
+		}
+		if (x) {
+			x->end = o + n;
+			x->t_end = a->t;
+			rc_q_advance(a->c, e->conn, e->side, o + n);
+		}
+	}
+	if (!d.req)
+		a->c->st.unattr_data_bytes += a->ev->len;
+	else
+		e->last = d;
+	if (o + n > e->hwm[RC_DOUT])
+		e->hwm[RC_DOUT] = o + n;
+	e->bytes[RC_DOUT] += a->ev->len;
+}
+
+static void on_data_in(struct ap *a, struct rc_end *e, uint64_t o)
+{
+	struct rc_ctx *c = a->c;
+	uint64_t n = rec_units(e, a->ev);
+	struct rc_dirq *q = recv_q(a, e);
+	struct rc_sent *x = q ? rc_q_find(q, o) : NULL;
+
+	frag_input(a, e, RC_TR_DATA, o, 0);
+	if (x && x->resolved) {
+		const struct rc_sent *last = n ? rc_q_find(q, o + n - 1) : x;
+		if (last && last->end != RC_OPEN_END) {
+			if (last->dom == a->im->domain) {
+				if (last->t_end > a->t) {
+					a->t = last->t_end;
+					c->st.clamps++;
+				}
+			} else {
+				rc_clock_sample(c, last->dom, a->im->domain,
+						last->t_end, a->t);
+			}
+		}
+		a->th->d.req = x->req;
+		a->th->d.span = x->span;
+		a->th->d.client_root = x->client_root;
+	} else {
+		if (q)
+			c->st.unpaired_recv++;
+		a->th->d = e->last;
+	}
+	if (a->th->d.req)
+		e->last = a->th->d;
+	else
+		c->st.unattr_data_bytes += a->ev->len;
+	if (o + n > e->hwm[RC_DIN])
+		e->hwm[RC_DIN] = o + n;
+	e->bytes[RC_DIN] += a->ev->len;
+	if (q)
+		rc_q_consume(q, o + n);
+}
+
+static void on_ready(struct ap *a)
+{
+	const struct bt_event *ev = a->ev;
+	struct rc_fdent *fe = ev->fd >= 0 ?
+		rc_fd_get(a->im->run->attached ? a->im->run->proc : NULL, ev->fd) : NULL;
+
+	if (ev->fd < 0) {
+		frag_open(a, RC_TR_TIMEOUT, -1, 0);
+		memset(&a->th->d, 0, sizeof a->th->d);
+		return;
+	}
+	frag_open(a, RC_TR_READY, ev->fd, fe ? fe->end->channel_id : 0);
+	if (!fe) {
+		/* A listening socket, a timer, an eventfd: an input from
+		 * outside every channel works for no request. */
+		memset(&a->th->d, 0, sizeof a->th->d);
+		return;
+	}
+	struct rc_end *e = fe->end;
+	if (!(ev->flags & 1) && (ev->flags & 4) && e->has_want_out) {
+		/* Writable, and a fragment asked for it (WANT): the output
+		 * waiting in the program is that fragment's request's. */
+		a->th->d = e->want_out;
+		return;
+	}
+	if ((ev->flags & 1) && e->side < 2) {
+		/* The next incoming message, if its send is known already. */
+		struct rc_dirq *q = recv_q(a, e);
+		struct rc_sent *x = q ? rc_q_find(q, e->hwm[RC_DIN]) : NULL;
+		if (x && x->resolved) {
+			a->th->d.req = x->req;
+			a->th->d.span = x->span;
+			a->th->d.client_root = x->client_root;
+			return;
+		}
+	}
+	a->th->d = e->last;
+}
+
+/*
+ * WANT: the fragment asked to be told when fd is writable (epoll_ctl with
+ * EPOLLOUT).  Event libraries queue a fragment's output in user space and
+ * send it from the writable event later; the writable fragment then works
+ * for the request that asked, not for the one that last used the channel
+ * (a pooled backend connection's previous request).
+ */
+static void on_want(struct ap *a)
+{
+	const struct bt_event *ev = a->ev;
+	struct rc_fdent *fe = ev->fd >= 0 ?
+		rc_fd_get(a->im->run->attached ? a->im->run->proc : NULL, ev->fd) : NULL;
+
+	if (!fe)
+		return;
+	if ((ev->flags & 4) && a->th->d.req) {
+		fe->end->want_out = a->th->d;
+		fe->end->has_want_out = 1;
+	} else if (!(ev->flags & 4)) {
+		fe->end->has_want_out = 0;
+	}
+}
+
+static void on_name_begin(struct ap *a)
+{
+	const struct bt_event *ev = a->ev;
+	static const char *const fn[] = { "lookup", "getaddrinfo",
+		"gethostbyname", "gethostbyname2", "getnameinfo" };
+	unsigned f = ev->flags & 0xff;
+	const struct rc_desig *d = &a->th->d;
+	struct rc_span *sp = span_new(a, RC_SK_CLIENT, BT_PROTO_DNS, d->req,
+				      d->span, NULL);
+	struct rc_lookup *l = calloc(1, sizeof *l);
+
+	if (!sp || !l) {
+		free(l);
+		if (sp)
+			rc_span_finish(a->c, sp);
+		return;
+	}
+	sp->name = strdup(fn[f < 5 ? f : 0]);
+	sp->target = ev->str_len ? rc_strndup(ev->str, ev->str_len) : NULL;
+	sp->peer = strdup("resolver");
+	if (ev->str2_len)
+		rc_db_attr(a->c, sp->id, 0, "service", ev->str2, ev->str2_len);
+	if (sp->target)
+		rc_db_attr(a->c, sp->id, 0, "dns_name", ev->str, ev->str_len);
+	l->cookie = ev->cookie;
+	l->span = sp;
+	l->next = a->th->lookups;
+	a->th->lookups = l;
+}
+
+static void on_name_end(struct ap *a)
+{
+	const struct bt_event *ev = a->ev;
+	for (struct rc_lookup **pp = &a->th->lookups; *pp; pp = &(*pp)->next) {
+		struct rc_lookup *l = *pp;
+		if (l->cookie != ev->cookie)
+			continue;
+		*pp = l->next;
+		l->span->end = a->t;
+		l->span->status = ev->result;
+		if (ev->str_len)
+			rc_db_attr(a->c, l->span->id, 0, "addr", ev->str,
+				   ev->str_len);
+		rc_span_finish(a->c, l->span);
+		free(l);
+		return;
+	}
+}
+
+static void on_open(struct ap *a)
+{
+	const struct bt_event *ev = a->ev;
+	struct rc_ctx *c = a->c;
+	struct rc_proc *p = proc_of(a);
+	struct rc_row_file r = {
+		.id = ++a->m->next_file,
+		.req = a->th->d.req,
+		.span = a->th->d.span, .process_id = a->im->run->process_id,
+		.dom = a->im->domain, .pid = a->im->pid,
+		.tid = a->th->tid ? a->th->tid : a->im->pid, .ts = a->t,
+		.flags = ev->flags, .result = ev->result, .path = ev->str,
+		.path_len = ev->str_len,
+	};
+	rc_db_file(c, &r);
+	c->st.files_opened++;
+	if (!r.req)
+		c->st.unattr_files++;
+	if (p && ev->result >= 0)
+		rc_fd_drop(c, p, (int32_t)ev->result, a->t);
+}
+
+static void on_dup(struct ap *a)
+{
+	const struct bt_event *ev = a->ev;
+	struct rc_proc *p = proc_of(a);
+	if (!p || ev->fd == ev->fd2)
+		return;
+	struct rc_fdent *fe = rc_fd_get(p, ev->fd);
+	if (fe) {
+		uint64_t base[2] = { fe->base[0], fe->base[1] };
+		rc_fd_set(a->c, p, ev->fd2, fe->end, base, a->t);
+	} else {
+		rc_fd_drop(a->c, p, ev->fd2, a->t);
+	}
+}
+
+static void on_logd(struct ap *a)
+{
+	const struct bt_event *ev = a->ev;
+	/* bp-logd notes that say something was lost: a peer dropped (5),
+	 * the disk refusing writes (7), notes lost (12); see bp-logd's
+	 * enum bt_logd_note */
+	if (ev->flags != 5 && ev->flags != 7 && ev->flags != 12)
+		return;
+	rc_warn(a->c, rc_file_path(a->c, a->s->rec.file), a->s->rec.file_off,
+		"bp-logd on %s reports: %.*s (result %" PRId64 ")",
+		a->c->hosts[a->im->host].name, (int)ev->str_len,
+		ev->str ? ev->str : "", ev->result);
+}
+
+static void on_data_record(struct ap *a)
+{
+	const struct bt_event *ev = a->ev;
+	int dir = ev->dir == BT_DIR_OUT ? RC_DOUT : RC_DIN;
+	uint64_t o = 0;
+	struct rc_end *e = rec_end(a, dir, &o);
+
+	if (!e)
+		return;
+	if (a->s->released == RC_REL_GONE) {
+		struct rc_ctx *c = a->c;
+		c->st.released++;
+		rc_warn(c, rc_file_path(c, a->s->rec.file), a->s->rec.file_off,
+			"host %s pid %u: the peer of fd %d closed without logging the send of offset %" PRIu64 "; that receive counts as from an untraced peer",
+			c->hosts[a->im->host].name, a->im->pid, ev->fd, o);
+	}
+	switch (ev->type) {
+	case BT_EV_MSG:
+		if (dir == RC_DOUT)
+			on_msg_out(a, e, o);
+		else
+			on_msg_in(a, e, o);
+		break;
+	case BT_EV_MSG_BEGIN:
+		if (dir == RC_DOUT)
+			on_msg_begin_out(a, e, o);
+		else
+			on_msg_begin_in(a, e, o);
+		break;
+	case BT_EV_DATA:
+		if (dir == RC_DOUT)
+			on_data_out(a, e, o);
+		else
+			on_data_in(a, e, o);
+		break;
+	}
+}
+
+void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
+{
+	struct rc_image *im = &c->images[s->st->image];
+	struct ap a = {
+		.c = c, .m = c->model, .s = s, .th = &s->thr, .im = im,
+		.ev = &s->ev,
+	};
+	const struct bt_event *ev = &s->ev;
+	struct rc_proc *p;
+
+	if (!imrun(c, im))
+		return;
+	a.t = rc_epoch(c, im->domain, ev->ts);
+	if (a.t < s->thr.floor)
+		a.t = s->thr.floor;
+
+	switch (ev->type) {
+	case BT_EV_THREAD_START:  on_thread_start(&a); break;
+	case BT_EV_PROC_START:    on_proc_start(&a); break;
+	case BT_EV_THREAD_EXIT:
+		frag_close(&a);
+		lookups_close(&a);
+		break;
+	case BT_EV_FORK:          on_fork_like(&a, RC_LIN_FORK); break;
+	case BT_EV_SPAWN:         on_fork_like(&a, RC_LIN_SPAWN); break;
+	case BT_EV_EXEC:          on_exec(&a); break;
+	case BT_EV_THREAD_CREATE:
+		if (ev->result >= 0)
+			parent_record(&a, rc_scan_thread_key(s->st->image, ev->cookie),
+				      NULL, NULL);
+		break;
+	case BT_EV_OPEN:          on_open(&a); break;
+	case BT_EV_CLOSE:
+		if ((p = proc_of(&a)))
+			rc_fd_drop(c, p, ev->fd, a.t);
+		break;
+	case BT_EV_DUP:           on_dup(&a); break;
+	case BT_EV_CHAN:          on_chan(&a); break;
+	case BT_EV_PROTO: {
+		struct rc_fdent *fe = rc_fd_get(proc_of(&a), ev->fd);
+		if (fe)
+			fe->end->proto = ev->proto;
+		break;
+	}
+	case BT_EV_LOST_SYNC: {
+		struct rc_fdent *fe = rc_fd_get(proc_of(&a), ev->fd);
+		if (fe)
+			fe->end->lost_sync = 1;
+		break;
+	}
+	case BT_EV_MSG:
+	case BT_EV_MSG_BEGIN:
+	case BT_EV_DATA:
+		proc_of(&a);
+		on_data_record(&a);
+		break;
+	case BT_EV_READY:         on_ready(&a); break;
+	case BT_EV_WANT:          on_want(&a); break;
+	case BT_EV_ISOLATE:       c->st.isolations++; break;
+	case BT_EV_NAME_BEGIN:    on_name_begin(&a); break;
+	case BT_EV_NAME_END:      on_name_end(&a); break;
+	case BT_EV_DROP:
+		c->st.dropped += ev->len;
+		rc_warn(c, rc_file_path(c, s->rec.file), s->rec.file_off,
+			"host %s pid %u: the tracer could not record %" PRIu64 " events (reason %u); byte offsets stay exact",
+			c->hosts[im->host].name, im->pid, ev->len, ev->flags);
+		break;
+	case BT_EV_LOGD:          on_logd(&a); break;
+	default:
+		break;
+	}
+	s->thr.floor = a.t;
+	if (s->thr.frag.open) {
+		s->thr.frag.events++;
+		s->thr.frag.last = a.t;
+	}
+	if (!im->run->first_ts)
+		im->run->first_ts = a.t;
+	im->run->last_ts = a.t;
+	s->released = RC_REL_NONE;
+}
+
+int rc_model_ready(struct rc_ctx *c, struct rc_run *s, uint64_t *key)
+{
+	const struct bt_event *ev = &s->ev;
+	struct rc_image *im = &c->images[s->st->image];
+
+	if (!imrun(c, im))
+		return 1;
+	switch (ev->type) {
+	case BT_EV_PROC_START:
+		if (!im->lineage_key || im->run->attached ||
+		    lineage_ready(c, im->lineage_key))
+			return 1;
+		*key = im->lineage_key;
+		return 0;
+	case BT_EV_THREAD_START: {
+		/* The first thread of a child image waits with its
+		 * PROC_START, which follows it. */
+		uint64_t k = ev->cookie ?
+			rc_scan_thread_key(s->st->image, ev->cookie) :
+			im->run->attached ? 0 : im->lineage_key;
+		if (!k)
+			return 1;
+		if (lineage_ready(c, k))
+			return 1;
+		*key = k;
+		return 0;
+	}
+	case BT_EV_MSG:
+	case BT_EV_MSG_BEGIN:
+	case BT_EV_DATA:
+		break;
+	default:
+		return 1;
+	}
+	if (ev->dir != BT_DIR_IN || !im->run->attached)
+		return 1;
+	struct rc_fdent *fe = rc_fd_get(im->run->proc, ev->fd);
+	if (!fe)
+		return 1;
+	struct rc_end *e = fe->end;
+	rc_end_side(e, RC_DIN);
+	struct rc_conn *cn = e->conn;
+	if (!cn || e->side > 1)
+		return 1;
+	int sside = !e->side;
+	struct rc_dirq *q = &cn->dir[sside];
+	if (q->untraced || !rc_end_traced(c, e, sside))
+		return 1;
+	uint64_t o = fe->base[RC_DIN] + ev->off;
+	uint64_t need = ev->type == BT_EV_MSG ? o + rec_units(e, ev) : o + 1;
+	if (ev->type == BT_EV_MSG && rec_units(e, ev) == 0)
+		need = o;
+	if (q->hwm >= need)
+		return 1;
+	if (rc_conn_gone(c, cn, sside)) {
+		s->released = RC_REL_GONE;
+		return 1;
+	}
+	q->parked = 1;
+	*key = RC_KEY_RECV(cn->id, sside);
+	return 0;
+}
+
+void rc_model_stream_end(struct rc_ctx *c, struct rc_run *s)
+{
+	struct rc_image *im = &c->images[s->st->image];
+	struct ap a = {
+		.c = c, .m = c->model, .s = s, .th = &s->thr, .im = im,
+		.ev = &s->ev, .t = s->thr.floor,
+	};
+
+	if (!imrun(c, im))
+		return;
+	frag_close(&a);
+	lookups_close(&a);
+	if (--im->run->live_streams == 0)
+		image_done(c, im);
+}
+
+void rc_model_wait_text(struct rc_ctx *c, const struct rc_run *s,
+			char *buf, size_t len)
+{
+	const struct rc_image *im = &c->images[s->st->image];
+	const struct bt_event *ev = &s->ev;
+	const char *host = c->hosts[im->host].name;
+
+	switch (ev->type) {
+	case BT_EV_PROC_START:
+		snprintf(buf, len,
+			 "host %s pid %u: process start waited for its parent's %s record, which never came; started without the parent's state",
+			 host, im->pid, (im->pflags & BT_PF_EXECED) ? "exec" : "fork");
+		break;
+	case BT_EV_THREAD_START:
+		snprintf(buf, len,
+			 "host %s pid %u tid %u: thread start waited for its creation record, which never came; started for no request",
+			 host, im->pid, ev->tid);
+		break;
+	default:
+		snprintf(buf, len,
+			 "host %s pid %u tid %u: receive on fd %d at offset %" PRIu64 " waited for a send that was never logged (lost records or a cycle); its peer is treated as untraced from here",
+			 host, im->pid, s->thr.tid, ev->fd, (uint64_t)ev->off);
+	}
+}
+
+int rc_model_init(struct rc_ctx *c)
+{
+	c->model = calloc(1, sizeof *c->model);
+	if (!c->model)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Drop the snapshots parents left for children that never came. */
+static void snaps_drop(struct rc_ctx *c)
+{
+	struct rc_model *m = c->model;
+
+	for (size_t i = 0; i < m->snaps.cap; i++) {
+		if (!m->snaps.used[i])
+			continue;
+		struct rc_snap *sn = (struct rc_snap *)(uintptr_t)m->snaps.vals[i];
+		while (sn) {
+			struct rc_snap *nx = sn->next;
+			if (sn->proc)
+				rc_proc_unref(c, sn->proc, sn->t);
+			free(sn);
+			sn = nx;
+		}
+	}
+	rc_map_free(&m->snaps);
+}
+
+void rc_model_finish(struct rc_ctx *c)
+{
+	snaps_drop(c);
+	/* Every stream ended, so every image did; this only matters when
+	 * a stream's end was never reached (an error stopped the merge). */
+	for (uint32_t i = 0; i < c->nimages; i++)
+		if (c->images[i].run)
+			image_done(c, &c->images[i]);
+}
+
+void rc_model_free(struct rc_ctx *c)
+{
+	struct rc_model *m = c->model;
+	if (!m)
+		return;
+	for (uint32_t i = 0; i < c->nimages; i++) {
+		free(c->images[i].run);
+		c->images[i].run = NULL;
+	}
+	rc_map_free(&m->snaps);
+	free(m);
+	c->model = NULL;
+}

@@ -1,0 +1,381 @@
+/*
+ * rc.h - state shared by the passes of bp-reconstruct.
+ *
+ * The reconstructor runs in two passes over the same input (recon.c):
+ *
+ *   input.c   finds the segment files, indexes every valid block and groups
+ *             the blocks into streams (one per traced thread slot); its
+ *             cursor yields a stream's records in order, handling
+ *             duplicates, gaps and damage identically in both passes.
+ *   scan.c    pass 1: a cheap skim of every stream that collects the clock
+ *             samples of each process image, the lineage records (fork,
+ *             exec, spawn, thread creation) and every channel end (CHAN),
+ *             then pairs the ends into connections.
+ *   merge.c   pass 2: walks all streams in causal order (merge.c) and
+ *   model.c   applies the path rules to each record (model.c) over the
+ *   chan.c    processes, channel ends and connections (chan.c) and the
+ *   span.c    spans and requests (span.c), writing
+ *   db.c      SQLite rows as spans, messages and requests complete.
+ *   clock.c   estimates each clock domain's offset to the reference from
+ *             the paired messages seen in pass 2.
+ *
+ * Everything here is owned by one struct rc_ctx; nothing is global.
+ */
+#ifndef RC_RC_H
+#define RC_RC_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "btrace/event.h"
+#include "btrace/segment.h"
+#include "map.h"
+#include "recon.h"
+
+#define RC_NS       1000000000ll
+#define RC_NONE     UINT32_MAX
+
+/* ---- input: files, hosts, clock domains, images, blocks, streams ------ */
+
+struct rc_file {
+	char                 *path;
+	struct bt_seg_reader *rd;
+	uint32_t              host;
+	uint64_t              size;
+};
+
+struct rc_host {
+	char     name[64];
+	uint64_t boot_id;
+};
+
+/*
+ * A clock domain: the process images of one host whose monotonic clocks
+ * agree (a time namespace makes another domain on the same host).  Times
+ * of a domain are mapped to Unix-epoch ns by  mono + delta  during the
+ * merge (delta = realtime - monotonic, the domain's median), and corrected
+ * at the end by  corr  once the offsets between domains are estimated.
+ */
+struct rc_domain {
+	uint32_t host;
+	char     label[96];      /* host name, "name#2" for a second domain */
+	int64_t  delta;          /* provisional: realtime - monotonic */
+	uint64_t events;
+	/* clock.c results (relative to the reference domain, in ns) */
+	int      reference;
+	int      linked;         /* offset derived from messages or same host */
+	int64_t  off;            /* estimated mono offset to the reference */
+	int64_t  lo, hi;         /* bounds on off (valid if has_lo / has_hi) */
+	int      has_lo, has_hi;
+	uint64_t samples;
+	const char *method;      /* "reference", "messages", "host", "realtime" */
+	int64_t  corr;           /* added to provisional epoch times at the end */
+};
+
+struct rc_proc;
+
+/* A record as the cursor yields it (not yet decoded). */
+struct rc_rec {
+	uint8_t        type;
+	uint64_t       ts;       /* absolute monotonic ns */
+	uint64_t       prev_ts;  /* time before this record (decoder base) */
+	const uint8_t *p;
+	uint32_t       len;
+	uint32_t       file;
+	uint64_t       file_off;
+};
+
+/* A process image: one run of the shim in one process (ring_id).  What
+ * pass 1 learns is kept for the whole run (about 100 bytes); the merge's
+ * state of an image exists only while its streams run (struct rc_imrun). */
+struct rc_imrun;
+
+struct rc_image {
+	uint64_t ring_id;
+	uint64_t lineage_key;    /* the parent record to wait for, or 0 */
+	uint64_t events;
+	int64_t  delta;          /* realtime - monotonic at its first TIME */
+	const char *exe;         /* interned (rc_intern), or NULL */
+	const uint8_t *start_p;  /* its PROC_START record, read again for */
+	uint64_t start_prev;     /*   the command line at the end */
+	uint32_t start_len;
+	uint32_t host, domain, pid, nstreams;
+	uint32_t ppid, ptid, pflags;
+	uint8_t  has_delta, has_start;
+	struct rc_imrun *run;    /* pass 2, while its streams run */
+};
+
+/* The merge's state of an image (model.c), from its first record to the
+ * end of its last stream. */
+struct rc_imrun {
+	struct rc_proc *proc;
+	uint64_t process_id;     /* processes.process_id, once attached */
+	uint64_t parent_process_id;
+	uint64_t start_req;
+	const char *how;         /* "fork", "vfork", "exec", "spawn" or NULL */
+	int64_t  first_ts, last_ts;
+	uint32_t live_streams;
+	int      attached;
+};
+
+struct rc_block {
+	const uint8_t *payload;
+	uint64_t soff;           /* stream offset of payload[0] */
+	uint64_t foff;           /* file offset of the block header */
+	uint64_t ring_id;
+	uint32_t len, file, host, pid, flags;
+	uint16_t slot, gen;
+	uint32_t seq;            /* discovery order: stable sort */
+};
+
+struct rc_cursor {
+	const struct rc_block *blk;
+	uint32_t nblk, bi;
+	uint32_t pos;            /* within blk[bi].payload */
+	uint64_t expect;         /* next stream offset expected */
+	uint64_t prev_ts;
+	int      have_time;      /* a TIME was seen since the start or a loss */
+	int      in_block;
+	int      warn;           /* report losses (pass 1 only) */
+};
+
+/* ---- the path model's per-thread state (model.c) ---------------------- */
+
+/* The request a thread works for, and the span new client spans hang on. */
+struct rc_desig {
+	uint64_t req;            /* 0: none */
+	uint64_t span;           /* context span id, 0: none */
+	uint8_t  client_root;    /* req was started here by rule 5 */
+};
+
+enum rc_trigger { RC_TR_START = 1, RC_TR_READY, RC_TR_TIMEOUT, RC_TR_MSG,
+		  RC_TR_DATA, RC_TR_ACCEPT };
+
+struct rc_frag {
+	int      open;
+	uint8_t  trigger;
+	uint8_t  had_input;      /* an input record followed the READY */
+	uint8_t  last_type;      /* last input record type of the fragment */
+	int32_t  fd;
+	uint64_t last_off;
+	uint64_t channel_id;
+	int64_t  start, last;
+	uint64_t events;
+};
+
+struct rc_lookup;                /* open NAME_BEGIN (model.c) */
+struct rc_span;
+
+struct rc_thr {
+	uint32_t tid;
+	int      started;
+	struct rc_desig d;
+	struct rc_frag  frag;
+	struct rc_lookup *lookups;
+	struct rc_span  *frag_span;  /* server span that lasts one fragment */
+	int64_t  floor;          /* causal time floor (same-domain clamps) */
+};
+
+/* ---- streams --------------------------------------------------------- */
+
+enum rc_sstate { RC_SS_NEW = 0, RC_SS_READY, RC_SS_PARKED, RC_SS_DONE };
+
+/* Why a stream's head record proceeds without what it waited for. */
+enum rc_release { RC_REL_NONE = 0, RC_REL_BLOCKED, RC_REL_GONE };
+
+struct rc_run;
+
+/* A stream: one slot of one process image's ring.  Small and static; the
+ * state of reading it lives in a struct rc_run while it is active. */
+struct rc_stream {
+	uint32_t image;
+	uint32_t slot;
+	uint32_t blk_first, nblk;
+	uint32_t entry_first, nentry;  /* its CHAN records in pass 1 order */
+	uint64_t first_ts;       /* monotonic time of its first record */
+	int      has_first;      /* it has a record at all */
+	struct rc_run *run;      /* pass 2: while active */
+};
+
+/* A stream being read: from the merge reaching its first record to its
+ * end.  Only active streams hold a decoded record and a thread state. */
+struct rc_run {
+	struct rc_stream *st;
+	struct rc_cursor cur;
+	uint32_t entry_next;     /* next CHAN record's entry */
+	/* merge */
+	uint8_t  state;          /* enum rc_sstate */
+	uint8_t  released;       /* enum rc_release, for the head record */
+	uint32_t heap_pos;
+	int64_t  head_t;         /* provisional epoch time of the head */
+	struct rc_rec   rec;     /* head record */
+	struct bt_event ev;      /* head record, decoded */
+	uint64_t wait_key;
+	struct rc_run *park_next;
+	/* model */
+	struct rc_thr thr;
+};
+
+/* ---- pass 1 results --------------------------------------------------- */
+
+/* Per CHAN record (entry), what pass 1 found out about its connection. */
+struct rc_entry {
+	uint32_t conn;           /* connection instance, RC_NONE if none */
+	uint32_t peer;           /* an entry of the other side, or RC_NONE */
+	uint8_t  side;           /* 0, 1, or 2 = not known (inherited pipe) */
+};
+
+/* Per connection instance: how many CHAN records of each side refer to
+ * it (side 2: inherited pipe ends whose side is not known yet). */
+struct rc_conninfo {
+	uint32_t n[3];
+	uint8_t  pipe;
+};
+
+/* Lineage key kinds (for rc_scan_lineage_key). */
+enum rc_lineage { RC_LIN_FORK = 1, RC_LIN_EXEC, RC_LIN_SPAWN, RC_LIN_THREAD };
+
+/* ---- statistics ------------------------------------------------------- */
+
+struct rc_stats {
+	uint64_t files, blocks, dup_blocks, payload_bytes;
+	uint64_t events;             /* records decoded in pass 2 */
+	uint64_t lost_records;       /* skipped after a gap or damage */
+	uint64_t lost_bytes;         /* stream bytes missing (gaps) */
+	uint64_t dropped;            /* DROP records: events the tracer lost */
+	uint64_t malformed;
+	uint64_t gaps;
+	uint64_t requests, spans, messages, fragments, files_opened;
+	uint64_t channels;
+	uint64_t unattr_fragments, unattr_messages, unattr_files, unattr_spans;
+	uint64_t unattr_data_bytes;
+	uint64_t released;           /* records released from a wait */
+	uint64_t unpaired_recv;      /* receives with no send record */
+	uint64_t unmatched_replies;
+	uint64_t reply_mismatch;     /* sender's and matcher's request differ */
+	uint64_t clamps;             /* receive times raised to the send time */
+	uint64_t isolations;
+	uint64_t unknown_fd;         /* records on fds with no known channel */
+	uint64_t queue_overflow;
+	uint64_t warnings;
+};
+
+/* ---- the context ------------------------------------------------------ */
+
+struct rc_db;
+struct rc_model;
+struct rc_merge;
+struct rc_clock;
+struct rc_spans;
+struct rc_chans;
+
+struct rc_ctx {
+	const struct rc_options *opt;
+
+	struct rc_file   *files;   uint32_t nfiles;
+	struct rc_host   *hosts;   uint32_t nhosts;
+	struct rc_domain *doms;    uint32_t ndoms;
+	uint32_t          ref_dom;
+	struct rc_image  *images;  uint32_t nimages;
+	struct rc_block  *blocks;  uint32_t nblocks;
+	struct rc_stream *streams; uint32_t nstreams;
+
+	/* pass 1 */
+	struct rc_entry    *entries;  uint32_t nentries;
+	struct rc_map       strmap;   /* hash -> interned string */
+	char              **strs;     uint32_t nstrs;
+	struct rc_conninfo *conns;    uint32_t nconns;
+	struct rc_map lin_parents;    /* lineage key -> parent records left */
+	struct rc_map lin_children;   /* lineage key -> child images left */
+
+	struct rc_db    *db;
+	struct rc_model *model;      /* model.c: designations, lineage */
+	struct rc_spans *spans;      /* span.c: open requests, span pool */
+	struct rc_chans *chans;      /* chan.c: processes, connections */
+	struct rc_merge *merge;
+	struct rc_clock *clock;
+
+	struct rc_stats st;
+
+	/* progress */
+	uint64_t progress_total, progress_done, progress_next;
+	int      progress_tty;
+	double   progress_last;
+	const char *phase;
+
+	char     errbuf[512];      /* first fatal error, for rc_run's caller */
+	int      err;
+};
+
+/* Report a warning: one line on stderr (unless quiet; the first few), and
+ * a row in the warnings table.  FILE may be NULL. */
+void rc_warn(struct rc_ctx *c, const char *file, uint64_t off,
+	     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Record a fatal error (first one wins); returns ERR (a negative errno or
+ * an RC_EXIT_* code, as the caller chooses). */
+int rc_fail(struct rc_ctx *c, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Advance the progress bar by BYTES (draws on a terminal at most 10/s). */
+void rc_progress(struct rc_ctx *c, uint64_t bytes);
+
+/*
+ * An IPv4-mapped IPv6 address (::ffff:a.b.c.d, what a dual-stack server
+ * sees of an IPv4 client) as the IPv4 address the client itself logs.
+ */
+static inline struct bt_addr rc_addr_norm(const struct bt_addr *a)
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+	struct bt_addr n = *a;
+	int i;
+
+	if (a->family != BT_AF_INET6)
+		return n;
+	for (i = 0; i < 12 && a->addr[i] == mapped[i]; i++)
+		;
+	if (i < 12)
+		return n;
+	n.family = BT_AF_INET;
+	for (i = 0; i < 16; i++)
+		n.addr[i] = i < 4 ? a->addr[12 + i] : 0;
+	return n;
+}
+
+/* Does a CHAN of ROLE create its end (rather than announce one that
+ * existed before: inherited across exec, or first seen late)? */
+static inline int rc_role_fresh(uint8_t role)
+{
+	return role == BT_CR_CONNECT || role == BT_CR_ACCEPT ||
+	       role == BT_CR_PIPE_READ || role == BT_CR_PIPE_WRITE ||
+	       role == BT_CR_SOCKETPAIR || role == BT_CR_DGRAM;
+}
+
+/* Do A and B name the same address (field by field, never padding)? */
+static inline int rc_addr_eq(const struct bt_addr *a, const struct bt_addr *b)
+{
+	if (a->family != b->family || a->port != b->port)
+		return 0;
+	for (int i = 0; i < 16; i++)
+		if (a->addr[i] != b->addr[i])
+			return 0;
+	return 1;
+}
+
+/* A lasting copy of the N bytes at S, shared by equal strings (for the
+ * few distinct values logged many times: executables).  NULL when out of
+ * memory.  Freed with the context. */
+const char *rc_intern(struct rc_ctx *c, const char *s, uint32_t n);
+
+/* Provisional Unix-epoch time of monotonic TS in domain D. */
+static inline int64_t rc_epoch(const struct rc_ctx *c, uint32_t d, uint64_t ts)
+{
+	return (int64_t)ts + c->doms[d].delta;
+}
+
+/* Path of file F, for messages. */
+static inline const char *rc_file_path(const struct rc_ctx *c, uint32_t f)
+{
+	return f < c->nfiles ? c->files[f].path : NULL;
+}
+
+#endif /* RC_RC_H */

@@ -1,0 +1,194 @@
+/*
+ * recon.c - rc_run: the two passes, the clock estimate and the database,
+ * plus the diagnostics every module uses (warnings, errors, progress).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "chan.h"
+#include "clock.h"
+#include "db.h"
+#include "input.h"
+#include "merge.h"
+#include "model.h"
+#include "recon.h"
+#include "scan.h"
+
+static FILE *errf(const struct rc_ctx *c)
+{
+	return c->opt->err ? c->opt->err : stderr;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void progress_clear(struct rc_ctx *c)
+{
+	if (c->progress_tty && c->progress_last > 0) {
+		fprintf(errf(c), "\r%-78s\r", "");
+		fflush(errf(c));
+	}
+}
+
+void rc_warn(struct rc_ctx *c, const char *file, uint64_t off,
+	     const char *fmt, ...)
+{
+	char text[1024];
+	va_list ap;
+	int limit = c->opt->max_warn_lines == 0 ? 20 :
+		    c->opt->max_warn_lines < 0 ? 0 : c->opt->max_warn_lines;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
+	c->st.warnings++;
+	if (c->db)
+		rc_db_warning(c, file, off, text);
+	if (c->opt->quiet)
+		return;
+	if (c->st.warnings <= (uint64_t)limit) {
+		progress_clear(c);
+		if (file)
+			fprintf(errf(c), "bp-reconstruct: warning: %s: offset %" PRIu64 ": %s\n",
+				file, off, text);
+		else
+			fprintf(errf(c), "bp-reconstruct: warning: %s\n", text);
+	} else if (limit && c->st.warnings == (uint64_t)limit + 1) {
+		progress_clear(c);
+		fprintf(errf(c), "bp-reconstruct: warning: more warnings follow; all are in the warnings table\n");
+	}
+}
+
+int rc_fail(struct rc_ctx *c, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->err)
+		return err;
+	c->err = err ? err : -EIO;
+	va_start(ap, fmt);
+	vsnprintf(c->errbuf, sizeof c->errbuf, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+void rc_progress(struct rc_ctx *c, uint64_t bytes)
+{
+	c->progress_done += bytes;
+	if (!c->progress_tty || c->progress_done < c->progress_next)
+		return;
+	c->progress_next = c->progress_done + (1u << 20);
+	double t = now_s();
+	if (t - c->progress_last < 0.1)
+		return;
+	c->progress_last = t;
+	uint64_t total = c->progress_total ? c->progress_total : 1;
+	unsigned pct = (unsigned)(c->progress_done * 100 / total);
+	if (pct > 100)
+		pct = 100;
+	char bar[31];
+	unsigned fill = pct * 30 / 100;
+	memset(bar, '#', fill);
+	memset(bar + fill, '.', 30 - fill);
+	bar[30] = 0;
+	fprintf(errf(c), "\rbp-reconstruct: %-9s [%s] %3u%% %8.1f MB",
+		c->phase ? c->phase : "", bar, pct,
+		(double)c->progress_done / 2 / 1e6);
+	fflush(errf(c));
+}
+
+static int exit_of(int err)
+{
+	if (err == RC_EXIT_INPUT || err == RC_EXIT_USAGE)
+		return err;
+	return RC_EXIT_OUTPUT;
+}
+
+int rc_run(const struct rc_options *o, struct rc_summary *sum)
+{
+	struct rc_ctx c;
+	double t0 = now_s();
+	int r;
+
+	memset(&c, 0, sizeof c);
+	c.opt = o;
+	c.progress_tty = o->progress < 0 ? (!o->quiet && isatty(2)) : o->progress;
+	rc_map_init(&c.lin_parents);
+	rc_map_init(&c.lin_children);
+
+	if ((r = rc_db_open(&c)) != 0)
+		goto fail;
+	if ((r = rc_input_open(&c)) != 0)
+		goto fail;
+	c.progress_total = c.st.payload_bytes * 2;
+	if ((r = rc_scan_run(&c)) != 0 || (r = rc_clock_init(&c)) != 0 ||
+	    (r = rc_span_init(&c)) != 0 || (r = rc_chan_init(&c)) != 0 ||
+	    (r = rc_model_init(&c)) != 0) {
+		if (!c.err)
+			rc_fail(&c, r, "out of memory");
+		goto fail;
+	}
+	if ((r = rc_merge_run(&c)) != 0)
+		goto fail;
+	rc_model_finish(&c);
+	rc_clock_solve(&c);
+	if (c.err) {
+		r = c.err;
+		goto fail;
+	}
+	if ((r = rc_db_finish(&c)) != 0)
+		goto fail;
+	progress_clear(&c);
+
+	double dt = now_s() - t0;
+	uint64_t unattr = c.st.unattr_fragments + c.st.unattr_messages +
+			  c.st.unattr_files + c.st.unattr_spans;
+	if (!o->quiet) {
+		rc_clock_report(&c, errf(&c));
+		fprintf(errf(&c),
+			"bp-reconstruct: %" PRIu64 " events read (%" PRIu64 " lost), %" PRIu64 " requests, %" PRIu64 " spans, %" PRIu64 " unattributed, %" PRIu64 " warnings -> %s (%.2f s, %.0f events/s)\n",
+			c.st.events, c.st.lost_records + c.st.dropped,
+			c.st.requests, c.st.spans, unattr, c.st.warnings,
+			o->output, dt, dt > 0 ? (double)c.st.events / dt : 0.0);
+	}
+	if (sum) {
+		memset(sum, 0, sizeof *sum);
+		sum->events = c.st.events;
+		sum->lost = c.st.lost_records + c.st.dropped;
+		sum->requests = c.st.requests;
+		sum->spans = c.st.spans;
+		sum->messages = c.st.messages;
+		sum->fragments = c.st.fragments;
+		sum->unattributed = unattr;
+		sum->warnings = c.st.warnings;
+		sum->hosts = c.nhosts;
+		sum->domains = c.ndoms;
+	}
+	r = RC_EXIT_OK;
+	goto out;
+fail:
+	progress_clear(&c);
+	fprintf(errf(&c), "bp-reconstruct: error: %s\n",
+		c.errbuf[0] ? c.errbuf : strerror(r < 0 ? -r : EIO));
+	r = exit_of(c.err ? c.err : r);
+	rc_db_abort(&c);
+out:
+	rc_merge_free(&c);
+	rc_model_free(&c);
+	rc_chan_free(&c);
+	rc_span_free(&c);
+	rc_clock_free(&c);
+	rc_scan_free(&c);
+	rc_input_close(&c);
+	return r;
+}

@@ -1,0 +1,47 @@
+/*
+ * recon.h - the reconstructor's core, as bp-reconstruct and the unit tests
+ * call it: read the log directories, write the paths database.
+ */
+#ifndef RC_RECON_H
+#define RC_RECON_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit status of bp-reconstruct (documented in --help and docs/). */
+enum rc_exit {
+	RC_EXIT_OK     = 0,   /* database written (warnings may exist) */
+	RC_EXIT_USAGE  = 1,   /* bad command line */
+	RC_EXIT_INPUT  = 2,   /* no readable log segment in the input */
+	RC_EXIT_OUTPUT = 3,   /* the database could not be written */
+};
+
+struct rc_options {
+	const char *const *inputs;   /* LOGDIRs, segment files */
+	int         ninputs;
+	const char *output;          /* paths.db (replaced atomically) */
+	const char *reference;       /* clock reference host name, or NULL */
+	int         quiet;           /* no summary, no warnings on stderr */
+	int         progress;        /* -1: when stderr is a tty, 0 off, 1 on */
+	int         max_warn_lines;  /* warnings echoed to stderr (0: 20) */
+	FILE       *err;             /* diagnostics (NULL: stderr) */
+};
+
+/* What rc_run found, for the caller's summary and the tests. */
+struct rc_summary {
+	uint64_t events, lost, requests, spans, messages, fragments;
+	uint64_t unattributed;       /* fragments + messages + files + spans */
+	uint64_t warnings;
+	uint32_t hosts, domains;
+};
+
+/*
+ * rc_run - reconstruct the paths in O->inputs into the SQLite file
+ * O->output.  The database is written to a temporary file next to it and
+ * renamed into place only when complete.  Diagnostics go to O->err.
+ * Returns an enum rc_exit value; fills *SUM (may be NULL) when it returns
+ * RC_EXIT_OK.
+ */
+int rc_run(const struct rc_options *o, struct rc_summary *sum);
+
+#endif /* RC_RECON_H */

@@ -1,0 +1,658 @@
+/*
+ * scan.c - pass 1 (see scan.h).
+ *
+ * Only the record types pass 1 needs are decoded in full; the others are
+ * skipped by their length after the cursor has read their time delta, so
+ * this pass costs a fraction of the merge.
+ *
+ * Memory: one 40-byte item per CHAN record while pairing, then 12 bytes
+ * per CHAN record (struct rc_entry) and 8 per connection for the merge.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "input.h"
+#include "scan.h"
+
+/* Ends of one tuple nearer than this in time may be one connection. */
+#define PAIR_WINDOW_NS (120 * RC_NS)
+/* Images of one host whose clocks differ by more than this are in
+ * different clock domains (time namespaces). */
+#define DOMAIN_GAP_NS  (1 * RC_NS)
+
+enum { CLS_NONE = 0, CLS_IP, CLS_UNIX, CLS_PIPE };
+
+struct p1ent {
+	uint64_t key;
+	int64_t  t;              /* provisional epoch time */
+	uint64_t mono;
+	uint32_t idx;            /* entry index */
+	uint32_t host, image;
+	uint8_t  cls, side, fresh;
+};
+
+struct scan {
+	struct p1ent *v;
+	uint32_t      n, cap;
+};
+
+uint64_t rc_scan_proc_key(uint32_t host, uint32_t pid, unsigned kind)
+{
+	return (uint64_t)kind << 56 | (uint64_t)(host & 0xffffff) << 32 | pid;
+}
+
+uint64_t rc_scan_thread_key(uint32_t image, uint64_t cookie)
+{
+	uint64_t h = rc_hash64(image, &cookie, sizeof cookie);
+	return (uint64_t)RC_LIN_THREAD << 56 | (h & 0x00ffffffffffffffull);
+}
+
+/* ---- channel identity -------------------------------------------------- */
+
+static int addr_cmp(const struct bt_addr *a, const struct bt_addr *b)
+{
+	size_t n = a->family == BT_AF_INET6 ? 16 : 4;
+	if (a->family != b->family)
+		return a->family < b->family ? -1 : 1;
+	int r = memcmp(a->addr, b->addr, n);
+	if (r)
+		return r;
+	if (a->port != b->port)
+		return a->port < b->port ? -1 : 1;
+	return 0;
+}
+
+static int is_loopback(const struct bt_addr *a)
+{
+	static const uint8_t v6lo[16] = { [15] = 1 };
+	if (a->family == BT_AF_INET)
+		return a->addr[0] == 127;
+	return a->family == BT_AF_INET6 && memcmp(a->addr, v6lo, 16) == 0;
+}
+
+/* Classify CHAN record EV of HOST: fills key, cls, side, fresh. */
+static void identify(const struct bt_event *ev, uint32_t host,
+		     struct p1ent *e)
+{
+	e->cls = CLS_NONE;
+	e->side = 2;
+	e->fresh = (uint8_t)rc_role_fresh(ev->role);
+	switch (ev->chan_kind) {
+	case BT_CK_TCP:
+	case BT_CK_UDP: {
+		struct bt_addr nl = rc_addr_norm(&ev->local);
+		struct bt_addr nr = rc_addr_norm(&ev->remote);
+		const struct bt_addr *l = &nl, *r = &nr;
+		if (ev->result < 0 && ev->result != -EINPROGRESS)
+			return;
+		if ((l->family != BT_AF_INET && l->family != BT_AF_INET6) ||
+		    r->family != l->family)
+			return;
+		int c = addr_cmp(l, r);
+		const struct bt_addr *lo = c <= 0 ? l : r, *hi = c <= 0 ? r : l;
+		uint8_t key[2 * 19];
+		key[0] = lo->family;
+		key[1] = (uint8_t)(lo->port >> 8);
+		key[2] = (uint8_t)lo->port;
+		memcpy(key + 3, lo->addr, 16);
+		key[19] = hi->family;
+		key[20] = (uint8_t)(hi->port >> 8);
+		key[21] = (uint8_t)hi->port;
+		memcpy(key + 22, hi->addr, 16);
+		uint64_t k = rc_hash64(ev->chan_kind, key, sizeof key);
+		/* Loopback tuples never leave their host. */
+		if (is_loopback(l) || is_loopback(r))
+			k = rc_hash64(k, &host, sizeof host);
+		e->key = k;
+		e->cls = CLS_IP;
+		e->side = c <= 0 ? 0 : 1;
+		return;
+	}
+	case BT_CK_UNIX_STREAM:
+	case BT_CK_UNIX_DGRAM: {
+		/*
+		 * A connection is named by its connecting socket's inode.  The
+		 * connecting end cannot know its peer's (the kernel gives the
+		 * server socket an inode only at accept), but the accepting
+		 * end learns the connector's.  Socketpairs and inherited ends
+		 * know both: the smaller names them.
+		 */
+		uint64_t name;
+		uint8_t side;
+		if (ev->role == BT_CR_CONNECT) {
+			name = ev->ino;
+			side = 0;
+		} else if (ev->role == BT_CR_ACCEPT) {
+			name = ev->peer_ino;
+			side = 1;
+		} else {
+			if (!ev->peer_ino)
+				return;
+			name = ev->ino < ev->peer_ino ? ev->ino : ev->peer_ino;
+			side = ev->ino < ev->peer_ino ? 0 : 1;
+		}
+		if (!name)
+			return;
+		uint64_t v[2] = { host, name };
+		e->key = rc_hash64(ev->chan_kind, v, sizeof v);
+		e->cls = CLS_UNIX;
+		e->side = side;
+		return;
+	}
+	case BT_CK_PIPE: {
+		if (!ev->ino)
+			return;
+		uint64_t v[2] = { host, ev->ino };
+		e->key = rc_hash64(BT_CK_PIPE, v, sizeof v);
+		e->cls = CLS_PIPE;
+		e->side = ev->role == BT_CR_PIPE_WRITE ? 0 :
+			  ev->role == BT_CR_PIPE_READ ? 1 : 2;
+		return;
+	}
+	default:
+		return;
+	}
+}
+
+/* ---- the skim ----------------------------------------------------------- */
+
+static int add_entry(struct rc_ctx *c, struct scan *sc, uint32_t image,
+		     const struct bt_event *ev)
+{
+	if (sc->n == sc->cap) {
+		uint32_t ncap = sc->cap ? sc->cap * 2 : 1024;
+		struct p1ent *nv = realloc(sc->v, ncap * sizeof *nv);
+		if (!nv)
+			return -ENOMEM;
+		sc->v = nv;
+		sc->cap = ncap;
+	}
+	struct p1ent *e = &sc->v[sc->n];
+	memset(e, 0, sizeof *e);
+	e->idx = sc->n;
+	e->host = c->images[image].host;
+	e->image = image;
+	e->mono = ev->ts;
+	identify(ev, e->host, e);
+	sc->n++;
+	return 0;
+}
+
+static int skim_stream(struct rc_ctx *c, struct scan *sc, struct rc_stream *s,
+		       struct rc_run *run)
+{
+	struct rc_image *im = &c->images[s->image];
+	struct rc_rec r;
+	struct bt_event ev;
+
+	run->st = s;
+	rc_cur_reset(c, run, 1);
+	s->entry_first = sc->n;
+	while (rc_cur_next(c, run, &r)) {
+		uint64_t prev = r.prev_ts;
+
+		if (!s->has_first && r.type != BT_EV_TIME) {
+			s->has_first = 1;
+			s->first_ts = r.ts;
+		}
+		im->events++;
+		switch (r.type) {
+		case BT_EV_TIME:
+		case BT_EV_PROC_START:
+		case BT_EV_THREAD_START:
+		case BT_EV_FORK:
+		case BT_EV_EXEC:
+		case BT_EV_SPAWN:
+		case BT_EV_THREAD_CREATE:
+		case BT_EV_CHAN:
+			break;
+		default:
+			continue;
+		}
+		if (bt_ev_decode(r.p, r.len, &ev, &prev) <= 0) {
+			c->st.malformed++;
+			continue;
+		}
+		switch (r.type) {
+		case BT_EV_TIME:
+			if (!im->has_delta && ev.realtime) {
+				im->has_delta = 1;
+				im->delta = (int64_t)(ev.realtime - ev.ts);
+			}
+			break;
+		case BT_EV_PROC_START:
+			if (im->has_start)
+				break;
+			im->has_start = 1;
+			im->ppid = ev.ppid;
+			im->ptid = ev.ptid;
+			im->pflags = ev.flags;
+			im->exe = rc_intern(c, ev.str ? ev.str : "", ev.str_len);
+			im->start_p = r.p;   /* read again for the cmdline */
+			im->start_len = r.len;
+			im->start_prev = r.prev_ts;
+			if (!im->exe)
+				return -ENOMEM;
+			break;
+		case BT_EV_THREAD_START:
+			if (ev.cookie)
+				rc_map_add(&c->lin_children,
+					   rc_scan_thread_key(s->image, ev.cookie), 1);
+			break;
+		case BT_EV_FORK:
+			if (ev.result > 0)
+				rc_map_add(&c->lin_parents,
+					   rc_scan_proc_key(im->host,
+						(uint32_t)ev.result, RC_LIN_FORK), 1);
+			break;
+		case BT_EV_EXEC:
+			if (ev.flags == 0)
+				rc_map_add(&c->lin_parents,
+					   rc_scan_proc_key(im->host, im->pid,
+							    RC_LIN_EXEC), 1);
+			break;
+		case BT_EV_SPAWN:
+			if (ev.result > 0)
+				rc_map_add(&c->lin_parents,
+					   rc_scan_proc_key(im->host,
+						(uint32_t)ev.result, RC_LIN_SPAWN), 1);
+			break;
+		case BT_EV_THREAD_CREATE:
+			if (ev.result >= 0)
+				rc_map_add(&c->lin_parents,
+					   rc_scan_thread_key(s->image, ev.cookie), 1);
+			break;
+		case BT_EV_CHAN:
+			if (add_entry(c, sc, s->image, &ev) < 0)
+				return -ENOMEM;
+			break;
+		}
+	}
+	s->nentry = sc->n - s->entry_first;
+	return 0;
+}
+
+/* ---- clock domains ------------------------------------------------------ */
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int64_t host_fallback_delta(const struct rc_ctx *c, uint32_t host)
+{
+	for (uint32_t f = 0; f < c->nfiles; f++) {
+		if (c->files[f].host != host)
+			continue;
+		const struct bt_seg_header *h = bt_seg_file_header(c->files[f].rd);
+		return (int64_t)(h->created_real - h->created_mono);
+	}
+	return 0;
+}
+
+static int add_domain(struct rc_ctx *c, uint32_t host, int64_t delta,
+		      unsigned nth)
+{
+	struct rc_domain *nd = realloc(c->doms, (c->ndoms + 1) * sizeof *nd);
+	if (!nd)
+		return -ENOMEM;
+	c->doms = nd;
+	struct rc_domain *d = &nd[c->ndoms];
+	memset(d, 0, sizeof *d);
+	d->host = host;
+	d->delta = delta;
+	if (nth == 0)
+		snprintf(d->label, sizeof d->label, "%s", c->hosts[host].name);
+	else
+		snprintf(d->label, sizeof d->label, "%s#%u",
+			 c->hosts[host].name, nth + 1);
+	return (int)c->ndoms++;
+}
+
+/*
+ * Cluster the images of each host by realtime - monotonic: a gap of more
+ * than DOMAIN_GAP_NS between neighbours starts a new domain.  A domain's
+ * delta is the median of its images'.
+ */
+static int make_domains(struct rc_ctx *c)
+{
+	int64_t *d = malloc((c->nimages + 1) * sizeof *d);
+	if (!d)
+		return -ENOMEM;
+	for (uint32_t h = 0; h < c->nhosts; h++) {
+		uint32_t n = 0, first = c->ndoms;
+		for (uint32_t i = 0; i < c->nimages; i++)
+			if (c->images[i].host == h && c->images[i].has_delta)
+				d[n++] = c->images[i].delta;
+		qsort(d, n, sizeof *d, cmp_i64);
+		if (n == 0) {
+			if (add_domain(c, h, host_fallback_delta(c, h), 0) < 0)
+				goto oom;
+		}
+		for (uint32_t a = 0, nth = 0; a < n; nth++) {
+			uint32_t b = a + 1;
+			while (b < n && d[b] - d[b - 1] <= DOMAIN_GAP_NS)
+				b++;
+			if (add_domain(c, h, d[a + (b - a) / 2], nth) < 0)
+				goto oom;
+			a = b;
+		}
+		/* Assign images: the domain whose delta is nearest. */
+		for (uint32_t i = 0; i < c->nimages; i++) {
+			struct rc_image *im = &c->images[i];
+			if (im->host != h)
+				continue;
+			uint32_t best = first;
+			if (im->has_delta) {
+				for (uint32_t k = first; k < c->ndoms; k++)
+					if (llabs(c->doms[k].delta - im->delta) <
+					    llabs(c->doms[best].delta - im->delta))
+						best = k;
+			}
+			im->domain = best;
+			c->doms[best].events += im->events;
+		}
+	}
+	free(d);
+
+	c->ref_dom = 0;
+	for (uint32_t k = 0; k < c->ndoms; k++) {
+		const char *want = c->opt->reference;
+		if (want) {
+			if (strcmp(c->hosts[c->doms[k].host].name, want) == 0) {
+				c->ref_dom = k;
+				break;
+			}
+		} else if (c->doms[k].events > c->doms[c->ref_dom].events) {
+			c->ref_dom = k;
+		}
+	}
+	if (c->opt->reference &&
+	    strcmp(c->hosts[c->doms[c->ref_dom].host].name,
+		   c->opt->reference) != 0)
+		rc_warn(c, NULL, 0,
+			"reference host '%s' is not in the logs; using '%s' (hosts: see the hosts table)",
+			c->opt->reference, c->doms[c->ref_dom].label);
+	c->doms[c->ref_dom].reference = 1;
+	return 0;
+oom:
+	free(d);
+	return -ENOMEM;
+}
+
+/* ---- lineage ------------------------------------------------------------ */
+
+/* Which parent record each image's PROC_START waits for. */
+static void choose_lineage(struct rc_ctx *c)
+{
+	for (uint32_t i = 0; i < c->nimages; i++) {
+		struct rc_image *im = &c->images[i];
+		unsigned order[2] = { 0, 0 };
+
+		if (!im->has_start)
+			continue;
+		if (im->pflags & BT_PF_FORKED) {
+			order[0] = RC_LIN_FORK;
+		} else if (im->pflags & BT_PF_EXECED) {
+			order[0] = RC_LIN_EXEC;
+			order[1] = RC_LIN_FORK;   /* vfork + exec */
+		} else {
+			order[0] = RC_LIN_SPAWN;
+			order[1] = RC_LIN_FORK;
+		}
+		for (int k = 0; k < 2 && order[k]; k++) {
+			uint64_t key = rc_scan_proc_key(im->host, im->pid, order[k]);
+			if (rc_map_get(&c->lin_parents, key, NULL)) {
+				im->lineage_key = key;
+				rc_map_add(&c->lin_children, key, 1);
+				break;
+			}
+		}
+	}
+}
+
+/* ---- pairing ------------------------------------------------------------ */
+
+static int cmp_p1(const void *pa, const void *pb)
+{
+	const struct p1ent *a = pa, *b = pb;
+	if (a->cls != b->cls)
+		return a->cls < b->cls ? -1 : 1;
+	if (a->key != b->key)
+		return a->key < b->key ? -1 : 1;
+	if (a->t != b->t)
+		return a->t < b->t ? -1 : 1;
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+struct inst {
+	uint32_t conn;
+	int64_t  t;
+	uint32_t first[2];       /* first entry of each side, or RC_NONE */
+	uint32_t host[2];
+};
+
+static uint32_t new_conn(struct rc_ctx *c)
+{
+	return c->nconns++;
+}
+
+static void join(struct rc_ctx *c, struct inst *in, const struct p1ent *e,
+		 uint8_t side)
+{
+	struct rc_entry *en = &c->entries[e->idx];
+	en->conn = in->conn;
+	en->side = side;
+	if (side < 2 && in->first[side] == RC_NONE) {
+		in->first[side] = e->idx;
+		in->host[side] = e->host;
+	}
+}
+
+/* Pair one group of IP or unix ends sharing a key (sorted by time). */
+static int pair_group(struct rc_ctx *c, struct p1ent *g, uint32_t n)
+{
+	struct inst *in = malloc((n + 1) * sizeof *in);
+	uint32_t *side[2];
+	uint32_t ns[2] = { 0, 0 }, ni = 0;
+
+	side[0] = malloc((n + 1) * sizeof(uint32_t));
+	side[1] = malloc((n + 1) * sizeof(uint32_t));
+	if (!in || !side[0] || !side[1]) {
+		free(in);
+		free(side[0]);
+		free(side[1]);
+		return -ENOMEM;
+	}
+	for (uint32_t k = 0; k < n; k++)
+		if (g[k].fresh && g[k].side < 2)
+			side[g[k].side][ns[g[k].side]++] = k;
+
+	/*
+	 * Fresh ends: the connections of one tuple follow each other in
+	 * time, so when both sides have as many ends, they pair in order
+	 * whatever the clocks say.  Otherwise (some ends untraced) each end
+	 * meets the nearest other within the window.
+	 */
+	int in_order = ns[0] == ns[1];
+	uint32_t i = 0, j = 0;
+	while (i < ns[0] || j < ns[1]) {
+		struct inst *x = &in[ni++];
+		x->conn = new_conn(c);
+		x->first[0] = x->first[1] = RC_NONE;
+		x->host[0] = x->host[1] = RC_NONE;
+		const struct p1ent *a = i < ns[0] ? &g[side[0][i]] : NULL;
+		const struct p1ent *b = j < ns[1] ? &g[side[1][j]] : NULL;
+		if (a && b && (in_order || llabs(a->t - b->t) <= PAIR_WINDOW_NS)) {
+			x->t = a->t < b->t ? a->t : b->t;
+			join(c, x, a, 0);
+			join(c, x, b, 1);
+			i++;
+			j++;
+		} else if (a && (!b || a->t < b->t)) {
+			x->t = a->t;
+			join(c, x, a, 0);
+			i++;
+		} else {
+			x->t = b->t;
+			join(c, x, b, 1);
+			j++;
+		}
+	}
+	/*
+	 * Ends announced again (inherited across exec, or first seen late):
+	 * the same end as an earlier one of that side on that host, else the
+	 * missing side of a connection made before, else a connection alone.
+	 */
+	for (uint32_t k = 0; k < n; k++) {
+		const struct p1ent *e = &g[k];
+		struct inst *best = NULL;
+		if (e->fresh && e->side < 2)
+			continue;
+		for (uint32_t q = 0; q < ni; q++) {
+			struct inst *x = &in[q];
+			if (x->t > e->t)
+				continue;
+			if (x->host[e->side] == e->host &&
+			    (!best || x->t >= best->t))
+				best = x;
+		}
+		if (!best)
+			for (uint32_t q = 0; q < ni; q++) {
+				struct inst *x = &in[q];
+				if (x->first[e->side] == RC_NONE &&
+				    x->t <= e->t + PAIR_WINDOW_NS &&
+				    (!best || x->t >= best->t))
+					best = x;
+			}
+		if (!best) {
+			best = &in[ni++];
+			best->conn = new_conn(c);
+			best->t = e->t;
+			best->first[0] = best->first[1] = RC_NONE;
+			best->host[0] = best->host[1] = RC_NONE;
+		}
+		join(c, best, e, e->side);
+	}
+	for (uint32_t q = 0; q < ni; q++)
+		for (int s = 0; s < 2; s++)
+			if (in[q].first[s] != RC_NONE && in[q].first[!s] != RC_NONE)
+				c->entries[in[q].first[s]].peer = in[q].first[!s];
+	free(in);
+	free(side[0]);
+	free(side[1]);
+	return 0;
+}
+
+/* One pipe inode: a new pipe starts where a side is created again. */
+static void pair_pipe(struct rc_ctx *c, struct p1ent *g, uint32_t n)
+{
+	uint32_t conn = RC_NONE, first[2] = { RC_NONE, RC_NONE };
+	int fresh_seen[2] = { 0, 0 };
+
+	for (uint32_t k = 0; k < n; k++) {
+		const struct p1ent *e = &g[k];
+		if (conn == RC_NONE || (e->fresh && e->side < 2 &&
+					fresh_seen[e->side])) {
+			conn = new_conn(c);
+			fresh_seen[0] = fresh_seen[1] = 0;
+			first[0] = first[1] = RC_NONE;
+		}
+		if (e->fresh && e->side < 2)
+			fresh_seen[e->side] = 1;
+		c->entries[e->idx].conn = conn;
+		c->entries[e->idx].side = e->side;
+		if (e->side < 2 && first[e->side] == RC_NONE) {
+			first[e->side] = e->idx;
+			if (first[!e->side] != RC_NONE) {
+				c->entries[e->idx].peer = first[!e->side];
+				c->entries[first[!e->side]].peer = e->idx;
+			}
+		}
+	}
+}
+
+static int pair_all(struct rc_ctx *c, struct scan *sc)
+{
+	c->nentries = sc->n;
+	c->entries = malloc((sc->n + 1) * sizeof *c->entries);
+	if (!c->entries)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < sc->n; k++) {
+		struct p1ent *e = &sc->v[k];
+		e->t = rc_epoch(c, c->images[e->image].domain, e->mono);
+		c->entries[k].conn = RC_NONE;
+		c->entries[k].peer = RC_NONE;
+		c->entries[k].side = e->side;
+	}
+	qsort(sc->v, sc->n, sizeof *sc->v, cmp_p1);
+	for (uint32_t a = 0; a < sc->n;) {
+		uint32_t b = a + 1;
+		if (sc->v[a].cls != CLS_NONE)
+			while (b < sc->n && sc->v[b].cls == sc->v[a].cls &&
+			       sc->v[b].key == sc->v[a].key)
+				b++;
+		switch (sc->v[a].cls) {
+		case CLS_NONE:
+			c->entries[sc->v[a].idx].conn = new_conn(c);
+			c->entries[sc->v[a].idx].side = 0;
+			break;
+		case CLS_PIPE:
+			pair_pipe(c, sc->v + a, b - a);
+			break;
+		default:
+			if (pair_group(c, sc->v + a, b - a) < 0)
+				return -ENOMEM;
+		}
+		a = b;
+	}
+	c->conns = calloc(c->nconns + 1, sizeof *c->conns);
+	if (!c->conns)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < sc->n; k++) {
+		const struct p1ent *p = &sc->v[k];
+		const struct rc_entry *e = &c->entries[p->idx];
+		struct rc_conninfo *ci = &c->conns[e->conn];
+		ci->n[e->side < 2 ? e->side : 2]++;
+		ci->pipe = p->cls == CLS_PIPE;
+	}
+	return 0;
+}
+
+int rc_scan_run(struct rc_ctx *c)
+{
+	struct scan sc = { 0 };
+	struct rc_run *run = calloc(1, sizeof *run);
+	int r = run ? 0 : -ENOMEM;
+
+	c->phase = "scanning";
+	for (uint32_t i = 0; i < c->nstreams && r == 0; i++)
+		r = skim_stream(c, &sc, &c->streams[i], run);
+	free(run);
+	if (r == 0)
+		r = make_domains(c);
+	if (r == 0) {
+		choose_lineage(c);
+		r = pair_all(c, &sc);
+	}
+	free(sc.v);
+	if (r < 0)
+		return rc_fail(c, r, "out of memory in the first pass");
+	return 0;
+}
+
+void rc_scan_free(struct rc_ctx *c)
+{
+	free(c->entries);
+	free(c->conns);
+	free(c->doms);
+	c->entries = NULL;
+	c->conns = NULL;
+	c->doms = NULL;
+	rc_map_free(&c->lin_parents);
+	rc_map_free(&c->lin_children);
+}

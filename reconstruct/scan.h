@@ -1,0 +1,36 @@
+/*
+ * scan.h - pass 1: skim every stream once, before the causal merge.
+ *
+ * It learns what the merge must know in advance:
+ *  - each process image's realtime - monotonic difference, from which the
+ *    clock domains (hosts, time namespaces) and their provisional mapping
+ *    to Unix time are derived;
+ *  - which parent records (FORK, EXEC, SPAWN, THREAD_CREATE) exist, so a
+ *    child waits for its parent's record only when there is one to wait
+ *    for, and a parent copies its state only for a child that will come;
+ *  - every channel end (CHAN record) and which ends form one connection:
+ *    TCP/UDP by swapped address tuples (nearest in time when a tuple is
+ *    reused), unix sockets by swapped inodes, pipes by inode.  A receive
+ *    whose peer side has no end in any log comes from an untraced peer and
+ *    never waits.
+ */
+#ifndef RC_SCAN_H
+#define RC_SCAN_H
+
+#include "rc.h"
+
+/*
+ * rc_scan_run - pass 1 over all streams of C.  Fills C->doms, C->ref_dom,
+ * the images' pass-1 fields, C->entries, C->conns, C->lin_parents and
+ * C->lin_children.  Returns 0 or a negative errno (rc_fail set).
+ */
+int rc_scan_run(struct rc_ctx *c);
+void rc_scan_free(struct rc_ctx *c);
+
+/* The lineage key of the record that creates process PID on HOST by KIND
+ * (RC_LIN_FORK, _EXEC, _SPAWN). */
+uint64_t rc_scan_proc_key(uint32_t host, uint32_t pid, unsigned kind);
+/* The lineage key of thread creation COOKIE in image IMAGE. */
+uint64_t rc_scan_thread_key(uint32_t image, uint64_t cookie);
+
+#endif /* RC_SCAN_H */

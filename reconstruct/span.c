@@ -1,0 +1,310 @@
+/*
+ * span.c - spans and requests (see span.h).
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "btrace/proto.h"
+#include "db.h"
+#include "span.h"
+
+struct rc_spans {
+	struct rc_map   roots;   /* open request id -> its root span */
+	struct rc_span *pool;    /* free list */
+	uint64_t next_req, next_span;
+};
+
+/* Names of the protocols whose processor is not in this build. */
+static const char *const proto_names[BT_PROTO_MAX] = {
+	[BT_PROTO_NONE] = "none", [BT_PROTO_LINE] = "line",
+	[BT_PROTO_ONESHOT] = "oneshot", [BT_PROTO_HTTP] = "http",
+	[BT_PROTO_FASTCGI] = "fastcgi", [BT_PROTO_PGSQL] = "postgresql",
+	[BT_PROTO_DNS] = "dns",
+};
+
+const char *rc_proto_name(unsigned p)
+{
+	if (p >= BT_PROTO_MAX)
+		return "unknown";
+	/* The name the configuration rules use for it. */
+	if (bt_protocols[p])
+		return bt_protocols[p]->name;
+	return proto_names[p];
+}
+
+int rc_span_init(struct rc_ctx *c)
+{
+	c->spans = calloc(1, sizeof *c->spans);
+	return c->spans ? 0 : -ENOMEM;
+}
+
+void rc_span_free(struct rc_ctx *c)
+{
+	struct rc_spans *m = c->spans;
+	if (!m)
+		return;
+	while (m->pool) {
+		struct rc_span *sp = m->pool;
+		m->pool = sp->next;
+		free(sp);
+	}
+	rc_map_free(&m->roots);
+	free(m);
+	c->spans = NULL;
+}
+
+const struct bt_attr *rc_attr(const struct bt_event *ev, unsigned key)
+{
+	for (unsigned i = 0; i < ev->nattr; i++)
+		if (ev->attr[i].key == key && ev->attr[i].val)
+			return &ev->attr[i];
+	return NULL;
+}
+
+char *rc_strndup(const char *s, size_t n)
+{
+	char *p = malloc(n + 1);
+	if (p) {
+		memcpy(p, s, n);
+		p[n] = 0;
+	}
+	return p;
+}
+
+static char *attr_dup(const struct bt_event *ev, unsigned key)
+{
+	const struct bt_attr *a = rc_attr(ev, key);
+	return a ? rc_strndup(a->val, a->len) : NULL;
+}
+
+int rc_span_live(struct rc_ctx *c, const struct rc_desig *d)
+{
+	if (!d->req)
+		return 0;
+	if (d->client_root && !rc_map_get(&c->spans->roots, d->req, NULL))
+		return 0;
+	return 1;
+}
+
+struct rc_span *rc_span_new(struct rc_ctx *c, uint8_t kind, uint8_t proto,
+			    uint64_t req, uint64_t parent,
+			    const struct rc_image *im, uint32_t tid, int64_t t,
+			    uint64_t channel_id)
+{
+	struct rc_spans *m = c->spans;
+	struct rc_span *sp = m->pool;
+
+	if (sp)
+		m->pool = sp->next;
+	else if (!(sp = malloc(sizeof *sp)))
+		return NULL;
+	memset(sp, 0, sizeof *sp);
+	sp->id = ++m->next_span;
+	sp->req = req;
+	sp->parent = parent;
+	sp->kind = kind;
+	sp->proto = proto;
+	sp->start = t;
+	sp->end = RC_DB_NULL;
+	sp->status = RC_DB_NULL;
+	sp->dom = im->domain;
+	sp->host = im->host;
+	sp->pid = im->pid;
+	sp->tid = tid ? tid : im->pid;
+	sp->process_id = im->run ? im->run->process_id : 0;
+	sp->channel_id = channel_id;
+	sp->exe = im->exe;
+	return sp;
+}
+
+void rc_span_root(struct rc_ctx *c, struct rc_span *sp, int client_root)
+{
+	sp->req = ++c->spans->next_req;
+	sp->is_root = 1;
+	sp->client_root = (uint8_t)client_root;
+	rc_map_put(&c->spans->roots, sp->req, (uint64_t)(uintptr_t)sp);
+}
+
+static void request_write(struct rc_ctx *c, const struct rc_span *sp)
+{
+	struct rc_row_request r = {
+		.id = sp->req, .root_span = sp->id, .start = sp->start,
+		.end = sp->end, .protocol = rc_proto_name(sp->proto),
+		.method = sp->method, .target = sp->target,
+		.client = sp->client, .status = sp->status, .dom = sp->dom,
+	};
+	rc_db_request(c, &r);
+	c->st.requests++;
+}
+
+void rc_span_finish(struct rc_ctx *c, struct rc_span *sp)
+{
+	struct rc_spans *m = c->spans;
+
+	/* A reply may be read (and logged) by another thread before the
+	 * thread that sent the request has logged its write: the exchange
+	 * cannot end before it began. */
+	if (sp->end && sp->end < sp->start)
+		sp->end = sp->start;
+	struct rc_row_span r = {
+		.id = sp->id, .req = sp->req, .parent = sp->parent,
+		.kind = sp->kind == RC_SK_SERVER ? "server" : "client",
+		.protocol = rc_proto_name(sp->proto), .name = sp->name,
+		.target = sp->target, .status = sp->status,
+		.host = c->hosts[sp->host].name, .exe = sp->exe,
+		.peer = sp->peer, .pid = sp->pid, .tid = sp->tid,
+		.dom = sp->dom, .process_id = sp->process_id,
+		.channel_id = sp->channel_id, .start = sp->start,
+		.end = sp->end,
+	};
+	rc_db_span(c, &r);
+	c->st.spans++;
+	if (!sp->req)
+		c->st.unattr_spans++;
+	if (sp->is_root) {
+		request_write(c, sp);
+		rc_map_del(&m->roots, sp->req);
+	}
+	free(sp->name);
+	free(sp->target);
+	free(sp->method);
+	free(sp->peer);
+	free(sp->client);
+	sp->next = m->pool;
+	m->pool = sp;
+}
+
+void rc_span_push(struct rc_span **head, struct rc_span *sp)
+{
+	sp->next = NULL;
+	while (*head)
+		head = &(*head)->next;
+	*head = sp;
+}
+
+struct rc_span *rc_span_match(struct rc_span **head, const struct bt_event *ev)
+{
+	struct rc_span **pp;
+
+	if (ev->flags & BT_MF_WITNESS) {
+		for (pp = head; *pp; pp = &(*pp)->next)
+			if ((*pp)->has_witness && (*pp)->witness == ev->witness)
+				break;
+		if (!*pp && *head && !(*head)->has_witness)
+			pp = head;
+	} else {
+		pp = head;
+	}
+	struct rc_span *sp = *pp;
+	if (sp)
+		*pp = sp->next;
+	return sp;
+}
+
+/* First word of S, upper-cased, at most 24 characters. */
+static char *first_word(const char *s, size_t n)
+{
+	char buf[25];
+	size_t i = 0, k = 0;
+
+	while (i < n && isspace((unsigned char)s[i]))
+		i++;
+	/* SQL comments before the keyword */
+	while (i + 1 < n && s[i] == '-' && s[i + 1] == '-') {
+		while (i < n && s[i] != '\n')
+			i++;
+		while (i < n && isspace((unsigned char)s[i]))
+			i++;
+	}
+	while (i < n && k < sizeof buf - 1 && !isspace((unsigned char)s[i]) &&
+	       s[i] != '(' && s[i] != ';')
+		buf[k++] = (char)toupper((unsigned char)s[i++]);
+	buf[k] = 0;
+	return k ? rc_strndup(buf, k) : NULL;
+}
+
+static char *joined(const char *a, const char *b, size_t bn)
+{
+	size_t an = a ? strlen(a) : 0;
+	char *p = malloc(an + bn + 2);
+	if (!p)
+		return NULL;
+	if (an) {
+		memcpy(p, a, an);
+		p[an++] = ' ';
+	}
+	memcpy(p + an, b, bn);
+	p[an + bn] = 0;
+	return p;
+}
+
+void rc_span_label(struct rc_span *sp, const struct bt_event *ev)
+{
+	const struct bt_attr *t;
+
+	sp->method = attr_dup(ev, BT_AK_METHOD);
+	switch (ev->proto) {
+	case BT_PROTO_HTTP:
+		sp->target = attr_dup(ev, BT_AK_TARGET);
+		if (sp->target) {
+			size_t n = strcspn(sp->target, "?");
+			sp->name = joined(sp->method, sp->target, n);
+		}
+		break;
+	case BT_PROTO_FASTCGI: {
+		const struct bt_attr *sc = rc_attr(ev, BT_AK_FCGI_SCRIPT);
+		sp->target = attr_dup(ev, BT_AK_FCGI_URI);
+		if (!sp->target)
+			sp->target = attr_dup(ev, BT_AK_FCGI_SCRIPT);
+		if (sc)
+			sp->name = joined(sp->method, sc->val, sc->len);
+		else if (sp->target)
+			sp->name = joined(sp->method, sp->target,
+					  strcspn(sp->target, "?"));
+		break;
+	}
+	case BT_PROTO_PGSQL:
+		if ((t = rc_attr(ev, BT_AK_SQL))) {
+			sp->target = rc_strndup(t->val, t->len);
+			sp->name = first_word(t->val, t->len);
+		}
+		break;
+	case BT_PROTO_DNS:
+		sp->target = attr_dup(ev, BT_AK_DNS_NAME);
+		if ((t = rc_attr(ev, BT_AK_DNS_TYPE)))
+			sp->name = joined("QUERY", t->val, t->len);
+		break;
+	case BT_PROTO_LINE:
+		if ((t = rc_attr(ev, BT_AK_LINE))) {
+			sp->target = rc_strndup(t->val, t->len);
+			size_t n = 0;
+			while (n < t->len && n < 32 && t->val[n] != ' ' &&
+			       t->val[n] != '\t')
+				n++;
+			if (n)
+				sp->name = rc_strndup(t->val, n);
+		}
+		break;
+	default:
+		sp->target = attr_dup(ev, BT_AK_TARGET);
+		break;
+	}
+	if (!sp->name && sp->method)
+		sp->name = strdup(sp->method);
+	if (!sp->name)
+		sp->name = strdup(ev->proto == BT_PROTO_PGSQL ||
+				  ev->proto == BT_PROTO_DNS ? "QUERY" :
+				  rc_proto_name(ev->proto));
+}
+
+int64_t rc_msg_status(const struct bt_event *ev)
+{
+	if (ev->proto == BT_PROTO_DNS)        /* 0 is NOERROR */
+		return ev->status;
+	return ev->status ? (int64_t)ev->status : RC_DB_NULL;
+}
+

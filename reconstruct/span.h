@@ -1,0 +1,72 @@
+/*
+ * span.h - spans and requests.
+ *
+ * A span is one message exchange a process took part in: RC_SK_SERVER when
+ * it received a request, RC_SK_CLIENT when it sent one.  A request exists
+ * as its root span: its row is written when the root is finished, so the
+ * only per-request state is the open root (and the open spans under it).
+ * Spans come from a free list; their strings are their own.
+ */
+#ifndef RC_SPAN_H
+#define RC_SPAN_H
+
+#include "rc.h"
+
+enum rc_span_kind { RC_SK_SERVER = 1, RC_SK_CLIENT = 2 };
+
+struct rc_span {
+	struct rc_span *next;    /* in an end's open list, or the free list */
+	uint64_t id, req, parent;
+	int64_t  start, end;     /* end RC_DB_NULL while open */
+	int64_t  status;
+	uint64_t witness;
+	uint64_t process_id, channel_id;
+	uint32_t dom, host, pid, tid;
+	uint8_t  kind, proto, is_root, client_root, has_witness;
+	const char *exe;         /* owned by the image (lives to the end) */
+	char    *name, *target, *method, *peer, *client;
+};
+
+int  rc_span_init(struct rc_ctx *c);
+/* Free the free list (open spans belong to their owners). */
+void rc_span_free(struct rc_ctx *c);
+
+/*
+ * A new open span of KIND and protocol PROTO in request REQ (0: none)
+ * under PARENT (0: none), taken part in by thread TID of image IM at time
+ * T over channel end CHANNEL_ID (0: none).  NULL when out of memory.
+ */
+struct rc_span *rc_span_new(struct rc_ctx *c, uint8_t kind, uint8_t proto,
+			    uint64_t req, uint64_t parent,
+			    const struct rc_image *im, uint32_t tid, int64_t t,
+			    uint64_t channel_id);
+/* Make SP the root of a new request (rule 4, or rule 5: CLIENT_ROOT). */
+void rc_span_root(struct rc_ctx *c, struct rc_span *sp, int client_root);
+/*
+ * Is D's request still going on?  A request a traced client started ends
+ * with its root span (rule 5): after that its designation starts anew.
+ */
+int  rc_span_live(struct rc_ctx *c, const struct rc_desig *d);
+/* Name, target and method from SP's request message EV. */
+void rc_span_label(struct rc_span *sp, const struct bt_event *ev);
+/* Write SP (and its request, if it is a root) and free it. */
+void rc_span_finish(struct rc_ctx *c, struct rc_span *sp);
+
+/* Append SP to the list at *HEAD (oldest first). */
+void rc_span_push(struct rc_span **head, struct rc_span *sp);
+/* Unlink and return the exchange reply EV answers: the one with its
+ * witness, else the oldest (NULL if none, or if the witness matches none
+ * of the exchanges that have one). */
+struct rc_span *rc_span_match(struct rc_span **head, const struct bt_event *ev);
+
+/* The status a message reports: HTTP status, DNS rcode (0 is NOERROR);
+ * RC_DB_NULL when it has none. */
+int64_t rc_msg_status(const struct bt_event *ev);
+/* "http", "postgresql", ... for a protocol id. */
+const char *rc_proto_name(unsigned proto);
+/* The first attribute KEY of EV, or NULL. */
+const struct bt_attr *rc_attr(const struct bt_event *ev, unsigned key);
+/* A NUL-terminated copy of N bytes at S (NULL when out of memory). */
+char *rc_strndup(const char *s, size_t n);
+
+#endif /* RC_SPAN_H */

@@ -1,0 +1,362 @@
+/*
+ * check_recon_loss.c - damaged and incomplete logs: a truncated segment,
+ * blocks that never reached the disk, a send whose record was lost.  The
+ * reconstructor must say what is missing (file and offset) and use all
+ * the rest.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "btrace/proto.h"
+#include "btrace/segment.h"
+#include "check_recon.h"
+
+#define IN   BT_DIR_IN
+#define OUT  BT_DIR_OUT
+#define REQ  BT_MK_REQUEST
+#define REP  BT_MK_REPLY
+
+static void http_request(struct gen_thr *w, int64_t t0, int k)
+{
+	char target[32], client[32];
+	snprintf(target, sizeof target, "/r%d", k);
+	snprintf(client, sizeof client, "10.0.0.9:%d", 40000 + k);
+	gen_cut(w);
+	gen_tcp(w, t0, 5, BT_CR_ACCEPT, "10.0.0.1:80", client);
+	gen_msg(w, t0 + 10, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, target), 0);
+	gen_msg(w, t0 + 50, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
+	gen_close(w, t0 + 60, 5);
+}
+
+/* Name of the last segment of DIR (the one written last). */
+static void last_segment(const char *dir, char *out, size_t len)
+{
+	struct dirent **names;
+	int n = scandir(dir, &names, NULL, alphasort);
+	ck_assert_int_gt(n, 2);
+	snprintf(out, len, "%s/%s", dir, names[n - 1]->d_name);
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+/* File offsets of the blocks of segment PATH. */
+static int block_offsets(const char *path, uint64_t *off, int max)
+{
+	const char *why;
+	struct bt_seg_reader *r = bt_seg_open(path, NULL, NULL, &why);
+	struct bt_blk_header h;
+	const uint8_t *p;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(r);
+	while (n < max && bt_seg_next(r, &h, &p, &off[n]) == 1)
+		n++;
+	bt_seg_close(r);
+	return n;
+}
+
+START_TEST(truncated_segment)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 100, "/usr/sbin/apache2", 0);
+	struct gen_write_opts o = { .block_bytes = 4096, .blocks_per_seg = 2 };
+	char seg[1024], dir[400];
+	uint64_t off[8];
+
+	for (int k = 1; k <= 5; k++)
+		http_request(w, 100 * k, k);
+	rt_init(&t);
+	/* blocks: start, r1 | r2, r3 | r4, r5 */
+	ck_assert_int_eq(rt_write(&t, g, &o), 3);
+	snprintf(dir, sizeof dir, "%s/web", t.logs);
+	last_segment(dir, seg, sizeof seg);
+	ck_assert_int_eq(block_offsets(seg, off, 8), 2);
+	/* A crash tore the last block. */
+	ck_assert_int_eq(truncate(seg, (off_t)(off[1] + 30)), 0);
+
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /r1 st=200 client=10.0.0.9:40001\n"
+		"  server http 'GET /r1' /r1 web/100/100 st=200\n"
+		"R http GET /r2 st=200 client=10.0.0.9:40002\n"
+		"  server http 'GET /r2' /r2 web/100/100 st=200\n"
+		"R http GET /r3 st=200 client=10.0.0.9:40003\n"
+		"  server http 'GET /r3' /r3 web/100/100 st=200\n"
+		"R http GET /r4 st=200 client=10.0.0.9:40004\n"
+		"  server http 'GET /r4' /r4 web/100/100 st=200\n"
+		"unattributed:\n");
+	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM warnings"), 1);
+	ck_assert_str_eq(rt_q(&t, "SELECT file FROM warnings"), seg);
+	ck_assert_int_eq(rt_qi(&t, "SELECT offset FROM warnings"), (int64_t)off[1]);
+	ck_assert_str_eq(rt_q(&t, "SELECT text FROM warnings"),
+			 "truncated block header (torn tail); the blocks before and after it are used");
+	/* One line on stderr with file and offset. */
+	char line[1200];
+	snprintf(line, sizeof line, "warning: %s: offset %llu: truncated block header",
+		 seg, (unsigned long long)off[1]);
+	ck_assert_msg(strstr(rt_stderr(&t), line), "stderr lacks '%s': %s", line,
+		      rt_stderr(&t));
+	rt_done(&t);
+}
+END_TEST
+
+/* ---- a block of one stream never reached the disk ------------------------ */
+
+static int drop_web_block3(void *ctx, const char *host, uint32_t pid,
+			   unsigned slot, unsigned blk)
+{
+	(void)ctx; (void)host; (void)slot;
+	return !(pid == 100 && blk == 3);
+}
+
+START_TEST(lost_block)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 100, "/usr/sbin/nginx", 0);
+	struct gen_thr *d = gen_proc_main(h, 200, "/usr/lib/postgresql/15/bin/postgres", 0);
+	struct gen_write_opts o = { .block_bytes = 4096, .blocks_per_seg = 4,
+				    .keep = drop_web_block3 };
+
+	gen_tcp(w, 10, 9, BT_CR_CONNECT, "10.0.0.1:50000", "10.0.0.2:5432");
+	gen_tcp(d, 11, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50000");
+	for (int k = 1; k <= 5; k++) {
+		int64_t t0 = 100 * k;
+		char target[16], client[32], sql[32];
+		snprintf(target, sizeof target, "/r%d", k);
+		snprintf(client, sizeof client, "10.0.0.9:%d", 40000 + k);
+		snprintf(sql, sizeof sql, "SELECT %d", k);
+		/* web blocks: 0 start, 1 r1, 2 r2, 3 r3 (lost), 4 r4 ... */
+		gen_cut(w);
+		gen_tcp(w, t0, 5, BT_CR_ACCEPT, "10.0.0.1:80", client);
+		gen_msg(w, t0 + 10, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
+			GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, target), 0);
+		gen_msg(w, t0 + 20, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+			GEN_A(BT_AK_SQL, sql), 0);
+		gen_msg(d, t0 + 25, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+			GEN_A(BT_AK_SQL, sql), 0);
+		gen_msg(d, t0 + 30, 4, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+		gen_msg(w, t0 + 35, 9, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+		gen_msg(w, t0 + 50, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
+		gen_close(w, t0 + 60, 5);
+	}
+	rt_init(&t);
+	rt_write(&t, g, &o);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /r1 st=200 client=10.0.0.9:40001\n"
+		"  server http 'GET /r1' /r1 web/100/100 st=200\n"
+		"    client postgresql 'SELECT' SELECT 1 web/100/100 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT 1 web/200/200 st=NULL\n"
+		"R http GET /r2 st=200 client=10.0.0.9:40002\n"
+		"  server http 'GET /r2' /r2 web/100/100 st=200\n"
+		"    client postgresql 'SELECT' SELECT 2 web/100/100 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT 2 web/200/200 st=NULL\n"
+		/* The query whose send was lost counts as from an untraced
+		 * client: a request of its own, never guessed into /r3. */
+		"R postgresql NULL SELECT 3 st=NULL client=10.0.0.1:50000\n"
+		"  server postgresql 'SELECT' SELECT 3 web/200/200 st=NULL\n"
+		"R http GET /r4 st=200 client=10.0.0.9:40004\n"
+		"  server http 'GET /r4' /r4 web/100/100 st=200\n"
+		"    client postgresql 'SELECT' SELECT 4 web/100/100 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT 4 web/200/200 st=NULL\n"
+		"R http GET /r5 st=200 client=10.0.0.9:40005\n"
+		"  server http 'GET /r5' /r5 web/100/100 st=200\n"
+		"    client postgresql 'SELECT' SELECT 5 web/100/100 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT 5 web/200/200 st=NULL\n"
+		"unattributed:\n");
+	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM warnings"), 1);
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'gaps'"), 1);
+	ck_assert_int_gt(rt_qi(&t, "SELECT value FROM stats WHERE key = 'lost_bytes'"), 0);
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'unpaired_receives'"), 1);
+	ck_assert_msg(strstr(rt_q(&t, "SELECT text FROM warnings"),
+			     "host web pid 100 ring ") != NULL, "%s", rt_q(&t, "SELECT text FROM warnings"));
+	ck_assert_msg(strstr(rt_q(&t, "SELECT text FROM warnings"),
+			     "bytes missing before this block") != NULL, "%s", rt_q(&t, "SELECT text FROM warnings"));
+	/* The warning names the file and offset of the block after the gap. */
+	char path[512];
+	snprintf(path, sizeof path, "%s", rt_q(&t, "SELECT file FROM warnings"));
+	uint64_t off = (uint64_t)rt_qi(&t, "SELECT offset FROM warnings");
+	int fd = open(path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	uint8_t hb[BT_BLK_HDR_SIZE];
+	ck_assert_int_eq(pread(fd, hb, sizeof hb, (off_t)off), (ssize_t)sizeof hb);
+	close(fd);
+	struct bt_blk_header bh;
+	uint32_t pcrc;
+	ck_assert_int_eq(bt_blk_header_decode(hb, &bh, &pcrc), 0);
+	ck_assert_uint_eq(bh.pid, 100);
+	ck_assert_int_eq(rt_badly_nested(&t), 0);
+	rt_done(&t);
+}
+END_TEST
+
+/* ---- a receive whose send was never logged --------------------------------- */
+
+START_TEST(blocked_receive_released)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 100, "/usr/sbin/apache2", 0);
+	struct gen_thr *d = gen_proc_main(h, 200, "/usr/lib/postgresql/15/bin/postgres", 0);
+	struct bt_event drop = { .type = BT_EV_DROP, .len = 1,
+				 .flags = BT_DR_REENTRANT };
+
+	gen_tcp(w, 10, 9, BT_CR_CONNECT, "10.0.0.1:50000", "10.0.0.2:5432");
+	gen_tcp(d, 11, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50000");
+	gen_tcp(w, 100, 5, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.9:1234");
+	gen_msg(w, 110, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/x"), 0);
+	gen_msg(w, 120, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 1"), 0);
+	gen_msg(d, 125, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 1"), 0);
+	gen_msg(d, 130, 4, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	gen_msg(w, 135, 9, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	/* The second query was sent, but its record was lost. */
+	gen_ev(w, 140, &drop);
+	gen_skip(w, 9, OUT, 20);
+	gen_msg(d, 145, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 2"), 0);
+	gen_msg(d, 150, 4, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	gen_msg(w, 155, 9, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	gen_msg(w, 160, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /x st=200 client=10.0.0.9:1234\n"
+		"  server http 'GET /x' /x web/100/100 st=200\n"
+		"    client postgresql 'SELECT' SELECT 1 web/100/100 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT 1 web/200/200 st=NULL\n"
+		"R postgresql NULL SELECT 2 st=NULL client=10.0.0.1:50000\n"
+		"  server postgresql 'SELECT' SELECT 2 web/200/200 st=NULL\n"
+		"unattributed:\n");
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'released_waits'"), 1);
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'dropped_by_tracer'"), 1);
+	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM warnings"), 2);
+	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM warnings WHERE text LIKE 'host web pid 200 tid 200: receive on fd 4 at offset 20 waited for a send that was never logged%%' AND file LIKE '%%.btl' AND offset > 0"), 1);
+	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM warnings WHERE text LIKE 'host web pid 100: the tracer could not record 1 events%%'"), 1);
+	/* The web server's reply still answers /x. */
+	ck_assert_str_eq(rt_q(&t, "SELECT r.target FROM messages m JOIN requests r USING (request_id) WHERE m.ts_ns = %lld",
+			      (long long)gen_epoch(160)), "/x");
+	rt_done(&t);
+}
+END_TEST
+
+/* ---- the receiver's peer closed without logging the send ----------------- */
+
+START_TEST(peer_gone_released)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *c = gen_proc_main(h, 100, "client", 0);
+	struct gen_thr *s = gen_proc_main(h, 200, "server", 0);
+
+	gen_tcp(c, 10, 3, BT_CR_CONNECT, "10.0.0.1:50000", "10.0.0.2:7000");
+	gen_tcp(s, 11, 4, BT_CR_ACCEPT, "10.0.0.2:7000", "10.0.0.1:50000");
+	gen_skip(c, 3, OUT, 6);          /* "PING\r\n", never logged */
+	gen_close(c, 20, 3);
+	gen_msg(s, 30, 4, IN, REQ, BT_PROTO_LINE, 6, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "PING"), 0);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R line NULL PING st=NULL client=10.0.0.1:50000\n"
+		"  server line 'PING' PING web/200/200 st=NULL\n"
+		"unattributed:\n");
+	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM warnings WHERE text LIKE '%%closed without logging the send of offset 0%%'"), 1);
+	rt_done(&t);
+}
+END_TEST
+
+/* ---- blocks written twice, and blocks in the spool directory ------------- */
+
+static void copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ssize_t n;
+	ck_assert_int_ge(in, 0);
+	ck_assert_int_ge(out, 0);
+	while ((n = read(in, buf, sizeof buf)) > 0)
+		ck_assert_int_eq(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+}
+
+START_TEST(duplicates_and_spool)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 100, "/usr/sbin/apache2", 0);
+	struct gen_write_opts o = { .block_bytes = 4096, .blocks_per_seg = 2 };
+	char a[600], b[600], spool[400];
+
+	for (int k = 1; k <= 5; k++)
+		http_request(w, 100 * k, k);
+	rt_init(&t);
+	ck_assert_int_eq(rt_write(&t, g, &o), 3);
+	/* bp-logd wrote the first segment's blocks again in a later file. */
+	snprintf(a, sizeof a, "%s/web/000000.btl", t.logs);
+	snprintf(b, sizeof b, "%s/web/000009.btl", t.logs);
+	copy_file(a, b);
+	/* The middle segment went to the spool directory instead. */
+	snprintf(spool, sizeof spool, "%s/spool", t.dir);
+	ck_assert_int_eq(mkdir(spool, 0755), 0);
+	snprintf(a, sizeof a, "%s/web/000001.btl", t.logs);
+	snprintf(b, sizeof b, "%s/000001.btl", spool);
+	ck_assert_int_eq(rename(a, b), 0);
+
+	t.extra = spool;
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /r1 st=200 client=10.0.0.9:40001\n"
+		"  server http 'GET /r1' /r1 web/100/100 st=200\n"
+		"R http GET /r2 st=200 client=10.0.0.9:40002\n"
+		"  server http 'GET /r2' /r2 web/100/100 st=200\n"
+		"R http GET /r3 st=200 client=10.0.0.9:40003\n"
+		"  server http 'GET /r3' /r3 web/100/100 st=200\n"
+		"R http GET /r4 st=200 client=10.0.0.9:40004\n"
+		"  server http 'GET /r4' /r4 web/100/100 st=200\n"
+		"R http GET /r5 st=200 client=10.0.0.9:40005\n"
+		"  server http 'GET /r5' /r5 web/100/100 st=200\n"
+		"unattributed:\n");
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'duplicate_blocks'"), 2);
+	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM warnings"), 0);
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'files'"), 4);
+	rt_done(&t);
+}
+END_TEST
+
+Suite *recon_loss_suite(void)
+{
+	Suite *s = suite_create("recon_loss");
+	TCase *tc = tcase_create("loss");
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, truncated_segment);
+	tcase_add_test(tc, lost_block);
+	tcase_add_test(tc, blocked_receive_released);
+	tcase_add_test(tc, peer_gone_released);
+	tcase_add_test(tc, duplicates_and_spool);
+	suite_add_tcase(s, tc);
+	return s;
+}
