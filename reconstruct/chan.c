@@ -222,6 +222,11 @@ static void end_destroy(struct rc_ctx *c, struct rc_end *e, int64_t t)
 	char local[64], remote[64];
 	struct rc_span *sp;
 
+	/* A request answered before its last byte came, which never came. */
+	sp = e->begun[RC_DIN].sp;
+	if (sp && sp->end != RC_DB_NULL)
+		rc_span_finish(c, sp);
+	e->begun[RC_DIN].sp = NULL;
 	/* Exchanges never answered: written open (end_ns NULL). */
 	while ((sp = e->srv)) {
 		e->srv = sp->next;

@@ -80,6 +80,7 @@ struct rc_end {
 		uint64_t off;
 		int64_t  t;
 		struct rc_desig d;
+		struct rc_span *sp; /* in: its server span, opened early */
 	} begun[2];
 };
 

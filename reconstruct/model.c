@@ -745,15 +745,37 @@ static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 		} else {
 			rc_span_push(&e->cli, sp);
 		}
-	} else if (sp) {                  /* a reply closed its server span */
+	} else if (sp && !sp->pending) {  /* a reply closed its server span */
 		rc_span_finish(c, sp);
-	}
+	}                                 /* (pending: at its request's MSG) */
+}
+
+/*
+ * Does the message whose first byte E receives from sender X (queue Q;
+ * both NULL: an untraced sender) open an exchange?  Its kind comes with its
+ * MSG, which may follow work the message already caused (php-fpm answers
+ * before it reads a request's empty FCGI_STDIN record): when the sender
+ * logged the whole message, its kind decides; else an accepting end
+ * receives requests (a control message, a start-up, is found out at its
+ * MSG and its span dropped).
+ */
+static int begins_request(const struct rc_end *e, const struct rc_dirq *q,
+			  const struct rc_sent *x)
+{
+	if (e->oneway)
+		return 0;
+	if (x && x->resolved && x->kind)
+		return x->kind == BT_MK_REQUEST;
+	if (q && !(x && x->resolved))
+		return 0;
+	return e->role == BT_CR_ACCEPT;
 }
 
 static void on_msg_begin_in(struct ap *a, struct rc_end *e, uint64_t o)
 {
 	struct rc_dirq *q = recv_q(a, e);
 	struct rc_sent *x = q ? rc_q_find(q, o) : NULL;
+	struct rc_span *sp = NULL;
 
 	frag_input(a, e, RC_TR_MSG, o, 0);
 	e->begun[RC_DIN].valid = 1;
@@ -774,6 +796,22 @@ static void on_msg_begin_in(struct ap *a, struct rc_end *e, uint64_t o)
 	} else {
 		/* Decided by the MSG: a new request, or a reply by witness. */
 		memset(&a->th->d, 0, sizeof a->th->d);
+	}
+	/* A request's server span opens with its first byte, so that the
+	 * work it causes before its last byte comes has its parent. */
+	if (!e->begun[RC_DIN].sp && begins_request(e, q, x) &&
+	    (sp = span_new(a, RC_SK_SERVER, e->proto, x ? x->req : 0,
+			   x ? x->span : 0, e)) != NULL) {
+		if (x)
+			sp->client_root = x->client_root;
+		else
+			rc_span_root(a->c, sp, 0);
+		sp->pending = 1;
+		rc_span_push(&e->srv, sp);
+		a->th->d.req = sp->req;
+		a->th->d.span = sp->id;
+		a->th->d.client_root = sp->client_root;
+		e->begun[RC_DIN].sp = sp;
 	}
 	e->begun[RC_DIN].t = a->t;
 	e->begun[RC_DIN].d = a->th->d;
@@ -815,12 +853,23 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 		peer_msg = x->msg;
 	}
 	int64_t t0 = begun ? e->begun[RC_DIN].t : a->t;
-	if (begun)
+	struct rc_span *early = begun ? e->begun[RC_DIN].sp : NULL;
+	if (begun) {
 		e->begun[RC_DIN].valid = 0;
+		e->begun[RC_DIN].sp = NULL;
+	}
+	if (early && ev->kind != BT_MK_REQUEST) {
+		rc_span_discard(c, &e->srv, early);
+		early = NULL;
+	}
 
 	switch (ev->kind) {
 	case BT_MK_REQUEST:
-		if (x && x->req) {
+		if (early) {
+			sp = early;
+			sp->pending = 0;
+			sp->proto = ev->proto;
+		} else if (x && x->req) {
 			sp = span_new(a, RC_SK_SERVER, ev->proto, x->req, x->span, e);
 			if (sp)
 				sp->client_root = x->client_root;
@@ -907,7 +956,11 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 		rc_q_consume(q, o + n);
 
 	if (sp && ev->kind == BT_MK_REQUEST) {
-		if (e->oneway) {
+		if (early) {
+			/* still in e->srv, or answered already */
+			if (sp->end != RC_DB_NULL)
+				rc_span_finish(c, sp);
+		} else if (e->oneway) {
 			/* Nothing answers on a pipe: the server span lasts
 			 * for the fragment this message starts. */
 			if (a->th->frag_span)

@@ -499,6 +499,60 @@ START_TEST(untraced_backend_witness)
 }
 END_TEST
 
+/* ---- a request answered before its last byte is read (php-fpm) --------- */
+
+START_TEST(reply_before_request_end)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 820, "/usr/sbin/nginx", 0);
+	struct gen_thr *f = gen_proc_main(h, 830, "/usr/sbin/php-fpm8.2", 0);
+
+	gen_tcp(w, 5, 9, BT_CR_CONNECT, "10.0.0.1:50040", "10.0.0.1:9000");
+	gen_tcp(f, 6, 4, BT_CR_ACCEPT, "10.0.0.1:9000", "10.0.0.1:50040");
+	gen_tcp(f, 7, 5, BT_CR_CONNECT, "10.0.0.1:50041", "10.0.0.40:5432");
+	gen_ready(w, 10, 3, POLLIN);
+	gen_accept(w, 11, 6, 3, "10.0.0.1:80", "10.0.0.2:1000");
+	gen_ready(w, 20, 6, POLLIN);
+	gen_msg(w, 21, 6, IN, REQ, BT_PROTO_HTTP, 70, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/a.php"), 0);
+	gen_msg(w, 22, 9, OUT, REQ, BT_PROTO_FASTCGI, 300, WIT, 0, 1,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_FCGI_URI, "/a.php"), 0);
+	/* php-fpm reads the records up to the parameters, runs the script
+	 * (a query), answers, and reads the empty FCGI_STDIN record last. */
+	gen_ready(f, 25, 4, POLLIN);
+	gen_msg_begin(f, 26, 4, IN);
+	gen_msg(f, 30, 5, OUT, REQ, BT_PROTO_PGSQL, 40, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 1"), 0);
+	gen_msg(f, 40, 5, IN, REP, BT_PROTO_PGSQL, 30, 0, 0, 0, 0);
+	gen_msg(f, 50, 4, OUT, REP, BT_PROTO_FASTCGI, 200, WIT, 0, 1, 0);
+	gen_msg(f, 51, 4, IN, REQ, BT_PROTO_FASTCGI, 300, WIT, 0, 1,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_FCGI_URI, "/a.php"), 0);
+	gen_ready(w, 60, 9, POLLIN);
+	gen_msg(w, 61, 9, IN, REP, BT_PROTO_FASTCGI, 200, WIT, 0, 1, 0);
+	gen_msg(w, 62, 6, OUT, REP, BT_PROTO_HTTP, 200, 0, 200, 0, 0);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /a.php st=200 client=10.0.0.2:1000\n"
+		"  server http 'GET /a.php' /a.php web/820/820 st=200\n"
+		"    client fastcgi 'GET /a.php' /a.php web/820/820 st=NULL\n"
+		"      server fastcgi 'GET /a.php' /a.php web/830/830 st=NULL\n"
+		"        client postgresql 'SELECT' SELECT 1 web/830/830 st=NULL\n"
+		"unattributed:\n");
+	/* The server span: its first byte to its reply. */
+	ck_assert_int_eq(rt_qi(&t, "SELECT start_ns FROM spans WHERE kind = 'server' AND pid = 830"),
+			 gen_epoch(26));
+	ck_assert_int_eq(rt_qi(&t, "SELECT end_ns FROM spans WHERE kind = 'server' AND pid = 830"),
+			 gen_epoch(50));
+	ck_assert_int_eq(rt_badly_nested(&t), 0);
+	rt_done(&t);
+}
+END_TEST
+
 /* ---- a traced client that starts requests itself (rule 5) ---------------- */
 
 START_TEST(traced_client_rule5)
@@ -690,6 +744,7 @@ Suite *recon_paths_suite(void)
 	tcase_add_test(tc, fork_exec_cgi);
 	tcase_add_test(tc, pthread_worker);
 	tcase_add_test(tc, untraced_backend_witness);
+	tcase_add_test(tc, reply_before_request_end);
 	tcase_add_test(tc, traced_client_rule5);
 	tcase_add_test(tc, dns_lookups);
 	tcase_add_test(tc, dual_stack_pairing);
