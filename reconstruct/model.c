@@ -869,6 +869,10 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 			sp = early;
 			sp->pending = 0;
 			sp->proto = ev->proto;
+			/* a sender that wrote the request in several calls
+			 * made its client span at its own MSG: now known */
+			if (x && x->req && x->req == sp->req)
+				sp->parent = x->span;
 		} else if (x && x->req) {
 			sp = span_new(a, RC_SK_SERVER, ev->proto, x->req, x->span, e);
 			if (sp)
