@@ -87,6 +87,16 @@ struct rc_end {
 struct rc_fdent {
 	struct rc_end *end;
 	uint64_t base[2];
+	int64_t  since;          /* the time of the record that bound it */
+};
+
+/* An fd's earlier binding, for records of other threads of the process
+ * logged before it changed but merged after (a thread parked on a receive
+ * while another closes the fd and opens a new channel under its number). */
+struct rc_fdold {
+	int32_t  fd;
+	struct rc_fdent ent;
+	int64_t  until;
 };
 
 struct rc_proc {
@@ -94,6 +104,8 @@ struct rc_proc {
 	uint32_t refs;           /* attached images + lineage snapshots */
 	struct rc_fdent *fds;
 	uint32_t nfds;
+	struct rc_fdold *old;    /* oldest first, from index old_first */
+	uint32_t old_first, nold, capold;
 };
 
 int  rc_chan_init(struct rc_ctx *c);
@@ -116,11 +128,19 @@ struct rc_proc *rc_proc_copy(struct rc_ctx *c, struct rc_proc *p,
 /* Drop a reference; the last one closes every fd at time T. */
 void rc_proc_unref(struct rc_ctx *c, struct rc_proc *p, int64_t t);
 
-/* fd -> E with offset bases BASE (NULL: 0), closing what FD was. */
+/*
+ * The fd table is kept by time: T is the time of the record (its own
+ * timestamp, the same clock for every thread of a process), not the order
+ * in which the merge applies records of different threads.  rc_fd_set: FD
+ * refers to E with offset bases BASE (NULL: 0) from T on; rc_fd_drop: FD
+ * is closed at T; rc_fd_get: what FD referred to at T (NULL: nothing).
+ * Earlier bindings are kept for a while (RC_FD_KEEP_NS of record time)
+ * before their ends are released.
+ */
 int  rc_fd_set(struct rc_ctx *c, struct rc_proc *p, int32_t fd,
 	       struct rc_end *e, const uint64_t base[2], int64_t t);
 void rc_fd_drop(struct rc_ctx *c, struct rc_proc *p, int32_t fd, int64_t t);
-struct rc_fdent *rc_fd_get(struct rc_proc *p, int32_t fd);
+struct rc_fdent *rc_fd_get(struct rc_proc *p, int32_t fd, int64_t t);
 
 /* ---- ends and connections ---- */
 

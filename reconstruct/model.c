@@ -53,6 +53,7 @@ struct ap {
 	struct rc_image  *im;
 	const struct bt_event *ev;
 	int64_t t;
+	int64_t rt;              /* the record's own time (fd table) */
 };
 
 static const char *const trigger_names[] = {
@@ -468,14 +469,14 @@ static void on_chan(struct ap *a)
 	/* An end this process already holds, announced again after exec. */
 	if (!rc_role_fresh(ev->role)) {
 		struct rc_end *old = NULL;
-		struct rc_fdent *fe = rc_fd_get(p, ev->fd);
+		struct rc_fdent *fe = rc_fd_get(p, ev->fd, a->rt);
 		if (fe && same_identity(fe->end, ev))
 			old = fe->end;
 		for (uint32_t fd = 0; !old && fd < p->nfds; fd++)
 			if (p->fds[fd].end && same_identity(p->fds[fd].end, ev))
 				old = p->fds[fd].end;
 		if (old) {
-			rc_fd_set(c, p, ev->fd, old, old->hwm, a->t);
+			rc_fd_set(c, p, ev->fd, old, old->hwm, a->rt);
 			rc_conn_maybe_free(c, cn);
 			return;
 		}
@@ -523,7 +524,7 @@ static void on_chan(struct ap *a)
 	else
 		cn->unknown_live++;
 	c->st.channels++;
-	if (rc_fd_set(c, p, ev->fd, e, NULL, a->t) < 0) {
+	if (rc_fd_set(c, p, ev->fd, e, NULL, a->rt) < 0) {
 		e->refs = 1;              /* no fd took it: close it now */
 		rc_end_unref(c, e, a->t);
 	}
@@ -533,7 +534,7 @@ static void on_chan(struct ap *a)
 static struct rc_end *rec_end(struct ap *a, int dir, uint64_t *off)
 {
 	struct rc_fdent *fe = rc_fd_get(a->im->run->attached ? a->im->run->proc : NULL,
-				     a->ev->fd);
+				     a->ev->fd, a->rt);
 	if (!fe) {
 		struct rc_ctx *c = a->c;
 		if (!c->st.unknown_fd++)
@@ -1058,7 +1059,8 @@ static void on_ready(struct ap *a)
 {
 	const struct bt_event *ev = a->ev;
 	struct rc_fdent *fe = ev->fd >= 0 ?
-		rc_fd_get(a->im->run->attached ? a->im->run->proc : NULL, ev->fd) : NULL;
+		rc_fd_get(a->im->run->attached ? a->im->run->proc : NULL, ev->fd,
+			  a->rt) : NULL;
 
 	if (ev->fd < 0) {
 		frag_open(a, RC_TR_TIMEOUT, -1, 0);
@@ -1104,7 +1106,8 @@ static void on_want(struct ap *a)
 {
 	const struct bt_event *ev = a->ev;
 	struct rc_fdent *fe = ev->fd >= 0 ?
-		rc_fd_get(a->im->run->attached ? a->im->run->proc : NULL, ev->fd) : NULL;
+		rc_fd_get(a->im->run->attached ? a->im->run->proc : NULL, ev->fd,
+			  a->rt) : NULL;
 
 	if (!fe)
 		return;
@@ -1184,7 +1187,7 @@ static void on_open(struct ap *a)
 	if (!r.req)
 		c->st.unattr_files++;
 	if (p && ev->result >= 0)
-		rc_fd_drop(c, p, (int32_t)ev->result, a->t);
+		rc_fd_drop(c, p, (int32_t)ev->result, a->rt);
 }
 
 static void on_dup(struct ap *a)
@@ -1193,12 +1196,12 @@ static void on_dup(struct ap *a)
 	struct rc_proc *p = proc_of(a);
 	if (!p || ev->fd == ev->fd2)
 		return;
-	struct rc_fdent *fe = rc_fd_get(p, ev->fd);
+	struct rc_fdent *fe = rc_fd_get(p, ev->fd, a->rt);
 	if (fe) {
 		uint64_t base[2] = { fe->base[0], fe->base[1] };
-		rc_fd_set(a->c, p, ev->fd2, fe->end, base, a->t);
+		rc_fd_set(a->c, p, ev->fd2, fe->end, base, a->rt);
 	} else {
-		rc_fd_drop(a->c, p, ev->fd2, a->t);
+		rc_fd_drop(a->c, p, ev->fd2, a->rt);
 	}
 }
 
@@ -1266,7 +1269,7 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 
 	if (!imrun(c, im))
 		return;
-	a.t = rc_epoch(c, im->domain, ev->ts);
+	a.t = a.rt = rc_epoch(c, im->domain, ev->ts);
 	if (a.t < s->thr.floor)
 		a.t = s->thr.floor;
 
@@ -1288,18 +1291,18 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 	case BT_EV_OPEN:          on_open(&a); break;
 	case BT_EV_CLOSE:
 		if ((p = proc_of(&a)))
-			rc_fd_drop(c, p, ev->fd, a.t);
+			rc_fd_drop(c, p, ev->fd, a.rt);
 		break;
 	case BT_EV_DUP:           on_dup(&a); break;
 	case BT_EV_CHAN:          on_chan(&a); break;
 	case BT_EV_PROTO: {
-		struct rc_fdent *fe = rc_fd_get(proc_of(&a), ev->fd);
+		struct rc_fdent *fe = rc_fd_get(proc_of(&a), ev->fd, a.rt);
 		if (fe)
 			fe->end->proto = ev->proto;
 		break;
 	}
 	case BT_EV_LOST_SYNC: {
-		struct rc_fdent *fe = rc_fd_get(proc_of(&a), ev->fd);
+		struct rc_fdent *fe = rc_fd_get(proc_of(&a), ev->fd, a.rt);
 		if (fe)
 			fe->end->lost_sync = 1;
 		break;
@@ -1370,12 +1373,15 @@ int rc_model_ready(struct rc_ctx *c, struct rc_run *s, uint64_t *key)
 	default:
 		return 1;
 	}
-	if (ev->dir != BT_DIR_IN || !im->run->attached)
+	if (!im->run->attached)
 		return 1;
-	struct rc_fdent *fe = rc_fd_get(im->run->proc, ev->fd);
+	struct rc_fdent *fe = rc_fd_get(im->run->proc, ev->fd,
+					rc_epoch(c, im->domain, ev->ts));
 	if (!fe)
 		return 1;
 	struct rc_end *e = fe->end;
+	if (ev->dir != BT_DIR_IN)
+		return 1;
 	rc_end_side(e, RC_DIN);
 	struct rc_conn *cn = e->conn;
 	if (!cn || e->side > 1)
@@ -1404,7 +1410,7 @@ void rc_model_stream_end(struct rc_ctx *c, struct rc_run *s)
 	struct rc_image *im = &c->images[s->st->image];
 	struct ap a = {
 		.c = c, .m = c->model, .s = s, .th = &s->thr, .im = im,
-		.ev = &s->ev, .t = s->thr.floor,
+		.ev = &s->ev, .t = s->thr.floor, .rt = s->thr.floor,
 	};
 
 	if (!imrun(c, im))

@@ -439,6 +439,77 @@ START_TEST(pthread_worker)
 }
 END_TEST
 
+/* ---- an fd number reused by another thread ------------------------------ */
+
+/*
+ * Thread 731 waits for a reply on fd 9 (logged late by the database, as
+ * above) and then closes fd 9; thread 732 opens a new connection under the
+ * same number and uses it, all before the database's record.  The merge
+ * applies 732's records first: 731's reply must still be read from the
+ * connection fd 9 was when 731 logged it.
+ */
+START_TEST(fd_reused_by_another_thread)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *m = gen_proc_main(h, 730, "/usr/sbin/apache2", 0);
+	struct gen_thr *d = gen_proc_main(h, 740, "/usr/lib/postgresql/15/bin/postgres", 0);
+
+	gen_thread_create(m, 1, 1);
+	gen_thread_create(m, 2, 2);
+	gen_thread_create(d, 3, 3);
+	struct gen_thr *a = gen_thread(gen_thr_proc(m), 4, 731, 730, 1);
+	struct gen_thr *b = gen_thread(gen_thr_proc(m), 5, 732, 730, 2);
+	struct gen_thr *d2 = gen_thread(gen_thr_proc(d), 6, 741, 740, 3);
+
+	gen_tcp(a, 10, 5, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.9:40001");
+	gen_msg(a, 11, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/a"), 0);
+	gen_tcp(a, 12, 9, BT_CR_CONNECT, "10.0.0.1:50060", "10.0.0.2:5432");
+	gen_tcp(d, 13, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50060");
+	gen_msg(a, 14, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 1"), 0);
+	gen_msg(d, 15, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 1"), 0);
+	gen_msg(a, 20, 9, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	gen_close(a, 21, 9);
+	gen_tcp(b, 22, 6, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.9:40002");
+	gen_msg(b, 23, 6, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/b"), 0);
+	gen_tcp(b, 24, 9, BT_CR_CONNECT, "10.0.0.1:50061", "10.0.0.2:5432");
+	gen_tcp(d2, 25, 5, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50061");
+	gen_msg(b, 26, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 2"), 0);
+	gen_msg(d2, 27, 5, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 2"), 0);
+	gen_msg(d2, 28, 5, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	gen_msg(b, 29, 9, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	gen_msg(b, 30, 6, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
+	gen_msg(d, 32, 4, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	gen_msg(a, 33, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /a st=200 client=10.0.0.9:40001\n"
+		"  server http 'GET /a' /a web/730/731 st=200\n"
+		"    client postgresql 'SELECT' SELECT 1 web/730/731 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT 1 web/740/740 st=NULL\n"
+		"R http GET /b st=200 client=10.0.0.9:40002\n"
+		"  server http 'GET /b' /b web/730/732 st=200\n"
+		"    client postgresql 'SELECT' SELECT 2 web/730/732 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT 2 web/740/741 st=NULL\n"
+		"unattributed:\n");
+	/* the first query ended with its own (late) reply */
+	ck_assert_int_eq(rt_qi(&t, "SELECT end_ns FROM spans WHERE kind = 'client' AND target = 'SELECT 1'"),
+			 gen_epoch(32));
+	ck_assert_int_eq(t.sum.warnings, 0);
+	rt_done(&t);
+}
+END_TEST
+
 /* ---- untraced FastCGI backend answering out of order (witness) ----------- */
 
 START_TEST(untraced_backend_witness)
@@ -769,6 +840,7 @@ Suite *recon_paths_suite(void)
 	tcase_add_test(tc, untraced_backend_witness);
 	tcase_add_test(tc, reply_before_request_end);
 	tcase_add_test(tc, reply_before_request_end_split);
+	tcase_add_test(tc, fd_reused_by_another_thread);
 	tcase_add_test(tc, traced_client_rule5);
 	tcase_add_test(tc, dns_lookups);
 	tcase_add_test(tc, dual_stack_pairing);
