@@ -25,6 +25,9 @@
 /* The merge key a receive from side SIDE of connection CONN waits on. */
 #define RC_KEY_RECV(conn, side) \
 	((uint64_t)8 << 56 | (uint64_t)(conn) << 1 | (uint64_t)(side))
+/* Waiting for the earlier bytes of an end's direction (byte order). */
+#define RC_KEY_ORDER(chan, dir) \
+	((uint64_t)9 << 56 | (uint64_t)(chan) << 1 | (uint64_t)(dir))
 
 enum { RC_DIN = BT_DIR_IN, RC_DOUT = BT_DIR_OUT };
 
@@ -68,6 +71,7 @@ struct rc_end {
 	char    *path;
 	uint64_t ino, peer_ino;
 	uint64_t hwm[2];         /* highest absolute offset, per direction */
+	uint32_t hwm_tid[2];     /* the thread that applied it */
 	uint64_t bytes[2], msgs[2];
 	struct rc_desig last;    /* the request that last used the channel */
 	struct rc_desig want_out;/* who asked to be told it is writable */

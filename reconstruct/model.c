@@ -734,8 +734,11 @@ static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 		}
 	}
 	message_row(a, e, RC_DOUT, o, req, span, begun ? t0 : RC_DB_NULL, 0, msg);
-	if (o + n > e->hwm[RC_DOUT])
+	if (o + n > e->hwm[RC_DOUT]) {
 		e->hwm[RC_DOUT] = o + n;
+		e->hwm_tid[RC_DOUT] = a->th->tid ? a->th->tid : a->im->pid;
+		rc_merge_wake(c, RC_KEY_ORDER(e->channel_id, RC_DOUT));
+	}
 	e->bytes[RC_DOUT] += ev->len;
 	e->msgs[RC_DOUT]++;
 
@@ -953,8 +956,11 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 		e->last = a->th->d;
 	message_row(a, e, RC_DIN, o, req, span, begun ? t0 : RC_DB_NULL, peer_msg,
 		    msg);
-	if (o + n > e->hwm[RC_DIN])
+	if (o + n > e->hwm[RC_DIN]) {
 		e->hwm[RC_DIN] = o + n;
+		e->hwm_tid[RC_DIN] = a->th->tid ? a->th->tid : a->im->pid;
+		rc_merge_wake(c, RC_KEY_ORDER(e->channel_id, RC_DIN));
+	}
 	e->bytes[RC_DIN] += ev->len;
 	e->msgs[RC_DIN]++;
 	if (q)
@@ -1010,8 +1016,11 @@ static void on_data_out(struct ap *a, struct rc_end *e, uint64_t o)
 		a->c->st.unattr_data_bytes += a->ev->len;
 	else
 		e->last = d;
-	if (o + n > e->hwm[RC_DOUT])
+	if (o + n > e->hwm[RC_DOUT]) {
 		e->hwm[RC_DOUT] = o + n;
+		e->hwm_tid[RC_DOUT] = a->th->tid ? a->th->tid : a->im->pid;
+		rc_merge_wake(a->c, RC_KEY_ORDER(e->channel_id, RC_DOUT));
+	}
 	e->bytes[RC_DOUT] += a->ev->len;
 }
 
@@ -1048,8 +1057,11 @@ static void on_data_in(struct ap *a, struct rc_end *e, uint64_t o)
 		e->last = a->th->d;
 	else
 		c->st.unattr_data_bytes += a->ev->len;
-	if (o + n > e->hwm[RC_DIN])
+	if (o + n > e->hwm[RC_DIN]) {
 		e->hwm[RC_DIN] = o + n;
+		e->hwm_tid[RC_DIN] = a->th->tid ? a->th->tid : a->im->pid;
+		rc_merge_wake(c, RC_KEY_ORDER(e->channel_id, RC_DIN));
+	}
 	e->bytes[RC_DIN] += a->ev->len;
 	if (q)
 		rc_q_consume(q, o + n);
@@ -1380,6 +1392,23 @@ int rc_model_ready(struct rc_ctx *c, struct rc_run *s, uint64_t *key)
 	if (!fe)
 		return 1;
 	struct rc_end *e = fe->end;
+	/*
+	 * One end's records of one direction apply in byte order: threads
+	 * that share a connection (a keep-alive connection served by one
+	 * thread, then by another) log them in that order, but one of them
+	 * may be parked on something else while the other goes on, and the
+	 * requests and replies on the connection must pair in byte order.
+	 * (Only ends whose bytes are all counted from their creation; a
+	 * thread that goes on after a gap in its own records waits for no
+	 * one.)
+	 */
+	int dir = ev->dir == BT_DIR_OUT ? RC_DOUT : RC_DIN;
+	uint32_t tid = s->thr.tid ? s->thr.tid : im->pid;
+	if (rc_role_fresh(e->role) && fe->base[dir] + ev->off > e->hwm[dir] &&
+	    e->hwm_tid[dir] != tid) {
+		*key = RC_KEY_ORDER(e->channel_id, dir);
+		return 0;
+	}
 	if (ev->dir != BT_DIR_IN)
 		return 1;
 	rc_end_side(e, RC_DIN);

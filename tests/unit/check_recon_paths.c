@@ -439,7 +439,63 @@ START_TEST(pthread_worker)
 }
 END_TEST
 
-/* ---- an fd number reused by another thread ------------------------------ */
+/* ---- threads sharing a keep-alive connection, one of them waiting ------- */
+
+/*
+ * Thread 711 reads /one, asks the database and waits for its reply, which
+ * the database logs after 711 logged receiving it (its write returned
+ * late), so the merge holds 711 back.  Meanwhile thread 712 reads the
+ * pipelined /two on the same connection and answers it after 711 answered
+ * /one.  The answers must pair with the requests in byte order, not in the
+ * order the merge reaches them.
+ */
+START_TEST(shared_connection_byte_order)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *m = gen_proc_main(h, 710, "/usr/sbin/apache2", 0);
+	struct gen_thr *d = gen_proc_main(h, 720, "/usr/lib/postgresql/15/bin/postgres", 0);
+
+	gen_thread_create(m, 1, 1);
+	gen_thread_create(m, 2, 2);
+	struct gen_thr *a = gen_thread(gen_thr_proc(m), 3, 711, 710, 1);
+	struct gen_thr *b = gen_thread(gen_thr_proc(m), 4, 712, 710, 2);
+
+	gen_tcp(a, 10, 5, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.9:40000");
+	gen_msg(a, 20, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/one"), 0);
+	gen_tcp(a, 21, 9, BT_CR_CONNECT, "10.0.0.1:50050", "10.0.0.2:5432");
+	gen_tcp(d, 22, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50050");
+	gen_msg(a, 25, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 1"), 0);
+	gen_msg(d, 26, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 1"), 0);
+	gen_msg(a, 35, 9, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	gen_msg(b, 36, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/two"), 0);
+	gen_msg(a, 37, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
+	gen_msg(b, 38, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 404, 0, 0);
+	gen_msg(d, 40, 4, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /one st=200 client=10.0.0.9:40000\n"
+		"  server http 'GET /one' /one web/710/711 st=200\n"
+		"    client postgresql 'SELECT' SELECT 1 web/710/711 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT 1 web/720/720 st=NULL\n"
+		"R http GET /two st=404 client=10.0.0.9:40000\n"
+		"  server http 'GET /two' /two web/710/712 st=404\n"
+		"unattributed:\n");
+	ck_assert_int_eq(rt_qi(&t, "SELECT end_ns FROM requests WHERE target = '/two'"),
+			 gen_epoch(38));
+	ck_assert_int_eq(rt_badly_nested(&t), 0);
+	ck_assert_int_eq(t.sum.warnings, 0);
+	rt_done(&t);
+}
+END_TEST
 
 /*
  * Thread 731 waits for a reply on fd 9 (logged late by the database, as
@@ -840,6 +896,7 @@ Suite *recon_paths_suite(void)
 	tcase_add_test(tc, untraced_backend_witness);
 	tcase_add_test(tc, reply_before_request_end);
 	tcase_add_test(tc, reply_before_request_end_split);
+	tcase_add_test(tc, shared_connection_byte_order);
 	tcase_add_test(tc, fd_reused_by_another_thread);
 	tcase_add_test(tc, traced_client_rule5);
 	tcase_add_test(tc, dns_lookups);
