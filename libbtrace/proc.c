@@ -254,8 +254,11 @@ static pid_t fork_common(int is_vfork)
 	r = REAL(fork)();
 	e = errno;
 	if (r == 0) {
-		/* child: atfork_child reset everything; announce ourselves */
+		/* child: atfork_child reset everything; connect to bp-logd
+		 * at once (a thread that exits before the link is up would
+		 * spool its events) and announce ourselves */
 		bt_self.depth = 0;
+		bt_emit_start();
 		bt_emit_claim();
 		errno = e;
 		return 0;
