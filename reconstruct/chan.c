@@ -372,7 +372,7 @@ struct rc_sent *rc_q_at(const struct rc_dirq *q, uint32_t i)
 	return &q->v[(q->head + i) & (q->cap - 1)];
 }
 
-struct rc_sent *rc_q_push(struct rc_ctx *c, struct rc_dirq *q)
+struct rc_sent *rc_q_push(struct rc_ctx *c, struct rc_dirq *q, uint64_t off)
 {
 	if (q->n == MAX_QUEUE) {
 		/* A receiver that never reads: forget the oldest. */
@@ -395,8 +395,23 @@ struct rc_sent *rc_q_push(struct rc_ctx *c, struct rc_dirq *q)
 		q->head = 0;
 		q->cap = ncap;
 	}
-	struct rc_sent *x = rc_q_at(q, q->n++);
+	/* Sends usually come in offset order: find the place from the tail. */
+	uint32_t at = q->n;
+	while (at > 0 && rc_q_at(q, at - 1)->off > off)
+		at--;
+	for (uint32_t i = q->n; i > at; i--)
+		*rc_q_at(q, i) = *rc_q_at(q, i - 1);
+	q->n++;
+	struct rc_sent *x = rc_q_at(q, at);
 	memset(x, 0, sizeof *x);
+	x->off = off;
+	if (!q->seeded) {
+		/* An end first seen mid-stream (inherited) starts where its
+		 * first send does. */
+		q->seeded = 1;
+		if (q->hwm < off && at == 0)
+			q->hwm = off;
+	}
 	return x;
 }
 
@@ -426,13 +441,22 @@ void rc_q_consume(struct rc_dirq *q, uint64_t upto)
 	}
 }
 
-void rc_q_advance(struct rc_ctx *c, struct rc_conn *cn, int side,
-		      uint64_t upto)
+void rc_q_advance(struct rc_ctx *c, struct rc_conn *cn, int side)
 {
 	struct rc_dirq *q = &cn->dir[side];
-	if (upto <= q->hwm)
+	uint64_t h = q->hwm;
+
+	for (uint32_t i = 0; i < q->n; i++) {
+		const struct rc_sent *s = rc_q_at(q, i);
+		if (s->off > h || !s->resolved)
+			break;                /* a gap, or not decided yet */
+		uint64_t cov = s->end == RC_OPEN_END ? s->off + 1 : s->end;
+		if (cov > h)
+			h = cov;
+	}
+	if (h <= q->hwm)
 		return;
-	q->hwm = upto;
+	q->hwm = h;
 	if (q->parked) {
 		q->parked = 0;
 		rc_merge_wake(c, RC_KEY_RECV(cn->id, side));

@@ -44,7 +44,9 @@ struct rc_sent {
 struct rc_dirq {
 	struct rc_sent *v;
 	uint32_t head, n, cap;   /* ring buffer, cap a power of two */
-	uint64_t hwm;            /* bytes below are covered by resolved sends */
+	uint64_t hwm;            /* bytes below are covered by resolved sends,
+				    contiguously */
+	uint8_t  seeded;         /* a send was pushed: hwm starts there */
 	uint8_t  parked;         /* a receiver waits on this direction */
 	uint8_t  untraced;       /* a wait was given up: sender untraced */
 };
@@ -170,14 +172,17 @@ void rc_end_peer(const struct rc_end *e, const struct bt_event *ev,
 
 struct rc_sent *rc_q_at(const struct rc_dirq *q, uint32_t i);
 /* A zeroed record at the tail (NULL when out of memory). */
-struct rc_sent *rc_q_push(struct rc_ctx *c, struct rc_dirq *q);
+/* A send record at offset OFF, kept in offset order (sends on one
+ * connection can come from several threads, merged in any order). */
+struct rc_sent *rc_q_push(struct rc_ctx *c, struct rc_dirq *q, uint64_t off);
 /* The send record covering byte X (or a zero-length one at X). */
 struct rc_sent *rc_q_find(const struct rc_dirq *q, uint64_t x);
 /* Forget the records the receiver has read past UPTO. */
 void rc_q_consume(struct rc_dirq *q, uint64_t upto);
 /* Resolved sends of SIDE now cover bytes below UPTO: wake waiters. */
-void rc_q_advance(struct rc_ctx *c, struct rc_conn *cn, int side,
-		  uint64_t upto);
+/* Extend the covered prefix through contiguous resolved sends; wakes a
+ * receiver waiting on it. */
+void rc_q_advance(struct rc_ctx *c, struct rc_conn *cn, int side);
 /* The queue a send on E goes to, or NULL if no traced receiver needs
  * it (the receiving side is untraced, or gone). */
 struct rc_dirq *rc_send_q(struct rc_ctx *c, struct rc_end *e);

@@ -71,9 +71,11 @@ static struct rc_span *span_new(struct ap *a, uint8_t kind, uint8_t proto,
 			   a->t, e ? e->channel_id : 0);
 }
 
-/* The queue a receive on E reads from, or NULL if the sender is untraced
- * (or was given up on). */
-static struct rc_dirq *recv_q(struct ap *a, struct rc_end *e)
+static uint64_t rec_units(const struct rc_end *e, const struct bt_event *ev);
+
+/* The queue a receive of the bytes at O on E reads from, or NULL if the
+ * sender is untraced (or was given up on). */
+static struct rc_dirq *recv_q(struct ap *a, struct rc_end *e, uint64_t o)
 {
 	struct rc_conn *cn = e->conn;
 	if (!cn || e->side > 1)
@@ -81,7 +83,23 @@ static struct rc_dirq *recv_q(struct ap *a, struct rc_end *e)
 	int s = !e->side;
 	struct rc_dirq *q = &cn->dir[s];
 	if (a->s->released) {
-		q->untraced = 1;
+		/* Given up waiting.  If the sender's later sends are here, its
+		 * records of these bytes were lost (a damaged log): this
+		 * receive counts as from an untraced peer, the next ones pair
+		 * again.  Otherwise the sender is untraced from here. */
+		int later = 0;
+		for (uint32_t i = 0; i < q->n && !later; i++)
+			later = rc_q_at(q, i)->off > o;
+		if (later) {
+			uint64_t upto = o + rec_units(e, a->ev);
+			if (a->ev->type != BT_EV_READY)
+				a->c->st.unpaired_recv++;
+			if (upto > q->hwm)
+				q->hwm = upto;
+			rc_q_advance(a->c, cn, s);
+		} else {
+			q->untraced = 1;
+		}
 		return NULL;
 	}
 	if (q->untraced || !rc_end_traced(a->c, e, s))
@@ -519,10 +537,15 @@ static void on_chan(struct ap *a)
 	e->last = a->th->d;
 	e->open_req = a->th->d.req;
 	e->open_t = a->t;
-	if (e->side < 2)
+	if (e->side < 2) {
 		cn->live[e->side]++;
-	else
+		/* a new end sends from offset 0: its sends never seed the
+		 * queue mid-stream (see rc_q_push) */
+		if (rc_role_fresh(ev->role))
+			cn->dir[e->side].seeded = 1;
+	} else {
 		cn->unknown_live++;
+	}
 	c->st.channels++;
 	if (rc_fd_set(c, p, ev->fd, e, NULL, a->rt) < 0) {
 		e->refs = 1;              /* no fd took it: close it now */
@@ -601,10 +624,9 @@ static void on_msg_begin_out(struct ap *a, struct rc_end *e, uint64_t o)
 	struct rc_dirq *q = rc_send_q(a->c, e);
 	if (!q)
 		return;
-	struct rc_sent *x = rc_q_push(a->c, q);
+	struct rc_sent *x = rc_q_push(a->c, q, o);
 	if (!x)
 		return;
-	x->off = o;
 	x->end = RC_OPEN_END;
 	x->t_begin = x->t_end = a->t;
 	x->req = d.req;
@@ -613,7 +635,7 @@ static void on_msg_begin_out(struct ap *a, struct rc_end *e, uint64_t o)
 	x->dom = a->im->domain;
 	x->resolved = (uint8_t)resolved;
 	if (resolved)
-		rc_q_advance(a->c, e->conn, e->side, o + 1);
+		rc_q_advance(a->c, e->conn, e->side);
 }
 
 static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
@@ -716,10 +738,8 @@ static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 				break;
 			}
 		}
-		if (!x && (x = rc_q_push(c, q)) != NULL) {
-			x->off = o;
+		if (!x && (x = rc_q_push(c, q, o)) != NULL)
 			x->t_begin = t0;
-		}
 		if (x) {
 			x->end = o + n;
 			x->t_end = a->t;
@@ -730,7 +750,7 @@ static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 			x->client_root = croot;
 			x->dom = a->im->domain;
 			x->resolved = 1;
-			rc_q_advance(c, e->conn, e->side, o + n);
+			rc_q_advance(c, e->conn, e->side);
 		}
 	}
 	message_row(a, e, RC_DOUT, o, req, span, begun ? t0 : RC_DB_NULL, 0, msg);
@@ -747,7 +767,7 @@ static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 			sp->end = a->t;
 			rc_span_finish(c, sp);
 		} else {
-			rc_span_push(&e->cli, sp);
+			rc_span_push(&e->cli, sp, o);
 		}
 	} else if (sp && !sp->pending) {  /* a reply closed its server span */
 		rc_span_finish(c, sp);
@@ -777,7 +797,7 @@ static int begins_request(const struct rc_end *e, const struct rc_dirq *q,
 
 static void on_msg_begin_in(struct ap *a, struct rc_end *e, uint64_t o)
 {
-	struct rc_dirq *q = recv_q(a, e);
+	struct rc_dirq *q = recv_q(a, e, o);
 	struct rc_sent *x = q ? rc_q_find(q, o) : NULL;
 	struct rc_span *sp = NULL;
 
@@ -811,7 +831,7 @@ static void on_msg_begin_in(struct ap *a, struct rc_end *e, uint64_t o)
 		else
 			rc_span_root(a->c, sp, 0);
 		sp->pending = 1;
-		rc_span_push(&e->srv, sp);
+		rc_span_push(&e->srv, sp, o);
 		a->th->d.req = sp->req;
 		a->th->d.span = sp->id;
 		a->th->d.client_root = sp->client_root;
@@ -827,7 +847,7 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 	const struct bt_event *ev = a->ev;
 	uint64_t n = rec_units(e, ev);
 	int begun = e->begun[RC_DIN].valid && e->begun[RC_DIN].off == o;
-	struct rc_dirq *q = recv_q(a, e);
+	struct rc_dirq *q = recv_q(a, e, o);
 	struct rc_sent *x = NULL;
 	struct rc_span *sp = NULL;
 	uint64_t req = 0, span = 0, msg = ++a->m->next_msg, peer_msg = 0;
@@ -978,7 +998,7 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 				rc_span_finish(c, a->th->frag_span);
 			a->th->frag_span = sp;
 		} else {
-			rc_span_push(&e->srv, sp);
+			rc_span_push(&e->srv, sp, o);
 		}
 	} else if (sp) {                  /* a reply closed its client span */
 		rc_span_finish(c, sp);
@@ -995,9 +1015,8 @@ static void on_data_out(struct ap *a, struct rc_end *e, uint64_t o)
 		struct rc_sent *x = q->n ? rc_q_at(q, q->n - 1) : NULL;
 		if (!x || x->end != o || x->kind || x->req != d.req ||
 		    x->span != d.span || !x->resolved) {
-			x = rc_q_push(a->c, q);
+			x = rc_q_push(a->c, q, o);
 			if (x) {
-				x->off = o;
 				x->t_begin = a->t;
 				x->req = d.req;
 				x->span = d.span;
@@ -1009,7 +1028,7 @@ static void on_data_out(struct ap *a, struct rc_end *e, uint64_t o)
 		if (x) {
 			x->end = o + n;
 			x->t_end = a->t;
-			rc_q_advance(a->c, e->conn, e->side, o + n);
+			rc_q_advance(a->c, e->conn, e->side);
 		}
 	}
 	if (!d.req)
@@ -1028,7 +1047,7 @@ static void on_data_in(struct ap *a, struct rc_end *e, uint64_t o)
 {
 	struct rc_ctx *c = a->c;
 	uint64_t n = rec_units(e, a->ev);
-	struct rc_dirq *q = recv_q(a, e);
+	struct rc_dirq *q = recv_q(a, e, o);
 	struct rc_sent *x = q ? rc_q_find(q, o) : NULL;
 
 	frag_input(a, e, RC_TR_DATA, o, 0);
@@ -1095,7 +1114,7 @@ static void on_ready(struct ap *a)
 	}
 	if ((ev->flags & 1) && e->side < 2) {
 		/* The next incoming message, if its send is known already. */
-		struct rc_dirq *q = recv_q(a, e);
+		struct rc_dirq *q = recv_q(a, e, e->hwm[RC_DIN]);
 		struct rc_sent *x = q ? rc_q_find(q, e->hwm[RC_DIN]) : NULL;
 		if (x && x->resolved) {
 			a->th->d.req = x->req;

@@ -199,11 +199,12 @@ void rc_span_discard(struct rc_ctx *c, struct rc_span **head,
 	m->pool = sp;
 }
 
-void rc_span_push(struct rc_span **head, struct rc_span *sp)
+void rc_span_push(struct rc_span **head, struct rc_span *sp, uint64_t off)
 {
-	sp->next = NULL;
-	while (*head)
+	sp->off = off;
+	while (*head && (*head)->off <= off)
 		head = &(*head)->next;
+	sp->next = *head;
 	*head = sp;
 }
 

@@ -20,6 +20,7 @@ struct rc_span {
 	int64_t  start, end;     /* end RC_DB_NULL while open */
 	int64_t  status;
 	uint64_t witness;
+	uint64_t off;            /* the request's offset on its channel */
 	uint64_t process_id, channel_id;
 	uint32_t dom, host, pid, tid;
 	uint8_t  kind, proto, is_root, client_root, has_witness;
@@ -60,7 +61,11 @@ void rc_span_label(struct rc_span *sp, const struct bt_event *ev);
 void rc_span_finish(struct rc_ctx *c, struct rc_span *sp);
 
 /* Append SP to the list at *HEAD (oldest first). */
-void rc_span_push(struct rc_span **head, struct rc_span *sp);
+/* Queue SP, whose request is at offset OFF of its channel, among the open
+ * exchanges of HEAD in offset order: replies answer requests in the order
+ * they went on the wire, whatever the order their senders' records were
+ * merged in (several threads share a pooled connection). */
+void rc_span_push(struct rc_span **head, struct rc_span *sp, uint64_t off);
 /* Unlink and return the exchange reply EV answers: the one with its
  * witness, else the oldest (NULL if none, or if the witness matches none
  * of the exchanges that have one). */

@@ -289,6 +289,94 @@ START_TEST(deferred_writes_follow_want)
 }
 END_TEST
 
+/* ---- a pooled connection shared by worker threads ------------------------ */
+
+/*
+ * Worker A and worker B use one pooled backend connection in turn: A's call
+ * goes first on the wire (offset 0), B's after (offset 8).  A's stream
+ * waits at its first receive (its client logged the send late), so the
+ * merge meets B's send first.  The backend's receive of A's call must wait
+ * for A's send (not take the connection for untraced), and the replies
+ * must answer the calls in wire order, not in merge order.
+ */
+START_TEST(pooled_connection_shared_by_threads)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *c = gen_proc_main(h, 500, "/usr/bin/client", 0);
+	struct gen_thr *a = gen_proc_main(h, 300, "/usr/bin/front", 0);
+	struct gen_thr *b = gen_thread(gen_thr_proc(a), 5, 302, 0, 0);
+	struct gen_thr *k = gen_proc_main(h, 400, "/usr/bin/backend", 0);
+
+	/* connections: client->front (two), front->backend (one, pooled) */
+	gen_tcp(c, 10, 3, BT_CR_CONNECT, "10.0.0.5:40001", "10.0.0.1:80");
+	gen_tcp(c, 11, 4, BT_CR_CONNECT, "10.0.0.5:40002", "10.0.0.1:80");
+	gen_accept(a, 12, 5, 3, "10.0.0.1:80", "10.0.0.5:40001");
+	gen_accept(a, 13, 6, 3, "10.0.0.1:80", "10.0.0.5:40002");
+	gen_tcp(a, 14, 9, BT_CR_CONNECT, "10.0.0.1:50010", "10.0.0.2:7000");
+	gen_tcp(k, 15, 4, BT_CR_ACCEPT, "10.0.0.2:7000", "10.0.0.1:50010");
+
+	/* A: REQ a read at 110 (its send is logged only at 150) */
+	gen_msg(a, 110, 5, IN, REQ, BT_PROTO_LINE, 6, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "REQ a"), 0);
+	gen_msg(a, 111, 9, OUT, REQ, BT_PROTO_LINE, 8, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "CALL a"), 0);
+	gen_msg(k, 112, 4, IN, REQ, BT_PROTO_LINE, 8, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "CALL a"), 0);
+	gen_msg(k, 113, 4, OUT, REP, BT_PROTO_LINE, 6, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "OK a"), 0);
+	gen_msg(a, 114, 9, IN, REP, BT_PROTO_LINE, 6, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "OK a"), 0);
+	gen_msg(a, 115, 5, OUT, REP, BT_PROTO_LINE, 7, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "RESP a"), 0);
+	/* B: takes the connection after A */
+	gen_msg(c, 119, 4, OUT, REQ, BT_PROTO_LINE, 6, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "REQ b"), 0);
+	gen_msg(b, 120, 6, IN, REQ, BT_PROTO_LINE, 6, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "REQ b"), 0);
+	gen_msg(b, 121, 9, OUT, REQ, BT_PROTO_LINE, 8, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "CALL b"), 0);
+	gen_msg(k, 122, 4, IN, REQ, BT_PROTO_LINE, 8, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "CALL b"), 0);
+	gen_msg(k, 123, 4, OUT, REP, BT_PROTO_LINE, 6, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "OK b"), 0);
+	gen_msg(b, 124, 9, IN, REP, BT_PROTO_LINE, 6, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "OK b"), 0);
+	gen_msg(b, 125, 6, OUT, REP, BT_PROTO_LINE, 7, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "RESP b"), 0);
+	/* the client's write of REQ a is logged late */
+	gen_msg(c, 150, 3, OUT, REQ, BT_PROTO_LINE, 6, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "REQ a"), 0);
+	gen_msg(c, 151, 3, IN, REP, BT_PROTO_LINE, 7, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "RESP a"), 0);
+	gen_msg(c, 152, 4, IN, REP, BT_PROTO_LINE, 7, 0, 0, 0,
+		GEN_A(BT_AK_LINE, "RESP b"), 0);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM requests"), 2);
+	for (int i = 0; i < 2; i++) {
+		const char *x = i ? "b" : "a";
+		ck_assert_str_eq(rt_q(&t, "SELECT r.target FROM spans s JOIN requests r USING (request_id) WHERE s.kind = 'client' AND s.target = 'CALL %s'", x),
+				 i ? "REQ b" : "REQ a");
+		ck_assert_str_eq(rt_q(&t, "SELECT r.target FROM spans s JOIN requests r USING (request_id) WHERE s.kind = 'server' AND s.target = 'CALL %s'", x),
+				 i ? "REQ b" : "REQ a");
+		/* the client span of CALL x ends with OK x, read by x's
+		 * thread.  A's records follow its first receive, which cannot
+		 * precede the client's send logged at 150; the backend answers
+		 * B only after A's call, so B's reply is clamped there too. */
+		ck_assert_int_eq(rt_qi(&t, "SELECT end_ns FROM spans WHERE kind = 'client' AND target = 'CALL %s'", x),
+				 gen_epoch(150));
+		ck_assert_int_ge(rt_qi(&t, "SELECT end_ns - start_ns FROM spans WHERE kind = 'client' AND target = 'CALL %s'", x), 0);
+	}
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'unpaired_receives'"), 0);
+	ck_assert_int_eq(rt_badly_nested(&t), 0);
+	rt_done(&t);
+}
+END_TEST
+
 /* ---- pipelined requests on one connection -------------------------------- */
 
 START_TEST(pipelined_requests)
@@ -890,6 +978,7 @@ Suite *recon_paths_suite(void)
 	tcase_add_test(tc, thread_per_connection);
 	tcase_add_test(tc, event_loop_pooled_backend);
 	tcase_add_test(tc, deferred_writes_follow_want);
+	tcase_add_test(tc, pooled_connection_shared_by_threads);
 	tcase_add_test(tc, pipelined_requests);
 	tcase_add_test(tc, fork_exec_cgi);
 	tcase_add_test(tc, pthread_worker);
