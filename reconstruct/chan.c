@@ -58,20 +58,24 @@ struct rc_proc *rc_proc_new(struct rc_ctx *c, uint32_t host, uint32_t pid)
 #define RC_FD_KEEP_NS   1000000000LL
 #define RC_FD_KEEP_MAX  4096u
 
-/* Release the earlier bindings that ended before LIMIT (all: INT64_MAX). */
+/* Close the earlier bindings that ended before LIMIT (all: INT64_MAX)
+ * and whose own CLOSE record never came (an fd closed implicitly: dup2
+ * onto it, or a close the shim did not see). */
 static void fd_old_prune(struct rc_ctx *c, struct rc_proc *p, int64_t limit)
 {
 	while (p->old_first < p->nold &&
 	       (p->old[p->old_first].until < limit ||
 		p->nold - p->old_first > RC_FD_KEEP_MAX)) {
 		struct rc_fdold *o = &p->old[p->old_first++];
-		rc_end_unref(c, o->ent.end, o->until);
+		if (o->ent.end)
+			rc_end_unref(c, o->ent.end, o->until);
 	}
 	if (p->old_first == p->nold)
 		p->old_first = p->nold = 0;
 }
 
-/* Keep ENT as FD's binding from ENT->since up to UNTIL. */
+/* Keep ENT as FD's binding from ENT->since up to UNTIL (it keeps its
+ * reference until its CLOSE record or the prune). */
 static void fd_old_add(struct rc_ctx *c, struct rc_proc *p, int32_t fd,
 		       const struct rc_fdent *ent, int64_t until)
 {
@@ -103,7 +107,8 @@ static struct rc_fdold *fd_old_at(struct rc_proc *p, int32_t fd, int64_t t)
 {
 	for (uint32_t i = p->nold; i-- > p->old_first;) {
 		struct rc_fdold *o = &p->old[i];
-		if (o->fd == fd && o->ent.since <= t && t < o->until)
+		if (o->fd == fd && o->ent.end && o->ent.since <= t &&
+		    t < o->until)
 			return o;
 	}
 	return NULL;
@@ -111,16 +116,31 @@ static struct rc_fdold *fd_old_at(struct rc_proc *p, int32_t fd, int64_t t)
 
 void rc_fd_drop(struct rc_ctx *c, struct rc_proc *p, int32_t fd, int64_t t)
 {
+	if (fd < 0)
+		return;
+	struct rc_fdent *cur = (uint32_t)fd < p->nfds ? &p->fds[fd] : NULL;
+	if (cur && cur->end && t >= cur->since) {
+		struct rc_end *e = cur->end;
+		cur->end = NULL;
+		rc_end_unref(c, e, t);
+		return;
+	}
+	/* the fd was bound again by a record merged before this CLOSE */
+	struct rc_fdold *o = fd_old_at(p, fd, t);
+	if (o) {
+		struct rc_end *e = o->ent.end;
+		o->ent.end = NULL;
+		rc_end_unref(c, e, t);
+	}
+}
+
+void rc_fd_unbind(struct rc_ctx *c, struct rc_proc *p, int32_t fd, int64_t t)
+{
 	if (fd < 0 || (uint32_t)fd >= p->nfds)
 		return;
 	struct rc_fdent *cur = &p->fds[fd];
-	if (!cur->end || t < cur->since) {
-		/* an earlier binding closed: it ended no later than T */
-		struct rc_fdold *o = fd_old_at(p, fd, t);
-		if (o)
-			o->until = t;
+	if (!cur->end || t < cur->since)
 		return;
-	}
 	fd_old_add(c, p, fd, cur, t);
 	cur->end = NULL;
 }
@@ -153,7 +173,7 @@ int rc_fd_set(struct rc_ctx *c, struct rc_proc *p, int32_t fd,
 		fd_old_add(c, p, fd, &ent, cur->since);
 		return 0;
 	}
-	rc_fd_drop(c, p, fd, t);
+	rc_fd_unbind(c, p, fd, t);
 	*cur = ent;
 	return 0;
 }

@@ -138,13 +138,17 @@ void rc_proc_unref(struct rc_ctx *c, struct rc_proc *p, int64_t t);
  * The fd table is kept by time: T is the time of the record (its own
  * timestamp, the same clock for every thread of a process), not the order
  * in which the merge applies records of different threads.  rc_fd_set: FD
- * refers to E with offset bases BASE (NULL: 0) from T on; rc_fd_drop: FD
- * is closed at T; rc_fd_get: what FD referred to at T (NULL: nothing).
- * Earlier bindings are kept for a while (RC_FD_KEEP_NS of record time)
- * before their ends are released.
+ * refers to E with offset bases BASE (NULL: 0) from T on; rc_fd_unbind:
+ * FD refers to no channel from T on (a file was opened under its number);
+ * rc_fd_drop: the CLOSE record, FD's end is closed at T; rc_fd_get: what
+ * FD referred to at T (NULL: nothing).  A binding replaced before its
+ * CLOSE record was merged is kept (with its end open) until that record
+ * comes, or for RC_FD_KEEP_NS of record time if none comes (an implicit
+ * close).
  */
 int  rc_fd_set(struct rc_ctx *c, struct rc_proc *p, int32_t fd,
 	       struct rc_end *e, const uint64_t base[2], int64_t t);
+void rc_fd_unbind(struct rc_ctx *c, struct rc_proc *p, int32_t fd, int64_t t);
 void rc_fd_drop(struct rc_ctx *c, struct rc_proc *p, int32_t fd, int64_t t);
 struct rc_fdent *rc_fd_get(struct rc_proc *p, int32_t fd, int64_t t);
 

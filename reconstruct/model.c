@@ -1218,7 +1218,7 @@ static void on_open(struct ap *a)
 	if (!r.req)
 		c->st.unattr_files++;
 	if (p && ev->result >= 0)
-		rc_fd_drop(c, p, (int32_t)ev->result, a->rt);
+		rc_fd_unbind(c, p, (int32_t)ev->result, a->rt);
 }
 
 static void on_dup(struct ap *a)
@@ -1228,11 +1228,11 @@ static void on_dup(struct ap *a)
 	if (!p || ev->fd == ev->fd2)
 		return;
 	struct rc_fdent *fe = rc_fd_get(p, ev->fd, a->rt);
+	/* dup2 closes what fd2 was */
+	rc_fd_drop(a->c, p, ev->fd2, a->rt);
 	if (fe) {
 		uint64_t base[2] = { fe->base[0], fe->base[1] };
 		rc_fd_set(a->c, p, ev->fd2, fe->end, base, a->rt);
-	} else {
-		rc_fd_drop(a->c, p, ev->fd2, a->rt);
 	}
 }
 
