@@ -102,6 +102,8 @@ struct bt_thread {
 	struct bt_slot slot;
 	int         have_slot;
 	uint32_t    ready_rr;       /* rotation cursor for poll/select */
+	uint64_t    out_ts;         /* when the write call being logged began
+				       (0: none); its OUT records carry it */
 };
 BT_HIDDEN extern BT_TLS struct bt_thread bt_self;
 
@@ -142,7 +144,11 @@ static inline int bt_enter(void)
 		return 0;
 	return 1;
 }
-static inline void bt_leave(void) { bt_self.depth--; }
+static inline void bt_leave(void)
+{
+	bt_self.depth--;
+	bt_self.out_ts = 0;
+}
 /* bt_enter() returned 0: undo its count only if it made one. */
 static inline void bt_leave_pass(void)
 {

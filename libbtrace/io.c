@@ -62,6 +62,8 @@ static void log_msg(struct bt_chan *ch, int fd, int dir, const struct bt_msg *m,
 	ev.witness = m->witness;
 	ev.nattr = m->nattr;
 	memcpy(ev.attr, m->attr, sizeof ev.attr[0] * m->nattr);
+	if (dir == BT_DIR_OUT)
+		ev.ts = bt_self.out_ts;
 	if (peer && peer->family && ev.nattr < BT_EV_MAX_ATTR) {
 		bt_addr_format(peer, pbuf, sizeof pbuf);
 		ev.attr[ev.nattr].key = BT_AK_PEER;
@@ -82,6 +84,8 @@ static void log_simple(int type, int fd, int dir, uint64_t off, uint64_t len)
 	ev.dir = (uint8_t)dir;
 	ev.off = off;
 	ev.len = len;
+	if (dir == BT_DIR_OUT)
+		ev.ts = bt_self.out_ts;
 	bt_emit(&ev);
 }
 
@@ -1030,6 +1034,7 @@ ssize_t bt_write(int fd, const void *buf, size_t len)
 		bt_leave_pass();
 		return n;
 	}
+	bt_self.out_ts = bt_now();
 	n = REAL(write)(fd, buf, len);
 	{
 		struct iovec iov = { (void *)buf, len };
@@ -1050,6 +1055,7 @@ ssize_t bt_writev(int fd, const struct iovec *iov, int cnt)
 		bt_leave_pass();
 		return n;
 	}
+	bt_self.out_ts = bt_now();
 	n = REAL(writev)(fd, iov, cnt);
 	out_done(fd, iov, cnt, n);
 	bt_leave();
@@ -1065,6 +1071,7 @@ ssize_t bt_send(int fd, const void *buf, size_t len, int flags)
 		bt_leave_pass();
 		return n;
 	}
+	bt_self.out_ts = bt_now();
 	n = REAL(send)(fd, buf, len, flags);
 	{
 		struct iovec iov = { (void *)buf, len };
@@ -1085,6 +1092,7 @@ ssize_t bt_sendto(int fd, const void *buf, size_t len, int flags,
 		bt_leave_pass();
 		return n;
 	}
+	bt_self.out_ts = bt_now();
 	n = REAL(sendto)(fd, buf, len, flags, to, tolen);
 	{
 		struct iovec iov = { (void *)buf, len };
@@ -1103,6 +1111,7 @@ ssize_t bt_sendmsg(int fd, const struct msghdr *mh, int flags)
 		bt_leave_pass();
 		return n;
 	}
+	bt_self.out_ts = bt_now();
 	n = REAL(sendmsg)(fd, mh, flags);
 	if (mh)
 		out_done(fd, mh->msg_iov, (int)mh->msg_iovlen, n);
@@ -1119,6 +1128,7 @@ int bt_sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
 		bt_leave_pass();
 		return r;
 	}
+	bt_self.out_ts = bt_now();
 	r = REAL(sendmmsg)(fd, v, n, flags);
 	for (int i = 0; i < r; i++)
 		out_done(fd, v[i].msg_hdr.msg_iov, (int)v[i].msg_hdr.msg_iovlen,
@@ -1182,6 +1192,7 @@ ssize_t bt_sendfile(int out_fd, int in_fd, off_t *off, size_t n)
 		bt_leave_pass();
 		return r;
 	}
+	bt_self.out_ts = bt_now();
 	start = off ? *off : lseek(in_fd, 0, SEEK_CUR);
 	r = REAL(sendfile)(out_fd, in_fd, off, n);
 	if (r > 0 && start >= 0)
@@ -1203,6 +1214,7 @@ ssize_t bt_sendfile64(int out_fd, int in_fd, off64_t *off, size_t n)
 		bt_leave_pass();
 		return r;
 	}
+	bt_self.out_ts = bt_now();
 	start = off ? *off : lseek64(in_fd, 0, SEEK_CUR);
 	r = REAL(sendfile64)(out_fd, in_fd, off, n);
 	if (r > 0 && start >= 0)
@@ -1229,6 +1241,7 @@ ssize_t bt_splice(int in, off64_t *ioff, int out, off64_t *ooff, size_t n,
 		bt_leave_pass();
 		return r;
 	}
+	bt_self.out_ts = bt_now();
 	r = REAL(splice)(in, ioff, out, ooff, n, fl);
 	e = errno;
 	if (r > 0 && !bt_paused()) {
