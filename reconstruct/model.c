@@ -808,6 +808,11 @@ static void on_msg_begin_in(struct ap *a, struct rc_end *e, uint64_t o)
 		if (x->dom == a->im->domain && x->t_begin > a->t) {
 			a->t = x->t_begin;
 			a->c->st.clamps++;
+		} else if (x->dom != a->im->domain) {
+			/* the first byte came after the send began: a bound on
+			 * the clocks that a server span opened here needs */
+			rc_clock_sample(a->c, x->dom, a->im->domain, x->t_begin,
+					a->t);
 		}
 		a->th->d.req = x->req;
 		a->th->d.span = e->cli ? e->cli->parent : 0;
