@@ -251,6 +251,7 @@ __attribute__((destructor)) static void bt_dtor(void)
 
 static pid_t fork_common(int is_vfork)
 {
+	uint64_t t0;
 	pid_t r;
 	int e;
 
@@ -259,6 +260,7 @@ static pid_t fork_common(int is_vfork)
 		bt_leave_pass();
 		return r;
 	}
+	t0 = bt_now();            /* the child exists only after this */
 	r = REAL(fork)();
 	e = errno;
 	if (r == 0) {
@@ -275,6 +277,7 @@ static pid_t fork_common(int is_vfork)
 		struct bt_event ev;
 		memset(&ev, 0, sizeof ev);
 		ev.type = BT_EV_FORK;
+		ev.ts = t0;
 		ev.result = r > 0 ? r : -e;
 		ev.flags = is_vfork ? 1 : 0;
 		bt_emit(&ev);
@@ -453,6 +456,7 @@ int bt_posix_spawn(pid_t *pid, const char *path,
 	int r, traced = bt_enter();
 
 	env = fix_env(envp, envbuf, ENV_CAP, pre, sizeof pre);
+	uint64_t t0 = bt_now();   /* the child exists only after this */
 	r = usepath ? REAL(posix_spawnp)(&child, path, fa, at, argv, env)
 		    : REAL(posix_spawn)(&child, path, fa, at, argv, env);
 	if (pid && r == 0)
@@ -461,6 +465,7 @@ int bt_posix_spawn(pid_t *pid, const char *path,
 		struct bt_event ev;
 		memset(&ev, 0, sizeof ev);
 		ev.type = BT_EV_SPAWN;
+		ev.ts = t0;
 		ev.result = r == 0 ? child : -r;
 		ev.str = path;
 		ev.str_len = path ? (uint32_t)strnlen(path, BT_EV_MAX_STR) : 0;
