@@ -9,10 +9,12 @@ libbtrecon_la_SOURCES = \
 	reconstruct/map.c reconstruct/map.h \
 	reconstruct/merge.c reconstruct/merge.h \
 	reconstruct/model.c reconstruct/model.h \
+	reconstruct/patterns.c reconstruct/patterns.h \
 	reconstruct/rc.h \
 	reconstruct/recon.c reconstruct/recon.h \
 	reconstruct/scan.c reconstruct/scan.h \
-	reconstruct/span.c reconstruct/span.h
+	reconstruct/span.c reconstruct/span.h \
+	reconstruct/views.c reconstruct/views.h
 libbtrecon_la_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(SQLITE3_CFLAGS)
 libbtrecon_la_LIBADD = libbtproto.la libbtcommon.la $(SQLITE3_LIBS)
 
