@@ -1,0 +1,24 @@
+# tests/report/: the views, the patterns, the exporters (OTLP, Perfetto,
+# DOT) and bp-report, on scripted logs (demo.c: a web shop through nginx,
+# php-fpm and PostgreSQL, written with tests/recon/gen.c) and on traced
+# runs of the example servers.
+check_PROGRAMS += tests/report/demolog
+tests_report_demolog_SOURCES = tests/report/demolog.c \
+	tests/report/demo.c tests/report/demo.h \
+	tests/recon/gen.c tests/recon/gen.h
+tests_report_demolog_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS)
+tests_report_demolog_LDFLAGS = $(SAN_CFLAGS)
+tests_report_demolog_LDADD = libbtcommon.la
+
+# The views and patterns against known answers (Check).
+if HAVE_CHECK
+check_PROGRAMS += tests/report/check_report
+TESTS += tests/report/check_report
+tests_report_check_report_SOURCES = tests/report/check_report.c \
+	tests/report/demo.c tests/report/demo.h \
+	tests/recon/gen.c tests/recon/gen.h
+tests_report_check_report_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/reconstruct
+tests_report_check_report_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(CHECK_CFLAGS) $(SQLITE3_CFLAGS)
+tests_report_check_report_LDFLAGS = $(SAN_CFLAGS)
+tests_report_check_report_LDADD = libbtrecon.la $(CHECK_LIBS) $(SQLITE3_LIBS)
+endif
