@@ -22,3 +22,16 @@ tests_report_check_report_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(CHECK_CFLAGS) $(
 tests_report_check_report_LDFLAGS = $(SAN_CFLAGS)
 tests_report_check_report_LDADD = libbtrecon.la $(CHECK_LIBS) $(SQLITE3_LIBS)
 endif
+
+# The exporters read back by independent readers (protobufjs with the
+# OpenTelemetry .proto files from npm, Python's json, dot -Tsvg), and
+# bp-report in headless Chromium (tests/report/lib.sh).
+REPORT_TESTS = tests/report/exports.sh tests/report/report.sh
+TESTS += $(REPORT_TESTS)
+EXTRA_DIST += $(REPORT_TESTS) tests/report/lib.sh tests/report/otlp-check.js \
+	tests/report/perfetto-check.py
+CLEANFILES += tests/report/report.png
+clean-local: clean-report-node
+clean-report-node:
+	-rm -rf tests/report/node
+.PHONY: clean-report-node
