@@ -26,7 +26,8 @@ endif
 # The exporters read back by independent readers (protobufjs with the
 # OpenTelemetry .proto files from npm, Python's json, dot -Tsvg), and
 # bp-report in headless Chromium (tests/report/lib.sh).
-REPORT_TESTS = tests/report/exports.sh tests/report/report.sh
+REPORT_TESTS = tests/report/exports.sh tests/report/report.sh \
+	tests/report/traced.sh
 TESTS += $(REPORT_TESTS)
 EXTRA_DIST += $(REPORT_TESTS) tests/report/lib.sh tests/report/otlp-check.js \
 	tests/report/perfetto-check.py
