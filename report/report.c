@@ -29,6 +29,8 @@ struct page {
 	FILE    *f;
 	int64_t *drawn;              /* requests with a timeline, sorted */
 	size_t   ndrawn;
+	int64_t *failed;             /* requests in the errors view, sorted */
+	size_t   nfailed;
 };
 
 static const char style[] =
@@ -82,6 +84,38 @@ static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
 	return x < y ? -1 : x > y;
+}
+
+/* The requests with errors, read once (the errors view is not cheap). */
+static int load_failed(struct page *p)
+{
+	sqlite3_stmt *s = export_prep(p->x,
+		"SELECT DISTINCT request_id FROM errors WHERE request_id IS NOT NULL\n"
+		"ORDER BY request_id");
+	size_t cap = 0;
+	if (!s)
+		return -1;
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		if (p->nfailed == cap) {
+			cap = cap ? cap * 2 : 64;
+			int64_t *n = realloc(p->failed, cap * sizeof *n);
+			if (!n) {
+				sqlite3_finalize(s);
+				snprintf(p->x->err, sizeof p->x->err, "out of memory");
+				return -1;
+			}
+			p->failed = n;
+		}
+		p->failed[p->nfailed++] = sqlite3_column_int64(s, 0);
+	}
+	sqlite3_finalize(s);
+	return 0;
+}
+
+static int failed(const struct page *p, int64_t id)
+{
+	return p->nfailed && bsearch(&id, p->failed, p->nfailed,
+				      sizeof *p->failed, cmp_i64) != NULL;
 }
 
 static int drawn(const struct page *p, int64_t id)
@@ -205,10 +239,11 @@ static int choose(struct page *p, int64_t **order, size_t *norder)
 			goto oom;
 		for (size_t i = 0; i < p->o->nforce; i++)
 			add_drawn(p, p->o->force[i], c);
-		if (add_from(p, "SELECT DISTINCT request_id FROM errors\n"
-				"WHERE request_id IS NOT NULL ORDER BY request_id LIMIT ?",
-			     cap / 4 > 0 ? cap / 4 : 1, c) < 0 ||
-		    add_from(p, "SELECT example_request_id FROM patterns\n"
+		long quarter = cap / 4 > 0 ? cap / 4 : 1;
+		for (size_t i = 0; i < p->nfailed && (long)i < quarter; i++)
+			if (add_drawn(p, p->failed[i], c))
+				break;
+		if (add_from(p, "SELECT example_request_id FROM patterns\n"
 				"WHERE example_request_id IS NOT NULL ORDER BY rank LIMIT ?",
 			     cap / 4 > 0 ? cap / 4 : 1, c) < 0 ||
 		    add_from(p, "SELECT request_id FROM slowest_requests LIMIT ?",
@@ -250,7 +285,7 @@ static int summary(struct page *p)
 	}
 	sqlite3_finalize(s);
 	int64_t unattr = q_int(p, "SELECT SUM(n) FROM unattributed", 0);
-	int64_t nerr = q_int(p, "SELECT COUNT(DISTINCT request_id) FROM errors", 0);
+	int64_t nerr = (int64_t)p->nfailed;
 	int64_t procs = q_int(p, "SELECT COUNT(*) FROM processes", 0);
 	fprintf(f, "<div class=\"card\"><b>%" PRId64 "</b><span>processes</span></div>", procs);
 	fprintf(f, "<div class=\"card\"><b class=\"%s\">%" PRId64 "</b><span>requests with errors</span></div>",
@@ -728,8 +763,7 @@ static int timelines(struct page *p, const int64_t *order, size_t n)
 	FILE *f = p->f;
 	int64_t total = q_int(p, "SELECT COUNT(*) FROM requests", 0);
 	sqlite3_stmt *s = export_prep(p->x,
-		"SELECT method, target, status, duration_ns, client, pattern_id,\n"
-		"  request_id IN (SELECT request_id FROM errors)\n"
+		"SELECT method, target, status, duration_ns, client, pattern_id\n"
 		"FROM requests WHERE request_id = ?");
 	if (!s)
 		return -1;
@@ -754,7 +788,7 @@ static int timelines(struct page *p, const int64_t *order, size_t n)
 			fputs("never answered", f);
 		if (sqlite3_column_type(s, 2) != SQLITE_NULL)
 			fprintf(f, " &middot; status %lld", (long long)sqlite3_column_int64(s, 2));
-		if (sqlite3_column_int(s, 6))
+		if (failed(p, order[i]))
 			fputs(" &middot; <span class=\"err\">error</span>", f);
 		fprintf(f, " &middot; pattern <a href=\"#p%lld\">%lld</a></summary>\n",
 			(long long)sqlite3_column_int64(s, 5),
@@ -821,7 +855,7 @@ int report_write(struct export_db *x, const struct report_options *o,
 			return -1;
 		}
 	}
-	if (choose(&p, &order, &norder) < 0)
+	if (load_failed(&p) < 0 || choose(&p, &order, &norder) < 0)
 		goto out;
 	if (export_file_open(x, &out, o->output) < 0)
 		goto out;
@@ -862,5 +896,6 @@ int report_write(struct export_db *x, const struct report_options *o,
 out:
 	free(order);
 	free(p.drawn);
+	free(p.failed);
 	return r;
 }
