@@ -48,6 +48,7 @@ struct tl {
 	struct export_db *x;
 	FILE   *f;
 	int64_t t0, t1;
+	int64_t origin;              /* the request's start: time 0 */
 	struct tspan *sp;
 	size_t nsp;
 	struct tlane lane[MAX_LANES];
@@ -286,15 +287,18 @@ static int64_t tick_step(int64_t span)
 static void axis(struct tl *t, int height)
 {
 	FILE *f = t->f;
-	int64_t span = t->t1 - t->t0;
+	int64_t span = t->t1 - t->origin;
 	int64_t step = tick_step(span);
 	fprintf(f, "<g class=\"axis\">");
 	for (int64_t v = 0; v <= span && v / step < 40; v += step) {
-		double x = xof(t, t->t0 + v);
+		double x = xof(t, t->origin + v);
 		fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>",
 			x, AXIS_H - 4, x, height - 8);
 		fprintf(f, "<text x=\"%.1f\" y=\"%d\">", x, AXIS_H - 8);
-		html_dur(f, (double)v);
+		if (v)
+			html_dur(f, (double)v);
+		else
+			fputs("0", f);
 		fputs("</text>", f);
 	}
 	fputs("</g>\n", f);
@@ -503,7 +507,7 @@ int timeline_svg(struct export_db *x, FILE *f, int64_t req)
 			 (long long)req);
 		goto out;
 	}
-	t->t0 = sqlite3_column_int64(r, 0);
+	t->t0 = t->origin = sqlite3_column_int64(r, 0);
 	t->t1 = sqlite3_column_int64(r, 1);
 	snprintf(client, sizeof client, "%s", export_col(r, 2));
 	if (load_spans(t, req) < 0)
