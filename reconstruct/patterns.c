@@ -37,11 +37,18 @@ static void nput(struct nbuf *b, char c)
 	if (b->full)
 		return;
 	if (b->len + 4 >= b->cap) {   /* keep room for "..." and NUL */
-		while (b->len && ((unsigned char)b->p[b->len] & 0xC0) == 0x80)
-			b->len--;
-		/* never end inside a UTF-8 sequence */
-		while (b->len && ((unsigned char)b->p[b->len - 1] & 0xC0) == 0xC0)
-			b->len--;
+		/* never end inside a UTF-8 sequence: drop an incomplete last
+		 * character */
+		size_t k = b->len;
+		while (k && ((unsigned char)b->p[k - 1] & 0xC0) == 0x80)
+			k--;
+		if (k && ((unsigned char)b->p[k - 1] & 0x80)) {
+			unsigned char lead = (unsigned char)b->p[k - 1];
+			size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 :
+				      lead >= 0xC0 ? 2 : 1;
+			if (k - 1 + want > b->len)
+				b->len = k - 1;
+		}
 		memcpy(b->p + b->len, "...", 3);
 		b->len += 3;
 		b->full = 1;
