@@ -19,7 +19,8 @@
  * REQUEST_URI and REQUEST_METHOD, in a table of FCGI_SLOTS entries; a
  * request beyond that, a record of an unknown request, a version other
  * than 1, or a record type that does not belong to its direction is
- * BT_PP_LOST.
+ * BT_PP_LOST.  FastCGI runs over streams only: on a datagram transport
+ * feed() is BT_PP_LOST at once.
  */
 #include "config.h"
 
@@ -80,6 +81,7 @@ struct fcgi_dir {
 
 struct fcgi_state {
 	int8_t   req_dir;          /* direction of the web server's records */
+	uint8_t  dgram;            /* not a stream: not followed */
 	char     num[24];
 	char     err[20];
 	struct fcgi_dir d[2];
@@ -89,7 +91,7 @@ struct fcgi_state {
 static void fcgi_init(void *st, int role, int transport)
 {
 	struct fcgi_state *s = st;
-	(void)transport;
+	s->dgram = transport == BT_TR_DGRAM;
 	/* the web server connects to the application */
 	s->req_dir = role == BT_ROLE_CLIENT ? BT_DIR_OUT :
 		     role == BT_ROLE_SERVER ? BT_DIR_IN : -1;
@@ -321,6 +323,8 @@ static long fcgi_feed(void *st, int dir, const uint8_t *p, size_t n,
 	size_t i = 0;
 
 	dir &= 1;
+	if (s->dgram)
+		return BT_PP_LOST;
 	while (i < n) {
 		if (d->hn < 8) {
 			size_t k = 8u - d->hn < n - i ? 8u - d->hn : n - i;

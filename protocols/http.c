@@ -19,6 +19,9 @@
  * that answer nothing.  After a tunnel opens every feed() is BT_PP_LOST, so
  * the channel passes through.
  *
+ * HTTP runs over streams only: on a datagram transport feed() is
+ * BT_PP_LOST at once.
+ *
  * Limits: a head (start line + fields) of HTTP_HEAD_MAX bytes, a line of
  * HTTP_LINE_MAX, a chunk-size line of HTTP_CHUNK_LINE_MAX, HTTP_SPECIAL_MAX
  * pending HEAD/CONNECT requests: beyond any of them, BT_PP_LOST.
@@ -53,6 +56,7 @@ enum { M_OTHER, M_HEAD, M_CONNECT };
 #define F_CR       0x080u   /* chunk: CR seen before LF */
 #define F_HEX      0x100u   /* chunk: a hex digit seen */
 #define F_EXT      0x200u   /* chunk: in extensions */
+#define F_TOK      0x400u   /* start line: its first token has ended */
 
 struct http_dir {
 	uint8_t  st;
@@ -65,6 +69,7 @@ struct http_dir {
 	uint32_t head;           /* bytes of the head so far */
 	uint32_t status;
 	uint64_t cl, remain, body;
+	char     tail[12];       /* the last bytes of a long start line */
 	struct { uint8_t key; uint16_t off, len; } at[HTTP_NATTR];
 	char     blen[24];
 	char     arena[HTTP_ARENA];
@@ -72,7 +77,7 @@ struct http_dir {
 
 struct http_state {
 	int8_t   req_dir;        /* -1 until known */
-	uint8_t  tunnel;
+	uint8_t  tunnel;         /* or a datagram transport: not followed */
 	uint8_t  sp_head, sp_n;  /* queue of pending HEAD/CONNECT */
 	uint8_t  sp_kind[HTTP_SPECIAL_MAX];
 	uint32_t sp_seq[HTTP_SPECIAL_MAX];
@@ -84,9 +89,9 @@ struct http_state {
 static void http_init(void *st, int role, int transport)
 {
 	struct http_state *s = st;
-	(void)transport;
 	s->req_dir = role == BT_ROLE_CLIENT ? BT_DIR_OUT :
 		     role == BT_ROLE_SERVER ? BT_DIR_IN : -1;
+	s->tunnel = transport == BT_TR_DGRAM;
 }
 
 static void http_fini(void *st) { (void)st; }
@@ -180,12 +185,16 @@ static void parse_te(struct http_dir *d, const char *v, size_t n)
 	}
 }
 
-/* The start line: request line or status line.  0 ok, -1 lost. */
+/*
+ * The start line L[0..N): request line or status line.  CUT: only its
+ * first N bytes were kept (a long target); its end is in d->tail.
+ * 0 ok, -1 lost.
+ */
 static int start_line(struct http_state *s, struct http_dir *d, int dir,
-		      char *l, size_t n)
+		      char *l, size_t n, int cut)
 {
 	if (n >= 5 && memcmp(l, "HTTP/", 5) == 0) {
-		if (s->req_dir == dir)
+		if (s->req_dir == dir || cut)
 			return -1;
 		if (n < 12 || memcmp(l + 5, "1.", 2) != 0 || l[8] != ' ')
 			return -1;
@@ -214,9 +223,20 @@ static int start_line(struct http_state *s, struct http_dir *d, int dir,
 	te = t;
 	while (te < n && l[te] != ' ')
 		te++;
-	if (te == t || n - te != 9 || memcmp(l + te, " HTTP/1.", 8) != 0 ||
-	    l[n - 1] < '0' || l[n - 1] > '9')
+	if (cut) {
+		/* tail: ... " HTTP/1.x" CR? LF */
+		const char *e = d->tail + sizeof d->tail - 1;
+		if (e[-1] == '\r')
+			e--;
+		if (memcmp(e - 9, " HTTP/1.", 8) != 0 || e[-1] < '0' ||
+		    e[-1] > '9' || te != n)
+			return -1;
+		d->f |= F_TRUNC;
+	} else if (te == t || n - te != 9 ||
+		   memcmp(l + te, " HTTP/1.", 8) != 0 ||
+		   l[n - 1] < '0' || l[n - 1] > '9') {
 		return -1;
+	}
 	s->req_dir = (int8_t)dir;
 	d->method = m == 4 && memcmp(l, "HEAD", 4) == 0 ? M_HEAD :
 		    m == 7 && memcmp(l, "CONNECT", 7) == 0 ? M_CONNECT : M_OTHER;
@@ -348,23 +368,63 @@ static void emit(struct http_state *s, struct http_dir *d, struct bt_msg *m)
 	d->method = M_OTHER;
 }
 
+static int is_tchar(unsigned c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || (c && strchr("!#$%&'*+-.^_`|~", (int)c));
+}
+
+/*
+ * Can bytes L[from..n) continue a start line?  The first token (method or
+ * "HTTP/1.x") is at most 32 token characters; no control characters but
+ * CR, LF and HT.  Rejects a binary stream at once, before any LF.
+ */
+static int start_ok(struct http_dir *d, const char *l, size_t from, size_t n)
+{
+	for (size_t i = from; i < n; i++) {
+		unsigned c = (unsigned char)l[i];
+		if ((c < 0x20 && c != '\r' && c != '\n' && c != '\t') || c == 0x7f)
+			return 0;
+		if (d->f & F_TOK)
+			continue;
+		if (c == ' ' && i > 0)
+			d->f |= F_TOK;
+		else if (i >= 32 || (!is_tchar(c) && c != '/' && c != '\r' &&
+				     c != '\n'))
+			return 0;
+	}
+	return 1;
+}
+
 /*
  * Take the bytes of a line up to and including LF (or all of them) from
- * P[0..N).  Returns the bytes taken; *DONE is set when the line ended.
- * KEEP: the line is copied into the arena (as far as it fits).
+ * P[0..N) into the arena (as far as it fits).  Returns the bytes taken, or
+ * 0 if they cannot be part of a start line; *DONE is set when the line
+ * ended.
  */
 static size_t take_line(struct http_dir *d, const uint8_t *p, size_t n,
-			int keep_it, int *done)
+			int *done)
 {
 	const uint8_t *nl = memchr(p, '\n', n);
 	size_t take = nl ? (size_t)(nl - p) + 1 : n;
-	if (keep_it) {
-		size_t room = HTTP_ARENA - d->used - d->cur;
-		size_t k = take < room ? take : room;
-		memcpy(d->arena + d->used + d->cur, p, k);
-		d->cur = (uint16_t)(d->cur + k);
-		if (k < take)
-			d->f |= F_CUT;
+	size_t room = HTTP_ARENA - d->used - d->cur;
+	size_t k = take < room ? take : room;
+	char *l = d->arena + d->used;
+	memcpy(l + d->cur, p, k);
+	if (d->st == ST_HEAD && !(d->f & F_START) &&
+	    !start_ok(d, l, d->cur, d->cur + k))
+		return 0;
+	d->cur = (uint16_t)(d->cur + k);
+	if (k < take)
+		d->f |= F_CUT;
+	if (!(d->f & F_START)) {             /* keep the start line's end */
+		size_t tl = sizeof d->tail;
+		if (take >= tl) {
+			memcpy(d->tail, p + take - tl, tl);
+		} else {
+			memmove(d->tail, d->tail + take, tl - take);
+			memcpy(d->tail + tl - take, p, take);
+		}
 	}
 	d->line += (uint32_t)take;
 	d->head += (uint32_t)take;
@@ -388,10 +448,8 @@ static int head_line(struct http_state *s, struct http_dir *d, int dir)
 		if (d->line <= 2 && n == 0) {
 			d->head = 0;        /* empty lines before a message */
 		} else {
-			if (d->f & F_CUT)
-				return -1;
 			d->f |= F_START;
-			r = start_line(s, d, dir, l, n);
+			r = start_line(s, d, dir, l, n, (d->f & F_CUT) != 0);
 		}
 	} else if (d->line <= 2 && n == 0) {
 		r = head_done(s, d);
@@ -446,7 +504,7 @@ static long http_feed(void *st, int dir, const uint8_t *p, size_t n,
 {
 	struct http_state *s = st;
 	struct http_dir *d = &s->d[dir & 1];
-	size_t i = 0;
+	size_t i = 0, k;
 	int done, r;
 
 	dir &= 1;
@@ -456,9 +514,11 @@ static long http_feed(void *st, int dir, const uint8_t *p, size_t n,
 		switch (d->st) {
 		case ST_HEAD:
 		case ST_TRAILER:
-			i += take_line(d, p + i, n - i, 1, &done);
-			if (d->line > HTTP_LINE_MAX || d->head > HTTP_HEAD_MAX)
+			k = take_line(d, p + i, n - i, &done);
+			if (!k || d->line > HTTP_LINE_MAX ||
+			    d->head > HTTP_HEAD_MAX)
 				return BT_PP_LOST;
+			i += k;
 			if (!done)
 				break;
 			r = head_line(s, d, dir);
@@ -469,8 +529,8 @@ static long http_feed(void *st, int dir, const uint8_t *p, size_t n,
 				return (long)i;
 			}
 			break;
-		case ST_LEN: {
-			size_t k = n - i < d->remain ? n - i : (size_t)d->remain;
+		case ST_LEN:
+			k = n - i < d->remain ? n - i : (size_t)d->remain;
 			i += k;
 			d->remain -= k;
 			d->body += k;
@@ -479,7 +539,6 @@ static long http_feed(void *st, int dir, const uint8_t *p, size_t n,
 				return (long)i;
 			}
 			break;
-		}
 		case ST_CLOSE:
 			d->body += n - i;
 			i = n;
@@ -493,15 +552,14 @@ static long http_feed(void *st, int dir, const uint8_t *p, size_t n,
 				d->st = d->remain ? ST_CDATA : ST_TRAILER;
 			}
 			break;
-		case ST_CDATA: {
-			size_t k = n - i < d->remain ? n - i : (size_t)d->remain;
+		case ST_CDATA:
+			k = n - i < d->remain ? n - i : (size_t)d->remain;
 			i += k;
 			d->remain -= k;
 			d->body += k;
 			if (!d->remain)
 				d->st = ST_CCRLF;
 			break;
-		}
 		case ST_CCRLF: {
 			uint8_t c = p[i++];
 			if (c == '\r' && !(d->f & F_CR)) {

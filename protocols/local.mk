@@ -25,3 +25,17 @@ tests_proto_pp_replay_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 tests_proto_pp_replay_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS)
 tests_proto_pp_replay_LDFLAGS = $(SAN_CFLAGS)
 tests_proto_pp_replay_LDADD = libbtcommon.la
+
+# the unit test: every capture and synthetic case in every chunking
+if HAVE_CHECK
+check_PROGRAMS += tests/unit/check_proto
+TESTS += tests/unit/check_proto
+tests_unit_check_proto_SOURCES = tests/unit/check_proto.c \
+	tests/unit/check_proto_lib.c tests/unit/check_proto.h $(BTPROTO_SOURCES)
+tests_unit_check_proto_CPPFLAGS = $(AM_CPPFLAGS) \
+	-I$(top_srcdir)/tests/unit \
+	-DPROTO_TESTDIR='"$(abs_top_srcdir)/tests/proto"'
+tests_unit_check_proto_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(SAN_CFLAGS)
+tests_unit_check_proto_LDFLAGS = $(SAN_CFLAGS)
+tests_unit_check_proto_LDADD = libbtcommon.la $(CHECK_LIBS)
+endif

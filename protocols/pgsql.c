@@ -29,6 +29,7 @@
  *             is outstanding: a ONEWAY message each; inside an answer they
  *             are part of it.  CopyBothResponse (replication) is
  *             BT_PP_LOST.
+ * On a datagram transport feed() is BT_PP_LOST at once.
  * Requests are answered in order; the outstanding ones are counted, and
  * the kind (simple or extended) of the first PG_FIFO is remembered.
  *
@@ -101,7 +102,7 @@ struct pg_state {
 	uint8_t  fe_typed;          /* startup packet done */
 	uint8_t  startup;           /* backend still in its startup phase */
 	uint8_t  ssl;               /* SSL/GSS answer byte expected */
-	uint8_t  tunnel;
+	uint8_t  tunnel;            /* encrypted, replication or datagrams */
 	uint8_t  batch;             /* B_* */
 	uint8_t  sqlst;             /* SQL from 0 none 1 Parse 2 Bind 3 Exec */
 	uint8_t  copy;              /* 1 copy data, 2 waiting for the Sync */
@@ -124,7 +125,7 @@ struct pg_state {
 static void pg_init(void *st, int role, int transport)
 {
 	struct pg_state *s = st;
-	(void)transport;
+	s->tunnel = transport == BT_TR_DGRAM;   /* streams only */
 	s->fe_dir = role == BT_ROLE_CLIENT ? BT_DIR_OUT :
 		    role == BT_ROLE_SERVER ? BT_DIR_IN : -1;
 }

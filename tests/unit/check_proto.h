@@ -12,7 +12,8 @@
  * the state too, checking the processor interface contract on every call,
  * and writes the messages found as an event log: one line per message,
  *   DIR KIND off=N len=N [status=N] [witness=N] [flags=F,..] [key="value"]..
- * or "DIR lost off=N" where the processor gave up.  Identical input must
+ * or "DIR lost" where the processor gave up (not where: the offset of the
+feed() call that gives up depends on the chunking).  Identical input must
  * give an identical log in every chunking.
  */
 #ifndef CHECK_PROTO_H
@@ -92,6 +93,16 @@ int replay_chunks(const struct bt_proto_ops *o, int role, int transport,
 		  size_t nchunk, const uint8_t *type, const uint32_t *len,
 		  const uint8_t *const *data, int front, struct sbuf *out,
 		  char *err, size_t elen);
+
+/*
+ * replay_splits - replay C with the runs of each direction joined (as
+ * RM_WHOLE) and one run cut into two chunks, at every inner point of every
+ * run, comparing each log with WANT.  Returns 0 if all are equal, the
+ * first byte position (> 0) where a cut gives another log (that log in
+ * GOT), or -1 on a contract violation (ERR).
+ */
+long replay_splits(const struct bt_proto_ops *o, const struct cap *c,
+		   const char *want, struct sbuf *got, char *err, size_t elen);
 
 /* Name of a mode, for messages. */
 const char *replay_mode_name(int mode);

@@ -348,9 +348,7 @@ int replay_chunks(const struct bt_proto_ops *o, int role, int transport,
 			memset(&m, 0, sizeof m);
 			long r = o->feed(st, dir, p, n, &m);
 			if (r == BT_PP_LOST) {
-				sb_printf(out, "%s lost off=%llu\n",
-					  dir_name[dir],
-					  (unsigned long long)off[dir]);
+				sb_printf(out, "%s lost\n", dir_name[dir]);
 				return 0;
 			}
 			if (r < 1 || (size_t)r > n) {
@@ -420,7 +418,7 @@ const char *replay_mode_name(int mode)
 int replay(const struct bt_proto_ops *o, const struct cap *c, int mode,
 	   size_t split, struct sbuf *out, char *err, size_t elen)
 {
-	size_t max = 2 * c->nrec + c->bytes + 2, n = 0, kn = 0;
+	size_t max = 2 * c->nrec + 4, n = 0, kn = 0;
 	uint8_t *type = malloc(max), *kt = malloc(max);
 	uint32_t *len = malloc(max * sizeof *len), *kl = malloc(max * sizeof *kl);
 	const uint8_t **data = malloc(max * sizeof *data);
@@ -434,6 +432,14 @@ int replay(const struct bt_proto_ops *o, const struct cap *c, int mode,
 		abort();
 	if (c->transport == BT_TR_DGRAM && mode != RM_FRONT)
 		mode = RM_RECORDS;          /* datagrams are never cut */
+	if (mode == RM_BYTES || mode == RM_RANDOM) {
+		max += c->bytes;
+		kt = realloc(kt, max);
+		kl = realloc(kl, max * sizeof *kl);
+		kd = realloc(kd, max * sizeof *kd);
+		if (!kt || !kl || !kd)
+			abort();
+	}
 	int join = mode == RM_WHOLE || mode == RM_SPLIT || mode == RM_RANDOM;
 	for (size_t i = 0; i < c->nrec; i++) {
 		const struct cap_rec *rc = &c->rec[i];
@@ -498,6 +504,73 @@ int replay(const struct bt_proto_ops *o, const struct cap *c, int mode,
 			  mode == RM_FRONT, out, err, elen);
 	free(type); free(len); free(data);
 	free(kt); free(kl); free(kd);
+	free(joined);
+	return r;
+}
+
+long replay_splits(const struct bt_proto_ops *o, const struct cap *c,
+		   const char *want, struct sbuf *got, char *err, size_t elen)
+{
+	size_t max = c->nrec + 2, n = 0, at = 0;
+	uint8_t *type = malloc(max + 1);
+	uint32_t *len = malloc((max + 1) * sizeof *len);
+	const uint8_t **data = malloc((max + 1) * sizeof *data);
+	uint8_t *joined = malloc(c->bytes + 1);
+	uint8_t *t2 = malloc(max + 1);
+	uint32_t *l2 = malloc((max + 1) * sizeof *l2);
+	const uint8_t **d2 = malloc((max + 1) * sizeof *d2);
+	size_t wl = strlen(want);
+	long r = 0;
+
+	if (!type || !len || !data || !joined || !t2 || !l2 || !d2)
+		abort();
+	for (size_t i = 0; i < c->nrec; i++) {     /* the runs, once */
+		const struct cap_rec *rc = &c->rec[i];
+		if (rc->type < CAP_EOF_IN) {
+			memcpy(joined + at, rc->data, rc->len);
+			if (n && type[n - 1] == rc->type &&
+			    data[n - 1] + len[n - 1] == joined + at) {
+				len[n - 1] += rc->len;
+				at += rc->len;
+				continue;
+			}
+		}
+		type[n] = rc->type;
+		len[n] = rc->len;
+		data[n++] = rc->type < CAP_EOF_IN ? joined + at : joined;
+		at += rc->type < CAP_EOF_IN ? rc->len : 0;
+	}
+	for (size_t i = 0, gpos = 0; i < n && r == 0; i++) {
+		if (type[i] >= CAP_EOF_IN)
+			continue;
+		/* cut run i at every inner point; the other runs whole */
+		for (uint32_t cut = 1; cut < len[i]; cut++) {
+			size_t m = 0;
+			for (size_t j = 0; j < n; j++) {
+				t2[m] = type[j];
+				l2[m] = j == i ? cut : len[j];
+				d2[m++] = data[j];
+				if (j == i) {
+					t2[m] = type[j];
+					l2[m] = len[j] - cut;
+					d2[m++] = data[j] + cut;
+				}
+			}
+			got->len = 0;
+			if (replay_chunks(o, c->role, c->transport, m, t2, l2,
+					  d2, 0, got, err, elen) < 0) {
+				r = -1;
+				break;
+			}
+			if (got->len != wl || memcmp(got->s, want, wl) != 0) {
+				r = (long)(gpos + cut);
+				break;
+			}
+		}
+		gpos += len[i];
+	}
+	free(type); free(len); free(data);
+	free(t2); free(l2); free(d2);
 	free(joined);
 	return r;
 }
