@@ -127,7 +127,10 @@ static void keep(struct http_dir *d, uint8_t key, const char *v, size_t n,
 			return;             /* first occurrence wins */
 	if (d->nat >= HTTP_NATTR)
 		return;
-	if (n > max) { n = max; d->f |= F_TRUNC; }
+	if (n > max || (d->f & F_CUT)) {   /* cut here, or the line was */
+		n = n < max ? n : max;
+		d->f |= F_TRUNC;
+	}
 	memmove(d->arena + d->used, v, n);
 	d->at[d->nat].key = key;
 	d->at[d->nat].off = d->used;

@@ -39,3 +39,48 @@ tests_unit_check_proto_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(SAN_CFLAGS)
 tests_unit_check_proto_LDFLAGS = $(SAN_CFLAGS)
 tests_unit_check_proto_LDADD = libbtcommon.la $(CHECK_LIBS)
 endif
+
+# libFuzzer targets, one per processor (./configure --enable-fuzzing
+# CC=clang); fuzz/run.sh SECONDS runs each with seeds from the captures.
+if ENABLE_FUZZING
+FUZZ_FLAGS = -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer
+FUZZ_SOURCES = fuzz/fuzz_proto.c tests/unit/check_proto_lib.c \
+	tests/unit/check_proto.h $(BTPROTO_SOURCES)
+FUZZ_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+noinst_PROGRAMS += fuzz/fuzz-http fuzz/fuzz-fastcgi fuzz/fuzz-postgresql \
+	fuzz/fuzz-dns fuzz/fuzz-line fuzz/fuzz-oneshot
+fuzz_fuzz_http_SOURCES = $(FUZZ_SOURCES)
+fuzz_fuzz_http_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_PROTO=bt_proto_http
+fuzz_fuzz_http_CFLAGS = $(AM_CFLAGS) $(FUZZ_FLAGS)
+fuzz_fuzz_http_LDFLAGS = $(FUZZ_FLAGS)
+fuzz_fuzz_http_LDADD = libbtcommon.la
+fuzz_fuzz_fastcgi_SOURCES = $(FUZZ_SOURCES)
+fuzz_fuzz_fastcgi_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_PROTO=bt_proto_fastcgi
+fuzz_fuzz_fastcgi_CFLAGS = $(AM_CFLAGS) $(FUZZ_FLAGS)
+fuzz_fuzz_fastcgi_LDFLAGS = $(FUZZ_FLAGS)
+fuzz_fuzz_fastcgi_LDADD = libbtcommon.la
+fuzz_fuzz_postgresql_SOURCES = $(FUZZ_SOURCES)
+fuzz_fuzz_postgresql_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_PROTO=bt_proto_pgsql
+fuzz_fuzz_postgresql_CFLAGS = $(AM_CFLAGS) $(FUZZ_FLAGS)
+fuzz_fuzz_postgresql_LDFLAGS = $(FUZZ_FLAGS)
+fuzz_fuzz_postgresql_LDADD = libbtcommon.la
+fuzz_fuzz_dns_SOURCES = $(FUZZ_SOURCES)
+fuzz_fuzz_dns_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_PROTO=bt_proto_dns
+fuzz_fuzz_dns_CFLAGS = $(AM_CFLAGS) $(FUZZ_FLAGS)
+fuzz_fuzz_dns_LDFLAGS = $(FUZZ_FLAGS)
+fuzz_fuzz_dns_LDADD = libbtcommon.la
+fuzz_fuzz_line_SOURCES = $(FUZZ_SOURCES)
+fuzz_fuzz_line_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_PROTO=bt_proto_line
+fuzz_fuzz_line_CFLAGS = $(AM_CFLAGS) $(FUZZ_FLAGS)
+fuzz_fuzz_line_LDFLAGS = $(FUZZ_FLAGS)
+fuzz_fuzz_line_LDADD = libbtcommon.la
+fuzz_fuzz_oneshot_SOURCES = $(FUZZ_SOURCES)
+fuzz_fuzz_oneshot_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_PROTO=bt_proto_oneshot
+fuzz_fuzz_oneshot_CFLAGS = $(AM_CFLAGS) $(FUZZ_FLAGS)
+fuzz_fuzz_oneshot_LDFLAGS = $(FUZZ_FLAGS)
+fuzz_fuzz_oneshot_LDADD = libbtcommon.la
+endif
+EXTRA_DIST += fuzz/run.sh fuzz/mkseeds.py tests/proto/README.md \
+	tests/proto/captures tests/proto/golden tests/proto/record.sh \
+	tests/proto/strace2cap.py tests/proto/check_golden.py \
+	tests/proto/pipeline.py tests/proto/pgclient.c

@@ -256,13 +256,22 @@ static void log_msg(struct sbuf *out, int dir, const struct bt_msg *m,
 		out->s[--out->len] = 0;     /* the last comma */
 	for (unsigned i = 0; i < m->nattr; i++) {
 		const struct bt_attr *a = &m->attr[i];
+		char esc[4 * 1024 + 1];
+		size_t e = 0;
 		sb_printf(out, " %s=\"", bt_attr_key_name(a->key));
 		for (unsigned j = 0; j < a->len; j++) {
 			unsigned char ch = (unsigned char)a->val[j];
-			if (ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\')
-				sb_printf(out, "%c", ch);
-			else
-				sb_printf(out, "\\x%02x", ch);
+			if (ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\') {
+				esc[e++] = (char)ch;
+			} else {
+				snprintf(esc + e, 5, "\\x%02x", ch);
+				e += 4;
+			}
+			if (e > sizeof esc - 5 || j + 1 == a->len) {
+				esc[e] = 0;
+				sb_printf(out, "%s", esc);
+				e = 0;
+			}
 		}
 		sb_printf(out, "\"");
 	}
@@ -303,7 +312,10 @@ int replay_chunks(const struct bt_proto_ops *o, int role, int transport,
 			 o->name, o->state_size);
 		return -1;
 	}
-	void *st = guard_get(&g_state, o->state_size, 0);
+	/* the state ends at a guard page; the bytes before it are a canary */
+	uint8_t *st = guard_get(&g_state, o->state_size, 0);
+	size_t below = (size_t)(st - g_state.map);
+	memset(g_state.map, 0xa5, below);
 	memset(st, 0, o->state_size);
 	o->init(st, role, transport);
 
@@ -348,8 +360,9 @@ int replay_chunks(const struct bt_proto_ops *o, int role, int transport,
 			memset(&m, 0, sizeof m);
 			long r = o->feed(st, dir, p, n, &m);
 			if (r == BT_PP_LOST) {
+				/* libbtrace stops calling the processor */
 				sb_printf(out, "%s lost\n", dir_name[dir]);
-				return 0;
+				goto done;
 			}
 			if (r < 1 || (size_t)r > n) {
 				snprintf(err, elen, "%s: feed(%s, %zu bytes) "
@@ -403,7 +416,14 @@ int replay_chunks(const struct bt_proto_ops *o, int role, int transport,
 			start[dir] = off[dir];
 		}
 	}
+done:
 	o->fini(st);
+	for (size_t i = 0; i < below; i++)
+		if (g_state.map[i] != 0xa5) {
+			snprintf(err, elen, "%s: wrote %zu bytes before its "
+				 "state", o->name, below - i);
+			return -1;
+		}
 	return 0;
 }
 
