@@ -26,6 +26,9 @@ tests_proto_pp_replay_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS)
 tests_proto_pp_replay_LDFLAGS = $(SAN_CFLAGS)
 tests_proto_pp_replay_LDADD = libbtcommon.la
 
+# the golden logs against an independent framing (python3)
+TESTS += tests/proto/check-golden.sh
+
 # the unit test: every capture and synthetic case in every chunking
 if HAVE_CHECK
 check_PROGRAMS += tests/unit/check_proto
@@ -83,4 +86,5 @@ endif
 EXTRA_DIST += fuzz/run.sh fuzz/mkseeds.py tests/proto/README.md \
 	tests/proto/captures tests/proto/golden tests/proto/record.sh \
 	tests/proto/strace2cap.py tests/proto/check_golden.py \
-	tests/proto/pipeline.py tests/proto/pgclient.c
+	tests/proto/pipeline.py tests/proto/pgclient.c \
+	tests/proto/check-golden.sh

@@ -216,6 +216,32 @@ def dns(meta, st, grams, order):
     return out
 
 
+# ---- line and one-shot ------------------------------------------------------
+
+def line(meta, st, order):
+    req = {'client': 1, 'server': 0}.get(meta['role'])
+    if req is None:                     # unknown: the first line's direction
+        req = order[0][0] if order else 0
+    out = [[], []]
+    for d in (0, 1):
+        pos = 0
+        while pos < len(st[d]):
+            e = st[d].find(b'\n', pos)
+            e = len(st[d]) if e < 0 else e + 1
+            out[d].append((pos, e - pos,
+                           'request' if d == req else 'reply', 0))
+            pos = e
+    return out
+
+
+def oneshot(meta, st, order):
+    req = {'client': 1, 'server': 0}.get(meta['role'])
+    if req is None:
+        req = order[0][0] if order else 0
+    return [[(0, len(st[d]), 'request' if d == req else 'reply', 0)]
+            if st[d] else [] for d in (0, 1)]
+
+
 def compare(name, want, got):
     errs = []
     for d in (0, 1):
@@ -254,6 +280,10 @@ def main():
                                                       golden)]
         elif p == 'dns':
             errs += compare(name, dns(meta, st, grams, order), golden)
+        elif p == 'line':
+            errs += compare(name, line(meta, st, order), golden)
+        elif p == 'oneshot':
+            errs += compare(name, oneshot(meta, st, order), golden)
         else:
             n -= 1
     for e in errs:

@@ -1,7 +1,7 @@
 #!/bin/bash
 # record.sh - record the captures of tests/proto/captures from real servers.
 #
-# Usage: tests/proto/record.sh [web|pg|dns|all] [OUTDIR]
+# Usage: tests/proto/record.sh [web|pg|dns|line|all] [OUTDIR]
 #
 # Starts nginx, apache2 (prefork, proxy_fcgi), php-fpm, PostgreSQL and
 # dnsmasq on loopback in a temporary directory, drives them with curl, ab, a
@@ -14,7 +14,7 @@
 #
 # Environment: BP_KEEP=1 keeps the temporary directory (its path is
 # printed); BP_PORT_BASE (default 18480) is the first of the ports used:
-# +1 nginx, +2 apache, +3 PostgreSQL, +4 dnsmasq.
+# +1 nginx, +2 apache, +3 PostgreSQL, +4 dnsmasq, +5 smtpd.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -107,7 +107,7 @@ peer_ino_of() {
 }
 
 mkdir -p "$OUT"
-for p in $P_NGINX $P_APACHE $P_PG $P_DNS; do
+for p in $P_NGINX $P_APACHE $P_PG $P_DNS $((BASE + 5)); do
 	if (exec 3<>/dev/tcp/127.0.0.1/"$p") 2>/dev/null; then
 		die "port $p is in use: choose other ports with BP_PORT_BASE"
 	fi
@@ -446,10 +446,31 @@ dns() {
 		client dgram 1 "glibc 2.36 getaddrinfo (getent ahosts): A and AAAA sent together with sendmmsg on one socket, dnsmasq 2.90 answering"
 }
 
+# --------------------------------------------------------------- line ---
+line() {
+	local P_SMTP=$((BASE + 5))
+	/usr/bin/python3 -W ignore -m smtpd -n -c DebuggingServer \
+		"127.0.0.1:$P_SMTP" > "$T/smtpd.log" 2>&1 &
+	PIDS+=($!)
+	wait_port "$P_SMTP"
+	# SMTP is line-oriented: every line, the server's greeting and the
+	# lines of the DATA phase included, is a message of its own
+	st smtp /usr/bin/python3 -c '
+import smtplib, sys
+s = smtplib.SMTP("127.0.0.1", int(sys.argv[1]), timeout=10)
+s.sendmail("a@example.test", ["b@example.test"],
+           "Subject: line test\r\n\r\nfirst body line\r\nsecond\r\n")
+s.quit()' "$P_SMTP"
+	cap line-smtp-client smtp "^TCP:\[127.0.0.1:[0-9]+->127.0.0.1:$P_SMTP\]" \
+		line client stream 1 \
+		"python3 smtplib to python3 smtpd (SMTP: EHLO, MAIL, RCPT, DATA, QUIT)"
+}
+
 case $WHAT in
 web) web ;;
 pg) pg ;;
 dns) dns ;;
-all) web; pg; dns ;;
-*) die "unknown part '$WHAT' (web, pg, dns, all)" ;;
+line) line ;;
+all) web; pg; dns; line ;;
+*) die "unknown part '$WHAT' (web, pg, dns, line, all)" ;;
 esac
