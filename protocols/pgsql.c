@@ -317,7 +317,7 @@ static int guess_fe(unsigned b)
 {
 	if (b == 0 || (b && strchr("QPBXpFf", (int)b)))
 		return 1;
-	if (b && strchr("RKZT123nstGAVvWI", (int)b))
+	if (b && strchr("RKZT123nstGAVvWIN", (int)b))
 		return 0;
 	return -1;
 }
