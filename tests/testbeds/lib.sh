@@ -501,12 +501,16 @@ MinSpareServers 70
 MaxSpareServers 80
 ServerLimit 80
 MaxRequestWorkers 80" ;;
-	worker | event) mpm="StartServers 4
-ServerLimit 4
-ThreadsPerChild 25
-MinSpareThreads 25
-MaxSpareThreads 100
-MaxRequestWorkers 100" ;;
+	# More threads per child than the client has connections: the event
+	# MPM closes idle keep-alive connections of a child whose workers
+	# are all busy ("All workers are busy or dying, will shutdown N
+	# keep-alive connections"), and the client does not retry.
+	worker | event) mpm="StartServers 2
+ServerLimit 2
+ThreadsPerChild 80
+MinSpareThreads 80
+MaxSpareThreads 160
+MaxRequestWorkers 160" ;;
 	*) bp_fail "unknown TB_MPM $TB_MPM" ;;
 	esac
 	mkdir -p "$dir/apache"
