@@ -21,4 +21,5 @@ TESTBED_TESTS = \
 TESTS += $(TESTBED_TESTS)
 EXTRA_DIST += $(TESTBED_TESTS) tests/testbeds/lib.sh \
 	tests/testbeds/check-testbed.py tests/testbeds/app/app.php \
-	tests/testbeds/app/tbapp.py tests/testbeds/app/tb.cgi
+	tests/testbeds/app/tbapp.py tests/testbeds/app/tb.cgi \
+	tests/testbeds/show-paths.py
