@@ -29,6 +29,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -523,6 +524,21 @@ static void after_boundary(struct bt_chan *ch, int fd, int flags)
 	bt_io_ready_changed(ch);
 }
 
+/*
+ * Does the kernel report FD readable right now (bytes, end of file, an
+ * error)?  A read that returned a whole message may have left the peer's
+ * end of file behind it: an edge-triggered loop told EAGAIN instead of 0
+ * would wait for an edge that never comes.
+ */
+static int kernel_readable(int fd)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN | POLLRDHUP };
+	int e = errno, r = REAL(poll)(&pf, 1, 0);
+
+	errno = e;
+	return r > 0 && (pf.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR));
+}
+
 /* Lock CH and check FD still refers to it.  0 ok. */
 static int lock_chan(struct bt_chan *ch, int fd)
 {
@@ -574,9 +590,10 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 		    ch->eagain_epoch == bt_self.epoch &&
 		    fd_nonblocking(ch, fd, r->flags)) {
 			/* Readiness is owed if input is held, or if the kernel
-			 * may hold bytes whose edge was already reported; bytes
-			 * that arrive later make their own edge. */
-			if (ch->rd < ch->wr || ch->kfull) {
+			 * may hold bytes or an end of file whose edge was
+			 * already reported; bytes that arrive later make their
+			 * own edge. */
+			if (ch->rd < ch->wr || ch->kfull || kernel_readable(fd)) {
 				ch->owed = 1;
 				bt_io_ready_changed(ch);
 			}
