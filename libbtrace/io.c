@@ -656,8 +656,15 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 	}
 	pthread_mutex_unlock(&ch->mu);
 
+	/* Nothing held and a peek: the kernel's own peek consumes nothing, so
+	 * the bytes stay in the socket for whoever reads them next (this
+	 * process, a child, a program it execs); the read that consumes them
+	 * feeds the processor. */
+	if (peek)
+		return rd_real(r, r->iov, r->iovcnt, r->flags);
+
 	/* Nothing held: the real call, into the application's buffers. */
-	n = rd_real(r, r->iov, r->iovcnt, r->flags & ~MSG_PEEK);
+	n = rd_real(r, r->iov, r->iovcnt, r->flags);
 	if (n < 0)
 		return n;
 	e = errno;
@@ -679,19 +686,8 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 		bt_chan_sniff(ch, fd, BT_DIR_IN, r->iov[0].iov_base, first);
 	}
 	turn(ch, fd, BT_DIR_IN);
-	if (peek) {
-		/* The bytes were consumed from the kernel: keep them all and
-		 * show the application what a peek shows. */
-		if (stash(ch, r->iov, r->iovcnt, 0, (size_t)n) == 0) {
-			k = serve(ch, fd, r, shorten, 1);
-			bt_io_ready_changed(ch);
-		} else {
-			k = deliver(ch, fd, r, (size_t)n, 0, NULL);
-		}
-	} else {
-		k = deliver(ch, fd, r, (size_t)n, shorten, NULL);
-		after_boundary(ch, fd, r->flags);
-	}
+	k = deliver(ch, fd, r, (size_t)n, shorten, NULL);
+	after_boundary(ch, fd, r->flags);
 	pthread_mutex_unlock(&ch->mu);
 	errno = e;
 	return (ssize_t)k;
