@@ -613,35 +613,46 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 		ch->owed = 0;
 		k = serve(ch, fd, r, shorten, peek);
 		if (!peek && waitall && k < want) {
-			/* MSG_WAITALL: the rest must come from the kernel. */
+			/* MSG_WAITALL: the rest must come from the kernel, in
+			 * windows of at most 64 of the application's iovecs;
+			 * a window the kernel does not fill (end of file, a
+			 * signal, a timeout, an error) ends the call. */
 			struct iovec rest[64];
-			int cnt = 0;
-			size_t skip = k;
-			for (int i = 0; i < r->iovcnt && cnt < 64; i++) {
-				if (skip >= r->iov[i].iov_len) {
-					skip -= r->iov[i].iov_len;
-					continue;
-				}
-				rest[cnt].iov_base = (uint8_t *)r->iov[i].iov_base + skip;
-				rest[cnt].iov_len = r->iov[i].iov_len - skip;
-				skip = 0;
-				cnt++;
-			}
 			pthread_mutex_unlock(&ch->mu);
-			n = rd_real(r, rest, cnt, r->flags);
 			e = errno;
-			if (lock_chan(ch, fd) < 0) {
-				errno = e;
-				return n > 0 ? (ssize_t)k + n : (ssize_t)k;
-			}
-			if (n > 0) {
-				struct rd sub = *r;
-				sub.iov = rest;
-				sub.iovcnt = cnt;
-				deliver(ch, fd, &sub, (size_t)n, 0, NULL);
+			while (k < want) {
+				int cnt = 0;
+				size_t skip = k, win = 0;
+				for (int i = 0; i < r->iovcnt && cnt < 64; i++) {
+					if (skip >= r->iov[i].iov_len) {
+						skip -= r->iov[i].iov_len;
+						continue;
+					}
+					rest[cnt].iov_base = (uint8_t *)r->iov[i].iov_base + skip;
+					rest[cnt].iov_len = r->iov[i].iov_len - skip;
+					win += rest[cnt].iov_len;
+					skip = 0;
+					cnt++;
+				}
+				n = rd_real(r, rest, cnt, r->flags);
+				e = errno;
+				if (n <= 0)
+					break;
+				if (lock_chan(ch, fd) < 0) {
+					k += (size_t)n;
+					break;
+				}
+				{
+					struct rd sub = *r;
+					sub.iov = rest;
+					sub.iovcnt = cnt;
+					deliver(ch, fd, &sub, (size_t)n, 0, NULL);
+				}
+				pthread_mutex_unlock(&ch->mu);
 				k += (size_t)n;
+				if ((size_t)n < win)
+					break;
 			}
-			pthread_mutex_unlock(&ch->mu);
 			errno = e;
 			return (ssize_t)k;
 		}
