@@ -71,7 +71,7 @@ static void do_splice(const char *what, int s[2])
 	tp_write_all(s[0], "spliced\n", 8);
 	tp_msleep(30);
 	n = splice(s[1], NULL, p[1], NULL, 64, 0);
-	k = n > 0 ? (size_t)read(p[0], got, sizeof got) : 0;
+	k = n > 0 ? tp_read_full(p[0], got, (size_t)n, NULL) : 0;
 	tp_say("%s: splice socket->pipe: %s, pipe holds %s", what, tp_res(n, errno),
 	       tp_quote(got, k));
 	/* pipe -> socket */
@@ -108,7 +108,7 @@ static void read_then_splice(const char *what, int s[2])
 	tp_msleep(30);
 	n = splice(s[1], NULL, p[1], NULL, 64, 0);
 	tp_vary("splice after the read: %s", tp_res(n, errno));
-	k = n > 0 ? (size_t)read(p[0], sp, sizeof sp) : 0;
+	k = n > 0 ? tp_read_full(p[0], sp, (size_t)n, NULL) : 0;
 	tp_vary("%s: the splice moved %s after %s", what, tp_quote(sp, k),
 		tp_quote(got, have));
 	tp_check(n > 0 && have + k <= 16 && !memcmp(sp, want + have, k),

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -239,10 +240,18 @@ size_t tp_read_full(int fd, void *buf, size_t n, int *reads)
 	size_t got = 0;
 	int calls = 0;
 
+	int waits = 0;
+
 	while (got < n) {
 		ssize_t k = read(fd, p + got, n - got);
 		if (k < 0 && errno == EINTR)
 			continue;
+		if (k < 0 && errno == EAGAIN && waits++ < 50) {
+			/* a non-blocking fd: wait as an event loop would */
+			struct pollfd pf = { .fd = fd, .events = POLLIN };
+			poll(&pf, 1, 1000);
+			continue;
+		}
 		if (k <= 0)
 			break;
 		calls++;

@@ -58,8 +58,9 @@ int tp_unix_pair(int fds[2]);
 void tp_nonblock(int fd, int on);
 /* Write all N bytes (loop over short writes).  0 or -1. */
 int tp_write_all(int fd, const void *buf, size_t n);
-/* Read until N bytes or EOF or error; *READS (if not NULL) gets the
- * number of read calls that returned data.  Returns bytes read. */
+/* Read until N bytes or EOF or error (on a non-blocking fd, EAGAIN waits
+ * in poll, bounded); *READS (if not NULL) gets the number of read calls
+ * that returned data.  Returns bytes read. */
 size_t tp_read_full(int fd, void *buf, size_t n, int *reads);
 /* Read until EOF into BUF (capacity CAP); returns bytes, *READS calls. */
 size_t tp_read_eof(int fd, void *buf, size_t cap, int *reads);
