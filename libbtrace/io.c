@@ -1218,9 +1218,69 @@ ssize_t bt_sendfile64(int out_fd, int in_fd, off64_t *off, size_t n)
 }
 
 /*
+ * Bytes the shim holds for IN come before the kernel's: a splice from IN
+ * hands them over first, written to OUT (a short splice, as the kernel
+ * may give), so the stream keeps its order.  Returns the bytes moved,
+ * -1 with errno, or -2 when IN holds nothing (the real splice runs).
+ */
+static ssize_t splice_held(int in, loff_t *ioff, int out, loff_t *ooff,
+			   size_t n, unsigned int fl)
+{
+	uintptr_t w = bt_fd_get(in);
+	struct bt_chan *ch;
+	uint8_t tmp[4096];
+	size_t k;
+	ssize_t r;
+
+	if (!BT_FD_IS_CHAN(w) || ioff || !n)
+		return -2;
+	ch = (struct bt_chan *)w;
+	if (lock_chan(ch, in) < 0)
+		return -2;
+	if (ch->rd == ch->wr) {
+		pthread_mutex_unlock(&ch->mu);
+		return -2;
+	}
+	k = ch->wr - ch->rd;
+	if (k > n)
+		k = n;
+	if (k > sizeof tmp)
+		k = sizeof tmp;
+	memcpy(tmp, ch->buf + ch->rd, k);
+	pthread_mutex_unlock(&ch->mu);
+	if (fl & SPLICE_F_NONBLOCK) {
+		struct pollfd pf = { .fd = out, .events = POLLOUT };
+		if (REAL(poll)(&pf, 1, 0) == 0) {
+			errno = EAGAIN;
+			return -1;
+		}
+	}
+	r = ooff ? pwrite(out, tmp, k, *ooff) : REAL(write)(out, tmp, k);
+	if (r <= 0)
+		return r < 0 ? -1 : 0;
+	if (ooff)
+		*ooff += r;
+	if (lock_chan(ch, in) == 0) {
+		/* the bytes leave the shim's buffer in order; what they were
+		 * part of can no longer be framed */
+		if (ch->pp)
+			go_lost(ch, in, BT_DIR_IN);
+		data(ch, in, BT_DIR_IN, (uint64_t)r);
+		ch->rd += (uint32_t)r;
+		ch->scanned = 0;
+		if (ch->rd == ch->wr)
+			ch->rd = ch->wr = 0;
+		bt_io_ready_changed(ch);
+		pthread_mutex_unlock(&ch->mu);
+	}
+	return r;
+}
+
+/*
  * splice moves bytes between a pipe and another fd inside the kernel; the
  * shim cannot see them.  Offsets stay exact (DATA), framing on a channel
  * with a processor is given up (LOST_SYNC) because bytes were missed.
+ * Input the shim holds for the source goes first (splice_held).
  */
 BT_HIDDEN ssize_t bt_splice(int in, off64_t *ioff, int out, off64_t *ooff,
 			    size_t n, unsigned int fl);
@@ -1228,18 +1288,22 @@ ssize_t bt_splice(int in, off64_t *ioff, int out, off64_t *ooff, size_t n,
 		  unsigned int fl)
 {
 	ssize_t r;
-	int e;
+	int e, held = 0;
 
 	if (!bt_enter()) {
 		r = REAL(splice)(in, ioff, out, ooff, n, fl);
 		bt_leave_pass();
 		return r;
 	}
-	r = REAL(splice)(in, ioff, out, ooff, n, fl);
+	r = bt_paused() ? -2 : splice_held(in, ioff, out, ooff, n, fl);
+	if (r == -2)
+		r = REAL(splice)(in, ioff, out, ooff, n, fl);
+	else
+		held = 1;
 	e = errno;
 	if (r > 0 && !bt_paused()) {
 		int fds[2] = { in, out };
-		for (int d = 0; d < 2; d++) {
+		for (int d = held; d < 2; d++) {
 			struct bt_chan *ch = bt_chan_of(fds[d]);
 			int dir = d ? BT_DIR_OUT : BT_DIR_IN;
 			if (!ch || lock_chan(ch, fds[d]) < 0)
