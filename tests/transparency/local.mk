@@ -101,8 +101,17 @@ tests_transparency_tp_waitall_SOURCES = tests/transparency/tp-waitall.c $(TP_COM
 tests_transparency_tp_waitall_CFLAGS = $(TP_CFLAGS)
 tests_transparency_tp_waitall_LDADD = $(TP_LIBS)
 
+# bprun-refuse.sh: one program, linked statically and dynamically
+check_PROGRAMS += tests/transparency/refuse-static tests/transparency/refuse-dynamic
+tests_transparency_refuse_static_SOURCES = tests/transparency/refuse-static.c
+tests_transparency_refuse_static_CFLAGS = $(TP_CFLAGS)
+tests_transparency_refuse_static_LDFLAGS = -all-static
+tests_transparency_refuse_dynamic_SOURCES = tests/transparency/refuse-static.c
+tests_transparency_refuse_dynamic_CFLAGS = $(TP_CFLAGS)
+
 TRANSP_TESTS = \
-	tests/transparency/behaviour.sh
+	tests/transparency/behaviour.sh \
+	tests/transparency/bprun-refuse.sh
 
 TESTS += $(TRANSP_TESTS)
 EXTRA_DIST += $(TRANSP_TESTS) tests/transparency/lib.sh
