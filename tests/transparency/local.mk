@@ -111,7 +111,11 @@ tests_transparency_refuse_dynamic_CFLAGS = $(TP_CFLAGS)
 
 TRANSP_TESTS = \
 	tests/transparency/behaviour.sh \
-	tests/transparency/bprun-refuse.sh
+	tests/transparency/bprun-refuse.sh \
+	tests/transparency/cpython.sh \
+	tests/transparency/glib.sh
 
 TESTS += $(TRANSP_TESTS)
-EXTRA_DIST += $(TRANSP_TESTS) tests/transparency/lib.sh
+EXTRA_DIST += $(TRANSP_TESTS) tests/transparency/lib.sh \
+	tests/transparency/results.py tests/transparency/expected-cpython.txt \
+	tests/transparency/expected-glib.txt
