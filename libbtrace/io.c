@@ -1263,10 +1263,14 @@ static ssize_t splice_held(int in, loff_t *ioff, int out, loff_t *ooff,
 	if (lock_chan(ch, in) == 0) {
 		/* the bytes leave the shim's buffer in order; what they were
 		 * part of can no longer be framed */
+		/* (another thread reading the same fd meanwhile may have
+		 * taken some: never step past what is held) */
+		uint32_t took = (size_t)r < ch->wr - ch->rd ? (uint32_t)r
+							  : ch->wr - ch->rd;
 		if (ch->pp)
 			go_lost(ch, in, BT_DIR_IN);
 		data(ch, in, BT_DIR_IN, (uint64_t)r);
-		ch->rd += (uint32_t)r;
+		ch->rd += took;
 		ch->scanned = 0;
 		if (ch->rd == ch->wr)
 			ch->rd = ch->wr = 0;
