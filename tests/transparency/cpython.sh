@@ -5,6 +5,7 @@
 #   cpython.sh                     the CI selection, modes plain noiso line
 #   cpython.sh -m "plain logd" test_socket test_asyncio ...
 #   CPY_JOBS=2 CPY_TIMEOUT=120     worker processes, per-test time limit
+#   CPY_ARGS="-i '*VSOCK*'"        more options for python -m test
 #
 # Each mode runs `python3 -m test --junit-xml` (lib.sh describes the
 # modes); results.py compares each traced mode with the untraced run and
@@ -51,7 +52,7 @@ for m in $MODES; do
 	# shellcheck disable=SC2086
 	run_mode "$m" "${CPY_LIMIT:-1500}" "$PY" -m test --timeout "${CPY_TIMEOUT:-120}" \
 		-j "${CPY_JOBS:-2}" -u network,subprocess --junit-xml "$T/$m.xml" \
-		$TESTS >"$T/$m.out" 2>&1
+		${CPY_ARGS:-} $TESTS >"$T/$m.out" 2>&1
 	rc=$?
 	echo "cpython [$m]: python -m test exited $rc after $(( $(date +%s) - start )) s"
 	if [ ! -s "$T/$m.xml" ]; then
