@@ -79,15 +79,33 @@ static int own_floor(void)
 	return own_base;
 }
 
+/*
+ * Duplicate FD to a close-on-exec number the application will not be
+ * handed: the lowest free one at or above own_floor(), else the highest
+ * free one below it.  Never simply the lowest free descriptor, which
+ * open(), socket(), accept() and dup() must give the application (the
+ * top of the range may be full when a program dup2s onto high numbers).
+ * F_DUPFD from the probed number keeps this atomic against other threads.
+ * Returns the new fd or -1; errno preserved.
+ */
+static int own_dup_away(int fd)
+{
+	int e = errno, nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, own_floor());
+
+	for (int f = own_floor() - 1; nfd < 0 && f > 2; f--)
+		if (REAL(fcntl)(f, F_GETFD) < 0 && errno == EBADF)
+			nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, f);
+	errno = e;
+	return nfd;
+}
+
 int bt_own_fd_hide(int fd)
 {
 	int nfd;
 
 	if (fd < 0)
 		return fd;
-	nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, own_floor());
-	if (nfd < 0)
-		nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 3);
+	nfd = own_dup_away(fd);
 	if (nfd < 0) {
 		REAL(fcntl)(fd, F_SETFD, FD_CLOEXEC);
 		bt_fd_set(fd, BT_FD_OWN);
@@ -155,9 +173,7 @@ void bt_own_fd_evict(int fd)
 	pthread_mutex_lock(&own_mu);
 	for (int i = 0; i < OWN_MAX; i++) {
 		if (own_vars[i] && *own_vars[i] == fd) {
-			int nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, own_floor());
-			if (nfd < 0)
-				nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 3);
+			int nfd = own_dup_away(fd);
 			if (nfd >= 0) {
 				bt_fd_set(nfd, BT_FD_OWN);
 				*own_vars[i] = nfd;
