@@ -7,6 +7,10 @@
 noinst_PROGRAMS += tests/testbeds/tb-client
 tests_testbeds_tb_client_SOURCES = tests/testbeds/tb-client.c $(EX_UTIL)
 tests_testbeds_tb_client_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/examples
+noinst_PROGRAMS += tests/testbeds/tb-limits
+tests_testbeds_tb_limits_SOURCES = tests/testbeds/tb-limits.c $(EX_FRONT)
+tests_testbeds_tb_limits_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/examples
+tests_testbeds_tb_limits_LDADD = -lpthread
 
 TESTBED_TESTS = \
 	tests/testbeds/tb-checker-selftest.sh \
@@ -16,7 +20,8 @@ TESTBED_TESTS = \
 	tests/testbeds/tb-nginx-fpm.sh \
 	tests/testbeds/tb-nginx-gunicorn.sh \
 	tests/testbeds/tb-dns-cgi.sh \
-	tests/testbeds/tb-multihost.sh
+	tests/testbeds/tb-multihost.sh \
+	tests/testbeds/tb-limits.sh
 
 TESTS += $(TESTBED_TESTS)
 EXTRA_DIST += $(TESTBED_TESTS) tests/testbeds/lib.sh \
