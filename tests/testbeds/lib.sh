@@ -509,6 +509,7 @@ MaxRequestWorkers 80" ;;
 	# keep-alive connections"), and the client does not retry.
 	worker | event) mpm="StartServers 2
 ServerLimit 2
+ThreadLimit 80
 ThreadsPerChild 80
 MinSpareThreads 80
 MaxSpareThreads 160
