@@ -9,7 +9,8 @@ INTEG_TESTS = \
 	tests/integ/trace-prefork.sh \
 	tests/integ/trace-pool.sh \
 	tests/integ/trace-epoll.sh \
-	tests/integ/trace-libevent.sh
+	tests/integ/trace-libevent.sh \
+	tests/integ/faults.sh
 
 TESTS += $(INTEG_TESTS)
 EXTRA_DIST += $(INTEG_TESTS) tests/integ/lib.sh tests/integ/check-paths.py
