@@ -694,9 +694,30 @@ static void publish(struct bt_slot *s, uint64_t h)
 	__atomic_store_n(&s->sh->head, h, __ATOMIC_RELEASE);
 }
 
+/*
+ * An upper bound of EV's encoded size (common/event.c): the header, at
+ * most 30 varint fields of 10 bytes, two addresses, the strings, and each
+ * attribute with its key and length; no more than a record can be.
+ */
+static size_t ev_bound(const struct bt_event *ev)
+{
+	size_t n = 3 + 30 * 10 + 2 * 32 + ev->str_len + ev->str2_len;
+
+	for (unsigned i = 0; i < ev->nattr && i < BT_EV_MAX_ATTR; i++)
+		n += 4 + ev->attr[i].len;
+	return n < BT_EV_MAX_RECORD ? n : BT_EV_MAX_RECORD;
+}
+
 /* Encode EV into the slot.  0 ok, -1 not recorded. */
 static int slot_write(struct bt_slot *s, const struct bt_event *ev)
 {
+	/* The encoder cuts attributes to the room it is given: give it room
+	 * for the whole record, or wrap (or wait) first.  Only a record
+	 * larger than the ring allows is cut. */
+	size_t need = ev_bound(ev);
+	if (need > s->size - 2)
+		need = s->size - 2;
+
 	for (int tries = 0; tries < 8; tries++) {
 		uint64_t t = __atomic_load_n(&s->sh->tail, __ATOMIC_ACQUIRE);
 		uint64_t used = s->head - t;
@@ -726,7 +747,8 @@ static int slot_write(struct bt_slot *s, const struct bt_event *ev)
 			continue;
 		}
 		cap = lap - 2 < freeb ? lap - 2 : freeb;
-		n = bt_ev_encode(s->data + pos, cap, ev, &s->prev_ts);
+		n = cap >= need ? bt_ev_encode(s->data + pos, cap, ev, &s->prev_ts)
+				: 0;
 		if (n) {
 			uint64_t nh = s->head + n;
 			publish(s, nh);
@@ -747,14 +769,14 @@ static int slot_write(struct bt_slot *s, const struct bt_event *ev)
 			}
 			return 0;
 		}
-		if (freeb >= lap) {
+		if (lap - 2 < need && freeb >= lap) {
 			/* The rest of the lap is too short: pad it and wrap. */
 			pad_lap(s, pos, lap);
 			publish(s, s->head + lap);
 			s->need_time = 1;
 			continue;
 		}
-		if (slot_wait(s, lap < BT_EV_MAX_RECORD + 2 ? lap : BT_EV_MAX_RECORD + 2) < 0)
+		if (slot_wait(s, lap - 2 < need ? lap : need + 2) < 0)
 			return -1;
 	}
 	return -1;
