@@ -17,3 +17,8 @@ EXTRA_DIST += $(INTEG_TESTS) tests/integ/lib.sh tests/integ/check-paths.py
 AM_TESTS_ENVIRONMENT = \
 	top_builddir='$(abs_top_builddir)'; top_srcdir='$(abs_top_srcdir)'; \
 	export top_builddir top_srcdir;
+
+# faults.sh's burst of threads
+check_PROGRAMS += tests/integ/thread-burst
+tests_integ_thread_burst_SOURCES = tests/integ/thread-burst.c
+tests_integ_thread_burst_LDADD = -lpthread

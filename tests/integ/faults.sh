@@ -68,6 +68,58 @@ bp_note "restart: messages expected $want, found $got (bp-logd $got_logs, spool 
 	bp_fail "restart: wrong request paths after the bp-logd restart"
 unset BTRACE_SPOOL
 
+# ---- 1b. bp-logd stalled (SIGSTOP) under load ------------------------------
+# Rings fill; tracers wait (bounded) for the drain.  Whatever cannot wait
+# is counted by the tracer (DROP), reported by bp-reconstruct in
+# stats.dropped_by_tracer and on stderr: found + dropped = expected.
+dir=$T/stall
+mkdir -p "$dir"
+bp_logd_start "$dir"
+bp_free_port BACKEND_PORT
+bp_free_port FRONT_PORT
+rules="line port $FRONT_PORT,$BACKEND_PORT; line unix $dir/*.sock"
+bp_trace_prefix "$BP_LOGD_SOCK" "$rules" 1
+bp_start_servers "$dir" threads
+BP_REQUESTS=3000
+bp_client "$dir" 4 2 &
+client=$!
+sleep 0.1
+kill -STOP "${BP_PID[logd]}"
+sleep 3
+kill -CONT "${BP_PID[logd]}"
+wait "$client" || bp_fail "stall: the client failed: $(cat "$dir/client.out")"
+bp_stop front
+bp_stop backend
+bp_stop logd
+want=$(expected_msgs "$dir/truth")
+got=$(count_msgs "$dir/logs")
+"$BP_RECONSTRUCT" "$dir/logs" -o "$dir/paths.db" >"$dir/reconstruct.out" 2>&1 ||
+	bp_fail "stall: bp-reconstruct failed: $(cat "$dir/reconstruct.out")"
+dropped=$(sqlite3 "$dir/paths.db" "SELECT value FROM stats WHERE key = 'dropped_by_tracer'")
+bp_note "stall: messages expected $want, found $got; events the tracers counted as dropped: $dropped"
+[ "$got" -le "$want" ] || bp_fail "stall: more messages than sent ($got > $want)"
+if [ "$got" -lt "$want" ]; then
+	[ "$dropped" -ge $((want - got)) ] ||
+		bp_fail "stall: $((want - got)) messages missing but only $dropped drops reported"
+	grep -q "([1-9][0-9]* lost)" "$dir/reconstruct.out" ||
+		bp_fail "stall: the loss is not on bp-reconstruct's stderr: $(cat "$dir/reconstruct.out")"
+fi
+
+# ---- 1c. 1000 traced threads at once ---------------------------------------
+# Every thread gets a ring slot and every thread's start reaches the log.
+dir=$T/threads
+mkdir -p "$dir"
+bp_logd_start "$dir"
+bp_trace_prefix "$BP_LOGD_SOCK" "line port 1" 1
+THR=$(bp_find_tool tests/integ/thread-burst)
+[ -n "$THR" ] || bp_fail "tests/integ/thread-burst is not built: run make check"
+"${BP_PREFIX[@]}" "$THR" 1000 >"$dir/burst.out" 2>&1 ||
+	bp_fail "threads: thread-burst failed: $(cat "$dir/burst.out")"
+bp_stop logd
+starts=$("$BP_DUMP" "$dir/logs" 2>/dev/null | grep -c ' thread_start .*cookie=[1-9]' || true)
+bp_note "threads: 1000 threads created, $starts THREAD_START records"
+[ "$starts" = 1000 ] || bp_fail "threads: $((1000 - starts)) threads left no record"
+
 # ---- 2. a traced client SIGKILLed mid-run ---------------------------------
 dir=$T/kill
 mkdir -p "$dir"
