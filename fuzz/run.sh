@@ -11,7 +11,8 @@
 # size and new coverage features.  TARGETs default to all of http fastcgi
 # postgresql dns line oneshot.  A crash leaves its reproducer (crash-*,
 # timeout-*, leak-*) in fuzz/artifacts/ and makes the exit status 1.
-# FUZZ_MAX_LEN (default 8192) caps the input length (longer seeds are cut,
+# FUZZ_BIN names the directory of the built targets (default: fuzz/ of the
+# source tree, an in-tree build).  FUZZ_MAX_LEN (default 8192) caps the input length (longer seeds are cut,
 # which is a valid input too).  FUZZ_KEEP=1 keeps the scratch directory.  The targets run one after the
 # other, one process each (the machine is shared).
 set -eu
@@ -31,7 +32,7 @@ mkdir -p "$HERE/artifacts"
 status=0
 printf '%-11s %12s %8s %10s %7s %6s  %s\n' target execs seconds "exec/s" corpus cov result
 for t in $TARGETS; do
-	bin=$HERE/fuzz-$t
+	bin=${FUZZ_BIN:-$HERE}/fuzz-$t
 	if [ ! -x "$bin" ]; then
 		echo "run.sh: $bin not built (./configure --enable-fuzzing CC=clang && make)" >&2
 		exit 2

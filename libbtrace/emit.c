@@ -526,6 +526,23 @@ static long spool_write_fn(int fd, const void *buf, size_t len)
 	return REAL(write)(fd, buf, len);
 }
 
+/* The boot id bp-logd puts in its headers, so spool files join its
+ * segments as one host (read with the real calls: nothing to trace). */
+static uint64_t spool_boot_id(void)
+{
+	char b[64];
+	ssize_t n;
+	int fd = REAL(open)("/proc/sys/kernel/random/boot_id",
+			    O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	n = REAL(read)(fd, b, sizeof b - 1);
+	REAL(close)(fd);
+	b[n > 0 ? n : 0] = 0;
+	return bt_boot_id_parse(b);
+}
+
 /* Create BASE/HOST (mkdir -p, private) and open this process's file. */
 static int spool_create(const char *base)
 {
@@ -574,6 +591,7 @@ static int spool_open(void)
 		h.created_real = (uint64_t)rt.tv_sec * 1000000000ull +
 				 (uint64_t)rt.tv_nsec;
 		snprintf(h.host, sizeof h.host, "%s", bt_proc.host);
+		h.boot_id = spool_boot_id();
 		h.writer = BT_SEG_BY_SPOOL;
 		h.writer_pid = (uint32_t)bt_proc.pid;
 		bt_seg_header_encode(hdr, &h);

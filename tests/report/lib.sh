@@ -50,6 +50,10 @@ rp_node() {
 		echo "SKIP: $RP_TEST: no node (apt-get install nodejs npm)"
 		exit 77
 	fi
+	mkdir -p "$top_builddir/tests/report" || rp_fail "mkdir $top_builddir/tests/report"
+	# Tests run in parallel (make -j): one installs, the others wait.
+	exec 9>"$top_builddir/tests/report/node.lock"
+	flock -w 600 9 || rp_fail "waited 10 minutes for $top_builddir/tests/report/node.lock"
 	if [ ! -f "$dir/ready" ]; then
 		command -v npm >/dev/null || rp_fail "no npm to install protobufjs (apt-get install npm)"
 		rm -rf "$dir"
@@ -62,6 +66,7 @@ rp_node() {
 			rp_fail "installing $RP_PROTOBUFJS and $RP_PROTOS from the npm registry failed (see $dir/npm.log)"
 		touch "$dir/ready"
 	fi
+	exec 9>&-
 	export NODE_PATH=$dir/node_modules
 	PROTO_DIR=$dir/package/build/protos
 	[ -f "$PROTO_DIR/opentelemetry/proto/trace/v1/trace.proto" ] ||
