@@ -262,13 +262,15 @@ tb_pg_init() {
 	mv "$T/pg.log" "$T/pg-init.log"
 }
 
-# tb_pg_start: PostgreSQL as postgres (db host, PRE_DB); waits until it
-# accepts connections (at most 20 s).
+# tb_pg_start: PostgreSQL as postgres (db host, PRE_DB) on PGPORT; waits
+# until it accepts connections (at most 20 s).  Each run picks PGPORT
+# anew (tb_run): a port freed when the previous run stopped may have been
+# taken by a test running in parallel.
 tb_pg_start() {
 	local i
 	bp_start pg "$T/pg/postmaster.pid" "${NS_DB[@]}" \
 		setpriv --reuid=postgres --regid=postgres --clear-groups \
-		"${PRE_DB[@]}" "$PGBIN/postgres" -D "$T/pg"
+		"${PRE_DB[@]}" "$PGBIN/postgres" -D "$T/pg" -p "$PGPORT"
 	for ((i = 0; i < 200; i++)); do
 		"${NS_DB[@]}" "$PGBIN/pg_isready" -q -h "$T/pgsock" \
 			-p "$PGPORT" && return 0
@@ -659,6 +661,7 @@ tb_run() {
 	bp_free_port FRONT_PORT
 	bp_free_port PY_PORT
 	bp_free_port FPM_PORT
+	bp_free_port PGPORT
 	if [ "$TB_MULTIHOST" = 1 ]; then
 		# a bp-logd per host, in that host's namespaces
 		tb_logd_start "$dir" web NS_WEB
