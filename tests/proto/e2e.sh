@@ -291,18 +291,17 @@ truth curl-expect http "$P_APACHE" "expect-$R"
 C="host=127.0.0.1 port=$P_PG user=postgres dbname=postgres"
 printf '1\tcopy-%s-a\n2\tcopy-%s-b\n' "$R" "$R" >"$T/copy.txt"
 st psql psql -X -q "$C sslmode=prefer" \
-	-c "CREATE TABLE t_$R (a int, b text)" \
-	-c "INSERT INTO t_$R VALUES (0, 'ins-$R')" \
-	-c "SELECT b AS \"sel-$R\" FROM t_$R" \
-	-c "SELECT * FROM nosuch_$R" \
-	-c "PREPARE prep_$R AS SELECT b FROM t_$R WHERE a = \$1" \
-	-c "EXECUTE prep_$R(0)" \
-	-c "COPY t_$R FROM STDIN" \
-	-c "COPY t_$R TO STDOUT" <"$T/copy.txt" || true
+	-c "/* q1-$R */ CREATE TABLE t_$R (a int, b text)" \
+	-c "/* q2-$R */ INSERT INTO t_$R VALUES (0, 'ins')" \
+	-c "/* q3-$R */ SELECT b FROM t_$R" \
+	-c "/* q4-$R */ SELECT * FROM nosuch_$R" \
+	-c "/* q5-$R */ PREPARE prep_$R AS SELECT b FROM t_$R WHERE a = \$1" \
+	-c "/* q6-$R */ EXECUTE prep_$R(0)" \
+	-c "/* q7-$R */ COPY t_$R FROM STDIN" \
+	-c "/* q8-$R */ COPY t_$R TO STDOUT" <"$T/copy.txt"
 grep -q "copy-$R-b" "$T/psql.out" || bp_fail "psql: COPY did not work"
-truth psql postgresql "$P_PG" "CREATE TABLE t_$R" "VALUES (0, 'ins-$R')" \
-	"sel-$R" "nosuch_$R" "PREPARE prep_$R" "EXECUTE prep_$R" \
-	"COPY t_$R FROM" "COPY t_$R TO"
+truth psql postgresql "$P_PG" "q1-$R" "q2-$R" "q3-$R" "q4-$R" "q5-$R" \
+	"q6-$R" "q7-$R" "q8-$R"
 st pgclient "$T/pgclient" "$C sslmode=disable" "pgc-$R"
 truth pgclient postgresql "$P_PG" "pgc-$R"
 
@@ -339,7 +338,7 @@ timeout 300 "$BP_RECONSTRUCT" "$T/logs" -o "$T/paths.db" \
 	>"$T/reconstruct.out" 2>"$T/reconstruct.log" ||
 	bp_fail "bp-reconstruct failed"
 "$PY" "$HERE/e2e_check.py" --db "$T/paths.db" --st "$T/st" \
-	--truth "$T/truth" --lookup "gai-$R.e2e.test:$T/dnsmasq-ns.qlog" \
-	--lookup "ghbn-$R.e2e.test:$T/dnsmasq-ns.qlog" | tee "$T/check.out"
+	--truth "$T/truth" --lookup "gai-$R.e2e.test:$T/dnsmasq-ns.qlog:1" \
+	--lookup "ghbn-$R.e2e.test:$T/dnsmasq-ns.qlog:2" --xfail curl-expect | tee "$T/check.out"
 [ "${PIPESTATUS[0]}" = 0 ] || bp_fail "the messages differ from the wire" \
 	"(see above)"
