@@ -164,6 +164,26 @@ int bt_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	}
 	r = REAL(connect)(fd, addr, len);
 	e = errno;
+	/*
+	 * A stream socket connects once: a second connect() on it (APR, ab,
+	 * after EINPROGRESS and writability: 0 or EISCONN) completes the
+	 * first and is the same channel, already announced with its
+	 * processor and byte offsets.  Announcing it again would start a
+	 * second channel on the same connection.
+	 */
+	{
+		uintptr_t v = bt_fd_get(fd);
+		if (BT_FD_IS_CHAN(v)) {
+			struct bt_chan *ch = (struct bt_chan *)v;
+			if (ch->role == BT_CR_CONNECT &&
+			    (ch->kind == BT_CK_TCP ||
+			     ch->kind == BT_CK_UNIX_STREAM)) {
+				bt_leave();
+				errno = e;
+				return r;
+			}
+		}
+	}
 	if ((r == 0 || e == EINPROGRESS || e == EAGAIN) && !bt_paused() &&
 	    addr && (addr->sa_family == AF_INET || addr->sa_family == AF_INET6 ||
 		     addr->sa_family == AF_UNIX))

@@ -9,6 +9,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "bt.h"
 
@@ -209,6 +211,34 @@ EXPORT ssize_t sendto(int fd, const void *b, size_t n, int f, const struct socka
 { return bt_sendto(fd, b, n, f, a, l); }
 EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int f) { return bt_sendmsg(fd, m, f); }
 EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int f) { return bt_sendmmsg(fd, v, n, f); }
+/*
+ * syscall(2): libuv (dig, node, ...) sends and receives UDP datagrams with
+ * syscall(SYS_sendmmsg, ...) and syscall(SYS_recvmmsg, ...), past the
+ * libc wrappers; those two numbers are traced like the calls, every other
+ * number goes straight through.  Six arguments are read as glibc's own
+ * syscall() does: the ones not passed are never used.
+ */
+EXPORT long syscall(long nr, ...)
+{
+	va_list ap;
+	long a[6];
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	switch (nr) {
+	case SYS_sendmmsg:
+		return bt_sendmmsg((int)a[0], (struct mmsghdr *)a[1],
+				   (unsigned int)a[2], (int)a[3]);
+	case SYS_recvmmsg:
+		return bt_recvmmsg((int)a[0], (struct mmsghdr *)a[1],
+				   (unsigned int)a[2], (int)a[3],
+				   (struct timespec *)a[4]);
+	default:
+		return REAL(syscall)(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	}
+}
+
 EXPORT ssize_t sendfile(int o, int i, off_t *off, size_t n) { return bt_sendfile(o, i, off, n); }
 EXPORT ssize_t sendfile64(int o, int i, off64_t *off, size_t n) { return bt_sendfile64(o, i, off, n); }
 EXPORT ssize_t splice(int i, off64_t *io, int o, off64_t *oo, size_t n, unsigned int f)

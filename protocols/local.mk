@@ -28,6 +28,9 @@ tests_proto_pp_replay_LDADD = libbtcommon.la
 
 # the golden logs against an independent framing (python3)
 TESTS += tests/proto/check-golden.sh
+# real clients against real servers, both traced, every message checked
+# against the bytes on the wire (root; nginx, apache2, PostgreSQL, dnsmasq)
+TESTS += tests/proto/e2e.sh
 
 # the unit test: every capture and synthetic case in every chunking
 if HAVE_CHECK
@@ -87,4 +90,4 @@ EXTRA_DIST += fuzz/run.sh fuzz/mkseeds.py tests/proto/README.md \
 	tests/proto/captures tests/proto/golden tests/proto/record.sh \
 	tests/proto/strace2cap.py tests/proto/check_golden.py \
 	tests/proto/pipeline.py tests/proto/pgclient.c \
-	tests/proto/check-golden.sh
+	tests/proto/check-golden.sh tests/proto/e2e.sh tests/proto/e2e_check.py

@@ -6,7 +6,9 @@
  * and an error inside, a notification, a multi-statement query, and a
  * cancelled query (CancelRequest on a second connection).
  *
- * Usage: pgclient CONNINFO
+ * Usage: pgclient CONNINFO [TAG]
+ * (with TAG, first one more extended query whose text contains TAG, for
+ * e2e.sh)
  * Build: cc -o pgclient pgclient.c -I$(pg_config --includedir) -lpq
  * Exit status 0 when every step gave the expected result, else 1 with the
  * failing step on stderr.
@@ -56,13 +58,21 @@ int main(int argc, char **argv)
 {
 	const char *v[2];
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: pgclient CONNINFO\n");
+	if (argc != 2 && argc != 3) {
+		fprintf(stderr, "usage: pgclient CONNINFO [TAG]\n");
 		return 2;
 	}
 	conn = PQconnectdb(argv[1]);
 	if (PQstatus(conn) != CONNECTION_OK)
 		fail("connect", PQerrorMessage(conn));
+
+	if (argc == 3) {
+		char q[200];
+		snprintf(q, sizeof q, "SELECT $1::text AS \"%.100s\"", argv[2]);
+		v[0] = argv[2];
+		expect("tag", PQexecParams(conn, q, 1, NULL, v, NULL, NULL, 0),
+		       PGRES_TUPLES_OK);
+	}
 
 	expect("create", PQexec(conn, "CREATE TEMP TABLE t (a int, b text)"),
 	       PGRES_COMMAND_OK);

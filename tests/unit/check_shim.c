@@ -284,6 +284,40 @@ START_TEST(ident_tcp_both_ends)
 }
 END_TEST
 
+/* APR (ab) connects a non-blocking socket, polls, then calls connect()
+ * again: the channel is announced once and keeps its processor */
+START_TEST(ident_second_connect_same_channel)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof a;
+	int ls = socket(AF_INET, SOCK_STREAM, 0), c, r, s;
+	struct bt_chan *ch;
+
+	ck_assert_int_eq(bind(ls, (void *)&a, sizeof a), 0);
+	ck_assert_int_eq(listen(ls, 4), 0);
+	ck_assert_int_eq(getsockname(ls, (void *)&a, &al), 0);
+	ev_reset();
+	c = bt_socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	r = bt_connect(c, (void *)&a, sizeof a);
+	ck_assert(r == 0 || errno == EINPROGRESS);
+	ch = bt_chan_of(c);
+	ck_assert_ptr_nonnull(ch);
+	struct pollfd p = { .fd = c, .events = POLLOUT };
+	ck_assert_int_eq(poll(&p, 1, 5000), 1);
+	r = bt_connect(c, (void *)&a, sizeof a);
+	ck_assert(r == 0 || errno == EISCONN);
+	ck_assert_ptr_eq(bt_chan_of(c), ch);
+	s = bt_accept4(ls, NULL, NULL, 0, 0);
+	ck_assert_int_ge(s, 0);
+	ev_read();
+	ck_assert_int_eq(ev_count(BT_EV_CHAN), 2);
+	ck_assert_uint_eq(ev_nth(BT_EV_CHAN, 0)->role, BT_CR_CONNECT);
+	ck_assert_uint_eq(ev_nth(BT_EV_CHAN, 1)->role, BT_CR_ACCEPT);
+	bt_close(c); bt_close(s); close(ls);
+}
+END_TEST
+
 START_TEST(ident_unix_peer_inode)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -792,6 +826,7 @@ static Suite *shim_suite(void)
 	t = tcase_create("identity");
 	tcase_add_test(t, ident_socketpair_and_pipe);
 	tcase_add_test(t, ident_tcp_both_ends);
+	tcase_add_test(t, ident_second_connect_same_channel);
 	tcase_add_test(t, ident_unix_peer_inode);
 	suite_add_tcase(s, t);
 

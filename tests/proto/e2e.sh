@@ -1,0 +1,344 @@
+#!/bin/bash
+# e2e.sh - (make check) the protocol processors end to end with real
+# programs: traced clients against traced servers on loopback, every
+# message of the reconstruction checked against the bytes on the wire.
+#
+# Servers (Debian's packages, in a temporary directory, ports
+# BP_E2E_PORT..+4, default 18700): nginx (static files), apache2 prefork
+# (static files, a CGI that reads its body), PostgreSQL (a private
+# cluster), dnsmasq (names from a hosts file) and, for glibc's resolver, a
+# second dnsmasq on 127.0.0.1:53 of a network namespace of the test's own.
+# Clients: curl (keep-alive, HEAD, POST, chunked request body, 404,
+# Expect: 100-continue), ab -k, pipeline.py (HTTP pipelining), psql
+# (simple queries, PREPARE/EXECUTE, an error, COPY in and out), pgclient
+# (libpq: extended query, pipeline mode, COPY, cancel), dig (UDP and TCP),
+# getent ahosts/hosts (getaddrinfo, gethostbyname2).  Every program runs
+# under bp-run; the clients also under strace, whose logs are the ground
+# truth.  e2e_check.py then compares the messages table with the wire on
+# the client side and, through peer_message_id, on the server side
+# (docs/protocols.md, "End to end with real programs").
+#
+# Needs root (PostgreSQL runs as postgres, the servers' workers as
+# www-data, the resolver test in a network namespace).  Missing programs
+# fail the test (with the apt-get line), never skip it.  BP_KEEP=1 keeps
+# the temporary directory.
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../integ/lib.sh
+. "$HERE/../integ/lib.sh"
+
+APT="apt-get install -y nginx-light apache2 apache2-utils curl postgresql postgresql-client libpq-dev dnsmasq-base bind9-dnsutils strace iproute2 util-linux gcc python3"
+BASE=${BP_E2E_PORT:-18700}
+P_NGINX=$((BASE + 1)) P_APACHE=$((BASE + 2)) P_PG=$((BASE + 3))
+P_DNS=$((BASE + 4))
+NETNS=""
+TRACE=read,write,readv,writev,recvfrom,sendto,recvmsg,sendmsg,recvmmsg,sendmmsg,sendfile,close,shutdown
+
+e2e_cleanup() {
+	local rc=$?
+	if [ -n "${BP_LAUNCHER[pg]:-}" ]; then
+		kill -INT "${BP_PID[pg]:-0}" 2>/dev/null
+		bp_wait_gone "${BP_LAUNCHER[pg]}" 50
+	fi
+	bp_cleanup
+	if [ -n "$NETNS" ]; then
+		ip netns del "$NETNS" 2>/dev/null
+		rm -rf "/etc/netns/$NETNS"
+	fi
+	return $rc
+}
+
+need() {
+	[ -x "$1" ] || command -v "$1" >/dev/null 2>&1 ||
+		bp_fail "$1 is missing: $APT"
+}
+
+# e2e_stop NAME [SIGNAL]: stop a server, wait up to 15 s.
+e2e_stop() {
+	local name=$1 sig=${2:-TERM}
+	kill "-$sig" "${BP_PID[$name]}" 2>/dev/null
+	if ! bp_wait_gone "${BP_LAUNCHER[$name]}" 150; then
+		kill -KILL "${BP_PID[$name]}" "${BP_LAUNCHER[$name]}" 2>/dev/null
+		bp_fail "$name did not stop within 15 s of SIG$sig"
+	fi
+	wait "${BP_LAUNCHER[$name]}" 2>/dev/null
+	BP_LAUNCHER[$name]=""
+}
+
+wait_tcp() {
+	local i
+	for ((i = 0; i < 150; i++)); do
+		(exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
+		bp_alive "$2"
+		sleep 0.1
+	done
+	bp_fail "$2 does not listen on port $1 after 15 s"
+}
+
+# st NAME CMD...: run CMD traced and under strace (logs $T/st/NAME.*),
+# bounded to 60 s; fail if it fails.
+st() {
+	local name=$1
+	shift
+	timeout 60 strace -f -ff -ttt -yy -xx -s 1048576 -e trace=$TRACE \
+		-o "$T/st/$name" "${BP_PREFIX[@]}" "$@" \
+		>"$T/$name.out" 2>"$T/$name.log" ||
+		bp_fail "client $name failed (status $?): $*"
+}
+
+# truth NAME PROTO PORT ID...: what e2e_check.py checks for run NAME
+truth() { echo "$*" >>"$T/truth"; }
+
+bp_init e2e
+trap e2e_cleanup EXIT
+chmod 755 "$T"
+[ "$(id -u)" = 0 ] || bp_fail "run as root (servers switch to www-data" \
+	"and postgres; a network namespace for the resolver)"
+bp_require_tracing
+for p in nginx apache2 ab curl psql dnsmasq dig strace ip setpriv getent cc \
+	 pg_config; do
+	need "$p"
+done
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+[ -n "$PGBIN" ] && [ -x "$PGBIN/postgres" ] || bp_fail "PostgreSQL is" \
+	"missing: $APT"
+id www-data >/dev/null 2>&1 && id postgres >/dev/null 2>&1 ||
+	bp_fail "the users www-data and postgres are missing: $APT"
+[ -f /usr/lib/apache2/modules/mod_cgi.so ] || bp_fail "mod_cgi is missing: $APT"
+for p in $P_NGINX $P_APACHE $P_PG $P_DNS; do
+	if (exec 3<>/dev/tcp/127.0.0.1/"$p") 2>/dev/null ||
+		grep -q "$(printf ':%04X ' "$p")" /proc/net/udp 2>/dev/null; then
+		bp_fail "port $p is in use: choose other ports with BP_E2E_PORT"
+	fi
+done
+cc -o "$T/pgclient" "$HERE/pgclient.c" -I"$(pg_config --includedir)" -lpq \
+	2>"$T/cc.log" || bp_fail "cannot build pgclient.c: $APT"
+
+R=$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')    # this run's id
+mkdir -p "$T/st" "$T/www" "$T/cgi" "$T/nginx" "$T/apache" "$T/run"
+chmod 777 "$T/st"
+: >"$T/truth"
+
+# ---- files and names ---------------------------------------------------
+for n in ka1 ka2 head post chunk ab pipe1 pipe2 pipe3 ap1 ap2; do
+	printf '<html><body><p>%s %s</p></body></html>\n' "$n" "$R" \
+		>"$T/www/$n-$R.html"
+done
+head -c 30000 /dev/urandom | base64 -w 76 >"$T/www/big-$R.txt"
+head -c 3000 /dev/urandom | base64 -w 0 >"$T/post.bin"
+head -c 5000 /dev/urandom | base64 -w 76 >"$T/chunk.bin"
+printf '#!/bin/sh\necho "Content-Type: text/plain"\necho\nwc -c\n' \
+	>"$T/cgi/count.sh"
+chmod 755 "$T/cgi/count.sh"
+chmod -R a+rX "$T/www" "$T/cgi"
+{
+	for n in dig1 dig2 tcp1 tcp2 gai ghbn; do
+		echo "127.0.0.9 $n-$R.e2e.test"
+	done
+	echo "::9 dig2-$R.e2e.test"
+} >"$T/hosts"
+
+# ---- logd and the tracing prefix ------------------------------------------
+BP_LOGD_SOCK=$T/logd.sock
+mkdir -p "$T/logs"
+bp_start logd "$T/run/logd.pid" "$BP_LOGD" -f -d "$T/logs" \
+	-s "$BP_LOGD_SOCK" -p "$T/run/logd.pid" -u www-data -u postgres
+for ((i = 0; i < 100; i++)); do [ -S "$BP_LOGD_SOCK" ] && break; sleep 0.1; done
+[ -S "$BP_LOGD_SOCK" ] || bp_fail "bp-logd did not create its socket"
+RULES="http port $P_NGINX,$P_APACHE; postgresql port $P_PG; dns port $P_DNS"
+bp_trace_prefix "$BP_LOGD_SOCK" "$RULES" 1
+
+# ---- servers ---------------------------------------------------------------
+cat >"$T/nginx/nginx.conf" <<EOF
+daemon off;
+master_process on;
+worker_processes 1;
+user www-data www-data;
+pid $T/run/nginx.pid;
+error_log $T/nginx/error.log;
+events { worker_connections 64; }
+http {
+  access_log off;
+  client_body_temp_path $T/nginx/body;
+  proxy_temp_path $T/nginx/proxy;
+  fastcgi_temp_path $T/nginx/fastcgi;
+  uwsgi_temp_path $T/nginx/uwsgi;
+  scgi_temp_path $T/nginx/scgi;
+  sendfile on;
+  keepalive_requests 1000;
+  server {
+    listen 127.0.0.1:$P_NGINX;
+    root $T/www;
+    error_page 405 =200 \$uri;
+  }
+}
+EOF
+bp_start nginx "$T/run/nginx.pid" "${BP_PREFIX[@]}" nginx -p "$T/nginx" \
+	-c "$T/nginx/nginx.conf"
+
+M=/usr/lib/apache2/modules
+cat >"$T/apache/httpd.conf" <<EOF
+ServerRoot $T/apache
+ServerName localhost
+Listen 127.0.0.1:$P_APACHE
+PidFile $T/run/apache.pid
+ErrorLog $T/apache/error.log
+User www-data
+Group www-data
+LoadModule mpm_prefork_module $M/mod_mpm_prefork.so
+LoadModule authz_core_module $M/mod_authz_core.so
+LoadModule mime_module $M/mod_mime.so
+LoadModule alias_module $M/mod_alias.so
+LoadModule cgi_module $M/mod_cgi.so
+ScriptAlias /cgi-bin/ $T/cgi/
+TypesConfig /etc/mime.types
+StartServers 2
+MinSpareServers 1
+MaxSpareServers 2
+DocumentRoot $T/www
+<Directory $T/www>
+  Require all granted
+</Directory>
+<Directory $T/cgi>
+  Require all granted
+</Directory>
+EOF
+# its own session: apache signals its process group when it stops
+bp_start apache "$T/run/apache.pid" setsid "${BP_PREFIX[@]}" apache2 \
+	-f "$T/apache/httpd.conf" -DFOREGROUND
+
+install -d -o postgres -g postgres -m 700 "$T/pg"
+install -d -o postgres -g postgres -m 755 "$T/pgsock"
+setpriv --reuid=postgres --regid=postgres --clear-groups env HOME="$T/pg" \
+	"$PGBIN/initdb" -D "$T/pg" -A trust -U postgres --no-sync -E UTF8 \
+	--locale=C >"$T/initdb.log" 2>&1 ||
+	bp_fail "initdb failed: $(tail -n 3 "$T/initdb.log")"
+cat >>"$T/pg/postgresql.conf" <<EOF
+port = $P_PG
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$T/pgsock'
+ssl = off
+fsync = off
+EOF
+bp_start pg "$T/pg/postmaster.pid" setpriv --reuid=postgres \
+	--regid=postgres --clear-groups "${BP_PREFIX[@]}" "$PGBIN/postgres" \
+	-D "$T/pg"
+
+bp_start dnsmasq "$T/run/dnsmasq.pid" "${BP_PREFIX[@]}" dnsmasq -k \
+	-p "$P_DNS" --listen-address=127.0.0.1 --bind-interfaces --no-resolv \
+	--no-hosts --addn-hosts="$T/hosts" -C /dev/null -u root \
+	--pid-file="$T/run/dnsmasq.pid"
+
+NETNS=bp-e2e-$$
+ip netns add "$NETNS" || bp_fail "ip netns add failed (needs root and" \
+	"CONFIG_NET_NS)"
+ip -n "$NETNS" link set lo up
+mkdir -p "/etc/netns/$NETNS"
+echo "nameserver 127.0.0.1" >"/etc/netns/$NETNS/resolv.conf"
+echo "hosts: dns" >"/etc/netns/$NETNS/nsswitch.conf"
+bp_start dnsmasq-ns "$T/run/dnsmasq-ns.pid" ip netns exec "$NETNS" \
+	"${BP_PREFIX[@]}" dnsmasq -k -p 53 --listen-address=127.0.0.1 \
+	--bind-interfaces --no-resolv --no-hosts --addn-hosts="$T/hosts" \
+	-C /dev/null -u root --pid-file="$T/run/dnsmasq-ns.pid" --log-queries \
+	--log-facility="$T/dnsmasq-ns.qlog"
+
+wait_tcp "$P_NGINX" nginx
+wait_tcp "$P_APACHE" apache
+for ((i = 0; i < 200; i++)); do
+	"$PGBIN/pg_isready" -q -h "$T/pgsock" -p "$P_PG" && break
+	bp_alive pg
+	sleep 0.1
+done
+"$PGBIN/pg_isready" -q -h "$T/pgsock" -p "$P_PG" ||
+	bp_fail "PostgreSQL does not accept connections after 20 s"
+wait_tcp "$P_DNS" dnsmasq
+
+# ---- clients -----------------------------------------------------------------
+N=http://127.0.0.1:$P_NGINX A=http://127.0.0.1:$P_APACHE
+
+# nginx: keep-alive (three GETs on one connection, the last a 404)
+st curl-ka curl -sS -o /dev/null -o /dev/null -o /dev/null \
+	"$N/ka1-$R.html" "$N/ka2-$R.html?q=2" "$N/missing-$R.html"
+truth curl-ka http "$P_NGINX" "ka1-$R" "ka2-$R" "missing-$R"
+# HEAD, then a GET of 40 KB (sendfile) on the same connection
+st curl-head curl -sS -I -o /dev/null "$N/head-$R.html" \
+	--next -o /dev/null "$N/big-$R.txt"
+truth curl-head http "$P_NGINX" "head-$R" "big-$R"
+# POST with a body, and a chunked request body
+st curl-post curl -sS -o /dev/null --data-binary @"$T/post.bin" \
+	"$N/post-$R.html"
+truth curl-post http "$P_NGINX" "post-$R"
+st curl-chunk curl -sS -o /dev/null -H 'Transfer-Encoding: chunked' \
+	--data-binary @"$T/chunk.bin" "$N/chunk-$R.html"
+truth curl-chunk http "$P_NGINX" "chunk-$R"
+# ab: 50 keep-alive HTTP/1.0 requests over 4 connections
+st ab ab -q -k -n 50 -c 4 "$N/ab-$R.html"
+grep -q '^Failed requests: *0$' "$T/ab.out" || bp_fail "ab: failed requests"
+truth ab http "$P_NGINX" "ab-$R*50"
+# pipelining: GET, HEAD, GET + close in one write
+st pipeline "$PY" "$HERE/pipeline.py" "$P_NGINX" "$R"
+truth pipeline http "$P_NGINX" "pipe1-$R" "pipe2-$R" "pipe3-$R"
+# apache: keep-alive, HEAD, 404; Expect: 100-continue to a CGI
+st curl-apache curl -sS -o /dev/null "$A/ap1-$R.html" \
+	--next -o /dev/null -I "$A/ap2-$R.html" \
+	--next -o /dev/null "$A/apmissing-$R.html"
+truth curl-apache http "$P_APACHE" "ap1-$R" "ap2-$R" "apmissing-$R"
+st curl-expect curl -sS -o /dev/null -H 'Expect: 100-continue' \
+	--data-binary @"$T/post.bin" "$A/cgi-bin/count.sh?expect-$R"
+truth curl-expect http "$P_APACHE" "expect-$R"
+
+# PostgreSQL: psql (SSLRequest refused, simple queries, an error,
+# PREPARE/EXECUTE, COPY in and out), then libpq's extended query
+C="host=127.0.0.1 port=$P_PG user=postgres dbname=postgres"
+printf '1\tcopy-%s-a\n2\tcopy-%s-b\n' "$R" "$R" >"$T/copy.txt"
+st psql psql -X -q "$C sslmode=prefer" \
+	-c "/* q1-$R */ CREATE TABLE t_$R (a int, b text)" \
+	-c "/* q2-$R */ INSERT INTO t_$R VALUES (0, 'ins')" \
+	-c "/* q3-$R */ SELECT b FROM t_$R" \
+	-c "/* q4-$R */ SELECT * FROM nosuch_$R" \
+	-c "/* q5-$R */ PREPARE prep_$R AS SELECT b FROM t_$R WHERE a = \$1" \
+	-c "/* q6-$R */ EXECUTE prep_$R(0)" \
+	-c "/* q7-$R */ COPY t_$R FROM STDIN" \
+	-c "/* q8-$R */ COPY t_$R TO STDOUT" <"$T/copy.txt"
+grep -q "copy-$R-b" "$T/psql.out" || bp_fail "psql: COPY did not work"
+truth psql postgresql "$P_PG" "q1-$R" "q2-$R" "q3-$R" "q4-$R" "q5-$R" \
+	"q6-$R" "q7-$R" "q8-$R"
+st pgclient "$T/pgclient" "$C sslmode=disable" "pgc-$R"
+truth pgclient postgresql "$P_PG" "pgc-$R"
+
+# DNS: dig over UDP (A, AAAA, a refused name) and TCP (two queries on
+# one connection)
+Q=(-p "$P_DNS" @127.0.0.1 +tries=1 +time=5)
+st dig-a dig "${Q[@]}" "dig1-$R.e2e.test" A
+st dig-aaaa dig "${Q[@]}" "dig2-$R.e2e.test" AAAA
+st dig-refused dig "${Q[@]}" "nx-$R.example" A
+st dig-tcp dig "${Q[@]}" +tcp +keepopen "tcp1-$R.e2e.test" A \
+	"tcp2-$R.e2e.test" A
+grep -q 127.0.0.9 "$T/dig-a.out" || bp_fail "dig: no answer"
+truth dig-a dns "$P_DNS" "dig1-$R"
+truth dig-aaaa dns "$P_DNS" "dig2-$R"
+truth dig-refused dns "$P_DNS" "nx-$R"
+truth dig-tcp dns "$P_DNS" "tcp1-$R" "tcp2-$R"
+# glibc's resolver in the namespace: getaddrinfo (A and AAAA) and
+# gethostbyname2; traced at the API level, dnsmasq sees the queries
+ip netns exec "$NETNS" "${BP_PREFIX[@]}" getent ahosts "gai-$R.e2e.test" \
+	>"$T/gai.out" 2>&1 || bp_fail "getent ahosts failed: $(cat "$T/gai.out")"
+ip netns exec "$NETNS" "${BP_PREFIX[@]}" getent hosts "ghbn-$R.e2e.test" \
+	>"$T/ghbn.out" 2>&1 || bp_fail "getent hosts failed: $(cat "$T/ghbn.out")"
+
+# ---- stop, rebuild, check -----------------------------------------------
+for s in nginx apache dnsmasq dnsmasq-ns; do bp_alive "$s"; done
+bp_alive pg
+e2e_stop nginx
+e2e_stop apache
+e2e_stop pg INT
+e2e_stop dnsmasq
+e2e_stop dnsmasq-ns
+e2e_stop logd
+timeout 300 "$BP_RECONSTRUCT" "$T/logs" -o "$T/paths.db" \
+	>"$T/reconstruct.out" 2>"$T/reconstruct.log" ||
+	bp_fail "bp-reconstruct failed"
+"$PY" "$HERE/e2e_check.py" --db "$T/paths.db" --st "$T/st" \
+	--truth "$T/truth" --lookup "gai-$R.e2e.test:$T/dnsmasq-ns.qlog:1" \
+	--lookup "ghbn-$R.e2e.test:$T/dnsmasq-ns.qlog:2" --xfail curl-expect | tee "$T/check.out"
+[ "${PIPESTATUS[0]}" = 0 ] || bp_fail "the messages differ from the wire" \
+	"(see above)"
