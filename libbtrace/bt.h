@@ -11,6 +11,7 @@
  *   ready.c  poll/select/epoll: buffered input and one fd per call
  *   proc.c   start-up, fork, exec, spawn, threads
  *   names.c  getaddrinfo and friends as DNS client spans
+ *   redact.c secrets taken out of message attributes before logging
  *
  * Locking: the fd table is read without locks (entries are atomic words,
  * channel objects are type-stable and never freed); a channel's mutex
@@ -63,6 +64,7 @@ struct bt_conf {
 	struct bt_rule *rules;
 	unsigned nrules;
 	unsigned exe_proto;         /* processor for pipes/inherited fds by exe */
+	unsigned redact;            /* BT_RD_* from BTRACE_REDACT */
 };
 BT_HIDDEN extern struct bt_conf bt_conf;
 
@@ -75,6 +77,35 @@ BT_HIDDEN int bt_rules_parse(const char *text, int semicolons,
 /* Processor id for a channel by the rules (0 none), *HOW set. */
 BT_HIDDEN int bt_rules_match(uint16_t lport, uint16_t rport, int has_ports,
 			     const char *unix_path, int *how);
+
+/* ---- redaction (redact.c, docs/security.md) ---------------------------- */
+
+#define BT_RD_SQL_LITERALS  0x1u    /* SQL string and numeric literals -> ? */
+#define BT_RD_QUERY_STRINGS 0x2u    /* URL targets cut after '?' */
+#define BT_RD_CMDLINE       0x4u    /* command lines: the program only */
+#define BT_RD_ALL           0x7u
+
+/* Parse a BTRACE_REDACT list into *FLAGS.  -EINVAL for an unknown word
+ * (copied to BAD): *FLAGS is then BT_RD_ALL, so a typo hides more, never
+ * less. */
+BT_HIDDEN int bt_redact_parse(const char *spec, unsigned *flags, char *bad,
+			      size_t badlen);
+/* Rewrite SQL text / a URL target of N bytes into OUT (at most CAP bytes;
+ * never longer than N).  Returns the length; *CUT set if CAP was short. */
+BT_HIDDEN size_t bt_redact_sql(const char *in, size_t n, char *out,
+			       size_t cap, unsigned flags, int *cut);
+BT_HIDDEN size_t bt_redact_url(const char *in, size_t n, char *out,
+			       size_t cap, unsigned flags, int *cut);
+/* Rewrite a command line (N bytes of NUL-separated arguments, at most
+ * 512) in place; returns its new length. */
+BT_HIDDEN size_t bt_redact_cmdline(char *s, size_t n, unsigned flags);
+/* Does EV carry an attribute the rules may rewrite (cheap test)? */
+BT_HIDDEN int bt_redact_needed(const struct bt_event *ev, unsigned flags);
+/* Point EV's rewritten attributes into BUF; 1 if any changed. */
+BT_HIDDEN int bt_redact_attrs(struct bt_event *ev, char *buf, size_t cap,
+			      unsigned flags);
+/* bt_redact_attrs with bt_conf.redact, then bt_emit. */
+BT_HIDDEN void bt_redact_emit(struct bt_event *ev);
 
 /* ---- process and thread state ----------------------------------------- */
 

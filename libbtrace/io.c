@@ -70,7 +70,11 @@ static void log_msg(struct bt_chan *ch, int fd, int dir, const struct bt_msg *m,
 		ev.attr[ev.nattr].len = (uint16_t)strlen(pbuf);
 		ev.nattr++;
 	}
-	bt_emit(&ev);
+	/* secrets out of the attributes (redact.c); the wire is untouched */
+	if (ev.nattr && bt_redact_needed(&ev, bt_conf.redact))
+		bt_redact_emit(&ev);
+	else
+		bt_emit(&ev);
 }
 
 static void log_simple(int type, int fd, int dir, uint64_t off, uint64_t len)

@@ -105,6 +105,7 @@ static void read_cmdline(void)
 		return;
 	while (n > 0 && bt_proc.cmdline[n - 1] == 0)
 		n--;
+	n = (ssize_t)bt_redact_cmdline(bt_proc.cmdline, (size_t)n, bt_conf.redact);
 	for (ssize_t i = 0; i < n; i++)
 		if (!bt_proc.cmdline[i])
 			bt_proc.cmdline[i] = ' ';
@@ -126,7 +127,7 @@ static void remember_env(void)
 	static const char *const names[] = {
 		"BTRACE_RULES", "BTRACE_CONF", "BTRACE_ISOLATION",
 		"BTRACE_BUFSIZE", "BTRACE_HOST", "BTRACE_FOLLOW",
-		"BTRACE_DISABLE",
+		"BTRACE_DISABLE", "BTRACE_REDACT",
 	};
 	char buf[PATH_MAX + 32];
 
@@ -205,7 +206,6 @@ void bt_init(void)
 	bt_proc.ppid = getppid();
 	n = readlink("/proc/self/exe", bt_proc.exe, sizeof bt_proc.exe - 1);
 	bt_proc.exe[n > 0 ? n : 0] = 0;
-	read_cmdline();
 	if ((h = getenv("BTRACE_HOST")) && *h)
 		snprintf(bt_proc.host, sizeof bt_proc.host, "%s", h);
 	else if (gethostname(bt_proc.host, sizeof bt_proc.host - 1) < 0)
@@ -215,6 +215,7 @@ void bt_init(void)
 		snprintf(bt_conf.lib_path, sizeof bt_conf.lib_path, "%s",
 			 di.dli_fname);
 	bt_conf_init();
+	read_cmdline();                 /* after the conf: BTRACE_REDACT */
 	if (excluded_exe(bt_proc.exe))
 		bt_conf.enabled = 0;
 	remember_env();
