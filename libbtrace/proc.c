@@ -71,7 +71,8 @@ void bt_thread_first_records(void)
 	ev.ptid = (uint32_t)self_creator;
 	ev.cookie = self_cookie;
 	ev.pid = (uint32_t)bt_proc.pid;
-	bt_emit(&ev);
+	/* (even while paused: a stream always says whose it is) */
+	bt_emit_always(&ev);
 	if (bt_proc.started)
 		return;
 	bt_proc.started = 1;
@@ -88,7 +89,7 @@ void bt_thread_first_records(void)
 	ev.str_len = (uint32_t)strlen(bt_proc.exe);
 	ev.str2 = bt_proc.cmdline;
 	ev.str2_len = bt_proc.cmdline_len;
-	bt_emit(&ev);
+	bt_emit_always(&ev);
 }
 
 static void read_cmdline(void)
