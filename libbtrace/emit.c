@@ -394,6 +394,40 @@ static void link_drop(void)
 		chunks[k].sent = 0;
 }
 
+/* One line on the traced program's stderr, once per process and KIND. */
+static void warn_once(unsigned kind, const char *text)
+{
+	static unsigned warned;
+
+	if (warned & kind)
+		return;
+	warned |= kind;
+	(void)!REAL(write)(2, text, strlen(text));
+}
+
+/*
+ * May we hand our events to the daemon on FD?  Only to a bp-logd of our
+ * own effective uid or root's: anyone can put a socket where we were told
+ * to look (/tmp/btrace-UID/ before its owner made it), and a daemon gets
+ * every event and the memory they live in (docs/security.md).
+ */
+static int logd_trusted(int fd)
+{
+	struct ucred cr;
+	socklen_t l = sizeof cr;
+	char msg[PATH_MAX + 200];
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) < 0)
+		return 0;
+	if (cr.uid == geteuid() || cr.uid == 0)
+		return 1;
+	snprintf(msg, sizeof msg,
+		 "libbtrace: the bp-logd on %s runs as uid %u, neither ours (%u) nor root: not sending it our events (spooling instead)\n",
+		 bt_conf.logd_path, (unsigned)cr.uid, (unsigned)geteuid());
+	warn_once(1, msg);
+	return 0;
+}
+
 /* Connect and register every chunk.  Called with link_mu held. */
 static int link_connect(void)
 {
@@ -413,7 +447,8 @@ static int link_connect(void)
 	fd = REAL(socket)(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		goto fail;
-	if (REAL(connect)(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+	if (REAL(connect)(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+	    !logd_trusted(fd)) {
 		REAL(close)(fd);
 		goto fail;
 	}
@@ -558,10 +593,38 @@ static uint64_t spool_boot_id(void)
 	return bt_boot_id_parse(b);
 }
 
+/*
+ * May we spool into DIR?  Each of its directories must belong to us or to
+ * root and be writable by nobody else, unless it is root's and sticky
+ * (/tmp): otherwise another user could remove our spool files or put
+ * something in their place.
+ */
+static int spool_dir_safe(char *dir)
+{
+	uid_t me = geteuid();
+	struct stat st;
+
+	for (char *c = dir + 1;; c++) {
+		char save = *c;
+		if (save && save != '/')
+			continue;
+		*c = 0;
+		int bad = stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
+			  (st.st_uid != me && st.st_uid != 0) ||
+			  ((st.st_mode & 022) &&
+			   !(st.st_uid == 0 && (st.st_mode & S_ISVTX)));
+		*c = save;
+		if (bad)
+			return 0;
+		if (!save)
+			return 1;
+	}
+}
+
 /* Create BASE/HOST (mkdir -p, private) and open this process's file. */
 static int spool_create(const char *base)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 64];
+	char dir[PATH_MAX], path[PATH_MAX + 64], msg[PATH_MAX + 160];
 
 	if (snprintf(dir, sizeof dir, "%s/%s", base, bt_proc.host) >=
 	    (int)sizeof dir)
@@ -573,9 +636,17 @@ static int spool_create(const char *base)
 			*p = '/';
 		}
 	mkdir(dir, 0700);
+	if (!spool_dir_safe(dir)) {
+		snprintf(msg, sizeof msg,
+			 "libbtrace: not spooling into %s: a directory of it belongs to another user or others may write it\n",
+			 dir);
+		warn_once(2, msg);
+		return -1;
+	}
 	snprintf(path, sizeof path, "%s/%d-%016llx.btl", dir, (int)bt_proc.pid,
 		 (unsigned long long)bt_proc.ring_id);
-	return REAL(open)(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	return REAL(open)(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
+				O_NOFOLLOW, 0600);
 }
 
 static int spool_open(void)

@@ -9,14 +9,17 @@
 #   pause.sh       pause and resume under load from the example servers:
 #                  after the resume new connections are traced right,
 #                  nothing is misattributed, what ran paused is absent
+#   private.sh     socket, logs and spool private to their user; the shim
+#                  hands its events to no other user's bp-logd
 #   pause-cost.sh  (by hand) ns and instructions per read/write: bare,
 #                  floor shim, traced, paused; uses pause-cost
-# redaction.sh needs root (PostgreSQL runs as postgres) and exits 77
-# (skipped) without it.  BP_KEEP=1 keeps a script's temp directory.
+# redaction.sh and private.sh need root (other users: postgres, nobody)
+# and exit 77 (skipped) without it.  BP_KEEP=1 keeps a script's temp directory.
 
 SECURITY_TESTS = \
 	tests/security/redaction.sh \
-	tests/security/pause.sh
+	tests/security/pause.sh \
+	tests/security/private.sh
 TESTS += $(SECURITY_TESTS)
 EXTRA_DIST += $(SECURITY_TESTS) tests/security/lib.sh \
 	tests/security/pause-cost.sh
