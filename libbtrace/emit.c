@@ -273,7 +273,8 @@ static struct bt_chunk *chunk_create(void)
 		__atomic_store_n(&bt_pause_word, &c->hdr->flags, __ATOMIC_RELEASE);
 	__atomic_store_n(&nchunks, index + 1, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&link_mu);
-	if (link_state == LINK_UP)
+	/* a link_connect since the store above registered it already */
+	if (link_state == LINK_UP && !c->sent)
 		chunk_register(c);
 	pthread_mutex_unlock(&link_mu);
 	return c;
