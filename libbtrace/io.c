@@ -1199,7 +1199,9 @@ void bt_io_out(struct bt_chan *ch, int fd, const struct iovec *iov,
 static void out_start(int fd)
 {
 	bt_self.out_ts = bt_now();
-	bt_self.out_ch = bt_chan_of(fd);
+	/* paused: not classified now (a channel made during the pause is
+	 * announced at its first use after it, if it moved nothing) */
+	bt_self.out_ch = bt_paused() ? NULL : bt_chan_of(fd);
 	bt_self.out_gen = bt_self.out_ch ? bt_self.out_ch->gen : 0;
 }
 
