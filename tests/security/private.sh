@@ -125,4 +125,18 @@ seg=$(ls "$T"/rlogs/*/*.btl | head -n 1)
 "${AS_NOBODY[@]}" ls "$(dirname "$seg")" >/dev/null 2>&1 &&
 	bp_fail "nobody listed $(dirname "$seg")"
 bp_note "root's segments: neither readable nor listable by nobody; its control command refused"
+
+# ---- 5. what bp-reconstruct and bp-report write -------------------------
+BP_RECON=$(bp_find_tool bp-reconstruct)
+BP_REPORT=$(bp_find_tool bp-report)
+(umask 022; "$BP_RECON" -q -o "$T/paths.db" --dot "$T/paths.dot" --otlp "$T/otlp.json" "$T/rlogs") ||
+	bp_fail "bp-reconstruct failed on root's logs"
+(umask 022; "$BP_REPORT" -q -o "$T/report.html" "$T/paths.db") ||
+	bp_fail "bp-report failed"
+for f in "$T/paths.db" "$T/otlp.json" "$T/report.html" $(find "$T/paths.dot" -type f); do
+	[ "$(mode "$f")" = 600 ] || bp_fail "$f: mode $(mode "$f") under umask 022, expected 600"
+done
+[ "$(mode "$T/paths.dot")" = 700 ] || bp_fail "the DOT directory: mode $(mode "$T/paths.dot"), expected 700"
+"${AS_NOBODY[@]}" cat "$T/paths.db" >/dev/null 2>&1 && bp_fail "nobody read paths.db"
+bp_note "paths.db, OTLP, DOT files and the HTML report: 600 even under umask 022 (the DOT directory 700)"
 echo "PASS: private"
