@@ -100,16 +100,16 @@ for mode in bare floor traced paused; do
 		"$(cut -d' ' -f1 "$T/$mode.runs" | median)" \
 		"$(cut -d' ' -f2 "$T/$mode.runs" | median)"
 done
-echo "(floor: $FLOOR_WHAT; $REPEATS runs of 51 rounds of 4096 calls each)"
+echo "(floor: $FLOOR_WHAT; $REPEATS runs of 401 rounds of 256 calls each)"
 
 if [ "${PAUSE_COST_CALLGRIND:-0}" = 1 ]; then
 	command -v valgrind >/dev/null || bp_fail "valgrind is missing"
 	# instructions per write+read pair: the difference of two run lengths
 	ir() {
-		local n=$1
+		local r=$1
 		shift
 		"$@" valgrind --tool=callgrind --callgrind-out-file="$T/cg.%p" \
-			"$PC" -n "$n" -r 1 >/dev/null 2>"$T/cg.err" ||
+			"$PC" -n 256 -r "$r" >/dev/null 2>"$T/cg.err" ||
 			bp_fail "valgrind failed: $(tail -n 3 "$T/cg.err")"
 		sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$T/cg.err" | tail -n 1
 	}
@@ -123,9 +123,9 @@ if [ "${PAUSE_COST_CALLGRIND:-0}" = 1 ]; then
 			"$BP_LOGD" -c pause -s "$BP_LOGD_SOCK" >/dev/null
 			pre=("${TRACE[@]}") ;;
 		esac
-		a=$(ir 1000 "${pre[@]}")
-		b=$(ir 9000 "${pre[@]}")
-		printf '%-7s %s\n' "$mode" "$(( (b - a) / 8000 ))"
+		a=$(ir 4 "${pre[@]}")
+		b=$(ir 36 "${pre[@]}")
+		printf '%-7s %s\n' "$mode" "$(( (b - a) / (32 * 256) ))"
 	done
 	"$BP_LOGD" -c resume -s "$BP_LOGD_SOCK" >/dev/null
 	echo "(paused under callgrind: paused from the start, the socketpair made while paused)"
