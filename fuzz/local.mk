@@ -11,3 +11,17 @@ fuzz_fuzz_logread_LDFLAGS = $(FUZZ_FLAGS)
 fuzz_fuzz_logread_LDADD = libbtproto.la $(SQLITE3_LIBS)
 endif
 EXTRA_DIST += fuzz/logread-seeds.sh
+
+# bp-logd's socket protocol: its packet, chunk and drain code (logd/*.c but
+# main.c and log.c, which the target replaces) over real socketpairs.
+if ENABLE_FUZZING
+noinst_PROGRAMS += fuzz/fuzz-logd-peer
+fuzz_fuzz_logd_peer_SOURCES = fuzz/fuzz_logd_peer.c \
+	logd/logd.h logd/server.c logd/peer.c logd/chunk.c logd/store.c \
+	logd/notes.c common/event.c common/crc32c.c common/segment.c
+fuzz_fuzz_logd_peer_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/logd
+fuzz_fuzz_logd_peer_CFLAGS = $(AM_CFLAGS) $(FUZZ_FLAGS) $(LIBEVENT_CFLAGS)
+fuzz_fuzz_logd_peer_LDFLAGS = $(FUZZ_FLAGS)
+fuzz_fuzz_logd_peer_LDADD = $(LIBEVENT_LIBS)
+endif
+EXTRA_DIST += fuzz/logd-peer-seeds.py

@@ -11,6 +11,7 @@
  *   ready.c  poll/select/epoll: buffered input and one fd per call
  *   proc.c   start-up, fork, exec, spawn, threads
  *   names.c  getaddrinfo and friends as DNS client spans
+ *   redact.c secrets taken out of message attributes before logging
  *
  * Locking: the fd table is read without locks (entries are atomic words,
  * channel objects are type-stable and never freed); a channel's mutex
@@ -63,6 +64,7 @@ struct bt_conf {
 	struct bt_rule *rules;
 	unsigned nrules;
 	unsigned exe_proto;         /* processor for pipes/inherited fds by exe */
+	unsigned redact;            /* BT_RD_* from BTRACE_REDACT */
 };
 BT_HIDDEN extern struct bt_conf bt_conf;
 
@@ -75,6 +77,35 @@ BT_HIDDEN int bt_rules_parse(const char *text, int semicolons,
 /* Processor id for a channel by the rules (0 none), *HOW set. */
 BT_HIDDEN int bt_rules_match(uint16_t lport, uint16_t rport, int has_ports,
 			     const char *unix_path, int *how);
+
+/* ---- redaction (redact.c, docs/security.md) ---------------------------- */
+
+#define BT_RD_SQL_LITERALS  0x1u    /* SQL string and numeric literals -> ? */
+#define BT_RD_QUERY_STRINGS 0x2u    /* URL targets cut after '?' */
+#define BT_RD_CMDLINE       0x4u    /* command lines: the program only */
+#define BT_RD_ALL           0x7u
+
+/* Parse a BTRACE_REDACT list into *FLAGS.  -EINVAL for an unknown word
+ * (copied to BAD): *FLAGS is then BT_RD_ALL, so a typo hides more, never
+ * less. */
+BT_HIDDEN int bt_redact_parse(const char *spec, unsigned *flags, char *bad,
+			      size_t badlen);
+/* Rewrite SQL text / a URL target of N bytes into OUT (at most CAP bytes;
+ * never longer than N).  Returns the length; *CUT set if CAP was short. */
+BT_HIDDEN size_t bt_redact_sql(const char *in, size_t n, char *out,
+			       size_t cap, unsigned flags, int *cut);
+BT_HIDDEN size_t bt_redact_url(const char *in, size_t n, char *out,
+			       size_t cap, unsigned flags, int *cut);
+/* Rewrite a command line (N bytes of NUL-separated arguments, at most
+ * 512) in place; returns its new length. */
+BT_HIDDEN size_t bt_redact_cmdline(char *s, size_t n, unsigned flags);
+/* Does EV carry an attribute the rules may rewrite (cheap test)? */
+BT_HIDDEN int bt_redact_needed(const struct bt_event *ev, unsigned flags);
+/* Point EV's rewritten attributes into BUF; 1 if any changed. */
+BT_HIDDEN int bt_redact_attrs(struct bt_event *ev, char *buf, size_t cap,
+			      unsigned flags);
+/* bt_redact_attrs with bt_conf.redact, then bt_emit. */
+BT_HIDDEN void bt_redact_emit(struct bt_event *ev);
 
 /* ---- process and thread state ----------------------------------------- */
 
@@ -102,6 +133,12 @@ struct bt_thread {
 	struct bt_slot slot;
 	int         have_slot;
 	uint32_t    ready_rr;       /* rotation cursor for poll/select */
+	uint64_t    paused_calls;   /* calls not traced while paused, not yet
+				       reported (DROP, then READY -1) */
+	uint64_t    dark_mark;      /* slot head after our last READY -1 */
+	uint64_t    pause_lost;     /* records bt_emit dropped because paused
+				       (only grows: a call that sees it move
+				       lost one, its channel goes dark) */
 	uint64_t    out_ts;         /* when the write call being logged began
 				       (0: none); its OUT records carry it */
 	struct bt_chan *out_ch;     /* the channel that call writes to, and */
@@ -167,8 +204,33 @@ BT_HIDDEN void bt_emit(struct bt_event *ev);
 /* Claim this thread's ring slot now and write TIME, THREAD_START (and
  * PROC_START for a process's first thread). */
 BT_HIDDEN void bt_emit_claim(void);
-/* Is tracing paused by bp-logd? */
-BT_HIDDEN int bt_paused(void);
+/*
+ * Pausing (docs/security.md "Pausing"): bp-logd sets BT_CF_PAUSED in the
+ * header of chunk 0, which bt_pause_word points at (at a zero word before
+ * the first chunk and in a forked child until it has its own).  While it
+ * is set the wrappers pass calls through and count them (bt_paused_call);
+ * a channel that moves bytes, or loses a record, while paused becomes
+ * dark: untraced until it is closed (bt_chan_go_dark).
+ */
+BT_HIDDEN extern const volatile uint32_t *bt_pause_word;
+static inline int bt_paused(void)
+{
+	return unlikely(*bt_pause_word & BT_CF_PAUSED);
+}
+/* A call passed through untraced because of a pause.  The thread's first
+ * record after the resume reports the count (DROP, reason paused) and says
+ * that the thread's work belongs to no request (READY -1). */
+static inline void bt_paused_call(void)
+{
+	bt_self.paused_calls++;
+}
+/* Record EV even while paused (only CLOSE: the log's descriptors stay
+ * true across a pause). */
+BT_HIDDEN void bt_emit_always(struct bt_event *ev);
+/* The fragment that follows works for no request (READY -1), unless that
+ * is what this thread last wrote: a read from a channel that is not traced
+ * (dark) starts work the log cannot attribute. */
+BT_HIDDEN void bt_emit_unknown_input(void);
 /* Connect to bp-logd and register the ring (start-up; retried later). */
 BT_HIDDEN void bt_emit_start(void);
 /* About to block: without bp-logd, spool this thread's ring (unless
@@ -195,6 +257,9 @@ BT_HIDDEN int bt_own_fd_hide(int fd);
 #define BT_FD_NONE   ((uintptr_t)0)   /* never seen */
 #define BT_FD_PLAIN  ((uintptr_t)1)   /* seen: nothing to trace (file, ...) */
 #define BT_FD_OWN    ((uintptr_t)2)   /* the shim's own descriptor */
+#define BT_FD_DARK   ((uintptr_t)3)   /* never announced, moved bytes while
+					 tracing was paused: untraced until
+					 closed */
 /* Otherwise a pointer: a channel (64-byte aligned, low bit clear) or an
  * epoll set (struct bt_epset *, tagged with the low bit, see ready.c). */
 #define BT_FD_IS_CHAN(v)  ((v) > 3 && !((v) & 1))
@@ -224,6 +289,7 @@ struct bt_chan {
 	uint8_t  lost;                    /* processor gave up */
 	uint8_t  eof[2];
 	uint8_t  ended;                   /* this call handed over a message end */
+	uint8_t  dark;                    /* untraced until closed (pausing) */
 
 	const struct bt_proto_ops *pp;
 	void    *pps;                     /* processor state */
@@ -307,6 +373,23 @@ BT_HIDDEN void bt_io_out(struct bt_chan *ch, int fd, const struct iovec *iov,
 			 int iovcnt, size_t n, int dgram);
 /* A channel's buffered-input state changed: readiness bookkeeping. */
 BT_HIDDEN void bt_io_ready_changed(struct bt_chan *ch);
+/*
+ * CH (referred to by FD) stops being traced until it is closed: bytes
+ * moved or records were lost while tracing was paused, so its offsets and
+ * framing no longer match its peer's.  Once: its end is closed in the log
+ * (CLOSE FD, written even while paused); from then on nothing about it is
+ * recorded.  Input it holds is still served first.
+ */
+BT_HIDDEN void bt_chan_go_dark(struct bt_chan *ch, int fd);
+/* A call moved bytes on FD while paused: its channel goes dark, or a
+ * descriptor never seen becomes BT_FD_DARK. */
+BT_HIDDEN void bt_fd_paused_io(int fd);
+/* Is FD's channel dark (or FD BT_FD_DARK)? */
+static inline int bt_fd_dark(uintptr_t w)
+{
+	return w == BT_FD_DARK ||
+	       (BT_FD_IS_CHAN(w) && ((struct bt_chan *)w)->dark);
+}
 
 /* ---- readiness (ready.c) --------------------------------------------- */
 

@@ -15,7 +15,8 @@
  * matching port/unix rule chooses; exe rules apply to channels no address
  * rule chose (pipes, socketpairs, inherited descriptors first, then as the
  * fallback when sniffing finds nothing).  Protocol "none" means: do not
- * trace messages on this channel.
+ * trace messages on this channel.  BTRACE_REDACT chooses what redact.c
+ * takes out of the attributes.
  */
 #include "config.h"
 
@@ -354,6 +355,16 @@ void bt_conf_init(void)
 			}
 			free(text);
 		}
+	}
+	char bad[64];
+	if ((v = getenv("BTRACE_REDACT")) &&
+	    bt_redact_parse(v, &bt_conf.redact, bad, sizeof bad) < 0) {
+		char buf[256];
+		int n = snprintf(buf, sizeof buf,
+				 "libbtrace: BTRACE_REDACT: unknown '%s' (expected sql-literals, query-strings, cmdline, all or none); redacting all\n",
+				 bad);
+		if (n > 0)
+			(void)!REAL(write)(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 	}
 	if (bt_rules_parse(bt_default_rules, 0, &def_rules, &n_def, &line) < 0)
 		n_def = 0;

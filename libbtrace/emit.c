@@ -9,6 +9,12 @@
  * spool directory itself.  Nothing is dropped silently: what cannot be
  * written is counted and reported by a BT_EV_DROP record.
  *
+ * Pausing: bp-logd sets BT_CF_PAUSED in the chunk headers; bt_pause_word
+ * points at chunk 0's.  While it is set bt_emit records nothing and counts
+ * what it dropped; the thread's first record after the resume reports the
+ * count (DROP, reason paused) and READY -1 (io.c has the dark-channel
+ * rule, docs/security.md "Pausing").
+ *
  * The shim's own descriptors (logd socket, memfds, spool file, netlink
  * socket, epoll wake-up eventfds) live at high numbers, close-on-exec, and
  * are hidden from the application: closing one fails with EBADF, dup2 onto
@@ -42,6 +48,8 @@ struct bt_chunk {
 };
 
 static struct bt_chunk chunks[BT_RING_MAX_CHUNKS];
+static const uint32_t no_pause;          /* before chunk 0 exists */
+const volatile uint32_t *bt_pause_word = &no_pause;
 static unsigned nchunks;                 /* published with release */
 static pthread_mutex_t chunk_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -49,6 +57,7 @@ enum { LINK_DOWN = 0, LINK_UP = 1 };
 static int logd_fd = -1;
 static int link_state = LINK_DOWN;
 static uint64_t link_retry_at;           /* monotonic ns of the next try */
+static uint32_t logd_flags;              /* BT_CF_* of the last WELCOME */
 static pthread_mutex_t link_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static int spool_fd = -1;
@@ -253,11 +262,15 @@ static struct bt_chunk *chunk_create(void)
 	c->hdr->chunk = index;
 	c->hdr->nslots = nslots;
 	c->hdr->slot_size = size;
-	if (index == 0 || !(chunks[0].hdr && (chunks[0].hdr->flags & BT_CF_PAUSED)))
-		c->hdr->flags = 0;
-	else
+	/* paused as bp-logd said in its WELCOME (chunk 0), or as chunk 0 is */
+	if (index == 0 ? (logd_flags & BT_CF_PAUSED) :
+	    (chunks[0].hdr && (chunks[0].hdr->flags & BT_CF_PAUSED)))
 		c->hdr->flags = BT_CF_PAUSED;
+	else
+		c->hdr->flags = 0;
 	own_register(&c->memfd);
+	if (index == 0)
+		__atomic_store_n(&bt_pause_word, &c->hdr->flags, __ATOMIC_RELEASE);
 	__atomic_store_n(&nchunks, index + 1, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&link_mu);
 	/* a link_connect since the store above registered it already */
@@ -382,6 +395,40 @@ static void link_drop(void)
 		chunks[k].sent = 0;
 }
 
+/* One line on the traced program's stderr, once per process and KIND. */
+static void warn_once(unsigned kind, const char *text)
+{
+	static unsigned warned;
+
+	if (warned & kind)
+		return;
+	warned |= kind;
+	(void)!REAL(write)(2, text, strlen(text));
+}
+
+/*
+ * May we hand our events to the daemon on FD?  Only to a bp-logd of our
+ * own effective uid or root's: anyone can put a socket where we were told
+ * to look (/tmp/btrace-UID/ before its owner made it), and a daemon gets
+ * every event and the memory they live in (docs/security.md).
+ */
+static int logd_trusted(int fd)
+{
+	struct ucred cr;
+	socklen_t l = sizeof cr;
+	char msg[PATH_MAX + 200];
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) < 0)
+		return 0;
+	if (cr.uid == geteuid() || cr.uid == 0)
+		return 1;
+	snprintf(msg, sizeof msg,
+		 "libbtrace: the bp-logd on %s runs as uid %u, neither ours (%u) nor root: not sending it our events (spooling instead)\n",
+		 bt_conf.logd_path, (unsigned)cr.uid, (unsigned)geteuid());
+	warn_once(1, msg);
+	return 0;
+}
+
 /* Connect and register every chunk.  Called with link_mu held. */
 static int link_connect(void)
 {
@@ -401,7 +448,8 @@ static int link_connect(void)
 	fd = REAL(socket)(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		goto fail;
-	if (REAL(connect)(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+	if (REAL(connect)(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+	    !logd_trusted(fd)) {
 		REAL(close)(fd);
 		goto fail;
 	}
@@ -431,12 +479,15 @@ static int link_connect(void)
 	if (r < (ssize_t)sizeof(struct bt_lm_hdr) || w.h.type != BT_LM_WELCOME)
 		goto drop;
 	link_state = LINK_UP;
+	logd_flags = w.flags;
 	for (unsigned k = 0; k < nchunks; k++) {
 		/* a new bp-logd owes no drain for kicks sent to the old one */
 		for (unsigned i = 0; i < chunks[k].nslots; i++)
 			chunks[k].hdr->slot[i].kicked = 0;
-		if (w.flags & BT_CF_PAUSED)
-			chunks[k].hdr->flags |= BT_CF_PAUSED;
+		/* paused or not as this bp-logd says (a new one may not be) */
+		__atomic_store_n(&chunks[k].hdr->flags,
+				 (chunks[k].hdr->flags & ~BT_CF_PAUSED) |
+				 (w.flags & BT_CF_PAUSED), __ATOMIC_RELEASE);
 		chunk_register(&chunks[k]);
 		if (!chunks[k].sent)
 			goto drop;
@@ -543,10 +594,38 @@ static uint64_t spool_boot_id(void)
 	return bt_boot_id_parse(b);
 }
 
+/*
+ * May we spool into DIR?  Each of its directories must belong to us or to
+ * root and be writable by nobody else, unless it is root's and sticky
+ * (/tmp): otherwise another user could remove our spool files or put
+ * something in their place.
+ */
+static int spool_dir_safe(char *dir)
+{
+	uid_t me = geteuid();
+	struct stat st;
+
+	for (char *c = dir + 1;; c++) {
+		char save = *c;
+		if (save && save != '/')
+			continue;
+		*c = 0;
+		int bad = stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
+			  (st.st_uid != me && st.st_uid != 0) ||
+			  ((st.st_mode & 022) &&
+			   !(st.st_uid == 0 && (st.st_mode & S_ISVTX)));
+		*c = save;
+		if (bad)
+			return 0;
+		if (!save)
+			return 1;
+	}
+}
+
 /* Create BASE/HOST (mkdir -p, private) and open this process's file. */
 static int spool_create(const char *base)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 64];
+	char dir[PATH_MAX], path[PATH_MAX + 64], msg[PATH_MAX + 160];
 
 	if (snprintf(dir, sizeof dir, "%s/%s", base, bt_proc.host) >=
 	    (int)sizeof dir)
@@ -558,9 +637,17 @@ static int spool_create(const char *base)
 			*p = '/';
 		}
 	mkdir(dir, 0700);
+	if (!spool_dir_safe(dir)) {
+		snprintf(msg, sizeof msg,
+			 "libbtrace: not spooling into %s: a directory of it belongs to another user or others may write it\n",
+			 dir);
+		warn_once(2, msg);
+		return -1;
+	}
 	snprintf(path, sizeof path, "%s/%d-%016llx.btl", dir, (int)bt_proc.pid,
 		 (unsigned long long)bt_proc.ring_id);
-	return REAL(open)(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	return REAL(open)(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
+				O_NOFOLLOW, 0600);
 }
 
 static int spool_open(void)
@@ -785,15 +872,11 @@ static int slot_write(struct bt_slot *s, const struct bt_event *ev)
 
 static int paused_flag(void)
 {
-	return nchunks && (chunks[0].hdr->flags & BT_CF_PAUSED);
-}
-
-int bt_paused(void)
-{
-	return paused_flag();
+	return bt_paused();
 }
 
 static void emit_drop_report(void);
+static void emit_resumed(uint64_t ts);
 BT_HIDDEN void bt_thread_first_records(void);
 
 /*
@@ -822,28 +905,95 @@ void bt_emit_claim(void)
 		claim();
 }
 
-void bt_emit(struct bt_event *ev)
+static void emit_now(struct bt_event *ev)
 {
 	struct bt_slot *s = &bt_self.slot;
 
-	if (unlikely(bt_self.depth > 1)) {
-		bt_self.dropped++;
-		bt_self.drop_reason = BT_DR_REENTRANT;
-		return;
-	}
-	if (unlikely(paused_flag()))
-		return;
 	if (!ev->ts)
 		ev->ts = bt_now();
 	if (unlikely(!bt_self.have_slot) && claim() < 0)
 		return;
 	if (unlikely(bt_self.dropped))
 		emit_drop_report();
+	if (unlikely(bt_self.paused_calls) && !paused_flag())
+		emit_resumed(ev->ts);
 	if (slot_write(s, ev) < 0) {
 		bt_self.dropped++;
 		bt_self.drop_reason = BT_DR_RING_FULL;
 		__atomic_add_fetch(&s->sh->lost, 1, __ATOMIC_RELAXED);
 	}
+}
+
+void bt_emit(struct bt_event *ev)
+{
+	if (unlikely(bt_self.depth > 1)) {
+		bt_self.dropped++;
+		bt_self.drop_reason = BT_DR_REENTRANT;
+		return;
+	}
+	if (unlikely(paused_flag())) {
+		/* not recorded: the caller's channel goes dark (io.c) */
+		bt_self.paused_calls++;
+		bt_self.pause_lost++;
+		return;
+	}
+	emit_now(ev);
+}
+
+void bt_emit_always(struct bt_event *ev)
+{
+	if (unlikely(bt_self.depth > 1)) {
+		bt_self.dropped++;
+		bt_self.drop_reason = BT_DR_REENTRANT;
+		return;
+	}
+	emit_now(ev);
+}
+
+/*
+ * The first record of a thread that made calls while tracing was paused:
+ * how many went untraced (DROP, reason paused), and that what the thread
+ * does now belongs to no request until its next input (READY -1): it may
+ * have read a request during the pause that the log does not show.
+ */
+static void emit_resumed(uint64_t ts)
+{
+	struct bt_event d;
+	uint64_t n = bt_self.paused_calls;
+
+	memset(&d, 0, sizeof d);
+	d.type = BT_EV_DROP;
+	d.ts = ts;
+	d.len = n;
+	d.flags = BT_DR_PAUSED;
+	if (slot_write(&bt_self.slot, &d) < 0)
+		return;
+	memset(&d, 0, sizeof d);
+	d.type = BT_EV_READY;
+	d.ts = ts;
+	d.fd = -1;
+	if (slot_write(&bt_self.slot, &d) < 0)
+		return;
+	bt_self.paused_calls -= n;
+	bt_self.dark_mark = bt_self.slot.head;
+}
+
+void bt_emit_unknown_input(void)
+{
+	struct bt_event d;
+
+	if (bt_self.have_slot && bt_self.dark_mark == bt_self.slot.head)
+		return;                  /* our last record says so already */
+	if (bt_self.have_slot && bt_self.paused_calls && !paused_flag()) {
+		emit_resumed(bt_now());  /* which ends with READY -1 */
+		return;
+	}
+	memset(&d, 0, sizeof d);
+	d.type = BT_EV_READY;
+	d.fd = -1;
+	bt_emit(&d);
+	if (bt_self.have_slot)
+		bt_self.dark_mark = bt_self.slot.head;
 }
 
 static void emit_drop_report(void)
@@ -989,6 +1139,7 @@ void bt_emit_atfork_child(void)
 	pthread_mutex_init(&link_mu, NULL);
 	pthread_mutex_init(&spool_mu, NULL);
 	pthread_mutex_init(&own_mu, NULL);
+	bt_pause_word = &no_pause;       /* until the child has its chunk 0 */
 	for (unsigned k = 0; k < nchunks; k++) {
 		own_unregister(&chunks[k].memfd);
 		bt_fd_set(chunks[k].memfd, BT_FD_NONE);

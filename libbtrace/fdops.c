@@ -30,7 +30,7 @@ static void log_close(int fd, long result)
 	ev.type = BT_EV_CLOSE;
 	ev.fd = fd;
 	ev.result = result;
-	bt_emit(&ev);
+	bt_emit_always(&ev);
 }
 
 static void log_dup(int fd, int fd2)
@@ -64,9 +64,13 @@ static void forget(int fd, int log)
 	if (!ch)
 		return;
 	bt_ready_fd_closed(fd, (uintptr_t)ch);
-	if (log && ch->announced && !bt_paused())
+	/* Closed in the log even while paused (a dark channel was when it
+	 * went dark): the log's descriptors stay true, so a number reused
+	 * later is never taken for this channel. */
+	if (log && ch->announced && !ch->dark)
 		log_close(fd, 0);
-	if (__atomic_load_n(&ch->refs, __ATOMIC_ACQUIRE) == 1) {
+	if (__atomic_load_n(&ch->refs, __ATOMIC_ACQUIRE) == 1 && !ch->dark &&
+	    !bt_paused()) {
 		pthread_mutex_lock(&ch->mu);
 		bt_io_eof(ch, fd, BT_DIR_OUT);
 		bt_io_eof(ch, fd, BT_DIR_IN);
@@ -104,9 +108,20 @@ int bt_socketpair(int d, int t, int p, int sv[2])
 		bt_leave_pass();
 		return r;
 	}
-	if (d == AF_UNIX)
+	if (d == AF_UNIX && bt_paused()) {
+		/* announced at first use, if they move nothing while paused */
+		bt_paused_call();
+		bt_fd_set(sv[0], BT_FD_NONE);
+		bt_fd_set(sv[1], BT_FD_NONE);
+	} else if (d == AF_UNIX) {
+		uint64_t pc = bt_self.pause_lost;
 		bt_chan_socketpair(sv[0], sv[1], t);
-	else {
+		if (unlikely(bt_self.pause_lost != pc))
+			for (int i = 0; i < 2; i++)
+				if (BT_FD_IS_CHAN(bt_fd_get(sv[i])))
+					bt_chan_go_dark((struct bt_chan *)bt_fd_get(sv[i]),
+							sv[i]);
+	} else {
 		bt_fd_set(sv[0], BT_FD_PLAIN);
 		bt_fd_set(sv[1], BT_FD_PLAIN);
 	}
@@ -136,10 +151,17 @@ int bt_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags,
 		e = errno;
 		if (!bt_paused()) {
 			socklen_t l = len ? (*len < given ? *len : given) : 0;
+			uint64_t pc = bt_self.pause_lost;
+			struct bt_chan *ch;
 			bt_fd_set(n, BT_FD_NONE);
-			bt_chan_open(n, BT_CR_ACCEPT, fd, addr && l ? addr : NULL,
-				     l, 0);
+			ch = bt_chan_open(n, BT_CR_ACCEPT, fd,
+					  addr && l ? addr : NULL, l, 0);
+			if (unlikely(bt_self.pause_lost != pc) && ch)
+				bt_chan_go_dark(ch, n);
 		} else {
+			/* classified at first use (role inherited), if it
+			 * moves nothing while paused */
+			bt_paused_call();
 			bt_fd_set(n, BT_FD_NONE);
 		}
 		errno = e;
@@ -184,11 +206,17 @@ int bt_connect(int fd, const struct sockaddr *addr, socklen_t len)
 			}
 		}
 	}
-	if ((r == 0 || e == EINPROGRESS || e == EAGAIN) && !bt_paused() &&
-	    addr && (addr->sa_family == AF_INET || addr->sa_family == AF_INET6 ||
-		     addr->sa_family == AF_UNIX))
-		bt_chan_open(fd, BT_CR_CONNECT, -1, addr, len,
-			     r == 0 ? 0 : -(long)e);
+	if (bt_paused()) {
+		bt_paused_call();        /* announced at first use instead */
+	} else if ((r == 0 || e == EINPROGRESS || e == EAGAIN) && addr &&
+		   (addr->sa_family == AF_INET || addr->sa_family == AF_INET6 ||
+		    addr->sa_family == AF_UNIX)) {
+		uint64_t pc = bt_self.pause_lost;
+		struct bt_chan *ch = bt_chan_open(fd, BT_CR_CONNECT, -1, addr,
+						  len, r == 0 ? 0 : -(long)e);
+		if (unlikely(bt_self.pause_lost != pc) && ch)
+			bt_chan_go_dark(ch, fd);
+	}
 	bt_leave();
 	errno = e;
 	return r;
@@ -206,9 +234,16 @@ int bt_pipe2(int fds[2], int flags, int two)
 		bt_leave_pass();
 		return r;
 	}
-	if (!bt_paused())
+	if (!bt_paused()) {
+		uint64_t pc = bt_self.pause_lost;
 		bt_chan_pipe(fds[0], fds[1]);
-	else {
+		if (unlikely(bt_self.pause_lost != pc))
+			for (int i = 0; i < 2; i++)
+				if (BT_FD_IS_CHAN(bt_fd_get(fds[i])))
+					bt_chan_go_dark((struct bt_chan *)bt_fd_get(fds[i]),
+							fds[i]);
+	} else {
+		bt_paused_call();
 		bt_fd_set(fds[0], BT_FD_NONE);
 		bt_fd_set(fds[1], BT_FD_NONE);
 	}
@@ -253,11 +288,17 @@ static void dup_to(int old, int nfd)
 
 	forget(nfd, 1);
 	if (BT_FD_IS_CHAN(w)) {
-		bt_fd_set_chan(nfd, (struct bt_chan *)w);
-		if (((struct bt_chan *)w)->announced && !bt_paused())
+		struct bt_chan *ch = (struct bt_chan *)w;
+		bt_fd_set_chan(nfd, ch);
+		if (ch->announced && !ch->dark) {
+			uint64_t pc = bt_self.pause_lost;
 			log_dup(old, nfd);
-	} else if (w == BT_FD_PLAIN) {
-		bt_fd_set(nfd, BT_FD_PLAIN);
+			/* the log would not know NFD: no tracing through it */
+			if (bt_self.pause_lost != pc)
+				bt_chan_go_dark(ch, old);
+		}
+	} else if (w == BT_FD_PLAIN || w == BT_FD_DARK) {
+		bt_fd_set(nfd, w);
 	} else {
 		bt_fd_set(nfd, BT_FD_NONE);
 	}
@@ -447,8 +488,16 @@ int bt_shutdown(int fd, int how)
 			bt_leave_pass();
 		return r;
 	}
+	if (bt_paused()) {
+		/* the processor misses this end of stream: no more tracing */
+		bt_paused_call();
+		bt_fd_paused_io(fd);
+		bt_leave();
+		errno = e;
+		return r;
+	}
 	ch = bt_chan_of(fd);
-	if (ch && ch->announced && !bt_paused()) {
+	if (ch && ch->announced && !ch->dark) {
 		struct bt_event ev;
 		memset(&ev, 0, sizeof ev);
 		ev.type = BT_EV_SHUTDOWN;

@@ -48,6 +48,8 @@ static void log_msg(struct bt_chan *ch, int fd, int dir, const struct bt_msg *m,
 	struct bt_event ev;
 	char pbuf[64];
 
+	if (unlikely(ch->dark))
+		return;
 	memset(&ev, 0, sizeof ev);
 	ev.type = BT_EV_MSG;
 	ev.fd = fd;
@@ -72,13 +74,20 @@ static void log_msg(struct bt_chan *ch, int fd, int dir, const struct bt_msg *m,
 		ev.attr[ev.nattr].len = (uint16_t)strlen(pbuf);
 		ev.nattr++;
 	}
-	bt_emit(&ev);
+	/* secrets out of the attributes (redact.c); the wire is untouched */
+	if (ev.nattr && bt_redact_needed(&ev, bt_conf.redact))
+		bt_redact_emit(&ev);
+	else
+		bt_emit(&ev);
 }
 
-static void log_simple(int type, int fd, int dir, uint64_t off, uint64_t len)
+static void log_simple(struct bt_chan *ch, int type, int fd, int dir,
+		       uint64_t off, uint64_t len)
 {
 	struct bt_event ev;
 
+	if (unlikely(ch->dark))
+		return;
 	memset(&ev, 0, sizeof ev);
 	ev.type = (uint8_t)type;
 	ev.fd = fd;
@@ -94,6 +103,8 @@ static void log_lost(struct bt_chan *ch, int fd, int dir)
 {
 	struct bt_event ev;
 
+	if (unlikely(ch->dark))
+		return;
 	memset(&ev, 0, sizeof ev);
 	ev.type = BT_EV_LOST_SYNC;
 	ev.fd = fd;
@@ -143,7 +154,7 @@ static void track_end(struct bt_chan *ch, int fd, int dir)
 {
 	if (ch->msg_open[dir] && !ch->msg_begun[dir] &&
 	    ch->off[dir] > ch->msg_start[dir]) {
-		log_simple(BT_EV_MSG_BEGIN, fd, dir, ch->msg_start[dir], 0);
+		log_simple(ch, BT_EV_MSG_BEGIN, fd, dir, ch->msg_start[dir], 0);
 		ch->msg_begun[dir] = 1;
 	}
 }
@@ -152,7 +163,7 @@ static void data(struct bt_chan *ch, int fd, int dir, uint64_t n)
 {
 	if (!n)
 		return;
-	log_simple(BT_EV_DATA, fd, dir, ch->off[dir], n);
+	log_simple(ch, BT_EV_DATA, fd, dir, ch->off[dir], n);
 	ch->off[dir] += n;
 }
 
@@ -161,6 +172,8 @@ static void log_isolate(struct bt_chan *ch, int fd, size_t asked, size_t gave)
 {
 	struct bt_event ev;
 
+	if (unlikely(ch->dark))
+		return;
 	memset(&ev, 0, sizeof ev);
 	ev.type = BT_EV_ISOLATE;
 	ev.fd = fd;
@@ -202,6 +215,41 @@ void bt_io_eof(struct bt_chan *ch, int fd, int dir)
 		track(ch, fd, dir, 0, &m, NULL);
 	else if (m.kind)
 		ch->msg_open[dir] = 0;
+}
+
+/* ---- pausing (docs/security.md) --------------------------------------
+ *
+ * While tracing is paused the wrappers pass calls through.  Byte offsets
+ * pair a send with its receive, and a processor must see every byte: a
+ * channel whose bytes moved unseen can never be paired or framed again.
+ * So the rule is: a channel on which bytes moved while paused (or one of
+ * whose records was lost to the pause) is dark until it is closed; its
+ * end is closed in the log when it goes dark.  A channel that moved
+ * nothing while paused carries on exactly where it was.  Held input is
+ * always served first, paused or dark, so the application sees no change.
+ */
+
+void bt_chan_go_dark(struct bt_chan *ch, int fd)
+{
+	struct bt_event ev;
+
+	if (ch->dark || __atomic_exchange_n(&ch->dark, 1, __ATOMIC_RELAXED) ||
+	    !ch->announced)
+		return;
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_CLOSE;
+	ev.fd = fd;
+	bt_emit_always(&ev);
+}
+
+void bt_fd_paused_io(int fd)
+{
+	uintptr_t w = bt_fd_get(fd);
+
+	if (BT_FD_IS_CHAN(w))
+		bt_chan_go_dark((struct bt_chan *)w, fd);
+	else if (w == BT_FD_NONE)
+		bt_fd_set(fd, BT_FD_DARK);
 }
 
 void bt_io_ready_changed(struct bt_chan *ch)
@@ -790,7 +838,7 @@ static void dgram_in(struct bt_chan *ch, uint32_t gen, int fd, struct rd *r,
 			return;
 		}
 	}
-	log_simple(BT_EV_DATA, fd, BT_DIR_IN, ch->off[BT_DIR_IN], n);
+	log_simple(ch, BT_EV_DATA, fd, BT_DIR_IN, ch->off[BT_DIR_IN], n);
 	ch->off[BT_DIR_IN]++;
 	pthread_mutex_unlock(&ch->mu);
 }
@@ -827,25 +875,82 @@ static int sockaddr_of_rd(struct rd *r, struct bt_addr *peer)
 
 /* ---- read family entry --------------------------------------------------- */
 
+/*
+ * A read while paused, or from a dark channel or descriptor.  Input the
+ * shim holds goes first (through the normal path, which records nothing
+ * for a dark channel); otherwise the real call.  Paused: a channel whose
+ * bytes moved goes dark.  Dark, not paused: data read starts work the log
+ * cannot attribute (READY -1).
+ */
+static ssize_t untraced_read(struct rd *r, uintptr_t w)
+{
+	struct bt_chan *ch = BT_FD_IS_CHAN(w) ? (struct bt_chan *)w : NULL;
+	int paused = bt_paused(), e;
+	ssize_t n;
+
+	if (paused)
+		bt_paused_call();
+	if (ch && __atomic_load_n(&ch->in_ready_list, __ATOMIC_RELAXED) &&
+	    ch->transport == BT_TR_STREAM) {
+		n = stream_read(ch, r);
+		if (paused)
+			bt_chan_go_dark(ch, r->fd);
+	} else {
+		n = rd_real(r, r->iov, r->iovcnt, r->flags);
+	}
+	if (n > 0 && !(r->flags & MSG_PEEK)) {
+		e = errno;
+		if (paused)
+			bt_fd_paused_io(r->fd);
+		else
+			bt_emit_unknown_input();
+		errno = e;
+	}
+	return n;
+}
+
 static ssize_t do_read(struct rd *r)
 {
 	struct bt_chan *ch;
+	uint64_t pc;
 	ssize_t n;
 	int e;
 
 	{
 		uintptr_t w = bt_fd_get(r->fd);
-		if (w != BT_FD_NONE && !BT_FD_IS_CHAN(w))
-			return rd_real(r, r->iov, r->iovcnt, r->flags);
+		if (w != BT_FD_NONE && !BT_FD_IS_CHAN(w)) {
+			if (likely(w != BT_FD_DARK))
+				return rd_real(r, r->iov, r->iovcnt, r->flags);
+			if (!bt_enter()) {
+				n = rd_real(r, r->iov, r->iovcnt, r->flags);
+				bt_leave_pass();
+				return n;
+			}
+			n = untraced_read(r, w);
+			bt_leave();
+			return n;
+		}
 	}
 	if (!bt_enter()) {
 		n = rd_real(r, r->iov, r->iovcnt, r->flags);
 		bt_leave_pass();
 		return n;
 	}
+	if (unlikely(bt_paused())) {
+		/* no classification of new descriptors while paused */
+		n = untraced_read(r, bt_fd_get(r->fd));
+		bt_leave();
+		return n;
+	}
+	pc = bt_self.pause_lost;
 	ch = bt_chan_of(r->fd);
-	if (!ch || bt_paused()) {
+	if (!ch) {
 		n = rd_real(r, r->iov, r->iovcnt, r->flags);
+		bt_leave();
+		return n;
+	}
+	if (unlikely(ch->dark)) {
+		n = untraced_read(r, (uintptr_t)ch);
 		bt_leave();
 		return n;
 	}
@@ -862,10 +967,17 @@ static ssize_t do_read(struct rd *r)
 			dgram_in(ch, gen, r->fd, r, (size_t)n);
 			errno = e;
 		}
-		bt_leave();
-		return n;
+		goto out;
 	}
 	n = stream_read(ch, r);
+out:
+	if (unlikely(bt_self.pause_lost != pc)) {
+		/* a pause began while this call was traced: what it did is
+		 * not all in the log */
+		e = errno;
+		bt_chan_go_dark(ch, r->fd);
+		errno = e;
+	}
 	bt_leave();
 	return n;
 }
@@ -933,9 +1045,24 @@ int bt_recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags,
 		bt_leave_pass();
 		return r;
 	}
+	if (unlikely(bt_paused())) {
+		bt_paused_call();
+		r = REAL(recvmmsg)(fd, v, n, flags, tmo);
+		if (r > 0 && !(flags & MSG_PEEK)) {
+			e = errno;
+			bt_fd_paused_io(fd);
+			errno = e;
+		}
+		bt_leave();
+		return r;
+	}
 	ch = bt_chan_of(fd);
 	r = REAL(recvmmsg)(fd, v, n, flags, tmo);
-	if (r > 0 && ch && !bt_paused() && !(flags & MSG_PEEK)) {
+	if (r > 0 && ch && ch->dark && !(flags & MSG_PEEK)) {
+		e = errno;
+		bt_emit_unknown_input();
+		errno = e;
+	} else if (r > 0 && ch && !(flags & MSG_PEEK)) {
 		e = errno;
 		if (!ch->announced)
 			bt_chan_announce(ch, fd);
@@ -1000,7 +1127,7 @@ void bt_io_out(struct bt_chan *ch, int fd, const struct iovec *iov,
 		turn(ch, fd, BT_DIR_OUT);
 	if (!ch->pp) {
 		if (dgram) {
-			log_simple(BT_EV_DATA, fd, BT_DIR_OUT, ch->off[BT_DIR_OUT], n);
+			log_simple(ch, BT_EV_DATA, fd, BT_DIR_OUT, ch->off[BT_DIR_OUT], n);
 			ch->off[BT_DIR_OUT]++;
 		} else {
 			data(ch, fd, BT_DIR_OUT, n);
@@ -1028,7 +1155,7 @@ void bt_io_out(struct bt_chan *ch, int fd, const struct iovec *iov,
 		k = ch->pp->feed(ch->pps, BT_DIR_OUT, p, len, &m);
 		if (k < 0) {
 			go_lost(ch, fd, BT_DIR_OUT);
-			log_simple(BT_EV_DATA, fd, BT_DIR_OUT, ch->off[BT_DIR_OUT], n);
+			log_simple(ch, BT_EV_DATA, fd, BT_DIR_OUT, ch->off[BT_DIR_OUT], n);
 		} else {
 			if (!m.kind)
 				m.kind = BT_MK_ONEWAY;
@@ -1072,7 +1199,9 @@ void bt_io_out(struct bt_chan *ch, int fd, const struct iovec *iov,
 static void out_start(int fd)
 {
 	bt_self.out_ts = bt_now();
-	bt_self.out_ch = bt_chan_of(fd);
+	/* paused: not classified now (a channel made during the pause is
+	 * announced at its first use after it, if it moved nothing) */
+	bt_self.out_ch = bt_paused() ? NULL : bt_chan_of(fd);
 	bt_self.out_gen = bt_self.out_ch ? bt_self.out_ch->gen : 0;
 }
 
@@ -1081,7 +1210,16 @@ static void out_done(int fd, const struct iovec *iov, int cnt, ssize_t n)
 	struct bt_chan *ch = bt_self.out_ch;
 	int e = errno;
 
-	if (n <= 0 || !ch || bt_paused())
+	if (n <= 0)
+		return;
+	if (unlikely(bt_paused())) {
+		bt_paused_call();
+		bt_fd_paused_io(fd);
+		errno = e;
+		return;
+	}
+	uint64_t pc = bt_self.pause_lost;
+	if (!ch || ch->dark)
 		return;
 	if (unlikely(!ch->announced))
 		bt_chan_announce(ch, fd);
@@ -1090,6 +1228,8 @@ static void out_done(int fd, const struct iovec *iov, int cnt, ssize_t n)
 			  ch->transport == BT_TR_DGRAM);
 		pthread_mutex_unlock(&ch->mu);
 	}
+	if (unlikely(bt_self.pause_lost != pc))
+		bt_chan_go_dark(ch, fd);
 	errno = e;
 }
 
@@ -1235,8 +1375,15 @@ static void file_bytes_out(int out_fd, int in_fd, off_t start, size_t n)
 	struct bt_chan *ch = bt_self.out_ch;      /* out_start() */
 	uint8_t buf[8192];
 	int e = errno;
+	uint64_t pc = bt_self.pause_lost;
 
-	if (!ch || bt_paused())
+	if (unlikely(bt_paused())) {
+		bt_paused_call();
+		bt_fd_paused_io(out_fd);
+		errno = e;
+		return;
+	}
+	if (!ch || ch->dark)
 		return;
 	if (!ch->announced)
 		bt_chan_announce(ch, out_fd);
@@ -1263,6 +1410,8 @@ static void file_bytes_out(int out_fd, int in_fd, off_t start, size_t n)
 		}
 	}
 	pthread_mutex_unlock(&ch->mu);
+	if (unlikely(bt_self.pause_lost != pc))
+		bt_chan_go_dark(ch, out_fd);
 	errno = e;
 }
 
@@ -1392,19 +1541,29 @@ ssize_t bt_splice(int in, off64_t *ioff, int out, off64_t *ooff, size_t n,
 		bt_leave_pass();
 		return r;
 	}
+	/* held input first, paused or not (what the application sees) */
 	bt_self.out_ts = bt_now();
-	r = bt_paused() ? -2 : splice_held(in, ioff, out, ooff, n, fl);
+	r = splice_held(in, ioff, out, ooff, n, fl);
 	if (r == -2)
 		r = REAL(splice)(in, ioff, out, ooff, n, fl);
 	else
 		held = 1;
 	e = errno;
-	if (r > 0 && !bt_paused()) {
+	if (r > 0 && bt_paused()) {
+		bt_paused_call();
+		bt_fd_paused_io(in);
+		bt_fd_paused_io(out);
+	} else if (r > 0) {
 		int fds[2] = { in, out };
 		for (int d = held; d < 2; d++) {
 			struct bt_chan *ch = bt_chan_of(fds[d]);
 			int dir = d ? BT_DIR_OUT : BT_DIR_IN;
-			if (!ch || lock_chan(ch, fds[d]) < 0)
+			if (!ch || ch->dark) {
+				if (ch && !d)
+					bt_emit_unknown_input();
+				continue;
+			}
+			if (lock_chan(ch, fds[d]) < 0)
 				continue;
 			if (!ch->announced)
 				bt_chan_announce(ch, fds[d]);

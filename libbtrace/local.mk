@@ -15,7 +15,8 @@ libbtcore_la_SOURCES = \
 	libbtrace/io.c \
 	libbtrace/ready.c \
 	libbtrace/proc.c \
-	libbtrace/names.c
+	libbtrace/names.c \
+	libbtrace/redact.c
 libbtcore_la_CFLAGS = $(AM_CFLAGS) $(PCRE2_CFLAGS) -fvisibility=hidden \
 	-fno-strict-aliasing -ftls-model=initial-exec
 libbtcore_la_LIBADD = libbtproto.la libbtcommon.la $(PCRE2_LIBS) -ldl -lpthread

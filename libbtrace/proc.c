@@ -74,7 +74,8 @@ void bt_thread_first_records(void)
 	ev.ptid = (uint32_t)self_creator;
 	ev.cookie = self_cookie;
 	ev.pid = (uint32_t)bt_proc.pid;
-	bt_emit(&ev);
+	/* (even while paused: a stream always says whose it is) */
+	bt_emit_always(&ev);
 	if (bt_proc.started)
 		return;
 	bt_proc.started = 1;
@@ -91,7 +92,7 @@ void bt_thread_first_records(void)
 	ev.str_len = (uint32_t)strlen(bt_proc.exe);
 	ev.str2 = bt_proc.cmdline;
 	ev.str2_len = bt_proc.cmdline_len;
-	bt_emit(&ev);
+	bt_emit_always(&ev);
 }
 
 static void read_cmdline(void)
@@ -108,6 +109,7 @@ static void read_cmdline(void)
 		return;
 	while (n > 0 && bt_proc.cmdline[n - 1] == 0)
 		n--;
+	n = (ssize_t)bt_redact_cmdline(bt_proc.cmdline, (size_t)n, bt_conf.redact);
 	for (ssize_t i = 0; i < n; i++)
 		if (!bt_proc.cmdline[i])
 			bt_proc.cmdline[i] = ' ';
@@ -129,7 +131,7 @@ static void remember_env(void)
 	static const char *const names[] = {
 		"BTRACE_RULES", "BTRACE_CONF", "BTRACE_ISOLATION",
 		"BTRACE_BUFSIZE", "BTRACE_HOST", "BTRACE_FOLLOW",
-		"BTRACE_DISABLE",
+		"BTRACE_DISABLE", "BTRACE_REDACT",
 	};
 	char buf[PATH_MAX + 32];
 
@@ -213,7 +215,6 @@ void bt_init(void)
 	}
 	n = readlink("/proc/self/exe", bt_proc.exe, sizeof bt_proc.exe - 1);
 	bt_proc.exe[n > 0 ? n : 0] = 0;
-	read_cmdline();
 	if ((h = getenv("BTRACE_HOST")) && *h)
 		snprintf(bt_proc.host, sizeof bt_proc.host, "%s", h);
 	else if (gethostname(bt_proc.host, sizeof bt_proc.host - 1) < 0)
@@ -223,6 +224,7 @@ void bt_init(void)
 		snprintf(bt_conf.lib_path, sizeof bt_conf.lib_path, "%s",
 			 di.dli_fname);
 	bt_conf_init();
+	read_cmdline();                 /* after the conf: BTRACE_REDACT */
 	if (excluded_exe(bt_proc.exe))
 		bt_conf.enabled = 0;
 	remember_env();

@@ -291,6 +291,12 @@ static void log_ready(int fd, uint32_t pollbits, int nready)
 {
 	struct bt_event ev;
 
+	/* input on a channel that is not traced (dark, docs/security.md):
+	 * the fragment works for no request */
+	if (fd >= 0 && unlikely(bt_fd_dark(bt_fd_get(fd)))) {
+		bt_emit_unknown_input();
+		return;
+	}
 	memset(&ev, 0, sizeof ev);
 	ev.type = BT_EV_READY;
 	ev.fd = fd;
@@ -341,7 +347,9 @@ int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		epmap_put(es, ev->data.u64, fd);
 	pthread_mutex_unlock(&es->mu);
 
-	ch = bt_chan_of(fd);
+	/* (while paused, no descriptor is classified: see io.c) */
+	ch = !bt_paused() ? bt_chan_of(fd) :
+	     BT_FD_IS_CHAN(bt_fd_get(fd)) ? (struct bt_chan *)bt_fd_get(fd) : NULL;
 	if (ch) {
 		int slot = -1;
 		for (int i = 0; i < 2; i++)
@@ -357,13 +365,17 @@ int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 			 * them from the writable event): logged as WANT. */
 			int had_out = slot >= 0 && (ch->ep[slot].events & EPOLLOUT);
 			if (((ev->events & EPOLLOUT) || had_out) && ch->announced &&
-			    !bt_paused()) {
+			    !ch->dark) {
 				struct bt_event w;
+				uint64_t pc = bt_self.pause_lost;
 				memset(&w, 0, sizeof w);
 				w.type = BT_EV_WANT;
 				w.fd = fd;
 				w.flags = epoll_to_poll(ev->events);
 				bt_emit(&w);
+				/* lost to a pause: whose output waits is unknown */
+				if (bt_self.pause_lost != pc)
+					bt_chan_go_dark(ch, fd);
 			}
 			if (slot < 0)
 				slot = ch->ep[0].epfd < 0 ? 0 :
@@ -485,7 +497,12 @@ static int epoll_common(int kind, int epfd, struct epoll_event *events,
 	}
 	bt_self.epoch++;
 	es = epset_of(epfd);
-	if (!es || maxevents < 1 || bt_paused()) {
+	/* Paused: straight through, unless input is held (it is still
+	 * reported: the application must not wait for bytes the shim has). */
+	if (!es || maxevents < 1 ||
+	    (bt_paused() && !__atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE))) {
+		if (bt_paused())
+			bt_paused_call();
 		r = ep_real(kind, epfd, events, maxevents, timeout_ms, ts, sig);
 		if (es && r > 0)
 			r = strip_cookie(es, events, r);
@@ -672,7 +689,8 @@ static int poll_common(int kind, struct pollfd *fds, nfds_t n, int tmo,
 		return r;
 	}
 	bt_self.epoch++;
-	if (bt_paused()) {
+	if (bt_paused() && !__atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE)) {
+		bt_paused_call();
 		r = poll_real(kind, fds, n, tmo, ts, sig);
 		bt_leave();
 		return r;
@@ -794,7 +812,10 @@ static int select_common(int pselect_, int nfds, fd_set *rd, fd_set *wr,
 		return r;
 	}
 	bt_self.epoch++;
-	if (nfds < 0 || nfds > FD_SETSIZE || bt_paused()) {
+	if (nfds < 0 || nfds > FD_SETSIZE ||
+	    (bt_paused() && !__atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE))) {
+		if (bt_paused())
+			bt_paused_call();
 		r = SEL_REAL(tv, ts);
 		bt_leave();
 		return r;

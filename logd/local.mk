@@ -47,8 +47,14 @@ TESTS += \
 	tests/logd/bad_peers.sh \
 	tests/logd/peer_uid.sh \
 	tests/logd/enospc.sh \
-	tests/logd/many_threads.sh
+	tests/logd/many_threads.sh \
+	tests/logd/slow_disk.sh
 EXTRA_DIST += tests/logd/lib.sh
+# a slow disk for bp-logd (slow_disk.sh preloads it)
+check_LTLIBRARIES += tests/logd/libslowio.la
+tests_logd_libslowio_la_SOURCES = tests/logd/slowio.c
+tests_logd_libslowio_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+tests_logd_libslowio_la_LIBADD = -ldl
 
 if HAVE_CHECK
 check_PROGRAMS += tests/unit/check_segment

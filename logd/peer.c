@@ -259,6 +259,11 @@ static int on_hello(struct peer *p, const uint8_t *pkt, size_t len)
 	m.exe[sizeof m.exe - 1] = 0;
 	p->pid = m.pid;
 	snprintf(p->exe, sizeof p->exe, "%s", m.exe);
+	/* The name comes from the peer and goes into our one-line messages
+	 * and notes: no line breaks or terminal controls from it. */
+	for (char *c = p->exe; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
 	if (!uid_allowed(srv, p)) {
 		log_warn("refusing pid %u (%s): uid %u is not this daemon's uid %u and not allowed by -u/-g",
 			 m.pid, p->exe, (unsigned)p->cred_uid,
@@ -491,8 +496,15 @@ static long peer_recv(struct peer *p, uint8_t *buf, int *fd, const char **why)
 		*why = "packet larger than any message";
 		goto bad;
 	}
+	/* (SOCK_SEQPACKET: an empty packet reads like end of file; one that
+	 * carries a descriptor must not be taken for it, or the descriptor
+	 * would stay open in bp-logd) */
 	if (n == 0 && nfd == 0)
 		return 0;
+	if (n == 0) {
+		*why = "an empty packet carrying a file descriptor";
+		goto bad;
+	}
 	return (long)n;
 bad:
 	if (*fd >= 0)

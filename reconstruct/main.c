@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <sys/stat.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,6 +176,8 @@ int main(int argc, char **argv)
 	struct exports ex = { .dot_max = 100 };
 	int ch;
 
+	/* what we write holds what the logs hold: private (docs/security.md) */
+	umask(077);
 	while ((ch = getopt_long(argc, argv, "o:r:qw:hV", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'o': o.output = optarg; break;

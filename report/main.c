@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <sys/stat.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +122,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bp-report: out of memory\n");
 		return 3;
 	}
+	/* what we write holds what the logs hold: private (docs/security.md) */
+	umask(077);
 	while ((ch = getopt_long(argc, argv, "o:n:r:t:qhV", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'o': o.output = optarg; break;

@@ -123,7 +123,8 @@ enum bt_proto_how { BT_PH_RULE = 1, BT_PH_DEFAULT = 2, BT_PH_SNIFF = 3,
 
 /* BT_EV_DROP flags (reason) */
 enum bt_drop_reason { BT_DR_REENTRANT = 1, BT_DR_RING_FULL = 2,
-		      BT_DR_TOO_BIG = 3, BT_DR_NO_SLOT = 4 };
+		      BT_DR_TOO_BIG = 3, BT_DR_NO_SLOT = 4,
+		      BT_DR_PAUSED = 5 /* calls passed through while paused */ };
 
 /* BT_EV_LOGD flags: what bp-logd's note is about (docs/logd.md) */
 enum bt_logd_note {
