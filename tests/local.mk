@@ -14,6 +14,9 @@ INTEG_TESTS = \
 
 TESTS += $(INTEG_TESTS)
 EXTRA_DIST += $(INTEG_TESTS) tests/integ/lib.sh tests/integ/check-paths.py
+# every test runs under a time limit (tests/bounded, BP_TEST_TIMEOUT)
+LOG_COMPILER = $(SHELL) $(top_srcdir)/tests/bounded
+EXTRA_DIST += tests/bounded
 AM_TESTS_ENVIRONMENT = \
 	top_builddir='$(abs_top_builddir)'; top_srcdir='$(abs_top_srcdir)'; \
 	export top_builddir top_srcdir;
