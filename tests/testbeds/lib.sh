@@ -27,8 +27,10 @@
 # Environment:
 #   TB_REQUESTS   requests per run (default 2000; the figures of
 #                 docs/accuracy.md come from runs of at least 2000)
+#   TB_ISO_CONCS  concurrencies of the asserted runs with event
+#                 isolation (default "1 16 64")
 #   TB_NOISO_CONCS  concurrencies of the reported runs without event
-#                 isolation (default 64)
+#                 isolation (default 64; "none": no such run)
 #   BP_KEEP=1     keep the temporary directory and print where it is
 #   TB_EXPLAIN=N  show the spans of N wrong requests
 #
@@ -714,9 +716,10 @@ tb_run() {
 # (default 64; docs/accuracy.md's figures used "1 16 64").
 tb_testbed() {
 	local c
-	for c in 1 16 64; do
+	for c in ${TB_ISO_CONCS:-1 16 64}; do
 		tb_run "$c" 4 1 assert
 	done
+	[ "${TB_NOISO_CONCS:-}" = none ] && return 0
 	for c in ${TB_NOISO_CONCS:-64}; do
 		tb_run "$c" 4 0 report
 	done
