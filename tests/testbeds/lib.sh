@@ -33,6 +33,9 @@
 #                 isolation (default 64; "none": no such run)
 #   BP_KEEP=1     keep the temporary directory and print where it is
 #   TB_EXPLAIN=N  show the spans of N wrong requests
+#   TB_PORT_RANGE "LO HI": the ephemeral ports of the DNS testbed's
+#                 namespace (unset: the kernel's); a narrow range makes
+#                 connections reuse address tuples within a run
 #
 # Users: servers that drop privileges run as www-data (apache and nginx
 # workers, php-fpm children, fcgiwrap) and postgres (PostgreSQL refuses
@@ -165,6 +168,11 @@ tb_netns_setup() {
 		bp_fail "ip netns add $TB_NETNS failed (network namespaces" \
 			"need root and CONFIG_NET_NS)"
 	ip -n "$TB_NETNS" link set lo up || bp_fail "ip link set lo up failed"
+	if [ -n "${TB_PORT_RANGE:-}" ]; then
+		ip netns exec "$TB_NETNS" sysctl -q -w \
+			net.ipv4.ip_local_port_range="$TB_PORT_RANGE" ||
+			bp_fail "cannot set the port range $TB_PORT_RANGE"
+	fi
 	mkdir -p "/etc/netns/$TB_NETNS"
 	echo "nameserver 127.0.0.1" >"/etc/netns/$TB_NETNS/resolv.conf"
 	TB_NS=(ip netns exec "$TB_NETNS")
