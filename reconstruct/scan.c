@@ -487,7 +487,26 @@ static int pair_group(struct rc_ctx *c, struct p1ent *g, uint32_t n)
 		x->host[0] = x->host[1] = RC_NONE;
 		const struct p1ent *a = i < ns[0] ? &g[side[0][i]] : NULL;
 		const struct p1ent *b = j < ns[1] ? &g[side[1][j]] : NULL;
-		if (a && b && (in_order || llabs(a->t - b->t) <= PAIR_WINDOW_NS)) {
+		int near = a && b && (in_order ||
+				      llabs(a->t - b->t) <= PAIR_WINDOW_NS);
+		if (near && !in_order) {
+			/* The earlier of the two can meet only the later one;
+			 * the later one may be nearer to the next end of the
+			 * earlier one's side: then the earlier one is alone
+			 * (a readiness probe's connection, untraced, and the
+			 * same tuple reused seconds later). */
+			const struct p1ent *nx;
+			if (a->t <= b->t) {
+				nx = i + 1 < ns[0] ? &g[side[0][i + 1]] : NULL;
+				if (nx && llabs(nx->t - b->t) < b->t - a->t)
+					near = 0;
+			} else {
+				nx = j + 1 < ns[1] ? &g[side[1][j + 1]] : NULL;
+				if (nx && llabs(nx->t - a->t) < a->t - b->t)
+					near = 0;
+			}
+		}
+		if (near) {
 			x->t = a->t < b->t ? a->t : b->t;
 			join(c, x, a, 0);
 			join(c, x, b, 1);

@@ -27,10 +27,15 @@
 # Environment:
 #   TB_REQUESTS   requests per run (default 2000; the figures of
 #                 docs/accuracy.md come from runs of at least 2000)
+#   TB_ISO_CONCS  concurrencies of the asserted runs with event
+#                 isolation (default "1 16 64")
 #   TB_NOISO_CONCS  concurrencies of the reported runs without event
-#                 isolation (default 64)
+#                 isolation (default 64; "none": no such run)
 #   BP_KEEP=1     keep the temporary directory and print where it is
 #   TB_EXPLAIN=N  show the spans of N wrong requests
+#   TB_PORT_RANGE "LO HI": the ephemeral ports of the DNS testbed's
+#                 namespace (unset: the kernel's); a narrow range makes
+#                 connections reuse address tuples within a run
 #
 # Users: servers that drop privileges run as www-data (apache and nginx
 # workers, php-fpm children, fcgiwrap) and postgres (PostgreSQL refuses
@@ -163,6 +168,11 @@ tb_netns_setup() {
 		bp_fail "ip netns add $TB_NETNS failed (network namespaces" \
 			"need root and CONFIG_NET_NS)"
 	ip -n "$TB_NETNS" link set lo up || bp_fail "ip link set lo up failed"
+	if [ -n "${TB_PORT_RANGE:-}" ]; then
+		ip netns exec "$TB_NETNS" sysctl -q -w \
+			net.ipv4.ip_local_port_range="$TB_PORT_RANGE" ||
+			bp_fail "cannot set the port range $TB_PORT_RANGE"
+	fi
 	mkdir -p "/etc/netns/$TB_NETNS"
 	echo "nameserver 127.0.0.1" >"/etc/netns/$TB_NETNS/resolv.conf"
 	TB_NS=(ip netns exec "$TB_NETNS")
@@ -714,9 +724,10 @@ tb_run() {
 # (default 64; docs/accuracy.md's figures used "1 16 64").
 tb_testbed() {
 	local c
-	for c in 1 16 64; do
+	for c in ${TB_ISO_CONCS:-1 16 64}; do
 		tb_run "$c" 4 1 assert
 	done
+	[ "${TB_NOISO_CONCS:-}" = none ] && return 0
 	for c in ${TB_NOISO_CONCS:-64}; do
 		tb_run "$c" 4 0 report
 	done

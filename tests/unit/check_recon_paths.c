@@ -931,6 +931,52 @@ START_TEST(dual_stack_pairing)
 }
 END_TEST
 
+/* ---- a loopback tuple reused after a connection from an untraced peer ----- */
+
+/*
+ * The server accepts a connection from an untraced program (a readiness
+ * probe) that connects and closes; 11 s later the traced front's
+ * connection gets the same source port.  The server has two ends of the
+ * tuple, the front one: the front's end is the server's second, the one
+ * 1 ms from it, not the first one 11 s before.
+ */
+START_TEST(reused_tuple_after_untraced_peer)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "h", 0, 0);
+	struct gen_thr *c = gen_proc_main(h, 10, "/usr/sbin/nginx", 0);
+	struct gen_thr *s = gen_proc_main(h, 20, "/usr/bin/python3.11", 0);
+
+	gen_tcp(s, 10, 4, BT_CR_ACCEPT, "127.0.0.9:8000", "127.0.0.1:58486");
+	gen_close(s, 20, 4);
+	gen_tcp(c, 11000000, 3, BT_CR_CONNECT, "127.0.0.1:58486",
+		"127.0.0.9:8000");
+	gen_tcp(s, 11001000, 5, BT_CR_ACCEPT, "127.0.0.9:8000",
+		"127.0.0.1:58486");
+	gen_msg(c, 11001100, 3, OUT, REQ, BT_PROTO_HTTP, 70, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/pyr/app"), 0);
+	gen_msg(s, 11001200, 5, IN, REQ, BT_PROTO_HTTP, 70, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/pyr/app"), 0);
+	gen_msg(s, 11002000, 5, OUT, REP, BT_PROTO_HTTP, 90, 0, 200, 0, 0);
+	gen_msg(c, 11002100, 3, IN, REP, BT_PROTO_HTTP, 90, 0, 200, 0, 0);
+	gen_close(s, 11002200, 5);
+	gen_close(c, 11002300, 3);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /pyr/app st=200 client=/usr/sbin/nginx[10]@h\n"
+		"  client http 'GET /pyr/app' /pyr/app h/10/10 st=200\n"
+		"    server http 'GET /pyr/app' /pyr/app h/20/20 st=200\n"
+		"unattributed:\n");
+	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM channels WHERE pid = 20 AND fd = 5 AND peer_channel_id = (SELECT channel_id FROM channels WHERE pid = 10)"), 1);
+	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM channels WHERE pid = 20 AND fd = 4 AND peer_channel_id IS NULL"), 1);
+	rt_done(&t);
+}
+END_TEST
+
 /* ---- a blocking accept starts work for no request ------------------------ */
 
 START_TEST(accept_starts_fragment)
@@ -991,6 +1037,7 @@ Suite *recon_paths_suite(void)
 	tcase_add_test(tc, dns_lookups);
 	tcase_add_test(tc, dual_stack_pairing);
 	tcase_add_test(tc, accept_starts_fragment);
+	tcase_add_test(tc, reused_tuple_after_untraced_peer);
 	suite_add_tcase(s, tc);
 	return s;
 }
