@@ -37,7 +37,7 @@
 #include <unistd.h>
 
 #define MAX_CONNS 1024
-#define LAT_BUCKETS 4096              /* 1 us buckets; last = overflow */
+#define LAT_BUCKETS 262144            /* 1 us buckets; last = overflow */
 
 static volatile sig_atomic_t stop;
 

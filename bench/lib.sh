@@ -194,14 +194,22 @@ cpu_ticks() {
 	sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
 }
 
-# cpu_ticks_tree PID: the same for PID and its children (workers).
+# cpu_ticks_tree PID...: CPU ticks of each PID and its children (workers,
+# backends), with what their reaped children used (cutime, cstime: CGI
+# programs, recycled workers), summed.
 cpu_ticks_tree() {
-	local t=0 c
-	t=$(cpu_ticks "$1")
-	for c in $(pgrep -P "$1" 2>/dev/null); do
-		t=$((t + $(cpu_ticks "$c")))
+	local p c all=()
+	for p in "$@"; do
+		[ -n "$p" ] || continue
+		all+=("$p")
+		for c in $(pgrep -P "$p" 2>/dev/null); do
+			all+=("$c")
+		done
 	done
-	echo "$t"
+	[ ${#all[@]} -gt 0 ] || { echo 0; return; }
+	for p in "${all[@]}"; do
+		[ -r "/proc/$p/stat" ] && sed 's/^.*) //' "/proc/$p/stat"
+	done | awk '{ t += $12 + $13 + $14 + $15 } END { print t + 0 }'
 }
 
 # wrk_run URL CONNS SECONDS OUT: run wrk (one thread, plus the options

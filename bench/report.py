@@ -64,8 +64,13 @@ def ab_rows(res, name):
         return None
     thr = [b[i][0] / a[i][0] for i in range(n)]
     p99 = [b[i][1] / a[i][1] for i in range(n) if a[i][1] > 0]
+    cpu = [b[i][2] / a[i][2] for i in range(n)
+           if len(a[i]) > 2 and len(b[i]) > 2 and a[i][2] > 0]
     return {
         'n': n,
+        'cpu': statistics.median(cpu) if cpu else None,
+        'a_cpu': statistics.median(x[2] for x in a[:n]) if cpu else None,
+        'b_cpu': statistics.median(x[2] for x in b[:n]) if cpu else None,
         'thr': statistics.median(thr),
         'thr_all': thr,
         'p99': statistics.median(p99) if p99 else float('nan'),
@@ -108,7 +113,9 @@ def table(res):
         m(res, 'machine_cpu'), m(res, 'machine_kernel'),
         m(res, 'machine_commit')))
     w('Server benchmarks: %s pairs of %s s runs, untraced (A) and traced (B) '
-      'alternating; each figure is the median of the per-pair ratios B/A.' % (
+      'alternating; each figure is the median of the per-pair ratios B/A. '
+      'CPU per request: the servers\' CPU time (with bp-logd\'s for B) '
+      'over the requests served.' % (
           m(res, 'method_pairs'), m(res, 'method_seconds')))
     w('')
     w('| # | benchmark | measured | target | met |')
@@ -132,9 +139,13 @@ def table(res):
             continue
         loss = 1 - r['thr']
         what, target, lim = TARGETS[name]
+        cpu = ''
+        if r['cpu'] is not None:
+            cpu = '; CPU per request %s (%.0f -> %.0f us)' % (
+                pct(r['cpu'] - 1), r['a_cpu'], r['b_cpu'])
         row(num, label, '%s throughput (%.0f -> %.0f req/s), p99 x%.2f '
-            '(%.0f -> %.0f us)' % (pct(-loss), r['a'], r['b'], r['p99'],
-                                  r['a_p99'], r['b_p99']),
+            '(%.0f -> %.0f us)%s' % (pct(-loss), r['a'], r['b'], r['p99'],
+                                    r['a_p99'], r['b_p99'], cpu),
             '%s %s' % (what, target), loss <= lim)
 
     ct = calls_table(res)
