@@ -78,6 +78,27 @@
 
 #include "btrace/segment.h"
 
+uint64_t bt_boot_id_parse(const char *p)
+{
+	uint64_t v = 0;
+	int n = 0;
+
+	for (; p && *p && n < 16; p++) {
+		int d;
+		if (*p >= '0' && *p <= '9')
+			d = *p - '0';
+		else if (*p >= 'a' && *p <= 'f')
+			d = *p - 'a' + 10;
+		else if (*p >= 'A' && *p <= 'F')
+			d = *p - 'A' + 10;
+		else
+			continue;
+		v = v << 4 | (uint64_t)d;
+		n++;
+	}
+	return v;
+}
+
 void bt_seg_header_encode(uint8_t *b, const struct bt_seg_header *h)
 {
 	memset(b, 0, BT_SEG_HDR_SIZE);

@@ -79,15 +79,33 @@ static int own_floor(void)
 	return own_base;
 }
 
+/*
+ * Duplicate FD to a close-on-exec number the application will not be
+ * handed: the lowest free one at or above own_floor(), else the highest
+ * free one below it.  Never simply the lowest free descriptor, which
+ * open(), socket(), accept() and dup() must give the application (the
+ * top of the range may be full when a program dup2s onto high numbers).
+ * F_DUPFD from the probed number keeps this atomic against other threads.
+ * Returns the new fd or -1; errno preserved.
+ */
+static int own_dup_away(int fd)
+{
+	int e = errno, nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, own_floor());
+
+	for (int f = own_floor() - 1; nfd < 0 && f > 2; f--)
+		if (REAL(fcntl)(f, F_GETFD) < 0 && errno == EBADF)
+			nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, f);
+	errno = e;
+	return nfd;
+}
+
 int bt_own_fd_hide(int fd)
 {
 	int nfd;
 
 	if (fd < 0)
 		return fd;
-	nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, own_floor());
-	if (nfd < 0)
-		nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 3);
+	nfd = own_dup_away(fd);
 	if (nfd < 0) {
 		REAL(fcntl)(fd, F_SETFD, FD_CLOEXEC);
 		bt_fd_set(fd, BT_FD_OWN);
@@ -155,9 +173,7 @@ void bt_own_fd_evict(int fd)
 	pthread_mutex_lock(&own_mu);
 	for (int i = 0; i < OWN_MAX; i++) {
 		if (own_vars[i] && *own_vars[i] == fd) {
-			int nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, own_floor());
-			if (nfd < 0)
-				nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 3);
+			int nfd = own_dup_away(fd);
 			if (nfd >= 0) {
 				bt_fd_set(nfd, BT_FD_OWN);
 				*own_vars[i] = nfd;
@@ -509,6 +525,23 @@ static long spool_write_fn(int fd, const void *buf, size_t len)
 	return REAL(write)(fd, buf, len);
 }
 
+/* The boot id bp-logd puts in its headers, so spool files join its
+ * segments as one host (read with the real calls: nothing to trace). */
+static uint64_t spool_boot_id(void)
+{
+	char b[64];
+	ssize_t n;
+	int fd = REAL(open)("/proc/sys/kernel/random/boot_id",
+			    O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	n = REAL(read)(fd, b, sizeof b - 1);
+	REAL(close)(fd);
+	b[n > 0 ? n : 0] = 0;
+	return bt_boot_id_parse(b);
+}
+
 /* Create BASE/HOST (mkdir -p, private) and open this process's file. */
 static int spool_create(const char *base)
 {
@@ -557,6 +590,7 @@ static int spool_open(void)
 		h.created_real = (uint64_t)rt.tv_sec * 1000000000ull +
 				 (uint64_t)rt.tv_nsec;
 		snprintf(h.host, sizeof h.host, "%s", bt_proc.host);
+		h.boot_id = spool_boot_id();
 		h.writer = BT_SEG_BY_SPOOL;
 		h.writer_pid = (uint32_t)bt_proc.pid;
 		bt_seg_header_encode(hdr, &h);
@@ -660,9 +694,30 @@ static void publish(struct bt_slot *s, uint64_t h)
 	__atomic_store_n(&s->sh->head, h, __ATOMIC_RELEASE);
 }
 
+/*
+ * An upper bound of EV's encoded size (common/event.c): the header, at
+ * most 30 varint fields of 10 bytes, two addresses, the strings, and each
+ * attribute with its key and length; no more than a record can be.
+ */
+static size_t ev_bound(const struct bt_event *ev)
+{
+	size_t n = 3 + 30 * 10 + 2 * 32 + ev->str_len + ev->str2_len;
+
+	for (unsigned i = 0; i < ev->nattr && i < BT_EV_MAX_ATTR; i++)
+		n += 4 + ev->attr[i].len;
+	return n < BT_EV_MAX_RECORD ? n : BT_EV_MAX_RECORD;
+}
+
 /* Encode EV into the slot.  0 ok, -1 not recorded. */
 static int slot_write(struct bt_slot *s, const struct bt_event *ev)
 {
+	/* The encoder cuts attributes to the room it is given: give it room
+	 * for the whole record, or wrap (or wait) first.  Only a record
+	 * larger than the ring allows is cut. */
+	size_t need = ev_bound(ev);
+	if (need > s->size - 2)
+		need = s->size - 2;
+
 	for (int tries = 0; tries < 8; tries++) {
 		uint64_t t = __atomic_load_n(&s->sh->tail, __ATOMIC_ACQUIRE);
 		uint64_t used = s->head - t;
@@ -692,7 +747,8 @@ static int slot_write(struct bt_slot *s, const struct bt_event *ev)
 			continue;
 		}
 		cap = lap - 2 < freeb ? lap - 2 : freeb;
-		n = bt_ev_encode(s->data + pos, cap, ev, &s->prev_ts);
+		n = cap >= need ? bt_ev_encode(s->data + pos, cap, ev, &s->prev_ts)
+				: 0;
 		if (n) {
 			uint64_t nh = s->head + n;
 			publish(s, nh);
@@ -713,14 +769,14 @@ static int slot_write(struct bt_slot *s, const struct bt_event *ev)
 			}
 			return 0;
 		}
-		if (freeb >= lap) {
+		if (lap - 2 < need && freeb >= lap) {
 			/* The rest of the lap is too short: pad it and wrap. */
 			pad_lap(s, pos, lap);
 			publish(s, s->head + lap);
 			s->need_time = 1;
 			continue;
 		}
-		if (slot_wait(s, lap < BT_EV_MAX_RECORD + 2 ? lap : BT_EV_MAX_RECORD + 2) < 0)
+		if (slot_wait(s, lap - 2 < need ? lap : need + 2) < 0)
 			return -1;
 	}
 	return -1;

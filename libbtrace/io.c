@@ -29,6 +29,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -523,6 +524,21 @@ static void after_boundary(struct bt_chan *ch, int fd, int flags)
 	bt_io_ready_changed(ch);
 }
 
+/*
+ * Does the kernel report FD readable right now (bytes, end of file, an
+ * error)?  A read that returned a whole message may have left the peer's
+ * end of file behind it: an edge-triggered loop told EAGAIN instead of 0
+ * would wait for an edge that never comes.
+ */
+static int kernel_readable(int fd)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN | POLLRDHUP };
+	int e = errno, r = REAL(poll)(&pf, 1, 0);
+
+	errno = e;
+	return r > 0 && (pf.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR));
+}
+
 /* Lock CH and check FD still refers to it.  0 ok. */
 static int lock_chan(struct bt_chan *ch, int fd)
 {
@@ -574,9 +590,10 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 		    ch->eagain_epoch == bt_self.epoch &&
 		    fd_nonblocking(ch, fd, r->flags)) {
 			/* Readiness is owed if input is held, or if the kernel
-			 * may hold bytes whose edge was already reported; bytes
-			 * that arrive later make their own edge. */
-			if (ch->rd < ch->wr || ch->kfull) {
+			 * may hold bytes or an end of file whose edge was
+			 * already reported; bytes that arrive later make their
+			 * own edge. */
+			if (ch->rd < ch->wr || ch->kfull || kernel_readable(fd)) {
 				ch->owed = 1;
 				bt_io_ready_changed(ch);
 			}
@@ -596,35 +613,46 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 		ch->owed = 0;
 		k = serve(ch, fd, r, shorten, peek);
 		if (!peek && waitall && k < want) {
-			/* MSG_WAITALL: the rest must come from the kernel. */
+			/* MSG_WAITALL: the rest must come from the kernel, in
+			 * windows of at most 64 of the application's iovecs;
+			 * a window the kernel does not fill (end of file, a
+			 * signal, a timeout, an error) ends the call. */
 			struct iovec rest[64];
-			int cnt = 0;
-			size_t skip = k;
-			for (int i = 0; i < r->iovcnt && cnt < 64; i++) {
-				if (skip >= r->iov[i].iov_len) {
-					skip -= r->iov[i].iov_len;
-					continue;
-				}
-				rest[cnt].iov_base = (uint8_t *)r->iov[i].iov_base + skip;
-				rest[cnt].iov_len = r->iov[i].iov_len - skip;
-				skip = 0;
-				cnt++;
-			}
 			pthread_mutex_unlock(&ch->mu);
-			n = rd_real(r, rest, cnt, r->flags);
 			e = errno;
-			if (lock_chan(ch, fd) < 0) {
-				errno = e;
-				return n > 0 ? (ssize_t)k + n : (ssize_t)k;
-			}
-			if (n > 0) {
-				struct rd sub = *r;
-				sub.iov = rest;
-				sub.iovcnt = cnt;
-				deliver(ch, fd, &sub, (size_t)n, 0, NULL);
+			while (k < want) {
+				int cnt = 0;
+				size_t skip = k, win = 0;
+				for (int i = 0; i < r->iovcnt && cnt < 64; i++) {
+					if (skip >= r->iov[i].iov_len) {
+						skip -= r->iov[i].iov_len;
+						continue;
+					}
+					rest[cnt].iov_base = (uint8_t *)r->iov[i].iov_base + skip;
+					rest[cnt].iov_len = r->iov[i].iov_len - skip;
+					win += rest[cnt].iov_len;
+					skip = 0;
+					cnt++;
+				}
+				n = rd_real(r, rest, cnt, r->flags);
+				e = errno;
+				if (n <= 0)
+					break;
+				if (lock_chan(ch, fd) < 0) {
+					k += (size_t)n;
+					break;
+				}
+				{
+					struct rd sub = *r;
+					sub.iov = rest;
+					sub.iovcnt = cnt;
+					deliver(ch, fd, &sub, (size_t)n, 0, NULL);
+				}
+				pthread_mutex_unlock(&ch->mu);
 				k += (size_t)n;
+				if ((size_t)n < win)
+					break;
 			}
-			pthread_mutex_unlock(&ch->mu);
 			errno = e;
 			return (ssize_t)k;
 		}
@@ -639,8 +667,15 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 	}
 	pthread_mutex_unlock(&ch->mu);
 
+	/* Nothing held and a peek: the kernel's own peek consumes nothing, so
+	 * the bytes stay in the socket for whoever reads them next (this
+	 * process, a child, a program it execs); the read that consumes them
+	 * feeds the processor. */
+	if (peek)
+		return rd_real(r, r->iov, r->iovcnt, r->flags);
+
 	/* Nothing held: the real call, into the application's buffers. */
-	n = rd_real(r, r->iov, r->iovcnt, r->flags & ~MSG_PEEK);
+	n = rd_real(r, r->iov, r->iovcnt, r->flags);
 	if (n < 0)
 		return n;
 	e = errno;
@@ -662,19 +697,8 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 		bt_chan_sniff(ch, fd, BT_DIR_IN, r->iov[0].iov_base, first);
 	}
 	turn(ch, fd, BT_DIR_IN);
-	if (peek) {
-		/* The bytes were consumed from the kernel: keep them all and
-		 * show the application what a peek shows. */
-		if (stash(ch, r->iov, r->iovcnt, 0, (size_t)n) == 0) {
-			k = serve(ch, fd, r, shorten, 1);
-			bt_io_ready_changed(ch);
-		} else {
-			k = deliver(ch, fd, r, (size_t)n, 0, NULL);
-		}
-	} else {
-		k = deliver(ch, fd, r, (size_t)n, shorten, NULL);
-		after_boundary(ch, fd, r->flags);
-	}
+	k = deliver(ch, fd, r, (size_t)n, shorten, NULL);
+	after_boundary(ch, fd, r->flags);
 	pthread_mutex_unlock(&ch->mu);
 	errno = e;
 	return (ssize_t)k;
@@ -1194,9 +1218,73 @@ ssize_t bt_sendfile64(int out_fd, int in_fd, off64_t *off, size_t n)
 }
 
 /*
+ * Bytes the shim holds for IN come before the kernel's: a splice from IN
+ * hands them over first, written to OUT (a short splice, as the kernel
+ * may give), so the stream keeps its order.  Returns the bytes moved,
+ * -1 with errno, or -2 when IN holds nothing (the real splice runs).
+ */
+static ssize_t splice_held(int in, loff_t *ioff, int out, loff_t *ooff,
+			   size_t n, unsigned int fl)
+{
+	uintptr_t w = bt_fd_get(in);
+	struct bt_chan *ch;
+	uint8_t tmp[4096];
+	size_t k;
+	ssize_t r;
+
+	if (!BT_FD_IS_CHAN(w) || ioff || !n)
+		return -2;
+	ch = (struct bt_chan *)w;
+	if (lock_chan(ch, in) < 0)
+		return -2;
+	if (ch->rd == ch->wr) {
+		pthread_mutex_unlock(&ch->mu);
+		return -2;
+	}
+	k = ch->wr - ch->rd;
+	if (k > n)
+		k = n;
+	if (k > sizeof tmp)
+		k = sizeof tmp;
+	memcpy(tmp, ch->buf + ch->rd, k);
+	pthread_mutex_unlock(&ch->mu);
+	if (fl & SPLICE_F_NONBLOCK) {
+		struct pollfd pf = { .fd = out, .events = POLLOUT };
+		if (REAL(poll)(&pf, 1, 0) == 0) {
+			errno = EAGAIN;
+			return -1;
+		}
+	}
+	r = ooff ? pwrite(out, tmp, k, *ooff) : REAL(write)(out, tmp, k);
+	if (r <= 0)
+		return r < 0 ? -1 : 0;
+	if (ooff)
+		*ooff += r;
+	if (lock_chan(ch, in) == 0) {
+		/* the bytes leave the shim's buffer in order; what they were
+		 * part of can no longer be framed */
+		/* (another thread reading the same fd meanwhile may have
+		 * taken some: never step past what is held) */
+		uint32_t took = (size_t)r < ch->wr - ch->rd ? (uint32_t)r
+							  : ch->wr - ch->rd;
+		if (ch->pp)
+			go_lost(ch, in, BT_DIR_IN);
+		data(ch, in, BT_DIR_IN, (uint64_t)r);
+		ch->rd += took;
+		ch->scanned = 0;
+		if (ch->rd == ch->wr)
+			ch->rd = ch->wr = 0;
+		bt_io_ready_changed(ch);
+		pthread_mutex_unlock(&ch->mu);
+	}
+	return r;
+}
+
+/*
  * splice moves bytes between a pipe and another fd inside the kernel; the
  * shim cannot see them.  Offsets stay exact (DATA), framing on a channel
  * with a processor is given up (LOST_SYNC) because bytes were missed.
+ * Input the shim holds for the source goes first (splice_held).
  */
 BT_HIDDEN ssize_t bt_splice(int in, off64_t *ioff, int out, off64_t *ooff,
 			    size_t n, unsigned int fl);
@@ -1204,18 +1292,22 @@ ssize_t bt_splice(int in, off64_t *ioff, int out, off64_t *ooff, size_t n,
 		  unsigned int fl)
 {
 	ssize_t r;
-	int e;
+	int e, held = 0;
 
 	if (!bt_enter()) {
 		r = REAL(splice)(in, ioff, out, ooff, n, fl);
 		bt_leave_pass();
 		return r;
 	}
-	r = REAL(splice)(in, ioff, out, ooff, n, fl);
+	r = bt_paused() ? -2 : splice_held(in, ioff, out, ooff, n, fl);
+	if (r == -2)
+		r = REAL(splice)(in, ioff, out, ooff, n, fl);
+	else
+		held = 1;
 	e = errno;
 	if (r > 0 && !bt_paused()) {
 		int fds[2] = { in, out };
-		for (int d = 0; d < 2; d++) {
+		for (int d = held; d < 2; d++) {
 			struct bt_chan *ch = bt_chan_of(fds[d]);
 			int dir = d ? BT_DIR_OUT : BT_DIR_IN;
 			if (!ch || lock_chan(ch, fds[d]) < 0)

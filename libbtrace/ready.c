@@ -631,6 +631,23 @@ int bt_epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 	return epoll_common(EPK_PWAIT2, epfd, ev, max, 0, ts, sig);
 }
 
+/*
+ * The order in which poll and select hand over ready entries, one per
+ * call.  Events of a socket or pipe come first, then those of other fds (a
+ * loop's own eventfd or timerfd), then hang-ups and errors.  So what was
+ * sent before a close is read before the close is seen (a worker's result
+ * pipe before its exit: CPython's ProcessPoolExecutor takes a worker whose
+ * exit it sees first for dead), and a loop draining its events without
+ * blocking dispatches every one before it meets its own wake-up fd (GLib's
+ * while (g_main_context_iteration (ctx, FALSE)) idiom).
+ */
+static int ready_class(int fd, short revents)
+{
+	if (revents & (POLLHUP | POLLERR | POLLNVAL))
+		return 2;
+	return BT_FD_IS_CHAN(bt_fd_get(fd)) ? 0 : 1;
+}
+
 /* ---- poll --------------------------------------------------------------- */
 
 enum poll_kind { PK_POLL, PK_PPOLL };
@@ -703,13 +720,20 @@ static int poll_common(int kind, struct pollfd *fds, nfds_t n, int tmo,
 		bt_leave();
 		return r;
 	}
-	/* Round-robin by fd number: the first ready fd after the last one
-	 * handed over by this thread. */
+	/* Which ready entry goes first (ready_class), then round-robin by fd
+	 * number: the first ready fd after the last one this thread got. */
 	{
-		int best = -1, first = -1;
+		int best = -1, first = -1, cls = 3;
 		nfds_t besti = 0, firsti = 0;
+		for (nfds_t i = 0; i < n; i++)
+			if (fds[i].revents) {
+				int k = ready_class(fds[i].fd, fds[i].revents);
+				if (k < cls)
+					cls = k;
+			}
 		for (nfds_t i = 0; i < n; i++) {
-			if (!fds[i].revents)
+			if (!fds[i].revents ||
+			    ready_class(fds[i].fd, fds[i].revents) != cls)
 				continue;
 			int f = fds[i].fd;
 			if (first < 0 || f < first) {
@@ -807,13 +831,24 @@ static int select_common(int pselect_, int nfds, fd_set *rd, fd_set *wr,
 		return r;
 	}
 	{
-		int first = -1, best = -1, total = 0;
+		int first = -1, best = -1, total = 0, cls = 3;
+		for (int f = 0; f < nfds; f++) {
+			int on = (rd && FD_ISSET(f, rd)) || (wr && FD_ISSET(f, wr)) ||
+				 (ex && FD_ISSET(f, ex));
+			if (on) {
+				int k = ready_class(f, ex && FD_ISSET(f, ex) ? POLLPRI : POLLIN);
+				if (k < cls)
+					cls = k;
+			}
+		}
 		for (int f = 0; f < nfds; f++) {
 			int on = (rd && FD_ISSET(f, rd)) || (wr && FD_ISSET(f, wr)) ||
 				 (ex && FD_ISSET(f, ex));
 			if (!on)
 				continue;
 			total++;
+			if (ready_class(f, ex && FD_ISSET(f, ex) ? POLLPRI : POLLIN) != cls)
+				continue;
 			if (first < 0)
 				first = f;
 			if (best < 0 && f > (int)bt_self.ready_rr)

@@ -44,8 +44,6 @@ static char cause_buf[PATH_MAX + 128];
 static uint64_t read_boot_id(void)
 {
 	char b[64];
-	uint64_t v = 0;
-	int n = 0;
 	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
 
 	if (!f)
@@ -53,20 +51,7 @@ static uint64_t read_boot_id(void)
 	if (!fgets(b, sizeof b, f))
 		b[0] = 0;
 	fclose(f);
-	for (char *p = b; *p && n < 16; p++) {
-		int d;
-		if (*p >= '0' && *p <= '9')
-			d = *p - '0';
-		else if (*p >= 'a' && *p <= 'f')
-			d = *p - 'a' + 10;
-		else if (*p >= 'A' && *p <= 'F')
-			d = *p - 'A' + 10;
-		else
-			continue;
-		v = v << 4 | (uint64_t)d;
-		n++;
-	}
-	return v;
+	return bt_boot_id_parse(b);
 }
 
 /* mkdir DIR with MODE unless it exists as a directory. */

@@ -10,6 +10,25 @@
 const struct bt_proto_ops *const bt_protocols[BT_PROTO_MAX] = {
 	[BT_PROTO_LINE]    = &bt_proto_line,
 	[BT_PROTO_ONESHOT] = &bt_proto_oneshot,
+	[BT_PROTO_HTTP]    = &bt_proto_http,
+	[BT_PROTO_FASTCGI] = &bt_proto_fastcgi,
+	[BT_PROTO_PGSQL]   = &bt_proto_pgsql,
+	[BT_PROTO_DNS]     = &bt_proto_dns,
+};
+
+/*
+ * Sniffing order: the most recognisable signatures first.  HTTP's request
+ * and status lines are text; PostgreSQL's startup packets begin with a
+ * zero byte and FastCGI's records with the byte 1, so neither can be
+ * mistaken for text or for each other; DNS has no magic at all (any two
+ * bytes are an id) and comes last.  line and oneshot have no signature and
+ * are never chosen by sniffing.
+ */
+static const struct bt_proto_ops *const sniff_order[] = {
+	&bt_proto_http,
+	&bt_proto_pgsql,
+	&bt_proto_fastcgi,
+	&bt_proto_dns,
 };
 
 const struct bt_proto_ops *bt_proto_by_name(const char *name)
@@ -21,19 +40,21 @@ const struct bt_proto_ops *bt_proto_by_name(const char *name)
 }
 
 /*
- * Sniffing order matters: specific protocols first; line-oriented and
- * one-shot never claim a channel by sniffing (they have no signature).
+ * A YES wins only if no processor earlier in the order still says MAYBE:
+ * then the caller waits for more bytes (*MAYBE) rather than let a weaker
+ * signature take a channel a stronger one may claim.
  */
 const struct bt_proto_ops *bt_proto_sniff(int dir, int role, const uint8_t *p,
 					  size_t n, int *maybe)
 {
 	*maybe = 0;
-	for (unsigned i = 0; i < BT_PROTO_MAX; i++) {
-		const struct bt_proto_ops *o = bt_protocols[i];
-		if (!o || !o->sniff)
-			continue;
+	if (n == 0)
+		return NULL;
+	for (unsigned i = 0; i < sizeof sniff_order / sizeof sniff_order[0];
+	     i++) {
+		const struct bt_proto_ops *o = sniff_order[i];
 		int r = o->sniff(dir, role, p, n);
-		if (r == BT_SNIFF_YES)
+		if (r == BT_SNIFF_YES && !*maybe)
 			return o;
 		if (r == BT_SNIFF_MAYBE)
 			*maybe = 1;

@@ -13,8 +13,10 @@
 #include <sqlite3.h>
 
 #include "db.h"
+#include "patterns.h"
+#include "views.h"
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 
 enum stmt_id {
 	S_REQUEST, S_SPAN, S_MESSAGE, S_ATTR, S_FRAGMENT, S_FILE, S_PROCESS,
@@ -92,7 +94,8 @@ static const char *const stmt_sql[S_MAX] = {
 	[S_WARNING] = "INSERT INTO warnings(file, offset, text) VALUES(?,?,?)",
 };
 
-/* Indexes and views, created after the rows are in. */
+/* Indexes, created after the rows are in (then the patterns and the
+ * views: patterns.c, views.c). */
 static const char finish_sql[] =
 	"CREATE INDEX spans_request ON spans(request_id);\n"
 	"CREATE INDEX spans_parent ON spans(parent_span_id);\n"
@@ -103,51 +106,7 @@ static const char finish_sql[] =
 	"CREATE INDEX attrs_span ON attrs(span_id);\n"
 	"CREATE INDEX attrs_message ON attrs(message_id);\n"
 	"CREATE INDEX processes_request ON processes(request_id);\n"
-	"CREATE INDEX channels_request ON channels(request_id);\n"
-	/* latency per (kind, protocol, target) */
-	"CREATE VIEW latency_per_target AS\n"
-	"  SELECT kind, protocol, target, COUNT(*) AS n,\n"
-	"         AVG(end_ns - start_ns) AS avg_ns,\n"
-	"         MIN(end_ns - start_ns) AS min_ns,\n"
-	"         MAX(end_ns - start_ns) AS max_ns,\n"
-	"         SUM(end_ns - start_ns) AS total_ns\n"
-	"  FROM spans WHERE end_ns IS NOT NULL\n"
-	"  GROUP BY kind, protocol, target;\n"
-	/* database queries each request made */
-	"CREATE VIEW queries_per_request AS\n"
-	"  SELECT r.request_id, r.target, COUNT(s.span_id) AS queries,\n"
-	"         COALESCE(SUM(s.end_ns - s.start_ns), 0) AS query_ns\n"
-	"  FROM requests r LEFT JOIN spans s\n"
-	"    ON s.request_id = r.request_id AND s.kind = 'client'\n"
-	"   AND s.protocol = 'postgresql'\n"
-	"  GROUP BY r.request_id;\n"
-	/* the same query sent more than once within one request */
-	"CREATE VIEW repeated_queries AS\n"
-	"  SELECT request_id, target, COUNT(*) AS n\n"
-	"  FROM spans WHERE kind = 'client' AND protocol = 'postgresql'\n"
-	"    AND request_id IS NOT NULL\n"
-	"  GROUP BY request_id, target HAVING COUNT(*) > 1;\n"
-	"CREATE VIEW slowest_requests AS\n"
-	"  SELECT * FROM requests WHERE duration_ns IS NOT NULL\n"
-	"  ORDER BY duration_ns DESC;\n"
-	/* every span of every request, in path order */
-	"CREATE VIEW request_paths AS\n"
-	"  SELECT r.request_id, r.target AS request_target, s.span_id,\n"
-	"         s.parent_span_id, s.kind, s.protocol, s.name, s.target,\n"
-	"         s.host, s.pid, s.tid, s.exe, s.start_ns, s.end_ns,\n"
-	"         s.end_ns - s.start_ns AS duration_ns\n"
-	"  FROM requests r JOIN spans s ON s.request_id = r.request_id\n"
-	"  ORDER BY r.request_id, s.start_ns, s.span_id;\n"
-	/* work no rule could attribute, per kind */
-	"CREATE VIEW unattributed AS\n"
-	"  SELECT 'fragments' AS what, COUNT(*) AS n FROM fragments\n"
-	"    WHERE request_id IS NULL\n"
-	"  UNION ALL SELECT 'messages', COUNT(*) FROM messages\n"
-	"    WHERE request_id IS NULL AND kind != 'control'\n"
-	"  UNION ALL SELECT 'files', COUNT(*) FROM files\n"
-	"    WHERE request_id IS NULL\n"
-	"  UNION ALL SELECT 'spans', COUNT(*) FROM spans\n"
-	"    WHERE request_id IS NULL;\n";
+	"CREATE INDEX channels_request ON channels(request_id);\n";
 
 /* Tables and their time columns, shifted by the domain correction. */
 static const struct { const char *table, *col[2]; } shifted[] = {
@@ -612,7 +571,15 @@ int rc_db_finish(struct rc_ctx *c)
 		return RC_EXIT_OUTPUT;
 	finalize_all(d);
 	if (write_hosts(c) < 0 || shift_times(c) < 0 || write_stats(c) < 0 ||
-	    exec(c, finish_sql) < 0 || exec(c, "COMMIT") < 0)
+	    exec(c, finish_sql) < 0)
+		return RC_EXIT_OUTPUT;
+	char why[512];
+	if (rc_patterns_build(d->h, why, sizeof why) < 0 ||
+	    rc_views_create(d->h, why, sizeof why) < 0) {
+		db_error(c, why);
+		return RC_EXIT_OUTPUT;
+	}
+	if (exec(c, "COMMIT") < 0)
 		return RC_EXIT_OUTPUT;
 	if (sqlite3_close(d->h) != SQLITE_OK) {
 		db_error(c, "close");

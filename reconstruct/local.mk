@@ -9,18 +9,31 @@ libbtrecon_la_SOURCES = \
 	reconstruct/map.c reconstruct/map.h \
 	reconstruct/merge.c reconstruct/merge.h \
 	reconstruct/model.c reconstruct/model.h \
+	reconstruct/patterns.c reconstruct/patterns.h \
 	reconstruct/rc.h \
 	reconstruct/recon.c reconstruct/recon.h \
 	reconstruct/scan.c reconstruct/scan.h \
-	reconstruct/span.c reconstruct/span.h
+	reconstruct/span.c reconstruct/span.h \
+	reconstruct/views.c reconstruct/views.h
 libbtrecon_la_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(SQLITE3_CFLAGS)
 libbtrecon_la_LIBADD = libbtproto.la libbtcommon.la $(SQLITE3_LIBS)
 
+# The exporters and what bp-report shares with them: they read a finished
+# database with SQL.
+noinst_LTLIBRARIES += libbtexport.la
+libbtexport_la_SOURCES = \
+	reconstruct/export.c reconstruct/export.h \
+	reconstruct/export_dot.c \
+	reconstruct/export_otlp.c \
+	reconstruct/export_perfetto.c
+libbtexport_la_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(SQLITE3_CFLAGS)
+libbtexport_la_LIBADD = $(SQLITE3_LIBS)
+
 bin_PROGRAMS += bp-reconstruct
 bp_reconstruct_SOURCES = reconstruct/main.c
-bp_reconstruct_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS)
+bp_reconstruct_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(SQLITE3_CFLAGS)
 bp_reconstruct_LDFLAGS = $(SAN_CFLAGS)
-bp_reconstruct_LDADD = libbtrecon.la
+bp_reconstruct_LDADD = libbtrecon.la libbtexport.la
 
 # Unit tests: scripted logs (tests/recon/gen.c) through the core.  The
 # program is built in tests/recon/ with the generator.

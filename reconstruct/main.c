@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "export.h"
 #include "recon.h"
 
 static const char help[] =
@@ -51,30 +52,50 @@ static const char help[] =
 "        --no-progress      never draw it (default: only on a terminal).\n"
 "    -w, --warnings=N       echo at most N warnings on stderr (default 20);\n"
 "                           all of them are in the warnings table.\n"
+"        --otlp=FILE        also write the paths as OpenTelemetry traces\n"
+"                           (OTLP/JSON, one line per request: the collector's\n"
+"                           otlpjsonfile receiver, Jaeger and Tempo read it).\n"
+"        --perfetto=FILE    also write a Chrome trace-event JSON file for\n"
+"                           ui.perfetto.dev: a track per thread, spans,\n"
+"                           fragments of work and messages as flow arrows.\n"
+"        --dot=DIR          also write Graphviz graphs into DIR:\n"
+"                           request-ID.dot (the requests with errors, then\n"
+"                           the slowest) and pattern-ID.dot (the most\n"
+"                           common path patterns); dot -Tsvg renders them.\n"
+"        --dot-max=N        at most N request graphs and N pattern graphs\n"
+"                           (default 100; 0: all).\n"
 "    -h, --help             show this help and exit.\n"
 "    -V, --version          show the version and exit.\n"
 "\n"
 "OUTPUT\n"
 "    Tables requests, spans, messages, attrs, fragments, files, processes,\n"
-"    channels, hosts, warnings and stats, and the views latency_per_target,\n"
-"    queries_per_request, repeated_queries, slowest_requests, request_paths\n"
-"    and unattributed.  At the end one line on stderr sums up events read,\n"
-"    requests, spans, unattributed work and warnings, preceded by the clock\n"
-"    offsets when there is more than one host.\n"
+"    channels, hosts, warnings and stats; the path patterns (patterns,\n"
+"    pattern_nodes, span_patterns, requests.pattern_id); and views for the\n"
+"    common questions: latency_per_target, request_latency,\n"
+"    latency_per_shape, span_self_time, self_time_per_process,\n"
+"    self_time_per_tier, queries_per_request, repeated_queries,\n"
+"    repeated_query_shapes, static_requests, static_backend_work,\n"
+"    slowest_requests, errors, request_paths and unattributed.  At the end\n"
+"    one line on stderr sums up events read, requests, spans, unattributed\n"
+"    work and warnings, preceded by the clock offsets when there is more\n"
+"    than one host, and followed by a line per export.  bp-report(1) makes\n"
+"    an HTML report of the database.\n"
 "\n"
 "EXIT STATUS\n"
 "    0  the database was written (warnings may have been reported)\n"
 "    1  usage error: bad option or missing argument\n"
 "    2  the input cannot be read: no directory or no readable log segment\n"
-"    3  the database cannot be written (or memory ran out)\n"
+"    3  the database or an export cannot be written (or memory ran out)\n"
 "\n"
 "EXAMPLES\n"
 "    bp-reconstruct logs/ -o paths.db\n"
 "    bp-reconstruct /var/log/bp/web /var/log/bp/db spool/ -o paths.db\n"
 "    sqlite3 paths.db 'SELECT * FROM slowest_requests LIMIT 10'\n"
+"    bp-reconstruct logs/ -o paths.db --otlp traces.json --dot graphs/\n"
 "\n"
 "SEE ALSO\n"
-"    bp-logd(8), bp-run(1), docs/reconstruct.md, docs/schema.md\n";
+"    bp-logd(8), bp-run(1), bp-report(1), docs/reconstruct.md,\n"
+"    docs/schema.md, docs/report.md\n";
 
 static void usage_error(const char *what, const char *arg)
 {
@@ -83,9 +104,58 @@ static void usage_error(const char *what, const char *arg)
 	fprintf(stderr, "\nUsage: bp-reconstruct [OPTION]... LOGDIR... -o PATHS.db (see bp-reconstruct --help)\n");
 }
 
+/* The exports asked for, run on the finished database. */
+struct exports {
+	const char *otlp, *perfetto, *dot;
+	long        dot_max;
+};
+
+static int run_exports(const struct exports *e, const char *db, int quiet)
+{
+	struct export_db x;
+
+	if (!e->otlp && !e->perfetto && !e->dot)
+		return RC_EXIT_OK;
+	if (export_open(&x, db) < 0) {
+		fprintf(stderr, "bp-reconstruct: error: %s\n", x.err);
+		return RC_EXIT_OUTPUT;
+	}
+	if (e->otlp) {
+		if (export_otlp(&x, e->otlp) < 0)
+			goto fail;
+		if (!quiet)
+			fprintf(stderr, "bp-reconstruct: OTLP: %llu traces, %llu spans -> %s\n",
+				(unsigned long long)x.n_traces,
+				(unsigned long long)x.n_spans, e->otlp);
+	}
+	if (e->perfetto) {
+		if (export_perfetto(&x, e->perfetto) < 0)
+			goto fail;
+		if (!quiet)
+			fprintf(stderr, "bp-reconstruct: Perfetto: %llu spans, %llu fragments and messages -> %s\n",
+				(unsigned long long)x.n_spans,
+				(unsigned long long)x.n_events, e->perfetto);
+	}
+	if (e->dot) {
+		if (export_dot(&x, e->dot, e->dot_max) < 0)
+			goto fail;
+		if (!quiet)
+			fprintf(stderr, "bp-reconstruct: DOT: %llu request graphs, %llu pattern graphs -> %s/\n",
+				(unsigned long long)x.n_traces,
+				(unsigned long long)(x.n_files - x.n_traces), e->dot);
+	}
+	export_close(&x);
+	return RC_EXIT_OK;
+fail:
+	fprintf(stderr, "bp-reconstruct: error: %s\n", x.err);
+	export_close(&x);
+	return RC_EXIT_OUTPUT;
+}
+
 int main(int argc, char **argv)
 {
-	enum { OPT_PROGRESS = 256, OPT_NO_PROGRESS };
+	enum { OPT_PROGRESS = 256, OPT_NO_PROGRESS, OPT_OTLP, OPT_PERFETTO,
+	       OPT_DOT, OPT_DOT_MAX };
 	static const struct option longopts[] = {
 		{ "output",      required_argument, NULL, 'o' },
 		{ "reference",   required_argument, NULL, 'r' },
@@ -93,11 +163,16 @@ int main(int argc, char **argv)
 		{ "warnings",    required_argument, NULL, 'w' },
 		{ "progress",    no_argument,       NULL, OPT_PROGRESS },
 		{ "no-progress", no_argument,       NULL, OPT_NO_PROGRESS },
+		{ "otlp",        required_argument, NULL, OPT_OTLP },
+		{ "perfetto",    required_argument, NULL, OPT_PERFETTO },
+		{ "dot",         required_argument, NULL, OPT_DOT },
+		{ "dot-max",     required_argument, NULL, OPT_DOT_MAX },
 		{ "help",        no_argument,       NULL, 'h' },
 		{ "version",     no_argument,       NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct rc_options o = { .progress = -1 };
+	struct exports ex = { .dot_max = 100 };
 	int ch;
 
 	while ((ch = getopt_long(argc, argv, "o:r:qw:hV", longopts, NULL)) != -1) {
@@ -117,6 +192,19 @@ int main(int argc, char **argv)
 		}
 		case OPT_PROGRESS: o.progress = 1; break;
 		case OPT_NO_PROGRESS: o.progress = 0; break;
+		case OPT_OTLP: ex.otlp = optarg; break;
+		case OPT_PERFETTO: ex.perfetto = optarg; break;
+		case OPT_DOT: ex.dot = optarg; break;
+		case OPT_DOT_MAX: {
+			char *end;
+			long n = strtol(optarg, &end, 10);
+			if (*end || n < 0 || end == optarg) {
+				usage_error("--dot-max wants a number (0: all), not", optarg);
+				return RC_EXIT_USAGE;
+			}
+			ex.dot_max = n;
+			break;
+		}
 		case 'h': fputs(help, stdout); return RC_EXIT_OK;
 		case 'V': printf("bp-reconstruct %s\n", PACKAGE_VERSION); return RC_EXIT_OK;
 		default:
@@ -134,5 +222,8 @@ int main(int argc, char **argv)
 	}
 	o.inputs = (const char *const *)(argv + optind);
 	o.ninputs = argc - optind;
-	return rc_run(&o, NULL);
+	int r = rc_run(&o, NULL);
+	if (r != RC_EXIT_OK)
+		return r;
+	return run_exports(&ex, o.output, o.quiet);
 }

@@ -148,7 +148,7 @@ void rc_span_finish(struct rc_ctx *c, struct rc_span *sp)
 	/* A reply may be read (and logged) by another thread before the
 	 * thread that sent the request has logged its write: the exchange
 	 * cannot end before it began. */
-	if (sp->end && sp->end < sp->start)
+	if (sp->end != RC_DB_NULL && sp->end < sp->start)
 		sp->end = sp->start;
 	struct rc_row_span r = {
 		.id = sp->id, .req = sp->req, .parent = sp->parent,

@@ -9,10 +9,16 @@ INTEG_TESTS = \
 	tests/integ/trace-prefork.sh \
 	tests/integ/trace-pool.sh \
 	tests/integ/trace-epoll.sh \
-	tests/integ/trace-libevent.sh
+	tests/integ/trace-libevent.sh \
+	tests/integ/faults.sh
 
 TESTS += $(INTEG_TESTS)
 EXTRA_DIST += $(INTEG_TESTS) tests/integ/lib.sh tests/integ/check-paths.py
 AM_TESTS_ENVIRONMENT = \
 	top_builddir='$(abs_top_builddir)'; top_srcdir='$(abs_top_srcdir)'; \
 	export top_builddir top_srcdir;
+
+# faults.sh's burst of threads
+check_PROGRAMS += tests/integ/thread-burst
+tests_integ_thread_burst_SOURCES = tests/integ/thread-burst.c
+tests_integ_thread_burst_LDADD = -lpthread

@@ -143,6 +143,12 @@ const struct bt_proto_ops *bt_proto_by_name(const char *name);
 const struct bt_proto_ops *bt_proto_sniff(int dir, int role, const uint8_t *p,
 					  size_t n, int *maybe);
 
+/*
+ * The default selection rules (protocols/defaults.c), in the rule syntax
+ * of BTRACE_CONF (docs/protocols.md): applied after the user's rules.
+ */
+extern const char bt_default_rules[];
+
 /* The processors (protocols/<name>.c) */
 extern const struct bt_proto_ops bt_proto_line;
 extern const struct bt_proto_ops bt_proto_oneshot;

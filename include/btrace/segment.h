@@ -81,6 +81,12 @@ struct bt_blk_header {
 	uint32_t flags;
 };
 
+/* The boot id of a segment header from the text of
+ * /proc/sys/kernel/random/boot_id: its first 16 hex digits as one number
+ * (0 if none).  Every writer (bp-logd, the shim's spool) uses it, so a
+ * reader takes their files for the same host. */
+uint64_t bt_boot_id_parse(const char *text);
+
 /* crc32c (Castagnoli), software; used by writers and readers. */
 uint32_t bt_crc32c(uint32_t crc, const void *buf, size_t len);
 

@@ -1,0 +1,633 @@
+/*
+ * http.c - HTTP/1.0 and HTTP/1.1 (RFC 9112), both directions.
+ *
+ * A message is a request or a response, head and body.  Each direction has
+ * its own parser; the direction of requests is given by the role or, when
+ * unknown, by the first start line ("HTTP/" opens a status line).  Body
+ * framing follows RFC 9112 section 6.3:
+ *   response to HEAD, 1xx, 204, 304          no body
+ *   2xx to CONNECT, 101                      head only, then a tunnel
+ *   Transfer-Encoding ending in chunked      chunked (+ trailer section)
+ *   Transfer-Encoding otherwise              request: lost; response: close
+ *   Content-Length                           that many bytes
+ *   none                                     request: no body;
+ *                                            response: until eof()
+ * The reply side must know which request it answers, so the request side
+ * queues the sequence numbers of pending HEAD and CONNECT requests (the only
+ * methods that change a response's framing); every other pending request is
+ * just counted.  1xx responses other than 101 are interim: ONEWAY messages
+ * that answer nothing.  After a tunnel opens every feed() is BT_PP_LOST, so
+ * the channel passes through.
+ *
+ * HTTP runs over streams only: on a datagram transport feed() is
+ * BT_PP_LOST at once.
+ *
+ * Limits: a head (start line + fields) of HTTP_HEAD_MAX bytes, a line of
+ * HTTP_LINE_MAX, a chunk-size line of HTTP_CHUNK_LINE_MAX, HTTP_SPECIAL_MAX
+ * pending HEAD/CONNECT requests: beyond any of them, BT_PP_LOST.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "btrace/proto.h"
+
+#define HTTP_LINE_MAX        (32u * 1024)
+#define HTTP_HEAD_MAX        (64u * 1024)
+#define HTTP_CHUNK_LINE_MAX  4096u
+#define HTTP_SPECIAL_MAX     16u
+#define HTTP_ARENA           1700u   /* kept values + the current line */
+#define HTTP_KEEP_TARGET     768u
+#define HTTP_KEEP_VALUE      160u    /* host, traceparent, x-request-id */
+#define HTTP_NATTR           6
+
+enum { ST_HEAD, ST_LEN, ST_CLOSE, ST_CSIZE, ST_CDATA, ST_CCRLF, ST_TRAILER };
+enum { M_OTHER, M_HEAD, M_CONNECT };
+
+/* http_dir.f */
+#define F_START    0x001u   /* start line seen */
+#define F_REPLY    0x002u   /* this message is a response */
+#define F_CL       0x004u   /* Content-Length seen */
+#define F_TE       0x008u   /* Transfer-Encoding seen */
+#define F_CHUNKED  0x010u   /* ... and its last coding is chunked */
+#define F_TRUNC    0x020u   /* a kept value was cut */
+#define F_CUT      0x040u   /* the current line did not fit the arena */
+#define F_CR       0x080u   /* chunk: CR seen before LF */
+#define F_HEX      0x100u   /* chunk: a hex digit seen */
+#define F_EXT      0x200u   /* chunk: in extensions */
+#define F_TOK      0x400u   /* start line: its first token has ended */
+
+struct http_dir {
+	uint8_t  st;
+	uint8_t  method;         /* M_*: of this request / of the answered one */
+	uint8_t  nat;
+	uint16_t f;
+	uint16_t used;           /* arena bytes of kept values */
+	uint16_t cur;            /* arena bytes of the current line */
+	uint32_t line;           /* bytes of the current line */
+	uint32_t head;           /* bytes of the head so far */
+	uint32_t status;
+	uint64_t cl, remain, body;
+	char     tail[12];       /* the last bytes of a long start line */
+	struct { uint8_t key; uint16_t off, len; } at[HTTP_NATTR];
+	char     blen[24];
+	char     arena[HTTP_ARENA];
+};
+
+struct http_state {
+	int8_t   req_dir;        /* -1 until known */
+	uint8_t  tunnel;         /* or a datagram transport: not followed */
+	uint8_t  sp_head, sp_n;  /* queue of pending HEAD/CONNECT */
+	uint8_t  sp_kind[HTTP_SPECIAL_MAX];
+	uint32_t sp_seq[HTTP_SPECIAL_MAX];
+	uint32_t req_seq;        /* request heads seen */
+	uint32_t rep_seq;        /* final response heads seen */
+	struct http_dir d[2];
+};
+
+static void http_init(void *st, int role, int transport)
+{
+	struct http_state *s = st;
+	s->req_dir = role == BT_ROLE_CLIENT ? BT_DIR_OUT :
+		     role == BT_ROLE_SERVER ? BT_DIR_IN : -1;
+	s->tunnel = transport == BT_TR_DGRAM;
+}
+
+static void http_fini(void *st) { (void)st; }
+
+/* Case-insensitive: is [p, p+n) equal to lower-case S? */
+static int tok_is(const char *p, size_t n, const char *s)
+{
+	size_t i;
+	for (i = 0; i < n && s[i]; i++) {
+		char c = p[i];
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c + 32);
+		if (c != s[i])
+			return 0;
+	}
+	return i == n && !s[i];
+}
+
+static int is_sp(char c) { return c == ' ' || c == '\t'; }
+
+static void trim(const char **v, size_t *n)
+{
+	while (*n && is_sp(**v)) { (*v)++; (*n)--; }
+	while (*n && is_sp((*v)[*n - 1])) (*n)--;
+}
+
+/* Keep [v, v+n) (inside the current line) as attribute KEY, at most MAX. */
+static void keep(struct http_dir *d, uint8_t key, const char *v, size_t n,
+		 size_t max)
+{
+	for (unsigned i = 0; i < d->nat; i++)
+		if (d->at[i].key == key)
+			return;             /* first occurrence wins */
+	if (d->nat >= HTTP_NATTR)
+		return;
+	if (n > max || (d->f & F_CUT)) {   /* cut here, or the line was */
+		n = n < max ? n : max;
+		d->f |= F_TRUNC;
+	}
+	memmove(d->arena + d->used, v, n);
+	d->at[d->nat].key = key;
+	d->at[d->nat].off = d->used;
+	d->at[d->nat].len = (uint16_t)n;
+	d->nat++;
+	d->used = (uint16_t)(d->used + n);
+}
+
+/* Content-Length: 1#DIGIT, all list members equal.  -1 if invalid. */
+static int parse_cl(struct http_dir *d, const char *v, size_t n)
+{
+	size_t start = 0;
+	for (size_t i = 0; i <= n; i++) {
+		if (i < n && v[i] != ',')
+			continue;
+		const char *t = v + start;
+		size_t tl = i - start;
+		uint64_t x = 0;
+		trim(&t, &tl);
+		if (!tl || tl > 17)
+			return -1;
+		for (size_t j = 0; j < tl; j++) {
+			if (t[j] < '0' || t[j] > '9')
+				return -1;
+			x = x * 10 + (uint64_t)(t[j] - '0');
+		}
+		if ((d->f & F_CL) && x != d->cl)
+			return -1;
+		d->cl = x;
+		d->f |= F_CL;
+		start = i + 1;
+	}
+	return 0;
+}
+
+/* Transfer-Encoding: remember whether the last coding is "chunked". */
+static void parse_te(struct http_dir *d, const char *v, size_t n)
+{
+	size_t start = 0;
+	d->f |= F_TE;
+	d->f &= (uint16_t)~F_CHUNKED;
+	for (size_t i = 0; i <= n; i++) {
+		if (i == n || v[i] == ',') {
+			const char *t = v + start;
+			size_t tl = i - start;
+			trim(&t, &tl);
+			if (tl) {
+				if (tok_is(t, tl, "chunked"))
+					d->f |= F_CHUNKED;
+				else
+					d->f &= (uint16_t)~F_CHUNKED;
+			}
+			start = i + 1;
+		}
+	}
+}
+
+/*
+ * The start line L[0..N): request line or status line.  CUT: only its
+ * first N bytes were kept (a long target); its end is in d->tail.
+ * 0 ok, -1 lost.
+ */
+static int start_line(struct http_state *s, struct http_dir *d, int dir,
+		      char *l, size_t n, int cut)
+{
+	if (n >= 5 && memcmp(l, "HTTP/", 5) == 0) {
+		if (s->req_dir == dir || cut)
+			return -1;
+		if (n < 12 || memcmp(l + 5, "1.", 2) != 0 || l[8] != ' ')
+			return -1;
+		for (int i = 9; i < 12; i++)
+			if (l[i] < '0' || l[i] > '9')
+				return -1;
+		if (n > 12 && l[12] != ' ')
+			return -1;
+		d->status = (uint32_t)((l[9] - '0') * 100 + (l[10] - '0') * 10 +
+				       (l[11] - '0'));
+		if (d->status < 100)
+			return -1;
+		s->req_dir = (int8_t)!dir;
+		d->f |= F_REPLY;
+		return 0;
+	}
+	if (s->req_dir == !dir)
+		return -1;
+	/* method SP request-target SP HTTP/1.x */
+	size_t m = 0, t, te;
+	while (m < n && m < 32 && l[m] > ' ' && l[m] < 127 && l[m] != '/')
+		m++;
+	if (m == 0 || m >= n || l[m] != ' ')
+		return -1;
+	t = m + 1;
+	te = t;
+	while (te < n && l[te] != ' ')
+		te++;
+	if (cut) {
+		/* tail: ... " HTTP/1.x" CR? LF */
+		const char *e = d->tail + sizeof d->tail - 1;
+		if (e[-1] == '\r')
+			e--;
+		if (memcmp(e - 9, " HTTP/1.", 8) != 0 || e[-1] < '0' ||
+		    e[-1] > '9' || te != n)
+			return -1;
+		d->f |= F_TRUNC;
+	} else if (te == t || n - te != 9 ||
+		   memcmp(l + te, " HTTP/1.", 8) != 0 ||
+		   l[n - 1] < '0' || l[n - 1] > '9') {
+		return -1;
+	}
+	s->req_dir = (int8_t)dir;
+	d->method = m == 4 && memcmp(l, "HEAD", 4) == 0 ? M_HEAD :
+		    m == 7 && memcmp(l, "CONNECT", 7) == 0 ? M_CONNECT : M_OTHER;
+	keep(d, BT_AK_METHOD, l, m, 32);
+	keep(d, BT_AK_TARGET, l + t, te - t, HTTP_KEEP_TARGET);
+	return 0;
+}
+
+/* A header field line.  0 ok, -1 lost. */
+static int field_line(struct http_dir *d, char *l, size_t n)
+{
+	if (is_sp(l[0]))
+		return 0;                   /* obs-fold: ignored */
+	char *c = memchr(l, ':', n);
+	if (!c)
+		return -1;
+	size_t nl = (size_t)(c - l);
+	const char *v = c + 1;
+	size_t vl = n - nl - 1;
+	trim(&v, &vl);
+	if (tok_is(l, nl, "content-length")) {
+		if (d->f & F_CUT)
+			return -1;
+		return parse_cl(d, v, vl);
+	}
+	if (tok_is(l, nl, "transfer-encoding")) {
+		if (d->f & F_CUT)
+			return -1;
+		parse_te(d, v, vl);
+	} else if (d->f & F_REPLY) {
+		return 0;
+	} else if (tok_is(l, nl, "host")) {
+		keep(d, BT_AK_HOST, v, vl, HTTP_KEEP_VALUE);
+	} else if (tok_is(l, nl, "traceparent")) {
+		keep(d, BT_AK_TRACEPARENT, v, vl, HTTP_KEEP_VALUE);
+	} else if (tok_is(l, nl, "x-request-id")) {
+		keep(d, BT_AK_REQUEST_ID, v, vl, HTTP_KEEP_VALUE);
+	}
+	return 0;
+}
+
+/*
+ * The head is complete: choose the body framing.  Returns 1 if the message
+ * ends here, 0 if a body follows, -1 lost.
+ */
+static int head_done(struct http_state *s, struct http_dir *d)
+{
+	if (!(d->f & F_REPLY)) {
+		if (d->method != M_OTHER) {
+			if (s->sp_n >= HTTP_SPECIAL_MAX)
+				return -1;
+			unsigned i = (s->sp_head + s->sp_n) % HTTP_SPECIAL_MAX;
+			s->sp_kind[i] = d->method;
+			s->sp_seq[i] = s->req_seq;
+			s->sp_n++;
+		}
+		s->req_seq++;
+		if (d->f & F_TE) {
+			if (!(d->f & F_CHUNKED))
+				return -1;
+			d->st = ST_CSIZE;
+			return 0;
+		}
+		if ((d->f & F_CL) && d->cl) {
+			d->remain = d->cl;
+			d->st = ST_LEN;
+			return 0;
+		}
+		return 1;
+	}
+	if (d->status < 200)
+		return 1;                   /* interim, or 101 */
+	d->method = M_OTHER;
+	if (s->rep_seq < s->req_seq) {
+		if (s->sp_n && s->sp_seq[s->sp_head] == s->rep_seq) {
+			d->method = s->sp_kind[s->sp_head];
+			s->sp_head = (uint8_t)((s->sp_head + 1) % HTTP_SPECIAL_MAX);
+			s->sp_n--;
+		}
+		s->rep_seq++;
+	}
+	if (d->method == M_HEAD || d->status == 204 || d->status == 304 ||
+	    (d->method == M_CONNECT && d->status < 300))
+		return 1;
+	if (d->f & F_TE) {
+		d->st = (d->f & F_CHUNKED) ? ST_CSIZE : ST_CLOSE;
+		return 0;
+	}
+	if (d->f & F_CL) {
+		if (!d->cl)
+			return 1;
+		d->remain = d->cl;
+		d->st = ST_LEN;
+		return 0;
+	}
+	d->st = ST_CLOSE;
+	return 0;
+}
+
+/* Fill M with the message just ended in D and reset D for the next one. */
+static void emit(struct http_state *s, struct http_dir *d, struct bt_msg *m)
+{
+	if (d->f & F_REPLY) {
+		m->kind = d->status < 200 && d->status != 101 ? BT_MK_ONEWAY :
+			  BT_MK_REPLY;
+		m->status = d->status;
+		if (d->status == 101 ||
+		    (d->method == M_CONNECT && d->status >= 200 &&
+		     d->status < 300))
+			s->tunnel = 1;
+	} else {
+		m->kind = BT_MK_REQUEST;
+	}
+	for (unsigned i = 0; i < d->nat; i++)
+		bt_msg_attr(m, d->at[i].key, d->arena + d->at[i].off,
+			    d->at[i].len);
+	int k = snprintf(d->blen, sizeof d->blen, "%llu",
+			 (unsigned long long)d->body);
+	bt_msg_attr(m, BT_AK_BODY_LEN, d->blen, (size_t)k);
+	if (d->f & F_TRUNC)
+		m->flags |= BT_MF_TRUNC;
+	d->st = ST_HEAD;
+	d->f = 0;
+	d->nat = 0;
+	d->used = d->cur = 0;
+	d->line = d->head = 0;
+	d->cl = d->remain = d->body = 0;
+	d->status = 0;
+	d->method = M_OTHER;
+}
+
+static int is_tchar(unsigned c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || (c && strchr("!#$%&'*+-.^_`|~", (int)c));
+}
+
+/*
+ * Can bytes L[from..n) continue a start line?  The first token (method or
+ * "HTTP/1.x") is at most 32 token characters; no control characters but
+ * CR, LF and HT.  Rejects a binary stream at once, before any LF.
+ */
+static int start_ok(struct http_dir *d, const char *l, size_t from, size_t n)
+{
+	for (size_t i = from; i < n; i++) {
+		unsigned c = (unsigned char)l[i];
+		if ((c < 0x20 && c != '\r' && c != '\n' && c != '\t') || c == 0x7f)
+			return 0;
+		if (d->f & F_TOK)
+			continue;
+		if (c == ' ' && i > 0)
+			d->f |= F_TOK;
+		else if (i >= 32 || (!is_tchar(c) && c != '/' && c != '\r' &&
+				     c != '\n'))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Take the bytes of a line up to and including LF (or all of them) from
+ * P[0..N) into the arena (as far as it fits).  Returns the bytes taken, or
+ * 0 if they cannot be part of a start line; *DONE is set when the line
+ * ended.
+ */
+static size_t take_line(struct http_dir *d, const uint8_t *p, size_t n,
+			int *done)
+{
+	const uint8_t *nl = memchr(p, '\n', n);
+	size_t take = nl ? (size_t)(nl - p) + 1 : n;
+	size_t room = HTTP_ARENA - d->used - d->cur;
+	size_t k = take < room ? take : room;
+	char *l = d->arena + d->used;
+	memcpy(l + d->cur, p, k);
+	if (d->st == ST_HEAD && !(d->f & F_START) &&
+	    !start_ok(d, l, d->cur, d->cur + k))
+		return 0;
+	d->cur = (uint16_t)(d->cur + k);
+	if (k < take)
+		d->f |= F_CUT;
+	if (!(d->f & F_START)) {             /* keep the start line's end */
+		size_t tl = sizeof d->tail;
+		if (take >= tl) {
+			memcpy(d->tail, p + take - tl, tl);
+		} else {
+			memmove(d->tail, d->tail + take, tl - take);
+			memcpy(d->tail + tl - take, p, take);
+		}
+	}
+	d->line += (uint32_t)take;
+	d->head += (uint32_t)take;
+	*done = nl != NULL;
+	return take;
+}
+
+/* A whole head or trailer line is in the arena.  1 end, 0 more, -1 lost. */
+static int head_line(struct http_state *s, struct http_dir *d, int dir)
+{
+	char *l = d->arena + d->used;
+	size_t n = d->cur;
+	if (!(d->f & F_CUT))
+		n--;                        /* the LF */
+	if (n && l[n - 1] == '\r' && !(d->f & F_CUT))
+		n--;
+	int r = 0;
+	if (d->st == ST_TRAILER) {
+		r = d->line <= 2 && n == 0 ? 1 : 0;
+	} else if (!(d->f & F_START)) {
+		if (d->line <= 2 && n == 0) {
+			d->head = 0;        /* empty lines before a message */
+		} else {
+			d->f |= F_START;
+			r = start_line(s, d, dir, l, n, (d->f & F_CUT) != 0);
+		}
+	} else if (d->line <= 2 && n == 0) {
+		r = head_done(s, d);
+	} else {
+		r = field_line(d, l, n);
+	}
+	d->f &= (uint16_t)~F_CUT;
+	d->cur = 0;
+	d->line = 0;
+	return r;
+}
+
+/* The chunk-size line, byte by byte.  1 line done, 0 more, -1 lost. */
+static int chunk_byte(struct http_dir *d, uint8_t c)
+{
+	if (++d->line > HTTP_CHUNK_LINE_MAX)
+		return -1;
+	if (c == '\n') {
+		if (!(d->f & F_HEX))
+			return -1;
+		d->f &= (uint16_t)~(F_HEX | F_EXT | F_CR);
+		d->line = 0;
+		return 1;
+	}
+	if (d->f & F_CR)
+		return -1;                  /* CR not followed by LF */
+	if (c == '\r') {
+		d->f |= F_CR;
+		return 0;
+	}
+	if (d->f & F_EXT)
+		return 0;
+	int v = c >= '0' && c <= '9' ? c - '0' :
+		c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+		c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+	if (v >= 0) {
+		if (d->remain >> 56)
+			return -1;
+		d->remain = d->remain << 4 | (uint64_t)v;
+		d->f |= F_HEX;
+		return 0;
+	}
+	if ((c == ';' || is_sp((char)c)) && (d->f & F_HEX)) {
+		d->f |= F_EXT;
+		return 0;
+	}
+	return -1;
+}
+
+static long http_feed(void *st, int dir, const uint8_t *p, size_t n,
+		      struct bt_msg *m)
+{
+	struct http_state *s = st;
+	struct http_dir *d = &s->d[dir & 1];
+	size_t i = 0, k;
+	int done, r;
+
+	dir &= 1;
+	if (s->tunnel)
+		return BT_PP_LOST;
+	while (i < n) {
+		switch (d->st) {
+		case ST_HEAD:
+		case ST_TRAILER:
+			k = take_line(d, p + i, n - i, &done);
+			if (!k || d->line > HTTP_LINE_MAX ||
+			    d->head > HTTP_HEAD_MAX)
+				return BT_PP_LOST;
+			i += k;
+			if (!done)
+				break;
+			r = head_line(s, d, dir);
+			if (r < 0)
+				return BT_PP_LOST;
+			if (r > 0) {
+				emit(s, d, m);
+				return (long)i;
+			}
+			break;
+		case ST_LEN:
+			k = n - i < d->remain ? n - i : (size_t)d->remain;
+			i += k;
+			d->remain -= k;
+			d->body += k;
+			if (!d->remain) {
+				emit(s, d, m);
+				return (long)i;
+			}
+			break;
+		case ST_CLOSE:
+			d->body += n - i;
+			i = n;
+			break;
+		case ST_CSIZE:
+			r = chunk_byte(d, p[i++]);
+			if (r < 0)
+				return BT_PP_LOST;
+			if (r > 0) {
+				d->head = 0;
+				d->st = d->remain ? ST_CDATA : ST_TRAILER;
+			}
+			break;
+		case ST_CDATA:
+			k = n - i < d->remain ? n - i : (size_t)d->remain;
+			i += k;
+			d->remain -= k;
+			d->body += k;
+			if (!d->remain)
+				d->st = ST_CCRLF;
+			break;
+		case ST_CCRLF: {
+			uint8_t c = p[i++];
+			if (c == '\r' && !(d->f & F_CR)) {
+				d->f |= F_CR;
+			} else if (c == '\n') {
+				d->f &= (uint16_t)~F_CR;
+				d->st = ST_CSIZE;
+			} else {
+				return BT_PP_LOST;
+			}
+			break;
+		}
+		}
+	}
+	return (long)n;
+}
+
+static void http_eof(void *st, int dir, struct bt_msg *m)
+{
+	struct http_state *s = st;
+	struct http_dir *d = &s->d[dir & 1];
+	if (d->st != ST_CLOSE || s->tunnel)
+		return;
+	emit(s, d, m);
+	m->flags |= BT_MF_EOF;
+}
+
+/*
+ * Sniff: a request line of a known method, or a status line.  Any prefix of
+ * one is MAYBE.
+ */
+static int http_sniff(int dir, int role, const uint8_t *p, size_t n)
+{
+	static const char *const pre[] = {
+		"GET ", "HEAD ", "POST ", "PUT ", "DELETE ", "OPTIONS ",
+		"PATCH ", "CONNECT ", "TRACE ", "PROPFIND ", "PROPPATCH ",
+		"MKCOL ", "COPY ", "MOVE ", "LOCK ", "UNLOCK ", "REPORT ",
+		"HTTP/1.",
+	};
+	(void)dir; (void)role;
+	int maybe = 0;
+	for (unsigned i = 0; i < sizeof pre / sizeof pre[0]; i++) {
+		size_t l = strlen(pre[i]);
+		if (memcmp(p, pre[i], n < l ? n : l) != 0)
+			continue;
+		if (n < l) {
+			maybe = 1;
+			continue;
+		}
+		/* method SP then an origin, absolute, authority or * target */
+		if (i + 1 < sizeof pre / sizeof pre[0] && n > l &&
+		    p[l] <= ' ')
+			continue;
+		return BT_SNIFF_YES;
+	}
+	return maybe ? BT_SNIFF_MAYBE : BT_SNIFF_NO;
+}
+
+const struct bt_proto_ops bt_proto_http = {
+	.name = "http",
+	.id = BT_PROTO_HTTP,
+	.state_size = sizeof(struct http_state),
+	.sniff = http_sniff,
+	.init = http_init,
+	.fini = http_fini,
+	.feed = http_feed,
+	.eof = http_eof,
+};

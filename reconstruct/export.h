@@ -1,0 +1,93 @@
+/*
+ * export.h - reading a finished paths database for the exporters
+ * (OTLP/JSON, Perfetto/Chrome JSON, Graphviz DOT) and the HTML report.
+ *
+ * The exporters run after bp-reconstruct has written and renamed the
+ * database: they only read it, with SQL, and never touch the merge.  Each
+ * output file is written to FILE.tmp-PID and renamed into place when
+ * complete.  Errors are one line in X->err naming the file and the fix.
+ * Nothing here is thread-safe; one struct export_db per thread.
+ */
+#ifndef RC_EXPORT_H
+#define RC_EXPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <sqlite3.h>
+
+struct export_db {
+	sqlite3    *h;
+	const char *path;
+	char        err[1024];
+	/* what the last export wrote, for the caller's summary line */
+	uint64_t    n_files, n_traces, n_spans, n_events;
+};
+
+/*
+ * Open the paths database PATH read-only and check that it is one
+ * (tables requests, spans, patterns).  Returns 0, or -1 with X->err set
+ * (missing file, not a database, written by an older bp-reconstruct).
+ */
+int  export_open(struct export_db *x, const char *path);
+void export_close(struct export_db *x);
+
+/*
+ * OTLP/JSON (the OpenTelemetry protobuf JSON mapping) into FILE: one line
+ * per request, each a complete TracesData object - one trace per request,
+ * one resourceSpans per process.  Returns 0 or -1 (X->err).
+ */
+int export_otlp(struct export_db *x, const char *file);
+
+/*
+ * Chrome trace-event JSON for ui.perfetto.dev into FILE: a complete event
+ * per span and per fragment of work, a process per traced process, a
+ * thread per thread (nested lanes where spans of a thread overlap), and a
+ * flow arrow per message between traced processes.  Returns 0 or -1.
+ */
+int export_perfetto(struct export_db *x, const char *file);
+
+/*
+ * Graphviz DOT files into directory DIR (created if missing):
+ * request-ID.dot for the requests in the errors view and then the
+ * slowest, MAX in all (0: every request), and pattern-ID.dot for the MAX
+ * most common patterns (0: all).  Returns 0 or -1.
+ */
+int export_dot(struct export_db *x, const char *dir, long max);
+
+/* ---- helpers shared with bp-report ---------------------------------------- */
+
+/* A file being written: FILE.tmp-PID until export_file_commit. */
+struct export_file {
+	FILE *f;
+	char *path, *tmp;
+};
+
+/* Create the temporary file for PATH; -1 with X->err set. */
+int  export_file_open(struct export_db *x, struct export_file *o,
+		      const char *path);
+/* Flush, close and rename into place; -1 with X->err set (the temporary
+ * file is removed).  Always releases O. */
+int  export_file_commit(struct export_db *x, struct export_file *o);
+/* Drop a file being written. */
+void export_file_abort(struct export_file *o);
+
+/* S (may be NULL: null) as a JSON string: quotes, escapes, control
+ * characters as \u00XX, bytes that are not UTF-8 as U+FFFD. */
+void export_json_str(FILE *f, const char *s);
+/* S with every byte that is not part of valid UTF-8 replaced by '?' and
+ * control characters by ' ', in place; returns S. */
+char *export_utf8_clean(char *s);
+/* The base name of PATH ("" for NULL). */
+const char *export_basename(const char *path);
+/* NS as "12.3 ms", "450 us", "1.25 s" into BUF (at least 32 bytes). */
+const char *export_dur(char *buf, size_t len, double ns);
+
+/* Prepare SQL on X's database; NULL with X->err set. */
+sqlite3_stmt *export_prep(struct export_db *x, const char *sql);
+/* Set X->err to "WHAT: SQLite's message"; returns -1. */
+int export_sql_fail(struct export_db *x, const char *what);
+/* Column I of S as text, or "" when NULL. */
+const char *export_col(sqlite3_stmt *s, int i);
+
+#endif /* RC_EXPORT_H */

@@ -1,0 +1,877 @@
+/*
+ * patterns.c - path patterns of the paths database (see patterns.h and
+ * docs/schema.md, "Patterns").
+ *
+ * One pass over the spans in request order: each request's spans are
+ * made a tree, the tree's preorder labels are its signature, and the
+ * signature is looked up in a hash table of patterns that accumulates,
+ * per node, the sum of durations and of self times.  Rows of
+ * span_patterns are written as the pass goes; patterns and pattern_nodes
+ * at the end, then the latency percentiles of each pattern are computed
+ * exactly in SQL from requests.duration_ns.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "map.h"
+#include "patterns.h"
+
+/* ---- normalisation ---------------------------------------------------------- */
+
+struct nbuf {
+	char  *p;
+	size_t len, cap;         /* cap includes room for "...\0" */
+	int    full;
+	char   fold;             /* what a folded value becomes */
+};
+
+static void nput(struct nbuf *b, char c)
+{
+	if (b->full)
+		return;
+	if (b->len + 4 >= b->cap) {   /* keep room for "..." and NUL */
+		/* never end inside a UTF-8 sequence: drop an incomplete last
+		 * character */
+		size_t k = b->len;
+		while (k && ((unsigned char)b->p[k - 1] & 0xC0) == 0x80)
+			k--;
+		if (k && ((unsigned char)b->p[k - 1] & 0x80)) {
+			unsigned char lead = (unsigned char)b->p[k - 1];
+			size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 :
+				      lead >= 0xC0 ? 2 : 1;
+			if (k - 1 + want > b->len)
+				b->len = k - 1;
+		}
+		memcpy(b->p + b->len, "...", 3);
+		b->len += 3;
+		b->full = 1;
+		return;
+	}
+	b->p[b->len++] = c;
+}
+
+/* A folded value: F ('?', or '*' in a URL), unless it continues a list
+ * "?, ?" (then nothing). */
+static void nfold(struct nbuf *b)
+{
+	char f = b->fold;
+	size_t j = b->len;
+	while (j && b->p[j - 1] == ' ')
+		j--;
+	if (j && b->p[j - 1] == ',') {
+		size_t k = j - 1;
+		while (k && b->p[k - 1] == ' ')
+			k--;
+		if (k && b->p[k - 1] == f && !b->full) {
+			b->len = k;
+			return;
+		}
+	}
+	nput(b, f);
+}
+
+static int is_word(unsigned char c)
+{
+	return isalnum(c);
+}
+
+/* Length of a run of hex digits and single dashes at P (a UUID-like id),
+ * or 0 unless it has a dash, 16 or more hex digits and a decimal digit and
+ * is not followed by a word character. */
+static size_t hex_dash_run(const unsigned char *p, size_t n)
+{
+	size_t i = 0, hex = 0, digits = 0, dashes = 0;
+	while (i < n) {
+		if (isxdigit(p[i])) {
+			hex++;
+			digits += isdigit(p[i]) != 0;
+			i++;
+		} else if (p[i] == '-' && i > 0 && p[i - 1] != '-' && i + 1 < n &&
+			   isxdigit(p[i + 1])) {
+			dashes++;
+			i++;
+		} else {
+			break;
+		}
+	}
+	if (i < n && is_word(p[i]))
+		return 0;
+	return dashes && hex >= 16 && digits ? i : 0;
+}
+
+size_t rc_pattern_norm(const char *in, size_t n, int is_url, char *out,
+		       size_t cap)
+{
+	const unsigned char *s = (const unsigned char *)in;
+	struct nbuf b = { out, 0, cap, 0, is_url ? '*' : '?' };
+	int query = 0;           /* URL: after the '?' */
+	size_t i = 0;
+
+	if (cap < 8) {
+		if (cap)
+			out[0] = 0;
+		return 0;
+	}
+	while (i < n && !b.full) {
+		unsigned char c = s[i];
+		if (c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
+		    c == '\f' || c == '\v' || c < 0x20 || c == 0x7f) {
+			if (b.len && b.p[b.len - 1] != ' ')
+				nput(&b, ' ');
+			i++;
+		} else if (c == '\'') {
+			/* a string: '' and \' inside do not end it */
+			i++;
+			while (i < n) {
+				if (s[i] == '\\' && i + 1 < n) {
+					i += 2;
+				} else if (s[i] == '\'') {
+					if (i + 1 < n && s[i + 1] == '\'') {
+						i += 2;
+					} else {
+						i++;
+						break;
+					}
+				} else {
+					i++;
+				}
+			}
+			nfold(&b);
+		} else if (is_url && c == '?' && !query) {
+			query = 1;
+			nput(&b, '?');
+			i++;
+		} else if (is_url && query && c == '=') {
+			nput(&b, '=');
+			i++;
+			size_t j = i;
+			while (j < n && s[j] != '&' && s[j] != ';' && s[j] != '#')
+				j++;
+			if (j > i)
+				nput(&b, '*');
+			i = j;
+		} else if (is_word(c)) {
+			size_t run = hex_dash_run(s + i, n - i);
+			if (run) {
+				nfold(&b);
+				i += run;
+				continue;
+			}
+			size_t j = i, digits = 0, hex = 1;
+			if (c == '0' && i + 2 < n && (s[i + 1] == 'x' || s[i + 1] == 'X') &&
+			    isxdigit(s[i + 2])) {
+				j = i + 2;
+				while (j < n && isxdigit(s[j]))
+					j++;
+				if (j >= n || !is_word(s[j])) {
+					nfold(&b);
+					i = j;
+					continue;
+				}
+				j = i;
+			}
+			while (j < n && is_word(s[j])) {
+				digits += isdigit(s[j]) != 0;
+				hex &= isxdigit(s[j]) != 0;
+				j++;
+			}
+			size_t len = j - i;
+			int number = digits == len;
+			if (number) {
+				/* a fraction and an exponent belong to it */
+				if (j + 1 < n && s[j] == '.' && isdigit(s[j + 1])) {
+					j++;
+					while (j < n && isdigit(s[j]))
+						j++;
+				}
+				if (j + 1 < n && (s[j] == 'e' || s[j] == 'E')) {
+					size_t k = j + 1;
+					if (k < n && (s[k] == '+' || s[k] == '-'))
+						k++;
+					if (k < n && isdigit(s[k])) {
+						while (k < n && isdigit(s[k]))
+							k++;
+						j = k;
+					}
+				}
+				/* 12ab: letters right after digits make a word */
+				if (j < n && is_word(s[j])) {
+					while (j < n && is_word(s[j])) {
+						digits += isdigit(s[j]) != 0;
+						hex &= isxdigit(s[j]) != 0;
+						j++;
+					}
+					len = j - i;
+					number = 0;
+				}
+			}
+			if (number || (hex && digits && len >= 6) ||
+			    (digits >= 2 && len >= 5)) {
+				nfold(&b);
+			} else {
+				for (size_t k = i; k < j; k++)
+					nput(&b, (char)s[k]);
+			}
+			i = j;
+		} else {
+			nput(&b, (char)c);
+			i++;
+		}
+	}
+	while (b.len && b.p[b.len - 1] == ' ' && !b.full)
+		b.len--;
+	b.p[b.len] = 0;
+	return b.len;
+}
+
+/* ---- errors ----------------------------------------------------------------- */
+
+struct pctx {
+	sqlite3 *h;
+	char    *err;
+	size_t   errlen;
+	int      failed;
+};
+
+static int fail(struct pctx *x, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int fail(struct pctx *x, const char *fmt, ...)
+{
+	va_list ap;
+	if (x->failed)
+		return -1;
+	x->failed = 1;
+	va_start(ap, fmt);
+	vsnprintf(x->err, x->errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static int sql_fail(struct pctx *x, const char *what)
+{
+	return fail(x, "patterns: %s: %s", what, sqlite3_errmsg(x->h));
+}
+
+static int exec(struct pctx *x, const char *sql)
+{
+	char *msg = NULL;
+	if (sqlite3_exec(x->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		fail(x, "patterns: %s", msg ? msg : "error");
+		sqlite3_free(msg);
+		return -1;
+	}
+	return 0;
+}
+
+static sqlite3_stmt *prep(struct pctx *x, const char *sql)
+{
+	sqlite3_stmt *s = NULL;
+	if (sqlite3_prepare_v2(x->h, sql, -1, &s, NULL) != SQLITE_OK) {
+		sql_fail(x, "prepare");
+		return NULL;
+	}
+	return s;
+}
+
+/* ---- patterns --------------------------------------------------------------- */
+
+#define LABEL_MAX 256
+
+struct pnode {                   /* one node of a pattern */
+	int32_t parent, depth;
+	char   *line;                /* its signature line (owned) */
+	char   *kind, *protocol, *service, *label;   /* point into line */
+	int64_t sum_ns, sum_self_ns;
+	int64_t n_timed;
+};
+
+struct pattern {
+	char        *sig;
+	size_t       siglen;
+	uint64_t     hash;
+	int64_t      next;           /* next pattern with the same hash, -1 */
+	int64_t      n;
+	int64_t      first_request;
+	int32_t      nnodes, depth;
+	struct pnode *node;
+};
+
+struct pspan {                   /* one span of the current request */
+	int64_t id, parent_id, start, end;
+	int     has_end;
+	int32_t parent, first_child, last_child, next_sibling;
+	int32_t node, depth;
+	int64_t self;
+	char   *line;                /* "kind\tprotocol\tservice\tlabel" */
+};
+
+struct builder {
+	struct pctx    x;
+	struct pattern *pat;
+	size_t          npat, cappat;
+	struct rc_map   by_hash;     /* hash -> first pattern index + 1 */
+	struct pspan   *sp;
+	size_t          nsp, capsp;
+	int32_t        *order, *stack;
+	size_t          caporder;
+	char           *sig;
+	size_t          siglen, capsig;
+	struct rc_map   idx;         /* span id -> index in sp + 1 */
+	sqlite3_stmt   *ins_span, *ins_req;
+};
+
+static const char *basename_of(const char *p)
+{
+	const char *s = p ? strrchr(p, '/') : NULL;
+	return s ? s + 1 : p ? p : "";
+}
+
+/* PREFIX (N bytes), a space and S into OUT (CAP bytes), cut to fit. */
+static void joined_label(char *out, size_t cap, const char *prefix, size_t n,
+			 const char *s)
+{
+	size_t sl = strlen(s);
+	if (n > cap / 4)
+		n = cap / 4;
+	memcpy(out, prefix, n);
+	out[n] = ' ';
+	if (sl > cap - n - 2)
+		sl = cap - n - 2;
+	memcpy(out + n + 1, s, sl);
+	out[n + 1 + sl] = 0;
+}
+
+/* The node line of a span: kind, protocol, service, normalised label. */
+static char *span_line(const char *kind, const char *proto, const char *exe,
+		       const char *name, const char *target)
+{
+	char label[LABEL_MAX];
+	char norm[LABEL_MAX];
+	int url = proto && (!strcmp(proto, "http") || !strcmp(proto, "fastcgi"));
+	const char *svc = basename_of(exe);
+
+	label[0] = 0;
+	if (target && *target) {
+		rc_pattern_norm(target, strlen(target), url, norm, sizeof norm);
+		size_t m = name ? strcspn(name, " ") : 0;
+		if (url && m && name[m] == ' ' && m < 24)
+			/* the method: the first word of the name */
+			joined_label(label, sizeof label, name, m, norm);
+		else if (proto && !strcmp(proto, "dns") && name)
+			joined_label(label, sizeof label, name, strlen(name), norm);
+		else
+			memcpy(label, norm, strlen(norm) + 1);
+	} else if (name) {
+		rc_pattern_norm(name, strlen(name), url, label, sizeof label);
+	}
+	/* Tabs and newlines separate fields and lines: none in the values
+	 * (the normaliser turned them into spaces). */
+	size_t l = strlen(kind ? kind : "") + strlen(proto ? proto : "") +
+		   strlen(svc) + strlen(label) + 4;
+	char *line = malloc(l);
+	if (line)
+		snprintf(line, l, "%s\t%s\t%s\t%s", kind ? kind : "",
+			 proto ? proto : "", svc, label);
+	return line;
+}
+
+static void sig_put(struct builder *b, const char *s, size_t n)
+{
+	if (b->siglen + n + 1 > b->capsig) {
+		size_t c = b->capsig ? b->capsig : 1024;
+		while (b->siglen + n + 1 > c)
+			c *= 2;
+		char *p = realloc(b->sig, c);
+		if (!p) {
+			fail(&b->x, "patterns: out of memory");
+			return;
+		}
+		b->sig = p;
+		b->capsig = c;
+	}
+	memcpy(b->sig + b->siglen, s, n);
+	b->siglen += n;
+	b->sig[b->siglen] = 0;
+}
+
+static void clear_request(struct builder *b)
+{
+	for (size_t i = 0; i < b->nsp; i++)
+		free(b->sp[i].line);
+	b->nsp = 0;
+	rc_map_free(&b->idx);
+	rc_map_init(&b->idx);
+}
+
+/* Self time of span I: its duration minus the union of its children's
+ * intervals, each clipped to it (children are in start order). */
+static void self_time(struct builder *b, int32_t i)
+{
+	struct pspan *p = &b->sp[i];
+	int64_t covered = 0, cs = 0, ce = 0;
+	int open = 0;
+
+	if (!p->has_end)
+		return;
+	for (int32_t k = p->first_child; k >= 0; k = b->sp[k].next_sibling) {
+		const struct pspan *ch = &b->sp[k];
+		int64_t s = ch->start > p->start ? ch->start : p->start;
+		int64_t e = ch->has_end && ch->end < p->end ? ch->end : p->end;
+		if (e <= s)
+			continue;
+		if (open && s <= ce) {
+			if (e > ce)
+				ce = e;
+		} else {
+			if (open)
+				covered += ce - cs;
+			cs = s;
+			ce = e;
+			open = 1;
+		}
+	}
+	if (open)
+		covered += ce - cs;
+	p->self = p->end - p->start - covered;
+}
+
+static struct pattern *pattern_find(struct builder *b, uint64_t hash)
+{
+	uint64_t v;
+	if (!rc_map_get(&b->by_hash, hash, &v))
+		return NULL;
+	for (int64_t k = (int64_t)v - 1; k >= 0; k = b->pat[k].next) {
+		struct pattern *p = &b->pat[k];
+		if (p->siglen == b->siglen && !memcmp(p->sig, b->sig, b->siglen))
+			return p;
+	}
+	return NULL;
+}
+
+/* Split a node line copy into its fields. */
+static void node_fields(struct pnode *nd)
+{
+	char *f[4] = { nd->line, NULL, NULL, NULL };
+	char *p = nd->line;
+	for (int k = 1; k < 4 && p; k++) {
+		p = strchr(p, '\t');
+		if (p) {
+			*p++ = 0;
+			f[k] = p;
+		}
+	}
+	nd->kind = f[0];
+	nd->protocol = f[1] ? f[1] : "";
+	nd->service = f[2] ? f[2] : "";
+	nd->label = f[3] ? f[3] : "";
+}
+
+static struct pattern *pattern_new(struct builder *b, uint64_t hash,
+				   int32_t nnodes, int64_t req)
+{
+	if (b->npat == b->cappat) {
+		size_t c = b->cappat ? b->cappat * 2 : 64;
+		struct pattern *p = realloc(b->pat, c * sizeof *p);
+		if (!p)
+			return NULL;
+		b->pat = p;
+		b->cappat = c;
+	}
+	struct pattern *p = &b->pat[b->npat];
+	memset(p, 0, sizeof *p);
+	p->sig = malloc(b->siglen + 1);
+	p->node = calloc((size_t)nnodes, sizeof *p->node);
+	if (!p->sig || !p->node) {
+		free(p->sig);
+		free(p->node);
+		return NULL;
+	}
+	b->npat++;               /* freed by builder_free from here on */
+	memcpy(p->sig, b->sig, b->siglen + 1);
+	p->siglen = b->siglen;
+	p->hash = hash;
+	p->nnodes = nnodes;
+	p->first_request = req;
+	uint64_t v;
+	p->next = rc_map_get(&b->by_hash, hash, &v) ? (int64_t)v - 1 : -1;
+	if (rc_map_put(&b->by_hash, hash, b->npat) < 0)
+		return NULL;
+	for (int32_t k = 0; k < nnodes; k++) {
+		const struct pspan *s = &b->sp[b->order[k]];
+		struct pnode *nd = &p->node[k];
+		nd->line = strdup(s->line);
+		if (!nd->line)
+			return NULL;
+		nd->depth = s->depth;
+		nd->parent = s->parent >= 0 ? b->sp[s->parent].node : -1;
+		if (s->depth > p->depth)
+			p->depth = s->depth;
+		node_fields(nd);
+	}
+	return p;
+}
+
+static int grow_order(struct builder *b)
+{
+	if (b->caporder >= b->nsp)
+		return 0;
+	size_t c = b->caporder ? b->caporder : 64;
+	while (c < b->nsp)
+		c *= 2;
+	int32_t *o = realloc(b->order, c * sizeof *o);
+	if (!o)
+		return -1;
+	b->order = o;
+	int32_t *s = realloc(b->stack, c * sizeof *s);
+	if (!s)
+		return -1;
+	b->stack = s;
+	b->caporder = c;
+	return 0;
+}
+
+/* The current request (spans in start order) is complete: its tree, its
+ * signature, its pattern, its rows. */
+static int finish_request(struct builder *b, int64_t req, int64_t root_span)
+{
+	if (!b->nsp)
+		return 0;
+	if (grow_order(b) < 0)
+		return fail(&b->x, "patterns: out of memory");
+	/* children lists, in start order */
+	for (size_t i = 0; i < b->nsp; i++) {
+		struct pspan *s = &b->sp[i];
+		uint64_t v;
+		s->first_child = s->last_child = s->next_sibling = -1;
+		s->parent = -1;
+		if (s->parent_id && s->id != root_span &&
+		    rc_map_get(&b->idx, (uint64_t)s->parent_id, &v) &&
+		    (size_t)(v - 1) != i)
+			s->parent = (int32_t)(v - 1);
+	}
+	/* A parent is always created before its child (smaller id), so
+	 * following parents never loops; a row saying otherwise is ignored. */
+	for (size_t i = 0; i < b->nsp; i++) {
+		struct pspan *s = &b->sp[i];
+		if (s->parent < 0)
+			continue;
+		if (s->parent_id >= s->id) {
+			s->parent = -1;
+			continue;
+		}
+		struct pspan *p = &b->sp[s->parent];
+		if (p->last_child >= 0)
+			b->sp[p->last_child].next_sibling = (int32_t)i;
+		else
+			p->first_child = (int32_t)i;
+		p->last_child = (int32_t)i;
+	}
+	/* preorder from the roots: the request's root span first */
+	size_t no = 0, ns = 0;
+	int32_t root = -1;
+	uint64_t v;
+	if (rc_map_get(&b->idx, (uint64_t)root_span, &v))
+		root = (int32_t)(v - 1);
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < b->nsp; i++) {
+			int32_t r = (int32_t)i;
+			if (pass == 0 ? r != root : (r == root || b->sp[r].parent >= 0))
+				continue;
+			b->stack[ns++] = r;
+			b->sp[r].depth = 0;
+			while (ns) {
+				int32_t k = b->stack[--ns];
+				struct pspan *s = &b->sp[k];
+				s->node = (int32_t)no;
+				b->order[no++] = k;
+				/* push children in reverse so the first pops first */
+				size_t base = ns;
+				for (int32_t ch = s->first_child; ch >= 0;
+				     ch = b->sp[ch].next_sibling) {
+					b->sp[ch].depth = s->depth + 1;
+					b->stack[ns++] = ch;
+				}
+				for (size_t a = base, z = ns; a + 1 < z; a++, z--) {
+					int32_t t = b->stack[a];
+					b->stack[a] = b->stack[z - 1];
+					b->stack[z - 1] = t;
+				}
+			}
+			if (pass == 0)
+				break;
+		}
+	}
+	/* signature */
+	b->siglen = 0;
+	for (size_t k = 0; k < no; k++) {
+		const struct pspan *s = &b->sp[b->order[k]];
+		char d[16];
+		int dl = snprintf(d, sizeof d, "%d\t", (int)s->depth);
+		sig_put(b, d, (size_t)dl);
+		sig_put(b, s->line, strlen(s->line));
+		sig_put(b, "\n", 1);
+	}
+	if (b->x.failed)
+		return -1;
+	uint64_t hash = rc_hash64(0x9e3779b97f4a7c15ull, b->sig, b->siglen);
+	struct pattern *p = pattern_find(b, hash);
+	if (!p && !(p = pattern_new(b, hash, (int32_t)no, req)))
+		return fail(&b->x, "patterns: out of memory");
+	int64_t pid = (int64_t)(p - b->pat) + 1;
+	p->n++;
+	for (size_t k = 0; k < no; k++) {
+		struct pspan *s = &b->sp[b->order[k]];
+		self_time(b, b->order[k]);
+		if (s->has_end) {
+			p->node[k].sum_ns += s->end - s->start;
+			p->node[k].sum_self_ns += s->self;
+			p->node[k].n_timed++;
+		}
+		sqlite3_stmt *st = b->ins_span;
+		const char *label = strrchr(s->line, '\t');
+		sqlite3_bind_int64(st, 1, s->id);
+		sqlite3_bind_int64(st, 2, req);
+		sqlite3_bind_int64(st, 3, pid);
+		sqlite3_bind_int64(st, 4, (int64_t)k);
+		sqlite3_bind_text(st, 5, label ? label + 1 : "", -1, SQLITE_STATIC);
+		if (s->has_end)
+			sqlite3_bind_int64(st, 6, s->self);
+		else
+			sqlite3_bind_null(st, 6);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			return sql_fail(&b->x, "span_patterns");
+		sqlite3_reset(st);
+	}
+	sqlite3_bind_int64(b->ins_req, 1, req);
+	sqlite3_bind_int64(b->ins_req, 2, pid);
+	if (sqlite3_step(b->ins_req) != SQLITE_DONE)
+		return sql_fail(&b->x, "request patterns");
+	sqlite3_reset(b->ins_req);
+	return 0;
+}
+
+static int add_span(struct builder *b, sqlite3_stmt *s)
+{
+	if (b->nsp == b->capsp) {
+		size_t c = b->capsp ? b->capsp * 2 : 64;
+		struct pspan *p = realloc(b->sp, c * sizeof *p);
+		if (!p)
+			return fail(&b->x, "patterns: out of memory");
+		b->sp = p;
+		b->capsp = c;
+	}
+	struct pspan *p = &b->sp[b->nsp];
+	memset(p, 0, sizeof *p);
+	p->id = sqlite3_column_int64(s, 0);
+	p->parent_id = sqlite3_column_int64(s, 2);
+	p->start = sqlite3_column_int64(s, 8);
+	p->has_end = sqlite3_column_type(s, 9) != SQLITE_NULL;
+	p->end = sqlite3_column_int64(s, 9);
+	p->line = span_line((const char *)sqlite3_column_text(s, 3),
+			    (const char *)sqlite3_column_text(s, 4),
+			    (const char *)sqlite3_column_text(s, 7),
+			    (const char *)sqlite3_column_text(s, 5),
+			    (const char *)sqlite3_column_text(s, 6));
+	if (!p->line)
+		return fail(&b->x, "patterns: out of memory");
+	b->nsp++;
+	if (rc_map_put(&b->idx, (uint64_t)p->id, b->nsp) < 0)
+		return fail(&b->x, "patterns: out of memory");
+	return 0;
+}
+
+static const char tables_sql[] =
+	"CREATE TABLE patterns(\n"
+	"  pattern_id INTEGER PRIMARY KEY, rank INTEGER, n INTEGER,\n"
+	"  complete INTEGER, protocol TEXT, service TEXT, root TEXT,\n"
+	"  nodes INTEGER, depth INTEGER, signature TEXT, avg_ns REAL,\n"
+	"  min_ns INTEGER, max_ns INTEGER, p50_ns INTEGER, p90_ns INTEGER,\n"
+	"  p99_ns INTEGER, example_request_id INTEGER);\n"
+	"CREATE TABLE pattern_nodes(\n"
+	"  pattern_id INTEGER, node INTEGER, parent_node INTEGER,\n"
+	"  depth INTEGER, kind TEXT, protocol TEXT, service TEXT, label TEXT,\n"
+	"  n INTEGER, mean_ns REAL, mean_self_ns REAL,\n"
+	"  PRIMARY KEY(pattern_id, node));\n"
+	"CREATE TABLE span_patterns(\n"
+	"  span_id INTEGER PRIMARY KEY, request_id INTEGER,\n"
+	"  pattern_id INTEGER, node INTEGER, label TEXT, self_ns INTEGER);\n"
+	"CREATE TEMP TABLE request_pattern(request_id INTEGER PRIMARY KEY,\n"
+	"  pattern_id INTEGER);\n";
+
+static const char finish_sql[] =
+	"ALTER TABLE requests ADD COLUMN pattern_id INTEGER;\n"
+	"UPDATE requests SET pattern_id = t.pattern_id FROM temp.request_pattern t\n"
+	"  WHERE t.request_id = requests.request_id;\n"
+	"DROP TABLE temp.request_pattern;\n"
+	"CREATE INDEX span_patterns_request ON span_patterns(request_id);\n"
+	"CREATE INDEX span_patterns_pattern ON span_patterns(pattern_id, node);\n"
+	"CREATE INDEX requests_pattern ON requests(pattern_id);\n"
+	/* exact percentiles (nearest rank) of the complete requests */
+	"UPDATE patterns SET complete = q.cnt, avg_ns = q.avg_ns,\n"
+	"  min_ns = q.min_ns, max_ns = q.max_ns, p50_ns = q.p50,\n"
+	"  p90_ns = q.p90, p99_ns = q.p99, example_request_id = q.example\n"
+	"FROM (WITH d AS (\n"
+	"        SELECT pattern_id, request_id, duration_ns AS ns,\n"
+	"          ROW_NUMBER() OVER (PARTITION BY pattern_id\n"
+	"                             ORDER BY duration_ns, request_id) AS rn,\n"
+	"          COUNT(*) OVER (PARTITION BY pattern_id) AS cnt\n"
+	"        FROM requests\n"
+	"        WHERE duration_ns IS NOT NULL AND pattern_id IS NOT NULL)\n"
+	"      SELECT pattern_id, cnt, AVG(ns) AS avg_ns, MIN(ns) AS min_ns,\n"
+	"        MAX(ns) AS max_ns,\n"
+	"        MIN(CASE WHEN rn * 100 >= cnt * 50 THEN ns END) AS p50,\n"
+	"        MIN(CASE WHEN rn * 100 >= cnt * 90 THEN ns END) AS p90,\n"
+	"        MIN(CASE WHEN rn * 100 >= cnt * 99 THEN ns END) AS p99,\n"
+	"        MAX(CASE WHEN rn = (cnt * 50 + 99) / 100 THEN request_id END)\n"
+	"          AS example\n"
+	"      FROM d GROUP BY pattern_id) AS q\n"
+	"WHERE q.pattern_id = patterns.pattern_id;\n"
+	"UPDATE patterns SET rank = r.rk FROM (SELECT pattern_id,\n"
+	"  ROW_NUMBER() OVER (ORDER BY n DESC, pattern_id) AS rk FROM patterns) r\n"
+	"  WHERE r.pattern_id = patterns.pattern_id;\n"
+	"INSERT OR REPLACE INTO stats VALUES('patterns',\n"
+	"  (SELECT COUNT(*) FROM patterns));\n";
+
+static int write_patterns(struct builder *b)
+{
+	sqlite3_stmt *ip = prep(&b->x,
+		"INSERT INTO patterns(pattern_id, n, complete, protocol, service,\n"
+		"  root, nodes, depth, signature, example_request_id)\n"
+		"  VALUES(?,?,0,?,?,?,?,?,?,?)");
+	sqlite3_stmt *in = prep(&b->x,
+		"INSERT INTO pattern_nodes VALUES(?,?,?,?,?,?,?,?,?,?,?)");
+	int r = 0;
+
+	if (!ip || !in) {
+		r = -1;
+		goto out;
+	}
+	for (size_t k = 0; k < b->npat && !r; k++) {
+		const struct pattern *p = &b->pat[k];
+		const struct pnode *root = &p->node[0];
+		sqlite3_bind_int64(ip, 1, (int64_t)k + 1);
+		sqlite3_bind_int64(ip, 2, p->n);
+		sqlite3_bind_text(ip, 3, root->protocol, -1, SQLITE_STATIC);
+		sqlite3_bind_text(ip, 4, root->service, -1, SQLITE_STATIC);
+		sqlite3_bind_text(ip, 5, root->label, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(ip, 6, p->nnodes);
+		sqlite3_bind_int64(ip, 7, p->depth);
+		sqlite3_bind_text(ip, 8, p->sig, (int)p->siglen, SQLITE_STATIC);
+		sqlite3_bind_int64(ip, 9, p->first_request);
+		if (sqlite3_step(ip) != SQLITE_DONE)
+			r = sql_fail(&b->x, "patterns");
+		sqlite3_reset(ip);
+		for (int32_t n = 0; n < p->nnodes && !r; n++) {
+			const struct pnode *nd = &p->node[n];
+			sqlite3_bind_int64(in, 1, (int64_t)k + 1);
+			sqlite3_bind_int64(in, 2, n);
+			if (nd->parent >= 0)
+				sqlite3_bind_int64(in, 3, nd->parent);
+			else
+				sqlite3_bind_null(in, 3);
+			sqlite3_bind_int64(in, 4, nd->depth);
+			sqlite3_bind_text(in, 5, nd->kind, -1, SQLITE_STATIC);
+			sqlite3_bind_text(in, 6, nd->protocol, -1, SQLITE_STATIC);
+			sqlite3_bind_text(in, 7, nd->service, -1, SQLITE_STATIC);
+			sqlite3_bind_text(in, 8, nd->label, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(in, 9, nd->n_timed);
+			if (nd->n_timed) {
+				sqlite3_bind_double(in, 10, (double)nd->sum_ns / (double)nd->n_timed);
+				sqlite3_bind_double(in, 11, (double)nd->sum_self_ns / (double)nd->n_timed);
+			} else {
+				sqlite3_bind_null(in, 10);
+				sqlite3_bind_null(in, 11);
+			}
+			if (sqlite3_step(in) != SQLITE_DONE)
+				r = sql_fail(&b->x, "pattern_nodes");
+			sqlite3_reset(in);
+		}
+	}
+out:
+	sqlite3_finalize(ip);
+	sqlite3_finalize(in);
+	return r;
+}
+
+static void builder_free(struct builder *b)
+{
+	clear_request(b);
+	for (size_t k = 0; k < b->npat; k++) {
+		for (int32_t n = 0; n < b->pat[k].nnodes; n++)
+			free(b->pat[k].node[n].line);
+		free(b->pat[k].node);
+		free(b->pat[k].sig);
+	}
+	free(b->pat);
+	free(b->sp);
+	free(b->order);
+	free(b->stack);
+	free(b->sig);
+	rc_map_free(&b->by_hash);
+	rc_map_free(&b->idx);
+	sqlite3_finalize(b->ins_span);
+	sqlite3_finalize(b->ins_req);
+}
+
+int rc_patterns_build(sqlite3 *h, char *err, size_t errlen)
+{
+	struct builder b;
+	sqlite3_stmt *q = NULL;
+	int r = -1;
+
+	memset(&b, 0, sizeof b);
+	b.x.h = h;
+	b.x.err = err;
+	b.x.errlen = errlen;
+	rc_map_init(&b.by_hash);
+	rc_map_init(&b.idx);
+	if (exec(&b.x, tables_sql) < 0)
+		goto out;
+	b.ins_span = prep(&b.x, "INSERT INTO span_patterns VALUES(?,?,?,?,?,?)");
+	b.ins_req = prep(&b.x, "INSERT INTO temp.request_pattern VALUES(?,?)");
+	q = prep(&b.x,
+		 "SELECT s.span_id, s.request_id, s.parent_span_id, s.kind,\n"
+		 "  s.protocol, s.name, s.target, s.exe, s.start_ns, s.end_ns,\n"
+		 "  r.root_span_id\n"
+		 "FROM requests r JOIN spans s ON s.request_id = r.request_id\n"
+		 "ORDER BY r.request_id, s.start_ns, s.span_id");
+	if (!b.ins_span || !b.ins_req || !q)
+		goto out;
+	int64_t cur = 0, root = 0;
+	int rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		int64_t req = sqlite3_column_int64(q, 1);
+		if (req != cur) {
+			if (finish_request(&b, cur, root) < 0)
+				goto out;
+			clear_request(&b);
+			cur = req;
+			root = sqlite3_column_int64(q, 10);
+		}
+		if (add_span(&b, q) < 0)
+			goto out;
+	}
+	if (rc != SQLITE_DONE) {
+		sql_fail(&b.x, "reading spans");
+		goto out;
+	}
+	if (finish_request(&b, cur, root) < 0)
+		goto out;
+	sqlite3_finalize(q);
+	q = NULL;
+	if (write_patterns(&b) < 0 || exec(&b.x, finish_sql) < 0)
+		goto out;
+	r = 0;
+out:
+	sqlite3_finalize(q);
+	builder_free(&b);
+	return r;
+}

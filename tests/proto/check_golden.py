@@ -1,0 +1,297 @@
+#!/usr/bin/python3
+"""check_golden - check golden event logs against their captures with a
+second, independent framing of each protocol.
+
+Usage: check_golden.py CAPTURE_DIR GOLDEN_DIR
+
+For every CAPTURE_DIR/NAME.cap with a GOLDEN_DIR/NAME.txt, the messages of
+each direction are found again here, the simple way (whole streams in
+memory, no chunking, no shared code with the C processors), and compared
+with the golden lines: same offsets, lengths, kinds and statuses.  This is
+how a golden file is accepted after pp-replay wrote it (README.md).  For
+PostgreSQL, where the framing rules are the same by nature, the check is
+that messages tile each stream and end exactly at protocol messages of the
+right types.  Exit status 0 when all agree, 1 otherwise (each difference
+on stderr).
+"""
+import os
+import re
+import sys
+
+GOLD = re.compile(r'^(in|out) (\w+) off=(\d+) len=(\d+)(?: status=(\d+))?')
+
+
+def load_cap(path):
+    b = open(path, 'rb').read()
+    head, body = b.split(b'\n\n', 1)
+    meta = dict(l.split(' ', 1) for l in head.decode().split('\n')[1:])
+    streams = [bytearray(), bytearray()]
+    grams = [[], []]
+    order = []              # (dir, offset after) of every record, in order
+    pos = 0
+    while pos < len(body):
+        t = body[pos]
+        n = int.from_bytes(body[pos + 1:pos + 5], 'big')
+        d = body[pos + 5:pos + 5 + n]
+        pos += 5 + n
+        if t < 2:
+            streams[t] += d
+            grams[t].append(bytes(d))
+            order.append((t, len(streams[t])))
+    return meta, [bytes(s) for s in streams], grams, order
+
+
+def gold(path):
+    out = [[], []]
+    for line in open(path):
+        m = GOLD.match(line)
+        if not m:
+            continue
+        d = 0 if m.group(1) == 'in' else 1
+        out[d].append((int(m.group(3)), int(m.group(4)), m.group(2),
+                       int(m.group(5) or 0)))
+    return out
+
+
+# ---- HTTP -----------------------------------------------------------------
+
+def http_msgs(s, methods, eof_body):
+    """Messages of one HTTP stream; METHODS: methods of the requests the
+    responses answer (consumed), None for the request stream."""
+    out, pos = [], 0
+    while pos < len(s):
+        while s.startswith(b'\r\n', pos):
+            pos += 2
+        start = pos
+        end = s.find(b'\r\n\r\n', pos)
+        if end < 0:
+            break
+        head = s[pos:end].decode('latin-1').split('\r\n')
+        pos = end + 4
+        fields = {}
+        for h in head[1:]:
+            k, v = h.split(':', 1)
+            fields.setdefault(k.strip().lower(), []).append(v.strip())
+        te = ','.join(fields.get('transfer-encoding', []))
+        cl = fields.get('content-length')
+        status = 0
+        if head[0].startswith('HTTP/'):
+            status = int(head[0].split()[1])
+            kind = 'oneway' if status < 200 and status != 101 else 'reply'
+            if status < 200:
+                out.append((start, pos - start, kind, status))
+                continue
+            method = methods.pop(0) if methods else 'GET'
+            if method == 'HEAD' or status in (204, 304):
+                out.append((start, pos - start, kind, status))
+                continue
+        else:
+            kind = 'request'
+            methods.append(head[0].split()[0])
+        if te.lower().replace(' ', '').endswith('chunked'):
+            while True:
+                e = s.find(b'\r\n', pos)
+                size = int(s[pos:e].split(b';')[0], 16)
+                pos = e + 2
+                if size == 0:
+                    while not s.startswith(b'\r\n', pos):
+                        pos = s.find(b'\r\n', pos) + 2
+                    pos += 2
+                    break
+                pos += size + 2
+        elif cl:
+            pos += int(cl[0])
+        elif kind == 'reply':
+            pos = len(s)
+        out.append((start, pos - start, kind, status))
+    return out
+
+
+def http(meta, st, order):
+    req = 1 if meta['role'] == 'client' else 0
+    # feed requests before the responses that answer them: replay the
+    # records in order, framing each direction as far as it goes
+    reqs = http_msgs(st[req], [], False)
+    methods = []
+    for off, n, kind, status in reqs:
+        methods.append(st[req][off:].split(b' ', 1)[0].decode())
+    reps = http_msgs(st[1 - req], methods, True)
+    out = [None, None]
+    out[req], out[1 - req] = reqs, reps
+    return out
+
+
+# ---- FastCGI ---------------------------------------------------------------
+
+def fcgi(meta, st, order):
+    out = [[], []]
+    for d in (0, 1):
+        s, pos, start, roles = st[d], 0, 0, {}
+        while pos + 8 <= len(s):
+            t, rid = s[pos + 1], int.from_bytes(s[pos + 2:pos + 4], 'big')
+            cl = int.from_bytes(s[pos + 4:pos + 6], 'big')
+            content = s[pos + 8:pos + 8 + cl]
+            pos += 8 + cl + s[pos + 6]
+            if t == 1:
+                roles[rid] = int.from_bytes(content[:2], 'big')
+            end = (t == 5 and cl == 0 and roles.get(rid) != 2) or \
+                (t == 4 and cl == 0 and roles.get(rid) == 2) or t == 3
+            if end:
+                out[d].append((start, pos - start,
+                               'reply' if t == 3 else 'request', None))
+                start = pos
+    return out
+
+
+# ---- PostgreSQL -------------------------------------------------------------
+
+def pg_units(s, frontend):
+    """(end offset, type) of every protocol message of a stream."""
+    out, pos, typed = [], 0, False
+    while pos < len(s):
+        if frontend and not typed and s[pos] == 0:
+            n = int.from_bytes(s[pos:pos + 4], 'big')
+            code = int.from_bytes(s[pos + 4:pos + 8], 'big')
+            pos += n
+            out.append((pos, 'startup' if code >> 16 == 3 else 'packet'))
+            typed = code >> 16 == 3
+        elif not frontend and pos == 0 and s[0:1] == b'N':
+            pos += 1
+            out.append((pos, 'N'))
+        elif not frontend and s[pos:pos + 1] == b'N' and \
+                len(s) - pos > 1 and out and out[-1][1] == 'N':
+            pos += 1
+            out.append((pos, 'N'))
+        else:
+            typed = True
+            n = int.from_bytes(s[pos + 1:pos + 5], 'big')
+            out.append((pos + 1 + n, chr(s[pos])))
+            pos += 1 + n
+    return out
+
+
+def pg(meta, st, order, golden):
+    fe = 1 if meta['role'] == 'client' else 0
+    ok_end = {fe: {'request': 'QFS', 'oneway': 'cfS', 'control':
+                   'startup packet p X'.split() + list('pX')},
+              1 - fe: {'reply': 'Z', 'oneway': 'NASE',
+                       'control': ['N', 'R', 'E', 'Z']}}
+    errs = []
+    for d in (0, 1):
+        units = dict(pg_units(st[d], d == fe))
+        pos = 0
+        for off, n, kind, status in golden[d]:
+            if kind == 'lost':
+                break
+            if off != pos:
+                errs.append('%s: message at %d, previous ended at %d' %
+                            (('in', 'out')[d], off, pos))
+            pos = off + n
+            t = units.get(pos)
+            if t is None or t not in ok_end[d].get(kind, ''):
+                errs.append('%s %s at %d+%d ends inside a message or at '
+                            'type %r' % (('in', 'out')[d], kind, off, n, t))
+    return errs
+
+
+# ---- DNS -------------------------------------------------------------------
+
+def dns(meta, st, grams, order):
+    out = [[], []]
+    for d in (0, 1):
+        if meta['transport'] == 'dgram':
+            for i, g in enumerate(grams[d]):
+                qr = g[2] >> 7
+                out[d].append((i, len(g), 'reply' if qr else 'request',
+                               g[3] & 15 if qr else 0))
+            continue
+        s, pos = st[d], 0
+        while pos + 2 <= len(s):
+            n = int.from_bytes(s[pos:pos + 2], 'big')
+            g = s[pos + 2:pos + 2 + n]
+            qr = g[2] >> 7
+            out[d].append((pos, n + 2, 'reply' if qr else 'request',
+                           g[3] & 15 if qr else 0))
+            pos += 2 + n
+    return out
+
+
+# ---- line and one-shot ------------------------------------------------------
+
+def line(meta, st, order):
+    req = {'client': 1, 'server': 0}.get(meta['role'])
+    if req is None:                     # unknown: the first line's direction
+        req = order[0][0] if order else 0
+    out = [[], []]
+    for d in (0, 1):
+        pos = 0
+        while pos < len(st[d]):
+            e = st[d].find(b'\n', pos)
+            e = len(st[d]) if e < 0 else e + 1
+            out[d].append((pos, e - pos,
+                           'request' if d == req else 'reply', 0))
+            pos = e
+    return out
+
+
+def oneshot(meta, st, order):
+    req = {'client': 1, 'server': 0}.get(meta['role'])
+    if req is None:
+        req = order[0][0] if order else 0
+    return [[(0, len(st[d]), 'request' if d == req else 'reply', 0)]
+            if st[d] else [] for d in (0, 1)]
+
+
+def compare(name, want, got):
+    errs = []
+    for d in (0, 1):
+        w = [(o, n, k) + ((s,) if s is not None else ())
+             for o, n, k, s in want[d]]
+        g = [(o, n, k) + ((s,) if want[d] and want[d][0][3] is not None
+                          else ()) for o, n, k, s in got[d]]
+        if w != g:
+            errs.append('%s: %s: independent %s, golden %s' %
+                        (name, ('in', 'out')[d], w, g))
+    return errs
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    caps, golds = sys.argv[1], sys.argv[2]
+    errs, n = [], 0
+    for f in sorted(os.listdir(caps)):
+        name = f[:-4]
+        g = os.path.join(golds, name + '.txt')
+        if not f.endswith('.cap') or not os.path.exists(g):
+            continue
+        meta, st, grams, order = load_cap(os.path.join(caps, f))
+        golden = gold(g)
+        p = meta['proto']
+        n += 1
+        if p == 'http':
+            errs += compare(name, http(meta, st, order), golden)
+        elif p == 'fastcgi':
+            want = fcgi(meta, st, order)
+            errs += compare(name, want, [[(o, l, k, None) for o, l, k, s in
+                                          golden[d]] for d in (0, 1)])
+        elif p == 'postgresql':
+            errs += ['%s: %s' % (name, e) for e in pg(meta, st, order,
+                                                      golden)]
+        elif p == 'dns':
+            errs += compare(name, dns(meta, st, grams, order), golden)
+        elif p == 'line':
+            errs += compare(name, line(meta, st, order), golden)
+        elif p == 'oneshot':
+            errs += compare(name, oneshot(meta, st, order), golden)
+        else:
+            n -= 1
+    for e in errs:
+        sys.stderr.write('check_golden: %s\n' % e)
+    print('check_golden: %d captures checked, %d differences' % (n,
+                                                               len(errs)))
+    sys.exit(1 if errs else 0)
+
+
+if __name__ == '__main__':
+    main()

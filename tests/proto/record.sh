@@ -1,0 +1,476 @@
+#!/bin/bash
+# record.sh - record the captures of tests/proto/captures from real servers.
+#
+# Usage: tests/proto/record.sh [web|pg|dns|line|all] [OUTDIR]
+#
+# Starts nginx, apache2 (prefork, proxy_fcgi), php-fpm, PostgreSQL and
+# dnsmasq on loopback in a temporary directory, drives them with curl, ab, a
+# raw pipelining client, psql, a libpq program (tests/proto/pgclient.c), dig
+# and getaddrinfo(3), records every read and write under strace (client or
+# server side, see each scenario), and turns the channel of each scenario
+# into OUTDIR/NAME.cap with strace2cap.py.  The golden event logs are not
+# made here: see tests/proto/README.md.  Needs root (PostgreSQL runs as the
+# postgres user, the resolver test in a network namespace).
+#
+# Environment: BP_KEEP=1 keeps the temporary directory (its path is
+# printed); BP_PORT_BASE (default 18480) is the first of the ports used:
+# +1 nginx, +2 apache, +3 PostgreSQL, +4 dnsmasq, +5 smtpd.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+WHAT=${1:-all}
+OUT=$(realpath -m "${2:-$HERE/captures}")
+BASE=${BP_PORT_BASE:-18480}
+P_NGINX=$((BASE + 1)) P_APACHE=$((BASE + 2)) P_PG=$((BASE + 3))
+P_DNS=$((BASE + 4))
+T=$(mktemp -d /tmp/bp-record.XXXXXX)
+chmod 755 "$T"
+S2C="/usr/bin/python3 $HERE/strace2cap.py"
+TRACE=read,write,readv,writev,recvfrom,sendto,recvmsg,sendmsg,recvmmsg,sendmmsg,sendfile,close,shutdown
+PIDS=()
+NETNS=
+
+# stop: a server runs under strace (its pid in PIDS): stop the server (the
+# tracee strace started), then strace ends by itself; or directly.
+cleanup() {
+	set +e
+	trap - EXIT INT TERM
+	for p in "${PIDS[@]}"; do
+		for c in $(ps -o pid= --ppid "$p"); do kill "$c" 2>/dev/null; done
+		case $(ps -o comm= -p "$p") in strace) ;; *) kill "$p" 2>/dev/null ;; esac
+	done
+	for p in "${PIDS[@]}"; do
+		for _ in $(seq 50); do
+			case $(ps -o stat= -p "$p") in ''|Z*) break ;; esac
+			sleep 0.1
+		done
+		kill -9 "$p" 2>/dev/null
+	done
+	if [ -n "$NETNS" ]; then
+		ip netns del "$NETNS" 2>/dev/null
+		rm -rf "/etc/netns/$NETNS"
+	fi
+	if [ "${BP_KEEP:-0}" = 1 ]; then echo "record.sh: kept $T" >&2
+	else rm -rf "$T"; fi
+}
+trap cleanup EXIT INT TERM
+
+die() { echo "record.sh: $*" >&2; exit 1; }
+
+# st NAME CMD...: run CMD under strace, logs in $T/st/NAME.*
+st() {
+	local name=$1; shift
+	mkdir -p "$T/st"
+	strace -f -ff -ttt -yy -xx -s 1048576 -e trace=$TRACE \
+		-o "$T/st/$name" "$@"
+}
+
+# wait_port PORT: bounded wait for a TCP listener on 127.0.0.1
+# st_bg NAME CMD... &: the same for a server started in the background;
+# the subshell becomes strace, so $! is strace's pid, in a session of its
+# own (apache signals its whole process group when it stops)
+st_bg() {
+	local name=$1; shift
+	mkdir -p "$T/st"
+	exec setsid strace -f -ff -ttt -yy -xx -s 1048576 -e trace=$TRACE \
+		-o "$T/st/$name" "$@"
+}
+
+wait_port() {
+	for _ in $(seq 100); do
+		(exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	die "nothing listens on port $1 after 10 s"
+}
+
+wait_file() {
+	for _ in $(seq 100); do [ -e "$1" ] && return 0; sleep 0.1; done
+	die "$1 did not appear after 10 s"
+}
+
+# cap NAME LOG CHANREGEX PROTO ROLE TRANSPORT NTH SOURCE...
+cap() {
+	local name=$1 log=$2 chan=$3 proto=$4 role=$5 tr=$6 nth=$7; shift 7
+	$S2C --chan="$chan" --nth "$nth" --proto "$proto" --role "$role" \
+		--min-fd "${MINFD:-0}" \
+		--transport "$tr" --source "$*" -o "$OUT/$name.cap" \
+		"$T/st/$log".*
+}
+
+# chan_of NAME: the channel recorded in capture NAME ("TCP:[a:p->b:q]")
+chan_of() { sed -n 's/^channel //p;/^$/q' "$OUT/$1.cap"; }
+# lport_of NAME: its local port; peer_ino_of NAME: "peer->local" inodes
+lport_of() { chan_of "$1" | sed 's/^TCP:\[[0-9.]*:\([0-9]*\)->.*/\1/'; }
+peer_ino_of() {
+	chan_of "$1" | sed 's/^UNIX-STREAM:\[\([0-9]*\)->\([0-9]*\).*/\2->\1/'
+}
+
+mkdir -p "$OUT"
+for p in $P_NGINX $P_APACHE $P_PG $P_DNS $((BASE + 5)); do
+	if (exec 3<>/dev/tcp/127.0.0.1/"$p") 2>/dev/null; then
+		die "port $p is in use: choose other ports with BP_PORT_BASE"
+	fi
+done
+
+# ---------------------------------------------------------------- web ---
+web() {
+	mkdir -p "$T/www" "$T/nginx" "$T/apache" "$T/fpm" "$T/cgi"
+	printf '#!/bin/sh\necho "Content-Type: text/plain"\necho\nwc -c\n' \
+		> "$T/cgi/count.sh"
+	chmod 755 "$T/cgi/count.sh"
+	head -c 40000 /dev/urandom | base64 -w 76 > "$T/www/big.txt"
+	printf '<html><body><p>BorderPatrol test page</p></body></html>\n' \
+		> "$T/www/index.html"
+	cat > "$T/www/info.php" <<'EOF'
+<?php
+header('X-Served-By: php');
+echo "q=", htmlspecialchars($_GET['q'] ?? ''), "\n";
+echo str_repeat("0123456789abcdef", 200), "\n";
+EOF
+	cat > "$T/www/post.php" <<'EOF'
+<?php
+$b = file_get_contents('php://input');
+echo strlen($b), " bytes, md5 ", md5($b), "\n";
+EOF
+	head -c 3000 /dev/urandom | base64 -w 0 > "$T/post.bin"
+	head -c 700 /dev/urandom | base64 -w 0 > "$T/small.bin"
+	chmod -R a+rX "$T/www" "$T/cgi" "$T/post.bin" "$T/small.bin"
+	chown www-data "$T/fpm"
+
+	cat > "$T/fpm/fpm.conf" <<EOF
+[global]
+pid = $T/fpm/fpm.pid
+error_log = $T/fpm/error.log
+daemonize = no
+[www]
+user = www-data
+group = www-data
+listen = $T/fpm/php.sock
+listen.owner = www-data
+listen.mode = 0666
+pm = static
+pm.max_children = 6
+EOF
+	st_bg fpm /usr/sbin/php-fpm8.2 -n -y "$T/fpm/fpm.conf" &
+	PIDS+=($!)
+	wait_file "$T/fpm/php.sock"
+
+	cat > "$T/nginx/nginx.conf" <<EOF
+daemon off;
+worker_processes 1;
+pid $T/nginx/nginx.pid;
+error_log $T/nginx/error.log;
+events { worker_connections 64; }
+http {
+  access_log off;
+  client_body_temp_path $T/nginx/body;
+  proxy_temp_path $T/nginx/proxy;
+  fastcgi_temp_path $T/nginx/fastcgi;
+  uwsgi_temp_path $T/nginx/uwsgi;
+  scgi_temp_path $T/nginx/scgi;
+  sendfile on;
+  upstream fpm_keep { server unix:$T/fpm/php.sock; keepalive 2; }
+  server {
+    listen 127.0.0.1:$P_NGINX;
+    root $T/www;
+    location ~ ^/k/(.*\.php)\$ {
+      fastcgi_pass fpm_keep;
+      fastcgi_keep_conn on;
+      include /etc/nginx/fastcgi_params;
+      fastcgi_param SCRIPT_FILENAME \$document_root/\$1;
+      fastcgi_param SCRIPT_NAME /\$1;
+    }
+    location ~ \.php\$ {
+      fastcgi_pass unix:$T/fpm/php.sock;
+      include /etc/nginx/fastcgi_params;
+      fastcgi_param SCRIPT_FILENAME \$document_root\$fastcgi_script_name;
+    }
+  }
+}
+EOF
+	st_bg nginx /usr/sbin/nginx -p "$T/nginx" -c "$T/nginx/nginx.conf" &
+	PIDS+=($!)
+
+	local M=/usr/lib/apache2/modules
+	cat > "$T/apache/httpd.conf" <<EOF
+ServerRoot $T/apache
+ServerName localhost
+Listen 127.0.0.1:$P_APACHE
+PidFile $T/apache/httpd.pid
+ErrorLog $T/apache/error.log
+User www-data
+Group www-data
+LoadModule mpm_prefork_module $M/mod_mpm_prefork.so
+LoadModule authz_core_module $M/mod_authz_core.so
+LoadModule mime_module $M/mod_mime.so
+LoadModule proxy_module $M/mod_proxy.so
+LoadModule proxy_fcgi_module $M/mod_proxy_fcgi.so
+LoadModule alias_module $M/mod_alias.so
+LoadModule cgi_module $M/mod_cgi.so
+ScriptAlias /cgi-bin/ $T/cgi/
+TypesConfig /etc/mime.types
+StartServers 1
+MinSpareServers 1
+MaxSpareServers 1
+DocumentRoot $T/www
+<Directory $T/www>
+  Require all granted
+</Directory>
+<FilesMatch "\.php\$">
+  SetHandler "proxy:unix:$T/fpm/php.sock|fcgi://localhost"
+</FilesMatch>
+EOF
+	st_bg apache /usr/sbin/apache2 -f "$T/apache/httpd.conf" -DFOREGROUND &
+	PIDS+=($!)
+	wait_port "$P_NGINX"
+	wait_port "$P_APACHE"
+
+	local U=http://127.0.0.1:$P_NGINX A=http://127.0.0.1:$P_APACHE
+	local H="^TCP:\[127.0.0.1:$P_NGINX->127.0.0.1:"
+	local HA="^TCP:\[127.0.0.1:$P_APACHE->127.0.0.1:"
+	local HC="->127.0.0.1:$P_NGINX\]" HAC="->127.0.0.1:$P_APACHE\]"
+	local FPMC="^UNIX-STREAM:\[[0-9]+->[0-9]+\]$"
+
+	# 1. keep-alive: three GETs (200, 200 with a query, 404) on one
+	#    connection; client side (curl) and server side (nginx)
+	st curl-keepalive curl -sS -o /dev/null -o /dev/null -o /dev/null \
+		"$U/index.html" "$U/index.html?a=1&b=2" "$U/missing.html"
+	cap http-keepalive-client curl-keepalive "$HC" http client stream 1 \
+		"curl 7.88: three GETs on one keep-alive connection to nginx 1.22"
+	cap http-keepalive-server nginx "$H$(lport_of http-keepalive-client)\]" \
+		http server stream 1 \
+		"nginx 1.22 worker: three GETs on one keep-alive connection from curl"
+	# 2. pipelining: GET, HEAD, GET (Connection: close) written at once
+	st pipeline /usr/bin/python3 "$HERE/pipeline.py" "$P_NGINX"
+	cap http-pipeline-client pipeline "$HC" http client stream 1 \
+		"python3 socket: GET, HEAD, GET+close pipelined in one write to nginx 1.22"
+	cap http-pipeline-server nginx "$H$(lport_of http-pipeline-client)\]" \
+		http server stream 1 \
+		"nginx 1.22 worker: GET, HEAD, GET+close pipelined by the client"
+	# 3. HEAD then GET, and a conditional GET answered 304
+	local lm
+	lm=$(curl -sSI "$U/index.html" | tr -d '\r' | sed -n 's/^Last-Modified: //p')
+	st curl-cond curl -sS -o /dev/null -I "$U/index.html" \
+		--next -o /dev/null -H "If-Modified-Since: $lm" "$U/index.html" \
+		--next -o /dev/null "$U/big.txt"
+	cap http-head-304-client curl-cond "$HC" http client stream 1 \
+		"curl 7.88: HEAD, conditional GET (304), GET of 54 KB on one connection to nginx 1.22"
+	cap http-head-304-server nginx "$H$(lport_of http-head-304-client)\]" \
+		http server stream 1 \
+		"nginx 1.22 worker: HEAD, conditional GET (304), GET of 54 KB sent with sendfile"
+	# 4. 100-continue: POST through nginx to php-fpm
+	st curl-expect curl -sS -o /dev/null -H 'Expect: 100-continue' \
+		--data-binary @"$T/post.bin" "$U/post.php"
+	cap http-expect-client curl-expect "$HC" http client stream 1 \
+		"curl 7.88: POST of 4 KB with Expect: 100-continue to nginx 1.22 (php-fpm behind)"
+	cap fcgi-nginx-post nginx "$FPMC" fastcgi client stream 1 \
+		"nginx 1.22 worker to php-fpm 8.2: POST post.php with a 4 KB body (no keep-conn)"
+	cap fcgi-fpm-post fpm "^UNIX-STREAM:\[$(peer_ino_of fcgi-nginx-post)" \
+		fastcgi server stream 1 \
+		"php-fpm 8.2 child: POST post.php with a 4 KB body from nginx"
+	# 5. HTTP/1.0: PHP through nginx, no length: the body ends at close
+	st curl-10 curl -sS -0 -o /dev/null "$U/info.php?q=ten"
+	cap http10-close-client curl-10 "$HC" http client stream 1 \
+		"curl 7.88 -0: HTTP/1.0 GET of a PHP page via nginx 1.22, body ended by close"
+	cap fcgi-nginx-get nginx "$FPMC" fastcgi client stream 2 \
+		"nginx 1.22 worker to php-fpm 8.2: GET info.php (no keep-conn)"
+	cap fcgi-fpm-get fpm "^UNIX-STREAM:\[$(peer_ino_of fcgi-nginx-get)" \
+		fastcgi server stream 1 "php-fpm 8.2 child: GET info.php from nginx"
+	# 6. ab: HTTP/1.0 keep-alive, three requests
+	st ab ab -q -k -n 3 -c 1 "$U/index.html" >/dev/null
+	cap http10-keepalive-client ab "$HC" http client stream 1 \
+		"ab 2.3 -k: three HTTP/1.0 keep-alive GETs to nginx 1.22"
+	# 7. nginx with fastcgi_keep_conn: three requests on one connection
+	st curl-keep curl -sS -o /dev/null "$U/k/info.php?q=k1" \
+		--next -o /dev/null --data-binary @"$T/small.bin" "$U/k/post.php" \
+		--next -o /dev/null "$U/k/info.php?q=k3"
+	cap fcgi-nginx-keepconn nginx "$FPMC" fastcgi client stream 3 \
+		"nginx 1.22 worker to php-fpm 8.2 with fastcgi_keep_conn: GET, POST, GET on one connection"
+	cap fcgi-fpm-keepconn fpm \
+		"^UNIX-STREAM:\[$(peer_ino_of fcgi-nginx-keepconn)" fastcgi server \
+		stream 1 "php-fpm 8.2 child: GET, POST, GET from nginx on one kept connection"
+	# 8. apache + PHP: chunked responses, a POST, keep-alive
+	st curl-apache curl -sS -o /dev/null "$A/info.php?q=apache" \
+		--next -o /dev/null --data-binary @"$T/small.bin" "$A/post.php" \
+		--next -o /dev/null "$A/index.html"
+	cap http-chunked-client curl-apache "$HAC" http client stream 1 \
+		"curl 7.88: GET (chunked PHP reply), POST, GET static on one connection to apache 2.4 prefork + proxy_fcgi"
+	cap http-chunked-server apache "$HA$(lport_of http-chunked-client)\]" \
+		http server stream 1 \
+		"apache 2.4 prefork child: GET (chunked PHP reply), POST, GET static"
+	cap fcgi-apache apache "$FPMC" fastcgi client stream 1 \
+		"apache 2.4 mod_proxy_fcgi to php-fpm 8.2: GET info.php"
+	# 9. apache 100-continue
+	st curl-apache-expect curl -sS -o /dev/null -H 'Expect: 100-continue' \
+		--data-binary @"$T/post.bin" "$A/post.php"
+	cap http-expect-apache-client curl-apache-expect "$HAC" http client \
+		stream 1 "curl 7.88: POST with Expect: 100-continue to apache 2.4 (chunked PHP reply)"
+	# 10. CGI: apache writes the body to the script's stdin pipe and
+	#     reads its stdout pipe: one-shot messages (apache's ends: fd > 2)
+	st curl-cgi curl -sS -o /dev/null --data-binary @"$T/small.bin" \
+		"$A/cgi-bin/count.sh"
+	MINFD=3 cap oneshot-cgi-stdin apache "^pipe:" oneshot unknown stream 1 \
+		"apache 2.4 mod_cgi: the POST body written to a CGI's stdin pipe"
+	MINFD=3 cap oneshot-cgi-stdout apache "^pipe:" oneshot unknown stream 2 \
+		"apache 2.4 mod_cgi: the CGI's output read from its stdout pipe"
+}
+
+# ----------------------------------------------------------------- pg ---
+pg() {
+	local B=/usr/lib/postgresql/15/bin D=$T/pg
+	mkdir -p "$D" "$T/st"
+	chown postgres "$D"
+	chmod 777 "$T/st"
+	setpriv --reuid=postgres --regid=postgres --init-groups \
+		"$B/initdb" -D "$D/data" -A trust -U postgres >/dev/null
+	# password authentication (SCRAM) for user "scram" over TCP
+	sed -i '1i host all scram 127.0.0.1/32 scram-sha-256' "$D/data/pg_hba.conf"
+	cc -o "$T/pgclient" "$HERE/pgclient.c" -I"$(pg_config --includedir)" -lpq
+	(
+		exec setsid setpriv --reuid=postgres --regid=postgres \
+		--init-groups strace -f -ff -ttt -yy -xx -s 1048576 -e trace=$TRACE \
+		-o "$T/st/postgres" "$B/postgres" -D "$D/data" -p "$P_PG" -k "$D" \
+		-c listen_addresses=127.0.0.1 -c ssl=off -c logging_collector=off
+	) > "$D/log" 2>&1 &
+	PIDS+=($!)
+	wait_port "$P_PG"
+	local C="host=127.0.0.1 port=$P_PG user=postgres dbname=postgres"
+	local PC="->127.0.0.1:$P_PG\]" PS="^TCP:\[127.0.0.1:$P_PG->127.0.0.1:"
+	psql -X -q "$C" -c "CREATE ROLE scram LOGIN PASSWORD 'secret'"
+
+	cat > "$T/script.sql" <<'EOF'
+CREATE TABLE t (a int, b text);
+SELECT 1 AS one, 'two' AS two;
+SELECT * FROM nosuchtable;
+COPY t FROM STDIN;
+1	one
+2	two
+\.
+COPY t FROM STDIN;
+\.
+COPY t TO STDOUT;
+DO $$ BEGIN RAISE NOTICE 'hello notice'; END $$;
+LISTEN ch;
+NOTIFY ch, 'during';
+\! psql -X -q "$PGNOTIFY" -c "NOTIFY ch, 'idle'"
+\! sleep 0.3
+SELECT count(*) FROM t;
+DROP TABLE t;
+EOF
+	# 1. psql over TCP: SSLRequest refused, simple queries, an error,
+	#    COPY in (with and without rows) and out, NOTICE, NOTIFY inside a
+	#    reply and while idle; client side and the backend's side
+	PGNOTIFY="$C" st psql psql -X -q "$C sslmode=prefer" \
+		-v ON_ERROR_STOP=0 -f "$T/script.sql" >/dev/null 2>&1
+	cap pg-psql-client psql "$PC" postgresql client stream 1 \
+		"psql 15 over TCP (sslmode=prefer, refused): simple queries, an error, COPY in/out, NOTICE, NOTIFY in a reply and while idle"
+	cap pg-psql-server postgres "$PS$(lport_of pg-psql-client)\]" \
+		postgresql server stream 1 \
+		"postgres 15 backend: the psql session of pg-psql-client"
+	# 2. libpq extended query: parameters, named statements, extended
+	#    COPY, pipeline mode, cancel
+	st pgclient "$T/pgclient" "$C sslmode=disable"
+	cap pg-libpq-client pgclient "$PC" postgresql client stream 1 \
+		"libpq 15 (tests/proto/pgclient.c): extended query, prepared statements, COPY via extended protocol, pipeline mode with an error, NOTIFY, multi-statement query, cancelled query"
+	cap pg-libpq-server postgres "$PS$(lport_of pg-libpq-client)\]" \
+		postgresql server stream 1 \
+		"postgres 15 backend: the session of pg-libpq-client"
+	cap pg-cancel-client pgclient "$PC" postgresql client stream 2 \
+		"libpq 15: CancelRequest on its own connection"
+	# 3. SCRAM-SHA-256 password authentication
+	PGPASSWORD=secret st psql-scram psql -X -q \
+		"host=127.0.0.1 port=$P_PG user=scram dbname=postgres sslmode=disable" \
+		-c "SELECT current_user" >/dev/null
+	cap pg-scram-client psql-scram "$PC" postgresql client stream 1 \
+		"psql 15: SCRAM-SHA-256 authentication, one query"
+	# 4. sslmode=require against a server without SSL: refused, gives up
+	st psql-ssl psql -X -q "$C sslmode=require" -c "SELECT 1" \
+		>/dev/null 2>&1 || true
+	cap pg-sslrequire-client psql-ssl "$PC" postgresql client stream 1 \
+		"psql 15 sslmode=require: SSLRequest refused ('N'), connection dropped"
+}
+
+# ---------------------------------------------------------------- dns ---
+dns() {
+	local Q="-p $P_DNS @127.0.0.1 +tries=1 +time=2"
+	st_bg dnsmasq dnsmasq -k -p "$P_DNS" --listen-address=127.0.0.1 \
+		--bind-interfaces --no-resolv --no-hosts -C /dev/null \
+		--pid-file="$T/dnsmasq.pid" --address=/test/127.0.0.9 \
+		--address=/test/::9 --address=/nx.test/ \
+		--ptr-record=9.0.0.127.in-addr.arpa,host.test &
+	PIDS+=($!)
+	wait_port "$P_DNS"
+	local DC="^UDP:\[127.0.0.1:[0-9]+->127.0.0.1:$P_DNS\]"
+	# 1. dig over UDP: A, AAAA, PTR, and a name dnsmasq refuses
+	st dig-a dig $Q host.test A +noall >/dev/null
+	cap dns-dig-a dig-a "$DC" dns client dgram 1 \
+		"dig 9.18 over UDP: A host.test (EDNS, cookie) to dnsmasq 2.90"
+	st dig-aaaa dig $Q host.test AAAA +noall >/dev/null
+	cap dns-dig-aaaa dig-aaaa "$DC" dns client dgram 1 \
+		"dig 9.18 over UDP: AAAA host.test to dnsmasq 2.90"
+	st dig-ptr dig $Q -x 127.0.0.9 +noall >/dev/null
+	cap dns-dig-ptr dig-ptr "$DC" dns client dgram 1 \
+		"dig 9.18 over UDP: PTR 9.0.0.127.in-addr.arpa to dnsmasq 2.90"
+	st dig-refused dig $Q nosuch.example A +noall >/dev/null
+	cap dns-dig-refused dig-refused "$DC" dns client dgram 1 \
+		"dig 9.18 over UDP: A nosuch.example, which dnsmasq (no upstream) refuses"
+	# 2. dig over TCP: two queries on one connection
+	st dig-tcp dig $Q +tcp +keepopen a.test A b.nx.test MX +noall >/dev/null
+	cap dns-dig-tcp dig-tcp "^TCP:\[127.0.0.1:[0-9]+->127.0.0.1:$P_DNS\]" \
+		dns client stream 1 \
+		"dig 9.18 +tcp +keepopen: A a.test and MX b.nx.test (NXDOMAIN) on one TCP connection to dnsmasq 2.90"
+	# 3. dnsmasq's side: every UDP query above on its one socket
+	cap dns-dnsmasq-server dnsmasq "^UDP:\[127.0.0.1:$P_DNS\]" dns server \
+		dgram 1 "dnsmasq 2.90: the UDP queries of the dig runs and its answers"
+	# 4. glibc getaddrinfo: A and AAAA together on one socket, through
+	#    a resolv.conf of a network namespace of our own
+	NETNS=bp-rec-$$
+	ip netns add "$NETNS"
+	mkdir -p "/etc/netns/$NETNS"
+	echo "nameserver 127.0.0.1" > "/etc/netns/$NETNS/resolv.conf"
+	ip netns exec "$NETNS" ip link set lo up
+	ip netns exec "$NETNS" dnsmasq -k -p 53 --listen-address=127.0.0.1 \
+		--bind-interfaces --no-resolv --no-hosts -C /dev/null \
+		--pid-file="$T/dnsmasq-ns.pid" --address=/test/127.0.0.9 \
+		--address=/test/::9 &
+	PIDS+=($!)
+	local ok=
+	for _ in $(seq 50); do
+		[ -s "$T/dnsmasq-ns.pid" ] && ok=1 && break; sleep 0.1
+	done
+	[ -n "$ok" ] || die "dnsmasq in $NETNS did not start"
+	ip netns exec "$NETNS" strace -f -ff -ttt -yy -xx -s 1048576 \
+		-e trace=$TRACE -o "$T/st/gai" getent ahosts www.host.test >/dev/null
+	cap dns-getaddrinfo gai "^UDP:\[127.0.0.1:[0-9]+->127.0.0.1:53\]" dns \
+		client dgram 1 "glibc 2.36 getaddrinfo (getent ahosts): A and AAAA sent together with sendmmsg on one socket, dnsmasq 2.90 answering"
+}
+
+# --------------------------------------------------------------- line ---
+line() {
+	local P_SMTP=$((BASE + 5))
+	/usr/bin/python3 -W ignore -m smtpd -n -c DebuggingServer \
+		"127.0.0.1:$P_SMTP" > "$T/smtpd.log" 2>&1 &
+	PIDS+=($!)
+	wait_port "$P_SMTP"
+	# SMTP is line-oriented: every line, the server's greeting and the
+	# lines of the DATA phase included, is a message of its own
+	st smtp /usr/bin/python3 -c '
+import smtplib, sys
+s = smtplib.SMTP("127.0.0.1", int(sys.argv[1]), timeout=10)
+s.sendmail("a@example.test", ["b@example.test"],
+           "Subject: line test\r\n\r\nfirst body line\r\nsecond\r\n")
+s.quit()' "$P_SMTP"
+	cap line-smtp-client smtp "^TCP:\[127.0.0.1:[0-9]+->127.0.0.1:$P_SMTP\]" \
+		line client stream 1 \
+		"python3 smtplib to python3 smtpd (SMTP: EHLO, MAIL, RCPT, DATA, QUIT)"
+}
+
+case $WHAT in
+web) web ;;
+pg) pg ;;
+dns) dns ;;
+line) line ;;
+all) web; pg; dns; line ;;
+*) die "unknown part '$WHAT' (web, pg, dns, line, all)" ;;
+esac

@@ -1,0 +1,101 @@
+# tests/report/lib.sh - shared by the report and export tests (bash).
+#
+#   rp_init NAME       temporary directory $T (kept with BP_KEEP=1), trap
+#   rp_fail MESSAGE    print, exit 1
+#   rp_node            NODE_PATH and PROTO_DIR for otlp-check.js: protobufjs
+#                      and the OpenTelemetry .proto files, installed once
+#                      from the npm registry into $top_builddir/tests/report/node
+#                      (exits 77, skipped, only when node itself is missing)
+#   rp_check_otlp FILE [--traces N --spans N --errors N]
+#   rp_check_perfetto DB FILE
+#   rp_check_dot DIR   every .dot file renders with dot -Tsvg
+: "${top_builddir:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+: "${top_srcdir:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+RP_DIR=$top_srcdir/tests/report
+PY=/usr/bin/python3
+RECON=$top_builddir/bp-reconstruct
+REPORT=$top_builddir/bp-report
+DEMOLOG=$top_builddir/tests/report/demolog
+GENLOG=$top_builddir/tests/recon/genlog
+
+rp_fail() {
+	echo "FAIL: $RP_TEST: $*" >&2
+	exit 1
+}
+
+rp_init() {
+	RP_TEST=$1
+	T=$(mktemp -d "${TMPDIR:-/tmp}/bp-$1.XXXXXX") || rp_fail "mktemp"
+	if [ "${BP_KEEP:-0}" = 1 ]; then
+		trap 'echo "$RP_TEST: files kept in $T" >&2' EXIT
+	else
+		trap 'rm -rf "$T"' EXIT
+	fi
+	for p in "$RECON" "$REPORT" "$DEMOLOG" "$GENLOG"; do
+		[ -x "$p" ] || rp_fail "$p is not built (run make check)"
+	done
+	command -v sqlite3 >/dev/null || rp_fail "no sqlite3 command (apt-get install sqlite3)"
+	[ -x "$PY" ] || rp_fail "$PY is missing (apt-get install python3)"
+}
+
+# The pinned versions: protobufjs, and the last release of
+# @opentelemetry/otlp-grpc-exporter-base that ships the .proto files
+# (opentelemetry-proto with ScopeSpans and TracesData).
+RP_PROTOBUFJS=protobufjs@7.4.0
+RP_PROTOS=@opentelemetry/otlp-grpc-exporter-base@0.38.0
+
+rp_node() {
+	local dir=$top_builddir/tests/report/node tgz
+	if ! command -v node >/dev/null; then
+		echo "SKIP: $RP_TEST: no node (apt-get install nodejs npm)"
+		exit 77
+	fi
+	mkdir -p "$top_builddir/tests/report" || rp_fail "mkdir $top_builddir/tests/report"
+	# Tests run in parallel (make -j): one installs, the others wait.
+	exec 9>"$top_builddir/tests/report/node.lock"
+	flock -w 600 9 || rp_fail "waited 10 minutes for $top_builddir/tests/report/node.lock"
+	if [ ! -f "$dir/ready" ]; then
+		command -v npm >/dev/null || rp_fail "no npm to install protobufjs (apt-get install npm)"
+		rm -rf "$dir"
+		mkdir -p "$dir" || rp_fail "mkdir $dir"
+		(cd "$dir" &&
+			timeout 300 npm install --no-audit --no-fund --ignore-scripts \
+				--loglevel=error --prefix . "$RP_PROTOBUFJS" >npm.log 2>&1 &&
+			tgz=$(timeout 300 npm pack --silent "$RP_PROTOS" 2>>npm.log | tail -n 1) &&
+			tar xzf "$tgz" package/build/protos && rm -f "$tgz") ||
+			rp_fail "installing $RP_PROTOBUFJS and $RP_PROTOS from the npm registry failed (see $dir/npm.log)"
+		touch "$dir/ready"
+	fi
+	exec 9>&-
+	export NODE_PATH=$dir/node_modules
+	PROTO_DIR=$dir/package/build/protos
+	[ -f "$PROTO_DIR/opentelemetry/proto/trace/v1/trace.proto" ] ||
+		rp_fail "$PROTO_DIR has no trace.proto: remove $dir and rerun"
+}
+
+rp_check_otlp() {
+	node "$RP_DIR/otlp-check.js" "$PROTO_DIR" "$@" || rp_fail "OTLP check of $1"
+}
+
+rp_check_perfetto() {
+	local db=$1 file=$2 spans flows procs
+	spans=$(sqlite3 "$db" "SELECT COUNT(*) FROM spans WHERE process_id IS NOT NULL")
+	flows=$(sqlite3 "$db" "SELECT COUNT(*) FROM messages r JOIN messages o ON o.message_id = r.peer_message_id WHERE r.dir = 'in' AND r.span_id IS NOT NULL AND o.span_id IS NOT NULL")
+	procs=$(sqlite3 "$db" "SELECT COUNT(*) FROM processes")
+	"$PY" "$RP_DIR/perfetto-check.py" "$file" --spans "$spans" --flows "$flows" \
+		--processes "$procs" || rp_fail "Perfetto check of $file"
+}
+
+rp_check_dot() {
+	local f n=0
+	command -v dot >/dev/null || rp_fail "no dot (apt-get install graphviz)"
+	for f in "$1"/*.dot; do
+		[ -e "$f" ] || rp_fail "no .dot file in $1"
+		timeout 60 dot -Tsvg "$f" -o "$f.svg" 2>"$f.err" ||
+			rp_fail "dot -Tsvg $f: $(cat "$f.err")"
+		[ -s "$f.err" ] && rp_fail "dot -Tsvg $f warned: $(cat "$f.err")"
+		grep -q '<svg' "$f.svg" || rp_fail "dot -Tsvg $f made no SVG"
+		n=$((n + 1))
+	done
+	echo "$RP_TEST: $n DOT files render with dot -Tsvg"
+}
