@@ -102,6 +102,10 @@ struct bt_thread {
 	struct bt_slot slot;
 	int         have_slot;
 	uint32_t    ready_rr;       /* rotation cursor for poll/select */
+	uint64_t    out_ts;         /* when the write call being logged began
+				       (0: none); its OUT records carry it */
+	struct bt_chan *out_ch;     /* the channel that call writes to, and */
+	uint32_t    out_gen;        /* its generation, taken before the call */
 };
 BT_HIDDEN extern BT_TLS struct bt_thread bt_self;
 
@@ -142,7 +146,11 @@ static inline int bt_enter(void)
 		return 0;
 	return 1;
 }
-static inline void bt_leave(void) { bt_self.depth--; }
+static inline void bt_leave(void)
+{
+	bt_self.depth--;
+	bt_self.out_ts = 0;
+}
 /* bt_enter() returned 0: undo its count only if it made one. */
 static inline void bt_leave_pass(void)
 {
@@ -221,6 +229,10 @@ struct bt_chan {
 	void    *pps;                     /* processor state */
 
 	uint64_t off[2];                  /* stream offsets, per direction */
+	uint64_t unseen;                  /* bytes written by nested calls (a
+					     signal handler inside the shim),
+					     added atomically, folded into
+					     off[OUT] by the next call */
 	uint64_t msg_start[2];            /* offset of the open message */
 	uint8_t  msg_open[2];             /* bytes of a message moved */
 	uint8_t  msg_begun[2];            /* MSG_BEGIN written for it */

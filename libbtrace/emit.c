@@ -260,7 +260,8 @@ static struct bt_chunk *chunk_create(void)
 	own_register(&c->memfd);
 	__atomic_store_n(&nchunks, index + 1, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&link_mu);
-	if (link_state == LINK_UP)
+	/* a link_connect since the store above registered it already */
+	if (link_state == LINK_UP && !c->sent)
 		chunk_register(c);
 	pthread_mutex_unlock(&link_mu);
 	return c;

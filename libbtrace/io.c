@@ -63,6 +63,8 @@ static void log_msg(struct bt_chan *ch, int fd, int dir, const struct bt_msg *m,
 	ev.witness = m->witness;
 	ev.nattr = m->nattr;
 	memcpy(ev.attr, m->attr, sizeof ev.attr[0] * m->nattr);
+	if (dir == BT_DIR_OUT)
+		ev.ts = bt_self.out_ts;
 	if (peer && peer->family && ev.nattr < BT_EV_MAX_ATTR) {
 		bt_addr_format(peer, pbuf, sizeof pbuf);
 		ev.attr[ev.nattr].key = BT_AK_PEER;
@@ -83,6 +85,8 @@ static void log_simple(int type, int fd, int dir, uint64_t off, uint64_t len)
 	ev.dir = (uint8_t)dir;
 	ev.off = off;
 	ev.len = len;
+	if (dir == BT_DIR_OUT)
+		ev.ts = bt_self.out_ts;
 	bt_emit(&ev);
 }
 
@@ -290,6 +294,16 @@ static int fd_nonblocking(struct bt_chan *ch, int fd, int flags)
 		ch->nb = fl >= 0 && (fl & O_NONBLOCK) ? 2 : 1;
 	}
 	return ch->nb == 2;
+}
+
+/* Some epoll set watches CH's input edge-triggered. */
+static int et_input(const struct bt_chan *ch)
+{
+	for (int i = 0; i < 2; i++)
+		if (ch->ep[i].epfd >= 0 &&
+		    (ch->ep[i].events & (EPOLLIN | EPOLLET)) == (EPOLLIN | EPOLLET))
+			return 1;
+	return 0;
 }
 
 /* ---- the real read calls ----------------------------------------------- */
@@ -539,6 +553,17 @@ static int kernel_readable(int fd)
 	return r > 0 && (pf.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR));
 }
 
+/* Lock CH if it is still the channel of generation GEN (not recycled). */
+static int lock_gen(struct bt_chan *ch, uint32_t gen)
+{
+	pthread_mutex_lock(&ch->mu);
+	if (ch->gen != gen) {
+		pthread_mutex_unlock(&ch->mu);
+		return -1;
+	}
+	return 0;
+}
+
 /* Lock CH and check FD still refers to it.  0 ok. */
 static int lock_chan(struct bt_chan *ch, int fd)
 {
@@ -552,6 +577,7 @@ static int lock_chan(struct bt_chan *ch, int fd)
 
 static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 {
+	uint32_t gen;
 	int fd = r->fd, e;
 	int peek = r->flags & MSG_PEEK;
 	int waitall = (r->flags & MSG_WAITALL) && !peek;
@@ -562,6 +588,9 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 
 	if (lock_chan(ch, fd) < 0)
 		return rd_real(r, r->iov, r->iovcnt, r->flags);
+	/* After the real call, another thread may already have closed the
+	 * fd; the bytes came from this channel: re-lock it by generation. */
+	gen = ch->gen;
 	ch->et_told = 0;
 	if (ch->owed && ch->rd == ch->wr) {
 		/* the application reads now: whatever the kernel has, it gets */
@@ -576,7 +605,7 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 		if (n <= 0 || peek)
 			return n;
 		e = errno;
-		if (lock_chan(ch, fd) == 0) {
+		if (lock_gen(ch, gen) == 0) {
 			data(ch, fd, BT_DIR_IN, (uint64_t)n);
 			pthread_mutex_unlock(&ch->mu);
 		}
@@ -638,7 +667,7 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 				e = errno;
 				if (n <= 0)
 					break;
-				if (lock_chan(ch, fd) < 0) {
+				if (lock_gen(ch, gen) < 0) {
 					k += (size_t)n;
 					break;
 				}
@@ -660,6 +689,14 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 			rd_no_meta(r);
 			if (shorten && ch->ended && k < want && ch->rd < ch->wr)
 				log_isolate(ch, fd, want, k);
+			/* Held input alone, and less than asked: an
+			 * edge-triggered reader takes that for "drained",
+			 * yet the kernel may hold bytes whose edge it was
+			 * told while we held these.  Owe it a report
+			 * (spurious is harmless: its next read gets EAGAIN). */
+			if (ch->rd == ch->wr && k < want && et_input(ch) &&
+			    fd_nonblocking(ch, fd, r->flags))
+				ch->owed = 1;
 			after_boundary(ch, fd, r->flags);
 		}
 		pthread_mutex_unlock(&ch->mu);
@@ -679,7 +716,7 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 	if (n < 0)
 		return n;
 	e = errno;
-	if (lock_chan(ch, fd) < 0) {
+	if (lock_gen(ch, gen) < 0) {
 		errno = e;
 		return n;
 	}
@@ -706,14 +743,15 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 
 /* ---- datagrams ------------------------------------------------------------ */
 
-static void dgram_in(struct bt_chan *ch, int fd, struct rd *r, size_t n)
+static void dgram_in(struct bt_chan *ch, uint32_t gen, int fd, struct rd *r,
+		     size_t n)
 {
 	struct bt_addr peer;
 	const uint8_t *p;
 	uint8_t small[2048];
 	size_t len = n;
 
-	if (lock_chan(ch, fd) < 0)
+	if (lock_gen(ch, gen) < 0)
 		return;
 	sockaddr_of_rd(r, &peer);
 	/* a datagram spread over several iovecs: processors want it whole */
@@ -817,10 +855,11 @@ static ssize_t do_read(struct rd *r)
 		errno = e;
 	}
 	if (ch->transport == BT_TR_DGRAM) {
+		uint32_t gen = ch->gen;
 		n = rd_real(r, r->iov, r->iovcnt, r->flags);
 		if (n > 0 && !(r->flags & MSG_PEEK)) {
 			e = errno;
-			dgram_in(ch, r->fd, r, (size_t)n);
+			dgram_in(ch, gen, r->fd, r, (size_t)n);
 			errno = e;
 		}
 		bt_leave();
@@ -906,7 +945,7 @@ int bt_recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags,
 					 .iovcnt = (int)v[i].msg_hdr.msg_iovlen,
 					 .mh = &v[i].msg_hdr };
 			if (ch->transport == BT_TR_DGRAM) {
-				dgram_in(ch, fd, &rr, v[i].msg_len);
+				dgram_in(ch, ch->gen, fd, &rr, v[i].msg_len);
 			} else if (lock_chan(ch, fd) == 0) {
 				if (ch->pp)
 					go_lost(ch, fd, BT_DIR_IN);
@@ -922,10 +961,36 @@ int bt_recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags,
 
 /* ---- output ------------------------------------------------------------- */
 
+/*
+ * A write made while the thread was inside the shim (a signal handler)
+ * passed straight through: count its bytes so offsets stay exact, and
+ * count the record it could not have (reported by the next DROP).
+ */
+BT_HIDDEN void bt_io_out_nested(int fd, ssize_t n);
+void bt_io_out_nested(int fd, ssize_t n)
+{
+	uintptr_t w = bt_fd_get(fd);
+
+	if (n <= 0 || !BT_FD_IS_CHAN(w))
+		return;
+	__atomic_add_fetch(&((struct bt_chan *)w)->unseen, (uint64_t)n,
+			   __ATOMIC_RELAXED);
+	bt_self.dropped++;
+	bt_self.drop_reason = BT_DR_REENTRANT;
+}
+
 void bt_io_out(struct bt_chan *ch, int fd, const struct iovec *iov,
 	       int iovcnt, size_t n, int dgram)
 {
 	size_t done = 0;
+	uint64_t unseen = __atomic_exchange_n(&ch->unseen, 0, __ATOMIC_RELAXED);
+
+	if (unlikely(unseen) && !dgram) {
+		/* bytes a nested call wrote: the processor missed them */
+		if (ch->pp)
+			go_lost(ch, fd, BT_DIR_OUT);
+		data(ch, fd, BT_DIR_OUT, unseen);
+	}
 
 	if (ch->sniff && n && iovcnt > 0) {
 		size_t first = iov[0].iov_len < n ? iov[0].iov_len : n;
@@ -998,19 +1063,29 @@ void bt_io_out(struct bt_chan *ch, int fd, const struct iovec *iov,
 }
 
 /* Common tail of every write-family wrapper. */
+/*
+ * Before a write-family call: its time, and the channel it writes to (with
+ * its generation).  Another thread may close the fd the moment the call
+ * returns (apache's event MPM closes connections in its listener); the
+ * bytes went to this channel all the same and its record must be written.
+ */
+static void out_start(int fd)
+{
+	bt_self.out_ts = bt_now();
+	bt_self.out_ch = bt_chan_of(fd);
+	bt_self.out_gen = bt_self.out_ch ? bt_self.out_ch->gen : 0;
+}
+
 static void out_done(int fd, const struct iovec *iov, int cnt, ssize_t n)
 {
-	struct bt_chan *ch;
+	struct bt_chan *ch = bt_self.out_ch;
 	int e = errno;
 
-	if (n <= 0)
-		return;
-	ch = bt_chan_of(fd);
-	if (!ch || bt_paused())
+	if (n <= 0 || !ch || bt_paused())
 		return;
 	if (unlikely(!ch->announced))
 		bt_chan_announce(ch, fd);
-	if (lock_chan(ch, fd) == 0) {
+	if (lock_gen(ch, bt_self.out_gen) == 0) {
 		bt_io_out(ch, fd, iov, cnt, (size_t)n,
 			  ch->transport == BT_TR_DGRAM);
 		pthread_mutex_unlock(&ch->mu);
@@ -1033,9 +1108,12 @@ ssize_t bt_write(int fd, const void *buf, size_t len)
 		return REAL(write)(fd, buf, len);
 	if (!bt_enter()) {
 		n = REAL(write)(fd, buf, len);
+		if (bt_conf.enabled)
+			bt_io_out_nested(fd, n);
 		bt_leave_pass();
 		return n;
 	}
+	out_start(fd);
 	n = REAL(write)(fd, buf, len);
 	{
 		struct iovec iov = { (void *)buf, len };
@@ -1053,9 +1131,12 @@ ssize_t bt_writev(int fd, const struct iovec *iov, int cnt)
 		return REAL(writev)(fd, iov, cnt);
 	if (!bt_enter()) {
 		n = REAL(writev)(fd, iov, cnt);
+		if (bt_conf.enabled)
+			bt_io_out_nested(fd, n);
 		bt_leave_pass();
 		return n;
 	}
+	out_start(fd);
 	n = REAL(writev)(fd, iov, cnt);
 	out_done(fd, iov, cnt, n);
 	bt_leave();
@@ -1068,9 +1149,12 @@ ssize_t bt_send(int fd, const void *buf, size_t len, int flags)
 	ssize_t n;
 	if (!bt_enter()) {
 		n = REAL(send)(fd, buf, len, flags);
+		if (bt_conf.enabled)
+			bt_io_out_nested(fd, n);
 		bt_leave_pass();
 		return n;
 	}
+	out_start(fd);
 	n = REAL(send)(fd, buf, len, flags);
 	{
 		struct iovec iov = { (void *)buf, len };
@@ -1088,9 +1172,12 @@ ssize_t bt_sendto(int fd, const void *buf, size_t len, int flags,
 	ssize_t n;
 	if (!bt_enter()) {
 		n = REAL(sendto)(fd, buf, len, flags, to, tolen);
+		if (bt_conf.enabled)
+			bt_io_out_nested(fd, n);
 		bt_leave_pass();
 		return n;
 	}
+	out_start(fd);
 	n = REAL(sendto)(fd, buf, len, flags, to, tolen);
 	{
 		struct iovec iov = { (void *)buf, len };
@@ -1106,9 +1193,12 @@ ssize_t bt_sendmsg(int fd, const struct msghdr *mh, int flags)
 	ssize_t n;
 	if (!bt_enter()) {
 		n = REAL(sendmsg)(fd, mh, flags);
+		if (bt_conf.enabled)
+			bt_io_out_nested(fd, n);
 		bt_leave_pass();
 		return n;
 	}
+	out_start(fd);
 	n = REAL(sendmsg)(fd, mh, flags);
 	if (mh)
 		out_done(fd, mh->msg_iov, (int)mh->msg_iovlen, n);
@@ -1125,6 +1215,7 @@ int bt_sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
 		bt_leave_pass();
 		return r;
 	}
+	out_start(fd);
 	r = REAL(sendmmsg)(fd, v, n, flags);
 	for (int i = 0; i < r; i++)
 		out_done(fd, v[i].msg_hdr.msg_iov, (int)v[i].msg_hdr.msg_iovlen,
@@ -1141,7 +1232,7 @@ int bt_sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
  */
 static void file_bytes_out(int out_fd, int in_fd, off_t start, size_t n)
 {
-	struct bt_chan *ch = bt_chan_of(out_fd);
+	struct bt_chan *ch = bt_self.out_ch;      /* out_start() */
 	uint8_t buf[8192];
 	int e = errno;
 
@@ -1149,7 +1240,7 @@ static void file_bytes_out(int out_fd, int in_fd, off_t start, size_t n)
 		return;
 	if (!ch->announced)
 		bt_chan_announce(ch, out_fd);
-	if (lock_chan(ch, out_fd) < 0)
+	if (lock_gen(ch, bt_self.out_gen) < 0)
 		return;
 	if (!ch->pp && !ch->sniff) {
 		data(ch, out_fd, BT_DIR_OUT, n);
@@ -1188,6 +1279,7 @@ ssize_t bt_sendfile(int out_fd, int in_fd, off_t *off, size_t n)
 		bt_leave_pass();
 		return r;
 	}
+	out_start(out_fd);
 	start = off ? *off : lseek(in_fd, 0, SEEK_CUR);
 	r = REAL(sendfile)(out_fd, in_fd, off, n);
 	if (r > 0 && start >= 0)
@@ -1209,6 +1301,7 @@ ssize_t bt_sendfile64(int out_fd, int in_fd, off64_t *off, size_t n)
 		bt_leave_pass();
 		return r;
 	}
+	out_start(out_fd);
 	start = off ? *off : lseek64(in_fd, 0, SEEK_CUR);
 	r = REAL(sendfile64)(out_fd, in_fd, off, n);
 	if (r > 0 && start >= 0)
@@ -1299,6 +1392,7 @@ ssize_t bt_splice(int in, off64_t *ioff, int out, off64_t *ooff, size_t n,
 		bt_leave_pass();
 		return r;
 	}
+	bt_self.out_ts = bt_now();
 	r = bt_paused() ? -2 : splice_held(in, ioff, out, ooff, n, fl);
 	if (r == -2)
 		r = REAL(splice)(in, ioff, out, ooff, n, fl);

@@ -48,6 +48,9 @@ static int fork_parent_tid;
 /* BTRACE_* and LD_PRELOAD to carry across exec */
 #define KEEP_MAX 12
 static char *keep_env[KEEP_MAX];
+/* "BTRACE_EXECED=<pid>": the image an exec starts knows it replaced a
+ * traced image of its pid (PROC_START flag BT_PF_EXECED), and removes it. */
+static char exec_mark[40] = "BTRACE_EXECED=0";
 static unsigned nkeep;
 static char preload_entry[PATH_MAX + 16];
 
@@ -203,6 +206,11 @@ void bt_init(void)
 	bt_real_bind();
 	bt_proc.pid = getpid();
 	bt_proc.ppid = getppid();
+	if ((h = getenv("BTRACE_EXECED"))) {
+		if (atol(h) == (long)bt_proc.pid)
+			bt_proc.start_flags = BT_PF_EXECED;
+		unsetenv("BTRACE_EXECED");
+	}
 	n = readlink("/proc/self/exe", bt_proc.exe, sizeof bt_proc.exe - 1);
 	bt_proc.exe[n > 0 ? n : 0] = 0;
 	read_cmdline();
@@ -243,6 +251,7 @@ __attribute__((destructor)) static void bt_dtor(void)
 
 static pid_t fork_common(int is_vfork)
 {
+	uint64_t t0;
 	pid_t r;
 	int e;
 
@@ -251,11 +260,15 @@ static pid_t fork_common(int is_vfork)
 		bt_leave_pass();
 		return r;
 	}
+	t0 = bt_now();            /* the child exists only after this */
 	r = REAL(fork)();
 	e = errno;
 	if (r == 0) {
-		/* child: atfork_child reset everything; announce ourselves */
+		/* child: atfork_child reset everything; connect to bp-logd
+		 * at once (a thread that exits before the link is up would
+		 * spool its events) and announce ourselves */
 		bt_self.depth = 0;
+		bt_emit_start();
 		bt_emit_claim();
 		errno = e;
 		return 0;
@@ -264,6 +277,7 @@ static pid_t fork_common(int is_vfork)
 		struct bt_event ev;
 		memset(&ev, 0, sizeof ev);
 		ev.type = BT_EV_FORK;
+		ev.ts = t0;
 		ev.result = r > 0 ? r : -e;
 		ev.flags = is_vfork ? 1 : 0;
 		bt_emit(&ev);
@@ -297,9 +311,9 @@ static int name_eq(const char *a, const char *b)
 
 /*
  * Build in OUT (capacity CAP entries, PRE a buffer for a new LD_PRELOAD
- * value) the environment a traced child needs.  Returns ENVP itself when it
- * is already right or following is off.  No allocation: a vfork-like child
- * may run this.
+ * value) the environment a traced child needs: LD_PRELOAD, the BTRACE_*
+ * settings and exec_mark.  Returns ENVP itself when following is off (or
+ * it is too large).  No allocation: a vfork-like child may run this.
  */
 static char *const *fix_env(char *const *envp, char **out, size_t cap,
 			    char *pre, size_t prelen)
@@ -323,17 +337,11 @@ static char *const *fix_env(char *const *envp, char **out, size_t cap,
 			if (keep_env[i] && name_eq(envp[n], keep_env[i]))
 				have_keep[i] = 1;
 	}
-	{
-		int all = pre_ok;
-		for (unsigned i = 0; i < nkeep; i++)
-			if (keep_env[i] && !have_keep[i])
-				all = 0;
-		if (all && have_pre)
-			return envp;
-	}
-	if (n + nkeep + 2 > cap)
+	if (n + nkeep + 3 > cap)
 		return envp;
 	for (size_t i = 0; i < n; i++) {
+		if (has_prefix(envp[i], "BTRACE_EXECED="))
+			continue;
 		if (has_prefix(envp[i], "LD_PRELOAD=") && !pre_ok) {
 			snprintf(pre, prelen, "LD_PRELOAD=%s %s", bt_conf.lib_path,
 				 envp[i] + strlen("LD_PRELOAD="));
@@ -347,6 +355,7 @@ static char *const *fix_env(char *const *envp, char **out, size_t cap,
 	for (unsigned i = 0; i < nkeep; i++)
 		if (keep_env[i] && !have_keep[i])
 			out[k++] = keep_env[i];
+	out[k++] = exec_mark;
 	out[k] = NULL;
 	return out;
 }
@@ -380,6 +389,8 @@ static int exec_common(int kind, const char *path, int fd, char *const argv[],
 		log_exec(path ? path : "(fd)", 0, 0);
 		bt_emit_flush(0);
 	}
+	snprintf(exec_mark, sizeof exec_mark, "BTRACE_EXECED=%ld",
+		 (long)getpid());
 	env = fix_env(envp, envbuf, ENV_CAP, pre, sizeof pre);
 	switch (kind) {
 	case EK_VE:
@@ -445,6 +456,7 @@ int bt_posix_spawn(pid_t *pid, const char *path,
 	int r, traced = bt_enter();
 
 	env = fix_env(envp, envbuf, ENV_CAP, pre, sizeof pre);
+	uint64_t t0 = bt_now();   /* the child exists only after this */
 	r = usepath ? REAL(posix_spawnp)(&child, path, fa, at, argv, env)
 		    : REAL(posix_spawn)(&child, path, fa, at, argv, env);
 	if (pid && r == 0)
@@ -453,6 +465,7 @@ int bt_posix_spawn(pid_t *pid, const char *path,
 		struct bt_event ev;
 		memset(&ev, 0, sizeof ev);
 		ev.type = BT_EV_SPAWN;
+		ev.ts = t0;
 		ev.result = r == 0 ? child : -r;
 		ev.str = path;
 		ev.str_len = path ? (uint32_t)strnlen(path, BT_EV_MAX_STR) : 0;

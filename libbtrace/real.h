@@ -10,6 +10,7 @@
 #ifndef BT_REAL_H
 #define BT_REAL_H
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>

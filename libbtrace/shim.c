@@ -378,3 +378,16 @@ EXPORT int gethostbyname_r(const char *n, struct hostent *r, char *b, size_t l, 
 EXPORT int gethostbyname2_r(const char *n, int af, struct hostent *r, char *b, size_t l,
 			    struct hostent **res, int *h)
 { return bt_gethostbyname2_r(n, af, r, b, l, res, h, 1); }
+
+/* ---- dynamic loading ------------------------------------------------------- */
+
+/*
+ * RTLD_DEEPBIND makes a library and its dependencies bind to their own
+ * dependencies (libc) before the global scope, that is past this shim: PHP
+ * loads every extension that way, so libpq inside php-fpm would talk to
+ * PostgreSQL untraced.  The flag is dropped and the library binds like any
+ * other (global scope first).  A tail call, so that libc still sees the
+ * application as the caller (its RPATH, its namespace).
+ */
+EXPORT void *dlopen(const char *file, int flags)
+{ return REAL(dlopen)(file, flags & ~RTLD_DEEPBIND); }

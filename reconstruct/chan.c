@@ -53,13 +53,96 @@ struct rc_proc *rc_proc_new(struct rc_ctx *c, uint32_t host, uint32_t pid)
 	return p;
 }
 
+/* How long (record time) an fd's earlier binding is kept, and at most how
+ * many per process. */
+#define RC_FD_KEEP_NS   1000000000LL
+#define RC_FD_KEEP_MAX  4096u
+
+/* Close the earlier bindings that ended before LIMIT (all: INT64_MAX)
+ * and whose own CLOSE record never came (an fd closed implicitly: dup2
+ * onto it, or a close the shim did not see). */
+static void fd_old_prune(struct rc_ctx *c, struct rc_proc *p, int64_t limit)
+{
+	while (p->old_first < p->nold &&
+	       (p->old[p->old_first].until < limit ||
+		p->nold - p->old_first > RC_FD_KEEP_MAX)) {
+		struct rc_fdold *o = &p->old[p->old_first++];
+		if (o->ent.end)
+			rc_end_unref(c, o->ent.end, o->until);
+	}
+	if (p->old_first == p->nold)
+		p->old_first = p->nold = 0;
+}
+
+/* Keep ENT as FD's binding from ENT->since up to UNTIL (it keeps its
+ * reference until its CLOSE record or the prune). */
+static void fd_old_add(struct rc_ctx *c, struct rc_proc *p, int32_t fd,
+		       const struct rc_fdent *ent, int64_t until)
+{
+	fd_old_prune(c, p, until - RC_FD_KEEP_NS);
+	if (p->nold == p->capold && p->old_first > 0) {
+		memmove(p->old, p->old + p->old_first,
+			(p->nold - p->old_first) * sizeof *p->old);
+		p->nold -= p->old_first;
+		p->old_first = 0;
+	}
+	if (p->nold == p->capold) {
+		uint32_t n = p->capold ? p->capold * 2 : 16;
+		struct rc_fdold *no = realloc(p->old, n * sizeof *no);
+		if (!no) {
+			rc_end_unref(c, ent->end, until);
+			return;
+		}
+		p->old = no;
+		p->capold = n;
+	}
+	p->old[p->nold].fd = fd;
+	p->old[p->nold].ent = *ent;
+	p->old[p->nold].until = until;
+	p->nold++;
+}
+
+/* FD's earlier binding in force at T, or NULL. */
+static struct rc_fdold *fd_old_at(struct rc_proc *p, int32_t fd, int64_t t)
+{
+	for (uint32_t i = p->nold; i-- > p->old_first;) {
+		struct rc_fdold *o = &p->old[i];
+		if (o->fd == fd && o->ent.end && o->ent.since <= t &&
+		    t < o->until)
+			return o;
+	}
+	return NULL;
+}
+
 void rc_fd_drop(struct rc_ctx *c, struct rc_proc *p, int32_t fd, int64_t t)
 {
-	if (fd < 0 || (uint32_t)fd >= p->nfds || !p->fds[fd].end)
+	if (fd < 0)
 		return;
-	struct rc_end *e = p->fds[fd].end;
-	p->fds[fd].end = NULL;
-	rc_end_unref(c, e, t);
+	struct rc_fdent *cur = (uint32_t)fd < p->nfds ? &p->fds[fd] : NULL;
+	if (cur && cur->end && t >= cur->since) {
+		struct rc_end *e = cur->end;
+		cur->end = NULL;
+		rc_end_unref(c, e, t);
+		return;
+	}
+	/* the fd was bound again by a record merged before this CLOSE */
+	struct rc_fdold *o = fd_old_at(p, fd, t);
+	if (o) {
+		struct rc_end *e = o->ent.end;
+		o->ent.end = NULL;
+		rc_end_unref(c, e, t);
+	}
+}
+
+void rc_fd_unbind(struct rc_ctx *c, struct rc_proc *p, int32_t fd, int64_t t)
+{
+	if (fd < 0 || (uint32_t)fd >= p->nfds)
+		return;
+	struct rc_fdent *cur = &p->fds[fd];
+	if (!cur->end || t < cur->since)
+		return;
+	fd_old_add(c, p, fd, cur, t);
+	cur->end = NULL;
 }
 
 int rc_fd_set(struct rc_ctx *c, struct rc_proc *p, int32_t fd,
@@ -78,19 +161,33 @@ int rc_fd_set(struct rc_ctx *c, struct rc_proc *p, int32_t fd,
 		p->fds = nf;
 		p->nfds = n;
 	}
+	struct rc_fdent ent = {
+		.end = e, .since = t,
+		.base = { base ? base[0] : 0, base ? base[1] : 0 },
+	};
 	e->refs++;
-	rc_fd_drop(c, p, fd, t);
-	p->fds[fd].end = e;
-	p->fds[fd].base[0] = base ? base[0] : 0;
-	p->fds[fd].base[1] = base ? base[1] : 0;
+	struct rc_fdent *cur = &p->fds[fd];
+	if (cur->end && t < cur->since) {
+		/* bound before the binding in force (logged earlier, merged
+		 * later): it lasted until that one */
+		fd_old_add(c, p, fd, &ent, cur->since);
+		return 0;
+	}
+	rc_fd_unbind(c, p, fd, t);
+	*cur = ent;
 	return 0;
 }
 
-struct rc_fdent *rc_fd_get(struct rc_proc *p, int32_t fd)
+struct rc_fdent *rc_fd_get(struct rc_proc *p, int32_t fd, int64_t t)
 {
-	if (!p || fd < 0 || (uint32_t)fd >= p->nfds || !p->fds[fd].end)
+	if (!p || fd < 0)
 		return NULL;
-	return &p->fds[fd];
+	struct rc_fdent *cur = (uint32_t)fd < p->nfds && p->fds[fd].end ?
+			       &p->fds[fd] : NULL;
+	if (cur && t >= cur->since)
+		return cur;
+	struct rc_fdold *o = fd_old_at(p, fd, t);
+	return o ? &o->ent : cur;
 }
 
 void rc_proc_unref(struct rc_ctx *c, struct rc_proc *p, int64_t t)
@@ -98,7 +195,12 @@ void rc_proc_unref(struct rc_ctx *c, struct rc_proc *p, int64_t t)
 	if (--p->refs > 0)
 		return;
 	for (uint32_t fd = 0; fd < p->nfds; fd++)
-		rc_fd_drop(c, p, (int32_t)fd, t);
+		if (p->fds[fd].end) {
+			rc_end_unref(c, p->fds[fd].end, t);
+			p->fds[fd].end = NULL;
+		}
+	fd_old_prune(c, p, INT64_MAX);
+	free(p->old);
 	free(p->fds);
 	uint64_t key = rc_key2(p->host, p->pid);
 	if (rc_map_getp(&c->chans->procs, key) == p)
@@ -222,6 +324,11 @@ static void end_destroy(struct rc_ctx *c, struct rc_end *e, int64_t t)
 	char local[64], remote[64];
 	struct rc_span *sp;
 
+	/* A request answered before its last byte came, which never came. */
+	sp = e->begun[RC_DIN].sp;
+	if (sp && sp->end != RC_DB_NULL)
+		rc_span_finish(c, sp);
+	e->begun[RC_DIN].sp = NULL;
 	/* Exchanges never answered: written open (end_ns NULL). */
 	while ((sp = e->srv)) {
 		e->srv = sp->next;

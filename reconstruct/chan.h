@@ -25,6 +25,9 @@
 /* The merge key a receive from side SIDE of connection CONN waits on. */
 #define RC_KEY_RECV(conn, side) \
 	((uint64_t)8 << 56 | (uint64_t)(conn) << 1 | (uint64_t)(side))
+/* Waiting for the earlier bytes of an end's direction (byte order). */
+#define RC_KEY_ORDER(chan, dir) \
+	((uint64_t)9 << 56 | (uint64_t)(chan) << 1 | (uint64_t)(dir))
 
 enum { RC_DIN = BT_DIR_IN, RC_DOUT = BT_DIR_OUT };
 
@@ -70,6 +73,7 @@ struct rc_end {
 	char    *path;
 	uint64_t ino, peer_ino;
 	uint64_t hwm[2];         /* highest absolute offset, per direction */
+	uint32_t hwm_tid[2];     /* the thread that applied it */
 	uint64_t bytes[2], msgs[2];
 	struct rc_desig last;    /* the request that last used the channel */
 	struct rc_desig want_out;/* who asked to be told it is writable */
@@ -82,12 +86,23 @@ struct rc_end {
 		uint64_t off;
 		int64_t  t;
 		struct rc_desig d;
+		struct rc_span *sp; /* in: its server span, opened early */
 	} begun[2];
 };
 
 struct rc_fdent {
 	struct rc_end *end;
 	uint64_t base[2];
+	int64_t  since;          /* the time of the record that bound it */
+};
+
+/* An fd's earlier binding, for records of other threads of the process
+ * logged before it changed but merged after (a thread parked on a receive
+ * while another closes the fd and opens a new channel under its number). */
+struct rc_fdold {
+	int32_t  fd;
+	struct rc_fdent ent;
+	int64_t  until;
 };
 
 struct rc_proc {
@@ -95,6 +110,8 @@ struct rc_proc {
 	uint32_t refs;           /* attached images + lineage snapshots */
 	struct rc_fdent *fds;
 	uint32_t nfds;
+	struct rc_fdold *old;    /* oldest first, from index old_first */
+	uint32_t old_first, nold, capold;
 };
 
 int  rc_chan_init(struct rc_ctx *c);
@@ -117,11 +134,23 @@ struct rc_proc *rc_proc_copy(struct rc_ctx *c, struct rc_proc *p,
 /* Drop a reference; the last one closes every fd at time T. */
 void rc_proc_unref(struct rc_ctx *c, struct rc_proc *p, int64_t t);
 
-/* fd -> E with offset bases BASE (NULL: 0), closing what FD was. */
+/*
+ * The fd table is kept by time: T is the time of the record (its own
+ * timestamp, the same clock for every thread of a process), not the order
+ * in which the merge applies records of different threads.  rc_fd_set: FD
+ * refers to E with offset bases BASE (NULL: 0) from T on; rc_fd_unbind:
+ * FD refers to no channel from T on (a file was opened under its number);
+ * rc_fd_drop: the CLOSE record, FD's end is closed at T; rc_fd_get: what
+ * FD referred to at T (NULL: nothing).  A binding replaced before its
+ * CLOSE record was merged is kept (with its end open) until that record
+ * comes, or for RC_FD_KEEP_NS of record time if none comes (an implicit
+ * close).
+ */
 int  rc_fd_set(struct rc_ctx *c, struct rc_proc *p, int32_t fd,
 	       struct rc_end *e, const uint64_t base[2], int64_t t);
+void rc_fd_unbind(struct rc_ctx *c, struct rc_proc *p, int32_t fd, int64_t t);
 void rc_fd_drop(struct rc_ctx *c, struct rc_proc *p, int32_t fd, int64_t t);
-struct rc_fdent *rc_fd_get(struct rc_proc *p, int32_t fd);
+struct rc_fdent *rc_fd_get(struct rc_proc *p, int32_t fd, int64_t t);
 
 /* ---- ends and connections ---- */
 

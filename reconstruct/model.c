@@ -53,6 +53,7 @@ struct ap {
 	struct rc_image  *im;
 	const struct bt_event *ev;
 	int64_t t;
+	int64_t rt;              /* the record's own time (fd table) */
 };
 
 static const char *const trigger_names[] = {
@@ -486,14 +487,14 @@ static void on_chan(struct ap *a)
 	/* An end this process already holds, announced again after exec. */
 	if (!rc_role_fresh(ev->role)) {
 		struct rc_end *old = NULL;
-		struct rc_fdent *fe = rc_fd_get(p, ev->fd);
+		struct rc_fdent *fe = rc_fd_get(p, ev->fd, a->rt);
 		if (fe && same_identity(fe->end, ev))
 			old = fe->end;
 		for (uint32_t fd = 0; !old && fd < p->nfds; fd++)
 			if (p->fds[fd].end && same_identity(p->fds[fd].end, ev))
 				old = p->fds[fd].end;
 		if (old) {
-			rc_fd_set(c, p, ev->fd, old, old->hwm, a->t);
+			rc_fd_set(c, p, ev->fd, old, old->hwm, a->rt);
 			rc_conn_maybe_free(c, cn);
 			return;
 		}
@@ -546,7 +547,7 @@ static void on_chan(struct ap *a)
 		cn->unknown_live++;
 	}
 	c->st.channels++;
-	if (rc_fd_set(c, p, ev->fd, e, NULL, a->t) < 0) {
+	if (rc_fd_set(c, p, ev->fd, e, NULL, a->rt) < 0) {
 		e->refs = 1;              /* no fd took it: close it now */
 		rc_end_unref(c, e, a->t);
 	}
@@ -556,7 +557,7 @@ static void on_chan(struct ap *a)
 static struct rc_end *rec_end(struct ap *a, int dir, uint64_t *off)
 {
 	struct rc_fdent *fe = rc_fd_get(a->im->run->attached ? a->im->run->proc : NULL,
-				     a->ev->fd);
+				     a->ev->fd, a->rt);
 	if (!fe) {
 		struct rc_ctx *c = a->c;
 		if (!c->st.unknown_fd++)
@@ -753,8 +754,11 @@ static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 		}
 	}
 	message_row(a, e, RC_DOUT, o, req, span, begun ? t0 : RC_DB_NULL, 0, msg);
-	if (o + n > e->hwm[RC_DOUT])
+	if (o + n > e->hwm[RC_DOUT]) {
 		e->hwm[RC_DOUT] = o + n;
+		e->hwm_tid[RC_DOUT] = a->th->tid ? a->th->tid : a->im->pid;
+		rc_merge_wake(c, RC_KEY_ORDER(e->channel_id, RC_DOUT));
+	}
 	e->bytes[RC_DOUT] += ev->len;
 	e->msgs[RC_DOUT]++;
 
@@ -765,15 +769,37 @@ static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 		} else {
 			rc_span_push(&e->cli, sp, o);
 		}
-	} else if (sp) {                  /* a reply closed its server span */
+	} else if (sp && !sp->pending) {  /* a reply closed its server span */
 		rc_span_finish(c, sp);
-	}
+	}                                 /* (pending: at its request's MSG) */
+}
+
+/*
+ * Does the message whose first byte E receives from sender X (queue Q;
+ * both NULL: an untraced sender) open an exchange?  Its kind comes with its
+ * MSG, which may follow work the message already caused (php-fpm answers
+ * before it reads a request's empty FCGI_STDIN record): when the sender
+ * logged the whole message, its kind decides; else an accepting end
+ * receives requests (a control message, a start-up, is found out at its
+ * MSG and its span dropped).
+ */
+static int begins_request(const struct rc_end *e, const struct rc_dirq *q,
+			  const struct rc_sent *x)
+{
+	if (e->oneway)
+		return 0;
+	if (x && x->resolved && x->kind)
+		return x->kind == BT_MK_REQUEST;
+	if (q && !(x && x->resolved))
+		return 0;
+	return e->role == BT_CR_ACCEPT;
 }
 
 static void on_msg_begin_in(struct ap *a, struct rc_end *e, uint64_t o)
 {
 	struct rc_dirq *q = recv_q(a, e, o);
 	struct rc_sent *x = q ? rc_q_find(q, o) : NULL;
+	struct rc_span *sp = NULL;
 
 	frag_input(a, e, RC_TR_MSG, o, 0);
 	e->begun[RC_DIN].valid = 1;
@@ -782,6 +808,11 @@ static void on_msg_begin_in(struct ap *a, struct rc_end *e, uint64_t o)
 		if (x->dom == a->im->domain && x->t_begin > a->t) {
 			a->t = x->t_begin;
 			a->c->st.clamps++;
+		} else if (x->dom != a->im->domain) {
+			/* the first byte came after the send began: a bound on
+			 * the clocks that a server span opened here needs */
+			rc_clock_sample(a->c, x->dom, a->im->domain, x->t_begin,
+					a->t);
 		}
 		a->th->d.req = x->req;
 		a->th->d.span = e->cli ? e->cli->parent : 0;
@@ -794,6 +825,22 @@ static void on_msg_begin_in(struct ap *a, struct rc_end *e, uint64_t o)
 	} else {
 		/* Decided by the MSG: a new request, or a reply by witness. */
 		memset(&a->th->d, 0, sizeof a->th->d);
+	}
+	/* A request's server span opens with its first byte, so that the
+	 * work it causes before its last byte comes has its parent. */
+	if (!e->begun[RC_DIN].sp && begins_request(e, q, x) &&
+	    (sp = span_new(a, RC_SK_SERVER, e->proto, x ? x->req : 0,
+			   x ? x->span : 0, e)) != NULL) {
+		if (x)
+			sp->client_root = x->client_root;
+		else
+			rc_span_root(a->c, sp, 0);
+		sp->pending = 1;
+		rc_span_push(&e->srv, sp, o);
+		a->th->d.req = sp->req;
+		a->th->d.span = sp->id;
+		a->th->d.client_root = sp->client_root;
+		e->begun[RC_DIN].sp = sp;
 	}
 	e->begun[RC_DIN].t = a->t;
 	e->begun[RC_DIN].d = a->th->d;
@@ -835,12 +882,27 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 		peer_msg = x->msg;
 	}
 	int64_t t0 = begun ? e->begun[RC_DIN].t : a->t;
-	if (begun)
+	struct rc_span *early = begun ? e->begun[RC_DIN].sp : NULL;
+	if (begun) {
 		e->begun[RC_DIN].valid = 0;
+		e->begun[RC_DIN].sp = NULL;
+	}
+	if (early && ev->kind != BT_MK_REQUEST) {
+		rc_span_discard(c, &e->srv, early);
+		early = NULL;
+	}
 
 	switch (ev->kind) {
 	case BT_MK_REQUEST:
-		if (x && x->req) {
+		if (early) {
+			sp = early;
+			sp->pending = 0;
+			sp->proto = ev->proto;
+			/* a sender that wrote the request in several calls
+			 * made its client span at its own MSG: now known */
+			if (x && x->req && x->req == sp->req)
+				sp->parent = x->span;
+		} else if (x && x->req) {
 			sp = span_new(a, RC_SK_SERVER, ev->proto, x->req, x->span, e);
 			if (sp)
 				sp->client_root = x->client_root;
@@ -919,15 +981,22 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 		e->last = a->th->d;
 	message_row(a, e, RC_DIN, o, req, span, begun ? t0 : RC_DB_NULL, peer_msg,
 		    msg);
-	if (o + n > e->hwm[RC_DIN])
+	if (o + n > e->hwm[RC_DIN]) {
 		e->hwm[RC_DIN] = o + n;
+		e->hwm_tid[RC_DIN] = a->th->tid ? a->th->tid : a->im->pid;
+		rc_merge_wake(c, RC_KEY_ORDER(e->channel_id, RC_DIN));
+	}
 	e->bytes[RC_DIN] += ev->len;
 	e->msgs[RC_DIN]++;
 	if (q)
 		rc_q_consume(q, o + n);
 
 	if (sp && ev->kind == BT_MK_REQUEST) {
-		if (e->oneway) {
+		if (early) {
+			/* still in e->srv, or answered already */
+			if (sp->end != RC_DB_NULL)
+				rc_span_finish(c, sp);
+		} else if (e->oneway) {
 			/* Nothing answers on a pipe: the server span lasts
 			 * for the fragment this message starts. */
 			if (a->th->frag_span)
@@ -971,8 +1040,11 @@ static void on_data_out(struct ap *a, struct rc_end *e, uint64_t o)
 		a->c->st.unattr_data_bytes += a->ev->len;
 	else
 		e->last = d;
-	if (o + n > e->hwm[RC_DOUT])
+	if (o + n > e->hwm[RC_DOUT]) {
 		e->hwm[RC_DOUT] = o + n;
+		e->hwm_tid[RC_DOUT] = a->th->tid ? a->th->tid : a->im->pid;
+		rc_merge_wake(a->c, RC_KEY_ORDER(e->channel_id, RC_DOUT));
+	}
 	e->bytes[RC_DOUT] += a->ev->len;
 }
 
@@ -1009,8 +1081,11 @@ static void on_data_in(struct ap *a, struct rc_end *e, uint64_t o)
 		e->last = a->th->d;
 	else
 		c->st.unattr_data_bytes += a->ev->len;
-	if (o + n > e->hwm[RC_DIN])
+	if (o + n > e->hwm[RC_DIN]) {
 		e->hwm[RC_DIN] = o + n;
+		e->hwm_tid[RC_DIN] = a->th->tid ? a->th->tid : a->im->pid;
+		rc_merge_wake(c, RC_KEY_ORDER(e->channel_id, RC_DIN));
+	}
 	e->bytes[RC_DIN] += a->ev->len;
 	if (q)
 		rc_q_consume(q, o + n);
@@ -1020,7 +1095,8 @@ static void on_ready(struct ap *a)
 {
 	const struct bt_event *ev = a->ev;
 	struct rc_fdent *fe = ev->fd >= 0 ?
-		rc_fd_get(a->im->run->attached ? a->im->run->proc : NULL, ev->fd) : NULL;
+		rc_fd_get(a->im->run->attached ? a->im->run->proc : NULL, ev->fd,
+			  a->rt) : NULL;
 
 	if (ev->fd < 0) {
 		frag_open(a, RC_TR_TIMEOUT, -1, 0);
@@ -1066,7 +1142,8 @@ static void on_want(struct ap *a)
 {
 	const struct bt_event *ev = a->ev;
 	struct rc_fdent *fe = ev->fd >= 0 ?
-		rc_fd_get(a->im->run->attached ? a->im->run->proc : NULL, ev->fd) : NULL;
+		rc_fd_get(a->im->run->attached ? a->im->run->proc : NULL, ev->fd,
+			  a->rt) : NULL;
 
 	if (!fe)
 		return;
@@ -1146,7 +1223,7 @@ static void on_open(struct ap *a)
 	if (!r.req)
 		c->st.unattr_files++;
 	if (p && ev->result >= 0)
-		rc_fd_drop(c, p, (int32_t)ev->result, a->t);
+		rc_fd_unbind(c, p, (int32_t)ev->result, a->rt);
 }
 
 static void on_dup(struct ap *a)
@@ -1155,12 +1232,12 @@ static void on_dup(struct ap *a)
 	struct rc_proc *p = proc_of(a);
 	if (!p || ev->fd == ev->fd2)
 		return;
-	struct rc_fdent *fe = rc_fd_get(p, ev->fd);
+	struct rc_fdent *fe = rc_fd_get(p, ev->fd, a->rt);
+	/* dup2 closes what fd2 was */
+	rc_fd_drop(a->c, p, ev->fd2, a->rt);
 	if (fe) {
 		uint64_t base[2] = { fe->base[0], fe->base[1] };
-		rc_fd_set(a->c, p, ev->fd2, fe->end, base, a->t);
-	} else {
-		rc_fd_drop(a->c, p, ev->fd2, a->t);
+		rc_fd_set(a->c, p, ev->fd2, fe->end, base, a->rt);
 	}
 }
 
@@ -1228,7 +1305,7 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 
 	if (!imrun(c, im))
 		return;
-	a.t = rc_epoch(c, im->domain, ev->ts);
+	a.t = a.rt = rc_epoch(c, im->domain, ev->ts);
 	if (a.t < s->thr.floor)
 		a.t = s->thr.floor;
 
@@ -1250,18 +1327,18 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 	case BT_EV_OPEN:          on_open(&a); break;
 	case BT_EV_CLOSE:
 		if ((p = proc_of(&a)))
-			rc_fd_drop(c, p, ev->fd, a.t);
+			rc_fd_drop(c, p, ev->fd, a.rt);
 		break;
 	case BT_EV_DUP:           on_dup(&a); break;
 	case BT_EV_CHAN:          on_chan(&a); break;
 	case BT_EV_PROTO: {
-		struct rc_fdent *fe = rc_fd_get(proc_of(&a), ev->fd);
+		struct rc_fdent *fe = rc_fd_get(proc_of(&a), ev->fd, a.rt);
 		if (fe)
 			fe->end->proto = ev->proto;
 		break;
 	}
 	case BT_EV_LOST_SYNC: {
-		struct rc_fdent *fe = rc_fd_get(proc_of(&a), ev->fd);
+		struct rc_fdent *fe = rc_fd_get(proc_of(&a), ev->fd, a.rt);
 		if (fe)
 			fe->end->lost_sync = 1;
 		break;
@@ -1332,12 +1409,32 @@ int rc_model_ready(struct rc_ctx *c, struct rc_run *s, uint64_t *key)
 	default:
 		return 1;
 	}
-	if (ev->dir != BT_DIR_IN || !im->run->attached)
+	if (!im->run->attached)
 		return 1;
-	struct rc_fdent *fe = rc_fd_get(im->run->proc, ev->fd);
+	struct rc_fdent *fe = rc_fd_get(im->run->proc, ev->fd,
+					rc_epoch(c, im->domain, ev->ts));
 	if (!fe)
 		return 1;
 	struct rc_end *e = fe->end;
+	/*
+	 * One end's records of one direction apply in byte order: threads
+	 * that share a connection (a keep-alive connection served by one
+	 * thread, then by another) log them in that order, but one of them
+	 * may be parked on something else while the other goes on, and the
+	 * requests and replies on the connection must pair in byte order.
+	 * (Only ends whose bytes are all counted from their creation; a
+	 * thread that goes on after a gap in its own records waits for no
+	 * one.)
+	 */
+	int dir = ev->dir == BT_DIR_OUT ? RC_DOUT : RC_DIN;
+	uint32_t tid = s->thr.tid ? s->thr.tid : im->pid;
+	if (rc_role_fresh(e->role) && fe->base[dir] + ev->off > e->hwm[dir] &&
+	    e->hwm_tid[dir] != tid) {
+		*key = RC_KEY_ORDER(e->channel_id, dir);
+		return 0;
+	}
+	if (ev->dir != BT_DIR_IN)
+		return 1;
 	rc_end_side(e, RC_DIN);
 	struct rc_conn *cn = e->conn;
 	if (!cn || e->side > 1)
@@ -1366,7 +1463,7 @@ void rc_model_stream_end(struct rc_ctx *c, struct rc_run *s)
 	struct rc_image *im = &c->images[s->st->image];
 	struct ap a = {
 		.c = c, .m = c->model, .s = s, .th = &s->thr, .im = im,
-		.ev = &s->ev, .t = s->thr.floor,
+		.ev = &s->ev, .t = s->thr.floor, .rt = s->thr.floor,
 	};
 
 	if (!imrun(c, im))

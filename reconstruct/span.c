@@ -178,6 +178,27 @@ void rc_span_finish(struct rc_ctx *c, struct rc_span *sp)
 	m->pool = sp;
 }
 
+void rc_span_discard(struct rc_ctx *c, struct rc_span **head,
+		     struct rc_span *sp)
+{
+	struct rc_spans *m = c->spans;
+
+	for (struct rc_span **pp = head; *pp; pp = &(*pp)->next)
+		if (*pp == sp) {
+			*pp = sp->next;
+			break;
+		}
+	if (sp->is_root)
+		rc_map_del(&m->roots, sp->req);
+	free(sp->name);
+	free(sp->target);
+	free(sp->method);
+	free(sp->peer);
+	free(sp->client);
+	sp->next = m->pool;
+	m->pool = sp;
+}
+
 void rc_span_push(struct rc_span **head, struct rc_span *sp, uint64_t off)
 {
 	sp->off = off;

@@ -24,6 +24,8 @@ struct rc_span {
 	uint64_t process_id, channel_id;
 	uint32_t dom, host, pid, tid;
 	uint8_t  kind, proto, is_root, client_root, has_witness;
+	uint8_t  pending;        /* opened at its request's MSG_BEGIN: named
+				    and written only at that request's MSG */
 	const char *exe;         /* owned by the image (lives to the end) */
 	char    *name, *target, *method, *peer, *client;
 };
@@ -43,6 +45,11 @@ struct rc_span *rc_span_new(struct rc_ctx *c, uint8_t kind, uint8_t proto,
 			    uint64_t channel_id);
 /* Make SP the root of a new request (rule 4, or rule 5: CLIENT_ROOT). */
 void rc_span_root(struct rc_ctx *c, struct rc_span *sp, int client_root);
+/* Forget SP unwritten (unlinked from the list at HEAD if it is there, its
+ * request too if it is a root): it was opened for a message that turned
+ * out not to be a request. */
+void rc_span_discard(struct rc_ctx *c, struct rc_span **head,
+		     struct rc_span *sp);
 /*
  * Is D's request still going on?  A request a traced client started ends
  * with its root span (rule 5): after that its designation starts anew.

@@ -224,6 +224,59 @@ START_TEST(wall_clock_hours_off)
 }
 END_TEST
 
+/* ---- a server that works before its request's last byte, on another host -- */
+
+/*
+ * php-fpm on host app reads the start of a FastCGI request (MSG_BEGIN),
+ * works and answers, and reads the request's last byte long after.  Only
+ * the first byte bounds app's clock from below tightly: without it the
+ * estimate lets app's server span start before nginx's client span.
+ */
+START_TEST(early_first_byte_bounds_the_clock)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *hw = gen_host(g, "web", 0, 0);
+	struct gen_host *ha = gen_host(g, "app", 1500000000000ll, 0);
+	struct gen_thr *w = gen_proc_main(hw, 100, "/usr/sbin/nginx", 0);
+	struct gen_thr *w2 = gen_proc_main(hw, 101, "/usr/bin/cron", 0);
+	struct gen_thr *f = gen_proc_main(ha, 200, "/usr/sbin/php-fpm8.2", 0);
+
+	gen_tcp(w, 5, 9, BT_CR_CONNECT, "10.1.0.1:41000", "10.1.0.2:9000");
+	gen_tcp(f, 6, 4, BT_CR_ACCEPT, "10.1.0.2:9000", "10.1.0.1:41000");
+	for (int k = 0; k < 3; k++) {
+		int64_t T = 100 + 1000 * k;
+		gen_tcp(w, T, 5, BT_CR_ACCEPT, "10.1.0.1:80", "10.0.0.9:50000");
+		gen_msg(w, T + 10, 5, IN, REQ, BT_PROTO_HTTP, 80, 0, 0, 0,
+			GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/a.php"), 0);
+		gen_msg(w, T + 20, 9, OUT, REQ, BT_PROTO_FASTCGI, 300, 0, 0, 0,
+			GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_FCGI_URI, "/a.php"), 0);
+		gen_msg_begin(f, T + 22, 4, IN);
+		gen_msg(f, T + 300, 4, OUT, REP, BT_PROTO_FASTCGI, 200, 0, 0, 0, 0);
+		gen_msg(f, T + 900, 4, IN, REQ, BT_PROTO_FASTCGI, 300, 0, 0, 0,
+			GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_FCGI_URI, "/a.php"), 0);
+		gen_msg(w, T + 310, 9, IN, REP, BT_PROTO_FASTCGI, 200, 0, 0, 0, 0);
+		gen_msg(w, T + 320, 5, OUT, REP, BT_PROTO_HTTP, 320, 0, 200, 0, 0);
+		gen_close(w, T + 330, 5);
+		gen_open(w2, T + 500, 3, "/var/spool/cron/x");
+	}
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	const char *one =
+		"R http GET /a.php st=200 client=10.0.0.9:50000\n"
+		"  server http 'GET /a.php' /a.php web/100/100 st=200\n"
+		"    client fastcgi 'GET /a.php' /a.php web/100/100 st=NULL\n"
+		"      server fastcgi 'GET /a.php' /a.php app/200/200 st=NULL\n";
+	char exp[1024];
+	snprintf(exp, sizeof exp, "%s%s%sunattributed:\n", one, one, one);
+	ck_assert_str_eq(rt_paths(&t), exp);
+	ck_assert_int_eq(rt_badly_nested(&t), 0);
+	rt_done(&t);
+}
+END_TEST
+
 Suite *recon_clock_suite(void)
 {
 	Suite *s = suite_create("recon_clock");
@@ -232,6 +285,7 @@ Suite *recon_clock_suite(void)
 	tcase_add_test(tc, three_hosts_offsets);
 	tcase_add_test(tc, time_namespace_same_host);
 	tcase_add_test(tc, wall_clock_hours_off);
+	tcase_add_test(tc, early_first_byte_bounds_the_clock);
 	suite_add_tcase(s, tc);
 	return s;
 }

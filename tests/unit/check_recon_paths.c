@@ -527,6 +527,133 @@ START_TEST(pthread_worker)
 }
 END_TEST
 
+/* ---- threads sharing a keep-alive connection, one of them waiting ------- */
+
+/*
+ * Thread 711 reads /one, asks the database and waits for its reply, which
+ * the database logs after 711 logged receiving it (its write returned
+ * late), so the merge holds 711 back.  Meanwhile thread 712 reads the
+ * pipelined /two on the same connection and answers it after 711 answered
+ * /one.  The answers must pair with the requests in byte order, not in the
+ * order the merge reaches them.
+ */
+START_TEST(shared_connection_byte_order)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *m = gen_proc_main(h, 710, "/usr/sbin/apache2", 0);
+	struct gen_thr *d = gen_proc_main(h, 720, "/usr/lib/postgresql/15/bin/postgres", 0);
+
+	gen_thread_create(m, 1, 1);
+	gen_thread_create(m, 2, 2);
+	struct gen_thr *a = gen_thread(gen_thr_proc(m), 3, 711, 710, 1);
+	struct gen_thr *b = gen_thread(gen_thr_proc(m), 4, 712, 710, 2);
+
+	gen_tcp(a, 10, 5, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.9:40000");
+	gen_msg(a, 20, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/one"), 0);
+	gen_tcp(a, 21, 9, BT_CR_CONNECT, "10.0.0.1:50050", "10.0.0.2:5432");
+	gen_tcp(d, 22, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50050");
+	gen_msg(a, 25, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 1"), 0);
+	gen_msg(d, 26, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 1"), 0);
+	gen_msg(a, 35, 9, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	gen_msg(b, 36, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/two"), 0);
+	gen_msg(a, 37, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
+	gen_msg(b, 38, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 404, 0, 0);
+	gen_msg(d, 40, 4, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /one st=200 client=10.0.0.9:40000\n"
+		"  server http 'GET /one' /one web/710/711 st=200\n"
+		"    client postgresql 'SELECT' SELECT 1 web/710/711 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT 1 web/720/720 st=NULL\n"
+		"R http GET /two st=404 client=10.0.0.9:40000\n"
+		"  server http 'GET /two' /two web/710/712 st=404\n"
+		"unattributed:\n");
+	ck_assert_int_eq(rt_qi(&t, "SELECT end_ns FROM requests WHERE target = '/two'"),
+			 gen_epoch(38));
+	ck_assert_int_eq(rt_badly_nested(&t), 0);
+	ck_assert_int_eq(t.sum.warnings, 0);
+	rt_done(&t);
+}
+END_TEST
+
+/*
+ * Thread 731 waits for a reply on fd 9 (logged late by the database, as
+ * above) and then closes fd 9; thread 732 opens a new connection under the
+ * same number and uses it, all before the database's record.  The merge
+ * applies 732's records first: 731's reply must still be read from the
+ * connection fd 9 was when 731 logged it.
+ */
+START_TEST(fd_reused_by_another_thread)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *m = gen_proc_main(h, 730, "/usr/sbin/apache2", 0);
+	struct gen_thr *d = gen_proc_main(h, 740, "/usr/lib/postgresql/15/bin/postgres", 0);
+
+	gen_thread_create(m, 1, 1);
+	gen_thread_create(m, 2, 2);
+	gen_thread_create(d, 3, 3);
+	struct gen_thr *a = gen_thread(gen_thr_proc(m), 4, 731, 730, 1);
+	struct gen_thr *b = gen_thread(gen_thr_proc(m), 5, 732, 730, 2);
+	struct gen_thr *d2 = gen_thread(gen_thr_proc(d), 6, 741, 740, 3);
+
+	gen_tcp(a, 10, 5, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.9:40001");
+	gen_msg(a, 11, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/a"), 0);
+	gen_tcp(a, 12, 9, BT_CR_CONNECT, "10.0.0.1:50060", "10.0.0.2:5432");
+	gen_tcp(d, 13, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50060");
+	gen_msg(a, 14, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 1"), 0);
+	gen_msg(d, 15, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 1"), 0);
+	gen_msg(a, 20, 9, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	gen_close(a, 21, 9);
+	gen_tcp(b, 22, 6, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.9:40002");
+	gen_msg(b, 23, 6, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/b"), 0);
+	gen_tcp(b, 24, 9, BT_CR_CONNECT, "10.0.0.1:50061", "10.0.0.2:5432");
+	gen_tcp(d2, 25, 5, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50061");
+	gen_msg(b, 26, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 2"), 0);
+	gen_msg(d2, 27, 5, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 2"), 0);
+	gen_msg(d2, 28, 5, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	gen_msg(b, 29, 9, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	gen_msg(b, 30, 6, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
+	gen_msg(d, 32, 4, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	gen_msg(a, 33, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /a st=200 client=10.0.0.9:40001\n"
+		"  server http 'GET /a' /a web/730/731 st=200\n"
+		"    client postgresql 'SELECT' SELECT 1 web/730/731 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT 1 web/740/740 st=NULL\n"
+		"R http GET /b st=200 client=10.0.0.9:40002\n"
+		"  server http 'GET /b' /b web/730/732 st=200\n"
+		"    client postgresql 'SELECT' SELECT 2 web/730/732 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT 2 web/740/741 st=NULL\n"
+		"unattributed:\n");
+	/* the first query ended with its own (late) reply */
+	ck_assert_int_eq(rt_qi(&t, "SELECT end_ns FROM spans WHERE kind = 'client' AND target = 'SELECT 1'"),
+			 gen_epoch(32));
+	ck_assert_int_eq(t.sum.warnings, 0);
+	rt_done(&t);
+}
+END_TEST
+
 /* ---- untraced FastCGI backend answering out of order (witness) ----------- */
 
 START_TEST(untraced_backend_witness)
@@ -584,6 +711,83 @@ START_TEST(untraced_backend_witness)
 	ck_assert_str_eq(rt_q(&t, "SELECT group_concat(key || '=' || value, ' ') FROM attrs WHERE span_id = (SELECT span_id FROM spans WHERE target = '/b.php?x=1')"),
 			 "method=GET fcgi_script=/b.php fcgi_uri=/b.php?x=1");
 	rt_done(&t);
+}
+END_TEST
+
+/* ---- a request answered before its last byte is read (php-fpm) --------- */
+
+/*
+ * php-fpm reads a FastCGI request up to its parameters, runs the script (a
+ * query), answers, and reads the empty FCGI_STDIN record that ends the
+ * request last.  SPLIT: the front writes the request in two calls (apache's
+ * mod_proxy_fcgi), so its kind is not known at php-fpm's first byte.
+ */
+static void reply_before_end(int split)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 820, "/usr/sbin/nginx", 0);
+	struct gen_thr *f = gen_proc_main(h, 830, "/usr/sbin/php-fpm8.2", 0);
+
+	gen_tcp(w, 5, 9, BT_CR_CONNECT, "10.0.0.1:50040", "10.0.0.1:9000");
+	gen_tcp(f, 6, 4, BT_CR_ACCEPT, "10.0.0.1:9000", "10.0.0.1:50040");
+	gen_tcp(f, 7, 5, BT_CR_CONNECT, "10.0.0.1:50041", "10.0.0.40:5432");
+	gen_ready(w, 10, 3, POLLIN);
+	gen_accept(w, 11, 6, 3, "10.0.0.1:80", "10.0.0.2:1000");
+	gen_ready(w, 20, 6, POLLIN);
+	gen_msg(w, 21, 6, IN, REQ, BT_PROTO_HTTP, 70, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/a.php"), 0);
+	if (split)
+		gen_msg_begin(w, 22, 9, OUT);
+	else
+		gen_msg(w, 22, 9, OUT, REQ, BT_PROTO_FASTCGI, 300, WIT, 0, 1,
+			GEN_A(BT_AK_METHOD, "GET"),
+			GEN_A(BT_AK_FCGI_URI, "/a.php"), 0);
+	gen_ready(f, 25, 4, POLLIN);
+	gen_msg_begin(f, 26, 4, IN);
+	if (split)
+		gen_msg(w, 27, 9, OUT, REQ, BT_PROTO_FASTCGI, 300, WIT, 0, 1,
+			GEN_A(BT_AK_METHOD, "GET"),
+			GEN_A(BT_AK_FCGI_URI, "/a.php"), 0);
+	gen_msg(f, 30, 5, OUT, REQ, BT_PROTO_PGSQL, 40, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 1"), 0);
+	gen_msg(f, 40, 5, IN, REP, BT_PROTO_PGSQL, 30, 0, 0, 0, 0);
+	gen_msg(f, 50, 4, OUT, REP, BT_PROTO_FASTCGI, 200, WIT, 0, 1, 0);
+	gen_msg(f, 51, 4, IN, REQ, BT_PROTO_FASTCGI, 300, WIT, 0, 1,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_FCGI_URI, "/a.php"), 0);
+	gen_ready(w, 60, 9, POLLIN);
+	gen_msg(w, 61, 9, IN, REP, BT_PROTO_FASTCGI, 200, WIT, 0, 1, 0);
+	gen_msg(w, 62, 6, OUT, REP, BT_PROTO_HTTP, 200, 0, 200, 0, 0);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /a.php st=200 client=10.0.0.2:1000\n"
+		"  server http 'GET /a.php' /a.php web/820/820 st=200\n"
+		"    client fastcgi 'GET /a.php' /a.php web/820/820 st=NULL\n"
+		"      server fastcgi 'GET /a.php' /a.php web/830/830 st=NULL\n"
+		"        client postgresql 'SELECT' SELECT 1 web/830/830 st=NULL\n"
+		"unattributed:\n");
+	/* The server span: its first byte to its reply. */
+	ck_assert_int_eq(rt_qi(&t, "SELECT start_ns FROM spans WHERE kind = 'server' AND pid = 830"),
+			 gen_epoch(26));
+	ck_assert_int_eq(rt_qi(&t, "SELECT end_ns FROM spans WHERE kind = 'server' AND pid = 830"),
+			 gen_epoch(50));
+	ck_assert_int_eq(rt_badly_nested(&t), 0);
+	rt_done(&t);
+}
+
+START_TEST(reply_before_request_end)
+{
+	reply_before_end(0);
+}
+END_TEST
+
+START_TEST(reply_before_request_end_split)
+{
+	reply_before_end(1);
 }
 END_TEST
 
@@ -779,6 +983,10 @@ Suite *recon_paths_suite(void)
 	tcase_add_test(tc, fork_exec_cgi);
 	tcase_add_test(tc, pthread_worker);
 	tcase_add_test(tc, untraced_backend_witness);
+	tcase_add_test(tc, reply_before_request_end);
+	tcase_add_test(tc, reply_before_request_end_split);
+	tcase_add_test(tc, shared_connection_byte_order);
+	tcase_add_test(tc, fd_reused_by_another_thread);
 	tcase_add_test(tc, traced_client_rule5);
 	tcase_add_test(tc, dns_lookups);
 	tcase_add_test(tc, dual_stack_pairing);

@@ -489,6 +489,38 @@ START_TEST(peek_consumes_nothing)
 }
 END_TEST
 
+/* A write made while the thread is inside the shim (what a signal
+ * handler interrupting a wrapper does) passes through, but its bytes
+ * still count: the next write's offset is exact, the processor (which
+ * missed them) gives up, and the missing record is counted. */
+START_TEST(nested_write_keeps_offsets)
+{
+	int sv[2];
+	char buf[64];
+
+	line_pair(sv, 0);
+	ev_reset();
+	bt_self.depth++;                       /* as if inside a wrapper */
+	ck_assert_int_eq(bt_write(sv[0], "sig\n", 4), 4);
+	bt_self.depth--;
+	ck_assert_int_eq(bt_write(sv[0], "next\n", 5), 5);
+	ck_assert_int_eq(read(sv[1], buf, sizeof buf), 9);
+	ev_read();
+	ck_assert_int_eq(ev_count(BT_EV_LOST_SYNC), 1);
+	typeof(L.e[0]) *d = ev_nth(BT_EV_DATA, 0);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_uint_eq(d->off, 0);          /* the nested call's bytes */
+	ck_assert_uint_eq(d->len, 4);
+	d = ev_nth(BT_EV_DATA, 1);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_uint_eq(d->off, 4);          /* the next write, exact */
+	ck_assert_uint_eq(d->len, 5);
+	ck_assert_int_eq(ev_count(BT_EV_DROP), 1);
+	bt_close(sv[0]);
+	bt_close(sv[1]);
+}
+END_TEST
+
 /* ---- epoll ------------------------------------------------------------------ */
 
 static int new_epoll(void)
@@ -770,6 +802,7 @@ static Suite *shim_suite(void)
 	tcase_add_test(t, eagain_once_and_poll);
 	tcase_add_test(t, eagain_once_with_nothing_held);
 	tcase_add_test(t, peek_consumes_nothing);
+	tcase_add_test(t, nested_write_keeps_offsets);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("readiness");

@@ -1,0 +1,723 @@
+# tests/testbeds/lib.sh - the real-server testbeds' harness (bash).
+#
+# Source it from a tests/testbeds/tb-*.sh script, describe the testbed in
+# the TB_* variables below, call tb_init NAME, then tb_run for each traced
+# run.  It builds on tests/integ/lib.sh (temporary directory, free ports,
+# servers started with pidfiles and bounded waits, cleanup trap, tracing
+# tools found in the build tree) and adds the Debian servers: PostgreSQL,
+# php-fpm, gunicorn, fcgiwrap, nginx, apache2 and dnsmasq, all run from
+# their packages on loopback in the test's directory, never as services.
+# See docs/accuracy.md.
+#
+# The testbed (set before tb_init):
+#   TB_FRONT    nginx | apache
+#   TB_MPM      prefork | worker | event (apache)
+#   TB_APPS     the application servers: any of php py cgi
+#   TB_MIX      tb-client's --mix (kinds and weights)
+#   TB_DNS      1: a network namespace with its own resolver (dnsmasq on
+#               its 127.0.0.1:53, /etc/netns/NAME/resolv.conf); every
+#               server and the client run in it; dynamic requests resolve
+#               r-ID.test
+#   TB_MULTIHOST  1: three hosts: network namespaces web (client, front),
+#               app (php-fpm) and db (PostgreSQL) joined by veth pairs,
+#               each with its own monotonic clock (a time namespace shifted
+#               by TB_MONO_WEB/APP/DB seconds) and its own bp-logd and log
+#               directory (tb_mh_setup)
+#
+# Environment:
+#   TB_REQUESTS   requests per run (default 2000; the figures of
+#                 docs/accuracy.md come from runs of at least 2000)
+#   TB_NOISO_CONCS  concurrencies of the reported runs without event
+#                 isolation (default 64)
+#   BP_KEEP=1     keep the temporary directory and print where it is
+#   TB_EXPLAIN=N  show the spans of N wrong requests
+#
+# Users: servers that drop privileges run as www-data (apache and nginx
+# workers, php-fpm children, fcgiwrap) and postgres (PostgreSQL refuses
+# root); bp-logd lets both connect (-u).  The test runs as root.
+
+# shellcheck source=../integ/lib.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../integ/lib.sh"
+
+TB_SRC=$top_srcdir/tests/testbeds
+TB_CLIENT=$top_builddir/tests/testbeds/tb-client
+: "${TB_REQUESTS:=2000}"
+: "${TB_FRONT:=nginx}" "${TB_MPM:=event}" "${TB_APPS:=php}"
+: "${TB_MIX:=php:8,static:2}" "${TB_DNS:=0}" "${TB_EXPLAIN:=0}"
+TB_NETNS=""
+TB_NS=()                        # command prefix: ip netns exec NAME
+# Per role (web: client and front, app: application servers, db:
+# PostgreSQL): the command prefix that puts a process on its host (NS_*)
+# and the one that traces it (PRE_*, set by tb_run).
+NS_WEB=() NS_APP=() NS_DB=()
+PRE_WEB=() PRE_APP=() PRE_DB=()
+: "${TB_MULTIHOST:=0}" "${TB_MONO_WEB:=1000}" "${TB_MONO_APP:=2500}"
+: "${TB_MONO_DB:=4000}"
+TB_MH_NS=()
+TB_RUN_NO=0
+
+APT_FIX="apt-get install -y nginx-light apache2 php-fpm php-pgsql postgresql postgresql-client dnsmasq-base gunicorn python3-psycopg2 fcgiwrap iproute2 util-linux"
+
+# tb_need PROGRAM PACKAGE: fail (never skip) when PROGRAM is missing.
+tb_need() {
+	[ -x "$1" ] || command -v "$1" >/dev/null 2>&1 ||
+		bp_fail "$1 is missing: apt-get install -y $2 (all the" \
+			"testbeds need: $APT_FIX)"
+}
+
+# tb_latest GLOB: the highest version among the paths GLOB matches.
+tb_latest() {
+	# shellcheck disable=SC2086
+	ls -d $1 2>/dev/null | sort -V | tail -n 1
+}
+
+tb_cleanup() {
+	local rc=$?
+	# PostgreSQL first, fast shutdown: it disconnects its clients itself
+	if [ -n "${BP_LAUNCHER[pg]:-}" ]; then
+		kill -INT "${BP_PID[pg]:-0}" 2>/dev/null
+		bp_wait_gone "${BP_LAUNCHER[pg]}" 50
+	fi
+	bp_cleanup
+	if [ -n "$TB_NETNS" ]; then
+		ip netns del "$TB_NETNS" 2>/dev/null
+		rm -rf "/etc/netns/$TB_NETNS"
+	fi
+	local ns
+	for ns in "${TB_MH_NS[@]}"; do
+		ip netns del "$ns" 2>/dev/null
+	done
+	return $rc
+}
+
+# tb_init NAME: temporary directory, trap, the programs this testbed
+# needs, the document root, the database (initialised once per test).
+tb_init() {
+	bp_init "$1"
+	trap tb_cleanup EXIT
+	chmod 755 "$T"
+	[ "$(id -u)" = 0 ] || bp_fail "the testbeds start servers that switch" \
+		"users (www-data, postgres): run them as root"
+	[ -x "$TB_CLIENT" ] || bp_fail "$TB_CLIENT is not built (run make)"
+	bp_require_tracing
+	tb_need setpriv util-linux
+	id www-data >/dev/null 2>&1 || bp_fail "no user www-data: $APT_FIX"
+	"$PY" -c 'import sqlite3' 2>/dev/null ||
+		bp_fail "$PY cannot import sqlite3: apt-get install -y python3"
+	PGBIN=$(tb_latest '/usr/lib/postgresql/*/bin')
+	[ -n "$PGBIN" ] && [ -x "$PGBIN/postgres" ] && [ -x "$PGBIN/psql" ] ||
+		bp_fail "PostgreSQL is missing: apt-get install -y postgresql" \
+			"postgresql-client"
+	id postgres >/dev/null 2>&1 || bp_fail "no user postgres: apt-get" \
+		"install -y postgresql"
+	case $TB_FRONT in
+	nginx) tb_need nginx nginx-light ;;
+	apache)
+		tb_need apache2 apache2
+		[ -f /usr/lib/apache2/modules/mod_proxy_fcgi.so ] ||
+			bp_fail "mod_proxy_fcgi is missing: apt-get install -y apache2"
+		;;
+	*) bp_fail "unknown TB_FRONT $TB_FRONT" ;;
+	esac
+	case " $TB_APPS " in *" php "*)
+		PHPFPM=$(tb_latest '/usr/sbin/php-fpm*')
+		[ -n "$PHPFPM" ] || bp_fail "php-fpm is missing: apt-get install" \
+			"-y php-fpm php-pgsql"
+		"$PHPFPM" -n -d extension=pgsql -m 2>/dev/null | grep -qx pgsql ||
+			bp_fail "PHP's pgsql extension is missing: apt-get install" \
+				"-y php-pgsql"
+	esac
+	case " $TB_APPS " in *" py "*)
+		tb_need /usr/bin/gunicorn gunicorn
+		"$PY" -c 'import psycopg2' 2>/dev/null ||
+			bp_fail "$PY cannot import psycopg2: apt-get install -y" \
+				"python3-psycopg2"
+		PYEXE=$(basename "$(readlink -f "$PY")")
+	esac
+	case " $TB_APPS " in *" cgi "*)
+		tb_need fcgiwrap fcgiwrap
+		tb_need getent libc-bin
+	esac
+	if [ "$TB_DNS" = 1 ]; then
+		tb_need ip iproute2
+		tb_need dnsmasq dnsmasq-base
+		tb_netns_setup
+	fi
+	NS_WEB=("${TB_NS[@]}") NS_APP=("${TB_NS[@]}") NS_DB=("${TB_NS[@]}")
+	if [ "$TB_MULTIHOST" = 1 ]; then
+		tb_need ip iproute2
+		tb_need unshare util-linux
+		tb_mh_setup
+	fi
+	tb_docroot
+	tb_pg_init
+}
+
+# ---- the pieces every run shares ---------------------------------------
+
+# The network namespace of a DNS testbed: loopback only, its own
+# resolv.conf (glibc asks port 53 of the servers listed there).
+tb_netns_setup() {
+	TB_NETNS="bp-$BP_TEST-$$"
+	ip netns add "$TB_NETNS" ||
+		bp_fail "ip netns add $TB_NETNS failed (network namespaces" \
+			"need root and CONFIG_NET_NS)"
+	ip -n "$TB_NETNS" link set lo up || bp_fail "ip link set lo up failed"
+	mkdir -p "/etc/netns/$TB_NETNS"
+	echo "nameserver 127.0.0.1" >"/etc/netns/$TB_NETNS/resolv.conf"
+	TB_NS=(ip netns exec "$TB_NETNS")
+}
+
+# The three hosts of TB_MULTIHOST: namespaces web, app and db, veth pairs
+# web 10.77.1.1 <-> app 10.77.1.2 and app 10.77.2.1 <-> db 10.77.2.2, each
+# host's processes in a time namespace whose CLOCK_MONOTONIC is shifted by
+# TB_MONO_<HOST> seconds (unshare --time: the processes it starts inherit
+# it).
+tb_mh_setup() {
+	local tag=$(($$ % 100000)) h
+	for h in web app db; do
+		TB_MH_NS+=("bp-$h-$tag")
+		ip netns add "bp-$h-$tag" ||
+			bp_fail "ip netns add bp-$h-$tag failed (network" \
+				"namespaces need root and CONFIG_NET_NS)"
+		ip -n "bp-$h-$tag" link set lo up
+	done
+	ip link add "bpwa$tag" type veth peer name "bpaw$tag" &&
+		ip link set "bpwa$tag" netns "bp-web-$tag" &&
+		ip link set "bpaw$tag" netns "bp-app-$tag" &&
+		ip link add "bpad$tag" type veth peer name "bpda$tag" &&
+		ip link set "bpad$tag" netns "bp-app-$tag" &&
+		ip link set "bpda$tag" netns "bp-db-$tag" &&
+		ip -n "bp-web-$tag" addr add 10.77.1.1/24 dev "bpwa$tag" &&
+		ip -n "bp-app-$tag" addr add 10.77.1.2/24 dev "bpaw$tag" &&
+		ip -n "bp-app-$tag" addr add 10.77.2.1/24 dev "bpad$tag" &&
+		ip -n "bp-db-$tag" addr add 10.77.2.2/24 dev "bpda$tag" &&
+		ip -n "bp-web-$tag" link set "bpwa$tag" up &&
+		ip -n "bp-app-$tag" link set "bpaw$tag" up &&
+		ip -n "bp-app-$tag" link set "bpad$tag" up &&
+		ip -n "bp-db-$tag" link set "bpda$tag" up ||
+		bp_fail "cannot set up the veth pairs between the namespaces"
+	unshare --time --monotonic 1 true ||
+		bp_fail "unshare --time failed (time namespaces need root and" \
+			"Linux 5.6 with CONFIG_TIME_NS)"
+	NS_WEB=(ip netns exec "bp-web-$tag" unshare --time --monotonic "$TB_MONO_WEB")
+	NS_APP=(ip netns exec "bp-app-$tag" unshare --time --monotonic "$TB_MONO_APP")
+	NS_DB=(ip netns exec "bp-db-$tag" unshare --time --monotonic "$TB_MONO_DB")
+	TB_PG_LISTEN=10.77.2.2
+	TB_PG_HBA="host all all 10.77.0.0/16 trust"
+}
+
+# The document root: the PHP application, the CGI, static files.
+tb_docroot() {
+	local i
+	mkdir -p "$T/www/static" "$T/www/cgi-bin" "$T/app"
+	cp "$TB_SRC/app/app.php" "$T/www/app.php"
+	cp "$TB_SRC/app/tb.cgi" "$T/www/cgi-bin/tb.cgi"
+	cp "$TB_SRC/app/tbapp.py" "$T/app/tbapp.py"
+	chmod 755 "$T/www/cgi-bin/tb.cgi"
+	for i in 0 1 2 3 4 5 6 7; do
+		# sizes from 15 bytes to a few KiB
+		"$PY" -c "import sys; n = int(sys.argv[1]); \
+sys.stdout.write(''.join('static file f%d line %d\n' % (n, k) \
+for k in range(1 + n * n * 6)))" "$i" >"$T/www/static/f$i.txt"
+	done
+	chmod -R a+rX "$T/www" "$T/app"
+}
+
+# tb_pg_init: a database cluster in $T/pg (socket directory $T/pgsock, port
+# PGPORT) with user and database tb and the application's tables.
+tb_pg_init() {
+	local i
+	bp_free_port PGPORT
+	install -d -o postgres -g postgres -m 700 "$T/pg"
+	install -d -o postgres -g postgres -m 755 "$T/pgsock"
+	setpriv --reuid=postgres --regid=postgres --clear-groups \
+		env HOME="$T/pg" "$PGBIN/initdb" -D "$T/pg" -A trust \
+		-U postgres --no-sync -E UTF8 --locale=C >"$T/initdb.log" 2>&1 ||
+		bp_fail "initdb failed: $(tail -n 3 "$T/initdb.log")"
+	cat >>"$T/pg/postgresql.conf" <<-EOF
+	port = $PGPORT
+	listen_addresses = '${TB_PG_LISTEN:-127.0.0.1}'
+	unix_socket_directories = '$T/pgsock'
+	max_connections = 300
+	shared_buffers = 32MB
+	fsync = off
+	synchronous_commit = off
+	full_page_writes = off
+	log_min_messages = warning
+	EOF
+	[ -n "${TB_PG_HBA:-}" ] && echo "$TB_PG_HBA" >>"$T/pg/pg_hba.conf"
+	PRE_DB=()
+	tb_pg_start
+	"$PGBIN/psql" -X -q -h "$T/pgsock" -p "$PGPORT" -U postgres \
+		-c "CREATE USER tb" -c "CREATE DATABASE tb OWNER tb" \
+		>>"$T/initdb.log" 2>&1 || bp_fail "cannot create the database"
+	"$PGBIN/psql" -X -q -h "$T/pgsock" -p "$PGPORT" -U tb -d tb \
+		-c "CREATE TABLE tb_kv (k text PRIMARY KEY, v text)" \
+		-c "CREATE TABLE tb_hits (id text, n int)" \
+		-c "CREATE INDEX ON tb_hits (id)" \
+		-c "INSERT INTO tb_kv SELECT 'k' || i, 'v' || i FROM generate_series(1, 1000) i" \
+		>>"$T/initdb.log" 2>&1 || bp_fail "cannot create the tables"
+	tb_stop pg
+	mv "$T/pg.log" "$T/pg-init.log"
+}
+
+# tb_pg_start: PostgreSQL as postgres (db host, PRE_DB) on PGPORT; waits
+# until it accepts connections (at most 20 s).  Each run picks PGPORT
+# anew (tb_run): a port freed when the previous run stopped may have been
+# taken by a test running in parallel.
+tb_pg_start() {
+	local i
+	bp_start pg "$T/pg/postmaster.pid" "${NS_DB[@]}" \
+		setpriv --reuid=postgres --regid=postgres --clear-groups \
+		"${PRE_DB[@]}" "$PGBIN/postgres" -D "$T/pg" -p "$PGPORT"
+	for ((i = 0; i < 200; i++)); do
+		"${NS_DB[@]}" "$PGBIN/pg_isready" -q -h "$T/pgsock" \
+			-p "$PGPORT" && return 0
+		bp_alive pg
+		sleep 0.1
+	done
+	bp_fail "PostgreSQL did not accept connections within 20 s"
+}
+
+# tb_stop NAME [STATUS...]: like bp_stop, but the exit statuses listed
+# count as clean too (fcgiwrap dies of SIGTERM: 143).
+tb_stop() {
+	local name=$1 rc s
+	shift
+	[ -n "${BP_LAUNCHER[$name]:-}" ] || bp_fail "tb_stop: $name not started"
+	kill -TERM "${BP_PID[$name]}" 2>/dev/null
+	if ! bp_wait_gone "${BP_LAUNCHER[$name]}" 150; then
+		kill -KILL "${BP_PID[$name]}" "${BP_LAUNCHER[$name]}" 2>/dev/null
+		bp_fail "$name did not stop within 15 s of SIGTERM"
+	fi
+	wait "${BP_LAUNCHER[$name]}"
+	rc=$?
+	BP_LAUNCHER[$name]=""
+	for s in 0 "$@"; do
+		[ "$rc" = "$s" ] && return 0
+	done
+	bp_fail "$name exited with status $rc after SIGTERM"
+}
+
+# tb_logd_start DIR [HOST ROLE]: bp-logd for DIR/logs on DIR/logd.sock
+# (with HOST: bp-logd -H HOST for DIR/logs-HOST on DIR/HOST.sock, started
+# on the host of ROLE, as name logd-HOST), serving www-data and postgres
+# too.  Sets BP_LOGD_SOCK.
+tb_logd_start() {
+	local dir=$1 host=${2:-} name=logd logs=$dir/logs i hopt=()
+	local -n ns=${3:-NS_WEB}
+	BP_LOGD_SOCK=$dir/logd.sock
+	if [ -n "$host" ]; then
+		name=logd-$host logs=$dir/logs-$host
+		BP_LOGD_SOCK=$dir/$host.sock hopt=(-H "$host")
+	fi
+	mkdir -p "$logs"
+	bp_start "$name" "$dir/$name.pid" "${ns[@]}" "$BP_LOGD" -f -d "$logs" \
+		-s "$BP_LOGD_SOCK" -p "$dir/$name.pid" "${hopt[@]}" \
+		-u www-data -u postgres
+	for ((i = 0; i < 100; i++)); do
+		[ -S "$BP_LOGD_SOCK" ] && return 0
+		bp_alive "$name"
+		sleep 0.1
+	done
+	bp_fail "bp-logd did not create $BP_LOGD_SOCK within 10 s"
+}
+
+# ---- application servers -------------------------------------------------
+
+# tb_fpm_start DIR LISTEN CHILDREN PGCONN PGHOST: php-fpm (master root,
+# children www-data, a fixed number of children) on LISTEN (a unix path or
+# address:port).
+tb_fpm_start() {
+	local dir=$1 listen=$2 children=$3 pgconn=$4 pghost=$5
+	cat >"$dir/fpm.conf" <<-EOF
+	[global]
+	pid = $dir/run/fpm.pid
+	error_log = $dir/fpm-error.log
+	daemonize = no
+	[tb]
+	user = www-data
+	group = www-data
+	listen = $listen
+	listen.owner = www-data
+	listen.group = www-data
+	listen.mode = 0660
+	listen.backlog = 511
+	pm = static
+	pm.max_children = $children
+	pm.max_requests = 0
+	clear_env = yes
+	env[TB_PG] = "$pgconn"
+	env[TB_PG_HOST] = "$pghost"
+	env[TB_STATE] = "$dir/state"
+	catch_workers_output = yes
+	EOF
+	bp_start fpm "$dir/run/fpm.pid" "${NS_APP[@]}" "${PRE_APP[@]}" \
+		"$PHPFPM" -n -y "$dir/fpm.conf" -d extension=pgsql
+	tb_wait_socket "$listen" fpm NS_APP
+}
+
+# tb_wait_socket LISTEN NAME ROLE: wait up to 10 s until LISTEN (a unix
+# path or address:port, reached from the host of ROLE: NS_WEB, NS_APP,
+# NS_DB) accepts.
+tb_wait_socket() {
+	local i
+	local -n ns=$3
+	for ((i = 0; i < 100; i++)); do
+		case $1 in
+		/*) [ -S "$1" ] && return 0 ;;
+		*) "${ns[@]}" bash -c "exec 3<>/dev/tcp/${1%:*}/${1##*:}" \
+			2>/dev/null && return 0 ;;
+		esac
+		bp_alive "$2"
+		sleep 0.1
+	done
+	bp_fail "$2 does not listen on $1 after 10 s"
+}
+
+# tb_gunicorn_start DIR ADDR:PORT: gunicorn, 2 workers of 8 threads each
+# (gthread), the Python application with a pool of 8 connections per
+# worker over PostgreSQL's unix socket.
+tb_gunicorn_start() {
+	local dir=$1 bind=$2
+	bp_start gunicorn "$dir/run/gunicorn.pid" "${NS_APP[@]}" env \
+		TB_PG="host=$T/pgsock port=$PGPORT dbname=tb user=tb" TB_POOL=8 \
+		"${PRE_APP[@]}" /usr/bin/gunicorn --workers 2 --threads 8 \
+		--worker-class gthread --bind "$bind" --keep-alive 120 \
+		--graceful-timeout 5 --pid "$dir/run/gunicorn.pid" \
+		--chdir "$T/app" --log-level warning tbapp:application
+	tb_wait_socket "$bind" gunicorn NS_APP
+}
+
+# tb_fcgiwrap_start DIR: fcgiwrap as www-data, 4 pre-forked processes, on
+# DIR/run/fcgiwrap.sock.
+tb_fcgiwrap_start() {
+	local dir=$1
+	bp_start fcgiwrap "$dir/run/fcgiwrap.pid" "${NS_APP[@]}" \
+		setpriv --reuid=www-data --regid=www-data --clear-groups \
+		"${PRE_APP[@]}" sh -c 'echo $$ >"$0"; exec "$@"' \
+		"$dir/run/fcgiwrap.pid" fcgiwrap -c 4 \
+		-s "unix:$dir/run/fcgiwrap.sock"
+	tb_wait_socket "$dir/run/fcgiwrap.sock" fcgiwrap NS_APP
+}
+
+# tb_dnsmasq_start DIR: dnsmasq on the namespace's 127.0.0.1:53, answering
+# every name under .test with 127.0.0.9; not traced (the resolver is the
+# remote, untraced service the DNS processor's witnesses are for).
+tb_dnsmasq_start() {
+	local dir=$1
+	bp_start dnsmasq "$dir/run/dnsmasq.pid" "${NS_WEB[@]}" dnsmasq -k \
+		-p 53 --listen-address=127.0.0.1 --bind-interfaces --no-resolv \
+		--no-hosts --address=/test/127.0.0.9 -C /dev/null -u root \
+		--pid-file="$dir/run/dnsmasq.pid"
+	local i
+	for ((i = 0; i < 100; i++)); do
+		"${NS_WEB[@]}" getent ahosts r-probe.test >/dev/null && return 0
+		sleep 0.1
+	done
+	bp_fail "dnsmasq does not answer r-probe.test after 10 s"
+}
+
+# ---- fronts ---------------------------------------------------------------
+
+# tb_nginx_start DIR: nginx (master root, 2 workers as www-data) on
+# 127.0.0.1:FRONT_PORT: /static/ from disk, /app.php to php-fpm (unix
+# socket, FastCGI keep-alive: requests share backend connections), /py/ to
+# gunicorn (HTTP/1.1 keep-alive), /pyr/ to gunicorn at r-ID.test (nginx's
+# own resolver), /cgi-bin/ to fcgiwrap.
+tb_nginx_start() {
+	local dir=$1
+	mkdir -p "$dir/nginx"
+	cat >"$dir/nginx.conf" <<-EOF
+	daemon off;
+	master_process on;
+	worker_processes 2;
+	user www-data www-data;
+	pid $dir/run/nginx.pid;
+	error_log $dir/nginx-error.log warn;
+	events { worker_connections 1024; }
+	http {
+	    access_log off;
+	    client_body_temp_path $dir/nginx/body;
+	    proxy_temp_path $dir/nginx/proxy;
+	    fastcgi_temp_path $dir/nginx/fastcgi;
+	    uwsgi_temp_path $dir/nginx/uwsgi;
+	    scgi_temp_path $dir/nginx/scgi;
+	    types { text/plain txt; }
+	    default_type text/plain;
+	    keepalive_requests 1000000;
+	    keepalive_timeout 300s;
+	    upstream fpm {
+	        server ${TB_FPM_ADDR:-unix:$dir/run/php-fpm.sock};
+	        keepalive 4;
+	    }
+	    upstream py {
+	        server 127.0.0.9:$PY_PORT;
+	        keepalive 4;
+	    }
+	    server {
+	        listen 127.0.0.1:$FRONT_PORT;
+	        root $T/www;
+	        location /static/ { }
+	        location = /app.php {
+	            fastcgi_pass fpm;
+	            fastcgi_keep_conn on;
+	            include /etc/nginx/fastcgi_params;
+	            fastcgi_param SCRIPT_FILENAME \$document_root\$fastcgi_script_name;
+	        }
+	        location /py/ {
+	            proxy_pass http://py;
+	            proxy_http_version 1.1;
+	            proxy_set_header Connection "";
+	        }
+	        location /pyr/ {
+	            resolver 127.0.0.1:53 ipv6=off valid=1s;
+	            resolver_timeout 10s;
+	            proxy_pass http://r-\$arg_id.test:$PY_PORT;
+	            proxy_http_version 1.1;
+	        }
+	        location /cgi-bin/ {
+	            fastcgi_pass unix:$dir/run/fcgiwrap.sock;
+	            include /etc/nginx/fastcgi_params;
+	            fastcgi_param SCRIPT_FILENAME \$document_root\$fastcgi_script_name;
+	            fastcgi_param TB_PG_HOST $T/pgsock;
+	            fastcgi_param TB_PG_PORT $PGPORT;
+	            fastcgi_param TB_PSQL $PGBIN/psql;
+	        }
+	    }
+	}
+	EOF
+	bp_start front "$dir/run/nginx.pid" "${NS_WEB[@]}" "${PRE_WEB[@]}" \
+		nginx -p "$dir/nginx" -c "$dir/nginx.conf"
+	tb_wait_socket "127.0.0.1:$FRONT_PORT" front NS_WEB
+}
+
+# tb_apache_start DIR: apache2 with TB_MPM (parent root, children
+# www-data) on 127.0.0.1:FRONT_PORT: static files from disk, app.php to
+# php-fpm through mod_proxy_fcgi (a new FastCGI connection per request),
+# keep-alive without a request limit.
+tb_apache_start() {
+	local dir=$1 mpm
+	case $TB_MPM in
+	prefork) mpm="StartServers 70
+MinSpareServers 70
+MaxSpareServers 80
+ServerLimit 80
+MaxRequestWorkers 80" ;;
+	# More threads per child than the client has connections: the event
+	# MPM closes idle keep-alive connections of a child whose workers
+	# are all busy ("All workers are busy or dying, will shutdown N
+	# keep-alive connections"), and the client does not retry.
+	worker | event) mpm="StartServers 2
+ServerLimit 2
+ThreadLimit 80
+ThreadsPerChild 80
+MinSpareThreads 80
+MaxSpareThreads 160
+MaxRequestWorkers 160" ;;
+	*) bp_fail "unknown TB_MPM $TB_MPM" ;;
+	esac
+	mkdir -p "$dir/apache"
+	cat >"$dir/apache.conf" <<-EOF
+	ServerRoot $dir/apache
+	ServerName tb
+	Listen 127.0.0.1:$FRONT_PORT
+	PidFile $dir/run/apache.pid
+	ErrorLog $dir/apache-error.log
+	LogLevel warn
+	User www-data
+	Group www-data
+	LoadModule mpm_${TB_MPM}_module /usr/lib/apache2/modules/mod_mpm_${TB_MPM}.so
+	LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
+	LoadModule mime_module /usr/lib/apache2/modules/mod_mime.so
+	LoadModule proxy_module /usr/lib/apache2/modules/mod_proxy.so
+	LoadModule proxy_fcgi_module /usr/lib/apache2/modules/mod_proxy_fcgi.so
+	TypesConfig /etc/mime.types
+	KeepAlive On
+	MaxKeepAliveRequests 0
+	KeepAliveTimeout 300
+	MaxConnectionsPerChild 0
+	$mpm
+	DocumentRoot $T/www
+	<Directory $T/www>
+	  Require all granted
+	</Directory>
+	<Files "app.php">
+	  SetHandler "proxy:unix:$dir/run/php-fpm.sock|fcgi://localhost"
+	</Files>
+	EOF
+	# its own session: the prefork parent signals its whole process group
+	# when it stops, which would otherwise include this script
+	bp_start front "$dir/run/apache.pid" "${NS_WEB[@]}" setsid \
+		"${PRE_WEB[@]}" apache2 -f "$dir/apache.conf" -DFOREGROUND
+	tb_wait_socket "127.0.0.1:$FRONT_PORT" front NS_WEB
+}
+
+# ---- one traced run ----------------------------------------------------------
+
+# tb_rules DIR: the protocol rules of a run.
+tb_rules() {
+	local dir=$1
+	echo "http port $FRONT_PORT,$PY_PORT; fastcgi unix $dir/run/*.sock;" \
+		"fastcgi port $FPM_PORT; postgresql port $PGPORT;" \
+		"postgresql unix $T/pgsock/*; dns port 53"
+}
+
+# tb_start_all DIR: database, application servers, front, each on its
+# host (NS_*) and traced as PRE_* says.  With TB_MULTIHOST the front talks
+# to php-fpm and php-fpm to PostgreSQL over TCP across the veth pairs.
+tb_start_all() {
+	local dir=$1 app
+	tb_pg_start
+	[ "$TB_DNS" = 1 ] && tb_dnsmasq_start "$dir"
+	for app in $TB_APPS; do
+		case $app in
+		php)
+			if [ "$TB_MULTIHOST" = 1 ]; then
+				TB_FPM_ADDR=10.77.1.2:$FPM_PORT
+				tb_fpm_start "$dir" "$TB_FPM_ADDR" 16 \
+					"host=10.77.2.2 port=$PGPORT dbname=tb user=tb" \
+					10.77.2.2
+			else
+				TB_FPM_ADDR=unix:$dir/run/php-fpm.sock
+				tb_fpm_start "$dir" "$dir/run/php-fpm.sock" 16 \
+					"host=$T/pgsock port=$PGPORT dbname=tb user=tb" \
+					"$T/pgsock"
+			fi ;;
+		py) tb_gunicorn_start "$dir" "127.0.0.9:$PY_PORT" ;;
+		cgi) tb_fcgiwrap_start "$dir" ;;
+		*) bp_fail "unknown application server $app" ;;
+		esac
+	done
+	case $TB_FRONT in
+	nginx) tb_nginx_start "$dir" ;;
+	apache) tb_apache_start "$dir" ;;
+	esac
+}
+
+# tb_stop_all DIR: front, application servers, database, in that order;
+# each must exit cleanly.  Their logs go to DIR.
+tb_stop_all() {
+	local dir=$1 app name
+	bp_alive front
+	tb_stop front
+	for app in $TB_APPS; do
+		case $app in
+		php) tb_stop fpm ;;
+		py) tb_stop gunicorn ;;
+		cgi) tb_stop fcgiwrap 143 ;;
+		esac
+	done
+	[ "$TB_DNS" = 1 ] && tb_stop dnsmasq
+	tb_stop pg
+	for name in front fpm gunicorn fcgiwrap dnsmasq pg logd logd-web \
+		logd-app logd-db; do
+		[ -f "$T/$name.log" ] && mv "$T/$name.log" "$dir/$name.log"
+		[ -f "$T/$name.out" ] && mv "$T/$name.out" "$dir/$name.out"
+	done
+	return 0
+}
+
+# tb_client DIR CONNS DEPTH: tb-client (untraced: requests come from
+# outside) against the front, bounded to 600 s.  Returns its status.
+tb_client() {
+	local dir=$1 conns=$2 depth=$3 dns=()
+	[ "$TB_DNS" = 1 ] && dns=(--dns)
+	"${NS_WEB[@]}" timeout 600 "$TB_CLIENT" --host 127.0.0.1 \
+		--port "$FRONT_PORT" --conns "$conns" --pipeline "$depth" \
+		--requests "$TB_REQUESTS" --mix "$TB_MIX" "${dns[@]}" \
+		--static-dir "$T/www/static" --truth "$dir/truth" \
+		>"$dir/client.out" 2>>"$T/client.log"
+}
+
+# tb_check DIR LABEL MODE: check-testbed.py on DIR's truth and paths.db.
+tb_check() {
+	local dir=$1 label=$2 mode=$3 flag=()
+	[ "$mode" = report ] && flag=(--report-only)
+	"$PY" "$TB_SRC/check-testbed.py" --truth "$dir/truth" \
+		--db "$dir/paths.db" --label "$BP_TEST: $label" \
+		--front "$([ "$TB_FRONT" = apache ] && echo apache2 || echo nginx)" \
+		--php "$(basename "${PHPFPM:-php-fpm}")" \
+		--py "${PYEXE:-python3}" --explain "$TB_EXPLAIN" "${flag[@]}" |
+		tee -a "$T/results.txt"
+	return "${PIPESTATUS[0]}"
+}
+
+# tb_run CONNS DEPTH ISOLATION MODE [LABEL]: one traced run of the
+# testbed: a fresh bp-logd, every server traced (bp-run), the client
+# untraced, servers stopped, bp-reconstruct, then the paths checked
+# against the client's truth.  MODE "assert" fails the test on any wrong
+# path; "report" only prints.
+tb_run() {
+	local conns=$1 depth=$2 iso=$3 mode=$4 label=${5:-} dir rc
+	TB_RUN_NO=$((TB_RUN_NO + 1))
+	dir=$T/run$TB_RUN_NO
+	mkdir -p "$dir/run" "$dir/state"
+	chmod 1777 "$dir/run" "$dir/state"
+	chmod 755 "$dir"
+	[ -n "$label" ] || label="c=$conns d=$depth $([ "$iso" = 0 ] &&
+		echo no-isolation || echo isolation)"
+	bp_free_port FRONT_PORT
+	bp_free_port PY_PORT
+	bp_free_port FPM_PORT
+	bp_free_port PGPORT
+	if [ "$TB_MULTIHOST" = 1 ]; then
+		# a bp-logd per host, in that host's namespaces
+		tb_logd_start "$dir" web NS_WEB
+		bp_trace_prefix "$BP_LOGD_SOCK" "$(tb_rules "$dir")" "$iso"
+		PRE_WEB=("${BP_PREFIX[@]}")
+		tb_logd_start "$dir" app NS_APP
+		bp_trace_prefix "$BP_LOGD_SOCK" "$(tb_rules "$dir")" "$iso"
+		PRE_APP=("${BP_PREFIX[@]}")
+		tb_logd_start "$dir" db NS_DB
+		bp_trace_prefix "$BP_LOGD_SOCK" "$(tb_rules "$dir")" "$iso"
+		PRE_DB=("${BP_PREFIX[@]}")
+		TB_LOGDIRS=("$dir/logs-web" "$dir/logs-app" "$dir/logs-db")
+	else
+		tb_logd_start "$dir"
+		bp_trace_prefix "$BP_LOGD_SOCK" "$(tb_rules "$dir")" "$iso"
+		PRE_WEB=("${BP_PREFIX[@]}") PRE_APP=("${BP_PREFIX[@]}")
+		PRE_DB=("${BP_PREFIX[@]}")
+		TB_LOGDIRS=("$dir/logs")
+	fi
+	tb_start_all "$dir"
+	tb_client "$dir" "$conns" "$depth"
+	rc=$?
+	bp_note "$label: $(tail -n 1 "$dir/client.out")"
+	tb_stop_all "$dir"
+	if [ "$TB_MULTIHOST" = 1 ]; then
+		tb_stop logd-web
+		tb_stop logd-app
+		tb_stop logd-db
+	else
+		tb_stop logd
+	fi
+	if [ "$rc" != 0 ]; then
+		[ "$mode" = assert ] && bp_fail "$label: the client failed" \
+			"(status $rc): $(tail -n 5 "$T/client.log")"
+		bp_note "$label: the client failed (status $rc) under tracing"
+	fi
+	[ -s "$dir/truth" ] || bp_fail "$label: the client wrote no truth"
+	timeout 300 "$BP_RECONSTRUCT" "${TB_LOGDIRS[@]}" -o "$dir/paths.db" \
+		>"$dir/reconstruct.out" 2>"$dir/reconstruct.log" ||
+		bp_fail "bp-reconstruct failed (status $?) on ${TB_LOGDIRS[*]}:" \
+			"$(tail -n 3 "$dir/reconstruct.log")"
+	[ -s "$dir/paths.db" ] || bp_fail "bp-reconstruct wrote no $dir/paths.db"
+	tb_check "$dir" "$label" "$mode" ||
+		bp_fail "$label: wrong request paths (see above)"
+}
+
+# tb_testbed: the standard set of runs: client concurrency 1, 16 and 64,
+# pipelining depth 4, keep-alive: 100% asserted; then the runs without
+# event isolation, reported: at the concurrencies TB_NOISO_CONCS lists
+# (default 64; docs/accuracy.md's figures used "1 16 64").
+tb_testbed() {
+	local c
+	for c in 1 16 64; do
+		tb_run "$c" 4 1 assert
+	done
+	for c in ${TB_NOISO_CONCS:-64}; do
+		tb_run "$c" 4 0 report
+	done
+}

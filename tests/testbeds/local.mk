@@ -1,0 +1,30 @@
+# tests/testbeds/: the real-server testbeds (docs/accuracy.md).  Each
+# tb-*.sh starts Debian's servers (apache2, nginx, php-fpm, gunicorn,
+# fcgiwrap, PostgreSQL, dnsmasq) traced, on loopback in a temporary
+# directory, drives them with tb-client and checks every request's path
+# against the client's ground truth (check-testbed.py).  They need root
+# and the packages run-tests installs; a missing one fails the test.
+noinst_PROGRAMS += tests/testbeds/tb-client
+tests_testbeds_tb_client_SOURCES = tests/testbeds/tb-client.c $(EX_UTIL)
+tests_testbeds_tb_client_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/examples
+noinst_PROGRAMS += tests/testbeds/tb-limits
+tests_testbeds_tb_limits_SOURCES = tests/testbeds/tb-limits.c $(EX_FRONT)
+tests_testbeds_tb_limits_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/examples
+tests_testbeds_tb_limits_LDADD = -lpthread
+
+TESTBED_TESTS = \
+	tests/testbeds/tb-checker-selftest.sh \
+	tests/testbeds/tb-apache-prefork.sh \
+	tests/testbeds/tb-apache-worker.sh \
+	tests/testbeds/tb-apache-event.sh \
+	tests/testbeds/tb-nginx-fpm.sh \
+	tests/testbeds/tb-nginx-gunicorn.sh \
+	tests/testbeds/tb-dns-cgi.sh \
+	tests/testbeds/tb-multihost.sh \
+	tests/testbeds/tb-limits.sh
+
+TESTS += $(TESTBED_TESTS)
+EXTRA_DIST += $(TESTBED_TESTS) tests/testbeds/lib.sh \
+	tests/testbeds/check-testbed.py tests/testbeds/app/app.php \
+	tests/testbeds/app/tbapp.py tests/testbeds/app/tb.cgi \
+	tests/testbeds/show-paths.py
