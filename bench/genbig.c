@@ -156,17 +156,19 @@ static void flush(struct stream *s, int more)
 	}
 }
 
-/* Append EV at true time AT (ns) to S. */
+/* Append EV at true time AT (ns) to S.  A record that does not fit the
+ * block goes to the next one, after its TIME record (which carries the
+ * previous record's time, so the record's delta is the same). */
 static void put(struct stream *s, int64_t at, struct bt_event *ev)
 {
 	uint8_t tmp[BT_EV_MAX_RECORD];
+	uint64_t prev = s->prev_ts;
 	size_t n;
 
 	if (at < s->last_at)
 		at = s->last_at;
-	s->last_at = at;
 	ev->ts = mono(s->h, at);
-	n = bt_ev_encode(tmp, sizeof tmp, ev, &s->prev_ts);
+	n = bt_ev_encode(tmp, sizeof tmp, ev, &prev);
 	if (!n) {
 		fprintf(stderr, "bp-genbig: a record does not encode\n");
 		exit(1);
@@ -175,6 +177,8 @@ static void put(struct stream *s, int64_t at, struct bt_event *ev)
 		flush(s, 1);
 	memcpy(s->buf + s->len, tmp, n);
 	s->len += (uint32_t)n;
+	s->prev_ts = prev;
+	s->last_at = at;
 	nevents++;
 }
 
