@@ -260,8 +260,38 @@ struct bt_chan {
 	struct bt_epreg ep[2];            /* epoll registrations (two kept) */
 };
 
-/* Look up FD's table word (no lock).  See BT_FD_*; else a bt_chan *. */
-BT_HIDDEN uintptr_t bt_fd_get(int fd);
+/* The table (fdtab.c): BT_FDTAB_L1 pointers to arrays of BT_FDTAB_L2
+ * words, allocated on first use.  Descriptors beyond pass through. */
+#define BT_FDTAB_L2_BITS 10
+#define BT_FDTAB_L2 (1u << BT_FDTAB_L2_BITS)
+#define BT_FDTAB_L1 1024u
+#define BT_FDTAB_LIMIT (BT_FDTAB_L1 * BT_FDTAB_L2)
+BT_HIDDEN extern uintptr_t *bt_fdtab[BT_FDTAB_L1];
+
+/* Look up FD's table word (no lock): two loads, inlined on the hot paths.
+ * See BT_FD_*; else a bt_chan * (or a tagged epoll set). */
+static inline uintptr_t bt_fd_get(int fd)
+{
+	uintptr_t *l2;
+
+	if (unlikely((unsigned)fd >= BT_FDTAB_LIMIT))
+		return BT_FD_PLAIN;
+	l2 = __atomic_load_n(&bt_fdtab[(unsigned)fd >> BT_FDTAB_L2_BITS],
+			     __ATOMIC_ACQUIRE);
+	if (!l2)
+		return BT_FD_NONE;
+	return __atomic_load_n(&l2[(unsigned)fd & (BT_FDTAB_L2 - 1)],
+			       __ATOMIC_ACQUIRE);
+}
+
+/* Has the shim nothing to do with data on FD?  It was seen and is no
+ * channel: a file, an eventfd, an epoll set, one of the shim's own.  (A
+ * descriptor never seen is classified by the slow path.) */
+static inline int bt_fd_passes(int fd)
+{
+	uintptr_t w = bt_fd_get(fd);
+	return w != BT_FD_NONE && !BT_FD_IS_CHAN(w);
+}
 /* Set FD's word; the old channel (if any) loses a reference. */
 BT_HIDDEN void bt_fd_set(int fd, uintptr_t v);
 /* FD refers to CH from now on (takes a reference). */

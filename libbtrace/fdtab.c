@@ -22,28 +22,16 @@
 
 #include "bt.h"
 
-#define L2_BITS 10
-#define L2_SIZE (1u << L2_BITS)
-#define L1_SIZE 1024u
-#define FD_LIMIT ((int)(L1_SIZE * L2_SIZE))
+#define L2_BITS BT_FDTAB_L2_BITS
+#define L2_SIZE BT_FDTAB_L2
+#define L1_SIZE BT_FDTAB_L1
+#define FD_LIMIT ((int)BT_FDTAB_LIMIT)
 
-static uintptr_t *fdtab[L1_SIZE];
+uintptr_t *bt_fdtab[BT_FDTAB_L1];
 
 static struct bt_chan *all_chans;           /* every channel object */
 static struct bt_chan *free_chans;
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
-
-uintptr_t bt_fd_get(int fd)
-{
-	uintptr_t *l2;
-
-	if (unlikely((unsigned)fd >= (unsigned)FD_LIMIT))
-		return BT_FD_PLAIN;
-	l2 = __atomic_load_n(&fdtab[fd >> L2_BITS], __ATOMIC_ACQUIRE);
-	if (!l2)
-		return BT_FD_NONE;
-	return __atomic_load_n(&l2[fd & (L2_SIZE - 1)], __ATOMIC_ACQUIRE);
-}
 
 static uintptr_t *slot_of(int fd)
 {
@@ -51,7 +39,7 @@ static uintptr_t *slot_of(int fd)
 
 	if ((unsigned)fd >= (unsigned)FD_LIMIT)
 		return NULL;
-	p = &fdtab[fd >> L2_BITS];
+	p = &bt_fdtab[fd >> L2_BITS];
 	l2 = __atomic_load_n(p, __ATOMIC_ACQUIRE);
 	if (l2)
 		return &l2[fd & (L2_SIZE - 1)];
@@ -196,7 +184,7 @@ void bt_fd_range(unsigned lo, unsigned hi,
 	if (hi >= (unsigned)FD_LIMIT)
 		hi = (unsigned)FD_LIMIT - 1;
 	for (unsigned f = lo; f <= hi;) {
-		uintptr_t *l2 = __atomic_load_n(&fdtab[f >> L2_BITS],
+		uintptr_t *l2 = __atomic_load_n(&bt_fdtab[f >> L2_BITS],
 						 __ATOMIC_ACQUIRE);
 		if (!l2) {
 			f = ((f >> L2_BITS) + 1) << L2_BITS;
