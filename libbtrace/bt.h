@@ -164,6 +164,11 @@ static inline void bt_leave_pass(void)
  * longer than bounded waits; a record that cannot be written is counted
  * and reported by a later BT_EV_DROP. */
 BT_HIDDEN void bt_emit(struct bt_event *ev);
+/* Record a record of integer fields only (READY, MSG_BEGIN, DATA, ...):
+ * V holds its N fields in schema order as written (signed ones zigzagged,
+ * see bt_ev_encode_ints); TS 0 means now.  Same bytes as bt_emit. */
+BT_HIDDEN void bt_emit_ints(unsigned type, uint64_t ts, unsigned n,
+			    const uint64_t *v);
 /* Claim this thread's ring slot now and write TIME, THREAD_START (and
  * PROC_START for a process's first thread). */
 BT_HIDDEN void bt_emit_claim(void);

@@ -709,13 +709,24 @@ static size_t ev_bound(const struct bt_event *ev)
 	return n < BT_EV_MAX_RECORD ? n : BT_EV_MAX_RECORD;
 }
 
-/* Encode EV into the slot.  0 ok, -1 not recorded. */
-static int slot_write(struct bt_slot *s, const struct bt_event *ev)
+static int slot_write(struct bt_slot *s, const struct bt_event *ev);
+
+/* A record of integer fields only (bt_emit_ints): no struct bt_event. */
+struct ints {
+	unsigned        type, n;
+	uint64_t        ts;
+	const uint64_t *v;
+};
+
+/* Encode EV (or IV, when EV is NULL) into the slot.  0 ok, -1 not
+ * recorded. */
+static int slot_write_x(struct bt_slot *s, const struct bt_event *ev,
+			const struct ints *iv)
 {
 	/* The encoder cuts attributes to the room it is given: give it room
 	 * for the whole record, or wrap (or wait) first.  Only a record
 	 * larger than the ring allows is cut. */
-	size_t need = ev_bound(ev);
+	size_t need = ev ? ev_bound(ev) : BT_EV_INTS_ROOM(iv->n);
 	if (need > s->size - 2)
 		need = s->size - 2;
 
@@ -736,7 +747,7 @@ static int slot_write(struct bt_slot *s, const struct bt_event *ev)
 			struct bt_event te;
 			memset(&te, 0, sizeof te);
 			te.type = BT_EV_TIME;
-			te.ts = ev->ts;
+			te.ts = ev ? ev->ts : iv->ts;
 			clock_gettime(CLOCK_REALTIME, &rt);
 			te.realtime = (uint64_t)rt.tv_sec * 1000000000ull +
 				      (uint64_t)rt.tv_nsec;
@@ -748,8 +759,13 @@ static int slot_write(struct bt_slot *s, const struct bt_event *ev)
 			continue;
 		}
 		cap = lap - 2 < freeb ? lap - 2 : freeb;
-		n = cap >= need ? bt_ev_encode(s->data + pos, cap, ev, &s->prev_ts)
-				: 0;
+		if (cap < need)
+			n = 0;
+		else if (ev)
+			n = bt_ev_encode(s->data + pos, cap, ev, &s->prev_ts);
+		else
+			n = bt_ev_encode_ints(s->data + pos, iv->type, iv->ts,
+					      &s->prev_ts, iv->n, iv->v);
 		if (n) {
 			uint64_t nh = s->head + n;
 			publish(s, nh);
@@ -781,6 +797,11 @@ static int slot_write(struct bt_slot *s, const struct bt_event *ev)
 			return -1;
 	}
 	return -1;
+}
+
+static int slot_write(struct bt_slot *s, const struct bt_event *ev)
+{
+	return slot_write_x(s, ev, NULL);
 }
 
 static int paused_flag(void)
@@ -820,6 +841,31 @@ void bt_emit_claim(void)
 {
 	if (!bt_self.have_slot && !paused_flag())
 		claim();
+}
+
+void bt_emit_ints(unsigned type, uint64_t ts, unsigned n, const uint64_t *v)
+{
+	struct bt_slot *s = &bt_self.slot;
+	struct ints iv = { type, n, ts, v };
+
+	if (unlikely(bt_self.depth > 1)) {
+		bt_self.dropped++;
+		bt_self.drop_reason = BT_DR_REENTRANT;
+		return;
+	}
+	if (unlikely(paused_flag()))
+		return;
+	if (!iv.ts)
+		iv.ts = bt_now();
+	if (unlikely(!bt_self.have_slot) && claim() < 0)
+		return;
+	if (unlikely(bt_self.dropped))
+		emit_drop_report();
+	if (slot_write_x(s, NULL, &iv) < 0) {
+		bt_self.dropped++;
+		bt_self.drop_reason = BT_DR_RING_FULL;
+		__atomic_add_fetch(&s->sh->lost, 1, __ATOMIC_RELAXED);
+	}
 }
 
 void bt_emit(struct bt_event *ev)

@@ -75,19 +75,13 @@ static void log_msg(struct bt_chan *ch, int fd, int dir, const struct bt_msg *m,
 	bt_emit(&ev);
 }
 
+/* MSG_BEGIN (fd dir off) or DATA (fd dir off len). */
 static void log_simple(int type, int fd, int dir, uint64_t off, uint64_t len)
 {
-	struct bt_event ev;
+	uint64_t v[4] = { bt_zigzag(fd), (uint64_t)(uint8_t)dir, off, len };
 
-	memset(&ev, 0, sizeof ev);
-	ev.type = (uint8_t)type;
-	ev.fd = fd;
-	ev.dir = (uint8_t)dir;
-	ev.off = off;
-	ev.len = len;
-	if (dir == BT_DIR_OUT)
-		ev.ts = bt_self.out_ts;
-	bt_emit(&ev);
+	bt_emit_ints((unsigned)type, dir == BT_DIR_OUT ? bt_self.out_ts : 0,
+		     type == BT_EV_DATA ? 4 : 3, v);
 }
 
 static void log_lost(struct bt_chan *ch, int fd, int dir)

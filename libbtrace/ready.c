@@ -289,14 +289,9 @@ void bt_ready_atfork_child(void)
 
 static void log_ready(int fd, uint32_t pollbits, int nready)
 {
-	struct bt_event ev;
+	uint64_t v[3] = { bt_zigzag(fd), pollbits, bt_zigzag(nready) };
 
-	memset(&ev, 0, sizeof ev);
-	ev.type = BT_EV_READY;
-	ev.fd = fd;
-	ev.flags = pollbits;
-	ev.result = nready;
-	bt_emit(&ev);
+	bt_emit_ints(BT_EV_READY, 0, 3, v);
 }
 
 static uint32_t epoll_to_poll(uint32_t e)
@@ -475,7 +470,7 @@ static int epoll_common(int kind, int epfd, struct epoll_event *events,
 			const sigset_t *sig)
 {
 	struct bt_epset *es;
-	uint64_t deadline = 0;
+	uint64_t deadline = 0, now0 = 0;
 	int infinite, r, fd;
 
 	if (!bt_enter()) {
@@ -500,7 +495,8 @@ static int epoll_common(int kind, int epfd, struct epoll_event *events,
 		uint64_t ns = kind == EPK_PWAIT2
 			? (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec
 			: (uint64_t)timeout_ms * 1000000ull;
-		deadline = bt_now() + ns;
+		now0 = bt_now();
+		deadline = now0 + ns;
 	}
 
 	if (!bt_conf.isolation) {
@@ -537,7 +533,9 @@ static int epoll_common(int kind, int epfd, struct epoll_event *events,
 			return 1;
 		}
 		if (!infinite) {
-			uint64_t now = bt_now();
+			/* the first round starts when the deadline was set */
+			uint64_t now = now0 ? now0 : bt_now();
+			now0 = 0;
 			uint64_t left = deadline > now ? deadline - now : 0;
 			tmo = (int)((left + 999999) / 1000000);
 			tts.tv_sec = (time_t)(left / 1000000000ull);

@@ -270,6 +270,30 @@ static inline int64_t bt_unzigzag(uint64_t v)
 size_t bt_ev_encode(uint8_t *dst, size_t cap, const struct bt_event *ev,
 		    uint64_t *prev_ts);
 
+/*
+ * bt_ev_encode_ints - the encoder for records whose fields are all
+ * integers (READY, MSG_BEGIN, DATA, CLOSE, SHUTDOWN, WANT, ...): the same
+ * bytes bt_ev_encode writes, without a struct bt_event.  V holds the N
+ * fields in schema order, already as written (signed ones zigzagged).
+ * DST needs BT_EV_INTS_ROOM(N) bytes; N <= 8.
+ */
+#define BT_EV_INTS_ROOM(n) (2 + 10 * ((n) + 1))
+static inline size_t bt_ev_encode_ints(uint8_t *dst, unsigned type,
+				       uint64_t ts, uint64_t *prev_ts,
+				       unsigned n, const uint64_t *v)
+{
+	uint8_t *p = dst + 2;
+
+	p += bt_put_varint(p, ts >= *prev_ts ? ts - *prev_ts : 0);
+	for (unsigned i = 0; i < n; i++)
+		p += bt_put_varint(p, v[i]);
+	if (ts > *prev_ts)
+		*prev_ts = ts;
+	dst[0] = (uint8_t)type;
+	dst[1] = (uint8_t)(p - (dst + 2));    /* <= 90: one byte */
+	return (size_t)(p - dst);
+}
+
 /* Largest record bt_ev_encode can produce (header + max body). */
 #define BT_EV_MAX_RECORD (BT_EV_MAX_BODY + 3)
 

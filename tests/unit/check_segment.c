@@ -453,6 +453,43 @@ START_TEST(ev_fast_equals_careful)
 }
 END_TEST
 
+/* bt_ev_encode_ints writes what bt_ev_encode writes. */
+START_TEST(ev_ints_equals_encode)
+{
+	static const unsigned types[] = { BT_EV_READY, BT_EV_MSG_BEGIN,
+					  BT_EV_DATA, BT_EV_CLOSE };
+	for (unsigned k = 0; k < sizeof types / sizeof types[0]; k++) {
+		struct bt_event ev;
+		uint8_t a[BT_EV_MAX_RECORD], b[BT_EV_MAX_RECORD];
+		uint64_t p1 = 4000000000ull, p2 = 4000000000ull, v[4];
+		unsigned n = 0;
+
+		fill_event(&ev, types[k]);
+		switch (types[k]) {
+		case BT_EV_READY:
+			v[n++] = bt_zigzag(ev.fd); v[n++] = ev.flags;
+			v[n++] = bt_zigzag(ev.result);
+			break;
+		case BT_EV_MSG_BEGIN:
+			v[n++] = bt_zigzag(ev.fd); v[n++] = ev.dir; v[n++] = ev.off;
+			break;
+		case BT_EV_DATA:
+			v[n++] = bt_zigzag(ev.fd); v[n++] = ev.dir; v[n++] = ev.off;
+			v[n++] = ev.len;
+			break;
+		case BT_EV_CLOSE:
+			v[n++] = bt_zigzag(ev.fd); v[n++] = bt_zigzag(ev.result);
+			break;
+		}
+		size_t x = bt_ev_encode(a, sizeof a, &ev, &p1);
+		size_t y = bt_ev_encode_ints(b, types[k], ev.ts, &p2, n, v);
+		ck_assert_uint_eq(x, y);
+		ck_assert_mem_eq(a, b, x);
+		ck_assert_uint_eq(p1, p2);
+	}
+}
+END_TEST
+
 START_TEST(ev_round_trip_all_types)
 {
 	for (unsigned type = 1; type < BT_EV_TYPE_MAX; type++) {
@@ -711,6 +748,7 @@ static Suite *segment_suite(void)
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, ev_round_trip_all_types);
 	tcase_add_test(t, ev_fast_equals_careful);
+	tcase_add_test(t, ev_ints_equals_encode);
 	tcase_add_test(t, ev_truncated_records);
 	tcase_add_test(t, ev_corrupt_records);
 	tcase_add_test(t, ev_malformed_records);
