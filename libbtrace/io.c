@@ -1239,6 +1239,27 @@ static void file_bytes_out(int out_fd, int in_fd, off_t start, size_t n)
 	if (!ch->pp && !ch->sniff) {
 		data(ch, out_fd, BT_DIR_OUT, n);
 	} else {
+		/* Bytes the processor only counts (a body of known length)
+		 * are not read back: what bt_io_out does, without them. */
+		if (ch->pp && ch->pp->skip && !ch->sniff &&
+		    !__atomic_load_n(&ch->unseen, __ATOMIC_RELAXED)) {
+			int moved = 0;
+			turn(ch, out_fd, BT_DIR_OUT);
+			while (n && ch->pp && ch->pp->skip) {
+				struct bt_msg m;
+				long k;
+				memset(&m, 0, sizeof m);
+				k = ch->pp->skip(ch->pps, BT_DIR_OUT, n, &m);
+				if (k <= 0 || (size_t)k > n)
+					break;
+				track(ch, out_fd, BT_DIR_OUT, (uint64_t)k, &m, NULL);
+				start += k;
+				n -= (size_t)k;
+				moved = 1;
+			}
+			if (moved)
+				track_end(ch, out_fd, BT_DIR_OUT);
+		}
 		while (n) {
 			size_t want = n < sizeof buf ? n : sizeof buf;
 			ssize_t got = pread(in_fd, buf, want, start);

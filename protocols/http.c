@@ -262,24 +262,28 @@ static int field_line(struct http_dir *d, char *l, size_t n)
 	size_t nl = (size_t)(c - l);
 	const char *v = c + 1;
 	size_t vl = n - nl - 1;
-	trim(&v, &vl);
+	/* the value is trimmed only for the names that use it */
 	if (tok_is(l, nl, "content-length")) {
 		if (d->f & F_CUT)
 			return -1;
+		trim(&v, &vl);
 		return parse_cl(d, v, vl);
 	}
 	if (tok_is(l, nl, "transfer-encoding")) {
 		if (d->f & F_CUT)
 			return -1;
+		trim(&v, &vl);
 		parse_te(d, v, vl);
-	} else if (d->f & F_REPLY) {
 		return 0;
-	} else if (tok_is(l, nl, "host")) {
-		keep(d, BT_AK_HOST, v, vl, HTTP_KEEP_VALUE);
-	} else if (tok_is(l, nl, "traceparent")) {
-		keep(d, BT_AK_TRACEPARENT, v, vl, HTTP_KEEP_VALUE);
-	} else if (tok_is(l, nl, "x-request-id")) {
-		keep(d, BT_AK_REQUEST_ID, v, vl, HTTP_KEEP_VALUE);
+	}
+	if (d->f & F_REPLY)
+		return 0;
+	uint8_t key = tok_is(l, nl, "host") ? BT_AK_HOST :
+		      tok_is(l, nl, "traceparent") ? BT_AK_TRACEPARENT :
+		      tok_is(l, nl, "x-request-id") ? BT_AK_REQUEST_ID : 0;
+	if (key) {
+		trim(&v, &vl);
+		keep(d, key, v, vl, HTTP_KEEP_VALUE);
 	}
 	return 0;
 }
@@ -399,9 +403,20 @@ static int is_tchar(unsigned c)
  */
 static int start_ok(struct http_dir *d, const char *l, size_t from, size_t n)
 {
+	/* after the first token: only control characters are refused */
+	static const uint8_t ctl[256] = {
+		[0 ... 0x08] = 1, [0x0b ... 0x0c] = 1, [0x0e ... 0x1f] = 1,
+		[0x7f] = 1,                 /* all but HT, LF, CR */
+	};
+	if (d->f & F_TOK) {
+		for (size_t i = from; i < n; i++)
+			if (ctl[(unsigned char)l[i]])
+				return 0;
+		return 1;
+	}
 	for (size_t i = from; i < n; i++) {
 		unsigned c = (unsigned char)l[i];
-		if ((c < 0x20 && c != '\r' && c != '\n' && c != '\t') || c == 0x7f)
+		if (ctl[c])
 			return 0;
 		if (d->f & F_TOK)
 			continue;
@@ -595,6 +610,39 @@ static long http_feed(void *st, int dir, const uint8_t *p, size_t n,
 	return (long)n;
 }
 
+/* feed()'s ST_LEN, ST_CDATA and ST_CLOSE steps, which never look at the
+ * bytes; anything else needs them (0). */
+static long http_skip(void *st, int dir, size_t n, struct bt_msg *m)
+{
+	struct http_state *s = st;
+	struct http_dir *d = &s->d[dir & 1];
+	size_t k;
+
+	if (s->tunnel)
+		return 0;
+	switch (d->st) {
+	case ST_LEN:
+		k = n < d->remain ? n : (size_t)d->remain;
+		d->remain -= k;
+		d->body += k;
+		if (!d->remain)
+			emit(s, d, m);
+		return (long)k;
+	case ST_CDATA:
+		k = n < d->remain ? n : (size_t)d->remain;
+		d->remain -= k;
+		d->body += k;
+		if (!d->remain)
+			d->st = ST_CCRLF;
+		return (long)k;
+	case ST_CLOSE:
+		d->body += n;
+		return (long)n;
+	default:
+		return 0;
+	}
+}
+
 static void http_eof(void *st, int dir, struct bt_msg *m)
 {
 	struct http_state *s = st;
@@ -645,4 +693,5 @@ const struct bt_proto_ops bt_proto_http = {
 	.fini = http_fini,
 	.feed = http_feed,
 	.eof = http_eof,
+	.skip = http_skip,
 };
