@@ -372,43 +372,58 @@ static size_t encode_fast(uint8_t *dst, const struct bt_event *ev,
 
 /*
  * MSG, the most frequent record with attributes, without the schema walk:
- * the same bytes as encode_fast.  *OK is cleared (nothing written) when
- * an attribute is longer than BT_EV_MAX_STR or the record may not fit CAP.
+ * the same bytes as encode_fast.  0 (nothing written) when an attribute is
+ * longer than BT_EV_MAX_STR or the record may not fit CAP.
  */
-static size_t encode_msg(uint8_t *dst, size_t cap, const struct bt_event *ev,
-			 uint64_t *prev_ts, int *ok)
+size_t bt_ev_msg_bound(const struct bt_msg_rec *m)
 {
-	unsigned n = ev->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : ev->nattr;
+	unsigned n = m->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : m->nattr;
 	size_t bound = 10 * 10 + 1 + 4 * n;     /* dt, 9 fields, attrs */
-	uint8_t *p = dst + 2;
 
 	for (unsigned i = 0; i < n; i++) {
-		if (ev->attr[i].len > BT_EV_MAX_STR) {
-			*ok = 0;
-			return 0;
-		}
-		bound += ev->attr[i].val ? ev->attr[i].len : 0;
+		if (m->attr[i].len > BT_EV_MAX_STR)
+			return SIZE_MAX;
+		bound += m->attr[i].val ? m->attr[i].len : 0;
 	}
-	if (bound > BT_EV_MAX_BODY || bound + 3 > cap) {
-		*ok = 0;
+	return bound;
+}
+
+size_t bt_ev_encode_msg(uint8_t *dst, size_t cap, const struct bt_msg_rec *m,
+			uint64_t *prev_ts)
+{
+	unsigned n = m->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : m->nattr;
+	size_t bound = bt_ev_msg_bound(m), body;
+	uint8_t *p = dst + 2;
+
+	if (bound > BT_EV_MAX_BODY || bound + 3 > cap)
 		return 0;
-	}
-	p = p_u(p, ev->ts >= *prev_ts ? ev->ts - *prev_ts : 0);
-	p = p_u(p, bt_zigzag(ev->fd));
-	p = p_u(p, ev->dir);
-	p = p_u(p, ev->kind);
-	p = p_u(p, ev->proto);
-	p = p_u(p, ev->flags);
-	p = p_u(p, ev->off);
-	p = p_u(p, ev->len);
-	p = p_u(p, ev->status);
-	p = p_u(p, ev->witness);
+	p = p_u(p, m->ts >= *prev_ts ? m->ts - *prev_ts : 0);
+	p = p_u(p, bt_zigzag(m->fd));
+	p = p_u(p, m->dir);
+	p = p_u(p, m->kind);
+	p = p_u(p, m->proto);
+	p = p_u(p, m->flags);
+	p = p_u(p, m->off);
+	p = p_u(p, m->len);
+	p = p_u(p, m->status);
+	p = p_u(p, m->witness);
 	*p++ = (uint8_t)n;
 	for (unsigned i = 0; i < n; i++) {
-		*p++ = ev->attr[i].key;
-		p = p_str(p, ev->attr[i].val, ev->attr[i].len);
+		*p++ = m->attr[i].key;
+		p = p_str(p, m->attr[i].val, m->attr[i].len);
 	}
-	return finish_fast(dst, p, ev, prev_ts);
+	body = (size_t)(p - (dst + 2));
+	if (m->ts > *prev_ts)
+		*prev_ts = m->ts;
+	dst[0] = BT_EV_MSG;
+	if (body < 0x80) {
+		dst[1] = (uint8_t)body;
+		return body + 2;
+	}
+	memmove(dst + 3, dst + 2, body);
+	dst[1] = (uint8_t)(body | 0x80);
+	dst[2] = (uint8_t)(body >> 7);
+	return body + 3;
 }
 
 size_t bt_ev_encode(uint8_t *dst, size_t cap, const struct bt_event *ev,
@@ -419,9 +434,15 @@ size_t bt_ev_encode(uint8_t *dst, size_t cap, const struct bt_event *ev,
 	if (ev->type >= BT_EV_TYPE_MAX || ev->type == BT_EV_PAD || cap < 4)
 		return 0;
 	if (ev->type == BT_EV_MSG) {
-		int ok = 1;
-		size_t n = encode_msg(dst, cap, ev, prev_ts, &ok);
-		if (ok)
+		struct bt_msg_rec m = {
+			.ts = ev->ts, .fd = ev->fd, .dir = ev->dir,
+			.kind = ev->kind, .proto = ev->proto,
+			.nattr = ev->nattr, .flags = ev->flags,
+			.status = ev->status, .off = ev->off, .len = ev->len,
+			.witness = ev->witness, .attr = ev->attr,
+		};
+		size_t n = bt_ev_encode_msg(dst, cap, &m, prev_ts);
+		if (n)
 			return n;
 		return encode_careful(dst, cap, ev, prev_ts);
 	}

@@ -169,6 +169,9 @@ BT_HIDDEN void bt_emit(struct bt_event *ev);
  * see bt_ev_encode_ints); TS 0 means now.  Same bytes as bt_emit. */
 BT_HIDDEN void bt_emit_ints(unsigned type, uint64_t ts, unsigned n,
 			    const uint64_t *v);
+/* Record a MSG from its fields (M->ts 0 means now).  Same bytes as
+ * bt_emit of the same MSG. */
+BT_HIDDEN void bt_emit_msg(struct bt_msg_rec *m);
 /* Claim this thread's ring slot now and write TIME, THREAD_START (and
  * PROC_START for a process's first thread). */
 BT_HIDDEN void bt_emit_claim(void);

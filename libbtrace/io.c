@@ -45,34 +45,35 @@ BT_HIDDEN void bt_chan_announce(struct bt_chan *ch, int fd);
 static void log_msg(struct bt_chan *ch, int fd, int dir, const struct bt_msg *m,
 		    uint64_t off, uint64_t len, const struct bt_addr *peer)
 {
-	struct bt_event ev;
+	struct bt_msg_rec r;
+	struct bt_attr at[BT_EV_MAX_ATTR];
 	char pbuf[64];
 
-	memset(&ev, 0, sizeof ev);
-	ev.type = BT_EV_MSG;
-	ev.fd = fd;
-	ev.dir = (uint8_t)dir;
-	ev.kind = m->kind;
-	ev.proto = ch->pp ? ch->pp->id : 0;
-	ev.flags = m->flags;
+	r.ts = dir == BT_DIR_OUT ? bt_self.out_ts : 0;
+	r.fd = fd;
+	r.dir = (uint8_t)dir;
+	r.kind = m->kind;
+	r.proto = ch->pp ? ch->pp->id : 0;
+	r.flags = m->flags;
 	if (ch->transport == BT_TR_DGRAM)
-		ev.flags |= BT_MF_DGRAM;
-	ev.off = off;
-	ev.len = len;
-	ev.status = m->status;
-	ev.witness = m->witness;
-	ev.nattr = m->nattr;
-	memcpy(ev.attr, m->attr, sizeof ev.attr[0] * m->nattr);
-	if (dir == BT_DIR_OUT)
-		ev.ts = bt_self.out_ts;
-	if (peer && peer->family && ev.nattr < BT_EV_MAX_ATTR) {
+		r.flags |= BT_MF_DGRAM;
+	r.off = off;
+	r.len = len;
+	r.status = m->status;
+	r.witness = m->witness;
+	r.nattr = m->nattr;
+	r.attr = m->attr;
+	if (peer && peer->family && m->nattr < BT_EV_MAX_ATTR) {
+		/* one more attribute: the processor's list and the peer */
+		memcpy(at, m->attr, sizeof at[0] * m->nattr);
 		bt_addr_format(peer, pbuf, sizeof pbuf);
-		ev.attr[ev.nattr].key = BT_AK_PEER;
-		ev.attr[ev.nattr].val = pbuf;
-		ev.attr[ev.nattr].len = (uint16_t)strlen(pbuf);
-		ev.nattr++;
+		at[m->nattr].key = BT_AK_PEER;
+		at[m->nattr].val = pbuf;
+		at[m->nattr].len = (uint16_t)strlen(pbuf);
+		r.nattr = (uint8_t)(m->nattr + 1);
+		r.attr = at;
 	}
-	bt_emit(&ev);
+	bt_emit_msg(&r);
 }
 
 /* MSG_BEGIN (fd dir off) or DATA (fd dir off len). */

@@ -294,6 +294,25 @@ static inline size_t bt_ev_encode_ints(uint8_t *dst, unsigned type,
 	return (size_t)(p - dst);
 }
 
+/*
+ * bt_ev_encode_msg - a MSG record from its fields alone (no struct
+ * bt_event): the bytes bt_ev_encode writes for the same MSG.  Returns the
+ * record's size, or 0 when it may not fit CAP or an attribute is longer
+ * than BT_EV_MAX_STR (bt_ev_encode then cuts it).  BT_EV_MSG_BOUND is an
+ * upper bound of its size.
+ */
+struct bt_msg_rec {
+	uint64_t ts;
+	int32_t  fd;
+	uint8_t  dir, kind, proto, nattr;
+	uint32_t flags, status;
+	uint64_t off, len, witness;
+	const struct bt_attr *attr;
+};
+size_t bt_ev_encode_msg(uint8_t *dst, size_t cap, const struct bt_msg_rec *m,
+			uint64_t *prev_ts);
+size_t bt_ev_msg_bound(const struct bt_msg_rec *m);
+
 /* Largest record bt_ev_encode can produce (header + max body). */
 #define BT_EV_MAX_RECORD (BT_EV_MAX_BODY + 3)
 
