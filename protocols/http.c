@@ -390,10 +390,17 @@ static void emit(struct http_state *s, struct http_dir *d, struct bt_msg *m)
 	d->method = M_OTHER;
 }
 
+/* RFC 9110 tchar: ALPHA, DIGIT and !#$%&'*+-.^_`|~ */
+static const uint8_t tchar[256] = {
+	['a' ... 'z'] = 1, ['A' ... 'Z'] = 1, ['0' ... '9'] = 1,
+	['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1,
+	['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1,
+	['`'] = 1, ['|'] = 1, ['~'] = 1,
+};
+
 static int is_tchar(unsigned c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	       (c >= '0' && c <= '9') || (c && strchr("!#$%&'*+-.^_`|~", (int)c));
+	return c < 256 && tchar[c];
 }
 
 /*
@@ -403,29 +410,31 @@ static int is_tchar(unsigned c)
  */
 static int start_ok(struct http_dir *d, const char *l, size_t from, size_t n)
 {
-	/* after the first token: only control characters are refused */
+	/* control characters refused anywhere: all but HT, LF, CR */
 	static const uint8_t ctl[256] = {
 		[0 ... 0x08] = 1, [0x0b ... 0x0c] = 1, [0x0e ... 0x1f] = 1,
-		[0x7f] = 1,                 /* all but HT, LF, CR */
+		[0x7f] = 1,
 	};
-	if (d->f & F_TOK) {
-		for (size_t i = from; i < n; i++)
-			if (ctl[(unsigned char)l[i]])
+	size_t i = from;
+
+	if (!(d->f & F_TOK)) {
+		for (; i < n; i++) {
+			unsigned c = (unsigned char)l[i];
+			if (ctl[c])
 				return 0;
-		return 1;
+			if (c == ' ' && i > 0) {
+				d->f |= F_TOK;
+				i++;
+				break;
+			}
+			if (i >= 32 || (!is_tchar(c) && c != '/' && c != '\r' &&
+					c != '\n'))
+				return 0;
+		}
 	}
-	for (size_t i = from; i < n; i++) {
-		unsigned c = (unsigned char)l[i];
-		if (ctl[c])
+	for (; i < n; i++)
+		if (ctl[(unsigned char)l[i]])
 			return 0;
-		if (d->f & F_TOK)
-			continue;
-		if (c == ' ' && i > 0)
-			d->f |= F_TOK;
-		else if (i >= 32 || (!is_tchar(c) && c != '/' && c != '\r' &&
-				     c != '\n'))
-			return 0;
-	}
 	return 1;
 }
 
@@ -465,10 +474,51 @@ static size_t take_line(struct http_dir *d, const uint8_t *p, size_t n,
 	return take;
 }
 
-/* A whole head or trailer line is in the arena.  1 end, 0 more, -1 lost. */
-static int head_line(struct http_state *s, struct http_dir *d, int dir)
+/*
+ * take_line for a line that ends inside P[0..N) and would fit the arena
+ * whole, with no part of it taken before (D->cur 0): the same bookkeeping
+ * without copying it.  Returns its length (D->cur set to it), or 0 when
+ * take_line must do it (no LF, too long, or not a start line: take_line
+ * then refuses it the same way).
+ */
+static size_t line_in_place(struct http_dir *d, const uint8_t *p, size_t n)
 {
-	char *l = d->arena + d->used;
+	const uint8_t *nl = memchr(p, '\n', n);
+	size_t take;
+
+	if (!nl)
+		return 0;
+	take = (size_t)(nl - p) + 1;
+	if (take > HTTP_ARENA - d->used)
+		return 0;
+	if (d->st == ST_HEAD && !(d->f & F_START)) {
+		uint16_t f0 = d->f;
+		if (!start_ok(d, (const char *)p, 0, take)) {
+			d->f = f0;          /* take_line looks again */
+			return 0;
+		}
+	}
+	d->cur = (uint16_t)take;
+	if (!(d->f & F_START)) {             /* keep the start line's end */
+		size_t tl = sizeof d->tail;
+		if (take >= tl) {
+			memcpy(d->tail, p + take - tl, tl);
+		} else {
+			memmove(d->tail, d->tail + take, tl - take);
+			memcpy(d->tail + tl - take, p, take);
+		}
+	}
+	d->line += (uint32_t)take;
+	d->head += (uint32_t)take;
+	return take;
+}
+
+/* A whole head or trailer line, D->cur bytes at L (in the arena, or in
+ * place in the input: see http_feed).  1 end, 0 more, -1 lost.  The line
+ * is only read. */
+static int head_line(struct http_state *s, struct http_dir *d, int dir,
+		     char *l)
+{
 	size_t n = d->cur;
 	if (!(d->f & F_CUT))
 		n--;                        /* the LF */
@@ -547,14 +597,22 @@ static long http_feed(void *st, int dir, const uint8_t *p, size_t n,
 		switch (d->st) {
 		case ST_HEAD:
 		case ST_TRAILER:
-			k = take_line(d, p + i, n - i, &done);
-			if (!k || d->line > HTTP_LINE_MAX ||
-			    d->head > HTTP_HEAD_MAX)
-				return BT_PP_LOST;
-			i += k;
-			if (!done)
-				break;
-			r = head_line(s, d, dir);
+			if (d->cur == 0 && (k = line_in_place(d, p + i, n - i))) {
+				/* a whole line in the input: parsed where it is */
+				if (d->line > HTTP_LINE_MAX || d->head > HTTP_HEAD_MAX)
+					return BT_PP_LOST;
+				r = head_line(s, d, dir, (char *)(uintptr_t)(p + i));
+				i += k;
+			} else {
+				k = take_line(d, p + i, n - i, &done);
+				if (!k || d->line > HTTP_LINE_MAX ||
+				    d->head > HTTP_HEAD_MAX)
+					return BT_PP_LOST;
+				i += k;
+				if (!done)
+					break;
+				r = head_line(s, d, dir, d->arena + d->used);
+			}
 			if (r < 0)
 				return BT_PP_LOST;
 			if (r > 0) {
