@@ -90,11 +90,24 @@ static int epmap_get(struct bt_epset *es, uint64_t data)
 
 static void epmap_put(struct bt_epset *es, uint64_t data, int fd);
 
+/*
+ * Rehash into a table sized for the live entries (a quarter full at most),
+ * dropping tombstones: a server that registers a new connection for every
+ * request and deletes it at its close keeps a small table (every close
+ * scans it, epmap_del_fd), instead of one doubled at each rehash.
+ */
 static void epmap_grow(struct bt_epset *es)
 {
 	struct epmap_ent *old = es->map;
-	uint32_t oldcap = es->cap, ncap = oldcap ? oldcap * 2 : 64;
-	struct epmap_ent *nm = malloc(ncap * sizeof *nm);
+	uint32_t oldcap = es->cap, ncap = 64, live = 0;
+	struct epmap_ent *nm;
+
+	for (uint32_t i = 0; i < oldcap; i++)
+		if (old[i].fd >= 0 || old[i].fd == -2)
+			live++;
+	while ((live + 1) * 4 > ncap)
+		ncap *= 2;
+	nm = malloc(ncap * sizeof *nm);
 
 	if (!nm)
 		return;
