@@ -18,7 +18,10 @@
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <linux/futex.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "bt.h"
 
@@ -28,6 +31,22 @@
 #define FD_LIMIT ((int)BT_FDTAB_LIMIT)
 
 uintptr_t *bt_fdtab[BT_FDTAB_L1];
+
+/* bt_mutex_t, contended: mark it "waiters" and sleep until it is free. */
+void bt_mutex_lock_slow(bt_mutex_t *m, int c)
+{
+	if (c != 2)
+		c = __atomic_exchange_n(&m->v, 2, __ATOMIC_ACQUIRE);
+	while (c != 0) {
+		syscall(SYS_futex, &m->v, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+		c = __atomic_exchange_n(&m->v, 2, __ATOMIC_ACQUIRE);
+	}
+}
+
+void bt_mutex_wake(bt_mutex_t *m)
+{
+	syscall(SYS_futex, &m->v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
 
 static struct bt_chan *all_chans;           /* every channel object */
 static struct bt_chan *free_chans;
@@ -99,7 +118,7 @@ struct bt_chan *bt_chan_new(void)
 		ch = aligned_alloc(64, (sizeof *ch + 63) & ~(size_t)63);
 		if (ch) {
 			memset(ch, 0, sizeof *ch);
-			pthread_mutex_init(&ch->mu, NULL);
+			bt_mutex_init(&ch->mu);
 			ch->next_all = all_chans;
 			all_chans = ch;
 		}
@@ -107,11 +126,11 @@ struct bt_chan *bt_chan_new(void)
 	pthread_mutex_unlock(&pool_mu);
 	if (!ch)
 		return NULL;
-	pthread_mutex_lock(&ch->mu);
+	bt_mutex_lock(&ch->mu);
 	ch->gen++;
 	memset(&ch->refs, 0, sizeof *ch - offsetof(struct bt_chan, refs));
 	ch->ep[0].epfd = ch->ep[1].epfd = -1;
-	pthread_mutex_unlock(&ch->mu);
+	bt_mutex_unlock(&ch->mu);
 	return ch;
 }
 
@@ -124,7 +143,7 @@ void bt_chan_put(struct bt_chan *ch)
 {
 	if (__atomic_sub_fetch(&ch->refs, 1, __ATOMIC_ACQ_REL) > 0)
 		return;
-	pthread_mutex_lock(&ch->mu);
+	bt_mutex_lock(&ch->mu);
 	if (ch->pp && ch->pps && ch->pp->fini)
 		ch->pp->fini(ch->pps);
 	free(ch->pps);
@@ -133,7 +152,7 @@ void bt_chan_put(struct bt_chan *ch)
 	free(ch->buf);
 	ch->buf = NULL;
 	ch->cap = ch->rd = ch->wr = 0;
-	pthread_mutex_unlock(&ch->mu);
+	bt_mutex_unlock(&ch->mu);
 	if (ch->in_ready_list)
 		bt_ready_del(ch);
 	pthread_mutex_lock(&pool_mu);
@@ -146,7 +165,7 @@ void bt_fdtab_atfork_child(void)
 {
 	pthread_mutex_init(&pool_mu, NULL);
 	for (struct bt_chan *ch = all_chans; ch; ch = ch->next_all)
-		pthread_mutex_init(&ch->mu, NULL);
+		bt_mutex_init(&ch->mu);
 }
 
 struct bt_chan *bt_chan_of(int fd)

@@ -551,9 +551,9 @@ static int kernel_readable(int fd)
 /* Lock CH if it is still the channel of generation GEN (not recycled). */
 static int lock_gen(struct bt_chan *ch, uint32_t gen)
 {
-	pthread_mutex_lock(&ch->mu);
+	bt_mutex_lock(&ch->mu);
 	if (ch->gen != gen) {
-		pthread_mutex_unlock(&ch->mu);
+		bt_mutex_unlock(&ch->mu);
 		return -1;
 	}
 	return 0;
@@ -562,9 +562,9 @@ static int lock_gen(struct bt_chan *ch, uint32_t gen)
 /* Lock CH and check FD still refers to it.  0 ok. */
 static int lock_chan(struct bt_chan *ch, int fd)
 {
-	pthread_mutex_lock(&ch->mu);
+	bt_mutex_lock(&ch->mu);
 	if (bt_fd_get(fd) != (uintptr_t)ch) {
-		pthread_mutex_unlock(&ch->mu);
+		bt_mutex_unlock(&ch->mu);
 		return -1;
 	}
 	return 0;
@@ -595,14 +595,14 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 
 	/* Fast path: nothing held, nothing to parse. */
 	if (!ch->pp && !ch->sniff && ch->rd == ch->wr) {
-		pthread_mutex_unlock(&ch->mu);
+		bt_mutex_unlock(&ch->mu);
 		n = rd_real(r, r->iov, r->iovcnt, r->flags);
 		if (n <= 0 || peek)
 			return n;
 		e = errno;
 		if (lock_gen(ch, gen) == 0) {
 			data(ch, fd, BT_DIR_IN, (uint64_t)n);
-			pthread_mutex_unlock(&ch->mu);
+			bt_mutex_unlock(&ch->mu);
 		}
 		errno = e;
 		return n;
@@ -621,14 +621,14 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 				ch->owed = 1;
 				bt_io_ready_changed(ch);
 			}
-			pthread_mutex_unlock(&ch->mu);
+			bt_mutex_unlock(&ch->mu);
 			errno = EAGAIN;
 			return -1;
 		}
 	}
 
 	if (want == 0) {
-		pthread_mutex_unlock(&ch->mu);
+		bt_mutex_unlock(&ch->mu);
 		return rd_real(r, r->iov, r->iovcnt, r->flags);
 	}
 
@@ -642,7 +642,7 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 			 * a window the kernel does not fill (end of file, a
 			 * signal, a timeout, an error) ends the call. */
 			struct iovec rest[64];
-			pthread_mutex_unlock(&ch->mu);
+			bt_mutex_unlock(&ch->mu);
 			e = errno;
 			while (k < want) {
 				int cnt = 0;
@@ -672,7 +672,7 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 					sub.iovcnt = cnt;
 					deliver(ch, fd, &sub, (size_t)n, 0, NULL);
 				}
-				pthread_mutex_unlock(&ch->mu);
+				bt_mutex_unlock(&ch->mu);
 				k += (size_t)n;
 				if ((size_t)n < win)
 					break;
@@ -694,10 +694,10 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 				ch->owed = 1;
 			after_boundary(ch, fd, r->flags);
 		}
-		pthread_mutex_unlock(&ch->mu);
+		bt_mutex_unlock(&ch->mu);
 		return (ssize_t)k;
 	}
-	pthread_mutex_unlock(&ch->mu);
+	bt_mutex_unlock(&ch->mu);
 
 	/* Nothing held and a peek: the kernel's own peek consumes nothing, so
 	 * the bytes stay in the socket for whoever reads them next (this
@@ -717,7 +717,7 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 	}
 	if (n == 0) {
 		bt_io_eof(ch, fd, BT_DIR_IN);
-		pthread_mutex_unlock(&ch->mu);
+		bt_mutex_unlock(&ch->mu);
 		errno = e;
 		return 0;
 	}
@@ -731,7 +731,7 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 	turn(ch, fd, BT_DIR_IN);
 	k = deliver(ch, fd, r, (size_t)n, shorten, NULL);
 	after_boundary(ch, fd, r->flags);
-	pthread_mutex_unlock(&ch->mu);
+	bt_mutex_unlock(&ch->mu);
 	errno = e;
 	return (ssize_t)k;
 }
@@ -781,13 +781,13 @@ static void dgram_in(struct bt_chan *ch, uint32_t gen, int fd, struct rd *r,
 			log_msg(ch, fd, BT_DIR_IN, &m, ch->msg_start[BT_DIR_IN],
 				n, &peer);
 			ch->msg_open[BT_DIR_IN] = 0;
-			pthread_mutex_unlock(&ch->mu);
+			bt_mutex_unlock(&ch->mu);
 			return;
 		}
 	}
 	log_simple(BT_EV_DATA, fd, BT_DIR_IN, ch->off[BT_DIR_IN], n);
 	ch->off[BT_DIR_IN]++;
-	pthread_mutex_unlock(&ch->mu);
+	bt_mutex_unlock(&ch->mu);
 }
 
 static int sockaddr_of_rd(struct rd *r, struct bt_addr *peer)
@@ -945,7 +945,7 @@ int bt_recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags,
 				if (ch->pp)
 					go_lost(ch, fd, BT_DIR_IN);
 				data(ch, fd, BT_DIR_IN, v[i].msg_len);
-				pthread_mutex_unlock(&ch->mu);
+				bt_mutex_unlock(&ch->mu);
 			}
 		}
 		errno = e;
@@ -1083,7 +1083,7 @@ static void out_done(int fd, const struct iovec *iov, int cnt, ssize_t n)
 	if (lock_gen(ch, bt_self.out_gen) == 0) {
 		bt_io_out(ch, fd, iov, cnt, (size_t)n,
 			  ch->transport == BT_TR_DGRAM);
-		pthread_mutex_unlock(&ch->mu);
+		bt_mutex_unlock(&ch->mu);
 	}
 	errno = e;
 }
@@ -1278,7 +1278,7 @@ static void file_bytes_out(int out_fd, int in_fd, off_t start, size_t n)
 			n -= (size_t)got;
 		}
 	}
-	pthread_mutex_unlock(&ch->mu);
+	bt_mutex_unlock(&ch->mu);
 	errno = e;
 }
 
@@ -1347,7 +1347,7 @@ static ssize_t splice_held(int in, loff_t *ioff, int out, loff_t *ooff,
 	if (lock_chan(ch, in) < 0)
 		return -2;
 	if (ch->rd == ch->wr) {
-		pthread_mutex_unlock(&ch->mu);
+		bt_mutex_unlock(&ch->mu);
 		return -2;
 	}
 	k = ch->wr - ch->rd;
@@ -1356,7 +1356,7 @@ static ssize_t splice_held(int in, loff_t *ioff, int out, loff_t *ooff,
 	if (k > sizeof tmp)
 		k = sizeof tmp;
 	memcpy(tmp, ch->buf + ch->rd, k);
-	pthread_mutex_unlock(&ch->mu);
+	bt_mutex_unlock(&ch->mu);
 	if (fl & SPLICE_F_NONBLOCK) {
 		struct pollfd pf = { .fd = out, .events = POLLOUT };
 		if (REAL(poll)(&pf, 1, 0) == 0) {
@@ -1384,7 +1384,7 @@ static ssize_t splice_held(int in, loff_t *ioff, int out, loff_t *ooff,
 		if (ch->rd == ch->wr)
 			ch->rd = ch->wr = 0;
 		bt_io_ready_changed(ch);
-		pthread_mutex_unlock(&ch->mu);
+		bt_mutex_unlock(&ch->mu);
 	}
 	return r;
 }
@@ -1427,7 +1427,7 @@ ssize_t bt_splice(int in, off64_t *ioff, int out, off64_t *ooff, size_t n,
 			if (ch->pp || ch->rd < ch->wr)
 				go_lost(ch, fds[d], dir);
 			data(ch, fds[d], dir, (uint64_t)r);
-			pthread_mutex_unlock(&ch->mu);
+			bt_mutex_unlock(&ch->mu);
 		}
 	}
 	errno = e;

@@ -49,7 +49,7 @@ static pthread_mutex_t ready_mu = PTHREAD_MUTEX_INITIALIZER;
 struct epmap_ent { uint64_t data; int fd; };
 
 struct bt_epset {
-	pthread_mutex_t mu;
+	bt_mutex_t mu;
 	int      epfd;
 	int      wake_fd;
 	uint64_t cookie;
@@ -164,7 +164,7 @@ void bt_ready_epoll_created(int epfd)
 	if (!es)
 		return;
 	memset(es, 0, sizeof *es);
-	pthread_mutex_init(&es->mu, NULL);
+	bt_mutex_init(&es->mu);
 	es->epfd = epfd;
 	es->wake_fd = -1;
 	if (getrandom(&es->cookie, sizeof es->cookie, GRND_NONBLOCK) !=
@@ -285,9 +285,9 @@ void bt_ready_fd_closed(int fd, uintptr_t word)
 				continue;
 			es = epset_of(ch->ep[i].epfd);
 			if (es) {
-				pthread_mutex_lock(&es->mu);
+				bt_mutex_lock(&es->mu);
 				epmap_del_fd(es, fd);
-				pthread_mutex_unlock(&es->mu);
+				bt_mutex_unlock(&es->mu);
 			}
 			if (ch->refs <= 1)
 				ch->ep[i].epfd = -1;
@@ -342,12 +342,12 @@ int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		return r;
 	}
 	e = errno;
-	pthread_mutex_lock(&es->mu);
+	bt_mutex_lock(&es->mu);
 	if (op == EPOLL_CTL_DEL)
 		epmap_del_fd(es, fd);
 	else if (ev)
 		epmap_put(es, ev->data.u64, fd);
-	pthread_mutex_unlock(&es->mu);
+	bt_mutex_unlock(&es->mu);
 
 	ch = bt_chan_of(fd);
 	if (ch) {
@@ -428,9 +428,9 @@ static int epoll_synth(struct bt_epset *es, struct epoll_event *out, int *fdp)
 		pick->et_told = 1;
 	out->events = EPOLLIN | (pick->ep[slot].events & EPOLLRDNORM);
 	out->data.u64 = pick->ep[slot].data;
-	pthread_mutex_lock(&es->mu);
+	bt_mutex_lock(&es->mu);
 	*fdp = epmap_get(es, pick->ep[slot].data);
-	pthread_mutex_unlock(&es->mu);
+	bt_mutex_unlock(&es->mu);
 	if (*fdp < 0)
 		*fdp = -2;
 	if (pick->ep[slot].events & EPOLLONESHOT) {
@@ -524,9 +524,9 @@ static int epoll_common(int kind, int epfd, struct epoll_event *events,
 		if (r == 0)
 			log_ready(-1, 0, 0);
 		for (int i = 0; i < r; i++) {
-			pthread_mutex_lock(&es->mu);
+			bt_mutex_lock(&es->mu);
 			fd = epmap_get(es, events[i].data.u64);
-			pthread_mutex_unlock(&es->mu);
+			bt_mutex_unlock(&es->mu);
 			log_ready(fd, epoll_to_poll(events[i].events), r);
 		}
 		bt_leave();
@@ -588,9 +588,9 @@ static int epoll_common(int kind, int epfd, struct epoll_event *events,
 		}
 		if (r == 1) {
 			es->last_synth = 0;
-			pthread_mutex_lock(&es->mu);
+			bt_mutex_lock(&es->mu);
 			fd = epmap_get(es, events[0].data.u64);
-			pthread_mutex_unlock(&es->mu);
+			bt_mutex_unlock(&es->mu);
 			if (fd >= 0) {
 				struct bt_chan *ch = bt_chan_of(fd);
 				if (ch)

@@ -27,6 +27,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <sched.h>
+
 #include "bt.h"
 #include "btrace/segment.h"
 
@@ -153,9 +155,9 @@ static void line_pair(int sv[2], int nonblock)
 	ck_assert_int_eq(bt_socketpair(AF_UNIX, SOCK_STREAM | (nonblock ? SOCK_NONBLOCK : 0), 0, sv), 0);
 	ch = bt_chan_of(sv[0]);
 	ck_assert_ptr_nonnull(ch);
-	pthread_mutex_lock(&ch->mu);
+	bt_mutex_lock(&ch->mu);
 	bt_chan_attach(ch, sv[0], &bt_proto_line, BT_PH_RULE, "test");
-	pthread_mutex_unlock(&ch->mu);
+	bt_mutex_unlock(&ch->mu);
 }
 
 /* ---- fd table ------------------------------------------------------------ */
@@ -518,9 +520,9 @@ static void http_out_run(int use_sendfile, struct evlog *out)
 	ck_assert_int_eq(bt_socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	ch = bt_chan_of(sv[0]);
 	ck_assert_ptr_nonnull(ch);
-	pthread_mutex_lock(&ch->mu);
+	bt_mutex_lock(&ch->mu);
 	bt_chan_attach(ch, sv[0], &bt_proto_http, BT_PH_RULE, "test");
-	pthread_mutex_unlock(&ch->mu);
+	bt_mutex_unlock(&ch->mu);
 	ev_reset();
 	ck_assert_int_eq(bt_write(sv[0], head, sizeof head - 1), (ssize_t)(sizeof head - 1));
 	if (use_sendfile) {
@@ -569,6 +571,37 @@ START_TEST(sendfile_records_as_write)
 		msgs += x[0][i]->type == BT_EV_MSG;
 	}
 	ck_assert_int_eq(msgs, 2);        /* the 200 and the 204 */
+}
+END_TEST
+
+/* bt_mutex_t under contention: no lost update, no deadlock. */
+static bt_mutex_t cnt_mu;
+static long cnt;
+
+static void *cnt_thread(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 200000; i++) {
+		bt_mutex_lock(&cnt_mu);
+		cnt++;
+		if ((i & 1023) == 0)
+			sched_yield();      /* hold it across a reschedule */
+		bt_mutex_unlock(&cnt_mu);
+	}
+	return NULL;
+}
+
+START_TEST(light_mutex_contended)
+{
+	pthread_t t[4];
+	bt_mutex_init(&cnt_mu);
+	cnt = 0;
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, cnt_thread, NULL), 0);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	ck_assert_int_eq(cnt, 4 * 200000);
+	ck_assert_int_eq(cnt_mu.v, 0);
 }
 END_TEST
 
@@ -883,6 +916,7 @@ static Suite *shim_suite(void)
 	tcase_add_test(t, peek_consumes_nothing);
 	tcase_add_test(t, nested_write_keeps_offsets);
 	tcase_add_test(t, sendfile_records_as_write);
+	tcase_add_test(t, light_mutex_contended);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("readiness");
