@@ -484,7 +484,7 @@ static int epoll_common(int kind, int epfd, struct epoll_event *events,
 {
 	struct bt_epset *es;
 	uint64_t deadline = 0, now0 = 0;
-	int infinite, r, fd;
+	int infinite, zero, r, fd;
 
 	if (!bt_enter()) {
 		r = ep_real(kind, epfd, events, maxevents, timeout_ms, ts, sig);
@@ -504,7 +504,11 @@ static int epoll_common(int kind, int epfd, struct epoll_event *events,
 		infinite = ts == NULL;
 	else
 		infinite = timeout_ms < 0;
-	if (!infinite) {
+	/* a zero timeout: every round peeks, no deadline (no clock read) */
+	zero = !infinite && (kind == EPK_PWAIT2
+			     ? ts->tv_sec == 0 && ts->tv_nsec == 0
+			     : timeout_ms == 0);
+	if (!infinite && !zero) {
 		uint64_t ns = kind == EPK_PWAIT2
 			? (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec
 			: (uint64_t)timeout_ms * 1000000ull;
@@ -545,7 +549,9 @@ static int epoll_common(int kind, int epfd, struct epoll_event *events,
 			bt_leave();
 			return 1;
 		}
-		if (!infinite) {
+		if (zero) {
+			tmo = 0;        /* tts is zero */
+		} else if (!infinite) {
 			/* the first round starts when the deadline was set */
 			uint64_t now = now0 ? now0 : bt_now();
 			now0 = 0;
