@@ -1,10 +1,10 @@
 /*
  * crc32c.c - CRC-32C (Castagnoli), the checksum of log segments.
  *
- * Slicing-by-8 in software.  The tables are built by a constructor when
- * the library loads (or on first use, should a caller run before it), so
- * the function itself takes no lock and allocates nothing: the shim's spool
- * writer may call it from wrappers.
+ * Slicing-by-8 in software.  The tables are built on first use (building
+ * them costs some 23,000 instructions, which a traced process that never
+ * spools should not pay at start-up); the function takes no lock and
+ * allocates nothing: the shim's spool writer may call it from wrappers.
  */
 #include "config.h"
 
@@ -30,8 +30,7 @@ static void build(void)
 	__atomic_store_n(&tab_ready, 1, __ATOMIC_RELEASE);
 }
 
-/* Built once at load; building twice concurrently is harmless (same data). */
-__attribute__((constructor)) static void crc_init(void) { build(); }
+/* Building twice concurrently is harmless: the same data. */
 
 uint32_t bt_crc32c(uint32_t crc, const void *buf, size_t len)
 {

@@ -13,6 +13,8 @@
 
 #include "btrace/event.h"
 
+#define unlikely_ev(x) __builtin_expect(!!(x), 0)
+
 enum field {
 	F_END = 0,
 	F_FD, F_FD2, F_RESULT, F_PID, F_PPID, F_TID, F_PTID, F_COOKIE, F_FLAGS,
@@ -129,12 +131,14 @@ static int w_attrs(struct wbuf *w, const struct bt_event *ev)
 	return trunc;
 }
 
-size_t bt_ev_encode(uint8_t *dst, size_t cap, const struct bt_event *ev,
-		    uint64_t *prev_ts)
+/*
+ * The careful encoder: bounds-checked writes, attributes cut to fit.  Used
+ * when the record may not fit its room (the end of a ring lap, long
+ * strings); otherwise encode_fast produces the same bytes.
+ */
+static size_t encode_careful(uint8_t *dst, size_t cap,
+			     const struct bt_event *ev, uint64_t *prev_ts)
 {
-	if (ev->type >= BT_EV_TYPE_MAX || ev->type == BT_EV_PAD || cap < 4)
-		return 0;
-
 	/* Body goes at dst+3 (2-byte length slot); moved down if it is short. */
 	size_t room = cap - 3;
 	if (room > BT_EV_MAX_BODY)
@@ -197,6 +201,257 @@ size_t bt_ev_encode(uint8_t *dst, size_t cap, const struct bt_event *ev,
 	dst[1] = (uint8_t)(body | 0x80);
 	dst[2] = (uint8_t)(body >> 7);
 	return body + 3;
+}
+
+/* ---- the fast encoder --------------------------------------------------- */
+
+/* Per type: an upper bound of its body without the variable bytes (10 per
+ * varint, 20 per address, 3 per string length), and which variable fields
+ * it carries.  Filled from the schema on first use (no constructor: the
+ * shim may encode before constructors ran; async-signal-safe). */
+enum { V_STR = 1, V_STR2 = 2, V_ATTRS = 4 };
+static struct { uint16_t fixed; uint8_t var; } bound_tab[BT_EV_TYPE_MAX];
+static int bound_ready;
+
+static void bound_init(void)
+{
+	for (unsigned t = 0; t < BT_EV_TYPE_MAX; t++) {
+		unsigned b = 10, v = 0;                 /* dt */
+		for (const unsigned char *f = schema[t]; *f != F_END; f++) {
+			switch (*f) {
+			case F_LOCAL: case F_REMOTE: b += 20; break;
+			case F_STR:   b += 3; v |= V_STR; break;
+			case F_STR2:  b += 3; v |= V_STR2; break;
+			case F_ATTRS: b += 1 + BT_EV_MAX_ATTR * 3; v |= V_ATTRS; break;
+			default:      b += 10; break;
+			}
+		}
+		/* several threads may get here at once: they store the same
+		 * values, atomically */
+		__atomic_store_n(&bound_tab[t].fixed, (uint16_t)b,
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&bound_tab[t].var, (uint8_t)v, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&bound_ready, 1, __ATOMIC_RELEASE);
+}
+
+/* The body can be no longer than this; SIZE_MAX when it needs the careful
+ * encoder (a string or attribute longer than BT_EV_MAX_STR is cut). */
+static inline size_t body_bound(const struct bt_event *ev)
+{
+	size_t b = __atomic_load_n(&bound_tab[ev->type].fixed, __ATOMIC_RELAXED);
+	unsigned v = __atomic_load_n(&bound_tab[ev->type].var, __ATOMIC_RELAXED);
+
+	if (v & V_STR) {
+		if (ev->str && ev->str_len > BT_EV_MAX_STR)
+			return SIZE_MAX;
+		b += ev->str ? ev->str_len : 0;
+	}
+	if (v & V_STR2) {
+		if (ev->str2 && ev->str2_len > BT_EV_MAX_STR)
+			return SIZE_MAX;
+		b += ev->str2 ? ev->str2_len : 0;
+	}
+	if (v & V_ATTRS) {
+		unsigned n = ev->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : ev->nattr;
+		for (unsigned i = 0; i < n; i++) {
+			if (ev->attr[i].len > BT_EV_MAX_STR)
+				return SIZE_MAX;
+			b += ev->attr[i].val ? ev->attr[i].len : 0;
+		}
+	}
+	return b;
+}
+
+/* Unchecked writers: the caller made sure the bound fits. */
+static inline uint8_t *p_u(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static inline uint8_t *p_str(uint8_t *p, const char *s, uint32_t n)
+{
+	if (!s)
+		n = 0;
+	p = p_u(p, n);
+	if (n) {
+		memcpy(p, s, n);
+		p += n;
+	}
+	return p;
+}
+
+static inline uint8_t *p_addr(uint8_t *p, const struct bt_addr *a)
+{
+	*p++ = a->family;                        /* < 0x80 */
+	if (a->family == BT_AF_INET) {
+		memcpy(p, a->addr, 4);
+		p = p_u(p + 4, a->port);
+	} else if (a->family == BT_AF_INET6) {
+		memcpy(p, a->addr, 16);
+		p = p_u(p + 16, a->port);
+	}
+	return p;
+}
+
+/* The body was written at DST+2, up to P: the header, the time. */
+static inline size_t finish_fast(uint8_t *dst, uint8_t *p,
+				 const struct bt_event *ev, uint64_t *prev_ts)
+{
+	size_t body = (size_t)(p - (dst + 2));
+	if (ev->type == BT_EV_TIME || ev->ts > *prev_ts)
+		*prev_ts = ev->ts;
+	dst[0] = ev->type;
+	if (body < 0x80) {
+		dst[1] = (uint8_t)body;
+		return body + 2;
+	}
+	memmove(dst + 3, dst + 2, body);
+	dst[1] = (uint8_t)(body | 0x80);
+	dst[2] = (uint8_t)(body >> 7);
+	return body + 3;
+}
+
+/* The body written at DST+2 (a one-byte length in front), moved up one
+ * byte in the rare case it needs two.  Same bytes as encode_careful. */
+static size_t encode_fast(uint8_t *dst, const struct bt_event *ev,
+			  uint64_t *prev_ts)
+{
+	uint8_t *p = dst + 2;
+
+	if (ev->type != BT_EV_TIME)
+		p = p_u(p, ev->ts >= *prev_ts ? ev->ts - *prev_ts : 0);
+	for (const unsigned char *f = schema[ev->type]; *f != F_END; f++) {
+		switch (*f) {
+		case F_FD:        p = p_u(p, bt_zigzag(ev->fd)); break;
+		case F_FD2:       p = p_u(p, bt_zigzag(ev->fd2)); break;
+		case F_RESULT:    p = p_u(p, bt_zigzag(ev->result)); break;
+		case F_PID:       p = p_u(p, ev->pid); break;
+		case F_PPID:      p = p_u(p, ev->ppid); break;
+		case F_TID:       p = p_u(p, ev->tid); break;
+		case F_PTID:      p = p_u(p, ev->ptid); break;
+		case F_COOKIE:    p = p_u(p, ev->cookie); break;
+		case F_FLAGS:     p = p_u(p, ev->flags); break;
+		case F_PROTO:     p = p_u(p, ev->proto); break;
+		case F_DIR:       p = p_u(p, ev->dir); break;
+		case F_KIND:      p = p_u(p, ev->kind); break;
+		case F_CHAN_KIND: p = p_u(p, ev->chan_kind); break;
+		case F_ROLE:      p = p_u(p, ev->role); break;
+		case F_OFF:       p = p_u(p, ev->off); break;
+		case F_LEN:       p = p_u(p, ev->len); break;
+		case F_STATUS:    p = p_u(p, ev->status); break;
+		case F_WITNESS:   p = p_u(p, ev->witness); break;
+		case F_INO:       p = p_u(p, ev->ino); break;
+		case F_PEER_INO:  p = p_u(p, ev->peer_ino); break;
+		case F_REALTIME:  p = p_u(p, ev->realtime); break;
+		case F_TS_ABS:    p = p_u(p, ev->ts); break;
+		case F_LOCAL:     p = p_addr(p, &ev->local); break;
+		case F_REMOTE:    p = p_addr(p, &ev->remote); break;
+		case F_STR:       p = p_str(p, ev->str, ev->str_len); break;
+		case F_STR2:      p = p_str(p, ev->str2, ev->str2_len); break;
+		case F_ATTRS: {
+			unsigned n = ev->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR
+							       : ev->nattr;
+			*p++ = (uint8_t)n;
+			for (unsigned i = 0; i < n; i++) {
+				*p++ = ev->attr[i].key;
+				p = p_str(p, ev->attr[i].val, ev->attr[i].len);
+			}
+			break;
+		}
+		}
+	}
+
+	return finish_fast(dst, p, ev, prev_ts);
+}
+
+/*
+ * MSG, the most frequent record with attributes, without the schema walk:
+ * the same bytes as encode_fast.  0 (nothing written) when an attribute is
+ * longer than BT_EV_MAX_STR or the record may not fit CAP.
+ */
+size_t bt_ev_msg_bound(const struct bt_msg_rec *m)
+{
+	unsigned n = m->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : m->nattr;
+	size_t bound = 10 * 10 + 1 + 4 * n;     /* dt, 9 fields, attrs */
+
+	for (unsigned i = 0; i < n; i++) {
+		if (m->attr[i].len > BT_EV_MAX_STR)
+			return SIZE_MAX;
+		bound += m->attr[i].val ? m->attr[i].len : 0;
+	}
+	return bound;
+}
+
+size_t bt_ev_encode_msg(uint8_t *dst, size_t cap, const struct bt_msg_rec *m,
+			uint64_t *prev_ts)
+{
+	unsigned n = m->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : m->nattr;
+	size_t bound = bt_ev_msg_bound(m), body;
+	uint8_t *p = dst + 2;
+
+	if (bound > BT_EV_MAX_BODY || bound + 3 > cap)
+		return 0;
+	p = p_u(p, m->ts >= *prev_ts ? m->ts - *prev_ts : 0);
+	p = p_u(p, bt_zigzag(m->fd));
+	p = p_u(p, m->dir);
+	p = p_u(p, m->kind);
+	p = p_u(p, m->proto);
+	p = p_u(p, m->flags);
+	p = p_u(p, m->off);
+	p = p_u(p, m->len);
+	p = p_u(p, m->status);
+	p = p_u(p, m->witness);
+	*p++ = (uint8_t)n;
+	for (unsigned i = 0; i < n; i++) {
+		*p++ = m->attr[i].key;
+		p = p_str(p, m->attr[i].val, m->attr[i].len);
+	}
+	body = (size_t)(p - (dst + 2));
+	if (m->ts > *prev_ts)
+		*prev_ts = m->ts;
+	dst[0] = BT_EV_MSG;
+	if (body < 0x80) {
+		dst[1] = (uint8_t)body;
+		return body + 2;
+	}
+	memmove(dst + 3, dst + 2, body);
+	dst[1] = (uint8_t)(body | 0x80);
+	dst[2] = (uint8_t)(body >> 7);
+	return body + 3;
+}
+
+size_t bt_ev_encode(uint8_t *dst, size_t cap, const struct bt_event *ev,
+		    uint64_t *prev_ts)
+{
+	size_t bound;
+
+	if (ev->type >= BT_EV_TYPE_MAX || ev->type == BT_EV_PAD || cap < 4)
+		return 0;
+	if (ev->type == BT_EV_MSG) {
+		struct bt_msg_rec m = {
+			.ts = ev->ts, .fd = ev->fd, .dir = ev->dir,
+			.kind = ev->kind, .proto = ev->proto,
+			.nattr = ev->nattr, .flags = ev->flags,
+			.status = ev->status, .off = ev->off, .len = ev->len,
+			.witness = ev->witness, .attr = ev->attr,
+		};
+		size_t n = bt_ev_encode_msg(dst, cap, &m, prev_ts);
+		if (n)
+			return n;
+		return encode_careful(dst, cap, ev, prev_ts);
+	}
+	if (unlikely_ev(!__atomic_load_n(&bound_ready, __ATOMIC_ACQUIRE)))
+		bound_init();
+	bound = body_bound(ev);
+	if (bound <= BT_EV_MAX_BODY && bound + 3 <= cap)
+		return encode_fast(dst, ev, prev_ts);
+	return encode_careful(dst, cap, ev, prev_ts);
 }
 
 /* ---- decoder ---------------------------------------------------------- */

@@ -40,6 +40,37 @@
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
+/* ---- a light mutex ---------------------------------------------------- */
+
+/*
+ * The lock of a channel and of an epoll set, taken twice per traced call:
+ * one atomic instruction each way when uncontended (pthread_mutex_lock and
+ * unlock cost some 55 instructions more per round trip), a futex wait when
+ * contended.  0 free, 1 locked, 2 locked with waiters.  Process-private;
+ * a forked child re-initialises it (bt_fdtab_atfork_child).
+ */
+typedef struct { int v; } bt_mutex_t;
+BT_HIDDEN void bt_mutex_lock_slow(bt_mutex_t *m, int c);
+BT_HIDDEN void bt_mutex_wake(bt_mutex_t *m);
+
+static inline void bt_mutex_init(bt_mutex_t *m)
+{
+	__atomic_store_n(&m->v, 0, __ATOMIC_RELEASE);
+}
+static inline void bt_mutex_lock(bt_mutex_t *m)
+{
+	int c = 0;
+	if (__builtin_expect(__atomic_compare_exchange_n(&m->v, &c, 1, 0,
+			     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED), 1))
+		return;
+	bt_mutex_lock_slow(m, c);
+}
+static inline void bt_mutex_unlock(bt_mutex_t *m)
+{
+	if (__builtin_expect(__atomic_exchange_n(&m->v, 0, __ATOMIC_RELEASE) == 2, 0))
+		bt_mutex_wake(m);
+}
+
 /* ---- configuration (conf.c) ------------------------------------------- */
 
 enum bt_rule_kind { BT_RK_PORT = 1, BT_RK_UNIX = 2, BT_RK_EXE = 3 };
@@ -100,7 +131,8 @@ BT_HIDDEN size_t bt_redact_url(const char *in, size_t n, char *out,
  * 512) in place; returns its new length. */
 BT_HIDDEN size_t bt_redact_cmdline(char *s, size_t n, unsigned flags);
 /* Does EV carry an attribute the rules may rewrite (cheap test)? */
-BT_HIDDEN int bt_redact_needed(const struct bt_event *ev, unsigned flags);
+BT_HIDDEN int bt_redact_needed(const struct bt_attr *attr, unsigned nattr,
+			       unsigned flags);
 /* Point EV's rewritten attributes into BUF; 1 if any changed. */
 BT_HIDDEN int bt_redact_attrs(struct bt_event *ev, char *buf, size_t cap,
 			      unsigned flags);
@@ -201,6 +233,14 @@ static inline void bt_leave_pass(void)
  * longer than bounded waits; a record that cannot be written is counted
  * and reported by a later BT_EV_DROP. */
 BT_HIDDEN void bt_emit(struct bt_event *ev);
+/* Record a record of integer fields only (READY, MSG_BEGIN, DATA, ...):
+ * V holds its N fields in schema order as written (signed ones zigzagged,
+ * see bt_ev_encode_ints); TS 0 means now.  Same bytes as bt_emit. */
+BT_HIDDEN void bt_emit_ints(unsigned type, uint64_t ts, unsigned n,
+			    const uint64_t *v);
+/* Record a MSG from its fields (M->ts 0 means now).  Same bytes as
+ * bt_emit of the same MSG. */
+BT_HIDDEN void bt_emit_msg(struct bt_msg_rec *m);
 /* Claim this thread's ring slot now and write TIME, THREAD_START (and
  * PROC_START for a process's first thread). */
 BT_HIDDEN void bt_emit_claim(void);
@@ -273,7 +313,7 @@ struct bt_epreg {                     /* one registration in an epoll set */
 };
 
 struct bt_chan {
-	pthread_mutex_t mu;
+	bt_mutex_t mu;
 	struct bt_chan *next_all;         /* every channel ever made */
 	struct bt_chan *next_free;
 	uint32_t gen;                     /* bumped on every reuse */
@@ -326,8 +366,38 @@ struct bt_chan {
 	struct bt_epreg ep[2];            /* epoll registrations (two kept) */
 };
 
-/* Look up FD's table word (no lock).  See BT_FD_*; else a bt_chan *. */
-BT_HIDDEN uintptr_t bt_fd_get(int fd);
+/* The table (fdtab.c): BT_FDTAB_L1 pointers to arrays of BT_FDTAB_L2
+ * words, allocated on first use.  Descriptors beyond pass through. */
+#define BT_FDTAB_L2_BITS 10
+#define BT_FDTAB_L2 (1u << BT_FDTAB_L2_BITS)
+#define BT_FDTAB_L1 1024u
+#define BT_FDTAB_LIMIT (BT_FDTAB_L1 * BT_FDTAB_L2)
+BT_HIDDEN extern uintptr_t *bt_fdtab[BT_FDTAB_L1];
+
+/* Look up FD's table word (no lock): two loads, inlined on the hot paths.
+ * See BT_FD_*; else a bt_chan * (or a tagged epoll set). */
+static inline uintptr_t bt_fd_get(int fd)
+{
+	uintptr_t *l2;
+
+	if (unlikely((unsigned)fd >= BT_FDTAB_LIMIT))
+		return BT_FD_PLAIN;
+	l2 = __atomic_load_n(&bt_fdtab[(unsigned)fd >> BT_FDTAB_L2_BITS],
+			     __ATOMIC_ACQUIRE);
+	if (!l2)
+		return BT_FD_NONE;
+	return __atomic_load_n(&l2[(unsigned)fd & (BT_FDTAB_L2 - 1)],
+			       __ATOMIC_ACQUIRE);
+}
+
+/* Has the shim nothing to do with data on FD?  It was seen and is no
+ * channel: a file, an eventfd, an epoll set, one of the shim's own.  (A
+ * descriptor never seen is classified by the slow path.) */
+static inline int bt_fd_passes(int fd)
+{
+	uintptr_t w = bt_fd_get(fd);
+	return w != BT_FD_NONE && !BT_FD_IS_CHAN(w);
+}
 /* Set FD's word; the old channel (if any) loses a reference. */
 BT_HIDDEN void bt_fd_set(int fd, uintptr_t v);
 /* FD refers to CH from now on (takes a reference). */

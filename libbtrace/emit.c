@@ -796,13 +796,18 @@ static size_t ev_bound(const struct bt_event *ev)
 	return n < BT_EV_MAX_RECORD ? n : BT_EV_MAX_RECORD;
 }
 
-/* Encode EV into the slot.  0 ok, -1 not recorded. */
-static int slot_write(struct bt_slot *s, const struct bt_event *ev)
+static int slot_write(struct bt_slot *s, const struct bt_event *ev);
+
+/*
+ * Room for a record of at most NEED bytes at the head of slot S: a TIME
+ * record first when one is due (TS is the record's time), the rest of a
+ * lap too short padded, or a bounded wait for bp-logd.  Returns where to
+ * write and *CAP, the room there (>= NEED, the encoders cut nothing);
+ * NULL when there is no room.  slot_commit() publishes what was written.
+ */
+static uint8_t *slot_reserve_slow(struct bt_slot *s, size_t need, uint64_t ts,
+				  size_t *capp)
 {
-	/* The encoder cuts attributes to the room it is given: give it room
-	 * for the whole record, or wrap (or wait) first.  Only a record
-	 * larger than the ring allows is cut. */
-	size_t need = ev_bound(ev);
 	if (need > s->size - 2)
 		need = s->size - 2;
 
@@ -812,7 +817,7 @@ static int slot_write(struct bt_slot *s, const struct bt_event *ev)
 		uint32_t pos = (uint32_t)(s->head & (s->size - 1));
 		uint32_t lap = s->size - pos;
 		uint64_t freeb = s->size - used;
-		size_t cap, n;
+		size_t cap;
 
 		if (used > s->size) {          /* corrupted control block */
 			publish(s, t);
@@ -823,39 +828,21 @@ static int slot_write(struct bt_slot *s, const struct bt_event *ev)
 			struct bt_event te;
 			memset(&te, 0, sizeof te);
 			te.type = BT_EV_TIME;
-			te.ts = ev->ts;
+			te.ts = ts;
 			clock_gettime(CLOCK_REALTIME, &rt);
 			te.realtime = (uint64_t)rt.tv_sec * 1000000000ull +
 				      (uint64_t)rt.tv_nsec;
 			s->need_time = 0;
 			if (slot_write(s, &te) < 0) {
 				s->need_time = 1;
-				return -1;
+				return NULL;
 			}
 			continue;
 		}
 		cap = lap - 2 < freeb ? lap - 2 : freeb;
-		n = cap >= need ? bt_ev_encode(s->data + pos, cap, ev, &s->prev_ts)
-				: 0;
-		if (n) {
-			uint64_t nh = s->head + n;
-			publish(s, nh);
-			/* Kick at half full (kicked 1), and once more past three
-			 * quarters (kicked 2) in case the first went to a
-			 * bp-logd that died since: a failed send is how its
-			 * death is noticed.  bp-logd clears the flag. */
-			uint64_t fill = nh - t;
-			uint32_t k = s->sh->kicked;
-			if ((fill > s->size / 2 && k == 0) ||
-			    (fill > s->size / 4 * 3 && k == 1)) {
-				if (link_ensure()) {
-					s->sh->kicked = k + 1;
-					link_kick(s);
-				} else {
-					spool_drain(s->chunk, s->idx);
-				}
-			}
-			return 0;
+		if (cap >= need) {
+			*capp = cap;
+			return s->data + pos;
 		}
 		if (lap - 2 < need && freeb >= lap) {
 			/* The rest of the lap is too short: pad it and wrap. */
@@ -865,9 +852,71 @@ static int slot_write(struct bt_slot *s, const struct bt_event *ev)
 			continue;
 		}
 		if (slot_wait(s, lap - 2 < need ? lap : need + 2) < 0)
-			return -1;
+			return NULL;
 	}
-	return -1;
+	return NULL;
+}
+
+static inline uint8_t *slot_reserve(struct bt_slot *s, size_t need,
+				    uint64_t ts, size_t *capp)
+{
+	if (likely(!s->need_time)) {
+		uint64_t t = __atomic_load_n(&s->sh->tail, __ATOMIC_ACQUIRE);
+		uint64_t used = s->head - t;
+		if (likely(used <= s->size)) {
+			uint32_t pos = (uint32_t)(s->head & (s->size - 1));
+			uint32_t lap = s->size - pos;
+			uint64_t freeb = s->size - used;
+			size_t cap = lap - 2 < freeb ? lap - 2 : freeb;
+			if (likely(cap >= need)) {
+				*capp = cap;
+				return s->data + pos;
+			}
+		}
+	}
+	return slot_reserve_slow(s, need, ts, capp);
+}
+
+/* N bytes were written where slot_reserve said: publish them. */
+static inline void slot_commit(struct bt_slot *s, size_t n)
+{
+	uint64_t nh = s->head + n;
+	uint64_t t = __atomic_load_n(&s->sh->tail, __ATOMIC_ACQUIRE);
+
+	publish(s, nh);
+	/* Kick at half full (kicked 1), and once more past three quarters
+	 * (kicked 2) in case the first went to a bp-logd that died since: a
+	 * failed send is how its death is noticed.  bp-logd clears the
+	 * flag. */
+	uint64_t fill = nh - t;
+	uint32_t k = s->sh->kicked;
+	if (unlikely((fill > s->size / 2 && k == 0) ||
+		     (fill > s->size / 4 * 3 && k == 1))) {
+		if (link_ensure()) {
+			s->sh->kicked = k + 1;
+			link_kick(s);
+		} else {
+			spool_drain(s->chunk, s->idx);
+		}
+	}
+}
+
+/* Encode EV into the slot.  0 ok, -1 not recorded.  The encoder cuts
+ * attributes to the room it is given: it is given room for the whole
+ * record (wrapping or waiting first); only a record larger than the ring
+ * allows is cut. */
+static int slot_write(struct bt_slot *s, const struct bt_event *ev)
+{
+	size_t cap, n;
+	uint8_t *p = slot_reserve(s, ev_bound(ev), ev->ts, &cap);
+
+	if (!p)
+		return -1;
+	n = bt_ev_encode(p, cap, ev, &s->prev_ts);
+	if (!n)
+		return -1;
+	slot_commit(s, n);
+	return 0;
 }
 
 static int paused_flag(void)
@@ -903,6 +952,97 @@ void bt_emit_claim(void)
 {
 	if (!bt_self.have_slot && !paused_flag())
 		claim();
+}
+
+void bt_emit_msg(struct bt_msg_rec *m)
+{
+	struct bt_slot *s = &bt_self.slot;
+	size_t bound = bt_ev_msg_bound(m);
+
+	if (unlikely(bound > 2048)) {
+		/* long (or too long: the careful encoder cuts it, and a ring
+		 * slot smaller than the record gets it cut, not dropped):
+		 * the general path */
+		struct bt_event ev;
+		memset(&ev, 0, sizeof ev);
+		ev.type = BT_EV_MSG;
+		ev.ts = m->ts;
+		ev.fd = m->fd;
+		ev.dir = m->dir;
+		ev.kind = m->kind;
+		ev.proto = m->proto;
+		ev.flags = m->flags;
+		ev.off = m->off;
+		ev.len = m->len;
+		ev.status = m->status;
+		ev.witness = m->witness;
+		ev.nattr = m->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : m->nattr;
+		memcpy(ev.attr, m->attr, sizeof ev.attr[0] * ev.nattr);
+		bt_emit(&ev);
+		return;
+	}
+	if (unlikely(bt_self.depth > 1)) {
+		bt_self.dropped++;
+		bt_self.drop_reason = BT_DR_REENTRANT;
+		return;
+	}
+	if (unlikely(paused_flag())) {
+		/* not recorded: the caller's channel goes dark (io.c) */
+		bt_self.paused_calls++;
+		bt_self.pause_lost++;
+		return;
+	}
+	if (!m->ts)
+		m->ts = bt_now();
+	if (unlikely(!bt_self.have_slot) && claim() < 0)
+		return;
+	if (unlikely(bt_self.dropped))
+		emit_drop_report();
+	if (unlikely(bt_self.paused_calls))
+		emit_resumed(m->ts);
+	size_t cap;
+	uint8_t *p = slot_reserve(s, bound + 3, m->ts, &cap);
+	if (likely(p)) {
+		slot_commit(s, bt_ev_encode_msg(p, cap, m, &s->prev_ts));
+	} else {
+		bt_self.dropped++;
+		bt_self.drop_reason = BT_DR_RING_FULL;
+		__atomic_add_fetch(&s->sh->lost, 1, __ATOMIC_RELAXED);
+	}
+}
+
+void bt_emit_ints(unsigned type, uint64_t ts, unsigned n, const uint64_t *v)
+{
+	struct bt_slot *s = &bt_self.slot;
+
+	if (unlikely(bt_self.depth > 1)) {
+		bt_self.dropped++;
+		bt_self.drop_reason = BT_DR_REENTRANT;
+		return;
+	}
+	if (unlikely(paused_flag())) {
+		/* not recorded: the caller's channel goes dark (io.c) */
+		bt_self.paused_calls++;
+		bt_self.pause_lost++;
+		return;
+	}
+	if (!ts)
+		ts = bt_now();
+	if (unlikely(!bt_self.have_slot) && claim() < 0)
+		return;
+	if (unlikely(bt_self.dropped))
+		emit_drop_report();
+	if (unlikely(bt_self.paused_calls))
+		emit_resumed(ts);
+	size_t cap;
+	uint8_t *p = slot_reserve(s, BT_EV_INTS_ROOM(n), ts, &cap);
+	if (likely(p)) {
+		slot_commit(s, bt_ev_encode_ints(p, type, ts, &s->prev_ts, n, v));
+	} else {
+		bt_self.dropped++;
+		bt_self.drop_reason = BT_DR_RING_FULL;
+		__atomic_add_fetch(&s->sh->lost, 1, __ATOMIC_RELAXED);
+	}
 }
 
 static void emit_now(struct bt_event *ev)

@@ -71,10 +71,10 @@ static void forget(int fd, int log)
 		log_close(fd, 0);
 	if (__atomic_load_n(&ch->refs, __ATOMIC_ACQUIRE) == 1 && !ch->dark &&
 	    !bt_paused()) {
-		pthread_mutex_lock(&ch->mu);
+		bt_mutex_lock(&ch->mu);
 		bt_io_eof(ch, fd, BT_DIR_OUT);
 		bt_io_eof(ch, fd, BT_DIR_IN);
-		pthread_mutex_unlock(&ch->mu);
+		bt_mutex_unlock(&ch->mu);
 	}
 	bt_chan_put(ch);
 }
@@ -505,9 +505,9 @@ int bt_shutdown(int fd, int how)
 		ev.flags = (uint32_t)how;
 		bt_emit(&ev);
 		if (how == SHUT_WR || how == SHUT_RDWR) {
-			pthread_mutex_lock(&ch->mu);
+			bt_mutex_lock(&ch->mu);
 			bt_io_eof(ch, fd, BT_DIR_OUT);
-			pthread_mutex_unlock(&ch->mu);
+			bt_mutex_unlock(&ch->mu);
 		}
 	}
 	bt_leave();

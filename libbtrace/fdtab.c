@@ -18,32 +18,39 @@
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <linux/futex.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "bt.h"
 
-#define L2_BITS 10
-#define L2_SIZE (1u << L2_BITS)
-#define L1_SIZE 1024u
-#define FD_LIMIT ((int)(L1_SIZE * L2_SIZE))
+#define L2_BITS BT_FDTAB_L2_BITS
+#define L2_SIZE BT_FDTAB_L2
+#define L1_SIZE BT_FDTAB_L1
+#define FD_LIMIT ((int)BT_FDTAB_LIMIT)
 
-static uintptr_t *fdtab[L1_SIZE];
+uintptr_t *bt_fdtab[BT_FDTAB_L1];
+
+/* bt_mutex_t, contended: mark it "waiters" and sleep until it is free. */
+void bt_mutex_lock_slow(bt_mutex_t *m, int c)
+{
+	if (c != 2)
+		c = __atomic_exchange_n(&m->v, 2, __ATOMIC_ACQUIRE);
+	while (c != 0) {
+		syscall(SYS_futex, &m->v, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+		c = __atomic_exchange_n(&m->v, 2, __ATOMIC_ACQUIRE);
+	}
+}
+
+void bt_mutex_wake(bt_mutex_t *m)
+{
+	syscall(SYS_futex, &m->v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
 
 static struct bt_chan *all_chans;           /* every channel object */
 static struct bt_chan *free_chans;
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
-
-uintptr_t bt_fd_get(int fd)
-{
-	uintptr_t *l2;
-
-	if (unlikely((unsigned)fd >= (unsigned)FD_LIMIT))
-		return BT_FD_PLAIN;
-	l2 = __atomic_load_n(&fdtab[fd >> L2_BITS], __ATOMIC_ACQUIRE);
-	if (!l2)
-		return BT_FD_NONE;
-	return __atomic_load_n(&l2[fd & (L2_SIZE - 1)], __ATOMIC_ACQUIRE);
-}
 
 static uintptr_t *slot_of(int fd)
 {
@@ -51,7 +58,7 @@ static uintptr_t *slot_of(int fd)
 
 	if ((unsigned)fd >= (unsigned)FD_LIMIT)
 		return NULL;
-	p = &fdtab[fd >> L2_BITS];
+	p = &bt_fdtab[fd >> L2_BITS];
 	l2 = __atomic_load_n(p, __ATOMIC_ACQUIRE);
 	if (l2)
 		return &l2[fd & (L2_SIZE - 1)];
@@ -111,7 +118,7 @@ struct bt_chan *bt_chan_new(void)
 		ch = aligned_alloc(64, (sizeof *ch + 63) & ~(size_t)63);
 		if (ch) {
 			memset(ch, 0, sizeof *ch);
-			pthread_mutex_init(&ch->mu, NULL);
+			bt_mutex_init(&ch->mu);
 			ch->next_all = all_chans;
 			all_chans = ch;
 		}
@@ -119,11 +126,11 @@ struct bt_chan *bt_chan_new(void)
 	pthread_mutex_unlock(&pool_mu);
 	if (!ch)
 		return NULL;
-	pthread_mutex_lock(&ch->mu);
+	bt_mutex_lock(&ch->mu);
 	ch->gen++;
 	memset(&ch->refs, 0, sizeof *ch - offsetof(struct bt_chan, refs));
 	ch->ep[0].epfd = ch->ep[1].epfd = -1;
-	pthread_mutex_unlock(&ch->mu);
+	bt_mutex_unlock(&ch->mu);
 	return ch;
 }
 
@@ -136,7 +143,7 @@ void bt_chan_put(struct bt_chan *ch)
 {
 	if (__atomic_sub_fetch(&ch->refs, 1, __ATOMIC_ACQ_REL) > 0)
 		return;
-	pthread_mutex_lock(&ch->mu);
+	bt_mutex_lock(&ch->mu);
 	if (ch->pp && ch->pps && ch->pp->fini)
 		ch->pp->fini(ch->pps);
 	free(ch->pps);
@@ -145,7 +152,7 @@ void bt_chan_put(struct bt_chan *ch)
 	free(ch->buf);
 	ch->buf = NULL;
 	ch->cap = ch->rd = ch->wr = 0;
-	pthread_mutex_unlock(&ch->mu);
+	bt_mutex_unlock(&ch->mu);
 	if (ch->in_ready_list)
 		bt_ready_del(ch);
 	pthread_mutex_lock(&pool_mu);
@@ -158,7 +165,7 @@ void bt_fdtab_atfork_child(void)
 {
 	pthread_mutex_init(&pool_mu, NULL);
 	for (struct bt_chan *ch = all_chans; ch; ch = ch->next_all)
-		pthread_mutex_init(&ch->mu, NULL);
+		bt_mutex_init(&ch->mu);
 }
 
 struct bt_chan *bt_chan_of(int fd)
@@ -196,7 +203,7 @@ void bt_fd_range(unsigned lo, unsigned hi,
 	if (hi >= (unsigned)FD_LIMIT)
 		hi = (unsigned)FD_LIMIT - 1;
 	for (unsigned f = lo; f <= hi;) {
-		uintptr_t *l2 = __atomic_load_n(&fdtab[f >> L2_BITS],
+		uintptr_t *l2 = __atomic_load_n(&bt_fdtab[f >> L2_BITS],
 						 __ATOMIC_ACQUIRE);
 		if (!l2) {
 			f = ((f >> L2_BITS) + 1) << L2_BITS;

@@ -42,61 +42,80 @@ BT_HIDDEN void bt_chan_announce(struct bt_chan *ch, int fd);
 
 /* ---- logging helpers -------------------------------------------------- */
 
+/* A message with an attribute to redact: through the general encoder,
+ * after redact.c rewrote the copy that goes into the log.  Rare (SQL, a
+ * URL that is not a plain path), so the struct copy does not matter. */
+static __attribute__((noinline)) void msg_redact_emit(const struct bt_msg_rec *r)
+{
+	struct bt_event ev;
+
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_MSG;
+	ev.ts = r->ts;
+	ev.fd = r->fd;
+	ev.dir = r->dir;
+	ev.kind = r->kind;
+	ev.proto = r->proto;
+	ev.flags = r->flags;
+	ev.off = r->off;
+	ev.len = r->len;
+	ev.status = r->status;
+	ev.witness = r->witness;
+	ev.nattr = r->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : r->nattr;
+	memcpy(ev.attr, r->attr, sizeof ev.attr[0] * ev.nattr);
+	bt_redact_emit(&ev);
+}
+
 static void log_msg(struct bt_chan *ch, int fd, int dir, const struct bt_msg *m,
 		    uint64_t off, uint64_t len, const struct bt_addr *peer)
 {
-	struct bt_event ev;
+	struct bt_msg_rec r;
+	struct bt_attr at[BT_EV_MAX_ATTR];
 	char pbuf[64];
 
 	if (unlikely(ch->dark))
 		return;
-	memset(&ev, 0, sizeof ev);
-	ev.type = BT_EV_MSG;
-	ev.fd = fd;
-	ev.dir = (uint8_t)dir;
-	ev.kind = m->kind;
-	ev.proto = ch->pp ? ch->pp->id : 0;
-	ev.flags = m->flags;
+	r.ts = dir == BT_DIR_OUT ? bt_self.out_ts : 0;
+	r.fd = fd;
+	r.dir = (uint8_t)dir;
+	r.kind = m->kind;
+	r.proto = ch->pp ? ch->pp->id : 0;
+	r.flags = m->flags;
 	if (ch->transport == BT_TR_DGRAM)
-		ev.flags |= BT_MF_DGRAM;
-	ev.off = off;
-	ev.len = len;
-	ev.status = m->status;
-	ev.witness = m->witness;
-	ev.nattr = m->nattr;
-	memcpy(ev.attr, m->attr, sizeof ev.attr[0] * m->nattr);
-	if (dir == BT_DIR_OUT)
-		ev.ts = bt_self.out_ts;
-	if (peer && peer->family && ev.nattr < BT_EV_MAX_ATTR) {
+		r.flags |= BT_MF_DGRAM;
+	r.off = off;
+	r.len = len;
+	r.status = m->status;
+	r.witness = m->witness;
+	r.nattr = m->nattr;
+	r.attr = m->attr;
+	if (peer && peer->family && m->nattr < BT_EV_MAX_ATTR) {
+		/* one more attribute: the processor's list and the peer */
+		memcpy(at, m->attr, sizeof at[0] * m->nattr);
 		bt_addr_format(peer, pbuf, sizeof pbuf);
-		ev.attr[ev.nattr].key = BT_AK_PEER;
-		ev.attr[ev.nattr].val = pbuf;
-		ev.attr[ev.nattr].len = (uint16_t)strlen(pbuf);
-		ev.nattr++;
+		at[m->nattr].key = BT_AK_PEER;
+		at[m->nattr].val = pbuf;
+		at[m->nattr].len = (uint16_t)strlen(pbuf);
+		r.nattr = (uint8_t)(m->nattr + 1);
+		r.attr = at;
 	}
 	/* secrets out of the attributes (redact.c); the wire is untouched */
-	if (ev.nattr && bt_redact_needed(&ev, bt_conf.redact))
-		bt_redact_emit(&ev);
+	if (r.nattr && unlikely(bt_redact_needed(r.attr, r.nattr, bt_conf.redact)))
+		msg_redact_emit(&r);
 	else
-		bt_emit(&ev);
+		bt_emit_msg(&r);
 }
 
+/* MSG_BEGIN (fd dir off) or DATA (fd dir off len). */
 static void log_simple(struct bt_chan *ch, int type, int fd, int dir,
 		       uint64_t off, uint64_t len)
 {
-	struct bt_event ev;
+	uint64_t v[4] = { bt_zigzag(fd), (uint64_t)(uint8_t)dir, off, len };
 
 	if (unlikely(ch->dark))
 		return;
-	memset(&ev, 0, sizeof ev);
-	ev.type = (uint8_t)type;
-	ev.fd = fd;
-	ev.dir = (uint8_t)dir;
-	ev.off = off;
-	ev.len = len;
-	if (dir == BT_DIR_OUT)
-		ev.ts = bt_self.out_ts;
-	bt_emit(&ev);
+	bt_emit_ints((unsigned)type, dir == BT_DIR_OUT ? bt_self.out_ts : 0,
+		     type == BT_EV_DATA ? 4 : 3, v);
 }
 
 static void log_lost(struct bt_chan *ch, int fd, int dir)
@@ -604,9 +623,9 @@ static int kernel_readable(int fd)
 /* Lock CH if it is still the channel of generation GEN (not recycled). */
 static int lock_gen(struct bt_chan *ch, uint32_t gen)
 {
-	pthread_mutex_lock(&ch->mu);
+	bt_mutex_lock(&ch->mu);
 	if (ch->gen != gen) {
-		pthread_mutex_unlock(&ch->mu);
+		bt_mutex_unlock(&ch->mu);
 		return -1;
 	}
 	return 0;
@@ -615,9 +634,9 @@ static int lock_gen(struct bt_chan *ch, uint32_t gen)
 /* Lock CH and check FD still refers to it.  0 ok. */
 static int lock_chan(struct bt_chan *ch, int fd)
 {
-	pthread_mutex_lock(&ch->mu);
+	bt_mutex_lock(&ch->mu);
 	if (bt_fd_get(fd) != (uintptr_t)ch) {
-		pthread_mutex_unlock(&ch->mu);
+		bt_mutex_unlock(&ch->mu);
 		return -1;
 	}
 	return 0;
@@ -648,14 +667,14 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 
 	/* Fast path: nothing held, nothing to parse. */
 	if (!ch->pp && !ch->sniff && ch->rd == ch->wr) {
-		pthread_mutex_unlock(&ch->mu);
+		bt_mutex_unlock(&ch->mu);
 		n = rd_real(r, r->iov, r->iovcnt, r->flags);
 		if (n <= 0 || peek)
 			return n;
 		e = errno;
 		if (lock_gen(ch, gen) == 0) {
 			data(ch, fd, BT_DIR_IN, (uint64_t)n);
-			pthread_mutex_unlock(&ch->mu);
+			bt_mutex_unlock(&ch->mu);
 		}
 		errno = e;
 		return n;
@@ -674,14 +693,14 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 				ch->owed = 1;
 				bt_io_ready_changed(ch);
 			}
-			pthread_mutex_unlock(&ch->mu);
+			bt_mutex_unlock(&ch->mu);
 			errno = EAGAIN;
 			return -1;
 		}
 	}
 
 	if (want == 0) {
-		pthread_mutex_unlock(&ch->mu);
+		bt_mutex_unlock(&ch->mu);
 		return rd_real(r, r->iov, r->iovcnt, r->flags);
 	}
 
@@ -695,7 +714,7 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 			 * a window the kernel does not fill (end of file, a
 			 * signal, a timeout, an error) ends the call. */
 			struct iovec rest[64];
-			pthread_mutex_unlock(&ch->mu);
+			bt_mutex_unlock(&ch->mu);
 			e = errno;
 			while (k < want) {
 				int cnt = 0;
@@ -725,7 +744,7 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 					sub.iovcnt = cnt;
 					deliver(ch, fd, &sub, (size_t)n, 0, NULL);
 				}
-				pthread_mutex_unlock(&ch->mu);
+				bt_mutex_unlock(&ch->mu);
 				k += (size_t)n;
 				if ((size_t)n < win)
 					break;
@@ -747,10 +766,10 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 				ch->owed = 1;
 			after_boundary(ch, fd, r->flags);
 		}
-		pthread_mutex_unlock(&ch->mu);
+		bt_mutex_unlock(&ch->mu);
 		return (ssize_t)k;
 	}
-	pthread_mutex_unlock(&ch->mu);
+	bt_mutex_unlock(&ch->mu);
 
 	/* Nothing held and a peek: the kernel's own peek consumes nothing, so
 	 * the bytes stay in the socket for whoever reads them next (this
@@ -770,7 +789,7 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 	}
 	if (n == 0) {
 		bt_io_eof(ch, fd, BT_DIR_IN);
-		pthread_mutex_unlock(&ch->mu);
+		bt_mutex_unlock(&ch->mu);
 		errno = e;
 		return 0;
 	}
@@ -784,7 +803,7 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 	turn(ch, fd, BT_DIR_IN);
 	k = deliver(ch, fd, r, (size_t)n, shorten, NULL);
 	after_boundary(ch, fd, r->flags);
-	pthread_mutex_unlock(&ch->mu);
+	bt_mutex_unlock(&ch->mu);
 	errno = e;
 	return (ssize_t)k;
 }
@@ -834,13 +853,13 @@ static void dgram_in(struct bt_chan *ch, uint32_t gen, int fd, struct rd *r,
 			log_msg(ch, fd, BT_DIR_IN, &m, ch->msg_start[BT_DIR_IN],
 				n, &peer);
 			ch->msg_open[BT_DIR_IN] = 0;
-			pthread_mutex_unlock(&ch->mu);
+			bt_mutex_unlock(&ch->mu);
 			return;
 		}
 	}
 	log_simple(ch, BT_EV_DATA, fd, BT_DIR_IN, ch->off[BT_DIR_IN], n);
 	ch->off[BT_DIR_IN]++;
-	pthread_mutex_unlock(&ch->mu);
+	bt_mutex_unlock(&ch->mu);
 }
 
 static int sockaddr_of_rd(struct rd *r, struct bt_addr *peer)
@@ -1077,7 +1096,7 @@ int bt_recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags,
 				if (ch->pp)
 					go_lost(ch, fd, BT_DIR_IN);
 				data(ch, fd, BT_DIR_IN, v[i].msg_len);
-				pthread_mutex_unlock(&ch->mu);
+				bt_mutex_unlock(&ch->mu);
 			}
 		}
 		errno = e;
@@ -1226,7 +1245,7 @@ static void out_done(int fd, const struct iovec *iov, int cnt, ssize_t n)
 	if (lock_gen(ch, bt_self.out_gen) == 0) {
 		bt_io_out(ch, fd, iov, cnt, (size_t)n,
 			  ch->transport == BT_TR_DGRAM);
-		pthread_mutex_unlock(&ch->mu);
+		bt_mutex_unlock(&ch->mu);
 	}
 	if (unlikely(bt_self.pause_lost != pc))
 		bt_chan_go_dark(ch, fd);
@@ -1392,6 +1411,27 @@ static void file_bytes_out(int out_fd, int in_fd, off_t start, size_t n)
 	if (!ch->pp && !ch->sniff) {
 		data(ch, out_fd, BT_DIR_OUT, n);
 	} else {
+		/* Bytes the processor only counts (a body of known length)
+		 * are not read back: what bt_io_out does, without them. */
+		if (ch->pp && ch->pp->skip && !ch->sniff &&
+		    !__atomic_load_n(&ch->unseen, __ATOMIC_RELAXED)) {
+			int moved = 0;
+			turn(ch, out_fd, BT_DIR_OUT);
+			while (n && ch->pp && ch->pp->skip) {
+				struct bt_msg m;
+				long k;
+				memset(&m, 0, sizeof m);
+				k = ch->pp->skip(ch->pps, BT_DIR_OUT, n, &m);
+				if (k <= 0 || (size_t)k > n)
+					break;
+				track(ch, out_fd, BT_DIR_OUT, (uint64_t)k, &m, NULL);
+				start += k;
+				n -= (size_t)k;
+				moved = 1;
+			}
+			if (moved)
+				track_end(ch, out_fd, BT_DIR_OUT);
+		}
 		while (n) {
 			size_t want = n < sizeof buf ? n : sizeof buf;
 			ssize_t got = pread(in_fd, buf, want, start);
@@ -1409,7 +1449,7 @@ static void file_bytes_out(int out_fd, int in_fd, off_t start, size_t n)
 			n -= (size_t)got;
 		}
 	}
-	pthread_mutex_unlock(&ch->mu);
+	bt_mutex_unlock(&ch->mu);
 	if (unlikely(bt_self.pause_lost != pc))
 		bt_chan_go_dark(ch, out_fd);
 	errno = e;
@@ -1480,7 +1520,7 @@ static ssize_t splice_held(int in, loff_t *ioff, int out, loff_t *ooff,
 	if (lock_chan(ch, in) < 0)
 		return -2;
 	if (ch->rd == ch->wr) {
-		pthread_mutex_unlock(&ch->mu);
+		bt_mutex_unlock(&ch->mu);
 		return -2;
 	}
 	k = ch->wr - ch->rd;
@@ -1489,7 +1529,7 @@ static ssize_t splice_held(int in, loff_t *ioff, int out, loff_t *ooff,
 	if (k > sizeof tmp)
 		k = sizeof tmp;
 	memcpy(tmp, ch->buf + ch->rd, k);
-	pthread_mutex_unlock(&ch->mu);
+	bt_mutex_unlock(&ch->mu);
 	if (fl & SPLICE_F_NONBLOCK) {
 		struct pollfd pf = { .fd = out, .events = POLLOUT };
 		if (REAL(poll)(&pf, 1, 0) == 0) {
@@ -1517,7 +1557,7 @@ static ssize_t splice_held(int in, loff_t *ioff, int out, loff_t *ooff,
 		if (ch->rd == ch->wr)
 			ch->rd = ch->wr = 0;
 		bt_io_ready_changed(ch);
-		pthread_mutex_unlock(&ch->mu);
+		bt_mutex_unlock(&ch->mu);
 	}
 	return r;
 }
@@ -1570,7 +1610,7 @@ ssize_t bt_splice(int in, off64_t *ioff, int out, off64_t *ooff, size_t n,
 			if (ch->pp || ch->rd < ch->wr)
 				go_lost(ch, fds[d], dir);
 			data(ch, fds[d], dir, (uint64_t)r);
-			pthread_mutex_unlock(&ch->mu);
+			bt_mutex_unlock(&ch->mu);
 		}
 	}
 	errno = e;

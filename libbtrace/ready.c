@@ -49,7 +49,7 @@ static pthread_mutex_t ready_mu = PTHREAD_MUTEX_INITIALIZER;
 struct epmap_ent { uint64_t data; int fd; };
 
 struct bt_epset {
-	pthread_mutex_t mu;
+	bt_mutex_t mu;
 	int      epfd;
 	int      wake_fd;
 	uint64_t cookie;
@@ -90,11 +90,24 @@ static int epmap_get(struct bt_epset *es, uint64_t data)
 
 static void epmap_put(struct bt_epset *es, uint64_t data, int fd);
 
+/*
+ * Rehash into a table sized for the live entries (a quarter full at most),
+ * dropping tombstones: a server that registers a new connection for every
+ * request and deletes it at its close keeps a small table (every close
+ * scans it, epmap_del_fd), instead of one doubled at each rehash.
+ */
 static void epmap_grow(struct bt_epset *es)
 {
 	struct epmap_ent *old = es->map;
-	uint32_t oldcap = es->cap, ncap = oldcap ? oldcap * 2 : 64;
-	struct epmap_ent *nm = malloc(ncap * sizeof *nm);
+	uint32_t oldcap = es->cap, ncap = 64, live = 0;
+	struct epmap_ent *nm;
+
+	for (uint32_t i = 0; i < oldcap; i++)
+		if (old[i].fd >= 0 || old[i].fd == -2)
+			live++;
+	while ((live + 1) * 4 > ncap)
+		ncap *= 2;
+	nm = malloc(ncap * sizeof *nm);
 
 	if (!nm)
 		return;
@@ -151,7 +164,7 @@ void bt_ready_epoll_created(int epfd)
 	if (!es)
 		return;
 	memset(es, 0, sizeof *es);
-	pthread_mutex_init(&es->mu, NULL);
+	bt_mutex_init(&es->mu);
 	es->epfd = epfd;
 	es->wake_fd = -1;
 	if (getrandom(&es->cookie, sizeof es->cookie, GRND_NONBLOCK) !=
@@ -272,9 +285,9 @@ void bt_ready_fd_closed(int fd, uintptr_t word)
 				continue;
 			es = epset_of(ch->ep[i].epfd);
 			if (es) {
-				pthread_mutex_lock(&es->mu);
+				bt_mutex_lock(&es->mu);
 				epmap_del_fd(es, fd);
-				pthread_mutex_unlock(&es->mu);
+				bt_mutex_unlock(&es->mu);
 			}
 			if (ch->refs <= 1)
 				ch->ep[i].epfd = -1;
@@ -289,7 +302,7 @@ void bt_ready_atfork_child(void)
 
 static void log_ready(int fd, uint32_t pollbits, int nready)
 {
-	struct bt_event ev;
+	uint64_t v[3] = { bt_zigzag(fd), pollbits, bt_zigzag(nready) };
 
 	/* input on a channel that is not traced (dark, docs/security.md):
 	 * the fragment works for no request */
@@ -297,12 +310,7 @@ static void log_ready(int fd, uint32_t pollbits, int nready)
 		bt_emit_unknown_input();
 		return;
 	}
-	memset(&ev, 0, sizeof ev);
-	ev.type = BT_EV_READY;
-	ev.fd = fd;
-	ev.flags = pollbits;
-	ev.result = nready;
-	bt_emit(&ev);
+	bt_emit_ints(BT_EV_READY, 0, 3, v);
 }
 
 static uint32_t epoll_to_poll(uint32_t e)
@@ -340,12 +348,12 @@ int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		return r;
 	}
 	e = errno;
-	pthread_mutex_lock(&es->mu);
+	bt_mutex_lock(&es->mu);
 	if (op == EPOLL_CTL_DEL)
 		epmap_del_fd(es, fd);
 	else if (ev)
 		epmap_put(es, ev->data.u64, fd);
-	pthread_mutex_unlock(&es->mu);
+	bt_mutex_unlock(&es->mu);
 
 	/* (while paused, no descriptor is classified: see io.c) */
 	ch = !bt_paused() ? bt_chan_of(fd) :
@@ -432,9 +440,9 @@ static int epoll_synth(struct bt_epset *es, struct epoll_event *out, int *fdp)
 		pick->et_told = 1;
 	out->events = EPOLLIN | (pick->ep[slot].events & EPOLLRDNORM);
 	out->data.u64 = pick->ep[slot].data;
-	pthread_mutex_lock(&es->mu);
+	bt_mutex_lock(&es->mu);
 	*fdp = epmap_get(es, pick->ep[slot].data);
-	pthread_mutex_unlock(&es->mu);
+	bt_mutex_unlock(&es->mu);
 	if (*fdp < 0)
 		*fdp = -2;
 	if (pick->ep[slot].events & EPOLLONESHOT) {
@@ -487,8 +495,8 @@ static int epoll_common(int kind, int epfd, struct epoll_event *events,
 			const sigset_t *sig)
 {
 	struct bt_epset *es;
-	uint64_t deadline = 0;
-	int infinite, r, fd;
+	uint64_t deadline = 0, now0 = 0;
+	int infinite, zero, r, fd;
 
 	if (!bt_enter()) {
 		r = ep_real(kind, epfd, events, maxevents, timeout_ms, ts, sig);
@@ -513,11 +521,16 @@ static int epoll_common(int kind, int epfd, struct epoll_event *events,
 		infinite = ts == NULL;
 	else
 		infinite = timeout_ms < 0;
-	if (!infinite) {
+	/* a zero timeout: every round peeks, no deadline (no clock read) */
+	zero = !infinite && (kind == EPK_PWAIT2
+			     ? ts->tv_sec == 0 && ts->tv_nsec == 0
+			     : timeout_ms == 0);
+	if (!infinite && !zero) {
 		uint64_t ns = kind == EPK_PWAIT2
 			? (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec
 			: (uint64_t)timeout_ms * 1000000ull;
-		deadline = bt_now() + ns;
+		now0 = bt_now();
+		deadline = now0 + ns;
 	}
 
 	if (!bt_conf.isolation) {
@@ -532,9 +545,9 @@ static int epoll_common(int kind, int epfd, struct epoll_event *events,
 		if (r == 0)
 			log_ready(-1, 0, 0);
 		for (int i = 0; i < r; i++) {
-			pthread_mutex_lock(&es->mu);
+			bt_mutex_lock(&es->mu);
 			fd = epmap_get(es, events[i].data.u64);
-			pthread_mutex_unlock(&es->mu);
+			bt_mutex_unlock(&es->mu);
 			log_ready(fd, epoll_to_poll(events[i].events), r);
 		}
 		bt_leave();
@@ -553,8 +566,12 @@ static int epoll_common(int kind, int epfd, struct epoll_event *events,
 			bt_leave();
 			return 1;
 		}
-		if (!infinite) {
-			uint64_t now = bt_now();
+		if (zero) {
+			tmo = 0;        /* tts is zero */
+		} else if (!infinite) {
+			/* the first round starts when the deadline was set */
+			uint64_t now = now0 ? now0 : bt_now();
+			now0 = 0;
 			uint64_t left = deadline > now ? deadline - now : 0;
 			tmo = (int)((left + 999999) / 1000000);
 			tts.tv_sec = (time_t)(left / 1000000000ull);
@@ -594,9 +611,9 @@ static int epoll_common(int kind, int epfd, struct epoll_event *events,
 		}
 		if (r == 1) {
 			es->last_synth = 0;
-			pthread_mutex_lock(&es->mu);
+			bt_mutex_lock(&es->mu);
 			fd = epmap_get(es, events[0].data.u64);
-			pthread_mutex_unlock(&es->mu);
+			bt_mutex_unlock(&es->mu);
 			if (fd >= 0) {
 				struct bt_chan *ch = bt_chan_of(fd);
 				if (ch)

@@ -430,10 +430,10 @@ int bt_redact_parse(const char *spec, unsigned *flags, char *bad,
 	return 0;
 }
 
-int bt_redact_needed(const struct bt_event *ev, unsigned flags)
+int bt_redact_needed(const struct bt_attr *attr, unsigned nattr, unsigned flags)
 {
-	for (unsigned i = 0; i < ev->nattr; i++) {
-		const struct bt_attr *a = &ev->attr[i];
+	for (unsigned i = 0; i < nattr; i++) {
+		const struct bt_attr *a = &attr[i];
 		switch (a->key) {
 		case BT_AK_SQL:
 			return 1;

@@ -96,8 +96,11 @@ static void http_init(void *st, int role, int transport)
 
 static void http_fini(void *st) { (void)st; }
 
-/* Case-insensitive: is [p, p+n) equal to lower-case S? */
-static int tok_is(const char *p, size_t n, const char *s)
+/* Case-insensitive: is [p, p+n) equal to lower-case S?  The lengths are
+ * compared first (a literal S: known at compile time), so a header line
+ * costs one compare per name it is not. */
+#define tok_is(p, n, s) ((n) == sizeof(s) - 1 && tok_is_(p, n, s))
+static int tok_is_(const char *p, size_t n, const char *s)
 {
 	size_t i;
 	for (i = 0; i < n && s[i]; i++) {
@@ -259,24 +262,28 @@ static int field_line(struct http_dir *d, char *l, size_t n)
 	size_t nl = (size_t)(c - l);
 	const char *v = c + 1;
 	size_t vl = n - nl - 1;
-	trim(&v, &vl);
+	/* the value is trimmed only for the names that use it */
 	if (tok_is(l, nl, "content-length")) {
 		if (d->f & F_CUT)
 			return -1;
+		trim(&v, &vl);
 		return parse_cl(d, v, vl);
 	}
 	if (tok_is(l, nl, "transfer-encoding")) {
 		if (d->f & F_CUT)
 			return -1;
+		trim(&v, &vl);
 		parse_te(d, v, vl);
-	} else if (d->f & F_REPLY) {
 		return 0;
-	} else if (tok_is(l, nl, "host")) {
-		keep(d, BT_AK_HOST, v, vl, HTTP_KEEP_VALUE);
-	} else if (tok_is(l, nl, "traceparent")) {
-		keep(d, BT_AK_TRACEPARENT, v, vl, HTTP_KEEP_VALUE);
-	} else if (tok_is(l, nl, "x-request-id")) {
-		keep(d, BT_AK_REQUEST_ID, v, vl, HTTP_KEEP_VALUE);
+	}
+	if (d->f & F_REPLY)
+		return 0;
+	uint8_t key = tok_is(l, nl, "host") ? BT_AK_HOST :
+		      tok_is(l, nl, "traceparent") ? BT_AK_TRACEPARENT :
+		      tok_is(l, nl, "x-request-id") ? BT_AK_REQUEST_ID : 0;
+	if (key) {
+		trim(&v, &vl);
+		keep(d, key, v, vl, HTTP_KEEP_VALUE);
 	}
 	return 0;
 }
@@ -356,9 +363,21 @@ static void emit(struct http_state *s, struct http_dir *d, struct bt_msg *m)
 	for (unsigned i = 0; i < d->nat; i++)
 		bt_msg_attr(m, d->at[i].key, d->arena + d->at[i].off,
 			    d->at[i].len);
-	int k = snprintf(d->blen, sizeof d->blen, "%llu",
-			 (unsigned long long)d->body);
-	bt_msg_attr(m, BT_AK_BODY_LEN, d->blen, (size_t)k);
+	{       /* decimal, as "%llu" would write it */
+		char tmp[24];
+		size_t k = 0;
+		unsigned long long v = (unsigned long long)d->body;
+		do {
+			tmp[k++] = (char)('0' + v % 10);
+			v /= 10;
+		} while (v);
+		if (k > sizeof d->blen - 1)
+			k = sizeof d->blen - 1;   /* never: blen holds 2^64 */
+		for (size_t i = 0; i < k; i++)
+			d->blen[i] = tmp[k - 1 - i];
+		d->blen[k] = 0;
+		bt_msg_attr(m, BT_AK_BODY_LEN, d->blen, k);
+	}
 	if (d->f & F_TRUNC)
 		m->flags |= BT_MF_TRUNC;
 	d->st = ST_HEAD;
@@ -371,10 +390,17 @@ static void emit(struct http_state *s, struct http_dir *d, struct bt_msg *m)
 	d->method = M_OTHER;
 }
 
+/* RFC 9110 tchar: ALPHA, DIGIT and !#$%&'*+-.^_`|~ */
+static const uint8_t tchar[256] = {
+	['a' ... 'z'] = 1, ['A' ... 'Z'] = 1, ['0' ... '9'] = 1,
+	['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1,
+	['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1,
+	['`'] = 1, ['|'] = 1, ['~'] = 1,
+};
+
 static int is_tchar(unsigned c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	       (c >= '0' && c <= '9') || (c && strchr("!#$%&'*+-.^_`|~", (int)c));
+	return c < 256 && tchar[c];
 }
 
 /*
@@ -384,18 +410,31 @@ static int is_tchar(unsigned c)
  */
 static int start_ok(struct http_dir *d, const char *l, size_t from, size_t n)
 {
-	for (size_t i = from; i < n; i++) {
-		unsigned c = (unsigned char)l[i];
-		if ((c < 0x20 && c != '\r' && c != '\n' && c != '\t') || c == 0x7f)
-			return 0;
-		if (d->f & F_TOK)
-			continue;
-		if (c == ' ' && i > 0)
-			d->f |= F_TOK;
-		else if (i >= 32 || (!is_tchar(c) && c != '/' && c != '\r' &&
-				     c != '\n'))
-			return 0;
+	/* control characters refused anywhere: all but HT, LF, CR */
+	static const uint8_t ctl[256] = {
+		[0 ... 0x08] = 1, [0x0b ... 0x0c] = 1, [0x0e ... 0x1f] = 1,
+		[0x7f] = 1,
+	};
+	size_t i = from;
+
+	if (!(d->f & F_TOK)) {
+		for (; i < n; i++) {
+			unsigned c = (unsigned char)l[i];
+			if (ctl[c])
+				return 0;
+			if (c == ' ' && i > 0) {
+				d->f |= F_TOK;
+				i++;
+				break;
+			}
+			if (i >= 32 || (!is_tchar(c) && c != '/' && c != '\r' &&
+					c != '\n'))
+				return 0;
+		}
 	}
+	for (; i < n; i++)
+		if (ctl[(unsigned char)l[i]])
+			return 0;
 	return 1;
 }
 
@@ -435,10 +474,51 @@ static size_t take_line(struct http_dir *d, const uint8_t *p, size_t n,
 	return take;
 }
 
-/* A whole head or trailer line is in the arena.  1 end, 0 more, -1 lost. */
-static int head_line(struct http_state *s, struct http_dir *d, int dir)
+/*
+ * take_line for a line that ends inside P[0..N) and would fit the arena
+ * whole, with no part of it taken before (D->cur 0): the same bookkeeping
+ * without copying it.  Returns its length (D->cur set to it), or 0 when
+ * take_line must do it (no LF, too long, or not a start line: take_line
+ * then refuses it the same way).
+ */
+static size_t line_in_place(struct http_dir *d, const uint8_t *p, size_t n)
 {
-	char *l = d->arena + d->used;
+	const uint8_t *nl = memchr(p, '\n', n);
+	size_t take;
+
+	if (!nl)
+		return 0;
+	take = (size_t)(nl - p) + 1;
+	if (take > HTTP_ARENA - d->used)
+		return 0;
+	if (d->st == ST_HEAD && !(d->f & F_START)) {
+		uint16_t f0 = d->f;
+		if (!start_ok(d, (const char *)p, 0, take)) {
+			d->f = f0;          /* take_line looks again */
+			return 0;
+		}
+	}
+	d->cur = (uint16_t)take;
+	if (!(d->f & F_START)) {             /* keep the start line's end */
+		size_t tl = sizeof d->tail;
+		if (take >= tl) {
+			memcpy(d->tail, p + take - tl, tl);
+		} else {
+			memmove(d->tail, d->tail + take, tl - take);
+			memcpy(d->tail + tl - take, p, take);
+		}
+	}
+	d->line += (uint32_t)take;
+	d->head += (uint32_t)take;
+	return take;
+}
+
+/* A whole head or trailer line, D->cur bytes at L (in the arena, or in
+ * place in the input: see http_feed).  1 end, 0 more, -1 lost.  The line
+ * is only read. */
+static int head_line(struct http_state *s, struct http_dir *d, int dir,
+		     char *l)
+{
 	size_t n = d->cur;
 	if (!(d->f & F_CUT))
 		n--;                        /* the LF */
@@ -517,14 +597,22 @@ static long http_feed(void *st, int dir, const uint8_t *p, size_t n,
 		switch (d->st) {
 		case ST_HEAD:
 		case ST_TRAILER:
-			k = take_line(d, p + i, n - i, &done);
-			if (!k || d->line > HTTP_LINE_MAX ||
-			    d->head > HTTP_HEAD_MAX)
-				return BT_PP_LOST;
-			i += k;
-			if (!done)
-				break;
-			r = head_line(s, d, dir);
+			if (d->cur == 0 && (k = line_in_place(d, p + i, n - i))) {
+				/* a whole line in the input: parsed where it is */
+				if (d->line > HTTP_LINE_MAX || d->head > HTTP_HEAD_MAX)
+					return BT_PP_LOST;
+				r = head_line(s, d, dir, (char *)(uintptr_t)(p + i));
+				i += k;
+			} else {
+				k = take_line(d, p + i, n - i, &done);
+				if (!k || d->line > HTTP_LINE_MAX ||
+				    d->head > HTTP_HEAD_MAX)
+					return BT_PP_LOST;
+				i += k;
+				if (!done)
+					break;
+				r = head_line(s, d, dir, d->arena + d->used);
+			}
 			if (r < 0)
 				return BT_PP_LOST;
 			if (r > 0) {
@@ -580,6 +668,39 @@ static long http_feed(void *st, int dir, const uint8_t *p, size_t n,
 	return (long)n;
 }
 
+/* feed()'s ST_LEN, ST_CDATA and ST_CLOSE steps, which never look at the
+ * bytes; anything else needs them (0). */
+static long http_skip(void *st, int dir, size_t n, struct bt_msg *m)
+{
+	struct http_state *s = st;
+	struct http_dir *d = &s->d[dir & 1];
+	size_t k;
+
+	if (s->tunnel)
+		return 0;
+	switch (d->st) {
+	case ST_LEN:
+		k = n < d->remain ? n : (size_t)d->remain;
+		d->remain -= k;
+		d->body += k;
+		if (!d->remain)
+			emit(s, d, m);
+		return (long)k;
+	case ST_CDATA:
+		k = n < d->remain ? n : (size_t)d->remain;
+		d->remain -= k;
+		d->body += k;
+		if (!d->remain)
+			d->st = ST_CCRLF;
+		return (long)k;
+	case ST_CLOSE:
+		d->body += n;
+		return (long)n;
+	default:
+		return 0;
+	}
+}
+
 static void http_eof(void *st, int dir, struct bt_msg *m)
 {
 	struct http_state *s = st;
@@ -630,4 +751,5 @@ const struct bt_proto_ops bt_proto_http = {
 	.fini = http_fini,
 	.feed = http_feed,
 	.eof = http_eof,
+	.skip = http_skip,
 };

@@ -271,6 +271,49 @@ static inline int64_t bt_unzigzag(uint64_t v)
 size_t bt_ev_encode(uint8_t *dst, size_t cap, const struct bt_event *ev,
 		    uint64_t *prev_ts);
 
+/*
+ * bt_ev_encode_ints - the encoder for records whose fields are all
+ * integers (READY, MSG_BEGIN, DATA, CLOSE, SHUTDOWN, WANT, ...): the same
+ * bytes bt_ev_encode writes, without a struct bt_event.  V holds the N
+ * fields in schema order, already as written (signed ones zigzagged).
+ * DST needs BT_EV_INTS_ROOM(N) bytes; N <= 8.
+ */
+#define BT_EV_INTS_ROOM(n) (2 + 10 * ((n) + 1))
+static inline size_t bt_ev_encode_ints(uint8_t *dst, unsigned type,
+				       uint64_t ts, uint64_t *prev_ts,
+				       unsigned n, const uint64_t *v)
+{
+	uint8_t *p = dst + 2;
+
+	p += bt_put_varint(p, ts >= *prev_ts ? ts - *prev_ts : 0);
+	for (unsigned i = 0; i < n; i++)
+		p += bt_put_varint(p, v[i]);
+	if (ts > *prev_ts)
+		*prev_ts = ts;
+	dst[0] = (uint8_t)type;
+	dst[1] = (uint8_t)(p - (dst + 2));    /* <= 90: one byte */
+	return (size_t)(p - dst);
+}
+
+/*
+ * bt_ev_encode_msg - a MSG record from its fields alone (no struct
+ * bt_event): the bytes bt_ev_encode writes for the same MSG.  Returns the
+ * record's size, or 0 when it may not fit CAP or an attribute is longer
+ * than BT_EV_MAX_STR (bt_ev_encode then cuts it).  BT_EV_MSG_BOUND is an
+ * upper bound of its size.
+ */
+struct bt_msg_rec {
+	uint64_t ts;
+	int32_t  fd;
+	uint8_t  dir, kind, proto, nattr;
+	uint32_t flags, status;
+	uint64_t off, len, witness;
+	const struct bt_attr *attr;
+};
+size_t bt_ev_encode_msg(uint8_t *dst, size_t cap, const struct bt_msg_rec *m,
+			uint64_t *prev_ts);
+size_t bt_ev_msg_bound(const struct bt_msg_rec *m);
+
 /* Largest record bt_ev_encode can produce (header + max body). */
 #define BT_EV_MAX_RECORD (BT_EV_MAX_BODY + 3)
 

@@ -127,6 +127,16 @@ struct bt_proto_ops {
 	 * connection close, a one-shot request).  May be NULL.
 	 */
 	void (*eof)(void *state, int dir, struct bt_msg *msg);
+
+	/*
+	 * skip - feed() without the bytes: consume a prefix of N > 0 bytes
+	 * of DIR that the processor would count without looking at them (a
+	 * body of known length), exactly as feed() would, and return how
+	 * many; 0 when it must see the next byte (the caller then reads it
+	 * and calls feed()).  Lets the shim account for bytes it never saw
+	 * (sendfile) without reading them back.  May be NULL.
+	 */
+	long (*skip)(void *state, int dir, size_t n, struct bt_msg *msg);
 };
 
 /* The registry: every processor, by id (NULL where none). */

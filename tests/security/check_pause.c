@@ -127,9 +127,9 @@ static void line_pair(int sv[2])
 	ck_assert_int_eq(bt_socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	ch = bt_chan_of(sv[0]);
 	ck_assert_ptr_nonnull(ch);
-	pthread_mutex_lock(&ch->mu);
+	bt_mutex_lock(&ch->mu);
 	bt_chan_attach(ch, sv[0], &bt_proto_line, BT_PH_RULE, "test");
-	pthread_mutex_unlock(&ch->mu);
+	bt_mutex_unlock(&ch->mu);
 }
 
 START_TEST(dark_rule)

@@ -419,6 +419,77 @@ static void fill_event(struct bt_event *ev, unsigned type)
 
 /* Encode every record type, decode it flush against a guard page, check
  * the fields of its schema, and re-encode to the same bytes. */
+/* The encoder takes a fast path when the record surely fits and a careful
+ * one otherwise (a capacity just large enough, long strings): both must
+ * write the same bytes, for every type and for long (2-byte length)
+ * bodies. */
+START_TEST(ev_fast_equals_careful)
+{
+	static char big[300];
+	memset(big, 'x', sizeof big);
+	for (unsigned type = 1; type < BT_EV_TYPE_MAX; type++) {
+		for (int longstr = 0; longstr < 2; longstr++) {
+			struct bt_event ev;
+			uint8_t a[BT_EV_MAX_RECORD], b[BT_EV_MAX_RECORD];
+			uint64_t p1 = 4000000000ull, p2 = 4000000000ull;
+
+			fill_event(&ev, type);
+			if (longstr) {
+				ev.str = big;
+				ev.str_len = sizeof big;
+				ev.attr[1].val = big;
+				ev.attr[1].len = 200;
+			}
+			size_t n = bt_ev_encode(a, sizeof a, &ev, &p1);
+			ck_assert_msg(n > 2, "type %u does not encode", type);
+			/* still below the fast path's bound; the careful one cuts
+			 * an attribute that leaves fewer than 4 bytes free */
+			size_t m = bt_ev_encode(b, n + 8, &ev, &p2);
+			ck_assert_msg(m == n, "type %u: %zu vs %zu bytes", type, m, n);
+			ck_assert_mem_eq(a, b, n);
+			ck_assert_uint_eq(p1, p2);
+		}
+	}
+}
+END_TEST
+
+/* bt_ev_encode_ints writes what bt_ev_encode writes. */
+START_TEST(ev_ints_equals_encode)
+{
+	static const unsigned types[] = { BT_EV_READY, BT_EV_MSG_BEGIN,
+					  BT_EV_DATA, BT_EV_CLOSE };
+	for (unsigned k = 0; k < sizeof types / sizeof types[0]; k++) {
+		struct bt_event ev;
+		uint8_t a[BT_EV_MAX_RECORD], b[BT_EV_MAX_RECORD];
+		uint64_t p1 = 4000000000ull, p2 = 4000000000ull, v[4];
+		unsigned n = 0;
+
+		fill_event(&ev, types[k]);
+		switch (types[k]) {
+		case BT_EV_READY:
+			v[n++] = bt_zigzag(ev.fd); v[n++] = ev.flags;
+			v[n++] = bt_zigzag(ev.result);
+			break;
+		case BT_EV_MSG_BEGIN:
+			v[n++] = bt_zigzag(ev.fd); v[n++] = ev.dir; v[n++] = ev.off;
+			break;
+		case BT_EV_DATA:
+			v[n++] = bt_zigzag(ev.fd); v[n++] = ev.dir; v[n++] = ev.off;
+			v[n++] = ev.len;
+			break;
+		case BT_EV_CLOSE:
+			v[n++] = bt_zigzag(ev.fd); v[n++] = bt_zigzag(ev.result);
+			break;
+		}
+		size_t x = bt_ev_encode(a, sizeof a, &ev, &p1);
+		size_t y = bt_ev_encode_ints(b, types[k], ev.ts, &p2, n, v);
+		ck_assert_uint_eq(x, y);
+		ck_assert_mem_eq(a, b, x);
+		ck_assert_uint_eq(p1, p2);
+	}
+}
+END_TEST
+
 START_TEST(ev_round_trip_all_types)
 {
 	for (unsigned type = 1; type < BT_EV_TYPE_MAX; type++) {
@@ -676,6 +747,8 @@ static Suite *segment_suite(void)
 	t = tcase_create("records");
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, ev_round_trip_all_types);
+	tcase_add_test(t, ev_fast_equals_careful);
+	tcase_add_test(t, ev_ints_equals_encode);
 	tcase_add_test(t, ev_truncated_records);
 	tcase_add_test(t, ev_corrupt_records);
 	tcase_add_test(t, ev_malformed_records);

@@ -27,12 +27,15 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <sched.h>
+
 #include "bt.h"
 #include "btrace/segment.h"
 
 /* the implementations behind the exported wrappers */
 ssize_t bt_read(int, void *, size_t);
 ssize_t bt_write(int, const void *, size_t);
+ssize_t bt_sendfile(int, int, off_t *, size_t);
 int bt_socket(int, int, int);
 int bt_socketpair(int, int, int, int *);
 int bt_accept4(int, struct sockaddr *, socklen_t *, int, int);
@@ -152,9 +155,9 @@ static void line_pair(int sv[2], int nonblock)
 	ck_assert_int_eq(bt_socketpair(AF_UNIX, SOCK_STREAM | (nonblock ? SOCK_NONBLOCK : 0), 0, sv), 0);
 	ch = bt_chan_of(sv[0]);
 	ck_assert_ptr_nonnull(ch);
-	pthread_mutex_lock(&ch->mu);
+	bt_mutex_lock(&ch->mu);
 	bt_chan_attach(ch, sv[0], &bt_proto_line, BT_PH_RULE, "test");
-	pthread_mutex_unlock(&ch->mu);
+	bt_mutex_unlock(&ch->mu);
 }
 
 /* ---- fd table ------------------------------------------------------------ */
@@ -527,6 +530,115 @@ END_TEST
  * handler interrupting a wrapper does) passes through, but its bytes
  * still count: the next write's offset is exact, the processor (which
  * missed them) gives up, and the missing record is counted. */
+/* sendfile on an HTTP channel: the body bytes the processor only counts
+ * are not read back (skip), and the records are those of writing the same
+ * bytes with write(2) in the same calls. */
+static struct evlog sf_log[2];
+
+static void http_out_run(int use_sendfile, struct evlog *out)
+{
+	static const char head[] = "HTTP/1.1 200 OK\r\nContent-Length: 20000\r\n\r\n";
+	static const char next[] = "HTTP/1.1 204 No Content\r\n\r\n";
+	static char body[20000 + sizeof next];
+	char path[] = "/tmp/check_shim_sf.XXXXXX", buf[65536];
+	size_t total = 20000 + sizeof next - 1;
+	int sv[2], f;
+	struct bt_chan *ch;
+
+	memset(body, 'b', 20000);
+	memcpy(body + 20000, next, sizeof next - 1);
+	f = mkstemp(path);
+	ck_assert_int_ge(f, 0);
+	unlink(path);
+	ck_assert_int_eq(write(f, body, total), (ssize_t)total);
+	ck_assert_int_eq(bt_socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ch = bt_chan_of(sv[0]);
+	ck_assert_ptr_nonnull(ch);
+	bt_mutex_lock(&ch->mu);
+	bt_chan_attach(ch, sv[0], &bt_proto_http, BT_PH_RULE, "test");
+	bt_mutex_unlock(&ch->mu);
+	ev_reset();
+	ck_assert_int_eq(bt_write(sv[0], head, sizeof head - 1), (ssize_t)(sizeof head - 1));
+	if (use_sendfile) {
+		off_t o = 0;
+		ck_assert_int_eq(bt_sendfile(sv[0], f, &o, 5000), 5000);
+		ck_assert_int_eq(bt_sendfile(sv[0], f, &o, total - 5000),
+				 (ssize_t)(total - 5000));
+	} else {
+		ck_assert_int_eq(bt_write(sv[0], body, 5000), 5000);
+		ck_assert_int_eq(bt_write(sv[0], body + 5000, total - 5000),
+				 (ssize_t)(total - 5000));
+	}
+	for (size_t got = 0; got < sizeof head - 1 + total;) {
+		ssize_t k = read(sv[1], buf, sizeof buf);
+		ck_assert_int_gt(k, 0);
+		got += (size_t)k;
+	}
+	ev_read();
+	*out = L;
+	bt_close(sv[0]);
+	bt_close(sv[1]);
+	close(f);
+}
+
+START_TEST(sendfile_records_as_write)
+{
+	http_out_run(1, &sf_log[0]);
+	http_out_run(0, &sf_log[1]);
+	int n[2] = { 0, 0 }, msgs = 0;
+	typeof(L.e[0]) *x[2][64];
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < sf_log[k].n && n[k] < 64; i++) {
+			uint8_t t = sf_log[k].e[i].type;
+			if (t == BT_EV_MSG || t == BT_EV_MSG_BEGIN ||
+			    t == BT_EV_DATA || t == BT_EV_LOST_SYNC)
+				x[k][n[k]++] = &sf_log[k].e[i];
+		}
+	ck_assert_int_eq(n[0], n[1]);
+	for (int i = 0; i < n[0]; i++) {
+		ck_assert_uint_eq(x[0][i]->type, x[1][i]->type);
+		ck_assert_uint_eq(x[0][i]->dir, x[1][i]->dir);
+		ck_assert_uint_eq(x[0][i]->kind, x[1][i]->kind);
+		ck_assert_uint_eq(x[0][i]->off, x[1][i]->off);
+		ck_assert_uint_eq(x[0][i]->len, x[1][i]->len);
+		ck_assert_uint_eq(x[0][i]->flags, x[1][i]->flags);
+		msgs += x[0][i]->type == BT_EV_MSG;
+	}
+	ck_assert_int_eq(msgs, 2);        /* the 200 and the 204 */
+}
+END_TEST
+
+/* bt_mutex_t under contention: no lost update, no deadlock. */
+static bt_mutex_t cnt_mu;
+static long cnt;
+
+static void *cnt_thread(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 200000; i++) {
+		bt_mutex_lock(&cnt_mu);
+		cnt++;
+		if ((i & 1023) == 0)
+			sched_yield();      /* hold it across a reschedule */
+		bt_mutex_unlock(&cnt_mu);
+	}
+	return NULL;
+}
+
+START_TEST(light_mutex_contended)
+{
+	pthread_t t[4];
+	bt_mutex_init(&cnt_mu);
+	cnt = 0;
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, cnt_thread, NULL), 0);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	ck_assert_int_eq(cnt, 4 * 200000);
+	ck_assert_int_eq(cnt_mu.v, 0);
+}
+END_TEST
+
 START_TEST(nested_write_keeps_offsets)
 {
 	int sv[2];
@@ -838,6 +950,8 @@ static Suite *shim_suite(void)
 	tcase_add_test(t, eagain_once_with_nothing_held);
 	tcase_add_test(t, peek_consumes_nothing);
 	tcase_add_test(t, nested_write_keeps_offsets);
+	tcase_add_test(t, sendfile_records_as_write);
+	tcase_add_test(t, light_mutex_contended);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("readiness");
