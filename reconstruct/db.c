@@ -5,10 +5,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
 
 #include <sqlite3.h>
 
@@ -17,6 +20,7 @@
 #include "views.h"
 
 #define SCHEMA_VERSION 2
+#define SPOOL_BUF (1u << 20)   /* spool buffer (see "the spool") */
 
 enum stmt_id {
 	S_REQUEST, S_SPAN, S_MESSAGE, S_ATTR, S_FRAGMENT, S_FILE, S_PROCESS,
@@ -28,6 +32,11 @@ struct rc_db {
 	sqlite3_stmt *st[S_MAX];
 	char         *tmp;           /* temporary path */
 	int           failed;
+	/* the spool: rows with times, until the clock corrections are known */
+	int           spool_fd;
+	char         *sbuf;
+	size_t        slen, scap;
+	uint64_t      sbytes;        /* written to spool_fd */
 };
 
 static const char schema_sql[] =
@@ -108,17 +117,6 @@ static const char finish_sql[] =
 	"CREATE INDEX processes_request ON processes(request_id);\n"
 	"CREATE INDEX channels_request ON channels(request_id);\n";
 
-/* Tables and their time columns, shifted by the domain correction. */
-static const struct { const char *table, *col[2]; } shifted[] = {
-	{ "requests",  { "start_ns", "end_ns" } },
-	{ "spans",     { "start_ns", "end_ns" } },
-	{ "messages",  { "begin_ns", "ts_ns" } },
-	{ "fragments", { "start_ns", "end_ns" } },
-	{ "files",     { "ts_ns", NULL } },
-	{ "processes", { "start_ns", "end_ns" } },
-	{ "channels",  { "open_ns", "close_ns" } },
-};
-
 static void db_error(struct rc_ctx *c, const char *what)
 {
 	struct rc_db *d = c->db;
@@ -151,11 +149,35 @@ int rc_db_open(struct rc_ctx *c)
 	if (!d)
 		return rc_fail(c, RC_EXIT_OUTPUT, "out of memory");
 	c->db = d;
+	d->spool_fd = -1;
 	d->tmp = malloc(l);
 	if (!d->tmp)
 		return rc_fail(c, RC_EXIT_OUTPUT, "out of memory");
 	snprintf(d->tmp, l, "%s.tmp-%ld", out, (long)getpid());
 	unlink(d->tmp);
+	/* The spool (see below): unlinked at once, gone with the process. */
+	{
+		char *sp = malloc(l + 8);
+		if (!sp)
+			return rc_fail(c, RC_EXIT_OUTPUT, "out of memory");
+		snprintf(sp, l + 8, "%s-rows", d->tmp);
+		unlink(sp);
+		d->spool_fd = open(sp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (d->spool_fd < 0) {
+			rc_fail(c, RC_EXIT_OUTPUT,
+				"cannot create %s (%s): check that its directory exists and is writable",
+				sp, strerror(errno));
+			free(sp);
+			d->failed = 1;
+			return RC_EXIT_OUTPUT;
+		}
+		unlink(sp);
+		free(sp);
+		d->sbuf = malloc(SPOOL_BUF);
+		if (!d->sbuf)
+			return rc_fail(c, RC_EXIT_OUTPUT, "out of memory");
+		d->scap = SPOOL_BUF;
+	}
 	/* One thread writes: no mutexes. */
 	if (sqlite3_open_v2(d->tmp, &d->h, SQLITE_OPEN_READWRITE |
 			    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
@@ -204,6 +226,9 @@ void rc_db_abort(struct rc_ctx *c)
 		sqlite3_close(d->h);
 	if (d->tmp)
 		unlink(d->tmp);
+	if (d->spool_fd >= 0)
+		close(d->spool_fd);
+	free(d->sbuf);
 	free(d->tmp);
 	free(d);
 	c->db = NULL;
@@ -260,7 +285,7 @@ static void step(struct rc_ctx *c, sqlite3_stmt *s, const char *table)
 
 /* ---- row writers ----------------------------------------------------------- */
 
-void rc_db_request(struct rc_ctx *c, const struct rc_row_request *r)
+static void ins_request(struct rc_ctx *c, const struct rc_row_request *r)
 {
 	sqlite3_stmt *s = begin(c, S_REQUEST);
 	if (!s)
@@ -280,7 +305,7 @@ void rc_db_request(struct rc_ctx *c, const struct rc_row_request *r)
 	step(c, s, "requests");
 }
 
-void rc_db_span(struct rc_ctx *c, const struct rc_row_span *r)
+static void ins_span(struct rc_ctx *c, const struct rc_row_span *r)
 {
 	sqlite3_stmt *s = begin(c, S_SPAN);
 	if (!s)
@@ -306,7 +331,7 @@ void rc_db_span(struct rc_ctx *c, const struct rc_row_span *r)
 	step(c, s, "spans");
 }
 
-void rc_db_message(struct rc_ctx *c, const struct rc_row_message *r)
+static void ins_message(struct rc_ctx *c, const struct rc_row_message *r)
 {
 	sqlite3_stmt *s = begin(c, S_MESSAGE);
 	if (!s)
@@ -333,8 +358,8 @@ void rc_db_message(struct rc_ctx *c, const struct rc_row_message *r)
 	step(c, s, "messages");
 }
 
-void rc_db_attr(struct rc_ctx *c, uint64_t span, uint64_t message,
-		const char *key, const char *val, uint32_t len)
+static void ins_attr(struct rc_ctx *c, uint64_t span, uint64_t message,
+		     const char *key, const char *val, uint32_t len)
 {
 	sqlite3_stmt *s = begin(c, S_ATTR);
 	if (!s)
@@ -346,7 +371,7 @@ void rc_db_attr(struct rc_ctx *c, uint64_t span, uint64_t message,
 	step(c, s, "attrs");
 }
 
-void rc_db_fragment(struct rc_ctx *c, const struct rc_row_fragment *r)
+static void ins_fragment(struct rc_ctx *c, const struct rc_row_fragment *r)
 {
 	sqlite3_stmt *s = begin(c, S_FRAGMENT);
 	if (!s)
@@ -367,7 +392,7 @@ void rc_db_fragment(struct rc_ctx *c, const struct rc_row_fragment *r)
 	step(c, s, "fragments");
 }
 
-void rc_db_file(struct rc_ctx *c, const struct rc_row_file *r)
+static void ins_file(struct rc_ctx *c, const struct rc_row_file *r)
 {
 	sqlite3_stmt *s = begin(c, S_FILE);
 	if (!s)
@@ -386,7 +411,7 @@ void rc_db_file(struct rc_ctx *c, const struct rc_row_file *r)
 	step(c, s, "files");
 }
 
-void rc_db_process(struct rc_ctx *c, const struct rc_row_process *r)
+static void ins_process(struct rc_ctx *c, const struct rc_row_process *r)
 {
 	sqlite3_stmt *s = begin(c, S_PROCESS);
 	char ring[24];
@@ -410,7 +435,7 @@ void rc_db_process(struct rc_ctx *c, const struct rc_row_process *r)
 	step(c, s, "processes");
 }
 
-void rc_db_channel(struct rc_ctx *c, const struct rc_row_channel *r)
+static void ins_channel(struct rc_ctx *c, const struct rc_row_channel *r)
 {
 	sqlite3_stmt *s = begin(c, S_CHANNEL);
 	if (!s)
@@ -442,8 +467,8 @@ void rc_db_channel(struct rc_ctx *c, const struct rc_row_channel *r)
 	step(c, s, "channels");
 }
 
-void rc_db_warning(struct rc_ctx *c, const char *file, uint64_t off,
-		   const char *text)
+static void ins_warning(struct rc_ctx *c, const char *file, uint64_t off,
+			const char *text)
 {
 	sqlite3_stmt *s = begin(c, S_WARNING);
 	if (!s)
@@ -452,6 +477,351 @@ void rc_db_warning(struct rc_ctx *c, const char *file, uint64_t off,
 	b_i(s, 2, file ? (int64_t)off : RC_DB_NULL);
 	b_t(s, 3, text);
 	step(c, s, "warnings");
+}
+
+/* ---- the spool ---------------------------------------------------------------
+ *
+ * Rows with times are not inserted during the merge: the clock corrections
+ * are known only at its end, and shifting every row in place then (one
+ * UPDATE per table) rewrote the whole database.  They are appended instead
+ * to an unlinked temporary file next to the output, in the order they come
+ * (the row struct, then each of its strings), and inserted with corrected
+ * times by rc_db_finish in that same order.  Memory stays one buffer.
+ */
+
+enum spool_kind { K_REQUEST = 1, K_SPAN, K_MESSAGE, K_FRAGMENT, K_FILE,
+		  K_PROCESS, K_CHANNEL };
+
+/* A string field of a row struct: its pointer, and its length field or
+ * -1 when NUL-terminated. */
+struct sfield { size_t ptr; long len; };
+
+#define SF(T, f) { offsetof(T, f), -1 }
+#define SFL(T, f, l) { offsetof(T, f), (long)offsetof(T, l) }
+
+static const struct sfield sf_request[] = {
+	SF(struct rc_row_request, protocol), SF(struct rc_row_request, method),
+	SF(struct rc_row_request, target), SF(struct rc_row_request, client) };
+static const struct sfield sf_span[] = {
+	SF(struct rc_row_span, kind), SF(struct rc_row_span, protocol),
+	SF(struct rc_row_span, name), SF(struct rc_row_span, target),
+	SF(struct rc_row_span, host), SF(struct rc_row_span, exe),
+	SF(struct rc_row_span, peer) };
+static const struct sfield sf_message[] = {
+	SF(struct rc_row_message, dir), SF(struct rc_row_message, kind),
+	SF(struct rc_row_message, protocol) };
+static const struct sfield sf_fragment[] = {
+	SF(struct rc_row_fragment, trigger) };
+static const struct sfield sf_file[] = {
+	SFL(struct rc_row_file, path, path_len) };
+static const struct sfield sf_process[] = {
+	SF(struct rc_row_process, host), SF(struct rc_row_process, exe),
+	SF(struct rc_row_process, cmdline), SF(struct rc_row_process, how) };
+static const struct sfield sf_channel[] = {
+	SF(struct rc_row_channel, kind), SF(struct rc_row_channel, role),
+	SF(struct rc_row_channel, protocol), SF(struct rc_row_channel, local),
+	SF(struct rc_row_channel, remote), SF(struct rc_row_channel, path) };
+
+#define NF(a) (sizeof a / sizeof a[0])
+
+static const struct {
+	const struct sfield *f;
+	size_t nf, size;
+} spool_desc[] = {
+	[K_REQUEST] = { sf_request, NF(sf_request), sizeof(struct rc_row_request) },
+	[K_SPAN] = { sf_span, NF(sf_span), sizeof(struct rc_row_span) },
+	[K_MESSAGE] = { sf_message, NF(sf_message), sizeof(struct rc_row_message) },
+	[K_FRAGMENT] = { sf_fragment, NF(sf_fragment), sizeof(struct rc_row_fragment) },
+	[K_FILE] = { sf_file, NF(sf_file), sizeof(struct rc_row_file) },
+	[K_PROCESS] = { sf_process, NF(sf_process), sizeof(struct rc_row_process) },
+	[K_CHANNEL] = { sf_channel, NF(sf_channel), sizeof(struct rc_row_channel) },
+};
+
+union spool_row {
+	struct rc_row_request  request;
+	struct rc_row_span     span;
+	struct rc_row_message  message;
+	struct rc_row_fragment fragment;
+	struct rc_row_file     file;
+	struct rc_row_process  process;
+	struct rc_row_channel  channel;
+};
+
+#define SPOOL_NULL UINT32_MAX
+
+static void spool_error(struct rc_ctx *c, const char *what, int e)
+{
+	struct rc_db *d = c->db;
+	if (d->failed)
+		return;
+	d->failed = 1;
+	rc_fail(c, RC_EXIT_OUTPUT, "cannot %s the temporary rows next to %s (%s): check free space and permissions of its directory",
+		what, c->opt->output, strerror(e));
+}
+
+static int spool_flush(struct rc_ctx *c)
+{
+	struct rc_db *d = c->db;
+	size_t done = 0;
+	while (done < d->slen) {
+		ssize_t n = write(d->spool_fd, d->sbuf + done, d->slen - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			spool_error(c, "write", n < 0 ? errno : ENOSPC);
+			return -1;
+		}
+		done += (size_t)n;
+	}
+	d->sbytes += d->slen;
+	d->slen = 0;
+	return 0;
+}
+
+static int spool_reserve(struct rc_ctx *c, size_t n)
+{
+	struct rc_db *d = c->db;
+	if (d->slen + n <= d->scap)
+		return 0;
+	if (d->slen && spool_flush(c) < 0)
+		return -1;
+	if (n > d->scap) {
+		char *b = realloc(d->sbuf, n);
+		if (!b) {
+			spool_error(c, "buffer", ENOMEM);
+			return -1;
+		}
+		d->sbuf = b;
+		d->scap = n;
+	}
+	return 0;
+}
+
+static const char *sf_str(const void *row, const struct sfield *f,
+			  uint32_t *len)
+{
+	const char *s;
+	memcpy(&s, (const char *)row + f->ptr, sizeof s);
+	if (!s)
+		return NULL;
+	if (f->len >= 0)
+		memcpy(len, (const char *)row + f->len, sizeof *len);
+	else
+		*len = (uint32_t)strlen(s);
+	return s;
+}
+
+static void spool_put(struct rc_ctx *c, enum spool_kind k, const void *row)
+{
+	struct rc_db *d = c->db;
+	const struct sfield *f = spool_desc[k].f;
+	size_t nf = spool_desc[k].nf, size = spool_desc[k].size;
+	size_t need = 8 + size;
+	uint32_t len[8];
+
+	if (!d || d->failed)
+		return;
+	for (size_t i = 0; i < nf; i++) {
+		if (sf_str(row, &f[i], &len[i]))
+			need += 4 + (size_t)len[i] + 1;
+		else
+			need += 4;
+	}
+	if (spool_reserve(c, need) < 0)
+		return;
+	char *p = d->sbuf + d->slen;
+	uint32_t n32 = (uint32_t)need, k32 = k;
+	memcpy(p, &n32, 4);
+	memcpy(p + 4, &k32, 4);
+	memcpy(p + 8, row, size);
+	p += 8 + size;
+	for (size_t i = 0; i < nf; i++) {
+		const char *s = sf_str(row, &f[i], &len[i]);
+		uint32_t l = s ? len[i] : SPOOL_NULL;
+		memcpy(p, &l, 4);
+		p += 4;
+		if (s) {
+			memcpy(p, s, len[i]);
+			p[len[i]] = 0;
+			p += len[i] + 1;
+		}
+	}
+	d->slen += need;
+}
+
+static void shift(int64_t *t, int64_t corr)
+{
+	if (*t != RC_DB_NULL)
+		*t += corr;
+}
+
+/* Insert one spooled record (at P, NEED bytes) with corrected times. */
+static void spool_apply(struct rc_ctx *c, const char *p)
+{
+	uint32_t k;
+	union spool_row u;
+
+	memcpy(&k, p + 4, 4);
+	const struct sfield *f = spool_desc[k].f;
+	memcpy(&u, p + 8, spool_desc[k].size);
+	p += 8 + spool_desc[k].size;
+	for (size_t i = 0; i < spool_desc[k].nf; i++) {
+		uint32_t l;
+		const char *s = NULL;
+		memcpy(&l, p, 4);
+		p += 4;
+		if (l != SPOOL_NULL) {
+			s = p;
+			p += l + 1;
+		}
+		memcpy((char *)&u + f[i].ptr, &s, sizeof s);
+	}
+	const struct rc_domain *D = c->doms;
+	switch (k) {
+	case K_REQUEST:
+		shift(&u.request.start, D[u.request.dom].corr);
+		shift(&u.request.end, D[u.request.dom].corr);
+		ins_request(c, &u.request);
+		break;
+	case K_SPAN:
+		shift(&u.span.start, D[u.span.dom].corr);
+		shift(&u.span.end, D[u.span.dom].corr);
+		ins_span(c, &u.span);
+		break;
+	case K_MESSAGE:
+		shift(&u.message.begin, D[u.message.dom].corr);
+		shift(&u.message.ts, D[u.message.dom].corr);
+		ins_message(c, &u.message);
+		break;
+	case K_FRAGMENT:
+		shift(&u.fragment.start, D[u.fragment.dom].corr);
+		shift(&u.fragment.end, D[u.fragment.dom].corr);
+		ins_fragment(c, &u.fragment);
+		break;
+	case K_FILE:
+		shift(&u.file.ts, D[u.file.dom].corr);
+		ins_file(c, &u.file);
+		break;
+	case K_PROCESS:
+		shift(&u.process.start, D[u.process.dom].corr);
+		shift(&u.process.end, D[u.process.dom].corr);
+		ins_process(c, &u.process);
+		break;
+	case K_CHANNEL:
+		shift(&u.channel.open, D[u.channel.dom].corr);
+		shift(&u.channel.close, D[u.channel.dom].corr);
+		ins_channel(c, &u.channel);
+		break;
+	}
+}
+
+/* Insert every spooled row, in order. */
+static int spool_replay(struct rc_ctx *c)
+{
+	struct rc_db *d = c->db;
+	size_t have = 0, pos = 0;
+	uint64_t left;
+
+	if (d->slen && spool_flush(c) < 0)
+		return -1;
+	left = d->sbytes;
+	if (lseek(d->spool_fd, 0, SEEK_SET) < 0) {
+		spool_error(c, "read", errno);
+		return -1;
+	}
+	while (!d->failed && (left || pos < have)) {
+		uint32_t need = 0;
+		if (have - pos >= 4)
+			memcpy(&need, d->sbuf + pos, 4);
+		if (have - pos < 4 || have - pos < need) {
+			/* move the partial record to the front and read on */
+			memmove(d->sbuf, d->sbuf + pos, have - pos);
+			have -= pos;
+			pos = 0;
+			if (need > d->scap) {
+				char *b = realloc(d->sbuf, need);
+				if (!b) {
+					spool_error(c, "buffer", ENOMEM);
+					return -1;
+				}
+				d->sbuf = b;
+				d->scap = need;
+			}
+			size_t want = d->scap - have;
+			if (want > left)
+				want = (size_t)left;
+			if (!want) {
+				spool_error(c, "read", EIO);
+				return -1;
+			}
+			ssize_t n = read(d->spool_fd, d->sbuf + have, want);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				spool_error(c, "read", n < 0 ? errno : EIO);
+				return -1;
+			}
+			have += (size_t)n;
+			left -= (uint64_t)n;
+			continue;
+		}
+		spool_apply(c, d->sbuf + pos);
+		pos += need;
+	}
+	close(d->spool_fd);
+	d->spool_fd = -1;
+	free(d->sbuf);
+	d->sbuf = NULL;
+	d->slen = d->scap = 0;
+	return d->failed ? -1 : 0;
+}
+
+void rc_db_request(struct rc_ctx *c, const struct rc_row_request *r)
+{
+	spool_put(c, K_REQUEST, r);
+}
+
+void rc_db_span(struct rc_ctx *c, const struct rc_row_span *r)
+{
+	spool_put(c, K_SPAN, r);
+}
+
+void rc_db_message(struct rc_ctx *c, const struct rc_row_message *r)
+{
+	spool_put(c, K_MESSAGE, r);
+}
+
+void rc_db_fragment(struct rc_ctx *c, const struct rc_row_fragment *r)
+{
+	spool_put(c, K_FRAGMENT, r);
+}
+
+void rc_db_file(struct rc_ctx *c, const struct rc_row_file *r)
+{
+	spool_put(c, K_FILE, r);
+}
+
+void rc_db_process(struct rc_ctx *c, const struct rc_row_process *r)
+{
+	spool_put(c, K_PROCESS, r);
+}
+
+void rc_db_channel(struct rc_ctx *c, const struct rc_row_channel *r)
+{
+	spool_put(c, K_CHANNEL, r);
+}
+
+/* Rows without times go in at once. */
+void rc_db_attr(struct rc_ctx *c, uint64_t span, uint64_t message,
+		const char *key, const char *val, uint32_t len)
+{
+	ins_attr(c, span, message, key, val, len);
+}
+
+void rc_db_warning(struct rc_ctx *c, const char *file, uint64_t off,
+		   const char *text)
+{
+	ins_warning(c, file, off, text);
 }
 
 /* ---- finish ----------------------------------------------------------------- */
@@ -536,41 +906,18 @@ static int write_stats(struct rc_ctx *c)
 	return c->db->failed ? -1 : 0;
 }
 
-static int shift_times(struct rc_ctx *c)
-{
-	static const char corr[] =
-		"(SELECT correction_ns FROM hosts h WHERE h.host_id = x.host_id)";
-	int any = 0;
-
-	for (uint32_t k = 0; k < c->ndoms; k++)
-		any |= c->doms[k].corr != 0;
-	if (!any)
-		return 0;
-	for (size_t i = 0; i < sizeof shifted / sizeof shifted[0]; i++) {
-		char sql[1024];
-		int n = snprintf(sql, sizeof sql, "UPDATE %s AS x SET %s = %s + %s",
-				 shifted[i].table, shifted[i].col[0],
-				 shifted[i].col[0], corr);
-		if (shifted[i].col[1])
-			n += snprintf(sql + n, sizeof sql - (size_t)n,
-				      ", %s = %s + %s", shifted[i].col[1],
-				      shifted[i].col[1], corr);
-		snprintf(sql + n, sizeof sql - (size_t)n,
-			 " WHERE host_id IN (SELECT host_id FROM hosts WHERE correction_ns != 0)");
-		if (exec(c, sql) < 0)
-			return -1;
-	}
-	return 0;
-}
-
 int rc_db_finish(struct rc_ctx *c)
 {
 	struct rc_db *d = c->db;
 
 	if (!d || d->failed)
 		return RC_EXIT_OUTPUT;
+	if (spool_replay(c) < 0)
+		return RC_EXIT_OUTPUT;
 	finalize_all(d);
-	if (write_hosts(c) < 0 || shift_times(c) < 0 || write_stats(c) < 0 ||
+	if (write_hosts(c) < 0)
+		return RC_EXIT_OUTPUT;
+	if (write_stats(c) < 0 ||
 	    exec(c, finish_sql) < 0)
 		return RC_EXIT_OUTPUT;
 	char why[512];
