@@ -37,7 +37,10 @@ struct rc_db {
 	char         *sbuf;
 	size_t        slen, scap;
 	uint64_t      sbytes;        /* written to spool_fd */
+	struct batch *batch;         /* replay: rows waiting, per kind */
 };
+
+static void batch_free(struct rc_db *d);
 
 static const char schema_sql[] =
 	"CREATE TABLE requests(\n"
@@ -228,6 +231,7 @@ void rc_db_abort(struct rc_ctx *c)
 		unlink(d->tmp);
 	if (d->spool_fd >= 0)
 		close(d->spool_fd);
+	batch_free(d);
 	free(d->sbuf);
 	free(d->tmp);
 	free(d);
@@ -285,77 +289,65 @@ static void step(struct rc_ctx *c, sqlite3_stmt *s, const char *table)
 
 /* ---- row writers ----------------------------------------------------------- */
 
-static void ins_request(struct rc_ctx *c, const struct rc_row_request *r)
+static void bind_request(sqlite3_stmt *s, int o, const struct rc_row_request *r)
 {
-	sqlite3_stmt *s = begin(c, S_REQUEST);
-	if (!s)
-		return;
-	b_id(s, 1, r->id);
-	b_i(s, 2, r->start);
-	b_i(s, 3, r->end);
-	b_i(s, 4, r->end == RC_DB_NULL ? RC_DB_NULL : r->end - r->start);
-	b_t(s, 5, r->protocol);
-	b_t(s, 6, r->method);
-	b_t(s, 7, r->target);
-	b_i(s, 8, r->status);
-	b_t(s, 9, r->client);
-	b_id(s, 10, r->root_span);
-	b_i(s, 11, r->dom + 1);
-	b_i(s, 12, r->end != RC_DB_NULL);
-	step(c, s, "requests");
+	b_id(s, o + 1, r->id);
+	b_i(s, o + 2, r->start);
+	b_i(s, o + 3, r->end);
+	b_i(s, o + 4, r->end == RC_DB_NULL ? RC_DB_NULL : r->end - r->start);
+	b_t(s, o + 5, r->protocol);
+	b_t(s, o + 6, r->method);
+	b_t(s, o + 7, r->target);
+	b_i(s, o + 8, r->status);
+	b_t(s, o + 9, r->client);
+	b_id(s, o + 10, r->root_span);
+	b_i(s, o + 11, r->dom + 1);
+	b_i(s, o + 12, r->end != RC_DB_NULL);
 }
 
-static void ins_span(struct rc_ctx *c, const struct rc_row_span *r)
+static void bind_span(sqlite3_stmt *s, int o, const struct rc_row_span *r)
 {
-	sqlite3_stmt *s = begin(c, S_SPAN);
-	if (!s)
-		return;
-	b_id(s, 1, r->id);
-	b_id(s, 2, r->req);
-	b_id(s, 3, r->parent);
-	b_t(s, 4, r->kind);
-	b_t(s, 5, r->protocol);
-	b_t(s, 6, r->name);
-	b_t(s, 7, r->target);
-	b_i(s, 8, r->status);
-	b_t(s, 9, r->host);
-	b_i(s, 10, r->pid);
-	b_i(s, 11, r->tid);
-	b_t(s, 12, r->exe);
-	b_t(s, 13, r->peer);
-	b_i(s, 14, r->start);
-	b_i(s, 15, r->end);
-	b_i(s, 16, r->dom + 1);
-	b_id(s, 17, r->process_id);
-	b_id(s, 18, r->channel_id);
-	step(c, s, "spans");
+	b_id(s, o + 1, r->id);
+	b_id(s, o + 2, r->req);
+	b_id(s, o + 3, r->parent);
+	b_t(s, o + 4, r->kind);
+	b_t(s, o + 5, r->protocol);
+	b_t(s, o + 6, r->name);
+	b_t(s, o + 7, r->target);
+	b_i(s, o + 8, r->status);
+	b_t(s, o + 9, r->host);
+	b_i(s, o + 10, r->pid);
+	b_i(s, o + 11, r->tid);
+	b_t(s, o + 12, r->exe);
+	b_t(s, o + 13, r->peer);
+	b_i(s, o + 14, r->start);
+	b_i(s, o + 15, r->end);
+	b_i(s, o + 16, r->dom + 1);
+	b_id(s, o + 17, r->process_id);
+	b_id(s, o + 18, r->channel_id);
 }
 
-static void ins_message(struct rc_ctx *c, const struct rc_row_message *r)
+static void bind_message(sqlite3_stmt *s, int o, const struct rc_row_message *r)
 {
-	sqlite3_stmt *s = begin(c, S_MESSAGE);
-	if (!s)
-		return;
-	b_id(s, 1, r->id);
-	b_id(s, 2, r->req);
-	b_id(s, 3, r->span);
-	b_id(s, 4, r->channel_id);
-	b_i(s, 5, r->dom + 1);
-	b_id(s, 6, r->process_id);
-	b_i(s, 7, r->pid);
-	b_i(s, 8, r->tid);
-	b_i(s, 9, r->begin);
-	b_i(s, 10, r->ts);
-	b_t(s, 11, r->dir);
-	b_t(s, 12, r->kind);
-	b_t(s, 13, r->protocol);
-	b_i(s, 14, r->flags);
-	b_i(s, 15, (int64_t)r->off);
-	b_i(s, 16, (int64_t)r->len);
-	b_i(s, 17, r->status);
-	b_i(s, 18, r->witness);
-	b_id(s, 19, r->peer_message);
-	step(c, s, "messages");
+	b_id(s, o + 1, r->id);
+	b_id(s, o + 2, r->req);
+	b_id(s, o + 3, r->span);
+	b_id(s, o + 4, r->channel_id);
+	b_i(s, o + 5, r->dom + 1);
+	b_id(s, o + 6, r->process_id);
+	b_i(s, o + 7, r->pid);
+	b_i(s, o + 8, r->tid);
+	b_i(s, o + 9, r->begin);
+	b_i(s, o + 10, r->ts);
+	b_t(s, o + 11, r->dir);
+	b_t(s, o + 12, r->kind);
+	b_t(s, o + 13, r->protocol);
+	b_i(s, o + 14, r->flags);
+	b_i(s, o + 15, (int64_t)r->off);
+	b_i(s, o + 16, (int64_t)r->len);
+	b_i(s, o + 17, r->status);
+	b_i(s, o + 18, r->witness);
+	b_id(s, o + 19, r->peer_message);
 }
 
 static void ins_attr(struct rc_ctx *c, uint64_t span, uint64_t message,
@@ -371,100 +363,84 @@ static void ins_attr(struct rc_ctx *c, uint64_t span, uint64_t message,
 	step(c, s, "attrs");
 }
 
-static void ins_fragment(struct rc_ctx *c, const struct rc_row_fragment *r)
+static void bind_fragment(sqlite3_stmt *s, int o, const struct rc_row_fragment *r)
 {
-	sqlite3_stmt *s = begin(c, S_FRAGMENT);
-	if (!s)
-		return;
-	b_id(s, 1, r->id);
-	b_id(s, 2, r->req);
-	b_id(s, 3, r->span);
-	b_i(s, 4, r->dom + 1);
-	b_id(s, 5, r->process_id);
-	b_i(s, 6, r->pid);
-	b_i(s, 7, r->tid);
-	b_i(s, 8, r->start);
-	b_i(s, 9, r->end);
-	b_t(s, 10, r->trigger);
-	b_i(s, 11, r->fd);
-	b_id(s, 12, r->channel_id);
-	b_i(s, 13, (int64_t)r->events);
-	step(c, s, "fragments");
+	b_id(s, o + 1, r->id);
+	b_id(s, o + 2, r->req);
+	b_id(s, o + 3, r->span);
+	b_i(s, o + 4, r->dom + 1);
+	b_id(s, o + 5, r->process_id);
+	b_i(s, o + 6, r->pid);
+	b_i(s, o + 7, r->tid);
+	b_i(s, o + 8, r->start);
+	b_i(s, o + 9, r->end);
+	b_t(s, o + 10, r->trigger);
+	b_i(s, o + 11, r->fd);
+	b_id(s, o + 12, r->channel_id);
+	b_i(s, o + 13, (int64_t)r->events);
 }
 
-static void ins_file(struct rc_ctx *c, const struct rc_row_file *r)
+static void bind_file(sqlite3_stmt *s, int o, const struct rc_row_file *r)
 {
-	sqlite3_stmt *s = begin(c, S_FILE);
-	if (!s)
-		return;
-	b_id(s, 1, r->id);
-	b_id(s, 2, r->req);
-	b_id(s, 3, r->span);
-	b_i(s, 4, r->dom + 1);
-	b_id(s, 5, r->process_id);
-	b_i(s, 6, r->pid);
-	b_i(s, 7, r->tid);
-	b_i(s, 8, r->ts);
-	b_tn(s, 9, r->path, r->path_len);
-	b_i(s, 10, r->flags);
-	b_i(s, 11, r->result);
-	step(c, s, "files");
+	b_id(s, o + 1, r->id);
+	b_id(s, o + 2, r->req);
+	b_id(s, o + 3, r->span);
+	b_i(s, o + 4, r->dom + 1);
+	b_id(s, o + 5, r->process_id);
+	b_i(s, o + 6, r->pid);
+	b_i(s, o + 7, r->tid);
+	b_i(s, o + 8, r->ts);
+	b_tn(s, o + 9, r->path, r->path_len);
+	b_i(s, o + 10, r->flags);
+	b_i(s, o + 11, r->result);
 }
 
-static void ins_process(struct rc_ctx *c, const struct rc_row_process *r)
+static void bind_process(sqlite3_stmt *s, int o, const struct rc_row_process *r)
 {
-	sqlite3_stmt *s = begin(c, S_PROCESS);
 	char ring[24];
-	if (!s)
-		return;
 	snprintf(ring, sizeof ring, "%016" PRIx64, r->ring_id);
-	b_id(s, 1, r->id);
-	b_t(s, 2, r->host);
-	b_i(s, 3, r->dom + 1);
-	b_i(s, 4, r->pid);
-	b_i(s, 5, r->ppid ? (int64_t)r->ppid : RC_DB_NULL);
-	b_t(s, 6, r->exe);
-	b_t(s, 7, r->cmdline);
-	sqlite3_bind_text(s, 8, ring, -1, SQLITE_TRANSIENT);
-	b_i(s, 9, r->start);
-	b_i(s, 10, r->end);
-	b_id(s, 11, r->parent);
-	b_t(s, 12, r->how);
-	b_id(s, 13, r->req);
-	b_i(s, 14, (int64_t)r->events);
-	step(c, s, "processes");
+	b_id(s, o + 1, r->id);
+	b_t(s, o + 2, r->host);
+	b_i(s, o + 3, r->dom + 1);
+	b_i(s, o + 4, r->pid);
+	b_i(s, o + 5, r->ppid ? (int64_t)r->ppid : RC_DB_NULL);
+	b_t(s, o + 6, r->exe);
+	b_t(s, o + 7, r->cmdline);
+	sqlite3_bind_text(s, o + 8, ring, -1, SQLITE_TRANSIENT);
+	b_i(s, o + 9, r->start);
+	b_i(s, o + 10, r->end);
+	b_id(s, o + 11, r->parent);
+	b_t(s, o + 12, r->how);
+	b_id(s, o + 13, r->req);
+	b_i(s, o + 14, (int64_t)r->events);
 }
 
-static void ins_channel(struct rc_ctx *c, const struct rc_row_channel *r)
+static void bind_channel(sqlite3_stmt *s, int o, const struct rc_row_channel *r)
 {
-	sqlite3_stmt *s = begin(c, S_CHANNEL);
-	if (!s)
-		return;
-	b_id(s, 1, r->id);
-	b_i(s, 2, (int64_t)r->conn);
-	b_i(s, 3, r->dom + 1);
-	b_id(s, 4, r->process_id);
-	b_i(s, 5, r->pid);
-	b_i(s, 6, r->fd);
-	b_t(s, 7, r->kind);
-	b_t(s, 8, r->role);
-	b_t(s, 9, r->protocol);
-	b_t(s, 10, r->local);
-	b_t(s, 11, r->remote);
-	b_t(s, 12, r->path);
-	b_i(s, 13, r->ino ? (int64_t)r->ino : RC_DB_NULL);
-	b_i(s, 14, r->peer_ino ? (int64_t)r->peer_ino : RC_DB_NULL);
-	b_id(s, 15, r->peer);
-	b_i(s, 16, r->traced_peer);
-	b_id(s, 17, r->req);
-	b_i(s, 18, r->open);
-	b_i(s, 19, r->close);
-	b_i(s, 20, (int64_t)r->bytes_in);
-	b_i(s, 21, (int64_t)r->bytes_out);
-	b_i(s, 22, (int64_t)r->msgs_in);
-	b_i(s, 23, (int64_t)r->msgs_out);
-	b_i(s, 24, r->lost_sync);
-	step(c, s, "channels");
+	b_id(s, o + 1, r->id);
+	b_i(s, o + 2, (int64_t)r->conn);
+	b_i(s, o + 3, r->dom + 1);
+	b_id(s, o + 4, r->process_id);
+	b_i(s, o + 5, r->pid);
+	b_i(s, o + 6, r->fd);
+	b_t(s, o + 7, r->kind);
+	b_t(s, o + 8, r->role);
+	b_t(s, o + 9, r->protocol);
+	b_t(s, o + 10, r->local);
+	b_t(s, o + 11, r->remote);
+	b_t(s, o + 12, r->path);
+	b_i(s, o + 13, r->ino ? (int64_t)r->ino : RC_DB_NULL);
+	b_i(s, o + 14, r->peer_ino ? (int64_t)r->peer_ino : RC_DB_NULL);
+	b_id(s, o + 15, r->peer);
+	b_i(s, o + 16, r->traced_peer);
+	b_id(s, o + 17, r->req);
+	b_i(s, o + 18, r->open);
+	b_i(s, o + 19, r->close);
+	b_i(s, o + 20, (int64_t)r->bytes_in);
+	b_i(s, o + 21, (int64_t)r->bytes_out);
+	b_i(s, o + 22, (int64_t)r->msgs_in);
+	b_i(s, o + 23, (int64_t)r->msgs_out);
+	b_i(s, o + 24, r->lost_sync);
 }
 
 static void ins_warning(struct rc_ctx *c, const char *file, uint64_t off,
@@ -649,6 +625,144 @@ static void spool_put(struct rc_ctx *c, enum spool_kind k, const void *row)
 	d->slen += need;
 }
 
+
+/*
+ * Replayed rows go in BATCH rows per INSERT statement: one statement keeps
+ * its table's cursor open from row to row (rows mostly come in rowid
+ * order, each lands next to the last), where a statement per row seeks
+ * from the root and sets up and tears down its program each time.
+ * Strings point into the spool buffer: batches are flushed before it is
+ * refilled.
+ */
+#define BATCH 64
+
+struct batch {
+	union spool_row row[BATCH];
+	unsigned n;
+	sqlite3_stmt *full;      /* BATCH rows */
+};
+
+static const struct {
+	enum stmt_id id;
+	const char *table;
+} kind_stmt[] = {
+	[K_REQUEST] = { S_REQUEST, "requests" },
+	[K_SPAN] = { S_SPAN, "spans" },
+	[K_MESSAGE] = { S_MESSAGE, "messages" },
+	[K_FRAGMENT] = { S_FRAGMENT, "fragments" },
+	[K_FILE] = { S_FILE, "files" },
+	[K_PROCESS] = { S_PROCESS, "processes" },
+	[K_CHANNEL] = { S_CHANNEL, "channels" },
+};
+
+#define NKIND (sizeof kind_stmt / sizeof kind_stmt[0])
+
+/* "INSERT INTO t VALUES(?,...),(?,...)..." for N rows; *NCOLS its columns. */
+static sqlite3_stmt *prep_rows(struct rc_ctx *c, enum stmt_id id, unsigned n,
+			       int *ncols)
+{
+	const char *one = stmt_sql[id];
+	const char *v = strstr(one, "VALUES");
+	const char *tuple = strchr(v, '(');
+	size_t tl = strlen(tuple), hl = (size_t)(tuple - one);
+	char *sql = malloc(hl + n * (tl + 1) + 1);
+	sqlite3_stmt *st = NULL;
+	int k = 0;
+
+	for (const char *q = tuple; *q; q++)
+		k += *q == '?';
+	*ncols = k;
+	if (!sql) {
+		rc_fail(c, RC_EXIT_OUTPUT, "out of memory");
+		c->db->failed = 1;
+		return NULL;
+	}
+	memcpy(sql, one, hl);
+	char *p = sql + hl;
+	for (unsigned i = 0; i < n; i++) {
+		if (i)
+			*p++ = ',';
+		memcpy(p, tuple, tl);
+		p += tl;
+	}
+	*p = 0;
+	if (sqlite3_prepare_v3(c->db->h, sql, -1, SQLITE_PREPARE_PERSISTENT,
+			       &st, NULL) != SQLITE_OK) {
+		db_error(c, "prepare");
+		st = NULL;
+	}
+	free(sql);
+	return st;
+}
+
+static void bind_row(sqlite3_stmt *s, int o, uint32_t k,
+		     const union spool_row *u)
+{
+	switch (k) {
+	case K_REQUEST: bind_request(s, o, &u->request); break;
+	case K_SPAN: bind_span(s, o, &u->span); break;
+	case K_MESSAGE: bind_message(s, o, &u->message); break;
+	case K_FRAGMENT: bind_fragment(s, o, &u->fragment); break;
+	case K_FILE: bind_file(s, o, &u->file); break;
+	case K_PROCESS: bind_process(s, o, &u->process); break;
+	case K_CHANNEL: bind_channel(s, o, &u->channel); break;
+	}
+}
+
+static void batch_flush(struct rc_ctx *c, uint32_t k)
+{
+	struct rc_db *d = c->db;
+	struct batch *b = &d->batch[k];
+	int ncols;
+
+	if (!b->n || d->failed) {
+		b->n = 0;
+		return;
+	}
+	if (b->n == BATCH) {
+		if (!b->full)
+			b->full = prep_rows(c, kind_stmt[k].id, BATCH, &ncols);
+		if (b->full) {
+			int nc = sqlite3_bind_parameter_count(b->full) / BATCH;
+			for (unsigned i = 0; i < BATCH; i++)
+				bind_row(b->full, (int)i * nc, k, &b->row[i]);
+			step(c, b->full, kind_stmt[k].table);
+		}
+	} else {
+		/* a part batch (the buffer is refilled): a row at a time */
+		sqlite3_stmt *s = d->st[kind_stmt[k].id];
+		for (unsigned i = 0; i < b->n && !d->failed; i++) {
+			bind_row(s, 0, k, &b->row[i]);
+			step(c, s, kind_stmt[k].table);
+		}
+	}
+	b->n = 0;
+}
+
+static void batch_flush_all(struct rc_ctx *c)
+{
+	for (uint32_t k = 1; k < NKIND; k++)
+		batch_flush(c, k);
+}
+
+static void batch_add(struct rc_ctx *c, uint32_t k, const union spool_row *u)
+{
+	struct batch *b = &c->db->batch[k];
+	b->row[b->n++] = *u;
+	if (b->n == BATCH)
+		batch_flush(c, k);
+}
+
+static void batch_free(struct rc_db *d)
+{
+	if (!d->batch)
+		return;
+	for (uint32_t k = 1; k < NKIND; k++)
+		sqlite3_finalize(d->batch[k].full);
+	free(d->batch);
+	d->batch = NULL;
+}
+
 static void shift(int64_t *t, int64_t corr)
 {
 	if (*t != RC_DB_NULL)
@@ -681,38 +795,32 @@ static void spool_apply(struct rc_ctx *c, const char *p)
 	case K_REQUEST:
 		shift(&u.request.start, D[u.request.dom].corr);
 		shift(&u.request.end, D[u.request.dom].corr);
-		ins_request(c, &u.request);
 		break;
 	case K_SPAN:
 		shift(&u.span.start, D[u.span.dom].corr);
 		shift(&u.span.end, D[u.span.dom].corr);
-		ins_span(c, &u.span);
 		break;
 	case K_MESSAGE:
 		shift(&u.message.begin, D[u.message.dom].corr);
 		shift(&u.message.ts, D[u.message.dom].corr);
-		ins_message(c, &u.message);
 		break;
 	case K_FRAGMENT:
 		shift(&u.fragment.start, D[u.fragment.dom].corr);
 		shift(&u.fragment.end, D[u.fragment.dom].corr);
-		ins_fragment(c, &u.fragment);
 		break;
 	case K_FILE:
 		shift(&u.file.ts, D[u.file.dom].corr);
-		ins_file(c, &u.file);
 		break;
 	case K_PROCESS:
 		shift(&u.process.start, D[u.process.dom].corr);
 		shift(&u.process.end, D[u.process.dom].corr);
-		ins_process(c, &u.process);
 		break;
 	case K_CHANNEL:
 		shift(&u.channel.open, D[u.channel.dom].corr);
 		shift(&u.channel.close, D[u.channel.dom].corr);
-		ins_channel(c, &u.channel);
 		break;
 	}
+	batch_add(c, k, &u);
 }
 
 /* Insert every spooled row, in order. */
@@ -725,6 +833,11 @@ static int spool_replay(struct rc_ctx *c)
 	if (d->slen && spool_flush(c) < 0)
 		return -1;
 	left = d->sbytes;
+	d->batch = calloc(NKIND, sizeof *d->batch);
+	if (!d->batch) {
+		spool_error(c, "buffer", ENOMEM);
+		return -1;
+	}
 	if (lseek(d->spool_fd, 0, SEEK_SET) < 0) {
 		spool_error(c, "read", errno);
 		return -1;
@@ -734,6 +847,8 @@ static int spool_replay(struct rc_ctx *c)
 		if (have - pos >= 4)
 			memcpy(&need, d->sbuf + pos, 4);
 		if (have - pos < 4 || have - pos < need) {
+			/* the rows waiting point into the buffer */
+			batch_flush_all(c);
 			/* move the partial record to the front and read on */
 			memmove(d->sbuf, d->sbuf + pos, have - pos);
 			have -= pos;
@@ -768,6 +883,8 @@ static int spool_replay(struct rc_ctx *c)
 		spool_apply(c, d->sbuf + pos);
 		pos += need;
 	}
+	batch_flush_all(c);
+	batch_free(d);
 	close(d->spool_fd);
 	d->spool_fd = -1;
 	free(d->sbuf);
