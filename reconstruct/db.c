@@ -350,17 +350,19 @@ static void bind_message(sqlite3_stmt *s, int o, const struct rc_row_message *r)
 	b_id(s, o + 19, r->peer_message);
 }
 
-static void ins_attr(struct rc_ctx *c, uint64_t span, uint64_t message,
-		     const char *key, const char *val, uint32_t len)
+/* An attrs row (spooled like the others, so attrs keep their order). */
+struct rc_row_attr {
+	uint64_t span, message;
+	const char *key, *val;
+	uint32_t len;
+};
+
+static void bind_attr(sqlite3_stmt *s, int o, const struct rc_row_attr *r)
 {
-	sqlite3_stmt *s = begin(c, S_ATTR);
-	if (!s)
-		return;
-	b_id(s, 1, span);
-	b_id(s, 2, message);
-	b_t(s, 3, key);
-	b_tn(s, 4, val, len);
-	step(c, s, "attrs");
+	b_id(s, o + 1, r->span);
+	b_id(s, o + 2, r->message);
+	b_t(s, o + 3, r->key);
+	b_tn(s, o + 4, r->val, r->len);
 }
 
 static void bind_fragment(sqlite3_stmt *s, int o, const struct rc_row_fragment *r)
@@ -457,16 +459,17 @@ static void ins_warning(struct rc_ctx *c, const char *file, uint64_t off,
 
 /* ---- the spool ---------------------------------------------------------------
  *
- * Rows with times are not inserted during the merge: the clock corrections
- * are known only at its end, and shifting every row in place then (one
- * UPDATE per table) rewrote the whole database.  They are appended instead
- * to an unlinked temporary file next to the output, in the order they come
- * (the row struct, then each of its strings), and inserted with corrected
- * times by rc_db_finish in that same order.  Memory stays one buffer.
+ * Rows are not inserted during the merge: the clock corrections are known
+ * only at its end, and shifting every row in place then (one UPDATE per
+ * table) rewrote the whole database.  They are appended instead to an
+ * unlinked temporary file next to the output, in the order they come (the
+ * row struct, then each of its strings), and inserted with corrected times
+ * by rc_db_finish in that same order (attrs, which have no times, come
+ * along so that they go in batches too).  Memory stays one buffer.
  */
 
 enum spool_kind { K_REQUEST = 1, K_SPAN, K_MESSAGE, K_FRAGMENT, K_FILE,
-		  K_PROCESS, K_CHANNEL };
+		  K_PROCESS, K_CHANNEL, K_ATTR };
 
 /* A string field of a row struct: its pointer, and its length field or
  * -1 when NUL-terminated. */
@@ -493,6 +496,8 @@ static const struct sfield sf_file[] = {
 static const struct sfield sf_process[] = {
 	SF(struct rc_row_process, host), SF(struct rc_row_process, exe),
 	SF(struct rc_row_process, cmdline), SF(struct rc_row_process, how) };
+static const struct sfield sf_attr[] = {
+	SF(struct rc_row_attr, key), SFL(struct rc_row_attr, val, len) };
 static const struct sfield sf_channel[] = {
 	SF(struct rc_row_channel, kind), SF(struct rc_row_channel, role),
 	SF(struct rc_row_channel, protocol), SF(struct rc_row_channel, local),
@@ -511,6 +516,7 @@ static const struct {
 	[K_FILE] = { sf_file, NF(sf_file), sizeof(struct rc_row_file) },
 	[K_PROCESS] = { sf_process, NF(sf_process), sizeof(struct rc_row_process) },
 	[K_CHANNEL] = { sf_channel, NF(sf_channel), sizeof(struct rc_row_channel) },
+	[K_ATTR] = { sf_attr, NF(sf_attr), sizeof(struct rc_row_attr) },
 };
 
 union spool_row {
@@ -521,6 +527,7 @@ union spool_row {
 	struct rc_row_file     file;
 	struct rc_row_process  process;
 	struct rc_row_channel  channel;
+	struct rc_row_attr     attr;
 };
 
 #define SPOOL_NULL UINT32_MAX
@@ -653,6 +660,7 @@ static const struct {
 	[K_FILE] = { S_FILE, "files" },
 	[K_PROCESS] = { S_PROCESS, "processes" },
 	[K_CHANNEL] = { S_CHANNEL, "channels" },
+	[K_ATTR] = { S_ATTR, "attrs" },
 };
 
 #define NKIND (sizeof kind_stmt / sizeof kind_stmt[0])
@@ -706,6 +714,7 @@ static void bind_row(sqlite3_stmt *s, int o, uint32_t k,
 	case K_FILE: bind_file(s, o, &u->file); break;
 	case K_PROCESS: bind_process(s, o, &u->process); break;
 	case K_CHANNEL: bind_channel(s, o, &u->channel); break;
+	case K_ATTR: bind_attr(s, o, &u->attr); break;
 	}
 }
 
@@ -928,12 +937,14 @@ void rc_db_channel(struct rc_ctx *c, const struct rc_row_channel *r)
 	spool_put(c, K_CHANNEL, r);
 }
 
-/* Rows without times go in at once. */
 void rc_db_attr(struct rc_ctx *c, uint64_t span, uint64_t message,
 		const char *key, const char *val, uint32_t len)
 {
-	ins_attr(c, span, message, key, val, len);
+	struct rc_row_attr r = { span, message, key, val, len };
+	spool_put(c, K_ATTR, &r);
 }
+
+/* Warnings go in at once. */
 
 void rc_db_warning(struct rc_ctx *c, const char *file, uint64_t off,
 		   const char *text)
