@@ -344,6 +344,13 @@ int bt_seg_next(struct bt_seg_reader *r, struct bt_blk_header *h,
 	return 0;
 }
 
+void bt_seg_release(struct bt_seg_reader *r)
+{
+	/* a private, read-only mapping never written: nothing is lost */
+	if (r && r->size)
+		madvise((void *)r->map, r->size, MADV_DONTNEED);
+}
+
 void bt_seg_close(struct bt_seg_reader *r)
 {
 	if (!r)

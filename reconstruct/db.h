@@ -3,9 +3,10 @@
  *
  * Rows are written with prepared statements inside one transaction into a
  * temporary file next to the output, which rc_db_finish renames into place
- * once complete.  Times are written as provisional Unix-epoch ns (each
- * domain's own wall clock); rc_db_finish shifts them by the domains'
- * estimated corrections in one UPDATE per table.
+ * once complete.  Times come as provisional Unix-epoch ns (each domain's
+ * own wall clock); rows are spooled to an unlinked temporary file and
+ * inserted by rc_db_finish, in the order they came, times shifted by the
+ * domains' estimated corrections (warnings go in at once).
  *
  * Integer fields equal to RC_DB_NULL and NULL strings are written as SQL
  * NULL.  After the first SQLite error every writer is a no-op and

@@ -159,6 +159,26 @@ static void block_done(const struct rc_block *b)
 		madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
+/*
+ * block_done cannot give back the pages a block shares with its
+ * neighbours, and a page fault maps in the cached pages around it (blocks
+ * of other streams, often ones already read): left alone, the mapped logs'
+ * resident pages grow with their size.  So every RC_MAP_RELEASE bytes of
+ * blocks read, every file's pages are given back at once; the blocks
+ * being read fault theirs in again from the page cache.
+ */
+#define RC_MAP_RELEASE (16u << 20)
+
+static void release_maps(struct rc_ctx *c, uint32_t len)
+{
+	c->map_read += len;
+	if (c->map_read < RC_MAP_RELEASE)
+		return;
+	c->map_read = 0;
+	for (uint32_t i = 0; i < c->nfiles; i++)
+		bt_seg_release(c->files[i].rd);
+}
+
 static int index_file(struct rc_ctx *c, const char *path, uint32_t *cap)
 {
 	const char *why;
@@ -474,6 +494,7 @@ int rc_cur_next(struct rc_ctx *c, struct rc_run *s, struct rc_rec *r)
 		if (cu->pos >= b->len) {
 			cu->expect = b->soff + b->len;
 			block_done(b);
+			release_maps(c, b->len);
 			cu->bi++;
 			cu->in_block = 0;
 			continue;

@@ -306,7 +306,7 @@ struct pattern {
 
 struct pspan {                   /* one span of the current request */
 	int64_t id, parent_id, start, end;
-	int     has_end;
+	int     has_start, has_end;
 	int32_t parent, first_child, last_child, next_sibling;
 	int32_t node, depth;
 	int64_t self;
@@ -538,14 +538,29 @@ static int grow_order(struct builder *b)
 	return 0;
 }
 
-/* The current request (spans in start order) is complete: its tree, its
- * signature, its pattern, its rows. */
+/* Start order, as SQL's ORDER BY start_ns, span_id (NULL first). */
+static int cmp_pspan(const void *a, const void *b)
+{
+	const struct pspan *x = a, *y = b;
+	if (x->has_start != y->has_start)
+		return x->has_start < y->has_start ? -1 : 1;
+	if (x->has_start && x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The current request is complete: its spans in start order, its tree,
+ * its signature, its pattern, its rows. */
 static int finish_request(struct builder *b, int64_t req, int64_t root_span)
 {
 	if (!b->nsp)
 		return 0;
 	if (grow_order(b) < 0)
 		return fail(&b->x, "patterns: out of memory");
+	qsort(b->sp, b->nsp, sizeof *b->sp, cmp_pspan);
+	for (size_t i = 0; i < b->nsp; i++)
+		if (rc_map_put(&b->idx, (uint64_t)b->sp[i].id, i + 1) < 0)
+			return fail(&b->x, "patterns: out of memory");
 	/* children lists, in start order */
 	for (size_t i = 0; i < b->nsp; i++) {
 		struct pspan *s = &b->sp[i];
@@ -672,6 +687,7 @@ static int add_span(struct builder *b, sqlite3_stmt *s)
 	memset(p, 0, sizeof *p);
 	p->id = sqlite3_column_int64(s, 0);
 	p->parent_id = sqlite3_column_int64(s, 2);
+	p->has_start = sqlite3_column_type(s, 8) != SQLITE_NULL;
 	p->start = sqlite3_column_int64(s, 8);
 	p->has_end = sqlite3_column_type(s, 9) != SQLITE_NULL;
 	p->end = sqlite3_column_int64(s, 9);
@@ -683,8 +699,6 @@ static int add_span(struct builder *b, sqlite3_stmt *s)
 	if (!p->line)
 		return fail(&b->x, "patterns: out of memory");
 	b->nsp++;
-	if (rc_map_put(&b->idx, (uint64_t)p->id, b->nsp) < 0)
-		return fail(&b->x, "patterns: out of memory");
 	return 0;
 }
 
@@ -841,8 +855,8 @@ int rc_patterns_build(sqlite3 *h, char *err, size_t errlen)
 		 "SELECT s.span_id, s.request_id, s.parent_span_id, s.kind,\n"
 		 "  s.protocol, s.name, s.target, s.exe, s.start_ns, s.end_ns,\n"
 		 "  r.root_span_id\n"
-		 "FROM requests r JOIN spans s ON s.request_id = r.request_id\n"
-		 "ORDER BY r.request_id, s.start_ns, s.span_id");
+		 "FROM requests r CROSS JOIN spans s ON s.request_id = r.request_id\n"
+		 "ORDER BY r.request_id");
 	if (!b.ins_span || !b.ins_req || !q)
 		goto out;
 	int64_t cur = 0, root = 0;

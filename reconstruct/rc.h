@@ -297,6 +297,8 @@ struct rc_ctx {
 	struct rc_clock *clock;
 
 	struct rc_stats st;
+	uint64_t map_read;       /* block bytes read since the log mappings'
+				  * pages were last given back (input.c) */
 
 	/* progress */
 	uint64_t progress_total, progress_done, progress_next;

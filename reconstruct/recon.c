@@ -141,6 +141,13 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 	if ((r = rc_merge_run(&c)) != 0)
 		goto fail;
 	rc_model_finish(&c);
+	/* What pass 1 learnt of each channel end (it grows with the logs) is
+	 * no longer needed: give it back before the database's indexes are
+	 * built. */
+	free(c.entries);
+	free(c.conns);
+	c.entries = NULL;
+	c.conns = NULL;
 	rc_clock_solve(&c);
 	if (c.err) {
 		r = c.err;

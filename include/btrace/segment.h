@@ -141,5 +141,8 @@ const struct bt_seg_header *bt_seg_file_header(const struct bt_seg_reader *r);
 int  bt_seg_next(struct bt_seg_reader *r, struct bt_blk_header *h,
 		 const uint8_t **payload, uint64_t *file_off);
 void bt_seg_close(struct bt_seg_reader *r);
+/* Give back the resident pages of the whole mapped file (they stay in the
+ * page cache; PAYLOAD pointers stay valid and fault in again when read). */
+void bt_seg_release(struct bt_seg_reader *r);
 
 #endif /* BTRACE_SEGMENT_H */
