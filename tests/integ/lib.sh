@@ -106,11 +106,21 @@ bp_wait_gone() {
 }
 
 # bp_free_port VAR: a loopback TCP port no socket uses, not handed out
-# before in this test.
+# before in this test, and outside the kernel's ephemeral range: a
+# listener port inside it can be taken as the source port of an outgoing
+# connection between the check and the bind (seen in a network namespace,
+# where the check of /proc/net/tcp does not even look).
 bp_free_port() {
-	local p i hex
+	local p i hex lo=32768 hi=60999 base span
+	read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+	if [ "$lo" -ge 22000 ]; then
+		base=20000 span=$((lo - 20000))
+	else
+		base=$((hi + 1)) span=$((65535 - hi))
+	fi
+	[ "$span" -ge 1000 ] || base=20000 span=40000
 	for ((i = 0; i < 100; i++)); do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+		p=$((base + (RANDOM * 32768 + RANDOM) % span))
 		case " $BP_PORTS " in *" $p "*) continue ;; esac
 		hex=$(printf ':%04X ' "$p")
 		grep -q "$hex" /proc/net/tcp /proc/net/tcp6 2>/dev/null &&
