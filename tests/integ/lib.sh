@@ -63,13 +63,15 @@ bp_cleanup() {
 	local name
 	for name in "${BP_NAMES[@]}"; do
 		[ -n "${BP_LAUNCHER[$name]:-}" ] || continue
-		kill -TERM "${BP_PID[$name]:-0}" "${BP_LAUNCHER[$name]}" \
-			2>/dev/null
+		# never "kill 0": a server that died before its pidfile has no
+		# pid, and 0 would signal this test's whole process group
+		kill -TERM ${BP_PID[$name]:+"${BP_PID[$name]}"} \
+			"${BP_LAUNCHER[$name]}" 2>/dev/null
 	done
 	for name in "${BP_NAMES[@]}"; do
 		[ -n "${BP_LAUNCHER[$name]:-}" ] || continue
 		bp_wait_gone "${BP_LAUNCHER[$name]}" 30 ||
-			kill -KILL "${BP_PID[$name]:-0}" \
+			kill -KILL ${BP_PID[$name]:+"${BP_PID[$name]}"} \
 				"${BP_LAUNCHER[$name]}" 2>/dev/null
 	done
 	wait 2>/dev/null

@@ -36,7 +36,7 @@ TRACE=read,write,readv,writev,recvfrom,sendto,recvmsg,sendmsg,recvmmsg,sendmmsg,
 e2e_cleanup() {
 	local rc=$?
 	if [ -n "${BP_LAUNCHER[pg]:-}" ]; then
-		kill -INT "${BP_PID[pg]:-0}" 2>/dev/null
+		[ -n "${BP_PID[pg]:-}" ] && kill -INT "${BP_PID[pg]}" 2>/dev/null
 		bp_wait_gone "${BP_LAUNCHER[pg]}" 50
 	fi
 	bp_cleanup

@@ -80,7 +80,7 @@ tb_cleanup() {
 	local rc=$?
 	# PostgreSQL first, fast shutdown: it disconnects its clients itself
 	if [ -n "${BP_LAUNCHER[pg]:-}" ]; then
-		kill -INT "${BP_PID[pg]:-0}" 2>/dev/null
+		[ -n "${BP_PID[pg]:-}" ] && kill -INT "${BP_PID[pg]}" 2>/dev/null
 		bp_wait_gone "${BP_LAUNCHER[pg]}" 50
 	fi
 	bp_cleanup
