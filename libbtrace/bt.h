@@ -241,6 +241,8 @@ BT_HIDDEN void bt_emit_ints(unsigned type, uint64_t ts, unsigned n,
 /* Record a MSG from its fields (M->ts 0 means now).  Same bytes as
  * bt_emit of the same MSG. */
 BT_HIDDEN void bt_emit_msg(struct bt_msg_rec *m);
+/* The same message as a struct bt_event (for the general encoder). */
+BT_HIDDEN void bt_msg_rec_event(const struct bt_msg_rec *m, struct bt_event *ev);
 /* Claim this thread's ring slot now and write TIME, THREAD_START (and
  * PROC_START for a process's first thread). */
 BT_HIDDEN void bt_emit_claim(void);

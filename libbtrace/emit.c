@@ -954,6 +954,62 @@ void bt_emit_claim(void)
 		claim();
 }
 
+void bt_msg_rec_event(const struct bt_msg_rec *m, struct bt_event *ev)
+{
+	memset(ev, 0, sizeof *ev);
+	ev->type = BT_EV_MSG;
+	ev->ts = m->ts;
+	ev->fd = m->fd;
+	ev->dir = m->dir;
+	ev->kind = m->kind;
+	ev->proto = m->proto;
+	ev->flags = m->flags;
+	ev->off = m->off;
+	ev->len = m->len;
+	ev->status = m->status;
+	ev->witness = m->witness;
+	ev->nattr = m->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : m->nattr;
+	memcpy(ev->attr, m->attr, sizeof ev->attr[0] * ev->nattr);
+}
+
+/* A record that found no room: counted in the ring and reported by the
+ * thread's next record (DROP). */
+static void ring_full(struct bt_slot *s)
+{
+	bt_self.dropped++;
+	bt_self.drop_reason = BT_DR_RING_FULL;
+	__atomic_add_fetch(&s->sh->lost, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * What every record written straight into the ring goes through first:
+ * not from inside the shim, not while paused (counted: the caller's
+ * channel goes dark, io.c), its time, the thread's slot, and the records
+ * owed before it (losses, the end of a pause).  0 when it may be written.
+ */
+static inline int fast_begin(uint64_t *ts)
+{
+	if (unlikely(bt_self.depth > 1)) {
+		bt_self.dropped++;
+		bt_self.drop_reason = BT_DR_REENTRANT;
+		return -1;
+	}
+	if (unlikely(paused_flag())) {
+		bt_self.paused_calls++;
+		bt_self.pause_lost++;
+		return -1;
+	}
+	if (!*ts)
+		*ts = bt_now();
+	if (unlikely(!bt_self.have_slot) && claim() < 0)
+		return -1;
+	if (unlikely(bt_self.dropped))
+		emit_drop_report();
+	if (unlikely(bt_self.paused_calls))
+		emit_resumed(*ts);
+	return 0;
+}
+
 void bt_emit_msg(struct bt_msg_rec *m)
 {
 	struct bt_slot *s = &bt_self.slot;
@@ -964,85 +1020,32 @@ void bt_emit_msg(struct bt_msg_rec *m)
 		 * slot smaller than the record gets it cut, not dropped):
 		 * the general path */
 		struct bt_event ev;
-		memset(&ev, 0, sizeof ev);
-		ev.type = BT_EV_MSG;
-		ev.ts = m->ts;
-		ev.fd = m->fd;
-		ev.dir = m->dir;
-		ev.kind = m->kind;
-		ev.proto = m->proto;
-		ev.flags = m->flags;
-		ev.off = m->off;
-		ev.len = m->len;
-		ev.status = m->status;
-		ev.witness = m->witness;
-		ev.nattr = m->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : m->nattr;
-		memcpy(ev.attr, m->attr, sizeof ev.attr[0] * ev.nattr);
+		bt_msg_rec_event(m, &ev);
 		bt_emit(&ev);
 		return;
 	}
-	if (unlikely(bt_self.depth > 1)) {
-		bt_self.dropped++;
-		bt_self.drop_reason = BT_DR_REENTRANT;
+	if (fast_begin(&m->ts) < 0)
 		return;
-	}
-	if (unlikely(paused_flag())) {
-		/* not recorded: the caller's channel goes dark (io.c) */
-		bt_self.paused_calls++;
-		bt_self.pause_lost++;
-		return;
-	}
-	if (!m->ts)
-		m->ts = bt_now();
-	if (unlikely(!bt_self.have_slot) && claim() < 0)
-		return;
-	if (unlikely(bt_self.dropped))
-		emit_drop_report();
-	if (unlikely(bt_self.paused_calls))
-		emit_resumed(m->ts);
 	size_t cap;
 	uint8_t *p = slot_reserve(s, bound + 3, m->ts, &cap);
-	if (likely(p)) {
+	if (likely(p))
 		slot_commit(s, bt_ev_encode_msg(p, cap, m, &s->prev_ts));
-	} else {
-		bt_self.dropped++;
-		bt_self.drop_reason = BT_DR_RING_FULL;
-		__atomic_add_fetch(&s->sh->lost, 1, __ATOMIC_RELAXED);
-	}
+	else
+		ring_full(s);
 }
 
 void bt_emit_ints(unsigned type, uint64_t ts, unsigned n, const uint64_t *v)
 {
 	struct bt_slot *s = &bt_self.slot;
 
-	if (unlikely(bt_self.depth > 1)) {
-		bt_self.dropped++;
-		bt_self.drop_reason = BT_DR_REENTRANT;
+	if (fast_begin(&ts) < 0)
 		return;
-	}
-	if (unlikely(paused_flag())) {
-		/* not recorded: the caller's channel goes dark (io.c) */
-		bt_self.paused_calls++;
-		bt_self.pause_lost++;
-		return;
-	}
-	if (!ts)
-		ts = bt_now();
-	if (unlikely(!bt_self.have_slot) && claim() < 0)
-		return;
-	if (unlikely(bt_self.dropped))
-		emit_drop_report();
-	if (unlikely(bt_self.paused_calls))
-		emit_resumed(ts);
 	size_t cap;
 	uint8_t *p = slot_reserve(s, BT_EV_INTS_ROOM(n), ts, &cap);
-	if (likely(p)) {
+	if (likely(p))
 		slot_commit(s, bt_ev_encode_ints(p, type, ts, &s->prev_ts, n, v));
-	} else {
-		bt_self.dropped++;
-		bt_self.drop_reason = BT_DR_RING_FULL;
-		__atomic_add_fetch(&s->sh->lost, 1, __ATOMIC_RELAXED);
-	}
+	else
+		ring_full(s);
 }
 
 static void emit_now(struct bt_event *ev)
@@ -1057,11 +1060,8 @@ static void emit_now(struct bt_event *ev)
 		emit_drop_report();
 	if (unlikely(bt_self.paused_calls) && !paused_flag())
 		emit_resumed(ev->ts);
-	if (slot_write(s, ev) < 0) {
-		bt_self.dropped++;
-		bt_self.drop_reason = BT_DR_RING_FULL;
-		__atomic_add_fetch(&s->sh->lost, 1, __ATOMIC_RELAXED);
-	}
+	if (slot_write(s, ev) < 0)
+		ring_full(s);
 }
 
 void bt_emit(struct bt_event *ev)

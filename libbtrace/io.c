@@ -49,20 +49,7 @@ static __attribute__((noinline)) void msg_redact_emit(const struct bt_msg_rec *r
 {
 	struct bt_event ev;
 
-	memset(&ev, 0, sizeof ev);
-	ev.type = BT_EV_MSG;
-	ev.ts = r->ts;
-	ev.fd = r->fd;
-	ev.dir = r->dir;
-	ev.kind = r->kind;
-	ev.proto = r->proto;
-	ev.flags = r->flags;
-	ev.off = r->off;
-	ev.len = r->len;
-	ev.status = r->status;
-	ev.witness = r->witness;
-	ev.nattr = r->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : r->nattr;
-	memcpy(ev.attr, r->attr, sizeof ev.attr[0] * ev.nattr);
+	bt_msg_rec_event(r, &ev);
 	bt_redact_emit(&ev);
 }
 
