@@ -165,9 +165,15 @@ struct bt_thread {
 	struct bt_slot slot;
 	int         have_slot;
 	uint32_t    ready_rr;       /* rotation cursor for poll/select */
+	const void *epc_set;        /* the last epoll data -> fd answer */
+	uint64_t    epc_gen;        /* (ready.c epmap_lookup) */
+	uint64_t    epc_data;
+	int         epc_fd;
 	uint64_t    paused_calls;   /* calls not traced while paused, not yet
 				       reported (DROP, then READY -1) */
-	uint64_t    dark_mark;      /* slot head after our last READY -1 */
+	uint64_t    noreq_mark;     /* slot head just after our last READY
+				       that began work for no request (a
+				       timeout, no channel, dark input) */
 	uint64_t    pause_lost;     /* records bt_emit dropped because paused
 				       (only grows: a call that sees it move
 				       lost one, its channel goes dark) */
@@ -273,6 +279,25 @@ BT_HIDDEN void bt_emit_always(struct bt_event *ev);
  * is what this thread last wrote: a read from a channel that is not traced
  * (dark) starts work the log cannot attribute. */
 BT_HIDDEN void bt_emit_unknown_input(void);
+/*
+ * Is this thread's last record a READY that began work for no request
+ * (a timeout, a descriptor bp-reconstruct knows no channel end for, dark
+ * input: docs/events.md "READY"), with nothing recorded or lost since?
+ * Then another such READY would only begin another empty fragment for no
+ * request, and it is not written (nor the clock read for it).
+ */
+static inline int bt_noreq_current(void)
+{
+	return bt_self.have_slot && bt_self.noreq_mark == bt_self.slot.head &&
+	       !bt_self.dropped && !bt_self.paused_calls && !bt_paused();
+}
+/* The record just written, if any (the slot head moved from HEAD0), was
+ * such a READY. */
+static inline void bt_noreq_mark(uint64_t head0)
+{
+	if (bt_self.have_slot && bt_self.slot.head != head0)
+		bt_self.noreq_mark = bt_self.slot.head;
+}
 /* Connect to bp-logd and register the ring (start-up; retried later). */
 BT_HIDDEN void bt_emit_start(void);
 /* About to block: without bp-logd, spool this thread's ring (unless
@@ -421,6 +446,10 @@ BT_HIDDEN void bt_fdtab_atfork_child(void);
  * made by libc internally) on first use.  NULL: nothing to trace.
  */
 BT_HIDDEN struct bt_chan *bt_chan_of(int fd);
+/* FD's word; a descriptor never seen that is no socket or FIFO is marked
+ * seen first (BT_FD_PLAIN, as bt_chan_of would), a socket or FIFO never
+ * seen stays BT_FD_NONE (no channel is opened for it here). */
+BT_HIDDEN uintptr_t bt_fd_seen(int fd);
 
 /* Channel identity and processor choice (chan.c) */
 BT_HIDDEN struct bt_chan *bt_chan_open(int fd, int role, int fd2,

@@ -309,6 +309,7 @@ static void slot_bind(struct bt_chunk *c, unsigned i)
 	s->sh->tid = (uint32_t)bt_gettid();
 	__atomic_add_fetch(&s->sh->gen, 1, __ATOMIC_RELEASE);
 	bt_self.have_slot = 1;
+	bt_self.noreq_mark = UINT64_MAX;   /* a mark in another slot says nothing */
 	if (thread_key_ok)
 		pthread_setspecific(thread_key, (void *)1);
 }
@@ -1115,25 +1116,25 @@ static void emit_resumed(uint64_t ts)
 	if (slot_write(&bt_self.slot, &d) < 0)
 		return;
 	bt_self.paused_calls -= n;
-	bt_self.dark_mark = bt_self.slot.head;
+	bt_self.noreq_mark = bt_self.slot.head;
 }
 
 void bt_emit_unknown_input(void)
 {
 	struct bt_event d;
 
-	if (bt_self.have_slot && bt_self.dark_mark == bt_self.slot.head)
+	if (bt_self.have_slot && bt_self.noreq_mark == bt_self.slot.head)
 		return;                  /* our last record says so already */
 	if (bt_self.have_slot && bt_self.paused_calls && !paused_flag()) {
 		emit_resumed(bt_now());  /* which ends with READY -1 */
 		return;
 	}
+	uint64_t h0 = bt_self.slot.head;
 	memset(&d, 0, sizeof d);
 	d.type = BT_EV_READY;
 	d.fd = -1;
 	bt_emit(&d);
-	if (bt_self.have_slot)
-		bt_self.dark_mark = bt_self.slot.head;
+	bt_noreq_mark(h0);
 }
 
 static void emit_drop_report(void)

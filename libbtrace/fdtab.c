@@ -194,6 +194,24 @@ struct bt_chan *bt_chan_of(int fd)
 	return NULL;
 }
 
+uintptr_t bt_fd_seen(int fd)
+{
+	uintptr_t v = bt_fd_get(fd);
+	struct stat st;
+	int e;
+
+	if (v != BT_FD_NONE || fd < 0)
+		return v;
+	e = errno;
+	if (fstat(fd, &st) < 0 || S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode)) {
+		errno = e;
+		return BT_FD_NONE;
+	}
+	errno = e;
+	fd_xchg(fd, BT_FD_PLAIN);
+	return bt_fd_get(fd);
+}
+
 /* Call CB for every fd in [LO, HI] the table knows something about. */
 BT_HIDDEN void bt_fd_range(unsigned lo, unsigned hi,
 			   void (*cb)(int fd, uintptr_t w, void *ctx), void *ctx);

@@ -57,7 +57,18 @@ struct bt_epset {
 	int      sleepers;          /* threads blocked in the real call */
 	struct epmap_ent *map;      /* open addressing, fd -1 = empty */
 	uint32_t cap, n;
+	uint64_t gen;               /* changes with every change of the map:
+				       unique among all sets (ep_gen) */
 } __attribute__((aligned(64)));
+
+static uint64_t ep_gen;
+
+/* The map of ES is about to change (ES locked). */
+static void epmap_changed(struct bt_epset *es)
+{
+	__atomic_store_n(&es->gen, __atomic_add_fetch(&ep_gen, 1, __ATOMIC_RELAXED),
+			 __ATOMIC_RELEASE);
+}
 
 static struct bt_epset *epset_of(int epfd)
 {
@@ -124,6 +135,7 @@ static void epmap_grow(struct bt_epset *es)
 
 static void epmap_put(struct bt_epset *es, uint64_t data, int fd)
 {
+	epmap_changed(es);
 	if ((es->n + 1) * 2 > es->cap)
 		epmap_grow(es);
 	if (!es->cap)
@@ -146,9 +158,42 @@ static void epmap_put(struct bt_epset *es, uint64_t data, int fd)
 
 static void epmap_del_fd(struct bt_epset *es, int fd)
 {
+	epmap_changed(es);
 	for (uint32_t i = 0; i < es->cap; i++)
 		if (es->map[i].fd == fd)
 			es->map[i].fd = -3;       /* tombstone */
+}
+
+/*
+ * data -> fd as epmap_get, for the event an epoll_wait returns.  The
+ * thread keeps its last answer, with the set's generation it was true
+ * in: a server waiting on the same descriptor again and again (its
+ * listening socket, its eventfd) takes no lock.
+ */
+static int epmap_lookup_locked(struct bt_epset *es, uint64_t data)
+{
+	uint64_t g;
+	int fd;
+
+	bt_mutex_lock(&es->mu);
+	fd = epmap_get(es, data);
+	g = es->gen;
+	bt_mutex_unlock(&es->mu);
+	bt_self.epc_set = es;
+	bt_self.epc_gen = g;
+	bt_self.epc_data = data;
+	bt_self.epc_fd = fd;
+	return fd;
+}
+
+static inline int epmap_lookup(struct bt_epset *es, uint64_t data)
+{
+	uint64_t g = __atomic_load_n(&es->gen, __ATOMIC_ACQUIRE);
+
+	if (bt_self.epc_set == es && bt_self.epc_gen == g &&
+	    bt_self.epc_data == data)
+		return bt_self.epc_fd;
+	return epmap_lookup_locked(es, data);
 }
 
 BT_HIDDEN void bt_ready_epoll_created(int epfd);
@@ -165,6 +210,7 @@ void bt_ready_epoll_created(int epfd)
 		return;
 	memset(es, 0, sizeof *es);
 	bt_mutex_init(&es->mu);
+	epmap_changed(es);
 	es->epfd = epfd;
 	es->wake_fd = -1;
 	if (getrandom(&es->cookie, sizeof es->cookie, GRND_NONBLOCK) !=
@@ -300,17 +346,60 @@ void bt_ready_atfork_child(void)
 	pthread_mutex_init(&ready_mu, NULL);
 }
 
-static void log_ready(int fd, uint32_t pollbits, int nready)
+/*
+ * Does a READY of FD (table word W) begin work for no request in
+ * bp-reconstruct?  A timeout or an unknown fd (fd < 0); a descriptor it
+ * knows no channel end for: one seen and no channel (an eventfd, a timer,
+ * a file, an epoll set), a socket never announced (a listening socket);
+ * a dark one (logged as READY -1).  A descriptor never seen is not known
+ * to be one.
+ */
+static inline int ready_noreq(int fd, uintptr_t w)
+{
+	if (fd < 0)
+		return 1;
+	if (BT_FD_IS_CHAN(w)) {
+		const struct bt_chan *ch = (const struct bt_chan *)w;
+		return !ch->announced || ch->dark;
+	}
+	return w != BT_FD_NONE && w != BT_FD_OWN;
+}
+
+static void log_ready_rec(int fd, uintptr_t w, uint32_t pollbits, int nready)
 {
 	uint64_t v[3] = { bt_zigzag(fd), pollbits, bt_zigzag(nready) };
 
 	/* input on a channel that is not traced (dark, docs/security.md):
 	 * the fragment works for no request */
-	if (fd >= 0 && unlikely(bt_fd_dark(bt_fd_get(fd)))) {
+	if (fd >= 0 && unlikely(bt_fd_dark(w))) {
 		bt_emit_unknown_input();
 		return;
 	}
+	if (w == BT_FD_NONE && fd >= 0)
+		w = bt_fd_seen(fd);
+	if (ready_noreq(fd, w)) {
+		uint64_t h0 = bt_self.slot.head;
+		bt_emit_ints(BT_EV_READY, 0, 3, v);
+		bt_noreq_mark(h0);
+		return;
+	}
 	bt_emit_ints(BT_EV_READY, 0, 3, v);
+}
+
+/*
+ * Log the fd handed over.  When the thread works for no request already
+ * (its last record began that, nothing recorded since) and this one would
+ * begin the same, nothing is written: a second empty fragment for no
+ * request says nothing (docs/events.md "READY"), and skipping it costs
+ * no clock read.
+ */
+static inline void log_ready(int fd, uint32_t pollbits, int nready)
+{
+	uintptr_t w = fd >= 0 ? bt_fd_get(fd) : BT_FD_NONE;
+
+	if (bt_noreq_current() && ready_noreq(fd, w))
+		return;
+	log_ready_rec(fd, w, pollbits, nready);
 }
 
 static uint32_t epoll_to_poll(uint32_t e)
@@ -321,6 +410,14 @@ static uint32_t epoll_to_poll(uint32_t e)
 	if (e & EPOLLERR) p |= POLLERR;
 	if (e & (EPOLLHUP | EPOLLRDHUP)) p |= POLLHUP;
 	return p;
+}
+
+/* log_ready of an epoll event (the bits converted only when written) */
+static inline void log_ready_ep(int fd, uintptr_t w, uint32_t events)
+{
+	if (bt_noreq_current() && ready_noreq(fd, w))
+		return;
+	log_ready_rec(fd, w, epoll_to_poll(events), 1);
 }
 
 /* ---- epoll ------------------------------------------------------------ */
@@ -407,13 +504,12 @@ int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
  * A channel of set ES holding input, armed for EPOLLIN: fill OUT and
  * return 1 (handing it over, EPOLLONESHOT respected).
  */
-static int epoll_synth(struct bt_epset *es, struct epoll_event *out, int *fdp)
+static int epoll_synth_held(struct bt_epset *es, struct epoll_event *out,
+			    int *fdp)
 {
 	struct bt_chan *pick = NULL;
 	int slot = -1;
 
-	if (!__atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE))
-		return 0;
 	pthread_mutex_lock(&ready_mu);
 	for (unsigned i = 0; i < rlen && !pick; i++) {
 		struct bt_chan *ch = rlist[i];
@@ -440,9 +536,7 @@ static int epoll_synth(struct bt_epset *es, struct epoll_event *out, int *fdp)
 		pick->et_told = 1;
 	out->events = EPOLLIN | (pick->ep[slot].events & EPOLLRDNORM);
 	out->data.u64 = pick->ep[slot].data;
-	bt_mutex_lock(&es->mu);
-	*fdp = epmap_get(es, pick->ep[slot].data);
-	bt_mutex_unlock(&es->mu);
+	*fdp = epmap_lookup(es, pick->ep[slot].data);
 	if (*fdp < 0)
 		*fdp = -2;
 	if (pick->ep[slot].events & EPOLLONESHOT) {
@@ -455,9 +549,42 @@ static int epoll_synth(struct bt_epset *es, struct epoll_event *out, int *fdp)
 	return 1;
 }
 
+static inline int epoll_synth(struct bt_epset *es, struct epoll_event *out,
+			      int *fdp)
+{
+	return __atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE) &&
+	       epoll_synth_held(es, out, fdp);
+}
+
+/* The kernel handed over EV (not our wake-up): bookkeeping and READY. */
+static void ep_took(struct bt_epset *es, int epfd, const struct epoll_event *ev)
+{
+	int fd;
+
+	es->last_synth = 0;
+	fd = epmap_lookup(es, ev->data.u64);
+	if (fd < 0) {
+		log_ready_ep(-2, BT_FD_NONE, ev->events);
+		return;
+	}
+	uintptr_t w = bt_fd_get(fd);
+	struct bt_chan *ch = BT_FD_IS_CHAN(w) ? (struct bt_chan *)w :
+			     w == BT_FD_NONE ? bt_chan_of(fd) : NULL;
+	if (ch) {
+		w = (uintptr_t)ch;
+		for (int k = 0; k < 2; k++)
+			if (ch->ep[k].epfd == epfd &&
+			    (ch->ep[k].events & EPOLLONESHOT))
+				ch->ep[k].armed = 0;
+	} else if (w == BT_FD_NONE) {
+		w = bt_fd_get(fd);        /* classified by bt_chan_of */
+	}
+	log_ready_ep(fd, w, ev->events);
+}
+
 enum ep_kind { EPK_WAIT, EPK_PWAIT, EPK_PWAIT2 };
 
-static int ep_real(int kind, int epfd, struct epoll_event *ev, int max,
+static inline int ep_real(int kind, int epfd, struct epoll_event *ev, int max,
 		   int timeout_ms, const struct timespec *ts,
 		   const sigset_t *sig)
 {
@@ -490,11 +617,60 @@ static int strip_cookie(struct bt_epset *es, struct epoll_event *ev, int n)
 	return k;
 }
 
-static int epoll_common(int kind, int epfd, struct epoll_event *events,
-			int maxevents, int timeout_ms, const struct timespec *ts,
+static int epoll_common(int kind, struct bt_epset *es, int epfd,
+			struct epoll_event *events, int maxevents,
+			int timeout_ms, const struct timespec *ts,
+			const sigset_t *sig);
+
+/*
+ * epoll_wait or epoll_pwait with a zero timeout (a peek), by a thread
+ * that works for no request already (bt_noreq_current), no input held by
+ * the shim for anyone (nothing to hand over first): what epoll_common
+ * would do, without its rounds.  An event of a descriptor that is no
+ * traced channel is then handed over with no record; anything else is
+ * handled as there.
+ */
+static int epoll_peek(int kind, struct bt_epset *es, int epfd,
+		      struct epoll_event *events, const sigset_t *sig)
+{
+	int r;
+
+	bt_self.depth++;
+	bt_self.epoch++;
+	r = kind == EPK_WAIT ? REAL(epoll_wait)(epfd, events, 1, 0)
+			     : REAL(epoll_pwait)(epfd, events, 1, 0, sig);
+	if (r == 1 && events[0].data.u64 == es->cookie) {
+		/* a wake-up meant for a sleeper that saw the input first:
+		 * consumed, then the whole round (which peeks again) */
+		uint64_t v;
+		(void)!REAL(read)(es->wake_fd, &v, sizeof v);
+		es->last_synth = 0;
+		bt_leave();
+		return epoll_common(kind, es, epfd, events, 1, 0, NULL, sig);
+	}
+	if (r == 1)
+		ep_took(es, epfd, &events[0]);
+	else if (r == 0)
+		log_ready(-1, 0, 0);
+	bt_leave();
+	return r;
+}
+
+static inline int epoll_peek_ok(struct bt_epset *es, int maxevents,
+				int timeout_ms)
+{
+	return timeout_ms == 0 && es && bt_noreq_current() && maxevents >= 1 &&
+	       likely(bt_conf.enabled) && bt_self.depth == 0 &&
+	       bt_conf.isolation && !es->last_synth &&
+	       !__atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE);
+}
+
+/* ES: epset_of(EPFD), looked up by the caller */
+static int epoll_common(int kind, struct bt_epset *es, int epfd,
+			struct epoll_event *events, int maxevents,
+			int timeout_ms, const struct timespec *ts,
 			const sigset_t *sig)
 {
-	struct bt_epset *es;
 	uint64_t deadline = 0, now0 = 0;
 	int infinite, zero, r, fd;
 
@@ -504,7 +680,6 @@ static int epoll_common(int kind, int epfd, struct epoll_event *events,
 		return r;
 	}
 	bt_self.epoch++;
-	es = epset_of(epfd);
 	/* Paused: straight through, unless input is held (it is still
 	 * reported: the application must not wait for bytes the shim has). */
 	if (!es || maxevents < 1 ||
@@ -545,9 +720,7 @@ static int epoll_common(int kind, int epfd, struct epoll_event *events,
 		if (r == 0)
 			log_ready(-1, 0, 0);
 		for (int i = 0; i < r; i++) {
-			bt_mutex_lock(&es->mu);
-			fd = epmap_get(es, events[i].data.u64);
-			bt_mutex_unlock(&es->mu);
+			fd = epmap_lookup(es, events[i].data.u64);
 			log_ready(fd, epoll_to_poll(events[i].events), r);
 		}
 		bt_leave();
@@ -610,19 +783,7 @@ static int epoll_common(int kind, int epfd, struct epoll_event *events,
 			continue;
 		}
 		if (r == 1) {
-			es->last_synth = 0;
-			bt_mutex_lock(&es->mu);
-			fd = epmap_get(es, events[0].data.u64);
-			bt_mutex_unlock(&es->mu);
-			if (fd >= 0) {
-				struct bt_chan *ch = bt_chan_of(fd);
-				if (ch)
-					for (int k = 0; k < 2; k++)
-						if (ch->ep[k].epfd == epfd &&
-						    (ch->ep[k].events & EPOLLONESHOT))
-							ch->ep[k].armed = 0;
-			}
-			log_ready(fd >= 0 ? fd : -2, epoll_to_poll(events[0].events), 1);
+			ep_took(es, epfd, &events[0]);
 			break;
 		}
 		/* nothing from the kernel */
@@ -646,7 +807,11 @@ static int epoll_common(int kind, int epfd, struct epoll_event *events,
 BT_HIDDEN int bt_epoll_wait(int epfd, struct epoll_event *ev, int max, int tmo);
 int bt_epoll_wait(int epfd, struct epoll_event *ev, int max, int tmo)
 {
-	return epoll_common(EPK_WAIT, epfd, ev, max, tmo, NULL, NULL);
+	struct bt_epset *es = epset_of(epfd);
+
+	if (epoll_peek_ok(es, max, tmo))
+		return epoll_peek(EPK_WAIT, es, epfd, ev, NULL);
+	return epoll_common(EPK_WAIT, es, epfd, ev, max, tmo, NULL, NULL);
 }
 
 BT_HIDDEN int bt_epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo,
@@ -654,7 +819,11 @@ BT_HIDDEN int bt_epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo,
 int bt_epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo,
 		   const sigset_t *sig)
 {
-	return epoll_common(EPK_PWAIT, epfd, ev, max, tmo, NULL, sig);
+	struct bt_epset *es = epset_of(epfd);
+
+	if (epoll_peek_ok(es, max, tmo))
+		return epoll_peek(EPK_PWAIT, es, epfd, ev, sig);
+	return epoll_common(EPK_PWAIT, es, epfd, ev, max, tmo, NULL, sig);
 }
 
 BT_HIDDEN int bt_epoll_pwait2(int epfd, struct epoll_event *ev, int max,
@@ -662,7 +831,7 @@ BT_HIDDEN int bt_epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 int bt_epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 		    const struct timespec *ts, const sigset_t *sig)
 {
-	return epoll_common(EPK_PWAIT2, epfd, ev, max, 0, ts, sig);
+	return epoll_common(EPK_PWAIT2, epset_of(epfd), epfd, ev, max, 0, ts, sig);
 }
 
 /*
@@ -756,7 +925,14 @@ static int poll_common(int kind, struct pollfd *fds, nfds_t n, int tmo,
 		return r;
 	}
 	/* Which ready entry goes first (ready_class), then round-robin by fd
-	 * number: the first ready fd after the last one this thread got. */
+	 * number: the first ready fd after the last one this thread got.
+	 * One entry is the one. */
+	if (n == 1) {
+		bt_self.ready_rr = (uint32_t)fds[0].fd;
+		log_ready(fds[0].fd, (uint32_t)fds[0].revents, r);
+		bt_leave();
+		return 1;
+	}
 	{
 		int best = -1, first = -1, cls = 3;
 		nfds_t besti = 0, firsti = 0;
@@ -798,9 +974,38 @@ static int poll_common(int kind, struct pollfd *fds, nfds_t n, int tmo,
 	return r;
 }
 
+/*
+ * poll of one descriptor that is no traced channel (or of none), by a
+ * thread that works for no request already (bt_noreq_current): whatever
+ * it returns, the READY would not be written, and with one entry there is
+ * nothing to choose.  So only the bookkeeping poll_common would do is
+ * done: a server loop polling its idle eventfd or listening socket costs
+ * about the call itself.
+ */
+static inline int poll_one_noreq(const struct pollfd *fds, nfds_t n)
+{
+	return n == 1 && bt_noreq_current() && likely(bt_conf.enabled) &&
+	       bt_self.depth == 0 && bt_conf.isolation &&
+	       !__atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE) &&
+	       ready_noreq(fds[0].fd, fds[0].fd >= 0 ? bt_fd_get(fds[0].fd) :
+						     BT_FD_NONE);
+}
+
 BT_HIDDEN int bt_poll(struct pollfd *fds, nfds_t n, int tmo);
 int bt_poll(struct pollfd *fds, nfds_t n, int tmo)
 {
+	if (poll_one_noreq(fds, n)) {
+		int r;
+		bt_self.depth++;
+		bt_self.epoch++;
+		if (tmo != 0)
+			bt_emit_idle();
+		r = REAL(poll)(fds, 1, tmo);
+		if (r > 0)
+			bt_self.ready_rr = (uint32_t)fds[0].fd;
+		bt_leave();
+		return r;
+	}
 	return poll_common(PK_POLL, fds, n, tmo, NULL, NULL);
 }
 

@@ -54,6 +54,7 @@ struct ap {
 	const struct bt_event *ev;
 	int64_t t;
 	int64_t rt;              /* the record's own time (fd table) */
+	int merged;              /* a READY that continues the fragment */
 };
 
 static const char *const trigger_names[] = {
@@ -1091,6 +1092,22 @@ static void on_data_in(struct ap *a, struct rc_end *e, uint64_t o)
 		rc_q_consume(q, o + n);
 }
 
+/*
+ * A READY that begins work for no request (a timeout, a descriptor of no
+ * channel) while the thread's fragment works for no request and holds
+ * nothing but the READY that began it: that fragment goes on.  A second
+ * empty fragment for no request would say nothing, and libbtrace does not
+ * write such a READY (docs/events.md "READY"): logs with and without it
+ * give the same database.  It counts neither as an event of the fragment
+ * nor for its end.
+ */
+static int ready_continues(struct ap *a, const struct rc_fdent *fe)
+{
+	const struct rc_frag *f = &a->th->frag;
+
+	return (a->ev->fd < 0 || !fe) && f->open && f->noreq && f->events == 1;
+}
+
 static void on_ready(struct ap *a)
 {
 	const struct bt_event *ev = a->ev;
@@ -1098,8 +1115,13 @@ static void on_ready(struct ap *a)
 		rc_fd_get(a->im->run->attached ? a->im->run->proc : NULL, ev->fd,
 			  a->rt) : NULL;
 
+	if (ready_continues(a, fe)) {
+		a->merged = 1;
+		return;
+	}
 	if (ev->fd < 0) {
 		frag_open(a, RC_TR_TIMEOUT, -1, 0);
+		a->th->frag.noreq = 1;
 		memset(&a->th->d, 0, sizeof a->th->d);
 		return;
 	}
@@ -1107,6 +1129,7 @@ static void on_ready(struct ap *a)
 	if (!fe) {
 		/* A listening socket, a timer, an eventfd: an input from
 		 * outside every channel works for no request. */
+		a->th->frag.noreq = 1;
 		memset(&a->th->d, 0, sizeof a->th->d);
 		return;
 	}
@@ -1364,6 +1387,9 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 	default:
 		break;
 	}
+	s->released = RC_REL_NONE;
+	if (a.merged)
+		return;           /* as if it were not there (ready_continues) */
 	s->thr.floor = a.t;
 	if (s->thr.frag.open) {
 		s->thr.frag.events++;
@@ -1372,7 +1398,6 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 	if (!im->run->first_ts)
 		im->run->first_ts = a.t;
 	im->run->last_ts = a.t;
-	s->released = RC_REL_NONE;
 }
 
 int rc_model_ready(struct rc_ctx *c, struct rc_run *s, uint64_t *key)

@@ -157,6 +157,7 @@ struct rc_frag {
 	uint8_t  trigger;
 	uint8_t  had_input;      /* an input record followed the READY */
 	uint8_t  last_type;      /* last input record type of the fragment */
+	uint8_t  noreq;          /* begun by a READY for no request */
 	int32_t  fd;
 	uint64_t last_off;
 	uint64_t channel_id;

@@ -7,6 +7,8 @@
  */
 #include "config.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "btrace/proto.h"
@@ -1016,6 +1018,126 @@ START_TEST(accept_starts_fragment)
 }
 END_TEST
 
+/* ---- READYs for no request in a row ---------------------------------------- */
+
+/*
+ * A server loop woken by its eventfd (fd 7), timeouts and its listening
+ * socket (fd 3) with nothing recorded between: libbtrace writes only the
+ * first READY of such a run (ALL = 0); an older one wrote them all.
+ */
+static void idle_server(struct gen *g, int all)
+{
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 1200, "/usr/sbin/evserver", 0);
+
+	gen_ready(w, 100, 7, POLLIN);
+	if (all) {
+		gen_ready(w, 101, 7, POLLIN);
+		gen_ready(w, 102, -1, 0);
+		gen_ready(w, 103, 7, POLLIN);
+	}
+	gen_open(w, 104, 12, "/var/log/evserver.log");
+	gen_ready(w, 105, 7, POLLIN);
+	if (all)
+		gen_ready(w, 106, 3, POLLIN);
+	gen_accept(w, 107, 5, 3, "10.0.0.1:80", "10.0.0.2:3000");
+	gen_ready(w, 108, 5, POLLIN);
+	gen_msg(w, 109, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/a"), 0);
+	gen_msg(w, 110, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
+	gen_ready(w, 111, -1, 0);
+	if (all) {
+		gen_ready(w, 112, 7, POLLIN);
+		gen_ready(w, 113, -1, 0);
+	}
+	gen_ready(w, 114, 5, POLLIN);
+	gen_msg(w, 115, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/b"), 0);
+	gen_msg(w, 116, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
+	gen_ready(w, 120, 7, POLLIN);
+	if (all)
+		gen_ready(w, 121, 7, POLLIN);
+	gen_close(w, 122, 5);
+}
+
+/* Every row of SQL, one line each ("|" after each value). */
+static char *rows(struct rt *t, const char *sql)
+{
+	sqlite3_stmt *s;
+	size_t n = 1 << 16, o = 0;
+	char *buf = malloc(n);
+
+	ck_assert_ptr_nonnull(buf);
+	buf[0] = 0;
+	ck_assert_int_eq(sqlite3_prepare_v2(t->h, sql, -1, &s, NULL), SQLITE_OK);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		for (int i = 0; i < sqlite3_column_count(s); i++) {
+			const unsigned char *v = sqlite3_column_text(s, i);
+			o += (size_t)snprintf(buf + o, o < n ? n - o : 0, "%s|",
+					      v ? (const char *)v : "NULL");
+		}
+		o += (size_t)snprintf(buf + o, o < n ? n - o : 0, "\n");
+	}
+	ck_assert_uint_lt(o, n);
+	sqlite3_finalize(s);
+	return buf;
+}
+
+START_TEST(ready_runs_for_no_request)
+{
+	static const char *const tables[] = {
+		"SELECT * FROM requests ORDER BY 1",
+		"SELECT * FROM spans ORDER BY 1",
+		"SELECT * FROM messages ORDER BY 1",
+		"SELECT * FROM attrs ORDER BY 1, 2, 3",
+		"SELECT * FROM fragments ORDER BY 1",
+		"SELECT * FROM files ORDER BY 1",
+		"SELECT * FROM channels ORDER BY 1",
+		"SELECT * FROM warnings ORDER BY 1",
+		/* what counts records (the log's, not the model's) differs */
+		"SELECT process_id, host, host_id, pid, ppid, exe, cmdline, ring_id,"
+		" start_ns, end_ns, parent_process_id, how, request_id"
+		" FROM processes ORDER BY 1",
+		"SELECT * FROM stats WHERE key NOT IN ('events', 'payload_bytes',"
+		" 'blocks', 'files', 'duplicate_blocks') ORDER BY 1",
+	};
+	struct rt a, b;
+	struct gen *ga = gen_new(), *gb = gen_new();
+
+	idle_server(ga, 1);
+	idle_server(gb, 0);
+	rt_init(&a);
+	rt_write(&a, ga, NULL);
+	ck_assert_int_eq(rt_run(&a), RC_EXIT_OK);
+	rt_init(&b);
+	rt_write(&b, gb, NULL);
+	ck_assert_int_eq(rt_run(&b), RC_EXIT_OK);
+
+	/* one fragment from the first READY of a run to the last record
+	 * before the next one: the file opened after four of them is in the
+	 * first one's fragment */
+	ck_assert_str_eq(rt_q(&a, "SELECT group_concat(trigger || ' ' || IFNULL(fd, '-') || ' ' || ((f.start_ns - %lld) / 1000) || '-' || ((f.end_ns - %lld) / 1000) || ' ' || events || ' ' || IFNULL(r.target, 'none'), ', ') FROM (SELECT * FROM fragments ORDER BY start_ns) f LEFT JOIN requests r USING (request_id)",
+			      (long long)gen_epoch(0), (long long)gen_epoch(0)),
+			 "start - 0-0 2 none, ready 7 100-104 2 none, "
+			 "ready 7 105-105 1 none, accept 5 107-107 1 none, "
+			 "ready 5 108-110 3 /a, timeout - 111-111 1 none, "
+			 "ready 5 114-116 3 /b, ready 7 120-122 2 none");
+	ck_assert_int_eq(rt_qi(&a, "SELECT COUNT(*) FROM files WHERE request_id IS NULL"), 1);
+	/* and the same database whether the run's other READYs were written */
+	for (unsigned i = 0; i < sizeof tables / sizeof *tables; i++) {
+		char *ra = rows(&a, tables[i]), *rb = rows(&b, tables[i]);
+		ck_assert_msg(strcmp(ra, rb) == 0, "%s:\n%s\nvs\n%s",
+			      tables[i], ra, rb);
+		free(ra);
+		free(rb);
+	}
+	ck_assert_int_gt(rt_qi(&a, "SELECT value FROM stats WHERE key = 'events'"),
+			 rt_qi(&b, "SELECT value FROM stats WHERE key = 'events'"));
+	rt_done(&a);
+	rt_done(&b);
+}
+END_TEST
+
 Suite *recon_paths_suite(void)
 {
 	Suite *s = suite_create("recon_paths");
@@ -1037,6 +1159,7 @@ Suite *recon_paths_suite(void)
 	tcase_add_test(tc, dns_lookups);
 	tcase_add_test(tc, dual_stack_pairing);
 	tcase_add_test(tc, accept_starts_fragment);
+	tcase_add_test(tc, ready_runs_for_no_request);
 	tcase_add_test(tc, reused_tuple_after_untraced_peer);
 	suite_add_tcase(s, tc);
 	return s;

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -785,6 +786,72 @@ START_TEST(one_ready_fd_per_call)
 }
 END_TEST
 
+/*
+ * READY for no request (a descriptor of no channel, a timeout) is written
+ * once for a run of them with nothing recorded between: the first begins
+ * the thread's work for no request, the others would only begin more
+ * empty fragments of it (docs/events.md "READY").  poll and epoll_wait,
+ * their fast paths and their full ones.
+ */
+START_TEST(ready_for_no_request_once_per_run)
+{
+	int efd = eventfd(1, EFD_NONBLOCK), quiet = eventfd(0, EFD_NONBLOCK);
+	int sv[2], ep = new_epoll();
+	struct pollfd pf = { .fd = efd, .events = POLLIN };
+	struct pollfd two[2] = { { .fd = efd, .events = POLLIN },
+				 { .fd = quiet, .events = POLLIN } };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 9 }, out[4];
+
+	ck_assert_int_ge(efd, 0);
+	ck_assert_int_ge(quiet, 0);
+	line_pair(sv, 0);            /* records: the last is no READY */
+	ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev), 0);
+	ev_reset();
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(bt_poll(&pf, 1, 0), 1);
+	ck_assert_int_eq(bt_poll(two, 2, 0), 1);       /* the full path */
+	pf.fd = quiet;
+	ck_assert_int_eq(bt_poll(&pf, 1, 0), 0);       /* a timeout */
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(bt_epoll_wait(ep, out, 4, 0), 1);
+	ck_assert_int_eq(bt_epoll_wait(ep, out, 4, 100), 1);
+	ck_assert_uint_eq(out[0].data.u64, 9);
+	ev_read();
+	ck_assert_int_eq(L.n, 1);
+	ck_assert_int_eq(ev_count(BT_EV_READY), 1);
+	ck_assert_int_eq(ev_nth(BT_EV_READY, 0)->fd, efd);
+
+	/* a record between: the next READY is written, once */
+	ck_assert_int_eq(bt_write(sv[0], "x\n", 2), 2);
+	pf.fd = efd;
+	ck_assert_int_eq(bt_poll(&pf, 1, 0), 1);
+	ck_assert_int_eq(bt_epoll_wait(ep, out, 4, 0), 1);
+	ev_read();
+	ck_assert_int_eq(ev_count(BT_EV_MSG), 1);
+	ck_assert_int_eq(ev_count(BT_EV_READY), 1);
+	ck_assert_int_eq(ev_nth(BT_EV_READY, 0)->fd, efd);
+
+	/* a traced channel's READY is always written, and ends the run */
+	ck_assert_int_eq(write(sv[1], "y\n", 2), 2);
+	pf.fd = sv[0];
+	ck_assert_int_eq(bt_poll(&pf, 1, 0), 1);
+	ck_assert_int_eq(bt_poll(&pf, 1, 0), 1);
+	pf.fd = efd;
+	ck_assert_int_eq(bt_poll(&pf, 1, 0), 1);
+	ck_assert_int_eq(bt_epoll_wait(ep, out, 4, 0), 1);
+	ev_read();
+	ck_assert_int_eq(ev_count(BT_EV_READY), 3);
+	ck_assert_int_eq(ev_nth(BT_EV_READY, 0)->fd, sv[0]);
+	ck_assert_int_eq(ev_nth(BT_EV_READY, 1)->fd, sv[0]);
+	ck_assert_int_eq(ev_nth(BT_EV_READY, 2)->fd, efd);
+	bt_close(sv[0]);
+	bt_close(sv[1]);
+	bt_close(ep);
+	close(efd);
+	close(quiet);
+}
+END_TEST
+
 struct waiter { int ep; int got; uint64_t data; };
 
 static void *wait_thread(void *p)
@@ -959,6 +1026,7 @@ static Suite *shim_suite(void)
 	tcase_add_test(t, epoll_edge_reported_once_until_read);
 	tcase_add_test(t, epoll_oneshot_respected);
 	tcase_add_test(t, one_ready_fd_per_call);
+	tcase_add_test(t, ready_for_no_request_once_per_run);
 	tcase_add_test(t, epoll_wakes_sleeping_thread);
 	tcase_set_timeout(t, 20);
 	suite_add_tcase(s, t);
