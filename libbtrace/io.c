@@ -191,19 +191,23 @@ static void log_isolate(struct bt_chan *ch, int fd, size_t asked, size_t gave)
 
 /* One-shot style processors: bytes in DIR end the other direction's
  * message. */
-static void turn(struct bt_chan *ch, int fd, int dir)
+static void turn_ends(struct bt_chan *ch, int fd, int dir)
 {
 	int other = !dir;
 
-	if (!ch->pp || !(ch->pp->flags & BT_PPF_TURN_ENDS) || !ch->pp->eof)
-		return;
-	if (!ch->msg_open[other])
+	if (!ch->pp->eof || !ch->msg_open[other])
 		return;
 	struct bt_msg m;
 	memset(&m, 0, sizeof m);
 	ch->pp->eof(ch->pps, other, &m);
 	if (m.kind)
 		track(ch, fd, other, 0, &m, NULL);
+}
+
+static inline void turn(struct bt_chan *ch, int fd, int dir)
+{
+	if (ch->pp && unlikely(ch->pp->flags & BT_PPF_TURN_ENDS))
+		turn_ends(ch, fd, dir);
 }
 
 void bt_io_eof(struct bt_chan *ch, int fd, int dir)
@@ -338,15 +342,18 @@ static int stash(struct bt_chan *ch, const struct iovec *iov, int cnt,
 /* Is this read non-blocking?  O_NONBLOCK is cached per channel (fcntl
  * F_SETFL through the shim forgets it; ioctl FIONBIO is usually done right
  * after accept, before the first message, so the first look sees it). */
-static int fd_nonblocking(struct bt_chan *ch, int fd, int flags)
+static __attribute__((noinline)) void fd_nb_learn(struct bt_chan *ch, int fd)
 {
-	int fl;
+	int fl = REAL(fcntl)(fd, F_GETFL);
+	ch->nb = fl >= 0 && (fl & O_NONBLOCK) ? 2 : 1;
+}
+
+static inline int fd_nonblocking(struct bt_chan *ch, int fd, int flags)
+{
 	if (flags & MSG_DONTWAIT)
 		return 1;
-	if (!ch->nb) {
-		fl = REAL(fcntl)(fd, F_GETFL);
-		ch->nb = fl >= 0 && (fl & O_NONBLOCK) ? 2 : 1;
-	}
+	if (unlikely(!ch->nb))
+		fd_nb_learn(ch, fd);
 	return ch->nb == 2;
 }
 
@@ -375,8 +382,8 @@ struct rd {
 	struct msghdr   *mh;           /* recvmsg */
 };
 
-static ssize_t rd_real(struct rd *r, const struct iovec *iov, int cnt,
-		       int flags)
+static inline ssize_t rd_real(struct rd *r, const struct iovec *iov, int cnt,
+			      int flags)
 {
 	switch (r->kind) {
 	case RK_READ:
@@ -430,7 +437,7 @@ static void scan_buffer(struct bt_chan *ch, int fd)
 	while (ch->pp && !ch->pending && ch->scanned < ch->wr - ch->rd) {
 		struct bt_msg m;
 		long r;
-		memset(&m, 0, sizeof m);
+		bt_msg_init(&m);
 		r = ch->pp->feed(ch->pps, BT_DIR_IN,
 				 ch->buf + ch->rd + ch->scanned,
 				 ch->wr - ch->rd - ch->scanned, &m);
@@ -553,7 +560,7 @@ static size_t deliver(struct bt_chan *ch, int fd, struct rd *r, size_t n,
 				data(ch, fd, BT_DIR_IN, (n - done) - pos);
 				return n;
 			}
-			memset(&m, 0, sizeof m);
+			bt_msg_init(&m);
 			k = ch->pp->feed(ch->pps, BT_DIR_IN, p + pos, len - pos, &m);
 			if (k <= 0 || (size_t)k > len - pos) {
 				go_lost(ch, fd, BT_DIR_IN);
@@ -629,6 +636,35 @@ static int lock_chan(struct bt_chan *ch, int fd)
 	return 0;
 }
 
+/*
+ * Can a read of CH (through FD) go straight to the kernel, with nothing to
+ * do before it: a processor attached, nothing held or owed, no EAGAIN
+ * armed, no edge-triggered report to forget?  Looked at without the lock
+ * (one lock round trip per read instead of two); the bytes are then fed
+ * under the lock, by generation, as after any real call.  Another thread
+ * may change what is looked at the moment after, as it may the moment
+ * after the lock is released: no order between concurrent readers of one
+ * descriptor is lost.  *GEN: the channel's generation while FD referred
+ * to it.
+ */
+static inline int read_plain(struct bt_chan *ch, int fd, uint32_t *gen)
+{
+	uint32_t g = __atomic_load_n(&ch->gen, __ATOMIC_ACQUIRE);
+
+	if (!__atomic_load_n(&ch->pp, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&ch->rd, __ATOMIC_RELAXED) !=
+	    __atomic_load_n(&ch->wr, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&ch->owed, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&ch->eagain_armed, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&ch->et_told, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&ch->sniff, __ATOMIC_RELAXED) ||
+	    bt_fd_get(fd) != (uintptr_t)ch ||
+	    __atomic_load_n(&ch->gen, __ATOMIC_ACQUIRE) != g)
+		return 0;
+	*gen = g;
+	return 1;
+}
+
 static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 {
 	uint32_t gen;
@@ -640,6 +676,8 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 	ssize_t n;
 	size_t k;
 
+	if (!peek && want && read_plain(ch, fd, &gen))
+		goto from_kernel;
 	if (lock_chan(ch, fd) < 0)
 		return rd_real(r, r->iov, r->iovcnt, r->flags);
 	/* After the real call, another thread may already have closed the
@@ -765,6 +803,7 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 	if (peek)
 		return rd_real(r, r->iov, r->iovcnt, r->flags);
 
+from_kernel:
 	/* Nothing held: the real call, into the application's buffers. */
 	n = rd_real(r, r->iov, r->iovcnt, r->flags);
 	if (n < 0)
@@ -949,7 +988,10 @@ static ssize_t do_read(struct rd *r)
 		return n;
 	}
 	pc = bt_self.pause_lost;
-	ch = bt_chan_of(r->fd);
+	{
+		uintptr_t w = bt_fd_get(r->fd);
+		ch = BT_FD_IS_CHAN(w) ? (struct bt_chan *)w : bt_chan_of(r->fd);
+	}
 	if (!ch) {
 		n = rd_real(r, r->iov, r->iovcnt, r->flags);
 		bt_leave();
@@ -1116,7 +1158,11 @@ void bt_io_out(struct bt_chan *ch, int fd, const struct iovec *iov,
 	       int iovcnt, size_t n, int dgram)
 {
 	size_t done = 0;
-	uint64_t unseen = __atomic_exchange_n(&ch->unseen, 0, __ATOMIC_RELAXED);
+	uint64_t unseen = 0;
+
+	/* (looked at first: the exchange is a locked instruction) */
+	if (unlikely(__atomic_load_n(&ch->unseen, __ATOMIC_RELAXED)))
+		unseen = __atomic_exchange_n(&ch->unseen, 0, __ATOMIC_RELAXED);
 
 	if (unlikely(unseen) && !dgram) {
 		/* bytes a nested call wrote: the processor missed them */
@@ -1181,7 +1227,7 @@ void bt_io_out(struct bt_chan *ch, int fd, const struct iovec *iov,
 				data(ch, fd, BT_DIR_OUT, (n - done) - pos);
 				return;
 			}
-			memset(&m, 0, sizeof m);
+			bt_msg_init(&m);
 			k = ch->pp->feed(ch->pps, BT_DIR_OUT, p + pos, len - pos, &m);
 			if (k <= 0 || (size_t)k > len - pos) {
 				go_lost(ch, fd, BT_DIR_OUT);
@@ -1207,7 +1253,9 @@ static void out_start(int fd)
 	bt_self.out_ts = bt_now();
 	/* paused: not classified now (a channel made during the pause is
 	 * announced at its first use after it, if it moved nothing) */
-	bt_self.out_ch = bt_paused() ? NULL : bt_chan_of(fd);
+	uintptr_t w = bt_fd_get(fd);
+	bt_self.out_ch = bt_paused() ? NULL :
+			 BT_FD_IS_CHAN(w) ? (struct bt_chan *)w : bt_chan_of(fd);
 	bt_self.out_gen = bt_self.out_ch ? bt_self.out_ch->gen : 0;
 }
 

@@ -46,7 +46,7 @@ static void line_init(void *st, int role, int transport)
 static void line_fini(void *st) { (void)st; }
 
 /* The line in D is complete (or ended by eof): describe it in M. */
-static void line_emit(struct line_state *s, struct line_dir *d, int dir,
+static inline void line_emit(struct line_state *s, struct line_dir *d, int dir,
 		      struct bt_msg *m, size_t nl)
 {
 	if (s->req_dir < 0)
@@ -62,19 +62,30 @@ static void line_emit(struct line_state *s, struct line_dir *d, int dir,
 	d->cr = 0;
 }
 
+/* memchr for '\n', without a call for the few bytes of a short read */
+static inline const uint8_t *find_nl(const uint8_t *p, size_t n)
+{
+	if (n > 16)
+		return memchr(p, '\n', n);
+	for (size_t i = 0; i < n; i++)
+		if (p[i] == '\n')
+			return p + i;
+	return NULL;
+}
+
 static long line_feed(void *st, int dir, const uint8_t *p, size_t n,
 		      struct bt_msg *m)
 {
 	struct line_state *s = st;
 	struct line_dir *d = &s->d[dir & 1];
-	const uint8_t *nl = s->dgram ? NULL : memchr(p, '\n', n);
+	const uint8_t *nl = s->dgram ? NULL : find_nl(p, n);
 	size_t take = nl ? (size_t)(nl - p) + 1 : n;
 	size_t text = take - (nl ? 1 : 0);
 
 	dir &= 1;
 	if (d->len + take > LINE_MAX_LEN)
 		return BT_PP_LOST;
-	if (d->kept < LINE_KEEP) {
+	if (text && d->kept < LINE_KEEP) {
 		size_t k = text < LINE_KEEP - d->kept ? text : LINE_KEEP - d->kept;
 		memcpy(d->head + d->kept, p, k);
 		d->kept += (uint32_t)k;

@@ -71,6 +71,17 @@ struct bt_msg {
 	struct bt_attr attr[BT_EV_MAX_ATTR];
 };
 
+/* An empty message for feed() to fill: the header only (attributes
+ * count from nattr; the array is not read beyond it). */
+static inline void bt_msg_init(struct bt_msg *m)
+{
+	m->kind = 0;
+	m->flags = 0;
+	m->nattr = 0;
+	m->status = 0;
+	m->witness = 0;
+}
+
 /* Append an attribute (no-op when full).  Values longer than MAX are cut. */
 static inline void bt_msg_attr(struct bt_msg *m, uint8_t key,
 			       const char *val, size_t len)
