@@ -557,7 +557,8 @@ static inline int epoll_synth(struct bt_epset *es, struct epoll_event *out,
 }
 
 /* The kernel handed over EV (not our wake-up): bookkeeping and READY. */
-static void ep_took(struct bt_epset *es, int epfd, const struct epoll_event *ev)
+static inline __attribute__((always_inline)) void
+ep_took(struct bt_epset *es, int epfd, const struct epoll_event *ev)
 {
 	int fd;
 
