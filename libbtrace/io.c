@@ -262,13 +262,18 @@ void bt_fd_paused_io(int fd)
 		bt_fd_set(fd, BT_FD_DARK);
 }
 
-void bt_io_ready_changed(struct bt_chan *ch)
+static inline void io_ready_changed(struct bt_chan *ch)
 {
 	int want = ch->rd < ch->wr || ch->owed;
 	if (want && !ch->in_ready_list)
 		bt_ready_add(ch);
 	else if (!want && ch->in_ready_list)
 		bt_ready_del(ch);
+}
+
+void bt_io_ready_changed(struct bt_chan *ch)
+{
+	io_ready_changed(ch);
 }
 
 /* ---- iovec helpers ------------------------------------------------------ */
@@ -596,7 +601,7 @@ static void after_boundary(struct bt_chan *ch, int fd, int flags)
 		ch->eagain_tid = bt_self.tid;
 		ch->eagain_epoch = bt_self.epoch;
 	}
-	bt_io_ready_changed(ch);
+	io_ready_changed(ch);
 }
 
 /*
@@ -805,7 +810,11 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 
 from_kernel:
 	/* Nothing held: the real call, into the application's buffers. */
-	n = rd_real(r, r->iov, r->iovcnt, r->flags);
+	n = r->kind == RK_READ ? REAL(read)(fd, r->iov[0].iov_base,
+					    r->iov[0].iov_len) :
+	    r->kind == RK_RECV ? REAL(recv)(fd, r->iov[0].iov_base,
+					    r->iov[0].iov_len, r->flags) :
+	    rd_real(r, r->iov, r->iovcnt, r->flags);
 	if (n < 0)
 		return n;
 	e = errno;
