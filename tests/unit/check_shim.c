@@ -881,11 +881,16 @@ static void count_spool(const char *dir, uint64_t *datas, uint64_t *pads_or_time
 			continue;           /* e.g. a socket left by a failed test */
 		r = bt_seg_open(p, NULL, NULL, &why);
 		ck_assert_msg(r != NULL, "%s: %s", p, why);
+		/* one stream per file here; its dictionary from the file's
+		 * first block (only DATA records are looked at) */
+		static struct bt_ev_dict dict;
+		bt_ev_dict_init(&dict);
 		while (bt_seg_next(r, &h, &pl, NULL)) {
 			uint64_t prev = 0;
 			for (size_t pos = 0; pos < h.len;) {
 				struct bt_event ev;
-				long k = bt_ev_decode(pl + pos, h.len - pos, &ev, &prev);
+				long k = bt_ev_decode_dict(pl + pos, h.len - pos,
+							   &ev, &prev, &dict);
 				ck_assert_int_gt(k, 0);
 				if (ev.type == BT_EV_DATA && ev.fd == 4242) {
 					ck_assert_uint_eq(ev.off, *last_off);
