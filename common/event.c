@@ -14,7 +14,6 @@
 #include "btrace/event.h"
 
 #define unlikely_ev(x) __builtin_expect(!!(x), 0)
-#define likely_ev(x)   __builtin_expect(!!(x), 1)
 
 enum field {
 	F_END = 0,
@@ -81,45 +80,65 @@ void bt_ev_dict_reset(struct bt_ev_dict *d)
  * number would only make them longer and push useful values out). */
 #define DICT_NEVER ((1ull << BT_AK_TRACEPARENT) | (1ull << BT_AK_REQUEST_ID))
 
-/* The writer's slot for a value: its length and first and last 8 bytes
- * (cheap; values that differ only in the middle share a slot, and the
- * full comparison keeps that correct). */
-static inline unsigned dict_hash(const char *v, uint32_t n)
+/*
+ * A value of 2 to BT_DICT_MAXVAL bytes as two words: its first and last 8
+ * bytes (4 and 4, or the bytes themselves, when shorter).  Up to 16 bytes
+ * the words and the length are the whole value, so the writer compares
+ * those; a longer one needs its middle compared too.  They also choose the
+ * writer's slot (values that differ only in the middle share one).
+ */
+static inline void dict_key(const char *v, uint32_t n, uint64_t *a,
+			    uint64_t *b)
 {
-	uint64_t a = 0, b = 0;
-
 	if (n >= 8) {
-		memcpy(&a, v, 8);
-		memcpy(&b, v + n - 8, 8);
-	} else {
-		for (uint32_t i = 0; i < n; i++)
-			a = a << 8 | (uint8_t)v[i];
+		memcpy(a, v, 8);
+		memcpy(b, v + n - 8, 8);
+	} else if (n >= 4) {
+		uint32_t x, y;
+		memcpy(&x, v, 4);
+		memcpy(&y, v + n - 4, 4);
+		*a = x;
+		*b = y;
+	} else {                                 /* 2 or 3 bytes */
+		*a = (uint8_t)v[0] | (uint64_t)(uint8_t)v[1] << 8 |
+		     (uint64_t)(uint8_t)v[n - 1] << 16;
+		*b = 0;
 	}
+}
+
+static inline unsigned dict_slot(uint64_t a, uint64_t b, uint32_t n)
+{
 	a = (a ^ (b * 0x9e3779b97f4a7c15ull) ^ n) * 0xff51afd7ed558ccdull;
 	return (unsigned)(a >> 40) % BT_DICT_SLOTS;
 }
 
 /* Where value V (N bytes) goes in D: -1 if it is not remembered at all
  * (no dictionary, too short to gain, too long to keep), else its slot;
- * *HIT says the slot holds it already.  Changes nothing. */
+ * *HIT says the slot holds it already.  Changes nothing; *A, *B are its
+ * words for dict_store. */
 static inline int dict_find(const struct bt_ev_dict *d, const char *v,
-			    uint32_t n, int *hit)
+			    uint32_t n, int *hit, uint64_t *a, uint64_t *b)
 {
 	unsigned s;
 
 	if (!d || !v || n < 2 || n > BT_DICT_MAXVAL)
 		return -1;
-	s = dict_hash(v, n);
+	dict_key(v, n, a, b);
+	s = dict_slot(*a, *b, n);
 	*hit = d->ent[s].gen == d->gen && d->ent[s].len == n &&
-	       memcmp(d->ent[s].val, v, n) == 0;
+	       d->ent[s].ka == *a && d->ent[s].kb == *b &&
+	       (n <= 16 || memcmp(d->ent[s].val + 8, v + 8, n - 16) == 0);
 	return (int)s;
 }
 
 static inline void dict_store(struct bt_ev_dict *d, unsigned s,
-			      const char *v, uint32_t n)
+			      const char *v, uint32_t n, uint64_t a,
+			      uint64_t b)
 {
 	d->ent[s].gen = d->gen;
 	d->ent[s].len = (uint16_t)n;
+	d->ent[s].ka = a;
+	d->ent[s].kb = b;
 	memcpy(d->ent[s].val, v, n);
 }
 
@@ -128,13 +147,14 @@ static inline void dict_store(struct bt_ev_dict *d, unsigned s,
 static inline int dict_attr(struct bt_ev_dict *d, const struct bt_attr *a,
 			    int *hit)
 {
+	uint64_t ka, kb;
 	int s;
 
 	if (!d || a->key > BT_AK_KEY_MASK || (DICT_NEVER >> a->key & 1))
 		return -1;
-	s = dict_find(d, a->val, a->len, hit);
+	s = dict_find(d, a->val, a->len, hit, &ka, &kb);
 	if (s >= 0 && !*hit)
-		dict_store(d, (unsigned)s, a->val, a->len);
+		dict_store(d, (unsigned)s, a->val, a->len, ka, kb);
 	return s;
 }
 
@@ -186,8 +206,8 @@ static void w_addr(struct wbuf *w, const struct bt_addr *a)
  * cut (values shortened, then later attributes dropped) rather than failing
  * the whole record.  Returns the truncation flag.
  */
-static inline uint8_t *p_attr(uint8_t *p, const struct bt_attr *a,
-			      struct bt_ev_dict *d);
+static inline __attribute__((always_inline)) uint8_t *p_attr(uint8_t *p,
+		const struct bt_attr *a, struct bt_ev_dict *d);
 
 static int w_attrs(struct wbuf *w, const struct bt_event *ev,
 		   struct bt_ev_dict *d)
@@ -203,9 +223,19 @@ static int w_attrs(struct wbuf *w, const struct bt_event *ev,
 		size_t room = (size_t)(w->end - w->p);
 		uint32_t len = a->len;
 		if (len > BT_EV_MAX_STR) { len = BT_EV_MAX_STR; trunc = 1; }
+		int hit = 0, s = -1;
+		uint64_t ka, kb;
+		if (d && a->key <= BT_AK_KEY_MASK && !(DICT_NEVER >> a->key & 1))
+			s = dict_find(d, a->val, a->len, &hit, &ka, &kb);
+		if (s >= 0 && (hit ? 2 : 3 + (size_t)len) <= room) {
+			/* through the dictionary, as the fast encoders */
+			w->p = p_attr(w->p, a, d);
+			done++;
+			continue;
+		}
 		if (room < 4) { trunc = 1; break; }
 		if (len + 4 > room) { len = (uint32_t)(room - 4); trunc = 1; }
-		if (len == a->len) {
+		if (len == a->len && s < 0) {
 			/* whole: what the fast encoders write (at most
 			 * len + 3 bytes, which the room holds) */
 			w->p = p_attr(w->p, a, d);
@@ -238,10 +268,11 @@ static size_t encode_careful(uint8_t *dst, size_t cap,
 	uint8_t *flags_at = NULL;
 	uint32_t flags = ev->flags;
 	int ps = -1, phit = 0;
+	uint64_t pa = 0, pb = 0;
 
 	if (ev->type == BT_EV_OPEN && d &&
 	    !(flags & (BT_OPEN_PATH_KEEP | BT_OPEN_PATH_REF)) &&
-	    (ps = dict_find(d, ev->str, ev->str_len, &phit)) >= 0)
+	    (ps = dict_find(d, ev->str, ev->str_len, &phit, &pa, &pb)) >= 0)
 		flags |= phit ? BT_OPEN_PATH_REF : BT_OPEN_PATH_KEEP;
 
 	if (ev->type != BT_EV_TIME) {
@@ -291,7 +322,7 @@ static size_t encode_careful(uint8_t *dst, size_t cap,
 	if (!w.ok)
 		return 0;
 	if (ps >= 0 && !phit)
-		dict_store(d, (unsigned)ps, ev->str, ev->str_len);
+		dict_store(d, (unsigned)ps, ev->str, ev->str_len, pa, pb);
 	if (ev->type == BT_EV_TIME)
 		bt_ev_dict_reset(d);
 
@@ -409,12 +440,12 @@ static inline uint8_t *p_addr(uint8_t *p, const struct bt_addr *a)
 /* Attribute A, through dictionary D (NULL: a plain literal).  At most
  * 4 + A->len bytes (key, varint length, value; or key, slot, length,
  * value of at most BT_DICT_MAXVAL bytes; or key, slot). */
-static inline uint8_t *p_attr(uint8_t *p, const struct bt_attr *a,
-			      struct bt_ev_dict *d)
+static __attribute__((noinline)) uint8_t *p_attr_dict(uint8_t *p,
+		const struct bt_attr *a, struct bt_ev_dict *d)
 {
 	int hit = 0, s = dict_attr(d, a, &hit);
 
-	if (likely_ev(s < 0)) {
+	if (s < 0) {
 		*p++ = a->key;
 		return p_str(p, a->val, a->len);
 	}
@@ -423,6 +454,17 @@ static inline uint8_t *p_attr(uint8_t *p, const struct bt_attr *a,
 	if (hit)
 		return p;
 	return p_str(p, a->val, a->len);
+}
+
+static inline __attribute__((always_inline)) uint8_t *p_attr(uint8_t *p,
+		const struct bt_attr *a, struct bt_ev_dict *d)
+{
+	/* the values never remembered go out here, without a call */
+	if (!d || a->len < 2 || a->len > BT_DICT_MAXVAL) {
+		*p++ = a->key;
+		return p_str(p, a->val, a->len);
+	}
+	return p_attr_dict(p, a, d);
 }
 
 /* The body was written at DST+2, up to P: the header, the time. */
@@ -451,13 +493,15 @@ static size_t encode_fast(uint8_t *dst, const struct bt_event *ev,
 	uint8_t *p = dst + 2;
 	uint32_t flags = ev->flags;
 	int ps = -1, phit = 0;
+	uint64_t pa, pb;
 
 	if (ev->type == BT_EV_OPEN && d &&
 	    !(flags & (BT_OPEN_PATH_KEEP | BT_OPEN_PATH_REF)) &&
-	    (ps = dict_find(d, ev->str, ev->str_len, &phit)) >= 0) {
+	    (ps = dict_find(d, ev->str, ev->str_len, &phit, &pa, &pb)) >= 0) {
 		flags |= phit ? BT_OPEN_PATH_REF : BT_OPEN_PATH_KEEP;
 		if (!phit)
-			dict_store(d, (unsigned)ps, ev->str, ev->str_len);
+			dict_store(d, (unsigned)ps, ev->str, ev->str_len, pa,
+				   pb);
 	}
 
 	if (ev->type != BT_EV_TIME)
@@ -680,9 +724,14 @@ static const char *r_dstr(struct rbuf *r, unsigned how, struct bt_ev_dict *d,
 	}
 	v = r_str(r, len);
 	if (how == BT_AK_KEEP && r->ok && d) {
-		if (v && *len <= BT_DICT_MAXVAL)
-			dict_store(d, (unsigned)s, v, *len);
-		else
+		if (v && *len >= 2 && *len <= BT_DICT_MAXVAL) {
+			uint64_t ka, kb;
+			dict_key(v, *len, &ka, &kb);
+			dict_store(d, (unsigned)s, v, *len, ka, kb);
+		} else if (v && *len <= 1) {
+			/* never written so, but not damage */
+			dict_store(d, (unsigned)s, v, *len, 0, 0);
+		} else
 			d->ent[s].gen = d->gen - 1;   /* cannot keep it: empty */
 	}
 	return v;

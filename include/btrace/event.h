@@ -221,6 +221,7 @@ struct bt_attr {
 struct bt_ev_dict {
 	uint32_t gen;             /* a slot holds a value iff its gen is this */
 	struct {
+		uint64_t ka, kb;  /* the writer's comparison words */
 		uint32_t gen;
 		uint16_t len;
 		char     val[BT_DICT_MAXVAL];
