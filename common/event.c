@@ -142,19 +142,31 @@ static inline void dict_store(struct bt_ev_dict *d, unsigned s,
 	memcpy(d->ent[s].val, v, n);
 }
 
-/* How attribute A goes out: -1 a plain literal, else its slot (*HIT: a
- * reference).  Remembers the value (the caller writes it). */
+/*
+ * How attribute A goes out: -1 a plain literal, else its slot (*HIT: a
+ * reference).  Remembers the value (the caller writes it).  *USED holds
+ * the slots the record used so far: a value is never remembered in one of
+ * them (a reader's earlier reference into it must keep its value while
+ * the record is decoded; docs/log-format.md).
+ */
 static inline int dict_attr(struct bt_ev_dict *d, const struct bt_attr *a,
-			    int *hit)
+			    int *hit, uint64_t *used)
 {
-	uint64_t ka, kb;
+	uint64_t ka, kb, bit;
 	int s;
 
 	if (!d || a->key > BT_AK_KEY_MASK || (DICT_NEVER >> a->key & 1))
 		return -1;
 	s = dict_find(d, a->val, a->len, hit, &ka, &kb);
-	if (s >= 0 && !*hit)
+	if (s < 0)
+		return -1;
+	bit = 1ull << s;
+	if (!*hit) {
+		if (*used & bit)
+			return -1;
 		dict_store(d, (unsigned)s, a->val, a->len, ka, kb);
+	}
+	*used |= bit;
 	return s;
 }
 
@@ -207,7 +219,7 @@ static void w_addr(struct wbuf *w, const struct bt_addr *a)
  * the whole record.  Returns the truncation flag.
  */
 static inline __attribute__((always_inline)) uint8_t *p_attr(uint8_t *p,
-		const struct bt_attr *a, struct bt_ev_dict *d);
+		const struct bt_attr *a, struct bt_ev_dict *d, uint64_t *used);
 
 static int w_attrs(struct wbuf *w, const struct bt_event *ev,
 		   struct bt_ev_dict *d)
@@ -216,6 +228,7 @@ static int w_attrs(struct wbuf *w, const struct bt_event *ev,
 	unsigned n = ev->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : ev->nattr;
 	unsigned done = 0;
 	int trunc = 0;
+	uint64_t used = 0;
 
 	w_u(w, n);               /* one byte: n <= 8 */
 	for (unsigned i = 0; i < n && w->ok; i++) {
@@ -229,7 +242,7 @@ static int w_attrs(struct wbuf *w, const struct bt_event *ev,
 			s = dict_find(d, a->val, a->len, &hit, &ka, &kb);
 		if (s >= 0 && (hit ? 2 : 3 + (size_t)len) <= room) {
 			/* through the dictionary, as the fast encoders */
-			w->p = p_attr(w->p, a, d);
+			w->p = p_attr(w->p, a, d, &used);
 			done++;
 			continue;
 		}
@@ -238,7 +251,7 @@ static int w_attrs(struct wbuf *w, const struct bt_event *ev,
 		if (len == a->len && s < 0) {
 			/* whole: what the fast encoders write (at most
 			 * len + 3 bytes, which the room holds) */
-			w->p = p_attr(w->p, a, d);
+			w->p = p_attr(w->p, a, d, &used);
 		} else {
 			uint8_t key = a->key;
 			w_bytes(w, &key, 1);
@@ -441,9 +454,9 @@ static inline uint8_t *p_addr(uint8_t *p, const struct bt_addr *a)
  * 4 + A->len bytes (key, varint length, value; or key, slot, length,
  * value of at most BT_DICT_MAXVAL bytes; or key, slot). */
 static __attribute__((noinline)) uint8_t *p_attr_dict(uint8_t *p,
-		const struct bt_attr *a, struct bt_ev_dict *d)
+		const struct bt_attr *a, struct bt_ev_dict *d, uint64_t *used)
 {
-	int hit = 0, s = dict_attr(d, a, &hit);
+	int hit = 0, s = dict_attr(d, a, &hit, used);
 
 	if (s < 0) {
 		*p++ = a->key;
@@ -457,14 +470,14 @@ static __attribute__((noinline)) uint8_t *p_attr_dict(uint8_t *p,
 }
 
 static inline __attribute__((always_inline)) uint8_t *p_attr(uint8_t *p,
-		const struct bt_attr *a, struct bt_ev_dict *d)
+		const struct bt_attr *a, struct bt_ev_dict *d, uint64_t *used)
 {
 	/* the values never remembered go out here, without a call */
 	if (!d || a->len < 2 || a->len > BT_DICT_MAXVAL) {
 		*p++ = a->key;
 		return p_str(p, a->val, a->len);
 	}
-	return p_attr_dict(p, a, d);
+	return p_attr_dict(p, a, d, used);
 }
 
 /* The body was written at DST+2, up to P: the header, the time. */
@@ -542,9 +555,10 @@ static size_t encode_fast(uint8_t *dst, const struct bt_event *ev,
 		case F_ATTRS: {
 			unsigned n = ev->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR
 							       : ev->nattr;
+			uint64_t used = 0;
 			*p++ = (uint8_t)n;
 			for (unsigned i = 0; i < n; i++)
-				p = p_attr(p, &ev->attr[i], d);
+				p = p_attr(p, &ev->attr[i], d, &used);
 			break;
 		}
 		}
@@ -592,9 +606,10 @@ size_t bt_ev_encode_msg(uint8_t *dst, size_t cap, const struct bt_msg_rec *m,
 	p = p_u(p, m->len);
 	p = p_u(p, m->status);
 	p = p_u(p, m->witness);
+	uint64_t used = 0;
 	*p++ = (uint8_t)n;
 	for (unsigned i = 0; i < n; i++)
-		p = p_attr(p, &m->attr[i], d);
+		p = p_attr(p, &m->attr[i], d, &used);
 	body = (size_t)(p - (dst + 2));
 	if (m->ts > *prev_ts)
 		*prev_ts = m->ts;
@@ -700,7 +715,7 @@ static void r_addr(struct rbuf *r, struct bt_addr *a)
  * counted in ev->dict_miss); a slot number out of range is malformed.
  */
 static const char *r_dstr(struct rbuf *r, unsigned how, struct bt_ev_dict *d,
-			  struct bt_event *ev, uint32_t *len)
+			  struct bt_event *ev, uint32_t *len, uint64_t *used)
 {
 	uint64_t s = 0;
 	const char *v;
@@ -708,10 +723,14 @@ static const char *r_dstr(struct rbuf *r, unsigned how, struct bt_ev_dict *d,
 	*len = 0;
 	if (how) {
 		s = r_u(r);
-		if (!r->ok || s >= BT_DICT_SLOTS) {
+		if (!r->ok || s >= BT_DICT_SLOTS ||
+		    (how == BT_AK_KEEP && (*used >> s & 1))) {
+			/* out of range, or a slot this record used before
+			 * remembered again (an earlier value would change) */
 			r->ok = 0;
 			return NULL;
 		}
+		*used |= 1ull << s;
 	}
 	if (how == BT_AK_REF) {
 		if (!d || d->ent[s].gen != d->gen) {
@@ -739,7 +758,7 @@ static const char *r_dstr(struct rbuf *r, unsigned how, struct bt_ev_dict *d,
 
 static void r_attrs(struct rbuf *r, struct bt_event *ev, struct bt_ev_dict *d)
 {
-	uint64_t n = r_u(r);
+	uint64_t n = r_u(r), used = 0;
 	if (!r->ok)
 		return;
 	if (n > BT_EV_MAX_ATTR) { r->ok = 0; return; }
@@ -751,7 +770,7 @@ static void r_attrs(struct rbuf *r, struct bt_event *ev, struct bt_ev_dict *d)
 		how = k & (BT_AK_KEEP | BT_AK_REF);
 		if (how == (BT_AK_KEEP | BT_AK_REF)) { r->ok = 0; return; }
 		ev->attr[i].key = (uint8_t)(k & BT_AK_KEY_MASK);
-		ev->attr[i].val = r_dstr(r, how, d, ev, &len);
+		ev->attr[i].val = r_dstr(r, how, d, ev, &len, &used);
 		ev->attr[i].len = (uint16_t)(len > 0xffff ? 0xffff : len);
 	}
 	if (r->ok)
@@ -763,12 +782,13 @@ static void r_open_path(struct rbuf *r, struct bt_event *ev,
 			struct bt_ev_dict *d)
 {
 	uint32_t f = ev->flags & (BT_OPEN_PATH_KEEP | BT_OPEN_PATH_REF);
+	uint64_t used = 0;
 	unsigned how = f == BT_OPEN_PATH_KEEP ? BT_AK_KEEP :
 		       f == BT_OPEN_PATH_REF ? BT_AK_REF : 0;
 
 	if (f && !how) { r->ok = 0; return; }
 	ev->flags &= ~(BT_OPEN_PATH_KEEP | BT_OPEN_PATH_REF);
-	ev->str = r_dstr(r, how, d, ev, &ev->str_len);
+	ev->str = r_dstr(r, how, d, ev, &ev->str_len, &used);
 }
 
 long bt_ev_decode(const uint8_t *src, size_t len, struct bt_event *ev,

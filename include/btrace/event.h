@@ -196,7 +196,10 @@ struct bt_attr {
  *   key|BT_AK_KEEP  slot string      a literal, remembered in slot
  *   key|BT_AK_REF   slot             the value remembered in slot
  *
- * (slot a varint < BT_DICT_SLOTS).  An OPEN record's flags carry
+ * (slot a varint < BT_DICT_SLOTS).  A record never remembers a value in
+ * a slot it used before (referred to or remembered in): a value it refers
+ * to stays what it was while the record is decoded; a reader takes such a
+ * record as malformed.  An OPEN record's flags carry
  * BT_OPEN_PATH_KEEP (a varint slot precedes the path string) or
  * BT_OPEN_PATH_REF (a varint slot replaces it); the decoder clears both.
  * The writer chooses the slots; readers follow them.  Every TIME record
@@ -210,7 +213,8 @@ struct bt_attr {
  * reference resolves to lives in the dictionary: it stays valid until the
  * next record of the same stream is decoded with it.
  */
-#define BT_DICT_SLOTS     64
+#define BT_DICT_SLOTS     64      /* at most 64: a record's slots are
+					   one 64-bit mask */
 #define BT_DICT_MAXVAL    96
 #define BT_AK_KEEP        0x40u
 #define BT_AK_REF         0x80u

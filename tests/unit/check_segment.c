@@ -1037,6 +1037,80 @@ START_TEST(dict_fast_equals_careful)
 }
 END_TEST
 
+/* A record never remembers a value in a slot it used before: the value an
+ * earlier reference of the record resolved to must stay.  The writer
+ * writes such a value plain; a reader takes a record that does otherwise
+ * as malformed. */
+START_TEST(dict_slot_reused_in_record)
+{
+	static const uint8_t k1[] = { BT_AK_METHOD }, k2[] = { BT_AK_METHOD,
+							       BT_AK_TARGET };
+	struct bt_ev_dict wd, rd;
+	uint8_t buf[512];
+	char other[32];
+	uint64_t wp = 0, rp = 0;
+	struct bt_event ev, out;
+	size_t n;
+	int slot_a = -1, found = 0;
+
+	/* the slot of "GET", then another value with the same slot */
+	bt_ev_dict_init(&wd);
+	const char *va[] = { "GET" };
+	dict_msg(&ev, 10, 1, k1, va);
+	n = bt_ev_encode_dict(buf, sizeof buf, &ev, &wp, &wd);
+	ck_assert_uint_eq(dict_key_byte(buf, n, 0), BT_AK_METHOD | BT_AK_KEEP);
+	slot_a = buf[n - 5];                      /* key, slot, len, "GET" */
+	for (int i = 0; i < 100000 && !found; i++) {
+		struct bt_ev_dict fresh;
+		uint64_t p = 0;
+		const char *vb[] = { other };
+		snprintf(other, sizeof other, "/v%d", i);
+		bt_ev_dict_init(&fresh);
+		dict_msg(&ev, 10, 1, k1, vb);
+		size_t m = bt_ev_encode_dict(buf, sizeof buf, &ev, &p, &fresh);
+		found = buf[m - strlen(other) - 2] == slot_a;
+	}
+	ck_assert_msg(found, "no value shares the slot of GET");
+
+	/* "GET" remembered; then a record referring to it and holding the
+	 * other value: that one goes out plain */
+	bt_ev_dict_init(&wd);
+	bt_ev_dict_init(&rd);
+	wp = 0;
+	dict_msg(&ev, 10, 1, k1, va);
+	n = bt_ev_encode_dict(buf, sizeof buf, &ev, &wp, &wd);
+	ck_assert_int_eq(bt_ev_decode_dict(buf, n, &out, &rp, &rd), (long)n);
+	const char *v2[] = { "GET", other };
+	dict_msg(&ev, 20, 2, k2, v2);
+	n = bt_ev_encode_dict(buf, sizeof buf, &ev, &wp, &wd);
+	ck_assert_uint_eq(dict_key_byte(buf, n, 0), BT_AK_METHOD | BT_AK_REF);
+	ck_assert_uint_eq(dict_key_byte(buf, n, 1), BT_AK_TARGET);
+	ck_assert_int_eq(bt_ev_decode_dict(buf, n, &out, &rp, &rd), (long)n);
+	ck_assert_uint_eq(out.attr[0].len, 3);
+	ck_assert_mem_eq(out.attr[0].val, "GET", 3);
+	ck_assert_mem_eq(out.attr[1].val, other, strlen(other));
+
+	/* the same record written against the rule: malformed */
+	uint8_t bad[64];
+	size_t k = 0, body;
+	bad[k++] = BT_EV_MSG;
+	bad[k++] = 0;
+	for (int f = 0; f < 10; f++)
+		bad[k++] = 0;                   /* dt and nine fields */
+	bad[k++] = 2;
+	bad[k++] = BT_AK_METHOD | BT_AK_REF;
+	bad[k++] = (uint8_t)slot_a;
+	bad[k++] = BT_AK_TARGET | BT_AK_KEEP;
+	bad[k++] = (uint8_t)slot_a;
+	bad[k++] = (uint8_t)strlen(other);
+	memcpy(bad + k, other, strlen(other));
+	k += strlen(other);
+	body = k - 2;
+	bad[1] = (uint8_t)body;
+	ck_assert_int_eq(bt_ev_decode_dict(bad, k, &out, &rp, &rd), -1);
+}
+END_TEST
+
 /* ---- readers' duplicate removal ------------------------------------------ */
 
 START_TEST(dedup_overlaps)
@@ -1144,6 +1218,7 @@ static Suite *segment_suite(void)
 	tcase_add_test(t, dict_round_trip);
 	tcase_add_test(t, dict_long_values);
 	tcase_add_test(t, dict_damage);
+	tcase_add_test(t, dict_slot_reused_in_record);
 	tcase_add_test(t, dict_fast_equals_careful);
 	suite_add_tcase(s, t);
 
