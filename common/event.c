@@ -5,6 +5,20 @@
  * the time delta.  Encoder and decoder walk the same table, so the two can
  * never disagree.  Both are allocation-free and async-signal-safe (the
  * encoder runs inside libbtrace's wrappers).
+ *
+ * Besides the time, a stream carries one more state: its attribute
+ * dictionary (btrace/event.h, docs/log-format.md), a struct bt_ev_dict the
+ * caller owns per stream.  The encoders remember attribute values (and
+ * OPEN paths) of 2 to BT_DICT_MAXVAL bytes in a slot chosen by a hash and
+ * write a repeat as a slot reference; a TIME empties the dictionary.
+ * Three encoders write the same bytes for the same record and dictionary:
+ * bt_ev_encode_msg (MSG from its fields; libbtrace's bt_emit_msg),
+ * encode_fast (any type whose upper bound fits) and encode_careful
+ * (bounds-checked; cuts attributes to the room, and writes a cut value
+ * plain).  Each changes the dictionary only when it writes the record.
+ * The decoder follows the slots the record names: a reference to an empty
+ * slot decodes as an unknown value (counted in ev->dict_miss), never a
+ * guess; a malformed record empties the dictionary.
  */
 #include "config.h"
 
