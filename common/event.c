@@ -988,9 +988,13 @@ int bt_ev_format(const struct bt_event *ev, char *buf, size_t len)
 		    (long long)ev->result);
 		break;
 	case BT_EV_OPEN:
-		APP(" fd=%d flags=%#x result=%lld path=%.*s", ev->fd, ev->flags,
-		    (long long)ev->result, (int)ev->str_len,
-		    ev->str ? ev->str : "");
+		if (!ev->str && ev->dict_miss)
+			APP(" fd=%d flags=%#x result=%lld path=?", ev->fd,
+			    ev->flags, (long long)ev->result);
+		else
+			APP(" fd=%d flags=%#x result=%lld path=%.*s", ev->fd,
+			    ev->flags, (long long)ev->result, (int)ev->str_len,
+			    ev->str ? ev->str : "");
 		break;
 	case BT_EV_CLOSE:
 		APP(" fd=%d result=%lld", ev->fd, (long long)ev->result); break;

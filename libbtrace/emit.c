@@ -800,7 +800,7 @@ static int slot_write(struct bt_slot *s, const struct bt_event *ev);
 
 /*
  * The thread's dictionary, mapped when it first writes a value that may
- * repeat (some 6.5 KiB; a thread that writes none never has one).  Empty
+ * repeat (7,688 bytes; a thread that writes none never has one).  Empty
  * when mapped, so it agrees with the readers' (the stream's values so far
  * went out plain).  Without one every value goes out plain.
  */

@@ -855,6 +855,8 @@ START_TEST(dict_round_trip)
 		ck_assert_uint_eq(out.dict_miss, 1);
 		ck_assert_ptr_null(out.str);
 		ck_assert_uint_eq(out.flags, 0x21);
+		bt_ev_format(&out, text, sizeof text);
+		ck_assert_msg(strstr(text, " path=?") != NULL, "%s", text);
 	}
 	/* A TIME between what was remembered and the reference: unknown */
 	bt_ev_dict_init(rd);
