@@ -197,8 +197,6 @@ int readlog_run(char **list, int n, int dedup, const struct readlog_ops *ops,
 				ret = -1;
 				break;
 			}
-			if (!s->dict && (s->dict = malloc(sizeof *s->dict)))
-				bt_ev_dict_init(s->dict);
 			/* Bytes lost, or read again (without dedup): the
 			 * dictionary is not the writer's until the next TIME
 			 * or remembered value. */
@@ -218,6 +216,12 @@ int readlog_run(char **list, int n, int dedup, const struct readlog_ops *ops,
 			size_t pos = skip;
 			while (pos < h.len) {
 				struct bt_event ev;
+				/* the stream's dictionary lives from a
+				 * record to its thread's THREAD_EXIT: the
+				 * memory follows the live threads */
+				if (!s->dict &&
+				    (s->dict = malloc(sizeof *s->dict)))
+					bt_ev_dict_init(s->dict);
 				long k = bt_ev_decode_dict(pl + pos, h.len - pos,
 							   &ev, &s->prev_ts,
 							   s->dict);
@@ -233,6 +237,11 @@ int readlog_run(char **list, int n, int dedup, const struct readlog_ops *ops,
 					break;
 				}
 				pos += (size_t)k;
+				if (ev.type == BT_EV_THREAD_EXIT) {
+					free(s->dict);   /* the next thread of the
+							    slot starts with TIME */
+					s->dict = NULL;
+				}
 				if (ev.type == BT_EV_PAD)
 					continue;
 				if (ev.dict_miss) {
