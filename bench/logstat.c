@@ -12,9 +12,13 @@
  *   records, record_bytes  records and their encoded size
  *   bytes_per_event        record_bytes / records (the encoding)
  *   file_bytes_per_event   file_bytes / records (with headers)
- *   attr_bytes             bytes of MSG attributes (key + length + value)
+ *   attr_bytes             bytes of MSG attributes written plain (key +
+ *                          length + value; what they would be without the
+ *                          stream's dictionary, docs/log-format.md)
  *   attr_repeat_bytes      of those, values equal to one met before in the
  *                          same stream (what a string dictionary could save)
+ *   dict_unknown           references the stream's dictionary could not
+ *                          resolve (damage; 0 in a whole log)
  *   per_request            file_bytes / REQUESTS, with -r
  *
  * then one line per record type: "type NAME COUNT BYTES AVG".
@@ -40,12 +44,14 @@ struct stream {
 	uint32_t pid;
 	uint16_t slot;
 	uint64_t *seen;               /* hashes of values met, open address */
+	uint64_t next_off;            /* stream offset of the next block */
+	struct bt_ev_dict dict;       /* the decoder's dictionary */
 	struct stream *next;
 };
 
 static struct stream *streams;
 static uint64_t files, file_bytes, blocks, records, record_bytes;
-static uint64_t attr_bytes, attr_repeat_bytes;
+static uint64_t attr_bytes, attr_repeat_bytes, dict_unknown;
 static uint64_t tcount[BT_EV_TYPE_MAX + 1], tbytes[BT_EV_TYPE_MAX + 1];
 
 static struct stream *stream_of(const struct bt_blk_header *h)
@@ -63,6 +69,8 @@ static struct stream *stream_of(const struct bt_blk_header *h)
 	s->ring_id = h->ring_id;
 	s->pid = h->pid;
 	s->slot = h->slot;
+	s->next_off = h->stream_off;
+	bt_ev_dict_init(&s->dict);
 	s->next = streams;
 	streams = s;
 	return s;
@@ -123,10 +131,14 @@ static void one_file(const char *path)
 			continue;
 		blocks++;
 		s = stream_of(&h);
+		if (h.stream_off != s->next_off)     /* bytes lost or repeated */
+			bt_ev_dict_reset(&s->dict);
+		s->next_off = h.stream_off + h.len;
 		while (pos < h.len) {
 			struct bt_event ev;
 			uint64_t prev = 0;
-			long k = bt_ev_decode(p + pos, h.len - pos, &ev, &prev);
+			long k = bt_ev_decode_dict(p + pos, h.len - pos, &ev,
+						   &prev, &s->dict);
 			if (k <= 0) {
 				warn(NULL, path, off, "a record does not decode");
 				break;
@@ -139,6 +151,7 @@ static void one_file(const char *path)
 			unsigned t = ev.type < BT_EV_TYPE_MAX ? ev.type : BT_EV_TYPE_MAX;
 			tcount[t]++;
 			tbytes[t] += (uint64_t)k;
+			dict_unknown += ev.dict_miss;
 			for (unsigned i = 0; i < ev.nattr; i++) {
 				uint64_t n = 2u + ev.attr[i].len;
 				attr_bytes += n;
@@ -211,9 +224,10 @@ int main(int argc, char **argv)
 	printf("bytes_per_event=%.2f\nfile_bytes_per_event=%.2f\n",
 	       records ? (double)record_bytes / (double)records : 0.0,
 	       records ? (double)file_bytes / (double)records : 0.0);
-	printf("attr_bytes=%llu\nattr_repeat_bytes=%llu\n",
+	printf("attr_bytes=%llu\nattr_repeat_bytes=%llu\ndict_unknown=%llu\n",
 	       (unsigned long long)attr_bytes,
-	       (unsigned long long)attr_repeat_bytes);
+	       (unsigned long long)attr_repeat_bytes,
+	       (unsigned long long)dict_unknown);
 	if (reqs > 0)
 		printf("per_request=%.1f\nevents_per_request=%.2f\n",
 		       (double)file_bytes / reqs, (double)records / reqs);

@@ -196,11 +196,13 @@ static char *dupn(const char *s, size_t n)
  * needs. */
 static void decode_all(void)
 {
+	static struct bt_ev_dict dict;        /* the stream's, while read */
 	uint32_t seq = 0;
 	qsort(blks, nblks, sizeof *blks, cmp_blk);
 	for (size_t i = 0; i < nblks;) {
 		size_t j = i;
 		uint64_t prev = 0, next_off = blks[i].off;
+		bt_ev_dict_init(&dict);
 		for (; j < nblks && blks[j].ring_id == blks[i].ring_id &&
 		       blks[j].pid == blks[i].pid && blks[j].slot == blks[i].slot;
 		     j++) {
@@ -210,11 +212,14 @@ static void decode_all(void)
 				continue;             /* a duplicate */
 			if (b->off < next_off)
 				pos = (size_t)(next_off - b->off);
+			if (b->off > next_off)          /* bytes lost */
+				bt_ev_dict_reset(&dict);
 			next_off = b->off + b->len;
 			while (pos < b->len) {
 				struct bt_event ev;
-				long k = bt_ev_decode(b->p + pos, b->len - pos, &ev,
-						      &prev);
+				long k = bt_ev_decode_dict(b->p + pos,
+							   b->len - pos, &ev,
+							   &prev, &dict);
 				if (k <= 0)
 					break;
 				pos += (size_t)k;
@@ -254,7 +259,8 @@ static void decode_all(void)
 						     : dupn(s, ev.str_len);
 				}
 				for (unsigned a = 0; a < ev.nattr; a++)
-					if (ev.attr[a].key == BT_AK_LINE)
+					if (ev.attr[a].key == BT_AK_LINE &&
+					    ev.attr[a].val)
 						r->text = dupn(ev.attr[a].val,
 							       ev.attr[a].len);
 			}

@@ -5,6 +5,20 @@
  * the time delta.  Encoder and decoder walk the same table, so the two can
  * never disagree.  Both are allocation-free and async-signal-safe (the
  * encoder runs inside libbtrace's wrappers).
+ *
+ * Besides the time, a stream carries one more state: its attribute
+ * dictionary (btrace/event.h, docs/log-format.md), a struct bt_ev_dict the
+ * caller owns per stream.  The encoders remember attribute values (and
+ * OPEN paths) of 2 to BT_DICT_MAXVAL bytes in a slot chosen by a hash and
+ * write a repeat as a slot reference; a TIME empties the dictionary.
+ * Three encoders write the same bytes for the same record and dictionary:
+ * bt_ev_encode_msg (MSG from its fields; libbtrace's bt_emit_msg),
+ * encode_fast (any type whose upper bound fits) and encode_careful
+ * (bounds-checked; cuts attributes to the room, and writes a cut value
+ * plain).  Each changes the dictionary only when it writes the record.
+ * The decoder follows the slots the record names: a reference to an empty
+ * slot decodes as an unknown value (counted in ev->dict_miss), never a
+ * guess; a malformed record empties the dictionary.
  */
 #include "config.h"
 
@@ -58,6 +72,118 @@ static const unsigned char schema[BT_EV_TYPE_MAX][14] = {
 };
 #undef S
 
+/* ---- the attribute dictionary ------------------------------------------ */
+
+void bt_ev_dict_init(struct bt_ev_dict *d)
+{
+	if (!d)
+		return;
+	memset(d, 0, sizeof *d);
+	d->gen = 1;
+}
+
+void bt_ev_dict_reset(struct bt_ev_dict *d)
+{
+	if (!d)
+		return;
+	if (unlikely_ev(++d->gen == 0))
+		bt_ev_dict_init(d);       /* wrapped: old gens would match */
+}
+
+/* Keys whose values are new in every request: never remembered (a slot
+ * number would only make them longer and push useful values out). */
+#define DICT_NEVER ((1ull << BT_AK_TRACEPARENT) | (1ull << BT_AK_REQUEST_ID))
+
+/*
+ * A value of 2 to BT_DICT_MAXVAL bytes as two words: its first and last 8
+ * bytes (4 and 4, or the bytes themselves, when shorter).  Up to 16 bytes
+ * the words and the length are the whole value, so the writer compares
+ * those; a longer one needs its middle compared too.  They also choose the
+ * writer's slot (values that differ only in the middle share one).
+ */
+static inline void dict_key(const char *v, uint32_t n, uint64_t *a,
+			    uint64_t *b)
+{
+	if (n >= 8) {
+		memcpy(a, v, 8);
+		memcpy(b, v + n - 8, 8);
+	} else if (n >= 4) {
+		uint32_t x, y;
+		memcpy(&x, v, 4);
+		memcpy(&y, v + n - 4, 4);
+		*a = x;
+		*b = y;
+	} else {                                 /* 2 or 3 bytes */
+		*a = (uint8_t)v[0] | (uint64_t)(uint8_t)v[1] << 8 |
+		     (uint64_t)(uint8_t)v[n - 1] << 16;
+		*b = 0;
+	}
+}
+
+static inline unsigned dict_slot(uint64_t a, uint64_t b, uint32_t n)
+{
+	a = (a ^ (b * 0x9e3779b97f4a7c15ull) ^ n) * 0xff51afd7ed558ccdull;
+	return (unsigned)(a >> 40) % BT_DICT_SLOTS;
+}
+
+/* Where value V (N bytes) goes in D: -1 if it is not remembered at all
+ * (no dictionary, too short to gain, too long to keep), else its slot;
+ * *HIT says the slot holds it already.  Changes nothing; *A, *B are its
+ * words for dict_store. */
+static inline int dict_find(const struct bt_ev_dict *d, const char *v,
+			    uint32_t n, int *hit, uint64_t *a, uint64_t *b)
+{
+	unsigned s;
+
+	if (!d || !v || n < 2 || n > BT_DICT_MAXVAL)
+		return -1;
+	dict_key(v, n, a, b);
+	s = dict_slot(*a, *b, n);
+	*hit = d->ent[s].gen == d->gen && d->ent[s].len == n &&
+	       d->ent[s].ka == *a && d->ent[s].kb == *b &&
+	       (n <= 16 || memcmp(d->ent[s].val + 8, v + 8, n - 16) == 0);
+	return (int)s;
+}
+
+static inline void dict_store(struct bt_ev_dict *d, unsigned s,
+			      const char *v, uint32_t n, uint64_t a,
+			      uint64_t b)
+{
+	d->ent[s].gen = d->gen;
+	d->ent[s].len = (uint16_t)n;
+	d->ent[s].ka = a;
+	d->ent[s].kb = b;
+	memcpy(d->ent[s].val, v, n);
+}
+
+/*
+ * How attribute A goes out: -1 a plain literal, else its slot (*HIT: a
+ * reference).  Remembers the value (the caller writes it).  *USED holds
+ * the slots the record used so far: a value is never remembered in one of
+ * them (a reader's earlier reference into it must keep its value while
+ * the record is decoded; docs/log-format.md).
+ */
+static inline int dict_attr(struct bt_ev_dict *d, const struct bt_attr *a,
+			    int *hit, uint64_t *used)
+{
+	uint64_t ka, kb, bit;
+	int s;
+
+	if (!d || a->key > BT_AK_KEY_MASK || (DICT_NEVER >> a->key & 1))
+		return -1;
+	s = dict_find(d, a->val, a->len, hit, &ka, &kb);
+	if (s < 0)
+		return -1;
+	bit = 1ull << s;
+	if (!*hit) {
+		if (*used & bit)
+			return -1;
+		dict_store(d, (unsigned)s, a->val, a->len, ka, kb);
+	}
+	*used |= bit;
+	return s;
+}
+
 /* ---- encoder ---------------------------------------------------------- */
 
 struct wbuf { uint8_t *p, *end; int ok; };
@@ -106,12 +232,17 @@ static void w_addr(struct wbuf *w, const struct bt_addr *a)
  * cut (values shortened, then later attributes dropped) rather than failing
  * the whole record.  Returns the truncation flag.
  */
-static int w_attrs(struct wbuf *w, const struct bt_event *ev)
+static inline __attribute__((always_inline)) uint8_t *p_attr(uint8_t *p,
+		const struct bt_attr *a, struct bt_ev_dict *d, uint64_t *used);
+
+static int w_attrs(struct wbuf *w, const struct bt_event *ev,
+		   struct bt_ev_dict *d)
 {
 	uint8_t *count_at = w->p;
 	unsigned n = ev->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : ev->nattr;
 	unsigned done = 0;
 	int trunc = 0;
+	uint64_t used = 0;
 
 	w_u(w, n);               /* one byte: n <= 8 */
 	for (unsigned i = 0; i < n && w->ok; i++) {
@@ -119,11 +250,27 @@ static int w_attrs(struct wbuf *w, const struct bt_event *ev)
 		size_t room = (size_t)(w->end - w->p);
 		uint32_t len = a->len;
 		if (len > BT_EV_MAX_STR) { len = BT_EV_MAX_STR; trunc = 1; }
+		int hit = 0, s = -1;
+		uint64_t ka, kb;
+		if (d && a->key <= BT_AK_KEY_MASK && !(DICT_NEVER >> a->key & 1))
+			s = dict_find(d, a->val, a->len, &hit, &ka, &kb);
+		if (s >= 0 && (hit ? 2 : 3 + (size_t)len) <= room) {
+			/* through the dictionary, as the fast encoders */
+			w->p = p_attr(w->p, a, d, &used);
+			done++;
+			continue;
+		}
 		if (room < 4) { trunc = 1; break; }
 		if (len + 4 > room) { len = (uint32_t)(room - 4); trunc = 1; }
-		uint8_t key = a->key;
-		w_bytes(w, &key, 1);
-		w_str(w, a->val, len);
+		if (len == a->len && s < 0) {
+			/* whole: what the fast encoders write (at most
+			 * len + 3 bytes, which the room holds) */
+			w->p = p_attr(w->p, a, d, &used);
+		} else {
+			uint8_t key = a->key;
+			w_bytes(w, &key, 1);
+			w_str(w, a->val, len);
+		}
 		done++;
 	}
 	if (w->ok && done != n)
@@ -137,7 +284,8 @@ static int w_attrs(struct wbuf *w, const struct bt_event *ev)
  * strings); otherwise encode_fast produces the same bytes.
  */
 static size_t encode_careful(uint8_t *dst, size_t cap,
-			     const struct bt_event *ev, uint64_t *prev_ts)
+			     const struct bt_event *ev, uint64_t *prev_ts,
+			     struct bt_ev_dict *d)
 {
 	/* Body goes at dst+3 (2-byte length slot); moved down if it is short. */
 	size_t room = cap - 3;
@@ -145,6 +293,14 @@ static size_t encode_careful(uint8_t *dst, size_t cap,
 		room = BT_EV_MAX_BODY;
 	struct wbuf w = { dst + 3, dst + 3 + room, 1 };
 	uint8_t *flags_at = NULL;
+	uint32_t flags = ev->flags;
+	int ps = -1, phit = 0;
+	uint64_t pa = 0, pb = 0;
+
+	if (ev->type == BT_EV_OPEN && d &&
+	    !(flags & (BT_OPEN_PATH_KEEP | BT_OPEN_PATH_REF)) &&
+	    (ps = dict_find(d, ev->str, ev->str_len, &phit, &pa, &pb)) >= 0)
+		flags |= phit ? BT_OPEN_PATH_REF : BT_OPEN_PATH_KEEP;
 
 	if (ev->type != BT_EV_TIME) {
 		uint64_t dt = ev->ts >= *prev_ts ? ev->ts - *prev_ts : 0;
@@ -160,7 +316,7 @@ static size_t encode_careful(uint8_t *dst, size_t cap,
 		case F_TID:       w_u(&w, ev->tid); break;
 		case F_PTID:      w_u(&w, ev->ptid); break;
 		case F_COOKIE:    w_u(&w, ev->cookie); break;
-		case F_FLAGS:     flags_at = w.p; w_u(&w, ev->flags); break;
+		case F_FLAGS:     flags_at = w.p; w_u(&w, flags); break;
 		case F_PROTO:     w_u(&w, ev->proto); break;
 		case F_DIR:       w_u(&w, ev->dir); break;
 		case F_KIND:      w_u(&w, ev->kind); break;
@@ -176,10 +332,15 @@ static size_t encode_careful(uint8_t *dst, size_t cap,
 		case F_TS_ABS:    w_u(&w, ev->ts); break;
 		case F_LOCAL:     w_addr(&w, &ev->local); break;
 		case F_REMOTE:    w_addr(&w, &ev->remote); break;
-		case F_STR:       w_str(&w, ev->str, ev->str_len); break;
+		case F_STR:
+			if (ps >= 0)
+				w_u(&w, (unsigned)ps);
+			if (!phit)
+				w_str(&w, ev->str, ev->str_len);
+			break;
 		case F_STR2:      w_str(&w, ev->str2, ev->str2_len); break;
 		case F_ATTRS:
-			if (w_attrs(&w, ev) && flags_at && w.ok &&
+			if (w_attrs(&w, ev, d) && flags_at && w.ok &&
 			    !(ev->flags & BT_MF_TRUNC) && ev->flags < 0x40)
 				*flags_at = (uint8_t)(ev->flags | BT_MF_TRUNC);
 			break;
@@ -187,6 +348,10 @@ static size_t encode_careful(uint8_t *dst, size_t cap,
 	}
 	if (!w.ok)
 		return 0;
+	if (ps >= 0 && !phit)
+		dict_store(d, (unsigned)ps, ev->str, ev->str_len, pa, pb);
+	if (ev->type == BT_EV_TIME)
+		bt_ev_dict_reset(d);
 
 	size_t body = (size_t)(w.p - (dst + 3));
 	/* The decoder sees prev + dt: time never runs backwards in a stream. */
@@ -299,6 +464,36 @@ static inline uint8_t *p_addr(uint8_t *p, const struct bt_addr *a)
 	return p;
 }
 
+/* Attribute A, through dictionary D (NULL: a plain literal).  At most
+ * 4 + A->len bytes (key, varint length, value; or key, slot, length,
+ * value of at most BT_DICT_MAXVAL bytes; or key, slot). */
+static __attribute__((noinline)) uint8_t *p_attr_dict(uint8_t *p,
+		const struct bt_attr *a, struct bt_ev_dict *d, uint64_t *used)
+{
+	int hit = 0, s = dict_attr(d, a, &hit, used);
+
+	if (s < 0) {
+		*p++ = a->key;
+		return p_str(p, a->val, a->len);
+	}
+	*p++ = (uint8_t)(a->key | (hit ? BT_AK_REF : BT_AK_KEEP));
+	*p++ = (uint8_t)s;                       /* < 0x80 */
+	if (hit)
+		return p;
+	return p_str(p, a->val, a->len);
+}
+
+static inline __attribute__((always_inline)) uint8_t *p_attr(uint8_t *p,
+		const struct bt_attr *a, struct bt_ev_dict *d, uint64_t *used)
+{
+	/* the values never remembered go out here, without a call */
+	if (!d || a->len < 2 || a->len > BT_DICT_MAXVAL) {
+		*p++ = a->key;
+		return p_str(p, a->val, a->len);
+	}
+	return p_attr_dict(p, a, d, used);
+}
+
 /* The body was written at DST+2, up to P: the header, the time. */
 static inline size_t finish_fast(uint8_t *dst, uint8_t *p,
 				 const struct bt_event *ev, uint64_t *prev_ts)
@@ -320,9 +515,21 @@ static inline size_t finish_fast(uint8_t *dst, uint8_t *p,
 /* The body written at DST+2 (a one-byte length in front), moved up one
  * byte in the rare case it needs two.  Same bytes as encode_careful. */
 static size_t encode_fast(uint8_t *dst, const struct bt_event *ev,
-			  uint64_t *prev_ts)
+			  uint64_t *prev_ts, struct bt_ev_dict *d)
 {
 	uint8_t *p = dst + 2;
+	uint32_t flags = ev->flags;
+	int ps = -1, phit = 0;
+	uint64_t pa, pb;
+
+	if (ev->type == BT_EV_OPEN && d &&
+	    !(flags & (BT_OPEN_PATH_KEEP | BT_OPEN_PATH_REF)) &&
+	    (ps = dict_find(d, ev->str, ev->str_len, &phit, &pa, &pb)) >= 0) {
+		flags |= phit ? BT_OPEN_PATH_REF : BT_OPEN_PATH_KEEP;
+		if (!phit)
+			dict_store(d, (unsigned)ps, ev->str, ev->str_len, pa,
+				   pb);
+	}
 
 	if (ev->type != BT_EV_TIME)
 		p = p_u(p, ev->ts >= *prev_ts ? ev->ts - *prev_ts : 0);
@@ -336,7 +543,7 @@ static size_t encode_fast(uint8_t *dst, const struct bt_event *ev,
 		case F_TID:       p = p_u(p, ev->tid); break;
 		case F_PTID:      p = p_u(p, ev->ptid); break;
 		case F_COOKIE:    p = p_u(p, ev->cookie); break;
-		case F_FLAGS:     p = p_u(p, ev->flags); break;
+		case F_FLAGS:     p = p_u(p, flags); break;
 		case F_PROTO:     p = p_u(p, ev->proto); break;
 		case F_DIR:       p = p_u(p, ev->dir); break;
 		case F_KIND:      p = p_u(p, ev->kind); break;
@@ -352,20 +559,26 @@ static size_t encode_fast(uint8_t *dst, const struct bt_event *ev,
 		case F_TS_ABS:    p = p_u(p, ev->ts); break;
 		case F_LOCAL:     p = p_addr(p, &ev->local); break;
 		case F_REMOTE:    p = p_addr(p, &ev->remote); break;
-		case F_STR:       p = p_str(p, ev->str, ev->str_len); break;
+		case F_STR:
+			if (ps >= 0)
+				*p++ = (uint8_t)ps;
+			if (!phit)
+				p = p_str(p, ev->str, ev->str_len);
+			break;
 		case F_STR2:      p = p_str(p, ev->str2, ev->str2_len); break;
 		case F_ATTRS: {
 			unsigned n = ev->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR
 							       : ev->nattr;
+			uint64_t used = 0;
 			*p++ = (uint8_t)n;
-			for (unsigned i = 0; i < n; i++) {
-				*p++ = ev->attr[i].key;
-				p = p_str(p, ev->attr[i].val, ev->attr[i].len);
-			}
+			for (unsigned i = 0; i < n; i++)
+				p = p_attr(p, &ev->attr[i], d, &used);
 			break;
 		}
 		}
 	}
+	if (ev->type == BT_EV_TIME)
+		bt_ev_dict_reset(d);
 
 	return finish_fast(dst, p, ev, prev_ts);
 }
@@ -389,7 +602,7 @@ size_t bt_ev_msg_bound(const struct bt_msg_rec *m)
 }
 
 size_t bt_ev_encode_msg(uint8_t *dst, size_t cap, const struct bt_msg_rec *m,
-			uint64_t *prev_ts)
+			uint64_t *prev_ts, struct bt_ev_dict *d)
 {
 	unsigned n = m->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : m->nattr;
 	size_t bound = bt_ev_msg_bound(m), body;
@@ -407,11 +620,10 @@ size_t bt_ev_encode_msg(uint8_t *dst, size_t cap, const struct bt_msg_rec *m,
 	p = p_u(p, m->len);
 	p = p_u(p, m->status);
 	p = p_u(p, m->witness);
+	uint64_t used = 0;
 	*p++ = (uint8_t)n;
-	for (unsigned i = 0; i < n; i++) {
-		*p++ = m->attr[i].key;
-		p = p_str(p, m->attr[i].val, m->attr[i].len);
-	}
+	for (unsigned i = 0; i < n; i++)
+		p = p_attr(p, &m->attr[i], d, &used);
 	body = (size_t)(p - (dst + 2));
 	if (m->ts > *prev_ts)
 		*prev_ts = m->ts;
@@ -429,6 +641,12 @@ size_t bt_ev_encode_msg(uint8_t *dst, size_t cap, const struct bt_msg_rec *m,
 size_t bt_ev_encode(uint8_t *dst, size_t cap, const struct bt_event *ev,
 		    uint64_t *prev_ts)
 {
+	return bt_ev_encode_dict(dst, cap, ev, prev_ts, NULL);
+}
+
+size_t bt_ev_encode_dict(uint8_t *dst, size_t cap, const struct bt_event *ev,
+			 uint64_t *prev_ts, struct bt_ev_dict *d)
+{
 	size_t bound;
 
 	if (ev->type >= BT_EV_TYPE_MAX || ev->type == BT_EV_PAD || cap < 4)
@@ -441,17 +659,17 @@ size_t bt_ev_encode(uint8_t *dst, size_t cap, const struct bt_event *ev,
 			.status = ev->status, .off = ev->off, .len = ev->len,
 			.witness = ev->witness, .attr = ev->attr,
 		};
-		size_t n = bt_ev_encode_msg(dst, cap, &m, prev_ts);
+		size_t n = bt_ev_encode_msg(dst, cap, &m, prev_ts, d);
 		if (n)
 			return n;
-		return encode_careful(dst, cap, ev, prev_ts);
+		return encode_careful(dst, cap, ev, prev_ts, d);
 	}
 	if (unlikely_ev(!__atomic_load_n(&bound_ready, __ATOMIC_ACQUIRE)))
 		bound_init();
 	bound = body_bound(ev);
 	if (bound <= BT_EV_MAX_BODY && bound + 3 <= cap)
-		return encode_fast(dst, ev, prev_ts);
-	return encode_careful(dst, cap, ev, prev_ts);
+		return encode_fast(dst, ev, prev_ts, d);
+	return encode_careful(dst, cap, ev, prev_ts, d);
 }
 
 /* ---- decoder ---------------------------------------------------------- */
@@ -504,25 +722,97 @@ static void r_addr(struct rbuf *r, struct bt_addr *a)
 	}
 }
 
-static void r_attrs(struct rbuf *r, struct bt_event *ev)
+/*
+ * A value that may go through the dictionary: HOW is 0 (a plain string),
+ * BT_AK_KEEP (slot, string: remembered) or BT_AK_REF (slot: resolved).  A
+ * reference to an empty slot, or without a dictionary, is unknown (NULL,
+ * counted in ev->dict_miss); a slot number out of range is malformed.
+ */
+static const char *r_dstr(struct rbuf *r, unsigned how, struct bt_ev_dict *d,
+			  struct bt_event *ev, uint32_t *len, uint64_t *used)
 {
-	uint64_t n = r_u(r);
+	uint64_t s = 0;
+	const char *v;
+
+	*len = 0;
+	if (how) {
+		s = r_u(r);
+		if (!r->ok || s >= BT_DICT_SLOTS ||
+		    (how == BT_AK_KEEP && (*used >> s & 1))) {
+			/* out of range, or a slot this record used before
+			 * remembered again (an earlier value would change) */
+			r->ok = 0;
+			return NULL;
+		}
+		*used |= 1ull << s;
+	}
+	if (how == BT_AK_REF) {
+		if (!d || d->ent[s].gen != d->gen) {
+			if (ev->dict_miss < 0xff)
+				ev->dict_miss++;
+			return NULL;
+		}
+		*len = d->ent[s].len;
+		return d->ent[s].val;
+	}
+	v = r_str(r, len);
+	if (how == BT_AK_KEEP && r->ok && d) {
+		if (v && *len >= 2 && *len <= BT_DICT_MAXVAL) {
+			uint64_t ka, kb;
+			dict_key(v, *len, &ka, &kb);
+			dict_store(d, (unsigned)s, v, *len, ka, kb);
+		} else if (v && *len <= 1) {
+			/* never written so, but not damage */
+			dict_store(d, (unsigned)s, v, *len, 0, 0);
+		} else
+			d->ent[s].gen = d->gen - 1;   /* cannot keep it: empty */
+	}
+	return v;
+}
+
+static void r_attrs(struct rbuf *r, struct bt_event *ev, struct bt_ev_dict *d)
+{
+	uint64_t n = r_u(r), used = 0;
 	if (!r->ok)
 		return;
 	if (n > BT_EV_MAX_ATTR) { r->ok = 0; return; }
 	for (unsigned i = 0; i < n && r->ok; i++) {
 		uint32_t len;
+		unsigned k, how;
 		if (r->p >= r->end) { r->ok = 0; return; }
-		ev->attr[i].key = *r->p++;
-		ev->attr[i].val = r_str(r, &len);
+		k = *r->p++;
+		how = k & (BT_AK_KEEP | BT_AK_REF);
+		if (how == (BT_AK_KEEP | BT_AK_REF)) { r->ok = 0; return; }
+		ev->attr[i].key = (uint8_t)(k & BT_AK_KEY_MASK);
+		ev->attr[i].val = r_dstr(r, how, d, ev, &len, &used);
 		ev->attr[i].len = (uint16_t)(len > 0xffff ? 0xffff : len);
 	}
 	if (r->ok)
 		ev->nattr = (uint8_t)n;
 }
 
+/* OPEN's path: its flags say whether it goes through the dictionary. */
+static void r_open_path(struct rbuf *r, struct bt_event *ev,
+			struct bt_ev_dict *d)
+{
+	uint32_t f = ev->flags & (BT_OPEN_PATH_KEEP | BT_OPEN_PATH_REF);
+	uint64_t used = 0;
+	unsigned how = f == BT_OPEN_PATH_KEEP ? BT_AK_KEEP :
+		       f == BT_OPEN_PATH_REF ? BT_AK_REF : 0;
+
+	if (f && !how) { r->ok = 0; return; }
+	ev->flags &= ~(BT_OPEN_PATH_KEEP | BT_OPEN_PATH_REF);
+	ev->str = r_dstr(r, how, d, ev, &ev->str_len, &used);
+}
+
 long bt_ev_decode(const uint8_t *src, size_t len, struct bt_event *ev,
 		  uint64_t *prev_ts)
+{
+	return bt_ev_decode_dict(src, len, ev, prev_ts, NULL);
+}
+
+long bt_ev_decode_dict(const uint8_t *src, size_t len, struct bt_event *ev,
+		       uint64_t *prev_ts, struct bt_ev_dict *d)
 {
 	uint64_t body;
 	size_t hl;
@@ -575,13 +865,23 @@ long bt_ev_decode(const uint8_t *src, size_t len, struct bt_event *ev,
 		case F_TS_ABS:    ev->ts = r_u(&r); break;
 		case F_LOCAL:     r_addr(&r, &ev->local); break;
 		case F_REMOTE:    r_addr(&r, &ev->remote); break;
-		case F_STR:       ev->str = r_str(&r, &ev->str_len); break;
+		case F_STR:
+			if (ev->type == BT_EV_OPEN)
+				r_open_path(&r, ev, d);
+			else
+				ev->str = r_str(&r, &ev->str_len);
+			break;
 		case F_STR2:      ev->str2 = r_str(&r, &ev->str2_len); break;
-		case F_ATTRS:     r_attrs(&r, ev); break;
+		case F_ATTRS:     r_attrs(&r, ev, d); break;
 		}
 	}
-	if (!r.ok)
+	if (!r.ok) {
+		/* what it did to the writer's dictionary is not known */
+		bt_ev_dict_reset(d);
 		return -1;
+	}
+	if (ev->type == BT_EV_TIME)
+		bt_ev_dict_reset(d);
 	/* Trailing bytes are fields of a newer version: ignored. */
 	*prev_ts = ev->ts;
 	return (long)total;
@@ -688,9 +988,13 @@ int bt_ev_format(const struct bt_event *ev, char *buf, size_t len)
 		    (long long)ev->result);
 		break;
 	case BT_EV_OPEN:
-		APP(" fd=%d flags=%#x result=%lld path=%.*s", ev->fd, ev->flags,
-		    (long long)ev->result, (int)ev->str_len,
-		    ev->str ? ev->str : "");
+		if (!ev->str && ev->dict_miss)
+			APP(" fd=%d flags=%#x result=%lld path=?", ev->fd,
+			    ev->flags, (long long)ev->result);
+		else
+			APP(" fd=%d flags=%#x result=%lld path=%.*s", ev->fd,
+			    ev->flags, (long long)ev->result, (int)ev->str_len,
+			    ev->str ? ev->str : "");
 		break;
 	case BT_EV_CLOSE:
 		APP(" fd=%d result=%lld", ev->fd, (long long)ev->result); break;
@@ -716,9 +1020,16 @@ int bt_ev_format(const struct bt_event *ev, char *buf, size_t len)
 		    ev->proto, ev->flags, (unsigned long long)ev->off,
 		    (unsigned long long)ev->len, ev->status,
 		    (unsigned long long)ev->witness);
-		for (unsigned i = 0; i < ev->nattr; i++)
-			APP(" %s=\"%.*s\"", bt_attr_key_name(ev->attr[i].key),
-			    (int)ev->attr[i].len, ev->attr[i].val);
+		for (unsigned i = 0; i < ev->nattr; i++) {
+			if (!ev->attr[i].val && ev->attr[i].len == 0 &&
+			    ev->dict_miss)
+				APP(" %s=?", bt_attr_key_name(ev->attr[i].key));
+			else
+				APP(" %s=\"%.*s\"",
+				    bt_attr_key_name(ev->attr[i].key),
+				    (int)ev->attr[i].len,
+				    ev->attr[i].val ? ev->attr[i].val : "");
+		}
 		break;
 	case BT_EV_MSG_BEGIN:
 		APP(" fd=%d dir=%s off=%llu", ev->fd, ev->dir ? "out" : "in",

@@ -14,7 +14,8 @@
  *
  *     0: Magic "BTLOG\r\n\032" (8 bytes; the CR LF and ^Z catch text-mode
  *        transfers and truncation to 7 bits).
- *     8: Format version (currently 1).
+ *     8: Format version (currently 2; 1 has no attribute dictionary
+ *        references, and is read too; a newer one is refused).
  *    12: Header size (128).
  *    16: Creation time, the host's monotonic clock, ns.
  *    24: Creation time, CLOCK_REALTIME, ns since the epoch.
@@ -123,7 +124,8 @@ int bt_seg_header_decode(const uint8_t *b, struct bt_seg_header *h)
 		return -1;
 	memset(h, 0, sizeof *h);
 	h->version = bt_rd32(b + 8);
-	if (h->version != BT_SEG_VERSION || bt_rd32(b + 12) != BT_SEG_HDR_SIZE)
+	if (h->version < BT_SEG_VERSION_MIN || h->version > BT_SEG_VERSION ||
+	    bt_rd32(b + 12) != BT_SEG_HDR_SIZE)
 		return -1;
 	h->created_mono = bt_rd64(b + 16);
 	h->created_real = bt_rd64(b + 24);
@@ -261,10 +263,16 @@ struct bt_seg_reader *bt_seg_open(const char *path, bt_seg_warn_fn warn,
 	}
 	madvise((void *)r->map, r->size, MADV_SEQUENTIAL);
 	if (bt_seg_header_decode(r->map, &r->hdr) < 0) {
+		if (memcmp(r->map, BT_SEG_MAGIC, 8) == 0 &&
+		    bt_rd32(r->map + 124) == bt_crc32c(0, r->map, 124) &&
+		    bt_rd32(r->map + 8) > BT_SEG_VERSION)
+			*why = "segment format version newer than this reader's "
+			       "(a newer BorderPatrol wrote it)";
+		else
+			*why = "bad segment header (wrong magic, version or checksum)";
 		munmap((void *)r->map, r->size);
 		free(r->path);
 		free(r);
-		*why = "bad segment header (wrong magic, version or checksum)";
 		errno = EINVAL;
 		return NULL;
 	}

@@ -153,6 +153,12 @@ struct bt_slot {
 	uint64_t            head;      /* private copy of sh->head */
 	uint64_t            prev_ts;
 	uint32_t            need_time; /* next record must be BT_EV_TIME */
+	uint32_t            dict_failed; /* mapping the dictionary failed */
+	struct bt_ev_dict  *dict;      /* the stream's attribute dictionary
+					  (docs/log-format.md): mapped at
+					  the thread's first value, kept
+					  across slots, unmapped at its
+					  exit; NULL: values go out plain */
 };
 
 struct bt_thread {

@@ -800,6 +800,37 @@ static size_t ev_bound(const struct bt_event *ev)
 static int slot_write(struct bt_slot *s, const struct bt_event *ev);
 
 /*
+ * The thread's dictionary, mapped when it first writes a value that may
+ * repeat (7,688 bytes; a thread that writes none never has one).  Empty
+ * when mapped, so it agrees with the readers' (the stream's values so far
+ * went out plain).  Without one every value goes out plain.
+ */
+static __attribute__((noinline)) void slot_dict_map(struct bt_slot *s)
+{
+	int e = errno;
+	void *p;
+
+	if (s->dict_failed)
+		return;
+	p = mmap(NULL, sizeof *s->dict, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		s->dict_failed = 1;
+		errno = e;
+		return;
+	}
+	s->dict = p;
+	bt_ev_dict_init(s->dict);
+	errno = e;
+}
+
+static inline void slot_dict_need(struct bt_slot *s)
+{
+	if (unlikely(!s->dict))
+		slot_dict_map(s);
+}
+
+/*
  * Room for a record of at most NEED bytes at the head of slot S: a TIME
  * record first when one is due (TS is the record's time), the rest of a
  * lap too short padded, or a bounded wait for bp-logd.  Returns where to
@@ -913,7 +944,7 @@ static int slot_write(struct bt_slot *s, const struct bt_event *ev)
 
 	if (!p)
 		return -1;
-	n = bt_ev_encode(p, cap, ev, &s->prev_ts);
+	n = bt_ev_encode_dict(p, cap, ev, &s->prev_ts, s->dict);
 	if (!n)
 		return -1;
 	slot_commit(s, n);
@@ -1027,10 +1058,13 @@ void bt_emit_msg(struct bt_msg_rec *m)
 	}
 	if (fast_begin(&m->ts) < 0)
 		return;
+	if (m->nattr)
+		slot_dict_need(s);
 	size_t cap;
 	uint8_t *p = slot_reserve(s, bound + 3, m->ts, &cap);
 	if (likely(p))
-		slot_commit(s, bt_ev_encode_msg(p, cap, m, &s->prev_ts));
+		slot_commit(s, bt_ev_encode_msg(p, cap, m, &s->prev_ts,
+						s->dict));
 	else
 		ring_full(s);
 }
@@ -1061,6 +1095,8 @@ static void emit_now(struct bt_event *ev)
 		emit_drop_report();
 	if (unlikely(bt_self.paused_calls) && !paused_flag())
 		emit_resumed(ev->ts);
+	if (ev->nattr || ev->type == BT_EV_OPEN)
+		slot_dict_need(s);
 	if (slot_write(s, ev) < 0)
 		ring_full(s);
 }
@@ -1223,6 +1259,10 @@ void bt_emit_thread_exit(void)
 		spool_drain(bt_self.slot.chunk, bt_self.slot.idx);
 	__atomic_store_n(&bt_self.slot.sh->state, BT_SLOT_EXITED,
 			 __ATOMIC_RELEASE);
+	if (bt_self.slot.dict) {
+		munmap(bt_self.slot.dict, sizeof *bt_self.slot.dict);
+		bt_self.slot.dict = NULL;
+	}
 	bt_self.have_slot = 0;
 	bt_self.noslot = 1;          /* a dying thread claims no new slot */
 	bt_self.depth--;
@@ -1303,7 +1343,13 @@ void bt_emit_atfork_child(void)
 		REAL(close)(spool_fd);
 		spool_fd = -1;
 	}
-	memset(&bt_self.slot, 0, sizeof bt_self.slot);
+	{
+		/* the thread's dictionary is the child's copy: kept (the
+		 * child's stream starts with TIME, which empties it) */
+		struct bt_ev_dict *d = bt_self.slot.dict;
+		memset(&bt_self.slot, 0, sizeof bt_self.slot);
+		bt_self.slot.dict = d;
+	}
 	bt_self.have_slot = 0;
 	bt_self.noslot = 0;
 	bt_self.dropped = 0;
@@ -1328,7 +1374,24 @@ int bt_test_events(void (*cb)(const struct bt_event *ev, void *ctx),
 
 	if (!bt_self.have_slot)
 		return -1;
+	/* A reader's dictionary as it stood at the tail (kept from the
+	 * last call that consumed up to there), so that records read
+	 * again, or read after consumed ones, resolve as bp-logd's reader
+	 * would.  For the tests only: allocated on first use. */
+	static struct {
+		struct bt_ev_dict at_tail, work;
+		const struct bt_slot_hdr *sh;
+		uint64_t tail;
+	} *td;
+	if (!td && !(td = calloc(1, sizeof *td)))
+		return -1;
 	t = __atomic_load_n(&s->sh->tail, __ATOMIC_ACQUIRE);
+	if (td->sh != s->sh || td->tail != t) {
+		bt_ev_dict_init(&td->at_tail);
+		td->sh = s->sh;
+		td->tail = t;
+	}
+	td->work = td->at_tail;
 	h = __atomic_load_n(&s->sh->head, __ATOMIC_ACQUIRE);
 	while (t < h) {
 		uint32_t pos = (uint32_t)(t & (s->size - 1));
@@ -1338,7 +1401,8 @@ int bt_test_events(void (*cb)(const struct bt_event *ev, void *ctx),
 
 		if (lim > h - t)
 			lim = (uint32_t)(h - t);
-		k = bt_ev_decode(s->data + pos, lim, &ev, &prev);
+		k = bt_ev_decode_dict(s->data + pos, lim, &ev, &prev,
+				      &td->work);
 		if (k <= 0)
 			return -1;
 		if (ev.type != BT_EV_PAD) {
@@ -1348,7 +1412,10 @@ int bt_test_events(void (*cb)(const struct bt_event *ev, void *ctx),
 		}
 		t += (uint64_t)k;
 	}
-	if (consume)
+	if (consume) {
 		__atomic_store_n(&s->sh->tail, h, __ATOMIC_RELEASE);
+		td->at_tail = td->work;
+		td->tail = h;
+	}
 	return n;
 }

@@ -27,6 +27,7 @@ void dedup_free(struct dedup *d)
 		struct dd_stream *s = d->b[i], *n;
 		for (; s; s = n) {
 			n = s->next;
+			free(s->dict);
 			free(s);
 		}
 	}

@@ -21,6 +21,9 @@ struct dd_stream {
 	uint16_t slot;
 	uint64_t next_off;           /* stream offset of the next new byte */
 	uint64_t prev_ts;            /* decoder time base */
+	struct bt_ev_dict *dict;     /* decoder dictionary (NULL: none, or
+					out of memory); readlog frees it at
+					THREAD_EXIT, dedup_free at the end */
 	uint64_t dup_bytes, gap_bytes, records;
 };
 

@@ -197,6 +197,11 @@ int readlog_run(char **list, int n, int dedup, const struct readlog_ops *ops,
 				ret = -1;
 				break;
 			}
+			/* Bytes lost, or read again (without dedup): the
+			 * dictionary is not the writer's until the next TIME
+			 * or remembered value. */
+			if (gap || (skip && !dedup))
+				bt_ev_dict_reset(s->dict);
 			if (!dedup) {
 				skip = 0;
 				gap = 0;
@@ -211,8 +216,15 @@ int readlog_run(char **list, int n, int dedup, const struct readlog_ops *ops,
 			size_t pos = skip;
 			while (pos < h.len) {
 				struct bt_event ev;
-				long k = bt_ev_decode(pl + pos, h.len - pos, &ev,
-						      &s->prev_ts);
+				/* the stream's dictionary lives from a
+				 * record to its thread's THREAD_EXIT: the
+				 * memory follows the live threads */
+				if (!s->dict &&
+				    (s->dict = malloc(sizeof *s->dict)))
+					bt_ev_dict_init(s->dict);
+				long k = bt_ev_decode_dict(pl + pos, h.len - pos,
+							   &ev, &s->prev_ts,
+							   s->dict);
 				if (k <= 0) {
 					char msg[128];
 					snprintf(msg, sizeof msg,
@@ -225,8 +237,25 @@ int readlog_run(char **list, int n, int dedup, const struct readlog_ops *ops,
 					break;
 				}
 				pos += (size_t)k;
+				if (ev.type == BT_EV_THREAD_EXIT) {
+					free(s->dict);   /* the next thread of the
+							    slot starts with TIME */
+					s->dict = NULL;
+				}
 				if (ev.type == BT_EV_PAD)
 					continue;
+				if (ev.dict_miss) {
+					char msg[160];
+					snprintf(msg, sizeof msg,
+						 "%s record in block at %llu (stream offset %llu) refers to %u value%s the stream's dictionary does not hold: unknown",
+						 bt_ev_type_name(ev.type),
+						 (unsigned long long)off,
+						 (unsigned long long)(h.stream_off + pos - (size_t)k),
+						 ev.dict_miss,
+						 ev.dict_miss == 1 ? "" : "s");
+					seg_warn(&w, list[i], off + BT_BLK_HDR_SIZE +
+						 pos - (size_t)k, msg);
+				}
 				s->records++;
 				st->records++;
 				st->type_count[ev.type < BT_EV_TYPE_MAX ?

@@ -26,6 +26,7 @@ struct rc_merge {
 	uint32_t       nparked;
 	struct rc_run *pool;     /* free runs */
 	uint32_t       warned_malformed;
+	uint32_t       warned_unknown;
 };
 
 /* ---- the heap of active runs ---------------------------------------------- */
@@ -119,9 +120,14 @@ static int advance(struct rc_ctx *c, struct rc_run *r)
 	while (rc_cur_next(c, r, &r->rec)) {
 		uint64_t prev = r->rec.prev_ts;
 		c->st.events++;
-		if (r->rec.type == BT_EV_TIME)
+		if (r->rec.type == BT_EV_TIME) {
+			/* the cursor skips from lost bytes to a TIME: the
+			 * dictionary is right again from here */
+			bt_ev_dict_reset(r->dict);
 			continue;
-		if (bt_ev_decode(r->rec.p, r->rec.len, &r->ev, &prev) <= 0) {
+		}
+		if (bt_ev_decode_dict(r->rec.p, r->rec.len, &r->ev, &prev,
+				      r->dict) <= 0) {
 			c->st.malformed++;
 			if (c->merge->warned_malformed++ < 10)
 				rc_warn(c, rc_file_path(c, r->rec.file),
@@ -132,6 +138,11 @@ static int advance(struct rc_ctx *c, struct rc_run *r)
 		}
 		if (r->ev.type >= BT_EV_TYPE_MAX)
 			continue;         /* a newer record type: skipped */
+		if (r->ev.dict_miss && c->merge->warned_unknown++ < 10)
+			rc_warn(c, rc_file_path(c, r->rec.file),
+				r->rec.file_off,
+				"%s record refers to a value its stream's dictionary does not hold: the value is unknown",
+				bt_ev_type_name(r->rec.type));
 		r->head_t = rc_epoch(c, im->domain, r->ev.ts);
 		return 1;
 	}
@@ -155,11 +166,21 @@ static int activate(struct rc_ctx *c, struct rc_stream *s)
 	struct rc_merge *g = c->merge;
 	struct rc_run *r = g->pool;
 
-	if (r)
+	struct bt_ev_dict *d = NULL;
+
+	if (r) {
 		g->pool = r->park_next;
-	else if (!(r = malloc(sizeof *r)))
+		d = r->dict;
+	} else if (!(r = malloc(sizeof *r))) {
 		return -ENOMEM;
+	}
+	if (!d && !(d = malloc(sizeof *d))) {
+		free(r);
+		return -ENOMEM;
+	}
 	memset(r, 0, sizeof *r);
+	r->dict = d;
+	bt_ev_dict_init(d);
 	r->st = s;
 	s->run = r;
 	rc_cur_reset(c, r, 0);
@@ -324,12 +345,15 @@ void rc_merge_free(struct rc_ctx *c)
 		return;
 	/* After an error some runs may still be active or parked. */
 	for (uint32_t i = 0; i < c->nstreams; i++) {
+		if (c->streams[i].run)
+			free(c->streams[i].run->dict);
 		free(c->streams[i].run);
 		c->streams[i].run = NULL;
 	}
 	while (g->pool) {
 		struct rc_run *r = g->pool;
 		g->pool = r->park_next;
+		free(r->dict);
 		free(r);
 	}
 	free(g->heap);

@@ -211,7 +211,11 @@ struct rc_run {
 	uint32_t heap_pos;
 	int64_t  head_t;         /* provisional epoch time of the head */
 	struct rc_rec   rec;     /* head record */
-	struct bt_event ev;      /* head record, decoded */
+	struct bt_event ev;      /* head record, decoded (resolved values
+				    point into the mapped log or DICT) */
+	struct bt_ev_dict *dict; /* the stream's attribute dictionary (kept
+				    with the run when it goes back to the
+				    free list); NULL if out of memory */
 	uint64_t wait_key;
 	struct rc_run *park_next;
 	/* model */

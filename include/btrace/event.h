@@ -19,7 +19,9 @@
  * Field kinds: unsigned varint; signed varint (zigzag); string (varint
  * length + bytes, no NUL); address (varint family, 4 or 16 address bytes,
  * varint port; unix addresses carry no bytes, the path is a string field);
- * attribute list (varint count, then per attribute u8 key + string).
+ * attribute list (varint count, then per attribute u8 key + string, or a
+ * reference to a value the stream remembered: see "The attribute
+ * dictionary" below).
  *
  * Timestamps are nanoseconds of the host's monotonic clock.  A stream's
  * absolute time is carried by BT_EV_TIME records: one opens every stream
@@ -180,8 +182,59 @@ struct bt_addr {
 struct bt_attr {
 	uint8_t     key;
 	uint16_t    len;
-	const char *val;          /* not NUL-terminated */
+	const char *val;          /* not NUL-terminated; NULL when unknown (a
+				     reference the reader could not resolve) */
 };
+
+/*
+ * The attribute dictionary.  Each stream remembers up to BT_DICT_SLOTS
+ * attribute values (and OPEN paths) of at most BT_DICT_MAXVAL bytes; a
+ * value the stream wrote before is then written as a slot number.  In an
+ * attribute list the key byte carries two flag bits (keys are < 64):
+ *
+ *   key                  string      a literal, not remembered
+ *   key|BT_AK_KEEP  slot string      a literal, remembered in slot
+ *   key|BT_AK_REF   slot             the value remembered in slot
+ *
+ * (slot a varint < BT_DICT_SLOTS).  A record never remembers a value in
+ * a slot it used before (referred to or remembered in): a value it refers
+ * to stays what it was while the record is decoded; a reader takes such a
+ * record as malformed.  An OPEN record's flags carry
+ * BT_OPEN_PATH_KEEP (a varint slot precedes the path string) or
+ * BT_OPEN_PATH_REF (a varint slot replaces it); the decoder clears both.
+ * The writer chooses the slots; readers follow them.  Every TIME record
+ * empties the stream's dictionary (encoder and decoder both do it), so a
+ * reader that lost bytes is right again at the next TIME.  A reference
+ * to an empty slot is damage: the value decodes as unknown (val NULL,
+ * len 0) and EV->dict_miss counts it.
+ *
+ * The writer's and every reader's dictionary is a struct bt_ev_dict the
+ * caller owns (one per stream), set up by bt_ev_dict_init.  A value a
+ * reference resolves to lives in the dictionary: it stays valid until the
+ * next record of the same stream is decoded with it.
+ */
+#define BT_DICT_SLOTS     64      /* at most 64: a record's slots are
+					   one 64-bit mask */
+#define BT_DICT_MAXVAL    96
+#define BT_AK_KEEP        0x40u
+#define BT_AK_REF         0x80u
+#define BT_AK_KEY_MASK    0x3fu
+#define BT_OPEN_PATH_KEEP 0x04000000u
+#define BT_OPEN_PATH_REF  0x08000000u
+
+struct bt_ev_dict {
+	uint32_t gen;             /* a slot holds a value iff its gen is this */
+	struct {
+		uint64_t ka, kb;  /* the writer's comparison words */
+		uint32_t gen;
+		uint16_t len;
+		char     val[BT_DICT_MAXVAL];
+	} ent[BT_DICT_SLOTS];
+};
+/* An empty dictionary (D may be NULL: nothing to do). */
+void bt_ev_dict_init(struct bt_ev_dict *d);
+/* Forget every value (a TIME record, or bytes of the stream were lost). */
+void bt_ev_dict_reset(struct bt_ev_dict *d);
 
 /*
  * One decoded (or to-be-encoded) record.  Which fields a type uses is given
@@ -234,6 +287,7 @@ struct bt_event {
 	const char *str;  uint32_t str_len;
 	const char *str2; uint32_t str2_len;
 	uint8_t  nattr;
+	uint8_t  dict_miss;     /* references to an empty slot (decoder) */
 	struct bt_attr attr[BT_EV_MAX_ATTR];
 };
 
@@ -270,6 +324,11 @@ static inline int64_t bt_unzigzag(uint64_t v)
  */
 size_t bt_ev_encode(uint8_t *dst, size_t cap, const struct bt_event *ev,
 		    uint64_t *prev_ts);
+/* The same with the stream's dictionary DICT (NULL: no references, every
+ * value a plain literal, as bt_ev_encode writes).  DICT is changed only
+ * when a record is written (the return value is not 0). */
+size_t bt_ev_encode_dict(uint8_t *dst, size_t cap, const struct bt_event *ev,
+			 uint64_t *prev_ts, struct bt_ev_dict *dict);
 
 /*
  * bt_ev_encode_ints - the encoder for records whose fields are all
@@ -311,7 +370,7 @@ struct bt_msg_rec {
 	const struct bt_attr *attr;
 };
 size_t bt_ev_encode_msg(uint8_t *dst, size_t cap, const struct bt_msg_rec *m,
-			uint64_t *prev_ts);
+			uint64_t *prev_ts, struct bt_ev_dict *dict);
 size_t bt_ev_msg_bound(const struct bt_msg_rec *m);
 
 /* Largest record bt_ev_encode can produce (header + max body). */
@@ -327,6 +386,14 @@ size_t bt_ev_msg_bound(const struct bt_msg_rec *m);
  */
 long bt_ev_decode(const uint8_t *src, size_t len, struct bt_event *ev,
 		  uint64_t *prev_ts);
+/*
+ * The same with the stream's dictionary DICT, which resolves references
+ * and learns remembered values (NULL: references decode as unknown).  A
+ * TIME record empties it; so does a malformed record (-1), whose effect
+ * on the writer's dictionary is not known.
+ */
+long bt_ev_decode_dict(const uint8_t *src, size_t len, struct bt_event *ev,
+		       uint64_t *prev_ts, struct bt_ev_dict *dict);
 
 /* Name of a record type, attribute key, channel kind, etc., for dumps. */
 const char *bt_ev_type_name(unsigned type);

@@ -50,7 +50,10 @@
 #include <stdint.h>
 
 #define BT_RING_MAGIC      0x47525442u   /* "BTRG" little-endian */
-#define BT_RING_VERSION    1u
+/* 2: the records use the attribute dictionary (btrace/event.h); a bp-logd
+ * that writes version 1 segments must not take them, so it refuses the
+ * ring and the tracer spools its own (version 2) segments. */
+#define BT_RING_VERSION    2u
 #define BT_RING_PAGE       4096u         /* chunk header size */
 #define BT_RING_MAX_SLOTS  60u           /* slots per chunk (header fits) */
 #define BT_RING_MAX_CHUNKS 64u

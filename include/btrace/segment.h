@@ -6,7 +6,7 @@
  *
  *   File header, 128 bytes:
  *     0   u8[8]  magic "BTLOG\r\n\032"
- *     8   u32    version (1)
+ *     8   u32    version (2; readers take 1 and 2)
  *     12  u32    header size (128)
  *     16  u64    created, monotonic ns of the host
  *     24  u64    created, CLOCK_REALTIME ns
@@ -49,7 +49,10 @@
 #include <stdio.h>
 
 #define BT_SEG_MAGIC        "BTLOG\r\n\032"
-#define BT_SEG_VERSION      1u
+/* 2: records may refer to the stream's attribute dictionary (btrace/event.h);
+ * a version 1 segment never does, so it is read as it always was. */
+#define BT_SEG_VERSION      2u
+#define BT_SEG_VERSION_MIN  1u
 #define BT_SEG_HDR_SIZE     128u
 #define BT_BLK_MAGIC        0x314b4c42u
 #define BT_BLK_HDR_SIZE     48u

@@ -37,6 +37,8 @@ struct gen_thr {
 	int      cut_next;
 	int64_t  last;
 	uint64_t prev_ts;       /* encoder's time base */
+	struct bt_ev_dict *wd;  /* gen_write's dictionary (opts dict) */
+	uint64_t dprev, eprev;  /* its decoder's and encoder's time bases */
 	uint8_t *bytes;         /* the stream, encoded */
 	size_t   nbytes, capbytes;
 	struct grec *v;
@@ -103,6 +105,7 @@ void gen_free(struct gen *g)
 		return;
 	for (unsigned i = 0; i < g->nthrs; i++) {
 		free(g->thrs[i]->bytes);
+		free(g->thrs[i]->wd);
 		free(g->thrs[i]->v);
 		free(g->thrs[i]);
 	}
@@ -612,15 +615,53 @@ static void add_block(struct gen_thr *t, unsigned idx, uint64_t soff,
 }
 
 /*
+ * The LEN bytes of records at BUF once more, with T's dictionary: as
+ * libbtrace writes them (a TIME empties it).  Returns the new length;
+ * BUF must have room for twice LEN.
+ */
+static uint32_t recode(struct gen_thr *t, uint8_t *buf, uint32_t len)
+{
+	uint8_t *out = xcalloc(1, 2 * (size_t)len + BT_EV_MAX_RECORD);
+	size_t pos = 0, n = 0;
+
+	if (!t->wd) {
+		t->wd = xcalloc(1, sizeof *t->wd);
+		bt_ev_dict_init(t->wd);
+	}
+	while (pos < len) {
+		struct bt_event ev;
+		long k = bt_ev_decode(buf + pos, len - pos, &ev, &t->dprev);
+		if (k <= 0)
+			die("recode: a generated record does not decode");
+		size_t w = bt_ev_encode_dict(out + n, BT_EV_MAX_RECORD, &ev,
+					     &t->eprev, t->wd);
+		if (!w)
+			die("recode: a record does not encode");
+		pos += (size_t)k;
+		n += w;
+	}
+	if (n > 2 * (size_t)len)
+		die("recode: the records grew more than twice");
+	memcpy(buf, out, n);
+	free(out);
+	return (uint32_t)n;
+}
+
+/*
  * Cut thread T's stream into blocks of at most CAP bytes at record
  * boundaries (and where the script asked).  Unless NO_TIME, every block
  * after the first starts with a TIME record, as a ring lap does; it
  * carries the time of the record before, so the deltas stay valid.
  */
 static void cut(struct gen_thr *t, unsigned cap, int time_per_block,
-		struct gblock **v, unsigned *n)
+		int dict, struct gblock **v, unsigned *n)
 {
-	uint8_t *buf = xcalloc(1, cap + t->nbytes + BT_EV_MAX_RECORD);
+	uint8_t *buf = xcalloc(1, 2 * (cap + t->nbytes + BT_EV_MAX_RECORD));
+
+	/* the stream is written from its start: so is its dictionary */
+	t->dprev = t->eprev = 0;
+	if (t->wd)
+		bt_ev_dict_init(t->wd);
 	uint64_t soff = 0;
 	uint32_t len = 0;
 	int64_t first_at = 0;
@@ -631,6 +672,8 @@ static void cut(struct gen_thr *t, unsigned cap, int time_per_block,
 		size_t end = i + 1 < t->n ? t->v[i + 1].off : t->nbytes;
 		uint32_t rl = (uint32_t)(end - t->v[i].off);
 		if (len && (len + rl > cap || t->v[i].cut_before)) {
+			if (dict)
+				len = recode(t, buf, len);
 			add_block(t, idx++, soff, first_at, buf, len, v, n);
 			soff += len;
 			len = 0;
@@ -652,6 +695,8 @@ static void cut(struct gen_thr *t, unsigned cap, int time_per_block,
 		memcpy(buf + len, t->bytes + t->v[i].off, rl);
 		len += rl;
 	}
+	if (len && dict)
+		len = recode(t, buf, len);
 	if (len)
 		add_block(t, idx, soff, first_at, buf, len, v, n);
 	free(buf);
@@ -665,6 +710,8 @@ int gen_write(struct gen *g, const char *dir, const struct gen_write_opts *o)
 	if (!o)
 		o = &d;
 	unsigned cap = o->block_bytes ? o->block_bytes : 256;
+	const char *env = getenv("BP_GEN_DICT");
+	int dict = o->dict || (env && strcmp(env, "1") == 0);
 	unsigned per = o->blocks_per_seg ? o->blocks_per_seg : 8;
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		return -1;
@@ -679,7 +726,7 @@ int gen_write(struct gen *g, const char *dir, const struct gen_write_opts *o)
 		for (unsigned ti = 0; ti < g->nthrs; ti++)
 			if (g->thrs[ti]->p->h->base == h)
 				cut(g->thrs[ti], cap, !o->no_time_per_block,
-				    &v, &n);
+				    dict, &v, &n);
 		if (!n)
 			continue;
 		qsort(v, n, sizeof *v, cmp_block);

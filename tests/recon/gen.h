@@ -121,6 +121,10 @@ struct gen_write_opts {
 	int    (*keep)(void *ctx, const char *host, uint32_t pid,
 		       unsigned slot, unsigned blk);
 	void    *keep_ctx;
+	/* Write the values and paths each stream repeats as references to
+	 * its attribute dictionary, as libbtrace does (also when the
+	 * environment has BP_GEN_DICT=1): the same log, fewer bytes. */
+	int      dict;
 };
 
 /*

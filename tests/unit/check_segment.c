@@ -19,6 +19,7 @@
 #include "btrace/segment.h"
 #include "dedup.h"
 #include "logd.h"
+#include "readlog.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -344,6 +345,45 @@ START_TEST(seg_bad_file_header)
 }
 END_TEST
 
+/* Format versions: 1 (no dictionary references) is read as before, one
+ * newer than the reader's is refused with a message that says so. */
+START_TEST(seg_versions)
+{
+	static struct testfile f;
+	char path[160];
+	uint8_t hb[BT_SEG_HDR_SIZE];
+	const char *why = NULL;
+	FILE *in;
+
+	write_file(&f, "ver.btl");
+	in = fopen(f.path, "rb");
+	ck_assert_ptr_nonnull(in);
+	ck_assert_uint_eq(fread(hb, 1, sizeof hb, in), sizeof hb);
+	fclose(in);
+	ck_assert_uint_eq(hb[8], BT_SEG_VERSION);
+	snprintf(path, sizeof path, "%s/ver2.btl", tmpdir);
+	for (uint32_t v = 0; v <= BT_SEG_VERSION + 1; v++) {
+		uint32_t crc;
+		FILE *out = fopen(path, "wb");
+		ck_assert_ptr_nonnull(out);
+		hb[8] = (uint8_t)v;
+		crc = bt_crc32c(0, hb, 124);
+		memcpy(hb + 124, &crc, 4);        /* little-endian host */
+		ck_assert_uint_eq(fwrite(hb, 1, sizeof hb, out), sizeof hb);
+		fclose(out);
+		struct bt_seg_reader *r = bt_seg_open(path, NULL, NULL, &why);
+		if (v >= BT_SEG_VERSION_MIN && v <= BT_SEG_VERSION) {
+			ck_assert_msg(r != NULL, "version %u: %s", v, why);
+			ck_assert_uint_eq(bt_seg_file_header(r)->version, v);
+			bt_seg_close(r);
+		} else {
+			ck_assert_ptr_null(r);
+			ck_assert_ptr_nonnull(strstr(why, v ? "newer" : "header"));
+		}
+	}
+}
+END_TEST
+
 /* ---- record codec --------------------------------------------------------- */
 
 /* LEN bytes placed flush against a PROT_NONE page: a read past the end
@@ -649,6 +689,535 @@ START_TEST(ev_malformed_records)
 }
 END_TEST
 
+/* ---- the attribute dictionary --------------------------------------------- */
+
+/* A MSG with the given attributes (key, value pairs), at time TS. */
+static void dict_msg(struct bt_event *ev, uint64_t ts, unsigned n,
+		     const uint8_t *keys, const char *const *vals)
+{
+	fill_event(ev, BT_EV_MSG);
+	ev->ts = ts;
+	ev->nattr = (uint8_t)n;
+	for (unsigned i = 0; i < n; i++) {
+		ev->attr[i].key = keys[i];
+		ev->attr[i].val = vals[i];
+		ev->attr[i].len = (uint16_t)strlen(vals[i]);
+	}
+}
+
+static void dict_time(struct bt_event *ev, uint64_t ts)
+{
+	fill_event(ev, BT_EV_TIME);
+	ev->ts = ts;
+}
+
+/* The key byte of attribute I of the MSG record at P (fill_event's
+ * fields: no 2-byte body length, ten one- or multi-byte varints). */
+static uint8_t dict_key_byte(const uint8_t *p, size_t n, unsigned i)
+{
+	struct bt_event ev;
+	uint64_t prev = 0;
+	const uint8_t *q;
+	/* walk: type, len, dt, fd dir kind proto flags off len status witness */
+	ck_assert_int_gt(bt_ev_decode(p, n, &ev, &prev), 0);
+	q = p + 2;
+	for (int f = 0; f < 10; f++) {
+		while (*q & 0x80)
+			q++;
+		q++;
+	}
+	ck_assert_uint_eq(*q, ev.nattr);
+	q++;
+	for (unsigned k = 0; k < i; k++) {
+		uint8_t key = *q++;
+		uint64_t v = 0;
+		q += bt_get_varint(q, 10, &v);          /* slot or length */
+		if (key & BT_AK_KEEP) {
+			q += bt_get_varint(q, 10, &v);
+			q += v;
+		} else if (!(key & BT_AK_REF)) {
+			q += v;
+		}
+	}
+	return *q;
+}
+
+/* Encode, then decode against a guard page with the reader's dictionary:
+ * the values come back, repeats as references, a TIME empties both sides. */
+START_TEST(dict_round_trip)
+{
+	static const uint8_t k3[] = { BT_AK_METHOD, BT_AK_HOST, BT_AK_TRACEPARENT };
+	static const char *const v1[] = { "GET", "www.example.com",
+		"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" };
+	static const char *const v2[] = { "GET", "www.example.com",
+		"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-02" };
+	struct bt_ev_dict *wd = malloc(sizeof *wd), *rd = malloc(sizeof *rd);
+	uint8_t buf[4096];
+	size_t at[8], len[8], n = 0;
+	uint64_t wp = 4000000000ull, rp = 4000000000ull;
+	struct bt_event ev[8];
+	int nrec = 0;
+
+	ck_assert_ptr_nonnull(wd);
+	ck_assert_ptr_nonnull(rd);
+	bt_ev_dict_init(wd);
+	bt_ev_dict_init(rd);
+	dict_time(&ev[nrec++], 4000000000ull);
+	dict_msg(&ev[nrec++], 4000001000ull, 3, k3, v1);
+	dict_msg(&ev[nrec++], 4000002000ull, 3, k3, v2);
+	fill_event(&ev[nrec], BT_EV_OPEN);
+	ev[nrec].str = "/var/www/html/index.html";
+	ev[nrec++].str_len = 24;
+	fill_event(&ev[nrec], BT_EV_OPEN);
+	ev[nrec].str = "/var/www/html/index.html";
+	ev[nrec++].str_len = 24;
+	dict_time(&ev[nrec++], 4000009000ull);
+	dict_msg(&ev[nrec++], 4000010000ull, 3, k3, v1);
+	for (int i = 0; i < nrec; i++) {
+		at[i] = n;
+		len[i] = bt_ev_encode_dict(buf + n, sizeof buf - n, &ev[i], &wp, wd);
+		ck_assert_uint_gt(len[i], 2);
+		n += len[i];
+	}
+	/* the first MSG remembers method and host, not the traceparent; the
+	 * second refers to them */
+	ck_assert_uint_eq(dict_key_byte(buf + at[1], len[1], 0), BT_AK_METHOD | BT_AK_KEEP);
+	ck_assert_uint_eq(dict_key_byte(buf + at[1], len[1], 1), BT_AK_HOST | BT_AK_KEEP);
+	ck_assert_uint_eq(dict_key_byte(buf + at[1], len[1], 2), BT_AK_TRACEPARENT);
+	ck_assert_uint_eq(dict_key_byte(buf + at[2], len[2], 0), BT_AK_METHOD | BT_AK_REF);
+	ck_assert_uint_eq(dict_key_byte(buf + at[2], len[2], 1), BT_AK_HOST | BT_AK_REF);
+	ck_assert_uint_eq(dict_key_byte(buf + at[2], len[2], 2), BT_AK_TRACEPARENT);
+	/* after the TIME: remembered again */
+	ck_assert_uint_eq(dict_key_byte(buf + at[6], len[6], 0), BT_AK_METHOD | BT_AK_KEEP);
+	ck_assert_uint_eq(len[6], len[1]);
+	/* a repeat is shorter by the values less the slot numbers */
+	ck_assert_uint_eq(len[1] - len[2], 3 + 15 + 2 * 1);
+	/* the OPEN path: kept, then referred to */
+	ck_assert_uint_lt(len[4] + 24, len[3] + 1);
+
+	struct guarded g = guard(buf, n);
+	size_t pos = 0;
+	for (int i = 0; i < nrec; i++) {
+		struct bt_event out;
+		long k = bt_ev_decode_dict(g.p + pos, n - pos, &out, &rp, rd);
+		ck_assert_int_eq(k, (long)len[i]);
+		ck_assert_uint_eq(out.type, ev[i].type);
+		ck_assert_uint_eq(out.ts, ev[i].ts);
+		ck_assert_uint_eq(out.dict_miss, 0);
+		if (out.type == BT_EV_MSG) {
+			ck_assert_uint_eq(out.nattr, ev[i].nattr);
+			for (unsigned a = 0; a < out.nattr; a++) {
+				ck_assert_uint_eq(out.attr[a].key, ev[i].attr[a].key);
+				ck_assert_uint_eq(out.attr[a].len, ev[i].attr[a].len);
+				ck_assert_mem_eq(out.attr[a].val, ev[i].attr[a].val,
+						 out.attr[a].len);
+			}
+			ck_assert_uint_eq(out.flags, ev[i].flags);
+		}
+		if (out.type == BT_EV_OPEN) {
+			/* the dictionary's flag bits are the format's, not
+			 * the record's */
+			ck_assert_uint_eq(out.flags, 0x21);
+			ck_assert_uint_eq(out.str_len, 24);
+			ck_assert_mem_eq(out.str, "/var/www/html/index.html", 24);
+		}
+		/* a decoded record encodes again to the same bytes */
+		pos += (size_t)k;
+	}
+	ck_assert_uint_eq(pos, n);
+	unguard(&g);
+
+	/* Reading from the second MSG on (as after lost bytes, no TIME
+	 * yet): its references are unknown, never guessed */
+	bt_ev_dict_init(rd);
+	{
+		struct bt_event out;
+		char text[512];
+		rp = 0;
+		long k = bt_ev_decode_dict(buf + at[2], len[2], &out, &rp, rd);
+		ck_assert_int_eq(k, (long)len[2]);
+		ck_assert_uint_eq(out.nattr, 3);
+		ck_assert_uint_eq(out.dict_miss, 2);
+		ck_assert_ptr_null(out.attr[0].val);
+		ck_assert_uint_eq(out.attr[0].len, 0);
+		ck_assert_uint_eq(out.attr[0].key, BT_AK_METHOD);
+		ck_assert_ptr_null(out.attr[1].val);
+		ck_assert_uint_eq(out.attr[2].len, strlen(v2[2]));
+		bt_ev_format(&out, text, sizeof text);
+		ck_assert_msg(strstr(text, " method=? host=? traceparent=\"00-") != NULL,
+			      "%s", text);
+		/* without a dictionary: the same */
+		k = bt_ev_decode(buf + at[2], len[2], &out, &rp);
+		ck_assert_int_eq(k, (long)len[2]);
+		ck_assert_uint_eq(out.dict_miss, 2);
+		/* the second OPEN alone: its path is unknown */
+		k = bt_ev_decode_dict(buf + at[4], len[4], &out, &rp, rd);
+		ck_assert_int_eq(k, (long)len[4]);
+		ck_assert_uint_eq(out.dict_miss, 1);
+		ck_assert_ptr_null(out.str);
+		ck_assert_uint_eq(out.flags, 0x21);
+		bt_ev_format(&out, text, sizeof text);
+		ck_assert_msg(strstr(text, " path=?") != NULL, "%s", text);
+	}
+	/* A TIME between what was remembered and the reference: unknown */
+	bt_ev_dict_init(rd);
+	{
+		struct bt_event out;
+		rp = 0;
+		ck_assert_int_gt(bt_ev_decode_dict(buf + at[1], len[1], &out, &rp, rd), 0);
+		ck_assert_int_gt(bt_ev_decode_dict(buf + at[5], len[5], &out, &rp, rd), 0);
+		ck_assert_int_gt(bt_ev_decode_dict(buf + at[2], len[2], &out, &rp, rd), 0);
+		ck_assert_uint_eq(out.dict_miss, 2);
+	}
+	free(wd);
+	free(rd);
+}
+END_TEST
+
+/* Values longer than BT_DICT_MAXVAL are never remembered; one of exactly
+ * that length is. */
+START_TEST(dict_long_values)
+{
+	static char v97[98], v96[97];
+	static const uint8_t k1[] = { BT_AK_SQL };
+	const char *const a97[] = { v97 }, *const a96[] = { v96 };
+	struct bt_ev_dict wd, rd;
+	uint8_t buf[1024];
+	uint64_t wp = 0, rp = 0;
+	struct bt_event ev, out;
+	size_t n1, n2;
+
+	memset(v97, 'q', 97);
+	memset(v96, 'r', 96);
+	bt_ev_dict_init(&wd);
+	bt_ev_dict_init(&rd);
+	dict_msg(&ev, 10, 1, k1, a97);
+	n1 = bt_ev_encode_dict(buf, sizeof buf, &ev, &wp, &wd);
+	ck_assert_uint_eq(dict_key_byte(buf, n1, 0), BT_AK_SQL);
+	ck_assert_int_eq(bt_ev_decode_dict(buf, n1, &out, &rp, &rd), (long)n1);
+	n2 = bt_ev_encode_dict(buf, sizeof buf, &ev, &wp, &wd);
+	ck_assert_uint_eq(n2, n1);
+	ck_assert_uint_eq(dict_key_byte(buf, n2, 0), BT_AK_SQL);
+	ck_assert_int_eq(bt_ev_decode_dict(buf, n2, &out, &rp, &rd), (long)n2);
+	ck_assert_uint_eq(out.attr[0].len, 97);
+	ck_assert_mem_eq(out.attr[0].val, v97, 97);
+
+	dict_msg(&ev, 20, 1, k1, a96);
+	n1 = bt_ev_encode_dict(buf, sizeof buf, &ev, &wp, &wd);
+	ck_assert_uint_eq(dict_key_byte(buf, n1, 0), BT_AK_SQL | BT_AK_KEEP);
+	ck_assert_int_eq(bt_ev_decode_dict(buf, n1, &out, &rp, &rd), (long)n1);
+	n2 = bt_ev_encode_dict(buf, sizeof buf, &ev, &wp, &wd);
+	ck_assert_uint_eq(dict_key_byte(buf, n2, 0), BT_AK_SQL | BT_AK_REF);
+	ck_assert_int_eq(bt_ev_decode_dict(buf, n2, &out, &rp, &rd), (long)n2);
+	ck_assert_uint_eq(out.dict_miss, 0);
+	ck_assert_uint_eq(out.attr[0].len, 96);
+	ck_assert_mem_eq(out.attr[0].val, v96, 96);
+}
+END_TEST
+
+/* Damage: a reference to an empty slot is unknown (counted), a slot
+ * number out of range or both flag bits make the record malformed, and a
+ * malformed record empties the reader's dictionary. */
+START_TEST(dict_damage)
+{
+	struct bt_ev_dict rd;
+	struct bt_event out;
+	uint64_t q = 0;
+	/* MSG: dt fd dir kind proto flags off len status witness, 1 attr */
+	static const uint8_t ref_empty[] = { BT_EV_MSG, 13, 0, 2, 0, 1, 1, 0,
+		0, 0, 0, 0, 1, BT_AK_METHOD | BT_AK_REF, 5 };
+	static const uint8_t ref_range[] = { BT_EV_MSG, 13, 0, 2, 0, 1, 1, 0,
+		0, 0, 0, 0, 1, BT_AK_METHOD | BT_AK_REF, BT_DICT_SLOTS };
+	static const uint8_t both[] = { BT_EV_MSG, 13, 0, 2, 0, 1, 1, 0,
+		0, 0, 0, 0, 1, BT_AK_METHOD | BT_AK_REF | BT_AK_KEEP, 5 };
+	static const uint8_t keep[] = { BT_EV_MSG, 17, 0, 2, 0, 1, 1, 0,
+		0, 0, 0, 0, 1, BT_AK_METHOD | BT_AK_KEEP, 5, 3, 'G', 'E', 'T' };
+	/* OPEN with both path flags: flags 0x0c000000 as a varint */
+	static const uint8_t open_both[] = { BT_EV_OPEN, 9, 0, 2,
+		0x80, 0x80, 0x80, 0x60, 2, 5, 0 };
+
+	bt_ev_dict_init(&rd);
+	struct guarded g = guard(ref_empty, sizeof ref_empty);
+	ck_assert_int_eq(bt_ev_decode_dict(g.p, sizeof ref_empty, &out, &q, &rd),
+			 (long)sizeof ref_empty);
+	ck_assert_uint_eq(out.nattr, 1);
+	ck_assert_uint_eq(out.dict_miss, 1);
+	ck_assert_ptr_null(out.attr[0].val);
+	unguard(&g);
+	g = guard(keep, sizeof keep);
+	ck_assert_int_eq(bt_ev_decode_dict(g.p, sizeof keep, &out, &q, &rd),
+			 (long)sizeof keep);
+	unguard(&g);
+	ck_assert_int_eq(bt_ev_decode_dict(ref_empty, sizeof ref_empty, &out,
+					   &q, &rd), (long)sizeof ref_empty);
+	ck_assert_uint_eq(out.dict_miss, 0);
+	ck_assert_uint_eq(out.attr[0].len, 3);
+	ck_assert_mem_eq(out.attr[0].val, "GET", 3);
+	g = guard(ref_range, sizeof ref_range);
+	ck_assert_int_eq(bt_ev_decode_dict(g.p, sizeof ref_range, &out, &q, &rd), -1);
+	unguard(&g);
+	/* the malformed record emptied the dictionary */
+	ck_assert_int_eq(bt_ev_decode_dict(ref_empty, sizeof ref_empty, &out,
+					   &q, &rd), (long)sizeof ref_empty);
+	ck_assert_uint_eq(out.dict_miss, 1);
+	g = guard(both, sizeof both);
+	ck_assert_int_eq(bt_ev_decode_dict(g.p, sizeof both, &out, &q, &rd), -1);
+	unguard(&g);
+	g = guard(open_both, sizeof open_both);
+	ck_assert_int_eq(bt_ev_decode_dict(g.p, sizeof open_both, &out, &q, &rd), -1);
+	unguard(&g);
+}
+END_TEST
+
+/* With a dictionary too, the fast encoders (bt_ev_encode_msg, the one of
+ * bt_emit_msg; encode_fast) and the careful one write the same bytes and
+ * leave the same dictionary; a record that does not fit changes nothing. */
+START_TEST(dict_fast_equals_careful)
+{
+	static const uint8_t keys[] = { BT_AK_METHOD, BT_AK_TARGET, BT_AK_HOST,
+					BT_AK_STATUS_TEXT };
+	static const char *const v[3][4] = {
+		{ "GET", "/index.html", "localhost", "OK" },
+		{ "GET", "/other.html", "localhost", "OK" },
+		{ "POST", "/index.html", "localhost", "Not Found" },
+	};
+	struct bt_ev_dict *d1 = malloc(sizeof *d1), *d2 = malloc(sizeof *d2),
+			  *d3 = malloc(sizeof *d3);
+	uint64_t p1 = 1000, p2 = 1000, p3 = 1000;
+
+	bt_ev_dict_init(d1);
+	bt_ev_dict_init(d2);
+	bt_ev_dict_init(d3);
+	for (int round = 0; round < 3; round++) {
+		for (int r = 0; r < 3; r++) {
+			struct bt_event ev;
+			uint8_t a[1024], b[1024], c[1024];
+			dict_msg(&ev, 2000 + 100 * (uint64_t)(round * 3 + r), 4, keys, v[r]);
+			if (round == 2 && r == 1) {
+				/* an OPEN in between */
+				fill_event(&ev, BT_EV_OPEN);
+				ev.ts = 2000 + 100 * (uint64_t)(round * 3 + r);
+				ev.str = v[r][1];
+				ev.str_len = (uint32_t)strlen(v[r][1]);
+			}
+			size_t n = bt_ev_encode_dict(a, sizeof a, &ev, &p1, d1);
+			ck_assert_uint_gt(n, 2);
+			/* too small: nothing written, nothing remembered */
+			struct bt_ev_dict before = *d2;
+			uint64_t pb = p2;
+			ck_assert_uint_eq(bt_ev_encode_dict(b, 6, &ev, &p2, d2), 0);
+			ck_assert_mem_eq(&before, d2, sizeof before);
+			ck_assert_uint_eq(pb, p2);
+			/* below the fast paths' bound: the careful encoder
+			 * (which cuts a plain attribute leaving fewer than 4
+			 * bytes free, as in ev_fast_equals_careful) */
+			size_t m = bt_ev_encode_dict(b, n + 8, &ev, &p2, d2);
+			ck_assert_uint_eq(m, n);
+			ck_assert_mem_eq(a, b, n);
+			if (ev.type == BT_EV_MSG) {
+				struct bt_msg_rec mr = {
+					.ts = ev.ts, .fd = ev.fd, .dir = ev.dir,
+					.kind = ev.kind, .proto = ev.proto,
+					.nattr = ev.nattr, .flags = ev.flags,
+					.status = ev.status, .off = ev.off,
+					.len = ev.len, .witness = ev.witness,
+					.attr = ev.attr,
+				};
+				size_t k = bt_ev_encode_msg(c, sizeof c, &mr, &p3, d3);
+				ck_assert_uint_eq(k, n);
+				ck_assert_mem_eq(a, c, n);
+			} else {
+				ck_assert_uint_eq(bt_ev_encode_dict(c, sizeof c, &ev,
+								    &p3, d3), n);
+			}
+			ck_assert_mem_eq(d1, d2, sizeof *d1);
+			ck_assert_mem_eq(d1, d3, sizeof *d1);
+		}
+	}
+	free(d1);
+	free(d2);
+	free(d3);
+}
+END_TEST
+
+/* A record never remembers a value in a slot it used before: the value an
+ * earlier reference of the record resolved to must stay.  The writer
+ * writes such a value plain; a reader takes a record that does otherwise
+ * as malformed. */
+START_TEST(dict_slot_reused_in_record)
+{
+	static const uint8_t k1[] = { BT_AK_METHOD }, k2[] = { BT_AK_METHOD,
+							       BT_AK_TARGET };
+	struct bt_ev_dict wd, rd;
+	uint8_t buf[512];
+	char other[32];
+	uint64_t wp = 0, rp = 0;
+	struct bt_event ev, out;
+	size_t n;
+	int slot_a = -1, found = 0;
+
+	/* the slot of "GET", then another value with the same slot */
+	bt_ev_dict_init(&wd);
+	const char *va[] = { "GET" };
+	dict_msg(&ev, 10, 1, k1, va);
+	n = bt_ev_encode_dict(buf, sizeof buf, &ev, &wp, &wd);
+	ck_assert_uint_eq(dict_key_byte(buf, n, 0), BT_AK_METHOD | BT_AK_KEEP);
+	slot_a = buf[n - 5];                      /* key, slot, len, "GET" */
+	for (int i = 0; i < 100000 && !found; i++) {
+		struct bt_ev_dict fresh;
+		uint64_t p = 0;
+		const char *vb[] = { other };
+		snprintf(other, sizeof other, "/v%d", i);
+		bt_ev_dict_init(&fresh);
+		dict_msg(&ev, 10, 1, k1, vb);
+		size_t m = bt_ev_encode_dict(buf, sizeof buf, &ev, &p, &fresh);
+		found = buf[m - strlen(other) - 2] == slot_a;
+	}
+	ck_assert_msg(found, "no value shares the slot of GET");
+
+	/* "GET" remembered; then a record referring to it and holding the
+	 * other value: that one goes out plain */
+	bt_ev_dict_init(&wd);
+	bt_ev_dict_init(&rd);
+	wp = 0;
+	dict_msg(&ev, 10, 1, k1, va);
+	n = bt_ev_encode_dict(buf, sizeof buf, &ev, &wp, &wd);
+	ck_assert_int_eq(bt_ev_decode_dict(buf, n, &out, &rp, &rd), (long)n);
+	const char *v2[] = { "GET", other };
+	dict_msg(&ev, 20, 2, k2, v2);
+	n = bt_ev_encode_dict(buf, sizeof buf, &ev, &wp, &wd);
+	ck_assert_uint_eq(dict_key_byte(buf, n, 0), BT_AK_METHOD | BT_AK_REF);
+	ck_assert_uint_eq(dict_key_byte(buf, n, 1), BT_AK_TARGET);
+	ck_assert_int_eq(bt_ev_decode_dict(buf, n, &out, &rp, &rd), (long)n);
+	ck_assert_uint_eq(out.attr[0].len, 3);
+	ck_assert_mem_eq(out.attr[0].val, "GET", 3);
+	ck_assert_mem_eq(out.attr[1].val, other, strlen(other));
+
+	/* the same record written against the rule: malformed */
+	uint8_t bad[64];
+	size_t k = 0, body;
+	bad[k++] = BT_EV_MSG;
+	bad[k++] = 0;
+	for (int f = 0; f < 10; f++)
+		bad[k++] = 0;                   /* dt and nine fields */
+	bad[k++] = 2;
+	bad[k++] = BT_AK_METHOD | BT_AK_REF;
+	bad[k++] = (uint8_t)slot_a;
+	bad[k++] = BT_AK_TARGET | BT_AK_KEEP;
+	bad[k++] = (uint8_t)slot_a;
+	bad[k++] = (uint8_t)strlen(other);
+	memcpy(bad + k, other, strlen(other));
+	k += strlen(other);
+	body = k - 2;
+	bad[1] = (uint8_t)body;
+	ck_assert_int_eq(bt_ev_decode_dict(bad, k, &out, &rp, &rd), -1);
+}
+END_TEST
+
+/* bp-dump's reader (readlog): references resolve across blocks; one whose
+ * value was remembered in bytes the reader never got (a lost block) is
+ * reported and read as unknown, never guessed. */
+struct rl_seen { int msgs, unknown, warns; char method[16]; };
+
+static void rl_record(void *ctx, struct dd_stream *s, const struct bt_event *ev)
+{
+	struct rl_seen *r = ctx;
+	(void)s;
+	if (ev->type != BT_EV_MSG)
+		return;
+	r->msgs++;
+	if (!ev->attr[0].val)
+		r->unknown++;
+	else
+		snprintf(r->method, sizeof r->method, "%.*s",
+			 (int)ev->attr[0].len, ev->attr[0].val);
+}
+
+static void rl_warn(void *ctx, const char *path, uint64_t off, const char *why)
+{
+	struct rl_seen *r = ctx;
+	(void)path;
+	(void)off;
+	if (why && strstr(why, "dictionary does not hold"))
+		r->warns++;
+}
+
+static long rl_wr(int fd, const void *buf, size_t len)
+{
+	return (long)write(fd, buf, len);
+}
+
+/* A segment at PATH with blocks B1 (unless SKIP1) and B2, B2 at stream
+ * offset OFF2. */
+static void rl_file(const char *path, const uint8_t *b1, size_t n1,
+		    const uint8_t *b2, size_t n2, uint64_t off2, int skip1)
+{
+	struct bt_seg_header sh;
+	uint8_t hb[BT_SEG_HDR_SIZE];
+	struct bt_blk_header h = { .ring_id = 77, .pid = 42, .slot = 1 };
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	ck_assert_int_ge(fd, 0);
+	memset(&sh, 0, sizeof sh);
+	snprintf(sh.host, sizeof sh.host, "h");
+	sh.writer = BT_SEG_BY_LOGD;
+	bt_seg_header_encode(hb, &sh);
+	ck_assert_int_eq(write(fd, hb, sizeof hb), (ssize_t)sizeof hb);
+	if (!skip1) {
+		h.len = (uint32_t)n1;
+		h.stream_off = 0;
+		ck_assert_int_eq(bt_seg_write_block(fd, rl_wr, &h, b1), 0);
+	}
+	h.len = (uint32_t)n2;
+	h.stream_off = off2;
+	ck_assert_int_eq(bt_seg_write_block(fd, rl_wr, &h, b2), 0);
+	close(fd);
+}
+
+START_TEST(readlog_dictionary_across_blocks)
+{
+	static const uint8_t k1[] = { BT_AK_METHOD };
+	const char *v[] = { "OPTIONS" };
+	struct bt_ev_dict wd;
+	struct bt_event ev;
+	uint8_t b1[256], b2[256];
+	size_t n1 = 0, n2;
+	uint64_t wp = 0;
+	char path[160], *list[1] = { path };
+
+	bt_ev_dict_init(&wd);
+	dict_time(&ev, 1000);
+	n1 += bt_ev_encode_dict(b1 + n1, sizeof b1 - n1, &ev, &wp, &wd);
+	dict_msg(&ev, 2000, 1, k1, v);
+	n1 += bt_ev_encode_dict(b1 + n1, sizeof b1 - n1, &ev, &wp, &wd);
+	dict_msg(&ev, 3000, 1, k1, v);
+	n2 = bt_ev_encode_dict(b2, sizeof b2, &ev, &wp, &wd);
+	ck_assert_uint_eq(dict_key_byte(b2, n2, 0), BT_AK_METHOD | BT_AK_REF);
+	snprintf(path, sizeof path, "%s/rl.btl", tmpdir);
+
+	static const struct readlog_ops ops = { NULL, NULL, rl_record, rl_warn };
+	for (int variant = 0; variant < 3; variant++) {
+		struct rl_seen seen = { 0 };
+		struct readlog_stats st;
+		/* 0: both blocks; 1: the first lost (the stream starts
+		 * later); 2: a gap between them */
+		rl_file(path, b1, n1, b2, n2, n1 + (variant == 2 ? 10 : 0),
+			variant == 1);
+		memset(&st, 0, sizeof st);
+		readlog_run(list, 1, 1, &ops, &seen, &st);
+		ck_assert_int_eq(seen.msgs, variant == 1 ? 1 : 2);
+		if (variant == 0) {
+			ck_assert_int_eq(seen.unknown, 0);
+			ck_assert_int_eq(seen.warns, 0);
+			ck_assert_str_eq(seen.method, "OPTIONS");
+		} else {
+			ck_assert_int_eq(seen.unknown, 1);
+			ck_assert_int_eq(seen.warns, 1);
+		}
+	}
+}
+END_TEST
+
 /* ---- readers' duplicate removal ------------------------------------------ */
 
 START_TEST(dedup_overlaps)
@@ -742,6 +1311,7 @@ static Suite *segment_suite(void)
 	tcase_add_test(t, seg_corrupt_byte);
 	tcase_add_test(t, seg_garbage_between);
 	tcase_add_test(t, seg_bad_file_header);
+	tcase_add_test(t, seg_versions);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("records");
@@ -752,6 +1322,12 @@ static Suite *segment_suite(void)
 	tcase_add_test(t, ev_truncated_records);
 	tcase_add_test(t, ev_corrupt_records);
 	tcase_add_test(t, ev_malformed_records);
+	tcase_add_test(t, dict_round_trip);
+	tcase_add_test(t, dict_long_values);
+	tcase_add_test(t, dict_damage);
+	tcase_add_test(t, dict_slot_reused_in_record);
+	tcase_add_test(t, readlog_dictionary_across_blocks);
+	tcase_add_test(t, dict_fast_equals_careful);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("readers");

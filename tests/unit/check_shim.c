@@ -424,6 +424,39 @@ START_TEST(isolation_one_message_per_read)
 }
 END_TEST
 
+/* Repeated values through the thread's dictionary: the second and third
+ * messages with the same line take fewer ring bytes than the first, and
+ * read back the same; after a TIME (a new slot, here) the first is full
+ * size again. */
+START_TEST(dictionary_repeats_are_shorter)
+{
+	static const char line[] = "GET /same/path/every/time HTTP/1.0\n";
+	const size_t n = sizeof line - 1;
+	int sv[2];
+	uint64_t used[3];
+
+	line_pair(sv, 0);
+	ev_reset();
+	for (int i = 0; i < 3; i++) {
+		uint64_t h = bt_self.slot.head;
+		ck_assert_int_eq(bt_write(sv[0], line, n), (ssize_t)n);
+		used[i] = bt_self.slot.head - h;
+	}
+	ck_assert_ptr_nonnull(bt_self.slot.dict);
+	/* the line: remembered, then a 2-byte reference (the records'
+	 * other fields may differ by a byte: the time deltas) */
+	ck_assert_uint_ge(used[0] + 1, used[1] + n - 2);
+	ck_assert_uint_ge(used[0] + 1, used[2] + n - 2);
+	ev_read();
+	ck_assert_int_eq(ev_count(BT_EV_MSG), 3);
+	for (int i = 0; i < 3; i++)
+		ck_assert_str_eq(ev_nth(BT_EV_MSG, i)->line,
+				 "GET /same/path/every/time HTTP/1.0");
+	bt_close(sv[0]);
+	bt_close(sv[1]);
+}
+END_TEST
+
 START_TEST(isolation_off_passes_whole_reads)
 {
 	int sv[2];
@@ -948,11 +981,16 @@ static void count_spool(const char *dir, uint64_t *datas, uint64_t *pads_or_time
 			continue;           /* e.g. a socket left by a failed test */
 		r = bt_seg_open(p, NULL, NULL, &why);
 		ck_assert_msg(r != NULL, "%s: %s", p, why);
+		/* one stream per file here; its dictionary from the file's
+		 * first block (only DATA records are looked at) */
+		static struct bt_ev_dict dict;
+		bt_ev_dict_init(&dict);
 		while (bt_seg_next(r, &h, &pl, NULL)) {
 			uint64_t prev = 0;
 			for (size_t pos = 0; pos < h.len;) {
 				struct bt_event ev;
-				long k = bt_ev_decode(pl + pos, h.len - pos, &ev, &prev);
+				long k = bt_ev_decode_dict(pl + pos, h.len - pos,
+							   &ev, &prev, &dict);
 				ck_assert_int_gt(k, 0);
 				if (ev.type == BT_EV_DATA && ev.fd == 4242) {
 					ck_assert_uint_eq(ev.off, *last_off);
@@ -1012,6 +1050,7 @@ static Suite *shim_suite(void)
 	t = tcase_create("isolation");
 	tcase_add_test(t, isolation_every_split_every_size);
 	tcase_add_test(t, isolation_one_message_per_read);
+	tcase_add_test(t, dictionary_repeats_are_shorter);
 	tcase_add_test(t, isolation_off_passes_whole_reads);
 	tcase_add_test(t, eagain_once_and_poll);
 	tcase_add_test(t, eagain_once_with_nothing_held);
