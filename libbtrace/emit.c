@@ -466,6 +466,20 @@ static int link_connect(void)
 	memcpy(hello.exe, bt_proc.exe, strnlen(bt_proc.exe, sizeof hello.exe - 1));
 	if (link_send(&hello, sizeof hello, -1) < 0)
 		goto drop;
+	/* Every CHUNK right behind the HELLO, before the WELCOME: bp-logd
+	 * reads them in the pass that accepts us, one wake-up instead of
+	 * three.  A chunk's flags are then bp-logd's once it has mapped it
+	 * (BT_CF_LOGD), the WELCOME's until then. */
+	for (unsigned k = 0; k < nchunks; k++) {
+		/* a new bp-logd owes no drain for kicks sent to the old one */
+		for (unsigned i = 0; i < chunks[k].nslots; i++)
+			chunks[k].hdr->slot[i].kicked = 0;
+		__atomic_and_fetch(&chunks[k].hdr->flags, ~BT_CF_LOGD,
+				   __ATOMIC_ACQ_REL);
+		chunk_register(&chunks[k]);
+		if (!chunks[k].sent)
+			goto drop;
+	}
 	pfd.fd = logd_fd;
 	pfd.events = POLLIN;
 	do
@@ -481,16 +495,17 @@ static int link_connect(void)
 	link_state = LINK_UP;
 	logd_flags = w.flags;
 	for (unsigned k = 0; k < nchunks; k++) {
-		/* a new bp-logd owes no drain for kicks sent to the old one */
-		for (unsigned i = 0; i < chunks[k].nslots; i++)
-			chunks[k].hdr->slot[i].kicked = 0;
-		/* paused or not as this bp-logd says (a new one may not be) */
-		__atomic_store_n(&chunks[k].hdr->flags,
-				 (chunks[k].hdr->flags & ~BT_CF_PAUSED) |
-				 (w.flags & BT_CF_PAUSED), __ATOMIC_RELEASE);
-		chunk_register(&chunks[k]);
-		if (!chunks[k].sent)
-			goto drop;
+		/* paused or not as this bp-logd says (a new one may not be),
+		 * unless it has mapped the chunk and set its flags since:
+		 * those are newer than the WELCOME (a pause or resume may
+		 * have come in between) */
+		volatile uint32_t *fl = &chunks[k].hdr->flags;
+		uint32_t old = __atomic_load_n(fl, __ATOMIC_ACQUIRE);
+		while (!(old & BT_CF_LOGD) &&
+		       !__atomic_compare_exchange_n(fl, &old,
+				(old & ~BT_CF_PAUSED) | (w.flags & BT_CF_PAUSED),
+				0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			;
 	}
 	errno = e;
 	return 0;
