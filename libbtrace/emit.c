@@ -206,18 +206,23 @@ static uint32_t chunk_slots(unsigned index)
 
 static int link_send(const void *msg, size_t len, int fd_to_pass);
 
+static void chunk_msg(const struct bt_chunk *c, struct bt_lm_chunk *m)
+{
+	memset(m, 0, sizeof *m);
+	m->h.type = BT_LM_CHUNK;
+	m->h.len = sizeof *m;
+	m->h.version = BT_RING_VERSION;
+	m->chunk = c->index;
+	m->nslots = c->nslots;
+	m->slot_size = c->slot_size;
+	m->map_size = c->map_size;
+}
+
 static void chunk_register(struct bt_chunk *c)
 {
 	struct bt_lm_chunk m;
 
-	memset(&m, 0, sizeof m);
-	m.h.type = BT_LM_CHUNK;
-	m.h.len = sizeof m;
-	m.h.version = BT_RING_VERSION;
-	m.chunk = c->index;
-	m.nslots = c->nslots;
-	m.slot_size = c->slot_size;
-	m.map_size = c->map_size;
+	chunk_msg(c, &m);
 	c->sent = link_send(&m, sizeof m, c->memfd) == 0;
 }
 
@@ -381,6 +386,46 @@ static int link_send(const void *msg, size_t len, int fd_to_pass)
 	return 0;
 }
 
+/*
+ * HELLO and chunk 0's CHUNK in one system call (sendmmsg): bp-logd, woken
+ * by the first, finds the second queued too and registers the ring in one
+ * pass.  Marks chunk 0 sent if it went; 0 if the HELLO went, else -errno.
+ */
+static int link_send_hello(const struct bt_lm_hello *hello)
+{
+	struct bt_lm_chunk m;
+	struct iovec iov[2] = { { (void *)hello, sizeof *hello },
+				{ &m, sizeof m } };
+	struct mmsghdr mm[2];
+	union { struct cmsghdr c; char buf[CMSG_SPACE(sizeof(int))]; } u;
+	struct cmsghdr *cm;
+	int r;
+
+	if (!nchunks || logd_fd < 0)
+		return link_send(hello, sizeof *hello, -1);
+	chunk_msg(&chunks[0], &m);
+	memset(mm, 0, sizeof mm);
+	memset(&u, 0, sizeof u);
+	mm[0].msg_hdr.msg_iov = &iov[0];
+	mm[0].msg_hdr.msg_iovlen = 1;
+	mm[1].msg_hdr.msg_iov = &iov[1];
+	mm[1].msg_hdr.msg_iovlen = 1;
+	mm[1].msg_hdr.msg_control = u.buf;
+	mm[1].msg_hdr.msg_controllen = sizeof u.buf;
+	cm = CMSG_FIRSTHDR(&mm[1].msg_hdr);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &chunks[0].memfd, sizeof(int));
+	do
+		r = REAL(sendmmsg)(logd_fd, mm, 2, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	chunks[0].sent = r == 2;
+	return 0;
+}
+
 static void link_drop(void)
 {
 	if (logd_fd >= 0) {
@@ -464,19 +509,22 @@ static int link_connect(void)
 	hello.pid = (uint32_t)bt_proc.pid;
 	hello.ppid = (uint32_t)bt_proc.ppid;
 	memcpy(hello.exe, bt_proc.exe, strnlen(bt_proc.exe, sizeof hello.exe - 1));
-	if (link_send(&hello, sizeof hello, -1) < 0)
-		goto drop;
 	/* Every CHUNK right behind the HELLO, before the WELCOME: bp-logd
-	 * reads them in the pass that accepts us, one wake-up instead of
-	 * three.  A chunk's flags are then bp-logd's once it has mapped it
-	 * (BT_CF_LOGD), the WELCOME's until then. */
+	 * reads them in one pass instead of waking for each.  A chunk's
+	 * flags are then bp-logd's once it has mapped it (BT_CF_LOGD), the
+	 * WELCOME's until then. */
 	for (unsigned k = 0; k < nchunks; k++) {
 		/* a new bp-logd owes no drain for kicks sent to the old one */
 		for (unsigned i = 0; i < chunks[k].nslots; i++)
 			chunks[k].hdr->slot[i].kicked = 0;
 		__atomic_and_fetch(&chunks[k].hdr->flags, ~BT_CF_LOGD,
 				   __ATOMIC_ACQ_REL);
-		chunk_register(&chunks[k]);
+	}
+	if (link_send_hello(&hello) < 0)
+		goto drop;
+	for (unsigned k = 0; k < nchunks; k++) {
+		if (!chunks[k].sent)
+			chunk_register(&chunks[k]);
 		if (!chunks[k].sent)
 			goto drop;
 	}
