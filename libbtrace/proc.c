@@ -2,9 +2,10 @@
  * proc.c - the life of a traced process: start-up, fork, exec, posix_spawn
  * and threads (rule 3 of the paper: a child starts in its parent's request).
  *
- * Start-up (library constructor): bind the real functions, read the
- * configuration, create the ring, register with bp-logd and write
- * PROC_START, so every traced process is known even if it does no I/O.
+ * Start-up (library constructor): read the configuration, create the
+ * ring, register with bp-logd and write PROC_START, so every traced
+ * process is known even if it does no I/O.  The real libc functions are
+ * bound on first use (real.h).
  *
  * fork: pthread_atfork handlers take the shim's global locks around the
  * fork and give the child fresh state (its own ring and logd link, its own
@@ -205,7 +206,6 @@ void bt_init(void)
 		pthread_mutex_unlock(&init_mu);
 		return;
 	}
-	bt_real_bind();
 	bt_proc.pid = getpid();
 	bt_proc.ppid = getppid();
 	if ((h = getenv("BTRACE_EXECED"))) {

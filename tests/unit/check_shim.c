@@ -8,7 +8,8 @@
  * the isolation buffer at every split point of several messages and with
  * every read size, EAGAIN-once for read-until-EAGAIN loops, readiness for
  * held input in poll and epoll (level, edge, oneshot, wake-up of a sleeping
- * thread), one ready fd per call, and the ring's wrap through the spool.
+ * thread), one ready fd per call, the ring's wrap through the spool, the
+ * real functions bound on first use, and exe rules with and without PCRE2.
  */
 #include "config.h"
 
@@ -980,12 +981,34 @@ START_TEST(exe_rules_literal_and_regex)
 }
 END_TEST
 
+/* real.h: libc functions are bound when first used, each once. */
+START_TEST(real_bound_on_first_use)
+{
+	void *slot = NULL, *none = NULL;
+	void *p;
+
+	/* nothing in the process has asked for it yet */
+	ck_assert_ptr_null(bt_real.gethostbyname2_r);
+	p = (void *)REAL(gethostbyname2_r);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_eq((void *)bt_real.gethostbyname2_r, p);
+	ck_assert_ptr_eq(p, dlsym(RTLD_NEXT, "gethostbyname2_r"));
+	ck_assert_ptr_eq((void *)REAL(gethostbyname2_r), p);
+	ck_assert_ptr_eq(bt_real_bind_one(&slot, "write"),
+			 dlsym(RTLD_NEXT, "write"));
+	ck_assert_ptr_eq(slot, dlsym(RTLD_NEXT, "write"));
+	ck_assert_ptr_null(bt_real_bind_one(&none, "bt_no_such_function"));
+	ck_assert_ptr_null(none);
+}
+END_TEST
+
 static Suite *shim_suite(void)
 {
 	Suite *s = suite_create("shim");
 	TCase *t;
 
 	t = tcase_create("rules");
+	tcase_add_test(t, real_bound_on_first_use);
 	tcase_add_test(t, exe_rules_literal_and_regex);
 	suite_add_tcase(s, t);
 
