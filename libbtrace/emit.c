@@ -73,6 +73,15 @@ static int *own_vars[OWN_MAX];           /* variables holding our fds */
 static pthread_mutex_t own_mu = PTHREAD_MUTEX_INITIALIZER;
 static int own_base = -1;
 
+/*
+ * The lowest number for the shim's own descriptors: 1024 (past select's
+ * FD_SETSIZE and the numbers programs use on purpose), or three quarters of
+ * a lower limit.  Not the top of a large RLIMIT_NOFILE: the kernel sizes a
+ * process's descriptor table to its highest open number, and fork copies
+ * that table: one at 19,744 (the floor when it was the limit less 256,
+ * under a limit of 20,000) made every fork of a traced process copy and
+ * free 32,768 entries, 57 us more per fork here.
+ */
 static int own_floor(void)
 {
 	if (own_base < 0) {
@@ -80,7 +89,7 @@ static int own_floor(void)
 		long lim = 1024;
 		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
 			lim = (long)rl.rlim_cur;
-		own_base = lim > 1024 ? (int)(lim - 256 > 65536 ? 65536 : lim - 256)
+		own_base = lim > 1024 ? (int)(lim - 256 > 1024 ? 1024 : lim - 256)
 				      : (int)(lim * 3 / 4);
 		if (own_base < 64)
 			own_base = 64;
