@@ -410,7 +410,7 @@ static int link_send_hello(const struct bt_lm_hello *hello)
 	struct cmsghdr *cm;
 	int r;
 
-	if (!nchunks || logd_fd < 0)
+	if (!nchunks || logd_fd < 0 || !REAL(sendmmsg))
 		return link_send(hello, sizeof *hello, -1);
 	chunk_msg(&chunks[0], &m);
 	memset(mm, 0, sizeof mm);
@@ -499,17 +499,6 @@ static int link_connect(void)
 	if (strlen(bt_conf.logd_path) >= sizeof sa.sun_path)
 		return -1;
 	strcpy(sa.sun_path, bt_conf.logd_path);
-	fd = REAL(socket)(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		goto fail;
-	if (REAL(connect)(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-	    !logd_trusted(fd)) {
-		REAL(close)(fd);
-		goto fail;
-	}
-	logd_fd = bt_own_fd_hide(fd);
-	own_register(&logd_fd);
-
 	memset(&hello, 0, sizeof hello);
 	hello.h.type = BT_LM_HELLO;
 	hello.h.len = sizeof hello;
@@ -529,7 +518,22 @@ static int link_connect(void)
 		__atomic_and_fetch(&chunks[k].hdr->flags, ~BT_CF_LOGD,
 				   __ATOMIC_ACQ_REL);
 	}
-	if (link_send_hello(&hello) < 0)
+	fd = REAL(socket)(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		goto fail;
+	if (REAL(connect)(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+	    !logd_trusted(fd)) {
+		REAL(close)(fd);
+		goto fail;
+	}
+	/* HELLO first, then the socket moves to the shim's numbers: bp-logd,
+	 * woken by the connection, then usually finds HELLO and CHUNK queued
+	 * when it accepts it */
+	logd_fd = fd;
+	r = link_send_hello(&hello);
+	logd_fd = bt_own_fd_hide(fd);
+	own_register(&logd_fd);
+	if (r < 0)
 		goto drop;
 	for (unsigned k = 0; k < nchunks; k++) {
 		if (!chunks[k].sent)
