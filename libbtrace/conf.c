@@ -11,12 +11,19 @@
  * Rules come from BTRACE_RULES (';'-separated, wins), else the file named by
  * BTRACE_CONF; the built-in defaults (protocols/defaults.c) follow them.  A
  * port rule matches either end of a TCP/UDP channel, a unix rule the socket
- * path (fnmatch glob), an exe rule the executable (pcre2).  The first
+ * path (fnmatch glob), an exe rule the executable (PCRE2 regex).  The first
  * matching port/unix rule chooses; exe rules apply to channels no address
  * rule chose (pipes, socketpairs, inherited descriptors first, then as the
  * fallback when sniffing finds nothing).  Protocol "none" means: do not
  * trace messages on this channel.  BTRACE_REDACT chooses what redact.c
  * takes out of the attributes.
+ *
+ * An exe pattern that is a plain string, optionally anchored with a
+ * leading '^' (the default rule's "^/usr/lib/cgi-bin/", a benchmark's
+ * "/cgi-bin/"), is matched with strncmp or strstr: the same answer PCRE2
+ * gives for it.  Only a pattern with a regex metacharacter needs PCRE2,
+ * and libpcre2-8 is loaded (dlopen) the first time one does: a traced
+ * process whose rules have none never maps the library.
  */
 #include "config.h"
 
@@ -27,6 +34,8 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <dlfcn.h>
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -89,6 +98,81 @@ static int parse_ports(const char *p, struct bt_rule *r)
 	return r->nranges ? 0 : -1;
 }
 
+/* ---- PCRE2, loaded on first use ------------------------------------------ */
+
+#define PCRE2_SONAME "libpcre2-8.so.0"
+
+static struct {
+	int tried, ok;
+	pcre2_code *(*compile)(PCRE2_SPTR, PCRE2_SIZE, uint32_t, int *,
+			       PCRE2_SIZE *, pcre2_compile_context *);
+	int (*match)(const pcre2_code *, PCRE2_SPTR, PCRE2_SIZE, PCRE2_SIZE,
+		     uint32_t, pcre2_match_data *, pcre2_match_context *);
+	pcre2_match_data *(*md_create)(const pcre2_code *, pcre2_general_context *);
+	void (*md_free)(pcre2_match_data *);
+} re_lib;
+
+static pthread_mutex_t re_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Load libpcre2-8 once.  1 if its functions are there. */
+static int re_load(void)
+{
+	void *h;
+
+	pthread_mutex_lock(&re_mu);
+	if (!re_lib.tried) {
+		re_lib.tried = 1;
+		h = REAL(dlopen)(PCRE2_SONAME, RTLD_NOW | RTLD_LOCAL);
+		if (h) {
+			re_lib.compile = (__typeof__(re_lib.compile))dlsym(h, "pcre2_compile_8");
+			re_lib.match = (__typeof__(re_lib.match))dlsym(h, "pcre2_match_8");
+			re_lib.md_create = (__typeof__(re_lib.md_create))
+				dlsym(h, "pcre2_match_data_create_from_pattern_8");
+			re_lib.md_free = (__typeof__(re_lib.md_free))
+				dlsym(h, "pcre2_match_data_free_8");
+			re_lib.ok = re_lib.compile && re_lib.match &&
+				    re_lib.md_create && re_lib.md_free;
+		}
+		if (!re_lib.ok) {
+			static const char msg[] =
+				"libbtrace: cannot load " PCRE2_SONAME " for an exe rule's regex\n";
+			(void)!REAL(write)(2, msg, sizeof msg - 1);
+		}
+	}
+	pthread_mutex_unlock(&re_mu);
+	return re_lib.ok;
+}
+
+/* Is PAT (past an optional leading '^') free of regex metacharacters? */
+static int re_literal(const char *pat)
+{
+	if (*pat == '^')
+		pat++;
+	return !pat[strcspn(pat, "\\^$.[]|()?*+{}")];
+}
+
+/* Does exe rule R match the executable's path EXE? */
+BT_HIDDEN int bt_rule_exe_match(const struct bt_rule *r, const char *exe);
+int bt_rule_exe_match(const struct bt_rule *r, const char *exe)
+{
+	pcre2_match_data *md;
+	int rc;
+
+	if (r->kind != BT_RK_EXE || !r->pattern)
+		return 0;
+	if (!r->re) {
+		if (r->pattern[0] == '^')
+			return !strncmp(exe, r->pattern + 1, strlen(r->pattern + 1));
+		return strstr(exe, r->pattern) != NULL;
+	}
+	md = re_lib.md_create(r->re, NULL);
+	if (!md)
+		return 0;
+	rc = re_lib.match(r->re, (PCRE2_SPTR)exe, strlen(exe), 0, 0, md, NULL);
+	re_lib.md_free(md);
+	return rc >= 0;
+}
+
 /* Parse one rule line (no comment, trimmed).  0 ok, 1 blank, -1 bad. */
 static int parse_line(char *line, struct bt_rule *r)
 {
@@ -143,8 +227,12 @@ static int parse_line(char *line, struct bt_rule *r)
 		r->pattern = strdup(arg);
 		if (!r->pattern)
 			return -1;
-		r->re = pcre2_compile((PCRE2_SPTR)arg, PCRE2_ZERO_TERMINATED, 0,
-				      &err, &off, NULL);
+		if (re_literal(arg))
+			return 0;
+		if (!re_load())
+			return -1;
+		r->re = re_lib.compile((PCRE2_SPTR)arg, PCRE2_ZERO_TERMINATED, 0,
+				       &err, &off, NULL);
 		return r->re ? 0 : -1;
 	}
 	return -1;
@@ -249,17 +337,7 @@ static unsigned exe_rule_proto(void)
 	for (int s = 0; s < 2; s++)
 		for (unsigned i = 0; i < ns[s]; i++) {
 			struct bt_rule *r = &sets[s][i];
-			pcre2_match_data *md;
-			int rc;
-			if (r->kind != BT_RK_EXE || !r->re)
-				continue;
-			md = pcre2_match_data_create_from_pattern(r->re, NULL);
-			if (!md)
-				continue;
-			rc = pcre2_match(r->re, (PCRE2_SPTR)bt_proc.exe,
-					 strlen(bt_proc.exe), 0, 0, md, NULL);
-			pcre2_match_data_free(md);
-			if (rc >= 0)
+			if (bt_rule_exe_match(r, bt_proc.exe))
 				return r->proto ? r->proto : 0;
 		}
 	return 0;

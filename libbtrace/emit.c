@@ -73,6 +73,15 @@ static int *own_vars[OWN_MAX];           /* variables holding our fds */
 static pthread_mutex_t own_mu = PTHREAD_MUTEX_INITIALIZER;
 static int own_base = -1;
 
+/*
+ * The lowest number for the shim's own descriptors: 1024 (past select's
+ * FD_SETSIZE and the numbers programs use on purpose), or three quarters of
+ * a lower limit.  Not the top of a large RLIMIT_NOFILE: the kernel sizes a
+ * process's descriptor table to its highest open number, and fork copies
+ * that table: one at 19,744 (the floor when it was the limit less 256,
+ * under a limit of 20,000) made every fork of a traced process copy and
+ * free 32,768 entries, 57 us more per fork here.
+ */
 static int own_floor(void)
 {
 	if (own_base < 0) {
@@ -80,7 +89,7 @@ static int own_floor(void)
 		long lim = 1024;
 		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
 			lim = (long)rl.rlim_cur;
-		own_base = lim > 1024 ? (int)(lim - 256 > 65536 ? 65536 : lim - 256)
+		own_base = lim > 1024 ? (int)(lim - 256 > 1024 ? 1024 : lim - 256)
 				      : (int)(lim * 3 / 4);
 		if (own_base < 64)
 			own_base = 64;
@@ -206,18 +215,23 @@ static uint32_t chunk_slots(unsigned index)
 
 static int link_send(const void *msg, size_t len, int fd_to_pass);
 
+static void chunk_msg(const struct bt_chunk *c, struct bt_lm_chunk *m)
+{
+	memset(m, 0, sizeof *m);
+	m->h.type = BT_LM_CHUNK;
+	m->h.len = sizeof *m;
+	m->h.version = BT_RING_VERSION;
+	m->chunk = c->index;
+	m->nslots = c->nslots;
+	m->slot_size = c->slot_size;
+	m->map_size = c->map_size;
+}
+
 static void chunk_register(struct bt_chunk *c)
 {
 	struct bt_lm_chunk m;
 
-	memset(&m, 0, sizeof m);
-	m.h.type = BT_LM_CHUNK;
-	m.h.len = sizeof m;
-	m.h.version = BT_RING_VERSION;
-	m.chunk = c->index;
-	m.nslots = c->nslots;
-	m.slot_size = c->slot_size;
-	m.map_size = c->map_size;
+	chunk_msg(c, &m);
 	c->sent = link_send(&m, sizeof m, c->memfd) == 0;
 }
 
@@ -382,6 +396,46 @@ static int link_send(const void *msg, size_t len, int fd_to_pass)
 	return 0;
 }
 
+/*
+ * HELLO and chunk 0's CHUNK in one system call (sendmmsg): bp-logd, woken
+ * by the first, finds the second queued too and registers the ring in one
+ * pass.  Marks chunk 0 sent if it went; 0 if the HELLO went, else -errno.
+ */
+static int link_send_hello(const struct bt_lm_hello *hello)
+{
+	struct bt_lm_chunk m;
+	struct iovec iov[2] = { { (void *)hello, sizeof *hello },
+				{ &m, sizeof m } };
+	struct mmsghdr mm[2];
+	union { struct cmsghdr c; char buf[CMSG_SPACE(sizeof(int))]; } u;
+	struct cmsghdr *cm;
+	int r;
+
+	if (!nchunks || logd_fd < 0 || !REAL(sendmmsg))
+		return link_send(hello, sizeof *hello, -1);
+	chunk_msg(&chunks[0], &m);
+	memset(mm, 0, sizeof mm);
+	memset(&u, 0, sizeof u);
+	mm[0].msg_hdr.msg_iov = &iov[0];
+	mm[0].msg_hdr.msg_iovlen = 1;
+	mm[1].msg_hdr.msg_iov = &iov[1];
+	mm[1].msg_hdr.msg_iovlen = 1;
+	mm[1].msg_hdr.msg_control = u.buf;
+	mm[1].msg_hdr.msg_controllen = sizeof u.buf;
+	cm = CMSG_FIRSTHDR(&mm[1].msg_hdr);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &chunks[0].memfd, sizeof(int));
+	do
+		r = REAL(sendmmsg)(logd_fd, mm, 2, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	chunks[0].sent = r == 2;
+	return 0;
+}
+
 static void link_drop(void)
 {
 	if (logd_fd >= 0) {
@@ -446,17 +500,6 @@ static int link_connect(void)
 	if (strlen(bt_conf.logd_path) >= sizeof sa.sun_path)
 		return -1;
 	strcpy(sa.sun_path, bt_conf.logd_path);
-	fd = REAL(socket)(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		goto fail;
-	if (REAL(connect)(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-	    !logd_trusted(fd)) {
-		REAL(close)(fd);
-		goto fail;
-	}
-	logd_fd = bt_own_fd_hide(fd);
-	own_register(&logd_fd);
-
 	memset(&hello, 0, sizeof hello);
 	hello.h.type = BT_LM_HELLO;
 	hello.h.len = sizeof hello;
@@ -465,8 +508,40 @@ static int link_connect(void)
 	hello.pid = (uint32_t)bt_proc.pid;
 	hello.ppid = (uint32_t)bt_proc.ppid;
 	memcpy(hello.exe, bt_proc.exe, strnlen(bt_proc.exe, sizeof hello.exe - 1));
-	if (link_send(&hello, sizeof hello, -1) < 0)
+	/* Every CHUNK right behind the HELLO, before the WELCOME: bp-logd
+	 * reads them in one pass instead of waking for each.  A chunk's
+	 * flags are then bp-logd's once it has mapped it (BT_CF_LOGD), the
+	 * WELCOME's until then. */
+	for (unsigned k = 0; k < nchunks; k++) {
+		/* a new bp-logd owes no drain for kicks sent to the old one */
+		for (unsigned i = 0; i < chunks[k].nslots; i++)
+			chunks[k].hdr->slot[i].kicked = 0;
+		__atomic_and_fetch(&chunks[k].hdr->flags, ~BT_CF_LOGD,
+				   __ATOMIC_ACQ_REL);
+	}
+	fd = REAL(socket)(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		goto fail;
+	if (REAL(connect)(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+	    !logd_trusted(fd)) {
+		REAL(close)(fd);
+		goto fail;
+	}
+	/* HELLO first, then the socket moves to the shim's numbers: bp-logd,
+	 * woken by the connection, then usually finds HELLO and CHUNK queued
+	 * when it accepts it */
+	logd_fd = fd;
+	r = link_send_hello(&hello);
+	logd_fd = bt_own_fd_hide(fd);
+	own_register(&logd_fd);
+	if (r < 0)
 		goto drop;
+	for (unsigned k = 0; k < nchunks; k++) {
+		if (!chunks[k].sent)
+			chunk_register(&chunks[k]);
+		if (!chunks[k].sent)
+			goto drop;
+	}
 	pfd.fd = logd_fd;
 	pfd.events = POLLIN;
 	do
@@ -482,16 +557,17 @@ static int link_connect(void)
 	link_state = LINK_UP;
 	logd_flags = w.flags;
 	for (unsigned k = 0; k < nchunks; k++) {
-		/* a new bp-logd owes no drain for kicks sent to the old one */
-		for (unsigned i = 0; i < chunks[k].nslots; i++)
-			chunks[k].hdr->slot[i].kicked = 0;
-		/* paused or not as this bp-logd says (a new one may not be) */
-		__atomic_store_n(&chunks[k].hdr->flags,
-				 (chunks[k].hdr->flags & ~BT_CF_PAUSED) |
-				 (w.flags & BT_CF_PAUSED), __ATOMIC_RELEASE);
-		chunk_register(&chunks[k]);
-		if (!chunks[k].sent)
-			goto drop;
+		/* paused or not as this bp-logd says (a new one may not be),
+		 * unless it has mapped the chunk and set its flags since:
+		 * those are newer than the WELCOME (a pause or resume may
+		 * have come in between) */
+		volatile uint32_t *fl = &chunks[k].hdr->flags;
+		uint32_t old = __atomic_load_n(fl, __ATOMIC_ACQUIRE);
+		while (!(old & BT_CF_LOGD) &&
+		       !__atomic_compare_exchange_n(fl, &old,
+				(old & ~BT_CF_PAUSED) | (w.flags & BT_CF_PAUSED),
+				0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			;
 	}
 	errno = e;
 	return 0;

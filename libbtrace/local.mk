@@ -19,7 +19,7 @@ libbtcore_la_SOURCES = \
 	libbtrace/redact.c
 libbtcore_la_CFLAGS = $(AM_CFLAGS) $(PCRE2_CFLAGS) -fvisibility=hidden \
 	-fno-strict-aliasing -ftls-model=initial-exec
-libbtcore_la_LIBADD = libbtproto.la libbtcommon.la $(PCRE2_LIBS) -ldl -lpthread
+libbtcore_la_LIBADD = libbtproto.la libbtcommon.la -ldl -lpthread
 
 lib_LTLIBRARIES += libbtrace.la
 libbtrace_la_SOURCES = libbtrace/shim.c

@@ -2,9 +2,10 @@
  * proc.c - the life of a traced process: start-up, fork, exec, posix_spawn
  * and threads (rule 3 of the paper: a child starts in its parent's request).
  *
- * Start-up (library constructor): bind the real functions, read the
- * configuration, create the ring, register with bp-logd and write
- * PROC_START, so every traced process is known even if it does no I/O.
+ * Start-up (library constructor): read the configuration, create the
+ * ring, register with bp-logd and write PROC_START, so every traced
+ * process is known even if it does no I/O.  The real libc functions are
+ * bound on first use (real.h).
  *
  * fork: pthread_atfork handlers take the shim's global locks around the
  * fork and give the child fresh state (its own ring and logd link, its own
@@ -27,6 +28,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -205,7 +207,6 @@ void bt_init(void)
 		pthread_mutex_unlock(&init_mu);
 		return;
 	}
-	bt_real_bind();
 	bt_proc.pid = getpid();
 	bt_proc.ppid = getppid();
 	if ((h = getenv("BTRACE_EXECED"))) {
@@ -362,7 +363,66 @@ static char *const *fix_env(char *const *envp, char **out, size_t cap,
 	return out;
 }
 
-#define ENV_CAP 4096
+/*
+ * Room for fix_env's output: small buffers on the caller's stack when the
+ * environment fits (the usual case: a 40 KB frame cost every exec a few
+ * page faults on fresh stack pages), else one anonymous mapping (mmap, not
+ * malloc: this runs in forked children of threaded programs too).
+ */
+#define ENV_SMALL 256
+#define PRE_SMALL 512
+
+struct env_room {
+	char **env;
+	size_t cap;
+	char *pre;
+	size_t prelen;
+	void *map;
+	size_t maplen;
+};
+
+static void env_room_get(struct env_room *r, char *const *envp,
+			 char **small, char *spre)
+{
+	size_t n = 0, pl = 0;
+
+	r->env = small;
+	r->cap = ENV_SMALL;
+	r->pre = spre;
+	r->prelen = PRE_SMALL;
+	r->map = NULL;
+	if (!bt_conf.follow || !bt_conf.enabled || !bt_conf.lib_path[0])
+		return;                 /* fix_env passes ENVP through */
+	if (envp)
+		for (; envp[n]; n++)
+			if (has_prefix(envp[n], "LD_PRELOAD="))
+				pl = strlen(envp[n]);
+	n += nkeep + 3;
+	pl += strlen(bt_conf.lib_path) + 2;
+	if (n <= ENV_SMALL && pl <= PRE_SMALL)
+		return;
+	r->maplen = n * sizeof(char *) + pl;
+	r->map = mmap(NULL, r->maplen, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (r->map == MAP_FAILED) {
+		r->map = NULL;      /* fix_env passes an environment too large */
+		return;
+	}
+	r->env = r->map;
+	r->cap = n;
+	r->pre = (char *)r->map + n * sizeof(char *);
+	r->prelen = pl;
+}
+
+static void env_room_put(struct env_room *r)
+{
+	int e = errno;
+
+	if (r->map)
+		munmap(r->map, r->maplen);
+	r->map = NULL;
+	errno = e;
+}
 
 static void log_exec(const char *path, int failed, int err)
 {
@@ -382,8 +442,8 @@ enum exec_kind { EK_VE, EK_VPE, EK_FVE };
 static int exec_common(int kind, const char *path, int fd, char *const argv[],
 		       char *const envp[])
 {
-	char *envbuf[ENV_CAP];
-	char pre[PATH_MAX * 2];
+	char *small[ENV_SMALL], spre[PRE_SMALL];
+	struct env_room room;
 	char *const *env;
 	int r, e, traced = bt_enter();
 
@@ -393,7 +453,8 @@ static int exec_common(int kind, const char *path, int fd, char *const argv[],
 	}
 	snprintf(exec_mark, sizeof exec_mark, "BTRACE_EXECED=%ld",
 		 (long)getpid());
-	env = fix_env(envp, envbuf, ENV_CAP, pre, sizeof pre);
+	env_room_get(&room, envp, small, spre);
+	env = fix_env(envp, room.env, room.cap, room.pre, room.prelen);
 	switch (kind) {
 	case EK_VE:
 		r = REAL(execve)(path, argv, env);
@@ -406,6 +467,7 @@ static int exec_common(int kind, const char *path, int fd, char *const argv[],
 		break;
 	}
 	e = errno;
+	env_room_put(&room);
 	if (traced && !bt_paused())
 		log_exec(path ? path : "(fd)", 1, e);
 	if (traced)
@@ -451,16 +513,18 @@ int bt_posix_spawn(pid_t *pid, const char *path,
 		   const posix_spawnattr_t *at, char *const argv[],
 		   char *const envp[], int usepath)
 {
-	char *envbuf[ENV_CAP];
-	char pre[PATH_MAX * 2];
+	char *small[ENV_SMALL], spre[PRE_SMALL];
+	struct env_room room;
 	char *const *env;
 	pid_t child = 0;
 	int r, traced = bt_enter();
 
-	env = fix_env(envp, envbuf, ENV_CAP, pre, sizeof pre);
+	env_room_get(&room, envp, small, spre);
+	env = fix_env(envp, room.env, room.cap, room.pre, room.prelen);
 	uint64_t t0 = bt_now();   /* the child exists only after this */
 	r = usepath ? REAL(posix_spawnp)(&child, path, fa, at, argv, env)
 		    : REAL(posix_spawn)(&child, path, fa, at, argv, env);
+	env_room_put(&room);
 	if (pid && r == 0)
 		*pid = child;
 	if (traced && !bt_paused()) {

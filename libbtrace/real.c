@@ -1,5 +1,6 @@
 /*
- * real.c - bind the real libc functions listed in wrapped.def.
+ * real.c - bind the real libc functions listed in wrapped.def, each on
+ * its first use (real.h).
  */
 #include "config.h"
 
@@ -8,20 +9,28 @@
 #include "real.h"
 
 struct bt_real bt_real;
-int bt_real_bound;
 
-static pthread_once_t bind_once = PTHREAD_ONCE_INIT;
+#define NREAL (sizeof(struct bt_real) / sizeof(void *))
 
-static void bind_all(void)
+/* symbols looked up and not found: not looked up again */
+static unsigned char missing[NREAL];
+
+/*
+ * dlsym of a symbol that exists allocates nothing (glibc allocates only
+ * for an error message), and the loader's lock is recursive: a wrapper
+ * first called from a signal handler can bind here.
+ */
+void *bt_real_bind_one(void **slot, const char *name)
 {
-#define BT_W(ret, name, params) \
-	bt_real.name = (ret (*) params)dlsym(RTLD_NEXT, #name);
-#include "wrapped.def"
-#undef BT_W
-	__atomic_store_n(&bt_real_bound, 1, __ATOMIC_RELEASE);
-}
+	size_t i = (size_t)(slot - (void **)&bt_real);
+	void *p = __atomic_load_n(slot, __ATOMIC_RELAXED);
 
-void bt_real_bind(void)
-{
-	pthread_once(&bind_once, bind_all);
+	if (p || (i < NREAL && __atomic_load_n(&missing[i], __ATOMIC_RELAXED)))
+		return p;
+	p = dlsym(RTLD_NEXT, name);
+	if (p)
+		__atomic_store_n(slot, p, __ATOMIC_RELAXED);
+	else if (i < NREAL)
+		__atomic_store_n(&missing[i], 1, __ATOMIC_RELAXED);
+	return p;
 }

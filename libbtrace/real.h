@@ -1,11 +1,13 @@
 /*
- * real.h - the real libc functions behind every wrapper, bound once.
+ * real.h - the real libc functions behind every wrapper, bound on first use.
  *
- * bt_real holds one pointer per symbol of wrapped.def.  They are bound by
- * bt_real_bind() (dlsym RTLD_NEXT) from the library constructor, or on the
- * first wrapped call if another library's constructor calls us earlier.
- * A symbol missing from this libc leaves its pointer NULL; its wrapper
- * then fails with ENOSYS.
+ * bt_real holds one pointer per symbol of wrapped.def.  Each is bound
+ * (dlsym RTLD_NEXT) the first time REAL(name) finds it NULL: a process
+ * binds only the functions it calls (a CGI program about a dozen of the
+ * 78, at some 870 instructions each).  Binding is idempotent and
+ * thread-safe (every thread stores the same pointer), and a forked child
+ * inherits what its parent bound.  A symbol missing from this libc leaves
+ * its pointer NULL (looked up once); its wrapper then fails with ENOSYS.
  */
 #ifndef BT_REAL_H
 #define BT_REAL_H
@@ -33,14 +35,19 @@ struct bt_real {
 #undef BT_W
 
 extern struct bt_real bt_real;
-extern int bt_real_bound;
 
-/* Bind every symbol (idempotent, thread-safe). */
-void bt_real_bind(void);
+/* Bind *SLOT (a member of bt_real) to the real NAME; returns it (NULL if
+ * this libc has none). */
+void *bt_real_bind_one(void **slot, const char *name)
+	__attribute__((visibility("hidden")));
 
-/* The real NAME, binding first if needed. */
+/* The real NAME, binding it first if needed: one load and a branch. */
 #define REAL(name) \
-	(__builtin_expect(bt_real_bound, 1) ? bt_real.name : \
-	 (bt_real_bind(), bt_real.name))
+	({ __typeof__(bt_real.name) f_ = \
+		   __atomic_load_n(&bt_real.name, __ATOMIC_RELAXED); \
+	   if (__builtin_expect(!f_, 0)) \
+		   f_ = (__typeof__(f_))bt_real_bind_one( \
+			   (void **)&bt_real.name, #name); \
+	   f_; })
 
 #endif /* BT_REAL_H */

@@ -52,6 +52,7 @@ void peer_set_state(struct peer *p, enum peer_state st)
 }
 
 static void peer_read_cb(evutil_socket_t fd, short what, void *arg);
+static int peer_read_some(struct peer *p, unsigned max);
 
 void peer_accept(struct server *srv, int fd)
 {
@@ -92,6 +93,10 @@ void peer_accept(struct server *srv, int fd)
 	srv->npeers++;
 	log_debug("peer #%u: connection from pid %d uid %u", p->id,
 		  (int)cr.pid, (unsigned)cr.uid);
+	/* A tracer sends HELLO and its CHUNKs right after connecting: they
+	 * are usually queued by now, and reading them in this pass saves
+	 * the daemon a wake-up per traced process (EAGAIN if not). */
+	peer_read_some(p, PEER_MAX_PACKETS);
 }
 
 static void close_socket(struct peer *p)
@@ -363,10 +368,9 @@ static int on_chunk(struct peer *p, const uint8_t *pkt, size_t len, int fd)
 	}
 	p->chunk[m.chunk] = c;
 	p->nchunks++;
-	if (srv->flags)
-		chunk_set_flags(c, srv->flags, 0);
-	else
-		chunk_set_flags(c, 0, BT_CF_PAUSED);
+	/* BT_CF_LOGD: these flags are bp-logd's, newer than the WELCOME the
+	 * tracer may still be waiting for (it sent this CHUNK before it) */
+	chunk_set_flags(c, srv->flags | BT_CF_LOGD, BT_CF_PAUSED & ~srv->flags);
 	log_debug("peer pid %u: chunk %u, %u slots of %u bytes", p->pid,
 		  m.chunk, m.nslots, m.slot_size);
 	return 0;

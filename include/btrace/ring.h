@@ -69,6 +69,10 @@ enum bt_slot_state {
 
 /* Chunk flags (written by bp-logd, read by the tracer) */
 #define BT_CF_PAUSED   0x1u  /* tracing paused: pass through, emit nothing */
+#define BT_CF_LOGD     0x2u  /* set with the flags when bp-logd maps the chunk
+				(on CHUNK); the tracer clears it before it
+				sends CHUNK and applies its WELCOME's flags
+				only while it is clear */
 
 /* One slot's control block: 64 bytes, one cache line. */
 struct bt_slot_hdr {
@@ -155,7 +159,7 @@ struct bt_lm_kick {
 
 struct bt_lm_welcome {
 	struct bt_lm_hdr h;
-	uint32_t flags;     /* BT_CF_* at the time of the hello */
+	uint32_t flags;     /* BT_CF_PAUSED at the time of the hello */
 	uint32_t pad;
 	char     logdir[256];
 };

@@ -40,12 +40,12 @@ STARTED="$STARTED $t6"
 sleep 0.2
 "$LOGD" -c pause -s "$SOCK" >/dev/null || fail "pause failed"
 "$TRACER" -s "$SOCK" -q -t 1 -n 10 -F >"$T/t3.out" 2>&1 || fail "tracer t3"
-grep -q "welcome_flags=1 chunk_flags=1" "$T/t3.out" || fail "pause not seen: $(cat "$T/t3.out")"
+grep -q "welcome_flags=1 chunk_flags=1 logd_mapped=1" "$T/t3.out" || fail "pause not seen: $(cat "$T/t3.out")"
 wait_for "tracer t6" 300 dead "$t6"
-grep -q "welcome_flags=0 chunk_flags=1" "$T/t6.out" || fail "pause not seen by a connected tracer: $(cat "$T/t6.out")"
+grep -q "welcome_flags=0 chunk_flags=1 logd_mapped=1" "$T/t6.out" || fail "pause not seen by a connected tracer: $(cat "$T/t6.out")"
 "$LOGD" -c resume -s "$SOCK" >/dev/null || fail "resume failed"
 "$TRACER" -s "$SOCK" -q -t 2 -n 5 -F -L 3 >"$T/t4.out" 2>&1 || fail "tracer t4"
-grep -q "welcome_flags=0 chunk_flags=0" "$T/t4.out" || fail "resume not seen: $(cat "$T/t4.out")"
+grep -q "welcome_flags=0 chunk_flags=0 logd_mapped=1" "$T/t4.out" || fail "resume not seen: $(cat "$T/t4.out")"
 
 # a second bp-logd on the same socket refuses to start
 "$LOGD" -s "$SOCK" -d "$T/other" 2>"$T/second.err" && fail "a second bp-logd started"

@@ -754,9 +754,13 @@ int main(int argc, char **argv)
 	uint64_t t2 = now_ns(CLOCK_MONOTONIC);
 	printf("drained %.3f s after the start, %u reconnects\n",
 	       (double)(t2 - t0) / 1e9, reconnects);
-	if (opt.show_flags)
-		printf("welcome_flags=%u chunk_flags=%u\n", welcome_flags,
-		       ((struct bt_chunk_hdr *)(void *)chunk_base[0])->flags);
+	if (opt.show_flags) {
+		uint32_t f = ((struct bt_chunk_hdr *)(void *)chunk_base[0])->flags;
+		/* the pause bit, and whether bp-logd marked the chunk as
+		 * mapped by it (BT_CF_LOGD) */
+		printf("welcome_flags=%u chunk_flags=%u logd_mapped=%u\n",
+		       welcome_flags, f & BT_CF_PAUSED, !!(f & BT_CF_LOGD));
+	}
 	struct bt_lm_hdr bye;
 	hdr_init(&bye, BT_LM_BYE, sizeof bye);
 	send(sockfd, &bye, sizeof bye, MSG_NOSIGNAL);

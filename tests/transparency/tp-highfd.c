@@ -1,9 +1,11 @@
 /*
- * tp-highfd - descriptors at the top of RLIMIT_NOFILE, where the shim
- * keeps its own (hidden) descriptors.  The program raises its soft limit
- * to the hard one, dup2s a pipe onto each of the highest 300 numbers in
- * turn and does I/O through it (the shim must move its own descriptor out
- * of the way each time), uses the highest one with poll, select and
+ * tp-highfd - descriptors where the shim keeps its own (hidden) ones:
+ * from 1024 up (from three quarters of a lower RLIMIT_NOFILE), and the top
+ * of the limit.  The program dup2s a pipe onto each of the 100 numbers
+ * from 1000 and, after raising its soft limit to the hard one, onto each
+ * of the highest 300 numbers in turn and does I/O through it (the shim
+ * must move its own descriptor out of the way each time), uses the
+ * highest one with poll, select and
  * epoll, checks that the lowest free descriptor is still the one open()
  * returns, and that the shim still traces afterwards.  Numbers above
  * 65536 need a hard limit above it: where the limit cannot be raised
@@ -97,14 +99,39 @@ int main(void)
 	int p[2], lim, bad = 0, lowest = -1, got;
 
 	tp_init("highfd", 60);
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return 1;
+
+	/* every one of the 100 numbers from 1000 (where a limit above 1280
+	 * puts the shim's own), one at a time, and all at once */
+	getrlimit(RLIMIT_NOFILE, &rl);
+	lim = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1u << 20 ? 1 << 20 : (int)rl.rlim_cur;
+	if (lim >= 1100) {
+		for (int fd = 1000; fd < 1100; fd++) {
+			if (dup2(p[1], fd) != fd || !io_through(p[0], fd)) {
+				if (bad++ < 3)
+					tp_say("dup2 onto %d: %s", fd, tp_res(-1, errno));
+			}
+			close(fd);
+		}
+		for (int fd = 1000; fd < 1100; fd++)
+			if (dup2(p[1], fd) != fd)
+				bad++;
+		tp_check(bad == 0 && io_through(p[0], 1099),
+			 "dup2 onto each of the descriptors 1000-1099, one at a time and all at once");
+		for (int fd = 1000; fd < 1100; fd++)
+			close(fd);
+	} else {
+		tp_skip("descriptors 1000-1099: RLIMIT_NOFILE %d", lim);
+	}
+	bad = 0;
+
 	getrlimit(RLIMIT_NOFILE, &rl);
 	rl.rlim_cur = rl.rlim_max;
 	setrlimit(RLIMIT_NOFILE, &rl);
 	getrlimit(RLIMIT_NOFILE, &rl);
 	lim = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1u << 20 ? 1 << 20 : (int)rl.rlim_cur;
 	tp_vary("RLIMIT_NOFILE %d", lim);
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return 1;
 
 	/* every one of the top 300 numbers, one at a time */
 	for (int fd = lim - 300; fd < lim; fd++) {

@@ -8,12 +8,14 @@
  * the isolation buffer at every split point of several messages and with
  * every read size, EAGAIN-once for read-until-EAGAIN loops, readiness for
  * held input in poll and epoll (level, edge, oneshot, wake-up of a sleeping
- * thread), one ready fd per call, and the ring's wrap through the spool.
+ * thread), one ready fd per call, the ring's wrap through the spool, the
+ * real functions bound on first use, and exe rules with and without PCRE2.
  */
 #include "config.h"
 
 #include <check.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -1029,10 +1031,91 @@ START_TEST(ring_wraps_and_spools_every_record)
 }
 END_TEST
 
+/* exe rules: plain strings (optionally '^'-anchored) are matched without
+ * PCRE2, which is loaded only for a pattern that needs it; both give the
+ * answers of a regex search. */
+BT_HIDDEN int bt_rule_exe_match(const struct bt_rule *r, const char *exe);
+
+static int pcre2_mapped(void)
+{
+	void *h = dlopen("libpcre2-8.so.0", RTLD_NOW | RTLD_NOLOAD);
+	if (h)
+		dlclose(h);
+	return h != NULL;
+}
+
+START_TEST(exe_rules_literal_and_regex)
+{
+	struct bt_rule *r = NULL;
+	unsigned n = 0;
+	int line = 0;
+
+	/* the built-in rules (one exe rule) did not need it at start-up */
+	ck_assert_int_eq(pcre2_mapped(), 0);
+	ck_assert_int_eq(bt_rules_parse("oneshot exe ^/usr/lib/cgi-bin/;"
+					"line exe /cgi-bin/;"
+					"http exe ^", 1, &r, &n, &line), 3);
+	ck_assert_int_eq(pcre2_mapped(), 0);
+	ck_assert_ptr_null(r[0].re);
+	ck_assert_int_eq(bt_rule_exe_match(&r[0], "/usr/lib/cgi-bin/x"), 1);
+	ck_assert_int_eq(bt_rule_exe_match(&r[0], "/srv/usr/lib/cgi-bin/x"), 0);
+	ck_assert_int_eq(bt_rule_exe_match(&r[0], "/usr/lib/cgi-bi"), 0);
+	ck_assert_int_eq(bt_rule_exe_match(&r[1], "/srv/www/cgi-bin/hello"), 1);
+	ck_assert_int_eq(bt_rule_exe_match(&r[1], "/cgi-bin/"), 1);
+	ck_assert_int_eq(bt_rule_exe_match(&r[1], "/srv/cgi-binary"), 0);
+	ck_assert_int_eq(bt_rule_exe_match(&r[2], "/bin/true"), 1);
+	free(r);
+
+	/* a metacharacter: PCRE2 is loaded and does the matching */
+	ck_assert_int_eq(bt_rules_parse("oneshot exe ^/srv/[a-z]+/app$;"
+					"line exe a.c", 1, &r, &n, &line), 2);
+	ck_assert_int_eq(pcre2_mapped(), 1);
+	ck_assert_ptr_nonnull(r[0].re);
+	ck_assert_ptr_nonnull(r[1].re);
+	ck_assert_int_eq(bt_rule_exe_match(&r[0], "/srv/www/app"), 1);
+	ck_assert_int_eq(bt_rule_exe_match(&r[0], "/srv/w0w/app"), 0);
+	ck_assert_int_eq(bt_rule_exe_match(&r[0], "/srv/www/apps"), 0);
+	ck_assert_int_eq(bt_rule_exe_match(&r[1], "/usr/bin/abc"), 1);
+	ck_assert_int_eq(bt_rule_exe_match(&r[1], "/usr/bin/ac"), 0);
+	free(r);
+
+	/* a bad regex is still a bad rule */
+	ck_assert_int_lt(bt_rules_parse("oneshot exe ^/srv/(x", 1, &r, &n,
+					&line), 0);
+	ck_assert_int_eq(line, 1);
+}
+END_TEST
+
+/* real.h: libc functions are bound when first used, each once. */
+START_TEST(real_bound_on_first_use)
+{
+	void *slot = NULL, *none = NULL;
+	void *p;
+
+	/* nothing in the process has asked for it yet */
+	ck_assert_ptr_null(bt_real.gethostbyname2_r);
+	p = (void *)REAL(gethostbyname2_r);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_eq((void *)bt_real.gethostbyname2_r, p);
+	ck_assert_ptr_eq(p, dlsym(RTLD_NEXT, "gethostbyname2_r"));
+	ck_assert_ptr_eq((void *)REAL(gethostbyname2_r), p);
+	ck_assert_ptr_eq(bt_real_bind_one(&slot, "write"),
+			 dlsym(RTLD_NEXT, "write"));
+	ck_assert_ptr_eq(slot, dlsym(RTLD_NEXT, "write"));
+	ck_assert_ptr_null(bt_real_bind_one(&none, "bt_no_such_function"));
+	ck_assert_ptr_null(none);
+}
+END_TEST
+
 static Suite *shim_suite(void)
 {
 	Suite *s = suite_create("shim");
 	TCase *t;
+
+	t = tcase_create("rules");
+	tcase_add_test(t, real_bound_on_first_use);
+	tcase_add_test(t, exe_rules_literal_and_regex);
+	suite_add_tcase(s, t);
 
 	t = tcase_create("fdtab");
 	tcase_add_test(t, fdtab_states_and_refs);
