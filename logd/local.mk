@@ -1,13 +1,13 @@
 # logd/: bp-logd (the per-host logging daemon) and bp-dump (prints log
 # segments).  Their tests live in tests/logd/ and tests/unit/check_segment.c.
 
-LOGD_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS)
-LOGD_LDFLAGS = $(SAN_CFLAGS)
+LOGD_COMPILE_FLAGS = $(AM_CFLAGS) $(SAN_CFLAGS)
+LOGD_LINK_FLAGS = $(SAN_CFLAGS)
 
 # The reading half shared by bp-dump and the tests.
 noinst_LTLIBRARIES += libbtreadlog.la
 libbtreadlog_la_SOURCES = logd/dedup.c logd/dedup.h logd/readlog.c logd/readlog.h
-libbtreadlog_la_CFLAGS = $(LOGD_CFLAGS)
+libbtreadlog_la_CFLAGS = $(LOGD_COMPILE_FLAGS)
 
 bin_PROGRAMS += bp-logd bp-dump
 bp_logd_SOURCES = \
@@ -19,13 +19,13 @@ bp_logd_SOURCES = \
 	logd/chunk.c \
 	logd/store.c \
 	logd/notes.c
-bp_logd_CFLAGS = $(LOGD_CFLAGS) $(LIBEVENT_CFLAGS)
-bp_logd_LDFLAGS = $(LOGD_LDFLAGS)
+bp_logd_CFLAGS = $(LOGD_COMPILE_FLAGS) $(LIBEVENT_CFLAGS)
+bp_logd_LDFLAGS = $(LOGD_LINK_FLAGS)
 bp_logd_LDADD = libbtcommon.la $(LIBEVENT_LIBS)
 
 bp_dump_SOURCES = logd/dump.c
-bp_dump_CFLAGS = $(LOGD_CFLAGS)
-bp_dump_LDFLAGS = $(LOGD_LDFLAGS)
+bp_dump_CFLAGS = $(LOGD_COMPILE_FLAGS)
+bp_dump_LDFLAGS = $(LOGD_LINK_FLAGS)
 bp_dump_LDADD = libbtreadlog.la libbtcommon.la
 
 # ---- tests -------------------------------------------------------------------
@@ -33,12 +33,12 @@ bp_dump_LDADD = libbtreadlog.la libbtcommon.la
 # its records in the segments; the scripts start bp-logd in a temp dir.
 check_PROGRAMS += tests/logd/fake_tracer tests/logd/verify_log
 tests_logd_fake_tracer_SOURCES = tests/logd/fake_tracer.c
-tests_logd_fake_tracer_CFLAGS = $(LOGD_CFLAGS)
-tests_logd_fake_tracer_LDFLAGS = $(LOGD_LDFLAGS)
+tests_logd_fake_tracer_CFLAGS = $(LOGD_COMPILE_FLAGS)
+tests_logd_fake_tracer_LDFLAGS = $(LOGD_LINK_FLAGS)
 tests_logd_fake_tracer_LDADD = libbtcommon.la -lpthread
 tests_logd_verify_log_SOURCES = tests/logd/verify_log.c
-tests_logd_verify_log_CFLAGS = $(LOGD_CFLAGS) -I$(top_srcdir)/logd
-tests_logd_verify_log_LDFLAGS = $(LOGD_LDFLAGS)
+tests_logd_verify_log_CFLAGS = $(LOGD_COMPILE_FLAGS) -I$(top_srcdir)/logd
+tests_logd_verify_log_LDFLAGS = $(LOGD_LINK_FLAGS)
 tests_logd_verify_log_LDADD = libbtreadlog.la libbtcommon.la
 TESTS += \
 	tests/logd/basic.sh \
@@ -60,7 +60,7 @@ if HAVE_CHECK
 check_PROGRAMS += tests/unit/check_segment
 TESTS += tests/unit/check_segment
 tests_unit_check_segment_SOURCES = tests/unit/check_segment.c logd/chunk.c
-tests_unit_check_segment_CFLAGS = $(LOGD_CFLAGS) $(CHECK_CFLAGS) -I$(top_srcdir)/logd
-tests_unit_check_segment_LDFLAGS = $(LOGD_LDFLAGS)
+tests_unit_check_segment_CFLAGS = $(LOGD_COMPILE_FLAGS) $(CHECK_CFLAGS) -I$(top_srcdir)/logd
+tests_unit_check_segment_LDFLAGS = $(LOGD_LINK_FLAGS)
 tests_unit_check_segment_LDADD = libbtreadlog.la libbtcommon.la $(CHECK_LIBS)
 endif
