@@ -96,21 +96,36 @@ static void http_init(void *st, int role, int transport)
 
 static void http_fini(void *st) { (void)st; }
 
-/* Case-insensitive: is [p, p+n) equal to lower-case S?  The lengths are
- * compared first (a literal S: known at compile time), so a header line
- * costs one compare per name it is not. */
-#define tok_is(p, n, s) ((n) == sizeof(s) - 1 && tok_is_(p, n, s))
-static int tok_is_(const char *p, size_t n, const char *s)
+/* Unaligned loads, in the machine's byte order. */
+static inline uint64_t ld8(const char *p) { uint64_t x; memcpy(&x, p, 8); return x; }
+static inline uint32_t ld4(const char *p) { uint32_t x; memcpy(&x, p, 4); return x; }
+
+/*
+ * Case-insensitive: is [p, p+n) equal to S, a literal of lower-case letters
+ * and '-' only?  The lengths are compared first (known at compile time),
+ * so a header line costs one compare per name of its length.  The bytes
+ * are compared a word at a time: a letter of S has bit 0x40 set, so
+ * (w & 0x40..) >> 1 is 0x20 where S has a letter and 0 where it has '-';
+ * OR-ing that into the input's word maps exactly A-Z onto a-z at the
+ * letters' positions and nothing else, so the word is equal to S's iff
+ * each byte is S's letter in either case, or S's '-'.  Words overlap at
+ * the end (N >= 4 for every name used).
+ */
+#define tok_is(p, n, s) ((n) == sizeof(s) - 1 && tok_eq(p, s, sizeof(s) - 1))
+static inline int tok_eq(const char *p, const char *s, size_t n)
 {
+	const uint64_t b8 = 0x4040404040404040ull;
+	const uint32_t b4 = 0x40404040u;
 	size_t i;
-	for (i = 0; i < n && s[i]; i++) {
-		char c = p[i];
-		if (c >= 'A' && c <= 'Z')
-			c = (char)(c + 32);
-		if (c != s[i])
+
+	if (n < 8)
+		return (ld4(p) | (ld4(s) & b4) >> 1) == ld4(s) &&
+		       (ld4(p + n - 4) | (ld4(s + n - 4) & b4) >> 1) ==
+		       ld4(s + n - 4);
+	for (i = 0; i + 8 < n; i += 8)
+		if ((ld8(p + i) | (ld8(s + i) & b8) >> 1) != ld8(s + i))
 			return 0;
-	}
-	return i == n && !s[i];
+	return (ld8(p + n - 8) | (ld8(s + n - 8) & b8) >> 1) == ld8(s + n - 8);
 }
 
 static int is_sp(char c) { return c == ' ' || c == '\t'; }
@@ -390,18 +405,23 @@ static void emit(struct http_state *s, struct http_dir *d, struct bt_msg *m)
 	d->method = M_OTHER;
 }
 
-/* RFC 9110 tchar: ALPHA, DIGIT and !#$%&'*+-.^_`|~ */
-static const uint8_t tchar[256] = {
-	['a' ... 'z'] = 1, ['A' ... 'Z'] = 1, ['0' ... '9'] = 1,
-	['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1,
-	['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1,
-	['`'] = 1, ['|'] = 1, ['~'] = 1,
+/*
+ * The classes of a start line's bytes: C_CTL a control character, refused
+ * anywhere (all but HT, LF, CR); C_TOK allowed in the first token (RFC 9110
+ * tchar: ALPHA, DIGIT and !#$%&'*+-.^_`|~, and '/', CR, LF).
+ */
+#define C_CTL 1u
+#define C_TOK 2u
+static const uint8_t start_cls[256] = {
+	[0 ... 0x08] = C_CTL, [0x0b ... 0x0c] = C_CTL, [0x0e ... 0x1f] = C_CTL,
+	[0x7f] = C_CTL,
+	['a' ... 'z'] = C_TOK, ['A' ... 'Z'] = C_TOK, ['0' ... '9'] = C_TOK,
+	['!'] = C_TOK, ['#'] = C_TOK, ['$'] = C_TOK, ['%'] = C_TOK,
+	['&'] = C_TOK, ['\''] = C_TOK, ['*'] = C_TOK, ['+'] = C_TOK,
+	['-'] = C_TOK, ['.'] = C_TOK, ['^'] = C_TOK, ['_'] = C_TOK,
+	['`'] = C_TOK, ['|'] = C_TOK, ['~'] = C_TOK,
+	['/'] = C_TOK, ['\r'] = C_TOK, ['\n'] = C_TOK,
 };
-
-static int is_tchar(unsigned c)
-{
-	return c < 256 && tchar[c];
-}
 
 /*
  * Can bytes L[from..n) continue a start line?  The first token (method or
@@ -410,30 +430,36 @@ static int is_tchar(unsigned c)
  */
 static int start_ok(struct http_dir *d, const char *l, size_t from, size_t n)
 {
-	/* control characters refused anywhere: all but HT, LF, CR */
-	static const uint8_t ctl[256] = {
-		[0 ... 0x08] = 1, [0x0b ... 0x0c] = 1, [0x0e ... 0x1f] = 1,
-		[0x7f] = 1,
-	};
+	const uint64_t ones = 0x0101010101010101ull, high = ones * 0x80;
 	size_t i = from;
 
 	if (!(d->f & F_TOK)) {
 		for (; i < n; i++) {
 			unsigned c = (unsigned char)l[i];
-			if (ctl[c])
+			unsigned k = start_cls[c];
+			if (k & C_CTL)
 				return 0;
 			if (c == ' ' && i > 0) {
 				d->f |= F_TOK;
 				i++;
 				break;
 			}
-			if (i >= 32 || (!is_tchar(c) && c != '/' && c != '\r' &&
-					c != '\n'))
+			if (i >= 32 || !(k & C_TOK))
 				return 0;
 		}
 	}
+	/* the rest: eight bytes at a time while none of them is below 0x20
+	 * or 0x7f (a word with one is looked at byte by byte) */
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w = ld8(l + i), x = w ^ ones * 0x7f;
+		if (!(((w - ones * 0x20) & ~w & high) | ((x - ones) & ~x & high)))
+			continue;
+		for (size_t j = i; j < i + 8; j++)
+			if (start_cls[(unsigned char)l[j]] & C_CTL)
+				return 0;
+	}
 	for (; i < n; i++)
-		if (ctl[(unsigned char)l[i]])
+		if (start_cls[(unsigned char)l[i]] & C_CTL)
 			return 0;
 	return 1;
 }
@@ -582,6 +608,47 @@ static int chunk_byte(struct http_dir *d, uint8_t c)
 	return -1;
 }
 
+/*
+ * The field lines of a head that lie whole in P[*I..N), none of them begun
+ * before (D->cur and D->line 0, the start line seen): each is parsed where
+ * it is, as line_in_place and head_line would, without their bookkeeping
+ * per line (D->cur and D->line stay 0).  Stops at a line that does not
+ * end in the input or would not fit the arena (left to the general path,
+ * *I at its start), and at the head's end.  1 message ended, 0 go on, -1
+ * lost.
+ */
+static int fields_in_place(struct http_state *s, struct http_dir *d,
+			   const uint8_t *p, size_t n, size_t *ip)
+{
+	size_t i = *ip;
+	int r = 0;
+
+	while (i < n) {
+		const uint8_t *nl = memchr(p + i, '\n', n - i);
+		if (!nl)
+			break;
+		size_t take = (size_t)(nl - (p + i)) + 1;
+		if (take > HTTP_ARENA - d->used)
+			break;
+		d->head += (uint32_t)take;
+		if (d->head > HTTP_HEAD_MAX)
+			return -1;              /* (a line here is < HTTP_LINE_MAX) */
+		char *l = (char *)(uintptr_t)(p + i);
+		size_t len = take - 1;
+		if (len && l[len - 1] == '\r')
+			len--;
+		i += take;
+		if (len == 0 && take <= 2)
+			r = head_done(s, d);
+		else
+			r = field_line(d, l, len);
+		if (r != 0 || d->st != ST_HEAD)
+			break;
+	}
+	*ip = i;
+	return r;
+}
+
 static long http_feed(void *st, int dir, const uint8_t *p, size_t n,
 		      struct bt_msg *m)
 {
@@ -597,6 +664,19 @@ static long http_feed(void *st, int dir, const uint8_t *p, size_t n,
 		switch (d->st) {
 		case ST_HEAD:
 		case ST_TRAILER:
+			if (d->st == ST_HEAD && (d->f & F_START) &&
+			    d->cur == 0 && d->line == 0) {
+				size_t i0 = i;
+				r = fields_in_place(s, d, p, n, &i);
+				if (r < 0)
+					return BT_PP_LOST;
+				if (r > 0) {
+					emit(s, d, m);
+					return (long)i;
+				}
+				if (i != i0)
+					break;
+			}
 			if (d->cur == 0 && (k = line_in_place(d, p + i, n - i))) {
 				/* a whole line in the input: parsed where it is */
 				if (d->line > HTTP_LINE_MAX || d->head > HTTP_HEAD_MAX)
