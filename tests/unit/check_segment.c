@@ -200,6 +200,41 @@ static void copy_file(const char *from, const char *to, size_t upto,
 
 /* ---- segments ------------------------------------------------------------- */
 
+/* CRC-32C: the check value of "123456789", and any length, alignment and
+ * split against a bitwise reference (whichever implementation runs). */
+static uint32_t crc_ref(uint32_t crc, const uint8_t *p, size_t n)
+{
+	crc = ~crc;
+	while (n--) {
+		crc ^= *p++;
+		for (int k = 0; k < 8; k++)
+			crc = crc & 1 ? crc >> 1 ^ 0x82f63b78u : crc >> 1;
+	}
+	return ~crc;
+}
+
+START_TEST(crc32c_values)
+{
+	static uint8_t buf[300];
+	uint32_t x = 12345;
+
+	ck_assert_uint_eq(bt_crc32c(0, "123456789", 9), 0xe3069283u);
+	ck_assert_uint_eq(bt_crc32c(0, "", 0), 0);
+	for (size_t i = 0; i < sizeof buf; i++) {
+		x = x * 1103515245u + 12345u;
+		buf[i] = (uint8_t)(x >> 16);
+	}
+	for (size_t off = 0; off < 9; off++)
+		for (size_t n = 0; n + off <= sizeof buf; n += 7) {
+			uint32_t want = crc_ref(0, buf + off, n);
+			ck_assert_uint_eq(bt_crc32c(0, buf + off, n), want);
+			size_t h = n / 3;
+			ck_assert_uint_eq(bt_crc32c(bt_crc32c(0, buf + off, h),
+						    buf + off + h, n - h), want);
+		}
+}
+END_TEST
+
 START_TEST(seg_round_trip)
 {
 	static struct testfile f;
@@ -1306,6 +1341,7 @@ static Suite *segment_suite(void)
 	TCase *t = tcase_create("segments");
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_set_timeout(t, 60);
+	tcase_add_test(t, crc32c_values);
 	tcase_add_test(t, seg_round_trip);
 	tcase_add_test(t, seg_truncated_everywhere);
 	tcase_add_test(t, seg_corrupt_byte);
