@@ -90,13 +90,19 @@ struct bt_blk_header {
  * reader takes their files for the same host. */
 uint64_t bt_boot_id_parse(const char *text);
 
-/* crc32c (Castagnoli), software; used by writers and readers. */
+/* crc32c (Castagnoli); used by writers and readers. */
 uint32_t bt_crc32c(uint32_t crc, const void *buf, size_t len);
 
 /* Fixed-width little-endian helpers */
 static inline void bt_le16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* one store each (the loops below are not merged into one by the compiler) */
+static inline void bt_le32(uint8_t *p, uint32_t v) { __builtin_memcpy(p, &v, 4); }
+static inline void bt_le64(uint8_t *p, uint64_t v) { __builtin_memcpy(p, &v, 8); }
+#else
 static inline void bt_le32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
 static inline void bt_le64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i)); }
+#endif
 static inline uint16_t bt_rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 static inline uint32_t bt_rd32(const uint8_t *p) { uint32_t v = 0; for (int i = 3; i >= 0; i--) v = v << 8 | p[i]; return v; }
 static inline uint64_t bt_rd64(const uint8_t *p) { uint64_t v = 0; for (int i = 7; i >= 0; i--) v = v << 8 | p[i]; return v; }
