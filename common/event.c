@@ -604,12 +604,20 @@ size_t bt_ev_msg_bound(const struct bt_msg_rec *m)
 size_t bt_ev_encode_msg(uint8_t *dst, size_t cap, const struct bt_msg_rec *m,
 			uint64_t *prev_ts, struct bt_ev_dict *d)
 {
-	unsigned n = m->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : m->nattr;
-	size_t bound = bt_ev_msg_bound(m), body;
-	uint8_t *p = dst + 2;
+	size_t bound = bt_ev_msg_bound(m);
 
 	if (bound > BT_EV_MAX_BODY || bound + 3 > cap)
 		return 0;
+	return bt_ev_encode_msg_fit(dst, m, prev_ts, d);
+}
+
+size_t bt_ev_encode_msg_fit(uint8_t *dst, const struct bt_msg_rec *m,
+			    uint64_t *prev_ts, struct bt_ev_dict *d)
+{
+	unsigned n = m->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : m->nattr;
+	size_t body;
+	uint8_t *p = dst + 2;
+
 	p = p_u(p, m->ts >= *prev_ts ? m->ts - *prev_ts : 0);
 	p = p_u(p, bt_zigzag(m->fd));
 	p = p_u(p, m->dir);

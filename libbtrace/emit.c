@@ -1138,9 +1138,9 @@ void bt_emit_msg(struct bt_msg_rec *m)
 		slot_dict_need(s);
 	size_t cap;
 	uint8_t *p = slot_reserve(s, bound + 3, m->ts, &cap);
-	if (likely(p))
-		slot_commit(s, bt_ev_encode_msg(p, cap, m, &s->prev_ts,
-						s->dict));
+	if (likely(p))          /* bound <= 2048, cap >= bound + 3 */
+		slot_commit(s, bt_ev_encode_msg_fit(p, m, &s->prev_ts,
+						    s->dict));
 	else
 		ring_full(s);
 }

@@ -372,6 +372,11 @@ struct bt_msg_rec {
 size_t bt_ev_encode_msg(uint8_t *dst, size_t cap, const struct bt_msg_rec *m,
 			uint64_t *prev_ts, struct bt_ev_dict *dict);
 size_t bt_ev_msg_bound(const struct bt_msg_rec *m);
+/* bt_ev_encode_msg for a caller that checked already that
+ * bt_ev_msg_bound(M) <= BT_EV_MAX_BODY and that DST has room for
+ * bound + 3 bytes: the same bytes, without computing the bound again. */
+size_t bt_ev_encode_msg_fit(uint8_t *dst, const struct bt_msg_rec *m,
+			    uint64_t *prev_ts, struct bt_ev_dict *dict);
 
 /* Largest record bt_ev_encode can produce (header + max body). */
 #define BT_EV_MAX_RECORD (BT_EV_MAX_BODY + 3)
