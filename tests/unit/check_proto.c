@@ -256,6 +256,33 @@ static const struct pcase cases[] = {
 	IN("HTTP/1.1 404 Not Found\nContent-Length: 3\n\nabc",
 	   "reply status=404 body_len=\"3\""),
 } },
+{ "http: field names in any case; near misses (a CR for the '-', one letter off)",
+  "http", SERVER, STREAM, {
+	IN("GET /x HTTP/1.1\r\nhOsT: h1\r\nHOST: h2\r\nX-REQUEST-ID: r1\r\n"
+	   "TraceParent: 00-ab\r\nContent-Lengtx: 9\r\nContent\rLength: 9\r\n"
+	   "CONTENT-LENGTH: 2\r\n\r\nok",
+	   "request method=\"GET\" target=\"/x\" host=\"h1\" request_id=\"r1\" "
+	   "traceparent=\"00-ab\" body_len=\"2\""),
+	IN("POST /y HTTP/1.1\r\nhost\r: h3\r\nHost: h4\r\n"
+	   "transfer-ENCODING: CHUNKED\r\n\r\n2\r\nab\r\n0\r\n\r\n",
+	   "request method=\"POST\" target=\"/y\" host=\"h4\" body_len=\"2\""),
+	OUT("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nA",
+	    "reply status=200 body_len=\"1\""),
+	OUT("HTTP/1.1 200 OK\r\nTRANSFER-ENCODING: chunked\r\n\r\n0\r\n\r\n",
+	    "reply status=200 body_len=\"0\""),
+} },
+{ "http: a control byte late in a long start line", "http", SERVER,
+  STREAM, {
+	IN("GET /abcdefghijklmnop\x01qrs HTTP/1.1\r\n\r\n", "lost"),
+} },
+{ "http: DEL late in a long start line", "http", SERVER, STREAM, {
+	IN("GET /abcdefghijklmnopqrstuvw\x7f HTTP/1.1\r\n\r\n", "lost"),
+} },
+{ "http: a long start line of token bytes only", "http", SERVER, STREAM, {
+	IN("GET /abcdefghijklmnopqrstuvwxyz0123456789 HTTP/1.1\r\n\r\n",
+	   "request method=\"GET\" target=\"/abcdefghijklmnopqrstuvwxyz0123456789\" "
+	   "body_len=\"0\""),
+} },
 { "http: HEAD, 204 and 304 have no body; 1xx are interim", "http",
   SERVER, STREAM, {
 	IN("HEAD /h HTTP/1.1\r\nHost: h\r\n\r\n",
