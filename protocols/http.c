@@ -437,6 +437,8 @@ static int start_ok(struct http_dir *d, const char *l, size_t from, size_t n)
 		for (; i < n; i++) {
 			unsigned c = (unsigned char)l[i];
 			unsigned k = start_cls[c];
+			if (k == C_TOK && i < 32)
+				continue;       /* the usual case */
 			if (k & C_CTL)
 				return 0;
 			if (c == ' ' && i > 0) {
@@ -444,8 +446,7 @@ static int start_ok(struct http_dir *d, const char *l, size_t from, size_t n)
 				i++;
 				break;
 			}
-			if (i >= 32 || !(k & C_TOK))
-				return 0;
+			return 0;               /* i >= 32, or not a token byte */
 		}
 	}
 	/* the rest: eight bytes at a time while none of them is below 0x20
