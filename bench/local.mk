@@ -32,7 +32,8 @@ bench_bp_genbig_LDADD = libbtcommon.la
 bench_bp_nesting_SOURCES = bench/nesting.c
 bench_bp_nesting_LDADD = libbtcommon.la -lm
 
-BENCH_FILES = bench/run bench/lib.sh bench/report.py bench/smoke.sh
+BENCH_FILES = bench/run bench/lib.sh bench/report.py bench/smoke.sh \
+	bench/nginx-ir.sh
 EXTRA_DIST += $(BENCH_FILES)
 
 # The smoke run: every benchmark once, short; asserts only that each
