@@ -1464,7 +1464,7 @@ static void file_bytes_out(int out_fd, int in_fd, off_t start, size_t n)
 			while (n && ch->pp && ch->pp->skip) {
 				struct bt_msg m;
 				long k;
-				memset(&m, 0, sizeof m);
+				bt_msg_init(&m);   /* the header: attrs count from nattr */
 				k = ch->pp->skip(ch->pps, BT_DIR_OUT, n, &m);
 				if (k <= 0 || (size_t)k > n)
 					break;
