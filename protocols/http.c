@@ -378,20 +378,16 @@ static void emit(struct http_state *s, struct http_dir *d, struct bt_msg *m)
 	for (unsigned i = 0; i < d->nat; i++)
 		bt_msg_attr(m, d->at[i].key, d->arena + d->at[i].off,
 			    d->at[i].len);
-	{       /* decimal, as "%llu" would write it */
-		char tmp[24];
-		size_t k = 0;
+	{       /* decimal, as "%llu" would write it: backwards from the end
+		 * of blen (2^64 has 20 digits), NUL-terminated */
+		char *e = d->blen + sizeof d->blen - 1, *q = e;
 		unsigned long long v = (unsigned long long)d->body;
+		*e = 0;
 		do {
-			tmp[k++] = (char)('0' + v % 10);
+			*--q = (char)('0' + v % 10);
 			v /= 10;
 		} while (v);
-		if (k > sizeof d->blen - 1)
-			k = sizeof d->blen - 1;   /* never: blen holds 2^64 */
-		for (size_t i = 0; i < k; i++)
-			d->blen[i] = tmp[k - 1 - i];
-		d->blen[k] = 0;
-		bt_msg_attr(m, BT_AK_BODY_LEN, d->blen, k);
+		bt_msg_attr(m, BT_AK_BODY_LEN, q, (size_t)(e - q));
 	}
 	if (d->f & F_TRUNC)
 		m->flags |= BT_MF_TRUNC;
