@@ -646,6 +646,44 @@ size_t bt_ev_encode_msg_fit(uint8_t *dst, const struct bt_msg_rec *m,
 	return body + 3;
 }
 
+size_t bt_ev_encode_open(uint8_t *dst, uint64_t ts, uint64_t *prev_ts,
+			 int32_t fd, uint32_t flags, int64_t result,
+			 const char *path, uint32_t len, struct bt_ev_dict *d)
+{
+	uint8_t *p = dst + 2;
+	int ps = -1, phit = 0;
+	uint64_t pa, pb;
+	size_t body;
+
+	/* as encode_fast: the path through the dictionary */
+	if (d && !(flags & (BT_OPEN_PATH_KEEP | BT_OPEN_PATH_REF)) &&
+	    (ps = dict_find(d, path, len, &phit, &pa, &pb)) >= 0) {
+		flags |= phit ? BT_OPEN_PATH_REF : BT_OPEN_PATH_KEEP;
+		if (!phit)
+			dict_store(d, (unsigned)ps, path, len, pa, pb);
+	}
+	p = p_u(p, ts >= *prev_ts ? ts - *prev_ts : 0);
+	p = p_u(p, bt_zigzag(fd));
+	p = p_u(p, flags);
+	p = p_u(p, bt_zigzag(result));
+	if (ps >= 0)
+		*p++ = (uint8_t)ps;
+	if (!phit)
+		p = p_str(p, path, len);
+	body = (size_t)(p - (dst + 2));
+	if (ts > *prev_ts)
+		*prev_ts = ts;
+	dst[0] = BT_EV_OPEN;
+	if (body < 0x80) {
+		dst[1] = (uint8_t)body;
+		return body + 2;
+	}
+	memmove(dst + 3, dst + 2, body);
+	dst[1] = (uint8_t)(body | 0x80);
+	dst[2] = (uint8_t)(body >> 7);
+	return body + 3;
+}
+
 size_t bt_ev_encode(uint8_t *dst, size_t cap, const struct bt_event *ev,
 		    uint64_t *prev_ts)
 {

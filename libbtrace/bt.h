@@ -253,6 +253,10 @@ BT_HIDDEN void bt_emit_ints(unsigned type, uint64_t ts, unsigned n,
 /* Record a MSG from its fields (M->ts 0 means now).  Same bytes as
  * bt_emit of the same MSG. */
 BT_HIDDEN void bt_emit_msg(struct bt_msg_rec *m);
+/* Record an OPEN of FD (its result too) now: LEN bytes of PATH, LEN <=
+ * BT_EV_MAX_STR.  Same bytes as bt_emit of the same OPEN. */
+BT_HIDDEN void bt_emit_open(int fd, uint32_t flags, const char *path,
+			    uint32_t len);
 /* The same message as a struct bt_event (for the general encoder). */
 BT_HIDDEN void bt_msg_rec_event(const struct bt_msg_rec *m, struct bt_event *ev);
 /* Claim this thread's ring slot now and write TIME, THREAD_START (and

@@ -1145,6 +1145,26 @@ void bt_emit_msg(struct bt_msg_rec *m)
 		ring_full(s);
 }
 
+/* bt_emit of an OPEN (bt_opened), without a struct bt_event: the same
+ * record, the same room reserved (ev_bound's), the same dictionary. */
+void bt_emit_open(int fd, uint32_t flags, const char *path, uint32_t len)
+{
+	struct bt_slot *s = &bt_self.slot;
+	uint64_t ts = 0;
+
+	if (fast_begin(&ts) < 0)
+		return;
+	slot_dict_need(s);
+	size_t cap;
+	uint8_t *p = slot_reserve(s, 3 + 30 * 10 + 2 * 32 + (size_t)len, ts,
+				  &cap);
+	if (likely(p))          /* cap >= 367 + len, len <= BT_EV_MAX_STR */
+		slot_commit(s, bt_ev_encode_open(p, ts, &s->prev_ts, fd, flags,
+						 fd, path, len, s->dict));
+	else
+		ring_full(s);
+}
+
 void bt_emit_ints(unsigned type, uint64_t ts, unsigned n, const uint64_t *v)
 {
 	struct bt_slot *s = &bt_self.slot;

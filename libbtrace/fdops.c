@@ -256,7 +256,6 @@ int bt_pipe2(int fds[2], int flags, int two)
 BT_HIDDEN void bt_opened(int fd, const char *path, int flags);
 void bt_opened(int fd, const char *path, int flags)
 {
-	struct bt_event ev;
 	int e = errno;
 
 	if (!bt_enter()) {
@@ -267,16 +266,9 @@ void bt_opened(int fd, const char *path, int flags)
 	}
 	if (fd >= 0)
 		bt_fd_set(fd, BT_FD_PLAIN);
-	if (fd >= 0 && path && !bt_paused()) {
-		memset(&ev, 0, sizeof ev);
-		ev.type = BT_EV_OPEN;
-		ev.fd = fd;
-		ev.flags = (uint32_t)flags;
-		ev.result = fd;
-		ev.str = path;
-		ev.str_len = (uint32_t)strnlen(path, BT_EV_MAX_STR);
-		bt_emit(&ev);
-	}
+	if (fd >= 0 && path && !bt_paused())
+		bt_emit_open(fd, (uint32_t)flags, path,
+			     (uint32_t)strnlen(path, BT_EV_MAX_STR));
 	bt_leave();
 	errno = e;
 }

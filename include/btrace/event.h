@@ -372,6 +372,13 @@ struct bt_msg_rec {
 size_t bt_ev_encode_msg(uint8_t *dst, size_t cap, const struct bt_msg_rec *m,
 			uint64_t *prev_ts, struct bt_ev_dict *dict);
 size_t bt_ev_msg_bound(const struct bt_msg_rec *m);
+/* OPEN from its fields alone: the bytes bt_ev_encode_dict writes for the
+ * same record (the path through dictionary DICT, or plain without one).
+ * DST needs 46 + LEN bytes; LEN <= BT_EV_MAX_STR.  Returns the size. */
+size_t bt_ev_encode_open(uint8_t *dst, uint64_t ts, uint64_t *prev_ts,
+			 int32_t fd, uint32_t flags, int64_t result,
+			 const char *path, uint32_t len,
+			 struct bt_ev_dict *dict);
 /* bt_ev_encode_msg for a caller that checked already that
  * bt_ev_msg_bound(M) <= BT_EV_MAX_BODY and that DST has room for
  * bound + 3 bytes: the same bytes, without computing the bound again. */

@@ -529,6 +529,58 @@ START_TEST(ev_fast_equals_careful)
 END_TEST
 
 /* bt_ev_encode_ints writes what bt_ev_encode writes. */
+#define A96X "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" \
+	"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+/* OPEN: bt_ev_encode_open writes what bt_ev_encode_dict writes, with
+ * and without a dictionary, and leaves the same dictionary and time. */
+START_TEST(ev_open_equals_encode)
+{
+	static const char *const paths[] = {
+		"/srv/www/1k.html", "/srv/www/1k.html", "x", "", "ab",
+		"/a/path/of/more/than/sixteen/bytes/index.html",
+		"/a/path/of/more/than/sixteen/bytes/index.html",
+		"/a/path/of/more/than/sixteen/bytes/other.html",
+		A96X "y", "/srv/www/1k.html", "/etc/passwd", "/etc/passwd",
+	};
+	static const uint32_t flags[] = { 0, 0x80000, BT_OPEN_PATH_KEEP, 0x241 };
+	static const uint64_t ts[] = { 5000, 5000, 4000, 100000000000ull, 7 };
+	struct bt_ev_dict *d1 = malloc(sizeof *d1), *d2 = malloc(sizeof *d2);
+
+	for (int with = 0; with < 2; with++) {
+		uint64_t p1 = 1000, p2 = 1000;
+		bt_ev_dict_init(d1);
+		bt_ev_dict_init(d2);
+		for (unsigned i = 0; i < 3 * sizeof paths / sizeof paths[0]; i++) {
+			struct bt_event ev;
+			uint8_t a[BT_EV_MAX_RECORD], b[BT_EV_MAX_RECORD];
+			const char *pa = paths[i % (sizeof paths / sizeof paths[0])];
+
+			memset(&ev, 0, sizeof ev);
+			ev.type = BT_EV_OPEN;
+			ev.ts = ts[i % 5];
+			ev.fd = (int32_t)(i * 37 % 300);
+			ev.result = ev.fd;
+			ev.flags = flags[i % 4];
+			ev.str = pa;
+			ev.str_len = (uint32_t)strlen(pa);
+			size_t x = bt_ev_encode_dict(a, sizeof a, &ev, &p1,
+						     with ? d1 : NULL);
+			size_t y = bt_ev_encode_open(b, ev.ts, &p2, ev.fd,
+						     ev.flags, ev.result, pa,
+						     ev.str_len,
+						     with ? d2 : NULL);
+			ck_assert_uint_gt(x, 2);
+			ck_assert_uint_eq(x, y);
+			ck_assert_mem_eq(a, b, x);
+			ck_assert_uint_eq(p1, p2);
+			ck_assert_mem_eq(d1, d2, sizeof *d1);
+		}
+	}
+	free(d1);
+	free(d2);
+}
+END_TEST
+
 START_TEST(ev_ints_equals_encode)
 {
 	static const unsigned types[] = { BT_EV_READY, BT_EV_MSG_BEGIN,
@@ -1355,6 +1407,7 @@ static Suite *segment_suite(void)
 	tcase_add_test(t, ev_round_trip_all_types);
 	tcase_add_test(t, ev_fast_equals_careful);
 	tcase_add_test(t, ev_ints_equals_encode);
+	tcase_add_test(t, ev_open_equals_encode);
 	tcase_add_test(t, ev_truncated_records);
 	tcase_add_test(t, ev_corrupt_records);
 	tcase_add_test(t, ev_malformed_records);
