@@ -53,6 +53,7 @@ struct rc_dirq {
 
 struct rc_conn {
 	uint32_t id;
+	struct rc_conninfo info; /* pass 1's count of its ends */
 	uint32_t pending[3];     /* CHAN records of each side not yet seen */
 	uint32_t live[2];        /* live ends per side */
 	uint32_t unknown_live;   /* live pipe ends whose side is not known */

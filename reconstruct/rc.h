@@ -32,6 +32,7 @@
 #include "btrace/segment.h"
 #include "map.h"
 #include "recon.h"
+#include "spill.h"
 
 #define RC_NS       1000000000ll
 #define RC_NONE     UINT32_MAX
@@ -281,11 +282,13 @@ struct rc_ctx {
 	struct rc_block  *blocks;  uint32_t nblocks;
 	struct rc_stream *streams; uint32_t nstreams;
 
-	/* pass 1 */
+	/* pass 1: entries and conns are mappings of temporary files (scan.c);
+	 * count accesses with rc_spill_touch on ent_spill / conn_spill */
 	struct rc_entry    *entries;  uint32_t nentries;
 	struct rc_map       strmap;   /* hash -> interned string */
 	char              **strs;     uint32_t nstrs;
 	struct rc_conninfo *conns;    uint32_t nconns;
+	struct rc_spill     ent_spill, conn_spill;
 	struct rc_map lin_parents;    /* lineage key -> parent records left */
 	struct rc_map lin_children;   /* lineage key -> child images left */
 

@@ -144,10 +144,7 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 	/* What pass 1 learnt of each channel end (it grows with the logs) is
 	 * no longer needed: give it back before the database's indexes are
 	 * built. */
-	free(c.entries);
-	free(c.conns);
-	c.entries = NULL;
-	c.conns = NULL;
+	rc_scan_drop_ends(&c);
 	rc_clock_solve(&c);
 	if (c.err) {
 		r = c.err;

@@ -5,8 +5,14 @@
  * skipped by their length after the cursor has read their time delta, so
  * this pass costs a fraction of the merge.
  *
- * Memory: one 40-byte item per CHAN record while pairing, then 12 bytes
- * per CHAN record (struct rc_entry) and 8 per connection for the merge.
+ * Memory: one 48-byte item (struct p1ent) per CHAN record is needed to
+ * pair the ends.  They are sorted in runs of RUN_ENTS in memory; when
+ * there are more, the runs go to a temporary file (spill.h) and are
+ * merged from there, RUN_ENTS items of buffer in all.  The results, 12
+ * bytes per CHAN record (struct rc_entry) and 16 per connection (struct
+ * rc_conninfo), are written into mapped temporary files whose resident
+ * pages are given back as they are used: memory stays bounded by the run
+ * size, not by the number of ends.
  */
 #include "config.h"
 
@@ -16,12 +22,21 @@
 
 #include "input.h"
 #include "scan.h"
+#include "spill.h"
 
 /* Ends of one tuple nearer than this in time may be one connection. */
 #define PAIR_WINDOW_NS (120 * RC_NS)
 /* Images of one host whose clocks differ by more than this are in
  * different clock domains (time namespaces). */
 #define DOMAIN_GAP_NS  (1 * RC_NS)
+/* Channel ends sorted at once in memory (6 MiB); more go to a file in
+ * sorted runs of this size (smaller in a test build, to merge many). */
+#ifndef RC_SCAN_RUN_ENTS
+#define RC_SCAN_RUN_ENTS (1u << 17)
+#endif
+#define RUN_ENTS       ((uint32_t)RC_SCAN_RUN_ENTS)
+/* The smallest read buffer of one run while the runs are merged. */
+#define RUN_BUF_MIN    256u
 
 enum { CLS_NONE = 0, CLS_IP, CLS_UNIX, CLS_PIPE };
 
@@ -35,8 +50,11 @@ struct p1ent {
 };
 
 struct scan {
-	struct p1ent *v;
-	uint32_t      n, cap;
+	struct p1ent *v;         /* the run being filled */
+	uint32_t      n, cap;    /* in v */
+	uint32_t      total;     /* CHAN records so far */
+	uint32_t      nruns;     /* full runs written to f */
+	struct rc_spill f;       /* the runs, once there is more than one */
 };
 
 uint64_t rc_scan_proc_key(uint32_t host, uint32_t pid, unsigned kind)
@@ -159,10 +177,29 @@ static void identify(const struct bt_event *ev, uint32_t host,
 
 /* ---- the skim ----------------------------------------------------------- */
 
+/* Write the full run in SC->v to the spill file, unsorted: the ends'
+ * times are known only once the clock domains are. */
+static int flush_run(struct rc_ctx *c, struct scan *sc)
+{
+	int r;
+	if (!sc->f.open && (r = rc_spill_open(c, &sc->f, "ends")) != 0)
+		return r;
+	r = rc_spill_write(c, &sc->f, sc->v, (size_t)sc->n * sizeof *sc->v,
+			   (uint64_t)sc->nruns * RUN_ENTS * sizeof *sc->v);
+	if (r)
+		return r;
+	sc->nruns++;
+	sc->n = 0;
+	return 0;
+}
+
 static int add_entry(struct rc_ctx *c, struct scan *sc, uint32_t image,
 		     const struct bt_event *ev)
 {
-	if (sc->n == sc->cap) {
+	if (sc->total == UINT32_MAX - 1)
+		return rc_fail(c, RC_EXIT_INPUT, "more than %u channel ends",
+			       UINT32_MAX - 2);
+	if (sc->n == sc->cap && sc->cap < RUN_ENTS) {
 		uint32_t ncap = sc->cap ? sc->cap * 2 : 1024;
 		struct p1ent *nv = realloc(sc->v, ncap * sizeof *nv);
 		if (!nv)
@@ -170,14 +207,20 @@ static int add_entry(struct rc_ctx *c, struct scan *sc, uint32_t image,
 		sc->v = nv;
 		sc->cap = ncap;
 	}
+	if (sc->n == RUN_ENTS) {
+		int r = flush_run(c, sc);
+		if (r)
+			return r;
+	}
 	struct p1ent *e = &sc->v[sc->n];
 	memset(e, 0, sizeof *e);
-	e->idx = sc->n;
+	e->idx = sc->total;
 	e->host = c->images[image].host;
 	e->image = image;
 	e->mono = ev->ts;
 	identify(ev, e->host, e);
 	sc->n++;
+	sc->total++;
 	return 0;
 }
 
@@ -190,7 +233,7 @@ static int skim_stream(struct rc_ctx *c, struct scan *sc, struct rc_stream *s,
 
 	run->st = s;
 	rc_cur_reset(c, run, 1);
-	s->entry_first = sc->n;
+	s->entry_first = sc->total;
 	while (rc_cur_next(c, run, &r)) {
 		uint64_t prev = r.prev_ts;
 
@@ -265,13 +308,15 @@ static int skim_stream(struct rc_ctx *c, struct scan *sc, struct rc_stream *s,
 				rc_map_add(&c->lin_parents,
 					   rc_scan_thread_key(s->image, ev.cookie), 1);
 			break;
-		case BT_EV_CHAN:
-			if (add_entry(c, sc, s->image, &ev) < 0)
-				return -ENOMEM;
+		case BT_EV_CHAN: {
+			int e = add_entry(c, sc, s->image, &ev);
+			if (e)
+				return e;
 			break;
 		}
+		}
 	}
-	s->nentry = sc->n - s->entry_first;
+	s->nentry = sc->total - s->entry_first;
 	return 0;
 }
 
@@ -595,51 +640,223 @@ static void pair_pipe(struct rc_ctx *c, struct p1ent *g, uint32_t n)
 	}
 }
 
-static int pair_all(struct rc_ctx *c, struct scan *sc)
+/* Pair one group of ends sharing cls and key (all of them, in cmp_p1
+ * order), and count each connection's ends per side. */
+static int pair_one(struct rc_ctx *c, struct p1ent *g, uint32_t n)
 {
-	c->nentries = sc->n;
-	c->entries = malloc((sc->n + 1) * sizeof *c->entries);
-	if (!c->entries)
-		return -ENOMEM;
-	for (uint32_t k = 0; k < sc->n; k++) {
-		struct p1ent *e = &sc->v[k];
-		e->t = rc_epoch(c, c->images[e->image].domain, e->mono);
-		c->entries[k].conn = RC_NONE;
-		c->entries[k].peer = RC_NONE;
-		c->entries[k].side = e->side;
+	for (uint32_t k = 0; k < n; k++) {
+		struct rc_entry *en = &c->entries[g[k].idx];
+		en->conn = RC_NONE;
+		en->peer = RC_NONE;
+		en->side = g[k].side;
+		rc_spill_touch(&c->ent_spill);
 	}
-	qsort(sc->v, sc->n, sizeof *sc->v, cmp_p1);
-	for (uint32_t a = 0; a < sc->n;) {
-		uint32_t b = a + 1;
-		if (sc->v[a].cls != CLS_NONE)
-			while (b < sc->n && sc->v[b].cls == sc->v[a].cls &&
-			       sc->v[b].key == sc->v[a].key)
-				b++;
-		switch (sc->v[a].cls) {
-		case CLS_NONE:
-			c->entries[sc->v[a].idx].conn = new_conn(c);
-			c->entries[sc->v[a].idx].side = 0;
-			break;
-		case CLS_PIPE:
-			pair_pipe(c, sc->v + a, b - a);
-			break;
-		default:
-			if (pair_group(c, sc->v + a, b - a) < 0)
-				return -ENOMEM;
-		}
-		a = b;
+	switch (g[0].cls) {
+	case CLS_NONE:           /* a group of one */
+		c->entries[g[0].idx].conn = new_conn(c);
+		c->entries[g[0].idx].side = 0;
+		break;
+	case CLS_PIPE:
+		pair_pipe(c, g, n);
+		break;
+	default:
+		if (pair_group(c, g, n) < 0)
+			return -ENOMEM;
 	}
-	c->conns = calloc(c->nconns + 1, sizeof *c->conns);
-	if (!c->conns)
-		return -ENOMEM;
-	for (uint32_t k = 0; k < sc->n; k++) {
-		const struct p1ent *p = &sc->v[k];
-		const struct rc_entry *e = &c->entries[p->idx];
+	for (uint32_t k = 0; k < n; k++) {
+		const struct rc_entry *e = &c->entries[g[k].idx];
 		struct rc_conninfo *ci = &c->conns[e->conn];
 		ci->n[e->side < 2 ? e->side : 2]++;
-		ci->pipe = p->cls == CLS_PIPE;
+		ci->pipe = g[k].cls == CLS_PIPE;
+		rc_spill_touch(&c->conn_spill);
 	}
 	return 0;
+}
+
+/* One sorted run being merged: a window of it in memory. */
+struct run_rd {
+	struct p1ent *buf;
+	uint32_t cap, n, pos;    /* buffer size, filled, next */
+	uint64_t off, end;       /* file offsets: next to read, end of run */
+};
+
+static int run_fill(struct rc_ctx *c, struct scan *sc, struct run_rd *r)
+{
+	uint64_t left = (r->end - r->off) / sizeof *r->buf;
+	r->n = left < r->cap ? (uint32_t)left : r->cap;
+	r->pos = 0;
+	if (r->n == 0)
+		return 0;
+	int e = rc_spill_read(c, &sc->f, r->buf, (size_t)r->n * sizeof *r->buf,
+			      r->off);
+	r->off += (uint64_t)r->n * sizeof *r->buf;
+	return e;
+}
+
+static const struct p1ent *run_head(const struct run_rd *r)
+{
+	return r->pos < r->n ? &r->buf[r->pos] : NULL;
+}
+
+/* A min-heap of run indexes by head entry. */
+static int heap_less(struct run_rd *rd, uint32_t a, uint32_t b)
+{
+	return cmp_p1(run_head(&rd[a]), run_head(&rd[b])) < 0;
+}
+
+static void heap_down(struct run_rd *rd, uint32_t *h, uint32_t n, uint32_t i)
+{
+	for (;;) {
+		uint32_t l = 2 * i + 1, m = i;
+		if (l < n && heap_less(rd, h[l], h[m]))
+			m = l;
+		if (l + 1 < n && heap_less(rd, h[l + 1], h[m]))
+			m = l + 1;
+		if (m == i)
+			return;
+		uint32_t t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
+/* Append E to the group G, pairing the group first when E starts
+ * another. */
+struct group {
+	struct p1ent *v;
+	uint32_t n, cap;
+};
+
+static int group_add(struct rc_ctx *c, struct group *g, const struct p1ent *e)
+{
+	if (g->n && (e == NULL || e->cls != g->v[0].cls ||
+		     e->cls == CLS_NONE || e->key != g->v[0].key)) {
+		if (pair_one(c, g->v, g->n) < 0)
+			return -ENOMEM;
+		g->n = 0;
+	}
+	if (!e)
+		return 0;
+	if (g->n == g->cap) {
+		uint32_t ncap = g->cap ? g->cap * 2 : 64;
+		struct p1ent *nv = realloc(g->v, ncap * sizeof *nv);
+		if (!nv)
+			return -ENOMEM;
+		g->v = nv;
+		g->cap = ncap;
+	}
+	g->v[g->n++] = *e;
+	return 0;
+}
+
+static void set_times(struct rc_ctx *c, struct p1ent *v, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++)
+		v[k].t = rc_epoch(c, c->images[v[k].image].domain, v[k].mono);
+}
+
+/*
+ * Pair all ends: sort them by (class, key, time, index), each run in
+ * memory, and merge the runs; every group of one key is paired as it
+ * completes.  The connection numbers are given in that order, as one
+ * sort of all ends would.
+ */
+static int pair_all(struct rc_ctx *c, struct scan *sc)
+{
+	struct group g = { 0 };
+	struct run_rd *rd = NULL;
+	uint32_t *heap = NULL;
+	uint32_t nr = 0;
+	int r;
+
+	c->nentries = sc->total;
+	if ((r = rc_spill_open(c, &c->ent_spill, "entries")) != 0 ||
+	    (r = rc_spill_map(c, &c->ent_spill,
+			      ((size_t)sc->total + 1) * sizeof *c->entries)) != 0 ||
+	    (r = rc_spill_open(c, &c->conn_spill, "conns")) != 0 ||
+	    (r = rc_spill_map(c, &c->conn_spill,
+			      ((size_t)sc->total + 1) * sizeof *c->conns)) != 0)
+		return r;
+	c->entries = c->ent_spill.p;
+	c->conns = c->conn_spill.p;
+
+	if (sc->nruns == 0) {
+		/* All in memory: one sort. */
+		set_times(c, sc->v, sc->n);
+		qsort(sc->v, sc->n, sizeof *sc->v, cmp_p1);
+		for (uint32_t k = 0; k < sc->n && r == 0; k++)
+			r = group_add(c, &g, &sc->v[k]);
+		goto done;
+	}
+	/* Sort every run in place in the file, then merge them. */
+	if (sc->n && (r = flush_run(c, sc)) != 0)
+		goto done;
+	nr = sc->nruns;
+	for (uint32_t i = 0; i < nr; i++) {
+		uint64_t off = (uint64_t)i * RUN_ENTS * sizeof *sc->v;
+		uint32_t n = i + 1 < nr ? RUN_ENTS :
+			     sc->total - (nr - 1) * RUN_ENTS;
+		size_t bytes = (size_t)n * sizeof *sc->v;
+		if ((r = rc_spill_read(c, &sc->f, sc->v, bytes, off)) != 0)
+			goto done;
+		set_times(c, sc->v, n);
+		qsort(sc->v, n, sizeof *sc->v, cmp_p1);
+		if ((r = rc_spill_write(c, &sc->f, sc->v, bytes, off)) != 0)
+			goto done;
+	}
+	/* The run buffer is shared out among the readers. */
+	uint32_t per = RUN_ENTS / nr;
+	if (per < RUN_BUF_MIN) {
+		struct p1ent *nv = realloc(sc->v, (size_t)nr * RUN_BUF_MIN *
+					   sizeof *nv);
+		if (!nv) {
+			r = -ENOMEM;
+			goto done;
+		}
+		sc->v = nv;
+		per = RUN_BUF_MIN;
+	}
+	rd = calloc(nr, sizeof *rd);
+	heap = calloc(nr, sizeof *heap);
+	if (!rd || !heap) {
+		r = -ENOMEM;
+		goto done;
+	}
+	uint32_t nh = 0;
+	for (uint32_t i = 0; i < nr; i++) {
+		rd[i].buf = sc->v + (size_t)i * per;
+		rd[i].cap = per;
+		rd[i].off = (uint64_t)i * RUN_ENTS * sizeof *sc->v;
+		rd[i].end = i + 1 < nr ?
+			    (uint64_t)(i + 1) * RUN_ENTS * sizeof *sc->v :
+			    (uint64_t)sc->total * sizeof *sc->v;
+		if ((r = run_fill(c, sc, &rd[i])) != 0)
+			goto done;
+		if (run_head(&rd[i]))
+			heap[nh++] = i;
+	}
+	for (uint32_t i = nh / 2; i-- > 0;)
+		heap_down(rd, heap, nh, i);
+	while (nh && r == 0) {
+		struct run_rd *x = &rd[heap[0]];
+		if ((r = group_add(c, &g, run_head(x))) != 0)
+			break;
+		if (++x->pos == x->n && (r = run_fill(c, sc, x)) != 0)
+			break;
+		if (!run_head(x))
+			heap[0] = heap[--nh];
+		heap_down(rd, heap, nh, 0);
+	}
+done:
+	if (r == 0)
+		r = group_add(c, &g, NULL);
+	free(g.v);
+	free(rd);
+	free(heap);
+	rc_spill_release(&c->ent_spill);
+	rc_spill_release(&c->conn_spill);
+	return r;
 }
 
 int rc_scan_run(struct rc_ctx *c)
@@ -659,18 +876,24 @@ int rc_scan_run(struct rc_ctx *c)
 		r = pair_all(c, &sc);
 	}
 	free(sc.v);
+	rc_spill_close(&sc.f);
 	if (r < 0)
 		return rc_fail(c, r, "out of memory in the first pass");
-	return 0;
+	return r;
+}
+
+void rc_scan_drop_ends(struct rc_ctx *c)
+{
+	rc_spill_close(&c->ent_spill);
+	rc_spill_close(&c->conn_spill);
+	c->entries = NULL;
+	c->conns = NULL;
 }
 
 void rc_scan_free(struct rc_ctx *c)
 {
-	free(c->entries);
-	free(c->conns);
+	rc_scan_drop_ends(c);
 	free(c->doms);
-	c->entries = NULL;
-	c->conns = NULL;
 	c->doms = NULL;
 	rc_map_free(&c->lin_parents);
 	rc_map_free(&c->lin_children);
