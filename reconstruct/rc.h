@@ -278,9 +278,12 @@ struct rc_ctx {
 	struct rc_host   *hosts;   uint32_t nhosts;
 	struct rc_domain *doms;    uint32_t ndoms;
 	uint32_t          ref_dom;
+	/* blocks (once sorted), images and streams are mappings of
+	 * temporary files (input.c) */
 	struct rc_image  *images;  uint32_t nimages;
 	struct rc_block  *blocks;  uint32_t nblocks;
 	struct rc_stream *streams; uint32_t nstreams;
+	struct rc_spill   blk_spill, img_spill, str_spill;
 
 	/* pass 1: entries and conns are mappings of temporary files (scan.c);
 	 * count accesses with rc_spill_touch on ent_spill / conn_spill */
