@@ -14,6 +14,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -169,17 +172,37 @@ static void block_done(const struct rc_block *b)
  */
 #define RC_MAP_RELEASE (16u << 20)
 
+/* The block, image and stream tables (mapped temporary files, see
+ * build_streams) are touched by every record: a page per image or stream
+ * active meanwhile.  They are given back more often than the logs. */
+#define RC_SPILL_RELEASE (4u << 20)
+
 static void release_maps(struct rc_ctx *c, uint32_t len)
 {
+	c->spill_read += len;
+	if (c->spill_read >= RC_SPILL_RELEASE) {
+		c->spill_read = 0;
+		rc_spill_release(&c->blk_spill);
+		rc_spill_release(&c->img_spill);
+		rc_spill_release(&c->str_spill);
+	}
 	c->map_read += len;
 	if (c->map_read < RC_MAP_RELEASE)
 		return;
 	c->map_read = 0;
 	for (uint32_t i = 0; i < c->nfiles; i++)
 		bt_seg_release(c->files[i].rd);
-	rc_spill_release(&c->blk_spill);
-	rc_spill_release(&c->img_spill);
-	rc_spill_release(&c->str_spill);
+}
+
+void rc_input_release(struct rc_ctx *c)
+{
+	c->map_read = RC_MAP_RELEASE;
+	c->spill_read = RC_SPILL_RELEASE;
+	release_maps(c, 0);
+#ifdef __GLIBC__
+	/* What the merge freed goes back too, not only to the heap. */
+	malloc_trim(0);
+#endif
 }
 
 static int index_file(struct rc_ctx *c, const char *path, uint32_t *cap)

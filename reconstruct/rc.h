@@ -305,6 +305,7 @@ struct rc_ctx {
 	struct rc_stats st;
 	uint64_t map_read;       /* block bytes read since the log mappings'
 				  * pages were last given back (input.c) */
+	uint64_t spill_read;     /* the same for the tables in spill files */
 
 	/* progress */
 	uint64_t progress_total, progress_done, progress_next;

@@ -149,6 +149,7 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 	 * no longer needed: give it back before the database's indexes are
 	 * built. */
 	rc_scan_drop_ends(&c);
+	rc_input_release(&c);
 	rc_clock_solve(&c);
 	if (c.err) {
 		r = c.err;

@@ -888,6 +888,8 @@ void rc_scan_drop_ends(struct rc_ctx *c)
 	rc_spill_close(&c->conn_spill);
 	c->entries = NULL;
 	c->conns = NULL;
+	rc_map_free(&c->lin_parents);
+	rc_map_free(&c->lin_children);
 }
 
 void rc_scan_free(struct rc_ctx *c)

@@ -26,8 +26,8 @@
  */
 int rc_scan_run(struct rc_ctx *c);
 void rc_scan_free(struct rc_ctx *c);
-/* Give back C->entries and C->conns (their temporary files) once the
- * merge is over. */
+/* Give back C->entries and C->conns (their temporary files) and the
+ * lineage maps once the merge is over. */
 void rc_scan_drop_ends(struct rc_ctx *c);
 
 /* The lineage key of the record that creates process PID on HOST by KIND

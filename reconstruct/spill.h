@@ -17,9 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Accesses between two give-backs of a mapping: at most 8 MiB of 4 KiB
+/* Accesses between two give-backs of a mapping: at most 4 MiB of 4 KiB
  * pages resident at once, even when every access hits another page. */
-#define RC_SPILL_TOUCHES 2048u
+#define RC_SPILL_TOUCHES 1024u
 
 struct rc_ctx;
 
