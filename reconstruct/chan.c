@@ -224,7 +224,8 @@ struct rc_proc *rc_proc_copy(struct rc_ctx *c, struct rc_proc *p,
 	return np;
 }
 
-struct rc_conn *rc_conn_get(struct rc_ctx *c, uint32_t id)
+struct rc_conn *rc_conn_get(struct rc_ctx *c, uint32_t id,
+			    const struct rc_conninfo *info)
 {
 	struct rc_conn *cn = rc_map_getp(&c->chans->conns, id);
 	if (cn)
@@ -232,8 +233,7 @@ struct rc_conn *rc_conn_get(struct rc_ctx *c, uint32_t id)
 	if (id >= c->nconns || !(cn = calloc(1, sizeof *cn)))
 		return NULL;
 	cn->id = id;
-	cn->info = c->conns[id];   /* a mapped file: read once */
-	rc_spill_touch(&c->conn_spill);
+	cn->info = *info;
 	memcpy(cn->pending, cn->info.n, sizeof cn->pending);
 	rc_map_put(&c->chans->conns, id, (uint64_t)(uintptr_t)cn);
 	return cn;

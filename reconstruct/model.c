@@ -480,7 +480,7 @@ static void on_chan(struct ap *a)
 	uint32_t ei = s->st->entry_first + s->entry_next++;
 	const struct rc_entry en = c->entries[ei];   /* a mapped file */
 	rc_spill_touch(&c->ent_spill);
-	struct rc_conn *cn = rc_conn_get(c, en.conn);
+	struct rc_conn *cn = rc_conn_get(c, en.conn, &en.info);
 	if (!cn)
 		return;
 	cn->pending[en.side < 2 ? en.side : 2]--;

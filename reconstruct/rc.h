@@ -220,18 +220,21 @@ struct rc_run {
 
 /* ---- pass 1 results --------------------------------------------------- */
 
-/* Per CHAN record (entry), what pass 1 found out about its connection. */
-struct rc_entry {
-	uint32_t conn;           /* connection instance, RC_NONE if none */
-	uint32_t peer;           /* an entry of the other side, or RC_NONE */
-	uint8_t  side;           /* 0, 1, or 2 = not known (inherited pipe) */
-};
-
 /* Per connection instance: how many CHAN records of each side refer to
  * it (side 2: inherited pipe ends whose side is not known yet). */
 struct rc_conninfo {
 	uint32_t n[3];
 	uint8_t  pipe;
+};
+
+/* Per CHAN record (entry), what pass 1 found out about its connection.
+ * Each end carries its connection's counts, so the merge reads the table
+ * in each stream's order and never by connection. */
+struct rc_entry {
+	uint32_t conn;           /* connection instance, RC_NONE if none */
+	uint32_t peer;           /* an entry of the other side, or RC_NONE */
+	uint8_t  side;           /* 0, 1, or 2 = not known (inherited pipe) */
+	struct rc_conninfo info; /* of conn */
 };
 
 /* Lineage key kinds (for rc_scan_lineage_key). */
@@ -285,13 +288,13 @@ struct rc_ctx {
 	struct rc_stream *streams; uint32_t nstreams;
 	struct rc_spill   blk_spill, img_spill, str_spill;
 
-	/* pass 1: entries and conns are mappings of temporary files (scan.c);
-	 * count accesses with rc_spill_touch on ent_spill / conn_spill */
+	/* pass 1: entries is the mapping of a temporary file (scan.c);
+	 * count accesses with rc_spill_touch on ent_spill */
 	struct rc_entry    *entries;  uint32_t nentries;
 	struct rc_map       strmap;   /* hash -> interned string */
 	char              **strs;     uint32_t nstrs;
-	struct rc_conninfo *conns;    uint32_t nconns;
-	struct rc_spill     ent_spill, conn_spill;
+	uint32_t            nconns;
+	struct rc_spill     ent_spill;
 	struct rc_map lin_parents;    /* lineage key -> parent records left */
 	struct rc_map lin_children;   /* lineage key -> child images left */
 

@@ -8,11 +8,11 @@
  * Memory: one 48-byte item (struct p1ent) per CHAN record is needed to
  * pair the ends.  They are sorted in runs of RUN_ENTS in memory; when
  * there are more, the runs go to a temporary file (spill.h) and are
- * merged from there, RUN_ENTS items of buffer in all.  The results, 12
- * bytes per CHAN record (struct rc_entry) and 16 per connection (struct
- * rc_conninfo), are written into mapped temporary files whose resident
- * pages are given back as they are used: memory stays bounded by the run
- * size, not by the number of ends.
+ * merged from there, RUN_ENTS items of buffer in all.  The results, 28
+ * bytes per CHAN record (struct rc_entry, with its connection's counts),
+ * are written in index order, UPD_MAX at a time, into a mapped temporary
+ * file whose resident pages are given back as they are used: memory
+ * stays bounded by the run size, not by the number of ends.
  */
 #include "config.h"
 
@@ -37,6 +37,12 @@
 #define RUN_ENTS       ((uint32_t)RC_SCAN_RUN_ENTS)
 /* The smallest read buffer of one run while the runs are merged. */
 #define RUN_BUF_MIN    256u
+/* Pairing results written to the entries table at once, sorted (2 MiB;
+ * fewer in a test build). */
+#ifndef RC_SCAN_UPD_MAX
+#define RC_SCAN_UPD_MAX (1u << 16)
+#endif
+#define UPD_MAX        ((uint32_t)RC_SCAN_UPD_MAX)
 
 enum { CLS_NONE = 0, CLS_IP, CLS_UNIX, CLS_PIPE };
 
@@ -477,7 +483,8 @@ static int cmp_p1(const void *pa, const void *pb)
 struct inst {
 	uint32_t conn;
 	int64_t  t;
-	uint32_t first[2];       /* first entry of each side, or RC_NONE */
+	uint32_t first[2];       /* first end of each side (position in the
+				  * group), or RC_NONE */
 	uint32_t host[2];
 };
 
@@ -486,20 +493,23 @@ static uint32_t new_conn(struct rc_ctx *c)
 	return c->nconns++;
 }
 
-static void join(struct rc_ctx *c, struct inst *in, const struct p1ent *e,
-		 uint8_t side)
+/* Results go to RES, by position in the group G. */
+static void join(const struct p1ent *g, struct rc_entry *res, struct inst *in,
+		 const struct p1ent *e, uint8_t side)
 {
-	struct rc_entry *en = &c->entries[e->idx];
-	en->conn = in->conn;
-	en->side = side;
+	uint32_t k = (uint32_t)(e - g);
+	res[k].conn = in->conn;
+	res[k].side = side;
 	if (side < 2 && in->first[side] == RC_NONE) {
-		in->first[side] = e->idx;
+		in->first[side] = k;
 		in->host[side] = e->host;
 	}
 }
 
-/* Pair one group of IP or unix ends sharing a key (sorted by time). */
-static int pair_group(struct rc_ctx *c, struct p1ent *g, uint32_t n)
+/* Pair one group of IP or unix ends sharing a key (sorted by time);
+ * the results go to RES, by position in G. */
+static int pair_group(struct rc_ctx *c, struct p1ent *g, struct rc_entry *res,
+		      uint32_t n)
 {
 	struct inst *in = malloc((n + 1) * sizeof *in);
 	uint32_t *side[2];
@@ -553,17 +563,17 @@ static int pair_group(struct rc_ctx *c, struct p1ent *g, uint32_t n)
 		}
 		if (near) {
 			x->t = a->t < b->t ? a->t : b->t;
-			join(c, x, a, 0);
-			join(c, x, b, 1);
+			join(g, res, x, a, 0);
+			join(g, res, x, b, 1);
 			i++;
 			j++;
 		} else if (a && (!b || a->t < b->t)) {
 			x->t = a->t;
-			join(c, x, a, 0);
+			join(g, res, x, a, 0);
 			i++;
 		} else {
 			x->t = b->t;
-			join(c, x, b, 1);
+			join(g, res, x, b, 1);
 			j++;
 		}
 	}
@@ -600,12 +610,12 @@ static int pair_group(struct rc_ctx *c, struct p1ent *g, uint32_t n)
 			best->first[0] = best->first[1] = RC_NONE;
 			best->host[0] = best->host[1] = RC_NONE;
 		}
-		join(c, best, e, e->side);
+		join(g, res, best, e, e->side);
 	}
 	for (uint32_t q = 0; q < ni; q++)
 		for (int s = 0; s < 2; s++)
 			if (in[q].first[s] != RC_NONE && in[q].first[!s] != RC_NONE)
-				c->entries[in[q].first[s]].peer = in[q].first[!s];
+				res[in[q].first[s]].peer = g[in[q].first[!s]].idx;
 	free(in);
 	free(side[0]);
 	free(side[1]);
@@ -613,7 +623,8 @@ static int pair_group(struct rc_ctx *c, struct p1ent *g, uint32_t n)
 }
 
 /* One pipe inode: a new pipe starts where a side is created again. */
-static void pair_pipe(struct rc_ctx *c, struct p1ent *g, uint32_t n)
+static void pair_pipe(struct rc_ctx *c, struct p1ent *g, struct rc_entry *res,
+		      uint32_t n)
 {
 	uint32_t conn = RC_NONE, first[2] = { RC_NONE, RC_NONE };
 	int fresh_seen[2] = { 0, 0 };
@@ -628,47 +639,103 @@ static void pair_pipe(struct rc_ctx *c, struct p1ent *g, uint32_t n)
 		}
 		if (e->fresh && e->side < 2)
 			fresh_seen[e->side] = 1;
-		c->entries[e->idx].conn = conn;
-		c->entries[e->idx].side = e->side;
+		res[k].conn = conn;
+		res[k].side = e->side;
 		if (e->side < 2 && first[e->side] == RC_NONE) {
-			first[e->side] = e->idx;
+			first[e->side] = k;
 			if (first[!e->side] != RC_NONE) {
-				c->entries[e->idx].peer = first[!e->side];
-				c->entries[first[!e->side]].peer = e->idx;
+				res[k].peer = g[first[!e->side]].idx;
+				res[first[!e->side]].peer = e->idx;
 			}
 		}
 	}
 }
 
+/* What pairing found for one end, waiting to be written into the mapped
+ * entries table in index order. */
+struct upd {
+	uint32_t        idx;
+	struct rc_entry e;
+};
+
+/* The group of ends being collected (one cls and key), its results,
+ * and the results waiting to be written. */
+struct group {
+	struct p1ent    *v;
+	struct rc_entry *res;
+	uint32_t         n, cap;
+	uint32_t        *cnt;    /* 3 per connection of the group */
+	uint32_t         cntcap;
+	struct upd      *u;
+	uint32_t         nu;
+};
+
+static int cmp_upd(const void *pa, const void *pb)
+{
+	const struct upd *a = pa, *b = pb;
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+/* Write the results in index order (a page of the table at a time, not
+ * a page per end), giving the pages back as they fill. */
+static void flush_upd(struct rc_ctx *c, struct group *g)
+{
+	qsort(g->u, g->nu, sizeof *g->u, cmp_upd);
+	for (uint32_t k = 0; k < g->nu; k++) {
+		c->entries[g->u[k].idx] = g->u[k].e;
+		rc_spill_touch(&c->ent_spill);
+	}
+	g->nu = 0;
+	rc_spill_release(&c->ent_spill);
+}
+
 /* Pair one group of ends sharing cls and key (all of them, in cmp_p1
  * order), and count each connection's ends per side. */
-static int pair_one(struct rc_ctx *c, struct p1ent *g, uint32_t n)
+static int pair_one(struct rc_ctx *c, struct group *grp)
 {
+	struct p1ent *g = grp->v;
+	struct rc_entry *res = grp->res;
+	uint32_t n = grp->n, base = c->nconns;
+
 	for (uint32_t k = 0; k < n; k++) {
-		struct rc_entry *en = &c->entries[g[k].idx];
-		en->conn = RC_NONE;
-		en->peer = RC_NONE;
-		en->side = g[k].side;
-		rc_spill_touch(&c->ent_spill);
+		memset(&res[k], 0, sizeof res[k]);
+		res[k].conn = RC_NONE;
+		res[k].peer = RC_NONE;
+		res[k].side = g[k].side;
 	}
 	switch (g[0].cls) {
 	case CLS_NONE:           /* a group of one */
-		c->entries[g[0].idx].conn = new_conn(c);
-		c->entries[g[0].idx].side = 0;
+		res[0].conn = new_conn(c);
+		res[0].side = 0;
 		break;
 	case CLS_PIPE:
-		pair_pipe(c, g, n);
+		pair_pipe(c, g, res, n);
 		break;
 	default:
-		if (pair_group(c, g, n) < 0)
+		if (pair_group(c, g, res, n) < 0)
 			return -ENOMEM;
 	}
+	/* The group's connections are numbered base.. c->nconns - 1. */
+	uint32_t nc = c->nconns - base;
+	if (nc > grp->cntcap) {
+		uint32_t *nv = realloc(grp->cnt, (size_t)nc * 3 * sizeof *nv);
+		if (!nv)
+			return -ENOMEM;
+		grp->cnt = nv;
+		grp->cntcap = nc;
+	}
+	memset(grp->cnt, 0, (size_t)nc * 3 * sizeof *grp->cnt);
+	for (uint32_t k = 0; k < n; k++)
+		grp->cnt[(res[k].conn - base) * 3 +
+			 (res[k].side < 2 ? res[k].side : 2)]++;
 	for (uint32_t k = 0; k < n; k++) {
-		const struct rc_entry *e = &c->entries[g[k].idx];
-		struct rc_conninfo *ci = &c->conns[e->conn];
-		ci->n[e->side < 2 ? e->side : 2]++;
+		struct rc_conninfo *ci = &res[k].info;
+		memcpy(ci->n, &grp->cnt[(res[k].conn - base) * 3], sizeof ci->n);
 		ci->pipe = g[k].cls == CLS_PIPE;
-		rc_spill_touch(&c->conn_spill);
+		if (grp->nu == UPD_MAX)
+			flush_upd(c, grp);
+		grp->u[grp->nu].idx = g[k].idx;
+		grp->u[grp->nu++].e = res[k];
 	}
 	return 0;
 }
@@ -722,28 +789,31 @@ static void heap_down(struct run_rd *rd, uint32_t *h, uint32_t n, uint32_t i)
 }
 
 /* Append E to the group G, pairing the group first when E starts
- * another. */
-struct group {
-	struct p1ent *v;
-	uint32_t n, cap;
-};
-
+ * another; E NULL: the end. */
 static int group_add(struct rc_ctx *c, struct group *g, const struct p1ent *e)
 {
+	if (!g->u && !(g->u = malloc(UPD_MAX * sizeof *g->u)))
+		return -ENOMEM;
 	if (g->n && (e == NULL || e->cls != g->v[0].cls ||
 		     e->cls == CLS_NONE || e->key != g->v[0].key)) {
-		if (pair_one(c, g->v, g->n) < 0)
+		if (pair_one(c, g) < 0)
 			return -ENOMEM;
 		g->n = 0;
 	}
-	if (!e)
+	if (!e) {
+		flush_upd(c, g);
 		return 0;
+	}
 	if (g->n == g->cap) {
 		uint32_t ncap = g->cap ? g->cap * 2 : 64;
 		struct p1ent *nv = realloc(g->v, ncap * sizeof *nv);
 		if (!nv)
 			return -ENOMEM;
 		g->v = nv;
+		struct rc_entry *nr = realloc(g->res, ncap * sizeof *nr);
+		if (!nr)
+			return -ENOMEM;
+		g->res = nr;
 		g->cap = ncap;
 	}
 	g->v[g->n++] = *e;
@@ -773,13 +843,9 @@ static int pair_all(struct rc_ctx *c, struct scan *sc)
 	c->nentries = sc->total;
 	if ((r = rc_spill_open(c, &c->ent_spill, "entries")) != 0 ||
 	    (r = rc_spill_map(c, &c->ent_spill,
-			      ((size_t)sc->total + 1) * sizeof *c->entries)) != 0 ||
-	    (r = rc_spill_open(c, &c->conn_spill, "conns")) != 0 ||
-	    (r = rc_spill_map(c, &c->conn_spill,
-			      ((size_t)sc->total + 1) * sizeof *c->conns)) != 0)
+			      ((size_t)sc->total + 1) * sizeof *c->entries)) != 0)
 		return r;
 	c->entries = c->ent_spill.p;
-	c->conns = c->conn_spill.p;
 
 	if (sc->nruns == 0) {
 		/* All in memory: one sort. */
@@ -852,10 +918,12 @@ done:
 	if (r == 0)
 		r = group_add(c, &g, NULL);
 	free(g.v);
+	free(g.res);
+	free(g.cnt);
+	free(g.u);
 	free(rd);
 	free(heap);
 	rc_spill_release(&c->ent_spill);
-	rc_spill_release(&c->conn_spill);
 	return r;
 }
 
@@ -885,9 +953,7 @@ int rc_scan_run(struct rc_ctx *c)
 void rc_scan_drop_ends(struct rc_ctx *c)
 {
 	rc_spill_close(&c->ent_spill);
-	rc_spill_close(&c->conn_spill);
 	c->entries = NULL;
-	c->conns = NULL;
 	rc_map_free(&c->lin_parents);
 	rc_map_free(&c->lin_children);
 }
