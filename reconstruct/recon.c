@@ -146,9 +146,9 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 		goto fail;
 	rc_model_finish(&c);
 	/* What pass 1 learnt of each channel end, the lineage maps and the
-	 * merge's runs (as many as streams were ever active at once: clock
-	 * skew between hosts holds many back) are no longer needed: give
-	 * them back before SQLite inserts the rows and builds the indexes. */
+	 * merge's runs (as many as streams were ever active at once) are no
+	 * longer needed: give them back before SQLite inserts the rows and
+	 * builds the indexes. */
 	rc_merge_free(&c);
 	rc_scan_drop_ends(&c);
 	rc_input_release(&c);
