@@ -478,8 +478,9 @@ static void on_chan(struct ap *a)
 	if (s->entry_next >= s->st->nentry || !p)
 		return;
 	uint32_t ei = s->st->entry_first + s->entry_next++;
-	const struct rc_entry en = c->entries[ei];   /* a mapped file */
-	rc_spill_touch(&c->ent_spill);
+	struct rc_entry en;
+	if (rc_scan_entry(c, s, ei, &en) < 0)
+		return;
 	struct rc_conn *cn = rc_conn_get(c, en.conn, &en.info);
 	if (!cn)
 		return;

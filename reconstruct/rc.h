@@ -141,6 +141,25 @@ struct rc_cursor {
 	int      warn;           /* report losses (pass 1 only) */
 };
 
+/* ---- pass 1 results --------------------------------------------------- */
+
+/* Per connection instance: how many CHAN records of each side refer to
+ * it (side 2: inherited pipe ends whose side is not known yet). */
+struct rc_conninfo {
+	uint32_t n[3];
+	uint8_t  pipe;
+};
+
+/* Per CHAN record (entry), what pass 1 found out about its connection.
+ * Each end carries its connection's counts, so the merge reads the table
+ * in each stream's order and never by connection. */
+struct rc_entry {
+	uint32_t conn;           /* connection instance, RC_NONE if none */
+	uint32_t peer;           /* an entry of the other side, or RC_NONE */
+	uint8_t  side;           /* 0, 1, or 2 = not known (inherited pipe) */
+	struct rc_conninfo info; /* of conn */
+};
+
 /* ---- the path model's per-thread state (model.c) ---------------------- */
 
 /* The request a thread works for, and the span new client spans hang on. */
@@ -201,10 +220,14 @@ struct rc_stream {
 
 /* A stream being read: from the merge reaching its first record to its
  * end.  Only active streams hold a decoded record and a thread state. */
+#define RC_EBUF 8                /* pass 1 entries read at once */
+
 struct rc_run {
 	struct rc_stream *st;
 	struct rc_cursor cur;
 	uint32_t entry_next;     /* next CHAN record's entry */
+	uint32_t ebuf_first, ebuf_n;  /* entries in ebuf (rc_scan_entry) */
+	struct rc_entry ebuf[RC_EBUF];
 	/* merge */
 	uint8_t  state;          /* enum rc_sstate */
 	uint8_t  released;       /* enum rc_release, for the head record */
@@ -216,25 +239,6 @@ struct rc_run {
 	struct rc_run *park_next;
 	/* model */
 	struct rc_thr thr;
-};
-
-/* ---- pass 1 results --------------------------------------------------- */
-
-/* Per connection instance: how many CHAN records of each side refer to
- * it (side 2: inherited pipe ends whose side is not known yet). */
-struct rc_conninfo {
-	uint32_t n[3];
-	uint8_t  pipe;
-};
-
-/* Per CHAN record (entry), what pass 1 found out about its connection.
- * Each end carries its connection's counts, so the merge reads the table
- * in each stream's order and never by connection. */
-struct rc_entry {
-	uint32_t conn;           /* connection instance, RC_NONE if none */
-	uint32_t peer;           /* an entry of the other side, or RC_NONE */
-	uint8_t  side;           /* 0, 1, or 2 = not known (inherited pipe) */
-	struct rc_conninfo info; /* of conn */
 };
 
 /* Lineage key kinds (for rc_scan_lineage_key). */
@@ -288,8 +292,9 @@ struct rc_ctx {
 	struct rc_stream *streams; uint32_t nstreams;
 	struct rc_spill   blk_spill, img_spill, str_spill;
 
-	/* pass 1: entries is the mapping of a temporary file (scan.c);
-	 * count accesses with rc_spill_touch on ent_spill */
+	/* pass 1: the entries are in a temporary file (scan.c), mapped
+	 * while pass 1 writes them; the merge reads them with
+	 * rc_scan_entry */
 	struct rc_entry    *entries;  uint32_t nentries;
 	struct rc_map       strmap;   /* hash -> interned string */
 	char              **strs;     uint32_t nstrs;

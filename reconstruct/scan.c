@@ -923,8 +923,29 @@ done:
 	free(g.u);
 	free(rd);
 	free(heap);
-	rc_spill_release(&c->ent_spill);
+	/* The merge reads the entries with pread (rc_scan_entry): a mapping
+	 * read at random faults in far more than the page it needs. */
+	rc_spill_unmap(&c->ent_spill);
+	c->entries = NULL;
 	return r;
+}
+
+int rc_scan_entry(struct rc_ctx *c, struct rc_run *r, uint32_t ei,
+		  struct rc_entry *out)
+{
+	if (ei < r->ebuf_first || ei - r->ebuf_first >= r->ebuf_n) {
+		uint32_t end = r->st->entry_first + r->st->nentry;
+		uint32_t n = end - ei < RC_EBUF ? end - ei : RC_EBUF;
+		r->ebuf_n = 0;
+		if (ei >= end || rc_spill_read(c, &c->ent_spill, r->ebuf,
+				(size_t)n * sizeof *r->ebuf,
+				(uint64_t)ei * sizeof *r->ebuf) != 0)
+			return -1;
+		r->ebuf_first = ei;
+		r->ebuf_n = n;
+	}
+	*out = r->ebuf[ei - r->ebuf_first];
+	return 0;
 }
 
 int rc_scan_run(struct rc_ctx *c)

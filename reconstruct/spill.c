@@ -108,6 +108,15 @@ void rc_spill_release(struct rc_spill *s)
 		madvise(s->p, s->len, MADV_DONTNEED);
 }
 
+void rc_spill_unmap(struct rc_spill *s)
+{
+	if (s->p)
+		munmap(s->p, s->len);
+	s->p = NULL;
+	s->len = 0;
+	s->touches = 0;
+}
+
 void rc_spill_close(struct rc_spill *s)
 {
 	if (s->p)

@@ -50,6 +50,8 @@ static inline void rc_spill_touch(struct rc_spill *s)
 	if (++s->touches >= RC_SPILL_TOUCHES)
 		rc_spill_release(s);
 }
+/* Unmap (the file stays open for rc_spill_read and _write). */
+void rc_spill_unmap(struct rc_spill *s);
 /* Unmap and close (the file goes with it). */
 void rc_spill_close(struct rc_spill *s);
 
