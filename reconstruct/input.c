@@ -239,7 +239,7 @@ static int index_file(struct rc_ctx *c, const char *path, uint32_t *cap)
 		return -ENOMEM;
 	}
 	uint32_t fi = c->nfiles++;
-	uint32_t first = c->nblocks;
+	uint64_t checked = 0;
 	c->st.files++;
 
 	while (bt_seg_next(rd, &h, &payload, &foff) == 1) {
@@ -267,10 +267,15 @@ static int index_file(struct rc_ctx *c, const char *path, uint32_t *cap)
 		c->nblocks++;
 		c->st.blocks++;
 		c->st.payload_bytes += h.len;
+		/* Checked: the pages can go until the passes read them (all
+		 * of the file's, with those blocks share with neighbours). */
+		checked += h.len;
+		if (checked >= RC_MAP_RELEASE) {
+			bt_seg_release(rd);
+			checked = 0;
+		}
 	}
-	/* Checked: the pages can go until the passes read them. */
-	for (uint32_t i = first; i < c->nblocks; i++)
-		block_done(&c->blocks[i]);
+	bt_seg_release(rd);
 	return 0;
 }
 
