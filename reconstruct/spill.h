@@ -9,7 +9,9 @@
  * (MADV_DONTNEED) every RC_SPILL_TOUCHES accesses the caller counts with
  * rc_spill_touch, so the resident part follows the accesses, not the
  * table's size.  The pages stay in the page cache (or go to the file)
- * and fault in again when needed.
+ * and fault in again when needed.  A read fault maps the neighbouring
+ * cached pages too (fault-around), so a mapping read at random is better
+ * read with rc_spill_read.
  */
 #ifndef RC_SPILL_H
 #define RC_SPILL_H
