@@ -224,7 +224,8 @@ struct rc_proc *rc_proc_copy(struct rc_ctx *c, struct rc_proc *p,
 	return np;
 }
 
-struct rc_conn *rc_conn_get(struct rc_ctx *c, uint32_t id)
+struct rc_conn *rc_conn_get(struct rc_ctx *c, uint32_t id,
+			    const struct rc_conninfo *info)
 {
 	struct rc_conn *cn = rc_map_getp(&c->chans->conns, id);
 	if (cn)
@@ -232,7 +233,8 @@ struct rc_conn *rc_conn_get(struct rc_ctx *c, uint32_t id)
 	if (id >= c->nconns || !(cn = calloc(1, sizeof *cn)))
 		return NULL;
 	cn->id = id;
-	memcpy(cn->pending, c->conns[id].n, sizeof cn->pending);
+	cn->info = *info;
+	memcpy(cn->pending, cn->info.n, sizeof cn->pending);
 	rc_map_put(&c->chans->conns, id, (uint64_t)(uintptr_t)cn);
 	return cn;
 }
@@ -249,7 +251,7 @@ int rc_conn_gone(const struct rc_ctx *c, const struct rc_conn *cn, int s)
 {
 	if (cn->pending[s] || cn->live[s])
 		return 0;
-	if (c->conns[cn->id].pipe && (cn->pending[2] || cn->unknown_live))
+	if (cn->info.pipe && (cn->pending[2] || cn->unknown_live))
 		return 0;
 	return 1;
 }
@@ -257,7 +259,7 @@ int rc_conn_gone(const struct rc_ctx *c, const struct rc_conn *cn, int s)
 /* Does side S of E's connection have an end in the logs at all? */
 int rc_end_traced(const struct rc_ctx *c, const struct rc_end *e, int s)
 {
-	const struct rc_conninfo *ci = &c->conns[e->conn->id];
+	const struct rc_conninfo *ci = &e->conn->info;
 	if (ci->n[s])
 		return 1;
 	return ci->pipe && ci->n[2] > (uint32_t)(e->entry_unknown ? 1 : 0);

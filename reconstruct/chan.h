@@ -53,6 +53,7 @@ struct rc_dirq {
 
 struct rc_conn {
 	uint32_t id;
+	struct rc_conninfo info; /* pass 1's count of its ends */
 	uint32_t pending[3];     /* CHAN records of each side not yet seen */
 	uint32_t live[2];        /* live ends per side */
 	uint32_t unknown_live;   /* live pipe ends whose side is not known */
@@ -154,8 +155,10 @@ struct rc_fdent *rc_fd_get(struct rc_proc *p, int32_t fd, int64_t t);
 
 /* ---- ends and connections ---- */
 
-/* Connection ID (from pass 1), created on first use; NULL if unknown. */
-struct rc_conn *rc_conn_get(struct rc_ctx *c, uint32_t id);
+/* Connection ID (from pass 1), created on first use with pass 1's
+ * counts INFO; NULL if unknown. */
+struct rc_conn *rc_conn_get(struct rc_ctx *c, uint32_t id,
+			    const struct rc_conninfo *info);
 /* Free CN once no end of it is live and none is still to come. */
 void rc_conn_maybe_free(struct rc_ctx *c, struct rc_conn *cn);
 /* Side S will never send again: no live end, none still to come. */

@@ -14,6 +14,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -169,14 +172,37 @@ static void block_done(const struct rc_block *b)
  */
 #define RC_MAP_RELEASE (16u << 20)
 
+/* The block, image and stream tables (mapped temporary files, see
+ * build_streams) are touched by every record: a page per image or stream
+ * active meanwhile.  They are given back more often than the logs. */
+#define RC_SPILL_RELEASE (4u << 20)
+
 static void release_maps(struct rc_ctx *c, uint32_t len)
 {
+	c->spill_read += len;
+	if (c->spill_read >= RC_SPILL_RELEASE) {
+		c->spill_read = 0;
+		rc_spill_release(&c->blk_spill);
+		rc_spill_release(&c->img_spill);
+		rc_spill_release(&c->str_spill);
+	}
 	c->map_read += len;
 	if (c->map_read < RC_MAP_RELEASE)
 		return;
 	c->map_read = 0;
 	for (uint32_t i = 0; i < c->nfiles; i++)
 		bt_seg_release(c->files[i].rd);
+}
+
+void rc_input_release(struct rc_ctx *c)
+{
+	c->map_read = RC_MAP_RELEASE;
+	c->spill_read = RC_SPILL_RELEASE;
+	release_maps(c, 0);
+#ifdef __GLIBC__
+	/* What the merge freed goes back too, not only to the heap. */
+	malloc_trim(0);
+#endif
 }
 
 static int index_file(struct rc_ctx *c, const char *path, uint32_t *cap)
@@ -213,7 +239,7 @@ static int index_file(struct rc_ctx *c, const char *path, uint32_t *cap)
 		return -ENOMEM;
 	}
 	uint32_t fi = c->nfiles++;
-	uint32_t first = c->nblocks;
+	uint64_t checked = 0;
 	c->st.files++;
 
 	while (bt_seg_next(rd, &h, &payload, &foff) == 1) {
@@ -241,10 +267,15 @@ static int index_file(struct rc_ctx *c, const char *path, uint32_t *cap)
 		c->nblocks++;
 		c->st.blocks++;
 		c->st.payload_bytes += h.len;
+		/* Checked: the pages can go until the passes read them (all
+		 * of the file's, with those blocks share with neighbours). */
+		checked += h.len;
+		if (checked >= RC_MAP_RELEASE) {
+			bt_seg_release(rd);
+			checked = 0;
+		}
 	}
-	/* Checked: the pages can go until the passes read them. */
-	for (uint32_t i = first; i < c->nblocks; i++)
-		block_done(&c->blocks[i]);
+	bt_seg_release(rd);
 	return 0;
 }
 
@@ -283,10 +314,25 @@ static int build_streams(struct rc_ctx *c)
 			nstr++;
 		}
 	}
-	c->images = calloc(nimg + 1, sizeof *c->images);
-	c->streams = calloc(nstr + 1, sizeof *c->streams);
-	if (!c->images || !c->streams)
-		return -ENOMEM;
+	/* The tables grow with the logs: they live in mapped temporary
+	 * files whose pages release_maps gives back with the logs'. */
+	int r;
+	if ((r = rc_spill_open(c, &c->blk_spill, "blocks")) != 0 ||
+	    (r = rc_spill_map(c, &c->blk_spill,
+			      ((size_t)c->nblocks + 1) * sizeof *c->blocks)) != 0 ||
+	    (r = rc_spill_open(c, &c->img_spill, "images")) != 0 ||
+	    (r = rc_spill_map(c, &c->img_spill,
+			      ((size_t)nimg + 1) * sizeof *c->images)) != 0 ||
+	    (r = rc_spill_open(c, &c->str_spill, "streams")) != 0 ||
+	    (r = rc_spill_map(c, &c->str_spill,
+			      ((size_t)nstr + 1) * sizeof *c->streams)) != 0)
+		return r;
+	memcpy(c->blk_spill.p, c->blocks, (size_t)c->nblocks * sizeof *c->blocks);
+	free(c->blocks);
+	c->blocks = c->blk_spill.p;
+	rc_spill_release(&c->blk_spill);
+	c->images = c->img_spill.p;
+	c->streams = c->str_spill.p;
 	for (uint32_t i = 0; i < c->nblocks; i++) {
 		const struct rc_block *b = &c->blocks[i], *p = b - 1;
 		int new_image = i == 0 || !same_image(p, b);
@@ -356,8 +402,8 @@ int rc_input_open(struct rc_ctx *c)
 		return rc_fail(c, RC_EXIT_INPUT,
 			       "no readable log block in the input (%u segment file%s opened): give the logs/ directory bp-logd writes, a logs/<host>/ directory, or a spool directory",
 			       c->nfiles, c->nfiles == 1 ? "" : "s");
-	if (build_streams(c) < 0)
-		return rc_fail(c, -ENOMEM, "out of memory while indexing the logs");
+	if ((r = build_streams(c)) != 0)
+		return r < 0 ? rc_fail(c, r, "out of memory while indexing the logs") : r;
 	return 0;
 }
 
@@ -376,9 +422,11 @@ void rc_input_close(struct rc_ctx *c)
 	c->strs = NULL;
 	c->nstrs = 0;
 	rc_map_free(&c->strmap);
-	free(c->images);
-	free(c->blocks);
-	free(c->streams);
+	if (c->blocks != c->blk_spill.p)
+		free(c->blocks);
+	rc_spill_close(&c->blk_spill);
+	rc_spill_close(&c->img_spill);
+	rc_spill_close(&c->str_spill);
 	free(c->hosts);
 	c->images = NULL;
 	c->blocks = NULL;

@@ -16,6 +16,9 @@
  */
 int rc_input_open(struct rc_ctx *c);
 void rc_input_close(struct rc_ctx *c);
+/* After the merge: give back the resident pages of the logs and of the
+ * block, image and stream tables, and the heap memory freed. */
+void rc_input_release(struct rc_ctx *c);
 
 /* Prepare R's cursor at its stream's first record; WARN: report losses. */
 void rc_cur_reset(struct rc_ctx *c, struct rc_run *r, int warn);

@@ -14,6 +14,7 @@ libbtrecon_la_SOURCES = \
 	reconstruct/recon.c reconstruct/recon.h \
 	reconstruct/scan.c reconstruct/scan.h \
 	reconstruct/span.c reconstruct/span.h \
+	reconstruct/spill.c reconstruct/spill.h \
 	reconstruct/views.c reconstruct/views.h
 libbtrecon_la_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(SQLITE3_CFLAGS)
 libbtrecon_la_LIBADD = libbtproto.la libbtcommon.la $(SQLITE3_LIBS)

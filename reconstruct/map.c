@@ -39,9 +39,9 @@ static size_t slot_of(const struct rc_map *m, uint64_t key)
 	return (size_t)rc_mix64(key) & (m->cap - 1);
 }
 
-static int grow(struct rc_map *m)
+/* Rehash into NCAP slots (a power of two above the count). */
+static int resize(struct rc_map *m, size_t ncap)
 {
-	size_t ncap = m->cap ? m->cap * 2 : 16;
 	struct rc_map t = {
 		.keys = malloc(ncap * sizeof *t.keys),
 		.vals = malloc(ncap * sizeof *t.vals),
@@ -66,9 +66,15 @@ static int grow(struct rc_map *m)
 		t.vals[j] = m->vals[i];
 	}
 	t.n = m->n;
+	t.shrink = m->shrink;
 	rc_map_free(m);
 	*m = t;
 	return 0;
+}
+
+static int grow(struct rc_map *m)
+{
+	return resize(m, m->cap ? m->cap * 2 : 16);
 }
 
 /* Index of KEY, or of the empty slot where it would go; -1 if no table. */
@@ -140,6 +146,9 @@ int rc_map_del(struct rc_map *m, uint64_t key)
 	}
 	m->used[i] = 0;
 	m->n--;
+	/* A sixteenth full: a quarter of the size (then a quarter full). */
+	if (m->shrink && m->cap > 1024 && m->n * 16 < m->cap)
+		resize(m, m->cap / 4);   /* on failure it stays as it is */
 	return 1;
 }
 

@@ -20,6 +20,9 @@ struct rc_map {
 	uint8_t  *used;
 	size_t    cap;      /* power of two, or 0 */
 	size_t    n;
+	int       shrink;   /* give storage back as entries go (set it
+			     * only for maps nobody iterates: the order of
+			     * the slots changes) */
 };
 
 /* Mix a 64-bit value (splitmix64 finaliser). */

@@ -479,11 +479,13 @@ static void on_chan(struct ap *a)
 	if (s->entry_next >= s->st->nentry || !p)
 		return;
 	uint32_t ei = s->st->entry_first + s->entry_next++;
-	const struct rc_entry *en = &c->entries[ei];
-	struct rc_conn *cn = rc_conn_get(c, en->conn);
+	struct rc_entry en;
+	if (rc_scan_entry(c, s, ei, &en) < 0)
+		return;
+	struct rc_conn *cn = rc_conn_get(c, en.conn, &en.info);
 	if (!cn)
 		return;
-	cn->pending[en->side < 2 ? en->side : 2]--;
+	cn->pending[en.side < 2 ? en.side : 2]--;
 
 	/* An end this process already holds, announced again after exec. */
 	if (!rc_role_fresh(ev->role)) {
@@ -519,9 +521,9 @@ static void on_chan(struct ap *a)
 	e->conn = cn;
 	e->channel_id = (uint64_t)ei + 1;
 	e->entry = ei;
-	e->peer_entry = en->peer;
-	e->side = en->side;
-	e->entry_unknown = en->side > 1;
+	e->peer_entry = en.peer;
+	e->side = en.side;
+	e->entry_unknown = en.side > 1;
 	e->kind = ev->chan_kind;
 	e->role = ev->role;
 	e->oneway = ev->chan_kind == BT_CK_PIPE;

@@ -728,31 +728,110 @@ static const char finish_sql[] =
 	"CREATE INDEX span_patterns_request ON span_patterns(request_id);\n"
 	"CREATE INDEX span_patterns_pattern ON span_patterns(pattern_id, node);\n"
 	"CREATE INDEX requests_pattern ON requests(pattern_id);\n"
-	/* exact percentiles (nearest rank) of the complete requests */
+	/* the complete requests' count and mean (the percentiles: below) */
 	"UPDATE patterns SET complete = q.cnt, avg_ns = q.avg_ns,\n"
-	"  min_ns = q.min_ns, max_ns = q.max_ns, p50_ns = q.p50,\n"
-	"  p90_ns = q.p90, p99_ns = q.p99, example_request_id = q.example\n"
-	"FROM (WITH d AS (\n"
-	"        SELECT pattern_id, request_id, duration_ns AS ns,\n"
-	"          ROW_NUMBER() OVER (PARTITION BY pattern_id\n"
-	"                             ORDER BY duration_ns, request_id) AS rn,\n"
-	"          COUNT(*) OVER (PARTITION BY pattern_id) AS cnt\n"
-	"        FROM requests\n"
-	"        WHERE duration_ns IS NOT NULL AND pattern_id IS NOT NULL)\n"
-	"      SELECT pattern_id, cnt, AVG(ns) AS avg_ns, MIN(ns) AS min_ns,\n"
-	"        MAX(ns) AS max_ns,\n"
-	"        MIN(CASE WHEN rn * 100 >= cnt * 50 THEN ns END) AS p50,\n"
-	"        MIN(CASE WHEN rn * 100 >= cnt * 90 THEN ns END) AS p90,\n"
-	"        MIN(CASE WHEN rn * 100 >= cnt * 99 THEN ns END) AS p99,\n"
-	"        MAX(CASE WHEN rn = (cnt * 50 + 99) / 100 THEN request_id END)\n"
-	"          AS example\n"
-	"      FROM d GROUP BY pattern_id) AS q\n"
-	"WHERE q.pattern_id = patterns.pattern_id;\n"
+	"  min_ns = q.min_ns, max_ns = q.max_ns\n"
+	"FROM (SELECT pattern_id, COUNT(*) AS cnt, AVG(duration_ns) AS avg_ns,\n"
+	"        MIN(duration_ns) AS min_ns, MAX(duration_ns) AS max_ns\n"
+	"      FROM requests\n"
+	"      WHERE duration_ns IS NOT NULL AND pattern_id IS NOT NULL\n"
+	"      GROUP BY pattern_id) AS q\n"
+	"WHERE q.pattern_id = patterns.pattern_id;\n";
+
+static const char rank_sql[] =
 	"UPDATE patterns SET rank = r.rk FROM (SELECT pattern_id,\n"
 	"  ROW_NUMBER() OVER (ORDER BY n DESC, pattern_id) AS rk FROM patterns) r\n"
 	"  WHERE r.pattern_id = patterns.pattern_id;\n"
 	"INSERT OR REPLACE INTO stats VALUES('patterns',\n"
 	"  (SELECT COUNT(*) FROM patterns));\n";
+
+/*
+ * Exact percentiles (nearest rank: the p-th of n values is the smallest
+ * whose rank r has r * 100 >= n * p) and the example request (the median
+ * by rank) of each pattern's complete requests.  The requests come
+ * sorted by pattern and duration, and each pattern's are counted, so no
+ * pattern's durations are held: SQLite's sorter works in bounded memory
+ * (a window function over the partitions kept each whole partition).
+ */
+static int write_percentiles(struct builder *b)
+{
+	sqlite3_stmt *qc = prep(&b->x,
+		"SELECT pattern_id, complete FROM patterns");
+	sqlite3_stmt *qd = prep(&b->x,
+		"SELECT pattern_id, duration_ns, request_id FROM requests\n"
+		"WHERE duration_ns IS NOT NULL AND pattern_id IS NOT NULL\n"
+		"ORDER BY pattern_id, duration_ns, request_id");
+	sqlite3_stmt *up = prep(&b->x,
+		"UPDATE patterns SET p50_ns = ?, p90_ns = ?, p99_ns = ?,\n"
+		"  example_request_id = ? WHERE pattern_id = ?");
+	int64_t *cnt = calloc(b->npat + 1, sizeof *cnt);
+	int r = 0, rc;
+
+	if (!qc || !qd || !up || !cnt) {
+		r = cnt ? -1 : fail(&b->x, "patterns: out of memory");
+		goto out;
+	}
+	while ((rc = sqlite3_step(qc)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(qc, 0);
+		if (id >= 1 && (uint64_t)id <= b->npat)
+			cnt[id] = sqlite3_column_int64(qc, 1);
+	}
+	if (rc != SQLITE_DONE) {
+		r = sql_fail(&b->x, "patterns");
+		goto out;
+	}
+	int64_t cur = 0, n = 0, rn = 0, ex = 0, pv[3] = { 0, 0, 0 };
+	int have[3] = { 0, 0, 0 }, more;
+	static const int pct[3] = { 50, 90, 99 };
+	do {
+		rc = sqlite3_step(qd);
+		more = rc == SQLITE_ROW;
+		int64_t id = more ? sqlite3_column_int64(qd, 0) : 0;
+		if (cur && (!more || id != cur)) {
+			for (int k = 0; k < 3; k++)
+				if (have[k])
+					sqlite3_bind_int64(up, k + 1, pv[k]);
+				else
+					sqlite3_bind_null(up, k + 1);
+			if (ex)
+				sqlite3_bind_int64(up, 4, ex);
+			else
+				sqlite3_bind_null(up, 4);
+			sqlite3_bind_int64(up, 5, cur);
+			if (sqlite3_step(up) != SQLITE_DONE) {
+				r = sql_fail(&b->x, "patterns");
+				goto out;
+			}
+			sqlite3_reset(up);
+			cur = 0;
+		}
+		if (!more)
+			break;
+		if (!cur) {
+			cur = id;
+			n = id >= 1 && (uint64_t)id <= b->npat ? cnt[id] : 0;
+			rn = ex = 0;
+			have[0] = have[1] = have[2] = 0;
+		}
+		int64_t ns = sqlite3_column_int64(qd, 1);
+		rn++;
+		for (int k = 0; k < 3; k++)
+			if (!have[k] && rn * 100 >= n * pct[k]) {
+				pv[k] = ns;
+				have[k] = 1;
+			}
+		if (rn == (n * 50 + 99) / 100)
+			ex = sqlite3_column_int64(qd, 2);
+	} while (more);
+	if (rc != SQLITE_DONE)
+		r = sql_fail(&b->x, "reading requests");
+out:
+	sqlite3_finalize(qc);
+	sqlite3_finalize(qd);
+	sqlite3_finalize(up);
+	free(cnt);
+	return r;
+}
 
 static int write_patterns(struct builder *b)
 {
@@ -881,7 +960,8 @@ int rc_patterns_build(sqlite3 *h, char *err, size_t errlen)
 		goto out;
 	sqlite3_finalize(q);
 	q = NULL;
-	if (write_patterns(&b) < 0 || exec(&b.x, finish_sql) < 0)
+	if (write_patterns(&b) < 0 || exec(&b.x, finish_sql) < 0 ||
+	    write_percentiles(&b) < 0 || exec(&b.x, rank_sql) < 0)
 		goto out;
 	r = 0;
 out:

@@ -32,6 +32,7 @@
 #include "btrace/segment.h"
 #include "map.h"
 #include "recon.h"
+#include "spill.h"
 
 #define RC_NS       1000000000ll
 #define RC_NONE     UINT32_MAX
@@ -140,6 +141,25 @@ struct rc_cursor {
 	int      warn;           /* report losses (pass 1 only) */
 };
 
+/* ---- pass 1 results --------------------------------------------------- */
+
+/* Per connection instance: how many CHAN records of each side refer to
+ * it (side 2: inherited pipe ends whose side is not known yet). */
+struct rc_conninfo {
+	uint32_t n[3];
+	uint8_t  pipe;
+};
+
+/* Per CHAN record (entry), what pass 1 found out about its connection.
+ * Each end carries its connection's counts, so the merge reads the table
+ * in each stream's order and never by connection. */
+struct rc_entry {
+	uint32_t conn;           /* connection instance, RC_NONE if none */
+	uint32_t peer;           /* an entry of the other side, or RC_NONE */
+	uint8_t  side;           /* 0, 1, or 2 = not known (inherited pipe) */
+	struct rc_conninfo info; /* of conn */
+};
+
 /* ---- the path model's per-thread state (model.c) ---------------------- */
 
 /* The request a thread works for, and the span new client spans hang on. */
@@ -201,10 +221,14 @@ struct rc_stream {
 
 /* A stream being read: from the merge reaching its first record to its
  * end.  Only active streams hold a decoded record and a thread state. */
+#define RC_EBUF 8                /* pass 1 entries read at once */
+
 struct rc_run {
 	struct rc_stream *st;
 	struct rc_cursor cur;
 	uint32_t entry_next;     /* next CHAN record's entry */
+	uint32_t ebuf_first, ebuf_n;  /* entries in ebuf (rc_scan_entry) */
+	struct rc_entry ebuf[RC_EBUF];
 	/* merge */
 	uint8_t  state;          /* enum rc_sstate */
 	uint8_t  released;       /* enum rc_release, for the head record */
@@ -220,22 +244,6 @@ struct rc_run {
 	struct rc_run *park_next;
 	/* model */
 	struct rc_thr thr;
-};
-
-/* ---- pass 1 results --------------------------------------------------- */
-
-/* Per CHAN record (entry), what pass 1 found out about its connection. */
-struct rc_entry {
-	uint32_t conn;           /* connection instance, RC_NONE if none */
-	uint32_t peer;           /* an entry of the other side, or RC_NONE */
-	uint8_t  side;           /* 0, 1, or 2 = not known (inherited pipe) */
-};
-
-/* Per connection instance: how many CHAN records of each side refer to
- * it (side 2: inherited pipe ends whose side is not known yet). */
-struct rc_conninfo {
-	uint32_t n[3];
-	uint8_t  pipe;
 };
 
 /* Lineage key kinds (for rc_scan_lineage_key). */
@@ -282,15 +290,21 @@ struct rc_ctx {
 	struct rc_host   *hosts;   uint32_t nhosts;
 	struct rc_domain *doms;    uint32_t ndoms;
 	uint32_t          ref_dom;
+	/* blocks (once sorted), images and streams are mappings of
+	 * temporary files (input.c) */
 	struct rc_image  *images;  uint32_t nimages;
 	struct rc_block  *blocks;  uint32_t nblocks;
 	struct rc_stream *streams; uint32_t nstreams;
+	struct rc_spill   blk_spill, img_spill, str_spill;
 
-	/* pass 1 */
+	/* pass 1: the entries are in a temporary file (scan.c), mapped
+	 * while pass 1 writes them; the merge reads them with
+	 * rc_scan_entry */
 	struct rc_entry    *entries;  uint32_t nentries;
 	struct rc_map       strmap;   /* hash -> interned string */
 	char              **strs;     uint32_t nstrs;
-	struct rc_conninfo *conns;    uint32_t nconns;
+	uint32_t            nconns;
+	struct rc_spill     ent_spill;
 	struct rc_map lin_parents;    /* lineage key -> parent records left */
 	struct rc_map lin_children;   /* lineage key -> child images left */
 
@@ -304,6 +318,7 @@ struct rc_ctx {
 	struct rc_stats st;
 	uint64_t map_read;       /* block bytes read since the log mappings'
 				  * pages were last given back (input.c) */
+	uint64_t spill_read;     /* the same for the tables in spill files */
 
 	/* progress */
 	uint64_t progress_total, progress_done, progress_next;

@@ -125,6 +125,10 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 	c.progress_tty = o->progress < 0 ? (!o->quiet && isatty(2)) : o->progress;
 	rc_map_init(&c.lin_parents);
 	rc_map_init(&c.lin_children);
+	/* They hold every parent record and child until the merge meets
+	 * them: let them shrink as it does. */
+	c.lin_parents.shrink = 1;
+	c.lin_children.shrink = 1;
 
 	if ((r = rc_db_open(&c)) != 0)
 		goto fail;
@@ -141,13 +145,13 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 	if ((r = rc_merge_run(&c)) != 0)
 		goto fail;
 	rc_model_finish(&c);
-	/* What pass 1 learnt of each channel end (it grows with the logs) is
-	 * no longer needed: give it back before the database's indexes are
-	 * built. */
-	free(c.entries);
-	free(c.conns);
-	c.entries = NULL;
-	c.conns = NULL;
+	/* What pass 1 learnt of each channel end, the lineage maps and the
+	 * merge's runs (as many as streams were ever active at once) are no
+	 * longer needed: give them back before SQLite inserts the rows and
+	 * builds the indexes. */
+	rc_merge_free(&c);
+	rc_scan_drop_ends(&c);
+	rc_input_release(&c);
 	rc_clock_solve(&c);
 	if (c.err) {
 		r = c.err;

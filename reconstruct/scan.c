@@ -5,8 +5,14 @@
  * skipped by their length after the cursor has read their time delta, so
  * this pass costs a fraction of the merge.
  *
- * Memory: one 40-byte item per CHAN record while pairing, then 12 bytes
- * per CHAN record (struct rc_entry) and 8 per connection for the merge.
+ * Memory: one 48-byte item (struct p1ent) per CHAN record is needed to
+ * pair the ends.  They are sorted in runs of RUN_ENTS in memory; when
+ * there are more, the runs go to a temporary file (spill.h) and are
+ * merged from there, RUN_ENTS items of buffer in all.  The results, 28
+ * bytes per CHAN record (struct rc_entry, with its connection's counts),
+ * are written in index order, UPD_MAX at a time, into a mapped temporary
+ * file whose resident pages are given back as they are used: memory
+ * stays bounded by the run size, not by the number of ends.
  */
 #include "config.h"
 
@@ -16,12 +22,27 @@
 
 #include "input.h"
 #include "scan.h"
+#include "spill.h"
 
 /* Ends of one tuple nearer than this in time may be one connection. */
 #define PAIR_WINDOW_NS (120 * RC_NS)
 /* Images of one host whose clocks differ by more than this are in
  * different clock domains (time namespaces). */
 #define DOMAIN_GAP_NS  (1 * RC_NS)
+/* Channel ends sorted at once in memory (6 MiB); more go to a file in
+ * sorted runs of this size (smaller in a test build, to merge many). */
+#ifndef RC_SCAN_RUN_ENTS
+#define RC_SCAN_RUN_ENTS (1u << 17)
+#endif
+#define RUN_ENTS       ((uint32_t)RC_SCAN_RUN_ENTS)
+/* The smallest read buffer of one run while the runs are merged. */
+#define RUN_BUF_MIN    256u
+/* Pairing results written to the entries table at once, sorted (2 MiB;
+ * fewer in a test build). */
+#ifndef RC_SCAN_UPD_MAX
+#define RC_SCAN_UPD_MAX (1u << 16)
+#endif
+#define UPD_MAX        ((uint32_t)RC_SCAN_UPD_MAX)
 
 enum { CLS_NONE = 0, CLS_IP, CLS_UNIX, CLS_PIPE };
 
@@ -35,8 +56,11 @@ struct p1ent {
 };
 
 struct scan {
-	struct p1ent *v;
-	uint32_t      n, cap;
+	struct p1ent *v;         /* the run being filled */
+	uint32_t      n, cap;    /* in v */
+	uint32_t      total;     /* CHAN records so far */
+	uint32_t      nruns;     /* full runs written to f */
+	struct rc_spill f;       /* the runs, once there is more than one */
 };
 
 uint64_t rc_scan_proc_key(uint32_t host, uint32_t pid, unsigned kind)
@@ -159,10 +183,29 @@ static void identify(const struct bt_event *ev, uint32_t host,
 
 /* ---- the skim ----------------------------------------------------------- */
 
+/* Write the full run in SC->v to the spill file, unsorted: the ends'
+ * times are known only once the clock domains are. */
+static int flush_run(struct rc_ctx *c, struct scan *sc)
+{
+	int r;
+	if (!sc->f.open && (r = rc_spill_open(c, &sc->f, "ends")) != 0)
+		return r;
+	r = rc_spill_write(c, &sc->f, sc->v, (size_t)sc->n * sizeof *sc->v,
+			   (uint64_t)sc->nruns * RUN_ENTS * sizeof *sc->v);
+	if (r)
+		return r;
+	sc->nruns++;
+	sc->n = 0;
+	return 0;
+}
+
 static int add_entry(struct rc_ctx *c, struct scan *sc, uint32_t image,
 		     const struct bt_event *ev)
 {
-	if (sc->n == sc->cap) {
+	if (sc->total == UINT32_MAX - 1)
+		return rc_fail(c, RC_EXIT_INPUT, "more than %u channel ends",
+			       UINT32_MAX - 2);
+	if (sc->n == sc->cap && sc->cap < RUN_ENTS) {
 		uint32_t ncap = sc->cap ? sc->cap * 2 : 1024;
 		struct p1ent *nv = realloc(sc->v, ncap * sizeof *nv);
 		if (!nv)
@@ -170,14 +213,20 @@ static int add_entry(struct rc_ctx *c, struct scan *sc, uint32_t image,
 		sc->v = nv;
 		sc->cap = ncap;
 	}
+	if (sc->n == RUN_ENTS) {
+		int r = flush_run(c, sc);
+		if (r)
+			return r;
+	}
 	struct p1ent *e = &sc->v[sc->n];
 	memset(e, 0, sizeof *e);
-	e->idx = sc->n;
+	e->idx = sc->total;
 	e->host = c->images[image].host;
 	e->image = image;
 	e->mono = ev->ts;
 	identify(ev, e->host, e);
 	sc->n++;
+	sc->total++;
 	return 0;
 }
 
@@ -190,7 +239,7 @@ static int skim_stream(struct rc_ctx *c, struct scan *sc, struct rc_stream *s,
 
 	run->st = s;
 	rc_cur_reset(c, run, 1);
-	s->entry_first = sc->n;
+	s->entry_first = sc->total;
 	while (rc_cur_next(c, run, &r)) {
 		uint64_t prev = r.prev_ts;
 
@@ -265,13 +314,15 @@ static int skim_stream(struct rc_ctx *c, struct scan *sc, struct rc_stream *s,
 				rc_map_add(&c->lin_parents,
 					   rc_scan_thread_key(s->image, ev.cookie), 1);
 			break;
-		case BT_EV_CHAN:
-			if (add_entry(c, sc, s->image, &ev) < 0)
-				return -ENOMEM;
+		case BT_EV_CHAN: {
+			int e = add_entry(c, sc, s->image, &ev);
+			if (e)
+				return e;
 			break;
 		}
+		}
 	}
-	s->nentry = sc->n - s->entry_first;
+	s->nentry = sc->total - s->entry_first;
 	return 0;
 }
 
@@ -432,7 +483,8 @@ static int cmp_p1(const void *pa, const void *pb)
 struct inst {
 	uint32_t conn;
 	int64_t  t;
-	uint32_t first[2];       /* first entry of each side, or RC_NONE */
+	uint32_t first[2];       /* first end of each side (position in the
+				  * group), or RC_NONE */
 	uint32_t host[2];
 };
 
@@ -441,20 +493,23 @@ static uint32_t new_conn(struct rc_ctx *c)
 	return c->nconns++;
 }
 
-static void join(struct rc_ctx *c, struct inst *in, const struct p1ent *e,
-		 uint8_t side)
+/* Results go to RES, by position in the group G. */
+static void join(const struct p1ent *g, struct rc_entry *res, struct inst *in,
+		 const struct p1ent *e, uint8_t side)
 {
-	struct rc_entry *en = &c->entries[e->idx];
-	en->conn = in->conn;
-	en->side = side;
+	uint32_t k = (uint32_t)(e - g);
+	res[k].conn = in->conn;
+	res[k].side = side;
 	if (side < 2 && in->first[side] == RC_NONE) {
-		in->first[side] = e->idx;
+		in->first[side] = k;
 		in->host[side] = e->host;
 	}
 }
 
-/* Pair one group of IP or unix ends sharing a key (sorted by time). */
-static int pair_group(struct rc_ctx *c, struct p1ent *g, uint32_t n)
+/* Pair one group of IP or unix ends sharing a key (sorted by time);
+ * the results go to RES, by position in G. */
+static int pair_group(struct rc_ctx *c, struct p1ent *g, struct rc_entry *res,
+		      uint32_t n)
 {
 	struct inst *in = malloc((n + 1) * sizeof *in);
 	uint32_t *side[2];
@@ -508,17 +563,17 @@ static int pair_group(struct rc_ctx *c, struct p1ent *g, uint32_t n)
 		}
 		if (near) {
 			x->t = a->t < b->t ? a->t : b->t;
-			join(c, x, a, 0);
-			join(c, x, b, 1);
+			join(g, res, x, a, 0);
+			join(g, res, x, b, 1);
 			i++;
 			j++;
 		} else if (a && (!b || a->t < b->t)) {
 			x->t = a->t;
-			join(c, x, a, 0);
+			join(g, res, x, a, 0);
 			i++;
 		} else {
 			x->t = b->t;
-			join(c, x, b, 1);
+			join(g, res, x, b, 1);
 			j++;
 		}
 	}
@@ -555,12 +610,12 @@ static int pair_group(struct rc_ctx *c, struct p1ent *g, uint32_t n)
 			best->first[0] = best->first[1] = RC_NONE;
 			best->host[0] = best->host[1] = RC_NONE;
 		}
-		join(c, best, e, e->side);
+		join(g, res, best, e, e->side);
 	}
 	for (uint32_t q = 0; q < ni; q++)
 		for (int s = 0; s < 2; s++)
 			if (in[q].first[s] != RC_NONE && in[q].first[!s] != RC_NONE)
-				c->entries[in[q].first[s]].peer = in[q].first[!s];
+				res[in[q].first[s]].peer = g[in[q].first[!s]].idx;
 	free(in);
 	free(side[0]);
 	free(side[1]);
@@ -568,7 +623,8 @@ static int pair_group(struct rc_ctx *c, struct p1ent *g, uint32_t n)
 }
 
 /* One pipe inode: a new pipe starts where a side is created again. */
-static void pair_pipe(struct rc_ctx *c, struct p1ent *g, uint32_t n)
+static void pair_pipe(struct rc_ctx *c, struct p1ent *g, struct rc_entry *res,
+		      uint32_t n)
 {
 	uint32_t conn = RC_NONE, first[2] = { RC_NONE, RC_NONE };
 	int fresh_seen[2] = { 0, 0 };
@@ -583,62 +639,312 @@ static void pair_pipe(struct rc_ctx *c, struct p1ent *g, uint32_t n)
 		}
 		if (e->fresh && e->side < 2)
 			fresh_seen[e->side] = 1;
-		c->entries[e->idx].conn = conn;
-		c->entries[e->idx].side = e->side;
+		res[k].conn = conn;
+		res[k].side = e->side;
 		if (e->side < 2 && first[e->side] == RC_NONE) {
-			first[e->side] = e->idx;
+			first[e->side] = k;
 			if (first[!e->side] != RC_NONE) {
-				c->entries[e->idx].peer = first[!e->side];
-				c->entries[first[!e->side]].peer = e->idx;
+				res[k].peer = g[first[!e->side]].idx;
+				res[first[!e->side]].peer = e->idx;
 			}
 		}
 	}
 }
 
+/* What pairing found for one end, waiting to be written into the mapped
+ * entries table in index order. */
+struct upd {
+	uint32_t        idx;
+	struct rc_entry e;
+};
+
+/* The group of ends being collected (one cls and key), its results,
+ * and the results waiting to be written. */
+struct group {
+	struct p1ent    *v;
+	struct rc_entry *res;
+	uint32_t         n, cap;
+	uint32_t        *cnt;    /* 3 per connection of the group */
+	uint32_t         cntcap;
+	struct upd      *u;
+	uint32_t         nu;
+};
+
+static int cmp_upd(const void *pa, const void *pb)
+{
+	const struct upd *a = pa, *b = pb;
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+/* Write the results in index order (a page of the table at a time, not
+ * a page per end), giving the pages back as they fill. */
+static void flush_upd(struct rc_ctx *c, struct group *g)
+{
+	qsort(g->u, g->nu, sizeof *g->u, cmp_upd);
+	for (uint32_t k = 0; k < g->nu; k++) {
+		c->entries[g->u[k].idx] = g->u[k].e;
+		rc_spill_touch(&c->ent_spill);
+	}
+	g->nu = 0;
+	rc_spill_release(&c->ent_spill);
+}
+
+/* Pair one group of ends sharing cls and key (all of them, in cmp_p1
+ * order), and count each connection's ends per side. */
+static int pair_one(struct rc_ctx *c, struct group *grp)
+{
+	struct p1ent *g = grp->v;
+	struct rc_entry *res = grp->res;
+	uint32_t n = grp->n, base = c->nconns;
+
+	for (uint32_t k = 0; k < n; k++) {
+		memset(&res[k], 0, sizeof res[k]);
+		res[k].conn = RC_NONE;
+		res[k].peer = RC_NONE;
+		res[k].side = g[k].side;
+	}
+	switch (g[0].cls) {
+	case CLS_NONE:           /* a group of one */
+		res[0].conn = new_conn(c);
+		res[0].side = 0;
+		break;
+	case CLS_PIPE:
+		pair_pipe(c, g, res, n);
+		break;
+	default:
+		if (pair_group(c, g, res, n) < 0)
+			return -ENOMEM;
+	}
+	/* The group's connections are numbered base.. c->nconns - 1. */
+	uint32_t nc = c->nconns - base;
+	if (nc > grp->cntcap) {
+		uint32_t *nv = realloc(grp->cnt, (size_t)nc * 3 * sizeof *nv);
+		if (!nv)
+			return -ENOMEM;
+		grp->cnt = nv;
+		grp->cntcap = nc;
+	}
+	memset(grp->cnt, 0, (size_t)nc * 3 * sizeof *grp->cnt);
+	for (uint32_t k = 0; k < n; k++)
+		grp->cnt[(res[k].conn - base) * 3 +
+			 (res[k].side < 2 ? res[k].side : 2)]++;
+	for (uint32_t k = 0; k < n; k++) {
+		struct rc_conninfo *ci = &res[k].info;
+		memcpy(ci->n, &grp->cnt[(res[k].conn - base) * 3], sizeof ci->n);
+		ci->pipe = g[k].cls == CLS_PIPE;
+		if (grp->nu == UPD_MAX)
+			flush_upd(c, grp);
+		grp->u[grp->nu].idx = g[k].idx;
+		grp->u[grp->nu++].e = res[k];
+	}
+	return 0;
+}
+
+/* One sorted run being merged: a window of it in memory. */
+struct run_rd {
+	struct p1ent *buf;
+	uint32_t cap, n, pos;    /* buffer size, filled, next */
+	uint64_t off, end;       /* file offsets: next to read, end of run */
+};
+
+static int run_fill(struct rc_ctx *c, struct scan *sc, struct run_rd *r)
+{
+	uint64_t left = (r->end - r->off) / sizeof *r->buf;
+	r->n = left < r->cap ? (uint32_t)left : r->cap;
+	r->pos = 0;
+	if (r->n == 0)
+		return 0;
+	int e = rc_spill_read(c, &sc->f, r->buf, (size_t)r->n * sizeof *r->buf,
+			      r->off);
+	r->off += (uint64_t)r->n * sizeof *r->buf;
+	return e;
+}
+
+static const struct p1ent *run_head(const struct run_rd *r)
+{
+	return r->pos < r->n ? &r->buf[r->pos] : NULL;
+}
+
+/* A min-heap of run indexes by head entry. */
+static int heap_less(struct run_rd *rd, uint32_t a, uint32_t b)
+{
+	return cmp_p1(run_head(&rd[a]), run_head(&rd[b])) < 0;
+}
+
+static void heap_down(struct run_rd *rd, uint32_t *h, uint32_t n, uint32_t i)
+{
+	for (;;) {
+		uint32_t l = 2 * i + 1, m = i;
+		if (l < n && heap_less(rd, h[l], h[m]))
+			m = l;
+		if (l + 1 < n && heap_less(rd, h[l + 1], h[m]))
+			m = l + 1;
+		if (m == i)
+			return;
+		uint32_t t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
+/* Append E to the group G, pairing the group first when E starts
+ * another; E NULL: the end. */
+static int group_add(struct rc_ctx *c, struct group *g, const struct p1ent *e)
+{
+	if (!g->u && !(g->u = malloc(UPD_MAX * sizeof *g->u)))
+		return -ENOMEM;
+	if (g->n && (e == NULL || e->cls != g->v[0].cls ||
+		     e->cls == CLS_NONE || e->key != g->v[0].key)) {
+		if (pair_one(c, g) < 0)
+			return -ENOMEM;
+		g->n = 0;
+	}
+	if (!e) {
+		flush_upd(c, g);
+		return 0;
+	}
+	if (g->n == g->cap) {
+		uint32_t ncap = g->cap ? g->cap * 2 : 64;
+		struct p1ent *nv = realloc(g->v, ncap * sizeof *nv);
+		if (!nv)
+			return -ENOMEM;
+		g->v = nv;
+		struct rc_entry *nr = realloc(g->res, ncap * sizeof *nr);
+		if (!nr)
+			return -ENOMEM;
+		g->res = nr;
+		g->cap = ncap;
+	}
+	g->v[g->n++] = *e;
+	return 0;
+}
+
+static void set_times(struct rc_ctx *c, struct p1ent *v, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++)
+		v[k].t = rc_epoch(c, c->images[v[k].image].domain, v[k].mono);
+}
+
+/*
+ * Pair all ends: sort them by (class, key, time, index), each run in
+ * memory, and merge the runs; every group of one key is paired as it
+ * completes.  The connection numbers are given in that order, as one
+ * sort of all ends would.
+ */
 static int pair_all(struct rc_ctx *c, struct scan *sc)
 {
-	c->nentries = sc->n;
-	c->entries = malloc((sc->n + 1) * sizeof *c->entries);
-	if (!c->entries)
-		return -ENOMEM;
-	for (uint32_t k = 0; k < sc->n; k++) {
-		struct p1ent *e = &sc->v[k];
-		e->t = rc_epoch(c, c->images[e->image].domain, e->mono);
-		c->entries[k].conn = RC_NONE;
-		c->entries[k].peer = RC_NONE;
-		c->entries[k].side = e->side;
+	struct group g = { 0 };
+	struct run_rd *rd = NULL;
+	uint32_t *heap = NULL;
+	uint32_t nr = 0;
+	int r;
+
+	c->nentries = sc->total;
+	if ((r = rc_spill_open(c, &c->ent_spill, "entries")) != 0 ||
+	    (r = rc_spill_map(c, &c->ent_spill,
+			      ((size_t)sc->total + 1) * sizeof *c->entries)) != 0)
+		return r;
+	c->entries = c->ent_spill.p;
+
+	if (sc->nruns == 0) {
+		/* All in memory: one sort. */
+		set_times(c, sc->v, sc->n);
+		qsort(sc->v, sc->n, sizeof *sc->v, cmp_p1);
+		for (uint32_t k = 0; k < sc->n && r == 0; k++)
+			r = group_add(c, &g, &sc->v[k]);
+		goto done;
 	}
-	qsort(sc->v, sc->n, sizeof *sc->v, cmp_p1);
-	for (uint32_t a = 0; a < sc->n;) {
-		uint32_t b = a + 1;
-		if (sc->v[a].cls != CLS_NONE)
-			while (b < sc->n && sc->v[b].cls == sc->v[a].cls &&
-			       sc->v[b].key == sc->v[a].key)
-				b++;
-		switch (sc->v[a].cls) {
-		case CLS_NONE:
-			c->entries[sc->v[a].idx].conn = new_conn(c);
-			c->entries[sc->v[a].idx].side = 0;
-			break;
-		case CLS_PIPE:
-			pair_pipe(c, sc->v + a, b - a);
-			break;
-		default:
-			if (pair_group(c, sc->v + a, b - a) < 0)
-				return -ENOMEM;
+	/* Sort every run in place in the file, then merge them. */
+	if (sc->n && (r = flush_run(c, sc)) != 0)
+		goto done;
+	nr = sc->nruns;
+	for (uint32_t i = 0; i < nr; i++) {
+		uint64_t off = (uint64_t)i * RUN_ENTS * sizeof *sc->v;
+		uint32_t n = i + 1 < nr ? RUN_ENTS :
+			     sc->total - (nr - 1) * RUN_ENTS;
+		size_t bytes = (size_t)n * sizeof *sc->v;
+		if ((r = rc_spill_read(c, &sc->f, sc->v, bytes, off)) != 0)
+			goto done;
+		set_times(c, sc->v, n);
+		qsort(sc->v, n, sizeof *sc->v, cmp_p1);
+		if ((r = rc_spill_write(c, &sc->f, sc->v, bytes, off)) != 0)
+			goto done;
+	}
+	/* The run buffer is shared out among the readers. */
+	uint32_t per = RUN_ENTS / nr;
+	if (per < RUN_BUF_MIN) {
+		struct p1ent *nv = realloc(sc->v, (size_t)nr * RUN_BUF_MIN *
+					   sizeof *nv);
+		if (!nv) {
+			r = -ENOMEM;
+			goto done;
 		}
-		a = b;
+		sc->v = nv;
+		per = RUN_BUF_MIN;
 	}
-	c->conns = calloc(c->nconns + 1, sizeof *c->conns);
-	if (!c->conns)
-		return -ENOMEM;
-	for (uint32_t k = 0; k < sc->n; k++) {
-		const struct p1ent *p = &sc->v[k];
-		const struct rc_entry *e = &c->entries[p->idx];
-		struct rc_conninfo *ci = &c->conns[e->conn];
-		ci->n[e->side < 2 ? e->side : 2]++;
-		ci->pipe = p->cls == CLS_PIPE;
+	rd = calloc(nr, sizeof *rd);
+	heap = calloc(nr, sizeof *heap);
+	if (!rd || !heap) {
+		r = -ENOMEM;
+		goto done;
 	}
+	uint32_t nh = 0;
+	for (uint32_t i = 0; i < nr; i++) {
+		rd[i].buf = sc->v + (size_t)i * per;
+		rd[i].cap = per;
+		rd[i].off = (uint64_t)i * RUN_ENTS * sizeof *sc->v;
+		rd[i].end = i + 1 < nr ?
+			    (uint64_t)(i + 1) * RUN_ENTS * sizeof *sc->v :
+			    (uint64_t)sc->total * sizeof *sc->v;
+		if ((r = run_fill(c, sc, &rd[i])) != 0)
+			goto done;
+		if (run_head(&rd[i]))
+			heap[nh++] = i;
+	}
+	for (uint32_t i = nh / 2; i-- > 0;)
+		heap_down(rd, heap, nh, i);
+	while (nh && r == 0) {
+		struct run_rd *x = &rd[heap[0]];
+		if ((r = group_add(c, &g, run_head(x))) != 0)
+			break;
+		if (++x->pos == x->n && (r = run_fill(c, sc, x)) != 0)
+			break;
+		if (!run_head(x))
+			heap[0] = heap[--nh];
+		heap_down(rd, heap, nh, 0);
+	}
+done:
+	if (r == 0)
+		r = group_add(c, &g, NULL);
+	free(g.v);
+	free(g.res);
+	free(g.cnt);
+	free(g.u);
+	free(rd);
+	free(heap);
+	/* The merge reads the entries with pread (rc_scan_entry): a mapping
+	 * read at random faults in far more than the page it needs. */
+	rc_spill_unmap(&c->ent_spill);
+	c->entries = NULL;
+	return r;
+}
+
+int rc_scan_entry(struct rc_ctx *c, struct rc_run *r, uint32_t ei,
+		  struct rc_entry *out)
+{
+	if (ei < r->ebuf_first || ei - r->ebuf_first >= r->ebuf_n) {
+		uint32_t end = r->st->entry_first + r->st->nentry;
+		uint32_t n = end - ei < RC_EBUF ? end - ei : RC_EBUF;
+		r->ebuf_n = 0;
+		if (ei >= end || rc_spill_read(c, &c->ent_spill, r->ebuf,
+				(size_t)n * sizeof *r->ebuf,
+				(uint64_t)ei * sizeof *r->ebuf) != 0)
+			return -1;
+		r->ebuf_first = ei;
+		r->ebuf_n = n;
+	}
+	*out = r->ebuf[ei - r->ebuf_first];
 	return 0;
 }
 
@@ -659,18 +965,24 @@ int rc_scan_run(struct rc_ctx *c)
 		r = pair_all(c, &sc);
 	}
 	free(sc.v);
+	rc_spill_close(&sc.f);
 	if (r < 0)
 		return rc_fail(c, r, "out of memory in the first pass");
-	return 0;
+	return r;
+}
+
+void rc_scan_drop_ends(struct rc_ctx *c)
+{
+	rc_spill_close(&c->ent_spill);
+	c->entries = NULL;
+	rc_map_free(&c->lin_parents);
+	rc_map_free(&c->lin_children);
 }
 
 void rc_scan_free(struct rc_ctx *c)
 {
-	free(c->entries);
-	free(c->conns);
+	rc_scan_drop_ends(c);
 	free(c->doms);
-	c->entries = NULL;
-	c->conns = NULL;
 	c->doms = NULL;
 	rc_map_free(&c->lin_parents);
 	rc_map_free(&c->lin_children);

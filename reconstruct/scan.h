@@ -26,6 +26,13 @@
  */
 int rc_scan_run(struct rc_ctx *c);
 void rc_scan_free(struct rc_ctx *c);
+/* Entry EI (of R's stream) into *OUT, read from the temporary file a few
+ * at a time; 0, or -1 with the error recorded (rc_fail). */
+int rc_scan_entry(struct rc_ctx *c, struct rc_run *r, uint32_t ei,
+		  struct rc_entry *out);
+/* Give back the entries' temporary file and the lineage maps once the
+ * merge is over. */
+void rc_scan_drop_ends(struct rc_ctx *c);
 
 /* The lineage key of the record that creates process PID on HOST by KIND
  * (RC_LIN_FORK, _EXEC, _SPAWN). */
