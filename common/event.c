@@ -802,6 +802,8 @@ static const char *r_dstr(struct rbuf *r, unsigned how, struct bt_ev_dict *d,
 		return d->ent[s].val;
 	}
 	v = r_str(r, len);
+	if (how == BT_AK_KEEP && !d)
+		ev->dict_keep = 1;
 	if (how == BT_AK_KEEP && r->ok && d) {
 		if (v && *len >= 2 && *len <= BT_DICT_MAXVAL) {
 			uint64_t ka, kb;

@@ -126,8 +126,20 @@ static int advance(struct rc_ctx *c, struct rc_run *r)
 			bt_ev_dict_reset(r->dict);
 			continue;
 		}
-		if (bt_ev_decode_dict(r->rec.p, r->rec.len, &r->ev, &prev,
-				      r->dict) <= 0) {
+		long k = bt_ev_decode_dict(r->rec.p, r->rec.len, &r->ev,
+					   &prev, r->dict);
+		if (k > 0 && r->ev.dict_keep && !r->dict &&
+		    (r->dict = malloc(sizeof *r->dict))) {
+			/* the stream's first value to remember: from here
+			 * on it has a dictionary (streams that never
+			 * remember one, and streams not yet begun, hold
+			 * none: many thousands can be active at once) */
+			bt_ev_dict_init(r->dict);
+			prev = r->rec.prev_ts;
+			k = bt_ev_decode_dict(r->rec.p, r->rec.len, &r->ev,
+					      &prev, r->dict);
+		}
+		if (k <= 0) {
 			c->st.malformed++;
 			if (c->merge->warned_malformed++ < 10)
 				rc_warn(c, rc_file_path(c, r->rec.file),
@@ -174,12 +186,8 @@ static int activate(struct rc_ctx *c, struct rc_stream *s)
 	} else if (!(r = malloc(sizeof *r))) {
 		return -ENOMEM;
 	}
-	if (!d && !(d = malloc(sizeof *d))) {
-		free(r);
-		return -ENOMEM;
-	}
 	memset(r, 0, sizeof *r);
-	r->dict = d;
+	r->dict = d;               /* NULL until the stream remembers a value */
 	bt_ev_dict_init(d);
 	r->st = s;
 	s->run = r;

@@ -237,9 +237,11 @@ struct rc_run {
 	struct rc_rec   rec;     /* head record */
 	struct bt_event ev;      /* head record, decoded (resolved values
 				    point into the mapped log or DICT) */
-	struct bt_ev_dict *dict; /* the stream's attribute dictionary (kept
-				    with the run when it goes back to the
-				    free list); NULL if out of memory */
+	struct bt_ev_dict *dict; /* the stream's attribute dictionary,
+				    allocated at its first value to remember
+				    (kept with the run when it goes back to
+				    the free list); NULL before, or if out
+				    of memory */
 	uint64_t wait_key;
 	struct rc_run *park_next;
 	/* model */

@@ -288,6 +288,10 @@ struct bt_event {
 	const char *str2; uint32_t str2_len;
 	uint8_t  nattr;
 	uint8_t  dict_miss;     /* references to an empty slot (decoder) */
+	uint8_t  dict_keep;     /* values to remember, decoded without a
+				   dictionary (decoder): a reader that
+				   allocates its dictionary on demand
+				   decodes the record again with one */
 	struct bt_attr attr[BT_EV_MAX_ATTR];
 };
 
