@@ -494,14 +494,12 @@ static inline __attribute__((always_inline)) uint8_t *p_attr(uint8_t *p,
 	return p_attr_dict(p, a, d, used);
 }
 
-/* The body was written at DST+2, up to P: the header, the time. */
-static inline size_t finish_fast(uint8_t *dst, uint8_t *p,
-				 const struct bt_event *ev, uint64_t *prev_ts)
+/* The body of a TYPE record was written at DST+2, up to P: its header
+ * (the body moved up one byte when its length needs two).  The size. */
+static inline size_t finish_body(uint8_t *dst, uint8_t *p, uint8_t type)
 {
 	size_t body = (size_t)(p - (dst + 2));
-	if (ev->type == BT_EV_TIME || ev->ts > *prev_ts)
-		*prev_ts = ev->ts;
-	dst[0] = ev->type;
+	dst[0] = type;
 	if (body < 0x80) {
 		dst[1] = (uint8_t)body;
 		return body + 2;
@@ -512,6 +510,34 @@ static inline size_t finish_fast(uint8_t *dst, uint8_t *p,
 	return body + 3;
 }
 
+/* The body was written at DST+2, up to P: the header, the time. */
+static inline size_t finish_fast(uint8_t *dst, uint8_t *p,
+				 const struct bt_event *ev, uint64_t *prev_ts)
+{
+	if (ev->type == BT_EV_TIME || ev->ts > *prev_ts)
+		*prev_ts = ev->ts;
+	return finish_body(dst, p, (uint8_t)ev->type);
+}
+
+/* An OPEN path through dictionary D (the fast encoders): its slot, or -1
+ * when it goes out plain; *FLAGS gets the path's flag, *HIT whether it is
+ * a reference.  A new value is remembered at once. */
+static inline int open_path_dict(struct bt_ev_dict *d, const char *path,
+				 uint32_t len, uint32_t *flags, int *hit)
+{
+	uint64_t pa, pb;
+	int ps;
+
+	*hit = 0;
+	if (!d || (*flags & (BT_OPEN_PATH_KEEP | BT_OPEN_PATH_REF)) ||
+	    (ps = dict_find(d, path, len, hit, &pa, &pb)) < 0)
+		return -1;
+	*flags |= *hit ? BT_OPEN_PATH_REF : BT_OPEN_PATH_KEEP;
+	if (!*hit)
+		dict_store(d, (unsigned)ps, path, len, pa, pb);
+	return ps;
+}
+
 /* The body written at DST+2 (a one-byte length in front), moved up one
  * byte in the rare case it needs two.  Same bytes as encode_careful. */
 static size_t encode_fast(uint8_t *dst, const struct bt_event *ev,
@@ -519,17 +545,9 @@ static size_t encode_fast(uint8_t *dst, const struct bt_event *ev,
 {
 	uint8_t *p = dst + 2;
 	uint32_t flags = ev->flags;
-	int ps = -1, phit = 0;
-	uint64_t pa, pb;
-
-	if (ev->type == BT_EV_OPEN && d &&
-	    !(flags & (BT_OPEN_PATH_KEEP | BT_OPEN_PATH_REF)) &&
-	    (ps = dict_find(d, ev->str, ev->str_len, &phit, &pa, &pb)) >= 0) {
-		flags |= phit ? BT_OPEN_PATH_REF : BT_OPEN_PATH_KEEP;
-		if (!phit)
-			dict_store(d, (unsigned)ps, ev->str, ev->str_len, pa,
-				   pb);
-	}
+	int phit = 0;
+	int ps = ev->type == BT_EV_OPEN ?
+		open_path_dict(d, ev->str, ev->str_len, &flags, &phit) : -1;
 
 	if (ev->type != BT_EV_TIME)
 		p = p_u(p, ev->ts >= *prev_ts ? ev->ts - *prev_ts : 0);
@@ -615,7 +633,6 @@ size_t bt_ev_encode_msg_fit(uint8_t *dst, const struct bt_msg_rec *m,
 			    uint64_t *prev_ts, struct bt_ev_dict *d)
 {
 	unsigned n = m->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : m->nattr;
-	size_t body;
 	uint8_t *p = dst + 2;
 
 	p = p_u(p, m->ts >= *prev_ts ? m->ts - *prev_ts : 0);
@@ -632,18 +649,9 @@ size_t bt_ev_encode_msg_fit(uint8_t *dst, const struct bt_msg_rec *m,
 	*p++ = (uint8_t)n;
 	for (unsigned i = 0; i < n; i++)
 		p = p_attr(p, &m->attr[i], d, &used);
-	body = (size_t)(p - (dst + 2));
 	if (m->ts > *prev_ts)
 		*prev_ts = m->ts;
-	dst[0] = BT_EV_MSG;
-	if (body < 0x80) {
-		dst[1] = (uint8_t)body;
-		return body + 2;
-	}
-	memmove(dst + 3, dst + 2, body);
-	dst[1] = (uint8_t)(body | 0x80);
-	dst[2] = (uint8_t)(body >> 7);
-	return body + 3;
+	return finish_body(dst, p, BT_EV_MSG);
 }
 
 size_t bt_ev_encode_open(uint8_t *dst, uint64_t ts, uint64_t *prev_ts,
@@ -651,17 +659,9 @@ size_t bt_ev_encode_open(uint8_t *dst, uint64_t ts, uint64_t *prev_ts,
 			 const char *path, uint32_t len, struct bt_ev_dict *d)
 {
 	uint8_t *p = dst + 2;
-	int ps = -1, phit = 0;
-	uint64_t pa, pb;
-	size_t body;
+	int phit;
+	int ps = open_path_dict(d, path, len, &flags, &phit);
 
-	/* as encode_fast: the path through the dictionary */
-	if (d && !(flags & (BT_OPEN_PATH_KEEP | BT_OPEN_PATH_REF)) &&
-	    (ps = dict_find(d, path, len, &phit, &pa, &pb)) >= 0) {
-		flags |= phit ? BT_OPEN_PATH_REF : BT_OPEN_PATH_KEEP;
-		if (!phit)
-			dict_store(d, (unsigned)ps, path, len, pa, pb);
-	}
 	p = p_u(p, ts >= *prev_ts ? ts - *prev_ts : 0);
 	p = p_u(p, bt_zigzag(fd));
 	p = p_u(p, flags);
@@ -670,18 +670,9 @@ size_t bt_ev_encode_open(uint8_t *dst, uint64_t ts, uint64_t *prev_ts,
 		*p++ = (uint8_t)ps;
 	if (!phit)
 		p = p_str(p, path, len);
-	body = (size_t)(p - (dst + 2));
 	if (ts > *prev_ts)
 		*prev_ts = ts;
-	dst[0] = BT_EV_OPEN;
-	if (body < 0x80) {
-		dst[1] = (uint8_t)body;
-		return body + 2;
-	}
-	memmove(dst + 3, dst + 2, body);
-	dst[1] = (uint8_t)(body | 0x80);
-	dst[2] = (uint8_t)(body >> 7);
-	return body + 3;
+	return finish_body(dst, p, BT_EV_OPEN);
 }
 
 size_t bt_ev_encode(uint8_t *dst, size_t cap, const struct bt_event *ev,
