@@ -461,6 +461,23 @@ static int start_ok(struct http_dir *d, const char *l, size_t from, size_t n)
 	return 1;
 }
 
+/* TAKE bytes of the current line at P were taken: counted, and while it
+ * is the start line, its last bytes kept (d->tail). */
+static inline void count_taken(struct http_dir *d, const void *p, size_t take)
+{
+	if (!(d->f & F_START)) {
+		size_t tl = sizeof d->tail;
+		if (take >= tl) {
+			memcpy(d->tail, (const uint8_t *)p + take - tl, tl);
+		} else {
+			memmove(d->tail, d->tail + take, tl - take);
+			memcpy(d->tail + tl - take, p, take);
+		}
+	}
+	d->line += (uint32_t)take;
+	d->head += (uint32_t)take;
+}
+
 /*
  * Take the bytes of a line up to and including LF (or all of them) from
  * P[0..N) into the arena (as far as it fits).  Returns the bytes taken, or
@@ -482,17 +499,7 @@ static size_t take_line(struct http_dir *d, const uint8_t *p, size_t n,
 	d->cur = (uint16_t)(d->cur + k);
 	if (k < take)
 		d->f |= F_CUT;
-	if (!(d->f & F_START)) {             /* keep the start line's end */
-		size_t tl = sizeof d->tail;
-		if (take >= tl) {
-			memcpy(d->tail, p + take - tl, tl);
-		} else {
-			memmove(d->tail, d->tail + take, tl - take);
-			memcpy(d->tail + tl - take, p, take);
-		}
-	}
-	d->line += (uint32_t)take;
-	d->head += (uint32_t)take;
+	count_taken(d, p, take);
 	*done = nl != NULL;
 	return take;
 }
@@ -522,17 +529,7 @@ static size_t line_in_place(struct http_dir *d, const uint8_t *p, size_t n)
 		}
 	}
 	d->cur = (uint16_t)take;
-	if (!(d->f & F_START)) {             /* keep the start line's end */
-		size_t tl = sizeof d->tail;
-		if (take >= tl) {
-			memcpy(d->tail, p + take - tl, tl);
-		} else {
-			memmove(d->tail, d->tail + take, tl - take);
-			memcpy(d->tail + tl - take, p, take);
-		}
-	}
-	d->line += (uint32_t)take;
-	d->head += (uint32_t)take;
+	count_taken(d, p, take);
 	return take;
 }
 
