@@ -1307,6 +1307,92 @@ START_TEST(readlog_dictionary_across_blocks)
 }
 END_TEST
 
+/* A segment at PATH (sequence number SEQ, created at monotonic time MONO)
+ * with the blocks B[i] of N[i] bytes at stream offsets OFF[i]. */
+static void rl_file_n(const char *path, uint64_t seq, uint64_t mono, int nb,
+		      uint8_t (*b)[256], const size_t *n, const uint64_t *off)
+{
+	struct bt_seg_header sh;
+	uint8_t hb[BT_SEG_HDR_SIZE];
+	struct bt_blk_header h = { .ring_id = 77, .pid = 42, .slot = 1 };
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	ck_assert_int_ge(fd, 0);
+	memset(&sh, 0, sizeof sh);
+	snprintf(sh.host, sizeof sh.host, "h");
+	sh.writer = BT_SEG_BY_LOGD;
+	sh.seq = seq;
+	sh.created_mono = mono;
+	bt_seg_header_encode(hb, &sh);
+	ck_assert_int_eq(write(fd, hb, sizeof hb), (ssize_t)sizeof hb);
+	for (int i = 0; i < nb; i++) {
+		h.len = (uint32_t)n[i];
+		h.stream_off = off[i];
+		ck_assert_int_eq(bt_seg_write_block(fd, rl_wr, &h, b[i]), 0);
+	}
+	close(fd);
+}
+
+/* A stream's middle block in a file read after the one holding the blocks
+ * before and after it (a tracer spooled while bp-logd could not write,
+ * then bp-logd went on in its older segment): every record is read once,
+ * nothing is taken for a duplicate or missing. */
+START_TEST(readlog_block_in_a_later_file)
+{
+	static const uint8_t k1[] = { BT_AK_METHOD };
+	const char *v[] = { "GET" };
+	uint8_t b[3][256];
+	size_t n[3];
+	uint64_t off[3] = { 0 };
+	char p1[160], p2[160], *paths[2] = { p1, p2 };
+	struct bt_sr_list list = { paths, 2, 2 };
+	struct rl_seen seen = { 0 };
+	struct readlog_stats st;
+	static const struct readlog_ops ops = { NULL, NULL, rl_record, rl_warn };
+
+	for (int i = 0; i < 3; i++) {
+		struct bt_ev_dict wd;
+		struct bt_event ev;
+		uint64_t wp = 0;
+		bt_ev_dict_init(&wd);
+		dict_time(&ev, 1000 * (uint64_t)(i + 1));
+		n[i] = bt_ev_encode_dict(b[i], sizeof b[i], &ev, &wp, &wd);
+		dict_msg(&ev, 1000 * (uint64_t)(i + 1) + 10, 1, k1, v);
+		n[i] += bt_ev_encode_dict(b[i] + n[i], sizeof b[i] - n[i], &ev,
+					  &wp, &wd);
+		if (i)
+			off[i] = off[i - 1] + n[i - 1];
+	}
+	snprintf(p1, sizeof p1, "%s/rl1.btl", tmpdir);
+	snprintf(p2, sizeof p2, "%s/rl2.btl", tmpdir);
+	uint8_t outer[2][256];
+	size_t on[2] = { n[0], n[2] };
+	uint64_t ooff[2] = { off[0], off[2] };
+	memcpy(outer[0], b[0], n[0]);
+	memcpy(outer[1], b[2], n[2]);
+	rl_file_n(p1, 1, 100, 2, outer, on, ooff);
+	rl_file_n(p2, 2, 200, 1, &b[1], &n[1], &off[1]);
+	memset(&st, 0, sizeof st);
+	ck_assert_int_eq(readlog_run(&list, 1, &ops, &seen, &st), 0);
+	ck_assert_int_eq(seen.msgs, 3);
+	ck_assert_int_eq(seen.unknown, 0);
+	ck_assert_uint_eq(st.dup_bytes, 0);
+	ck_assert_uint_eq(st.gap_bytes, 0);
+	ck_assert_uint_eq(st.streams, 1);
+	/* the same middle block twice: read once */
+	memcpy(outer[1], b[1], n[1]);
+	on[1] = n[1];
+	ooff[1] = off[1];
+	rl_file_n(p1, 1, 100, 2, outer, on, ooff);
+	memset(&seen, 0, sizeof seen);
+	memset(&st, 0, sizeof st);
+	ck_assert_int_eq(readlog_run(&list, 1, &ops, &seen, &st), 0);
+	ck_assert_int_eq(seen.msgs, 2);
+	ck_assert_uint_eq(st.dup_blocks, 1);
+	ck_assert_uint_eq(st.dup_bytes, n[1]);
+}
+END_TEST
+
 /* ---- readers' duplicate removal ------------------------------------------ */
 
 START_TEST(dedup_overlaps)
@@ -1433,6 +1519,7 @@ static Suite *segment_suite(void)
 	tcase_add_test(t, dict_damage);
 	tcase_add_test(t, dict_slot_reused_in_record);
 	tcase_add_test(t, readlog_dictionary_across_blocks);
+	tcase_add_test(t, readlog_block_in_a_later_file);
 	tcase_add_test(t, dict_fast_equals_careful);
 	suite_add_tcase(s, t);
 
