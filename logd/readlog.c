@@ -194,22 +194,22 @@ static void read_block(struct run *r, const char *path,
 	}
 }
 
-/* Index the files of L into R's set; *FILE_OF[i]: the set's file of
- * list entry i, or UINT32_MAX (then WHY[i] says why). */
+/* Index the files of L into R's set; FILE_OF[i]: the set's file of list
+ * entry i, or UINT32_MAX (then WHY[i] says why, malloc'd). */
 static int index_all(struct run *r, const struct bt_sr_list *l,
-		     uint32_t *file_of, const char **why)
+		     uint32_t *file_of, char **why)
 {
 	for (uint32_t i = 0; i < l->n; i++) {
+		const char *w = NULL;
 		r->cur_li = i;
-		why[i] = NULL;
 		file_of[i] = r->set.nfiles;
-		int e = bt_segset_add(&r->set, l->v[i], &why[i]);
+		int e = bt_segset_add(&r->set, l->v[i], &w);
 		if (e == -ENOMEM)
 			return e;
 		if (e < 0) {
 			file_of[i] = UINT32_MAX;
-			if (!why[i])
-				why[i] = strerror(-e);
+			if (!(why[i] = strdup(w ? w : strerror(-e))))
+				return -ENOMEM;
 		}
 	}
 	return r->oom ? -ENOMEM : 0;
@@ -221,7 +221,7 @@ int readlog_run(const struct bt_sr_list *l, int dedup,
 {
 	struct run r = { .ops = ops, .ctx = ctx, .st = st };
 	uint32_t *file_of = calloc(l->n + 1, sizeof *file_of);
-	const char **why = calloc(l->n + 1, sizeof *why);
+	char **why = calloc(l->n + 1, sizeof *why);
 	uint32_t *order = NULL;
 	int ret = 0;
 
@@ -270,6 +270,8 @@ out:
 	free(r.streams);
 	free(order);
 	free(file_of);
+	for (uint32_t i = 0; why && i < l->n; i++)
+		free(why[i]);
 	free(why);
 	bt_segset_free(&r.set);
 	return ret;
