@@ -26,11 +26,11 @@ bench_bp_calls_SOURCES = bench/calls.c
 bench_bp_echo_SOURCES = bench/echo.c
 bench_bp_hello_cgi_SOURCES = bench/hello-cgi.c
 bench_bp_logstat_SOURCES = bench/logstat.c
-bench_bp_logstat_LDADD = libbtcommon.la
+bench_bp_logstat_LDADD = libbtsegread.la libbtcommon.la
 bench_bp_genbig_SOURCES = bench/genbig.c
 bench_bp_genbig_LDADD = libbtcommon.la
 bench_bp_nesting_SOURCES = bench/nesting.c
-bench_bp_nesting_LDADD = libbtcommon.la -lm
+bench_bp_nesting_LDADD = libbtsegread.la libbtcommon.la -lm
 
 BENCH_FILES = bench/run bench/lib.sh bench/report.py bench/smoke.sh \
 	bench/nginx-ir.sh

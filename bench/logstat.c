@@ -26,55 +26,24 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "btrace/event.h"
 #include "btrace/segment.h"
+#include "btrace/segread.h"
 
 #define SEEN_BITS 16                  /* per-stream value hash set */
 
-struct stream {
-	uint64_t ring_id;
-	uint32_t pid;
-	uint16_t slot;
-	uint64_t *seen;               /* hashes of values met, open address */
-	uint64_t next_off;            /* stream offset of the next block */
-	struct bt_ev_dict dict;       /* the decoder's dictionary */
-	struct stream *next;
-};
-
-static struct stream *streams;
+/* The stream being read: the hashes of the values it met. */
+static uint64_t *seen_tab;
+static struct bt_ev_dict dict;        /* its decoder's dictionary */
 static uint64_t files, file_bytes, blocks, records, record_bytes;
 static uint64_t attr_bytes, attr_repeat_bytes, dict_unknown;
 static uint64_t tcount[BT_EV_TYPE_MAX + 1], tbytes[BT_EV_TYPE_MAX + 1];
-
-static struct stream *stream_of(const struct bt_blk_header *h)
-{
-	struct stream *s;
-	for (s = streams; s; s = s->next)
-		if (s->ring_id == h->ring_id && s->pid == h->pid &&
-		    s->slot == h->slot)
-			return s;
-	s = calloc(1, sizeof *s);
-	if (!s || !(s->seen = calloc(1u << SEEN_BITS, sizeof *s->seen))) {
-		fprintf(stderr, "bp-logstat: out of memory\n");
-		exit(1);
-	}
-	s->ring_id = h->ring_id;
-	s->pid = h->pid;
-	s->slot = h->slot;
-	s->next_off = h->stream_off;
-	bt_ev_dict_init(&s->dict);
-	s->next = streams;
-	streams = s;
-	return s;
-}
 
 static uint64_t fnv(const void *p, size_t n, unsigned key)
 {
@@ -86,15 +55,15 @@ static uint64_t fnv(const void *p, size_t n, unsigned key)
 }
 
 /* Was this value met before in S?  Remembers it. */
-static int seen_before(struct stream *s, uint64_t h)
+static int seen_before(uint64_t h)
 {
 	uint32_t mask = (1u << SEEN_BITS) - 1;
 	for (uint32_t i = (uint32_t)h & mask, k = 0; k < 64;
 	     i = (i + 1) & mask, k++) {
-		if (s->seen[i] == h)
+		if (seen_tab[i] == h)
 			return 1;
-		if (!s->seen[i]) {
-			s->seen[i] = h;
+		if (!seen_tab[i]) {
+			seen_tab[i] = h;
 			return 0;
 		}
 	}
@@ -108,89 +77,86 @@ static void warn(void *ctx, const char *path, uint64_t off, const char *why)
 		(unsigned long long)off, why);
 }
 
-static void one_file(const char *path)
+/* Sizes of what the reader's cut keeps of block B (from a stream that
+ * is not bp-logd's). */
+static void one_block(const struct bt_sr_block *b, const char *path)
 {
-	const char *why = NULL;
-	struct bt_seg_reader *r = bt_seg_open(path, warn, NULL, &why);
-	struct bt_blk_header h;
-	const uint8_t *p;
-	uint64_t off;
-	struct stat st;
+	size_t pos = b->skip;
 
-	if (!r) {
-		fprintf(stderr, "bp-logstat: %s: %s\n", path, why ? why : strerror(errno));
-		return;
-	}
-	if (stat(path, &st) == 0)
-		file_bytes += (uint64_t)st.st_size;
-	files++;
-	while (bt_seg_next(r, &h, &p, &off) == 1) {
-		struct stream *s;
-		size_t pos = 0;
-		if (h.ring_id == 0 || (h.flags & BT_BF_LOGD))
+	if (b->cut & BT_SR_LOST)                /* bytes lost */
+		bt_ev_dict_reset(&dict);
+	while (pos < b->len) {
+		struct bt_event ev;
+		uint64_t prev = 0;
+		long k = bt_ev_decode_dict(b->payload + pos, b->len - pos, &ev,
+					   &prev, &dict);
+		if (k <= 0) {
+			warn(NULL, path, b->foff, "a record does not decode");
+			break;
+		}
+		pos += (size_t)k;
+		if (ev.type == BT_EV_PAD)
 			continue;
-		blocks++;
-		s = stream_of(&h);
-		if (h.stream_off != s->next_off)     /* bytes lost or repeated */
-			bt_ev_dict_reset(&s->dict);
-		s->next_off = h.stream_off + h.len;
-		while (pos < h.len) {
-			struct bt_event ev;
-			uint64_t prev = 0;
-			long k = bt_ev_decode_dict(p + pos, h.len - pos, &ev,
-						   &prev, &s->dict);
-			if (k <= 0) {
-				warn(NULL, path, off, "a record does not decode");
-				break;
-			}
-			pos += (size_t)k;
-			if (ev.type == BT_EV_PAD)
-				continue;
-			records++;
-			record_bytes += (uint64_t)k;
-			unsigned t = ev.type < BT_EV_TYPE_MAX ? ev.type : BT_EV_TYPE_MAX;
-			tcount[t]++;
-			tbytes[t] += (uint64_t)k;
-			dict_unknown += ev.dict_miss;
-			for (unsigned i = 0; i < ev.nattr; i++) {
-				uint64_t n = 2u + ev.attr[i].len;
-				attr_bytes += n;
-				if (seen_before(s, fnv(ev.attr[i].val, ev.attr[i].len,
-						       ev.attr[i].key)))
-					attr_repeat_bytes += ev.attr[i].len;
-			}
+		records++;
+		record_bytes += (uint64_t)k;
+		unsigned t = ev.type < BT_EV_TYPE_MAX ? ev.type : BT_EV_TYPE_MAX;
+		tcount[t]++;
+		tbytes[t] += (uint64_t)k;
+		dict_unknown += ev.dict_miss;
+		for (unsigned i = 0; i < ev.nattr; i++) {
+			attr_bytes += 2u + ev.attr[i].len;
+			if (seen_before(fnv(ev.attr[i].val, ev.attr[i].len,
+					    ev.attr[i].key)))
+				attr_repeat_bytes += ev.attr[i].len;
 		}
 	}
-	bt_seg_close(r);
 }
 
-static void walk(const char *path)
+/* Every segment the paths stand for (btrace/segread.h), stream by stream. */
+static void read_logs(char **paths, int n)
 {
-	struct stat st;
-	if (stat(path, &st) < 0) {
-		fprintf(stderr, "bp-logstat: %s: %s\n", path, strerror(errno));
-		exit(2);
-	}
-	if (S_ISDIR(st.st_mode)) {
-		struct dirent **ents;
-		int n = scandir(path, &ents, NULL, alphasort);
-		for (int i = 0; i < n; i++) {
-			const char *nm = ents[i]->d_name;
-			if (nm[0] != '.') {
-				char sub[4096];
-				snprintf(sub, sizeof sub, "%s/%s", path, nm);
-				struct stat s2;
-				size_t l = strlen(nm);
-				if (stat(sub, &s2) == 0 && (S_ISDIR(s2.st_mode) ||
-				    (l > 4 && !strcmp(nm + l - 4, BT_SEG_SUFFIX))))
-					walk(sub);
-			}
-			free(ents[i]);
+	struct bt_sr_list l = { 0 };
+	struct bt_segset set = { .warn = warn };
+
+	for (int i = 0; i < n; i++) {
+		int r = bt_sr_collect(&l, paths[i], warn, NULL);
+		if (r < 0) {
+			fprintf(stderr, "bp-logstat: %s: %s\n", paths[i],
+				strerror(-r));
+			exit(2);
 		}
-		free(ents);
-	} else {
-		one_file(path);
 	}
+	for (uint32_t i = 0; i < l.n; i++) {
+		const char *why = NULL;
+		int r = bt_segset_add(&set, l.v[i], &why);
+		if (r < 0) {
+			fprintf(stderr, "bp-logstat: %s: %s\n", l.v[i],
+				why ? why : strerror(-r));
+			continue;
+		}
+		files++;
+		file_bytes += set.files[set.nfiles - 1].size;
+	}
+	bt_sr_list_free(&l);
+	bt_segset_sort(&set);
+	if (!(seen_tab = calloc(1u << SEEN_BITS, sizeof *seen_tab))) {
+		fprintf(stderr, "bp-logstat: out of memory\n");
+		exit(1);
+	}
+	for (uint32_t i = 0; i < set.nblocks; i++) {
+		const struct bt_sr_block *b = &set.blocks[i];
+		if (b->cut & BT_SR_FIRST) {     /* a new stream */
+			memset(seen_tab, 0, (1u << SEEN_BITS) * sizeof *seen_tab);
+			bt_ev_dict_init(&dict);
+		}
+		if (b->ring_id == 0 || (b->flags & BT_BF_LOGD))
+			continue;
+		blocks++;
+		if (!(b->cut & BT_SR_DUP))
+			one_block(b, set.files[b->file].path);
+	}
+	free(seen_tab);
+	bt_segset_free(&set);
 }
 
 int main(int argc, char **argv)
@@ -215,8 +181,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: bp-logstat [-r REQUESTS] PATH...\n");
 		return 2;
 	}
-	for (int i = optind; i < argc; i++)
-		walk(argv[i]);
+	read_logs(argv + optind, argc - optind);
 	printf("files=%llu\nfile_bytes=%llu\nblocks=%llu\nrecords=%llu\n"
 	       "record_bytes=%llu\n", (unsigned long long)files,
 	       (unsigned long long)file_bytes, (unsigned long long)blocks,

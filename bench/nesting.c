@@ -49,17 +49,16 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "btrace/event.h"
 #include "btrace/segment.h"
+#include "btrace/segread.h"
 
 /* ---- small helpers --------------------------------------------------- */
 
@@ -86,15 +85,6 @@ static uint64_t mix(uint64_t h, uint64_t v)
 
 /* ---- reading the log --------------------------------------------------- */
 
-struct blk {                      /* a block of one stream */
-	uint64_t ring_id;
-	uint32_t pid;
-	uint16_t slot;
-	uint64_t off;
-	uint32_t len;
-	const uint8_t *p;
-};
-
 struct rec {                      /* a record we keep, in time order */
 	uint64_t ts;
 	uint64_t ring_id;
@@ -109,10 +99,7 @@ struct rec {                      /* a record we keep, in time order */
 	char    *text;                /* LINE attribute or exe (owned) */
 };
 
-static struct blk *blks;
-static size_t nblks, capblks;
-static struct bt_seg_reader **readers;
-static size_t nreaders, capreaders;
+static struct bt_segset logs;       /* the segments, cut into streams */
 static struct rec *recs;
 static size_t nrecs, caprecs;
 
@@ -123,65 +110,29 @@ static void warn_cb(void *ctx, const char *path, uint64_t off, const char *why)
 		(unsigned long long)off, why);
 }
 
-static void read_file(const char *path)
+/* Index the segments PATH stands for (btrace/segread.h) and cut them
+ * into streams. */
+static void read_logs(const char *path)
 {
-	const char *why = NULL;
-	struct bt_seg_reader *r = bt_seg_open(path, warn_cb, NULL, &why);
-	struct bt_blk_header h;
-	const uint8_t *p;
-	uint64_t off;
+	struct bt_sr_list l = { 0 };
+	int n = bt_sr_collect(&l, path, warn_cb, NULL);
 
-	if (!r) {
-		fprintf(stderr, "bp-nesting: %s: %s\n", path,
-			why ? why : strerror(errno));
+	if (n < 0) {
+		fprintf(stderr, "bp-nesting: %s: %s\n", path, strerror(-n));
 		exit(1);
 	}
-	GROW(readers, nreaders, capreaders);
-	readers[nreaders++] = r;
-	while (bt_seg_next(r, &h, &p, &off) == 1) {
-		if (h.ring_id == 0 || (h.flags & BT_BF_LOGD))
-			continue;
-		GROW(blks, nblks, capblks);
-		blks[nblks++] = (struct blk){ h.ring_id, h.pid, h.slot,
-					      h.stream_off, h.len, p };
+	logs.warn = warn_cb;
+	for (uint32_t i = 0; i < l.n; i++) {
+		const char *why = NULL;
+		int r = bt_segset_add(&logs, l.v[i], &why);
+		if (r < 0) {
+			fprintf(stderr, "bp-nesting: %s: %s\n", l.v[i],
+				why ? why : strerror(-r));
+			exit(1);
+		}
 	}
-}
-
-static void walk(const char *path)
-{
-	struct stat st;
-	if (stat(path, &st) < 0) {
-		fprintf(stderr, "bp-nesting: %s: %s\n", path, strerror(errno));
-		exit(1);
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		read_file(path);
-		return;
-	}
-	struct dirent **ents;
-	int n = scandir(path, &ents, NULL, alphasort);
-	for (int i = 0; i < n; i++) {
-		const char *nm = ents[i]->d_name;
-		size_t l = strlen(nm);
-		char sub[4096];
-		struct stat s2;
-		snprintf(sub, sizeof sub, "%s/%s", path, nm);
-		if (nm[0] != '.' && stat(sub, &s2) == 0 &&
-		    (S_ISDIR(s2.st_mode) ||
-		     (l > 4 && !strcmp(nm + l - 4, BT_SEG_SUFFIX))))
-			walk(sub);
-		free(ents[i]);
-	}
-	free(ents);
-}
-
-static int cmp_blk(const void *a, const void *b)
-{
-	const struct blk *x = a, *y = b;
-	if (x->ring_id != y->ring_id) return x->ring_id < y->ring_id ? -1 : 1;
-	if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
-	if (x->slot != y->slot) return x->slot < y->slot ? -1 : 1;
-	return x->off < y->off ? -1 : x->off > y->off;
+	bt_sr_list_free(&l);
+	bt_segset_sort(&logs);
 }
 
 static char *dupn(const char *s, size_t n)
@@ -192,80 +143,73 @@ static char *dupn(const char *s, size_t n)
 	return d;
 }
 
-/* Decode every stream in order, keeping the records the tracer view
- * needs. */
+/* Decode every stream in order (what the reader's cut keeps of its
+ * blocks), keeping the records the tracer view needs. */
 static void decode_all(void)
 {
 	static struct bt_ev_dict dict;        /* the stream's, while read */
 	uint32_t seq = 0;
-	qsort(blks, nblks, sizeof *blks, cmp_blk);
-	for (size_t i = 0; i < nblks;) {
-		size_t j = i;
-		uint64_t prev = 0, next_off = blks[i].off;
-		bt_ev_dict_init(&dict);
-		for (; j < nblks && blks[j].ring_id == blks[i].ring_id &&
-		       blks[j].pid == blks[i].pid && blks[j].slot == blks[i].slot;
-		     j++) {
-			const struct blk *b = &blks[j];
-			size_t pos = 0;
-			if (b->off + b->len <= next_off && j > i)
-				continue;             /* a duplicate */
-			if (b->off < next_off)
-				pos = (size_t)(next_off - b->off);
-			if (b->off > next_off)          /* bytes lost */
-				bt_ev_dict_reset(&dict);
-			next_off = b->off + b->len;
-			while (pos < b->len) {
-				struct bt_event ev;
-				long k = bt_ev_decode_dict(b->p + pos,
-							   b->len - pos, &ev,
-							   &prev, &dict);
-				if (k <= 0)
-					break;
-				pos += (size_t)k;
-				if (ev.type != BT_EV_MSG && ev.type != BT_EV_CHAN &&
-				    ev.type != BT_EV_CLOSE && ev.type != BT_EV_DUP &&
-				    ev.type != BT_EV_PROC_START)
-					continue;
-				GROW(recs, nrecs, caprecs);
-				struct rec *r = &recs[nrecs++];
-				memset(r, 0, sizeof *r);
-				r->ts = ev.ts;
-				r->ring_id = b->ring_id;
-				r->seq = seq++;
-				r->type = ev.type;
-				r->dir = ev.dir;
-				r->kind = ev.kind;
-				r->role = ev.role;
-				r->chan_kind = ev.chan_kind;
-				r->flags = ev.flags;
-				r->fd = ev.fd;
-				r->fd2 = ev.fd2;
-				r->pid = ev.pid ? ev.pid : b->pid;
-				r->ppid = ev.ppid;
-				r->off = ev.off;
-				r->len = ev.len;
-				r->ino = ev.ino;
-				r->peer_ino = ev.peer_ino;
-				r->local = ev.local;
-				r->remote = ev.remote;
-				if (ev.type == BT_EV_PROC_START && ev.str) {
-					const char *s = ev.str, *sl = NULL;
-					for (uint32_t q = 0; q < ev.str_len; q++)
-						if (s[q] == '/')
-							sl = s + q;
-					r->text = sl ? dupn(sl + 1, ev.str_len -
-							    (size_t)(sl + 1 - s))
-						     : dupn(s, ev.str_len);
-				}
-				for (unsigned a = 0; a < ev.nattr; a++)
-					if (ev.attr[a].key == BT_AK_LINE &&
-					    ev.attr[a].val)
-						r->text = dupn(ev.attr[a].val,
-							       ev.attr[a].len);
-			}
+	uint64_t prev = 0;
+	for (uint32_t i = 0; i < logs.nblocks; i++) {
+		const struct bt_sr_block *b = &logs.blocks[i];
+		size_t pos = b->skip;
+		if (b->cut & BT_SR_FIRST) {
+			bt_ev_dict_init(&dict);
+			prev = 0;
 		}
-		i = j;
+		if (b->ring_id == 0 || (b->flags & BT_BF_LOGD) ||
+		    (b->cut & BT_SR_DUP))
+			continue;
+		if (b->cut & BT_SR_LOST)              /* bytes lost */
+			bt_ev_dict_reset(&dict);
+		while (pos < b->len) {
+			struct bt_event ev;
+			long k = bt_ev_decode_dict(b->payload + pos, b->len - pos,
+						   &ev, &prev, &dict);
+			if (k <= 0)
+				break;
+			pos += (size_t)k;
+			if (ev.type != BT_EV_MSG && ev.type != BT_EV_CHAN &&
+			    ev.type != BT_EV_CLOSE && ev.type != BT_EV_DUP &&
+			    ev.type != BT_EV_PROC_START)
+				continue;
+			GROW(recs, nrecs, caprecs);
+			struct rec *r = &recs[nrecs++];
+			memset(r, 0, sizeof *r);
+			r->ts = ev.ts;
+			r->ring_id = b->ring_id;
+			r->seq = seq++;
+			r->type = ev.type;
+			r->dir = ev.dir;
+			r->kind = ev.kind;
+			r->role = ev.role;
+			r->chan_kind = ev.chan_kind;
+			r->flags = ev.flags;
+			r->fd = ev.fd;
+			r->fd2 = ev.fd2;
+			r->pid = ev.pid ? ev.pid : b->pid;
+			r->ppid = ev.ppid;
+			r->off = ev.off;
+			r->len = ev.len;
+			r->ino = ev.ino;
+			r->peer_ino = ev.peer_ino;
+			r->local = ev.local;
+			r->remote = ev.remote;
+			if (ev.type == BT_EV_PROC_START && ev.str) {
+				const char *s = ev.str, *sl = NULL;
+				for (uint32_t q = 0; q < ev.str_len; q++)
+					if (s[q] == '/')
+						sl = s + q;
+				r->text = sl ? dupn(sl + 1, ev.str_len -
+						    (size_t)(sl + 1 - s))
+					     : dupn(s, ev.str_len);
+			}
+			for (unsigned a = 0; a < ev.nattr; a++)
+				if (ev.attr[a].key == BT_AK_LINE &&
+				    ev.attr[a].val)
+					r->text = dupn(ev.attr[a].val,
+						       ev.attr[a].len);
+		}
 	}
 }
 
@@ -788,7 +732,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: bp-nesting [-x X] [-v] LOGDIR\n");
 		return 2;
 	}
-	walk(argv[optind]);
+	read_logs(argv[optind]);
 	decode_all();
 	qsort(recs, nrecs, sizeof *recs, cmp_rec);
 	build_messages();
@@ -838,7 +782,6 @@ int main(int argc, char **argv)
 	printf("requests=%zu right=%zu precision=%.4f call_pairs=%zu roots=%zu "
 	       "unmatched=%zu\n", reqs, right, (double)right / (double)reqs,
 	       npairs, roots, unmatched);
-	for (size_t i = 0; i < nreaders; i++)
-		bt_seg_close(readers[i]);
+	bt_segset_free(&logs);
 	return 0;
 }

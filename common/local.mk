@@ -10,3 +10,9 @@ libbtcommon_la_SOURCES = \
 	include/btrace/ring.h \
 	include/btrace/segment.h
 libbtcommon_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+
+# The reader of a set of segments (btrace/segread.h): which files, their
+# blocks, streams and the cut of repeated bytes; bp-dump, bp-reconstruct
+# and the bench tools share it (not the shim, which never reads logs).
+noinst_LTLIBRARIES += libbtsegread.la
+libbtsegread_la_SOURCES = common/segread.c include/btrace/segread.h

@@ -3,7 +3,7 @@
 if ENABLE_FUZZING
 noinst_PROGRAMS += fuzz/fuzz-logread
 fuzz_fuzz_logread_SOURCES = fuzz/fuzz_logread.c \
-	common/event.c common/crc32c.c common/segment.c \
+	common/event.c common/crc32c.c common/segment.c common/segread.c \
 	$(libbtrecon_la_SOURCES)
 fuzz_fuzz_logread_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)
 fuzz_fuzz_logread_CFLAGS = $(AM_CFLAGS) $(FUZZ_FLAGS) $(SQLITE3_CFLAGS)

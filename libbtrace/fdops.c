@@ -130,23 +130,24 @@ int bt_socketpair(int d, int t, int p, int sv[2])
 	return r;
 }
 
+/* WITH_FLAGS: the program called accept4 (FLAGS count), else accept. */
 BT_HIDDEN int bt_accept4(int fd, struct sockaddr *addr, socklen_t *len,
-			 int flags, int four);
+			 int flags, int with_flags);
 int bt_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags,
-	       int four)
+	       int with_flags)
 {
 	socklen_t given = len ? *len : 0;
 	int n, e;
 
 	if (!bt_enter()) {
-		n = four ? REAL(accept4)(fd, addr, len, flags)
-			 : REAL(accept)(fd, addr, len);
+		n = with_flags ? REAL(accept4)(fd, addr, len, flags)
+			       : REAL(accept)(fd, addr, len);
 		bt_leave_pass();
 		return n;
 	}
 	bt_emit_idle();
-	n = four ? REAL(accept4)(fd, addr, len, flags)
-		 : REAL(accept)(fd, addr, len);
+	n = with_flags ? REAL(accept4)(fd, addr, len, flags)
+		       : REAL(accept)(fd, addr, len);
 	if (n >= 0) {
 		e = errno;
 		if (!bt_paused()) {
@@ -222,10 +223,11 @@ int bt_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	return r;
 }
 
-BT_HIDDEN int bt_pipe2(int fds[2], int flags, int two);
-int bt_pipe2(int fds[2], int flags, int two)
+/* WITH_FLAGS: pipe2, else pipe. */
+BT_HIDDEN int bt_pipe2(int fds[2], int flags, int with_flags);
+int bt_pipe2(int fds[2], int flags, int with_flags)
 {
-	int r = two ? REAL(pipe2)(fds, flags) : REAL(pipe)(fds);
+	int r = with_flags ? REAL(pipe2)(fds, flags) : REAL(pipe)(fds);
 	int e = errno;
 
 	if (r < 0)
@@ -316,8 +318,9 @@ int bt_dup(int fd)
 	return n;
 }
 
-BT_HIDDEN int bt_dup3(int old, int nfd, int flags, int three);
-int bt_dup3(int old, int nfd, int flags, int three)
+/* WITH_FLAGS: dup3, else dup2. */
+BT_HIDDEN int bt_dup3(int old, int nfd, int flags, int with_flags);
+int bt_dup3(int old, int nfd, int flags, int with_flags)
 {
 	int r, e;
 
@@ -328,7 +331,8 @@ int bt_dup3(int old, int nfd, int flags, int three)
 	if (bt_enter()) {
 		if (bt_is_own_fd(nfd))
 			bt_own_fd_evict(nfd);
-		r = three ? REAL(dup3)(old, nfd, flags) : REAL(dup2)(old, nfd);
+		r = with_flags ? REAL(dup3)(old, nfd, flags)
+			       : REAL(dup2)(old, nfd);
 		e = errno;
 		if (r >= 0 && old != nfd)
 			dup_to(old, nfd);
@@ -336,7 +340,7 @@ int bt_dup3(int old, int nfd, int flags, int three)
 		errno = e;
 		return r;
 	}
-	r = three ? REAL(dup3)(old, nfd, flags) : REAL(dup2)(old, nfd);
+	r = with_flags ? REAL(dup3)(old, nfd, flags) : REAL(dup2)(old, nfd);
 	bt_leave_pass();
 	return r;
 }

@@ -129,8 +129,11 @@ int bt_getnameinfo(const struct sockaddr *sa, socklen_t salen, char *host,
 	return r;
 }
 
-BT_HIDDEN struct hostent *bt_gethostbyname2(const char *name, int af, int two);
-struct hostent *bt_gethostbyname2(const char *name, int af, int two)
+/* WITH_AF: the program called gethostbyname2 (AF counts), else
+ * gethostbyname. */
+BT_HIDDEN struct hostent *bt_gethostbyname2(const char *name, int af,
+					    int with_af);
+struct hostent *bt_gethostbyname2(const char *name, int af, int with_af)
 {
 	struct hostent *he;
 	char a[INET6_ADDRSTRLEN];
@@ -138,14 +141,16 @@ struct hostent *bt_gethostbyname2(const char *name, int af, int two)
 	int e;
 
 	if (!bt_enter() || bt_paused()) {
-		he = two ? REAL(gethostbyname2)(name, af) : REAL(gethostbyname)(name);
+		he = with_af ? REAL(gethostbyname2)(name, af)
+			     : REAL(gethostbyname)(name);
 		bt_leave_pass();
 		return he;
 	}
 	c = next_cookie();
-	name_begin(c, (two ? 3u : 2u) | (uint32_t)(two ? af : AF_INET) << 8,
-		   name, NULL);
-	he = two ? REAL(gethostbyname2)(name, af) : REAL(gethostbyname)(name);
+	name_begin(c, (with_af ? 3u : 2u) |
+		      (uint32_t)(with_af ? af : AF_INET) << 8, name, NULL);
+	he = with_af ? REAL(gethostbyname2)(name, af)
+		     : REAL(gethostbyname)(name);
 	e = errno;
 	name_end(c, he ? 0 : h_errno, fmt_he(he, a, sizeof a));
 	bt_leave();
@@ -153,27 +158,30 @@ struct hostent *bt_gethostbyname2(const char *name, int af, int two)
 	return he;
 }
 
+/* WITH_AF: gethostbyname2_r, else gethostbyname_r. */
 BT_HIDDEN int bt_gethostbyname2_r(const char *name, int af, struct hostent *ret,
 				  char *buf, size_t len, struct hostent **res,
-				  int *herr, int two);
+				  int *herr, int with_af);
 int bt_gethostbyname2_r(const char *name, int af, struct hostent *ret,
 			char *buf, size_t len, struct hostent **res, int *herr,
-			int two)
+			int with_af)
 {
 	char a[INET6_ADDRSTRLEN];
 	uint64_t c;
 	int r, e;
 
 	if (!bt_enter() || bt_paused()) {
-		r = two ? REAL(gethostbyname2_r)(name, af, ret, buf, len, res, herr)
+		r = with_af ? REAL(gethostbyname2_r)(name, af, ret, buf, len,
+						     res, herr)
 			: REAL(gethostbyname_r)(name, ret, buf, len, res, herr);
 		bt_leave_pass();
 		return r;
 	}
 	c = next_cookie();
-	name_begin(c, (two ? 3u : 2u) | (uint32_t)(two ? af : AF_INET) << 8,
-		   name, NULL);
-	r = two ? REAL(gethostbyname2_r)(name, af, ret, buf, len, res, herr)
+	name_begin(c, (with_af ? 3u : 2u) |
+		      (uint32_t)(with_af ? af : AF_INET) << 8, name, NULL);
+	r = with_af ? REAL(gethostbyname2_r)(name, af, ret, buf, len, res,
+					     herr)
 		: REAL(gethostbyname_r)(name, ret, buf, len, res, herr);
 	e = errno;
 	name_end(c, r ? r : (res && *res ? 0 : (herr ? *herr : -1)),

@@ -17,10 +17,11 @@ static const char usage_text[] =
 "Usage: bp-dump [OPTION]... PATH...\n"
 "\n"
 "Print BorderPatrol log segments (*.btl, written by bp-logd or by a\n"
-"tracer's spool) as text, one record per line.  PATH is a segment file or\n"
-"a directory searched recursively for *.btl; files are read in the order\n"
-"they were created (header time, then sequence number), which keeps each\n"
-"stream in order across bp-logd restarts and the spool.\n"
+"tracer's spool) as text, one record per line.  PATH is a segment file, or\n"
+"a directory: its *.btl files and those of its subdirectories, one level\n"
+"down (logs/, logs/HOST/, a spool directory).  The files of a directory are\n"
+"printed in the order of their sequence number, then name; the PATHs in\n"
+"the order given.  bp-reconstruct reads the same files.\n"
 "\n"
 "Each record line is\n"
 "  PID:SLOT TIMESTAMP TYPE FIELD=VALUE...\n"
@@ -29,7 +30,9 @@ static const char usage_text[] =
 "monotonic clock in ns and the fields are those of docs/events.md.\n"
 "\n"
 "Bytes a stream already had (a block written twice because bp-logd was\n"
-"killed between writing and acknowledging it) are printed once.\n"
+"killed between writing and acknowledging it) are printed once: every\n"
+"stream's blocks are sorted by stream offset first and the repeats cut\n"
+"as bp-reconstruct cuts them, in whichever file they are.\n"
 "\n"
 "Damage (a torn tail, a corrupt block, garbage between blocks, a record\n"
 "that does not decode) is reported on stderr as\n"
@@ -98,7 +101,8 @@ static void on_block(void *ctx, const char *path, uint64_t off,
 	putchar('\n');
 }
 
-static void on_record(void *ctx, struct dd_stream *s, const struct bt_event *ev)
+static void on_record(void *ctx, struct readlog_stream *s,
+		      const struct bt_event *ev)
 {
 	struct dump *d = ctx;
 
@@ -133,7 +137,7 @@ int main(int argc, char **argv)
 						on_warn };
 	struct readlog_stats st;
 	int ch, all = 0, stats = 0, n, r;
-	char **list;
+	struct bt_sr_list list = { 0 };
 	const char *bad;
 
 	while ((ch = getopt_long(argc, argv, "bHaqshV", longopts, NULL)) != -1) {
@@ -155,7 +159,8 @@ int main(int argc, char **argv)
 			"Try 'bp-dump --help' for more information.\n");
 		return 2;
 	}
-	n = readlog_collect(argv + optind, argc - optind, &list, &bad);
+	n = readlog_collect(argv + optind, argc - optind, &list, &bad,
+			    on_warn, NULL);
 	if (n < 0) {
 		fprintf(stderr, "bp-dump: %s: %s\n", bad, strerror(-n));
 		return 2;
@@ -165,8 +170,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	memset(&st, 0, sizeof st);
-	r = readlog_run(list, n, !all, &ops, &d, &st);
-	readlog_free_list(list, n);
+	r = readlog_run(&list, !all, &ops, &d, &st);
+	bt_sr_list_free(&list);
 	fflush(stdout);
 	if (stats) {
 		printf("files %" PRIu64 " blocks %" PRIu64 " records %" PRIu64

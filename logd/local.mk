@@ -6,7 +6,8 @@ LOGD_LINK_FLAGS = $(SAN_CFLAGS)
 
 # The reading half shared by bp-dump and the tests.
 noinst_LTLIBRARIES += libbtreadlog.la
-libbtreadlog_la_SOURCES = logd/dedup.c logd/dedup.h logd/readlog.c logd/readlog.h
+libbtreadlog_la_SOURCES = logd/readlog.c logd/readlog.h
+libbtreadlog_la_LIBADD = libbtsegread.la
 libbtreadlog_la_CFLAGS = $(LOGD_COMPILE_FLAGS)
 
 bin_PROGRAMS += bp-logd bp-dump

@@ -1,272 +1,278 @@
 /*
  * readlog.c - read a set of segments record by record (see readlog.h).
+ *
+ * The segment reader indexes every file and cuts every stream first
+ * (btrace/segread.h), so bp-dump drops exactly the bytes bp-reconstruct
+ * drops; then the blocks are printed in file order, each stream decoded
+ * with its own time base and dictionary.
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "readlog.h"
 
-struct list { char **v; int n, cap; };
-
-static int push(struct list *l, const char *p)
+int readlog_collect(char *const *paths, int n, struct bt_sr_list *l,
+		    const char **bad, bt_seg_warn_fn warn, void *ctx)
 {
-	if (l->n == l->cap) {
-		int cap = l->cap ? l->cap * 2 : 64;
-		char **v = realloc(l->v, sizeof *v * (size_t)cap);
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->cap = cap;
-	}
-	if (!(l->v[l->n] = strdup(p)))
-		return -ENOMEM;
-	l->n++;
-	return 0;
-}
-
-static int walk(struct list *l, const char *path, int depth)
-{
-	struct stat st;
-	DIR *d;
-	struct dirent *e;
-	int r = 0;
-
-	if (stat(path, &st) < 0)
-		return -errno;
-	if (!S_ISDIR(st.st_mode))
-		return push(l, path);
-	if (depth > 8)
-		return 0;
-	if (!(d = opendir(path)))
-		return -errno;
-	while (r == 0 && (e = readdir(d)) != NULL) {
-		char sub[PATH_MAX];
-		size_t len = strlen(e->d_name);
-		if (e->d_name[0] == '.')
-			continue;
-		if ((size_t)snprintf(sub, sizeof sub, "%s/%s", path, e->d_name)
-		    >= sizeof sub)
-			continue;
-		if (stat(sub, &st) < 0)
-			continue;
-		if (S_ISDIR(st.st_mode))
-			r = walk(l, sub, depth + 1);
-		else if (len > 4 && strcmp(e->d_name + len - 4, BT_SEG_SUFFIX) == 0)
-			r = push(l, sub);
-	}
-	closedir(d);
-	return r;
-}
-
-/*
- * Files are read in the order they were created (their header's
- * monotonic time, then sequence number): a stream's bytes go to bp-logd's
- * segments, to the tracer's spool file while no bp-logd answers, then to
- * the segments of the next bp-logd, so this order keeps each stream's
- * blocks in stream order (the de-duplication below relies on it).
- */
-struct keyed { char *path; uint64_t mono; uint64_t seq; };
-
-static void file_key(struct keyed *k)
-{
-	uint8_t b[BT_SEG_HDR_SIZE];
-	struct bt_seg_header h;
-	FILE *f = fopen(k->path, "rb");
-
-	k->mono = k->seq = 0;
-	if (!f)
-		return;
-	if (fread(b, 1, sizeof b, f) == sizeof b && bt_seg_header_decode(b, &h) == 0) {
-		k->mono = h.created_mono;
-		k->seq = h.seq;
-	}
-	fclose(f);
-}
-
-static int by_creation(const void *a, const void *b)
-{
-	const struct keyed *x = a, *y = b;
-	if (x->mono != y->mono)
-		return x->mono < y->mono ? -1 : 1;
-	if (x->seq != y->seq)
-		return x->seq < y->seq ? -1 : 1;
-	return strcmp(x->path, y->path);
-}
-
-int readlog_collect(char *const *paths, int n, char ***list,
-		    const char **bad)
-{
-	struct list l = { NULL, 0, 0 };
-
 	*bad = NULL;
 	for (int i = 0; i < n; i++) {
-		int r = walk(&l, paths[i], 0);
+		int r = bt_sr_collect(l, paths[i], warn, ctx);
 		if (r < 0) {
 			*bad = paths[i];
-			readlog_free_list(l.v, l.n);
+			bt_sr_list_free(l);
 			return r;
 		}
 	}
-	if (l.n) {
-		struct keyed *k = calloc((size_t)l.n, sizeof *k);
-		if (!k) {
-			readlog_free_list(l.v, l.n);
-			return -ENOMEM;
-		}
-		for (int i = 0; i < l.n; i++) {
-			k[i].path = l.v[i];
-			file_key(&k[i]);
-		}
-		qsort(k, (size_t)l.n, sizeof *k, by_creation);
-		for (int i = 0; i < l.n; i++)
-			l.v[i] = k[i].path;
-		free(k);
-	}
-	*list = l.v;
-	return l.n;
+	return (int)l->n;
 }
 
-void readlog_free_list(char **list, int n)
-{
-	for (int i = 0; i < n; i++)
-		free(list[i]);
-	free(list);
-}
+/* Damage found while indexing, reported when the printing reaches it. */
+struct pending {
+	uint32_t li;                 /* the file's place in the list */
+	uint64_t off;
+	char    *why;
+};
 
-struct warn_ctx {
+struct run {
 	const struct readlog_ops *ops;
 	void *ctx;
 	struct readlog_stats *st;
+	struct bt_segset set;
+	struct pending *pend;
+	uint32_t npend, cap, next_pend, cur_li;
+	struct readlog_stream *streams;
+	int oom;
 };
 
-static void seg_warn(void *arg, const char *path, uint64_t off,
+static void warn_now(struct run *r, const char *path, uint64_t off,
 		     const char *why)
 {
-	struct warn_ctx *w = arg;
-
-	w->st->damaged++;
-	if (w->ops->warn)
-		w->ops->warn(w->ctx, path, off, why);
+	r->st->damaged++;
+	if (r->ops->warn)
+		r->ops->warn(r->ctx, path, off, why);
 }
 
-static void count_stream(struct dd_stream *s, void *arg)
+static void defer_warn(void *arg, const char *path, uint64_t off,
+		       const char *why)
 {
-	(void)s;
-	(*(uint64_t *)arg)++;
+	struct run *r = arg;
+
+	(void)path;
+	if (r->npend == r->cap) {
+		uint32_t cap = r->cap ? r->cap * 2 : 16;
+		struct pending *p = realloc(r->pend, cap * sizeof *p);
+		if (!p) {
+			r->oom = 1;
+			return;
+		}
+		r->pend = p;
+		r->cap = cap;
+	}
+	r->pend[r->npend].li = r->cur_li;
+	r->pend[r->npend].off = off;
+	if (!(r->pend[r->npend].why = strdup(why))) {
+		r->oom = 1;
+		return;
+	}
+	r->npend++;
 }
 
-int readlog_run(char **list, int n, int dedup, const struct readlog_ops *ops,
-		void *ctx, struct readlog_stats *st)
+/* Report the damage of list file LI found before file offset OFF. */
+static void flush_pending(struct run *r, const char *path, uint32_t li,
+			  uint64_t off)
 {
-	struct dedup *dd = dedup_new();
-	struct warn_ctx w = { ops, ctx, st };
+	while (r->next_pend < r->npend && r->pend[r->next_pend].li == li &&
+	       r->pend[r->next_pend].off < off) {
+		warn_now(r, path, r->pend[r->next_pend].off,
+			 r->pend[r->next_pend].why);
+		r->next_pend++;
+	}
+}
+
+static void warn_record(struct run *r, const char *path,
+			const struct bt_sr_block *b, size_t pos, long k,
+			const struct bt_event *ev)
+{
+	char msg[192];
+
+	if (k <= 0)
+		snprintf(msg, sizeof msg,
+			 "%s record in block at %llu (stream offset %llu): rest of the block skipped",
+			 k == 0 ? "truncated" : "malformed",
+			 (unsigned long long)b->foff,
+			 (unsigned long long)(b->soff + pos));
+	else
+		snprintf(msg, sizeof msg,
+			 "%s record in block at %llu (stream offset %llu) refers to %u value%s the stream's dictionary does not hold: unknown",
+			 bt_ev_type_name(ev->type),
+			 (unsigned long long)b->foff,
+			 (unsigned long long)(b->soff + pos),
+			 ev->dict_miss, ev->dict_miss == 1 ? "" : "s");
+	warn_now(r, path, b->foff + BT_BLK_HDR_SIZE + pos, msg);
+}
+
+/* Decode the payload of B from byte POS on into stream S. */
+static void read_records(struct run *r, const char *path,
+			 const struct bt_sr_block *b, size_t pos,
+			 struct readlog_stream *s)
+{
+	while (pos < b->len) {
+		struct bt_event ev;
+		/* the stream's dictionary lives from a record to its
+		 * thread's THREAD_EXIT: the memory follows the live threads */
+		if (!s->dict && (s->dict = malloc(sizeof *s->dict)))
+			bt_ev_dict_init(s->dict);
+		long k = bt_ev_decode_dict(b->payload + pos, b->len - pos, &ev,
+					   &s->prev_ts, s->dict);
+		if (k <= 0) {
+			warn_record(r, path, b, pos, k, NULL);
+			break;
+		}
+		if (ev.type == BT_EV_THREAD_EXIT) {
+			free(s->dict);   /* the next thread of the slot
+					    starts with TIME */
+			s->dict = NULL;
+		}
+		if (ev.type != BT_EV_PAD) {
+			if (ev.dict_miss)
+				warn_record(r, path, b, pos, k, &ev);
+			s->records++;
+			r->st->records++;
+			r->st->type_count[ev.type < BT_EV_TYPE_MAX ?
+					  ev.type : BT_EV_TYPE_MAX]++;
+			if (r->ops->record)
+				r->ops->record(r->ctx, s, &ev);
+		}
+		pos += (size_t)k;
+	}
+}
+
+/* Pass block B on: what the cut keeps of it (DEDUP) or all of it. */
+static void read_block(struct run *r, const char *path,
+		       const struct bt_sr_block *b, int dedup)
+{
+	struct readlog_stream *s = &r->streams[b->stream];
+	size_t skip = dedup ? b->skip : 0;
+	uint64_t gap = dedup ? b->gap : 0;
+	uint64_t start = b->soff + skip;
+
+	if (!s->started) {
+		s->host = r->set.hosts[b->host].name;
+		s->ring_id = b->ring_id;
+		s->pid = b->pid;
+		s->slot = b->slot;
+		s->started = 1;
+		s->next_off = start;
+	}
+	/* Bytes lost, read again, or out of stream order (another file
+	 * has the bytes between): the dictionary is not the writer's
+	 * until the next TIME or remembered value. */
+	if (skip < b->len &&
+	    (start != s->next_off || (dedup && (b->cut & BT_SR_LOST))))
+		bt_ev_dict_reset(s->dict);
+	r->st->blocks++;
+	r->st->dup_bytes += skip;
+	r->st->gap_bytes += gap;
+	if (skip == b->len && b->len)
+		r->st->dup_blocks++;
+	if (r->ops->block) {
+		struct bt_blk_header h = {
+			.len = b->len, .ring_id = b->ring_id, .pid = b->pid,
+			.slot = b->slot, .gen = b->gen, .stream_off = b->soff,
+			.flags = b->flags,
+		};
+		r->ops->block(r->ctx, path, b->foff, &h, skip, gap);
+	}
+	if (skip < b->len) {
+		read_records(r, path, b, skip, s);
+		if (b->soff + b->len > s->next_off)
+			s->next_off = b->soff + b->len;
+	}
+}
+
+/* Index the files of L into R's set; FILE_OF[i]: the set's file of list
+ * entry i, or UINT32_MAX (then WHY[i] says why, malloc'd). */
+static int index_all(struct run *r, const struct bt_sr_list *l,
+		     uint32_t *file_of, char **why)
+{
+	for (uint32_t i = 0; i < l->n; i++) {
+		const char *w = NULL;
+		r->cur_li = i;
+		file_of[i] = r->set.nfiles;
+		int e = bt_segset_add(&r->set, l->v[i], &w);
+		if (e == -ENOMEM)
+			return e;
+		if (e < 0) {
+			file_of[i] = UINT32_MAX;
+			if (!(why[i] = strdup(w ? w : strerror(-e))))
+				return -ENOMEM;
+		}
+	}
+	return r->oom ? -ENOMEM : 0;
+}
+
+int readlog_run(const struct bt_sr_list *l, int dedup,
+		const struct readlog_ops *ops, void *ctx,
+		struct readlog_stats *st)
+{
+	struct run r = { .ops = ops, .ctx = ctx, .st = st };
+	uint32_t *file_of = calloc(l->n + 1, sizeof *file_of);
+	char **why = calloc(l->n + 1, sizeof *why);
+	uint32_t *order = NULL;
 	int ret = 0;
 
-	if (!dd)
-		return -1;
-	for (int i = 0; i < n; i++) {
-		const char *why;
-		struct bt_seg_reader *r = bt_seg_open(list[i], seg_warn, &w, &why);
-		struct bt_blk_header h;
-		const uint8_t *pl;
-		uint64_t off;
-
-		if (!r) {
-			seg_warn(&w, list[i], 0, why);
+	r.set.warn = defer_warn;
+	r.set.warn_ctx = &r;
+	r.set.release_every = 16u << 20;
+	if (!file_of || !why || index_all(&r, l, file_of, why) < 0)
+		goto oom;
+	bt_segset_sort(&r.set);
+	order = malloc(((size_t)r.set.nblocks + 1) * sizeof *order);
+	r.streams = calloc((size_t)r.set.nstreams + 1, sizeof *r.streams);
+	if (!order || !r.streams)
+		goto oom;
+	for (uint32_t i = 0; i < r.set.nblocks; i++)
+		order[r.set.blocks[i].seq] = i;
+	for (uint32_t li = 0, k = 0; li < l->n; li++) {
+		uint32_t fi = file_of[li];
+		if (fi == UINT32_MAX) {
+			warn_now(&r, l->v[li], 0, why[li]);
 			ret = -1;
 			continue;
 		}
+		const struct bt_sr_file *f = &r.set.files[fi];
 		st->files++;
-		const struct bt_seg_header *fh = bt_seg_file_header(r);
 		if (ops->file)
-			ops->file(ctx, list[i], fh);
-		while (bt_seg_next(r, &h, &pl, &off) == 1) {
-			size_t skip = 0;
-			uint64_t gap = 0;
-			struct dd_stream *s = dedup_block(dd, fh->host, &h,
-							  &skip, &gap);
-			if (!s) {
-				seg_warn(&w, list[i], off, "out of memory");
-				ret = -1;
-				break;
-			}
-			/* Bytes lost, or read again (without dedup): the
-			 * dictionary is not the writer's until the next TIME
-			 * or remembered value. */
-			if (gap || (skip && !dedup))
-				bt_ev_dict_reset(s->dict);
-			if (!dedup) {
-				skip = 0;
-				gap = 0;
-			}
-			st->blocks++;
-			st->dup_bytes += skip;
-			st->gap_bytes += gap;
-			if (skip == h.len && h.len)
-				st->dup_blocks++;
-			if (ops->block)
-				ops->block(ctx, list[i], off, &h, skip, gap);
-			size_t pos = skip;
-			while (pos < h.len) {
-				struct bt_event ev;
-				/* the stream's dictionary lives from a
-				 * record to its thread's THREAD_EXIT: the
-				 * memory follows the live threads */
-				if (!s->dict &&
-				    (s->dict = malloc(sizeof *s->dict)))
-					bt_ev_dict_init(s->dict);
-				long k = bt_ev_decode_dict(pl + pos, h.len - pos,
-							   &ev, &s->prev_ts,
-							   s->dict);
-				if (k <= 0) {
-					char msg[128];
-					snprintf(msg, sizeof msg,
-						 "%s record in block at %llu (stream offset %llu): rest of the block skipped",
-						 k == 0 ? "truncated" : "malformed",
-						 (unsigned long long)off,
-						 (unsigned long long)(h.stream_off + pos));
-					seg_warn(&w, list[i],
-						 off + BT_BLK_HDR_SIZE + pos, msg);
-					break;
-				}
-				pos += (size_t)k;
-				if (ev.type == BT_EV_THREAD_EXIT) {
-					free(s->dict);   /* the next thread of the
-							    slot starts with TIME */
-					s->dict = NULL;
-				}
-				if (ev.type == BT_EV_PAD)
-					continue;
-				if (ev.dict_miss) {
-					char msg[160];
-					snprintf(msg, sizeof msg,
-						 "%s record in block at %llu (stream offset %llu) refers to %u value%s the stream's dictionary does not hold: unknown",
-						 bt_ev_type_name(ev.type),
-						 (unsigned long long)off,
-						 (unsigned long long)(h.stream_off + pos - (size_t)k),
-						 ev.dict_miss,
-						 ev.dict_miss == 1 ? "" : "s");
-					seg_warn(&w, list[i], off + BT_BLK_HDR_SIZE +
-						 pos - (size_t)k, msg);
-				}
-				s->records++;
-				st->records++;
-				st->type_count[ev.type < BT_EV_TYPE_MAX ?
-					       ev.type : BT_EV_TYPE_MAX]++;
-				if (ops->record)
-					ops->record(ctx, s, &ev);
-			}
+			ops->file(ctx, f->path, bt_seg_file_header(f->rd));
+		for (; k < r.set.nblocks && r.set.blocks[order[k]].file == fi; k++) {
+			const struct bt_sr_block *b = &r.set.blocks[order[k]];
+			flush_pending(&r, f->path, li, b->foff);
+			read_block(&r, f->path, b, dedup);
 		}
-		bt_seg_close(r);
+		flush_pending(&r, f->path, li, UINT64_MAX);
+		bt_seg_release(f->rd);
 	}
-	dedup_foreach(dd, count_stream, &st->streams);
-	dedup_free(dd);
+	st->streams = r.set.nstreams;
+	goto out;
+oom:
+	warn_now(&r, l->n ? l->v[0] : "", 0, "out of memory");
+	ret = -1;
+out:
+	for (uint32_t i = 0; r.streams && i < r.set.nstreams; i++)
+		free(r.streams[i].dict);
+	for (uint32_t i = 0; i < r.npend; i++)
+		free(r.pend[i].why);
+	free(r.pend);
+	free(r.streams);
+	free(order);
+	free(file_of);
+	for (uint32_t i = 0; why && i < l->n; i++)
+		free(why[i]);
+	free(why);
+	bt_segset_free(&r.set);
 	return ret;
 }

@@ -212,7 +212,7 @@ static void parse_te(struct http_dir *d, const char *v, size_t n)
  * 0 ok, -1 lost.
  */
 static int start_line(struct http_state *s, struct http_dir *d, int dir,
-		      char *l, size_t n, int cut)
+		      const char *l, size_t n, int cut)
 {
 	if (n >= 5 && memcmp(l, "HTTP/", 5) == 0) {
 		if (s->req_dir == dir || cut)
@@ -267,11 +267,11 @@ static int start_line(struct http_state *s, struct http_dir *d, int dir,
 }
 
 /* A header field line.  0 ok, -1 lost. */
-static int field_line(struct http_dir *d, char *l, size_t n)
+static int field_line(struct http_dir *d, const char *l, size_t n)
 {
 	if (is_sp(l[0]))
 		return 0;                   /* obs-fold: ignored */
-	char *c = memchr(l, ':', n);
+	const char *c = memchr(l, ':', n);
 	if (!c)
 		return -1;
 	size_t nl = (size_t)(c - l);
@@ -537,7 +537,7 @@ static size_t line_in_place(struct http_dir *d, const uint8_t *p, size_t n)
  * place in the input: see http_feed).  1 end, 0 more, -1 lost.  The line
  * is only read. */
 static int head_line(struct http_state *s, struct http_dir *d, int dir,
-		     char *l)
+		     const char *l)
 {
 	size_t n = d->cur;
 	if (!(d->f & F_CUT))
@@ -627,7 +627,7 @@ static int fields_in_place(struct http_state *s, struct http_dir *d,
 		d->head += (uint32_t)take;
 		if (d->head > HTTP_HEAD_MAX)
 			return -1;              /* (a line here is < HTTP_LINE_MAX) */
-		char *l = (char *)(uintptr_t)(p + i);
+		const char *l = (const char *)(p + i);
 		size_t len = take - 1;
 		if (len && l[len - 1] == '\r')
 			len--;
@@ -675,7 +675,7 @@ static long http_feed(void *st, int dir, const uint8_t *p, size_t n,
 				/* a whole line in the input: parsed where it is */
 				if (d->line > HTTP_LINE_MAX || d->head > HTTP_HEAD_MAX)
 					return BT_PP_LOST;
-				r = head_line(s, d, dir, (char *)(uintptr_t)(p + i));
+				r = head_line(s, d, dir, (const char *)(p + i));
 				i += k;
 			} else {
 				k = take_line(d, p + i, n - i, &done);

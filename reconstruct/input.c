@@ -1,14 +1,14 @@
 /*
- * input.c - find the segment files, index their blocks, group blocks into
- * streams, and read a stream's records in order (see input.h).
+ * input.c - the logs through the segment reader (btrace/segread.h: which
+ * files, their blocks, streams, the cut of repeated bytes), the stream and
+ * image tables, and a stream's records in order (see input.h).
  *
  * A stream is (host, ring_id, pid, slot): one slot of one process image's
- * ring (ring_id 0 with bp-logd's pid is bp-logd's own notes).  Its blocks
- * can come from several files, in any order, twice (bp-logd died between
- * writing and acknowledging), or from the spool directory; sorting them by
- * stream offset and cutting overlaps back restores the one byte stream the
- * writer produced.  Missing bytes (a gap in the offsets, or a block flagged
- * BT_BF_GAP) lose the time base: records are skipped up to the next TIME.
+ * ring (ring_id 0 with bp-logd's pid is bp-logd's own notes).  The reader
+ * sorts its blocks by stream offset and marks what of each is new; the
+ * cursor reads only that.  Missing bytes (a gap in the offsets, or a block
+ * flagged BT_BF_GAP) lose the time base: records are skipped up to the
+ * next TIME.
  */
 #include "config.h"
 
@@ -25,133 +25,14 @@
 
 #include "input.h"
 
-/* ---- discovery --------------------------------------------------------- */
-
-struct pathlist {
-	char   **v;
-	uint32_t n, cap;
-};
-
-static int pl_add(struct pathlist *pl, const char *dir, const char *name)
-{
-	if (pl->n == pl->cap) {
-		uint32_t ncap = pl->cap ? pl->cap * 2 : 64;
-		char **nv = realloc(pl->v, ncap * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		pl->v = nv;
-		pl->cap = ncap;
-	}
-	size_t l = (dir ? strlen(dir) + 1 : 0) + strlen(name) + 1;
-	char *p = malloc(l);
-	if (!p)
-		return -ENOMEM;
-	if (dir)
-		snprintf(p, l, "%s/%s", dir, name);
-	else
-		snprintf(p, l, "%s", name);
-	pl->v[pl->n++] = p;
-	return 0;
-}
-
-static int has_suffix(const char *s, const char *suf)
-{
-	size_t a = strlen(s), b = strlen(suf);
-	return a >= b && strcmp(s + a - b, suf) == 0;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/*
- * Add the segments of directory DIR; at DEPTH 0 also those of its
- * subdirectories (logs/ holds one directory per host).  Returns 0, or
- * -errno when DIR itself cannot be read.
- */
-static int scan_dir(struct pathlist *pl, const char *dir, int depth)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	struct pathlist sub = { 0 };
-	uint32_t first = pl->n;
-	int r = 0;
-
-	if (!d)
-		return -errno;
-	while ((de = readdir(d)) != NULL) {
-		struct stat st;
-		char path[4096];
-
-		if (de->d_name[0] == '.')
-			continue;
-		if ((size_t)snprintf(path, sizeof path, "%s/%s", dir,
-				     de->d_name) >= sizeof path)
-			continue;
-		if (stat(path, &st) < 0)
-			continue;
-		if (S_ISREG(st.st_mode) && has_suffix(de->d_name, BT_SEG_SUFFIX))
-			r = pl_add(pl, dir, de->d_name);
-		else if (S_ISDIR(st.st_mode) && depth == 0)
-			r = pl_add(&sub, dir, de->d_name);
-		if (r < 0)
-			break;
-	}
-	closedir(d);
-	if (pl->n > first)
-		qsort(pl->v + first, pl->n - first, sizeof *pl->v, cmp_str);
-	if (sub.n)
-		qsort(sub.v, sub.n, sizeof *sub.v, cmp_str);
-	for (uint32_t i = 0; i < sub.n; i++) {
-		if (r == 0) {
-			int e = scan_dir(pl, sub.v[i], depth + 1);
-			if (e == -ENOMEM)
-				r = e;
-		}
-		free(sub.v[i]);
-	}
-	free(sub.v);
-	return r;
-}
-
 /* ---- indexing ---------------------------------------------------------- */
-
-struct warn_ctx {
-	struct rc_ctx *c;
-};
-
-static void seg_warn(void *ctx, const char *path, uint64_t off,
-		     const char *reason)
-{
-	struct rc_ctx *c = ctx;
-	rc_warn(c, path, off, "%s; the blocks before and after it are used",
-		reason);
-}
-
-static uint32_t host_of(struct rc_ctx *c, const struct bt_seg_header *h)
-{
-	for (uint32_t i = 0; i < c->nhosts; i++)
-		if (c->hosts[i].boot_id == h->boot_id &&
-		    strcmp(c->hosts[i].name, h->host) == 0)
-			return i;
-	struct rc_host *nh = realloc(c->hosts, (c->nhosts + 1) * sizeof *nh);
-	if (!nh)
-		return RC_NONE;
-	c->hosts = nh;
-	memset(&nh[c->nhosts], 0, sizeof *nh);
-	snprintf(nh[c->nhosts].name, sizeof nh[c->nhosts].name, "%s",
-		 h->host[0] ? h->host : "unknown");
-	nh[c->nhosts].boot_id = h->boot_id;
-	return c->nhosts++;
-}
 
 /*
  * A block is checked once and read once per pass: give its pages back
  * after each (they stay in the page cache), so resident memory follows
  * the blocks being read, not the size of the logs.
  */
-static void block_done(const struct rc_block *b)
+static void block_done(const struct bt_sr_block *b)
 {
 	static uintptr_t page;
 	if (!page)
@@ -205,144 +86,48 @@ void rc_input_release(struct rc_ctx *c)
 #endif
 }
 
-static int index_file(struct rc_ctx *c, const char *path, uint32_t *cap)
-{
-	const char *why;
-	struct bt_seg_reader *rd = bt_seg_open(path, seg_warn, c, &why);
-	struct bt_blk_header h;
-	const uint8_t *payload;
-	uint64_t foff;
-
-	if (!rd) {
-		rc_warn(c, path, 0, "not readable as a log segment: %s; file skipped",
-			why ? why : strerror(errno));
-		return 0;
-	}
-	if ((c->nfiles & (c->nfiles - 1)) == 0) {   /* 0, 1, 2, 4, ... */
-		struct rc_file *nf = realloc(c->files,
-				(c->nfiles ? c->nfiles * 2 : 1) * sizeof *nf);
-		if (!nf) {
-			bt_seg_close(rd);
-			return -ENOMEM;
-		}
-		c->files = nf;
-	}
-	struct rc_file *f = &c->files[c->nfiles];
-	struct stat st;
-	f->path = strdup(path);
-	f->rd = rd;
-	f->host = host_of(c, bt_seg_file_header(rd));
-	f->size = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
-	if (!f->path || f->host == RC_NONE) {
-		free(f->path);
-		bt_seg_close(rd);
-		return -ENOMEM;
-	}
-	uint32_t fi = c->nfiles++;
-	uint64_t checked = 0;
-	c->st.files++;
-
-	while (bt_seg_next(rd, &h, &payload, &foff) == 1) {
-		if (c->nblocks == *cap) {
-			uint32_t ncap = *cap ? *cap * 2 : 1024;
-			struct rc_block *nb = realloc(c->blocks, ncap * sizeof *nb);
-			if (!nb)
-				return -ENOMEM;
-			c->blocks = nb;
-			*cap = ncap;
-		}
-		struct rc_block *b = &c->blocks[c->nblocks];
-		b->payload = payload;   /* valid until bt_seg_close */
-		b->soff = h.stream_off;
-		b->foff = foff;
-		b->ring_id = h.ring_id;
-		b->len = h.len;
-		b->file = fi;
-		b->host = f->host;
-		b->pid = h.pid;
-		b->flags = h.flags;
-		b->slot = h.slot;
-		b->gen = h.gen;
-		b->seq = c->nblocks;
-		c->nblocks++;
-		c->st.blocks++;
-		c->st.payload_bytes += h.len;
-		/* Checked: the pages can go until the passes read them (all
-		 * of the file's, with those blocks share with neighbours). */
-		checked += h.len;
-		if (checked >= RC_MAP_RELEASE) {
-			bt_seg_release(rd);
-			checked = 0;
-		}
-	}
-	bt_seg_release(rd);
-	return 0;
-}
-
-static int cmp_block(const void *pa, const void *pb)
-{
-	const struct rc_block *a = pa, *b = pb;
-#define CMP(x) do { if (a->x != b->x) return a->x < b->x ? -1 : 1; } while (0)
-	CMP(host); CMP(ring_id); CMP(pid); CMP(slot); CMP(soff);
-	/* Longer copy of the same bytes first: the shorter one is skipped. */
-	if (a->len != b->len)
-		return a->len > b->len ? -1 : 1;
-	CMP(seq);
-#undef CMP
-	return 0;
-}
-
-static int same_image(const struct rc_block *a, const struct rc_block *b)
-{
-	return a->host == b->host && a->ring_id == b->ring_id &&
-	       a->pid == b->pid;
-}
-
 /* Group the sorted blocks: a stream per (host, ring, pid, slot), an image
  * per (host, ring, pid). */
-static int build_streams(struct rc_ctx *c)
+static int build_streams(struct rc_ctx *c, struct bt_segset *set)
 {
-	uint32_t nimg = 0, nstr = 0;
+	uint32_t nimg = 0;
 
-	qsort(c->blocks, c->nblocks, sizeof *c->blocks, cmp_block);
-	for (uint32_t i = 0; i < c->nblocks; i++) {
-		const struct rc_block *b = &c->blocks[i], *p = b - 1;
-		if (i == 0 || !same_image(p, b)) {
+	bt_segset_sort(set);
+	for (uint32_t i = 0; i < set->nblocks; i++)
+		if (i == 0 || !bt_sr_same_image(&set->blocks[i - 1],
+						&set->blocks[i]))
 			nimg++;
-			nstr++;
-		} else if (p->slot != b->slot) {
-			nstr++;
-		}
-	}
 	/* The tables grow with the logs: they live in mapped temporary
 	 * files whose pages release_maps gives back with the logs'. */
 	int r;
 	if ((r = rc_spill_open(c, &c->blk_spill, "blocks")) != 0 ||
 	    (r = rc_spill_map(c, &c->blk_spill,
-			      ((size_t)c->nblocks + 1) * sizeof *c->blocks)) != 0 ||
+			      ((size_t)set->nblocks + 1) * sizeof *c->blocks)) != 0 ||
 	    (r = rc_spill_open(c, &c->img_spill, "images")) != 0 ||
 	    (r = rc_spill_map(c, &c->img_spill,
 			      ((size_t)nimg + 1) * sizeof *c->images)) != 0 ||
 	    (r = rc_spill_open(c, &c->str_spill, "streams")) != 0 ||
 	    (r = rc_spill_map(c, &c->str_spill,
-			      ((size_t)nstr + 1) * sizeof *c->streams)) != 0)
+			      ((size_t)set->nstreams + 1) * sizeof *c->streams)) != 0)
 		return r;
-	memcpy(c->blk_spill.p, c->blocks, (size_t)c->nblocks * sizeof *c->blocks);
-	free(c->blocks);
 	c->blocks = c->blk_spill.p;
+	c->nblocks = set->nblocks;
+	memcpy(c->blocks, set->blocks, (size_t)c->nblocks * sizeof *c->blocks);
+	free(set->blocks);
+	set->blocks = NULL;
 	rc_spill_release(&c->blk_spill);
 	c->images = c->img_spill.p;
 	c->streams = c->str_spill.p;
 	for (uint32_t i = 0; i < c->nblocks; i++) {
-		const struct rc_block *b = &c->blocks[i], *p = b - 1;
-		int new_image = i == 0 || !same_image(p, b);
+		const struct bt_sr_block *b = &c->blocks[i], *p = b - 1;
+		int new_image = i == 0 || !bt_sr_same_image(p, b);
 		if (new_image) {
 			struct rc_image *im = &c->images[c->nimages++];
 			im->host = b->host;
 			im->ring_id = b->ring_id;
 			im->pid = b->pid;
 		}
-		if (new_image || p->slot != b->slot) {
+		if (b->cut & BT_SR_FIRST) {
 			struct rc_stream *s = &c->streams[c->nstreams++];
 			s->image = c->nimages - 1;
 			s->slot = b->slot;
@@ -354,66 +139,97 @@ static int build_streams(struct rc_ctx *c)
 	return 0;
 }
 
-int rc_input_open(struct rc_ctx *c)
+static void seg_warn(void *ctx, const char *path, uint64_t off,
+		     const char *reason)
 {
-	struct pathlist pl = { 0 };
-	uint32_t cap = 0;
-	int r = 0;
+	struct rc_ctx *c = ctx;
+	rc_warn(c, path, off, "%s; the blocks before and after it are used",
+		reason);
+}
 
-	for (int i = 0; i < c->opt->ninputs && r == 0; i++) {
+static void dir_warn(void *ctx, const char *path, uint64_t off,
+		     const char *reason)
+{
+	rc_warn(ctx, path, off, "cannot read this directory: %s; skipped",
+		reason);
+}
+
+/* The segment files the inputs stand for, in reading order. */
+static int collect(struct rc_ctx *c, struct bt_sr_list *l)
+{
+	for (int i = 0; i < c->opt->ninputs; i++) {
 		const char *in = c->opt->inputs[i];
 		struct stat st;
+		int e;
 
-		if (stat(in, &st) < 0) {
-			r = rc_fail(c, RC_EXIT_INPUT,
-				    "cannot read '%s': %s (give the logs/ directory bp-logd writes, a logs/<host>/ directory, or a spool directory)",
-				    in, strerror(errno));
-			break;
-		}
-		if (S_ISDIR(st.st_mode)) {
-			uint32_t before = pl.n;
-			int e = scan_dir(&pl, in, 0);
-			if (e == -ENOMEM) {
-				r = e;
-			} else if (e < 0) {
-				r = rc_fail(c, RC_EXIT_INPUT,
-					    "cannot read directory '%s': %s (check its permissions)",
-					    in, strerror(-e));
-			} else if (pl.n == before) {
-				rc_warn(c, in, 0,
-					"no *%s segment in this directory or its subdirectories",
-					BT_SEG_SUFFIX);
-			}
-		} else {
-			r = pl_add(&pl, NULL, in);
-		}
+		if (stat(in, &st) < 0)
+			return rc_fail(c, RC_EXIT_INPUT,
+				       "cannot read '%s': %s (give the logs/ directory bp-logd writes, a logs/<host>/ directory, or a spool directory)",
+				       in, strerror(errno));
+		e = bt_sr_collect(l, in, dir_warn, c);
+		if (e == -ENOMEM)
+			return e;
+		if (e < 0)
+			return rc_fail(c, RC_EXIT_INPUT,
+				       "cannot read directory '%s': %s (check its permissions)",
+				       in, strerror(-e));
+		if (e == 0 && S_ISDIR(st.st_mode))
+			rc_warn(c, in, 0,
+				"no *%s segment in this directory or its subdirectories",
+				BT_SEG_SUFFIX);
 	}
-	for (uint32_t i = 0; i < pl.n; i++) {
-		if (r == 0)
-			r = index_file(c, pl.v[i], &cap);
-		free(pl.v[i]);
-	}
-	free(pl.v);
-	if (r == -ENOMEM)
-		return rc_fail(c, -ENOMEM, "out of memory while indexing the logs");
-	if (r)
-		return r;
-	if (c->nblocks == 0)
-		return rc_fail(c, RC_EXIT_INPUT,
-			       "no readable log block in the input (%u segment file%s opened): give the logs/ directory bp-logd writes, a logs/<host>/ directory, or a spool directory",
-			       c->nfiles, c->nfiles == 1 ? "" : "s");
-	if ((r = build_streams(c)) != 0)
-		return r < 0 ? rc_fail(c, r, "out of memory while indexing the logs") : r;
 	return 0;
+}
+
+int rc_input_open(struct rc_ctx *c)
+{
+	struct bt_sr_list l = { 0 };
+	struct bt_segset set = { 0 };
+	int r;
+
+	set.warn = seg_warn;
+	set.warn_ctx = c;
+	set.release_every = RC_MAP_RELEASE;
+	r = collect(c, &l);
+	for (uint32_t i = 0; i < l.n && r == 0; i++) {
+		const char *why = NULL;
+		int e = bt_segset_add(&set, l.v[i], &why);
+		if (e == -ENOMEM)
+			r = e;
+		else if (e < 0)
+			rc_warn(c, l.v[i], 0,
+				"not readable as a log segment: %s; file skipped",
+				why ? why : strerror(-e));
+	}
+	bt_sr_list_free(&l);
+	/* the files and hosts are the context's from here on */
+	c->files = set.files;
+	c->nfiles = set.nfiles;
+	c->hosts = set.hosts;
+	c->nhosts = set.nhosts;
+	set.files = NULL;
+	set.hosts = NULL;
+	c->st.files += set.nfiles;
+	c->st.blocks += set.nblocks;
+	c->st.payload_bytes += set.payload_bytes;
+	if (r == 0 && set.nblocks == 0)
+		r = rc_fail(c, RC_EXIT_INPUT,
+			    "no readable log block in the input (%u segment file%s opened): give the logs/ directory bp-logd writes, a logs/<host>/ directory, or a spool directory",
+			    c->nfiles, c->nfiles == 1 ? "" : "s");
+	if (r == 0)
+		r = build_streams(c, &set);
+	bt_segset_free(&set);
+	if (r < 0)       /* the spill files report their own errors */
+		return rc_fail(c, r, "out of memory while indexing the logs");
+	return r;
 }
 
 void rc_input_close(struct rc_ctx *c)
 {
-	for (uint32_t i = 0; i < c->nfiles; i++) {
-		bt_seg_close(c->files[i].rd);
-		free(c->files[i].path);
-	}
-	free(c->files);
+	struct bt_segset set = { .files = c->files, .nfiles = c->nfiles,
+				 .hosts = c->hosts, .nhosts = c->nhosts };
+
+	bt_segset_free(&set);     /* closes the files, frees files and hosts */
 	c->files = NULL;
 	c->nfiles = 0;
 	for (uint32_t i = 0; i < c->nstrs; i++)
@@ -422,12 +238,9 @@ void rc_input_close(struct rc_ctx *c)
 	c->strs = NULL;
 	c->nstrs = 0;
 	rc_map_free(&c->strmap);
-	if (c->blocks != c->blk_spill.p)
-		free(c->blocks);
 	rc_spill_close(&c->blk_spill);
 	rc_spill_close(&c->img_spill);
 	rc_spill_close(&c->str_spill);
-	free(c->hosts);
 	c->images = NULL;
 	c->blocks = NULL;
 	c->streams = NULL;
@@ -504,43 +317,39 @@ int rc_cur_next(struct rc_ctx *c, struct rc_run *s, struct rc_rec *r)
 	for (;;) {
 		if (cu->bi >= cu->nblk)
 			return 0;
-		const struct rc_block *b = &cu->blk[cu->bi];
+		const struct bt_sr_block *b = &cu->blk[cu->bi];
 		const char *path = rc_file_path(c, b->file);
 
 		if (!cu->in_block) {
 			char what[128];
-			uint32_t start = 0;
 
-			if (cu->bi == 0 && cu->expect == 0 && b->soff > 0) {
-				snprintf(what, sizeof what,
-					 "the stream's first %llu bytes are missing",
-					 (unsigned long long)b->soff);
-				lose(c, s, path, b->foff, b->soff, what);
-			} else if (b->soff + b->len <= cu->expect) {
+			if (b->cut & BT_SR_DUP) {
 				if (cu->warn)
 					c->st.dup_blocks++;
 				rc_progress(c, b->len);
 				cu->bi++;
 				continue;
-			} else if (b->soff < cu->expect) {
-				start = (uint32_t)(cu->expect - b->soff);
-			} else if (b->soff > cu->expect) {
+			}
+			if (b->gap && (b->cut & BT_SR_FIRST)) {
+				snprintf(what, sizeof what,
+					 "the stream's first %llu bytes are missing",
+					 (unsigned long long)b->gap);
+				lose(c, s, path, b->foff, b->gap, what);
+			} else if (b->gap) {
 				snprintf(what, sizeof what,
 					 "%llu bytes missing before this block (stream offset %llu)",
-					 (unsigned long long)(b->soff - cu->expect),
-					 (unsigned long long)cu->expect);
-				lose(c, s, path, b->foff, b->soff - cu->expect,
-				     what);
-			} else if ((b->flags & BT_BF_GAP) && cu->bi > 0) {
+					 (unsigned long long)b->gap,
+					 (unsigned long long)(b->soff - b->gap));
+				lose(c, s, path, b->foff, b->gap, what);
+			} else if (b->cut & BT_SR_LOST) {
 				lose(c, s, path, b->foff, 0,
 				     "the writer flagged lost bytes before this block");
 			}
-			cu->pos = start;
+			cu->pos = b->skip;
 			cu->in_block = 1;
-			rc_progress(c, start);
+			rc_progress(c, b->skip);
 		}
 		if (cu->pos >= b->len) {
-			cu->expect = b->soff + b->len;
 			block_done(b);
 			release_maps(c, b->len);
 			cu->bi++;
@@ -562,7 +371,6 @@ int rc_cur_next(struct rc_ctx *c, struct rc_run *s, struct rc_rec *r)
 				 avail);
 			lose(c, s, path, roff, avail, what);
 			rc_progress(c, avail);
-			cu->expect = b->soff + b->len;
 			cu->bi++;
 			cu->in_block = 0;
 			continue;

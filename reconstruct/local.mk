@@ -17,7 +17,7 @@ libbtrecon_la_SOURCES = \
 	reconstruct/spill.c reconstruct/spill.h \
 	reconstruct/views.c reconstruct/views.h
 libbtrecon_la_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(SQLITE3_CFLAGS)
-libbtrecon_la_LIBADD = libbtproto.la libbtcommon.la $(SQLITE3_LIBS)
+libbtrecon_la_LIBADD = libbtproto.la libbtsegread.la libbtcommon.la $(SQLITE3_LIBS)
 
 # The exporters and what bp-report shares with them: they read a finished
 # database with SQL.

@@ -30,6 +30,7 @@
 
 #include "btrace/event.h"
 #include "btrace/segment.h"
+#include "btrace/segread.h"
 #include "map.h"
 #include "recon.h"
 #include "spill.h"
@@ -39,17 +40,9 @@
 
 /* ---- input: files, hosts, clock domains, images, blocks, streams ------ */
 
-struct rc_file {
-	char                 *path;
-	struct bt_seg_reader *rd;
-	uint32_t              host;
-	uint64_t              size;
-};
-
-struct rc_host {
-	char     name[64];
-	uint64_t boot_id;
-};
+/* The segment files, their hosts (name and boot id) and their blocks are
+ * the segment reader's (btrace/segread.h): struct bt_sr_file, bt_sr_host
+ * and bt_sr_block, each block carrying its cut (what of it is new). */
 
 /*
  * A clock domain: the process images of one host whose monotonic clocks
@@ -120,21 +113,10 @@ struct rc_imrun {
 	int      attached;
 };
 
-struct rc_block {
-	const uint8_t *payload;
-	uint64_t soff;           /* stream offset of payload[0] */
-	uint64_t foff;           /* file offset of the block header */
-	uint64_t ring_id;
-	uint32_t len, file, host, pid, flags;
-	uint16_t slot, gen;
-	uint32_t seq;            /* discovery order: stable sort */
-};
-
 struct rc_cursor {
-	const struct rc_block *blk;
+	const struct bt_sr_block *blk;
 	uint32_t nblk, bi;
 	uint32_t pos;            /* within blk[bi].payload */
-	uint64_t expect;         /* next stream offset expected */
 	uint64_t prev_ts;
 	int      have_time;      /* a TIME was seen since the start or a loss */
 	int      in_block;
@@ -288,14 +270,14 @@ struct rc_chans;
 struct rc_ctx {
 	const struct rc_options *opt;
 
-	struct rc_file   *files;   uint32_t nfiles;
-	struct rc_host   *hosts;   uint32_t nhosts;
+	struct bt_sr_file *files;  uint32_t nfiles;
+	struct bt_sr_host *hosts;  uint32_t nhosts;
 	struct rc_domain *doms;    uint32_t ndoms;
 	uint32_t          ref_dom;
 	/* blocks (once sorted), images and streams are mappings of
 	 * temporary files (input.c) */
 	struct rc_image  *images;  uint32_t nimages;
-	struct rc_block  *blocks;  uint32_t nblocks;
+	struct bt_sr_block *blocks; uint32_t nblocks;
 	struct rc_stream *streams; uint32_t nstreams;
 	struct rc_spill   blk_spill, img_spill, str_spill;
 

@@ -60,7 +60,8 @@ static struct tkey *lookup(uint64_t ring, int32_t t)
 	exit(2);
 }
 
-static void on_record(void *ctx, struct dd_stream *s, const struct bt_event *ev)
+static void on_record(void *ctx, struct readlog_stream *s,
+		      const struct bt_event *ev)
 {
 	(void)ctx;
 	if (s->ring_id == 0) {
@@ -139,7 +140,7 @@ int main(int argc, char **argv)
 	unsigned np = 0, short_threads = 0;
 	long long expect = -1;
 	int ch, nodedup = 0, damage_ok = 0, n;
-	char **list;
+	struct bt_sr_list list = { 0 };
 	const char *bad;
 	struct readlog_stats st;
 
@@ -161,15 +162,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: verify_log [-n TOTAL] [-P PROGRESS]... [-a] [-d] LOGDIR...\n");
 		return 2;
 	}
-	n = readlog_collect(argv + optind, argc - optind, &list, &bad);
+	n = readlog_collect(argv + optind, argc - optind, &list, &bad,
+			    on_warn, NULL);
 	if (n <= 0) {
 		fprintf(stderr, "verify_log: %s: %s\n", n < 0 ? bad : argv[optind],
 			n < 0 ? strerror(-n) : "no segments");
 		return 1;
 	}
 	memset(&st, 0, sizeof st);
-	readlog_run(list, n, !nodedup, &ops, NULL, &st);
-	readlog_free_list(list, n);
+	readlog_run(&list, !nodedup, &ops, NULL, &st);
+	bt_sr_list_free(&list);
 	for (unsigned i = 0; i < np; i++)
 		short_threads += check_progress(progress[i]);
 	printf("verify_log: %" PRIu64 " files, %" PRIu64 " blocks, %" PRIu64 " msg records, %" PRIu64 " duplicates, %" PRIu64 " gaps; %" PRIu64 " bytes written twice removed (%" PRIu64 " whole blocks); %" PRIu64 " damage warnings\n",

@@ -32,13 +32,13 @@
 int main(int argc, char **argv)
 {
 	long nreq = 1000, workers = 4;
-	int three = 0, forks = 0, ch;
+	int three_hosts = 0, forks = 0, ch;
 
 	while ((ch = getopt(argc, argv, "n:w:3fh")) != -1) {
 		switch (ch) {
 		case 'n': nreq = strtol(optarg, NULL, 10); break;
 		case 'w': workers = strtol(optarg, NULL, 10); break;
-		case '3': three = 1; break;
+		case '3': three_hosts = 1; break;
 		case 'f': forks = 1; break;
 		default:
 			fprintf(stderr, "usage: genlog [-n REQUESTS] [-w WORKERS] [-3] [-f] DIR\n");
@@ -51,9 +51,9 @@ int main(int argc, char **argv)
 	}
 
 	struct gen *g = gen_new();
-	struct gen_host *hf = gen_host(g, three ? "front" : "one", 0, 0);
-	struct gen_host *ha = three ? gen_host(g, "app", 5000000000ll, 250000000ll) : hf;
-	struct gen_host *hd = three ? gen_host(g, "db", -3000000000ll, -1500000000ll) : hf;
+	struct gen_host *hf = gen_host(g, three_hosts ? "front" : "one", 0, 0);
+	struct gen_host *ha = three_hosts ? gen_host(g, "app", 5000000000ll, 250000000ll) : hf;
+	struct gen_host *hd = three_hosts ? gen_host(g, "db", -3000000000ll, -1500000000ll) : hf;
 	struct gen_proc *pf = gen_proc(hf, 100, "/usr/sbin/frontd");
 	struct gen_proc *pa = gen_proc(ha, 200, "/usr/bin/appd");
 	struct gen_proc *pd = gen_proc(hd, 300, "/usr/lib/postgresql/15/bin/postgres");

@@ -18,12 +18,12 @@
 int main(int argc, char **argv)
 {
 	long n = 60;
-	int two = 0, ch;
+	int two_hosts = 0, ch;
 
 	while ((ch = getopt(argc, argv, "n:2h")) != -1) {
 		switch (ch) {
 		case 'n': n = strtol(optarg, NULL, 10); break;
-		case '2': two = 1; break;
+		case '2': two_hosts = 1; break;
 		default:
 			fprintf(stderr, "usage: demolog [-n REQUESTS] [-2] DIR\n");
 			return 1;
@@ -34,7 +34,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct gen *g = gen_new();
-	demo_shop(g, (int)n, two);
+	demo_shop(g, (int)n, two_hosts);
 	int files = gen_write(g, argv[optind], NULL);
 	gen_free(g);
 	if (files < 0) {

@@ -1,7 +1,7 @@
 /*
  * check_segment.c - unit tests of the log segment format (common/segment.c),
  * the record codec (common/event.c), the readers' duplicate removal
- * (logd/dedup.c) and bp-logd's record-boundary check (logd/chunk.c).
+ * (common/segread.c) and bp-logd's record-boundary check (logd/chunk.c).
  */
 #include "config.h"
 
@@ -17,7 +17,7 @@
 
 #include "btrace/event.h"
 #include "btrace/segment.h"
-#include "dedup.h"
+#include "btrace/segread.h"
 #include "logd.h"
 #include "readlog.h"
 
@@ -1206,7 +1206,8 @@ END_TEST
  * reported and read as unknown, never guessed. */
 struct rl_seen { int msgs, unknown, warns; char method[16]; };
 
-static void rl_record(void *ctx, struct dd_stream *s, const struct bt_event *ev)
+static void rl_record(void *ctx, struct readlog_stream *s,
+		      const struct bt_event *ev)
 {
 	struct rl_seen *r = ctx;
 	(void)s;
@@ -1270,7 +1271,8 @@ START_TEST(readlog_dictionary_across_blocks)
 	uint8_t b1[256], b2[256];
 	size_t n1 = 0, n2;
 	uint64_t wp = 0;
-	char path[160], *list[1] = { path };
+	char path[160], *paths[1] = { path };
+	struct bt_sr_list list = { paths, 1, 1 };
 
 	bt_ev_dict_init(&wd);
 	dict_time(&ev, 1000);
@@ -1291,7 +1293,7 @@ START_TEST(readlog_dictionary_across_blocks)
 		rl_file(path, b1, n1, b2, n2, n1 + (variant == 2 ? 10 : 0),
 			variant == 1);
 		memset(&st, 0, sizeof st);
-		readlog_run(list, 1, 1, &ops, &seen, &st);
+		readlog_run(&list, 1, &ops, &seen, &st);
 		ck_assert_int_eq(seen.msgs, variant == 1 ? 1 : 2);
 		if (variant == 0) {
 			ck_assert_int_eq(seen.unknown, 0);
@@ -1305,49 +1307,150 @@ START_TEST(readlog_dictionary_across_blocks)
 }
 END_TEST
 
+/* A segment at PATH (sequence number SEQ, created at monotonic time MONO)
+ * with the blocks B[i] of N[i] bytes at stream offsets OFF[i]. */
+static void rl_file_n(const char *path, uint64_t seq, uint64_t mono, int nb,
+		      uint8_t (*b)[256], const size_t *n, const uint64_t *off)
+{
+	struct bt_seg_header sh;
+	uint8_t hb[BT_SEG_HDR_SIZE];
+	struct bt_blk_header h = { .ring_id = 77, .pid = 42, .slot = 1 };
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	ck_assert_int_ge(fd, 0);
+	memset(&sh, 0, sizeof sh);
+	snprintf(sh.host, sizeof sh.host, "h");
+	sh.writer = BT_SEG_BY_LOGD;
+	sh.seq = seq;
+	sh.created_mono = mono;
+	bt_seg_header_encode(hb, &sh);
+	ck_assert_int_eq(write(fd, hb, sizeof hb), (ssize_t)sizeof hb);
+	for (int i = 0; i < nb; i++) {
+		h.len = (uint32_t)n[i];
+		h.stream_off = off[i];
+		ck_assert_int_eq(bt_seg_write_block(fd, rl_wr, &h, b[i]), 0);
+	}
+	close(fd);
+}
+
+/* A stream's middle block in a file read after the one holding the blocks
+ * before and after it (a tracer spooled while bp-logd could not write,
+ * then bp-logd went on in its older segment): every record is read once,
+ * nothing is taken for a duplicate or missing. */
+START_TEST(readlog_block_in_a_later_file)
+{
+	static const uint8_t k1[] = { BT_AK_METHOD };
+	const char *v[] = { "GET" };
+	uint8_t b[3][256];
+	size_t n[3];
+	uint64_t off[3] = { 0 };
+	char p1[160], p2[160], *paths[2] = { p1, p2 };
+	struct bt_sr_list list = { paths, 2, 2 };
+	struct rl_seen seen = { 0 };
+	struct readlog_stats st;
+	static const struct readlog_ops ops = { NULL, NULL, rl_record, rl_warn };
+
+	for (int i = 0; i < 3; i++) {
+		struct bt_ev_dict wd;
+		struct bt_event ev;
+		uint64_t wp = 0;
+		bt_ev_dict_init(&wd);
+		dict_time(&ev, 1000 * (uint64_t)(i + 1));
+		n[i] = bt_ev_encode_dict(b[i], sizeof b[i], &ev, &wp, &wd);
+		dict_msg(&ev, 1000 * (uint64_t)(i + 1) + 10, 1, k1, v);
+		n[i] += bt_ev_encode_dict(b[i] + n[i], sizeof b[i] - n[i], &ev,
+					  &wp, &wd);
+		if (i)
+			off[i] = off[i - 1] + n[i - 1];
+	}
+	snprintf(p1, sizeof p1, "%s/rl1.btl", tmpdir);
+	snprintf(p2, sizeof p2, "%s/rl2.btl", tmpdir);
+	uint8_t outer[2][256];
+	size_t on[2] = { n[0], n[2] };
+	uint64_t ooff[2] = { off[0], off[2] };
+	memcpy(outer[0], b[0], n[0]);
+	memcpy(outer[1], b[2], n[2]);
+	rl_file_n(p1, 1, 100, 2, outer, on, ooff);
+	rl_file_n(p2, 2, 200, 1, &b[1], &n[1], &off[1]);
+	memset(&st, 0, sizeof st);
+	ck_assert_int_eq(readlog_run(&list, 1, &ops, &seen, &st), 0);
+	ck_assert_int_eq(seen.msgs, 3);
+	ck_assert_int_eq(seen.unknown, 0);
+	ck_assert_uint_eq(st.dup_bytes, 0);
+	ck_assert_uint_eq(st.gap_bytes, 0);
+	ck_assert_uint_eq(st.streams, 1);
+	/* the same middle block twice: read once */
+	memcpy(outer[1], b[1], n[1]);
+	on[1] = n[1];
+	ooff[1] = off[1];
+	rl_file_n(p1, 1, 100, 2, outer, on, ooff);
+	memset(&seen, 0, sizeof seen);
+	memset(&st, 0, sizeof st);
+	ck_assert_int_eq(readlog_run(&list, 1, &ops, &seen, &st), 0);
+	ck_assert_int_eq(seen.msgs, 2);
+	ck_assert_uint_eq(st.dup_blocks, 1);
+	ck_assert_uint_eq(st.dup_bytes, n[1]);
+}
+END_TEST
+
 /* ---- readers' duplicate removal ------------------------------------------ */
 
 START_TEST(dedup_overlaps)
 {
-	struct dedup *d = dedup_new();
-	struct bt_blk_header h;
-	size_t skip;
-	uint64_t gap;
+	/* index order: host, soff, len, slot, flags */
+	static const struct { uint32_t host; uint64_t soff; uint32_t len;
+			      uint16_t slot; uint32_t flags; } in[] = {
+		{ 0, 1000, 100, 61, 0 },   /* seen from the middle */
+		{ 0, 1100, 100, 61, 0 },   /* contiguous */
+		{ 0, 1100, 150, 61, 0 },   /* written twice, then more:
+					      the longer copy is kept */
+		{ 0, 1100,  20, 61, 0 },   /* entirely old */
+		{ 0, 1310,  90, 61, 0 },   /* before its predecessor */
+		{ 0, 1300,  10, 61, 0 },   /* 50 bytes missing */
+		{ 0, 1400,  10, 61, BT_BF_GAP },  /* the writer lost bytes */
+		{ 1,    0,  10, 61, BT_BF_GAP },  /* other host: a stream */
+		{ 0,    0,  10, 62, 0 },   /* other slot: a stream */
+	};
+	/* expected in sorted order: index, skip, gap, cut */
+	static const struct { uint32_t seq, skip; uint64_t gap; uint32_t cut; } out[] = {
+		{ 0,   0, 1000, BT_SR_FIRST | BT_SR_LOST },
+		{ 2,   0,    0, 0 },
+		{ 1, 100,    0, BT_SR_DUP },
+		{ 3,  20,    0, BT_SR_DUP },
+		{ 5,   0,   50, BT_SR_LOST },
+		{ 4,   0,    0, 0 },
+		{ 6,   0,    0, BT_SR_LOST },
+		{ 8,   0,    0, BT_SR_FIRST },
+		{ 7,   0,    0, BT_SR_FIRST },
+	};
+	struct bt_segset set = { 0 };
+	size_t n = sizeof in / sizeof in[0];
 
-	ck_assert_ptr_nonnull(d);
-	memset(&h, 0, sizeof h);
-	h.ring_id = 9;
-	h.pid = 10;
-	h.slot = 61;
-	h.stream_off = 1000;       /* a stream seen from the middle: no gap */
-	h.len = 100;
-	struct dd_stream *s = dedup_block(d, "a", &h, &skip, &gap);
-	ck_assert_uint_eq(skip, 0);
-	ck_assert_uint_eq(gap, 0);
-	h.stream_off = 1100;       /* contiguous */
-	ck_assert_ptr_eq(dedup_block(d, "a", &h, &skip, &gap), s);
-	ck_assert_uint_eq(skip, 0);
-	h.stream_off = 1100;       /* written twice, then more */
-	h.len = 150;
-	dedup_block(d, "a", &h, &skip, &gap);
-	ck_assert_uint_eq(skip, 100);
-	h.stream_off = 1100;       /* entirely old */
-	h.len = 20;
-	dedup_block(d, "a", &h, &skip, &gap);
-	ck_assert_uint_eq(skip, 20);
-	h.stream_off = 1300;       /* 50 bytes missing */
-	h.len = 10;
-	dedup_block(d, "a", &h, &skip, &gap);
-	ck_assert_uint_eq(skip, 0);
-	ck_assert_uint_eq(gap, 50);
-	ck_assert_uint_eq(s->next_off, 1310);
-	/* other host, pid or slot: other streams */
-	h.stream_off = 0;
-	ck_assert_ptr_ne(dedup_block(d, "b", &h, &skip, &gap), s);
-	h.slot = 62;
-	ck_assert_ptr_ne(dedup_block(d, "a", &h, &skip, &gap), s);
-	ck_assert_uint_eq(skip, 0);
-	dedup_free(d);
+	set.blocks = calloc(n, sizeof *set.blocks);
+	ck_assert_ptr_nonnull(set.blocks);
+	for (size_t i = 0; i < n; i++) {
+		struct bt_sr_block *b = &set.blocks[i];
+		b->host = in[i].host;
+		b->ring_id = 9;
+		b->pid = 10;
+		b->slot = in[i].slot;
+		b->soff = in[i].soff;
+		b->len = in[i].len;
+		b->flags = in[i].flags;
+		b->seq = (uint32_t)i;
+	}
+	set.nblocks = (uint32_t)n;
+	bt_segset_sort(&set);
+	ck_assert_uint_eq(set.nstreams, 3);
+	for (size_t i = 0; i < n; i++) {
+		const struct bt_sr_block *b = &set.blocks[i];
+		ck_assert_uint_eq(b->seq, out[i].seq);
+		ck_assert_uint_eq(b->skip, out[i].skip);
+		ck_assert_uint_eq(b->gap, out[i].gap);
+		ck_assert_uint_eq(b->cut, out[i].cut);
+		ck_assert_uint_eq(b->stream, i < 7 ? 0 : i == 7 ? 1 : 2);
+	}
+	bt_segset_free(&set);
 }
 END_TEST
 
@@ -1416,6 +1519,7 @@ static Suite *segment_suite(void)
 	tcase_add_test(t, dict_damage);
 	tcase_add_test(t, dict_slot_reused_in_record);
 	tcase_add_test(t, readlog_dictionary_across_blocks);
+	tcase_add_test(t, readlog_block_in_a_later_file);
 	tcase_add_test(t, dict_fast_equals_careful);
 	suite_add_tcase(s, t);
 
