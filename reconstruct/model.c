@@ -1136,6 +1136,17 @@ static void on_ready(struct ap *a)
 		return;
 	}
 	struct rc_end *e = fe->end;
+	if (!(ev->flags & 1) && (ev->flags & 4) && (ev->flags & BT_RF_ALONE) &&
+	    a->th->d.req) {
+		/* A thread that works for a request (or whose request just
+		 * ended: rule 5) waits until one fd is writable, before it
+		 * writes to it (a socket timeout: CPython polls for POLLOUT
+		 * before every send).  It goes on with what it was doing:
+		 * the request that last used the channel (a pooled
+		 * connection's previous request, a client's previous
+		 * request) has nothing to do with it. */
+		return;
+	}
 	if (!(ev->flags & 1) && (ev->flags & 4) && e->has_want_out) {
 		/* Writable, and a fragment asked for it (WANT): the output
 		 * waiting in the program is that fragment's request's. */

@@ -58,5 +58,6 @@ Suite *recon_paths_suite(void);
 Suite *recon_loss_suite(void);
 Suite *recon_clock_suite(void);
 Suite *recon_unit_suite(void);
+Suite *recon_certainty_suite(void);
 
 #endif /* CHECK_RECON_H */
