@@ -162,6 +162,8 @@ def main():
     ap.add_argument('--front-exe', default='')
     ap.add_argument('--backend-exe', default='')
     ap.add_argument('--report-only', action='store_true')
+    ap.add_argument('--exact', action='store_true',
+                    help='also fail when a request is not labelled exact')
     a = ap.parse_args()
 
     truth = read_truth(a.truth)
@@ -205,6 +207,11 @@ def main():
     if len(wrong) > SHOW_WRONG:
         print('  ... and %d more' % (len(wrong) - SHOW_WRONG))
     if wrong and not a.report_only:
+        return 1
+    notexact = sum(1 for v in certainty.values() if v != 'exact')
+    if a.exact and notexact:
+        print('%s: %d requests not labelled exact (an ordinary architecture '
+              'must not leave requests parked)' % (a.label, notexact))
         return 1
     return 0
 
