@@ -128,22 +128,30 @@ static int parkable(const struct ap *a, const struct rc_span *sp,
 	       !sp->pending && !sp->answering && !sp->ncalls && !sp->parked;
 }
 
-/* Does the work of REQ go on at an event the log shows, other than a
- * reply: a write it asked to be told of (WANT out), a connection it
- * opened that has carried nothing yet (a connect in progress)? */
-static int has_continuation(const struct rc_proc *p, uint64_t req)
+/* Does the work of SP's request go on at an event the log shows, other
+ * than a reply: a write it asked to be told of (WANT out), a connection
+ * it opened that has carried nothing yet (a connect in progress)?  1 if
+ * so; 2 if only its own channel waits to be writable (a fragment asked
+ * for it: an event library's output buffer, where its answer may wait
+ * behind an earlier one's): decided when that output is out. */
+static int has_continuation(const struct rc_proc *p, const struct rc_span *sp)
 {
+	uint64_t req = sp->req;
+	int own = 0;
+
 	for (uint32_t fd = 0; fd < p->nfds; fd++) {
 		const struct rc_end *e = p->fds[fd].end;
 		if (!e)
 			continue;
 		if (e->has_want_out && e->want_out.req == req)
 			return 1;
+		if (e->has_want_out && e->channel_id == sp->channel_id)
+			own = 2;
 		if (e->role == BT_CR_CONNECT && e->open_req == req &&
 		    !e->bytes[RC_DOUT])
 			return 1;
 	}
-	return 0;
+	return own;
 }
 
 /* The thread's fragment ends: remember its request's server span if it
@@ -163,10 +171,12 @@ static void park_check(struct ap *a)
 	for (const struct rc_thr *o = p->threads; o; o = o->pnext)
 		if (o != th && o->frag.open && o->d.req == d->req)
 			return;
-	if (has_continuation(p, d->req))
+	int cont = has_continuation(p, sp);
+	if (cont == 1)
 		return;
 	th->park_cand = sp->id;
 	th->park_why = RC_PARK_WAIT;
+	th->park_defer = cont == 2;
 }
 
 /* After a record: park the candidate the thread left if it now works for
@@ -180,8 +190,12 @@ static void park_resolve(struct ap *a, int always)
 	if (th->park_cand) {
 		struct rc_span *sp = rc_span_srv(c, th->park_cand);
 		if (sp && (always || th->d.req != sp->req) &&
-		    parkable(a, sp, sp->req))
-			rc_span_park(c, sp, th->park_why);
+		    parkable(a, sp, sp->req)) {
+			if (th->park_defer)
+				sp->park_defer = 1;
+			else
+				rc_span_park(c, sp, th->park_why);
+		}
 		th->park_cand = 0;
 	}
 	if (!always && th->d.req && rc_span_nparked(c))
@@ -1298,6 +1312,14 @@ static void on_want(struct ap *a)
 		fe->end->has_want_out = 1;
 	} else if (!(ev->flags & 4)) {
 		fe->end->has_want_out = 0;
+		/* its output is out: a request whose answer was thought to
+		 * wait in it, still unanswered, waits for something else */
+		for (struct rc_span *sp = fe->end->srv; sp; sp = sp->next)
+			if (sp->park_defer) {
+				sp->park_defer = 0;
+				if (parkable(a, sp, sp->req))
+					rc_span_park(a->c, sp, RC_PARK_WAIT);
+			}
 	}
 }
 

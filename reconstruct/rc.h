@@ -199,6 +199,7 @@ struct rc_thr {
 	struct rc_proc *pproc;   /* that process, once listed */
 	uint64_t park_cand;      /* server span its ended fragment left */
 	uint8_t  park_why;       /* enum rc_park, should it be parked */
+	uint8_t  park_defer;     /* only once its channel's output is out */
 	struct rc_frag  frag;
 	struct rc_lookup *lookups;
 	struct rc_span  *frag_span;  /* server span that lasts one fragment */

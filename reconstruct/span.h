@@ -35,6 +35,8 @@ struct rc_span {
 	uint8_t  certainty;      /* enum rc_certainty */
 	uint8_t  parked;         /* server: enum rc_park */
 	uint8_t  answering;      /* server: its reply has begun */
+	uint8_t  park_defer;     /* server: parked once its channel stops
+				    waiting to be writable (model.c) */
 	uint8_t  call;           /* client: counted in its parent's ncalls */
 	uint32_t ncalls;         /* server: calls its process made for it
 				    that await their reply */
