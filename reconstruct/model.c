@@ -162,6 +162,12 @@ static void park_check(struct ap *a)
 	const struct rc_desig *d = &th->d;
 
 	th->park_cand = 0;
+	if (th->park_held) {
+		struct rc_span *h = rc_span_srv(a->c, th->park_held);
+		th->park_held = 0;
+		if (h && parkable(a, h, h->req))
+			rc_span_park(a->c, h, RC_PARK_READAHEAD);
+	}
 	if (!d->req || !a->im->run->attached || !a->im->run->proc)
 		return;
 	struct rc_span *sp = rc_span_srv(a->c, d->span);
@@ -193,6 +199,12 @@ static void park_resolve(struct ap *a, int always)
 		    parkable(a, sp, sp->req)) {
 			if (th->park_defer)
 				sp->park_defer = 1;
+			else if (!always && th->park_why == RC_PARK_READAHEAD &&
+				 th->frag.channel_id == sp->channel_id)
+				/* the next request on its own connection: a
+				 * server that looks for a pipelined request
+				 * before it flushes the answer (apache) */
+				th->park_held = sp->id;
 			else
 				rc_span_park(c, sp, th->park_why);
 		}

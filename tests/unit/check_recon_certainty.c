@@ -395,6 +395,41 @@ START_TEST(poller_and_workers_do_not_fire)
 }
 END_TEST
 
+/*
+ * Not parked: a thread that reads the next pipelined request on the same
+ * connection before it writes the answer it has ready (apache looks for
+ * one before it flushes).  Another thread's query meanwhile is exact.
+ */
+START_TEST(pipelined_next_request_does_not_fire)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *w = front(h, &b);
+
+	gen_thread_create(w, 11, 1);
+	struct gen_thr *w2 = gen_thread(gen_thr_proc(w), 12, 301, 300, 1);
+	gen_accept(w, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_accept(w2, 101, 6, 3, "10.0.0.1:80", "10.0.0.6:2222");
+	http_in(w, 110, 5, "/a");
+	http_in(w2, 111, 6, "/c");
+	http_in(w, 112, 5, "/b");            /* /a's answer not out yet */
+	sql_out(w2, 113, 9, "SELECT c");
+	http_out(w, 114, 5);                 /* /a */
+	http_out(w, 115, 5);                 /* /b */
+	sql_in(b, 116, 4, "SELECT c");
+	rep_out(b, 117, 4);
+	rep_in(w2, 118, 9);
+	http_out(w2, 119, 6);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(labels(&t), "/a exact -\n/c exact -\n/b exact -");
+	rt_done(&t);
+}
+END_TEST
+
 Suite *recon_certainty_suite(void)
 {
 	Suite *s = suite_create("recon_certainty");
@@ -407,6 +442,7 @@ Suite *recon_certainty_suite(void)
 	tcase_add_test(tc, thread_handoff_fires);
 	tcase_add_test(tc, connecting_and_body_do_not_fire);
 	tcase_add_test(tc, poller_and_workers_do_not_fire);
+	tcase_add_test(tc, pipelined_next_request_does_not_fire);
 	suite_add_tcase(s, tc);
 	return s;
 }
