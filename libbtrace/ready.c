@@ -918,10 +918,13 @@ static int poll_common(int kind, struct pollfd *fds, nfds_t n, int tmo,
 		bt_leave();
 		return 0;
 	}
+	/* A poll of one fd is a blocking wait on it (a socket timeout:
+	 * CPython, the JDK), not an event loop: flagged BT_RF_ALONE */
 	if (!bt_conf.isolation) {
 		for (nfds_t i = 0; i < n; i++)
 			if (fds[i].revents)
-				log_ready(fds[i].fd, (uint32_t)fds[i].revents, r);
+				log_ready(fds[i].fd, (uint32_t)fds[i].revents |
+					  (n == 1 ? BT_RF_ALONE : 0), r);
 		bt_leave();
 		return r;
 	}
@@ -930,7 +933,7 @@ static int poll_common(int kind, struct pollfd *fds, nfds_t n, int tmo,
 	 * One entry is the one. */
 	if (n == 1) {
 		bt_self.ready_rr = (uint32_t)fds[0].fd;
-		log_ready(fds[0].fd, (uint32_t)fds[0].revents, r);
+		log_ready(fds[0].fd, (uint32_t)fds[0].revents | BT_RF_ALONE, r);
 		bt_leave();
 		return 1;
 	}

@@ -113,6 +113,7 @@ struct rc_proc {
 	uint32_t nfds;
 	struct rc_fdold *old;    /* oldest first, from index old_first */
 	uint32_t old_first, nold, capold;
+	struct rc_thr *threads;  /* its threads (the parked detector) */
 };
 
 int  rc_chan_init(struct rc_ctx *c);

@@ -19,12 +19,12 @@
 #include "patterns.h"
 #include "views.h"
 
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 #define SPOOL_BUF (1u << 20)   /* spool buffer (see "the spool") */
 
 enum stmt_id {
 	S_REQUEST, S_SPAN, S_MESSAGE, S_ATTR, S_FRAGMENT, S_FILE, S_PROCESS,
-	S_CHANNEL, S_WARNING, S_MAX
+	S_CHANNEL, S_WARNING, S_CANDIDATE, S_MAX
 };
 
 struct rc_db {
@@ -47,13 +47,17 @@ static const char schema_sql[] =
 	"  request_id INTEGER PRIMARY KEY, start_ns INTEGER, end_ns INTEGER,\n"
 	"  duration_ns INTEGER, protocol TEXT, method TEXT, target TEXT,\n"
 	"  status INTEGER, client TEXT, root_span_id INTEGER,\n"
-	"  host_id INTEGER, complete INTEGER);\n"
+	"  host_id INTEGER, complete INTEGER,\n"
+	"  certainty TEXT NOT NULL DEFAULT 'exact', certainty_reason TEXT);\n"
 	"CREATE TABLE spans(\n"
 	"  span_id INTEGER PRIMARY KEY, request_id INTEGER,\n"
 	"  parent_span_id INTEGER, kind TEXT, protocol TEXT, name TEXT,\n"
 	"  target TEXT, status INTEGER, host TEXT, pid INTEGER, tid INTEGER,\n"
 	"  exe TEXT, peer TEXT, start_ns INTEGER, end_ns INTEGER,\n"
-	"  host_id INTEGER, process_id INTEGER, channel_id INTEGER);\n"
+	"  host_id INTEGER, process_id INTEGER, channel_id INTEGER,\n"
+	"  certainty TEXT NOT NULL DEFAULT 'exact', certainty_reason TEXT);\n"
+	"CREATE TABLE span_candidates(span_id INTEGER, request_id INTEGER,\n"
+	"  chosen INTEGER, reason TEXT);\n"
 	"CREATE TABLE messages(\n"
 	"  message_id INTEGER PRIMARY KEY, request_id INTEGER, span_id INTEGER,\n"
 	"  channel_id INTEGER, host_id INTEGER, process_id INTEGER,\n"
@@ -95,8 +99,8 @@ static const char schema_sql[] =
 	"CREATE TABLE stats(key TEXT PRIMARY KEY, value INTEGER);\n";
 
 static const char *const stmt_sql[S_MAX] = {
-	[S_REQUEST] = "INSERT INTO requests VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
-	[S_SPAN] = "INSERT INTO spans VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	[S_REQUEST] = "INSERT INTO requests VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	[S_SPAN] = "INSERT INTO spans VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_MESSAGE] = "INSERT INTO messages VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_ATTR] = "INSERT INTO attrs VALUES(?,?,?,?)",
 	[S_FRAGMENT] = "INSERT INTO fragments VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -104,6 +108,7 @@ static const char *const stmt_sql[S_MAX] = {
 	[S_PROCESS] = "INSERT INTO processes VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_CHANNEL] = "INSERT INTO channels VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_WARNING] = "INSERT INTO warnings(file, offset, text) VALUES(?,?,?)",
+	[S_CANDIDATE] = "INSERT INTO span_candidates VALUES(?,?,?,?)",
 };
 
 /* Indexes, created after the rows are in (then the patterns and the
@@ -289,6 +294,10 @@ static void step(struct rc_ctx *c, sqlite3_stmt *s, const char *table)
 
 /* ---- row writers ----------------------------------------------------------- */
 
+/* requests.certainty and spans.certainty, by enum rc_certainty */
+static const char *const certainty_name[3] = { "exact", "resolved",
+					       "uncertain" };
+
 static void bind_request(sqlite3_stmt *s, int o, const struct rc_row_request *r)
 {
 	b_id(s, o + 1, r->id);
@@ -303,6 +312,8 @@ static void bind_request(sqlite3_stmt *s, int o, const struct rc_row_request *r)
 	b_id(s, o + 10, r->root_span);
 	b_i(s, o + 11, r->dom + 1);
 	b_i(s, o + 12, r->end != RC_DB_NULL);
+	b_t(s, o + 13, certainty_name[r->certainty < 3 ? r->certainty : 2]);
+	b_t(s, o + 14, r->reason);
 }
 
 static void bind_span(sqlite3_stmt *s, int o, const struct rc_row_span *r)
@@ -325,6 +336,8 @@ static void bind_span(sqlite3_stmt *s, int o, const struct rc_row_span *r)
 	b_i(s, o + 16, r->dom + 1);
 	b_id(s, o + 17, r->process_id);
 	b_id(s, o + 18, r->channel_id);
+	b_t(s, o + 19, certainty_name[r->certainty < 3 ? r->certainty : 2]);
+	b_t(s, o + 20, r->reason);
 }
 
 static void bind_message(sqlite3_stmt *s, int o, const struct rc_row_message *r)
@@ -455,6 +468,19 @@ static void ins_warning(struct rc_ctx *c, const char *file, uint64_t off,
 	b_i(s, 2, file ? (int64_t)off : RC_DB_NULL);
 	b_t(s, 3, text);
 	step(c, s, "warnings");
+}
+
+void rc_db_candidate(struct rc_ctx *c, uint64_t span, uint64_t req,
+		     int chosen, const char *reason)
+{
+	sqlite3_stmt *s = begin(c, S_CANDIDATE);
+	if (!s)
+		return;
+	b_id(s, 1, span);
+	b_id(s, 2, req);
+	b_i(s, 3, chosen);
+	b_t(s, 4, reason);
+	step(c, s, "span_candidates");
 }
 
 /* ---- the spool ---------------------------------------------------------------
@@ -987,6 +1013,129 @@ static int write_hosts(struct rc_ctx *c)
 	return c->db->failed ? -1 : 0;
 }
 
+/*
+ * Certainty, once every span is in (docs/schema.md): the spans below an
+ * uncertain span inherit its mark; a request is 'uncertain' if one of its
+ * spans is, or if it was a candidate owner of an ambiguous span (it may
+ * miss that span), 'resolved' if a span of it was resolved and none is
+ * uncertain; its reason lists its spans' and candidacies' reasons once
+ * each.  Nothing to do (and nothing read) when no span was marked.
+ */
+static const char inherit_sql[] =
+	"WITH RECURSIVE u(id, why) AS (\n"
+	"  SELECT span_id, certainty_reason FROM spans\n"
+	"  WHERE certainty = 'uncertain'\n"
+	"  UNION SELECT s.span_id, u.why FROM spans s JOIN u\n"
+	"  ON s.parent_span_id = u.id WHERE s.certainty <> 'uncertain')\n"
+	"UPDATE spans SET certainty = 'uncertain',\n"
+	"  certainty_reason = (SELECT why FROM u WHERE id = span_id)\n"
+	"WHERE certainty <> 'uncertain' AND span_id IN (SELECT id FROM u);\n";
+
+static const char marks_sql[] =
+	"SELECT request_id, certainty, certainty_reason FROM spans\n"
+	"  WHERE certainty <> 'exact' AND request_id IS NOT NULL\n"
+	"UNION ALL SELECT request_id, 'uncertain', reason FROM span_candidates\n"
+	"  WHERE request_id IS NOT NULL\n"
+	"ORDER BY 1";
+
+/* Add the comma-separated reasons of WHY to the set in BUF (LEN). */
+static void reasons_add(char *buf, size_t len, const char *why)
+{
+	while (why && *why) {
+		size_t n = strcspn(why, ",");
+		int have = 0;
+		for (const char *p = buf; *p && !have;) {
+			size_t m = strcspn(p, ",");
+			have = m == n && !memcmp(p, why, n);
+			p += m + (p[m] == ',');
+		}
+		size_t bl = strlen(buf);
+		if (!have && n && bl + n + 2 < len) {
+			if (bl)
+				buf[bl++] = ',';
+			memcpy(buf + bl, why, n);
+			buf[bl + n] = 0;
+		}
+		why += n + (why[n] == ',');
+	}
+}
+
+static void mark_request(struct rc_ctx *c, sqlite3_stmt *up, int64_t req,
+			 int level, const char *why)
+{
+	if (!level)
+		return;
+	sqlite3_bind_text(up, 1, certainty_name[level], -1, SQLITE_STATIC);
+	if (why[0])
+		sqlite3_bind_text(up, 2, why, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(up, 2);
+	sqlite3_bind_int64(up, 3, req);
+	step(c, up, "requests");
+}
+
+static int certainty_finish(struct rc_ctx *c)
+{
+	struct rc_db *d = c->db;
+	sqlite3_stmt *q = NULL, *up = NULL;
+	int64_t cur = -1;
+	int level = 0;
+	char why[256] = "";
+
+	if (!c->st.marked_spans) {
+		c->st.req_exact = c->st.requests;
+		return 0;
+	}
+	if (exec(c, inherit_sql) < 0)
+		return -1;
+	if (sqlite3_prepare_v2(d->h, marks_sql, -1, &q, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(d->h, "UPDATE requests SET certainty = ?,"
+			       " certainty_reason = ? WHERE request_id = ?",
+			       -1, &up, NULL) != SQLITE_OK) {
+		db_error(c, "certainty");
+		sqlite3_finalize(q);
+		return -1;
+	}
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		int64_t req = sqlite3_column_int64(q, 0);
+		const char *ct = (const char *)sqlite3_column_text(q, 1);
+		const char *r = (const char *)sqlite3_column_text(q, 2);
+		int l = ct && !strcmp(ct, "uncertain") ? 2 :
+			ct && !strcmp(ct, "resolved") ? 1 : 0;
+		if (req != cur) {
+			mark_request(c, up, cur, level, why);
+			cur = req;
+			level = 0;
+			why[0] = 0;
+		}
+		if (l > level)
+			level = l;
+		reasons_add(why, sizeof why, r);
+	}
+	mark_request(c, up, cur, level, why);
+	sqlite3_finalize(q);
+	sqlite3_finalize(up);
+	if (sqlite3_prepare_v2(d->h, "SELECT certainty, count(*) FROM requests"
+			       " GROUP BY 1", -1, &q, NULL) != SQLITE_OK) {
+		db_error(c, "certainty");
+		return -1;
+	}
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		const char *ct = (const char *)sqlite3_column_text(q, 0);
+		uint64_t n = (uint64_t)sqlite3_column_int64(q, 1);
+		if (!ct)
+			continue;
+		if (!strcmp(ct, "exact"))
+			c->st.req_exact = n;
+		else if (!strcmp(ct, "resolved"))
+			c->st.req_resolved = n;
+		else
+			c->st.req_uncertain = n;
+	}
+	sqlite3_finalize(q);
+	return d->failed ? -1 : 0;
+}
+
 static int write_stats(struct rc_ctx *c)
 {
 	const struct rc_stats *t = &c->st;
@@ -1018,6 +1167,11 @@ static int write_stats(struct rc_ctx *c)
 		{ "unknown_fd_records", t->unknown_fd },
 		{ "send_queue_overflow", t->queue_overflow },
 		{ "warnings", t->warnings },
+		{ "requests_exact", t->req_exact },
+		{ "requests_resolved", t->req_resolved },
+		{ "requests_uncertain", t->req_uncertain },
+		{ "parked_spans", t->parks },
+		{ "ambiguous_spans", t->ambiguous_spans },
 	};
 	sqlite3_stmt *s = NULL;
 	if (sqlite3_prepare_v2(c->db->h, "INSERT INTO stats VALUES(?,?)", -1,
@@ -1045,8 +1199,8 @@ int rc_db_finish(struct rc_ctx *c)
 	finalize_all(d);
 	if (write_hosts(c) < 0)
 		return RC_EXIT_OUTPUT;
-	if (write_stats(c) < 0 ||
-	    exec(c, finish_sql) < 0)
+	if (exec(c, finish_sql) < 0 || certainty_finish(c) < 0 ||
+	    write_stats(c) < 0)
 		return RC_EXIT_OUTPUT;
 	char why[512];
 	if (rc_patterns_build(d->h, why, sizeof why) < 0 ||

@@ -25,6 +25,9 @@ struct rc_row_request {
 	const char *protocol, *method, *target, *client;
 	int64_t  status;
 	uint32_t dom;
+	uint8_t  certainty;          /* of its root span (enum rc_certainty);
+					the request's own is set at the end */
+	const char *reason;          /* a static string, or NULL */
 };
 
 struct rc_row_span {
@@ -34,6 +37,8 @@ struct rc_row_span {
 	uint32_t pid, tid, dom;
 	uint64_t process_id, channel_id;
 	int64_t  start, end;
+	uint8_t  certainty;          /* enum rc_certainty */
+	const char *reason;          /* a static string, or NULL */
 };
 
 struct rc_row_message {
@@ -103,5 +108,9 @@ void rc_db_process(struct rc_ctx *c, const struct rc_row_process *r);
 void rc_db_channel(struct rc_ctx *c, const struct rc_row_channel *r);
 void rc_db_warning(struct rc_ctx *c, const char *file, uint64_t off,
 		   const char *text);
+/* Request REQ may own span SPAN (ambiguous); CHOSEN: the one it was given
+ * to.  REASON is a static string. */
+void rc_db_candidate(struct rc_ctx *c, uint64_t span, uint64_t req,
+		     int chosen, const char *reason);
 
 #endif /* RC_DB_H */

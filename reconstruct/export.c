@@ -61,9 +61,10 @@ int export_open(struct export_db *x, const char *path)
 		export_close(x);
 		return -1;
 	}
-	if (has_table(x->h, "patterns") != 1 || has_table(x->h, "errors") != 1) {
+	if (has_table(x->h, "patterns") != 1 || has_table(x->h, "errors") != 1 ||
+	    has_table(x->h, "uncertain_requests") != 1) {
 		snprintf(x->err, sizeof x->err,
-			 "%s was written by an older bp-reconstruct (no patterns table or errors view): run bp-reconstruct on its logs again",
+			 "%s was written by an older bp-reconstruct (no patterns table, errors or uncertain_requests view): run bp-reconstruct on its logs again",
 			 path);
 		export_close(x);
 		return -1;

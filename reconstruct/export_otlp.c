@@ -204,6 +204,7 @@ struct span_info {
 	const char *kind, *protocol, *name, *target, *peer, *host;
 	int64_t     status, span_id, request_id, tid, channel;
 	int         has_status, has_end;
+	const char *certainty, *certainty_reason;  /* NULL: none */
 	/* from attrs */
 	char       *method, *http_host, *error, *dns_type, *fcgi_script, *tag;
 };
@@ -245,6 +246,8 @@ static void span_attrs(struct otlp *o, const struct span_info *si)
 
 	attr_int(o, "borderpatrol.request_id", si->request_id);
 	attr_int(o, "borderpatrol.span_id", si->span_id);
+	attr_str(o, "bp.certainty", si->certainty);
+	attr_str(o, "bp.certainty_reason", si->certainty_reason);
 	attr_str(o, "borderpatrol.protocol", si->protocol);
 	attr_int(o, "thread.id", si->tid);
 	if (!strcmp(si->protocol, "http") || !strcmp(si->protocol, "fastcgi")) {
@@ -398,6 +401,8 @@ static int write_request(struct otlp *o, sqlite3_stmt *s, int64_t req)
 			.has_end = sqlite3_column_type(s, 13) != SQLITE_NULL,
 			.channel = sqlite3_column_int64(s, 15),
 			.request_id = req,
+			.certainty = (const char *)sqlite3_column_text(s, 19),
+			.certainty_reason = (const char *)sqlite3_column_text(s, 20),
 		};
 		int64_t start = sqlite3_column_int64(s, 12);
 		int64_t end = si.has_end ? sqlite3_column_int64(s, 13) :
@@ -458,7 +463,7 @@ int export_otlp(struct export_db *x, const char *file)
 		"SELECT s.span_id, s.parent_span_id, s.kind, s.protocol, s.name,\n"
 		"  s.target, s.status, s.host, s.pid, s.tid, s.exe, s.peer,\n"
 		"  s.start_ns, s.end_ns, s.process_id, s.channel_id, p.cmdline,\n"
-		"  p.ppid, r.end_ns\n"
+		"  p.ppid, r.end_ns, s.certainty, s.certainty_reason\n"
 		"FROM spans s JOIN requests r ON r.request_id = s.request_id\n"
 		"  LEFT JOIN processes p ON p.process_id = s.process_id\n"
 		"WHERE s.request_id = ?\n"

@@ -167,7 +167,8 @@ static int spans(struct pf *p)
 	sqlite3_stmt *s = export_prep(p->x,
 		"SELECT span_id, process_id, tid, start_ns,\n"
 		"  COALESCE(end_ns, start_ns), kind, protocol, name, target,\n"
-		"  status, request_id, end_ns IS NULL, peer\n"
+		"  status, request_id, end_ns IS NULL, peer, certainty,\n"
+		"  certainty_reason\n"
 		"FROM spans WHERE process_id IS NOT NULL\n"
 		"ORDER BY process_id, tid, start_ns, COALESCE(end_ns, start_ns) DESC,\n"
 		"  span_id");
@@ -222,6 +223,12 @@ static int spans(struct pf *p)
 		export_json_str(p->f, export_col(s, 12));
 		if (sqlite3_column_int(s, 11))
 			fputs(",\"unanswered\":true", p->f);
+		fputs(",\"bp.certainty\":", p->f);
+		export_json_str(p->f, export_col(s, 13));
+		if (sqlite3_column_type(s, 14) != SQLITE_NULL) {
+			fputs(",\"bp.certainty_reason\":", p->f);
+			export_json_str(p->f, export_col(s, 14));
+		}
 		fputs("}}", p->f);
 		p->x->n_spans++;
 		if (p->nloc == p->caploc) {

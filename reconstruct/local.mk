@@ -44,6 +44,7 @@ TESTS += tests/recon/check_recon
 tests_recon_check_recon_SOURCES = \
 	tests/unit/check_recon.c tests/unit/check_recon.h \
 	tests/unit/check_recon_paths.c \
+	tests/unit/check_recon_certainty.c \
 	tests/unit/check_recon_loss.c \
 	tests/unit/check_recon_clock.c \
 	tests/unit/check_recon_unit.c \

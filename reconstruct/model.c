@@ -108,6 +108,135 @@ static struct rc_dirq *recv_q(struct ap *a, struct rc_end *e, uint64_t o)
 	return q;
 }
 
+/* ---- the parked detector -------------------------------------------------- */
+
+/*
+ * A request is parked in a process when a fragment working for it ends
+ * (the thread goes back to wait, or reads another request's input)
+ * without answering it, without a call of its own awaiting a reply, and
+ * no other thread of the process works for it.  While requests are parked
+ * in a process, a request message it sends may be theirs: the span is
+ * marked (rc_span_sent).  docs/reconstruct.md, "Certainty".
+ */
+
+/* Could SP, the open server span of REQ, be parked in this process? */
+static int parkable(const struct ap *a, const struct rc_span *sp,
+		    uint64_t req)
+{
+	return sp && sp->req == req && sp->host == a->im->host &&
+	       sp->pid == a->im->pid && sp->end == RC_DB_NULL &&
+	       !sp->pending && !sp->answering && !sp->ncalls && !sp->parked;
+}
+
+/* Does the work of SP's request go on at an event the log shows, other
+ * than a reply: a write it asked to be told of (WANT out), a connection
+ * it opened that has carried nothing yet (a connect in progress)?  1 if
+ * so; 2 if only its own channel waits to be writable (a fragment asked
+ * for it: an event library's output buffer, where its answer may wait
+ * behind an earlier one's): decided when that output is out. */
+static int has_continuation(const struct rc_proc *p, const struct rc_span *sp)
+{
+	uint64_t req = sp->req;
+	int own = 0;
+
+	for (uint32_t fd = 0; fd < p->nfds; fd++) {
+		const struct rc_end *e = p->fds[fd].end;
+		if (!e)
+			continue;
+		if (e->has_want_out && e->want_out.req == req)
+			return 1;
+		if (e->has_want_out && e->channel_id == sp->channel_id)
+			own = 2;
+		if (e->role == BT_CR_CONNECT && e->open_req == req &&
+		    !e->bytes[RC_DOUT])
+			return 1;
+	}
+	return own;
+}
+
+/* The thread's fragment ends: remember its request's server span if it
+ * may be left parked (decided once the next designation is known). */
+static void park_check(struct ap *a)
+{
+	struct rc_thr *th = a->th;
+	const struct rc_desig *d = &th->d;
+
+	th->park_cand = 0;
+	if (th->park_held) {
+		struct rc_span *h = rc_span_srv(a->c, th->park_held);
+		th->park_held = 0;
+		if (h && parkable(a, h, h->req))
+			rc_span_park(a->c, h, RC_PARK_READAHEAD);
+	}
+	if (!d->req || !a->im->run->attached || !a->im->run->proc)
+		return;
+	struct rc_span *sp = rc_span_srv(a->c, d->span);
+	if (!parkable(a, sp, d->req))
+		return;
+	struct rc_proc *p = a->im->run->proc;
+	for (const struct rc_thr *o = p->threads; o; o = o->pnext)
+		if (o != th && o->frag.open && o->d.req == d->req)
+			return;
+	int cont = has_continuation(p, sp);
+	if (cont == 1)
+		return;
+	th->park_cand = sp->id;
+	th->park_why = RC_PARK_WAIT;
+	th->park_defer = cont == 2;
+}
+
+/* After a record: park the candidate the thread left if it now works for
+ * another request (or for none: ALWAYS, the thread ended); a thread that
+ * works for a parked request un-parks it. */
+static void park_resolve(struct ap *a, int always)
+{
+	struct rc_thr *th = a->th;
+	struct rc_ctx *c = a->c;
+
+	if (th->park_cand) {
+		struct rc_span *sp = rc_span_srv(c, th->park_cand);
+		if (sp && (always || th->d.req != sp->req) &&
+		    parkable(a, sp, sp->req)) {
+			if (th->park_defer)
+				sp->park_defer = 1;
+			else if (!always && th->park_why == RC_PARK_READAHEAD &&
+				 th->frag.channel_id == sp->channel_id)
+				/* the next request on its own connection: a
+				 * server that looks for a pipelined request
+				 * before it flushes the answer (apache) */
+				th->park_held = sp->id;
+			else
+				rc_span_park(c, sp, th->park_why);
+		}
+		th->park_cand = 0;
+	}
+	if (!always && th->d.req && rc_span_nparked(c))
+		rc_span_unpark_req(c, a->im->host, a->im->pid, th->d.req);
+}
+
+/* List the thread in its process's threads (once the image has one). */
+static void thread_list(struct rc_thr *th, struct rc_imrun *run)
+{
+	if (th->pproc || !run->attached || !run->proc)
+		return;
+	th->pproc = run->proc;
+	th->pnext = run->proc->threads;
+	run->proc->threads = th;
+}
+
+static void thread_unlist(struct rc_thr *th)
+{
+	if (!th->pproc)
+		return;
+	for (struct rc_thr **pp = &th->pproc->threads; *pp; pp = &(*pp)->pnext)
+		if (*pp == th) {
+			*pp = th->pnext;
+			break;
+		}
+	th->pproc = NULL;
+	th->pnext = NULL;
+}
+
 /* ---- fragments ------------------------------------------------------------ */
 
 static void frag_close(struct ap *a)
@@ -122,6 +251,7 @@ static void frag_close(struct ap *a)
 	}
 	if (!f->open)
 		return;
+	park_check(a);
 	struct rc_row_fragment r = {
 		.id = ++a->m->next_frag, .req = a->th->d.req,
 		.span = a->th->d.span, .process_id = a->im->run->process_id,
@@ -144,6 +274,8 @@ static void frag_open(struct ap *a, uint8_t trigger, int32_t fd,
 	struct rc_frag *f = &a->th->frag;
 
 	frag_close(a);
+	if (trigger == RC_TR_MSG || trigger == RC_TR_DATA)
+		a->th->park_why = RC_PARK_READAHEAD;
 	memset(f, 0, sizeof *f);
 	f->open = 1;
 	f->trigger = trigger;
@@ -621,6 +753,8 @@ static void on_msg_begin_out(struct ap *a, struct rc_end *e, uint64_t o)
 	if (e->srv) {                 /* most likely the reply in the making */
 		d.req = e->srv->req;
 		d.span = e->srv->id;
+		e->srv->answering = 1;
+		rc_span_unpark(a->c, e->srv);
 	} else if (!rc_span_live(a->c, &d)) {
 		resolved = 0;         /* may start a request (rule 5) */
 	}
@@ -688,6 +822,7 @@ static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 			sp->has_witness = 1;
 			sp->witness = ev->witness;
 		}
+		rc_span_sent(c, sp);
 		req = sp->req;
 		span = sp->id;
 		croot = sp->client_root;
@@ -707,6 +842,7 @@ static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 				c->st.reply_mismatch++;
 			sp->end = a->t;
 			sp->status = rc_msg_status(ev);
+			rc_span_unpark(c, sp);
 			/* later work on this channel for REQ is in this
 			 * process's span, not in the peer's */
 			e->last.req = req;
@@ -1136,6 +1272,17 @@ static void on_ready(struct ap *a)
 		return;
 	}
 	struct rc_end *e = fe->end;
+	if (!(ev->flags & 1) && (ev->flags & 4) && (ev->flags & BT_RF_ALONE) &&
+	    a->th->d.req) {
+		/* A thread that works for a request (or whose request just
+		 * ended: rule 5) waits until one fd is writable, before it
+		 * writes to it (a socket timeout: CPython polls for POLLOUT
+		 * before every send).  It goes on with what it was doing:
+		 * the request that last used the channel (a pooled
+		 * connection's previous request, a client's previous
+		 * request) has nothing to do with it. */
+		return;
+	}
 	if (!(ev->flags & 1) && (ev->flags & 4) && e->has_want_out) {
 		/* Writable, and a fragment asked for it (WANT): the output
 		 * waiting in the program is that fragment's request's. */
@@ -1177,6 +1324,14 @@ static void on_want(struct ap *a)
 		fe->end->has_want_out = 1;
 	} else if (!(ev->flags & 4)) {
 		fe->end->has_want_out = 0;
+		/* its output is out: a request whose answer was thought to
+		 * wait in it, still unanswered, waits for something else */
+		for (struct rc_span *sp = fe->end->srv; sp; sp = sp->next)
+			if (sp->park_defer) {
+				sp->park_defer = 0;
+				if (parkable(a, sp, sp->req))
+					rc_span_park(a->c, sp, RC_PARK_WAIT);
+			}
 	}
 }
 
@@ -1340,6 +1495,7 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 	case BT_EV_THREAD_EXIT:
 		frag_close(&a);
 		lookups_close(&a);
+		park_resolve(&a, 1);
 		break;
 	case BT_EV_FORK:          on_fork_like(&a, RC_LIN_FORK); break;
 	case BT_EV_SPAWN:         on_fork_like(&a, RC_LIN_SPAWN); break;
@@ -1390,6 +1546,8 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 		break;
 	}
 	s->released = RC_REL_NONE;
+	thread_list(&s->thr, im->run);
+	park_resolve(&a, 0);
 	if (a.merged)
 		return;           /* as if it were not there (ready_continues) */
 	s->thr.floor = a.t;
@@ -1497,6 +1655,8 @@ void rc_model_stream_end(struct rc_ctx *c, struct rc_run *s)
 		return;
 	frag_close(&a);
 	lookups_close(&a);
+	park_resolve(&a, 1);
+	thread_unlist(&s->thr);
 	if (--im->run->live_streams == 0)
 		image_done(c, im);
 }

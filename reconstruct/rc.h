@@ -170,10 +170,21 @@ struct rc_frag {
 struct rc_lookup;                /* open NAME_BEGIN (model.c) */
 struct rc_span;
 
+struct rc_proc;
+
 struct rc_thr {
 	uint32_t tid;
 	int      started;
 	struct rc_desig d;
+	/* the parked detector (model.c) */
+	struct rc_thr  *pnext;   /* in its process's list of threads */
+	struct rc_proc *pproc;   /* that process, once listed */
+	uint64_t park_cand;      /* server span its ended fragment left */
+	uint8_t  park_why;       /* enum rc_park, should it be parked */
+	uint8_t  park_defer;     /* only once its channel's output is out */
+	uint64_t park_held;      /* server span whose next request on its
+				    own connection this thread read: parked
+				    if still unanswered when that ends */
 	struct rc_frag  frag;
 	struct rc_lookup *lookups;
 	struct rc_span  *frag_span;  /* server span that lasts one fragment */
@@ -256,6 +267,10 @@ struct rc_stats {
 	uint64_t unknown_fd;         /* records on fds with no known channel */
 	uint64_t queue_overflow;
 	uint64_t warnings;
+	uint64_t parks;              /* server spans found parked */
+	uint64_t ambiguous_spans;    /* requests sent while others were parked */
+	uint64_t marked_spans;       /* spans written not 'exact' */
+	uint64_t req_exact, req_resolved, req_uncertain;  /* db.c, at the end */
 };
 
 /* ---- the context ------------------------------------------------------ */

@@ -167,9 +167,10 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 	if (!o->quiet) {
 		rc_clock_report(&c, errf(&c));
 		fprintf(errf(&c),
-			"bp-reconstruct: %" PRIu64 " events read (%" PRIu64 " lost), %" PRIu64 " requests, %" PRIu64 " spans, %" PRIu64 " unattributed, %" PRIu64 " warnings -> %s (%.2f s, %.0f events/s)\n",
+			"bp-reconstruct: %" PRIu64 " events read (%" PRIu64 " lost), %" PRIu64 " requests (%" PRIu64 " exact, %" PRIu64 " resolved, %" PRIu64 " uncertain), %" PRIu64 " spans, %" PRIu64 " unattributed, %" PRIu64 " warnings -> %s (%.2f s, %.0f events/s)\n",
 			c.st.events, c.st.lost_records + c.st.dropped,
-			c.st.requests, c.st.spans, unattr, c.st.warnings,
+			c.st.requests, c.st.req_exact, c.st.req_resolved,
+			c.st.req_uncertain, c.st.spans, unattr, c.st.warnings,
 			o->output, dt, dt > 0 ? (double)c.st.events / dt : 0.0);
 	}
 	if (sum) {
@@ -184,6 +185,9 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 		sum->warnings = c.st.warnings;
 		sum->hosts = c.nhosts;
 		sum->domains = c.ndoms;
+		sum->exact = c.st.req_exact;
+		sum->resolved = c.st.req_resolved;
+		sum->uncertain = c.st.req_uncertain;
 	}
 	r = RC_EXIT_OK;
 	goto out;

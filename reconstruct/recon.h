@@ -33,6 +33,8 @@ struct rc_summary {
 	uint64_t unattributed;       /* fragments + messages + files + spans */
 	uint64_t warnings;
 	uint32_t hosts, domains;
+	/* requests by certainty (docs/schema.md) */
+	uint64_t exact, resolved, uncertain;
 };
 
 /*

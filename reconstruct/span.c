@@ -14,8 +14,16 @@
 
 struct rc_spans {
 	struct rc_map   roots;   /* open request id -> its root span */
+	struct rc_map   srv;     /* open server span id -> the span */
 	struct rc_span *pool;    /* free list */
+	struct rc_span **parked; /* parked server spans, any order */
+	uint32_t nparked, capparked;
 	uint64_t next_req, next_span;
+};
+
+static const char *const park_reason[] = {
+	[RC_PARK_WAIT] = "ambiguous:parked",
+	[RC_PARK_READAHEAD] = "readahead",
 };
 
 /* Names of the protocols whose processor is not in this build. */
@@ -53,6 +61,8 @@ void rc_span_free(struct rc_ctx *c)
 		free(sp);
 	}
 	rc_map_free(&m->roots);
+	rc_map_free(&m->srv);
+	free(m->parked);
 	free(m);
 	c->spans = NULL;
 }
@@ -118,7 +128,105 @@ struct rc_span *rc_span_new(struct rc_ctx *c, uint8_t kind, uint8_t proto,
 	sp->process_id = im->run ? im->run->process_id : 0;
 	sp->channel_id = channel_id;
 	sp->exe = im->exe;
+	if (kind == RC_SK_SERVER)
+		rc_map_put(&m->srv, sp->id, (uint64_t)(uintptr_t)sp);
 	return sp;
+}
+
+struct rc_span *rc_span_srv(struct rc_ctx *c, uint64_t span)
+{
+	return span ? rc_map_getp(&c->spans->srv, span) : NULL;
+}
+
+uint32_t rc_span_nparked(const struct rc_ctx *c)
+{
+	return c->spans->nparked;
+}
+
+void rc_span_park(struct rc_ctx *c, struct rc_span *sp, uint8_t why)
+{
+	struct rc_spans *m = c->spans;
+
+	if (sp->parked)
+		return;
+	if (m->nparked == m->capparked) {
+		uint32_t cap = m->capparked ? 2 * m->capparked : 16;
+		struct rc_span **v = realloc(m->parked, cap * sizeof *v);
+		if (!v)
+			return;
+		m->parked = v;
+		m->capparked = cap;
+	}
+	m->parked[m->nparked++] = sp;
+	sp->parked = why;
+	c->st.parks++;
+}
+
+void rc_span_unpark(struct rc_ctx *c, struct rc_span *sp)
+{
+	struct rc_spans *m = c->spans;
+
+	if (!sp->parked)
+		return;
+	sp->parked = RC_PARK_NONE;
+	for (uint32_t i = 0; i < m->nparked; i++)
+		if (m->parked[i] == sp) {
+			m->parked[i] = m->parked[--m->nparked];
+			return;
+		}
+}
+
+void rc_span_unpark_req(struct rc_ctx *c, uint32_t host, uint32_t pid,
+			uint64_t req)
+{
+	struct rc_spans *m = c->spans;
+
+	for (uint32_t i = m->nparked; i-- > 0;) {
+		struct rc_span *q = m->parked[i];
+		if (q->req == req && q->host == host && q->pid == pid)
+			rc_span_unpark(c, q);
+	}
+}
+
+void rc_span_sent(struct rc_ctx *c, struct rc_span *sp)
+{
+	struct rc_spans *m = c->spans;
+	struct rc_span *par = rc_span_srv(c, sp->parent);
+	uint32_t n = 0;
+
+	if (par && par->host == sp->host && par->pid == sp->pid) {
+		par->ncalls++;
+		sp->call = 1;
+	}
+	for (uint32_t i = 0; i < m->nparked; i++) {
+		struct rc_span *q = m->parked[i];
+		if (q->host != sp->host || q->pid != sp->pid || q->req == sp->req)
+			continue;
+		rc_db_candidate(c, sp->id, q->req, 0, park_reason[q->parked]);
+		n++;
+	}
+	if (!n)
+		return;
+	sp->certainty = RC_CT_UNCERTAIN;
+	sp->reason = park_reason[RC_PARK_WAIT];
+	rc_db_candidate(c, sp->id, sp->req, 1, sp->reason);
+	c->st.ambiguous_spans++;
+}
+
+/* SP ends or is dropped: it is no longer open, parked or a call. */
+static void span_gone(struct rc_ctx *c, struct rc_span *sp)
+{
+	struct rc_spans *m = c->spans;
+
+	if (sp->kind == RC_SK_SERVER) {
+		rc_span_unpark(c, sp);
+		rc_map_del(&m->srv, sp->id);
+	} else if (sp->call) {
+		struct rc_span *par = rc_span_srv(c, sp->parent);
+		if (par && par->ncalls)
+			par->ncalls--;
+		sp->call = 0;
+	}
 }
 
 void rc_span_root(struct rc_ctx *c, struct rc_span *sp, int client_root)
@@ -136,6 +244,7 @@ static void request_write(struct rc_ctx *c, const struct rc_span *sp)
 		.end = sp->end, .protocol = rc_proto_name(sp->proto),
 		.method = sp->method, .target = sp->target,
 		.client = sp->client, .status = sp->status, .dom = sp->dom,
+		.certainty = sp->certainty, .reason = sp->reason,
 	};
 	rc_db_request(c, &r);
 	c->st.requests++;
@@ -159,10 +268,14 @@ void rc_span_finish(struct rc_ctx *c, struct rc_span *sp)
 		.peer = sp->peer, .pid = sp->pid, .tid = sp->tid,
 		.dom = sp->dom, .process_id = sp->process_id,
 		.channel_id = sp->channel_id, .start = sp->start,
-		.end = sp->end,
+		.end = sp->end, .certainty = sp->certainty,
+		.reason = sp->reason,
 	};
+	span_gone(c, sp);
 	rc_db_span(c, &r);
 	c->st.spans++;
+	if (sp->certainty != RC_CT_EXACT)
+		c->st.marked_spans++;
 	if (!sp->req)
 		c->st.unattr_spans++;
 	if (sp->is_root) {
@@ -188,6 +301,7 @@ void rc_span_discard(struct rc_ctx *c, struct rc_span **head,
 			*pp = sp->next;
 			break;
 		}
+	span_gone(c, sp);
 	if (sp->is_root)
 		rc_map_del(&m->roots, sp->req);
 	free(sp->name);

@@ -14,6 +14,12 @@
 
 enum rc_span_kind { RC_SK_SERVER = 1, RC_SK_CLIENT = 2 };
 
+/* How sure the reconstructor is of a span's request (docs/schema.md). */
+enum rc_certainty { RC_CT_EXACT = 0, RC_CT_RESOLVED = 1, RC_CT_UNCERTAIN = 2 };
+
+/* Why a server span is parked (docs/reconstruct.md, "Certainty"). */
+enum rc_park { RC_PARK_NONE = 0, RC_PARK_WAIT, RC_PARK_READAHEAD };
+
 struct rc_span {
 	struct rc_span *next;    /* in an end's open list, or the free list */
 	uint64_t id, req, parent;
@@ -26,6 +32,15 @@ struct rc_span {
 	uint8_t  kind, proto, is_root, client_root, has_witness;
 	uint8_t  pending;        /* opened at its request's MSG_BEGIN: named
 				    and written only at that request's MSG */
+	uint8_t  certainty;      /* enum rc_certainty */
+	uint8_t  parked;         /* server: enum rc_park */
+	uint8_t  answering;      /* server: its reply has begun */
+	uint8_t  park_defer;     /* server: parked once its channel stops
+				    waiting to be writable (model.c) */
+	uint8_t  call;           /* client: counted in its parent's ncalls */
+	uint32_t ncalls;         /* server: calls its process made for it
+				    that await their reply */
+	const char *reason;      /* certainty_reason (a static string) */
 	const char *exe;         /* owned by the image (lives to the end) */
 	char    *name, *target, *method, *peer, *client;
 };
@@ -70,6 +85,32 @@ void rc_span_push(struct rc_span **head, struct rc_span *sp, uint64_t off);
  * witness, else the oldest (NULL if none, or if the witness matches none
  * of the exchanges that have one). */
 struct rc_span *rc_span_match(struct rc_span **head, const struct bt_event *ev);
+
+/*
+ * The parked detector (docs/reconstruct.md, "Certainty").  Open server
+ * spans are found by id (rc_span_srv: NULL if SPAN is none, or ended).
+ * rc_span_park: SP's fragment ended without answering it, without a call
+ * of its own awaiting a reply, and no thread of its process works for it
+ * (WHY: enum rc_park); rc_span_unpark: it is answered, ended, or a thread
+ * works for it again.  rc_span_unpark_req: the same for the spans of
+ * request REQ parked in process (HOST, PID).
+ */
+struct rc_span *rc_span_srv(struct rc_ctx *c, uint64_t span);
+void rc_span_park(struct rc_ctx *c, struct rc_span *sp, uint8_t why);
+void rc_span_unpark(struct rc_ctx *c, struct rc_span *sp);
+void rc_span_unpark_req(struct rc_ctx *c, uint32_t host, uint32_t pid,
+			uint64_t req);
+/* Spans parked now, in all processes (0: the detector costs nothing). */
+uint32_t rc_span_nparked(const struct rc_ctx *c);
+/*
+ * Client span SP (a request message just sent) was made by a process in
+ * which other requests are parked: its request is ambiguous.  SP keeps
+ * its request but is marked uncertain ('ambiguous:parked'), and every
+ * parked candidate is recorded (span_candidates) and made uncertain with
+ * the reason it was parked for.  Also counts SP among its parent server
+ * span's calls awaiting a reply.
+ */
+void rc_span_sent(struct rc_ctx *c, struct rc_span *sp);
 
 /* The status a message reports: HTTP status, DNS rcode (0 is NOERROR);
  * RC_DB_NULL when it has none. */

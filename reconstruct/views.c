@@ -257,6 +257,12 @@ const char rc_views_sql[] =
 	"FROM requests r JOIN spans s ON s.request_id = r.request_id\n"
 	"ORDER BY r.request_id, s.start_ns, s.span_id;\n"
 
+	/* Requests whose path may be wrong (docs/reconstruct.md,
+	 * "Certainty"): which ones can I not trust, and why. */
+	"CREATE VIEW uncertain_requests AS\n"
+	"SELECT request_id, target, certainty, certainty_reason FROM requests\n"
+	"WHERE certainty = 'uncertain' ORDER BY request_id;\n"
+
 	/* Work no rule could attribute, per kind. */
 	"CREATE VIEW unattributed AS\n"
 	"SELECT 'fragments' AS what, COUNT(*) AS n FROM fragments\n"

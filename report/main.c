@@ -25,6 +25,8 @@ static const char help[] =
 "      - a summary: requests, spans, patterns, errors, hosts and clocks;\n"
 "      - the slowest requests, and every error (HTTP 5xx, SQL errors, failed\n"
 "        name lookups, calls never answered) with its path from the root;\n"
+"      - each request's certainty (exact, resolved, uncertain), and the\n"
+"        uncertain requests with the reason their path may be wrong;\n"
 "      - the path patterns: requests whose paths have the same shape, with\n"
 "        their latency percentiles and the mean time each node adds;\n"
 "      - latency histograms of the most frequent request targets (ids and\n"
@@ -181,12 +183,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bp-report: error: %s\n", x.err);
 		rc = 3;
 	} else if (!o.quiet) {
-		fprintf(stderr, "bp-report: %llu requests, %llu timelines, %llu patterns, %llu histograms, %llu requests with errors -> %s\n",
+		fprintf(stderr, "bp-report: %llu requests, %llu timelines, %llu patterns, %llu histograms, %llu requests with errors, %llu uncertain -> %s\n",
 			(unsigned long long)sum.requests,
 			(unsigned long long)sum.timelines,
 			(unsigned long long)sum.patterns,
 			(unsigned long long)sum.histograms,
-			(unsigned long long)sum.errors, o.output);
+			(unsigned long long)sum.errors,
+			(unsigned long long)sum.uncertain, o.output);
 	}
 	if (!rc && otlp && export_otlp(&x, otlp) < 0)
 		rc = 3;

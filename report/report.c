@@ -268,7 +268,11 @@ static int summary(struct page *p)
 {
 	FILE *f = p->f;
 	static const struct { const char *key, *label; } cards[] = {
-		{ "requests", "requests" }, { "spans", "spans" },
+		{ "requests", "requests" },
+		{ "requests_exact", "exact paths" },
+		{ "requests_resolved", "resolved paths" },
+		{ "requests_uncertain", "uncertain paths" },
+		{ "spans", "spans" },
 		{ "patterns", "path patterns" }, { "events", "events read" },
 		{ "warnings", "warnings" },
 	};
@@ -327,6 +331,49 @@ static int summary(struct page *p)
 	return 0;
 }
 
+/* A request's certainty label (docs/schema.md), its reasons on hover. */
+static void certainty_td(FILE *f, const char *label, const char *why)
+{
+	fprintf(f, "<td class=\"%s\" title=\"", strcmp(label, "uncertain") ? "ok" : "err");
+	html_text_max(f, why, 200);
+	fputs("\">", f);
+	html_text_max(f, label, 16);
+	fputs("</td>", f);
+}
+
+/* The requests whose path may be wrong, and why (view uncertain_requests). */
+static int uncertain(struct page *p)
+{
+	FILE *f = p->f;
+	int64_t n = q_int(p, "SELECT COUNT(*) FROM uncertain_requests", 0);
+	sqlite3_stmt *s = export_prep(p->x,
+		"SELECT request_id, target, certainty_reason FROM uncertain_requests\n"
+		"ORDER BY request_id LIMIT ?");
+
+	if (!s)
+		return -1;
+	p->sum->uncertain = (uint64_t)n;
+	sqlite3_bind_int64(s, 1, p->o->rows);
+	fprintf(f, "<section id=\"uncertain\"><h2>Uncertain requests</h2><p class=\"muted\">Requests whose path may be wrong: a call their process made while other requests were parked in it (waiting in the program, with no call of their own out) could be theirs or another's (ambiguous:parked), or the process read another request's input while this one's work was pending (readahead). Each is drawn as well as the rules allow, never silently: %" PRId64 " uncertain.</p>", n);
+	if (!n) {
+		sqlite3_finalize(s);
+		fputs("<p class=\"ok\">None: every path is exact or resolved by a sound rule.</p></section>\n", f);
+		return 0;
+	}
+	fputs("<table><thead><tr><th>request</th><th>target</th><th>why</th></tr></thead><tbody>", f);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		fputs("<tr><td class=\"n\">", f);
+		req_link(p, sqlite3_column_int64(s, 0));
+		fputs("</td>", f);
+		td_text(f, "t", export_col(s, 1), 200);
+		td_text(f, NULL, export_col(s, 2), 120);
+		fputs("</tr>\n", f);
+	}
+	sqlite3_finalize(s);
+	fputs("</tbody></table></section>\n", f);
+	return 0;
+}
+
 static int slowest(struct page *p)
 {
 	FILE *f = p->f;
@@ -334,7 +381,8 @@ static int slowest(struct page *p)
 		"SELECT r.request_id, r.protocol, r.method, r.target, r.status,\n"
 		"  r.duration_ns, r.pattern_id, r.client, r.start_ns,\n"
 		"  (SELECT COUNT(*) FROM spans s WHERE s.request_id = r.request_id),\n"
-		"  (SELECT COUNT(DISTINCT process_id) FROM spans s WHERE s.request_id = r.request_id)\n"
+		"  (SELECT COUNT(DISTINCT process_id) FROM spans s WHERE s.request_id = r.request_id),\n"
+		"  r.certainty, r.certainty_reason\n"
 		"FROM slowest_requests r LIMIT ?");
 	if (!s)
 		return -1;
@@ -342,7 +390,7 @@ static int slowest(struct page *p)
 	fprintf(f, "<section id=\"slowest\"><h2>Slowest requests</h2>"
 		"<p class=\"muted\">The %ld longest requests (first byte received to last byte of the reply). Click an id for its timeline.</p>"
 		"<input id=\"filter\" type=\"search\" placeholder=\"filter rows\" aria-label=\"filter the slowest requests\">"
-		"<table><thead><tr><th>#</th><th>request</th><th>protocol</th><th>target</th><th>status</th><th>duration</th><th>spans</th><th>processes</th><th>pattern</th><th>client</th><th>started</th></tr></thead><tbody>",
+		"<table><thead><tr><th>#</th><th>request</th><th>protocol</th><th>target</th><th>status</th><th>duration</th><th>spans</th><th>processes</th><th>pattern</th><th>certainty</th><th>client</th><th>started</th></tr></thead><tbody>",
 		p->o->rows);
 	int rank = 0;
 	while (sqlite3_step(s) == SQLITE_ROW) {
@@ -368,6 +416,7 @@ static int slowest(struct page *p)
 		fprintf(f, "<td class=\"n\"><a href=\"#p%lld\">%lld</a></td>",
 			(long long)sqlite3_column_int64(s, 6),
 			(long long)sqlite3_column_int64(s, 6));
+		certainty_td(f, export_col(s, 11), export_col(s, 12));
 		td_text(f, "t", export_col(s, 7), 60);
 		fputs("<td class=\"n\">", f);
 		wall(f, sqlite3_column_int64(s, 8));
@@ -763,7 +812,8 @@ static int timelines(struct page *p, const int64_t *order, size_t n)
 	FILE *f = p->f;
 	int64_t total = q_int(p, "SELECT COUNT(*) FROM requests", 0);
 	sqlite3_stmt *s = export_prep(p->x,
-		"SELECT method, target, status, duration_ns, client, pattern_id\n"
+		"SELECT method, target, status, duration_ns, client, pattern_id,\n"
+		"  certainty, certainty_reason\n"
 		"FROM requests WHERE request_id = ?");
 	if (!s)
 		return -1;
@@ -790,6 +840,15 @@ static int timelines(struct page *p, const int64_t *order, size_t n)
 			fprintf(f, " &middot; status %lld", (long long)sqlite3_column_int64(s, 2));
 		if (failed(p, order[i]))
 			fputs(" &middot; <span class=\"err\">error</span>", f);
+		fprintf(f, " &middot; <span class=\"%s\">",
+			strcmp(export_col(s, 6), "uncertain") ? "ok" : "err");
+		html_text_max(f, export_col(s, 6), 16);
+		if (sqlite3_column_type(s, 7) != SQLITE_NULL) {
+			fputs(" (", f);
+			html_text_max(f, export_col(s, 7), 120);
+			fputs(")", f);
+		}
+		fputs("</span>", f);
 		fprintf(f, " &middot; pattern <a href=\"#p%lld\">%lld</a></summary>\n",
 			(long long)sqlite3_column_int64(s, 5),
 			(long long)sqlite3_column_int64(s, 5));
@@ -878,11 +937,12 @@ int report_write(struct export_db *x, const struct report_options *o,
 	fputs("</h1><div class=\"sub\">", p.f);
 	html_text(p.f, o->db);
 	fputs(" &middot; made by bp-report " PACKAGE_VERSION "</div></header>\n"
-	      "<nav><a href=\"#summary\">Summary</a><a href=\"#slowest\">Slowest</a><a href=\"#errors\">Errors</a>"
+	      "<nav><a href=\"#summary\">Summary</a><a href=\"#slowest\">Slowest</a><a href=\"#errors\">Errors</a><a href=\"#uncertain\">Uncertain</a>"
 	      "<a href=\"#patterns\">Patterns</a><a href=\"#latency\">Latency</a><a href=\"#tiers\">Tiers</a>"
 	      "<a href=\"#static\">Static</a><a href=\"#repeated\">Repeated queries</a><a href=\"#timelines\">Timelines</a>"
 	      "<a href=\"#warnings\">Warnings</a></nav>\n<main>\n", p.f);
 	if (summary(&p) < 0 || slowest(&p) < 0 || errors(&p) < 0 ||
+	    uncertain(&p) < 0 ||
 	    patterns(&p) < 0 || histograms(&p) < 0 || tiers(&p) < 0 ||
 	    statics(&p) < 0 || repeated(&p) < 0 ||
 	    timelines(&p, order, norder) < 0 || warnings(&p) < 0) {

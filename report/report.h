@@ -27,6 +27,7 @@ struct report_options {
 /* What report_write drew, for the summary line and the tests. */
 struct report_summary {
 	uint64_t requests, timelines, patterns, histograms, errors;
+	uint64_t uncertain;          /* requests labelled 'uncertain' */
 };
 
 /*

@@ -114,6 +114,12 @@ enum bt_msg_kind {
 #define BT_MF_DGRAM     0x04u  /* offset counts datagrams, not bytes */
 #define BT_MF_EOF       0x08u  /* message ended by end of stream */
 
+/* BT_EV_READY flags: the poll bits handed over (1 in, 4 out, 8 err,
+ * 16 hup, as poll reports them), plus: */
+#define BT_RF_ALONE     0x10000u /* the readiness call waited on this fd
+				    alone (poll of one fd): a blocking wait
+				    with a timeout, not an event loop */
+
 /* BT_EV_PROTO flags: how the processor was chosen */
 enum bt_proto_how { BT_PH_RULE = 1, BT_PH_DEFAULT = 2, BT_PH_SNIFF = 3,
 		    BT_PH_NONE = 4 };

@@ -85,6 +85,10 @@ def load(db):
         n_spans = con.execute('SELECT count(*) FROM spans').fetchone()[0]
         n_unattr = con.execute('SELECT count(*) FROM spans '
                                'WHERE request_id IS NULL').fetchone()[0]
+        cols = [r[1] for r in con.execute('PRAGMA table_info(requests)')]
+        certainty = dict(con.execute(
+            'SELECT request_id, certainty FROM requests').fetchall()) \
+            if 'certainty' in cols else {}
     except sqlite3.Error as e:
         fatal('%s: %s (it must have the tables of docs/schema.md)' % (db, e))
     by_id = defaultdict(list)
@@ -96,7 +100,7 @@ def load(db):
         s = Span(row, m)
         by_id[s.id].append(s)
         by_req[s.request_id].append(s)
-    return by_id, by_req, reqs, n_spans, n_unattr
+    return by_id, by_req, reqs, n_spans, n_unattr, certainty
 
 
 def check_one(rid, n, by_id, by_req, reqs, front_exe, backend_exe):
@@ -158,10 +162,12 @@ def main():
     ap.add_argument('--front-exe', default='')
     ap.add_argument('--backend-exe', default='')
     ap.add_argument('--report-only', action='store_true')
+    ap.add_argument('--exact', action='store_true',
+                    help='also fail when a request is not labelled exact')
     a = ap.parse_args()
 
     truth = read_truth(a.truth)
-    by_id, by_req, reqs, n_spans, n_unattr = load(a.db)
+    by_id, by_req, reqs, n_spans, n_unattr, certainty = load(a.db)
     wrong = []
     for rid, n in truth:
         why = check_one(rid, n, by_id, by_req, reqs, a.front_exe,
@@ -179,11 +185,33 @@ def main():
           'unattributed)' % (a.label, total, correct, len(wrong),
                               100.0 * correct / total, len(reqs), extra,
                               n_spans, n_unattr))
+    if certainty:
+        # the label of each truth request: that of every request holding
+        # one of its spans (uncertain if any is)
+        flagged = 0
+        right_uncertain = 0
+        bad = {rid for rid, _ in wrong}
+        for rid, _ in truth:
+            labels = {certainty.get(s.request_id) for s in by_id.get(rid, [])}
+            unc = 'uncertain' in labels
+            if rid in bad and unc:
+                flagged += 1
+            elif rid not in bad and unc:
+                right_uncertain += 1
+        print('%s: certainty: wrong and marked uncertain %d, silently '
+              'wrong %d, right but uncertain %d, db uncertain %d' % (
+                  a.label, flagged, len(wrong) - flagged, right_uncertain,
+                  sum(1 for v in certainty.values() if v == 'uncertain')))
     for rid, why in wrong[:SHOW_WRONG]:
         print('  wrong %s: %s' % (rid, why))
     if len(wrong) > SHOW_WRONG:
         print('  ... and %d more' % (len(wrong) - SHOW_WRONG))
     if wrong and not a.report_only:
+        return 1
+    notexact = sum(1 for v in certainty.values() if v != 'exact')
+    if a.exact and notexact:
+        print('%s: %d requests not labelled exact (an ordinary architecture '
+              'must not leave requests parked)' % (a.label, notexact))
         return 1
     return 0
 

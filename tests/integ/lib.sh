@@ -331,6 +331,8 @@ bp_reconstruct() {
 		>"$dir/reconstruct.out" 2>>"$T/reconstruct.log" ||
 		bp_fail "bp-reconstruct failed (status $?) on $dir/logs"
 	[ -s "$dir/paths.db" ] || bp_fail "bp-reconstruct wrote no $dir/paths.db"
+	grep -o '[0-9]* requests ([0-9]* exact, [0-9]* resolved, [0-9]* uncertain)' \
+		"$T/reconstruct.log" | tail -n 1 | sed 's/^/reconstructed: /'
 }
 
 # bp_traced_run ARCH CONNS DEPTH ISOLATION MODE [LABEL]: one traced run:
@@ -366,6 +368,7 @@ bp_traced_run() {
 	fi
 	bp_reconstruct "$dir"
 	[ "$mode" = report ] && flag=--report-only
+	[ "$mode" = assert ] && flag=--exact
 	"$PY" "$BP_LIB_DIR/check-paths.py" --truth "$dir/truth" \
 		--db "$dir/paths.db" --label "$BP_TEST: $label" \
 		--front-exe "$(basename "${FRONT_CMD[0]}")" \

@@ -47,7 +47,7 @@ expect 3 "unwritable output" -- $bin "$tmp/logs" -o "$tmp/nodir/x.db"
 grep -q "cannot create $tmp/nodir/x.db.tmp-" "$tmp/err" || fail "output error message"
 
 expect 0 "reconstruct" -- $bin "$tmp/logs" -o "$tmp/p.db"
-grep -q '^bp-reconstruct: [0-9]* events read (0 lost), 50 requests, 250 spans, [0-9]* unattributed, 0 warnings -> ' "$tmp/err" ||
+grep -q '^bp-reconstruct: [0-9]* events read (0 lost), 50 requests (50 exact, 0 resolved, 0 uncertain), 250 spans, [0-9]* unattributed, 0 warnings -> ' "$tmp/err" ||
 	fail "summary line"
 [ "$(sqlite3 "$tmp/p.db" 'SELECT COUNT(*) FROM requests WHERE complete = 1')" = 50 ] || fail "50 complete requests"
 [ "$(sqlite3 "$tmp/p.db" "SELECT COUNT(*) FROM files WHERE request_id IS NULL")" = 0 ] || fail "files attributed"

@@ -514,7 +514,7 @@ START_TEST(patterns_fold_ids)
 		"1|5\n2|1\n3|1");
 	ck_assert_int_eq(qi(&d, "SELECT COUNT(*) FROM span_patterns WHERE pattern_id = 1"), 35);
 	ck_assert_int_eq(qi(&d, "SELECT value FROM stats WHERE key = 'patterns'"), 3);
-	ck_assert_int_eq(qi(&d, "SELECT value FROM stats WHERE key = 'schema_version'"), 2);
+	ck_assert_int_eq(qi(&d, "SELECT value FROM stats WHERE key = 'schema_version'"), 3);
 	db_done(&d);
 }
 END_TEST
@@ -531,7 +531,7 @@ START_TEST(every_view_tested)
 		"repeated_query_shapes", "request_latency", "request_paths",
 		"self_time_per_process", "self_time_per_tier", "slowest_requests",
 		"span_self_time", "static_backend_work", "static_requests",
-		"unattributed",
+		"unattributed", "uncertain_requests",
 	};
 	struct db d;
 	struct gen *g = gen_new();
@@ -545,6 +545,11 @@ START_TEST(every_view_tested)
 	ck_assert_str_eq(views, want);
 	/* the shop's mix (demo.c): 40 requests, 8 shapes */
 	ck_assert_int_eq(qi(&d, "SELECT COUNT(*) FROM patterns"), 8);
+	/* every path of the shop is exact (the view with rows:
+	 * check_recon_certainty.c) */
+	ck_assert_int_eq(qi(&d, "SELECT COUNT(*) FROM uncertain_requests"), 0);
+	ck_assert_int_eq(qi(&d, "SELECT COUNT(*) FROM requests WHERE certainty = 'exact' AND certainty_reason IS NULL"), 40);
+	ck_assert_int_eq(qi(&d, "SELECT COUNT(*) FROM spans WHERE certainty <> 'exact'"), 0);
 	ck_assert_int_eq(qi(&d, "SELECT COUNT(*) FROM static_backend_work"), 4);
 	ck_assert_int_eq(qi(&d, "SELECT COUNT(*) FROM static_requests"), 10);
 	ck_assert_int_eq(qi(&d, "SELECT COUNT(DISTINCT request_id) FROM errors"), 2);

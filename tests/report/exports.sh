@@ -24,6 +24,11 @@ spans=$(sqlite3 "$db" "SELECT COUNT(*) FROM spans WHERE request_id IS NOT NULL")
 errs=$(sqlite3 "$db" "SELECT COUNT(*) FROM errors WHERE request_id IS NOT NULL")
 [ "$errs" -gt 0 ] || rp_fail "the shop has no errors to export"
 rp_check_otlp "$T/shop.json" --traces 60 --spans "$spans" --errors "$errs"
+# every span carries its certainty (all exact in the shop)
+n=$(grep -o '"key":"bp.certainty","value":{"stringValue":"exact"}' "$T/shop.json" | wc -l)
+[ "$n" = "$spans" ] || rp_fail "bp.certainty exact on $n of $spans OTLP spans"
+grep -q '"bp.certainty":"exact"' "$T/shop.trace.json" ||
+	rp_fail "no bp.certainty in the Perfetto trace"
 # what the OTLP says about the failed query
 grep -q '"key":"db.response.status_code","value":{"stringValue":"23505"}' "$T/shop.json" ||
 	rp_fail "the SQLSTATE of the failed INSERT is not in the OTLP file"

@@ -42,7 +42,7 @@ grep -q "is not a BorderPatrol paths database" "$T/err" || rp_fail "other-databa
 cp "$T/shop.db" "$T/old.db"
 sqlite3 "$T/old.db" "DROP TABLE patterns" || rp_fail "making an old database"
 expect 2 "an older database" -- "$REPORT" "$T/old.db" -o "$T/r.html"
-grep -q "written by an older bp-reconstruct (no patterns table or errors view): run bp-reconstruct on its logs again" "$T/err" ||
+grep -q "written by an older bp-reconstruct (no patterns table, errors or uncertain_requests view): run bp-reconstruct on its logs again" "$T/err" ||
 	rp_fail "old-database message: $(cat "$T/err")"
 expect 3 "unwritable report" -- "$REPORT" "$T/shop.db" -o "$T/nodir/r.html"
 grep -q "cannot create $T/nodir/r.html.tmp-" "$T/err" || rp_fail "unwritable-report message"
@@ -52,7 +52,7 @@ ls "$T" | grep -q 'tmp-' && rp_fail "a failed run left a temporary file"
 
 # every request drawn (60 <= 100); the summary line
 expect 0 "report" -- "$REPORT" "$T/shop.db" -o "$T/report.html"
-grep -q "^bp-report: 60 requests, 60 timelines, 8 patterns, 8 histograms, 3 requests with errors -> $T/report.html" "$T/err" ||
+grep -q "^bp-report: 60 requests, 60 timelines, 8 patterns, 8 histograms, 3 requests with errors, 0 uncertain -> $T/report.html" "$T/err" ||
 	rp_fail "summary line: $(cat "$T/err")"
 # the cap: errors, pattern examples, the slowest, and -r
 expect 0 "capped report" -- "$REPORT" "$T/shop.db" -o "$T/capped.html" -n 8 -r 2

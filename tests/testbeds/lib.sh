@@ -714,6 +714,17 @@ tb_run() {
 		bp_fail "bp-reconstruct failed (status $?) on ${TB_LOGDIRS[*]}:" \
 			"$(tail -n 3 "$dir/reconstruct.log")"
 	[ -s "$dir/paths.db" ] || bp_fail "bp-reconstruct wrote no $dir/paths.db"
+	local sum
+	sum=$(grep -o '[0-9]* requests ([0-9]* exact, [0-9]* resolved, [0-9]* uncertain)' \
+		"$dir/reconstruct.log" | tail -n 1)
+	echo "$label: reconstructed: $sum"
+	# an ordinary architecture leaves no request parked (docs/reconstruct.md,
+	# "Certainty"): every path of an asserted run is exact
+	case $sum in
+	*" 0 resolved, 0 uncertain)") ;;
+	*) [ "$mode" = assert ] && bp_fail "$label: requests not labelled" \
+		"exact: $sum" ;;
+	esac
 	tb_check "$dir" "$label" "$mode" ||
 		bp_fail "$label: wrong request paths (see above)"
 }

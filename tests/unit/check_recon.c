@@ -160,16 +160,16 @@ static void span_tree(struct rt *t, const char *where, int64_t parent,
 	sqlite3_stmt *s;
 
 	snprintf(sql, sizeof sql,
-		 "SELECT span_id, kind, protocol, name, target, host, pid, tid, status FROM spans WHERE %s AND %s ORDER BY start_ns, span_id",
+		 "SELECT span_id, kind, protocol, name, target, host, pid, tid, status, CASE certainty WHEN 'exact' THEN '' ELSE ' [' || certainty || ' ' || IFNULL(certainty_reason, '-') || ']' END FROM spans WHERE %s AND %s ORDER BY start_ns, span_id",
 		 where, parent ? "parent_span_id = ?" :
 		 "(parent_span_id IS NULL OR parent_span_id NOT IN (SELECT span_id FROM spans x WHERE x.request_id IS spans.request_id))");
 	ck_assert_int_eq(sqlite3_prepare_v2(t->h, sql, -1, &s, NULL), SQLITE_OK);
 	if (parent)
 		sqlite3_bind_int64(s, 1, parent);
 	while (sqlite3_step(s) == SQLITE_ROW) {
-		app("%*s%s %s '%s' %s %s/%s/%s st=%s\n", 2 + 2 * depth, "",
+		app("%*s%s %s '%s' %s %s/%s/%s st=%s%s\n", 2 + 2 * depth, "",
 		    col(s, 1), col(s, 2), col(s, 3), col(s, 4), col(s, 5),
-		    col(s, 6), col(s, 7), col(s, 8));
+		    col(s, 6), col(s, 7), col(s, 8), col(s, 9));
 		span_tree(t, where, sqlite3_column_int64(s, 0), depth + 1);
 	}
 	sqlite3_finalize(s);
@@ -182,12 +182,12 @@ const char *rt_paths(struct rt *t)
 	plen = 0;
 	app("%s", "");
 	ck_assert_int_eq(sqlite3_prepare_v2(t->h,
-		"SELECT request_id, protocol, method, target, status, client FROM requests ORDER BY start_ns, request_id",
+		"SELECT request_id, protocol, method, target, status, client, CASE certainty WHEN 'exact' THEN '' ELSE ' [' || certainty || ' ' || IFNULL(certainty_reason, '-') || ']' END FROM requests ORDER BY start_ns, request_id",
 		-1, &s, NULL), SQLITE_OK);
 	while (sqlite3_step(s) == SQLITE_ROW) {
 		char where[64];
-		app("R %s %s %s st=%s client=%s\n", col(s, 1), col(s, 2),
-		    col(s, 3), col(s, 4), col(s, 5));
+		app("R %s %s %s st=%s client=%s%s\n", col(s, 1), col(s, 2),
+		    col(s, 3), col(s, 4), col(s, 5), col(s, 6));
 		snprintf(where, sizeof where, "request_id = %lld",
 			 (long long)sqlite3_column_int64(s, 0));
 		span_tree(t, where, 0, 0);
@@ -211,6 +211,7 @@ int main(void)
 	srunner_add_suite(sr, recon_paths_suite());
 	srunner_add_suite(sr, recon_loss_suite());
 	srunner_add_suite(sr, recon_clock_suite());
+	srunner_add_suite(sr, recon_certainty_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

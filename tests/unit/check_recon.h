@@ -45,8 +45,9 @@ const char *rt_stderr(struct rt *t);
 /*
  * Every request as one line, then its spans as an indented tree (children
  * in start order), then the spans of no request.  Requests in start order:
- *   R <protocol> <method> <target> st=<status> client=<client>
- *     <kind> <protocol> '<name>' <target> <host>/<pid>/<tid> st=<status>
+ *   R <protocol> <method> <target> st=<status> client=<client>[ [label]]
+ *     <kind> <protocol> '<name>' <target> <host>/<pid>/<tid> st=<status>[ [label]]
+ * where a label "[<certainty> <reason>]" follows what is not 'exact'.
  * The result is valid until the next call.
  */
 const char *rt_paths(struct rt *t);
@@ -58,5 +59,6 @@ Suite *recon_paths_suite(void);
 Suite *recon_loss_suite(void);
 Suite *recon_clock_suite(void);
 Suite *recon_unit_suite(void);
+Suite *recon_certainty_suite(void);
 
 #endif /* CHECK_RECON_H */

@@ -822,6 +822,37 @@ START_TEST(one_ready_fd_per_call)
 END_TEST
 
 /*
+ * A poll of one fd (a blocking wait with a socket timeout) flags its READY
+ * BT_RF_ALONE; a poll of several fds and epoll do not.
+ */
+START_TEST(ready_alone_flag)
+{
+	int a[2], b[2], ep = new_epoll();
+	struct epoll_event ev = { .events = EPOLLOUT, .data.u64 = 1 }, out[4];
+	struct pollfd pf[2];
+
+	ck_assert_int_eq(bt_socketpair(AF_UNIX, SOCK_STREAM, 0, a), 0);
+	ck_assert_int_eq(bt_socketpair(AF_UNIX, SOCK_STREAM, 0, b), 0);
+	ck_assert_int_eq(bt_write(a[0], "x\n", 2), 2);   /* announce both */
+	ck_assert_int_eq(bt_write(b[0], "y\n", 2), 2);
+	ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_ADD, a[0], &ev), 0);
+	ev_reset();
+	pf[0] = (struct pollfd){ .fd = a[0], .events = POLLOUT };
+	ck_assert_int_eq(bt_poll(pf, 1, 1000), 1);
+	pf[1] = (struct pollfd){ .fd = b[0], .events = POLLOUT };
+	ck_assert_int_eq(bt_poll(pf, 2, 1000), 1);
+	ck_assert_int_eq(bt_epoll_wait(ep, out, 4, 1000), 1);
+	ev_read();
+	ck_assert_int_eq(ev_count(BT_EV_READY), 3);
+	ck_assert_uint_eq(ev_nth(BT_EV_READY, 0)->flags, POLLOUT | BT_RF_ALONE);
+	ck_assert_uint_eq(ev_nth(BT_EV_READY, 1)->flags & BT_RF_ALONE, 0);
+	ck_assert_uint_eq(ev_nth(BT_EV_READY, 2)->flags, POLLOUT);
+	bt_close(a[0]); bt_close(a[1]); bt_close(b[0]); bt_close(b[1]);
+	bt_close(ep);
+}
+END_TEST
+
+/*
  * READY for no request (a descriptor of no channel, a timeout) is written
  * once for a run of them with nothing recorded between: the first begins
  * the thread's work for no request, the others would only begin more
@@ -1148,6 +1179,7 @@ static Suite *shim_suite(void)
 	tcase_add_test(t, epoll_edge_reported_once_until_read);
 	tcase_add_test(t, epoll_oneshot_respected);
 	tcase_add_test(t, one_ready_fd_per_call);
+	tcase_add_test(t, ready_alone_flag);
 	tcase_add_test(t, ready_for_no_request_once_per_run);
 	tcase_add_test(t, epoll_wakes_sleeping_thread);
 	tcase_set_timeout(t, 20);

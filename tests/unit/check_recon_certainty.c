@@ -1,0 +1,448 @@
+/*
+ * check_recon_certainty.c - never silently wrong: the writability rule of
+ * a one-fd wait (a socket timeout), the parked detector and the
+ * certainty labels it gives (docs/reconstruct.md, "Certainty").  Each
+ * test scripts the records the shim would write, runs the reconstructor
+ * and checks the paths and their labels.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "btrace/proto.h"
+#include "check_recon.h"
+
+#define IN   BT_DIR_IN
+#define OUT  BT_DIR_OUT
+#define REQ  BT_MK_REQUEST
+#define REP  BT_MK_REPLY
+#define CTL  BT_MK_CONTROL
+#define POLLIN  1
+#define POLLOUT 4
+
+/* An HTTP request for TARGET received on FD (whole, one record). */
+static void http_in(struct gen_thr *t, int64_t at, int fd, const char *target)
+{
+	gen_msg(t, at, fd, IN, REQ, BT_PROTO_HTTP, 70, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, target), 0);
+}
+
+static void http_out(struct gen_thr *t, int64_t at, int fd)
+{
+	gen_msg(t, at, fd, OUT, REP, BT_PROTO_HTTP, 200, 0, 200, 0, 0);
+}
+
+static void sql_out(struct gen_thr *t, int64_t at, int fd, const char *sql)
+{
+	gen_msg(t, at, fd, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, sql), 0);
+}
+
+static void sql_in(struct gen_thr *t, int64_t at, int fd, const char *sql)
+{
+	gen_msg(t, at, fd, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, sql), 0);
+}
+
+static void rep_out(struct gen_thr *t, int64_t at, int fd)
+{
+	gen_msg(t, at, fd, OUT, REP, BT_PROTO_PGSQL, 50, 0, 0, 0, 0);
+}
+
+static void rep_in(struct gen_thr *t, int64_t at, int fd)
+{
+	gen_msg(t, at, fd, IN, REP, BT_PROTO_PGSQL, 50, 0, 0, 0, 0);
+}
+
+/* The backend (pid 400) serving queries on its fd 4 at the given times. */
+static struct gen_thr *backend(struct gen_host *h, const char *peer)
+{
+	struct gen_thr *b = gen_proc_main(h, 400, "/usr/bin/db", 0);
+	gen_tcp(b, 12, 4, BT_CR_ACCEPT, "10.0.0.2:5432", peer);
+	return b;
+}
+
+/* The labels of every request: "target certainty reason" lines. */
+static const char *labels(struct rt *t)
+{
+	return rt_q(t, "SELECT group_concat(l, '\n') FROM (SELECT target || ' ' || certainty || ' ' || IFNULL(certainty_reason, '-') AS l FROM requests ORDER BY start_ns, request_id)");
+}
+
+/* ---- the writability rule: a one-fd wait for POLLOUT ------------------- */
+
+/*
+ * A Python worker with a socket timeout: before every send it polls its
+ * one socket for POLLOUT.  The backend connection is pooled: the request
+ * that last used it is the previous one (and, for the first, none).  The
+ * wait must not move the thread into that request.
+ */
+START_TEST(pollout_alone_stays)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 300, "/usr/bin/python3", 0);
+	struct gen_thr *b = backend(h, "10.0.0.1:50010");
+
+	gen_tcp(w, 10, 9, BT_CR_CONNECT, "10.0.0.1:50010", "10.0.0.2:5432");
+	gen_accept(w, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	http_in(w, 101, 5, "/a");
+	gen_ready(w, 102, 9, POLLOUT | BT_RF_ALONE);
+	sql_out(w, 103, 9, "SELECT a");
+	sql_in(b, 104, 4, "SELECT a");
+	rep_out(b, 105, 4);
+	gen_ready(w, 106, 9, POLLIN | BT_RF_ALONE);
+	rep_in(w, 107, 9);
+	gen_ready(w, 108, 5, POLLOUT | BT_RF_ALONE);
+	http_out(w, 109, 5);
+	gen_close(w, 110, 5);
+	gen_accept(w, 200, 5, 3, "10.0.0.1:80", "10.0.0.6:2222");
+	http_in(w, 201, 5, "/b");
+	gen_ready(w, 202, 9, POLLOUT | BT_RF_ALONE);
+	sql_out(w, 203, 9, "SELECT b");
+	sql_in(b, 204, 4, "SELECT b");
+	rep_out(b, 205, 4);
+	gen_ready(w, 206, 9, POLLIN | BT_RF_ALONE);
+	rep_in(w, 207, 9);
+	gen_ready(w, 208, 5, POLLOUT | BT_RF_ALONE);
+	http_out(w, 209, 5);
+	gen_close(w, 210, 5);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /a st=200 client=10.0.0.7:1111\n"
+		"  server http 'GET /a' /a web/300/300 st=200\n"
+		"    client postgresql 'SELECT' SELECT a web/300/300 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT a web/400/400 st=NULL\n"
+		"R http GET /b st=200 client=10.0.0.6:2222\n"
+		"  server http 'GET /b' /b web/300/300 st=200\n"
+		"    client postgresql 'SELECT' SELECT b web/300/300 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT b web/400/400 st=NULL\n"
+		"unattributed:\n");
+	rt_done(&t);
+}
+END_TEST
+
+/*
+ * A traced client with a socket timeout on a keep-alive connection: each
+ * request it sends for no request starts one (rule 5), also after it
+ * polled for POLLOUT, whatever request last used the connection.
+ */
+START_TEST(pollout_alone_client)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *c = gen_proc_main(h, 300, "/usr/bin/python3", 0);
+
+	gen_tcp(c, 10, 9, BT_CR_CONNECT, "10.0.0.1:50010", "10.0.0.2:80");
+	for (int i = 0; i < 3; i++) {
+		int64_t t0 = 100 + 100 * i;
+		char tg[8];
+		snprintf(tg, sizeof tg, "/%d", i);
+		gen_ready(c, t0, 9, POLLOUT | BT_RF_ALONE);
+		gen_msg(c, t0 + 1, 9, OUT, REQ, BT_PROTO_HTTP, 70, 0, 0, 0,
+			GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, tg), 0);
+		gen_ready(c, t0 + 2, 9, POLLIN | BT_RF_ALONE);
+		gen_msg(c, t0 + 3, 9, IN, REP, BT_PROTO_HTTP, 200, 0, 200, 0, 0);
+	}
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /0 st=200 client=/usr/bin/python3[300]@web\n"
+		"  client http 'GET /0' /0 web/300/300 st=200\n"
+		"R http GET /1 st=200 client=/usr/bin/python3[300]@web\n"
+		"  client http 'GET /1' /1 web/300/300 st=200\n"
+		"R http GET /2 st=200 client=/usr/bin/python3[300]@web\n"
+		"  client http 'GET /2' /2 web/300/300 st=200\n"
+		"unattributed:\n");
+	rt_done(&t);
+}
+END_TEST
+
+/* ---- the parked detector ------------------------------------------------- */
+
+/* The front (pid 300) with its pooled backend connection, fd 9, opened at
+ * start-up for no request; the backend (pid 400) behind it. */
+static struct gen_thr *front(struct gen_host *h, struct gen_thr **b)
+{
+	struct gen_thr *w = gen_proc_main(h, 300, "/usr/bin/front", 0);
+	gen_tcp(w, 10, 9, BT_CR_CONNECT, "10.0.0.1:50010", "10.0.0.2:5432");
+	*b = backend(h, "10.0.0.1:50010");
+	return w;
+}
+
+/*
+ * An event loop whose one backend connection is busy: /b waits in a queue
+ * in memory, and its query is sent from the fragment of /a's reply.  The
+ * query goes to /a (its fragment's request), marked, and /b, parked when
+ * the query went, may miss it: both are uncertain, never silently wrong.
+ * The backend's span below the marked one inherits the mark.
+ */
+START_TEST(hidden_queue_fires)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *w = front(h, &b);
+
+	gen_accept(w, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_accept(w, 101, 6, 3, "10.0.0.1:80", "10.0.0.6:2222");
+	gen_ready(w, 110, 5, POLLIN);
+	http_in(w, 111, 5, "/a");
+	sql_out(w, 112, 9, "SELECT a");
+	gen_ready(w, 120, 6, POLLIN);
+	http_in(w, 121, 6, "/b");           /* the pool is busy: queued */
+	sql_in(b, 113, 4, "SELECT a");
+	rep_out(b, 130, 4);
+	gen_ready(w, 131, 9, POLLIN);
+	rep_in(w, 132, 9);
+	http_out(w, 133, 5);
+	sql_out(w, 134, 9, "SELECT b");     /* /b's, from /a's fragment */
+	sql_in(b, 135, 4, "SELECT b");
+	rep_out(b, 140, 4);
+	gen_ready(w, 141, 9, POLLIN);
+	rep_in(w, 142, 9);
+	http_out(w, 143, 6);
+	sql_out(w, 150, 9, "SELECT c");     /* nothing parked any more */
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /a st=200 client=10.0.0.7:1111 [uncertain ambiguous:parked]\n"
+		"  server http 'GET /a' /a web/300/300 st=200\n"
+		"    client postgresql 'SELECT' SELECT a web/300/300 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT a web/400/400 st=NULL\n"
+		"    client postgresql 'SELECT' SELECT b web/300/300 st=NULL [uncertain ambiguous:parked]\n"
+		"      server postgresql 'SELECT' SELECT b web/400/400 st=NULL [uncertain ambiguous:parked]\n"
+		"    client postgresql 'SELECT' SELECT c web/300/300 st=NULL\n"
+		"R http GET /b st=200 client=10.0.0.6:2222 [uncertain ambiguous:parked]\n"
+		"  server http 'GET /b' /b web/300/300 st=200\n"
+		"unattributed:\n");
+	ck_assert_str_eq(rt_q(&t, "SELECT group_concat(r.target || ':' || k.chosen, ' ') FROM span_candidates k JOIN requests r USING (request_id)"),
+			 "/b:0 /a:1");
+	ck_assert_str_eq(rt_q(&t, "SELECT group_concat(target, ' ') FROM uncertain_requests"),
+			 "/a /b");
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'requests_uncertain'"), 2);
+	ck_assert_int_eq(t.sum.uncertain, 2);
+	ck_assert_int_eq(t.sum.exact, 0);
+	rt_done(&t);
+}
+END_TEST
+
+/*
+ * Read-ahead: one thread reads the requests of two connections (blocking
+ * reads) before it works on the first.  /a is parked when the thread
+ * reads /b's input; the query it then sends is ambiguous.
+ */
+START_TEST(readahead_fires)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *w = front(h, &b);
+
+	gen_accept(w, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_accept(w, 101, 6, 3, "10.0.0.1:80", "10.0.0.6:2222");
+	http_in(w, 110, 5, "/a");
+	http_in(w, 111, 6, "/b");
+	sql_out(w, 112, 9, "SELECT a");
+	sql_in(b, 113, 4, "SELECT a");
+	rep_out(b, 114, 4);
+	rep_in(w, 115, 9);
+	http_out(w, 116, 5);
+	http_out(w, 117, 6);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(labels(&t),
+		"/a uncertain readahead\n/b uncertain ambiguous:parked");
+	rt_done(&t);
+}
+END_TEST
+
+/*
+ * A thread pool fed through memory: the reader thread reads each request
+ * and goes back to wait; the worker sends the query in its stale
+ * designation (the previous request it answered).  Marked.
+ */
+START_TEST(thread_handoff_fires)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *r = front(h, &b);
+
+	gen_thread_create(r, 11, 1);
+	struct gen_thr *wk = gen_thread(gen_thr_proc(r), 12, 301, 300, 1);
+	gen_accept(r, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_ready(r, 110, 5, POLLIN);
+	http_in(r, 111, 5, "/a");
+	gen_ready(r, 112, 3, POLLIN);        /* back to wait: /a parked */
+	sql_out(wk, 120, 9, "SELECT a");     /* the worker, for no request */
+	sql_in(b, 121, 4, "SELECT a");
+	rep_out(b, 122, 4);
+	rep_in(wk, 123, 9);
+	http_out(wk, 124, 5);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(labels(&t),
+		"/a uncertain ambiguous:parked\n"
+		"SELECT a uncertain ambiguous:parked");
+	rt_done(&t);
+}
+END_TEST
+
+/*
+ * Not parked: a request whose fragment opened a backend connection that
+ * is still connecting (its query is sent from the writable event), and a
+ * request whose body is still arriving.  Another request's query sent
+ * meanwhile is exact.
+ */
+START_TEST(connecting_and_body_do_not_fire)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *w = front(h, &b);
+
+	gen_accept(w, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_accept(w, 101, 6, 3, "10.0.0.1:80", "10.0.0.6:2222");
+	gen_accept(w, 102, 7, 3, "10.0.0.1:80", "10.0.0.5:3333");
+	gen_ready(w, 110, 5, POLLIN);
+	http_in(w, 111, 5, "/a");
+	/* /a's own connection to a second backend, connecting */
+	gen_tcp(w, 112, 10, BT_CR_CONNECT, "10.0.0.1:50011", "10.0.0.3:5432");
+	gen_ready(w, 120, 7, POLLIN);
+	gen_msg_begin(w, 121, 7, IN);        /* /c: its body still comes */
+	gen_ready(w, 130, 6, POLLIN);
+	http_in(w, 131, 6, "/b");
+	sql_out(w, 132, 9, "SELECT b");      /* exact */
+	sql_in(b, 133, 4, "SELECT b");
+	rep_out(b, 134, 4);
+	gen_ready(w, 135, 10, POLLOUT);
+	sql_out(w, 136, 10, "SELECT a");     /* exact */
+	gen_ready(w, 140, 9, POLLIN);
+	rep_in(w, 141, 9);
+	http_out(w, 142, 6);
+	gen_ready(w, 150, 7, POLLIN);
+	gen_msg(w, 151, 7, IN, REQ, BT_PROTO_HTTP, 70, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "POST"), GEN_A(BT_AK_TARGET, "/c"), 0);
+	http_out(w, 152, 7);
+	gen_ready(w, 160, 10, POLLIN);
+	rep_in(w, 161, 10);
+	http_out(w, 162, 5);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(labels(&t),
+		"/a exact -\n/c exact -\n/b exact -");
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM spans WHERE certainty <> 'exact'"), 0);
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM span_candidates"), 0);
+	rt_done(&t);
+}
+END_TEST
+
+/*
+ * Not parked: a poller thread's READY designates the request a worker
+ * thread then reads and works on (Tomcat's NIO connector); the poller
+ * goes back to wait while the worker works for it.
+ */
+START_TEST(poller_and_workers_do_not_fire)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *p = front(h, &b);
+
+	gen_thread_create(p, 11, 1);
+	gen_thread_create(p, 11, 2);
+	struct gen_thr *w1 = gen_thread(gen_thr_proc(p), 12, 301, 300, 1);
+	struct gen_thr *w2 = gen_thread(gen_thr_proc(p), 12, 302, 300, 2);
+	gen_accept(p, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_accept(p, 101, 6, 3, "10.0.0.1:80", "10.0.0.6:2222");
+	gen_ready(p, 110, 5, POLLIN);
+	http_in(w1, 111, 5, "/a");
+	gen_ready(p, 112, 6, POLLIN);
+	http_in(w2, 113, 6, "/b");
+	gen_ready(p, 114, 3, POLLIN);
+	gen_tcp(w1, 115, 11, BT_CR_CONNECT, "10.0.0.1:50020", "10.0.0.2:5432");
+	sql_out(w1, 116, 11, "SELECT a");
+	sql_out(w2, 117, 9, "SELECT b");
+	rep_in(w1, 120, 11);
+	http_out(w1, 121, 5);
+	sql_in(b, 118, 4, "SELECT b");
+	rep_out(b, 119, 4);
+	rep_in(w2, 122, 9);
+	http_out(w2, 123, 6);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(labels(&t), "/a exact -\n/b exact -");
+	rt_done(&t);
+}
+END_TEST
+
+/*
+ * Not parked: a thread that reads the next pipelined request on the same
+ * connection before it writes the answer it has ready (apache looks for
+ * one before it flushes).  Another thread's query meanwhile is exact.
+ */
+START_TEST(pipelined_next_request_does_not_fire)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *w = front(h, &b);
+
+	gen_thread_create(w, 11, 1);
+	struct gen_thr *w2 = gen_thread(gen_thr_proc(w), 12, 301, 300, 1);
+	gen_accept(w, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_accept(w2, 101, 6, 3, "10.0.0.1:80", "10.0.0.6:2222");
+	http_in(w, 110, 5, "/a");
+	http_in(w2, 111, 6, "/c");
+	http_in(w, 112, 5, "/b");            /* /a's answer not out yet */
+	sql_out(w2, 113, 9, "SELECT c");
+	http_out(w, 114, 5);                 /* /a */
+	http_out(w, 115, 5);                 /* /b */
+	sql_in(b, 116, 4, "SELECT c");
+	rep_out(b, 117, 4);
+	rep_in(w2, 118, 9);
+	http_out(w2, 119, 6);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(labels(&t), "/a exact -\n/c exact -\n/b exact -");
+	rt_done(&t);
+}
+END_TEST
+
+Suite *recon_certainty_suite(void)
+{
+	Suite *s = suite_create("recon_certainty");
+	TCase *tc = tcase_create("certainty");
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, pollout_alone_stays);
+	tcase_add_test(tc, pollout_alone_client);
+	tcase_add_test(tc, hidden_queue_fires);
+	tcase_add_test(tc, readahead_fires);
+	tcase_add_test(tc, thread_handoff_fires);
+	tcase_add_test(tc, connecting_and_body_do_not_fire);
+	tcase_add_test(tc, poller_and_workers_do_not_fire);
+	tcase_add_test(tc, pipelined_next_request_does_not_fire);
+	suite_add_tcase(s, tc);
+	return s;
+}
