@@ -5,7 +5,8 @@ real-server testbed with the ground truth tb-client wrote.
 usage: check-testbed.py --truth FILE --db paths.db --label TEXT
                         [--front EXE] [--php EXE] [--py EXE] [--cgi EXE]
                         [--psql EXE] [--getent EXE] [--db-exe EXE]
-                        [--shape front|app] [--client EXE] [--backend EXE]
+                        [--shape front|app] [--client EXE] [--via EXE]
+                        [--backend EXE]
                         [--certainty] [--report-only] [--explain N]
 
 The truth file has one line per request, tab-separated: ID, KIND (php, py,
@@ -395,7 +396,9 @@ class AppChecker(Checker):
     right when its spans are exactly:
 
       root     --client: the client's client http span (URL, no parent),
-               the app's server http span (URL) under it; else the app's
+               the app's server http span (URL) under it (with --via EXE:
+               EXE's server http span under the client's, EXE's client
+               http span under that, then the app's); else the app's
                server http span (URL, no parent); the requests row says
                http, GET, URL, status 200 (with --client: status 200 or
                none)
@@ -439,9 +442,22 @@ class AppChecker(Checker):
         w = Walk(db, r, root)
         app_server = root
         if x['client']:
+            up = root
+            if x['via']:            # the client -> a web server -> the app
+                front, why = w.take(w.pick('server', 'http', x['via'],
+                                           t.url),
+                                    '%s server http span "%s"' % (
+                                        x['via'], t.url), root)
+                if why:
+                    return why
+                up, why = w.take(w.pick('client', 'http', x['via'], t.url),
+                                 '%s client http span "%s"' % (
+                                     x['via'], t.url), front)
+                if why:
+                    return why
             app_server, why = w.take(w.pick('server', 'http', x['py'], t.url),
                                      '%s server http span "%s"' % (
-                                         x['py'], t.url), root)
+                                         x['py'], t.url), up)
             if why:
                 return why
         seq = []
@@ -482,6 +498,7 @@ def main():
     ap.add_argument('--shape', choices=('front', 'app'), default='front')
     ap.add_argument('--client', default='')
     ap.add_argument('--backend', default='')
+    ap.add_argument('--via', default='')
     ap.add_argument('--certainty', action='store_true')
     ap.add_argument('--report-only', action='store_true')
     ap.add_argument('--explain', type=int, default=0)
@@ -493,7 +510,7 @@ def main():
     ck = cls(db, {'front': a.front, 'php': a.php, 'py': a.py,
                   'cgi': a.cgi, 'psql': a.psql, 'getent': a.getent,
                   'db': a.db_exe, 'client': a.client,
-                  'backend': a.backend})
+                  'backend': a.backend, 'via': a.via})
     wrong = []
     per_kind = defaultdict(lambda: [0, 0])
     counts = dict.fromkeys(CLASSES, 0)

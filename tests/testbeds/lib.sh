@@ -787,12 +787,13 @@ tb_app_run() {
 	bp_free_port FRONT_PORT
 	bp_free_port BACK_PORT
 	bp_free_port PGPORT
-	PRE_APP=() PRE_DB=()
+	PRE_APP=() PRE_DB=() PRE_WEB=()
 	if [ "$how" = traced ]; then
 		tb_logd_start "$dir"
 		bp_trace_prefix "$BP_LOGD_SOCK" "http port $FRONT_PORT,$BACK_PORT;
 			postgresql port $PGPORT; postgresql unix $T/pgsock/*" 1
 		PRE_APP=("${BP_PREFIX[@]}") PRE_DB=("${BP_PREFIX[@]}")
+		PRE_WEB=("${BP_PREFIX[@]}")
 	fi
 	local t0=$SECONDS
 	tb_pg_start
