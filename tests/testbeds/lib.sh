@@ -746,6 +746,8 @@ tb_testbed() {
 #                      127.0.0.1:BACK_PORT and FRONT_PORT
 #   TB_APP_STOP        the names tb_app_run stops, in order (default
 #                      "front backend")
+#   TB_APP_STOP_OK     exit statuses after SIGTERM that count as clean
+#                      besides 0 (the JVM's is 143)
 #   TB_APP_CHECK       check-testbed.py's options for the exes (--py EXE
 #                      --backend EXE [--client EXE])
 #   TB_CLIENT_OPTS     tb-client's options for the app (--mix, --max-sql,
@@ -803,7 +805,8 @@ tb_app_run() {
 	bp_note "$label: $(tail -n 1 "$dir/client.out" 2>/dev/null) ($((SECONDS - t0)) s)"
 	for name in $TB_APP_STOP; do
 		bp_alive "$name"
-		tb_stop "$name"
+		# shellcheck disable=SC2086
+		tb_stop "$name" ${TB_APP_STOP_OK:-}
 	done
 	tb_stop pg
 	[ "$how" = traced ] && tb_stop logd
