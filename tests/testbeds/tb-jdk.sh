@@ -15,8 +15,9 @@ TB_APPS=""
 TB_FRONT=none
 JDK=$(tb_latest '/usr/lib/jvm/java-17-openjdk-*')
 tb_init jdk
-[ -n "$JDK" ] && [ -x "$JDK/bin/javac" ] && [ -x "$JDK/bin/java" ] ||
+if [ -z "$JDK" ] || [ ! -x "$JDK/bin/javac" ] || [ ! -x "$JDK/bin/java" ]; then
 	bp_fail "JDK 17 is missing: apt-get install -y openjdk-17-jdk-headless"
+fi
 cp "$TB_SRC/app/TbJava.java" "$T/app/TbJava.java"
 mkdir -p "$T/app/classes"
 timeout 120 "$JDK/bin/javac" -d "$T/app/classes" "$T/app/TbJava.java" \

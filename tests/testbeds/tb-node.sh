@@ -22,8 +22,9 @@ tb_need npm npm
 tb_init node
 "$NODE" -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)' ||
 	bp_fail "$NODE is $("$NODE" --version), want v20 or later"
-if [ "$(cat "$NPM_DIR/node_modules/pg/package.json" 2>/dev/null |
-	"$PY" -c 'import json, sys; print(json.load(sys.stdin)["version"])' 2>/dev/null)" != "$PG_VERSION" ]; then
+if [ "$("$PY" -c 'import json, sys; print(json.load(sys.stdin)["version"])' \
+	<"$NPM_DIR/node_modules/pg/package.json" 2>/dev/null)" != "$PG_VERSION" ]
+then
 	timeout 300 npm install --prefix "$NPM_DIR" --no-audit --no-fund \
 		"pg@$PG_VERSION" >"$T/npm.log" 2>&1 ||
 		bp_fail "npm install pg@$PG_VERSION failed: $(tail -n 5 "$T/npm.log")"
