@@ -13,6 +13,8 @@ The truth file has one line per request, tab-separated: ID, KIND (php, py,
 pyr, cgi, static), URL, then the operations the application reported in
 the order it ran them: "sql TEXT", "name NAME ADDR" (a glibc lookup),
 "pgconnect HOST" (libpq resolved the database host for a new connection),
+"lookup HOST" (the application resolved HOST, an address too, to open a
+connection to its backend, --shape app),
 "call PATH" (the application called its backend, --shape app).
 
 A request is correct when its spans in the database are exactly these and
@@ -37,6 +39,7 @@ nothing else (EXE names are basenames of spans.exe):
           under it
   name    a client dns span NAME (the app; getent for cgi)
   pgconnect  a client dns span HOST (the app)
+  lookup  a client dns span HOST (the app, --shape app)
 
 Every span ended, and lies within its parent's time span.  No other span
 in R; no span anywhere else (another request, or unattributed) carries
@@ -103,7 +106,7 @@ def read_truth(path):
                         ops.append(('postgresql', arg))
                     elif verb == 'name' and arg:
                         ops.append(('dns', arg.split(' ')[0]))
-                    elif verb == 'pgconnect' and arg:
+                    elif verb in ('pgconnect', 'lookup') and arg:
                         ops.append(('dns', arg))
                     elif verb == 'call' and arg:
                         ops.append(('http', arg))
@@ -407,6 +410,8 @@ class AppChecker(Checker):
       call     a client http span of the app (PATH) under the app's
                server span, the backend's server http span (PATH) under
                it (--backend EXE)
+      lookup   a client dns span of the app (HOST) under the app's
+               server span
     in the order the app ran them; every span ended, within its parent;
     nothing else in the request; no span elsewhere carries the id."""
 
@@ -466,15 +471,19 @@ class AppChecker(Checker):
                 far, far_exe = 'the database', x['db']
             elif proto == 'http':
                 far, far_exe = 'the backend', x['backend']
+            elif proto == 'dns':
+                far = far_exe = None
             else:
-                return 'operation %s %s: the app shape knows sql and call' \
-                       % (proto, target)
+                return 'operation %s %s: the app shape knows sql, call ' \
+                       'and lookup' % (proto, target)
             c, why = w.take(w.pick('client', proto, x['py'], target),
                             '%s client %s span "%s"' % (x['py'], proto,
                                                        target), app_server)
             if why:
                 return why
             seq.append(c)
+            if far is None:
+                continue
             _, why = w.take(w.pick('server', proto, far_exe, target),
                             '%s server %s span "%s" (%s)' % (
                                 far_exe, proto, target, far), c)

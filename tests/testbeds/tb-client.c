@@ -21,7 +21,9 @@
  * order they ran ("sql TEXT", "name NAME ADDR", and with --calls N
  * exactly N "call PATH": a call to a backend whose PATH names the id),
  * then "end ID"; app.php first reports what PHP
- * and libpq do by themselves ("pgconnect HOST", "sql RESET ALL;").  The
+ * and libpq do by themselves ("pgconnect HOST", "sql RESET ALL;"), and
+ * with --calls an application may report "lookup HOST" (it resolved HOST
+ * to open a connection to its backend, in the request).  The
  * client checks that every answer is 200, belongs to the oldest
  * unanswered request of its connection, names the request's id in every
  * operation of its own, ran exactly K statements and (with --dns)
@@ -354,6 +356,14 @@ static int check_app_body(struct tb_req *r, const char *body, size_t len)
 				return -1;
 			}
 			ncall++;
+		} else if (strncmp(line, "lookup ", 7) == 0 && opt.calls) {
+			/* the application opened a backend connection in
+			 * this request and resolved its host (--calls) */
+			if (!line[7] || strchr(line + 7, ' ') ||
+			    strchr(line, '\t')) {
+				fail("%s: bad lookup line: %.80s", r->id, line);
+				return -1;
+			}
 		} else if (strncmp(line, "name ", 5) == 0) {
 			char got[256], addr[64];
 
