@@ -5,12 +5,17 @@ real-server testbed with the ground truth tb-client wrote.
 usage: check-testbed.py --truth FILE --db paths.db --label TEXT
                         [--front EXE] [--php EXE] [--py EXE] [--cgi EXE]
                         [--psql EXE] [--getent EXE] [--db-exe EXE]
-                        [--report-only] [--explain N]
+                        [--shape front|app] [--client EXE] [--via EXE]
+                        [--backend EXE]
+                        [--certainty] [--report-only] [--explain N]
 
 The truth file has one line per request, tab-separated: ID, KIND (php, py,
 pyr, cgi, static), URL, then the operations the application reported in
 the order it ran them: "sql TEXT", "name NAME ADDR" (a glibc lookup),
-"pgconnect HOST" (libpq resolved the database host for a new connection).
+"pgconnect HOST" (libpq resolved the database host for a new connection),
+"lookup HOST" (the application resolved HOST, an address too, to open a
+connection to its backend, --shape app),
+"call PATH" (the application called its backend, --shape app).
 
 A request is correct when its spans in the database are exactly these and
 nothing else (EXE names are basenames of spans.exe):
@@ -34,13 +39,27 @@ nothing else (EXE names are basenames of spans.exe):
           under it
   name    a client dns span NAME (the app; getent for cgi)
   pgconnect  a client dns span HOST (the app)
+  lookup  a client dns span HOST (the app, --shape app)
 
 Every span ended, and lies within its parent's time span.  No other span
 in R; no span anywhere else (another request, or unattributed) carries
-ID.  It prints one summary line per run, the first few wrong requests with
-the reason (--explain N shows N of them with their spans), and exits 1
-when any request is wrong (0 with --report-only), 2 when the inputs
-cannot be read.
+ID.  --shape app checks applications that are their own front (node,
+aiohttp, the JDK's server) and, with --client, traced clients: see
+AppChecker.
+
+Certainty (the contract of docs/accuracy.md): each request is classified
+exact-right, resolved-right, resolved-WRONG, uncertain or silently-WRONG
+from whether its path is right and the label requests.certainty gives
+the request holding its root (without that column every request counts
+as exact; with no root found, uncertain when a span carrying its id is).
+A second line per run gives the five counts and the share right
+(exact-right + resolved-right).
+
+It prints one summary line per run and the certainty line, the first few
+wrong requests with the reason (--explain N shows N of them with their
+spans), and exits 1 when any request is wrong, or with --certainty only
+when one is silently-WRONG or resolved-WRONG (0 with --report-only), 2
+when the inputs cannot be read.
 """
 import argparse
 import os
@@ -87,8 +106,10 @@ def read_truth(path):
                         ops.append(('postgresql', arg))
                     elif verb == 'name' and arg:
                         ops.append(('dns', arg.split(' ')[0]))
-                    elif verb == 'pgconnect' and arg:
+                    elif verb in ('pgconnect', 'lookup') and arg:
                         ops.append(('dns', arg))
+                    elif verb == 'call' and arg:
+                        ops.append(('http', arg))
                     else:
                         fatal('%s:%d: unknown operation %r' % (path, lineno,
                                                                op))
@@ -139,6 +160,7 @@ class Db:
             for row in con.execute('SELECT request_id, protocol, method, '
                                    'target, status FROM requests'):
                 self.reqs[row[0]] = row[1:]
+            self.read_certainty(con, path)
             self.files = defaultdict(list)
             for rid, path, pid in con.execute(
                     'SELECT request_id, path, pid FROM files '
@@ -151,14 +173,133 @@ class Db:
                   % (path, e))
 
 
+    def read_certainty(self, con, path):
+        """requests.certainty and spans.certainty (the certainty contract,
+        docs/accuracy.md), when the database has them: self.has_certainty,
+        self.req_cert {request: label}, self.span_cert {span: label}.
+        Without the columns every request counts as 'exact'."""
+        def columns(table):
+            return {r[1] for r in con.execute('PRAGMA table_info(%s)'
+                                              % table)}
+        self.has_certainty = 'certainty' in columns('requests')
+        self.req_cert, self.span_cert = {}, {}
+        if not self.has_certainty:
+            return
+        for rid, label in con.execute('SELECT request_id, certainty '
+                                      'FROM requests'):
+            if label not in CERTAINTIES:
+                fatal('%s: request %s has certainty %r (want one of %s)'
+                      % (path, rid, label, ', '.join(CERTAINTIES)))
+            self.req_cert[rid] = label
+        if 'certainty' in columns('spans'):
+            for sid, label in con.execute('SELECT span_id, certainty '
+                                          'FROM spans'):
+                if label not in CERTAINTIES:
+                    fatal('%s: span %s has certainty %r (want one of %s)'
+                          % (path, sid, label, ', '.join(CERTAINTIES)))
+                self.span_cert[sid] = label
+
+    def label(self, rid, root_req):
+        """The certainty the database gives truth request RID whose root
+        is in request ROOT_REQ (None: no root found): that request's
+        label; without one, 'uncertain' when a span carrying RID is
+        uncertain or in an uncertain request, else 'exact' (nothing warns
+        the reader)."""
+        if not self.has_certainty:
+            return 'exact'
+        if root_req is not None and root_req in self.req_cert:
+            return self.req_cert[root_req]
+        for s in self.by_id.get(rid, ()):
+            if self.span_cert.get(s.span_id) == 'uncertain' or \
+                    self.req_cert.get(s.request_id) == 'uncertain':
+                return 'uncertain'
+        return 'exact'
+
+
+CERTAINTIES = ('exact', 'resolved', 'uncertain')
+CLASSES = ('exact-right', 'resolved-right', 'resolved-WRONG', 'uncertain',
+           'silently-WRONG')
+
+
+def classify(right, label):
+    """One of CLASSES for a request whose path is RIGHT (bool) and that
+    the database labels LABEL."""
+    if label == 'uncertain':
+        return 'uncertain'
+    if label == 'resolved':
+        return 'resolved-right' if right else 'resolved-WRONG'
+    return 'exact-right' if right else 'silently-WRONG'
+
+
+class Walk:
+    """The spans of one request R taken one by one as the truth wants
+    them (take), then checked for leftovers and nesting (finish)."""
+
+    def __init__(self, db, r, root):
+        self.db, self.r = db, r
+        self.want = [root]
+        self.used = {root.span_id}
+
+    def pick(self, kind, proto, exe, target):
+        return [s for s in self.db.by_req.get(self.r, ())
+                if s.kind == kind and s.protocol == proto and
+                s.exe == exe and s.target == target]
+
+    def take(self, cands, what, parent):
+        """The earliest unused span of CANDS under PARENT."""
+        got = sorted((s for s in cands if s.span_id not in self.used),
+                     key=lambda s: (s.start or 0, s.span_id))
+        if not got:
+            return None, 'no %s' % what
+        ok = [s for s in got if s.parent == parent.span_id]
+        if not ok:
+            return None, '%s has parent %s, want %d (%s)' % (
+                got[0], got[0].parent, parent.span_id, parent)
+        s = ok[0]
+        self.used.add(s.span_id)
+        self.want.append(s)
+        return s, None
+
+    def finish(self):
+        """None when R holds nothing else and every span taken ended
+        within its parent, else the reason."""
+        db, r = self.db, self.r
+        for s in db.by_req.get(r, ()):
+            if s.span_id not in self.used:
+                return 'request %s also holds %s' % (r, s)
+        for s in self.want:
+            if s.end is None or s.start is None:
+                return '%s never ended' % s
+            if s.parent is not None:
+                p = db.spans.get(s.parent)
+                if p.start > s.start or (p.end is not None and
+                                         p.end < s.end):
+                    return '%s [%d, %d] is not within its parent %s ' \
+                           '[%d, %s]' % (s, s.start, s.end, p, p.start,
+                                         p.end)
+        return None
+
+
+def in_order(seq):
+    """None when the spans SEQ (in the order the application ran them)
+    start in that order, else the reason."""
+    order = sorted(seq, key=lambda s: (s.start, s.span_id))
+    if order != seq:
+        return 'operations out of order: ran %s, spans start %s' % (
+            [s.target for s in seq], [s.target for s in order])
+    return None
+
+
 class Checker:
     def __init__(self, db, exes):
         self.db = db
         self.x = exes
 
     def one(self, t):
-        """None when request t is right, else the first reason."""
+        """None when request t is right, else the first reason; sets
+        self.req to the request holding t's root (None: not found)."""
         db, x = self.db, self.x
+        self.req = None
         mine = db.by_id.get(t.id, [])
         roots = [s for s in mine if s.kind == 'server' and
                  s.protocol == 'http' and s.exe == x['front'] and
@@ -167,7 +308,7 @@ class Checker:
             return 'found %d front server spans "%s" in %s (want 1)' % (
                 len(roots), t.url, x['front'])
         root = roots[0]
-        r = root.request_id
+        r = self.req = root.request_id
         if r is None:
             return 'the front server span is unattributed'
         if root.parent is not None:
@@ -182,29 +323,8 @@ class Checker:
         for s in mine:
             if s.request_id != r:
                 return '%s, not in request %s' % (s, r)
-        want = [root]               # every span R must hold
-        used = {root.span_id}
-
-        def take(cands, what, parent):
-            """The earliest unused span of CANDS under PARENT."""
-            got = sorted((s for s in cands if s.span_id not in used),
-                         key=lambda s: (s.start or 0, s.span_id))
-            if not got:
-                return None, 'no %s' % what
-            ok = [s for s in got if s.parent == parent.span_id]
-            if not ok:
-                return None, '%s has parent %s, want %d (%s)' % (
-                    got[0], got[0].parent, parent.span_id, parent)
-            s = ok[0]
-            used.add(s.span_id)
-            want.append(s)
-            return s, None
-
-        def pick(kind, proto, exe, target):
-            return [s for s in db.by_req.get(r, ())
-                    if s.kind == kind and s.protocol == proto and
-                    s.exe == exe and s.target == target]
-
+        w = Walk(db, r, root)
+        take, pick = w.take, w.pick
         app_server = None
         if t.kind == 'pyr':
             _, why = take(pick('client', 'dns', x['front'],
@@ -227,7 +347,7 @@ class Checker:
             if why:
                 return why
             if t.kind == 'pyr':
-                dns = want[1]
+                dns = w.want[1]
                 if dns.end is None or dns.end > call.start:
                     return 'the front dns lookup did not end before the ' \
                            'http call started'
@@ -249,29 +369,16 @@ class Checker:
                                   c)
                     if why:
                         return why
-            order = sorted(seq, key=lambda s: (s.start, s.span_id))
-            if order != seq:
-                return 'operations out of order: ran %s, spans start %s' % (
-                    [s.target for s in seq], [s.target for s in order])
+            why = in_order(seq)
+            if why:
+                return why
         else:
             name = t.url.split('?')[0].rsplit('/', 1)[-1]
             if not any(p.endswith('/' + name) and pid == root.pid
                        for p, pid in db.files.get(r, ())):
                 return 'no files row in request %s: %s[%s] opening %s' % (
                     r, x['front'], root.pid, name)
-        for s in db.by_req.get(r, ()):
-            if s.span_id not in used:
-                return 'request %s also holds %s' % (r, s)
-        for s in want:
-            if s.end is None or s.start is None:
-                return '%s never ended' % s
-            if s.parent is not None:
-                p = db.spans.get(s.parent)
-                if p.start > s.start or (p.end is not None and
-                                         p.end < s.end):
-                    return '%s [%d, %d] is not within its parent %s ' \
-                           '[%d, %s]' % (s, s.start, s.end, p, p.start, p.end)
-        return None
+        return w.finish()
 
     def explain(self, t):
         mine = self.db.by_id.get(t.id, [])
@@ -286,6 +393,105 @@ class Checker:
                                                       s.end))
 
 
+class AppChecker(Checker):
+    """--shape app: the application server is the front (no web server
+    before it), or, with --client EXE, a traced client is.  Request t is
+    right when its spans are exactly:
+
+      root     --client: the client's client http span (URL, no parent),
+               the app's server http span (URL) under it (with --via EXE:
+               EXE's server http span under the client's, EXE's client
+               http span under that, then the app's); else the app's
+               server http span (URL, no parent); the requests row says
+               http, GET, URL, status 200 (with --client: status 200 or
+               none)
+      sql      a client postgresql span of the app (TEXT) under the app's
+               server span, the database's server span (TEXT) under it
+      call     a client http span of the app (PATH) under the app's
+               server span, the backend's server http span (PATH) under
+               it (--backend EXE)
+      lookup   a client dns span of the app (HOST) under the app's
+               server span
+    in the order the app ran them; every span ended, within its parent;
+    nothing else in the request; no span elsewhere carries the id."""
+
+    def one(self, t):
+        db, x = self.db, self.x
+        self.req = None
+        mine = db.by_id.get(t.id, [])
+        top = x['client'] or x['py']
+        kind = 'client' if x['client'] else 'server'
+        roots = [s for s in mine if s.kind == kind and
+                 s.protocol == 'http' and s.exe == top and
+                 s.target == t.url]
+        if len(roots) != 1:
+            return 'found %d %s http spans "%s" of %s (want 1)' % (
+                len(roots), kind, t.url, top)
+        root = roots[0]
+        r = self.req = root.request_id
+        if r is None:
+            return 'the %s span of %s is unattributed' % (kind, top)
+        if root.parent is not None:
+            return 'the %s span of %s has parent %s (want none: it is ' \
+                   'the root)' % (kind, top, root.parent)
+        row = db.reqs.get(r)
+        if row is None:
+            return 'request %s of "%s" has no row in requests' % (r, t.url)
+        if row[:3] != ('http', 'GET', t.url) or \
+                row[3] not in ((200, None) if x['client'] else (200,)):
+            return 'requests row %s is %r, want %r' % (
+                r, row, ('http', 'GET', t.url, 200))
+        for s in mine:
+            if s.request_id != r:
+                return '%s, not in request %s' % (s, r)
+        w = Walk(db, r, root)
+        app_server = root
+        if x['client']:
+            up = root
+            if x['via']:            # the client -> a web server -> the app
+                front, why = w.take(w.pick('server', 'http', x['via'],
+                                           t.url),
+                                    '%s server http span "%s"' % (
+                                        x['via'], t.url), root)
+                if why:
+                    return why
+                up, why = w.take(w.pick('client', 'http', x['via'], t.url),
+                                 '%s client http span "%s"' % (
+                                     x['via'], t.url), front)
+                if why:
+                    return why
+            app_server, why = w.take(w.pick('server', 'http', x['py'], t.url),
+                                     '%s server http span "%s"' % (
+                                         x['py'], t.url), up)
+            if why:
+                return why
+        seq = []
+        for proto, target in t.ops:
+            if proto == 'postgresql':
+                far, far_exe = 'the database', x['db']
+            elif proto == 'http':
+                far, far_exe = 'the backend', x['backend']
+            elif proto == 'dns':
+                far = far_exe = None
+            else:
+                return 'operation %s %s: the app shape knows sql, call ' \
+                       'and lookup' % (proto, target)
+            c, why = w.take(w.pick('client', proto, x['py'], target),
+                            '%s client %s span "%s"' % (x['py'], proto,
+                                                       target), app_server)
+            if why:
+                return why
+            seq.append(c)
+            if far is None:
+                continue
+            _, why = w.take(w.pick('server', proto, far_exe, target),
+                            '%s server %s span "%s" (%s)' % (
+                                far_exe, proto, target, far), c)
+            if why:
+                return why
+        return in_order(seq) or w.finish()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--truth', required=True)
@@ -298,19 +504,31 @@ def main():
     ap.add_argument('--psql', default='psql')
     ap.add_argument('--getent', default='getent')
     ap.add_argument('--db-exe', default='postgres')
+    ap.add_argument('--shape', choices=('front', 'app'), default='front')
+    ap.add_argument('--client', default='')
+    ap.add_argument('--backend', default='')
+    ap.add_argument('--via', default='')
+    ap.add_argument('--certainty', action='store_true')
     ap.add_argument('--report-only', action='store_true')
     ap.add_argument('--explain', type=int, default=0)
     a = ap.parse_args()
 
     truth = read_truth(a.truth)
     db = Db(a.db)
-    ck = Checker(db, {'front': a.front, 'php': a.php, 'py': a.py,
-                      'cgi': a.cgi, 'psql': a.psql, 'getent': a.getent,
-                      'db': a.db_exe})
+    cls = AppChecker if a.shape == 'app' else Checker
+    ck = cls(db, {'front': a.front, 'php': a.php, 'py': a.py,
+                  'cgi': a.cgi, 'psql': a.psql, 'getent': a.getent,
+                  'db': a.db_exe, 'client': a.client,
+                  'backend': a.backend, 'via': a.via})
     wrong = []
     per_kind = defaultdict(lambda: [0, 0])
+    counts = dict.fromkeys(CLASSES, 0)
+    cls_of = {}
     for t in truth:
         why = ck.one(t)
+        c = classify(why is None, db.label(t.id, ck.req))
+        counts[c] += 1
+        cls_of[t.id] = c
         per_kind[t.kind][0] += 1
         if why:
             wrong.append((t, why))
@@ -328,15 +546,23 @@ def main():
           'unattributed)' % (a.label, total, correct, len(wrong),
                               100.0 * correct / total, kinds, len(db.reqs),
                               extra, len(db.spans), db.n_unattr))
+    print('%s: certainty %s right %.2f%% (labels: %s)' % (
+        a.label, ' '.join('%s %d' % (c, counts[c]) for c in CLASSES),
+        100.0 * (counts['exact-right'] + counts['resolved-right']) / total,
+        'requests.certainty' if db.has_certainty else
+        'no certainty column, every request counts as exact'))
     for t, why in wrong[:SHOW_WRONG]:
-        print('  wrong %s (%s): %s' % (t.id, t.kind, why))
+        print('  wrong %s (%s, %s): %s' % (t.id, t.kind, cls_of[t.id], why))
     if len(wrong) > SHOW_WRONG:
         print('  ... and %d more' % (len(wrong) - SHOW_WRONG))
     for t, _ in wrong[:a.explain]:
         ck.explain(t)
-    if wrong and not a.report_only:
-        return 1
-    return 0
+    if a.report_only:
+        return 0
+    if a.certainty:
+        bad = counts['silently-WRONG'] + counts['resolved-WRONG']
+        return 1 if bad else 0
+    return 1 if wrong else 0
 
 
 if __name__ == '__main__':

@@ -116,6 +116,7 @@ tb_init() {
 	id postgres >/dev/null 2>&1 || bp_fail "no user postgres: apt-get" \
 		"install -y postgresql"
 	case $TB_FRONT in
+	none) ;;                # tb_app_*: the application is the front
 	nginx) tb_need nginx nginx-light ;;
 	apache)
 		tb_need apache2 apache2
@@ -742,4 +743,124 @@ tb_testbed() {
 	for c in ${TB_NOISO_CONCS:-64}; do
 		tb_run "$c" 4 0 report
 	done
+}
+
+# ---- applications that are their own front (tb_app_*) ---------------------
+#
+# The testbeds of the certainty contract (docs/accuracy.md, "Pools,
+# event loops and timeouts"): an application server that is its own
+# front (node, aiohttp, the JDK's HttpServer), its SQL straight to
+# PostgreSQL and its calls to a backend, or a traced client.  The script
+# sets TB_FRONT=none and defines:
+#   tb_app_start DIR   start the backend and the front (bp_start names
+#                      "backend" and "front", traced with PRE_APP) on
+#                      127.0.0.1:BACK_PORT and FRONT_PORT
+#   TB_APP_STOP        the names tb_app_run stops, in order (default
+#                      "front backend")
+#   TB_APP_STOP_OK     exit statuses after SIGTERM that count as clean
+#                      besides 0 (the JVM's is 143)
+#   TB_APP_CHECK       check-testbed.py's options for the exes (--py EXE
+#                      --backend EXE [--client EXE])
+#   TB_CLIENT_OPTS     tb-client's options for the app (--mix, --max-sql,
+#                      --calls)
+# and may replace tb_app_client DIR CONNS (default: tb-client, untraced,
+# keep-alive, TB_DEPTH requests in flight per connection, default 1).
+# TB_APP_CONCS: the concurrencies (default "1 16 64").
+
+: "${TB_DEPTH:=1}"
+TB_APP_STOP="front backend"
+TB_APP_BAD=()
+
+# tb_app_client DIR CONNS: the load of one run (default: tb-client).
+tb_app_client() {
+	local dir=$1 conns=$2
+	# shellcheck disable=SC2086
+	timeout 300 "$TB_CLIENT" --host 127.0.0.1 --port "$FRONT_PORT" \
+		--conns "$conns" --pipeline "$TB_DEPTH" \
+		--requests "$TB_REQUESTS" $TB_CLIENT_OPTS --truth "$dir/truth" \
+		>"$dir/client.out" 2>>"$T/client.log"
+}
+
+# tb_app_run CONNS [untraced]: one run.  Traced: a fresh bp-logd, the
+# database and the application traced, the load, everything stopped,
+# bp-reconstruct, check-testbed.py --shape app --certainty; a run with
+# silently-WRONG or resolved-WRONG requests is remembered in TB_APP_BAD
+# (tb_app_verdict fails the test after every run has printed its
+# figures).  "untraced": the same servers without the tracer, to show
+# the application and the client's ground truth work on their own; any
+# failure of the client fails the test at once.
+tb_app_run() {
+	local conns=$1 how=${2:-traced} dir rc label name
+	TB_RUN_NO=$((TB_RUN_NO + 1))
+	dir=$T/run$TB_RUN_NO
+	mkdir -p "$dir/run"
+	chmod 1777 "$dir/run"
+	chmod 755 "$dir"
+	label="${TB_APP_LABEL:-}c=$conns $how"
+	bp_free_port FRONT_PORT
+	bp_free_port BACK_PORT
+	bp_free_port PGPORT
+	PRE_APP=() PRE_DB=() PRE_WEB=()
+	if [ "$how" = traced ]; then
+		tb_logd_start "$dir"
+		bp_trace_prefix "$BP_LOGD_SOCK" "http port $FRONT_PORT,$BACK_PORT;
+			postgresql port $PGPORT; postgresql unix $T/pgsock/*" 1
+		PRE_APP=("${BP_PREFIX[@]}") PRE_DB=("${BP_PREFIX[@]}")
+		PRE_WEB=("${BP_PREFIX[@]}")
+	fi
+	local t0=$SECONDS
+	tb_pg_start
+	tb_app_start "$dir"
+	tb_app_client "$dir" "$conns"
+	rc=$?
+	bp_note "$label: $(tail -n 1 "$dir/client.out" 2>/dev/null) ($((SECONDS - t0)) s)"
+	for name in $TB_APP_STOP; do
+		bp_alive "$name"
+		# shellcheck disable=SC2086
+		tb_stop "$name" ${TB_APP_STOP_OK:-}
+	done
+	tb_stop pg
+	[ "$how" = traced ] && tb_stop logd
+	for name in $TB_APP_STOP pg logd; do
+		[ -f "$T/$name.log" ] && mv "$T/$name.log" "$dir/$name.log"
+		[ -f "$T/$name.out" ] && mv "$T/$name.out" "$dir/$name.out"
+	done
+	[ "$rc" = 0 ] || bp_fail "$label: the client failed (status $rc):" \
+		"$(tail -n 5 "$T/client.log")"
+	[ -s "$dir/truth" ] || bp_fail "$label: the client wrote no truth"
+	[ "$how" = traced ] || return 0
+	timeout 300 "$BP_RECONSTRUCT" "$dir/logs" -o "$dir/paths.db" \
+		>"$dir/reconstruct.out" 2>"$dir/reconstruct.log" ||
+		bp_fail "bp-reconstruct failed (status $?) on $dir/logs:" \
+			"$(tail -n 3 "$dir/reconstruct.log")"
+	[ -s "$dir/paths.db" ] || bp_fail "bp-reconstruct wrote no $dir/paths.db"
+	# shellcheck disable=SC2086
+	"$PY" "$TB_SRC/check-testbed.py" --truth "$dir/truth" \
+		--db "$dir/paths.db" --label "$BP_TEST: $label" --shape app \
+		--certainty $TB_APP_CHECK --explain "$TB_EXPLAIN" |
+		tee -a "$T/results.txt"
+	case ${PIPESTATUS[0]} in
+	0) ;;
+	1) TB_APP_BAD+=("$label") ;;
+	*) bp_fail "$label: check-testbed.py could not check the run" ;;
+	esac
+}
+
+# tb_app_testbed: an untraced run at the highest concurrency, then the
+# traced runs at each of TB_APP_CONCS, then the verdict.
+tb_app_testbed() {
+	local concs=${TB_APP_CONCS:-1 16 64} c
+	tb_app_run "${concs##* }" untraced
+	for c in $concs; do
+		tb_app_run "$c"
+	done
+	tb_app_verdict
+}
+
+# tb_app_verdict: fail when a run had silently-WRONG or resolved-WRONG
+# requests.
+tb_app_verdict() {
+	[ "${#TB_APP_BAD[@]}" = 0 ] || bp_fail "silently-WRONG or" \
+		"resolved-WRONG requests in: ${TB_APP_BAD[*]} (see the" \
+		"certainty lines above)"
 }

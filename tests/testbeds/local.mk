@@ -4,6 +4,12 @@
 # directory, drives them with tb-client and checks every request's path
 # against the client's ground truth (check-testbed.py).  They need root
 # and the packages run-tests installs; a missing one fails the test.
+# tb-node.sh, tb-pyclient.sh, tb-aiohttp.sh, tb-jdk.sh, tb-pyfront.sh and
+# tb-tomcat.sh are the testbeds of the certainty contract: applications
+# that are their own front (node, aiohttp, the JDK, a threaded Python
+# server, Tomcat) or traced clients, each request classified
+# exact-right ... silently-WRONG; they fail on a request labelled exact or
+# resolved whose path is wrong.
 noinst_PROGRAMS += tests/testbeds/tb-client
 tests_testbeds_tb_client_SOURCES = tests/testbeds/tb-client.c $(EX_UTIL)
 tests_testbeds_tb_client_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/examples
@@ -21,10 +27,19 @@ TESTBED_TESTS = \
 	tests/testbeds/tb-nginx-gunicorn.sh \
 	tests/testbeds/tb-dns-cgi.sh \
 	tests/testbeds/tb-multihost.sh \
-	tests/testbeds/tb-limits.sh
+	tests/testbeds/tb-limits.sh \
+	tests/testbeds/tb-node.sh \
+	tests/testbeds/tb-pyclient.sh \
+	tests/testbeds/tb-aiohttp.sh \
+	tests/testbeds/tb-jdk.sh \
+	tests/testbeds/tb-pyfront.sh \
+	tests/testbeds/tb-tomcat.sh
 
 TESTS += $(TESTBED_TESTS)
 EXTRA_DIST += $(TESTBED_TESTS) tests/testbeds/lib.sh \
 	tests/testbeds/check-testbed.py tests/testbeds/app/app.php \
 	tests/testbeds/app/tbapp.py tests/testbeds/app/tb.cgi \
-	tests/testbeds/show-paths.py
+	tests/testbeds/show-paths.py tests/testbeds/app/tbnode.js \
+	tests/testbeds/app/tbpyclient.py tests/testbeds/app/tbaio.py \
+	tests/testbeds/app/TbJava.java tests/testbeds/app/tbpyfront.py \
+	tests/testbeds/app/TbServlet.java

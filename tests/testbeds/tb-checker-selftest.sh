@@ -10,12 +10,15 @@
 bp_init tb-checker-selftest
 TB_SRC=$top_srcdir/tests/testbeds
 
-# mkdb DB CASE: a paths.db for request a (php: 3 statements, the third
-# repeating the first, and a lookup) and b (static).
+# mkdb DB CASE [LABEL]: a paths.db for request a (php: 3 statements, the
+# third repeating the first, and a lookup) and b (static).  With LABEL the
+# database has the certainty columns (docs/accuracy.md): both requests
+# and the spans the case moved get LABEL, the others 'exact'; LABEL
+# "resolved1" labels request 1 resolved (handoff:sync) and nothing else.
 mkdb() {
-	"$PY" - "$1" "$2" <<'PYEOF'
+	"$PY" - "$1" "$2" "${3:-}" <<'PYEOF'
 import sqlite3, sys
-db, case = sys.argv[1], sys.argv[2]
+db, case, label = sys.argv[1], sys.argv[2], sys.argv[3]
 con = sqlite3.connect(db)
 con.executescript('''
 CREATE TABLE requests(request_id, start_ns, end_ns, duration_ns, protocol,
@@ -65,15 +68,35 @@ elif case == 'badrow':       # the requests row lost its status
     reqs[1] = ('http', 'GET', ua, None)
 elif case == 'nofile':       # the static file was opened for no request
     files = [(None, '/srv/www/static/f1.txt', 11)]
+moved = {6, 7} if case == 'mixup' else set()
+req_label = {}
+if label == 'resolved1':
+    req_label = {1: 'resolved'}
+elif label:
+    req_label = {1: label, 2: label}
+if label:
+    for t in ('requests', 'spans'):
+        con.execute("ALTER TABLE %s ADD COLUMN certainty TEXT NOT NULL "
+                    "DEFAULT 'exact'" % t)
+        con.execute('ALTER TABLE %s ADD COLUMN certainty_reason TEXT' % t)
 for sp in spans:
     i, r, p, kind, proto, target, exe, pid, t0, t1 = sp
     con.execute('INSERT INTO spans(span_id, request_id, parent_span_id, kind,'
                 ' protocol, target, exe, pid, start_ns, end_ns) VALUES '
                 '(?,?,?,?,?,?,?,?,?,?)',
                 (i, r, p, kind, proto, target, exe, pid, t0, t1))
+    if label and i in moved and label != 'resolved1':
+        con.execute('UPDATE spans SET certainty = ?, certainty_reason = ? '
+                    'WHERE span_id = ?', (label, 'ambiguous:parked', i))
 for r, (proto, method, target, status) in reqs.items():
     con.execute('INSERT INTO requests(request_id, protocol, method, target, '
                 'status) VALUES (?,?,?,?,?)', (r, proto, method, target, status))
+    if r in req_label:
+        con.execute('UPDATE requests SET certainty = ?, certainty_reason = ? '
+                    'WHERE request_id = ?', (req_label[r], 'handoff:sync'
+                    if req_label[r] == 'resolved' else 'ambiguous:parked', r))
+if case == 'badlabel':
+    con.execute("UPDATE requests SET certainty = 'maybe' WHERE request_id = 2")
 for r, path, pid in files:
     con.execute('INSERT INTO files(request_id, path, pid) VALUES (?,?,?)',
                 (r, path, pid))
@@ -88,12 +111,13 @@ S2="INSERT INTO tb_hits (id, n) VALUES ('$A', 1)"
 printf '%s\tphp\t/app.php?id=%s&n=3&dns=1\tsql %s\tsql %s\tsql %s\tname r-%s.test 127.0.0.9\n%s\tstatic\t/static/f1.txt?id=%s\n' \
 	"$A" "$A" "$S1" "$S2" "$S1" "$A" "$B" "$B" >"$T/truth"
 
-# expect CASE STATUS WRONG PATTERN [OPTIONS]: run the checker on CASE.
+# expect CASE STATUS WRONG PATTERN [OPTIONS]: run the checker on CASE
+# (LABEL=L: with the certainty columns, see mkdb).
 expect() {
 	local case=$1 want_rc=$2 want_wrong=$3 pattern=$4 rc out
 	shift 4
 	rm -f "$T/$case.db"
-	mkdb "$T/$case.db" "$case" || bp_fail "cannot build $case.db"
+	mkdb "$T/$case.db" "$case" "${LABEL:-}" || bp_fail "cannot build $case.db"
 	out=$("$PY" "$TB_SRC/check-testbed.py" --truth "$T/truth" \
 		--db "$T/$case.db" --label "$case" "$@")
 	rc=$?
@@ -116,4 +140,100 @@ expect static 1 1 'request 2 also holds client fastcgi span'
 expect unattributed 1 1 'in request None, not in request 1'
 expect badrow 1 1 'requests row 1 is'
 expect nofile 1 1 'no files row in request 2'
+
+# Certainty (docs/accuracy.md): the same mistake (the INSERT's spans
+# moved into request 2) is silently wrong when labelled exact, uncertain
+# when labelled uncertain, resolved-wrong when labelled resolved; with
+# --certainty only the first and the last fail the run.
+C="exact-right %s resolved-right %s resolved-WRONG %s uncertain %s silently-WRONG %s"
+# shellcheck disable=SC2059
+{
+expect good 0 0 "$(printf "$C" 2 0 0 0 0) right 100.00% (labels: no certainty" --certainty
+expect mixup 1 2 "$(printf "$C" 0 0 0 0 2) right 0.00% (labels: no certainty" --certainty
+LABEL=exact expect good 0 0 "$(printf "$C" 2 0 0 0 0) right 100.00% (labels: requests.certainty" --certainty
+LABEL=resolved1 expect good 0 0 "$(printf "$C" 1 1 0 0 0) right 100.00%" --certainty
+LABEL=exact expect mixup 1 2 "$(printf "$C" 0 0 0 0 2) right 0.00%" --certainty
+LABEL=exact expect mixup 1 2 "silently-WRONG): client postgresql span 6" --certainty
+LABEL=uncertain expect mixup 0 2 "$(printf "$C" 0 0 0 2 0) right 0.00%" --certainty
+LABEL=uncertain expect mixup 1 2 "$(printf "$C" 0 0 0 2 0) right 0.00%"
+LABEL=resolved expect mixup 1 2 "$(printf "$C" 0 0 2 0 0) right 0.00%" --certainty
+LABEL=resolved expect mixup 1 2 "resolved-WRONG): client postgresql span 6" --certainty
+LABEL=uncertain expect good 0 0 "$(printf "$C" 0 0 0 2 0) right 0.00%" --certainty
+}
+rm -f "$T/badlabel.db"
+mkdb "$T/badlabel.db" badlabel exact || bp_fail "cannot build badlabel.db"
+out=$("$PY" "$TB_SRC/check-testbed.py" --truth "$T/truth" \
+	--db "$T/badlabel.db" --label badlabel 2>&1)
+rc=$?
+echo "$out"
+[ "$rc" = 2 ] && echo "$out" | grep -q "has certainty 'maybe'" ||
+	bp_fail "badlabel: status $rc, want 2 and the bad label named"
+
+# --shape app: an application that is its own front (one statement and
+# one call to a backend), and the same reached from a traced client.
+mkapp() {
+	"$PY" - "$1" "$2" <<'PYEOF'
+import sqlite3, sys
+db, case = sys.argv[1], sys.argv[2]
+con = sqlite3.connect(db)
+con.executescript('''
+CREATE TABLE requests(request_id, protocol, method, target, status);
+CREATE TABLE spans(span_id, request_id, parent_span_id, kind, protocol, name,
+  target, host, pid, exe, start_ns, end_ns);
+CREATE TABLE files(request_id, path, pid);
+''')
+A = 'q1x00000b'
+u = '/py/app?id=%s&n=1' % A
+s1 = "SELECT v FROM tb_kv WHERE k = '%s'" % A
+b = '/b?id=%s' % A
+spans = [
+    [1, 1, None, 'server', 'http', u, '/usr/bin/node', 10, 100, 900],
+    [2, 1, 1, 'client', 'postgresql', s1, '/usr/bin/node', 10, 200, 300],
+    [3, 1, 2, 'server', 'postgresql', s1, '/usr/lib/postgresql/15/bin/postgres', 30, 210, 290],
+    [4, 1, 1, 'client', 'http', b, '/usr/bin/node', 10, 400, 500],
+    [5, 1, 4, 'server', 'http', b, '/usr/bin/node', 11, 410, 490],
+]
+if case in ('client', 'client-mixup'):   # python3.11 sent the request
+    spans = [[i + 1, r, (p + 1 if p else 1), k, pr, t, e, pid, t0, t1]
+             for i, r, p, k, pr, t, e, pid, t0, t1 in spans]
+    spans.insert(0, [1, 1, None, 'client', 'http', u, '/usr/bin/python3.11',
+                     9, 50, 950])
+if case == 'mixup':          # the backend's span in another request
+    spans[4][1] = 2
+    spans.append([6, 2, None, 'server', 'http', '/other', '/usr/bin/node', 10, 1000, 1100])
+if case == 'client-mixup':   # in the request of an earlier one
+    spans[0][1] = 2
+    spans.append([7, 2, None, 'client', 'http', '/other', '/usr/bin/python3.11', 9, 10, 20])
+for sp in spans:
+    con.execute('INSERT INTO spans(span_id, request_id, parent_span_id, kind,'
+                ' protocol, target, exe, pid, start_ns, end_ns) VALUES '
+                '(?,?,?,?,?,?,?,?,?,?)', sp)
+con.execute("INSERT INTO requests VALUES (1, 'http', 'GET', ?, 200)", (u,))
+con.execute("INSERT INTO requests VALUES (2, 'http', 'GET', '/other', 200)")
+con.commit()
+PYEOF
+}
+printf '%s\tpy\t/py/app?id=%s&n=1\tsql %s\tcall /b?id=%s\n' q1x00000b \
+	q1x00000b "SELECT v FROM tb_kv WHERE k = 'q1x00000b'" q1x00000b \
+	>"$T/app-truth"
+# expect_app CASE STATUS PATTERN [OPTIONS]
+expect_app() {
+	local case=$1 want_rc=$2 pattern=$3 rc out
+	shift 3
+	rm -f "$T/app-$case.db"
+	mkapp "$T/app-$case.db" "$case" || bp_fail "cannot build app-$case.db"
+	out=$("$PY" "$TB_SRC/check-testbed.py" --truth "$T/app-truth" \
+		--db "$T/app-$case.db" --label "app-$case" --shape app \
+		--py node --backend node --certainty "$@")
+	rc=$?
+	echo "$out"
+	[ "$rc" = "$want_rc" ] || bp_fail "app-$case: status $rc, want $want_rc"
+	echo "$out" | grep -q -- "$pattern" ||
+		bp_fail "app-$case: the output does not say '$pattern'"
+}
+expect_app good 0 'precision 100.00%'
+expect_app mixup 1 'server http span 5 "/b?id=q1x00000b" (node\[11\]) in request 2, not in request 1'
+expect_app client 0 'precision 100.00%' --client python3.11
+expect_app client 1 'server span of node has parent 1 (want none'
+expect_app client-mixup 1 'requests row 2 is' --client python3.11
 echo "PASS: tb-checker-selftest"

@@ -16,10 +16,14 @@
  *   static  /static/fJ.txt?id=ID        a static file: no backend work
  *
  * with K (SQL statements the application runs) drawn from 1..--max-sql
- * and "&dns=1" added to the dynamic kinds with --dns.  The applications
- * answer "id ID", one line per operation in the order they ran ("sql
- * TEXT", "name NAME ADDR"), then "end ID"; app.php first reports what PHP
- * and libpq do by themselves ("pgconnect HOST", "sql RESET ALL;").  The
+ * (0 with --max-sql 0) and "&dns=1" added to the dynamic kinds with
+ * --dns.  The applications answer "id ID", one line per operation in the
+ * order they ran ("sql TEXT", "name NAME ADDR", and with --calls N
+ * exactly N "call PATH": a call to a backend whose PATH names the id),
+ * then "end ID"; app.php first reports what PHP
+ * and libpq do by themselves ("pgconnect HOST", "sql RESET ALL;"), and
+ * with --calls an application may report "lookup HOST" (it resolved HOST
+ * to open a connection to its backend, in the request).  The
  * client checks that every answer is 200, belongs to the oldest
  * unanswered request of its connection, names the request's id in every
  * operation of its own, ran exactly K statements and (with --dns)
@@ -92,7 +96,7 @@ struct tb_conn {
 
 static struct {
 	const char *host, *truth, *static_dir, *dns_addr, *host_header;
-	int port, conns, depth, max_sql, timeout_ms, idle_ms, dns;
+	int port, conns, depth, max_sql, timeout_ms, idle_ms, dns, calls;
 	long requests;
 	unsigned weight[K_NKINDS], weight_sum, nstatic;
 	uint64_t seed;
@@ -127,7 +131,10 @@ static void usage(FILE *f)
 "  --mix K:W[,K:W...]   kinds and weights; kinds php py pyr cgi static\n"
 "                       (default php:1)\n"
 "  --max-sql K          statements per dynamic request, drawn from 1..K\n"
-"                       (default 5, at most 5)\n"
+"                       (default 5, at most 5; 0: none)\n"
+"  --calls N            every dynamic answer reports exactly N calls to a\n"
+"                       backend (\"call PATH\", PATH naming the id)\n"
+"                       (default 0: a call line fails the answer)\n"
 "  --dns                dynamic requests also resolve r-ID.test\n"
 "  --dns-addr ADDR      the address r-ID.test must resolve to\n"
 "                       (default 127.0.0.9)\n"
@@ -246,7 +253,8 @@ static void make_request(long i)
 	}
 	r->kind = (enum tb_kind)k;
 	snprintf(r->id, sizeof r->id, "q%ldx%s", i, opt.run);
-	r->nsql = 1 + (unsigned)(rnd() % (uint64_t)opt.max_sql);
+	r->nsql = opt.max_sql ? 1 + (unsigned)(rnd() % (uint64_t)opt.max_sql)
+			      : 0;
 	switch (r->kind) {
 	case K_PHP:
 		snprintf(r->url, sizeof r->url, "/app.php?id=%s&n=%u%s",
@@ -280,7 +288,7 @@ static int check_app_body(struct tb_req *r, const char *body, size_t len)
 {
 	char want[TB_ID_MAX + 8], name[TB_ID_MAX + 16];
 	const char *p = body, *end = body + len;
-	unsigned nsql = 0, nname = 0;
+	unsigned nsql = 0, nname = 0, ncall = 0;
 	size_t opslen = 0;
 	int first = 1, ended = 0;
 
@@ -339,6 +347,23 @@ static int check_app_body(struct tb_req *r, const char *body, size_t len)
 				return -1;
 			}
 			nsql++;
+		} else if (strncmp(line, "call ", 5) == 0 && opt.calls) {
+			/* a call of the application to its backend (--calls) */
+			if (!strstr(line + 5, r->id) || strchr(line, '\t') ||
+			    strchr(line + 5, ' ')) {
+				fail("%s: call without its id: %.80s", r->id,
+				     line);
+				return -1;
+			}
+			ncall++;
+		} else if (strncmp(line, "lookup ", 7) == 0 && opt.calls) {
+			/* the application opened a backend connection in
+			 * this request and resolved its host (--calls) */
+			if (!line[7] || strchr(line + 7, ' ') ||
+			    strchr(line, '\t')) {
+				fail("%s: bad lookup line: %.80s", r->id, line);
+				return -1;
+			}
 		} else if (strncmp(line, "name ", 5) == 0) {
 			char got[256], addr[64];
 
@@ -362,10 +387,12 @@ static int check_app_body(struct tb_req *r, const char *body, size_t len)
 		fail("%s: answer without 'end %s'", r->id, r->id);
 		return -1;
 	}
-	if (nsql != r->nsql || nname != (opt.dns ? 1u : 0u)) {
-		fail("%s: the application ran %u statements and %u lookups, "
-		     "want %u and %u", r->id, nsql, nname, r->nsql,
-		     opt.dns ? 1u : 0u);
+	if (nsql != r->nsql || nname != (opt.dns ? 1u : 0u) ||
+	    ncall != (r->kind == K_STATIC ? 0u : (unsigned)opt.calls)) {
+		fail("%s: the application ran %u statements, %u lookups and "
+		     "%u calls, want %u, %u and %u", r->id, nsql, nname,
+		     ncall, r->nsql, opt.dns ? 1u : 0u,
+		     r->kind == K_STATIC ? 0u : (unsigned)opt.calls);
 		return -1;
 	}
 	return 0;
@@ -758,7 +785,7 @@ int main(int argc, char **argv)
 {
 	enum { O_HOST = 256, O_PORT, O_CONNS, O_REQS, O_PIPE, O_MIX, O_MAXSQL,
 	       O_DNS, O_DNSADDR, O_STATIC, O_HOSTHDR, O_SEED, O_TRUTH,
-	       O_TIMEOUT, O_IDLE };
+	       O_TIMEOUT, O_IDLE, O_CALLS };
 	static const struct option lo[] = {
 		{ "host", 1, 0, O_HOST }, { "port", 1, 0, O_PORT },
 		{ "conns", 1, 0, O_CONNS }, { "requests", 1, 0, O_REQS },
@@ -768,7 +795,8 @@ int main(int argc, char **argv)
 		{ "static-dir", 1, 0, O_STATIC },
 		{ "host-header", 1, 0, O_HOSTHDR }, { "seed", 1, 0, O_SEED },
 		{ "truth", 1, 0, O_TRUTH }, { "timeout-ms", 1, 0, O_TIMEOUT },
-		{ "idle-ms", 1, 0, O_IDLE }, { "help", 0, 0, 'h' },
+		{ "idle-ms", 1, 0, O_IDLE }, { "calls", 1, 0, O_CALLS },
+		{ "help", 0, 0, 'h' },
 		{ 0, 0, 0, 0 }
 	};
 	uint64_t start;
@@ -785,7 +813,8 @@ int main(int argc, char **argv)
 		case O_REQS: opt.requests = ex_opt_num("--requests", optarg, 1, 10000000); break;
 		case O_PIPE: opt.depth = (int)ex_opt_num("--pipeline", optarg, 1, TB_MAX_DEPTH); break;
 		case O_MIX: parse_mix(optarg); break;
-		case O_MAXSQL: opt.max_sql = (int)ex_opt_num("--max-sql", optarg, 1, 5); break;
+		case O_MAXSQL: opt.max_sql = (int)ex_opt_num("--max-sql", optarg, 0, 5); break;
+		case O_CALLS: opt.calls = (int)ex_opt_num("--calls", optarg, 0, 8); break;
 		case O_DNS: opt.dns = 1; break;
 		case O_DNSADDR: opt.dns_addr = optarg; break;
 		case O_STATIC: opt.static_dir = optarg; break;
