@@ -10,7 +10,9 @@
 # See docs/accuracy.md.
 #
 # The testbed (set before tb_init):
-#   TB_FRONT    nginx | apache
+#   TB_FRONT    nginx | apache | haproxy (haproxy: nbthread 2, http-reuse
+#               always, per-server maxconn TB_HAPROXY_MAXCONN (default 2)
+#               in front of two gunicorns; TB_APPS=py, TB_MIX py only)
 #   TB_MPM      prefork | worker | event (apache)
 #   TB_APPS     the application servers: any of php py cgi
 #   TB_MIX      tb-client's --mix (kinds and weights)
@@ -61,7 +63,7 @@ PRE_WEB=() PRE_APP=() PRE_DB=()
 TB_MH_NS=()
 TB_RUN_NO=0
 
-APT_FIX="apt-get install -y nginx-light apache2 php-fpm php-pgsql postgresql postgresql-client dnsmasq-base gunicorn python3-psycopg2 fcgiwrap iproute2 util-linux"
+APT_FIX="apt-get install -y nginx-light apache2 haproxy php-fpm php-pgsql postgresql postgresql-client dnsmasq-base gunicorn python3-psycopg2 fcgiwrap iproute2 util-linux"
 
 # tb_need PROGRAM PACKAGE: fail (never skip) when PROGRAM is missing.
 tb_need() {
@@ -118,6 +120,7 @@ tb_init() {
 	case $TB_FRONT in
 	none) ;;                # tb_app_*: the application is the front
 	nginx) tb_need nginx nginx-light ;;
+	haproxy) tb_need haproxy haproxy ;;
 	apache)
 		tb_need apache2 apache2
 		[ -f /usr/lib/apache2/modules/mod_proxy_fcgi.so ] ||
@@ -387,18 +390,19 @@ tb_wait_socket() {
 	bp_fail "$2 does not listen on $1 after 10 s"
 }
 
-# tb_gunicorn_start DIR ADDR:PORT: gunicorn, 2 workers of 8 threads each
-# (gthread), the Python application with a pool of 8 connections per
-# worker over PostgreSQL's unix socket.
+# tb_gunicorn_start DIR ADDR:PORT [NAME]: gunicorn, 2 workers of 8 threads
+# each (gthread), the Python application with a pool of 8 connections per
+# worker over PostgreSQL's unix socket.  NAME (default gunicorn) names the
+# server (a second one for the haproxy testbed).
 tb_gunicorn_start() {
-	local dir=$1 bind=$2
-	bp_start gunicorn "$dir/run/gunicorn.pid" "${NS_APP[@]}" env \
+	local dir=$1 bind=$2 name=${3:-gunicorn}
+	bp_start "$name" "$dir/run/$name.pid" "${NS_APP[@]}" env \
 		TB_PG="host=$T/pgsock port=$PGPORT dbname=tb user=tb" TB_POOL=8 \
 		"${PRE_APP[@]}" /usr/bin/gunicorn --workers 2 --threads 8 \
 		--worker-class gthread --bind "$bind" --keep-alive 120 \
-		--graceful-timeout 5 --pid "$dir/run/gunicorn.pid" \
+		--graceful-timeout 5 --pid "$dir/run/$name.pid" \
 		--chdir "$T/app" --log-level warning tbapp:application
-	tb_wait_socket "$bind" gunicorn NS_APP
+	tb_wait_socket "$bind" "$name" NS_APP
 }
 
 # tb_fcgiwrap_start DIR: fcgiwrap as www-data, 4 pre-forked processes, on
@@ -565,12 +569,46 @@ MaxRequestWorkers 160" ;;
 	tb_wait_socket "127.0.0.1:$FRONT_PORT" front NS_WEB
 }
 
+# tb_haproxy_start DIR: haproxy (2 threads: one epoll set per thread, idle
+# server connections taken over between threads, threads woken through
+# pipes) on 127.0.0.1:FRONT_PORT, in front of the two gunicorns with
+# http-reuse always and at most TB_HAPROXY_MAXCONN (default 2) connections
+# per server: requests beyond that wait in haproxy's per-server queue.
+tb_haproxy_start() {
+	local dir=$1
+	cat >"$dir/haproxy.cfg" <<-EOF
+	global
+	    nbthread 2
+	    maxconn 2000
+	defaults
+	    mode http
+	    timeout connect 5s
+	    timeout client 60s
+	    timeout server 60s
+	    timeout queue 30s
+	    timeout http-keep-alive 60s
+	frontend fe
+	    bind 127.0.0.1:$FRONT_PORT
+	    default_backend py
+	backend py
+	    balance roundrobin
+	    http-reuse always
+	    server py1 127.0.0.9:$PY_PORT maxconn ${TB_HAPROXY_MAXCONN:-2}
+	    server py2 127.0.0.9:$PY2_PORT maxconn ${TB_HAPROXY_MAXCONN:-2}
+	EOF
+	# haproxy -db writes no pid file: the shell writes its pid and execs
+	bp_start front "$dir/run/haproxy.pid" "${NS_WEB[@]}" "${PRE_WEB[@]}" \
+		sh -c 'echo $$ >"$0"; exec "$@"' "$dir/run/haproxy.pid" \
+		haproxy -f "$dir/haproxy.cfg" -db
+	tb_wait_socket "127.0.0.1:$FRONT_PORT" front NS_WEB
+}
+
 # ---- one traced run ----------------------------------------------------------
 
 # tb_rules DIR: the protocol rules of a run.
 tb_rules() {
 	local dir=$1
-	echo "http port $FRONT_PORT,$PY_PORT; fastcgi unix $dir/run/*.sock;" \
+	echo "http port $FRONT_PORT,$PY_PORT,$PY2_PORT; fastcgi unix $dir/run/*.sock;" \
 		"fastcgi port $FPM_PORT; postgresql port $PGPORT;" \
 		"postgresql unix $T/pgsock/*; dns port 53"
 }
@@ -596,7 +634,11 @@ tb_start_all() {
 					"host=$T/pgsock port=$PGPORT dbname=tb user=tb" \
 					"$T/pgsock"
 			fi ;;
-		py) tb_gunicorn_start "$dir" "127.0.0.9:$PY_PORT" ;;
+		py)
+			tb_gunicorn_start "$dir" "127.0.0.9:$PY_PORT"
+			[ "$TB_FRONT" = haproxy ] && tb_gunicorn_start "$dir" \
+				"127.0.0.9:$PY2_PORT" gunicorn2
+			;;
 		cgi) tb_fcgiwrap_start "$dir" ;;
 		*) bp_fail "unknown application server $app" ;;
 		esac
@@ -604,6 +646,7 @@ tb_start_all() {
 	case $TB_FRONT in
 	nginx) tb_nginx_start "$dir" ;;
 	apache) tb_apache_start "$dir" ;;
+	haproxy) tb_haproxy_start "$dir" ;;
 	esac
 }
 
@@ -612,17 +655,21 @@ tb_start_all() {
 tb_stop_all() {
 	local dir=$1 app name
 	bp_alive front
-	tb_stop front
+	# haproxy -db ends by SIGTERM untraced too (a hard stop): status 143
+	if [ "$TB_FRONT" = haproxy ]; then tb_stop front 143; else tb_stop front; fi
 	for app in $TB_APPS; do
 		case $app in
 		php) tb_stop fpm ;;
-		py) tb_stop gunicorn ;;
+		py)
+			tb_stop gunicorn
+			[ "$TB_FRONT" = haproxy ] && tb_stop gunicorn2
+			;;
 		cgi) tb_stop fcgiwrap 143 ;;
 		esac
 	done
 	[ "$TB_DNS" = 1 ] && tb_stop dnsmasq
 	tb_stop pg
-	for name in front fpm gunicorn fcgiwrap dnsmasq pg logd logd-web \
+	for name in front fpm gunicorn gunicorn2 fcgiwrap dnsmasq pg logd logd-web \
 		logd-app logd-db; do
 		[ -f "$T/$name.log" ] && mv "$T/$name.log" "$dir/$name.log"
 		[ -f "$T/$name.out" ] && mv "$T/$name.out" "$dir/$name.out"
@@ -645,10 +692,11 @@ tb_client() {
 # tb_check DIR LABEL MODE: check-testbed.py on DIR's truth and paths.db.
 tb_check() {
 	local dir=$1 label=$2 mode=$3 flag=()
-	[ "$mode" = report ] && flag=(--report-only)
+	[ "$mode" = assert ] || flag=(--report-only)
 	"$PY" "$TB_SRC/check-testbed.py" --truth "$dir/truth" \
 		--db "$dir/paths.db" --label "$BP_TEST: $label" \
-		--front "$([ "$TB_FRONT" = apache ] && echo apache2 || echo nginx)" \
+		--front "$(case $TB_FRONT in apache) echo apache2 ;;
+			haproxy) echo haproxy ;; *) echo nginx ;; esac)" \
 		--php "$(basename "${PHPFPM:-php-fpm}")" \
 		--py "${PYEXE:-python3}" --explain "$TB_EXPLAIN" "${flag[@]}" |
 		tee -a "$T/results.txt"
@@ -659,7 +707,9 @@ tb_check() {
 # testbed: a fresh bp-logd, every server traced (bp-run), the client
 # untraced, servers stopped, bp-reconstruct, then the paths checked
 # against the client's truth.  MODE "assert" fails the test on any wrong
-# path; "report" only prints.
+# path; "report" only prints; "behaviour" fails the test when the client
+# fails (a wrong or missing answer, a stall past its --idle-ms) but only
+# prints the path figures.
 tb_run() {
 	local conns=$1 depth=$2 iso=$3 mode=$4 label=${5:-} dir rc
 	TB_RUN_NO=$((TB_RUN_NO + 1))
@@ -671,6 +721,7 @@ tb_run() {
 		echo no-isolation || echo isolation)"
 	bp_free_port FRONT_PORT
 	bp_free_port PY_PORT
+	bp_free_port PY2_PORT
 	bp_free_port FPM_PORT
 	bp_free_port PGPORT
 	if [ "$TB_MULTIHOST" = 1 ]; then
@@ -705,7 +756,7 @@ tb_run() {
 		tb_stop logd
 	fi
 	if [ "$rc" != 0 ]; then
-		[ "$mode" = assert ] && bp_fail "$label: the client failed" \
+		[ "$mode" != report ] && bp_fail "$label: the client failed" \
 			"(status $rc): $(tail -n 5 "$T/client.log")"
 		bp_note "$label: the client failed (status $rc) under tracing"
 	fi

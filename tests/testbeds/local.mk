@@ -25,6 +25,7 @@ TESTBED_TESTS = \
 	tests/testbeds/tb-apache-event.sh \
 	tests/testbeds/tb-nginx-fpm.sh \
 	tests/testbeds/tb-nginx-gunicorn.sh \
+	tests/testbeds/tb-haproxy.sh \
 	tests/testbeds/tb-dns-cgi.sh \
 	tests/testbeds/tb-multihost.sh \
 	tests/testbeds/tb-limits.sh \

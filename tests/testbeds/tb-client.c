@@ -79,6 +79,7 @@ struct tb_req {
 	unsigned nsql;              /* statements asked for (dynamic kinds) */
 	unsigned file;              /* static: file index */
 	char *ops;                  /* answered: "\top\top..." (malloc) */
+	uint64_t sent_ms;           /* queued for sending (ex_now_ms) */
 };
 
 struct tb_conn {
@@ -112,6 +113,10 @@ static struct {
 static struct tb_req *reqs;
 static long next_req, done_reqs, ok_reqs, failures;
 static unsigned long connects, max_inflight, inflight;
+/* the slowest answer (queued to answered) and the longest time nothing
+ * was answered while requests were in flight: a server that stalls
+ * shows in them even when every answer is right */
+static uint64_t max_latency_ms, max_gap_ms;
 
 static void usage(FILE *f)
 {
@@ -150,7 +155,10 @@ static void usage(FILE *f)
 "Exit status: 0 every answer verified, 1 a failure (the first few are\n"
 "printed), 2 usage error.  The last stdout line sums up the run:\n"
 "  tb-client: requests N ok N failed N conns N connects N max_inflight N\n"
-"  elapsed_ms N rps N php N py N pyr N cgi N static N\n");
+"  elapsed_ms N rps N php N py N pyr N cgi N static N max_latency_ms N\n"
+"  max_gap_ms N\n"
+"(max_latency_ms: the slowest answer, from when its request was queued;\n"
+"max_gap_ms: the longest time with requests in flight and none answered)\n");
 }
 
 /* xorshift64*: reproducible with --seed. */
@@ -569,6 +577,7 @@ static void conn_fill(struct tb_conn *c)
 		if (n < 0 || (size_t)n >= sizeof c->out - c->out_len)
 			break;
 		c->out_len += (size_t)n;
+		r->sent_ms = ex_now_ms();
 		c->fifo[(c->head + c->count) % TB_MAX_DEPTH] = next_req++;
 		c->count++;
 		if (++inflight > max_inflight)
@@ -639,6 +648,11 @@ static int conn_read(struct tb_conn *c)
 				return -1;
 			}
 			r = &reqs[c->fifo[c->head]];
+			{
+				uint64_t lat = ex_now_ms() - r->sent_ms;
+				if (lat > max_latency_ms)
+					max_latency_ms = lat;
+			}
 			c->head = (c->head + 1) % TB_MAX_DEPTH;
 			c->count--;
 			inflight--;
@@ -765,8 +779,12 @@ static int run(void)
 			if (pfd[c].revents & (POLLIN | POLLHUP | POLLERR)) {
 				long before = done_reqs;
 				r = conn_read(k);
-				if (done_reqs != before)
-					last = ex_now_ms();
+				if (done_reqs != before) {
+					uint64_t t = ex_now_ms();
+					if (t - last > max_gap_ms)
+						max_gap_ms = t - last;
+					last = t;
+				}
 				if (r < 0)
 					return -1;
 				if (r == 1)
@@ -863,9 +881,11 @@ int main(int argc, char **argv)
 		ex_log("... and %ld more failures", failures - TB_SHOW_ERRS);
 	printf("tb-client: requests %ld ok %ld failed %ld conns %d connects %lu "
 	       "max_inflight %lu elapsed_ms %" PRIu64 " rps %.0f php %ld py %ld "
-	       "pyr %ld cgi %ld static %ld\n",
+	       "pyr %ld cgi %ld static %ld max_latency_ms %" PRIu64
+	       " max_gap_ms %" PRIu64 "\n",
 	       opt.requests, ok_reqs, opt.requests - ok_reqs, opt.conns, connects,
 	       max_inflight, ms, ms ? 1000.0 * (double)done_reqs / (double)ms : 0.0,
-	       per[K_PHP], per[K_PY], per[K_PYR], per[K_CGI], per[K_STATIC]);
+	       per[K_PHP], per[K_PY], per[K_PYR], per[K_CGI], per[K_STATIC],
+	       max_latency_ms, max_gap_ms);
 	return rc < 0 ? 1 : 0;
 }
