@@ -532,10 +532,37 @@ static void batch_free(struct rc_db_rows *w)
 	w->batch = NULL;
 }
 
-static void shift(int64_t *t, int64_t corr)
+/* The times of a row kind, shifted by its domain's correction when it
+ * is inserted: NT int64_t fields T (RC_DB_NULL stays), domain DOM. */
+static const struct {
+	int    nt;
+	size_t dom, t[2];
+} time_desc[] = {
+#define TD(T, a, b) { 2, offsetof(T, dom), { offsetof(T, a), offsetof(T, b) } }
+	[K_REQUEST] = TD(struct rc_row_request, start, end),
+	[K_SPAN] = TD(struct rc_row_span, start, end),
+	[K_MESSAGE] = TD(struct rc_row_message, begin, ts),
+	[K_FRAGMENT] = TD(struct rc_row_fragment, start, end),
+	[K_FILE] = { 1, offsetof(struct rc_row_file, dom),
+		     { offsetof(struct rc_row_file, ts), 0 } },
+	[K_PROCESS] = TD(struct rc_row_process, start, end),
+	[K_CHANNEL] = TD(struct rc_row_channel, open, close),
+	[K_ATTR] = { 0, 0, { 0, 0 } },
+#undef TD
+};
+
+static void shift_times(const struct rc_ctx *c, uint32_t k, void *row)
 {
-	if (*t != RC_DB_NULL)
-		*t += corr;
+	uint32_t dom;
+	memcpy(&dom, (char *)row + time_desc[k].dom, sizeof dom);
+	for (int i = 0; i < time_desc[k].nt; i++) {
+		int64_t t;
+		char *f = (char *)row + time_desc[k].t[i];
+		memcpy(&t, f, sizeof t);
+		if (t != RC_DB_NULL)
+			t += c->doms[dom].corr;
+		memcpy(f, &t, sizeof t);
+	}
 }
 
 /* Insert one spooled record (at P, NEED bytes) with corrected times. */
@@ -559,36 +586,7 @@ static void spool_apply(struct rc_ctx *c, const char *p)
 		}
 		memcpy((char *)&u + f[i].ptr, &s, sizeof s);
 	}
-	const struct rc_domain *D = c->doms;
-	switch (k) {
-	case K_REQUEST:
-		shift(&u.request.start, D[u.request.dom].corr);
-		shift(&u.request.end, D[u.request.dom].corr);
-		break;
-	case K_SPAN:
-		shift(&u.span.start, D[u.span.dom].corr);
-		shift(&u.span.end, D[u.span.dom].corr);
-		break;
-	case K_MESSAGE:
-		shift(&u.message.begin, D[u.message.dom].corr);
-		shift(&u.message.ts, D[u.message.dom].corr);
-		break;
-	case K_FRAGMENT:
-		shift(&u.fragment.start, D[u.fragment.dom].corr);
-		shift(&u.fragment.end, D[u.fragment.dom].corr);
-		break;
-	case K_FILE:
-		shift(&u.file.ts, D[u.file.dom].corr);
-		break;
-	case K_PROCESS:
-		shift(&u.process.start, D[u.process.dom].corr);
-		shift(&u.process.end, D[u.process.dom].corr);
-		break;
-	case K_CHANNEL:
-		shift(&u.channel.open, D[u.channel.dom].corr);
-		shift(&u.channel.close, D[u.channel.dom].corr);
-		break;
-	}
+	shift_times(c, k, &u);
 	batch_add(c, k, &u);
 }
 
