@@ -1,5 +1,6 @@
 /*
- * clock.c - offsets between clock domains (see clock.h).
+ * clock.c - clock domains: which images share a clock (pass 1), and the
+ * offsets between domains, from paired messages (pass 2); see clock.h.
  *
  * Memory: one 16-byte cell per ordered pair of domains that exchanged a
  * message, whatever the length of the log.
@@ -291,4 +292,117 @@ void rc_clock_report(const struct rc_ctx *c, FILE *f)
 				D->label, o);
 		}
 	}
+}
+
+/* ---- clock domains (pass 1) ----------------------------------------------- */
+
+/* Images of one host whose clocks differ by more than this are in
+ * different clock domains (time namespaces). */
+#define DOMAIN_GAP_NS  (1 * RC_NS)
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int64_t host_fallback_delta(const struct rc_ctx *c, uint32_t host)
+{
+	for (uint32_t f = 0; f < c->nfiles; f++) {
+		if (c->files[f].host != host)
+			continue;
+		const struct bt_seg_header *h = bt_seg_file_header(c->files[f].rd);
+		return (int64_t)(h->created_real - h->created_mono);
+	}
+	return 0;
+}
+
+static int add_domain(struct rc_ctx *c, uint32_t host, int64_t delta,
+		      unsigned nth)
+{
+	struct rc_domain *nd = realloc(c->doms, (c->ndoms + 1) * sizeof *nd);
+	if (!nd)
+		return -ENOMEM;
+	c->doms = nd;
+	struct rc_domain *d = &nd[c->ndoms];
+	memset(d, 0, sizeof *d);
+	d->host = host;
+	d->delta = delta;
+	if (nth == 0)
+		snprintf(d->label, sizeof d->label, "%s", c->hosts[host].name);
+	else
+		snprintf(d->label, sizeof d->label, "%s#%u",
+			 c->hosts[host].name, nth + 1);
+	return (int)c->ndoms++;
+}
+
+/*
+ * Cluster the images of each host by realtime - monotonic: a gap of more
+ * than DOMAIN_GAP_NS between neighbours starts a new domain.  A domain's
+ * delta is the median of its images'.
+ */
+int rc_clock_domains(struct rc_ctx *c)
+{
+	int64_t *d = malloc((c->nimages + 1) * sizeof *d);
+	if (!d)
+		return -ENOMEM;
+	for (uint32_t h = 0; h < c->nhosts; h++) {
+		uint32_t n = 0, first = c->ndoms;
+		for (uint32_t i = 0; i < c->nimages; i++)
+			if (c->images[i].host == h && c->images[i].has_delta)
+				d[n++] = c->images[i].delta;
+		qsort(d, n, sizeof *d, cmp_i64);
+		if (n == 0) {
+			if (add_domain(c, h, host_fallback_delta(c, h), 0) < 0)
+				goto oom;
+		}
+		for (uint32_t a = 0, nth = 0; a < n; nth++) {
+			uint32_t b = a + 1;
+			while (b < n && d[b] - d[b - 1] <= DOMAIN_GAP_NS)
+				b++;
+			if (add_domain(c, h, d[a + (b - a) / 2], nth) < 0)
+				goto oom;
+			a = b;
+		}
+		/* Assign images: the domain whose delta is nearest. */
+		for (uint32_t i = 0; i < c->nimages; i++) {
+			struct rc_image *im = &c->images[i];
+			if (im->host != h)
+				continue;
+			uint32_t best = first;
+			if (im->has_delta) {
+				for (uint32_t k = first; k < c->ndoms; k++)
+					if (llabs(c->doms[k].delta - im->delta) <
+					    llabs(c->doms[best].delta - im->delta))
+						best = k;
+			}
+			im->domain = best;
+			c->doms[best].events += im->events;
+		}
+	}
+	free(d);
+
+	c->ref_dom = 0;
+	for (uint32_t k = 0; k < c->ndoms; k++) {
+		const char *want = c->opt->reference;
+		if (want) {
+			if (strcmp(c->hosts[c->doms[k].host].name, want) == 0) {
+				c->ref_dom = k;
+				break;
+			}
+		} else if (c->doms[k].events > c->doms[c->ref_dom].events) {
+			c->ref_dom = k;
+		}
+	}
+	if (c->opt->reference &&
+	    strcmp(c->hosts[c->doms[c->ref_dom].host].name,
+		   c->opt->reference) != 0)
+		rc_warn(c, NULL, 0,
+			"reference host '%s' is not in the logs; using '%s' (hosts: see the hosts table)",
+			c->opt->reference, c->doms[c->ref_dom].label);
+	c->doms[c->ref_dom].reference = 1;
+	return 0;
+oom:
+	free(d);
+	return -ENOMEM;
 }

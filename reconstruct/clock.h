@@ -1,5 +1,6 @@
 /*
- * clock.h - offsets between clock domains, from paired messages.
+ * clock.h - clock domains (pass 1) and the offsets between them, from
+ * paired messages (pass 2).
  *
  * During the merge every domain's monotonic time is mapped to Unix time by
  * its own realtime - monotonic difference (provisional).  Each message
@@ -20,6 +21,16 @@
 #define RC_CLOCK_H
 
 #include "rc.h"
+
+/*
+ * Pass 1: cluster the images of each host into clock domains by their
+ * realtime - monotonic difference (a gap of more than a second starts a
+ * new domain: a time namespace), each domain's delta the median of its
+ * images'; give each image its domain (C->images[].domain), count the
+ * domains' events and choose the reference (C->ref_dom: the host named by
+ * --reference, else the domain with the most events).  0 or -ENOMEM.
+ */
+int  rc_clock_domains(struct rc_ctx *c);
 
 /* Allocate the sample store for C->ndoms domains; 0 or -ENOMEM. */
 int  rc_clock_init(struct rc_ctx *c);

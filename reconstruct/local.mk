@@ -4,17 +4,21 @@ noinst_LTLIBRARIES += libbtrecon.la
 libbtrecon_la_SOURCES = \
 	reconstruct/chan.c reconstruct/chan.h \
 	reconstruct/clock.c reconstruct/clock.h \
-	reconstruct/db.c reconstruct/db.h \
+	reconstruct/db.c reconstruct/db.h reconstruct/db_impl.h \
+	reconstruct/db_rows.c \
 	reconstruct/input.c reconstruct/input.h \
 	reconstruct/map.c reconstruct/map.h \
 	reconstruct/merge.c reconstruct/merge.h \
 	reconstruct/model.c reconstruct/model.h \
+	reconstruct/pair.c reconstruct/pair.h \
+	reconstruct/pattern_norm.c reconstruct/pattern_norm.h \
 	reconstruct/patterns.c reconstruct/patterns.h \
 	reconstruct/rc.h \
 	reconstruct/recon.c reconstruct/recon.h \
 	reconstruct/scan.c reconstruct/scan.h \
 	reconstruct/span.c reconstruct/span.h \
 	reconstruct/spill.c reconstruct/spill.h \
+	reconstruct/sql.c reconstruct/sql.h \
 	reconstruct/views.c reconstruct/views.h
 libbtrecon_la_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(SQLITE3_CFLAGS)
 libbtrecon_la_LIBADD = libbtproto.la libbtsegread.la libbtcommon.la $(SQLITE3_LIBS)

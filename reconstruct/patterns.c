@@ -8,278 +8,21 @@
  * per node, the sum of durations and of self times.  Rows of
  * span_patterns are written as the pass goes; patterns and pattern_nodes
  * at the end, then the latency percentiles of each pattern are computed
- * exactly in SQL from requests.duration_ns.
+ * exactly in SQL from requests.duration_ns.  The labels are normalised
+ * by pattern_norm.c.
  */
 #include "config.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "map.h"
+#include "pattern_norm.h"
 #include "patterns.h"
-
-/* ---- normalisation ---------------------------------------------------------- */
-
-struct nbuf {
-	char  *p;
-	size_t len, cap;         /* cap includes room for "...\0" */
-	int    full;
-	char   fold;             /* what a folded value becomes */
-};
-
-static void nput(struct nbuf *b, char c)
-{
-	if (b->full)
-		return;
-	if (b->len + 4 >= b->cap) {   /* keep room for "..." and NUL */
-		/* never end inside a UTF-8 sequence: drop an incomplete last
-		 * character */
-		size_t k = b->len;
-		while (k && ((unsigned char)b->p[k - 1] & 0xC0) == 0x80)
-			k--;
-		if (k && ((unsigned char)b->p[k - 1] & 0x80)) {
-			unsigned char lead = (unsigned char)b->p[k - 1];
-			size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 :
-				      lead >= 0xC0 ? 2 : 1;
-			if (k - 1 + want > b->len)
-				b->len = k - 1;
-		}
-		memcpy(b->p + b->len, "...", 3);
-		b->len += 3;
-		b->full = 1;
-		return;
-	}
-	b->p[b->len++] = c;
-}
-
-/* A folded value: F ('?', or '*' in a URL), unless it continues a list
- * "?, ?" (then nothing). */
-static void nfold(struct nbuf *b)
-{
-	char f = b->fold;
-	size_t j = b->len;
-	while (j && b->p[j - 1] == ' ')
-		j--;
-	if (j && b->p[j - 1] == ',') {
-		size_t k = j - 1;
-		while (k && b->p[k - 1] == ' ')
-			k--;
-		if (k && b->p[k - 1] == f && !b->full) {
-			b->len = k;
-			return;
-		}
-	}
-	nput(b, f);
-}
-
-static int is_word(unsigned char c)
-{
-	return isalnum(c);
-}
-
-/* Length of a run of hex digits and single dashes at P (a UUID-like id),
- * or 0 unless it has a dash, 16 or more hex digits and a decimal digit and
- * is not followed by a word character. */
-static size_t hex_dash_run(const unsigned char *p, size_t n)
-{
-	size_t i = 0, hex = 0, digits = 0, dashes = 0;
-	while (i < n) {
-		if (isxdigit(p[i])) {
-			hex++;
-			digits += isdigit(p[i]) != 0;
-			i++;
-		} else if (p[i] == '-' && i > 0 && p[i - 1] != '-' && i + 1 < n &&
-			   isxdigit(p[i + 1])) {
-			dashes++;
-			i++;
-		} else {
-			break;
-		}
-	}
-	if (i < n && is_word(p[i]))
-		return 0;
-	return dashes && hex >= 16 && digits ? i : 0;
-}
-
-size_t rc_pattern_norm(const char *in, size_t n, int is_url, char *out,
-		       size_t cap)
-{
-	const unsigned char *s = (const unsigned char *)in;
-	struct nbuf b = { out, 0, cap, 0, is_url ? '*' : '?' };
-	int query = 0;           /* URL: after the '?' */
-	size_t i = 0;
-
-	if (cap < 8) {
-		if (cap)
-			out[0] = 0;
-		return 0;
-	}
-	while (i < n && !b.full) {
-		unsigned char c = s[i];
-		if (c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
-		    c == '\f' || c == '\v' || c < 0x20 || c == 0x7f) {
-			if (b.len && b.p[b.len - 1] != ' ')
-				nput(&b, ' ');
-			i++;
-		} else if (c == '\'') {
-			/* a string: '' and \' inside do not end it */
-			i++;
-			while (i < n) {
-				if (s[i] == '\\' && i + 1 < n) {
-					i += 2;
-				} else if (s[i] == '\'') {
-					if (i + 1 < n && s[i + 1] == '\'') {
-						i += 2;
-					} else {
-						i++;
-						break;
-					}
-				} else {
-					i++;
-				}
-			}
-			nfold(&b);
-		} else if (is_url && c == '?' && !query) {
-			query = 1;
-			nput(&b, '?');
-			i++;
-		} else if (is_url && query && c == '=') {
-			nput(&b, '=');
-			i++;
-			size_t j = i;
-			while (j < n && s[j] != '&' && s[j] != ';' && s[j] != '#')
-				j++;
-			if (j > i)
-				nput(&b, '*');
-			i = j;
-		} else if (is_word(c)) {
-			size_t run = hex_dash_run(s + i, n - i);
-			if (run) {
-				nfold(&b);
-				i += run;
-				continue;
-			}
-			size_t j = i, digits = 0, hex = 1;
-			if (c == '0' && i + 2 < n && (s[i + 1] == 'x' || s[i + 1] == 'X') &&
-			    isxdigit(s[i + 2])) {
-				j = i + 2;
-				while (j < n && isxdigit(s[j]))
-					j++;
-				if (j >= n || !is_word(s[j])) {
-					nfold(&b);
-					i = j;
-					continue;
-				}
-				j = i;
-			}
-			while (j < n && is_word(s[j])) {
-				digits += isdigit(s[j]) != 0;
-				hex &= isxdigit(s[j]) != 0;
-				j++;
-			}
-			size_t len = j - i;
-			int number = digits == len;
-			if (number) {
-				/* a fraction and an exponent belong to it */
-				if (j + 1 < n && s[j] == '.' && isdigit(s[j + 1])) {
-					j++;
-					while (j < n && isdigit(s[j]))
-						j++;
-				}
-				if (j + 1 < n && (s[j] == 'e' || s[j] == 'E')) {
-					size_t k = j + 1;
-					if (k < n && (s[k] == '+' || s[k] == '-'))
-						k++;
-					if (k < n && isdigit(s[k])) {
-						while (k < n && isdigit(s[k]))
-							k++;
-						j = k;
-					}
-				}
-				/* 12ab: letters right after digits make a word */
-				if (j < n && is_word(s[j])) {
-					while (j < n && is_word(s[j])) {
-						digits += isdigit(s[j]) != 0;
-						hex &= isxdigit(s[j]) != 0;
-						j++;
-					}
-					len = j - i;
-					number = 0;
-				}
-			}
-			if (number || (hex && digits && len >= 6) ||
-			    (digits >= 2 && len >= 5)) {
-				nfold(&b);
-			} else {
-				for (size_t k = i; k < j; k++)
-					nput(&b, (char)s[k]);
-			}
-			i = j;
-		} else {
-			nput(&b, (char)c);
-			i++;
-		}
-	}
-	while (b.len && b.p[b.len - 1] == ' ' && !b.full)
-		b.len--;
-	b.p[b.len] = 0;
-	return b.len;
-}
-
-/* ---- errors ----------------------------------------------------------------- */
-
-struct pctx {
-	sqlite3 *h;
-	char    *err;
-	size_t   errlen;
-	int      failed;
-};
-
-static int fail(struct pctx *x, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static int fail(struct pctx *x, const char *fmt, ...)
-{
-	va_list ap;
-	if (x->failed)
-		return -1;
-	x->failed = 1;
-	va_start(ap, fmt);
-	vsnprintf(x->err, x->errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-static int sql_fail(struct pctx *x, const char *what)
-{
-	return fail(x, "patterns: %s: %s", what, sqlite3_errmsg(x->h));
-}
-
-static int exec(struct pctx *x, const char *sql)
-{
-	char *msg = NULL;
-	if (sqlite3_exec(x->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		fail(x, "patterns: %s", msg ? msg : "error");
-		sqlite3_free(msg);
-		return -1;
-	}
-	return 0;
-}
-
-static sqlite3_stmt *prep(struct pctx *x, const char *sql)
-{
-	sqlite3_stmt *s = NULL;
-	if (sqlite3_prepare_v2(x->h, sql, -1, &s, NULL) != SQLITE_OK) {
-		sql_fail(x, "prepare");
-		return NULL;
-	}
-	return s;
-}
+#include "sql.h"
 
 /* ---- patterns --------------------------------------------------------------- */
 
@@ -314,7 +57,7 @@ struct pspan {                   /* one span of the current request */
 };
 
 struct builder {
-	struct pctx    x;
+	struct rc_sql  x;
 	struct pattern *pat;
 	size_t          npat, cappat;
 	struct rc_map   by_hash;     /* hash -> first pattern index + 1 */
@@ -391,7 +134,7 @@ static void sig_put(struct builder *b, const char *s, size_t n)
 			c *= 2;
 		char *p = realloc(b->sig, c);
 		if (!p) {
-			fail(&b->x, "patterns: out of memory");
+			rc_sql_fail(&b->x, "patterns: out of memory");
 			return;
 		}
 		b->sig = p;
@@ -556,11 +299,11 @@ static int finish_request(struct builder *b, int64_t req, int64_t root_span)
 	if (!b->nsp)
 		return 0;
 	if (grow_order(b) < 0)
-		return fail(&b->x, "patterns: out of memory");
+		return rc_sql_fail(&b->x, "patterns: out of memory");
 	qsort(b->sp, b->nsp, sizeof *b->sp, cmp_pspan);
 	for (size_t i = 0; i < b->nsp; i++)
 		if (rc_map_put(&b->idx, (uint64_t)b->sp[i].id, i + 1) < 0)
-			return fail(&b->x, "patterns: out of memory");
+			return rc_sql_fail(&b->x, "patterns: out of memory");
 	/* children lists, in start order */
 	for (size_t i = 0; i < b->nsp; i++) {
 		struct pspan *s = &b->sp[i];
@@ -639,7 +382,7 @@ static int finish_request(struct builder *b, int64_t req, int64_t root_span)
 	uint64_t hash = rc_hash64(0x9e3779b97f4a7c15ull, b->sig, b->siglen);
 	struct pattern *p = pattern_find(b, hash);
 	if (!p && !(p = pattern_new(b, hash, (int32_t)no, req)))
-		return fail(&b->x, "patterns: out of memory");
+		return rc_sql_fail(&b->x, "patterns: out of memory");
 	int64_t pid = (int64_t)(p - b->pat) + 1;
 	p->n++;
 	for (size_t k = 0; k < no; k++) {
@@ -662,13 +405,13 @@ static int finish_request(struct builder *b, int64_t req, int64_t root_span)
 		else
 			sqlite3_bind_null(st, 6);
 		if (sqlite3_step(st) != SQLITE_DONE)
-			return sql_fail(&b->x, "span_patterns");
+			return rc_sql_fail_db(&b->x, "span_patterns");
 		sqlite3_reset(st);
 	}
 	sqlite3_bind_int64(b->ins_req, 1, req);
 	sqlite3_bind_int64(b->ins_req, 2, pid);
 	if (sqlite3_step(b->ins_req) != SQLITE_DONE)
-		return sql_fail(&b->x, "request patterns");
+		return rc_sql_fail_db(&b->x, "request patterns");
 	sqlite3_reset(b->ins_req);
 	return 0;
 }
@@ -679,7 +422,7 @@ static int add_span(struct builder *b, sqlite3_stmt *s)
 		size_t c = b->capsp ? b->capsp * 2 : 64;
 		struct pspan *p = realloc(b->sp, c * sizeof *p);
 		if (!p)
-			return fail(&b->x, "patterns: out of memory");
+			return rc_sql_fail(&b->x, "patterns: out of memory");
 		b->sp = p;
 		b->capsp = c;
 	}
@@ -697,7 +440,7 @@ static int add_span(struct builder *b, sqlite3_stmt *s)
 			    (const char *)sqlite3_column_text(s, 5),
 			    (const char *)sqlite3_column_text(s, 6));
 	if (!p->line)
-		return fail(&b->x, "patterns: out of memory");
+		return rc_sql_fail(&b->x, "patterns: out of memory");
 	b->nsp++;
 	return 0;
 }
@@ -755,20 +498,20 @@ static const char rank_sql[] =
  */
 static int write_percentiles(struct builder *b)
 {
-	sqlite3_stmt *qc = prep(&b->x,
+	sqlite3_stmt *qc = rc_sql_prep(&b->x,
 		"SELECT pattern_id, complete FROM patterns");
-	sqlite3_stmt *qd = prep(&b->x,
+	sqlite3_stmt *qd = rc_sql_prep(&b->x,
 		"SELECT pattern_id, duration_ns, request_id FROM requests\n"
 		"WHERE duration_ns IS NOT NULL AND pattern_id IS NOT NULL\n"
 		"ORDER BY pattern_id, duration_ns, request_id");
-	sqlite3_stmt *up = prep(&b->x,
+	sqlite3_stmt *up = rc_sql_prep(&b->x,
 		"UPDATE patterns SET p50_ns = ?, p90_ns = ?, p99_ns = ?,\n"
 		"  example_request_id = ? WHERE pattern_id = ?");
 	int64_t *cnt = calloc(b->npat + 1, sizeof *cnt);
 	int r = 0, rc;
 
 	if (!qc || !qd || !up || !cnt) {
-		r = cnt ? -1 : fail(&b->x, "patterns: out of memory");
+		r = cnt ? -1 : rc_sql_fail(&b->x, "patterns: out of memory");
 		goto out;
 	}
 	while ((rc = sqlite3_step(qc)) == SQLITE_ROW) {
@@ -777,7 +520,7 @@ static int write_percentiles(struct builder *b)
 			cnt[id] = sqlite3_column_int64(qc, 1);
 	}
 	if (rc != SQLITE_DONE) {
-		r = sql_fail(&b->x, "patterns");
+		r = rc_sql_fail_db(&b->x, "patterns");
 		goto out;
 	}
 	int64_t cur = 0, n = 0, rn = 0, ex = 0, pv[3] = { 0, 0, 0 };
@@ -799,7 +542,7 @@ static int write_percentiles(struct builder *b)
 				sqlite3_bind_null(up, 4);
 			sqlite3_bind_int64(up, 5, cur);
 			if (sqlite3_step(up) != SQLITE_DONE) {
-				r = sql_fail(&b->x, "patterns");
+				r = rc_sql_fail_db(&b->x, "patterns");
 				goto out;
 			}
 			sqlite3_reset(up);
@@ -824,7 +567,7 @@ static int write_percentiles(struct builder *b)
 			ex = sqlite3_column_int64(qd, 2);
 	} while (more);
 	if (rc != SQLITE_DONE)
-		r = sql_fail(&b->x, "reading requests");
+		r = rc_sql_fail_db(&b->x, "reading requests");
 out:
 	sqlite3_finalize(qc);
 	sqlite3_finalize(qd);
@@ -835,11 +578,11 @@ out:
 
 static int write_patterns(struct builder *b)
 {
-	sqlite3_stmt *ip = prep(&b->x,
+	sqlite3_stmt *ip = rc_sql_prep(&b->x,
 		"INSERT INTO patterns(pattern_id, n, complete, protocol, service,\n"
 		"  root, nodes, depth, signature, example_request_id)\n"
 		"  VALUES(?,?,0,?,?,?,?,?,?,?)");
-	sqlite3_stmt *in = prep(&b->x,
+	sqlite3_stmt *in = rc_sql_prep(&b->x,
 		"INSERT INTO pattern_nodes VALUES(?,?,?,?,?,?,?,?,?,?,?)");
 	int r = 0;
 
@@ -860,7 +603,7 @@ static int write_patterns(struct builder *b)
 		sqlite3_bind_text(ip, 8, p->sig, (int)p->siglen, SQLITE_STATIC);
 		sqlite3_bind_int64(ip, 9, p->first_request);
 		if (sqlite3_step(ip) != SQLITE_DONE)
-			r = sql_fail(&b->x, "patterns");
+			r = rc_sql_fail_db(&b->x, "patterns");
 		sqlite3_reset(ip);
 		for (int32_t n = 0; n < p->nnodes && !r; n++) {
 			const struct pnode *nd = &p->node[n];
@@ -884,7 +627,7 @@ static int write_patterns(struct builder *b)
 				sqlite3_bind_null(in, 11);
 			}
 			if (sqlite3_step(in) != SQLITE_DONE)
-				r = sql_fail(&b->x, "pattern_nodes");
+				r = rc_sql_fail_db(&b->x, "pattern_nodes");
 			sqlite3_reset(in);
 		}
 	}
@@ -922,15 +665,18 @@ int rc_patterns_build(sqlite3 *h, char *err, size_t errlen)
 
 	memset(&b, 0, sizeof b);
 	b.x.h = h;
+	b.x.who = "patterns";
 	b.x.err = err;
 	b.x.errlen = errlen;
 	rc_map_init(&b.by_hash);
 	rc_map_init(&b.idx);
-	if (exec(&b.x, tables_sql) < 0)
+	if (rc_sql_exec(&b.x, tables_sql) < 0)
 		goto out;
-	b.ins_span = prep(&b.x, "INSERT INTO span_patterns VALUES(?,?,?,?,?,?)");
-	b.ins_req = prep(&b.x, "INSERT INTO temp.request_pattern VALUES(?,?)");
-	q = prep(&b.x,
+	b.ins_span = rc_sql_prep(&b.x,
+				 "INSERT INTO span_patterns VALUES(?,?,?,?,?,?)");
+	b.ins_req = rc_sql_prep(&b.x,
+				"INSERT INTO temp.request_pattern VALUES(?,?)");
+	q = rc_sql_prep(&b.x,
 		 "SELECT s.span_id, s.request_id, s.parent_span_id, s.kind,\n"
 		 "  s.protocol, s.name, s.target, s.exe, s.start_ns, s.end_ns,\n"
 		 "  r.root_span_id\n"
@@ -953,15 +699,15 @@ int rc_patterns_build(sqlite3 *h, char *err, size_t errlen)
 			goto out;
 	}
 	if (rc != SQLITE_DONE) {
-		sql_fail(&b.x, "reading spans");
+		rc_sql_fail_db(&b.x, "reading spans");
 		goto out;
 	}
 	if (finish_request(&b, cur, root) < 0)
 		goto out;
 	sqlite3_finalize(q);
 	q = NULL;
-	if (write_patterns(&b) < 0 || exec(&b.x, finish_sql) < 0 ||
-	    write_percentiles(&b) < 0 || exec(&b.x, rank_sql) < 0)
+	if (write_patterns(&b) < 0 || rc_sql_exec(&b.x, finish_sql) < 0 ||
+	    write_percentiles(&b) < 0 || rc_sql_exec(&b.x, rank_sql) < 0)
 		goto out;
 	r = 0;
 out:

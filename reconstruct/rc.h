@@ -9,15 +9,24 @@
  *             duplicates, gaps and damage identically in both passes.
  *   scan.c    pass 1: a cheap skim of every stream that collects the clock
  *             samples of each process image, the lineage records (fork,
- *             exec, spawn, thread creation) and every channel end (CHAN),
- *             then pairs the ends into connections.
+ *             exec, spawn, thread creation) and every channel end (CHAN);
+ *   clock.c   then makes the clock domains of the images,
+ *   pair.c    and pairs the ends into connections (an external sort).
  *   merge.c   pass 2: walks all streams in causal order (merge.c) and
  *   model.c   applies the path rules to each record (model.c) over the
  *   chan.c    processes, channel ends and connections (chan.c) and the
- *   span.c    spans and requests (span.c), writing
- *   db.c      SQLite rows as spans, messages and requests complete.
- *   clock.c   estimates each clock domain's offset to the reference from
- *             the paired messages seen in pass 2.
+ *   span.c    spans and requests (span.c), writing rows as spans,
+ *   db_rows.c messages and requests complete: spooled (db_rows.c) until
+ *   clock.c   each clock domain's offset to the reference is estimated
+ *             from the paired messages seen in pass 2 (clock.c);
+ *   db.c      then the rows go into SQLite with corrected times, and the
+ *             hosts, indexes, certainty and stats (db.c), the patterns
+ *   patterns.c (patterns.c, pattern_norm.c) and the views (views.c).
+ *   views.c
+ *
+ * spill.c keeps what would grow with the logs in temporary files (blocks,
+ * images, streams, channel ends, rows); sql.c runs SQL text for db.c,
+ * patterns.c and views.c.
  *
  * Everything here is owned by one struct rc_ctx; nothing is global.
  */
@@ -241,7 +250,7 @@ struct rc_run {
 	struct rc_thr thr;
 };
 
-/* Lineage key kinds (for rc_scan_lineage_key). */
+/* Lineage key kinds (for rc_scan_proc_key). */
 enum rc_lineage { RC_LIN_FORK = 1, RC_LIN_EXEC, RC_LIN_SPAWN, RC_LIN_THREAD };
 
 /* ---- statistics ------------------------------------------------------- */
@@ -296,7 +305,7 @@ struct rc_ctx {
 	struct rc_stream *streams; uint32_t nstreams;
 	struct rc_spill   blk_spill, img_spill, str_spill;
 
-	/* pass 1: the entries are in a temporary file (scan.c), mapped
+	/* pass 1: the entries are in a temporary file (pair.c), mapped
 	 * while pass 1 writes them; the merge reads them with
 	 * rc_scan_entry */
 	struct rc_entry    *entries;  uint32_t nentries;

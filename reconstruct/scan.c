@@ -1,18 +1,12 @@
 /*
- * scan.c - pass 1 (see scan.h).
+ * scan.c - pass 1 (see scan.h): the skim of every stream.
  *
  * Only the record types pass 1 needs are decoded in full; the others are
  * skipped by their length after the cursor has read their time delta, so
- * this pass costs a fraction of the merge.
- *
- * Memory: one 48-byte item (struct p1ent) per CHAN record is needed to
- * pair the ends.  They are sorted in runs of RUN_ENTS in memory; when
- * there are more, the runs go to a temporary file (spill.h) and are
- * merged from there, RUN_ENTS items of buffer in all.  The results, 28
- * bytes per CHAN record (struct rc_entry, with its connection's counts),
- * are written in index order, UPD_MAX at a time, into a mapped temporary
- * file whose resident pages are given back as they are used: memory
- * stays bounded by the run size, not by the number of ends.
+ * this pass costs a fraction of the merge.  What the skim finds goes to
+ * the images (clock samples, PROC_START), the lineage maps, and the
+ * channel ends to pair (pair.c); once every stream is read, the clock
+ * domains are made (clock.c), the lineage chosen and the ends paired.
  */
 #include "config.h"
 
@@ -20,48 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "input.h"
+#include "pair.h"
 #include "scan.h"
 #include "spill.h"
-
-/* Ends of one tuple nearer than this in time may be one connection. */
-#define PAIR_WINDOW_NS (120 * RC_NS)
-/* Images of one host whose clocks differ by more than this are in
- * different clock domains (time namespaces). */
-#define DOMAIN_GAP_NS  (1 * RC_NS)
-/* Channel ends sorted at once in memory (6 MiB); more go to a file in
- * sorted runs of this size (smaller in a test build, to merge many). */
-#ifndef RC_SCAN_RUN_ENTS
-#define RC_SCAN_RUN_ENTS (1u << 17)
-#endif
-#define RUN_ENTS       ((uint32_t)RC_SCAN_RUN_ENTS)
-/* The smallest read buffer of one run while the runs are merged. */
-#define RUN_BUF_MIN    256u
-/* Pairing results written to the entries table at once, sorted (2 MiB;
- * fewer in a test build). */
-#ifndef RC_SCAN_UPD_MAX
-#define RC_SCAN_UPD_MAX (1u << 16)
-#endif
-#define UPD_MAX        ((uint32_t)RC_SCAN_UPD_MAX)
-
-enum { CLS_NONE = 0, CLS_IP, CLS_UNIX, CLS_PIPE };
-
-struct p1ent {
-	uint64_t key;
-	int64_t  t;              /* provisional epoch time */
-	uint64_t mono;
-	uint32_t idx;            /* entry index */
-	uint32_t host, image;
-	uint8_t  cls, side, fresh;
-};
-
-struct scan {
-	struct p1ent *v;         /* the run being filled */
-	uint32_t      n, cap;    /* in v */
-	uint32_t      total;     /* CHAN records so far */
-	uint32_t      nruns;     /* full runs written to f */
-	struct rc_spill f;       /* the runs, once there is more than one */
-};
 
 uint64_t rc_scan_proc_key(uint32_t host, uint32_t pid, unsigned kind)
 {
@@ -74,164 +31,10 @@ uint64_t rc_scan_thread_key(uint32_t image, uint64_t cookie)
 	return (uint64_t)RC_LIN_THREAD << 56 | (h & 0x00ffffffffffffffull);
 }
 
-/* ---- channel identity -------------------------------------------------- */
-
-static int addr_cmp(const struct bt_addr *a, const struct bt_addr *b)
-{
-	size_t n = a->family == BT_AF_INET6 ? 16 : 4;
-	if (a->family != b->family)
-		return a->family < b->family ? -1 : 1;
-	int r = memcmp(a->addr, b->addr, n);
-	if (r)
-		return r;
-	if (a->port != b->port)
-		return a->port < b->port ? -1 : 1;
-	return 0;
-}
-
-static int is_loopback(const struct bt_addr *a)
-{
-	static const uint8_t v6lo[16] = { [15] = 1 };
-	if (a->family == BT_AF_INET)
-		return a->addr[0] == 127;
-	return a->family == BT_AF_INET6 && memcmp(a->addr, v6lo, 16) == 0;
-}
-
-/* Classify CHAN record EV of HOST: fills key, cls, side, fresh. */
-static void identify(const struct bt_event *ev, uint32_t host,
-		     struct p1ent *e)
-{
-	e->cls = CLS_NONE;
-	e->side = 2;
-	e->fresh = (uint8_t)rc_role_fresh(ev->role);
-	switch (ev->chan_kind) {
-	case BT_CK_TCP:
-	case BT_CK_UDP: {
-		struct bt_addr nl = rc_addr_norm(&ev->local);
-		struct bt_addr nr = rc_addr_norm(&ev->remote);
-		const struct bt_addr *l = &nl, *r = &nr;
-		if (ev->result < 0 && ev->result != -EINPROGRESS)
-			return;
-		if ((l->family != BT_AF_INET && l->family != BT_AF_INET6) ||
-		    r->family != l->family)
-			return;
-		int c = addr_cmp(l, r);
-		const struct bt_addr *lo = c <= 0 ? l : r, *hi = c <= 0 ? r : l;
-		uint8_t key[2 * 19];
-		key[0] = lo->family;
-		key[1] = (uint8_t)(lo->port >> 8);
-		key[2] = (uint8_t)lo->port;
-		memcpy(key + 3, lo->addr, 16);
-		key[19] = hi->family;
-		key[20] = (uint8_t)(hi->port >> 8);
-		key[21] = (uint8_t)hi->port;
-		memcpy(key + 22, hi->addr, 16);
-		uint64_t k = rc_hash64(ev->chan_kind, key, sizeof key);
-		/* Loopback tuples never leave their host. */
-		if (is_loopback(l) || is_loopback(r))
-			k = rc_hash64(k, &host, sizeof host);
-		e->key = k;
-		e->cls = CLS_IP;
-		e->side = c <= 0 ? 0 : 1;
-		return;
-	}
-	case BT_CK_UNIX_STREAM:
-	case BT_CK_UNIX_DGRAM: {
-		/*
-		 * A connection is named by its connecting socket's inode.  The
-		 * connecting end cannot know its peer's (the kernel gives the
-		 * server socket an inode only at accept), but the accepting
-		 * end learns the connector's.  Socketpairs and inherited ends
-		 * know both: the smaller names them.
-		 */
-		uint64_t name;
-		uint8_t side;
-		if (ev->role == BT_CR_CONNECT) {
-			name = ev->ino;
-			side = 0;
-		} else if (ev->role == BT_CR_ACCEPT) {
-			name = ev->peer_ino;
-			side = 1;
-		} else {
-			if (!ev->peer_ino)
-				return;
-			name = ev->ino < ev->peer_ino ? ev->ino : ev->peer_ino;
-			side = ev->ino < ev->peer_ino ? 0 : 1;
-		}
-		if (!name)
-			return;
-		uint64_t v[2] = { host, name };
-		e->key = rc_hash64(ev->chan_kind, v, sizeof v);
-		e->cls = CLS_UNIX;
-		e->side = side;
-		return;
-	}
-	case BT_CK_PIPE: {
-		if (!ev->ino)
-			return;
-		uint64_t v[2] = { host, ev->ino };
-		e->key = rc_hash64(BT_CK_PIPE, v, sizeof v);
-		e->cls = CLS_PIPE;
-		e->side = ev->role == BT_CR_PIPE_WRITE ? 0 :
-			  ev->role == BT_CR_PIPE_READ ? 1 : 2;
-		return;
-	}
-	default:
-		return;
-	}
-}
-
 /* ---- the skim ----------------------------------------------------------- */
 
-/* Write the full run in SC->v to the spill file, unsorted: the ends'
- * times are known only once the clock domains are. */
-static int flush_run(struct rc_ctx *c, struct scan *sc)
-{
-	int r;
-	if (!sc->f.open && (r = rc_spill_open(c, &sc->f, "ends")) != 0)
-		return r;
-	r = rc_spill_write(c, &sc->f, sc->v, (size_t)sc->n * sizeof *sc->v,
-			   (uint64_t)sc->nruns * RUN_ENTS * sizeof *sc->v);
-	if (r)
-		return r;
-	sc->nruns++;
-	sc->n = 0;
-	return 0;
-}
-
-static int add_entry(struct rc_ctx *c, struct scan *sc, uint32_t image,
-		     const struct bt_event *ev)
-{
-	if (sc->total == UINT32_MAX - 1)
-		return rc_fail(c, RC_EXIT_INPUT, "more than %u channel ends",
-			       UINT32_MAX - 2);
-	if (sc->n == sc->cap && sc->cap < RUN_ENTS) {
-		uint32_t ncap = sc->cap ? sc->cap * 2 : 1024;
-		struct p1ent *nv = realloc(sc->v, ncap * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		sc->v = nv;
-		sc->cap = ncap;
-	}
-	if (sc->n == RUN_ENTS) {
-		int r = flush_run(c, sc);
-		if (r)
-			return r;
-	}
-	struct p1ent *e = &sc->v[sc->n];
-	memset(e, 0, sizeof *e);
-	e->idx = sc->total;
-	e->host = c->images[image].host;
-	e->image = image;
-	e->mono = ev->ts;
-	identify(ev, e->host, e);
-	sc->n++;
-	sc->total++;
-	return 0;
-}
-
-static int skim_stream(struct rc_ctx *c, struct scan *sc, struct rc_stream *s,
-		       struct rc_run *run)
+static int skim_stream(struct rc_ctx *c, struct rc_pair *pr,
+		       struct rc_stream *s, struct rc_run *run)
 {
 	struct rc_image *im = &c->images[s->image];
 	struct rc_rec r;
@@ -239,7 +42,7 @@ static int skim_stream(struct rc_ctx *c, struct scan *sc, struct rc_stream *s,
 
 	run->st = s;
 	rc_cur_reset(c, run, 1);
-	s->entry_first = sc->total;
+	s->entry_first = pr->total;
 	while (rc_cur_next(c, run, &r)) {
 		uint64_t prev = r.prev_ts;
 
@@ -315,124 +118,15 @@ static int skim_stream(struct rc_ctx *c, struct scan *sc, struct rc_stream *s,
 					   rc_scan_thread_key(s->image, ev.cookie), 1);
 			break;
 		case BT_EV_CHAN: {
-			int e = add_entry(c, sc, s->image, &ev);
+			int e = rc_pair_add(c, pr, s->image, &ev);
 			if (e)
 				return e;
 			break;
 		}
 		}
 	}
-	s->nentry = sc->total - s->entry_first;
+	s->nentry = pr->total - s->entry_first;
 	return 0;
-}
-
-/* ---- clock domains ------------------------------------------------------ */
-
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-static int64_t host_fallback_delta(const struct rc_ctx *c, uint32_t host)
-{
-	for (uint32_t f = 0; f < c->nfiles; f++) {
-		if (c->files[f].host != host)
-			continue;
-		const struct bt_seg_header *h = bt_seg_file_header(c->files[f].rd);
-		return (int64_t)(h->created_real - h->created_mono);
-	}
-	return 0;
-}
-
-static int add_domain(struct rc_ctx *c, uint32_t host, int64_t delta,
-		      unsigned nth)
-{
-	struct rc_domain *nd = realloc(c->doms, (c->ndoms + 1) * sizeof *nd);
-	if (!nd)
-		return -ENOMEM;
-	c->doms = nd;
-	struct rc_domain *d = &nd[c->ndoms];
-	memset(d, 0, sizeof *d);
-	d->host = host;
-	d->delta = delta;
-	if (nth == 0)
-		snprintf(d->label, sizeof d->label, "%s", c->hosts[host].name);
-	else
-		snprintf(d->label, sizeof d->label, "%s#%u",
-			 c->hosts[host].name, nth + 1);
-	return (int)c->ndoms++;
-}
-
-/*
- * Cluster the images of each host by realtime - monotonic: a gap of more
- * than DOMAIN_GAP_NS between neighbours starts a new domain.  A domain's
- * delta is the median of its images'.
- */
-static int make_domains(struct rc_ctx *c)
-{
-	int64_t *d = malloc((c->nimages + 1) * sizeof *d);
-	if (!d)
-		return -ENOMEM;
-	for (uint32_t h = 0; h < c->nhosts; h++) {
-		uint32_t n = 0, first = c->ndoms;
-		for (uint32_t i = 0; i < c->nimages; i++)
-			if (c->images[i].host == h && c->images[i].has_delta)
-				d[n++] = c->images[i].delta;
-		qsort(d, n, sizeof *d, cmp_i64);
-		if (n == 0) {
-			if (add_domain(c, h, host_fallback_delta(c, h), 0) < 0)
-				goto oom;
-		}
-		for (uint32_t a = 0, nth = 0; a < n; nth++) {
-			uint32_t b = a + 1;
-			while (b < n && d[b] - d[b - 1] <= DOMAIN_GAP_NS)
-				b++;
-			if (add_domain(c, h, d[a + (b - a) / 2], nth) < 0)
-				goto oom;
-			a = b;
-		}
-		/* Assign images: the domain whose delta is nearest. */
-		for (uint32_t i = 0; i < c->nimages; i++) {
-			struct rc_image *im = &c->images[i];
-			if (im->host != h)
-				continue;
-			uint32_t best = first;
-			if (im->has_delta) {
-				for (uint32_t k = first; k < c->ndoms; k++)
-					if (llabs(c->doms[k].delta - im->delta) <
-					    llabs(c->doms[best].delta - im->delta))
-						best = k;
-			}
-			im->domain = best;
-			c->doms[best].events += im->events;
-		}
-	}
-	free(d);
-
-	c->ref_dom = 0;
-	for (uint32_t k = 0; k < c->ndoms; k++) {
-		const char *want = c->opt->reference;
-		if (want) {
-			if (strcmp(c->hosts[c->doms[k].host].name, want) == 0) {
-				c->ref_dom = k;
-				break;
-			}
-		} else if (c->doms[k].events > c->doms[c->ref_dom].events) {
-			c->ref_dom = k;
-		}
-	}
-	if (c->opt->reference &&
-	    strcmp(c->hosts[c->doms[c->ref_dom].host].name,
-		   c->opt->reference) != 0)
-		rc_warn(c, NULL, 0,
-			"reference host '%s' is not in the logs; using '%s' (hosts: see the hosts table)",
-			c->opt->reference, c->doms[c->ref_dom].label);
-	c->doms[c->ref_dom].reference = 1;
-	return 0;
-oom:
-	free(d);
-	return -ENOMEM;
 }
 
 /* ---- lineage ------------------------------------------------------------ */
@@ -466,469 +160,7 @@ static void choose_lineage(struct rc_ctx *c)
 	}
 }
 
-/* ---- pairing ------------------------------------------------------------ */
-
-static int cmp_p1(const void *pa, const void *pb)
-{
-	const struct p1ent *a = pa, *b = pb;
-	if (a->cls != b->cls)
-		return a->cls < b->cls ? -1 : 1;
-	if (a->key != b->key)
-		return a->key < b->key ? -1 : 1;
-	if (a->t != b->t)
-		return a->t < b->t ? -1 : 1;
-	return a->idx < b->idx ? -1 : a->idx > b->idx;
-}
-
-struct inst {
-	uint32_t conn;
-	int64_t  t;
-	uint32_t first[2];       /* first end of each side (position in the
-				  * group), or RC_NONE */
-	uint32_t host[2];
-};
-
-static uint32_t new_conn(struct rc_ctx *c)
-{
-	return c->nconns++;
-}
-
-/* Results go to RES, by position in the group G. */
-static void join(const struct p1ent *g, struct rc_entry *res, struct inst *in,
-		 const struct p1ent *e, uint8_t side)
-{
-	uint32_t k = (uint32_t)(e - g);
-	res[k].conn = in->conn;
-	res[k].side = side;
-	if (side < 2 && in->first[side] == RC_NONE) {
-		in->first[side] = k;
-		in->host[side] = e->host;
-	}
-}
-
-/* Pair one group of IP or unix ends sharing a key (sorted by time);
- * the results go to RES, by position in G. */
-static int pair_group(struct rc_ctx *c, struct p1ent *g, struct rc_entry *res,
-		      uint32_t n)
-{
-	struct inst *in = malloc((n + 1) * sizeof *in);
-	uint32_t *side[2];
-	uint32_t ns[2] = { 0, 0 }, ni = 0;
-
-	side[0] = malloc((n + 1) * sizeof(uint32_t));
-	side[1] = malloc((n + 1) * sizeof(uint32_t));
-	if (!in || !side[0] || !side[1]) {
-		free(in);
-		free(side[0]);
-		free(side[1]);
-		return -ENOMEM;
-	}
-	for (uint32_t k = 0; k < n; k++)
-		if (g[k].fresh && g[k].side < 2)
-			side[g[k].side][ns[g[k].side]++] = k;
-
-	/*
-	 * Fresh ends: the connections of one tuple follow each other in
-	 * time, so when both sides have as many ends, they pair in order
-	 * whatever the clocks say.  Otherwise (some ends untraced) each end
-	 * meets the nearest other within the window.
-	 */
-	int in_order = ns[0] == ns[1];
-	uint32_t i = 0, j = 0;
-	while (i < ns[0] || j < ns[1]) {
-		struct inst *x = &in[ni++];
-		x->conn = new_conn(c);
-		x->first[0] = x->first[1] = RC_NONE;
-		x->host[0] = x->host[1] = RC_NONE;
-		const struct p1ent *a = i < ns[0] ? &g[side[0][i]] : NULL;
-		const struct p1ent *b = j < ns[1] ? &g[side[1][j]] : NULL;
-		int near = a && b && (in_order ||
-				      llabs(a->t - b->t) <= PAIR_WINDOW_NS);
-		if (near && !in_order) {
-			/* The earlier of the two can meet only the later one;
-			 * the later one may be nearer to the next end of the
-			 * earlier one's side: then the earlier one is alone
-			 * (a readiness probe's connection, untraced, and the
-			 * same tuple reused seconds later). */
-			const struct p1ent *nx;
-			if (a->t <= b->t) {
-				nx = i + 1 < ns[0] ? &g[side[0][i + 1]] : NULL;
-				if (nx && llabs(nx->t - b->t) < b->t - a->t)
-					near = 0;
-			} else {
-				nx = j + 1 < ns[1] ? &g[side[1][j + 1]] : NULL;
-				if (nx && llabs(nx->t - a->t) < a->t - b->t)
-					near = 0;
-			}
-		}
-		if (near) {
-			x->t = a->t < b->t ? a->t : b->t;
-			join(g, res, x, a, 0);
-			join(g, res, x, b, 1);
-			i++;
-			j++;
-		} else if (a && (!b || a->t < b->t)) {
-			x->t = a->t;
-			join(g, res, x, a, 0);
-			i++;
-		} else {
-			x->t = b->t;
-			join(g, res, x, b, 1);
-			j++;
-		}
-	}
-	/*
-	 * Ends announced again (inherited across exec, or first seen late):
-	 * the same end as an earlier one of that side on that host, else the
-	 * missing side of a connection made before, else a connection alone.
-	 */
-	for (uint32_t k = 0; k < n; k++) {
-		const struct p1ent *e = &g[k];
-		struct inst *best = NULL;
-		if (e->fresh && e->side < 2)
-			continue;
-		for (uint32_t q = 0; q < ni; q++) {
-			struct inst *x = &in[q];
-			if (x->t > e->t)
-				continue;
-			if (x->host[e->side] == e->host &&
-			    (!best || x->t >= best->t))
-				best = x;
-		}
-		if (!best)
-			for (uint32_t q = 0; q < ni; q++) {
-				struct inst *x = &in[q];
-				if (x->first[e->side] == RC_NONE &&
-				    x->t <= e->t + PAIR_WINDOW_NS &&
-				    (!best || x->t >= best->t))
-					best = x;
-			}
-		if (!best) {
-			best = &in[ni++];
-			best->conn = new_conn(c);
-			best->t = e->t;
-			best->first[0] = best->first[1] = RC_NONE;
-			best->host[0] = best->host[1] = RC_NONE;
-		}
-		join(g, res, best, e, e->side);
-	}
-	for (uint32_t q = 0; q < ni; q++)
-		for (int s = 0; s < 2; s++)
-			if (in[q].first[s] != RC_NONE && in[q].first[!s] != RC_NONE)
-				res[in[q].first[s]].peer = g[in[q].first[!s]].idx;
-	free(in);
-	free(side[0]);
-	free(side[1]);
-	return 0;
-}
-
-/* One pipe inode: a new pipe starts where a side is created again. */
-static void pair_pipe(struct rc_ctx *c, struct p1ent *g, struct rc_entry *res,
-		      uint32_t n)
-{
-	uint32_t conn = RC_NONE, first[2] = { RC_NONE, RC_NONE };
-	int fresh_seen[2] = { 0, 0 };
-
-	for (uint32_t k = 0; k < n; k++) {
-		const struct p1ent *e = &g[k];
-		if (conn == RC_NONE || (e->fresh && e->side < 2 &&
-					fresh_seen[e->side])) {
-			conn = new_conn(c);
-			fresh_seen[0] = fresh_seen[1] = 0;
-			first[0] = first[1] = RC_NONE;
-		}
-		if (e->fresh && e->side < 2)
-			fresh_seen[e->side] = 1;
-		res[k].conn = conn;
-		res[k].side = e->side;
-		if (e->side < 2 && first[e->side] == RC_NONE) {
-			first[e->side] = k;
-			if (first[!e->side] != RC_NONE) {
-				res[k].peer = g[first[!e->side]].idx;
-				res[first[!e->side]].peer = e->idx;
-			}
-		}
-	}
-}
-
-/* What pairing found for one end, waiting to be written into the mapped
- * entries table in index order. */
-struct upd {
-	uint32_t        idx;
-	struct rc_entry e;
-};
-
-/* The group of ends being collected (one cls and key), its results,
- * and the results waiting to be written. */
-struct group {
-	struct p1ent    *v;
-	struct rc_entry *res;
-	uint32_t         n, cap;
-	uint32_t        *cnt;    /* 3 per connection of the group */
-	uint32_t         cntcap;
-	struct upd      *u;
-	uint32_t         nu;
-};
-
-static int cmp_upd(const void *pa, const void *pb)
-{
-	const struct upd *a = pa, *b = pb;
-	return a->idx < b->idx ? -1 : a->idx > b->idx;
-}
-
-/* Write the results in index order (a page of the table at a time, not
- * a page per end), giving the pages back as they fill. */
-static void flush_upd(struct rc_ctx *c, struct group *g)
-{
-	qsort(g->u, g->nu, sizeof *g->u, cmp_upd);
-	for (uint32_t k = 0; k < g->nu; k++) {
-		c->entries[g->u[k].idx] = g->u[k].e;
-		rc_spill_touch(&c->ent_spill);
-	}
-	g->nu = 0;
-	rc_spill_release(&c->ent_spill);
-}
-
-/* Pair one group of ends sharing cls and key (all of them, in cmp_p1
- * order), and count each connection's ends per side. */
-static int pair_one(struct rc_ctx *c, struct group *grp)
-{
-	struct p1ent *g = grp->v;
-	struct rc_entry *res = grp->res;
-	uint32_t n = grp->n, base = c->nconns;
-
-	for (uint32_t k = 0; k < n; k++) {
-		memset(&res[k], 0, sizeof res[k]);
-		res[k].conn = RC_NONE;
-		res[k].peer = RC_NONE;
-		res[k].side = g[k].side;
-	}
-	switch (g[0].cls) {
-	case CLS_NONE:           /* a group of one */
-		res[0].conn = new_conn(c);
-		res[0].side = 0;
-		break;
-	case CLS_PIPE:
-		pair_pipe(c, g, res, n);
-		break;
-	default:
-		if (pair_group(c, g, res, n) < 0)
-			return -ENOMEM;
-	}
-	/* The group's connections are numbered base.. c->nconns - 1. */
-	uint32_t nc = c->nconns - base;
-	if (nc > grp->cntcap) {
-		uint32_t *nv = realloc(grp->cnt, (size_t)nc * 3 * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		grp->cnt = nv;
-		grp->cntcap = nc;
-	}
-	memset(grp->cnt, 0, (size_t)nc * 3 * sizeof *grp->cnt);
-	for (uint32_t k = 0; k < n; k++)
-		grp->cnt[(res[k].conn - base) * 3 +
-			 (res[k].side < 2 ? res[k].side : 2)]++;
-	for (uint32_t k = 0; k < n; k++) {
-		struct rc_conninfo *ci = &res[k].info;
-		memcpy(ci->n, &grp->cnt[(res[k].conn - base) * 3], sizeof ci->n);
-		ci->pipe = g[k].cls == CLS_PIPE;
-		if (grp->nu == UPD_MAX)
-			flush_upd(c, grp);
-		grp->u[grp->nu].idx = g[k].idx;
-		grp->u[grp->nu++].e = res[k];
-	}
-	return 0;
-}
-
-/* One sorted run being merged: a window of it in memory. */
-struct run_rd {
-	struct p1ent *buf;
-	uint32_t cap, n, pos;    /* buffer size, filled, next */
-	uint64_t off, end;       /* file offsets: next to read, end of run */
-};
-
-static int run_fill(struct rc_ctx *c, struct scan *sc, struct run_rd *r)
-{
-	uint64_t left = (r->end - r->off) / sizeof *r->buf;
-	r->n = left < r->cap ? (uint32_t)left : r->cap;
-	r->pos = 0;
-	if (r->n == 0)
-		return 0;
-	int e = rc_spill_read(c, &sc->f, r->buf, (size_t)r->n * sizeof *r->buf,
-			      r->off);
-	r->off += (uint64_t)r->n * sizeof *r->buf;
-	return e;
-}
-
-static const struct p1ent *run_head(const struct run_rd *r)
-{
-	return r->pos < r->n ? &r->buf[r->pos] : NULL;
-}
-
-/* A min-heap of run indexes by head entry. */
-static int heap_less(struct run_rd *rd, uint32_t a, uint32_t b)
-{
-	return cmp_p1(run_head(&rd[a]), run_head(&rd[b])) < 0;
-}
-
-static void heap_down(struct run_rd *rd, uint32_t *h, uint32_t n, uint32_t i)
-{
-	for (;;) {
-		uint32_t l = 2 * i + 1, m = i;
-		if (l < n && heap_less(rd, h[l], h[m]))
-			m = l;
-		if (l + 1 < n && heap_less(rd, h[l + 1], h[m]))
-			m = l + 1;
-		if (m == i)
-			return;
-		uint32_t t = h[i];
-		h[i] = h[m];
-		h[m] = t;
-		i = m;
-	}
-}
-
-/* Append E to the group G, pairing the group first when E starts
- * another; E NULL: the end. */
-static int group_add(struct rc_ctx *c, struct group *g, const struct p1ent *e)
-{
-	if (!g->u && !(g->u = malloc(UPD_MAX * sizeof *g->u)))
-		return -ENOMEM;
-	if (g->n && (e == NULL || e->cls != g->v[0].cls ||
-		     e->cls == CLS_NONE || e->key != g->v[0].key)) {
-		if (pair_one(c, g) < 0)
-			return -ENOMEM;
-		g->n = 0;
-	}
-	if (!e) {
-		flush_upd(c, g);
-		return 0;
-	}
-	if (g->n == g->cap) {
-		uint32_t ncap = g->cap ? g->cap * 2 : 64;
-		struct p1ent *nv = realloc(g->v, ncap * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		g->v = nv;
-		struct rc_entry *nr = realloc(g->res, ncap * sizeof *nr);
-		if (!nr)
-			return -ENOMEM;
-		g->res = nr;
-		g->cap = ncap;
-	}
-	g->v[g->n++] = *e;
-	return 0;
-}
-
-static void set_times(struct rc_ctx *c, struct p1ent *v, uint32_t n)
-{
-	for (uint32_t k = 0; k < n; k++)
-		v[k].t = rc_epoch(c, c->images[v[k].image].domain, v[k].mono);
-}
-
-/*
- * Pair all ends: sort them by (class, key, time, index), each run in
- * memory, and merge the runs; every group of one key is paired as it
- * completes.  The connection numbers are given in that order, as one
- * sort of all ends would.
- */
-static int pair_all(struct rc_ctx *c, struct scan *sc)
-{
-	struct group g = { 0 };
-	struct run_rd *rd = NULL;
-	uint32_t *heap = NULL;
-	uint32_t nr = 0;
-	int r;
-
-	c->nentries = sc->total;
-	if ((r = rc_spill_open(c, &c->ent_spill, "entries")) != 0 ||
-	    (r = rc_spill_map(c, &c->ent_spill,
-			      ((size_t)sc->total + 1) * sizeof *c->entries)) != 0)
-		return r;
-	c->entries = c->ent_spill.p;
-
-	if (sc->nruns == 0) {
-		/* All in memory: one sort. */
-		set_times(c, sc->v, sc->n);
-		qsort(sc->v, sc->n, sizeof *sc->v, cmp_p1);
-		for (uint32_t k = 0; k < sc->n && r == 0; k++)
-			r = group_add(c, &g, &sc->v[k]);
-		goto done;
-	}
-	/* Sort every run in place in the file, then merge them. */
-	if (sc->n && (r = flush_run(c, sc)) != 0)
-		goto done;
-	nr = sc->nruns;
-	for (uint32_t i = 0; i < nr; i++) {
-		uint64_t off = (uint64_t)i * RUN_ENTS * sizeof *sc->v;
-		uint32_t n = i + 1 < nr ? RUN_ENTS :
-			     sc->total - (nr - 1) * RUN_ENTS;
-		size_t bytes = (size_t)n * sizeof *sc->v;
-		if ((r = rc_spill_read(c, &sc->f, sc->v, bytes, off)) != 0)
-			goto done;
-		set_times(c, sc->v, n);
-		qsort(sc->v, n, sizeof *sc->v, cmp_p1);
-		if ((r = rc_spill_write(c, &sc->f, sc->v, bytes, off)) != 0)
-			goto done;
-	}
-	/* The run buffer is shared out among the readers. */
-	uint32_t per = RUN_ENTS / nr;
-	if (per < RUN_BUF_MIN) {
-		struct p1ent *nv = realloc(sc->v, (size_t)nr * RUN_BUF_MIN *
-					   sizeof *nv);
-		if (!nv) {
-			r = -ENOMEM;
-			goto done;
-		}
-		sc->v = nv;
-		per = RUN_BUF_MIN;
-	}
-	rd = calloc(nr, sizeof *rd);
-	heap = calloc(nr, sizeof *heap);
-	if (!rd || !heap) {
-		r = -ENOMEM;
-		goto done;
-	}
-	uint32_t nh = 0;
-	for (uint32_t i = 0; i < nr; i++) {
-		rd[i].buf = sc->v + (size_t)i * per;
-		rd[i].cap = per;
-		rd[i].off = (uint64_t)i * RUN_ENTS * sizeof *sc->v;
-		rd[i].end = i + 1 < nr ?
-			    (uint64_t)(i + 1) * RUN_ENTS * sizeof *sc->v :
-			    (uint64_t)sc->total * sizeof *sc->v;
-		if ((r = run_fill(c, sc, &rd[i])) != 0)
-			goto done;
-		if (run_head(&rd[i]))
-			heap[nh++] = i;
-	}
-	for (uint32_t i = nh / 2; i-- > 0;)
-		heap_down(rd, heap, nh, i);
-	while (nh && r == 0) {
-		struct run_rd *x = &rd[heap[0]];
-		if ((r = group_add(c, &g, run_head(x))) != 0)
-			break;
-		if (++x->pos == x->n && (r = run_fill(c, sc, x)) != 0)
-			break;
-		if (!run_head(x))
-			heap[0] = heap[--nh];
-		heap_down(rd, heap, nh, 0);
-	}
-done:
-	if (r == 0)
-		r = group_add(c, &g, NULL);
-	free(g.v);
-	free(g.res);
-	free(g.cnt);
-	free(g.u);
-	free(rd);
-	free(heap);
-	/* The merge reads the entries with pread (rc_scan_entry): a mapping
-	 * read at random faults in far more than the page it needs. */
-	rc_spill_unmap(&c->ent_spill);
-	c->entries = NULL;
-	return r;
-}
+/* ---- the entries, for the merge, and the run --------------------------- */
 
 int rc_scan_entry(struct rc_ctx *c, struct rc_run *r, uint32_t ei,
 		  struct rc_entry *out)
@@ -950,22 +182,21 @@ int rc_scan_entry(struct rc_ctx *c, struct rc_run *r, uint32_t ei,
 
 int rc_scan_run(struct rc_ctx *c)
 {
-	struct scan sc = { 0 };
+	struct rc_pair pr = { 0 };
 	struct rc_run *run = calloc(1, sizeof *run);
 	int r = run ? 0 : -ENOMEM;
 
 	c->phase = "scanning";
 	for (uint32_t i = 0; i < c->nstreams && r == 0; i++)
-		r = skim_stream(c, &sc, &c->streams[i], run);
+		r = skim_stream(c, &pr, &c->streams[i], run);
 	free(run);
 	if (r == 0)
-		r = make_domains(c);
+		r = rc_clock_domains(c);
 	if (r == 0) {
 		choose_lineage(c);
-		r = pair_all(c, &sc);
+		r = rc_pair_all(c, &pr);
 	}
-	free(sc.v);
-	rc_spill_close(&sc.f);
+	rc_pair_free(&pr);
 	if (r < 0)
 		return rc_fail(c, r, "out of memory in the first pass");
 	return r;

@@ -10,9 +10,9 @@
  *    for, and a parent copies its state only for a child that will come;
  *  - every channel end (CHAN record) and which ends form one connection:
  *    TCP/UDP by swapped address tuples (nearest in time when a tuple is
- *    reused), unix sockets by swapped inodes, pipes by inode.  A receive
- *    whose peer side has no end in any log comes from an untraced peer and
- *    never waits.
+ *    reused), unix sockets by swapped inodes, pipes by inode (pair.h).  A
+ *    receive whose peer side has no end in any log comes from an untraced
+ *    peer and never waits.
  */
 #ifndef RC_SCAN_H
 #define RC_SCAN_H
@@ -20,9 +20,10 @@
 #include "rc.h"
 
 /*
- * rc_scan_run - pass 1 over all streams of C.  Fills C->doms, C->ref_dom,
- * the images' pass-1 fields, C->entries, C->conns, C->lin_parents and
- * C->lin_children.  Returns 0 or a negative errno (rc_fail set).
+ * rc_scan_run - pass 1 over all streams of C.  Fills the images' pass-1
+ * fields, C->lin_parents and C->lin_children; then C->doms and C->ref_dom
+ * (rc_clock_domains, clock.c) and the entries (rc_pair_all, pair.c).
+ * Returns 0 or a negative errno (rc_fail set).
  */
 int rc_scan_run(struct rc_ctx *c);
 void rc_scan_free(struct rc_ctx *c);

@@ -1,6 +1,6 @@
 /*
- * spill.c - temporary files for what pass 1 would otherwise keep in
- * memory (see spill.h).
+ * spill.c - temporary files for what would otherwise be kept in memory
+ * (see spill.h).
  */
 #include "config.h"
 

@@ -1,7 +1,8 @@
 /*
  * spill.h - temporary files next to the output for tables that would
- * otherwise grow in memory with the length of the logs (pass 1's channel
- * ends and connections, see scan.c).
+ * otherwise grow in memory with the length of the logs (the blocks,
+ * images and streams of input.c, pass 1's channel ends and connections
+ * of pair.c, the row spool of db_rows.c).
  *
  * A spill file is created as OUTPUT.tmp-PID-WHAT and unlinked at once, so
  * it disappears with the process however it ends.  It is read and written

@@ -14,8 +14,7 @@
  */
 #include "config.h"
 
-#include <stdio.h>
-
+#include "sql.h"
 #include "views.h"
 
 /* The base name of column X (a path). */
@@ -276,11 +275,6 @@ const char rc_views_sql[] =
 
 int rc_views_create(sqlite3 *h, char *err, size_t errlen)
 {
-	char *msg = NULL;
-	if (sqlite3_exec(h, rc_views_sql, NULL, NULL, &msg) != SQLITE_OK) {
-		snprintf(err, errlen, "views: %s", msg ? msg : "error");
-		sqlite3_free(msg);
-		return -1;
-	}
-	return 0;
+	struct rc_sql x = { h, "views", err, errlen, 0 };
+	return rc_sql_exec(&x, rc_views_sql);
 }

@@ -19,7 +19,7 @@
 
 #include "btrace/proto.h"
 #include "demo.h"
-#include "patterns.h"
+#include "pattern_norm.h"
 #include "recon.h"
 
 #define US 1000ll                /* ns per us */

@@ -1,0 +1,94 @@
+/*
+ * db_impl.h - what the files of the paths database share (db.c: schema,
+ * statements, the end of a run; db_rows.c: the rows and their spool).
+ * Only they include it; the rest of bp-reconstruct uses db.h.
+ */
+#ifndef RC_DB_IMPL_H
+#define RC_DB_IMPL_H
+
+#include <sqlite3.h>
+
+#include "db.h"
+
+/* The prepared statements, one per table written (rc_db_stmt_sql). */
+enum stmt_id {
+	S_REQUEST, S_SPAN, S_MESSAGE, S_ATTR, S_FRAGMENT, S_FILE, S_PROCESS,
+	S_CHANNEL, S_WARNING, S_CANDIDATE, S_MAX
+};
+
+struct rc_db_rows;
+
+struct rc_db {
+	sqlite3      *h;
+	sqlite3_stmt *st[S_MAX];
+	char         *tmp;           /* temporary path */
+	int           failed;
+	/* the spool: rows with times, until the clock corrections are known
+	 * (db_rows.c) */
+	struct rc_db_rows *rows;
+};
+
+/* "INSERT INTO table VALUES(?,...)" for each statement (db.c). */
+extern const char *const rc_db_stmt_sql[S_MAX];
+
+/* requests.certainty and spans.certainty, by enum rc_certainty */
+static const char *const certainty_name[3] = { "exact", "resolved",
+					       "uncertain" };
+
+/* Record the first SQLite error of C's database (WHAT, and SQLite's
+ * message) with rc_fail; every writer is a no-op from then on. */
+void rc_db_error(struct rc_ctx *c, const char *what);
+
+/* Binding: integers equal to RC_DB_NULL, ids 0 and NULL strings are SQL
+ * NULL; strings are bound without a copy (SQLITE_STATIC). */
+static inline void b_i(sqlite3_stmt *s, int i, int64_t v)
+{
+	if (v == RC_DB_NULL)
+		sqlite3_bind_null(s, i);
+	else
+		sqlite3_bind_int64(s, i, v);
+}
+
+/* An id: 0 means NULL. */
+static inline void b_id(sqlite3_stmt *s, int i, uint64_t v)
+{
+	if (v == 0)
+		sqlite3_bind_null(s, i);
+	else
+		sqlite3_bind_int64(s, i, (int64_t)v);
+}
+
+static inline void b_t(sqlite3_stmt *s, int i, const char *v)
+{
+	if (!v)
+		sqlite3_bind_null(s, i);
+	else
+		sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC);
+}
+
+static inline void b_tn(sqlite3_stmt *s, int i, const char *v, uint32_t n)
+{
+	if (!v)
+		sqlite3_bind_null(s, i);
+	else
+		sqlite3_bind_text(s, i, v, (int)n, SQLITE_STATIC);
+}
+
+/* Run bound statement S once (an error on TABLE recorded) and reset it. */
+static inline void step(struct rc_ctx *c, sqlite3_stmt *s, const char *table)
+{
+	if (sqlite3_step(s) != SQLITE_DONE)
+		rc_db_error(c, table);
+	sqlite3_reset(s);
+}
+
+/* db_rows.c: create the spool (OUTPUT.tmp-PID-rows); 0, or RC_EXIT_OUTPUT
+ * with the error recorded. */
+int  rc_db_rows_open(struct rc_ctx *c);
+/* Insert every spooled row in the order it came, times shifted by its
+ * domain's correction, then free the spool; 0 or -1 (error recorded). */
+int  rc_db_rows_replay(struct rc_ctx *c);
+/* Free the spool of D (after a failure; nothing when already freed). */
+void rc_db_rows_free(struct rc_db *d);
+
+#endif /* RC_DB_IMPL_H */

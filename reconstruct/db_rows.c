@@ -1,0 +1,694 @@
+/*
+ * db_rows.c - the rows of the paths database: spooled during the merge,
+ * inserted at its end with corrected times (see db.h and "the spool"
+ * below).  The schema, the statements and the end of a run are db.c's.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db_impl.h"
+#include "spill.h"
+
+#define SPOOL_BUF (1u << 20)   /* spool buffer (see "the spool") */
+
+/* ---- binding a row ----------------------------------------------------------- */
+
+static void bind_request(sqlite3_stmt *s, int o, const struct rc_row_request *r)
+{
+	b_id(s, o + 1, r->id);
+	b_i(s, o + 2, r->start);
+	b_i(s, o + 3, r->end);
+	b_i(s, o + 4, r->end == RC_DB_NULL ? RC_DB_NULL : r->end - r->start);
+	b_t(s, o + 5, r->protocol);
+	b_t(s, o + 6, r->method);
+	b_t(s, o + 7, r->target);
+	b_i(s, o + 8, r->status);
+	b_t(s, o + 9, r->client);
+	b_id(s, o + 10, r->root_span);
+	b_i(s, o + 11, r->dom + 1);
+	b_i(s, o + 12, r->end != RC_DB_NULL);
+	b_t(s, o + 13, certainty_name[r->certainty < 3 ? r->certainty : 2]);
+	b_t(s, o + 14, r->reason);
+}
+
+static void bind_span(sqlite3_stmt *s, int o, const struct rc_row_span *r)
+{
+	b_id(s, o + 1, r->id);
+	b_id(s, o + 2, r->req);
+	b_id(s, o + 3, r->parent);
+	b_t(s, o + 4, r->kind);
+	b_t(s, o + 5, r->protocol);
+	b_t(s, o + 6, r->name);
+	b_t(s, o + 7, r->target);
+	b_i(s, o + 8, r->status);
+	b_t(s, o + 9, r->host);
+	b_i(s, o + 10, r->pid);
+	b_i(s, o + 11, r->tid);
+	b_t(s, o + 12, r->exe);
+	b_t(s, o + 13, r->peer);
+	b_i(s, o + 14, r->start);
+	b_i(s, o + 15, r->end);
+	b_i(s, o + 16, r->dom + 1);
+	b_id(s, o + 17, r->process_id);
+	b_id(s, o + 18, r->channel_id);
+	b_t(s, o + 19, certainty_name[r->certainty < 3 ? r->certainty : 2]);
+	b_t(s, o + 20, r->reason);
+}
+
+static void bind_message(sqlite3_stmt *s, int o, const struct rc_row_message *r)
+{
+	b_id(s, o + 1, r->id);
+	b_id(s, o + 2, r->req);
+	b_id(s, o + 3, r->span);
+	b_id(s, o + 4, r->channel_id);
+	b_i(s, o + 5, r->dom + 1);
+	b_id(s, o + 6, r->process_id);
+	b_i(s, o + 7, r->pid);
+	b_i(s, o + 8, r->tid);
+	b_i(s, o + 9, r->begin);
+	b_i(s, o + 10, r->ts);
+	b_t(s, o + 11, r->dir);
+	b_t(s, o + 12, r->kind);
+	b_t(s, o + 13, r->protocol);
+	b_i(s, o + 14, r->flags);
+	b_i(s, o + 15, (int64_t)r->off);
+	b_i(s, o + 16, (int64_t)r->len);
+	b_i(s, o + 17, r->status);
+	b_i(s, o + 18, r->witness);
+	b_id(s, o + 19, r->peer_message);
+}
+
+/* An attrs row (spooled like the others, so attrs keep their order). */
+struct rc_row_attr {
+	uint64_t span, message;
+	const char *key, *val;
+	uint32_t len;
+};
+
+static void bind_attr(sqlite3_stmt *s, int o, const struct rc_row_attr *r)
+{
+	b_id(s, o + 1, r->span);
+	b_id(s, o + 2, r->message);
+	b_t(s, o + 3, r->key);
+	b_tn(s, o + 4, r->val, r->len);
+}
+
+static void bind_fragment(sqlite3_stmt *s, int o, const struct rc_row_fragment *r)
+{
+	b_id(s, o + 1, r->id);
+	b_id(s, o + 2, r->req);
+	b_id(s, o + 3, r->span);
+	b_i(s, o + 4, r->dom + 1);
+	b_id(s, o + 5, r->process_id);
+	b_i(s, o + 6, r->pid);
+	b_i(s, o + 7, r->tid);
+	b_i(s, o + 8, r->start);
+	b_i(s, o + 9, r->end);
+	b_t(s, o + 10, r->trigger);
+	b_i(s, o + 11, r->fd);
+	b_id(s, o + 12, r->channel_id);
+	b_i(s, o + 13, (int64_t)r->events);
+}
+
+static void bind_file(sqlite3_stmt *s, int o, const struct rc_row_file *r)
+{
+	b_id(s, o + 1, r->id);
+	b_id(s, o + 2, r->req);
+	b_id(s, o + 3, r->span);
+	b_i(s, o + 4, r->dom + 1);
+	b_id(s, o + 5, r->process_id);
+	b_i(s, o + 6, r->pid);
+	b_i(s, o + 7, r->tid);
+	b_i(s, o + 8, r->ts);
+	b_tn(s, o + 9, r->path, r->path_len);
+	b_i(s, o + 10, r->flags);
+	b_i(s, o + 11, r->result);
+}
+
+static void bind_process(sqlite3_stmt *s, int o, const struct rc_row_process *r)
+{
+	char ring[24];
+	snprintf(ring, sizeof ring, "%016" PRIx64, r->ring_id);
+	b_id(s, o + 1, r->id);
+	b_t(s, o + 2, r->host);
+	b_i(s, o + 3, r->dom + 1);
+	b_i(s, o + 4, r->pid);
+	b_i(s, o + 5, r->ppid ? (int64_t)r->ppid : RC_DB_NULL);
+	b_t(s, o + 6, r->exe);
+	b_t(s, o + 7, r->cmdline);
+	sqlite3_bind_text(s, o + 8, ring, -1, SQLITE_TRANSIENT);
+	b_i(s, o + 9, r->start);
+	b_i(s, o + 10, r->end);
+	b_id(s, o + 11, r->parent);
+	b_t(s, o + 12, r->how);
+	b_id(s, o + 13, r->req);
+	b_i(s, o + 14, (int64_t)r->events);
+}
+
+static void bind_channel(sqlite3_stmt *s, int o, const struct rc_row_channel *r)
+{
+	b_id(s, o + 1, r->id);
+	b_i(s, o + 2, (int64_t)r->conn);
+	b_i(s, o + 3, r->dom + 1);
+	b_id(s, o + 4, r->process_id);
+	b_i(s, o + 5, r->pid);
+	b_i(s, o + 6, r->fd);
+	b_t(s, o + 7, r->kind);
+	b_t(s, o + 8, r->role);
+	b_t(s, o + 9, r->protocol);
+	b_t(s, o + 10, r->local);
+	b_t(s, o + 11, r->remote);
+	b_t(s, o + 12, r->path);
+	b_i(s, o + 13, r->ino ? (int64_t)r->ino : RC_DB_NULL);
+	b_i(s, o + 14, r->peer_ino ? (int64_t)r->peer_ino : RC_DB_NULL);
+	b_id(s, o + 15, r->peer);
+	b_i(s, o + 16, r->traced_peer);
+	b_id(s, o + 17, r->req);
+	b_i(s, o + 18, r->open);
+	b_i(s, o + 19, r->close);
+	b_i(s, o + 20, (int64_t)r->bytes_in);
+	b_i(s, o + 21, (int64_t)r->bytes_out);
+	b_i(s, o + 22, (int64_t)r->msgs_in);
+	b_i(s, o + 23, (int64_t)r->msgs_out);
+	b_i(s, o + 24, r->lost_sync);
+}
+
+/* ---- the spool ---------------------------------------------------------------
+ *
+ * Rows are not inserted during the merge: the clock corrections are known
+ * only at its end, and shifting every row in place then (one UPDATE per
+ * table) rewrote the whole database.  They are appended instead to an
+ * unlinked temporary file next to the output, in the order they come (the
+ * row struct, then each of its strings), and inserted with corrected times
+ * by rc_db_finish in that same order (attrs, which have no times, come
+ * along so that they go in batches too).  Memory stays one buffer.  The
+ * file is a spill file (spill.h): OUTPUT.tmp-PID-rows, unlinked at once.
+ */
+
+enum spool_kind { K_REQUEST = 1, K_SPAN, K_MESSAGE, K_FRAGMENT, K_FILE,
+		  K_PROCESS, K_CHANNEL, K_ATTR };
+
+/* A string field of a row struct: its pointer, and its length field or
+ * -1 when NUL-terminated. */
+struct sfield { size_t ptr; long len; };
+
+#define SF(T, f) { offsetof(T, f), -1 }
+#define SFL(T, f, l) { offsetof(T, f), (long)offsetof(T, l) }
+
+static const struct sfield sf_request[] = {
+	SF(struct rc_row_request, protocol), SF(struct rc_row_request, method),
+	SF(struct rc_row_request, target), SF(struct rc_row_request, client) };
+static const struct sfield sf_span[] = {
+	SF(struct rc_row_span, kind), SF(struct rc_row_span, protocol),
+	SF(struct rc_row_span, name), SF(struct rc_row_span, target),
+	SF(struct rc_row_span, host), SF(struct rc_row_span, exe),
+	SF(struct rc_row_span, peer) };
+static const struct sfield sf_message[] = {
+	SF(struct rc_row_message, dir), SF(struct rc_row_message, kind),
+	SF(struct rc_row_message, protocol) };
+static const struct sfield sf_fragment[] = {
+	SF(struct rc_row_fragment, trigger) };
+static const struct sfield sf_file[] = {
+	SFL(struct rc_row_file, path, path_len) };
+static const struct sfield sf_process[] = {
+	SF(struct rc_row_process, host), SF(struct rc_row_process, exe),
+	SF(struct rc_row_process, cmdline), SF(struct rc_row_process, how) };
+static const struct sfield sf_attr[] = {
+	SF(struct rc_row_attr, key), SFL(struct rc_row_attr, val, len) };
+static const struct sfield sf_channel[] = {
+	SF(struct rc_row_channel, kind), SF(struct rc_row_channel, role),
+	SF(struct rc_row_channel, protocol), SF(struct rc_row_channel, local),
+	SF(struct rc_row_channel, remote), SF(struct rc_row_channel, path) };
+
+#define NF(a) (sizeof a / sizeof a[0])
+
+static const struct {
+	const struct sfield *f;
+	size_t nf, size;
+} spool_desc[] = {
+	[K_REQUEST] = { sf_request, NF(sf_request), sizeof(struct rc_row_request) },
+	[K_SPAN] = { sf_span, NF(sf_span), sizeof(struct rc_row_span) },
+	[K_MESSAGE] = { sf_message, NF(sf_message), sizeof(struct rc_row_message) },
+	[K_FRAGMENT] = { sf_fragment, NF(sf_fragment), sizeof(struct rc_row_fragment) },
+	[K_FILE] = { sf_file, NF(sf_file), sizeof(struct rc_row_file) },
+	[K_PROCESS] = { sf_process, NF(sf_process), sizeof(struct rc_row_process) },
+	[K_CHANNEL] = { sf_channel, NF(sf_channel), sizeof(struct rc_row_channel) },
+	[K_ATTR] = { sf_attr, NF(sf_attr), sizeof(struct rc_row_attr) },
+};
+
+union spool_row {
+	struct rc_row_request  request;
+	struct rc_row_span     span;
+	struct rc_row_message  message;
+	struct rc_row_fragment fragment;
+	struct rc_row_file     file;
+	struct rc_row_process  process;
+	struct rc_row_channel  channel;
+	struct rc_row_attr     attr;
+};
+
+#define SPOOL_NULL UINT32_MAX
+
+struct batch;
+
+/* The spool: its file, the buffer, and the batches of the replay. */
+struct rc_db_rows {
+	struct rc_spill f;
+	char         *buf;
+	size_t        len, cap;
+	uint64_t      bytes;         /* written to f */
+	struct batch *batch;         /* replay: rows waiting, per kind */
+};
+
+static void batch_free(struct rc_db_rows *w);
+
+int rc_db_rows_open(struct rc_ctx *c)
+{
+	struct rc_db *d = c->db;
+	struct rc_db_rows *w = calloc(1, sizeof *w);
+
+	if (!w)
+		return rc_fail(c, RC_EXIT_OUTPUT, "out of memory");
+	d->rows = w;
+	if (rc_spill_open(c, &w->f, "rows") != 0) {
+		d->failed = 1;
+		return RC_EXIT_OUTPUT;
+	}
+	w->buf = malloc(SPOOL_BUF);
+	if (!w->buf)
+		return rc_fail(c, RC_EXIT_OUTPUT, "out of memory");
+	w->cap = SPOOL_BUF;
+	return 0;
+}
+
+void rc_db_rows_free(struct rc_db *d)
+{
+	struct rc_db_rows *w = d->rows;
+	if (!w)
+		return;
+	rc_spill_close(&w->f);
+	batch_free(w);
+	free(w->buf);
+	free(w);
+	d->rows = NULL;
+}
+
+static void spool_error(struct rc_ctx *c, const char *what, int e)
+{
+	struct rc_db *d = c->db;
+	if (d->failed)
+		return;
+	d->failed = 1;
+	rc_fail(c, RC_EXIT_OUTPUT, "cannot %s the temporary rows next to %s (%s): check free space and permissions of its directory",
+		what, c->opt->output, strerror(e));
+}
+
+static int spool_flush(struct rc_ctx *c)
+{
+	struct rc_db_rows *w = c->db->rows;
+	if (rc_spill_write(c, &w->f, w->buf, w->len, w->bytes) != 0) {
+		c->db->failed = 1;
+		return -1;
+	}
+	w->bytes += w->len;
+	w->len = 0;
+	return 0;
+}
+
+static int spool_reserve(struct rc_ctx *c, size_t n)
+{
+	struct rc_db_rows *w = c->db->rows;
+	if (w->len + n <= w->cap)
+		return 0;
+	if (w->len && spool_flush(c) < 0)
+		return -1;
+	if (n > w->cap) {
+		char *b = realloc(w->buf, n);
+		if (!b) {
+			spool_error(c, "buffer", ENOMEM);
+			return -1;
+		}
+		w->buf = b;
+		w->cap = n;
+	}
+	return 0;
+}
+
+static const char *sf_str(const void *row, const struct sfield *f,
+			  uint32_t *len)
+{
+	const char *s;
+	memcpy(&s, (const char *)row + f->ptr, sizeof s);
+	if (!s)
+		return NULL;
+	if (f->len >= 0)
+		memcpy(len, (const char *)row + f->len, sizeof *len);
+	else
+		*len = (uint32_t)strlen(s);
+	return s;
+}
+
+static void spool_put(struct rc_ctx *c, enum spool_kind k, const void *row)
+{
+	struct rc_db *d = c->db;
+	const struct sfield *f = spool_desc[k].f;
+	size_t nf = spool_desc[k].nf, size = spool_desc[k].size;
+	size_t need = 8 + size;
+	uint32_t len[8];
+
+	if (!d || d->failed)
+		return;
+	struct rc_db_rows *w = d->rows;
+	for (size_t i = 0; i < nf; i++) {
+		if (sf_str(row, &f[i], &len[i]))
+			need += 4 + (size_t)len[i] + 1;
+		else
+			need += 4;
+	}
+	if (spool_reserve(c, need) < 0)
+		return;
+	char *p = w->buf + w->len;
+	uint32_t n32 = (uint32_t)need, k32 = k;
+	memcpy(p, &n32, 4);
+	memcpy(p + 4, &k32, 4);
+	memcpy(p + 8, row, size);
+	p += 8 + size;
+	for (size_t i = 0; i < nf; i++) {
+		const char *s = sf_str(row, &f[i], &len[i]);
+		uint32_t l = s ? len[i] : SPOOL_NULL;
+		memcpy(p, &l, 4);
+		p += 4;
+		if (s) {
+			memcpy(p, s, len[i]);
+			p[len[i]] = 0;
+			p += len[i] + 1;
+		}
+	}
+	w->len += need;
+}
+
+
+/*
+ * Replayed rows go in BATCH rows per INSERT statement: one statement keeps
+ * its table's cursor open from row to row (rows mostly come in rowid
+ * order, each lands next to the last), where a statement per row seeks
+ * from the root and sets up and tears down its program each time.
+ * Strings point into the spool buffer: batches are flushed before it is
+ * refilled.
+ */
+#define BATCH 64
+
+struct batch {
+	union spool_row row[BATCH];
+	unsigned n;
+	sqlite3_stmt *full;      /* BATCH rows */
+};
+
+static const struct {
+	enum stmt_id id;
+	const char *table;
+} kind_stmt[] = {
+	[K_REQUEST] = { S_REQUEST, "requests" },
+	[K_SPAN] = { S_SPAN, "spans" },
+	[K_MESSAGE] = { S_MESSAGE, "messages" },
+	[K_FRAGMENT] = { S_FRAGMENT, "fragments" },
+	[K_FILE] = { S_FILE, "files" },
+	[K_PROCESS] = { S_PROCESS, "processes" },
+	[K_CHANNEL] = { S_CHANNEL, "channels" },
+	[K_ATTR] = { S_ATTR, "attrs" },
+};
+
+#define NKIND (sizeof kind_stmt / sizeof kind_stmt[0])
+
+/* "INSERT INTO t VALUES(?,...),(?,...)..." for N rows; *NCOLS its columns. */
+static sqlite3_stmt *prep_rows(struct rc_ctx *c, enum stmt_id id, unsigned n,
+			       int *ncols)
+{
+	const char *one = rc_db_stmt_sql[id];
+	const char *v = strstr(one, "VALUES");
+	const char *tuple = strchr(v, '(');
+	size_t tl = strlen(tuple), hl = (size_t)(tuple - one);
+	char *sql = malloc(hl + n * (tl + 1) + 1);
+	sqlite3_stmt *st = NULL;
+	int k = 0;
+
+	for (const char *q = tuple; *q; q++)
+		k += *q == '?';
+	*ncols = k;
+	if (!sql) {
+		rc_fail(c, RC_EXIT_OUTPUT, "out of memory");
+		c->db->failed = 1;
+		return NULL;
+	}
+	memcpy(sql, one, hl);
+	char *p = sql + hl;
+	for (unsigned i = 0; i < n; i++) {
+		if (i)
+			*p++ = ',';
+		memcpy(p, tuple, tl);
+		p += tl;
+	}
+	*p = 0;
+	if (sqlite3_prepare_v3(c->db->h, sql, -1, SQLITE_PREPARE_PERSISTENT,
+			       &st, NULL) != SQLITE_OK) {
+		rc_db_error(c, "prepare");
+		st = NULL;
+	}
+	free(sql);
+	return st;
+}
+
+static void bind_row(sqlite3_stmt *s, int o, uint32_t k,
+		     const union spool_row *u)
+{
+	switch (k) {
+	case K_REQUEST: bind_request(s, o, &u->request); break;
+	case K_SPAN: bind_span(s, o, &u->span); break;
+	case K_MESSAGE: bind_message(s, o, &u->message); break;
+	case K_FRAGMENT: bind_fragment(s, o, &u->fragment); break;
+	case K_FILE: bind_file(s, o, &u->file); break;
+	case K_PROCESS: bind_process(s, o, &u->process); break;
+	case K_CHANNEL: bind_channel(s, o, &u->channel); break;
+	case K_ATTR: bind_attr(s, o, &u->attr); break;
+	}
+}
+
+static void batch_flush(struct rc_ctx *c, uint32_t k)
+{
+	struct rc_db *d = c->db;
+	struct batch *b = &d->rows->batch[k];
+	int ncols;
+
+	if (!b->n || d->failed) {
+		b->n = 0;
+		return;
+	}
+	if (b->n == BATCH) {
+		if (!b->full)
+			b->full = prep_rows(c, kind_stmt[k].id, BATCH, &ncols);
+		if (b->full) {
+			int nc = sqlite3_bind_parameter_count(b->full) / BATCH;
+			for (unsigned i = 0; i < BATCH; i++)
+				bind_row(b->full, (int)i * nc, k, &b->row[i]);
+			step(c, b->full, kind_stmt[k].table);
+		}
+	} else {
+		/* a part batch (the buffer is refilled): a row at a time */
+		sqlite3_stmt *s = d->st[kind_stmt[k].id];
+		for (unsigned i = 0; i < b->n && !d->failed; i++) {
+			bind_row(s, 0, k, &b->row[i]);
+			step(c, s, kind_stmt[k].table);
+		}
+	}
+	b->n = 0;
+}
+
+static void batch_flush_all(struct rc_ctx *c)
+{
+	for (uint32_t k = 1; k < NKIND; k++)
+		batch_flush(c, k);
+}
+
+static void batch_add(struct rc_ctx *c, uint32_t k, const union spool_row *u)
+{
+	struct batch *b = &c->db->rows->batch[k];
+	b->row[b->n++] = *u;
+	if (b->n == BATCH)
+		batch_flush(c, k);
+}
+
+static void batch_free(struct rc_db_rows *w)
+{
+	if (!w->batch)
+		return;
+	for (uint32_t k = 1; k < NKIND; k++)
+		sqlite3_finalize(w->batch[k].full);
+	free(w->batch);
+	w->batch = NULL;
+}
+
+/* The times of a row kind, shifted by its domain's correction when it
+ * is inserted: NT int64_t fields T (RC_DB_NULL stays), domain DOM. */
+static const struct {
+	int    nt;
+	size_t dom, t[2];
+} time_desc[] = {
+#define TD(T, a, b) { 2, offsetof(T, dom), { offsetof(T, a), offsetof(T, b) } }
+	[K_REQUEST] = TD(struct rc_row_request, start, end),
+	[K_SPAN] = TD(struct rc_row_span, start, end),
+	[K_MESSAGE] = TD(struct rc_row_message, begin, ts),
+	[K_FRAGMENT] = TD(struct rc_row_fragment, start, end),
+	[K_FILE] = { 1, offsetof(struct rc_row_file, dom),
+		     { offsetof(struct rc_row_file, ts), 0 } },
+	[K_PROCESS] = TD(struct rc_row_process, start, end),
+	[K_CHANNEL] = TD(struct rc_row_channel, open, close),
+	[K_ATTR] = { 0, 0, { 0, 0 } },
+#undef TD
+};
+
+static void shift_times(const struct rc_ctx *c, uint32_t k, void *row)
+{
+	uint32_t dom;
+	memcpy(&dom, (char *)row + time_desc[k].dom, sizeof dom);
+	for (int i = 0; i < time_desc[k].nt; i++) {
+		int64_t t;
+		char *f = (char *)row + time_desc[k].t[i];
+		memcpy(&t, f, sizeof t);
+		if (t != RC_DB_NULL)
+			t += c->doms[dom].corr;
+		memcpy(f, &t, sizeof t);
+	}
+}
+
+/* Insert one spooled record (at P, NEED bytes) with corrected times. */
+static void spool_apply(struct rc_ctx *c, const char *p)
+{
+	uint32_t k;
+	union spool_row u;
+
+	memcpy(&k, p + 4, 4);
+	const struct sfield *f = spool_desc[k].f;
+	memcpy(&u, p + 8, spool_desc[k].size);
+	p += 8 + spool_desc[k].size;
+	for (size_t i = 0; i < spool_desc[k].nf; i++) {
+		uint32_t l;
+		const char *s = NULL;
+		memcpy(&l, p, 4);
+		p += 4;
+		if (l != SPOOL_NULL) {
+			s = p;
+			p += l + 1;
+		}
+		memcpy((char *)&u + f[i].ptr, &s, sizeof s);
+	}
+	shift_times(c, k, &u);
+	batch_add(c, k, &u);
+}
+
+/* Insert every spooled row, in order, and give the spool back. */
+int rc_db_rows_replay(struct rc_ctx *c)
+{
+	struct rc_db *d = c->db;
+	struct rc_db_rows *w = d->rows;
+	size_t have = 0, pos = 0;
+	uint64_t left, off = 0;
+
+	if (w->len && spool_flush(c) < 0)
+		return -1;
+	left = w->bytes;
+	w->batch = calloc(NKIND, sizeof *w->batch);
+	if (!w->batch) {
+		spool_error(c, "buffer", ENOMEM);
+		return -1;
+	}
+	while (!d->failed && (left || pos < have)) {
+		uint32_t need = 0;
+		if (have - pos >= 4)
+			memcpy(&need, w->buf + pos, 4);
+		if (have - pos < 4 || have - pos < need) {
+			/* the rows waiting point into the buffer */
+			batch_flush_all(c);
+			/* move the partial record to the front and read on */
+			memmove(w->buf, w->buf + pos, have - pos);
+			have -= pos;
+			pos = 0;
+			if (need > w->cap) {
+				char *b = realloc(w->buf, need);
+				if (!b) {
+					spool_error(c, "buffer", ENOMEM);
+					return -1;
+				}
+				w->buf = b;
+				w->cap = need;
+			}
+			size_t want = w->cap - have;
+			if (want > left)
+				want = (size_t)left;
+			if (!want) {
+				spool_error(c, "read", EIO);
+				return -1;
+			}
+			if (rc_spill_read(c, &w->f, w->buf + have, want, off) != 0) {
+				d->failed = 1;
+				return -1;
+			}
+			have += want;
+			left -= want;
+			off += want;
+			continue;
+		}
+		spool_apply(c, w->buf + pos);
+		pos += need;
+	}
+	batch_flush_all(c);
+	rc_db_rows_free(d);
+	return d->failed ? -1 : 0;
+}
+
+void rc_db_request(struct rc_ctx *c, const struct rc_row_request *r)
+{
+	spool_put(c, K_REQUEST, r);
+}
+
+void rc_db_span(struct rc_ctx *c, const struct rc_row_span *r)
+{
+	spool_put(c, K_SPAN, r);
+}
+
+void rc_db_message(struct rc_ctx *c, const struct rc_row_message *r)
+{
+	spool_put(c, K_MESSAGE, r);
+}
+
+void rc_db_fragment(struct rc_ctx *c, const struct rc_row_fragment *r)
+{
+	spool_put(c, K_FRAGMENT, r);
+}
+
+void rc_db_file(struct rc_ctx *c, const struct rc_row_file *r)
+{
+	spool_put(c, K_FILE, r);
+}
+
+void rc_db_process(struct rc_ctx *c, const struct rc_row_process *r)
+{
+	spool_put(c, K_PROCESS, r);
+}
+
+void rc_db_channel(struct rc_ctx *c, const struct rc_row_channel *r)
+{
+	spool_put(c, K_CHANNEL, r);
+}
+
+void rc_db_attr(struct rc_ctx *c, uint64_t span, uint64_t message,
+		const char *key, const char *val, uint32_t len)
+{
+	struct rc_row_attr r = { span, message, key, val, len };
+	spool_put(c, K_ATTR, &r);
+}
+

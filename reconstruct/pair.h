@@ -1,0 +1,43 @@
+/*
+ * pair.h - pass 1's pairing of channel ends into connections.
+ *
+ * Every CHAN record pass 1 reads is handed to rc_pair_add, which names
+ * the end by what both sides of one connection log: TCP and UDP ends by
+ * their address tuple (loopback tuples only within a host), unix sockets
+ * by the inode of the connecting socket, pipes by inode.  Once the clock
+ * domains are known, rc_pair_all sorts the ends by (class, key, time,
+ * index) - in memory, or in sorted runs in a temporary file merged back
+ * (an external sort) - and pairs each group of one key: fresh ends in
+ * time order (the nearest within a window when some are untraced), ends
+ * announced again (inherited across exec) joining the end they were.
+ * The result is C->entries: per CHAN record its connection, a peer entry
+ * and the connection's counts per side.
+ */
+#ifndef RC_PAIR_H
+#define RC_PAIR_H
+
+#include "rc.h"
+
+struct rc_pair_end;
+
+/* The ends collected so far (zeroed to start). */
+struct rc_pair {
+	struct rc_pair_end *v;   /* the run being filled */
+	uint32_t      n, cap;    /* in v */
+	uint32_t      total;     /* CHAN records so far: the next entry index */
+	uint32_t      nruns;     /* full runs written to f */
+	struct rc_spill f;       /* the runs, once there is more than one */
+};
+
+/* Add CHAN record EV of image IMAGE as entry PR->total.  0, -ENOMEM, or
+ * an RC_EXIT_* code with the error recorded (rc_fail). */
+int rc_pair_add(struct rc_ctx *c, struct rc_pair *pr, uint32_t image,
+		const struct bt_event *ev);
+/* Pair every end added (the images' clock domains must be known): fills
+ * C->nentries, C->nconns and the entries' temporary file C->ent_spill
+ * (unmapped at the end; read with rc_scan_entry).  0 or as above. */
+int rc_pair_all(struct rc_ctx *c, struct rc_pair *pr);
+/* Free what PR holds. */
+void rc_pair_free(struct rc_pair *pr);
+
+#endif /* RC_PAIR_H */
