@@ -28,9 +28,9 @@ run() {
 	rm -rf "$LOGS"
 	rm -f "$T/logd.pid"
 	taskset -c 0 "$LOGD" -s "$SOCK" -d "$LOGS" -H bench -p "$T/logd.pid" -S 1G \
-		2>>"$T/logd.err" &
+		2>>"$T/logd.log" &
 	LOGD_PID=$!
-	STARTED="$STARTED $LOGD_PID"
+	bp_track "$LOGD_PID"
 	wait_for "bp-logd" 100 test -s "$T/logd.pid"
 	c0=$(cpu_ticks "$LOGD_PID")
 	t0=$(date +%s.%N)
