@@ -96,7 +96,8 @@ bp_logd_start() {
 	[ -n "$prevar" ] && { local -n bp_ls_pre=$prevar; pre=("${bp_ls_pre[@]}"); }
 	[ -n "${BP_LOGD:-}" ] || bp_find_tools
 	[ -n "$BP_LOGD" ] || bp_fail "bp-logd is not built: run make"
-	mkdir -p "$logs"
+	# bp-logd makes LOGDIR itself (mode 700)
+	mkdir -p "$(dirname "$logs")"
 	BP_LOGD_SOCK=$sock
 	BP_START_APPEND=1 bp_start "$name" "$dir/$name.pid" "${pre[@]}" \
 		"$BP_LOGD" -f -d "$logs" -s "$sock" -p "$dir/$name.pid" "$@"

@@ -10,14 +10,17 @@
 #   bp_find_phpfpm           PHPFPM: the newest /usr/sbin/php-fpm* (or empty)
 #   bp_pg_initdb DATADIR SOCKDIR LOG   a cluster owned by postgres (initdb
 #                            as postgres, trust, UTF8, C) and a socket
-#                            directory; fails with LOG's last lines
-#   bp_pg_start [-n NAME] [-w PREFIXVAR] [-h HOST] [-t TENTHS] DATADIR PORT
-#               [PREFIX...] [-- POSTGRES OPTIONS...]
+#                            directory (unless ""); fails with LOG's last
+#                            lines
+#   bp_pg_start [-n NAME] [-w PREFIXVAR] [-h HOST] [-t TENTHS] [-o OPTSVAR]
+#               DATADIR PORT [PREFIX...]
 #                            postgres as user postgres under PREFIX (the
 #                            tracer), itself under the array PREFIXVAR (a
 #                            namespace); waits (default 20 s) until
 #                            pg_isready -h HOST (default 127.0.0.1) -p PORT;
-#                            on exit it is stopped fast (SIGINT) first
+#                            on exit it is stopped fast (SIGINT) first.
+#                            postgres gets -p PORT and the options in the
+#                            array named OPTSVAR
 #   bp_pg_fast_stop NAME     SIGINT (fast shutdown: it disconnects its
 #                            clients), wait up to 5 s
 #   bp_nginx_temp_paths DIR  the *_temp_path lines of an http block
@@ -25,8 +28,9 @@
 #   bp_apache_start [-n NAME] [-w PREFIXVAR] CONF PIDFILE LISTEN [PREFIX...]
 #                            apache2 -DFOREGROUND in a session of its own
 #                            (it signals its process group when it stops)
-#   bp_fpm_start [-n NAME] [-w PREFIXVAR] CONF PIDFILE LISTEN [PREFIX...]
-#                [-- PHP OPTIONS...]   $PHPFPM -n -y CONF -d extension=pgsql
+#   bp_fpm_start [-n NAME] [-w PREFIXVAR] [-o OPTSVAR] CONF PIDFILE LISTEN
+#                [PREFIX...]   $PHPFPM -n -y CONF -d extension=pgsql and the
+#                            options in the array named OPTSVAR
 # LISTEN: what bp_wait_listen waits for (a unix path, HOST:PORT or PORT).
 . "$(dirname "${BASH_SOURCE[0]}")/core.sh"
 
@@ -46,7 +50,7 @@ bp_pg_initdb() {
 	local data=$1 sock=$2 log=$3
 	[ -n "${PGBIN:-}" ] || bp_find_pgbin
 	install -d -o postgres -g postgres -m 700 "$data"
-	install -d -o postgres -g postgres -m 755 "$sock"
+	[ -z "$sock" ] || install -d -o postgres -g postgres -m 755 "$sock"
 	"${BP_AS_PG[@]}" env HOME="$data" "$PGBIN/initdb" -D "$data" -A trust \
 		-U postgres --no-sync -E UTF8 --locale=C >"$log" 2>&1 ||
 		bp_fail "initdb failed: $(tail -n 3 "$log")"
@@ -62,16 +66,16 @@ bp_pg_start() {
 		-w) local -n bp_ps_ns=$2; ns=("${bp_ps_ns[@]}"); shift 2 ;;
 		-h) host=$2; shift 2 ;;
 		-t) tenths=$2; shift 2 ;;
+		-o) local -n bp_ps_opts=$2; opts=("${bp_ps_opts[@]}"); shift 2 ;;
 		*) break ;;
 		esac
 	done
 	data=$1 port=$2
 	shift 2
-	while [ $# -gt 0 ] && [ "$1" != -- ]; do pre+=("$1"); shift; done
-	[ $# -gt 0 ] && { shift; opts=("$@"); }
+	pre=("$@")
 	[ -n "${PGBIN:-}" ] || bp_find_pgbin
 	bp_start "$name" "$data/postmaster.pid" "${ns[@]}" "${BP_AS_PG[@]}" \
-		"${pre[@]}" "$PGBIN/postgres" -D "$data" "${opts[@]}"
+		"${pre[@]}" "$PGBIN/postgres" -D "$data" -p "$port" "${opts[@]}"
 	case " ${BP_CLEANUP_FIRST[*]} " in
 	*" bp_pg_fast_stop $name "*) ;;
 	*) bp_cleanup_first "bp_pg_fast_stop $name" ;;
@@ -140,19 +144,22 @@ bp_apache_start() {
 	bp_wait_listen "$listen" "$bp_name" 100 bp_ns
 }
 
-# bp_fpm_start [-n NAME] [-w PREFIXVAR] CONF PIDFILE LISTEN [PREFIX...]
-# [-- PHP OPTIONS...]
+# bp_fpm_start [-n NAME] [-w PREFIXVAR] [-o OPTSVAR] CONF PIDFILE LISTEN
+# [PREFIX...]
 bp_fpm_start() {
 	local bp_name=fpm bp_shift bp_ns
-	local -a pre=() opts=()
+	local -a opts=()
+	if [ "$1" = -o ]; then
+		local -n bp_fs_opts=$2
+		opts=("${bp_fs_opts[@]}")
+		shift 2
+	fi
 	bp_srv_args "$@"
 	shift "$bp_shift"
 	local conf=$1 pidfile=$2 listen=$3
 	shift 3
-	while [ $# -gt 0 ] && [ "$1" != -- ]; do pre+=("$1"); shift; done
-	[ $# -gt 0 ] && { shift; opts=("$@"); }
 	[ -n "${PHPFPM:-}" ] || bp_find_phpfpm
-	bp_start "$bp_name" "$pidfile" "${bp_ns[@]}" "${pre[@]}" "$PHPFPM" -n \
+	bp_start "$bp_name" "$pidfile" "${bp_ns[@]}" "$@" "$PHPFPM" -n \
 		-y "$conf" -d extension=pgsql "${opts[@]}"
 	bp_wait_listen "$listen" "$bp_name" 100 bp_ns
 }

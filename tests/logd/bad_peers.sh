@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Misbehaving peers: each is dropped with exactly one line on stderr naming
 # its pid, while a well-behaved tracer keeps being served and loses
 # nothing.  Also: running out of fds (EMFILE) pauses accepting without

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # bp-logd basics: every record a tracer publishes is read back exactly once
 # (counted through the segment reader); files and socket are private;
 # control commands work; SIGHUP and the rotate command start new segments

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # bench_drain.sh - how many events bp-logd drains per second of its own
 # CPU time, on one core.  Not a test (nothing is asserted about speed):
 # it prints the figures.  Run from a build directory, ideally one

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Disk full: bp-logd writes to a 16 MiB tmpfs (a private mount namespace,
 # so nothing outside the test sees it) that a file then fills completely.
 # bp-logd must say so in one line, keep the events in the rings (tracers

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # bp-logd SIGKILLed and restarted while tracers run: each tracer reconnects
 # with the same ring_id and sends its chunks again; bp-logd continues every
 # slot from the tail in shared memory.  Nothing may be lost or duplicated

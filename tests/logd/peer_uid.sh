@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Processes of another uid: refused with one line on stderr unless -u (or
 # -g) allows them; with -u the socket is opened to all and they are served.
 # Needs root (to run the tracer as nobody); skipped (exit 77) otherwise.

@@ -270,8 +270,7 @@ tb_pg_init() {
 # anew (tb_run): a port freed when the previous run stopped may have been
 # taken by a test running in parallel.
 tb_pg_start() {
-	bp_pg_start -w NS_DB -h "$T/pgsock" "$T/pg" "$PGPORT" "${PRE_DB[@]}" \
-		-- -p "$PGPORT"
+	bp_pg_start -w NS_DB -h "$T/pgsock" "$T/pg" "$PGPORT" "${PRE_DB[@]}"
 }
 
 # ---- application servers -------------------------------------------------
