@@ -56,7 +56,7 @@ start_logd() {
 
 # stop_logd: SIGTERM, wait (bounded) and check exit status 0.
 stop_logd() {
-	kill -TERM "$LOGD_PID"
+	bp_kill TERM "${LOGD_PID:-}" || fail "stop_logd: no bp-logd running"
 	wait_for "bp-logd to exit" 300 dead "$LOGD_PID"
 	wait "$LOGD_PID"
 	st=$?
