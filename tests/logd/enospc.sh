@@ -9,7 +9,7 @@ if [ -z "${BP_ENOSPC_NS:-}" ]; then
 		echo "SKIP: needs root and unshare -m (a private tmpfs mount)"
 		exit 77
 	fi
-	BP_ENOSPC_NS=1 exec unshare -m sh "$0" "$@"
+	BP_ENOSPC_NS=1 exec unshare -m bash "$0" "$@"
 fi
 . "${srcdir:-.}/tests/logd/lib.sh"
 

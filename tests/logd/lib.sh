@@ -49,7 +49,7 @@ dead() { bp_gone "$1"; }
 start_logd() {
 	BP_LOGD=$LOGD
 	# shellcheck disable=SC2086
-	bp_logd_start "$T" -H testhost ${LOGD_EXTRA:-} "$@"
+	bp_logd_start -s "$SOCK" -l "$LOGS" "$T" -H testhost ${LOGD_EXTRA:-} "$@"
 	LOGD_PID=$BP_LOGD_PID
 	[ "$(cat "$T/logd.pid")" = "$LOGD_PID" ] || fail "pidfile does not hold bp-logd's pid"
 }
