@@ -1,6 +1,8 @@
-# bench/lib.sh - helpers of bench/run (bash): the work directory, free
-# ports, servers started with pidfiles and bounded waits and stopped by
-# their pid, bp-logd, wrk, CPU time of a process, and the results file.
+# bench/lib.sh - helpers of bench/run (bash): servers started with
+# pidfiles in the current benchmark's directory, bp-logd, wrk, CPU time of
+# a process, and the results file.  The work directory ($W, bp_setup),
+# free ports (bp_free_port), bounded waits (bp_wait_listen), bp_stop and
+# the EXIT trap are the test fixtures of tests/lib/ (see tests/README.md).
 #
 # Every server runs on 127.0.0.1 in the work directory $W; whatever was
 # started is stopped by the EXIT trap.  Results are "key value" lines in
@@ -9,25 +11,21 @@
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${top_srcdir:=$(cd "$BENCH_DIR/.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
-top_srcdir=$(cd "$top_srcdir" && pwd)
-top_builddir=$(cd "$top_builddir" && pwd)
-PY=/usr/bin/python3
+# shellcheck source=../tests/lib/logd.sh
+. "$top_srcdir/tests/lib/logd.sh"
+# shellcheck source=../tests/lib/servers.sh
+. "$top_srcdir/tests/lib/servers.sh"
 
-declare -A B_PID B_LAUNCHER
 WRK_EXTRA=()
-B_NAMES=()
-B_PORTS=""
+BP_FAIL_PREFIX="bench: FAIL: "
+[ "${BENCH_KEEP:-0}" = 1 ] && BP_KEEP=1
 
 say() { echo "bench: $*" >&2; }
+fail() { bp_fail "$@"; }
 
-fail() {
-	echo "bench: FAIL: $*" >&2
-	bench_show_logs
-	exit 1
-}
-
-# The last lines of the logs of the current benchmark.
-bench_show_logs() {
+# The last lines of the logs of the current benchmark (what a failure
+# shows).
+bp_show_logs() {
 	local f
 	[ -n "${BD:-}" ] && [ -d "$BD" ] || return 0
 	for f in $(find "$BD" -maxdepth 3 \( -name '*.log' -o -name '*.err' \) \
@@ -37,114 +35,22 @@ bench_show_logs() {
 	done
 }
 
-bench_cleanup() {
-	local n
-	for n in "${B_NAMES[@]}"; do
-		[ -n "${B_PID[$n]:-}" ] || continue
-		kill -TERM "${B_PID[$n]}" 2>/dev/null
-	done
-	for n in "${B_NAMES[@]}"; do
-		[ -n "${B_PID[$n]:-}" ] || continue
-		wait_gone "${B_PID[$n]}" 50 || kill -KILL "${B_PID[$n]}" 2>/dev/null
-		[ -n "${B_LAUNCHER[$n]:-}" ] && kill "${B_LAUNCHER[$n]}" 2>/dev/null
-	done
-	wait 2>/dev/null
-	if [ "${BENCH_KEEP:-0}" = 1 ] || [ -z "${W:-}" ]; then
-		[ -n "${W:-}" ] && say "work files kept in $W"
-	else
-		rm -rf "$W"
-	fi
-}
-
-# wait_gone PID TENTHS
-wait_gone() {
-	local i
-	for ((i = 0; i < $2; i++)); do
-		kill -0 "$1" 2>/dev/null || return 0
-		sleep 0.1
-	done
-	! kill -0 "$1" 2>/dev/null
-}
-
-# free_port VAR: a loopback TCP port nobody listens on, not given before.
-free_port() {
-	local p i hex
-	for ((i = 0; i < 200; i++)); do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-		case " $B_PORTS " in *" $p "*) continue ;; esac
-		hex=$(printf ':%04X ' "$p")
-		grep -q "$hex" /proc/net/tcp /proc/net/tcp6 2>/dev/null && continue
-		B_PORTS="$B_PORTS $p"
-		printf -v "$1" '%s' "$p"
-		return 0
-	done
-	fail "found no free port in 200 tries"
-}
-
-# start NAME PIDFILE COMMAND...: COMMAND in the background (output in
-# $BD/NAME.log), waits up to 20 s for PIDFILE to name a live process.
+# start NAME PIDFILE COMMAND...: bp_start in a session of its own, its
+# output in $BD/NAME.out and NAME.log, up to 20 s for the pidfile.
 start() {
-	local name=$1 pidfile=$2 i pid
-	shift 2
-	rm -f "$pidfile"
-	setsid "$@" >"$BD/$name.log" 2>&1 &
-	B_LAUNCHER[$name]=$!
-	B_PID[$name]=""
-	B_NAMES+=("$name")
-	for ((i = 0; i < 200; i++)); do
-		if [ -s "$pidfile" ]; then
-			read -r pid <"$pidfile"
-			if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-				B_PID[$name]=$pid
-				return 0
-			fi
-		fi
-		kill -0 "${B_LAUNCHER[$name]}" 2>/dev/null ||
-			fail "$name exited at start: $*"
-		sleep 0.1
-	done
-	fail "$name did not write $pidfile within 20 s: $*"
+	BP_LOGDIR=$BD BP_WAIT=200 bp_start "$1" "$2" setsid "${@:3}"
 }
 
-# stop NAME: SIGTERM, wait up to 15 s (then SIGKILL and fail).
+# stop NAME: bp_stop, whatever NAME exits with.
 stop() {
-	local name=$1
-	[ -n "${B_PID[$name]:-}" ] || return 0
-	kill -TERM "${B_PID[$name]}" 2>/dev/null
-	if ! wait_gone "${B_PID[$name]}" 150; then
-		kill -KILL "${B_PID[$name]}" 2>/dev/null
-		fail "$name did not stop within 15 s of SIGTERM"
-	fi
-	wait_gone "${B_LAUNCHER[$name]}" 50 ||
-		kill -KILL "${B_LAUNCHER[$name]}" 2>/dev/null
-	wait "${B_LAUNCHER[$name]}" 2>/dev/null
-	B_PID[$name]=""
-}
-
-# wait_port PORT NAME: until something accepts on 127.0.0.1:PORT (10 s).
-wait_port() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-		sleep 0.1
-	done
-	fail "$2 does not accept connections on port $1 within 10 s"
+	bp_stop "$1" any
 }
 
 # logd_start DIR: bp-logd on DIR/logd.sock writing DIR/logs, serving the
 # users the servers switch to; sets LOGD_SOCK.
 logd_start() {
-	local dir=$1
-	mkdir -p "$dir/logs"
-	LOGD_SOCK=$dir/logd.sock
-	start logd "$dir/logd.pid" "$LOGD" -f -d "$dir/logs" -s "$LOGD_SOCK" \
-		-p "$dir/logd.pid" -u www-data -u postgres
-	local i
-	for ((i = 0; i < 100; i++)); do
-		[ -S "$LOGD_SOCK" ] && return 0
-		sleep 0.1
-	done
-	fail "bp-logd did not create $LOGD_SOCK within 10 s"
+	BP_LOGD=$LOGD BP_LOGDIR=$BD bp_logd_start "$1" -u www-data -u postgres
+	LOGD_SOCK=$BP_LOGD_SOCK
 }
 
 # traced_env RULES: TRACED, the env(1) prefix that runs a program traced.

@@ -1,185 +1,45 @@
 # tests/integ/lib.sh - shared by the integration tests (bash).
 #
-# Source it, then call bp_init NAME.  It gives each test a temporary
-# directory, free loopback ports, servers started with pidfiles and
-# bounded waits, a cleanup trap that stops whatever the test started, and
-# the tracing tools found in the build tree.
+# Source it, then call bp_init NAME.  The fixtures (temporary directory,
+# free loopback ports, servers started with pidfiles and bounded waits, a
+# cleanup trap that stops whatever the test started, bp-logd and the
+# tracing tools found in the build tree) are tests/lib/core.sh and
+# tests/lib/logd.sh; this file adds the example servers of examples/ and
+# the traced runs that check their paths.  See tests/README.md.
 #
 # Environment:
 #   top_builddir, top_srcdir  the build and source trees (`make check` sets
-#                             them; by hand they default to this file's
-#                             ../..)
+#                             them; by hand see tests/lib/core.sh)
 #   BP_KEEP=1                 keep the temporary directory (logs, traces,
 #                             paths.db) and print where it is
 #   BP_REQUESTS               requests per client run (default 320)
 #
 # Tracing tools, found in the build tree (a test fails, never skips, when
 # one it needs is missing):
-#   bp-logd        -f -d LOGDIR -s SOCKET
+#   bp-logd        bp_logd_start DIR (tests/lib/logd.sh)
 #   bp-run         -s SOCKET [--no-isolation] [-r RULES] -- COMMAND...
 #                  (without it: LD_PRELOAD=libbtrace.so and BTRACE_LOGD,
 #                  BTRACE_RULES, BTRACE_ISOLATION=0 set here)
 #   bp-reconstruct LOGDIR -o paths.db
 
 BP_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-: "${top_srcdir:=$(cd "$BP_LIB_DIR/../.." && pwd)}"
-: "${top_builddir:=$top_srcdir}"
-top_srcdir=$(cd "$top_srcdir" && pwd)
-top_builddir=$(cd "$top_builddir" && pwd)
+# shellcheck source=../lib/logd.sh
+. "$BP_LIB_DIR/../lib/logd.sh"
 EX=$top_builddir/examples
-PY=/usr/bin/python3
 : "${BP_REQUESTS:=320}"
 
-declare -A BP_LAUNCHER BP_PID BP_PIDFILE
-BP_NAMES=()
 BP_PREFIX=()
 BACKEND_OPTS=()
-BP_PORTS=""
-BP_FAILED=0
 
-# bp_fail MESSAGE: report, show the logs of what runs, exit 1.
-bp_fail() {
-	echo "FAIL: $BP_TEST: $*" >&2
-	BP_FAILED=1
-	bp_show_logs
-	exit 1
-}
-
-bp_note() {
-	echo "$BP_TEST: $*"
-}
-
-# The last lines of every log in the test directory.
-bp_show_logs() {
-	local f
-	[ -n "${T:-}" ] && [ -d "$T" ] || return 0
-	for f in $(find "$T" -name '*.log' -size +0 2>/dev/null | sort); do
-		echo "---- ${f#"$T"/} (last 15 lines)" >&2
-		tail -n 15 "$f" >&2
-	done
-}
-
-bp_cleanup() {
-	local name
-	for name in "${BP_NAMES[@]}"; do
-		[ -n "${BP_LAUNCHER[$name]:-}" ] || continue
-		# never "kill 0": a server that died before its pidfile has no
-		# pid, and 0 would signal this test's whole process group
-		kill -TERM ${BP_PID[$name]:+"${BP_PID[$name]}"} \
-			"${BP_LAUNCHER[$name]}" 2>/dev/null
-	done
-	for name in "${BP_NAMES[@]}"; do
-		[ -n "${BP_LAUNCHER[$name]:-}" ] || continue
-		bp_wait_gone "${BP_LAUNCHER[$name]}" 30 ||
-			kill -KILL ${BP_PID[$name]:+"${BP_PID[$name]}"} \
-				"${BP_LAUNCHER[$name]}" 2>/dev/null
-	done
-	wait 2>/dev/null
-	if [ "${BP_KEEP:-0}" = 1 ]; then
-		echo "$BP_TEST: files kept in $T" >&2
-	elif [ -n "${T:-}" ]; then
-		rm -rf "$T"
-	fi
-}
-
-# bp_init NAME: temp dir, trap.
+# bp_init NAME: temp dir, trap, the examples.
 bp_init() {
-	BP_TEST=$1
-	T=$(mktemp -d "${TMPDIR:-/tmp}/bp-$1.XXXXXX") ||
-		{ echo "FAIL: $1: mktemp" >&2; exit 1; }
-	trap bp_cleanup EXIT
-	trap 'bp_fail "interrupted"' INT TERM
+	bp_setup "$1"
 	local p
 	for p in ex-backend ex-client ex-threads ex-prefork ex-pool ex-epoll \
 		 ex-libevent; do
 		[ -x "$EX/$p" ] || bp_fail "$EX/$p is not built (run make)"
 	done
 	[ -x "$PY" ] || bp_fail "$PY is missing (apt-get install python3)"
-}
-
-# bp_wait_gone PID TENTHS: wait up to TENTHS/10 s for PID to exit.
-bp_wait_gone() {
-	local i
-	for ((i = 0; i < $2; i++)); do
-		kill -0 "$1" 2>/dev/null || return 0
-		sleep 0.1
-	done
-	! kill -0 "$1" 2>/dev/null
-}
-
-# bp_free_port VAR: a loopback TCP port no socket uses, not handed out
-# before in this test, and outside the kernel's ephemeral range: a
-# listener port inside it can be taken as the source port of an outgoing
-# connection between the check and the bind (seen in a network namespace,
-# where the check of /proc/net/tcp does not even look).
-bp_free_port() {
-	local p i hex lo=32768 hi=60999 base span
-	read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
-	if [ "$lo" -ge 22000 ]; then
-		base=20000 span=$((lo - 20000))
-	else
-		base=$((hi + 1)) span=$((65535 - hi))
-	fi
-	[ "$span" -ge 1000 ] || base=20000 span=40000
-	for ((i = 0; i < 100; i++)); do
-		p=$((base + (RANDOM * 32768 + RANDOM) % span))
-		case " $BP_PORTS " in *" $p "*) continue ;; esac
-		hex=$(printf ':%04X ' "$p")
-		grep -q "$hex" /proc/net/tcp /proc/net/tcp6 2>/dev/null &&
-			continue
-		BP_PORTS="$BP_PORTS $p"
-		printf -v "$1" '%s' "$p"
-		return 0
-	done
-	bp_fail "found no free port in 100 tries"
-}
-
-# bp_start NAME PIDFILE COMMAND...: start COMMAND in the background
-# (stdout NAME.out, stderr NAME.log in $T), wait up to 10 s for it to write
-# PIDFILE.  The pid in PIDFILE is the server's; the launcher is what we
-# started (the same process unless a wrapper forks).
-bp_start() {
-	local name=$1 pidfile=$2 i pid
-	shift 2
-	rm -f "$pidfile"
-	"$@" >"$T/$name.out" 2>"$T/$name.log" &
-	BP_LAUNCHER[$name]=$!
-	BP_PIDFILE[$name]=$pidfile
-	BP_PID[$name]=""
-	BP_NAMES+=("$name")
-	for ((i = 0; i < 100; i++)); do
-		if [ -s "$pidfile" ]; then
-			read -r pid <"$pidfile"
-			if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-				BP_PID[$name]=$pid
-				return 0
-			fi
-		fi
-		kill -0 "${BP_LAUNCHER[$name]}" 2>/dev/null ||
-			bp_fail "$name exited at start: $*"
-		sleep 0.1
-	done
-	bp_fail "$name did not write $pidfile within 10 s: $*"
-}
-
-# bp_alive NAME: fail unless NAME still runs.
-bp_alive() {
-	kill -0 "${BP_PID[$1]}" 2>/dev/null || bp_fail "$1 died"
-}
-
-# bp_stop NAME: SIGTERM, wait up to 10 s, fail unless it exits 0.
-bp_stop() {
-	local name=$1 rc
-	[ -n "${BP_LAUNCHER[$name]:-}" ] || bp_fail "bp_stop: $name not started"
-	kill -TERM "${BP_PID[$name]}" 2>/dev/null
-	if ! bp_wait_gone "${BP_LAUNCHER[$name]}" 100; then
-		kill -KILL "${BP_PID[$name]}" "${BP_LAUNCHER[$name]}" 2>/dev/null
-		bp_fail "$name did not stop within 10 s of SIGTERM"
-	fi
-	wait "${BP_LAUNCHER[$name]}"
-	rc=$?
-	BP_LAUNCHER[$name]=""
-	[ "$rc" = 0 ] || bp_fail "$name exited with status $rc after SIGTERM"
 }
 
 # bp_stat NAME KEY: the value of KEY in NAME's "stats" lines, summed over
@@ -255,74 +115,6 @@ bp_client() {
 }
 
 # ---- tracing ---------------------------------------------------------------
-
-# bp_find_tool NAME: its path in the build tree, or nothing.
-bp_find_tool() {
-	local d
-	for d in "$top_builddir" "$top_builddir/tools" "$top_builddir/logd" \
-		 "$top_builddir/reconstruct"; do
-		if [ -x "$d/$1" ] && [ -f "$d/$1" ]; then
-			echo "$d/$1"
-			return 0
-		fi
-	done
-}
-
-# bp_require_tracing: find bp-logd, bp-reconstruct and bp-run or the shim;
-# fail loudly (never skip) when one is missing.
-bp_require_tracing() {
-	local d
-	BP_LOGD=$(bp_find_tool bp-logd)
-	BP_RECONSTRUCT=$(bp_find_tool bp-reconstruct)
-	BP_RUN=$(bp_find_tool bp-run)
-	BP_SHIM=""
-	for d in "$top_builddir/.libs" "$top_builddir/libbtrace/.libs"; do
-		[ -f "$d/libbtrace.so" ] && { BP_SHIM=$d/libbtrace.so; break; }
-	done
-	[ -n "$BP_LOGD" ] || bp_fail "bp-logd is not built (looked in" \
-		"$top_builddir and its tools/ logd/ reconstruct/): run make"
-	[ -n "$BP_RECONSTRUCT" ] || bp_fail "bp-reconstruct is not built" \
-		"(looked in $top_builddir and its tools/ logd/ reconstruct/):" \
-		"run make"
-	[ -n "$BP_RUN" ] || [ -n "$BP_SHIM" ] || bp_fail "neither bp-run nor" \
-		"libbtrace.so is built (looked in $top_builddir): run make"
-}
-
-# bp_trace_prefix SOCKET RULES ISOLATION: set BP_PREFIX, the command prefix
-# that runs a program traced (bp-run, or LD_PRELOAD when bp-run is not
-# built).  ISOLATION 0 turns event isolation off.
-bp_trace_prefix() {
-	local sock=$1 rules=$2 iso=$3
-	if [ -n "$BP_RUN" ]; then
-		BP_PREFIX=("$BP_RUN" -s "$sock")
-		[ "$iso" = 0 ] && BP_PREFIX+=(--no-isolation)
-		BP_PREFIX+=(-r "$rules" --)
-	else
-		BP_PREFIX=(env "LD_PRELOAD=$BP_SHIM" "BTRACE_LOGD=$sock"
-			"BTRACE_RULES=$rules")
-		[ "$iso" = 0 ] && BP_PREFIX+=(BTRACE_ISOLATION=0)
-	fi
-}
-
-# bp_logd_start DIR: bp-logd on DIR/logd.sock writing DIR/logs; waits up
-# to 10 s for the socket.
-bp_logd_start() {
-	local dir=$1 i
-	mkdir -p "$dir/logs"
-	BP_LOGD_SOCK=$dir/logd.sock
-	"$BP_LOGD" -f -d "$dir/logs" -s "$BP_LOGD_SOCK" \
-		>"$T/logd.out" 2>>"$T/logd.log" &
-	BP_LAUNCHER[logd]=$!
-	BP_PID[logd]=$!
-	BP_NAMES+=(logd)
-	for ((i = 0; i < 100; i++)); do
-		[ -S "$BP_LOGD_SOCK" ] && return 0
-		kill -0 "${BP_PID[logd]}" 2>/dev/null ||
-			bp_fail "bp-logd exited at start"
-		sleep 0.1
-	done
-	bp_fail "bp-logd did not create $BP_LOGD_SOCK within 10 s"
-}
 
 # bp_reconstruct DIR: DIR/logs -> DIR/paths.db, bounded to 300 s.
 bp_reconstruct() {

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Misbehaving peers: each is dropped with exactly one line on stderr naming
 # its pid, while a well-behaved tracer keeps being served and loses
 # nothing.  Also: running out of fds (EMFILE) pauses accepting without
@@ -11,16 +11,16 @@ good=$TRACER_PID
 
 modes="garbage short oversize badlen ring0 unknown nofd pipe file small huge notpow2 badmagic twofds kick headtail records shrink"
 for mode in $modes; do
-	before=$(wc -l <"$T/logd.err")
+	before=$(wc -l <"$T/logd.log")
 	"$TRACER" -s "$SOCK" --bad "$mode" >"$T/bad.out" 2>"$T/bad.err" &
 	bp=$!
 	wait_for "bad peer $mode" 100 dead "$bp"
 	wait "$bp" || fail "bad peer '$mode' was not dropped: $(cat "$T/bad.out" "$T/bad.err")"
 	sleep 0.05
-	after=$(wc -l <"$T/logd.err")
+	after=$(wc -l <"$T/logd.log")
 	[ $((after - before)) -eq 1 ] ||
 		fail "mode $mode: expected one line on stderr, got $((after - before))"
-	line=$(tail -n 1 "$T/logd.err")
+	line=$(tail -n 1 "$T/logd.log")
 	echo "$mode: $line"
 	echo "$line" | grep -q "pid $bp " || fail "mode $mode: line does not name pid $bp: $line"
 	alive "$LOGD_PID" || fail "bp-logd died on mode $mode"
@@ -34,9 +34,9 @@ stop_logd
 # EMFILE: 60 idle connections against a limit of 40 fds.
 rm -rf "$LOGS"
 rm -f "$T/logd.pid"
-(ulimit -n 40 && exec "$LOGD" -s "$SOCK" -d "$LOGS" -H testhost -p "$T/logd.pid") 2>>"$T/logd.err" &
+(ulimit -n 40 && exec "$LOGD" -s "$SOCK" -d "$LOGS" -H testhost -p "$T/logd.pid") 2>>"$T/logd.log" &
 LOGD_PID=$!
-STARTED="$STARTED $LOGD_PID"
+bp_track "$LOGD_PID"
 wait_for "bp-logd's pidfile" 100 test -s "$T/logd.pid"
 /usr/bin/python3 - "$SOCK" <<'PY' &
 import socket, sys, time
@@ -48,8 +48,8 @@ for i in range(60):
 time.sleep(2.5)
 PY
 flood=$!
-STARTED="$STARTED $flood"
-wait_for "the EMFILE message" 50 grep -q "not accepting for" "$T/logd.err"
+bp_track "$flood"
+wait_for "the EMFILE message" 50 grep -q "not accepting for" "$T/logd.log"
 wait_for "the flood to end" 100 dead "$flood"
 "$TRACER" -s "$SOCK" -q -t 2 -n 1000 -T 20 >"$T/after.out" 2>&1 ||
 	fail "tracer after EMFILE: $(cat "$T/after.out")"

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # bp-logd basics: every record a tracer publishes is read back exactly once
 # (counted through the segment reader); files and socket are private;
 # control commands work; SIGHUP and the rotate command start new segments
@@ -18,7 +18,7 @@ t2=$TRACER_PID
 # same ring_id while bp-logd keeps running
 "$TRACER" -s "$SOCK" -q -t 3 -n 20000 -d 20 -R 150 -P "$T/p5" >"$T/t5.out" 2>"$T/t5.err" &
 t5=$!
-STARTED="$STARTED $t5"
+bp_track "$t5"
 sleep 0.2
 kill -HUP "$LOGD_PID"
 out=$("$LOGD" -c rotate -s "$SOCK") || fail "rotate command failed: $out"
@@ -36,7 +36,7 @@ echo "$out" | grep -q "0 dropped, 0 refused" || fail "status: $out"
 # WELCOME
 "$TRACER" -s "$SOCK" -q -t 1 -n 4000 -d 200 -F >"$T/t6.out" 2>&1 &
 t6=$!
-STARTED="$STARTED $t6"
+bp_track "$t6"
 sleep 0.2
 "$LOGD" -c pause -s "$SOCK" >/dev/null || fail "pause failed"
 "$TRACER" -s "$SOCK" -q -t 1 -n 10 -F >"$T/t3.out" 2>&1 || fail "tracer t3"
@@ -86,11 +86,11 @@ grep -q ' logd .* flags=0x4 .* lost=6 slot0=3 slot1=3$' "$T/dump.txt" ||
 "$LOGD" --version | grep -q 'bp-logd' || fail "--version"
 # -D: detaches once ready, pidfile, stop command, pidfile removed
 rm -rf "$LOGS"
-"$LOGD" -D -s "$SOCK" -d "$LOGS" -H testhost -p "$T/d.pid" 2>>"$T/logd.err" ||
+"$LOGD" -D -s "$SOCK" -d "$LOGS" -H testhost -p "$T/d.pid" 2>>"$T/logd.log" ||
 	fail "bp-logd -D exited with status $?"
 [ -s "$T/d.pid" ] || fail "no pidfile after -D returned"
 dpid=$(cat "$T/d.pid")
-STARTED="$STARTED $dpid"
+bp_track "$dpid"
 alive "$dpid" || fail "daemon not running after -D"
 "$TRACER" -s "$SOCK" -q -t 2 -n 1000 >/dev/null 2>&1 || fail "tracer with -D daemon"
 "$LOGD" -c stop -s "$SOCK" | grep -q stopping || fail "stop command"

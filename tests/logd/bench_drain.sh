@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # bench_drain.sh - how many events bp-logd drains per second of its own
 # CPU time, on one core.  Not a test (nothing is asserted about speed):
 # it prints the figures.  Run from a build directory, ideally one
@@ -28,9 +28,9 @@ run() {
 	rm -rf "$LOGS"
 	rm -f "$T/logd.pid"
 	taskset -c 0 "$LOGD" -s "$SOCK" -d "$LOGS" -H bench -p "$T/logd.pid" -S 1G \
-		2>>"$T/logd.err" &
+		2>>"$T/logd.log" &
 	LOGD_PID=$!
-	STARTED="$STARTED $LOGD_PID"
+	bp_track "$LOGD_PID"
 	wait_for "bp-logd" 100 test -s "$T/logd.pid"
 	c0=$(cpu_ticks "$LOGD_PID")
 	t0=$(date +%s.%N)

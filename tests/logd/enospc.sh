@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Disk full: bp-logd writes to a 16 MiB tmpfs (a private mount namespace,
 # so nothing outside the test sees it) that a file then fills completely.
 # bp-logd must say so in one line, keep the events in the rings (tracers
@@ -9,7 +9,7 @@ if [ -z "${BP_ENOSPC_NS:-}" ]; then
 		echo "SKIP: needs root and unshare -m (a private tmpfs mount)"
 		exit 77
 	fi
-	BP_ENOSPC_NS=1 exec unshare -m sh "$0" "$@"
+	BP_ENOSPC_NS=1 exec unshare -m bash "$0" "$@"
 fi
 . "${srcdir:-.}/tests/logd/lib.sh"
 
@@ -23,9 +23,9 @@ avail=$(df -k --output=avail "$T/disk" | tail -n 1)
 [ "$avail" -eq 0 ] || fail "tmpfs not full ($avail KiB free)"
 start_tracer full -t 4 -n 30000 -S 65536 -P "$T/pfull" -T 90
 tr=$TRACER_PID
-wait_for "the disk-full message" 100 grep -q "No space left on device" "$T/logd.err"
+wait_for "the disk-full message" 100 grep -q "No space left on device" "$T/logd.log"
 sleep 2
-n=$(grep -c "No space left on device" "$T/logd.err")
+n=$(grep -c "No space left on device" "$T/logd.log")
 [ "$n" -eq 1 ] || fail "disk full reported $n times, expected once"
 alive "$tr" || fail "tracer finished while the disk was full: events were dropped?"
 st=$("$LOGD" -c status -s "$SOCK") || fail "status during disk full"
@@ -35,7 +35,7 @@ pend=$(echo "$st" | sed -n 's/^total: \([0-9]*\) bytes pending.*/\1/p')
 echo "pending while full: $pend bytes"
 rm -f "$T/disk/fill"
 wait_tracer "$tr" full
-grep -q "again after" "$T/logd.err" || fail "no recovery message"
+grep -q "again after" "$T/logd.log" || fail "no recovery message"
 stop_logd
 "$VERIFY" -n 120000 -P "$T/pfull" "$LOGS" || fail "records lost or damaged around ENOSPC"
 
@@ -49,14 +49,14 @@ start_tracer mid -t 3 -n 40000 -d 30 -S 32768 -R 300 -P "$T/pmid" -T 90
 tr=$TRACER_PID
 sleep 0.5
 dd if=/dev/zero of="$T/disk/fill" bs=4k >/dev/null 2>&1
-wait_for "the second disk-full message" 100 sh -c "[ \$(grep -c 'No space left' '$T/logd.err') -eq 2 ]"
+wait_for "the second disk-full message" 100 sh -c "[ \$(grep -c 'No space left' '$T/logd.log') -eq 2 ]"
 sleep 1
 alive "$tr" || fail "tracer finished while the disk was full"
 rm -f "$T/disk/fill"
 wait_tracer "$tr" mid
 stop_logd
-cat "$T/logd.err"
-n=$(grep -c "No space left on device" "$T/logd.err")
+cat "$T/logd.log"
+n=$(grep -c "No space left on device" "$T/logd.log")
 [ "$n" -eq 2 ] || fail "disk full reported $n times in two episodes"
 "$VERIFY" -n $((120000 + 120000)) -P "$T/pfull" -P "$T/pmid" "$LOGS" ||
 	fail "records lost or damaged around ENOSPC"

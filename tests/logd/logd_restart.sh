@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # bp-logd SIGKILLed and restarted while tracers run: each tracer reconnects
 # with the same ring_id and sends its chunks again; bp-logd continues every
 # slot from the tail in shared memory.  Nothing may be lost or duplicated
@@ -34,9 +34,9 @@ grep -q "3 reconnects" "$T/r2.out" || fail "r2 did not reconnect 3 times: $(cat 
 rm -rf "$LOGS"
 rm -f "$T/logd.pid"
 BTRACE_LOGD_CRASH_AFTER=40 "$LOGD" -s "$SOCK" -d "$LOGS" -H testhost -i 10 \
-	2>>"$T/logd.err" &
+	2>>"$T/logd.log" &
 LOGD_PID=$!
-STARTED="$STARTED $LOGD_PID"
+bp_track "$LOGD_PID"
 wait_for "the socket" 100 test -S "$SOCK"
 start_tracer r3 -t 2 -n 20000 -d 20 -S 8192 -T 60
 r3=$TRACER_PID

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # 1000 tracer threads at once (17 chunks of up to 60 slots in one process),
 # plus a second process with 200 more: every record arrives exactly once.
 . "${srcdir:-.}/tests/logd/lib.sh"

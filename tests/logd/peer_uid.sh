@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Processes of another uid: refused with one line on stderr unless -u (or
 # -g) allows them; with -u the socket is opened to all and they are served.
 # Needs root (to run the tracer as nobody); skipped (exit 77) otherwise.
@@ -13,14 +13,14 @@ start_logd
 # without -u the peer is refused in one line, with -u it is served.
 chmod 711 "$T"
 chmod 666 "$SOCK"
-before=$(wc -l <"$T/logd.err")
+before=$(wc -l <"$T/logd.log")
 setpriv --reuid=nobody --regid=nogroup --clear-groups \
 	"$TRACER" -s "$SOCK" -q -t 1 -n 10 -T 5 >"$T/nobody.out" 2>&1 &&
 	fail "a tracer of uid nobody was served without -u"
-after=$(wc -l <"$T/logd.err")
+after=$(wc -l <"$T/logd.log")
 [ $((after - before)) -eq 1 ] || fail "refusal: expected one line, got $((after - before))"
-tail -n 1 "$T/logd.err" | grep -q "refusing pid [0-9]* (fake_tracer): uid 65534" ||
-	fail "refusal line: $(tail -n 1 "$T/logd.err")"
+tail -n 1 "$T/logd.log" | grep -q "refusing pid [0-9]* (fake_tracer): uid 65534" ||
+	fail "refusal line: $(tail -n 1 "$T/logd.log")"
 
 stop_logd
 

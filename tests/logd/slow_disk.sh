@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # A slow disk: every block bp-logd writes takes 40 ms and every fsync
 # 200 ms (tests/logd/slowio.c, preloaded into bp-logd only), while four
 # tracer threads publish as fast as they can into small slots.  The rings

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Crash safety: a tracer SIGKILLed loses none of what it published.
 #  1. Records sit in the rings (drain timer 60 s, no kicks: slots are big)
 #     when the tracer is killed; bp-logd must drain them at EOF.

@@ -25,6 +25,8 @@
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../integ/lib.sh
 . "$HERE/../integ/lib.sh"
+# shellcheck source=../lib/servers.sh
+. "$HERE/../lib/servers.sh"
 
 APT="apt-get install -y nginx-light apache2 apache2-utils curl postgresql postgresql-client libpq-dev dnsmasq-base bind9-dnsutils strace iproute2 util-linux gcc python3"
 BASE=${BP_E2E_PORT:-18700}
@@ -33,12 +35,9 @@ P_DNS=$((BASE + 4))
 NETNS=""
 TRACE=read,write,readv,writev,recvfrom,sendto,recvmsg,sendmsg,recvmmsg,sendmmsg,sendfile,close,shutdown
 
+# e2e_cleanup: bp_cleanup (PostgreSQL first: bp_pg_start), the namespace.
 e2e_cleanup() {
 	local rc=$?
-	if [ -n "${BP_LAUNCHER[pg]:-}" ]; then
-		[ -n "${BP_PID[pg]:-}" ] && kill -INT "${BP_PID[pg]}" 2>/dev/null
-		bp_wait_gone "${BP_LAUNCHER[pg]}" 50
-	fi
 	bp_cleanup
 	if [ -n "$NETNS" ]; then
 		ip netns del "$NETNS" 2>/dev/null
@@ -50,28 +49,6 @@ e2e_cleanup() {
 need() {
 	[ -x "$1" ] || command -v "$1" >/dev/null 2>&1 ||
 		bp_fail "$1 is missing: $APT"
-}
-
-# e2e_stop NAME [SIGNAL]: stop a server, wait up to 15 s.
-e2e_stop() {
-	local name=$1 sig=${2:-TERM}
-	kill "-$sig" "${BP_PID[$name]}" 2>/dev/null
-	if ! bp_wait_gone "${BP_LAUNCHER[$name]}" 150; then
-		kill -KILL "${BP_PID[$name]}" "${BP_LAUNCHER[$name]}" 2>/dev/null
-		bp_fail "$name did not stop within 15 s of SIG$sig"
-	fi
-	wait "${BP_LAUNCHER[$name]}" 2>/dev/null
-	BP_LAUNCHER[$name]=""
-}
-
-wait_tcp() {
-	local i
-	for ((i = 0; i < 150; i++)); do
-		(exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
-		bp_alive "$2"
-		sleep 0.1
-	done
-	bp_fail "$2 does not listen on port $1 after 15 s"
 }
 
 # st NAME CMD...: run CMD traced and under strace (logs $T/st/NAME.*),
@@ -98,7 +75,7 @@ for p in nginx apache2 ab curl psql dnsmasq dig strace ip setpriv getent cc \
 	 pg_config; do
 	need "$p"
 done
-PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+bp_find_pgbin
 [ -n "$PGBIN" ] && [ -x "$PGBIN/postgres" ] || bp_fail "PostgreSQL is" \
 	"missing: $APT"
 id www-data >/dev/null 2>&1 && id postgres >/dev/null 2>&1 ||
@@ -138,12 +115,7 @@ chmod -R a+rX "$T/www" "$T/cgi"
 } >"$T/hosts"
 
 # ---- logd and the tracing prefix ------------------------------------------
-BP_LOGD_SOCK=$T/logd.sock
-mkdir -p "$T/logs"
-bp_start logd "$T/run/logd.pid" "$BP_LOGD" -f -d "$T/logs" \
-	-s "$BP_LOGD_SOCK" -p "$T/run/logd.pid" -u www-data -u postgres
-for ((i = 0; i < 100; i++)); do [ -S "$BP_LOGD_SOCK" ] && break; sleep 0.1; done
-[ -S "$BP_LOGD_SOCK" ] || bp_fail "bp-logd did not create its socket"
+bp_logd_start "$T" -u www-data -u postgres
 RULES="http port $P_NGINX,$P_APACHE; postgresql port $P_PG; dns port $P_DNS"
 bp_trace_prefix "$BP_LOGD_SOCK" "$RULES" 1
 
@@ -158,11 +130,7 @@ error_log $T/nginx/error.log;
 events { worker_connections 64; }
 http {
   access_log off;
-  client_body_temp_path $T/nginx/body;
-  proxy_temp_path $T/nginx/proxy;
-  fastcgi_temp_path $T/nginx/fastcgi;
-  uwsgi_temp_path $T/nginx/uwsgi;
-  scgi_temp_path $T/nginx/scgi;
+$(bp_nginx_temp_paths "$T/nginx")
   sendfile on;
   keepalive_requests 1000;
   server {
@@ -172,8 +140,8 @@ http {
   }
 }
 EOF
-bp_start nginx "$T/run/nginx.pid" "${BP_PREFIX[@]}" nginx -p "$T/nginx" \
-	-c "$T/nginx/nginx.conf"
+bp_nginx_start "$T/nginx" "$T/nginx/nginx.conf" "$T/run/nginx.pid" \
+	"$P_NGINX" "${BP_PREFIX[@]}"
 
 M=/usr/lib/apache2/modules
 cat >"$T/apache/httpd.conf" <<EOF
@@ -202,16 +170,10 @@ DocumentRoot $T/www
   Require all granted
 </Directory>
 EOF
-# its own session: apache signals its process group when it stops
-bp_start apache "$T/run/apache.pid" setsid "${BP_PREFIX[@]}" apache2 \
-	-f "$T/apache/httpd.conf" -DFOREGROUND
+bp_apache_start "$T/apache/httpd.conf" "$T/run/apache.pid" "$P_APACHE" \
+	"${BP_PREFIX[@]}"
 
-install -d -o postgres -g postgres -m 700 "$T/pg"
-install -d -o postgres -g postgres -m 755 "$T/pgsock"
-setpriv --reuid=postgres --regid=postgres --clear-groups env HOME="$T/pg" \
-	"$PGBIN/initdb" -D "$T/pg" -A trust -U postgres --no-sync -E UTF8 \
-	--locale=C >"$T/initdb.log" 2>&1 ||
-	bp_fail "initdb failed: $(tail -n 3 "$T/initdb.log")"
+bp_pg_initdb "$T/pg" "$T/pgsock" "$T/initdb.log"
 cat >>"$T/pg/postgresql.conf" <<EOF
 port = $P_PG
 listen_addresses = '127.0.0.1'
@@ -219,9 +181,7 @@ unix_socket_directories = '$T/pgsock'
 ssl = off
 fsync = off
 EOF
-bp_start pg "$T/pg/postmaster.pid" setpriv --reuid=postgres \
-	--regid=postgres --clear-groups "${BP_PREFIX[@]}" "$PGBIN/postgres" \
-	-D "$T/pg"
+bp_pg_start -h "$T/pgsock" "$T/pg" "$P_PG" "${BP_PREFIX[@]}"
 
 bp_start dnsmasq "$T/run/dnsmasq.pid" "${BP_PREFIX[@]}" dnsmasq -k \
 	-p "$P_DNS" --listen-address=127.0.0.1 --bind-interfaces --no-resolv \
@@ -241,16 +201,7 @@ bp_start dnsmasq-ns "$T/run/dnsmasq-ns.pid" ip netns exec "$NETNS" \
 	-C /dev/null -u root --pid-file="$T/run/dnsmasq-ns.pid" --log-queries \
 	--log-facility="$T/dnsmasq-ns.qlog"
 
-wait_tcp "$P_NGINX" nginx
-wait_tcp "$P_APACHE" apache
-for ((i = 0; i < 200; i++)); do
-	"$PGBIN/pg_isready" -q -h "$T/pgsock" -p "$P_PG" && break
-	bp_alive pg
-	sleep 0.1
-done
-"$PGBIN/pg_isready" -q -h "$T/pgsock" -p "$P_PG" ||
-	bp_fail "PostgreSQL does not accept connections after 20 s"
-wait_tcp "$P_DNS" dnsmasq
+bp_wait_listen "$P_DNS" dnsmasq 150
 
 # ---- clients -----------------------------------------------------------------
 N=http://127.0.0.1:$P_NGINX A=http://127.0.0.1:$P_APACHE
@@ -328,12 +279,12 @@ ip netns exec "$NETNS" "${BP_PREFIX[@]}" getent hosts "ghbn-$R.e2e.test" \
 # ---- stop, rebuild, check -----------------------------------------------
 for s in nginx apache dnsmasq dnsmasq-ns; do bp_alive "$s"; done
 bp_alive pg
-e2e_stop nginx
-e2e_stop apache
-e2e_stop pg INT
-e2e_stop dnsmasq
-e2e_stop dnsmasq-ns
-e2e_stop logd
+bp_stop nginx any
+bp_stop apache any
+BP_STOP_SIGNAL=INT bp_stop pg any
+bp_stop dnsmasq any
+bp_stop dnsmasq-ns any
+bp_stop logd any
 timeout 300 "$BP_RECONSTRUCT" "$T/logs" -o "$T/paths.db" \
 	>"$T/reconstruct.out" 2>"$T/reconstruct.log" ||
 	bp_fail "bp-reconstruct failed"

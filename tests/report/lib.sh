@@ -9,28 +9,22 @@
 #   rp_check_otlp FILE [--traces N --spans N --errors N]
 #   rp_check_perfetto DB FILE
 #   rp_check_dot DIR   every .dot file renders with dot -Tsvg
-: "${top_builddir:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
-: "${top_srcdir:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+#   (temporary directory, trap, failing: tests/lib/core.sh)
+# shellcheck source=../lib/core.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/core.sh"
 RP_DIR=$top_srcdir/tests/report
-PY=/usr/bin/python3
 RECON=$top_builddir/bp-reconstruct
 REPORT=$top_builddir/bp-report
 DEMOLOG=$top_builddir/tests/report/demolog
 GENLOG=$top_builddir/tests/recon/genlog
 
 rp_fail() {
-	echo "FAIL: $RP_TEST: $*" >&2
-	exit 1
+	BP_TEST=$RP_TEST bp_fail "$@"
 }
 
 rp_init() {
 	RP_TEST=$1
-	T=$(mktemp -d "${TMPDIR:-/tmp}/bp-$1.XXXXXX") || rp_fail "mktemp"
-	if [ "${BP_KEEP:-0}" = 1 ]; then
-		trap 'echo "$RP_TEST: files kept in $T" >&2' EXIT
-	else
-		trap 'rm -rf "$T"' EXIT
-	fi
+	bp_setup "$1"
 	for p in "$RECON" "$REPORT" "$DEMOLOG" "$GENLOG"; do
 		[ -x "$p" ] || rp_fail "$p is not built (run make check)"
 	done

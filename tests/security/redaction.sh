@@ -34,7 +34,8 @@ run() {
 	local dir=$1 q
 	shift
 	mkdir -p "$dir"
-	sec_logd_start "$dir"
+	chmod 711 "$dir"
+	bp_logd_start "$dir" -u postgres
 	sec_traced "$BP_LOGD_SOCK" "$@"
 	sec_pg_start "${SEC_PRE[@]}"
 	sec_nginx_start "$dir" "${SEC_PRE[@]}"
@@ -81,9 +82,9 @@ run() {
 	[ "$(cat "$dir/curl.out")" = item ] ||
 		bp_fail "curl got a wrong answer under tracing: $(cat "$dir/curl.out")"
 
-	sec_stop nginx
-	sec_stop pg
-	sec_stop logd
+	bp_stop nginx
+	bp_stop pg
+	bp_stop logd
 	sec_dump "$dir"
 	timeout 120 "$BP_RECONSTRUCT" -q "$dir/logs" -o "$dir/paths.db" \
 		2>"$dir/reconstruct.err" ||

@@ -2,10 +2,11 @@
 #
 # Source it from a tests/testbeds/tb-*.sh script, describe the testbed in
 # the TB_* variables below, call tb_init NAME, then tb_run for each traced
-# run.  It builds on tests/integ/lib.sh (temporary directory, free ports,
-# servers started with pidfiles and bounded waits, cleanup trap, tracing
-# tools found in the build tree) and adds the Debian servers: PostgreSQL,
-# php-fpm, gunicorn, fcgiwrap, nginx, apache2 and dnsmasq, all run from
+# run.  It builds on tests/integ/lib.sh and tests/lib/ (temporary directory,
+# free ports, servers started with pidfiles and bounded waits, cleanup
+# trap, bp-logd and the tracing tools found in the build tree, the Debian
+# servers' common parts: tests/lib/servers.sh) and runs PostgreSQL,
+# php-fpm, gunicorn, fcgiwrap, nginx, apache2 and dnsmasq, all from
 # their packages on loopback in the test's directory, never as services.
 # See docs/accuracy.md.
 #
@@ -45,6 +46,8 @@
 
 # shellcheck source=../integ/lib.sh
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../integ/lib.sh"
+# shellcheck source=../lib/servers.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/servers.sh"
 
 TB_SRC=$top_srcdir/tests/testbeds
 TB_CLIENT=$top_builddir/tests/testbeds/tb-client
@@ -73,18 +76,12 @@ tb_need() {
 }
 
 # tb_latest GLOB: the highest version among the paths GLOB matches.
-tb_latest() {
-	# shellcheck disable=SC2086
-	ls -d $1 2>/dev/null | sort -V | tail -n 1
-}
+tb_latest() { bp_latest "$@"; }
 
+# tb_cleanup: bp_cleanup (PostgreSQL first, fast shutdown: bp_pg_start),
+# then the namespaces.
 tb_cleanup() {
 	local rc=$?
-	# PostgreSQL first, fast shutdown: it disconnects its clients itself
-	if [ -n "${BP_LAUNCHER[pg]:-}" ]; then
-		[ -n "${BP_PID[pg]:-}" ] && kill -INT "${BP_PID[pg]}" 2>/dev/null
-		bp_wait_gone "${BP_LAUNCHER[pg]}" 50
-	fi
 	bp_cleanup
 	if [ -n "$TB_NETNS" ]; then
 		ip netns del "$TB_NETNS" 2>/dev/null
@@ -111,7 +108,7 @@ tb_init() {
 	id www-data >/dev/null 2>&1 || bp_fail "no user www-data: $APT_FIX"
 	"$PY" -c 'import sqlite3' 2>/dev/null ||
 		bp_fail "$PY cannot import sqlite3: apt-get install -y python3"
-	PGBIN=$(tb_latest '/usr/lib/postgresql/*/bin')
+	bp_find_pgbin
 	[ -n "$PGBIN" ] && [ -x "$PGBIN/postgres" ] && [ -x "$PGBIN/psql" ] ||
 		bp_fail "PostgreSQL is missing: apt-get install -y postgresql" \
 			"postgresql-client"
@@ -129,7 +126,7 @@ tb_init() {
 	*) bp_fail "unknown TB_FRONT $TB_FRONT" ;;
 	esac
 	case " $TB_APPS " in *" php "*)
-		PHPFPM=$(tb_latest '/usr/sbin/php-fpm*')
+		bp_find_phpfpm
 		[ -n "$PHPFPM" ] || bp_fail "php-fpm is missing: apt-get install" \
 			"-y php-fpm php-pgsql"
 		"$PHPFPM" -n -d extension=pgsql -m 2>/dev/null | grep -qx pgsql ||
@@ -243,12 +240,7 @@ for k in range(1 + n * n * 6)))" "$i" >"$T/www/static/f$i.txt"
 tb_pg_init() {
 	local i
 	bp_free_port PGPORT
-	install -d -o postgres -g postgres -m 700 "$T/pg"
-	install -d -o postgres -g postgres -m 755 "$T/pgsock"
-	setpriv --reuid=postgres --regid=postgres --clear-groups \
-		env HOME="$T/pg" "$PGBIN/initdb" -D "$T/pg" -A trust \
-		-U postgres --no-sync -E UTF8 --locale=C >"$T/initdb.log" 2>&1 ||
-		bp_fail "initdb failed: $(tail -n 3 "$T/initdb.log")"
+	bp_pg_initdb "$T/pg" "$T/pgsock" "$T/initdb.log"
 	cat >>"$T/pg/postgresql.conf" <<-EOF
 	port = $PGPORT
 	listen_addresses = '${TB_PG_LISTEN:-127.0.0.1}'
@@ -272,7 +264,7 @@ tb_pg_init() {
 		-c "CREATE INDEX ON tb_hits (id)" \
 		-c "INSERT INTO tb_kv SELECT 'k' || i, 'v' || i FROM generate_series(1, 1000) i" \
 		>>"$T/initdb.log" 2>&1 || bp_fail "cannot create the tables"
-	tb_stop pg
+	bp_stop pg
 	mv "$T/pg.log" "$T/pg-init.log"
 }
 
@@ -281,61 +273,7 @@ tb_pg_init() {
 # anew (tb_run): a port freed when the previous run stopped may have been
 # taken by a test running in parallel.
 tb_pg_start() {
-	local i
-	bp_start pg "$T/pg/postmaster.pid" "${NS_DB[@]}" \
-		setpriv --reuid=postgres --regid=postgres --clear-groups \
-		"${PRE_DB[@]}" "$PGBIN/postgres" -D "$T/pg" -p "$PGPORT"
-	for ((i = 0; i < 200; i++)); do
-		"${NS_DB[@]}" "$PGBIN/pg_isready" -q -h "$T/pgsock" \
-			-p "$PGPORT" && return 0
-		bp_alive pg
-		sleep 0.1
-	done
-	bp_fail "PostgreSQL did not accept connections within 20 s"
-}
-
-# tb_stop NAME [STATUS...]: like bp_stop, but the exit statuses listed
-# count as clean too (fcgiwrap dies of SIGTERM: 143).
-tb_stop() {
-	local name=$1 rc s
-	shift
-	[ -n "${BP_LAUNCHER[$name]:-}" ] || bp_fail "tb_stop: $name not started"
-	kill -TERM "${BP_PID[$name]}" 2>/dev/null
-	if ! bp_wait_gone "${BP_LAUNCHER[$name]}" 150; then
-		kill -KILL "${BP_PID[$name]}" "${BP_LAUNCHER[$name]}" 2>/dev/null
-		bp_fail "$name did not stop within 15 s of SIGTERM"
-	fi
-	wait "${BP_LAUNCHER[$name]}"
-	rc=$?
-	BP_LAUNCHER[$name]=""
-	for s in 0 "$@"; do
-		[ "$rc" = "$s" ] && return 0
-	done
-	bp_fail "$name exited with status $rc after SIGTERM"
-}
-
-# tb_logd_start DIR [HOST ROLE]: bp-logd for DIR/logs on DIR/logd.sock
-# (with HOST: bp-logd -H HOST for DIR/logs-HOST on DIR/HOST.sock, started
-# on the host of ROLE, as name logd-HOST), serving www-data and postgres
-# too.  Sets BP_LOGD_SOCK.
-tb_logd_start() {
-	local dir=$1 host=${2:-} name=logd logs=$dir/logs i hopt=()
-	local -n ns=${3:-NS_WEB}
-	BP_LOGD_SOCK=$dir/logd.sock
-	if [ -n "$host" ]; then
-		name=logd-$host logs=$dir/logs-$host
-		BP_LOGD_SOCK=$dir/$host.sock hopt=(-H "$host")
-	fi
-	mkdir -p "$logs"
-	bp_start "$name" "$dir/$name.pid" "${ns[@]}" "$BP_LOGD" -f -d "$logs" \
-		-s "$BP_LOGD_SOCK" -p "$dir/$name.pid" "${hopt[@]}" \
-		-u www-data -u postgres
-	for ((i = 0; i < 100; i++)); do
-		[ -S "$BP_LOGD_SOCK" ] && return 0
-		bp_alive "$name"
-		sleep 0.1
-	done
-	bp_fail "bp-logd did not create $BP_LOGD_SOCK within 10 s"
+	bp_pg_start -w NS_DB -h "$T/pgsock" "$T/pg" "$PGPORT" "${PRE_DB[@]}"
 }
 
 # ---- application servers -------------------------------------------------
@@ -367,27 +305,8 @@ tb_fpm_start() {
 	env[TB_STATE] = "$dir/state"
 	catch_workers_output = yes
 	EOF
-	bp_start fpm "$dir/run/fpm.pid" "${NS_APP[@]}" "${PRE_APP[@]}" \
-		"$PHPFPM" -n -y "$dir/fpm.conf" -d extension=pgsql
-	tb_wait_socket "$listen" fpm NS_APP
-}
-
-# tb_wait_socket LISTEN NAME ROLE: wait up to 10 s until LISTEN (a unix
-# path or address:port, reached from the host of ROLE: NS_WEB, NS_APP,
-# NS_DB) accepts.
-tb_wait_socket() {
-	local i
-	local -n ns=$3
-	for ((i = 0; i < 100; i++)); do
-		case $1 in
-		/*) [ -S "$1" ] && return 0 ;;
-		*) "${ns[@]}" bash -c "exec 3<>/dev/tcp/${1%:*}/${1##*:}" \
-			2>/dev/null && return 0 ;;
-		esac
-		bp_alive "$2"
-		sleep 0.1
-	done
-	bp_fail "$2 does not listen on $1 after 10 s"
+	bp_fpm_start -w NS_APP "$dir/fpm.conf" "$dir/run/fpm.pid" "$listen" \
+		"${PRE_APP[@]}"
 }
 
 # tb_gunicorn_start DIR ADDR:PORT [NAME]: gunicorn, 2 workers of 8 threads
@@ -402,7 +321,7 @@ tb_gunicorn_start() {
 		--worker-class gthread --bind "$bind" --keep-alive 120 \
 		--graceful-timeout 5 --pid "$dir/run/$name.pid" \
 		--chdir "$T/app" --log-level warning tbapp:application
-	tb_wait_socket "$bind" "$name" NS_APP
+	bp_wait_listen "$bind" "$name" 100 NS_APP
 }
 
 # tb_fcgiwrap_start DIR: fcgiwrap as www-data, 4 pre-forked processes, on
@@ -414,7 +333,7 @@ tb_fcgiwrap_start() {
 		"${PRE_APP[@]}" sh -c 'echo $$ >"$0"; exec "$@"' \
 		"$dir/run/fcgiwrap.pid" fcgiwrap -c 4 \
 		-s "unix:$dir/run/fcgiwrap.sock"
-	tb_wait_socket "$dir/run/fcgiwrap.sock" fcgiwrap NS_APP
+	bp_wait_listen "$dir/run/fcgiwrap.sock" fcgiwrap 100 NS_APP
 }
 
 # tb_dnsmasq_start DIR: dnsmasq on the namespace's 127.0.0.1:53, answering
@@ -454,11 +373,7 @@ tb_nginx_start() {
 	events { worker_connections 1024; }
 	http {
 	    access_log off;
-	    client_body_temp_path $dir/nginx/body;
-	    proxy_temp_path $dir/nginx/proxy;
-	    fastcgi_temp_path $dir/nginx/fastcgi;
-	    uwsgi_temp_path $dir/nginx/uwsgi;
-	    scgi_temp_path $dir/nginx/scgi;
+	$(bp_nginx_temp_paths "$dir/nginx")
 	    types { text/plain txt; }
 	    default_type text/plain;
 	    keepalive_requests 1000000;
@@ -503,9 +418,8 @@ tb_nginx_start() {
 	    }
 	}
 	EOF
-	bp_start front "$dir/run/nginx.pid" "${NS_WEB[@]}" "${PRE_WEB[@]}" \
-		nginx -p "$dir/nginx" -c "$dir/nginx.conf"
-	tb_wait_socket "127.0.0.1:$FRONT_PORT" front NS_WEB
+	bp_nginx_start -n front -w NS_WEB "$dir/nginx" "$dir/nginx.conf" \
+		"$dir/run/nginx.pid" "127.0.0.1:$FRONT_PORT" "${PRE_WEB[@]}"
 }
 
 # tb_apache_start DIR: apache2 with TB_MPM (parent root, children
@@ -564,9 +478,8 @@ MaxRequestWorkers 160" ;;
 	EOF
 	# its own session: the prefork parent signals its whole process group
 	# when it stops, which would otherwise include this script
-	bp_start front "$dir/run/apache.pid" "${NS_WEB[@]}" setsid \
-		"${PRE_WEB[@]}" apache2 -f "$dir/apache.conf" -DFOREGROUND
-	tb_wait_socket "127.0.0.1:$FRONT_PORT" front NS_WEB
+	bp_apache_start -n front -w NS_WEB "$dir/apache.conf" \
+		"$dir/run/apache.pid" "127.0.0.1:$FRONT_PORT" "${PRE_WEB[@]}"
 }
 
 # tb_haproxy_start DIR: haproxy (2 threads: one epoll set per thread, idle
@@ -600,7 +513,7 @@ tb_haproxy_start() {
 	bp_start front "$dir/run/haproxy.pid" "${NS_WEB[@]}" "${PRE_WEB[@]}" \
 		sh -c 'echo $$ >"$0"; exec "$@"' "$dir/run/haproxy.pid" \
 		haproxy -f "$dir/haproxy.cfg" -db
-	tb_wait_socket "127.0.0.1:$FRONT_PORT" front NS_WEB
+	bp_wait_listen "127.0.0.1:$FRONT_PORT" front 100 NS_WEB
 }
 
 # ---- one traced run ----------------------------------------------------------
@@ -656,19 +569,19 @@ tb_stop_all() {
 	local dir=$1 app name
 	bp_alive front
 	# haproxy -db ends by SIGTERM untraced too (a hard stop): status 143
-	if [ "$TB_FRONT" = haproxy ]; then tb_stop front 143; else tb_stop front; fi
+	if [ "$TB_FRONT" = haproxy ]; then bp_stop front 143; else bp_stop front; fi
 	for app in $TB_APPS; do
 		case $app in
-		php) tb_stop fpm ;;
+		php) bp_stop fpm ;;
 		py)
-			tb_stop gunicorn
-			[ "$TB_FRONT" = haproxy ] && tb_stop gunicorn2
+			bp_stop gunicorn
+			[ "$TB_FRONT" = haproxy ] && bp_stop gunicorn2
 			;;
-		cgi) tb_stop fcgiwrap 143 ;;
+		cgi) bp_stop fcgiwrap 143 ;;
 		esac
 	done
-	[ "$TB_DNS" = 1 ] && tb_stop dnsmasq
-	tb_stop pg
+	[ "$TB_DNS" = 1 ] && bp_stop dnsmasq
+	bp_stop pg
 	for name in front fpm gunicorn gunicorn2 fcgiwrap dnsmasq pg logd logd-web \
 		logd-app logd-db; do
 		[ -f "$T/$name.log" ] && mv "$T/$name.log" "$dir/$name.log"
@@ -726,18 +639,21 @@ tb_run() {
 	bp_free_port PGPORT
 	if [ "$TB_MULTIHOST" = 1 ]; then
 		# a bp-logd per host, in that host's namespaces
-		tb_logd_start "$dir" web NS_WEB
+		bp_logd_start -n logd-web -s "$dir/web.sock" -l "$dir/logs-web" \
+			-w NS_WEB "$dir" -H web -u www-data -u postgres
 		bp_trace_prefix "$BP_LOGD_SOCK" "$(tb_rules "$dir")" "$iso"
 		PRE_WEB=("${BP_PREFIX[@]}")
-		tb_logd_start "$dir" app NS_APP
+		bp_logd_start -n logd-app -s "$dir/app.sock" -l "$dir/logs-app" \
+			-w NS_APP "$dir" -H app -u www-data -u postgres
 		bp_trace_prefix "$BP_LOGD_SOCK" "$(tb_rules "$dir")" "$iso"
 		PRE_APP=("${BP_PREFIX[@]}")
-		tb_logd_start "$dir" db NS_DB
+		bp_logd_start -n logd-db -s "$dir/db.sock" -l "$dir/logs-db" \
+			-w NS_DB "$dir" -H db -u www-data -u postgres
 		bp_trace_prefix "$BP_LOGD_SOCK" "$(tb_rules "$dir")" "$iso"
 		PRE_DB=("${BP_PREFIX[@]}")
 		TB_LOGDIRS=("$dir/logs-web" "$dir/logs-app" "$dir/logs-db")
 	else
-		tb_logd_start "$dir"
+		bp_logd_start -w NS_WEB "$dir" -u www-data -u postgres
 		bp_trace_prefix "$BP_LOGD_SOCK" "$(tb_rules "$dir")" "$iso"
 		PRE_WEB=("${BP_PREFIX[@]}") PRE_APP=("${BP_PREFIX[@]}")
 		PRE_DB=("${BP_PREFIX[@]}")
@@ -749,11 +665,11 @@ tb_run() {
 	bp_note "$label: $(tail -n 1 "$dir/client.out")"
 	tb_stop_all "$dir"
 	if [ "$TB_MULTIHOST" = 1 ]; then
-		tb_stop logd-web
-		tb_stop logd-app
-		tb_stop logd-db
+		bp_stop logd-web
+		bp_stop logd-app
+		bp_stop logd-db
 	else
-		tb_stop logd
+		bp_stop logd
 	fi
 	if [ "$rc" != 0 ]; then
 		[ "$mode" != report ] && bp_fail "$label: the client failed" \
@@ -853,7 +769,7 @@ tb_app_run() {
 	bp_free_port PGPORT
 	PRE_APP=() PRE_DB=() PRE_WEB=()
 	if [ "$how" = traced ]; then
-		tb_logd_start "$dir"
+		bp_logd_start -w NS_WEB "$dir" -u www-data -u postgres
 		bp_trace_prefix "$BP_LOGD_SOCK" "http port $FRONT_PORT,$BACK_PORT;
 			postgresql port $PGPORT; postgresql unix $T/pgsock/*" 1
 		PRE_APP=("${BP_PREFIX[@]}") PRE_DB=("${BP_PREFIX[@]}")
@@ -868,10 +784,10 @@ tb_app_run() {
 	for name in $TB_APP_STOP; do
 		bp_alive "$name"
 		# shellcheck disable=SC2086
-		tb_stop "$name" ${TB_APP_STOP_OK:-}
+		bp_stop "$name" ${TB_APP_STOP_OK:-}
 	done
-	tb_stop pg
-	[ "$how" = traced ] && tb_stop logd
+	bp_stop pg
+	[ "$how" = traced ] && bp_stop logd
 	for name in $TB_APP_STOP pg logd; do
 		[ -f "$T/$name.log" ] && mv "$T/$name.log" "$dir/$name.log"
 		[ -f "$T/$name.out" ] && mv "$T/$name.out" "$dir/$name.out"

@@ -2,7 +2,8 @@
 #
 # Every script runs in its own temp directory ($T, kept when BP_KEEP=1),
 # starts its own bp-logd with a pidfile when it needs one, bounds every
-# wait, and kills only the processes it started, by pid, in its EXIT trap.
+# wait, and kills only the processes it started, by pid, in its EXIT trap
+# (the fixtures of tests/lib/; see tests/README.md).
 # make check runs the scripts from the build directory with top_builddir
 # and top_srcdir set; run by hand, they find them from their own path.
 #
@@ -19,66 +20,34 @@
 set -u
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-: "${top_srcdir:=$(cd "$here/../.." && pwd)}"
-if [ -z "${top_builddir:-}" ]; then
-	if [ -x "$top_srcdir/build/bp-logd" ]; then
-		top_builddir=$top_srcdir/build
-	else
-		top_builddir=$(pwd)
-	fi
-fi
+# shellcheck source=../lib/logd.sh
+. "$here/../lib/logd.sh"
 B=$top_builddir
 SHIM=$B/.libs/libbtrace.so
 LOGD=$B/bp-logd
 DUMP=$B/bp-dump
 BPRUN=$B/bp-run
-PY=/usr/bin/python3
 LINE_RULES='line port 1-65535; line unix *; line exe .'
 
 for f in "$SHIM" "$LOGD" "$DUMP" "$BPRUN"; do
 	[ -e "$f" ] || { echo "FAIL: $f is not built (run make first)"; exit 99; }
 done
 
-T=$(mktemp -d /tmp/bp-transp.XXXXXX)
-STARTED=""
-
-tp_cleanup() {
-	for p in $STARTED; do
-		kill -TERM "$p" 2>/dev/null
-	done
-	for p in $STARTED; do
-		for _ in 1 2 3 4 5 6 7 8 9 10; do
-			kill -0 "$p" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$p" 2>/dev/null
-	done
-	if [ -n "${BP_KEEP:-}" ]; then
-		echo "kept $T"
-	else
-		rm -rf "$T"
-	fi
-}
-trap tp_cleanup EXIT
+# failures: "FAIL: MESSAGE" on stdout, nothing more
+BP_FAIL_PREFIX="FAIL: "
+BP_FAIL_FD=1
+bp_show_logs() { :; }
+bp_setup transp
 trap 'exit 1' INT TERM
 
-fail() {
-	echo "FAIL: $*"
-	exit 1
-}
+fail() { bp_fail "$@"; }
 
-# start_logd: a bp-logd on $T/logd.sock writing $T/logs; sets LOGD_PID.
+# start_logd: a bp-logd on $T/logd.sock writing $T/logs (stderr appended
+# to $T/logd.log); sets LOGD_PID.
 start_logd() {
-	rm -f "$T/logd.pid"
-	"$LOGD" -s "$T/logd.sock" -d "$T/logs" -H transp -p "$T/logd.pid" \
-		2>>"$T/logd.err" &
-	LOGD_PID=$!
-	STARTED="$STARTED $LOGD_PID"
-	for _ in $(seq 100); do
-		[ -s "$T/logd.pid" ] && [ -S "$T/logd.sock" ] && return 0
-		sleep 0.1
-	done
-	fail "bp-logd did not start (see $T/logd.err)"
+	BP_LOGD=$LOGD
+	bp_logd_start "$T" -H transp
+	LOGD_PID=$BP_LOGD_PID
 }
 
 # mode_env MODE: print the environment assignments of MODE, one per line
