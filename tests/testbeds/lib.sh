@@ -692,7 +692,11 @@ tb_client() {
 # tb_check DIR LABEL MODE: check-testbed.py on DIR's truth and paths.db.
 tb_check() {
 	local dir=$1 label=$2 mode=$3 flag=()
-	[ "$mode" = assert ] || flag=(--report-only)
+	case $mode in
+	assert) ;;
+	certainty) flag=(--certainty) ;;
+	*) flag=(--report-only) ;;
+	esac
 	"$PY" "$TB_SRC/check-testbed.py" --truth "$dir/truth" \
 		--db "$dir/paths.db" --label "$BP_TEST: $label" \
 		--front "$(case $TB_FRONT in apache) echo apache2 ;;
@@ -709,7 +713,9 @@ tb_check() {
 # against the client's truth.  MODE "assert" fails the test on any wrong
 # path; "report" only prints; "behaviour" fails the test when the client
 # fails (a wrong or missing answer, a stall past its --idle-ms) but only
-# prints the path figures.
+# prints the path figures; "certainty" fails it as "behaviour" does and on
+# any silently-WRONG or resolved-WRONG request (check-testbed.py
+# --certainty: a wrong path must be labelled uncertain).
 tb_run() {
 	local conns=$1 depth=$2 iso=$3 mode=$4 label=${5:-} dir rc
 	TB_RUN_NO=$((TB_RUN_NO + 1))
@@ -777,8 +783,11 @@ tb_run() {
 	*) [ "$mode" = assert ] && bp_fail "$label: requests not labelled" \
 		"exact: $sum" ;;
 	esac
-	tb_check "$dir" "$label" "$mode" ||
+	tb_check "$dir" "$label" "$mode" || {
+		[ "$mode" = certainty ] && bp_fail "$label: silently-WRONG or" \
+			"resolved-WRONG requests (see the certainty line above)"
 		bp_fail "$label: wrong request paths (see above)"
+	}
 }
 
 # tb_testbed: the standard set of runs: client concurrency 1, 16 and 64,
