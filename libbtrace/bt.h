@@ -349,11 +349,23 @@ struct bt_epreg {                     /* one registration in an epoll set */
 	uint8_t  armed;                   /* false after a ONESHOT report */
 };
 
+/* Registrations beyond a channel's first two (a socket in three or more
+ * epoll sets: one set per thread, each watching the connection).  Chunks
+ * are added, never freed: they stay with the channel object (type-stable,
+ * reused) so a reader racing a change never touches freed memory. */
+#define BT_EPREG_MORE 4
+struct bt_epreg_more {
+	struct bt_epreg r[BT_EPREG_MORE];
+	struct bt_epreg_more *next;
+};
+
 struct bt_chan {
 	bt_mutex_t mu;
 	struct bt_chan *next_all;         /* every channel ever made */
 	struct bt_chan *next_free;
 	uint32_t gen;                     /* bumped on every reuse */
+	struct bt_epreg_more *ep_more;    /* registrations beyond ep[]: kept
+					     (emptied) across reuse */
 	/* ---- everything from here on is zeroed for a new channel ---- */
 	int      refs;                    /* fds referring to it */
 
@@ -400,8 +412,40 @@ struct bt_chan {
 					     not again until the app reads */
 	uint8_t  in_ready_list;
 
-	struct bt_epreg ep[2];            /* epoll registrations (two kept) */
+	struct bt_epreg ep[2];            /* epoll registrations (then ep_more) */
 };
+
+/* Walking a channel's epoll registrations: ep[0], ep[1], then the chunks
+ * of ep_more (BT_EPREG_EACH).  Free slots (epfd < 0) are included. */
+struct bt_epiter {
+	struct bt_epreg *r, *end;
+	struct bt_epreg_more *next;
+};
+
+static inline struct bt_epreg *bt_epreg_first(const struct bt_chan *ch,
+					      struct bt_epiter *it)
+{
+	it->r = (struct bt_epreg *)ch->ep;
+	it->end = it->r + 2;
+	it->next = __atomic_load_n(&ch->ep_more, __ATOMIC_ACQUIRE);
+	return it->r;
+}
+
+static inline struct bt_epreg *bt_epreg_next(struct bt_epiter *it)
+{
+	if (++it->r < it->end)
+		return it->r;
+	if (likely(!it->next))
+		return NULL;
+	it->r = it->next->r;
+	it->end = it->r + BT_EPREG_MORE;
+	it->next = __atomic_load_n(&it->next->next, __ATOMIC_ACQUIRE);
+	return it->r;
+}
+
+#define BT_EPREG_EACH(ch, r, it) \
+	for (struct bt_epreg *r = bt_epreg_first((ch), &(it)); r; \
+	     r = bt_epreg_next(&(it)))
 
 /* The table (fdtab.c): BT_FDTAB_L1 pointers to arrays of BT_FDTAB_L2
  * words, allocated on first use.  Descriptors beyond pass through. */

@@ -365,9 +365,11 @@ static inline int fd_nonblocking(struct bt_chan *ch, int fd, int flags)
 /* Some epoll set watches CH's input edge-triggered. */
 static int et_input(const struct bt_chan *ch)
 {
-	for (int i = 0; i < 2; i++)
-		if (ch->ep[i].epfd >= 0 &&
-		    (ch->ep[i].events & (EPOLLIN | EPOLLET)) == (EPOLLIN | EPOLLET))
+	struct bt_epiter it;
+
+	BT_EPREG_EACH(ch, r, it)
+		if (r->epfd >= 0 &&
+		    (r->events & (EPOLLIN | EPOLLET)) == (EPOLLIN | EPOLLET))
 			return 1;
 	return 0;
 }
