@@ -347,6 +347,8 @@ struct bt_epreg {                     /* one registration in an epoll set */
 	uint32_t events;
 	uint64_t data;
 	uint8_t  armed;                   /* false after a ONESHOT report */
+	uint8_t  told;                    /* held input reported here (ET):
+					     not again until the app reads */
 };
 
 /* Registrations beyond a channel's first two (a socket in three or more
@@ -408,8 +410,9 @@ struct bt_chan {
 	uint64_t eagain_epoch;
 	pid_t    eagain_tid;
 	uint8_t  owed;                    /* readiness owed (ET, spurious ok) */
-	uint8_t  et_told;                 /* held input reported to an ET set;
-					     not again until the app reads */
+	uint8_t  et_told;                 /* held input reported to an ET set
+					     (that registration's told): not
+					     again there until the app reads */
 	uint8_t  in_ready_list;
 
 	struct bt_epreg ep[2];            /* epoll registrations (then ep_more) */

@@ -690,7 +690,12 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 	/* After the real call, another thread may already have closed the
 	 * fd; the bytes came from this channel: re-lock it by generation. */
 	gen = ch->gen;
-	ch->et_told = 0;
+	if (ch->et_told) {
+		struct bt_epiter it;
+		BT_EPREG_EACH(ch, r, it)
+			r->told = 0;
+		ch->et_told = 0;
+	}
 	if (ch->owed && ch->rd == ch->wr) {
 		/* the application reads now: whatever the kernel has, it gets */
 		ch->owed = 0;

@@ -544,6 +544,7 @@ int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 			}
 			reg->events = ev->events;
 			reg->data = ev->data.u64;
+			reg->told = 0;    /* ADD, MOD: a new report is due */
 			__atomic_store_n(&reg->armed, 1, __ATOMIC_RELEASE);
 			/* registered while holding input: make it visible */
 			if ((ev->events & EPOLLIN) && ch->in_ready_list &&
@@ -575,7 +576,7 @@ static int epoll_synth_held(struct bt_epset *es, struct epoll_event *out,
 		BT_EPREG_EACH(ch, r, it)
 			if (r->epfd == es->epfd && r->armed &&
 			    (r->events & EPOLLIN) &&
-			    !((r->events & EPOLLET) && ch->et_told)) {
+			    !((r->events & EPOLLET) && r->told)) {
 				pick = ch;
 				reg = r;
 				/* rotate: the next search starts after it */
@@ -587,10 +588,14 @@ static int epoll_synth_held(struct bt_epset *es, struct epoll_event *out,
 	pthread_mutex_unlock(&ready_mu);
 	if (!pick)
 		return 0;
-	/* edge-triggered: one report per edge, as the kernel does; the next
-	 * read of the fd makes a new edge */
-	if (reg->events & EPOLLET)
+	/* edge-triggered: one report per edge and set, as the kernel does
+	 * (each set it is in gets the edge: a socket taken over by another
+	 * thread's set is still in the old one, whose thread drops the
+	 * event); the next read of the fd makes a new edge */
+	if (reg->events & EPOLLET) {
+		reg->told = 1;
 		pick->et_told = 1;
+	}
 	out->events = EPOLLIN | (reg->events & EPOLLRDNORM);
 	out->data.u64 = reg->data;
 	*fdp = epmap_lookup(es, reg->data);
