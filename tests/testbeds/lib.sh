@@ -398,6 +398,7 @@ tb_gunicorn_start() {
 	local dir=$1 bind=$2 name=${3:-gunicorn}
 	bp_start "$name" "$dir/run/$name.pid" "${NS_APP[@]}" env \
 		TB_PG="host=$T/pgsock port=$PGPORT dbname=tb user=tb" TB_POOL=8 \
+		TB_APP_SLEEP_MS="${TB_APP_SLEEP_MS:-0}" \
 		"${PRE_APP[@]}" /usr/bin/gunicorn --workers 2 --threads 8 \
 		--worker-class gthread --bind "$bind" --keep-alive 120 \
 		--graceful-timeout 5 --pid "$dir/run/$name.pid" \
@@ -574,18 +575,24 @@ MaxRequestWorkers 160" ;;
 # pipes) on 127.0.0.1:FRONT_PORT, in front of the two gunicorns with
 # http-reuse always and at most TB_HAPROXY_MAXCONN (default 2) connections
 # per server: requests beyond that wait in haproxy's per-server queue.
+# By hand: TB_HAPROXY_NBTHREAD (default 2), TB_HAPROXY_QUEUE (timeout
+# queue, default 30s; "none" leaves it unset: haproxy then uses timeout
+# connect, 5s), TB_HAPROXY_POLLER=poll (noepoll: the poll poller).
 tb_haproxy_start() {
-	local dir=$1
+	local dir=$1 queue=${TB_HAPROXY_QUEUE:-30s} extra=""
+	[ "$queue" = none ] && queue="" || queue="timeout queue $queue"
+	[ "${TB_HAPROXY_POLLER:-epoll}" = poll ] && extra="noepoll"
 	cat >"$dir/haproxy.cfg" <<-EOF
 	global
-	    nbthread 2
+	    nbthread ${TB_HAPROXY_NBTHREAD:-2}
 	    maxconn 2000
+	    $extra
 	defaults
 	    mode http
 	    timeout connect 5s
 	    timeout client 60s
 	    timeout server 60s
-	    timeout queue 30s
+	    $queue
 	    timeout http-keep-alive 60s
 	frontend fe
 	    bind 127.0.0.1:$FRONT_PORT
