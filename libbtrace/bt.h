@@ -347,6 +347,18 @@ struct bt_epreg {                     /* one registration in an epoll set */
 	uint32_t events;
 	uint64_t data;
 	uint8_t  armed;                   /* false after a ONESHOT report */
+	uint8_t  told;                    /* held input reported here (ET):
+					     not again until the app reads */
+};
+
+/* Registrations beyond a channel's first two (a socket in three or more
+ * epoll sets: one set per thread, each watching the connection).  Chunks
+ * are added, never freed: they stay with the channel object (type-stable,
+ * reused) so a reader racing a change never touches freed memory. */
+#define BT_EPREG_MORE 4
+struct bt_epreg_more {
+	struct bt_epreg r[BT_EPREG_MORE];
+	struct bt_epreg_more *next;
 };
 
 struct bt_chan {
@@ -354,6 +366,8 @@ struct bt_chan {
 	struct bt_chan *next_all;         /* every channel ever made */
 	struct bt_chan *next_free;
 	uint32_t gen;                     /* bumped on every reuse */
+	struct bt_epreg_more *ep_more;    /* registrations beyond ep[]: kept
+					     (emptied) across reuse */
 	/* ---- everything from here on is zeroed for a new channel ---- */
 	int      refs;                    /* fds referring to it */
 
@@ -396,12 +410,45 @@ struct bt_chan {
 	uint64_t eagain_epoch;
 	pid_t    eagain_tid;
 	uint8_t  owed;                    /* readiness owed (ET, spurious ok) */
-	uint8_t  et_told;                 /* held input reported to an ET set;
-					     not again until the app reads */
+	uint8_t  et_told;                 /* held input reported to an ET set
+					     (that registration's told): not
+					     again there until the app reads */
 	uint8_t  in_ready_list;
 
-	struct bt_epreg ep[2];            /* epoll registrations (two kept) */
+	struct bt_epreg ep[2];            /* epoll registrations (then ep_more) */
 };
+
+/* Walking a channel's epoll registrations: ep[0], ep[1], then the chunks
+ * of ep_more (BT_EPREG_EACH).  Free slots (epfd < 0) are included. */
+struct bt_epiter {
+	struct bt_epreg *r, *end;
+	struct bt_epreg_more *next;
+};
+
+static inline struct bt_epreg *bt_epreg_first(const struct bt_chan *ch,
+					      struct bt_epiter *it)
+{
+	it->r = (struct bt_epreg *)ch->ep;
+	it->end = it->r + 2;
+	it->next = __atomic_load_n(&ch->ep_more, __ATOMIC_ACQUIRE);
+	return it->r;
+}
+
+static inline struct bt_epreg *bt_epreg_next(struct bt_epiter *it)
+{
+	if (++it->r < it->end)
+		return it->r;
+	if (likely(!it->next))
+		return NULL;
+	it->r = it->next->r;
+	it->end = it->r + BT_EPREG_MORE;
+	it->next = __atomic_load_n(&it->next->next, __ATOMIC_ACQUIRE);
+	return it->r;
+}
+
+#define BT_EPREG_EACH(ch, r, it) \
+	for (struct bt_epreg *r = bt_epreg_first((ch), &(it)); r; \
+	     r = bt_epreg_next(&(it)))
 
 /* The table (fdtab.c): BT_FDTAB_L1 pointers to arrays of BT_FDTAB_L2
  * words, allocated on first use.  Descriptors beyond pass through. */

@@ -130,6 +130,9 @@ struct bt_chan *bt_chan_new(void)
 	ch->gen++;
 	memset(&ch->refs, 0, sizeof *ch - offsetof(struct bt_chan, refs));
 	ch->ep[0].epfd = ch->ep[1].epfd = -1;
+	for (struct bt_epreg_more *m = ch->ep_more; m; m = m->next)
+		for (int i = 0; i < BT_EPREG_MORE; i++)
+			m->r[i].epfd = -1;
 	bt_mutex_unlock(&ch->mu);
 	return ch;
 }

@@ -365,9 +365,11 @@ static inline int fd_nonblocking(struct bt_chan *ch, int fd, int flags)
 /* Some epoll set watches CH's input edge-triggered. */
 static int et_input(const struct bt_chan *ch)
 {
-	for (int i = 0; i < 2; i++)
-		if (ch->ep[i].epfd >= 0 &&
-		    (ch->ep[i].events & (EPOLLIN | EPOLLET)) == (EPOLLIN | EPOLLET))
+	struct bt_epiter it;
+
+	BT_EPREG_EACH(ch, r, it)
+		if (r->epfd >= 0 &&
+		    (r->events & (EPOLLIN | EPOLLET)) == (EPOLLIN | EPOLLET))
 			return 1;
 	return 0;
 }
@@ -688,7 +690,12 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 	/* After the real call, another thread may already have closed the
 	 * fd; the bytes came from this channel: re-lock it by generation. */
 	gen = ch->gen;
-	ch->et_told = 0;
+	if (ch->et_told) {
+		struct bt_epiter it;
+		BT_EPREG_EACH(ch, r, it)
+			r->told = 0;
+		ch->et_told = 0;
+	}
 	if (ch->owed && ch->rd == ch->wr) {
 		/* the application reads now: whatever the kernel has, it gets */
 		ch->owed = 0;

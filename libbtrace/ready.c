@@ -281,10 +281,12 @@ void bt_ready_add(struct bt_chan *ch)
 		__atomic_store_n(&bt_ready_count, (int)rlen, __ATOMIC_SEQ_CST);
 	}
 	pthread_mutex_unlock(&ready_mu);
-	for (int i = 0; i < 2; i++)
-		if (ch->ep[i].epfd >= 0 && ch->ep[i].armed &&
-		    (ch->ep[i].events & EPOLLIN))
-			wake(ch->ep[i].epfd);
+	struct bt_epiter it;
+	BT_EPREG_EACH(ch, r, it) {
+		int epfd = __atomic_load_n(&r->epfd, __ATOMIC_ACQUIRE);
+		if (epfd >= 0 && r->armed && (r->events & EPOLLIN))
+			wake(epfd);
+	}
 }
 
 void bt_ready_del(struct bt_chan *ch)
@@ -325,18 +327,19 @@ void bt_ready_fd_closed(int fd, uintptr_t word)
 	}
 	if (BT_FD_IS_CHAN(word)) {
 		struct bt_chan *ch = (struct bt_chan *)word;
-		for (int i = 0; i < 2; i++) {
+		struct bt_epiter it;
+		BT_EPREG_EACH(ch, r, it) {
 			struct bt_epset *es;
-			if (ch->ep[i].epfd < 0)
+			if (r->epfd < 0)
 				continue;
-			es = epset_of(ch->ep[i].epfd);
+			es = epset_of(r->epfd);
 			if (es) {
 				bt_mutex_lock(&es->mu);
 				epmap_del_fd(es, fd);
 				bt_mutex_unlock(&es->mu);
 			}
 			if (ch->refs <= 1)
-				ch->ep[i].epfd = -1;
+				__atomic_store_n(&r->epfd, -1, __ATOMIC_RELEASE);
 		}
 	}
 }
@@ -422,6 +425,61 @@ static inline void log_ready_ep(int fd, uintptr_t w, uint32_t events)
 
 /* ---- epoll ------------------------------------------------------------ */
 
+/* CH's registration in epoll set EPFD, or NULL. */
+static struct bt_epreg *epreg_find(const struct bt_chan *ch, int epfd)
+{
+	struct bt_epiter it;
+
+	BT_EPREG_EACH(ch, r, it)
+		if (r->epfd == epfd)
+			return r;
+	return NULL;
+}
+
+/* Take slot R for set EPFD if it is free: never used, deleted, or left by
+ * a set since closed.  Disarmed until its caller fills it in. */
+static int epreg_take(struct bt_epreg *r, int epfd)
+{
+	int cur = __atomic_load_n(&r->epfd, __ATOMIC_ACQUIRE);
+
+	if (cur >= 0 && epset_of(cur))
+		return 0;
+	r->armed = 0;
+	return __atomic_compare_exchange_n(&r->epfd, &cur, epfd, 0,
+					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+/*
+ * A new registration of CH in set EPFD: a free slot, else a new chunk
+ * appended to ep_more (a socket in a third set: three threads watching
+ * one connection, haproxy's takeovers between threads).  Slots are taken
+ * by compare-and-swap: two threads adding the socket to their own sets
+ * at once never take the same one.  NULL when out of memory.
+ */
+static struct bt_epreg *epreg_claim(struct bt_chan *ch, int epfd)
+{
+	struct bt_epreg_more *m, *cur, **pp = &ch->ep_more;
+	struct bt_epiter it;
+
+	BT_EPREG_EACH(ch, r, it)
+		if (epreg_take(r, epfd))
+			return r;
+	m = malloc(sizeof *m);
+	if (!m)
+		return NULL;
+	memset(m, 0, sizeof *m);
+	for (int i = 0; i < BT_EPREG_MORE; i++)
+		m->r[i].epfd = -1;
+	m->r[0].epfd = epfd;
+	for (;;) {
+		cur = NULL;
+		if (__atomic_compare_exchange_n(pp, &cur, m, 0, __ATOMIC_RELEASE,
+						__ATOMIC_ACQUIRE))
+			return &m->r[0];
+		pp = &cur->next;
+	}
+}
+
 BT_HIDDEN int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
 int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
@@ -456,19 +514,16 @@ int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	ch = !bt_paused() ? bt_chan_of(fd) :
 	     BT_FD_IS_CHAN(bt_fd_get(fd)) ? (struct bt_chan *)bt_fd_get(fd) : NULL;
 	if (ch) {
-		int slot = -1;
-		for (int i = 0; i < 2; i++)
-			if (ch->ep[i].epfd == epfd)
-				slot = i;
+		struct bt_epreg *reg = epreg_find(ch, epfd);
 		if (op == EPOLL_CTL_DEL) {
-			if (slot >= 0)
-				ch->ep[slot].epfd = -1;
+			if (reg)
+				__atomic_store_n(&reg->epfd, -1, __ATOMIC_RELEASE);
 		} else if (ev) {
 			/* Asking to be told when the fd is writable, in this
 			 * fragment, says whose output waits in the program
 			 * (event libraries queue writes in user space and send
 			 * them from the writable event): logged as WANT. */
-			int had_out = slot >= 0 && (ch->ep[slot].events & EPOLLOUT);
+			int had_out = reg && (reg->events & EPOLLOUT);
 			if (((ev->events & EPOLLOUT) || had_out) && ch->announced &&
 			    !ch->dark) {
 				struct bt_event w;
@@ -482,13 +537,15 @@ int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 				if (bt_self.pause_lost != pc)
 					bt_chan_go_dark(ch, fd);
 			}
-			if (slot < 0)
-				slot = ch->ep[0].epfd < 0 ? 0 :
-				       ch->ep[1].epfd < 0 ? 1 : 0;
-			ch->ep[slot].epfd = epfd;
-			ch->ep[slot].events = ev->events;
-			ch->ep[slot].data = ev->data.u64;
-			ch->ep[slot].armed = 1;
+			if (!reg && !(reg = epreg_claim(ch, epfd))) {
+				/* out of memory: the first one's place */
+				reg = &ch->ep[0];
+				reg->epfd = epfd;
+			}
+			reg->events = ev->events;
+			reg->data = ev->data.u64;
+			reg->told = 0;    /* ADD, MOD: a new report is due */
+			__atomic_store_n(&reg->armed, 1, __ATOMIC_RELEASE);
 			/* registered while holding input: make it visible */
 			if ((ev->events & EPOLLIN) && ch->in_ready_list &&
 			    chan_has_input(ch))
@@ -508,19 +565,20 @@ static int epoll_synth_held(struct bt_epset *es, struct epoll_event *out,
 			    int *fdp)
 {
 	struct bt_chan *pick = NULL;
-	int slot = -1;
+	struct bt_epreg *reg = NULL;
 
 	pthread_mutex_lock(&ready_mu);
 	for (unsigned i = 0; i < rlen && !pick; i++) {
 		struct bt_chan *ch = rlist[i];
+		struct bt_epiter it;
 		if (!chan_has_input(ch))
 			continue;
-		for (int k = 0; k < 2; k++)
-			if (ch->ep[k].epfd == es->epfd && ch->ep[k].armed &&
-			    (ch->ep[k].events & EPOLLIN) &&
-			    !((ch->ep[k].events & EPOLLET) && ch->et_told)) {
+		BT_EPREG_EACH(ch, r, it)
+			if (r->epfd == es->epfd && r->armed &&
+			    (r->events & EPOLLIN) &&
+			    !((r->events & EPOLLET) && r->told)) {
 				pick = ch;
-				slot = k;
+				reg = r;
 				/* rotate: the next search starts after it */
 				rlist[i] = rlist[rlen - 1];
 				rlist[rlen - 1] = ch;
@@ -530,19 +588,23 @@ static int epoll_synth_held(struct bt_epset *es, struct epoll_event *out,
 	pthread_mutex_unlock(&ready_mu);
 	if (!pick)
 		return 0;
-	/* edge-triggered: one report per edge, as the kernel does; the next
-	 * read of the fd makes a new edge */
-	if (pick->ep[slot].events & EPOLLET)
+	/* edge-triggered: one report per edge and set, as the kernel does
+	 * (each set it is in gets the edge: a socket taken over by another
+	 * thread's set is still in the old one, whose thread drops the
+	 * event); the next read of the fd makes a new edge */
+	if (reg->events & EPOLLET) {
+		reg->told = 1;
 		pick->et_told = 1;
-	out->events = EPOLLIN | (pick->ep[slot].events & EPOLLRDNORM);
-	out->data.u64 = pick->ep[slot].data;
-	*fdp = epmap_lookup(es, pick->ep[slot].data);
+	}
+	out->events = EPOLLIN | (reg->events & EPOLLRDNORM);
+	out->data.u64 = reg->data;
+	*fdp = epmap_lookup(es, reg->data);
 	if (*fdp < 0)
 		*fdp = -2;
-	if (pick->ep[slot].events & EPOLLONESHOT) {
+	if (reg->events & EPOLLONESHOT) {
 		struct epoll_event off = { .events = EPOLLONESHOT,
-					   .data.u64 = pick->ep[slot].data };
-		pick->ep[slot].armed = 0;
+					   .data.u64 = reg->data };
+		reg->armed = 0;
 		if (*fdp >= 0)
 			REAL(epoll_ctl)(es->epfd, EPOLL_CTL_MOD, *fdp, &off);
 	}
@@ -572,11 +634,11 @@ ep_took(struct bt_epset *es, int epfd, const struct epoll_event *ev)
 	struct bt_chan *ch = BT_FD_IS_CHAN(w) ? (struct bt_chan *)w :
 			     w == BT_FD_NONE ? bt_chan_of(fd) : NULL;
 	if (ch) {
+		struct bt_epiter it;
 		w = (uintptr_t)ch;
-		for (int k = 0; k < 2; k++)
-			if (ch->ep[k].epfd == epfd &&
-			    (ch->ep[k].events & EPOLLONESHOT))
-				ch->ep[k].armed = 0;
+		BT_EPREG_EACH(ch, r, it)
+			if (r->epfd == epfd && (r->events & EPOLLONESHOT))
+				r->armed = 0;
 	} else if (w == BT_FD_NONE) {
 		w = bt_fd_get(fd);        /* classified by bt_chan_of */
 	}

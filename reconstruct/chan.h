@@ -80,6 +80,7 @@ struct rc_end {
 	struct rc_desig want_out;/* who asked to be told it is writable */
 	uint8_t  has_want_out;
 	uint64_t open_req;
+	uint64_t open_span;       /* its server span (the parked detector) */
 	int64_t  open_t;
 	struct rc_span *srv, *cli;   /* open exchanges, oldest first */
 	struct {                 /* message begun (MSG_BEGIN), per direction */

@@ -154,6 +154,26 @@ static int has_continuation(const struct rc_proc *p, const struct rc_span *sp)
 	return own;
 }
 
+/*
+ * The first request message on connection E (offset O) goes to request
+ * REQ, not to the request whose fragment opened E.  That request was not
+ * parked because its work goes on at the connect (has_continuation); the
+ * connection carried another request's message instead, so its work goes
+ * on where the log does not show (haproxy sends a queued request's call
+ * from whichever request's event takes the connection): it is parked now,
+ * a candidate of this message and of those sent while it stays parked.
+ */
+static void park_connect_taken(struct ap *a, const struct rc_end *e,
+			       uint64_t o, uint64_t req)
+{
+	if (e->role != BT_CR_CONNECT || o != 0 || !e->open_req ||
+	    e->open_req == req)
+		return;
+	struct rc_span *sp = rc_span_srv(a->c, e->open_span);
+	if (parkable(a, sp, e->open_req))
+		rc_span_park(a->c, sp, RC_PARK_WAIT);
+}
+
 /* The thread's fragment ends: remember its request's server span if it
  * may be left parked (decided once the next designation is known). */
 static void park_check(struct ap *a)
@@ -671,6 +691,7 @@ static void on_chan(struct ap *a)
 	e->peer_ino = ev->peer_ino;
 	e->last = a->th->d;
 	e->open_req = a->th->d.req;
+	e->open_span = a->th->d.span;
 	e->open_t = a->t;
 	if (e->side < 2) {
 		cn->live[e->side]++;
@@ -822,6 +843,7 @@ static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 			sp->has_witness = 1;
 			sp->witness = ev->witness;
 		}
+		park_connect_taken(a, e, o, sp->req);
 		rc_span_sent(c, sp);
 		req = sp->req;
 		span = sp->id;

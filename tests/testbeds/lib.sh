@@ -317,6 +317,7 @@ tb_gunicorn_start() {
 	local dir=$1 bind=$2 name=${3:-gunicorn}
 	bp_start "$name" "$dir/run/$name.pid" "${NS_APP[@]}" env \
 		TB_PG="host=$T/pgsock port=$PGPORT dbname=tb user=tb" TB_POOL=8 \
+		TB_APP_SLEEP_MS="${TB_APP_SLEEP_MS:-0}" \
 		"${PRE_APP[@]}" /usr/bin/gunicorn --workers 2 --threads 8 \
 		--worker-class gthread --bind "$bind" --keep-alive 120 \
 		--graceful-timeout 5 --pid "$dir/run/$name.pid" \
@@ -487,18 +488,24 @@ MaxRequestWorkers 160" ;;
 # pipes) on 127.0.0.1:FRONT_PORT, in front of the two gunicorns with
 # http-reuse always and at most TB_HAPROXY_MAXCONN (default 2) connections
 # per server: requests beyond that wait in haproxy's per-server queue.
+# By hand: TB_HAPROXY_NBTHREAD (default 2), TB_HAPROXY_QUEUE (timeout
+# queue, default 30s; "none" leaves it unset: haproxy then uses timeout
+# connect, 5s), TB_HAPROXY_POLLER=poll (noepoll: the poll poller).
 tb_haproxy_start() {
-	local dir=$1
+	local dir=$1 queue=${TB_HAPROXY_QUEUE:-30s} extra=""
+	[ "$queue" = none ] && queue="" || queue="timeout queue $queue"
+	[ "${TB_HAPROXY_POLLER:-epoll}" = poll ] && extra="noepoll"
 	cat >"$dir/haproxy.cfg" <<-EOF
 	global
-	    nbthread 2
+	    nbthread ${TB_HAPROXY_NBTHREAD:-2}
 	    maxconn 2000
+	    $extra
 	defaults
 	    mode http
 	    timeout connect 5s
 	    timeout client 60s
 	    timeout server 60s
-	    timeout queue 30s
+	    $queue
 	    timeout http-keep-alive 60s
 	frontend fe
 	    bind 127.0.0.1:$FRONT_PORT
@@ -605,7 +612,11 @@ tb_client() {
 # tb_check DIR LABEL MODE: check-testbed.py on DIR's truth and paths.db.
 tb_check() {
 	local dir=$1 label=$2 mode=$3 flag=()
-	[ "$mode" = assert ] || flag=(--report-only)
+	case $mode in
+	assert) ;;
+	certainty) flag=(--certainty) ;;
+	*) flag=(--report-only) ;;
+	esac
 	"$PY" "$TB_SRC/check-testbed.py" --truth "$dir/truth" \
 		--db "$dir/paths.db" --label "$BP_TEST: $label" \
 		--front "$(case $TB_FRONT in apache) echo apache2 ;;
@@ -622,7 +633,9 @@ tb_check() {
 # against the client's truth.  MODE "assert" fails the test on any wrong
 # path; "report" only prints; "behaviour" fails the test when the client
 # fails (a wrong or missing answer, a stall past its --idle-ms) but only
-# prints the path figures.
+# prints the path figures; "certainty" fails it as "behaviour" does and on
+# any silently-WRONG or resolved-WRONG request (check-testbed.py
+# --certainty: a wrong path must be labelled uncertain).
 tb_run() {
 	local conns=$1 depth=$2 iso=$3 mode=$4 label=${5:-} dir rc
 	TB_RUN_NO=$((TB_RUN_NO + 1))
@@ -693,8 +706,11 @@ tb_run() {
 	*) [ "$mode" = assert ] && bp_fail "$label: requests not labelled" \
 		"exact: $sum" ;;
 	esac
-	tb_check "$dir" "$label" "$mode" ||
+	tb_check "$dir" "$label" "$mode" || {
+		[ "$mode" = certainty ] && bp_fail "$label: silently-WRONG or" \
+			"resolved-WRONG requests (see the certainty line above)"
 		bp_fail "$label: wrong request paths (see above)"
+	}
 }
 
 # tb_testbed: the standard set of runs: client concurrency 1, 16 and 64,

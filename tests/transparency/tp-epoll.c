@@ -224,6 +224,123 @@ static void oneshot(void)
 	close(ep);
 }
 
+/*
+ * One socket in three epoll sets (level-triggered), as when each of three
+ * threads watches a connection.  Each set in turn: two messages sent, then
+ * a loop that waits in that set alone and reads until both are read.  With
+ * the line processor the first read takes one message and the shim holds
+ * the other: every set must still report the socket readable.
+ * tp-isolated: ^~ SETS: set [0-2]: 2 reads
+ */
+static void three_sets(void)
+{
+	int s[2], ep[3];
+
+	if (tp_tcp_pair(s, NULL) < 0) {
+		tp_skip("SETS: no loopback TCP pair");
+		return;
+	}
+	tp_nonblock(s[1], 1);
+	for (int i = 0; i < 3; i++) {
+		struct epoll_event ev = { .events = EPOLLIN };
+		ep[i] = epoll_create1(EPOLL_CLOEXEC);
+		ev.data.u32 = (uint32_t)(10 + i);
+		tp_check(epoll_ctl(ep[i], EPOLL_CTL_ADD, s[1], &ev) == 0,
+			 "SETS: registered in set %d", i);
+	}
+	for (int i = 0; i < 3; i++) {
+		char got[64];
+		size_t len = 0;
+		int reads = 0, calls = 0;
+
+		tp_write_all(s[0], "m1\nm2\n", 6);
+		while (len < 6) {
+			struct epoll_event out[4];
+			ssize_t n;
+			int r = epoll_wait(ep[i], out, 4, 2000);
+			calls++;
+			if (r != 1 || out[0].data.u32 != (uint32_t)(10 + i)) {
+				tp_check(0, "SETS: set %d: %s with %zu of 6 bytes read",
+					 i, tp_res(r, errno), len);
+				break;
+			}
+			n = read(s[1], got + len, sizeof got - len);
+			if (n > 0) {
+				len += (size_t)n;
+				reads++;
+			}
+		}
+		tp_say("SETS: set %d delivered %s", i, tp_quote(got, len));
+		tp_vary("SETS: set %d: %d reads, %d calls", i, reads, calls);
+	}
+	for (int i = 0; i < 3; i++) {
+		struct epoll_event out[4];
+		int r = epoll_wait(ep[i], out, 4, 0);
+		tp_check(r == 0, "SETS: set %d quiet once all is read (%s)", i,
+			 tp_res(r, errno));
+		close(ep[i]);
+	}
+	close(s[0]);
+	close(s[1]);
+}
+
+/*
+ * A connection taken over by another thread's set (haproxy's idle server
+ * connections under http-reuse always): the socket is edge-triggered in
+ * the old set A and the new set B.  The new owner reads once from A's
+ * event; the old thread then sees its next event for the socket, drops it
+ * without reading and deletes the socket from A; the new owner waits in B
+ * for the rest.  With the line processor the shim holds the second
+ * message: reported in A, it must still be reported in B (the kernel
+ * gives each set its own edge).
+ * tp-isolated: ^~ TAKEOVER: A reported held input 1
+ */
+static void takeover(void)
+{
+	int s[2], a = epoll_create1(EPOLL_CLOEXEC), b = epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET };
+	struct epoll_event out[4];
+	char got[64];
+	size_t len = 0;
+	ssize_t n;
+	int r, stale;
+
+	if (tp_tcp_pair(s, NULL) < 0) {
+		tp_skip("TAKEOVER: no loopback TCP pair");
+		return;
+	}
+	tp_nonblock(s[1], 1);
+	ev.data.u32 = 1;
+	epoll_ctl(a, EPOLL_CTL_ADD, s[1], &ev);
+	ev.data.u32 = 2;
+	epoll_ctl(b, EPOLL_CTL_ADD, s[1], &ev);
+	tp_write_all(s[0], "m1\nm2\n", 6);
+	r = epoll_wait(a, out, 4, 2000);
+	tp_check(r == 1, "TAKEOVER: the first edge in A (%s)", tp_res(r, errno));
+	n = read(s[1], got, sizeof got);
+	if (n > 0)
+		len = (size_t)n;
+	stale = epoll_wait(a, out, 4, 0);
+	tp_vary("TAKEOVER: A reported held input %d", stale);
+	epoll_ctl(a, EPOLL_CTL_DEL, s[1], NULL);
+	while (len < 6) {
+		r = epoll_wait(b, out, 4, 2000);
+		if (r < 1) {
+			tp_check(0, "TAKEOVER: B: %s with %zu of 6 bytes read",
+				 tp_res(r, errno), len);
+			break;
+		}
+		n = read(s[1], got + len, sizeof got - len);
+		if (n > 0)
+			len += (size_t)n;
+	}
+	tp_say("TAKEOVER: delivered %s", tp_quote(got, len));
+	close(s[0]);
+	close(s[1]);
+	close(a);
+	close(b);
+}
+
 int main(void)
 {
 	int p[2], s[2];
@@ -239,5 +356,7 @@ int main(void)
 	if (tp_unix_pair(s) == 0)
 		edge_eof("unix", s[1], s[0]);
 	oneshot();
+	three_sets();
+	takeover();
 	return tp_done();
 }

@@ -430,6 +430,68 @@ START_TEST(pipelined_next_request_does_not_fire)
 }
 END_TEST
 
+/* A WANT record: FD's writability asked for (EVENTS: poll bits). */
+static void want(struct gen_thr *t, int64_t at, int fd, uint32_t events)
+{
+	struct bt_event ev;
+
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_WANT;
+	ev.fd = fd;
+	ev.flags = events;
+	gen_ev(t, at, &ev);
+}
+
+/*
+ * haproxy with a per-server queue: one thread reads /a, opens a backend
+ * connection for it (connecting: /a is not parked, its work goes on at
+ * the connect), then reads /b; in /b's fragment it asks to be told when
+ * the connection is writable, and the writable event sends /a's call.
+ * The call goes to /b (the WANT's request); /a's continuation, its own
+ * connection, carried another request's message: /a is a candidate of
+ * that call and is parked from then on.  Never silently wrong.
+ */
+START_TEST(connect_taken_by_another_fires)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *w = front(h, &b);
+
+	gen_ready(w, 100, 3, POLLIN);
+	gen_accept(w, 101, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_accept(w, 102, 6, 3, "10.0.0.1:80", "10.0.0.6:2222");
+	http_in(w, 110, 5, "/a");
+	gen_tcp(w, 111, 10, BT_CR_CONNECT, "10.0.0.1:50011", "10.0.0.3:5432");
+	http_in(w, 112, 6, "/b");
+	want(w, 113, 10, POLLIN | POLLOUT);
+	gen_ready(w, 120, 10, POLLOUT);
+	sql_out(w, 121, 10, "SELECT a");     /* /a's, in /b's designation */
+	want(w, 122, 10, POLLIN);
+	gen_ready(w, 130, 10, POLLIN);
+	rep_in(w, 131, 10);
+	http_out(w, 132, 5);
+	sql_out(w, 133, 9, "SELECT b");
+	sql_in(b, 134, 4, "SELECT b");
+	rep_out(b, 135, 4);
+	gen_ready(w, 140, 9, POLLIN);
+	rep_in(w, 141, 9);
+	http_out(w, 142, 6);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(labels(&t),
+		"/a uncertain ambiguous:parked\n"
+		"/b uncertain ambiguous:parked");
+	ck_assert_str_eq(rt_q(&t, "SELECT group_concat(r.target || ':' || k.chosen, ' ') FROM span_candidates k JOIN requests r USING (request_id)"),
+			 "/a:0 /b:1");
+	ck_assert_str_eq(rt_q(&t, "SELECT group_concat(target || ' ' || certainty, ', ') FROM spans WHERE kind = 'client' ORDER BY start_ns"),
+			 "SELECT a uncertain, SELECT b exact");
+	rt_done(&t);
+}
+END_TEST
+
 Suite *recon_certainty_suite(void)
 {
 	Suite *s = suite_create("recon_certainty");
@@ -443,6 +505,7 @@ Suite *recon_certainty_suite(void)
 	tcase_add_test(tc, connecting_and_body_do_not_fire);
 	tcase_add_test(tc, poller_and_workers_do_not_fire);
 	tcase_add_test(tc, pipelined_next_request_does_not_fire);
+	tcase_add_test(tc, connect_taken_by_another_fires);
 	suite_add_tcase(s, tc);
 	return s;
 }

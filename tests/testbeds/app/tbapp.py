@@ -18,6 +18,7 @@ string comes from the environment (TB_PG), the pool size from TB_POOL
 import os
 import re
 import socket
+import time
 import urllib.parse
 
 import psycopg2
@@ -32,6 +33,7 @@ SQL = (
 )
 ID_RE = re.compile(r'^[a-z0-9]{1,40}$')
 POOL_SIZE = int(os.environ.get('TB_POOL', '0') or 0) or 8
+SLEEP = int(os.environ.get('TB_APP_SLEEP_MS', '0') or 0) / 1000.0
 
 # Opened at import, in the worker (gunicorn imports the application after
 # forking it): the connections exist before the first request.
@@ -60,6 +62,8 @@ def application(environ, start_response):
         return answer(start_response, '400 Bad Request',
                       'bad request: id must be [a-z0-9]{1,40}, n 0..5\n')
     out = ['id ' + rid]
+    if SLEEP:
+        time.sleep(SLEEP)   # a slow backend (by hand: TB_APP_SLEEP_MS)
     if n:
         conn = pool.getconn()
         try:
