@@ -1246,6 +1246,25 @@ static int ready_continues(struct ap *a, const struct rc_fdent *fe)
 	return (a->ev->fd < 0 || !fe) && f->open && f->noreq && f->events == 1;
 }
 
+/*
+ * A wait on one fd alone (BT_RF_ALONE: a poll or select of one fd) that
+ * timed out (READY -1) or reports only writability is part of the
+ * fragment that made it: a blocking wait with a timeout before a write
+ * (CPython polls for POLLOUT before every send on a socket with a
+ * timeout), a pooled connection's liveness check (urllib3 polls it for
+ * input with a zero timeout before reusing it).  No input is taken: the
+ * thread goes on with what it was doing, in the same fragment, for the
+ * same request.  docs/reconstruct.md, "Readiness".
+ */
+static int ready_alone_within(const struct ap *a)
+{
+	const struct bt_event *ev = a->ev;
+
+	if (!(ev->flags & BT_RF_ALONE))
+		return 0;
+	return ev->fd < 0 || (!(ev->flags & 1) && (ev->flags & 4));
+}
+
 static void on_ready(struct ap *a)
 {
 	const struct bt_event *ev = a->ev;
@@ -1255,6 +1274,12 @@ static void on_ready(struct ap *a)
 
 	if (ready_continues(a, fe)) {
 		a->merged = 1;
+		return;
+	}
+	if (ready_alone_within(a)) {
+		if (!a->th->frag.open)
+			frag_open(a, ev->fd < 0 ? RC_TR_TIMEOUT : RC_TR_READY,
+				  ev->fd, fe ? fe->end->channel_id : 0);
 		return;
 	}
 	if (ev->fd < 0) {
@@ -1272,17 +1297,6 @@ static void on_ready(struct ap *a)
 		return;
 	}
 	struct rc_end *e = fe->end;
-	if (!(ev->flags & 1) && (ev->flags & 4) && (ev->flags & BT_RF_ALONE) &&
-	    a->th->d.req) {
-		/* A thread that works for a request (or whose request just
-		 * ended: rule 5) waits until one fd is writable, before it
-		 * writes to it (a socket timeout: CPython polls for POLLOUT
-		 * before every send).  It goes on with what it was doing:
-		 * the request that last used the channel (a pooled
-		 * connection's previous request, a client's previous
-		 * request) has nothing to do with it. */
-		return;
-	}
 	if (!(ev->flags & 1) && (ev->flags & 4) && e->has_want_out) {
 		/* Writable, and a fragment asked for it (WANT): the output
 		 * waiting in the program is that fragment's request's. */

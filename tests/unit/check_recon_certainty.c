@@ -166,6 +166,61 @@ START_TEST(pollout_alone_client)
 }
 END_TEST
 
+/*
+ * urllib3 before it reuses a pooled connection polls it for input with a
+ * zero timeout (is the connection dropped?), then for POLLOUT: two waits
+ * on one fd alone, a timeout and a writable one, part of the fragment of
+ * the request that makes the call.  The connection was last used by /a:
+ * /b's query is /b's, exact (not /a's, nor /b parked at the timeout).
+ */
+START_TEST(alone_timeout_stays)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 300, "/usr/bin/python3", 0);
+	struct gen_thr *b = backend(h, "10.0.0.1:50010");
+
+	gen_accept(w, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	http_in(w, 101, 5, "/a");
+	gen_tcp(w, 102, 9, BT_CR_CONNECT, "10.0.0.1:50010", "10.0.0.2:5432");
+	gen_ready(w, 103, 9, POLLOUT | BT_RF_ALONE);
+	sql_out(w, 104, 9, "SELECT a");
+	sql_in(b, 105, 4, "SELECT a");
+	rep_out(b, 106, 4);
+	gen_ready(w, 107, 9, POLLIN | BT_RF_ALONE);
+	rep_in(w, 108, 9);
+	http_out(w, 109, 5);
+	http_in(w, 200, 5, "/b");
+	gen_ready(w, 201, -1, BT_RF_ALONE);
+	gen_ready(w, 202, 9, POLLOUT | BT_RF_ALONE);
+	sql_out(w, 203, 9, "SELECT b");
+	sql_in(b, 204, 4, "SELECT b");
+	rep_out(b, 205, 4);
+	gen_ready(w, 206, 9, POLLIN | BT_RF_ALONE);
+	rep_in(w, 207, 9);
+	http_out(w, 208, 5);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /a st=200 client=10.0.0.7:1111\n"
+		"  server http 'GET /a' /a web/300/300 st=200\n"
+		"    client postgresql 'SELECT' SELECT a web/300/300 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT a web/400/400 st=NULL\n"
+		"R http GET /b st=200 client=10.0.0.7:1111\n"
+		"  server http 'GET /b' /b web/300/300 st=200\n"
+		"    client postgresql 'SELECT' SELECT b web/300/300 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT b web/400/400 st=NULL\n"
+		"unattributed:\n");
+	ck_assert_str_eq(labels(&t), "/a exact -\n/b exact -");
+	/* the waits begin no fragment: /b's is the one its request began */
+	ck_assert_str_eq(rt_q(&t, "SELECT count(*) FROM fragments WHERE pid = 300 AND request_id = (SELECT request_id FROM requests WHERE target = '/b')"), "2");
+	rt_done(&t);
+}
+END_TEST
+
 /* ---- the parked detector ------------------------------------------------- */
 
 /* The front (pid 300) with its pooled backend connection, fd 9, opened at
@@ -437,6 +492,7 @@ Suite *recon_certainty_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, pollout_alone_stays);
 	tcase_add_test(tc, pollout_alone_client);
+	tcase_add_test(tc, alone_timeout_stays);
 	tcase_add_test(tc, hidden_queue_fires);
 	tcase_add_test(tc, readahead_fires);
 	tcase_add_test(tc, thread_handoff_fires);
