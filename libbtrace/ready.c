@@ -441,6 +441,25 @@ static inline void log_ready_ep(int fd, uintptr_t w, uint32_t events)
 
 /* ---- epoll ------------------------------------------------------------ */
 
+/* Log WANT fd with FLAGS (poll bits now asked for) for channel CH, unless
+ * it is not announced or dark; lost to a pause, it makes CH dark. */
+static void log_want(struct bt_chan *ch, int fd, uint32_t flags)
+{
+	struct bt_event w;
+	uint64_t pc = bt_self.pause_lost;
+
+	if (!ch->announced || ch->dark)
+		return;
+	memset(&w, 0, sizeof w);
+	w.type = BT_EV_WANT;
+	w.fd = fd;
+	w.flags = flags;
+	bt_emit(&w);
+	/* lost to a pause: whose output waits is unknown */
+	if (bt_self.pause_lost != pc)
+		bt_chan_go_dark(ch, fd);
+}
+
 BT_HIDDEN int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
 int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
@@ -479,28 +498,24 @@ int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		for (int i = 0; i < 2; i++)
 			if (ch->ep[i].epfd == epfd)
 				slot = i;
+		int had_out = slot >= 0 && (ch->ep[slot].events & EPOLLOUT);
 		if (op == EPOLL_CTL_DEL) {
-			if (slot >= 0)
+			/* removed while asking for out (libevent deletes a
+			 * bufferevent's fd once its output is out and reading
+			 * is off): out is given up */
+			if (had_out)
+				log_want(ch, fd, 0);
+			if (slot >= 0) {
 				ch->ep[slot].epfd = -1;
+				ch->ep[slot].events = 0;
+			}
 		} else if (ev) {
 			/* Asking to be told when the fd is writable, in this
 			 * fragment, says whose output waits in the program
 			 * (event libraries queue writes in user space and send
 			 * them from the writable event): logged as WANT. */
-			int had_out = slot >= 0 && (ch->ep[slot].events & EPOLLOUT);
-			if (((ev->events & EPOLLOUT) || had_out) && ch->announced &&
-			    !ch->dark) {
-				struct bt_event w;
-				uint64_t pc = bt_self.pause_lost;
-				memset(&w, 0, sizeof w);
-				w.type = BT_EV_WANT;
-				w.fd = fd;
-				w.flags = epoll_to_poll(ev->events);
-				bt_emit(&w);
-				/* lost to a pause: whose output waits is unknown */
-				if (bt_self.pause_lost != pc)
-					bt_chan_go_dark(ch, fd);
-			}
+			if ((ev->events & EPOLLOUT) || had_out)
+				log_want(ch, fd, epoll_to_poll(ev->events));
 			if (slot < 0)
 				slot = ch->ep[0].epfd < 0 ? 0 :
 				       ch->ep[1].epfd < 0 ? 1 : 0;

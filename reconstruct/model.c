@@ -154,6 +154,32 @@ static int has_continuation(const struct rc_proc *p, const struct rc_span *sp)
 	return own;
 }
 
+/*
+ * E's output is out (WANT without out): the request W whose fragment last
+ * asked for it counted that writable event as where its work goes on.
+ * An event library asks again for a channel whose output still holds an
+ * earlier request's answer (libevent, reading the next pipelined request,
+ * keeps writing on): the event only writes that answer.  If no thread
+ * works for W now and nothing else continues it, W is parked now, as its
+ * fragment's end would have parked it without that WANT.
+ */
+static void park_want_lost(struct ap *a, const struct rc_desig *w)
+{
+	struct rc_proc *p = a->im->run->attached ? a->im->run->proc : NULL;
+	struct rc_span *sp = rc_span_srv(a->c, w->span);
+
+	if (!p || !w->req || !parkable(a, sp, w->req))
+		return;
+	for (const struct rc_thr *o = p->threads; o; o = o->pnext)
+		if (o->frag.open && o->d.req == w->req)
+			return;   /* its fragment's end decides */
+	int cont = has_continuation(p, sp);
+	if (cont == 0)
+		rc_span_park(a->c, sp, RC_PARK_WAIT);
+	else if (cont == 2)
+		sp->park_defer = 1;
+}
+
 /* The thread's fragment ends: remember its request's server span if it
  * may be left parked (decided once the next designation is known). */
 static void park_check(struct ap *a)
@@ -1337,7 +1363,10 @@ static void on_want(struct ap *a)
 		fe->end->want_out = a->th->d;
 		fe->end->has_want_out = 1;
 	} else if (!(ev->flags & 4)) {
+		int had = fe->end->has_want_out;
 		fe->end->has_want_out = 0;
+		if (had)
+			park_want_lost(a, &fe->end->want_out);
 		/* its output is out: a request whose answer was thought to
 		 * wait in it, still unanswered, waits for something else */
 		for (struct rc_span *sp = fe->end->srv; sp; sp = sp->next)

@@ -450,6 +450,69 @@ START_TEST(poller_and_workers_do_not_fire)
 }
 END_TEST
 
+static void want(struct gen_thr *t, int64_t at, int fd, uint32_t events)
+{
+	struct bt_event ev;
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_WANT;
+	ev.fd = fd;
+	ev.flags = events;
+	gen_ev(t, at, &ev);
+}
+
+/*
+ * ex-libevent with a busy pool and pipelining: /b is read while /a's
+ * answer waits in the connection's output buffer, and its fragment asks
+ * for out again (libevent turns reading off and keeps writing on): that
+ * writable event is counted as where /b's work goes on.  But it only
+ * writes /a's answer, and /b's call waits in memory for the pool's
+ * connection, which /x's reply fragment sends.  When out is given up
+ * (the output is out) in a fragment that is not /b's, /b, unanswered
+ * and with nothing else to continue it, is parked then: its call is
+ * marked.
+ */
+START_TEST(want_given_up_parks)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *w = front(h, &b);
+
+	gen_accept(w, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_accept(w, 101, 6, 3, "10.0.0.1:80", "10.0.0.6:2222");
+	gen_ready(w, 105, 6, POLLIN);
+	http_in(w, 106, 6, "/x");
+	sql_out(w, 107, 9, "SELECT x");      /* the pool's one connection */
+	sql_in(b, 108, 4, "SELECT x");
+	gen_ready(w, 110, 5, POLLIN);
+	http_in(w, 111, 5, "/a");
+	want(w, 112, 5, POLLIN | POLLOUT);    /* /a's answer queued */
+	gen_ready(w, 113, 5, POLLIN);
+	http_in(w, 114, 5, "/b");            /* pipelined; waits for the pool */
+	want(w, 115, 5, POLLOUT);
+	gen_ready(w, 116, 5, POLLOUT);
+	http_out(w, 117, 5);                 /* /a's answer */
+	rep_out(b, 120, 4);
+	gen_ready(w, 121, 9, POLLIN);
+	rep_in(w, 122, 9);
+	want(w, 123, 5, 0);                  /* 5's output is out */
+	sql_out(w, 124, 9, "SELECT b");      /* /b's, from /x's fragment */
+	http_out(w, 125, 6);
+	sql_in(b, 126, 4, "SELECT b");
+	rep_out(b, 127, 4);
+	gen_ready(w, 128, 9, POLLIN);
+	rep_in(w, 129, 9);
+	http_out(w, 130, 5);                 /* /b's answer */
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(labels(&t), "/x uncertain ambiguous:parked\n"
+			 "/a exact -\n/b uncertain ambiguous:parked");
+	rt_done(&t);
+}
+END_TEST
+
 /*
  * Not parked: a thread that reads the next pipelined request on the same
  * connection before it writes the answer it has ready (apache looks for
@@ -499,6 +562,7 @@ Suite *recon_certainty_suite(void)
 	tcase_add_test(tc, connecting_and_body_do_not_fire);
 	tcase_add_test(tc, poller_and_workers_do_not_fire);
 	tcase_add_test(tc, pipelined_next_request_does_not_fire);
+	tcase_add_test(tc, want_given_up_parks);
 	suite_add_tcase(s, tc);
 	return s;
 }

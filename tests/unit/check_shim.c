@@ -855,6 +855,36 @@ START_TEST(ready_alone_flag)
 END_TEST
 
 /*
+ * WANT: asking an epoll set for EPOLLOUT on a channel is logged, and so is
+ * giving it up: by a MOD without it, or by removing the fd from the set
+ * while it was asked for (libevent deletes a bufferevent's fd once its
+ * output is out and reading is off).  A DEL without out asked is not.
+ */
+START_TEST(want_out_given_up_by_del)
+{
+	int a[2], ep = new_epoll();
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.u64 = 1 };
+
+	ck_assert_int_eq(bt_socketpair(AF_UNIX, SOCK_STREAM, 0, a), 0);
+	ck_assert_int_eq(bt_write(a[0], "x\n", 2), 2);   /* announce it */
+	ev_reset();
+	ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_ADD, a[0], &ev), 0);
+	ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_DEL, a[0], NULL), 0);
+	ev.events = EPOLLIN;
+	ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_ADD, a[0], &ev), 0);
+	ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_DEL, a[0], NULL), 0);
+	ev_read();
+	ck_assert_int_eq(ev_count(BT_EV_WANT), 2);
+	ck_assert_int_eq(ev_nth(BT_EV_WANT, 0)->fd, a[0]);
+	ck_assert_uint_eq(ev_nth(BT_EV_WANT, 0)->flags, POLLIN | POLLOUT);
+	ck_assert_int_eq(ev_nth(BT_EV_WANT, 1)->fd, a[0]);
+	ck_assert_uint_eq(ev_nth(BT_EV_WANT, 1)->flags, 0);
+	bt_close(a[0]); bt_close(a[1]);
+	bt_close(ep);
+}
+END_TEST
+
+/*
  * The timeout of a wait on one fd (urllib3's zero-timeout poll of a pooled
  * connection) is flagged BT_RF_ALONE too, and so is a select of one fd,
  * ready or timed out, and a poll or select of none (a sleep: urllib3 polls
@@ -1238,6 +1268,7 @@ static Suite *shim_suite(void)
 	tcase_add_test(t, one_ready_fd_per_call);
 	tcase_add_test(t, ready_alone_flag);
 	tcase_add_test(t, ready_alone_timeout_and_select);
+	tcase_add_test(t, want_out_given_up_by_del);
 	tcase_add_test(t, ready_for_no_request_once_per_run);
 	tcase_add_test(t, epoll_wakes_sleeping_thread);
 	tcase_set_timeout(t, 20);
