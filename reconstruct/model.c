@@ -180,6 +180,74 @@ static void park_want_lost(struct ap *a, const struct rc_desig *w)
 		sp->park_defer = 1;
 }
 
+/*
+ * Does O's next record, EV (the head the merge has read ahead), end O's
+ * fragment by taking input: a READY other than a one-fd wait that stays
+ * in the fragment, or an incoming message or DATA that does not continue
+ * the fragment's input (frag_input)?  Then O is waiting for that input
+ * now.
+ */
+static int head_takes_input(const struct rc_thr *o, const struct bt_event *ev)
+{
+	const struct rc_frag *f = &o->frag;
+
+	if (ev->type == BT_EV_READY)
+		return !(ev->flags & BT_RF_ALONE) ||
+		       (ev->fd >= 0 && (ev->flags & 1));
+	if ((ev->type != BT_EV_MSG && ev->type != BT_EV_MSG_BEGIN &&
+	     ev->type != BT_EV_DATA) || ev->dir != BT_DIR_IN)
+		return 0;
+	if (f->fd != ev->fd)
+		return 1;
+	if ((f->trigger == RC_TR_READY || f->trigger == RC_TR_ACCEPT) &&
+	    !f->had_input)
+		return 0;
+	return !(ev->type == BT_EV_MSG && f->last_type == BT_EV_MSG_BEGIN) &&
+	       !(ev->type == BT_EV_DATA && f->last_type == BT_EV_DATA);
+}
+
+/*
+ * A request message is about to be sent from this process: another
+ * thread whose next record takes input (read ahead by the merge, later
+ * than this send) has gone back to wait already, though the record that
+ * ends its fragment comes later.  Its request, if its fragment's end would
+ * park it (park_check) and that input is not on a channel the request
+ * used last (its own connection, its CGI's pipe), is parked from now: a hidden queue's reader waits while a worker sends
+ * the calls of the request it read.  When that thread's next fragment
+ * works for it, park_resolve un-parks it.
+ */
+static void park_waiting(struct ap *a)
+{
+	struct rc_proc *p = a->im->run->attached ? a->im->run->proc : NULL;
+
+	if (!p)
+		return;
+	for (struct rc_thr *o = p->threads; o; o = o->pnext) {
+		const struct rc_run *or = (const struct rc_run *)
+			((const char *)o - offsetof(struct rc_run, thr));
+		uint64_t req = o->d.req;
+		if (o == a->th || !o->frag.open || !req ||
+		    or->state == RC_SS_DONE || !head_takes_input(o, &or->ev))
+			continue;
+		struct rc_span *sp = rc_span_srv(a->c, o->d.span);
+		if (!parkable(a, sp, req) || has_continuation(p, sp))
+			continue;
+		const struct rc_fdent *fe = or->ev.fd >= 0 ?
+			rc_fd_get(p, or->ev.fd, or->head_t) : NULL;
+		if (fe && (fe->end->channel_id == sp->channel_id ||
+			   fe->end->last.req == req))
+			continue;         /* more of its own connection, or a
+					     channel it used: its CGI's pipe */
+		const struct rc_thr *x = p->threads;
+		while (x && (x == o || !x->frag.open || x->d.req != req))
+			x = x->pnext;
+		if (x)
+			continue;         /* another thread works for it */
+		rc_span_park(a->c, sp, or->ev.type == BT_EV_READY ?
+			     RC_PARK_WAIT : RC_PARK_READAHEAD);
+	}
+}
+
 /* The thread's fragment ends: remember its request's server span if it
  * may be left parked (decided once the next designation is known). */
 static void park_check(struct ap *a)
@@ -848,6 +916,7 @@ static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 			sp->has_witness = 1;
 			sp->witness = ev->witness;
 		}
+		park_waiting(a);
 		rc_span_sent(c, sp);
 		req = sp->req;
 		span = sp->id;

@@ -450,6 +450,42 @@ START_TEST(poller_and_workers_do_not_fire)
 }
 END_TEST
 
+/*
+ * A hidden queue whose reader has gone back to wait before the worker
+ * sends: the reader reads /a and waits (its next record, a timeout, comes
+ * after the worker's query); the worker, which took /a from memory, sends
+ * /a's query for no request.  /a is parked from the moment its reader
+ * waits, not from the record that ends that wait: the query is marked.
+ */
+START_TEST(waiting_reader_parks)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *r = front(h, &b);
+
+	gen_thread_create(r, 11, 1);
+	struct gen_thr *w = gen_thread(gen_thr_proc(r), 12, 301, 300, 1);
+	gen_accept(r, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_ready(r, 110, 5, POLLIN);
+	http_in(r, 111, 5, "/a");
+	sql_out(w, 120, 9, "SELECT a");      /* taken from the queue */
+	sql_in(b, 121, 4, "SELECT a");
+	rep_out(b, 122, 4);
+	gen_ready(w, 123, 9, POLLIN);
+	rep_in(w, 124, 9);
+	http_out(w, 125, 5);
+	gen_ready(r, 130, -1, 0);            /* the reader's wait ends */
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(labels(&t), "/a uncertain ambiguous:parked\n"
+			 "SELECT a uncertain ambiguous:parked");
+	rt_done(&t);
+}
+END_TEST
+
 static void want(struct gen_thr *t, int64_t at, int fd, uint32_t events)
 {
 	struct bt_event ev;
@@ -563,6 +599,7 @@ Suite *recon_certainty_suite(void)
 	tcase_add_test(tc, poller_and_workers_do_not_fire);
 	tcase_add_test(tc, pipelined_next_request_does_not_fire);
 	tcase_add_test(tc, want_given_up_parks);
+	tcase_add_test(tc, waiting_reader_parks);
 	suite_add_tcase(s, tc);
 	return s;
 }
