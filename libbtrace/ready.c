@@ -405,6 +405,25 @@ static inline void log_ready(int fd, uint32_t pollbits, int nready)
 	log_ready_rec(fd, w, pollbits, nready);
 }
 
+/*
+ * Log a timeout (READY -1).  One of a wait on one fd alone (ALONE: a poll
+ * of one fd, a select of one) is flagged BT_RF_ALONE: it is part of the
+ * fragment that made it (a pooled connection's liveness check, a socket
+ * timeout), so it begins no work for no request (docs/events.md "READY").
+ */
+static inline void log_timeout(int alone)
+{
+	uint64_t v[3] = { bt_zigzag(-1), BT_RF_ALONE, 0 };
+
+	if (!alone) {
+		log_ready(-1, 0, 0);
+		return;
+	}
+	if (bt_noreq_current())
+		return;           /* nothing since the work for no request began */
+	bt_emit_ints(BT_EV_READY, 0, 3, v);
+}
+
 static uint32_t epoll_to_poll(uint32_t e)
 {
 	uint32_t p = 0;
@@ -480,6 +499,25 @@ static struct bt_epreg *epreg_claim(struct bt_chan *ch, int epfd)
 	}
 }
 
+/* Log WANT fd with FLAGS (poll bits now asked for) for channel CH, unless
+ * it is not announced or dark; lost to a pause, it makes CH dark. */
+static void log_want(struct bt_chan *ch, int fd, uint32_t flags)
+{
+	struct bt_event w;
+	uint64_t pc = bt_self.pause_lost;
+
+	if (!ch->announced || ch->dark)
+		return;
+	memset(&w, 0, sizeof w);
+	w.type = BT_EV_WANT;
+	w.fd = fd;
+	w.flags = flags;
+	bt_emit(&w);
+	/* lost to a pause: whose output waits is unknown */
+	if (bt_self.pause_lost != pc)
+		bt_chan_go_dark(ch, fd);
+}
+
 BT_HIDDEN int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
 int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
@@ -515,28 +553,24 @@ int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	     BT_FD_IS_CHAN(bt_fd_get(fd)) ? (struct bt_chan *)bt_fd_get(fd) : NULL;
 	if (ch) {
 		struct bt_epreg *reg = epreg_find(ch, epfd);
+		int had_out = reg && (reg->events & EPOLLOUT);
 		if (op == EPOLL_CTL_DEL) {
-			if (reg)
+			/* removed while asking for out (libevent deletes a
+			 * bufferevent's fd once its output is out and reading
+			 * is off): out is given up */
+			if (had_out)
+				log_want(ch, fd, 0);
+			if (reg) {
+				reg->events = 0;
 				__atomic_store_n(&reg->epfd, -1, __ATOMIC_RELEASE);
+			}
 		} else if (ev) {
 			/* Asking to be told when the fd is writable, in this
 			 * fragment, says whose output waits in the program
 			 * (event libraries queue writes in user space and send
 			 * them from the writable event): logged as WANT. */
-			int had_out = reg && (reg->events & EPOLLOUT);
-			if (((ev->events & EPOLLOUT) || had_out) && ch->announced &&
-			    !ch->dark) {
-				struct bt_event w;
-				uint64_t pc = bt_self.pause_lost;
-				memset(&w, 0, sizeof w);
-				w.type = BT_EV_WANT;
-				w.fd = fd;
-				w.flags = epoll_to_poll(ev->events);
-				bt_emit(&w);
-				/* lost to a pause: whose output waits is unknown */
-				if (bt_self.pause_lost != pc)
-					bt_chan_go_dark(ch, fd);
-			}
+			if ((ev->events & EPOLLOUT) || had_out)
+				log_want(ch, fd, epoll_to_poll(ev->events));
 			if (!reg && !(reg = epreg_claim(ch, epfd))) {
 				/* out of memory: the first one's place */
 				reg = &ch->ep[0];
@@ -918,6 +952,19 @@ static int ready_class(int fd, short revents)
 
 enum poll_kind { PK_POLL, PK_PPOLL };
 
+/* Does a poll wait on one fd alone, or on none (a sleep: urllib3 polls
+ * nothing with a zero timeout to see that poll works)?  A blocking wait on
+ * it, not an event loop's: its READY is flagged BT_RF_ALONE. */
+static int poll_alone(const struct pollfd *fds, nfds_t n)
+{
+	int k = 0;
+
+	for (nfds_t i = 0; i < n; i++)
+		if (fds[i].fd >= 0 && ++k > 1)
+			return 0;
+	return 1;
+}
+
 static int poll_real(int kind, struct pollfd *fds, nfds_t n, int tmo,
 		     const struct timespec *ts, const sigset_t *sig)
 {
@@ -975,18 +1022,19 @@ static int poll_common(int kind, struct pollfd *fds, nfds_t n, int tmo,
 		bt_leave();
 		return r;
 	}
+	/* A poll of one fd is a blocking wait on it (a socket timeout:
+	 * CPython, the JDK; urllib3's check that a pooled connection is
+	 * alive), not an event loop: flagged BT_RF_ALONE, its timeout too */
 	if (r == 0) {
-		log_ready(-1, 0, 0);
+		log_timeout(poll_alone(fds, n));
 		bt_leave();
 		return 0;
 	}
-	/* A poll of one fd is a blocking wait on it (a socket timeout:
-	 * CPython, the JDK), not an event loop: flagged BT_RF_ALONE */
 	if (!bt_conf.isolation) {
 		for (nfds_t i = 0; i < n; i++)
 			if (fds[i].revents)
 				log_ready(fds[i].fd, (uint32_t)fds[i].revents |
-					  (n == 1 ? BT_RF_ALONE : 0), r);
+					  (poll_alone(fds, n) ? BT_RF_ALONE : 0), r);
 		bt_leave();
 		return r;
 	}
@@ -1033,7 +1081,8 @@ static int poll_common(int kind, struct pollfd *fds, nfds_t n, int tmo,
 		for (nfds_t i = 0; i < n; i++)
 			if (fds[i].revents)
 				cnt++;
-		log_ready(fds[pick].fd, (uint32_t)fds[pick].revents, r);
+		log_ready(fds[pick].fd, (uint32_t)fds[pick].revents |
+			  (poll_alone(fds, n) ? BT_RF_ALONE : 0), r);
 		r = cnt;
 	}
 	bt_leave();
@@ -1085,12 +1134,28 @@ int bt_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 
 /* ---- select ------------------------------------------------------------- */
 
+/* Does a select wait on one fd alone (in any of its sets), or on none (a
+ * sleep)?  Like a poll of one fd: its READY is flagged BT_RF_ALONE. */
+static int select_alone(int nfds, const fd_set *rd, const fd_set *wr,
+			const fd_set *ex)
+{
+	int n = 0;
+
+	for (int f = 0; f < nfds; f++)
+		if ((rd && FD_ISSET(f, rd)) || (wr && FD_ISSET(f, wr)) ||
+		    (ex && FD_ISSET(f, ex)))
+			if (++n > 1)
+				return 0;
+	return 1;
+}
+
 static int select_common(int pselect_, int nfds, fd_set *rd, fd_set *wr,
 			 fd_set *ex, struct timeval *tv,
 			 const struct timespec *ts, const sigset_t *sig)
 {
 	fd_set orig_rd;
-	int r, owed = 0, pick = -1;
+	int r, owed = 0, pick = -1, alone;
+	uint32_t af;
 
 #define SEL_REAL(TV, TS) (pselect_ ? REAL(pselect)(nfds, rd, wr, ex, TS, sig) \
 				   : REAL(select)(nfds, rd, wr, ex, TV))
@@ -1110,6 +1175,8 @@ static int select_common(int pselect_, int nfds, fd_set *rd, fd_set *wr,
 	}
 	if (rd)
 		orig_rd = *rd;
+	alone = select_alone(nfds, rd, wr, ex);
+	af = alone ? BT_RF_ALONE : 0;
 	if (rd && __atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE))
 		for (int f = 0; f < nfds; f++)
 			if (FD_ISSET(f, rd) && fd_owed(f))
@@ -1164,7 +1231,7 @@ static int select_common(int pselect_, int nfds, fd_set *rd, fd_set *wr,
 				best = f;
 		}
 		if (!total) {
-			log_ready(-1, 0, 0);
+			log_timeout(alone);
 			bt_leave();
 			return 0;
 		}
@@ -1176,7 +1243,7 @@ static int select_common(int pselect_, int nfds, fd_set *rd, fd_set *wr,
 				if (wr && FD_ISSET(f, wr)) bits |= POLLOUT;
 				if (ex && FD_ISSET(f, ex)) bits |= POLLPRI;
 				if (bits)
-					log_ready(f, bits, total);
+					log_ready(f, bits | af, total);
 			}
 			r = 0;
 			for (int f = 0; f < nfds; f++)
@@ -1199,7 +1266,7 @@ static int select_common(int pselect_, int nfds, fd_set *rd, fd_set *wr,
 			if (ex) FD_CLR(f, ex);
 		}
 		bt_self.ready_rr = (uint32_t)pick;
-		log_ready(pick, bits, total);
+		log_ready(pick, bits | af, total);
 	}
 	bt_leave();
 	return r;

@@ -174,6 +174,100 @@ static void park_connect_taken(struct ap *a, const struct rc_end *e,
 		rc_span_park(a->c, sp, RC_PARK_WAIT);
 }
 
+/*
+ * E's output is out (WANT without out): the request W whose fragment last
+ * asked for it counted that writable event as where its work goes on.
+ * An event library asks again for a channel whose output still holds an
+ * earlier request's answer (libevent, reading the next pipelined request,
+ * keeps writing on): the event only writes that answer.  If no thread
+ * works for W now and nothing else continues it, W is parked now, as its
+ * fragment's end would have parked it without that WANT.
+ */
+static void park_want_lost(struct ap *a, const struct rc_desig *w)
+{
+	struct rc_proc *p = a->im->run->attached ? a->im->run->proc : NULL;
+	struct rc_span *sp = rc_span_srv(a->c, w->span);
+
+	if (!p || !w->req || !parkable(a, sp, w->req))
+		return;
+	for (const struct rc_thr *o = p->threads; o; o = o->pnext)
+		if (o->frag.open && o->d.req == w->req)
+			return;   /* its fragment's end decides */
+	int cont = has_continuation(p, sp);
+	if (cont == 0)
+		rc_span_park(a->c, sp, RC_PARK_WAIT);
+	else if (cont == 2)
+		sp->park_defer = 1;
+}
+
+/*
+ * Does O's next record, EV (the head the merge has read ahead), end O's
+ * fragment by taking input: a READY other than a one-fd wait that stays
+ * in the fragment, or an incoming message or DATA that does not continue
+ * the fragment's input (frag_input)?  Then O is waiting for that input
+ * now.
+ */
+static int head_takes_input(const struct rc_thr *o, const struct bt_event *ev)
+{
+	const struct rc_frag *f = &o->frag;
+
+	if (ev->type == BT_EV_READY)
+		return !(ev->flags & BT_RF_ALONE) ||
+		       (ev->fd >= 0 && (ev->flags & 1));
+	if ((ev->type != BT_EV_MSG && ev->type != BT_EV_MSG_BEGIN &&
+	     ev->type != BT_EV_DATA) || ev->dir != BT_DIR_IN)
+		return 0;
+	if (f->fd != ev->fd)
+		return 1;
+	if ((f->trigger == RC_TR_READY || f->trigger == RC_TR_ACCEPT) &&
+	    !f->had_input)
+		return 0;
+	return !(ev->type == BT_EV_MSG && f->last_type == BT_EV_MSG_BEGIN) &&
+	       !(ev->type == BT_EV_DATA && f->last_type == BT_EV_DATA);
+}
+
+/*
+ * A request message is about to be sent from this process: another
+ * thread whose next record takes input (read ahead by the merge, later
+ * than this send) has gone back to wait already, though the record that
+ * ends its fragment comes later.  Its request, if its fragment's end would
+ * park it (park_check) and that input is not on a channel the request
+ * used last (its own connection, its CGI's pipe), is parked from now: a hidden queue's reader waits while a worker sends
+ * the calls of the request it read.  When that thread's next fragment
+ * works for it, park_resolve un-parks it.
+ */
+static void park_waiting(struct ap *a)
+{
+	struct rc_proc *p = a->im->run->attached ? a->im->run->proc : NULL;
+
+	if (!p)
+		return;
+	for (struct rc_thr *o = p->threads; o; o = o->pnext) {
+		const struct rc_run *or = (const struct rc_run *)
+			((const char *)o - offsetof(struct rc_run, thr));
+		uint64_t req = o->d.req;
+		if (o == a->th || !o->frag.open || !req ||
+		    or->state == RC_SS_DONE || !head_takes_input(o, &or->ev))
+			continue;
+		struct rc_span *sp = rc_span_srv(a->c, o->d.span);
+		if (!parkable(a, sp, req) || has_continuation(p, sp))
+			continue;
+		const struct rc_fdent *fe = or->ev.fd >= 0 ?
+			rc_fd_get(p, or->ev.fd, or->head_t) : NULL;
+		if (fe && (fe->end->channel_id == sp->channel_id ||
+			   fe->end->last.req == req))
+			continue;         /* more of its own connection, or a
+					     channel it used: its CGI's pipe */
+		const struct rc_thr *x = p->threads;
+		while (x && (x == o || !x->frag.open || x->d.req != req))
+			x = x->pnext;
+		if (x)
+			continue;         /* another thread works for it */
+		rc_span_park(a->c, sp, or->ev.type == BT_EV_READY ?
+			     RC_PARK_WAIT : RC_PARK_READAHEAD);
+	}
+}
+
 /* The thread's fragment ends: remember its request's server span if it
  * may be left parked (decided once the next designation is known). */
 static void park_check(struct ap *a)
@@ -843,6 +937,7 @@ static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 			sp->has_witness = 1;
 			sp->witness = ev->witness;
 		}
+		park_waiting(a);
 		park_connect_taken(a, e, o, sp->req);
 		rc_span_sent(c, sp);
 		req = sp->req;
@@ -1268,6 +1363,25 @@ static int ready_continues(struct ap *a, const struct rc_fdent *fe)
 	return (a->ev->fd < 0 || !fe) && f->open && f->noreq && f->events == 1;
 }
 
+/*
+ * A wait on one fd alone (BT_RF_ALONE: a poll or select of one fd) that
+ * timed out (READY -1) or reports only writability is part of the
+ * fragment that made it: a blocking wait with a timeout before a write
+ * (CPython polls for POLLOUT before every send on a socket with a
+ * timeout), a pooled connection's liveness check (urllib3 polls it for
+ * input with a zero timeout before reusing it).  No input is taken: the
+ * thread goes on with what it was doing, in the same fragment, for the
+ * same request.  docs/reconstruct.md, "Readiness".
+ */
+static int ready_alone_within(const struct ap *a)
+{
+	const struct bt_event *ev = a->ev;
+
+	if (!(ev->flags & BT_RF_ALONE))
+		return 0;
+	return ev->fd < 0 || (!(ev->flags & 1) && (ev->flags & 4));
+}
+
 static void on_ready(struct ap *a)
 {
 	const struct bt_event *ev = a->ev;
@@ -1277,6 +1391,12 @@ static void on_ready(struct ap *a)
 
 	if (ready_continues(a, fe)) {
 		a->merged = 1;
+		return;
+	}
+	if (ready_alone_within(a)) {
+		if (!a->th->frag.open)
+			frag_open(a, ev->fd < 0 ? RC_TR_TIMEOUT : RC_TR_READY,
+				  ev->fd, fe ? fe->end->channel_id : 0);
 		return;
 	}
 	if (ev->fd < 0) {
@@ -1294,17 +1414,6 @@ static void on_ready(struct ap *a)
 		return;
 	}
 	struct rc_end *e = fe->end;
-	if (!(ev->flags & 1) && (ev->flags & 4) && (ev->flags & BT_RF_ALONE) &&
-	    a->th->d.req) {
-		/* A thread that works for a request (or whose request just
-		 * ended: rule 5) waits until one fd is writable, before it
-		 * writes to it (a socket timeout: CPython polls for POLLOUT
-		 * before every send).  It goes on with what it was doing:
-		 * the request that last used the channel (a pooled
-		 * connection's previous request, a client's previous
-		 * request) has nothing to do with it. */
-		return;
-	}
 	if (!(ev->flags & 1) && (ev->flags & 4) && e->has_want_out) {
 		/* Writable, and a fragment asked for it (WANT): the output
 		 * waiting in the program is that fragment's request's. */
@@ -1345,7 +1454,10 @@ static void on_want(struct ap *a)
 		fe->end->want_out = a->th->d;
 		fe->end->has_want_out = 1;
 	} else if (!(ev->flags & 4)) {
+		int had = fe->end->has_want_out;
 		fe->end->has_want_out = 0;
+		if (had)
+			park_want_lost(a, &fe->end->want_out);
 		/* its output is out: a request whose answer was thought to
 		 * wait in it, still unanswered, waits for something else */
 		for (struct rc_span *sp = fe->end->srv; sp; sp = sp->next)

@@ -164,11 +164,15 @@ def main():
     ap.add_argument('--report-only', action='store_true')
     ap.add_argument('--exact', action='store_true',
                     help='also fail when a request is not labelled exact')
+    ap.add_argument('--no-silent', action='store_true',
+                    help='fail when a wrong request is not marked uncertain '
+                    '(also with --report-only)')
     a = ap.parse_args()
 
     truth = read_truth(a.truth)
     by_id, by_req, reqs, n_spans, n_unattr, certainty = load(a.db)
     wrong = []
+    flagged = 0
     for rid, n in truth:
         why = check_one(rid, n, by_id, by_req, reqs, a.front_exe,
                         a.backend_exe)
@@ -188,7 +192,6 @@ def main():
     if certainty:
         # the label of each truth request: that of every request holding
         # one of its spans (uncertain if any is)
-        flagged = 0
         right_uncertain = 0
         bad = {rid for rid, _ in wrong}
         for rid, _ in truth:
@@ -202,10 +205,15 @@ def main():
               'wrong %d, right but uncertain %d, db uncertain %d' % (
                   a.label, flagged, len(wrong) - flagged, right_uncertain,
                   sum(1 for v in certainty.values() if v == 'uncertain')))
+    silent = len(wrong) - flagged if certainty else len(wrong)
     for rid, why in wrong[:SHOW_WRONG]:
         print('  wrong %s: %s' % (rid, why))
     if len(wrong) > SHOW_WRONG:
         print('  ... and %d more' % (len(wrong) - SHOW_WRONG))
+    if a.no_silent and silent:
+        print('%s: %d wrong requests not marked uncertain (silently wrong)'
+              % (a.label, silent))
+        return 1
     if wrong and not a.report_only:
         return 1
     notexact = sum(1 for v in certainty.values() if v != 'exact')

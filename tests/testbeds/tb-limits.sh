@@ -8,9 +8,11 @@
 #            control, traceable like an event loop: 100% asserted
 #   queue    requests handed to worker threads through a queue in memory:
 #            backend calls follow the worker's previous request (asserted:
-#            wrong paths, calls in other requests or in none)
+#            wrong paths, calls in other requests or in none, every wrong
+#            one marked uncertain)
 #   preempt  user-level threads preempted by a timer: asserted wrong paths,
-#            and the front's stats show preemptions
+#            every one marked uncertain, and the front's stats show
+#            preemptions
 #   uring    all socket I/O through io_uring: the shim sees no byte of the
 #            front; asserted: no front server span at all, the backends'
 #            calls arrive "from an untraced peer" as requests of their own
@@ -100,6 +102,17 @@ backend_spans() {
 		"$F_REQS; front server spans $F_SERVER"
 }
 
+# no_silent LABEL: every wrong path of the last run is marked uncertain
+# (check-paths.py's certainty line says "silently wrong 0").
+no_silent() {
+	local n
+	n=$(sed -n 's/.*certainty: .* silently wrong \([0-9]*\),.*/\1/p' \
+		"$DIR/check.out" | head -n 1)
+	[ -n "$n" ] || bp_fail "$1: no certainty line in check-paths.py's output"
+	[ "$n" = 0 ] || bp_fail "$1: $n wrong paths not marked uncertain" \
+		"(silently wrong)"
+}
+
 # The control: cooperative user-level threads are an event loop.
 tl_run coop 64 4
 [ "$PREC" = 100.00 ] || bp_fail "coop: $PREC% right paths, expected 100%" \
@@ -115,6 +128,7 @@ backend_spans queue
 	"own request"
 echo "$STATS" | grep -q 'handoffs=[1-9]' ||
 	bp_fail "queue: no request went through the queue ($STATS)"
+no_silent queue
 
 # Preemptive user-level threads.
 tl_run preempt 16 4
@@ -126,6 +140,7 @@ echo "$STATS" | grep -q 'preemptions=[1-9]' ||
 		"preempted between a read and the calls it causes"
 [ "$B_OWN" -lt "$B_ALL" ] || bp_fail "preempt: every backend call in its" \
 	"own request"
+no_silent preempt
 
 # io_uring: the front is invisible.
 tl_run uring 16 4

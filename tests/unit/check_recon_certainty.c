@@ -166,6 +166,61 @@ START_TEST(pollout_alone_client)
 }
 END_TEST
 
+/*
+ * urllib3 before it reuses a pooled connection polls it for input with a
+ * zero timeout (is the connection dropped?), then for POLLOUT: two waits
+ * on one fd alone, a timeout and a writable one, part of the fragment of
+ * the request that makes the call.  The connection was last used by /a:
+ * /b's query is /b's, exact (not /a's, nor /b parked at the timeout).
+ */
+START_TEST(alone_timeout_stays)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 300, "/usr/bin/python3", 0);
+	struct gen_thr *b = backend(h, "10.0.0.1:50010");
+
+	gen_accept(w, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	http_in(w, 101, 5, "/a");
+	gen_tcp(w, 102, 9, BT_CR_CONNECT, "10.0.0.1:50010", "10.0.0.2:5432");
+	gen_ready(w, 103, 9, POLLOUT | BT_RF_ALONE);
+	sql_out(w, 104, 9, "SELECT a");
+	sql_in(b, 105, 4, "SELECT a");
+	rep_out(b, 106, 4);
+	gen_ready(w, 107, 9, POLLIN | BT_RF_ALONE);
+	rep_in(w, 108, 9);
+	http_out(w, 109, 5);
+	http_in(w, 200, 5, "/b");
+	gen_ready(w, 201, -1, BT_RF_ALONE);
+	gen_ready(w, 202, 9, POLLOUT | BT_RF_ALONE);
+	sql_out(w, 203, 9, "SELECT b");
+	sql_in(b, 204, 4, "SELECT b");
+	rep_out(b, 205, 4);
+	gen_ready(w, 206, 9, POLLIN | BT_RF_ALONE);
+	rep_in(w, 207, 9);
+	http_out(w, 208, 5);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /a st=200 client=10.0.0.7:1111\n"
+		"  server http 'GET /a' /a web/300/300 st=200\n"
+		"    client postgresql 'SELECT' SELECT a web/300/300 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT a web/400/400 st=NULL\n"
+		"R http GET /b st=200 client=10.0.0.7:1111\n"
+		"  server http 'GET /b' /b web/300/300 st=200\n"
+		"    client postgresql 'SELECT' SELECT b web/300/300 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT b web/400/400 st=NULL\n"
+		"unattributed:\n");
+	ck_assert_str_eq(labels(&t), "/a exact -\n/b exact -");
+	/* the waits begin no fragment: /b's is the one its request began */
+	ck_assert_str_eq(rt_q(&t, "SELECT count(*) FROM fragments WHERE pid = 300 AND request_id = (SELECT request_id FROM requests WHERE target = '/b')"), "2");
+	rt_done(&t);
+}
+END_TEST
+
 /* ---- the parked detector ------------------------------------------------- */
 
 /* The front (pid 300) with its pooled backend connection, fd 9, opened at
@@ -396,6 +451,105 @@ START_TEST(poller_and_workers_do_not_fire)
 END_TEST
 
 /*
+ * A hidden queue whose reader has gone back to wait before the worker
+ * sends: the reader reads /a and waits (its next record, a timeout, comes
+ * after the worker's query); the worker, which took /a from memory, sends
+ * /a's query for no request.  /a is parked from the moment its reader
+ * waits, not from the record that ends that wait: the query is marked.
+ */
+START_TEST(waiting_reader_parks)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *r = front(h, &b);
+
+	gen_thread_create(r, 11, 1);
+	struct gen_thr *w = gen_thread(gen_thr_proc(r), 12, 301, 300, 1);
+	gen_accept(r, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_ready(r, 110, 5, POLLIN);
+	http_in(r, 111, 5, "/a");
+	sql_out(w, 120, 9, "SELECT a");      /* taken from the queue */
+	sql_in(b, 121, 4, "SELECT a");
+	rep_out(b, 122, 4);
+	gen_ready(w, 123, 9, POLLIN);
+	rep_in(w, 124, 9);
+	http_out(w, 125, 5);
+	gen_ready(r, 130, -1, 0);            /* the reader's wait ends */
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(labels(&t), "/a uncertain ambiguous:parked\n"
+			 "SELECT a uncertain ambiguous:parked");
+	rt_done(&t);
+}
+END_TEST
+
+static void want(struct gen_thr *t, int64_t at, int fd, uint32_t events)
+{
+	struct bt_event ev;
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_WANT;
+	ev.fd = fd;
+	ev.flags = events;
+	gen_ev(t, at, &ev);
+}
+
+/*
+ * ex-libevent with a busy pool and pipelining: /b is read while /a's
+ * answer waits in the connection's output buffer, and its fragment asks
+ * for out again (libevent turns reading off and keeps writing on): that
+ * writable event is counted as where /b's work goes on.  But it only
+ * writes /a's answer, and /b's call waits in memory for the pool's
+ * connection, which /x's reply fragment sends.  When out is given up
+ * (the output is out) in a fragment that is not /b's, /b, unanswered
+ * and with nothing else to continue it, is parked then: its call is
+ * marked.
+ */
+START_TEST(want_given_up_parks)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *w = front(h, &b);
+
+	gen_accept(w, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_accept(w, 101, 6, 3, "10.0.0.1:80", "10.0.0.6:2222");
+	gen_ready(w, 105, 6, POLLIN);
+	http_in(w, 106, 6, "/x");
+	sql_out(w, 107, 9, "SELECT x");      /* the pool's one connection */
+	sql_in(b, 108, 4, "SELECT x");
+	gen_ready(w, 110, 5, POLLIN);
+	http_in(w, 111, 5, "/a");
+	want(w, 112, 5, POLLIN | POLLOUT);    /* /a's answer queued */
+	gen_ready(w, 113, 5, POLLIN);
+	http_in(w, 114, 5, "/b");            /* pipelined; waits for the pool */
+	want(w, 115, 5, POLLOUT);
+	gen_ready(w, 116, 5, POLLOUT);
+	http_out(w, 117, 5);                 /* /a's answer */
+	rep_out(b, 120, 4);
+	gen_ready(w, 121, 9, POLLIN);
+	rep_in(w, 122, 9);
+	want(w, 123, 5, 0);                  /* 5's output is out */
+	sql_out(w, 124, 9, "SELECT b");      /* /b's, from /x's fragment */
+	http_out(w, 125, 6);
+	sql_in(b, 126, 4, "SELECT b");
+	rep_out(b, 127, 4);
+	gen_ready(w, 128, 9, POLLIN);
+	rep_in(w, 129, 9);
+	http_out(w, 130, 5);                 /* /b's answer */
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(labels(&t), "/x uncertain ambiguous:parked\n"
+			 "/a exact -\n/b uncertain ambiguous:parked");
+	rt_done(&t);
+}
+END_TEST
+
+/*
  * Not parked: a thread that reads the next pipelined request on the same
  * connection before it writes the answer it has ready (apache looks for
  * one before it flushes).  Another thread's query meanwhile is exact.
@@ -499,6 +653,7 @@ Suite *recon_certainty_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, pollout_alone_stays);
 	tcase_add_test(tc, pollout_alone_client);
+	tcase_add_test(tc, alone_timeout_stays);
 	tcase_add_test(tc, hidden_queue_fires);
 	tcase_add_test(tc, readahead_fires);
 	tcase_add_test(tc, thread_handoff_fires);
@@ -506,6 +661,8 @@ Suite *recon_certainty_suite(void)
 	tcase_add_test(tc, poller_and_workers_do_not_fire);
 	tcase_add_test(tc, pipelined_next_request_does_not_fire);
 	tcase_add_test(tc, connect_taken_by_another_fires);
+	tcase_add_test(tc, want_given_up_parks);
+	tcase_add_test(tc, waiting_reader_parks);
 	suite_add_tcase(s, tc);
 	return s;
 }

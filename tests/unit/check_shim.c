@@ -25,6 +25,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -47,6 +48,7 @@ int bt_close(int);
 int bt_dup3(int, int, int, int);
 int bt_pipe2(int *, int, int);
 int bt_poll(struct pollfd *, nfds_t, int);
+int bt_select(int, fd_set *, fd_set *, fd_set *, struct timeval *);
 void bt_ready_epoll_created(int);
 int bt_epoll_ctl(int, int, int, struct epoll_event *);
 int bt_epoll_wait(int, struct epoll_event *, int, int);
@@ -853,6 +855,91 @@ START_TEST(ready_alone_flag)
 END_TEST
 
 /*
+ * WANT: asking an epoll set for EPOLLOUT on a channel is logged, and so is
+ * giving it up: by a MOD without it, or by removing the fd from the set
+ * while it was asked for (libevent deletes a bufferevent's fd once its
+ * output is out and reading is off).  A DEL without out asked is not.
+ */
+START_TEST(want_out_given_up_by_del)
+{
+	int a[2], ep = new_epoll();
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.u64 = 1 };
+
+	ck_assert_int_eq(bt_socketpair(AF_UNIX, SOCK_STREAM, 0, a), 0);
+	ck_assert_int_eq(bt_write(a[0], "x\n", 2), 2);   /* announce it */
+	ev_reset();
+	ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_ADD, a[0], &ev), 0);
+	ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_DEL, a[0], NULL), 0);
+	ev.events = EPOLLIN;
+	ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_ADD, a[0], &ev), 0);
+	ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_DEL, a[0], NULL), 0);
+	ev_read();
+	ck_assert_int_eq(ev_count(BT_EV_WANT), 2);
+	ck_assert_int_eq(ev_nth(BT_EV_WANT, 0)->fd, a[0]);
+	ck_assert_uint_eq(ev_nth(BT_EV_WANT, 0)->flags, POLLIN | POLLOUT);
+	ck_assert_int_eq(ev_nth(BT_EV_WANT, 1)->fd, a[0]);
+	ck_assert_uint_eq(ev_nth(BT_EV_WANT, 1)->flags, 0);
+	bt_close(a[0]); bt_close(a[1]);
+	bt_close(ep);
+}
+END_TEST
+
+/*
+ * The timeout of a wait on one fd (urllib3's zero-timeout poll of a pooled
+ * connection) is flagged BT_RF_ALONE too, and so is a select of one fd,
+ * ready or timed out, and a poll or select of none (a sleep: urllib3 polls
+ * nothing once to see that poll works); a select or poll of two fds is
+ * not.
+ */
+START_TEST(ready_alone_timeout_and_select)
+{
+	int a[2], b[2];
+	struct pollfd pf[2];
+	fd_set rd, wr;
+	struct timeval tv = { 0, 0 };
+
+	ck_assert_int_eq(bt_socketpair(AF_UNIX, SOCK_STREAM, 0, a), 0);
+	ck_assert_int_eq(bt_socketpair(AF_UNIX, SOCK_STREAM, 0, b), 0);
+	ck_assert_int_eq(bt_write(a[0], "x\n", 2), 2);   /* announce both */
+	ck_assert_int_eq(bt_write(b[0], "y\n", 2), 2);
+	ev_reset();
+	ck_assert_int_eq(bt_poll(pf, 0, 0), 0);
+	ck_assert_int_eq(bt_select(0, NULL, NULL, NULL, &tv), 0);
+	pf[0] = (struct pollfd){ .fd = a[0], .events = POLLIN };
+	ck_assert_int_eq(bt_poll(pf, 1, 0), 0);
+	FD_ZERO(&wr);
+	FD_SET(a[0], &wr);
+	ck_assert_int_eq(bt_select(a[0] + 1, NULL, &wr, NULL, &tv), 1);
+	FD_ZERO(&rd);
+	FD_SET(a[0], &rd);
+	ck_assert_int_eq(bt_select(a[0] + 1, &rd, NULL, NULL, &tv), 0);
+	FD_ZERO(&wr);
+	FD_SET(a[0], &wr);
+	FD_SET(b[0], &wr);
+	ck_assert_int_eq(bt_select((a[0] > b[0] ? a[0] : b[0]) + 1, NULL, &wr,
+				   NULL, &tv), 1);
+	pf[1] = (struct pollfd){ .fd = b[0], .events = POLLIN };
+	ck_assert_int_eq(bt_poll(pf, 2, 0), 0);
+	ev_read();
+	ck_assert_int_eq(ev_count(BT_EV_READY), 7);
+	for (int i = 0; i < 7; i++) {
+		/* the poll and select of none, of one fd, of two */
+		static const int fd_a[7] = { 0, 0, 0, 1, 0, 1, 0 };
+		static const uint32_t fl[7] = {
+			BT_RF_ALONE, BT_RF_ALONE, BT_RF_ALONE,
+			POLLOUT | BT_RF_ALONE, BT_RF_ALONE, POLLOUT, 0 };
+		if (fd_a[i])
+			ck_assert_int_ge(ev_nth(BT_EV_READY, i)->fd, 0);
+		else
+			ck_assert_int_eq(ev_nth(BT_EV_READY, i)->fd, -1);
+		ck_assert_uint_eq(ev_nth(BT_EV_READY, i)->flags, fl[i]);
+	}
+	ck_assert_int_eq(ev_nth(BT_EV_READY, 3)->fd, a[0]);
+	bt_close(a[0]); bt_close(a[1]); bt_close(b[0]); bt_close(b[1]);
+}
+END_TEST
+
+/*
  * READY for no request (a descriptor of no channel, a timeout) is written
  * once for a run of them with nothing recorded between: the first begins
  * the thread's work for no request, the others would only begin more
@@ -1180,6 +1267,8 @@ static Suite *shim_suite(void)
 	tcase_add_test(t, epoll_oneshot_respected);
 	tcase_add_test(t, one_ready_fd_per_call);
 	tcase_add_test(t, ready_alone_flag);
+	tcase_add_test(t, ready_alone_timeout_and_select);
+	tcase_add_test(t, want_out_given_up_by_del);
 	tcase_add_test(t, ready_for_no_request_once_per_run);
 	tcase_add_test(t, epoll_wakes_sleeping_thread);
 	tcase_set_timeout(t, 20);
