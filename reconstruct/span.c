@@ -177,6 +177,26 @@ void rc_span_unpark(struct rc_ctx *c, struct rc_span *sp)
 		}
 }
 
+uint32_t rc_span_open_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
+			 uint64_t req, struct rc_span **out, uint32_t max)
+{
+	const struct rc_map *srv = &c->spans->srv;
+	uint32_t n = 0;
+
+	for (size_t i = 0; i < srv->cap; i++) {
+		if (!srv->used[i])
+			continue;
+		struct rc_span *q = (struct rc_span *)(uintptr_t)srv->vals[i];
+		if (q->host != host || q->pid != pid || q->req == req ||
+		    !q->req || q->end != RC_DB_NULL)
+			continue;
+		if (n < max)
+			out[n] = q;
+		n++;
+	}
+	return n;
+}
+
 uint32_t rc_span_parked_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
 			   uint64_t req, struct rc_span **out, uint32_t max)
 {
@@ -306,6 +326,7 @@ void rc_span_finish(struct rc_ctx *c, struct rc_span *sp)
 		.reason = sp->reason,
 	};
 	span_gone(c, sp);
+	rc_tok_server_done(c, sp);
 	rc_db_span(c, &r);
 	c->st.spans++;
 	if (sp->certainty != RC_CT_EXACT)

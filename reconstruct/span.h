@@ -109,6 +109,10 @@ void rc_span_unpark_req(struct rc_ctx *c, uint32_t host, uint32_t pid,
  */
 uint32_t rc_span_parked_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
 			   uint64_t req, struct rc_span **out, uint32_t max);
+/* The same for every open server span of a request in that process
+ * (the map's order: the caller must not depend on it). */
+uint32_t rc_span_open_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
+			 uint64_t req, struct rc_span **out, uint32_t max);
 /* The open root span of request REQ (NULL: none, or it has ended). */
 struct rc_span *rc_span_root_of(struct rc_ctx *c, uint64_t req);
 /* SP, the root of a request a traced client started (rule 5), turns out

@@ -20,23 +20,33 @@
 #include <string.h>
 
 #include "btrace/proto.h"
+#include "db.h"
 #include "span.h"
 #include "tokens.h"
 
 #define TOK_MIN     3          /* shorter values never decide */
 #define TOK_MAXQ    16         /* values of the ambiguous message used */
-#define TOK_MAXV    64         /* values of one inbound message (more: it
+#define TOK_MAXV    32         /* values of one inbound message (more: it
 				  cannot be told apart) */
-#define TOK_MAXC    64         /* candidates compared (more: uncertain) */
+#define TOK_MAXC    512        /* requests compared (more: uncertain) */
 #define TOK_POS_MAX 65536      /* positions remembered */
 #define TOK_VALMAX  256        /* bytes of a value hashed */
 #define TOK_VARIED  1ull       /* a position seen with two values */
+#define TOK_DONE    4096       /* answered server spans remembered */
 
 static const char handoff_content[] = "handoff:content";
+static const char ambiguous_content[] = "ambiguous:content";
+
+struct cand;
 
 struct rc_tokens {
 	struct rc_map pos;      /* position -> first value's hash | 2, or
 				   TOK_VARIED */
+	/* server spans that ended with their reply, by span id modulo
+	 * TOK_DONE: the id, the request, the process */
+	uint64_t done_id[TOK_DONE], done_req[TOK_DONE], done_proc[TOK_DONE];
+	struct cand *cands;     /* TOK_MAXC + 1, allocated at first use */
+	struct rc_span *open[TOK_MAXC];
 };
 
 /* One value of a message. */
@@ -58,8 +68,33 @@ void rc_tok_free(struct rc_ctx *c)
 	if (!c->tokens)
 		return;
 	rc_map_free(&c->tokens->pos);
+	free(c->tokens->cands);
 	free(c->tokens);
 	c->tokens = NULL;
+}
+
+void rc_tok_server_done(struct rc_ctx *c, const struct rc_span *sp)
+{
+	struct rc_tokens *tk = c->tokens;
+	unsigned i = (unsigned)(sp->id & (TOK_DONE - 1));
+
+	if (!tk || sp->kind != RC_SK_SERVER || sp->end == RC_DB_NULL)
+		return;
+	tk->done_id[i] = sp->id;
+	tk->done_req[i] = sp->req;
+	tk->done_proc[i] = rc_key2(sp->host, sp->pid);
+}
+
+/* Did server span ID of request REQ in process (HOST, PID) end with its
+ * reply?  0 also when it is no longer remembered. */
+static int answered(const struct rc_ctx *c, uint64_t id, uint64_t req,
+		    uint32_t host, uint32_t pid)
+{
+	const struct rc_tokens *tk = c->tokens;
+	unsigned i = (unsigned)(id & (TOK_DONE - 1));
+
+	return id && tk->done_id[i] == id && tk->done_req[i] == req &&
+	       tk->done_proc[i] == rc_key2(host, pid);
 }
 
 static uint64_t val_hash(const char *p, size_t n)
@@ -479,6 +514,16 @@ static int cand_has(const struct cand *k, uint64_t val)
 	return 0;
 }
 
+/* Does K's inbound carry one of the usable values of Q? */
+static int cand_shares(const struct cand *k, const struct tok *q,
+		       const uint8_t *usable, unsigned nq)
+{
+	for (unsigned i = 0; i < nq; i++)
+		if (usable[i] && cand_has(k, q[i].val))
+			return 1;
+	return 0;
+}
+
 /*
  * The one candidate whose inbound values share a value with Q that no
  * other candidate's carry, if every such value points to it; -1 if none
@@ -510,6 +555,22 @@ static int decide(const struct cand *k, unsigned nk, const struct tok *q,
 	return owner;
 }
 
+/*
+ * Undecided: every open request whose received values share one of the
+ * message's that is not parked (the detector would not list it) may own
+ * it too: it is listed among the candidates ('ambiguous:content').
+ */
+static void mark_matches(struct rc_ctx *c, const struct rc_span *sp,
+			 const struct cand *k, unsigned nk, const struct tok *q,
+			 const uint8_t *usable, unsigned nq)
+{
+	for (unsigned j = 1; j < nk; j++)
+		if (!k[j].sp->parked && !k[j].hidden &&
+		    cand_shares(&k[j], q, usable, nq))
+			rc_db_candidate(c, sp->id, k[j].req, 0,
+					ambiguous_content);
+}
+
 /* Move SP to request REQ under its server span PAR (NULL: keep). */
 static void span_move(struct rc_ctx *c, struct rc_span *sp,
 		      const struct rc_span *par)
@@ -527,9 +588,10 @@ static void span_move(struct rc_ctx *c, struct rc_span *sp,
  * What the request the rules gave SP (its fragment's) received in SP's
  * process: *PAR its open server span there, or NULL when it received
  * nothing that can still send: SP starts a request of its own (rule 5),
- * or that request is over (its root span ended: answered, it has no work
- * left that sends requests, the premise of the parked detector).  -1 when
- * it cannot be known (its server span here is not found).
+ * or that request was answered (its server span here ended with its
+ * reply, or its root span ended): it has no work left that sends requests
+ * (the premise of the parked detector).  -1 when it cannot be known (its
+ * server span here is not found).
  */
 static int fragment_inbound(struct rc_ctx *c, const struct rc_span *sp,
 			    const struct rc_span **par)
@@ -540,8 +602,13 @@ static int fragment_inbound(struct rc_ctx *c, const struct rc_span *sp,
 	if (sp->is_root && sp->client_root)
 		return 0;
 	p = rc_span_srv(c, sp->parent);
-	if (!p || p->host != sp->host || p->pid != sp->pid || p->req != sp->req)
-		p = rc_span_root_of(c, sp->req);
+	if (p && p->host == sp->host && p->pid == sp->pid && p->req == sp->req) {
+		*par = p;
+		return 0;
+	}
+	if (answered(c, sp->parent, sp->req, sp->host, sp->pid))
+		return 0;
+	p = rc_span_root_of(c, sp->req);
 	if (!p)
 		return 0;          /* over */
 	if (p->kind != RC_SK_SERVER || p->host != sp->host ||
@@ -572,33 +639,58 @@ int rc_tok_resolve(struct rc_ctx *c, struct rc_span *sp,
 	if (!nusable || begun || (ev->flags & BT_MF_TRUNC))
 		return 0;
 
-	/* the candidates: the fragment's request, the parked ones */
-	struct rc_span *parked[TOK_MAXC];
-	uint32_t np = rc_span_parked_in(c, sp->host, sp->pid, sp->req, parked,
-					TOK_MAXC);
-	if (!np || np > TOK_MAXC)
+	/*
+	 * A message sent while requests are parked in its process is
+	 * ambiguous.  It is compared with what every request open in the
+	 * process received, not only the parked ones: a value unique among
+	 * them all is a stronger sign, and a request whose hand-off the
+	 * detector has not seen yet (its fragment still open in another
+	 * thread) is not told apart from the owner by its absence.  Once
+	 * requests have been parked in the run, a message sent while none is
+	 * is looked at too when what it carries is not in what its
+	 * fragment's request received: content that points elsewhere is a
+	 * hand-off the detector missed.
+	 */
+	struct rc_tokens *tk = c->tokens;
+	if (!c->st.parks)
 		return 0;
-	struct cand *k = malloc((np + 1) * sizeof *k);
-	if (!k)
+	uint32_t np = rc_span_parked_in(c, sp->host, sp->pid, sp->req, NULL, 0);
+	if (!tk->cands && !(tk->cands = malloc((TOK_MAXC + 1) *
+					       sizeof *tk->cands)))
 		return 0;
+	struct cand *k = tk->cands;
 	const struct rc_span *par = NULL;
-	if (fragment_inbound(c, sp, &par) < 0) {
-		free(k);
+	if (fragment_inbound(c, sp, &par) < 0)
 		return 0;
-	}
 	cand_fill(&k[0], par, sp->req);
-	int hidden = k[0].hidden;
-	for (uint32_t i = 0; i < np && !hidden; i++) {
-		cand_fill(&k[i + 1], parked[i], parked[i]->req);
-		hidden = k[i + 1].hidden;
+	if (!np && (k[0].hidden || cand_shares(&k[0], qv, usable, q.n)))
+		return 0;         /* nothing says the rules are wrong */
+	uint32_t no = rc_span_open_in(c, sp->host, sp->pid, sp->req, tk->open,
+				      TOK_MAXC);
+	if (no > TOK_MAXC)
+		return 0;
+	int hidden = k[0].hidden, other = 0;
+	for (uint32_t i = 0; i < no; i++) {
+		cand_fill(&k[i + 1], tk->open[i], tk->open[i]->req);
+		hidden |= k[i + 1].hidden;
+		other |= !k[i + 1].hidden &&
+			 cand_shares(&k[i + 1], qv, usable, q.n);
 	}
-	int owner = hidden ? -1 : decide(k, np + 1, qv, usable, q.n);
+	if (!np && !other)
+		return 0;
+	int owner = hidden ? -1 : decide(k, no + 1, qv, usable, q.n);
 	if (owner < 0) {
-		free(k);
+		if (!np) {
+			/* not parked, but not its fragment's either */
+			sp->certainty = RC_CT_UNCERTAIN;
+			sp->reason = ambiguous_content;
+			rc_db_candidate(c, sp->id, sp->req, 1, sp->reason);
+			c->st.ambiguous_spans++;
+		}
+		mark_matches(c, sp, k, no + 1, qv, usable, q.n);
 		return 0;
 	}
 	span_move(c, sp, k[owner].sp);
-	free(k);
 	sp->certainty = RC_CT_RESOLVED;
 	sp->reason = handoff_content;
 	c->st.ambiguous_spans++;

@@ -28,6 +28,10 @@ void rc_tok_free(struct rc_ctx *c);
  */
 int rc_tok_inbound_whole(const struct bt_event *ev);
 
+/* Server span SP is finished (written): remembered for a while if it
+ * ended with its reply. */
+void rc_tok_server_done(struct rc_ctx *c, const struct rc_span *sp);
+
 /*
  * Client span SP was just opened for request message EV (BEGUN: it took
  * several calls and its first bytes were already applied).  Learns which
