@@ -660,10 +660,12 @@ int rc_tok_resolve(struct rc_ctx *c, struct rc_span *sp,
 		return 0;
 	struct cand *k = tk->cands;
 	const struct rc_span *par = NULL;
-	if (fragment_inbound(c, sp, &par) < 0)
-		return 0;
+	int unknown = fragment_inbound(c, sp, &par) < 0;
 	cand_fill(&k[0], par, sp->req);
-	if (!np && (k[0].hidden || cand_shares(&k[0], qv, usable, q.n)))
+	if (unknown)
+		k[0].hidden = 1;  /* it may carry anything: never decides */
+	if (!np && ((k[0].hidden && !unknown) ||
+		    cand_shares(&k[0], qv, usable, q.n)))
 		return 0;         /* nothing says the rules are wrong */
 	uint32_t no = rc_span_open_in(c, sp->host, sp->pid, sp->req, tk->open,
 				      TOK_MAXC);
