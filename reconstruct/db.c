@@ -433,6 +433,7 @@ static int write_stats(struct rc_ctx *c)
 		{ "requests_uncertain", t->req_uncertain },
 		{ "parked_spans", t->parks },
 		{ "ambiguous_spans", t->ambiguous_spans },
+		{ "content_resolved", t->content_resolved },
 	};
 	sqlite3_stmt *s = NULL;
 	if (sqlite3_prepare_v2(c->db->h, "INSERT INTO stats VALUES(?,?)", -1,

@@ -19,6 +19,7 @@ libbtrecon_la_SOURCES = \
 	reconstruct/span.c reconstruct/span.h \
 	reconstruct/spill.c reconstruct/spill.h \
 	reconstruct/sql.c reconstruct/sql.h \
+	reconstruct/tokens.c reconstruct/tokens.h \
 	reconstruct/views.c reconstruct/views.h
 libbtrecon_la_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(SQLITE3_CFLAGS)
 libbtrecon_la_LIBADD = libbtproto.la libbtsegread.la libbtcommon.la $(SQLITE3_LIBS)

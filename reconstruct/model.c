@@ -20,6 +20,7 @@
 #include "merge.h"
 #include "model.h"
 #include "scan.h"
+#include "tokens.h"
 
 /* What a parent record hands to the child that waits for it. */
 struct rc_snap {
@@ -939,6 +940,7 @@ static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 		}
 		park_waiting(a);
 		park_connect_taken(a, e, o, sp->req);
+		rc_tok_resolve(c, sp, ev, begun);
 		rc_span_sent(c, sp);
 		req = sp->req;
 		span = sp->id;

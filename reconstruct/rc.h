@@ -279,6 +279,8 @@ struct rc_stats {
 	uint64_t parks;              /* server spans found parked */
 	uint64_t ambiguous_spans;    /* requests sent while others were parked */
 	uint64_t marked_spans;       /* spans written not 'exact' */
+	uint64_t content_resolved;   /* ambiguous spans resolved by content
+					(tokens.c) */
 	uint64_t req_exact, req_resolved, req_uncertain;  /* db.c, at the end */
 };
 
@@ -290,6 +292,7 @@ struct rc_merge;
 struct rc_clock;
 struct rc_spans;
 struct rc_chans;
+struct rc_tokens;
 
 struct rc_ctx {
 	const struct rc_options *opt;
@@ -320,6 +323,7 @@ struct rc_ctx {
 	struct rc_model *model;      /* model.c: designations, lineage */
 	struct rc_spans *spans;      /* span.c: open requests, span pool */
 	struct rc_chans *chans;      /* chan.c: processes, connections */
+	struct rc_tokens *tokens;    /* tokens.c: positions of values */
 	struct rc_merge *merge;
 	struct rc_clock *clock;
 

@@ -19,6 +19,7 @@
 #include "model.h"
 #include "recon.h"
 #include "scan.h"
+#include "tokens.h"
 
 static FILE *errf(const struct rc_ctx *c)
 {
@@ -202,6 +203,7 @@ out:
 	rc_model_free(&c);
 	rc_chan_free(&c);
 	rc_span_free(&c);
+	rc_tok_free(&c);
 	rc_clock_free(&c);
 	rc_scan_free(&c);
 	rc_input_close(&c);

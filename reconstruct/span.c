@@ -11,6 +11,7 @@
 #include "btrace/proto.h"
 #include "db.h"
 #include "span.h"
+#include "tokens.h"
 
 struct rc_spans {
 	struct rc_map   roots;   /* open request id -> its root span */
@@ -176,6 +177,43 @@ void rc_span_unpark(struct rc_ctx *c, struct rc_span *sp)
 		}
 }
 
+uint32_t rc_span_open_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
+			 uint64_t req, struct rc_span **out, uint32_t max)
+{
+	const struct rc_map *srv = &c->spans->srv;
+	uint32_t n = 0;
+
+	for (size_t i = 0; i < srv->cap; i++) {
+		if (!srv->used[i])
+			continue;
+		struct rc_span *q = (struct rc_span *)(uintptr_t)srv->vals[i];
+		if (q->host != host || q->pid != pid || q->req == req ||
+		    !q->req || q->end != RC_DB_NULL)
+			continue;
+		if (n < max)
+			out[n] = q;
+		n++;
+	}
+	return n;
+}
+
+uint32_t rc_span_parked_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
+			   uint64_t req, struct rc_span **out, uint32_t max)
+{
+	struct rc_spans *m = c->spans;
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < m->nparked; i++) {
+		struct rc_span *q = m->parked[i];
+		if (q->host != host || q->pid != pid || q->req == req)
+			continue;
+		if (n < max)
+			out[n] = q;
+		n++;
+	}
+	return n;
+}
+
 void rc_span_unpark_req(struct rc_ctx *c, uint32_t host, uint32_t pid,
 			uint64_t req)
 {
@@ -198,6 +236,8 @@ void rc_span_sent(struct rc_ctx *c, struct rc_span *sp)
 		par->ncalls++;
 		sp->call = 1;
 	}
+	if (sp->certainty == RC_CT_RESOLVED)
+		return;           /* a sound rule placed it (tokens.c) */
 	for (uint32_t i = 0; i < m->nparked; i++) {
 		struct rc_span *q = m->parked[i];
 		if (q->host != sp->host || q->pid != sp->pid || q->req == sp->req)
@@ -227,6 +267,20 @@ static void span_gone(struct rc_ctx *c, struct rc_span *sp)
 			par->ncalls--;
 		sp->call = 0;
 	}
+}
+
+struct rc_span *rc_span_root_of(struct rc_ctx *c, uint64_t req)
+{
+	return req ? rc_map_getp(&c->spans->roots, req) : NULL;
+}
+
+void rc_span_unroot(struct rc_ctx *c, struct rc_span *sp)
+{
+	rc_map_del(&c->spans->roots, sp->req);
+	sp->is_root = 0;
+	sp->client_root = 0;
+	free(sp->client);
+	sp->client = NULL;
 }
 
 void rc_span_root(struct rc_ctx *c, struct rc_span *sp, int client_root)
@@ -272,6 +326,7 @@ void rc_span_finish(struct rc_ctx *c, struct rc_span *sp)
 		.reason = sp->reason,
 	};
 	span_gone(c, sp);
+	rc_tok_server_done(c, sp);
 	rc_db_span(c, &r);
 	c->st.spans++;
 	if (sp->certainty != RC_CT_EXACT)
@@ -383,6 +438,8 @@ void rc_span_label(struct rc_span *sp, const struct bt_event *ev)
 	const struct bt_attr *t;
 
 	sp->method = attr_dup(ev, BT_AK_METHOD);
+	if (sp->kind == RC_SK_SERVER)
+		sp->tok_partial = (uint8_t)!rc_tok_inbound_whole(ev);
 	switch (ev->proto) {
 	case BT_PROTO_HTTP:
 		sp->target = attr_dup(ev, BT_AK_TARGET);

@@ -38,6 +38,8 @@ struct rc_span {
 	uint8_t  park_defer;     /* server: parked once its channel stops
 				    waiting to be writable (model.c) */
 	uint8_t  call;           /* client: counted in its parent's ncalls */
+	uint8_t  tok_partial;    /* server: its request's target does not
+				    show all it carried (tokens.c) */
 	uint32_t ncalls;         /* server: calls its process made for it
 				    that await their reply */
 	const char *reason;      /* certainty_reason (a static string) */
@@ -100,6 +102,22 @@ void rc_span_park(struct rc_ctx *c, struct rc_span *sp, uint8_t why);
 void rc_span_unpark(struct rc_ctx *c, struct rc_span *sp);
 void rc_span_unpark_req(struct rc_ctx *c, uint32_t host, uint32_t pid,
 			uint64_t req);
+/*
+ * The server spans parked now in process (HOST, PID) other than those of
+ * request REQ, at most MAX of them into OUT; returns how many there are
+ * (more than MAX when they did not all fit).
+ */
+uint32_t rc_span_parked_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
+			   uint64_t req, struct rc_span **out, uint32_t max);
+/* The same for every open server span of a request in that process
+ * (the map's order: the caller must not depend on it). */
+uint32_t rc_span_open_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
+			 uint64_t req, struct rc_span **out, uint32_t max);
+/* The open root span of request REQ (NULL: none, or it has ended). */
+struct rc_span *rc_span_root_of(struct rc_ctx *c, uint64_t req);
+/* SP, the root of a request a traced client started (rule 5), turns out
+ * to be work of another request: its own request is forgotten. */
+void rc_span_unroot(struct rc_ctx *c, struct rc_span *sp);
 /* Spans parked now, in all processes (0: the detector costs nothing). */
 uint32_t rc_span_nparked(const struct rc_ctx *c);
 /*

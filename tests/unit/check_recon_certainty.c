@@ -486,9 +486,11 @@ START_TEST(waiting_reader_parks)
 }
 END_TEST
 
+/* A WANT record: FD's writability asked for (EVENTS: poll bits). */
 static void want(struct gen_thr *t, int64_t at, int fd, uint32_t events)
 {
 	struct bt_event ev;
+
 	memset(&ev, 0, sizeof ev);
 	ev.type = BT_EV_WANT;
 	ev.fd = fd;
@@ -584,18 +586,6 @@ START_TEST(pipelined_next_request_does_not_fire)
 }
 END_TEST
 
-/* A WANT record: FD's writability asked for (EVENTS: poll bits). */
-static void want(struct gen_thr *t, int64_t at, int fd, uint32_t events)
-{
-	struct bt_event ev;
-
-	memset(&ev, 0, sizeof ev);
-	ev.type = BT_EV_WANT;
-	ev.fd = fd;
-	ev.flags = events;
-	gen_ev(t, at, &ev);
-}
-
 /*
  * haproxy with a per-server queue: one thread reads /a, opens a backend
  * connection for it (connecting: /a is not parked, its work goes on at
@@ -646,6 +636,214 @@ START_TEST(connect_taken_by_another_fires)
 }
 END_TEST
 
+/* ---- resolving an ambiguous message by content (tokens.c) --------------- */
+
+/*
+ * The hidden queue above with content.  First /w's query WARM (nothing
+ * parked: it only shows which positions of its shape carry data), then
+ * /a's query QA from /a's fragment, /b (TB, body length BODY, NULL: none)
+ * queued, and the query QB sent from /a's reply fragment while /b is
+ * parked, before that fragment answers /a.  Returns the labels of the requests (labels()).
+ */
+static const char *content_queue(struct rt *t, const char *warm,
+				 const char *ta, const char *qa,
+				 const char *tb, const char *body,
+				 const char *qb)
+{
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *w = front(h, &b);
+
+	gen_accept(w, 50, 7, 3, "10.0.0.1:80", "10.0.0.8:3333");
+	gen_ready(w, 51, 7, POLLIN);
+	http_in(w, 52, 7, "/w?id=www000");
+	sql_out(w, 53, 9, warm);
+	sql_in(b, 54, 4, warm);
+	rep_out(b, 55, 4);
+	gen_ready(w, 56, 9, POLLIN);
+	rep_in(w, 57, 9);
+	http_out(w, 58, 7);
+
+	gen_accept(w, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_accept(w, 101, 6, 3, "10.0.0.1:80", "10.0.0.6:2222");
+	gen_ready(w, 110, 5, POLLIN);
+	http_in(w, 111, 5, ta);
+	sql_out(w, 112, 9, qa);
+	gen_ready(w, 120, 6, POLLIN);
+	if (body)
+		gen_msg(w, 121, 6, IN, REQ, BT_PROTO_HTTP, 70, 0, 0, 0,
+			GEN_A(BT_AK_METHOD, "POST"), GEN_A(BT_AK_TARGET, tb),
+			GEN_A(BT_AK_BODY_LEN, body), 0);
+	else
+		http_in(w, 121, 6, tb);      /* the pool is busy: queued */
+	sql_in(b, 113, 4, qa);
+	rep_out(b, 130, 4);
+	gen_ready(w, 131, 9, POLLIN);
+	rep_in(w, 132, 9);
+	sql_out(w, 133, 9, qb);              /* /b's, from /a's fragment */
+	http_out(w, 134, 5);                 /* which goes on for /a */
+	sql_in(b, 135, 4, qb);
+	rep_out(b, 140, 4);
+	gen_ready(w, 141, 9, POLLIN);
+	rep_in(w, 142, 9);
+	http_out(w, 143, 6);
+
+	rt_init(t);
+	rt_write(t, g, NULL);
+	ck_assert_int_eq(rt_run(t), RC_EXIT_OK);
+	return labels(t);
+}
+
+/* The request the backend's span of QB is in, and the stat. */
+static const char *qb_owner(struct rt *t)
+{
+	return rt_q(t, "SELECT r.target || ' ' || s.certainty FROM spans s JOIN requests r USING (request_id) WHERE s.exe = '/usr/bin/db' AND s.start_ns = (SELECT max(start_ns) FROM spans WHERE exe = '/usr/bin/db')");
+}
+
+/*
+ * One candidate's target shares a value with the message that no other
+ * candidate's carries: the span, and the backend's span below it, move to
+ * /b ('resolved', 'handoff:content'); /a is no longer marked on its
+ * account, and no candidate is listed.
+ */
+START_TEST(content_one_shares)
+{
+	struct rt t;
+
+	ck_assert_str_eq(content_queue(&t,
+		"SELECT v FROM kv WHERE k = 'www000'",
+		"/a?id=aaa111&n=2", "SELECT v FROM kv WHERE k = 'aaa111'",
+		"/b?id=bbb222&n=2", NULL,
+		"SELECT v FROM kv WHERE k = 'bbb222'"),
+		"/w?id=www000 exact -\n"
+		"/a?id=aaa111&n=2 exact -\n"
+		"/b?id=bbb222&n=2 resolved handoff:content");
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /w?id=www000 st=200 client=10.0.0.8:3333\n"
+		"  server http 'GET /w' /w?id=www000 web/300/300 st=200\n"
+		"    client postgresql 'SELECT' SELECT v FROM kv WHERE k = 'www000' web/300/300 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT v FROM kv WHERE k = 'www000' web/400/400 st=NULL\n"
+		"R http GET /a?id=aaa111&n=2 st=200 client=10.0.0.7:1111\n"
+		"  server http 'GET /a' /a?id=aaa111&n=2 web/300/300 st=200\n"
+		"    client postgresql 'SELECT' SELECT v FROM kv WHERE k = 'aaa111' web/300/300 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT v FROM kv WHERE k = 'aaa111' web/400/400 st=NULL\n"
+		"R http GET /b?id=bbb222&n=2 st=200 client=10.0.0.6:2222 [resolved handoff:content]\n"
+		"  server http 'GET /b' /b?id=bbb222&n=2 web/300/300 st=200\n"
+		"    client postgresql 'SELECT' SELECT v FROM kv WHERE k = 'bbb222' web/300/300 st=NULL [resolved handoff:content]\n"
+		"      server postgresql 'SELECT' SELECT v FROM kv WHERE k = 'bbb222' web/400/400 st=NULL\n"
+		"unattributed:\n");
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM span_candidates"), 0);
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'content_resolved'"), 1);
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'ambiguous_spans'"), 1);
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'requests_resolved'"), 1);
+	rt_done(&t);
+}
+END_TEST
+
+/* The fragment's own request is the one that shares: it keeps the span,
+ * now 'resolved'; /b is not marked. */
+START_TEST(content_fragment_shares)
+{
+	struct rt t;
+
+	ck_assert_str_eq(content_queue(&t,
+		"SELECT v FROM kv WHERE k = 'www000'",
+		"/a?id=aaa111", "SELECT v FROM kv WHERE k = 'aaa111'",
+		"/b?id=bbb222", NULL,
+		"SELECT v FROM kv WHERE k = 'aaa111'"),
+		"/w?id=www000 exact -\n"
+		"/a?id=aaa111 resolved handoff:content\n"
+		"/b?id=bbb222 exact -");
+	ck_assert_str_eq(qb_owner(&t), "/a?id=aaa111 exact");
+	rt_done(&t);
+}
+END_TEST
+
+/* Two candidates each share a value of their own: uncertain, as
+ * without content. */
+START_TEST(content_two_share)
+{
+	struct rt t;
+
+	ck_assert_str_eq(content_queue(&t,
+		"SELECT v FROM kv WHERE k = 'www000' AND j = 'www001'",
+		"/a?id=aaa111", "SELECT v FROM kv WHERE k = 'aaa111' AND j = 'aaa112'",
+		"/b?id=bbb222", NULL,
+		"SELECT v FROM kv WHERE k = 'bbb222' AND j = 'aaa111'"),
+		"/w?id=www000 exact -\n"
+		"/a?id=aaa111 uncertain ambiguous:parked\n"
+		"/b?id=bbb222 uncertain ambiguous:parked");
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'content_resolved'"), 0);
+	rt_done(&t);
+}
+END_TEST
+
+/* A value every candidate carries (the same user id) does not decide:
+ * alone it leaves the span uncertain; beside a value only /b carries it
+ * does not stand in the way. */
+START_TEST(content_common_does_not_decide)
+{
+	struct rt t;
+
+	ck_assert_str_eq(content_queue(&t,
+		"SELECT v FROM kv WHERE u = 'usr000'",
+		"/a?u=usr777&id=aaa111", "SELECT v FROM kv WHERE u = 'usr555'",
+		"/b?u=usr777&id=bbb222", NULL,
+		"SELECT v FROM kv WHERE u = 'usr777'"),
+		"/w?id=www000 exact -\n"
+		"/a?u=usr777&id=aaa111 uncertain ambiguous:parked\n"
+		"/b?u=usr777&id=bbb222 uncertain ambiguous:parked");
+	rt_done(&t);
+	ck_assert_str_eq(content_queue(&t,
+		"SELECT v FROM kv WHERE u = 'usr000' AND k = 'www000'",
+		"/a?u=usr777&id=aaa111", "SELECT v FROM kv WHERE u = 'usr555' AND k = 'aaa111'",
+		"/b?u=usr777&id=bbb222", NULL,
+		"SELECT v FROM kv WHERE u = 'usr777' AND k = 'bbb222'"),
+		"/w?id=www000 exact -\n"
+		"/a?u=usr777&id=aaa111 exact -\n"
+		"/b?u=usr777&id=bbb222 resolved handoff:content");
+	rt_done(&t);
+}
+END_TEST
+
+/*
+ * No decision: the message carries no value (no literal); a value at a
+ * position always seen with that value (a constant of the program: LIMIT
+ * 500) although /b's target carries it; a short value; a candidate with
+ * a body (what it received is not all in its target).
+ */
+START_TEST(content_no_tokens)
+{
+	struct rt t;
+	const char *unsure = "/w?id=www000 exact -\n"
+		"/a?id=aaa111 uncertain ambiguous:parked\n"
+		"/b?id=bbb222&n=500 uncertain ambiguous:parked";
+
+	ck_assert_str_eq(content_queue(&t, "SELECT v FROM kv",
+		"/a?id=aaa111", "SELECT v FROM kv",
+		"/b?id=bbb222&n=500", NULL, "SELECT v FROM kv"), unsure);
+	rt_done(&t);
+	ck_assert_str_eq(content_queue(&t, "SELECT v FROM kv LIMIT 500",
+		"/a?id=aaa111", "SELECT v FROM kv LIMIT 500",
+		"/b?id=bbb222&n=500", NULL, "SELECT v FROM kv LIMIT 500"),
+		unsure);
+	rt_done(&t);
+	ck_assert_str_eq(content_queue(&t, "SELECT v FROM kv WHERE k = 'w0'",
+		"/a?id=aaa111&s=a1", "SELECT v FROM kv WHERE k = 'a1'",
+		"/b?id=bbb222&s=b2", NULL, "SELECT v FROM kv WHERE k = 'b2'"),
+		"/w?id=www000 exact -\n"
+		"/a?id=aaa111&s=a1 uncertain ambiguous:parked\n"
+		"/b?id=bbb222&s=b2 uncertain ambiguous:parked");
+	rt_done(&t);
+	ck_assert_str_eq(content_queue(&t,
+		"SELECT v FROM kv WHERE k = 'www000'",
+		"/a?id=aaa111", "SELECT v FROM kv WHERE k = 'aaa111'",
+		"/b?id=bbb222&n=500", "12",
+		"SELECT v FROM kv WHERE k = 'bbb222'"), unsure);
+	rt_done(&t);
+}
+END_TEST
+
 Suite *recon_certainty_suite(void)
 {
 	Suite *s = suite_create("recon_certainty");
@@ -663,6 +861,11 @@ Suite *recon_certainty_suite(void)
 	tcase_add_test(tc, connect_taken_by_another_fires);
 	tcase_add_test(tc, want_given_up_parks);
 	tcase_add_test(tc, waiting_reader_parks);
+	tcase_add_test(tc, content_one_shares);
+	tcase_add_test(tc, content_fragment_shares);
+	tcase_add_test(tc, content_two_share);
+	tcase_add_test(tc, content_common_does_not_decide);
+	tcase_add_test(tc, content_no_tokens);
 	suite_add_tcase(s, tc);
 	return s;
 }
