@@ -12,6 +12,20 @@ fuzz_fuzz_logread_LDADD = libbtproto.la $(SQLITE3_LIBS)
 endif
 EXTRA_DIST += fuzz/logread-seeds.sh
 
+# bp-reconstruct's content tokens (reconstruct/tokens.c) from hostile
+# targets: URLs, FastCGI, SQL text, lines.
+if ENABLE_FUZZING
+noinst_PROGRAMS += fuzz/fuzz-tokens
+fuzz_fuzz_tokens_SOURCES = fuzz/fuzz_tokens.c \
+	common/event.c common/crc32c.c common/segment.c common/segread.c \
+	$(libbtrecon_la_SOURCES)
+fuzz_fuzz_tokens_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir) -I$(top_srcdir)/reconstruct
+fuzz_fuzz_tokens_CFLAGS = $(AM_CFLAGS) $(FUZZ_FLAGS) $(SQLITE3_CFLAGS)
+fuzz_fuzz_tokens_LDFLAGS = $(FUZZ_FLAGS)
+fuzz_fuzz_tokens_LDADD = libbtproto.la $(SQLITE3_LIBS)
+endif
+EXTRA_DIST += fuzz/tokens-seeds
+
 # bp-logd's socket protocol: its packet, chunk and drain code (logd/*.c but
 # main.c and log.c, which the target replaces) over real socketpairs.
 if ENABLE_FUZZING

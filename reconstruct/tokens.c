@@ -699,3 +699,23 @@ int rc_tok_resolve(struct rc_ctx *c, struct rc_span *sp,
 	c->st.content_resolved++;
 	return 1;
 }
+
+/*
+ * The values of target S (N bytes) of a protocol PROTO message as
+ * resolving sees them: their hashes into OUT, at most MAX (the rest are
+ * dropped, as in resolving).  Returns how many, or -1 when the target
+ * hides values (a redacted literal, a cut query string) or PROTO has no
+ * values.  For the fuzz target (fuzz/fuzz_tokens.c) and tests.
+ */
+int rc_tok_values(unsigned proto, const char *s, size_t n, uint64_t *out,
+		  unsigned max)
+{
+	struct tok v[64];
+	struct toks t = { v, 0, max < 64 ? max : 64, 0 };
+
+	if (target_values(proto, s, n, &t))
+		return -1;
+	for (unsigned i = 0; i < t.n; i++)
+		out[i] = v[i].val;
+	return (int)t.n;
+}

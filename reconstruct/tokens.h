@@ -44,4 +44,12 @@ void rc_tok_server_done(struct rc_ctx *c, const struct rc_span *sp);
 int rc_tok_resolve(struct rc_ctx *c, struct rc_span *sp,
 		   const struct bt_event *ev, int begun);
 
+/*
+ * The values of target S (N bytes) of a protocol PROTO message (hashes
+ * into OUT, at most MAX); -1 when the target hides values or PROTO has
+ * none.  For the fuzz target and tests.
+ */
+int rc_tok_values(unsigned proto, const char *s, size_t n, uint64_t *out,
+		  unsigned max);
+
 #endif /* RC_TOKENS_H */

@@ -1,0 +1,45 @@
+/*
+ * fuzz_tokens.c - libFuzzer target for the content tokens of
+ * bp-reconstruct (reconstruct/tokens.c): the values of a hostile target
+ * (URL, FastCGI, SQL text, a line).  The first byte picks the protocol,
+ * the rest is the target, copied flush against the end of a heap block
+ * so that ASan catches any read past it.  Asserts that no more values
+ * come back than asked for, and that the same input gives the same
+ * values (no state leaks between calls).
+ */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "btrace/proto.h"
+#include "tokens.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const unsigned protos[] = {
+		BT_PROTO_HTTP, BT_PROTO_FASTCGI, BT_PROTO_PGSQL, BT_PROTO_LINE,
+	};
+	uint64_t a[16], b[16];
+	unsigned proto, max;
+	char *s;
+	int na, nb;
+
+	if (size < 1)
+		return 0;
+	proto = protos[data[0] & 3];
+	max = (data[0] >> 2) & 15;
+	s = malloc(size - 1 ? size - 1 : 1);
+	if (!s)
+		return 0;
+	memcpy(s, data + 1, size - 1);
+	na = rc_tok_values(proto, s, size - 1, a, max);
+	nb = rc_tok_values(proto, s, size - 1, b, max);
+	if (na > (int)max || na != nb || (na > 0 && memcmp(a, b, (size_t)na * sizeof a[0])))
+		abort();
+	free(s);
+	return 0;
+}
