@@ -22,6 +22,8 @@ struct rc_spans {
 	uint64_t next_req, next_span;
 };
 
+static const char ambiguous_answered[] = "ambiguous:answered";
+
 static const char *const park_reason[] = {
 	[RC_PARK_WAIT] = "ambiguous:parked",
 	[RC_PARK_READAHEAD] = "readahead",
@@ -197,6 +199,32 @@ uint32_t rc_span_open_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
 	return n;
 }
 
+int rc_span_may_own(const struct rc_span *q)
+{
+	return q->kind == RC_SK_SERVER && q->req && q->end == RC_DB_NULL &&
+	       !q->pending && !q->answering && !q->ncalls;
+}
+
+uint32_t rc_span_owners_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
+			   uint64_t req, struct rc_span **out, uint32_t max)
+{
+	const struct rc_map *srv = &c->spans->srv;
+	uint32_t n = 0;
+
+	for (size_t i = 0; i < srv->cap; i++) {
+		if (!srv->used[i])
+			continue;
+		struct rc_span *q = (struct rc_span *)(uintptr_t)srv->vals[i];
+		if (q->host != host || q->pid != pid || q->req == req ||
+		    !rc_span_may_own(q))
+			continue;
+		if (n < max)
+			out[n] = q;
+		n++;
+	}
+	return n;
+}
+
 uint32_t rc_span_parked_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
 			   uint64_t req, struct rc_span **out, uint32_t max)
 {
@@ -226,6 +254,32 @@ void rc_span_unpark_req(struct rc_ctx *c, uint32_t host, uint32_t pid,
 	}
 }
 
+/*
+ * SP is unowned (tokens.c): its fragment's request was answered here, or
+ * it works for none, so the requests open in its process that may own it
+ * are its candidates.  Those not parked (rc_span_sent lists those) are
+ * listed ('ambiguous:answered'); returns how many.
+ */
+static uint32_t sent_unowned(struct rc_ctx *c, const struct rc_span *sp)
+{
+	const struct rc_map *srv = &c->spans->srv;
+	uint32_t n = 0;
+
+	if (!sp->unowned)
+		return 0;
+	for (size_t i = 0; i < srv->cap; i++) {
+		if (!srv->used[i])
+			continue;
+		struct rc_span *q = (struct rc_span *)(uintptr_t)srv->vals[i];
+		if (q->host != sp->host || q->pid != sp->pid ||
+		    q->req == sp->req || q->parked || !rc_span_may_own(q))
+			continue;
+		rc_db_candidate(c, sp->id, q->req, 0, ambiguous_answered);
+		n++;
+	}
+	return n;
+}
+
 void rc_span_sent(struct rc_ctx *c, struct rc_span *sp)
 {
 	struct rc_spans *m = c->spans;
@@ -245,10 +299,12 @@ void rc_span_sent(struct rc_ctx *c, struct rc_span *sp)
 		rc_db_candidate(c, sp->id, q->req, 0, park_reason[q->parked]);
 		n++;
 	}
+	uint32_t nparked = n;
+	n += sent_unowned(c, sp);
 	if (!n)
 		return;
 	sp->certainty = RC_CT_UNCERTAIN;
-	sp->reason = park_reason[RC_PARK_WAIT];
+	sp->reason = nparked ? park_reason[RC_PARK_WAIT] : ambiguous_answered;
 	rc_db_candidate(c, sp->id, sp->req, 1, sp->reason);
 	c->st.ambiguous_spans++;
 }

@@ -40,6 +40,9 @@ struct rc_span {
 	uint8_t  call;           /* client: counted in its parent's ncalls */
 	uint8_t  tok_partial;    /* server: its request's target does not
 				    show all it carried (tokens.c) */
+	uint8_t  unowned;        /* client: sent by a fragment whose request
+				    was answered here, or for none, while
+				    other requests were open (tokens.c) */
 	uint32_t ncalls;         /* server: calls its process made for it
 				    that await their reply */
 	const char *reason;      /* certainty_reason (a static string) */
@@ -113,6 +116,16 @@ uint32_t rc_span_parked_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
  * (the map's order: the caller must not depend on it). */
 uint32_t rc_span_open_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
 			 uint64_t req, struct rc_span **out, uint32_t max);
+/*
+ * Could open server span Q own a request message its process sends from
+ * a fragment whose request is answered (or none)?  Its request was read
+ * whole, is not being answered, and no call it made awaits a reply.
+ */
+int rc_span_may_own(const struct rc_span *q);
+/* The open server spans of process (HOST, PID) other than those of REQ
+ * that may own such a message (rc_span_may_own), as rc_span_open_in. */
+uint32_t rc_span_owners_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
+			   uint64_t req, struct rc_span **out, uint32_t max);
 /* The open root span of request REQ (NULL: none, or it has ended). */
 struct rc_span *rc_span_root_of(struct rc_ctx *c, uint64_t req);
 /* SP, the root of a request a traced client started (rule 5), turns out
@@ -125,8 +138,11 @@ uint32_t rc_span_nparked(const struct rc_ctx *c);
  * which other requests are parked: its request is ambiguous.  SP keeps
  * its request but is marked uncertain ('ambiguous:parked'), and every
  * parked candidate is recorded (span_candidates) and made uncertain with
- * the reason it was parked for.  Also counts SP among its parent server
- * span's calls awaiting a reply.
+ * the reason it was parked for.  When SP is unowned (its fragment's
+ * request was answered here, or is none), every open request that may
+ * own it (rc_span_may_own) is a candidate too ('ambiguous:answered' when
+ * it is not parked).  Also counts SP among its parent server span's
+ * calls awaiting a reply.
  */
 void rc_span_sent(struct rc_ctx *c, struct rc_span *sp);
 

@@ -75,11 +75,14 @@ void rc_tok_free(struct rc_ctx *c)
 
 void rc_tok_server_done(struct rc_ctx *c, const struct rc_span *sp)
 {
-	struct rc_tokens *tk = c->tokens;
 	unsigned i = (unsigned)(sp->id & (TOK_DONE - 1));
 
-	if (!tk || sp->kind != RC_SK_SERVER || sp->end == RC_DB_NULL)
+	if (sp->kind != RC_SK_SERVER || sp->end == RC_DB_NULL)
 		return;
+	/* from the first: an unowned message (tok_unowned) needs it */
+	if (!c->tokens && !(c->tokens = calloc(1, sizeof *c->tokens)))
+		return;
+	struct rc_tokens *tk = c->tokens;
 	tk->done_id[i] = sp->id;
 	tk->done_req[i] = sp->req;
 	tk->done_proc[i] = rc_key2(sp->host, sp->pid);
@@ -559,13 +562,15 @@ static int decide(const struct cand *k, unsigned nk, const struct tok *q,
  * Undecided: every open request whose received values share one of the
  * message's that is not parked (the detector would not list it) may own
  * it too: it is listed among the candidates ('ambiguous:content').
+ * UNOWNED: those that may own it are listed by rc_span_sent already.
  */
 static void mark_matches(struct rc_ctx *c, const struct rc_span *sp,
 			 const struct cand *k, unsigned nk, const struct tok *q,
-			 const uint8_t *usable, unsigned nq)
+			 const uint8_t *usable, unsigned nq, int unowned)
 {
 	for (unsigned j = 1; j < nk; j++)
 		if (!k[j].sp->parked && !k[j].hidden &&
+		    !(unowned && rc_span_may_own(k[j].sp)) &&
 		    cand_shares(&k[j], q, usable, nq))
 			rc_db_candidate(c, sp->id, k[j].req, 0,
 					ambiguous_content);
@@ -618,6 +623,24 @@ static int fragment_inbound(struct rc_ctx *c, const struct rc_span *sp,
 	return 0;
 }
 
+/*
+ * Is SP unowned: its fragment's request received nothing that can still
+ * send (answered here, over, or none: rule 5), while other requests are
+ * open in its process that may own it (rc_span_may_own)?  Then SP is
+ * ambiguous between them (and, for none, a request of its own), as if
+ * they were parked: the JDK's HttpClient sends a handler's call from a
+ * selector thread whose designation is the request whose reply it read
+ * last, while the handler waits on a condition variable.
+ */
+static int tok_unowned(struct rc_ctx *c, const struct rc_span *sp)
+{
+	const struct rc_span *par;
+
+	if (fragment_inbound(c, sp, &par) < 0 || par)
+		return 0;
+	return rc_span_owners_in(c, sp->host, sp->pid, sp->req, NULL, 0) > 0;
+}
+
 int rc_tok_resolve(struct rc_ctx *c, struct rc_span *sp,
 		   const struct bt_event *ev, int begun)
 {
@@ -628,6 +651,7 @@ int rc_tok_resolve(struct rc_ctx *c, struct rc_span *sp,
 
 	if (!c->tokens && !(c->tokens = calloc(1, sizeof *c->tokens)))
 		return 0;
+	int amb = sp->unowned = (uint8_t)tok_unowned(c, sp);
 	const struct bt_attr *a = msg_text(ev);
 	if (!a || target_values(ev->proto, a->val, a->len, &q))
 		return 0;          /* nothing to learn, nothing to decide */
@@ -652,7 +676,7 @@ int rc_tok_resolve(struct rc_ctx *c, struct rc_span *sp,
 	 * hand-off the detector missed.
 	 */
 	struct rc_tokens *tk = c->tokens;
-	if (!c->st.parks)
+	if (!c->st.parks && !amb)
 		return 0;
 	uint32_t np = rc_span_parked_in(c, sp->host, sp->pid, sp->req, NULL, 0);
 	if (!tk->cands && !(tk->cands = malloc((TOK_MAXC + 1) *
@@ -678,18 +702,18 @@ int rc_tok_resolve(struct rc_ctx *c, struct rc_span *sp,
 		other |= !k[i + 1].hidden &&
 			 cand_shares(&k[i + 1], qv, usable, q.n);
 	}
-	if (!np && !other)
+	if (!np && !amb && !other)
 		return 0;
 	int owner = hidden ? -1 : decide(k, no + 1, qv, usable, q.n);
 	if (owner < 0) {
-		if (!np) {
+		if (!np && !amb) {
 			/* not parked, but not its fragment's either */
 			sp->certainty = RC_CT_UNCERTAIN;
 			sp->reason = ambiguous_content;
 			rc_db_candidate(c, sp->id, sp->req, 1, sp->reason);
 			c->st.ambiguous_spans++;
 		}
-		mark_matches(c, sp, k, no + 1, qv, usable, q.n);
+		mark_matches(c, sp, k, no + 1, qv, usable, q.n, amb);
 		return 0;
 	}
 	span_move(c, sp, k[owner].sp);

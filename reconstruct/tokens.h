@@ -36,7 +36,9 @@ void rc_tok_server_done(struct rc_ctx *c, const struct rc_span *sp);
  * Client span SP was just opened for request message EV (BEGUN: it took
  * several calls and its first bytes were already applied).  Learns which
  * positions of EV's shape carry varying values and, when requests are
- * parked in SP's process, tries to resolve SP by content: on success SP
+ * parked in SP's process or SP is unowned (sent for a request answered
+ * there, or for none, while others are open: SP->unowned is set, for
+ * rc_span_sent), tries to resolve SP by content: on success SP
  * is moved to the one candidate (its request, its parent span) and
  * labelled 'resolved', 'handoff:content', and 1 is returned; else 0 and
  * SP is left as it was (rc_span_sent marks it).

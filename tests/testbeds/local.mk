@@ -37,10 +37,6 @@ TESTBED_TESTS = \
 	tests/testbeds/tb-tomcat.sh
 
 TESTS += $(TESTBED_TESTS)
-# Known failures, each explained in its header and in docs/accuracy.md:
-# only the known verdict exits 1; any other failure is a hard error (99),
-# and a pass is reported as XPASS, which fails the suite.
-XFAIL_TESTS = tests/testbeds/tb-jdk.sh
 EXTRA_DIST += $(TESTBED_TESTS) tests/testbeds/lib.sh \
 	tests/testbeds/check-testbed.py tests/testbeds/app/app.php \
 	tests/testbeds/app/tbapp.py tests/testbeds/app/tb.cgi \

@@ -9,17 +9,12 @@
 # (check-testbed.py --shape app --certainty); the test fails on any
 # silently-WRONG or resolved-WRONG request.  See docs/accuracy.md.
 #
-# A KNOWN FAILURE (XFAIL_TESTS in local.mk): HttpClient hands each call to
-# its own threads through memory (a queue, an eventfd wake-up of its
-# selector only when the selector sleeps, condition variables), which the
-# reconstructor neither sees nor detects yet, so most requests are
-# silently wrong (docs/accuracy.md, "What cannot be traced").  Only that
-# verdict exits 1 (the expected failure); any other failure (the JDK
-# missing, the client's checks, a crash) exits 99, a hard error that
-# XFAIL does not hide; and a run with no silently or resolved wrong
-# request exits 0, which make check reports as XPASS, a failure: then the
-# limit is gone and this test must leave XFAIL_TESTS.
-BP_FAIL_STATUS=99
+# HttpClient hands each call to its own threads through memory: the
+# handler thread reading request r waits on a condition variable while a
+# selector or worker thread, designated by the request whose reply it read
+# last (answered) or by none, sends r's call.  Such a call is unowned and
+# resolved by content, or marked ambiguous:answered (docs/reconstruct.md,
+# "Unowned messages"); a call sent while requests are parked, likewise.
 TB_FRONT=nginx
 TB_APPS=""
 : "${TB_REQUESTS:=500}"
@@ -48,13 +43,5 @@ tb_app_start() {
 TB_APP_STOP_OK=143
 TB_CLIENT_OPTS="--mix py:1 --max-sql 0 --calls 1"
 TB_APP_CHECK="--py java --backend java"
-# the expected failure: exit 1, nothing else
-tb_app_verdict() {
-	if [ "${#TB_APP_BAD[@]}" != 0 ]; then
-		echo "XFAIL: jdk: silently-WRONG or resolved-WRONG requests in:" \
-			"${TB_APP_BAD[*]} (the known limit: hand-offs inside the JVM)"
-		BP_FAIL_STATUS=1 bp_fail "known limit: JDK HttpClient hand-offs"
-	fi
-}
 tb_app_testbed
-echo "PASS: tb-jdk (no silently wrong request: remove it from XFAIL_TESTS)"
+echo "PASS: tb-jdk"

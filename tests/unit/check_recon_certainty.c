@@ -844,6 +844,155 @@ START_TEST(content_no_tokens)
 }
 END_TEST
 
+/* ---- unowned request messages: sent for an answered request or none --- */
+
+/*
+ * The JDK's HttpServer with java.net.http.HttpClient at one request at a
+ * time: the handler thread (300) reads each request and waits on a
+ * condition variable (no record); HttpClient's selector thread (301),
+ * designated by the request whose reply it read last (already answered)
+ * or by none, sends the call.  Nothing is ever parked.  /w's own query
+ * (sent by its handler) shows which position of the shape carries data.
+ * Then: /a's query (the selector works for no request) and /b's (the
+ * selector works for /a, answered) carry their request's value:
+ * resolved by content.  /c's query carries /c's value only when C_OWN;
+ * else it is uncertain between /c and /b (the request the rules give it).
+ */
+static const char *jdk_like(struct rt *t, int c_own)
+{
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *hd = front(h, &b);
+	static const char *const tg[] = { "/a?id=aaa111", "/b?id=bbb222",
+					  "/c?id=ccc333" };
+	static const char *const q[] = {
+		"SELECT v FROM kv WHERE k = 'aaa111'",
+		"SELECT v FROM kv WHERE k = 'bbb222'",
+		"SELECT v FROM kv WHERE k = 'ccc333'",
+		"SELECT v FROM kv WHERE k = 'zzz999'" };
+
+	gen_thread_create(hd, 11, 1);
+	struct gen_thr *sel = gen_thread(gen_thr_proc(hd), 12, 301, 300, 1);
+	gen_accept(hd, 50, 7, 3, "10.0.0.1:80", "10.0.0.8:3333");
+	http_in(hd, 51, 7, "/w?id=www000");
+	sql_out(hd, 52, 9, "SELECT v FROM kv WHERE k = 'www000'");
+	sql_in(b, 53, 4, "SELECT v FROM kv WHERE k = 'www000'");
+	rep_out(b, 54, 4);
+	rep_in(hd, 55, 9);
+	http_out(hd, 56, 7);
+	for (int i = 0; i < 3; i++) {
+		int64_t at = 100 + 20 * i;
+		const char *sql = i == 2 && !c_own ? q[3] : q[i];
+		gen_accept(hd, at, 5 + i, 3, "10.0.0.1:80", "10.0.0.7:1111");
+		http_in(hd, at + 1, 5 + i, tg[i]);
+		sql_out(sel, at + 2, 9, sql);
+		sql_in(b, at + 3, 4, sql);
+		rep_out(b, at + 4, 4);
+		gen_ready(sel, at + 5, 9, POLLIN);
+		rep_in(sel, at + 6, 9);
+		http_out(hd, at + 7, 5 + i);
+	}
+	rt_init(t);
+	rt_write(t, g, NULL);
+	ck_assert_int_eq(rt_run(t), RC_EXIT_OK);
+	return labels(t);
+}
+
+START_TEST(answered_sender_resolved_by_content)
+{
+	struct rt t;
+
+	ck_assert_str_eq(jdk_like(&t, 1),
+		"/w?id=www000 exact -\n"
+		"/a?id=aaa111 resolved handoff:content\n"
+		"/b?id=bbb222 resolved handoff:content\n"
+		"/c?id=ccc333 resolved handoff:content");
+	ck_assert_str_eq(qb_owner(&t), "/c?id=ccc333 exact");
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'content_resolved'"), 3);
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM span_candidates"), 0);
+	rt_done(&t);
+}
+END_TEST
+
+START_TEST(answered_sender_uncertain_without_content)
+{
+	struct rt t;
+
+	ck_assert_str_eq(jdk_like(&t, 0),
+		"/w?id=www000 exact -\n"
+		"/a?id=aaa111 resolved handoff:content\n"
+		"/b?id=bbb222 uncertain handoff:content,ambiguous:answered\n"
+		"/c?id=ccc333 uncertain ambiguous:answered");
+	ck_assert_str_eq(rt_q(&t, "SELECT group_concat(r.target || ':' || k.chosen || ':' || k.reason, ' ') FROM span_candidates k JOIN requests r USING (request_id)"),
+			 "/c?id=ccc333:0:ambiguous:answered /b?id=bbb222:1:ambiguous:answered");
+	ck_assert_str_eq(qb_owner(&t), "/b?id=bbb222 uncertain");
+	rt_done(&t);
+}
+END_TEST
+
+/*
+ * Not unowned: a traced client (rule 5 roots; its process has no open
+ * server span) stays exact, whatever its queries carry; so does a pool
+ * whose thread answers /a and goes back to its queue while the other
+ * thread, working for /b, sends /b's query with /c open (read by the
+ * first thread): the sender's request is open.
+ */
+START_TEST(client_and_pool_stay_exact)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *w1 = front(h, &b);
+	struct gen_thr *cl = gen_proc_main(h, 500, "/usr/bin/psql", 0);
+
+	gen_tcp(cl, 10, 3, BT_CR_CONNECT, "10.0.0.1:50030", "10.0.0.2:5432");
+	gen_accept(b, 13, 5, 12, "10.0.0.2:5432", "10.0.0.1:50030");
+	gen_accept(b, 15, 6, 12, "10.0.0.2:5432", "10.0.0.1:50020");
+
+	gen_thread_create(w1, 11, 1);
+	struct gen_thr *w2 = gen_thread(gen_thr_proc(w1), 12, 301, 300, 1);
+	gen_tcp(w2, 14, 11, BT_CR_CONNECT, "10.0.0.1:50020", "10.0.0.2:5432");
+	gen_accept(w1, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	http_in(w1, 101, 5, "/a?id=aaa111");
+	sql_out(w1, 102, 9, "SELECT v FROM kv WHERE k = 'aaa111'");
+	gen_accept(w2, 103, 6, 3, "10.0.0.1:80", "10.0.0.6:2222");
+	http_in(w2, 104, 6, "/b?id=bbb222");
+	sql_in(b, 105, 4, "SELECT v FROM kv WHERE k = 'aaa111'");
+	rep_out(b, 106, 4);
+	rep_in(w1, 107, 9);
+	http_out(w1, 108, 5);                /* /a answered */
+	gen_accept(w1, 109, 7, 3, "10.0.0.1:80", "10.0.0.5:3333");
+	http_in(w1, 110, 7, "/c?id=ccc333");  /* /c open, no call */
+	sql_out(w2, 111, 11, "SELECT v FROM kv WHERE k = 'bbb222'");
+	sql_in(b, 112, 6, "SELECT v FROM kv WHERE k = 'bbb222'");
+	rep_out(b, 113, 6);
+	rep_in(w2, 114, 11);
+	http_out(w2, 115, 6);                /* nothing sent after it */
+	sql_out(w1, 116, 9, "SELECT v FROM kv WHERE k = 'ccc333'");
+	sql_in(b, 117, 4, "SELECT v FROM kv WHERE k = 'ccc333'");
+	rep_out(b, 118, 4);
+	rep_in(w1, 119, 9);
+	http_out(w1, 120, 7);
+	for (int i = 0; i < 3; i++) {
+		char sql[64];
+		snprintf(sql, sizeof sql, "SELECT v FROM kv WHERE k = 'cli%03d'", i);
+		sql_out(cl, 200 + 4 * i, 3, sql);
+		sql_in(b, 201 + 4 * i, 5, sql);
+		rep_out(b, 202 + 4 * i, 5);
+		rep_in(cl, 203 + 4 * i, 3);
+	}
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM requests"), 6);
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM requests WHERE certainty <> 'exact'"), 0);
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM spans WHERE certainty <> 'exact'"), 0);
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM span_candidates"), 0);
+	rt_done(&t);
+}
+END_TEST
+
 Suite *recon_certainty_suite(void)
 {
 	Suite *s = suite_create("recon_certainty");
@@ -866,6 +1015,9 @@ Suite *recon_certainty_suite(void)
 	tcase_add_test(tc, content_two_share);
 	tcase_add_test(tc, content_common_does_not_decide);
 	tcase_add_test(tc, content_no_tokens);
+	tcase_add_test(tc, answered_sender_resolved_by_content);
+	tcase_add_test(tc, answered_sender_uncertain_without_content);
+	tcase_add_test(tc, client_and_pool_stay_exact);
 	suite_add_tcase(s, tc);
 	return s;
 }
