@@ -73,7 +73,7 @@ bp_fail() {
 		>&"${BP_FAIL_FD:-2}"
 	BP_FAILED=1
 	bp_show_logs
-	exit "${BP_FAIL_STATUS:-1}"
+	exit 1
 }
 
 # bp_note MESSAGE: one line of the test's output.
