@@ -197,6 +197,9 @@ void rc_span_sent(struct rc_ctx *c, struct rc_span *sp)
 	if (par && par->host == sp->host && par->pid == sp->pid) {
 		par->ncalls++;
 		sp->call = 1;
+		if (par->caller && par->caller != sp->tid)
+			par->many_callers = 1;
+		par->caller = sp->tid;
 	}
 	for (uint32_t i = 0; i < m->nparked; i++) {
 		struct rc_span *q = m->parked[i];

@@ -40,6 +40,10 @@ struct rc_span {
 	uint8_t  call;           /* client: counted in its parent's ncalls */
 	uint32_t ncalls;         /* server: calls its process made for it
 				    that await their reply */
+	uint32_t caller;         /* server: the thread of its process that
+				    made its calls (0: none yet) */
+	uint8_t  many_callers;   /* server: calls made by more than one
+				    thread (1) */
 	const char *reason;      /* certainty_reason (a static string) */
 	const char *exe;         /* owned by the image (lives to the end) */
 	char    *name, *target, *method, *peer, *client;
@@ -108,7 +112,7 @@ uint32_t rc_span_nparked(const struct rc_ctx *c);
  * its request but is marked uncertain ('ambiguous:parked'), and every
  * parked candidate is recorded (span_candidates) and made uncertain with
  * the reason it was parked for.  Also counts SP among its parent server
- * span's calls awaiting a reply.
+ * span's calls awaiting a reply, and notes the thread that made it.
  */
 void rc_span_sent(struct rc_ctx *c, struct rc_span *sp);
 
