@@ -269,6 +269,28 @@ static void park_waiting(struct ap *a)
 	}
 }
 
+/*
+ * Thread TH, whose fragment working for SP's request ended, has read
+ * another request's input without waiting (RC_PARK_READAHEAD): is SP's
+ * work visibly over, its answer only waiting in an output buffer?  So
+ * when the input is the next request on SP's own connection (a
+ * pipelined one, whose answer must follow SP's) and SP made calls, all
+ * from TH and all answered: TH did SP's work itself, call by call, and
+ * came back to SP's connection for the next request only after the last
+ * reply (apache's check for a pipelined request before it flushes).  A
+ * server that reads the next request before it makes the previous one's
+ * calls (a read-ahead proxy) made none yet: SP is parked.
+ * docs/reconstruct.md, "Certainty".
+ */
+static int park_work_done(const struct rc_thr *th, const struct rc_span *sp)
+{
+	uint32_t tid = th->tid ? th->tid : sp->pid;
+
+	return th->park_why == RC_PARK_READAHEAD &&
+	       th->frag.channel_id == sp->channel_id &&
+	       sp->caller == tid && !sp->many_callers && !sp->ncalls;
+}
+
 /* The thread's fragment ends: remember its request's server span if it
  * may be left parked (decided once the next designation is known). */
 static void park_check(struct ap *a)
@@ -277,12 +299,6 @@ static void park_check(struct ap *a)
 	const struct rc_desig *d = &th->d;
 
 	th->park_cand = 0;
-	if (th->park_held) {
-		struct rc_span *h = rc_span_srv(a->c, th->park_held);
-		th->park_held = 0;
-		if (h && parkable(a, h, h->req))
-			rc_span_park(a->c, h, RC_PARK_READAHEAD);
-	}
 	if (!d->req || !a->im->run->attached || !a->im->run->proc)
 		return;
 	struct rc_span *sp = rc_span_srv(a->c, d->span);
@@ -314,13 +330,7 @@ static void park_resolve(struct ap *a, int always)
 		    parkable(a, sp, sp->req)) {
 			if (th->park_defer)
 				sp->park_defer = 1;
-			else if (!always && th->park_why == RC_PARK_READAHEAD &&
-				 th->frag.channel_id == sp->channel_id)
-				/* the next request on its own connection: a
-				 * server that looks for a pipelined request
-				 * before it flushes the answer (apache) */
-				th->park_held = sp->id;
-			else
+			else if (always || !park_work_done(th, sp))
 				rc_span_park(c, sp, th->park_why);
 		}
 		th->park_cand = 0;

@@ -191,9 +191,6 @@ struct rc_thr {
 	uint64_t park_cand;      /* server span its ended fragment left */
 	uint8_t  park_why;       /* enum rc_park, should it be parked */
 	uint8_t  park_defer;     /* only once its channel's output is out */
-	uint64_t park_held;      /* server span whose next request on its
-				    own connection this thread read: parked
-				    if still unanswered when that ends */
 	struct rc_frag  frag;
 	struct rc_lookup *lookups;
 	struct rc_span  *frag_span;  /* server span that lasts one fragment */

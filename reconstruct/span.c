@@ -289,6 +289,9 @@ void rc_span_sent(struct rc_ctx *c, struct rc_span *sp)
 	if (par && par->host == sp->host && par->pid == sp->pid) {
 		par->ncalls++;
 		sp->call = 1;
+		if (par->caller && par->caller != sp->tid)
+			par->many_callers = 1;
+		par->caller = sp->tid;
 	}
 	if (sp->certainty == RC_CT_RESOLVED)
 		return;           /* a sound rule placed it (tokens.c) */

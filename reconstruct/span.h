@@ -45,6 +45,10 @@ struct rc_span {
 				    other requests were open (tokens.c) */
 	uint32_t ncalls;         /* server: calls its process made for it
 				    that await their reply */
+	uint32_t caller;         /* server: the thread of its process that
+				    made its calls (0: none yet) */
+	uint8_t  many_callers;   /* server: calls made by more than one
+				    thread (1) */
 	const char *reason;      /* certainty_reason (a static string) */
 	const char *exe;         /* owned by the image (lives to the end) */
 	char    *name, *target, *method, *peer, *client;
@@ -142,7 +146,7 @@ uint32_t rc_span_nparked(const struct rc_ctx *c);
  * request was answered here, or is none), every open request that may
  * own it (rc_span_may_own) is a candidate too ('ambiguous:answered' when
  * it is not parked).  Also counts SP among its parent server span's
- * calls awaiting a reply.
+ * calls awaiting a reply, and notes the thread that made it.
  */
 void rc_span_sent(struct rc_ctx *c, struct rc_span *sp);
 

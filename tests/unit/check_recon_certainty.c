@@ -552,11 +552,17 @@ START_TEST(want_given_up_parks)
 END_TEST
 
 /*
- * Not parked: a thread that reads the next pipelined request on the same
- * connection before it writes the answer it has ready (apache looks for
- * one before it flushes).  Another thread's query meanwhile is exact.
+ * Not parked: apache's prefork and worker MPMs.  The thread makes /a's
+ * call (a one-fd wait on the backend socket before each send and read),
+ * reads its reply, then reads the next pipelined request /b on /a's
+ * connection without waiting (its check for a pipelined request before
+ * it flushes: /a's answer stays in the output filter) and makes /b's
+ * call; /d, a static file, is read the same way, and the three answers
+ * go out together.  Another thread's query meanwhile is exact, and so is
+ * every request: /a's and /b's work, call by call, was over when the
+ * thread came back to their connection.
  */
-START_TEST(pipelined_next_request_does_not_fire)
+START_TEST(pipelined_after_calls_does_not_fire)
 {
 	struct rt t;
 	struct gen *g = gen_new();
@@ -568,20 +574,112 @@ START_TEST(pipelined_next_request_does_not_fire)
 	gen_accept(w, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
 	gen_accept(w2, 101, 6, 3, "10.0.0.1:80", "10.0.0.6:2222");
 	http_in(w, 110, 5, "/a");
-	http_in(w2, 111, 6, "/c");
-	http_in(w, 112, 5, "/b");            /* /a's answer not out yet */
-	sql_out(w2, 113, 9, "SELECT c");
-	http_out(w, 114, 5);                 /* /a */
-	http_out(w, 115, 5);                 /* /b */
-	sql_in(b, 116, 4, "SELECT c");
-	rep_out(b, 117, 4);
-	rep_in(w2, 118, 9);
-	http_out(w2, 119, 6);
+	gen_ready(w, 111, 9, POLLOUT | BT_RF_ALONE);
+	sql_out(w, 112, 9, "SELECT a");
+	sql_in(b, 113, 4, "SELECT a");
+	rep_out(b, 114, 4);
+	gen_ready(w, 115, 9, POLLIN | BT_RF_ALONE);
+	rep_in(w, 116, 9);
+	http_in(w, 120, 5, "/b");            /* /a's answer not out yet */
+	http_in(w2, 121, 6, "/c");
+	gen_ready(w, 122, 9, POLLOUT | BT_RF_ALONE);
+	sql_out(w, 123, 9, "SELECT b");
+	sql_out(w2, 124, 9, "SELECT c");
+	sql_in(b, 125, 4, "SELECT b");
+	rep_out(b, 126, 4);
+	sql_in(b, 127, 4, "SELECT c");
+	rep_out(b, 128, 4);
+	gen_ready(w, 129, 9, POLLIN | BT_RF_ALONE);
+	rep_in(w, 130, 9);
+	http_in(w, 131, 5, "/d");            /* static, no call */
+	http_out(w, 132, 5);                 /* /a */
+	http_out(w, 133, 5);                 /* /b */
+	http_out(w, 134, 5);                 /* /d */
+	rep_in(w2, 135, 9);
+	http_out(w2, 136, 6);
+	gen_ready(w, 140, 5, POLLIN | BT_RF_ALONE);
 
 	rt_init(&t);
 	rt_write(&t, g, NULL);
 	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
-	ck_assert_str_eq(labels(&t), "/a exact -\n/c exact -\n/b exact -");
+	ck_assert_str_eq(labels(&t),
+		"/a exact -\n/b exact -\n/c exact -\n/d exact -");
+	ck_assert_str_eq(rt_q(&t, "SELECT group_concat(r.target || ':' || s.target, ' ') FROM spans s JOIN requests r USING (request_id) WHERE s.kind = 'client'"),
+			 "/a:SELECT a /b:SELECT b /c:SELECT c");
+	rt_done(&t);
+}
+END_TEST
+
+/*
+ * A read-ahead proxy: it reads the next pipelined request /b on /a's
+ * connection before it makes /a's call, then sends both calls from /b's
+ * fragment.  /a made no call before /b was read: it is parked
+ * (readahead), and both calls are ambiguous.  Never silently wrong.
+ */
+START_TEST(pipelined_readahead_fires)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *w = front(h, &b);
+
+	gen_accept(w, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	http_in(w, 110, 5, "/a");
+	http_in(w, 111, 5, "/b");
+	sql_out(w, 112, 9, "SELECT a");      /* /a's, in /b's fragment */
+	sql_in(b, 113, 4, "SELECT a");
+	rep_out(b, 114, 4);
+	rep_in(w, 115, 9);
+	sql_out(w, 116, 9, "SELECT b");
+	sql_in(b, 117, 4, "SELECT b");
+	rep_out(b, 118, 4);
+	rep_in(w, 119, 9);
+	http_out(w, 120, 5);                 /* /a */
+	http_out(w, 121, 5);                 /* /b */
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(labels(&t),
+		"/a uncertain readahead\n/b uncertain ambiguous:parked");
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM span_candidates WHERE chosen = 0"), 2);
+	rt_done(&t);
+}
+END_TEST
+
+/*
+ * The same thread, /a's calls all answered, but the next request it
+ * reads without waiting is on another connection: /a's work is not
+ * shown to be over (its answer must precede nothing on that connection),
+ * so /a is parked (readahead) and /b's call is ambiguous.
+ */
+START_TEST(readahead_other_connection_after_calls_fires)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *w = front(h, &b);
+
+	gen_accept(w, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_accept(w, 101, 6, 3, "10.0.0.1:80", "10.0.0.6:2222");
+	http_in(w, 110, 5, "/a");
+	sql_out(w, 111, 9, "SELECT a");
+	sql_in(b, 112, 4, "SELECT a");
+	rep_out(b, 113, 4);
+	rep_in(w, 114, 9);
+	http_in(w, 115, 6, "/b");
+	sql_out(w, 116, 9, "SELECT b");
+	sql_in(b, 117, 4, "SELECT b");
+	rep_out(b, 118, 4);
+	rep_in(w, 119, 9);
+	http_out(w, 120, 5);                 /* /a */
+	http_out(w, 121, 6);                 /* /b */
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(labels(&t),
+		"/a uncertain readahead\n/b uncertain ambiguous:parked");
 	rt_done(&t);
 }
 END_TEST
@@ -1006,7 +1104,9 @@ Suite *recon_certainty_suite(void)
 	tcase_add_test(tc, thread_handoff_fires);
 	tcase_add_test(tc, connecting_and_body_do_not_fire);
 	tcase_add_test(tc, poller_and_workers_do_not_fire);
-	tcase_add_test(tc, pipelined_next_request_does_not_fire);
+	tcase_add_test(tc, pipelined_after_calls_does_not_fire);
+	tcase_add_test(tc, pipelined_readahead_fires);
+	tcase_add_test(tc, readahead_other_connection_after_calls_fires);
 	tcase_add_test(tc, connect_taken_by_another_fires);
 	tcase_add_test(tc, want_given_up_parks);
 	tcase_add_test(tc, waiting_reader_parks);
