@@ -26,7 +26,6 @@
 
 #include "bt.h"
 
-BT_HIDDEN void bt_own_var(int *var, int add);
 
 static int nl_fd = -1;
 static pthread_mutex_t nl_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -234,7 +233,6 @@ static uint8_t kind_of(int family, int type)
 }
 
 /* socket(): remember the kind; identity comes at connect/accept/first use. */
-BT_HIDDEN void bt_chan_socket(int fd, int domain, int type);
 void bt_chan_socket(int fd, int domain, int type)
 {
 	struct bt_chan *ch;
@@ -425,7 +423,6 @@ void bt_chan_socketpair(int fd0, int fd1, int type)
 }
 
 /* First data on a channel never announced (socket() then sendto, ...). */
-BT_HIDDEN void bt_chan_announce(struct bt_chan *ch, int fd);
 void bt_chan_announce(struct bt_chan *ch, int fd)
 {
 	bt_chan_open(fd, ch->transport == BT_TR_DGRAM ? BT_CR_DGRAM
@@ -434,7 +431,6 @@ void bt_chan_announce(struct bt_chan *ch, int fd)
 }
 
 /* The netlink socket is shared with the parent after fork: use our own. */
-BT_HIDDEN void bt_chan_atfork_child(void);
 void bt_chan_atfork_child(void)
 {
 	pthread_mutex_init(&nl_mu, NULL);
@@ -444,4 +440,30 @@ void bt_chan_atfork_child(void)
 		REAL(close)(nl_fd);
 		nl_fd = -1;
 	}
+}
+
+/* ---- pausing (docs/security.md) --------------------------------------
+ *
+ * While tracing is paused the wrappers pass calls through.  Byte offsets
+ * pair a send with its receive, and a processor must see every byte: a
+ * channel whose bytes moved unseen can never be paired or framed again.
+ * So the rule is: a channel on which bytes moved while paused (or one of
+ * whose records was lost to the pause) is dark until it is closed; its
+ * end is closed in the log when it goes dark.  A channel that moved
+ * nothing while paused carries on exactly where it was.  Held input is
+ * always served first, paused or dark, so the application sees no change.
+ */
+
+/* CH stops being traced until it is closed (chan.h). */
+void bt_chan_go_dark(struct bt_chan *ch, int fd)
+{
+	struct bt_event ev;
+
+	if (ch->dark || __atomic_exchange_n(&ch->dark, 1, __ATOMIC_RELAXED) ||
+	    !ch->announced)
+		return;
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_CLOSE;
+	ev.fd = fd;
+	bt_emit_always(&ev);
 }

@@ -155,7 +155,6 @@ static void own_unregister(int *var)
 }
 
 /* Register/unregister an fd variable kept elsewhere (ready.c, chan.c). */
-BT_HIDDEN void bt_own_var(int *var, int add);
 void bt_own_var(int *var, int add)
 {
 	if (add)
@@ -165,7 +164,6 @@ void bt_own_var(int *var, int add)
 }
 
 /* The smallest descriptor of the shim in [FROM, TO], or -1. */
-BT_HIDDEN int bt_own_next(unsigned from, unsigned to);
 int bt_own_next(unsigned from, unsigned to)
 {
 	int best = -1;
@@ -1034,7 +1032,6 @@ static int paused_flag(void)
 
 static void emit_drop_report(void);
 static void emit_resumed(uint64_t ts);
-BT_HIDDEN void bt_thread_first_records(void);
 
 /*
  * Claim this thread's slot and write its first records.  A thread that
@@ -1459,8 +1456,6 @@ void bt_emit_atfork_child(void)
  * tests, which link the shim's core without LD_PRELOAD and without logd.
  * Returns the number of records, or -1 if the thread has no slot.
  */
-BT_HIDDEN int bt_test_events(void (*cb)(const struct bt_event *ev, void *ctx),
-			     void *ctx, int consume);
 int bt_test_events(void (*cb)(const struct bt_event *ev, void *ctx),
 		   void *ctx, int consume)
 {

@@ -216,8 +216,6 @@ uintptr_t bt_fd_seen(int fd)
 }
 
 /* Call CB for every fd in [LO, HI] the table knows something about. */
-BT_HIDDEN void bt_fd_range(unsigned lo, unsigned hi,
-			   void (*cb)(int fd, uintptr_t w, void *ctx), void *ctx);
 void bt_fd_range(unsigned lo, unsigned hi,
 		 void (*cb)(int fd, uintptr_t w, void *ctx), void *ctx)
 {
@@ -236,4 +234,16 @@ void bt_fd_range(unsigned lo, unsigned hi,
 			cb((int)f, w, ctx);
 		f++;
 	}
+}
+
+/* A call moved bytes on FD while paused: its channel goes dark (chan.c),
+ * or a descriptor never seen becomes BT_FD_DARK. */
+void bt_fd_paused_io(int fd)
+{
+	uintptr_t w = bt_fd_get(fd);
+
+	if (BT_FD_IS_CHAN(w))
+		bt_chan_go_dark((struct bt_chan *)w, fd);
+	else if (w == BT_FD_NONE)
+		bt_fd_set(fd, BT_FD_DARK);
 }

@@ -37,8 +37,8 @@
 #include <unistd.h>
 
 #include "bt.h"
+#include "impl.h"
 
-BT_HIDDEN void bt_chan_announce(struct bt_chan *ch, int fd);
 
 /* ---- logging helpers -------------------------------------------------- */
 
@@ -225,41 +225,6 @@ void bt_io_eof(struct bt_chan *ch, int fd, int dir)
 		track(ch, fd, dir, 0, &m, NULL);
 	else if (m.kind)
 		ch->msg_open[dir] = 0;
-}
-
-/* ---- pausing (docs/security.md) --------------------------------------
- *
- * While tracing is paused the wrappers pass calls through.  Byte offsets
- * pair a send with its receive, and a processor must see every byte: a
- * channel whose bytes moved unseen can never be paired or framed again.
- * So the rule is: a channel on which bytes moved while paused (or one of
- * whose records was lost to the pause) is dark until it is closed; its
- * end is closed in the log when it goes dark.  A channel that moved
- * nothing while paused carries on exactly where it was.  Held input is
- * always served first, paused or dark, so the application sees no change.
- */
-
-void bt_chan_go_dark(struct bt_chan *ch, int fd)
-{
-	struct bt_event ev;
-
-	if (ch->dark || __atomic_exchange_n(&ch->dark, 1, __ATOMIC_RELAXED) ||
-	    !ch->announced)
-		return;
-	memset(&ev, 0, sizeof ev);
-	ev.type = BT_EV_CLOSE;
-	ev.fd = fd;
-	bt_emit_always(&ev);
-}
-
-void bt_fd_paused_io(int fd)
-{
-	uintptr_t w = bt_fd_get(fd);
-
-	if (BT_FD_IS_CHAN(w))
-		bt_chan_go_dark((struct bt_chan *)w, fd);
-	else if (w == BT_FD_NONE)
-		bt_fd_set(fd, BT_FD_DARK);
 }
 
 static inline void io_ready_changed(struct bt_chan *ch)
@@ -1046,7 +1011,6 @@ out:
 	return n;
 }
 
-ssize_t bt_read(int fd, void *buf, size_t len);
 BT_HIDDEN ssize_t bt_read(int fd, void *buf, size_t len)
 {
 	struct iovec iov = { buf, len };
@@ -1054,7 +1018,6 @@ BT_HIDDEN ssize_t bt_read(int fd, void *buf, size_t len)
 	return do_read(&r);
 }
 
-BT_HIDDEN ssize_t bt_readv(int fd, const struct iovec *iov, int cnt);
 ssize_t bt_readv(int fd, const struct iovec *iov, int cnt)
 {
 	struct rd r = { .fd = fd, .kind = RK_READV, .iov = iov, .iovcnt = cnt };
@@ -1063,7 +1026,6 @@ ssize_t bt_readv(int fd, const struct iovec *iov, int cnt)
 	return do_read(&r);
 }
 
-BT_HIDDEN ssize_t bt_recv(int fd, void *buf, size_t len, int flags);
 ssize_t bt_recv(int fd, void *buf, size_t len, int flags)
 {
 	struct iovec iov = { buf, len };
@@ -1072,8 +1034,6 @@ ssize_t bt_recv(int fd, void *buf, size_t len, int flags)
 	return do_read(&r);
 }
 
-BT_HIDDEN ssize_t bt_recvfrom(int fd, void *buf, size_t len, int flags,
-			      struct sockaddr *from, socklen_t *fromlen);
 ssize_t bt_recvfrom(int fd, void *buf, size_t len, int flags,
 		    struct sockaddr *from, socklen_t *fromlen)
 {
@@ -1084,7 +1044,6 @@ ssize_t bt_recvfrom(int fd, void *buf, size_t len, int flags,
 	return do_read(&r);
 }
 
-BT_HIDDEN ssize_t bt_recvmsg(int fd, struct msghdr *mh, int flags);
 ssize_t bt_recvmsg(int fd, struct msghdr *mh, int flags)
 {
 	struct rd r = { .fd = fd, .kind = RK_RECVMSG, .flags = flags,
@@ -1096,8 +1055,6 @@ ssize_t bt_recvmsg(int fd, struct msghdr *mh, int flags)
 }
 
 /* recvmmsg: datagram sockets only in practice; each message accounted. */
-BT_HIDDEN int bt_recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags,
-			  struct timespec *tmo);
 int bt_recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags,
 		struct timespec *tmo)
 {
@@ -1157,7 +1114,6 @@ int bt_recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags,
  * passed straight through: count its bytes so offsets stay exact, and
  * count the record it could not have (reported by the next DROP).
  */
-BT_HIDDEN void bt_io_out_nested(int fd, ssize_t n);
 void bt_io_out_nested(int fd, ssize_t n)
 {
 	uintptr_t w = bt_fd_get(fd);
@@ -1310,7 +1266,6 @@ static inline int out_tracked(int fd)
 	return BT_FD_IS_CHAN(w) || w == BT_FD_NONE;
 }
 
-BT_HIDDEN ssize_t bt_write(int fd, const void *buf, size_t len);
 ssize_t bt_write(int fd, const void *buf, size_t len)
 {
 	ssize_t n;
@@ -1333,7 +1288,6 @@ ssize_t bt_write(int fd, const void *buf, size_t len)
 	return n;
 }
 
-BT_HIDDEN ssize_t bt_writev(int fd, const struct iovec *iov, int cnt);
 ssize_t bt_writev(int fd, const struct iovec *iov, int cnt)
 {
 	ssize_t n;
@@ -1353,7 +1307,6 @@ ssize_t bt_writev(int fd, const struct iovec *iov, int cnt)
 	return n;
 }
 
-BT_HIDDEN ssize_t bt_send(int fd, const void *buf, size_t len, int flags);
 ssize_t bt_send(int fd, const void *buf, size_t len, int flags)
 {
 	ssize_t n;
@@ -1374,8 +1327,6 @@ ssize_t bt_send(int fd, const void *buf, size_t len, int flags)
 	return n;
 }
 
-BT_HIDDEN ssize_t bt_sendto(int fd, const void *buf, size_t len, int flags,
-			    const struct sockaddr *to, socklen_t tolen);
 ssize_t bt_sendto(int fd, const void *buf, size_t len, int flags,
 		  const struct sockaddr *to, socklen_t tolen)
 {
@@ -1397,7 +1348,6 @@ ssize_t bt_sendto(int fd, const void *buf, size_t len, int flags,
 	return n;
 }
 
-BT_HIDDEN ssize_t bt_sendmsg(int fd, const struct msghdr *mh, int flags);
 ssize_t bt_sendmsg(int fd, const struct msghdr *mh, int flags)
 {
 	ssize_t n;
@@ -1416,7 +1366,6 @@ ssize_t bt_sendmsg(int fd, const struct msghdr *mh, int flags)
 	return n;
 }
 
-BT_HIDDEN int bt_sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags);
 int bt_sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
 {
 	int r;
@@ -1506,7 +1455,6 @@ static void file_bytes_out(int out_fd, int in_fd, off_t start, size_t n)
 	errno = e;
 }
 
-BT_HIDDEN ssize_t bt_sendfile(int out_fd, int in_fd, off_t *off, size_t n);
 ssize_t bt_sendfile(int out_fd, int in_fd, off_t *off, size_t n)
 {
 	ssize_t r;
@@ -1528,7 +1476,6 @@ ssize_t bt_sendfile(int out_fd, int in_fd, off_t *off, size_t n)
 	return r;
 }
 
-BT_HIDDEN ssize_t bt_sendfile64(int out_fd, int in_fd, off64_t *off, size_t n);
 ssize_t bt_sendfile64(int out_fd, int in_fd, off64_t *off, size_t n)
 {
 	ssize_t r;
@@ -1619,8 +1566,6 @@ static ssize_t splice_held(int in, loff_t *ioff, int out, loff_t *ooff,
  * with a processor is given up (LOST_SYNC) because bytes were missed.
  * Input the shim holds for the source goes first (splice_held).
  */
-BT_HIDDEN ssize_t bt_splice(int in, off64_t *ioff, int out, off64_t *ooff,
-			    size_t n, unsigned int fl);
 ssize_t bt_splice(int in, off64_t *ioff, int out, off64_t *ooff, size_t n,
 		  unsigned int fl)
 {

@@ -5,6 +5,16 @@
 noinst_LTLIBRARIES += libbtcore.la
 libbtcore_la_SOURCES = \
 	libbtrace/bt.h \
+	libbtrace/core.h \
+	libbtrace/conf.h \
+	libbtrace/redact.h \
+	libbtrace/proc.h \
+	libbtrace/emit.h \
+	libbtrace/fdtab.h \
+	libbtrace/chan.h \
+	libbtrace/io.h \
+	libbtrace/ready.h \
+	libbtrace/impl.h \
 	libbtrace/real.h \
 	libbtrace/real.c \
 	libbtrace/conf.c \

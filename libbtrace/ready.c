@@ -35,8 +35,8 @@
 #include <unistd.h>
 
 #include "bt.h"
+#include "impl.h"
 
-BT_HIDDEN void bt_own_var(int *var, int add);
 
 int bt_ready_count;
 
@@ -196,7 +196,6 @@ static inline int epmap_lookup(struct bt_epset *es, uint64_t data)
 	return epmap_lookup_locked(es, data);
 }
 
-BT_HIDDEN void bt_ready_epoll_created(int epfd);
 void bt_ready_epoll_created(int epfd)
 {
 	struct bt_epset *es;
@@ -518,7 +517,6 @@ static void log_want(struct bt_chan *ch, int fd, uint32_t flags)
 		bt_chan_go_dark(ch, fd);
 }
 
-BT_HIDDEN int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
 int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	struct bt_epset *es;
@@ -901,7 +899,6 @@ static int epoll_common(int kind, struct bt_epset *es, int epfd,
 	return r;
 }
 
-BT_HIDDEN int bt_epoll_wait(int epfd, struct epoll_event *ev, int max, int tmo);
 int bt_epoll_wait(int epfd, struct epoll_event *ev, int max, int tmo)
 {
 	struct bt_epset *es = epset_of(epfd);
@@ -911,8 +908,6 @@ int bt_epoll_wait(int epfd, struct epoll_event *ev, int max, int tmo)
 	return epoll_common(EPK_WAIT, es, epfd, ev, max, tmo, NULL, NULL);
 }
 
-BT_HIDDEN int bt_epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo,
-			     const sigset_t *sig);
 int bt_epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo,
 		   const sigset_t *sig)
 {
@@ -923,8 +918,6 @@ int bt_epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo,
 	return epoll_common(EPK_PWAIT, es, epfd, ev, max, tmo, NULL, sig);
 }
 
-BT_HIDDEN int bt_epoll_pwait2(int epfd, struct epoll_event *ev, int max,
-			      const struct timespec *ts, const sigset_t *sig);
 int bt_epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 		    const struct timespec *ts, const sigset_t *sig)
 {
@@ -1106,7 +1099,6 @@ static inline int poll_one_noreq(const struct pollfd *fds, nfds_t n)
 						     BT_FD_NONE);
 }
 
-BT_HIDDEN int bt_poll(struct pollfd *fds, nfds_t n, int tmo);
 int bt_poll(struct pollfd *fds, nfds_t n, int tmo)
 {
 	if (poll_one_noreq(fds, n)) {
@@ -1124,8 +1116,6 @@ int bt_poll(struct pollfd *fds, nfds_t n, int tmo)
 	return poll_common(PK_POLL, fds, n, tmo, NULL, NULL);
 }
 
-BT_HIDDEN int bt_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
-		       const sigset_t *sig);
 int bt_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 	     const sigset_t *sig)
 {
@@ -1272,15 +1262,11 @@ static int select_common(int pselect_, int nfds, fd_set *rd, fd_set *wr,
 	return r;
 }
 
-BT_HIDDEN int bt_select(int n, fd_set *rd, fd_set *wr, fd_set *ex,
-			struct timeval *tv);
 int bt_select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
 {
 	return select_common(0, n, rd, wr, ex, tv, NULL, NULL);
 }
 
-BT_HIDDEN int bt_pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex,
-			 const struct timespec *ts, const sigset_t *sig);
 int bt_pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex,
 	       const struct timespec *ts, const sigset_t *sig)
 {
