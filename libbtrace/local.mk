@@ -22,7 +22,10 @@ libbtcore_la_SOURCES = \
 	libbtrace/fdtab.c \
 	libbtrace/chan.c \
 	libbtrace/fdops.c \
-	libbtrace/io.c \
+	libbtrace/iopath.h \
+	libbtrace/msg.c \
+	libbtrace/in.c \
+	libbtrace/out.c \
 	libbtrace/ready.c \
 	libbtrace/proc.c \
 	libbtrace/names.c \
