@@ -60,3 +60,7 @@ tests_unit_check_shim_SOURCES = tests/unit/check_shim.c
 tests_unit_check_shim_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) -I$(srcdir)/libbtrace
 tests_unit_check_shim_LDADD = libbtcore.la $(CHECK_LIBS)
 endif
+
+# a project function is declared once, in a header (issue 14)
+TESTS += tests/unit/no-stray-prototypes.sh
+EXTRA_DIST += tests/unit/no-stray-prototypes.sh

@@ -491,7 +491,6 @@ int bt_fexecve(int fd, char *const a[], char *const e[])
 	return exec_common(EK_FVE, NULL, fd, a, e);
 }
 
-BT_HIDDEN char **bt_environ(void);
 char **bt_environ(void)
 {
 	return environ;
