@@ -18,7 +18,12 @@ libbtcore_la_SOURCES = \
 	libbtrace/real.h \
 	libbtrace/real.c \
 	libbtrace/conf.c \
+	libbtrace/logpath.h \
 	libbtrace/emit.c \
+	libbtrace/ring.c \
+	libbtrace/link.c \
+	libbtrace/spool.c \
+	libbtrace/own.c \
 	libbtrace/fdtab.c \
 	libbtrace/chan.c \
 	libbtrace/fdops.c \
