@@ -1,17 +1,31 @@
 /*
  * bt.h - libbtrace internals shared by its modules.
  *
- *   shim.c   exported wrappers: one-liners into the modules below
+ *   shim.c   exported wrappers: one-liners into the modules below (impl.h)
  *   real.c   the real libc functions (wrapped.def)
  *   conf.c   configuration from the environment, protocol selection rules
- *   emit.c   per-thread rings shared with bp-logd, the logd link, spooling
+ *   proc.c   start-up, fork, exec, spawn, threads; per-thread state
+ *   fdops.c  calls that make and end descriptors
  *   fdtab.c  fd table and channel objects
- *   chan.c   channel identity (addresses, inodes) and processor choice
- *   io.c     read/write families, processors and event isolation
- *   ready.c  poll/select/epoll: buffered input and one fd per call
- *   proc.c   start-up, fork, exec, spawn, threads
+ *   chan.c   channel identity (addresses, inodes), processor choice, dark
+ *   in.c     the read family, processors and event isolation
+ *   out.c    the write family, sendfile, splice
+ *   msg.c    MSG / LOST_SYNC records, end of a direction (iopath.h)
+ *   ready.c  channels holding input, READY records (readypath.h)
+ *   epoll.c  epoll sets and calls: held input, one event per call
+ *   poll.c   poll, ppoll, select, pselect: the same
  *   names.c  getaddrinfo and friends as DNS client spans
  *   redact.c secrets taken out of message attributes before logging
+ *   emit.c   records into the per-thread ring slots, pausing, drops
+ *   ring.c   memfd chunks shared with bp-logd, slots (logpath.h)
+ *   link.c   the bp-logd link
+ *   spool.c  the spool, without bp-logd
+ *   own.c    the shim's own descriptors, hidden from the application
+ *
+ * Each module's header (core.h conf.h redact.h proc.h emit.h fdtab.h
+ * chan.h io.h ready.h) declares what it offers; this file includes them
+ * all.  impl.h declares the wrappers' implementations, iopath.h and
+ * logpath.h what the I/O and the record files share among themselves.
  *
  * Locking: the fd table is read without locks (entries are atomic words,
  * channel objects are type-stable and never freed); a channel's mutex

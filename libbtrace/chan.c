@@ -8,7 +8,7 @@
  * complete; a connecting end may log peer 0); for pipes the pipe inode.
  * Then the processor is chosen: rules (port, unix path) and defaults at
  * creation, exe rules for pipes and inherited descriptors, else sniffing of
- * the first bytes (io.c calls bt_chan_sniff).
+ * the first bytes (in.c and out.c call bt_chan_sniff).
  */
 #include "config.h"
 

@@ -328,7 +328,7 @@ static void ring_full(struct bt_slot *s)
 /*
  * What every record written straight into the ring goes through first:
  * not from inside the shim, not while paused (counted: the caller's
- * channel goes dark, io.c), its time, the thread's slot, and the records
+ * channel goes dark, chan.c), its time, the thread's slot, and the records
  * owed before it (losses, the end of a pause).  0 when it may be written.
  */
 static inline int fast_begin(uint64_t *ts)
@@ -441,7 +441,7 @@ void bt_emit(struct bt_event *ev)
 		return;
 	}
 	if (unlikely(paused_flag())) {
-		/* not recorded: the caller's channel goes dark (io.c) */
+		/* not recorded: the caller's channel goes dark (chan.c) */
 		bt_self.paused_calls++;
 		bt_self.pause_lost++;
 		return;

@@ -1,6 +1,6 @@
 /*
  * emit.h - records into the per-thread rings shared with bp-logd, the logd
- * link, spooling, pausing and the shim's own descriptors (emit.c).
+ * link, spooling, pausing (emit.c) and the shim's own descriptors (own.c).
  */
 #ifndef BT_EMIT_H
 #define BT_EMIT_H

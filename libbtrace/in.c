@@ -451,8 +451,8 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 	gen = ch->gen;
 	if (ch->et_told) {
 		struct bt_epiter it;
-		BT_EPREG_EACH(ch, r, it)
-			r->told = 0;
+		BT_EPREG_EACH(ch, reg, it)
+			reg->told = 0;
 		ch->et_told = 0;
 	}
 	if (ch->owed && ch->rd == ch->wr) {
@@ -641,7 +641,7 @@ static void dgram_in(struct bt_chan *ch, uint32_t gen, int fd, struct rd *r,
 	if (ch->pp) {
 		struct bt_msg m;
 		long k;
-		memset(&m, 0, sizeof m);
+		bt_msg_init(&m);
 		k = ch->pp->feed(ch->pps, BT_DIR_IN, p, len, &m);
 		if (k < 0) {
 			bt_io_lost(ch, fd, BT_DIR_IN);

@@ -31,7 +31,10 @@ libbtcore_la_SOURCES = \
 	libbtrace/msg.c \
 	libbtrace/in.c \
 	libbtrace/out.c \
+	libbtrace/readypath.h \
 	libbtrace/ready.c \
+	libbtrace/epoll.c \
+	libbtrace/poll.c \
 	libbtrace/proc.c \
 	libbtrace/names.c \
 	libbtrace/redact.c

@@ -107,7 +107,7 @@ void bt_io_turn_ends(struct bt_chan *ch, int fd, int dir)
 	if (!ch->pp->eof || !ch->msg_open[other])
 		return;
 	struct bt_msg m;
-	memset(&m, 0, sizeof m);
+	bt_msg_init(&m);
 	ch->pp->eof(ch->pps, other, &m);
 	if (m.kind)
 		track(ch, fd, other, 0, &m, NULL);
@@ -122,7 +122,7 @@ void bt_io_eof(struct bt_chan *ch, int fd, int dir)
 	ch->eof[dir] = 1;
 	if (!ch->pp || !ch->pp->eof)
 		return;
-	memset(&m, 0, sizeof m);
+	bt_msg_init(&m);
 	ch->pp->eof(ch->pps, dir, &m);
 	if (m.kind && ch->msg_open[dir])
 		track(ch, fd, dir, 0, &m, NULL);

@@ -89,7 +89,7 @@ void bt_io_out(struct bt_chan *ch, int fd, const struct iovec *iov,
 			}
 			p = small;
 		}
-		memset(&m, 0, sizeof m);
+		bt_msg_init(&m);
 		k = ch->pp->feed(ch->pps, BT_DIR_OUT, p, len, &m);
 		if (k < 0) {
 			bt_io_lost(ch, fd, BT_DIR_OUT);
