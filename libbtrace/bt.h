@@ -6,8 +6,10 @@
  *   conf.c   configuration from the environment, protocol selection rules
  *   proc.c   start-up, fork, exec, spawn, threads; per-thread state
  *   fdops.c  calls that make and end descriptors
- *   fdtab.c  fd table and channel objects
- *   chan.c   channel identity (addresses, inodes), processor choice, dark
+ *   mutex.c  the light mutex's slow paths (core.h)
+ *   fdtab.c  fd table
+ *   chan.c   channel objects, identity (addresses, inodes), processor
+ *            choice, going dark
  *   in.c     the read family, processors and event isolation
  *   out.c    the write family, sendfile, splice
  *   msg.c    MSG / LOST_SYNC records, end of a direction (iopath.h)

@@ -1,6 +1,6 @@
 /*
- * chan.h - channel identity (addresses, inodes), processor choice and
- * going dark (chan.c).
+ * chan.h - channel objects (type-stable, reference counted), their identity
+ * (addresses, inodes), processor choice and going dark (chan.c).
  */
 #ifndef BT_CHAN_H
 #define BT_CHAN_H
@@ -37,5 +37,21 @@ BT_HIDDEN void bt_chan_atfork_child(void);
  * recorded.  Input it holds is still served first.
  */
 BT_HIDDEN void bt_chan_go_dark(struct bt_chan *ch, int fd);
+
+/* ---- channel objects (chan.c) ---- */
+/* New channel object, zeroed, refs = 0, mutex ready. */
+BT_HIDDEN struct bt_chan *bt_chan_new(void);
+BT_HIDDEN void bt_chan_get(struct bt_chan *ch);
+/* Drop a reference; on the last one the processor is finished and the
+ * object recycled. */
+BT_HIDDEN void bt_chan_put(struct bt_chan *ch);
+/* Re-initialise the pool lock and every channel mutex (forked child). */
+BT_HIDDEN void bt_chan_pool_atfork_child(void);
+
+/*
+ * The channel for FD, classifying an fd never seen before (inherited or
+ * made by libc internally) on first use.  NULL: nothing to trace.
+ */
+BT_HIDDEN struct bt_chan *bt_chan_of(int fd);
 
 #endif /* BT_CHAN_H */

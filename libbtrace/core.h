@@ -31,7 +31,7 @@
  * one atomic instruction each way when uncontended (pthread_mutex_lock and
  * unlock cost some 55 instructions more per round trip), a futex wait when
  * contended.  0 free, 1 locked, 2 locked with waiters.  Process-private;
- * a forked child re-initialises it (bt_fdtab_atfork_child).
+ * a forked child re-initialises it (bt_chan_pool_atfork_child).
  */
 typedef struct { int v; } bt_mutex_t;
 BT_HIDDEN void bt_mutex_lock_slow(bt_mutex_t *m, int c);

@@ -166,20 +166,6 @@ BT_HIDDEN void bt_fd_set_chan(int fd, struct bt_chan *ch);
 /* Forget FD (close): returns the channel it referred to, if any, whose
  * reference the caller must drop with bt_chan_put. */
 BT_HIDDEN struct bt_chan *bt_fd_take(int fd);
-/* New channel object, zeroed, refs = 0, mutex ready. */
-BT_HIDDEN struct bt_chan *bt_chan_new(void);
-BT_HIDDEN void bt_chan_get(struct bt_chan *ch);
-/* Drop a reference; on the last one the processor is finished and the
- * object recycled.  FD is the fd being closed, for the log. */
-BT_HIDDEN void bt_chan_put(struct bt_chan *ch);
-/* Re-initialise every channel mutex (forked child). */
-BT_HIDDEN void bt_fdtab_atfork_child(void);
-
-/*
- * The channel for FD, classifying an fd never seen before (inherited or
- * made by libc internally) on first use.  NULL: nothing to trace.
- */
-BT_HIDDEN struct bt_chan *bt_chan_of(int fd);
 /* FD's word; a descriptor never seen that is no socket or FIFO is marked
  * seen first (BT_FD_PLAIN, as bt_chan_of would), a socket or FIFO never
  * seen stays BT_FD_NONE (no channel is opened for it here). */

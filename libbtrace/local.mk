@@ -24,6 +24,7 @@ libbtcore_la_SOURCES = \
 	libbtrace/link.c \
 	libbtrace/spool.c \
 	libbtrace/own.c \
+	libbtrace/mutex.c \
 	libbtrace/fdtab.c \
 	libbtrace/chan.c \
 	libbtrace/fdops.c \

@@ -169,7 +169,7 @@ static void atfork_parent(void)
 static void atfork_child(void)
 {
 	bt_emit_atfork_child();
-	bt_fdtab_atfork_child();
+	bt_chan_pool_atfork_child();
 	bt_ready_atfork_child();
 	bt_chan_atfork_child();
 	bt_self.tid = 0;
