@@ -148,7 +148,7 @@ static inline int epmap_lookup(struct bt_epset *es, uint64_t data)
 	return epmap_lookup_locked(es, data);
 }
 
-void bt_ready_epoll_created(int epfd)
+void bt_epoll_created(int epfd)
 {
 	struct bt_epset *es;
 	struct epoll_event ev;

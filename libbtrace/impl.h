@@ -50,8 +50,8 @@ BT_HIDDEN int bt_fcntl(int, int, void *, int);
 BT_HIDDEN int bt_pipe2(int[2], int, int);
 BT_HIDDEN void bt_opened(int, const char *, int);
 BT_HIDDEN int bt_shutdown(int, int);
-/* ready.c */
-BT_HIDDEN void bt_ready_epoll_created(int);
+/* epoll.c (the epoll family), poll.c (poll, select) */
+BT_HIDDEN void bt_epoll_created(int);
 BT_HIDDEN int bt_epoll_ctl(int, int, int, struct epoll_event *);
 BT_HIDDEN int bt_epoll_wait(int, struct epoll_event *, int, int);
 BT_HIDDEN int bt_epoll_pwait(int, struct epoll_event *, int, int, const sigset_t *);

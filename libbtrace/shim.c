@@ -264,7 +264,7 @@ EXPORT int epoll_create(int size)
 {
 	int fd = REAL(epoll_create)(size), e = errno;
 	if (fd >= 0 && bt_enter())
-		bt_ready_epoll_created(fd);
+		bt_epoll_created(fd);
 	if (fd >= 0)
 		bt_leave_pass();
 	errno = e;
@@ -275,7 +275,7 @@ EXPORT int epoll_create1(int flags)
 {
 	int fd = REAL(epoll_create1)(flags), e = errno;
 	if (fd >= 0 && bt_enter())
-		bt_ready_epoll_created(fd);
+		bt_epoll_created(fd);
 	if (fd >= 0)
 		bt_leave_pass();
 	errno = e;

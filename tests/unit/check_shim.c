@@ -694,7 +694,7 @@ static int new_epoll(void)
 {
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	ck_assert_int_ge(ep, 0);
-	bt_ready_epoll_created(ep);
+	bt_epoll_created(ep);
 	return ep;
 }
 
