@@ -8,7 +8,7 @@
  * complete; a connecting end may log peer 0); for pipes the pipe inode.
  * Then the processor is chosen: rules (port, unix path) and defaults at
  * creation, exe rules for pipes and inherited descriptors, else sniffing of
- * the first bytes (io.c calls bt_chan_sniff).
+ * the first bytes (in.c and out.c call bt_chan_sniff).
  */
 #include "config.h"
 
@@ -26,7 +26,6 @@
 
 #include "bt.h"
 
-BT_HIDDEN void bt_own_var(int *var, int add);
 
 static int nl_fd = -1;
 static pthread_mutex_t nl_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -234,7 +233,6 @@ static uint8_t kind_of(int family, int type)
 }
 
 /* socket(): remember the kind; identity comes at connect/accept/first use. */
-BT_HIDDEN void bt_chan_socket(int fd, int domain, int type);
 void bt_chan_socket(int fd, int domain, int type)
 {
 	struct bt_chan *ch;
@@ -425,7 +423,6 @@ void bt_chan_socketpair(int fd0, int fd1, int type)
 }
 
 /* First data on a channel never announced (socket() then sendto, ...). */
-BT_HIDDEN void bt_chan_announce(struct bt_chan *ch, int fd);
 void bt_chan_announce(struct bt_chan *ch, int fd)
 {
 	bt_chan_open(fd, ch->transport == BT_TR_DGRAM ? BT_CR_DGRAM
@@ -434,7 +431,6 @@ void bt_chan_announce(struct bt_chan *ch, int fd)
 }
 
 /* The netlink socket is shared with the parent after fork: use our own. */
-BT_HIDDEN void bt_chan_atfork_child(void);
 void bt_chan_atfork_child(void)
 {
 	pthread_mutex_init(&nl_mu, NULL);
@@ -444,4 +440,133 @@ void bt_chan_atfork_child(void)
 		REAL(close)(nl_fd);
 		nl_fd = -1;
 	}
+}
+
+/* ---- pausing (docs/security.md) --------------------------------------
+ *
+ * While tracing is paused the wrappers pass calls through.  Byte offsets
+ * pair a send with its receive, and a processor must see every byte: a
+ * channel whose bytes moved unseen can never be paired or framed again.
+ * So the rule is: a channel on which bytes moved while paused (or one of
+ * whose records was lost to the pause) is dark until it is closed; its
+ * end is closed in the log when it goes dark.  A channel that moved
+ * nothing while paused carries on exactly where it was.  Held input is
+ * always served first, paused or dark, so the application sees no change.
+ */
+
+/* CH stops being traced until it is closed (chan.h). */
+void bt_chan_go_dark(struct bt_chan *ch, int fd)
+{
+	struct bt_event ev;
+
+	if (ch->dark || __atomic_exchange_n(&ch->dark, 1, __ATOMIC_RELAXED) ||
+	    !ch->announced)
+		return;
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_CLOSE;
+	ev.fd = fd;
+	bt_emit_always(&ev);
+}
+
+/* ---- channel objects ---------------------------------------------------
+ *
+ * Type-stable: recycled through a free list, never returned to malloc, so
+ * a stale pointer read by a racing thread still points at a channel
+ * (callers re-check the table word under the channel's mutex).
+ */
+
+static struct bt_chan *all_chans;           /* every channel object */
+static struct bt_chan *free_chans;
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+
+struct bt_chan *bt_chan_new(void)
+{
+	struct bt_chan *ch;
+
+	pthread_mutex_lock(&pool_mu);
+	ch = free_chans;
+	if (ch) {
+		free_chans = ch->next_free;
+	} else {
+		ch = aligned_alloc(64, (sizeof *ch + 63) & ~(size_t)63);
+		if (ch) {
+			memset(ch, 0, sizeof *ch);
+			bt_mutex_init(&ch->mu);
+			ch->next_all = all_chans;
+			all_chans = ch;
+		}
+	}
+	pthread_mutex_unlock(&pool_mu);
+	if (!ch)
+		return NULL;
+	bt_mutex_lock(&ch->mu);
+	ch->gen++;
+	memset(&ch->refs, 0, sizeof *ch - offsetof(struct bt_chan, refs));
+	ch->ep[0].epfd = ch->ep[1].epfd = -1;
+	for (struct bt_epreg_more *m = ch->ep_more; m; m = m->next)
+		for (int i = 0; i < BT_EPREG_MORE; i++)
+			m->r[i].epfd = -1;
+	bt_mutex_unlock(&ch->mu);
+	return ch;
+}
+
+void bt_chan_get(struct bt_chan *ch)
+{
+	__atomic_add_fetch(&ch->refs, 1, __ATOMIC_RELAXED);
+}
+
+void bt_chan_put(struct bt_chan *ch)
+{
+	if (__atomic_sub_fetch(&ch->refs, 1, __ATOMIC_ACQ_REL) > 0)
+		return;
+	bt_mutex_lock(&ch->mu);
+	if (ch->pp && ch->pps && ch->pp->fini)
+		ch->pp->fini(ch->pps);
+	free(ch->pps);
+	ch->pps = NULL;
+	ch->pp = NULL;
+	free(ch->buf);
+	ch->buf = NULL;
+	ch->cap = ch->rd = ch->wr = 0;
+	bt_mutex_unlock(&ch->mu);
+	if (ch->in_ready_list)
+		bt_ready_del(ch);
+	pthread_mutex_lock(&pool_mu);
+	ch->next_free = free_chans;
+	free_chans = ch;
+	pthread_mutex_unlock(&pool_mu);
+}
+
+/* Forked child: the channel pool's lock and every channel's mutex afresh. */
+void bt_chan_pool_atfork_child(void)
+{
+	pthread_mutex_init(&pool_mu, NULL);
+	for (struct bt_chan *ch = all_chans; ch; ch = ch->next_all)
+		bt_mutex_init(&ch->mu);
+}
+
+struct bt_chan *bt_chan_of(int fd)
+{
+	uintptr_t v = bt_fd_get(fd);
+	struct stat st;
+	int e;
+
+	if (likely(BT_FD_IS_CHAN(v)))
+		return (struct bt_chan *)v;
+	if (v != BT_FD_NONE || fd < 0)
+		return NULL;
+	/* Never seen: inherited, or made by libc where we could not see. */
+	e = errno;
+	if (fstat(fd, &st) < 0) {
+		errno = e;
+		return NULL;
+	}
+	errno = e;
+	if (S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode)) {
+		struct bt_chan *ch = bt_chan_open(fd, BT_CR_INHERITED, -1, NULL,
+						  0, 0);
+		return ch;
+	}
+	bt_fd_set(fd, BT_FD_PLAIN);   /* was BT_FD_NONE: no channel to drop */
+	return NULL;
 }

@@ -152,7 +152,6 @@ static int re_literal(const char *pat)
 }
 
 /* Does exe rule R match the executable's path EXE? */
-BT_HIDDEN int bt_rule_exe_match(const struct bt_rule *r, const char *exe);
 int bt_rule_exe_match(const struct bt_rule *r, const char *exe)
 {
 	pcre2_match_data *md;

@@ -1,5 +1,8 @@
 /*
- * emit.c - getting events out of the traced process (btrace/ring.h).
+ * emit.c - getting events out of the traced process (btrace/ring.h):
+ * writing records, thread and process life.  The chunks and slots are in
+ * ring.c, the bp-logd link in link.c, the spool in spool.c, the shim's own
+ * descriptors in own.c (logpath.h).
  *
  * Each thread that emits claims a slot of a memfd chunk shared with
  * bp-logd and is its only writer: an event costs an encode and a release
@@ -12,7 +15,7 @@
  * Pausing: bp-logd sets BT_CF_PAUSED in the chunk headers; bt_pause_word
  * points at chunk 0's.  While it is set bt_emit records nothing and counts
  * what it dropped; the thread's first record after the resume reports the
- * count (DROP, reason paused) and READY -1 (io.c has the dark-channel
+ * count (DROP, reason paused) and READY -1 (chan.c has the dark-channel
  * rule, docs/security.md "Pausing").
  *
  * The shim's own descriptors (logd socket, memfds, spool file, netlink
@@ -38,776 +41,10 @@
 
 #include "btrace/segment.h"
 #include "bt.h"
+#include "logpath.h"
 
-struct bt_chunk {
-	int                  memfd;
-	struct bt_chunk_hdr *hdr;
-	size_t               map_size;
-	uint32_t             index, nslots, slot_size;
-	int                  sent;       /* registered with the current logd */
-};
-
-static struct bt_chunk chunks[BT_RING_MAX_CHUNKS];
-static const uint32_t no_pause;          /* before chunk 0 exists */
-const volatile uint32_t *bt_pause_word = &no_pause;
-static unsigned nchunks;                 /* published with release */
-static pthread_mutex_t chunk_mu = PTHREAD_MUTEX_INITIALIZER;
-
-enum { LINK_DOWN = 0, LINK_UP = 1 };
-static int logd_fd = -1;
-static int link_state = LINK_DOWN;
-static uint64_t link_retry_at;           /* monotonic ns of the next try */
-static uint32_t logd_flags;              /* BT_CF_* of the last WELCOME */
-static pthread_mutex_t link_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static int spool_fd = -1;
-static pthread_mutex_t spool_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static pthread_key_t thread_key;
-static int thread_key_ok;
-
-/* ---- the shim's own descriptors ------------------------------------- */
-
-#define OWN_MAX 256
-static int *own_vars[OWN_MAX];           /* variables holding our fds */
-static pthread_mutex_t own_mu = PTHREAD_MUTEX_INITIALIZER;
-static int own_base = -1;
-
-/*
- * The lowest number for the shim's own descriptors: 1024 (past select's
- * FD_SETSIZE and the numbers programs use on purpose), or three quarters of
- * a lower limit.  Not the top of a large RLIMIT_NOFILE: the kernel sizes a
- * process's descriptor table to its highest open number, and fork copies
- * that table: one at 19,744 (the floor when it was the limit less 256,
- * under a limit of 20,000) made every fork of a traced process copy and
- * free 32,768 entries, 57 us more per fork here.
- */
-static int own_floor(void)
-{
-	if (own_base < 0) {
-		struct rlimit rl;
-		long lim = 1024;
-		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-			lim = (long)rl.rlim_cur;
-		own_base = lim > 1024 ? (int)(lim - 256 > 1024 ? 1024 : lim - 256)
-				      : (int)(lim * 3 / 4);
-		if (own_base < 64)
-			own_base = 64;
-	}
-	return own_base;
-}
-
-/*
- * Duplicate FD to a close-on-exec number the application will not be
- * handed: the lowest free one at or above own_floor(), else the highest
- * free one below it.  Never simply the lowest free descriptor, which
- * open(), socket(), accept() and dup() must give the application (the
- * top of the range may be full when a program dup2s onto high numbers).
- * F_DUPFD from the probed number keeps this atomic against other threads.
- * Returns the new fd or -1; errno preserved.
- */
-static int own_dup_away(int fd)
-{
-	int e = errno, nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, own_floor());
-
-	for (int f = own_floor() - 1; nfd < 0 && f > 2; f--)
-		if (REAL(fcntl)(f, F_GETFD) < 0 && errno == EBADF)
-			nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, f);
-	errno = e;
-	return nfd;
-}
-
-int bt_own_fd_hide(int fd)
-{
-	int nfd;
-
-	if (fd < 0)
-		return fd;
-	nfd = own_dup_away(fd);
-	if (nfd < 0) {
-		REAL(fcntl)(fd, F_SETFD, FD_CLOEXEC);
-		bt_fd_set(fd, BT_FD_OWN);
-		return fd;
-	}
-	REAL(close)(fd);
-	bt_fd_set(nfd, BT_FD_OWN);
-	return nfd;
-}
-
-static void own_register(int *var)
-{
-	pthread_mutex_lock(&own_mu);
-	for (int i = 0; i < OWN_MAX; i++)
-		if (!own_vars[i]) {
-			own_vars[i] = var;
-			break;
-		}
-	pthread_mutex_unlock(&own_mu);
-}
-
-static void own_unregister(int *var)
-{
-	pthread_mutex_lock(&own_mu);
-	for (int i = 0; i < OWN_MAX; i++)
-		if (own_vars[i] == var)
-			own_vars[i] = NULL;
-	pthread_mutex_unlock(&own_mu);
-}
-
-/* Register/unregister an fd variable kept elsewhere (ready.c, chan.c). */
-BT_HIDDEN void bt_own_var(int *var, int add);
-void bt_own_var(int *var, int add)
-{
-	if (add)
-		own_register(var);
-	else
-		own_unregister(var);
-}
-
-/* The smallest descriptor of the shim in [FROM, TO], or -1. */
-BT_HIDDEN int bt_own_next(unsigned from, unsigned to);
-int bt_own_next(unsigned from, unsigned to)
-{
-	int best = -1;
-
-	pthread_mutex_lock(&own_mu);
-	for (int i = 0; i < OWN_MAX; i++) {
-		int fd = own_vars[i] ? *own_vars[i] : -1;
-		if (fd >= 0 && (unsigned)fd >= from && (unsigned)fd <= to &&
-		    (best < 0 || fd < best))
-			best = fd;
-	}
-	pthread_mutex_unlock(&own_mu);
-	return best;
-}
-
-int bt_is_own_fd(int fd)
-{
-	return fd >= 0 && bt_fd_get(fd) == BT_FD_OWN;
-}
-
-void bt_own_fd_evict(int fd)
-{
-	pthread_mutex_lock(&own_mu);
-	for (int i = 0; i < OWN_MAX; i++) {
-		if (own_vars[i] && *own_vars[i] == fd) {
-			int nfd = own_dup_away(fd);
-			if (nfd >= 0) {
-				bt_fd_set(nfd, BT_FD_OWN);
-				*own_vars[i] = nfd;
-			} else {
-				*own_vars[i] = -1;
-			}
-		}
-	}
-	pthread_mutex_unlock(&own_mu);
-	bt_fd_set(fd, BT_FD_NONE);
-	/* The caller's dup2/dup3 replaces the descriptor atomically. */
-}
-
-/* ---- chunks and slots ------------------------------------------------ */
-
-static uint32_t chunk_slots(unsigned index)
-{
-	uint32_t n = 8u << (index < 3 ? index : 3);
-	return n > BT_RING_MAX_SLOTS ? BT_RING_MAX_SLOTS : n;
-}
-
-static int link_send(const void *msg, size_t len, int fd_to_pass);
-
-static void chunk_msg(const struct bt_chunk *c, struct bt_lm_chunk *m)
-{
-	memset(m, 0, sizeof *m);
-	m->h.type = BT_LM_CHUNK;
-	m->h.len = sizeof *m;
-	m->h.version = BT_RING_VERSION;
-	m->chunk = c->index;
-	m->nslots = c->nslots;
-	m->slot_size = c->slot_size;
-	m->map_size = c->map_size;
-}
-
-static void chunk_register(struct bt_chunk *c)
-{
-	struct bt_lm_chunk m;
-
-	chunk_msg(c, &m);
-	c->sent = link_send(&m, sizeof m, c->memfd) == 0;
-}
-
-/* Create chunk number nchunks.  Called with chunk_mu held. */
-static struct bt_chunk *chunk_create(void)
-{
-	struct bt_chunk *c;
-	unsigned index = nchunks;
-	uint32_t nslots, size = bt_conf.slot_size;
-	size_t map;
-	void *base;
-	int fd;
-
-	if (index >= BT_RING_MAX_CHUNKS)
-		return NULL;
-	nslots = chunk_slots(index);
-	map = BT_RING_PAGE + (size_t)nslots * size;
-	fd = (int)syscall(SYS_memfd_create, "btrace-ring", MFD_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	if (ftruncate(fd, (off_t)map) < 0) {
-		REAL(close)(fd);
-		return NULL;
-	}
-	base = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (base == MAP_FAILED) {
-		REAL(close)(fd);
-		return NULL;
-	}
-	c = &chunks[index];
-	memset(c, 0, sizeof *c);
-	c->memfd = bt_own_fd_hide(fd);
-	c->hdr = base;
-	c->map_size = map;
-	c->index = index;
-	c->nslots = nslots;
-	c->slot_size = size;
-	c->hdr->magic = BT_RING_MAGIC;
-	c->hdr->version = BT_RING_VERSION;
-	c->hdr->ring_id = bt_proc.ring_id;
-	c->hdr->pid = (uint32_t)bt_proc.pid;
-	c->hdr->chunk = index;
-	c->hdr->nslots = nslots;
-	c->hdr->slot_size = size;
-	/* paused as bp-logd said in its WELCOME (chunk 0), or as chunk 0 is */
-	if (index == 0 ? (logd_flags & BT_CF_PAUSED) :
-	    (chunks[0].hdr && (chunks[0].hdr->flags & BT_CF_PAUSED)))
-		c->hdr->flags = BT_CF_PAUSED;
-	else
-		c->hdr->flags = 0;
-	own_register(&c->memfd);
-	if (index == 0)
-		__atomic_store_n(&bt_pause_word, &c->hdr->flags, __ATOMIC_RELEASE);
-	__atomic_store_n(&nchunks, index + 1, __ATOMIC_RELEASE);
-	pthread_mutex_lock(&link_mu);
-	/* a link_connect since the store above registered it already */
-	if (link_state == LINK_UP && !c->sent)
-		chunk_register(c);
-	pthread_mutex_unlock(&link_mu);
-	return c;
-}
-
-static int slot_try_claim(struct bt_chunk *c, unsigned i)
-{
-	struct bt_slot_hdr *sh = &c->hdr->slot[i];
-	uint32_t st = __atomic_load_n(&sh->state, __ATOMIC_ACQUIRE);
-
-	if (st == BT_SLOT_EXITED &&
-	    __atomic_load_n(&sh->tail, __ATOMIC_ACQUIRE) != sh->head)
-		return 0;                 /* still holds undrained events */
-	if (st != BT_SLOT_FREE && st != BT_SLOT_EXITED)
-		return 0;
-	return __atomic_compare_exchange_n(&sh->state, &st, BT_SLOT_ACTIVE, 0,
-					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
-}
-
-static void slot_bind(struct bt_chunk *c, unsigned i)
-{
-	struct bt_slot *s = &bt_self.slot;
-
-	s->chunk = c;
-	s->idx = i;
-	s->sh = &c->hdr->slot[i];
-	s->data = BT_SLOT_DATA(c->hdr, c->slot_size, i);
-	s->size = c->slot_size;
-	s->head = s->sh->head;
-	s->prev_ts = 0;
-	s->need_time = 1;
-	s->sh->tid = (uint32_t)bt_gettid();
-	__atomic_add_fetch(&s->sh->gen, 1, __ATOMIC_RELEASE);
-	bt_self.have_slot = 1;
-	bt_self.noreq_mark = UINT64_MAX;   /* a mark in another slot says nothing */
-	if (thread_key_ok)
-		pthread_setspecific(thread_key, (void *)1);
-}
-
-/* Claim a free (or drained) slot of any chunk.  1 if bound. */
-static int slot_scan(void)
-{
-	unsigned n = __atomic_load_n(&nchunks, __ATOMIC_ACQUIRE);
-
-	for (unsigned k = 0; k < n; k++)
-		for (unsigned i = 0; i < chunks[k].nslots; i++)
-			if (slot_try_claim(&chunks[k], i)) {
-				slot_bind(&chunks[k], i);
-				return 1;
-			}
-	return 0;
-}
-
-/*
- * Claim a slot, adding chunks while there is none.  A chunk is published
- * before its creator claims in it, so another thread may take its slots
- * first: scan again rather than give up.  Fails only when no chunk can be
- * added (BT_RING_MAX_CHUNKS reached, memfd or mmap failed).
- */
-static int slot_claim(void)
-{
-	for (int round = 0; round < 2 * (int)BT_RING_MAX_CHUNKS; round++) {
-		unsigned seen;
-
-		if (slot_scan())
-			return 0;
-		seen = __atomic_load_n(&nchunks, __ATOMIC_ACQUIRE);
-		pthread_mutex_lock(&chunk_mu);
-		/* add a chunk unless another thread did since our scan */
-		if (nchunks == seen && !chunk_create()) {
-			pthread_mutex_unlock(&chunk_mu);
-			return slot_scan() ? 0 : -1;
-		}
-		pthread_mutex_unlock(&chunk_mu);
-	}
-	return -1;
-}
-
-/* ---- the logd link ---------------------------------------------------- */
-
-static int link_send(const void *msg, size_t len, int fd_to_pass)
-{
-	struct iovec iov = { (void *)msg, len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	union { struct cmsghdr c; char buf[CMSG_SPACE(sizeof(int))]; } u;
-	ssize_t r;
-
-	if (logd_fd < 0)
-		return -ENOTCONN;
-	if (fd_to_pass >= 0) {
-		memset(&u, 0, sizeof u);
-		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof u.buf;
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd_to_pass, sizeof(int));
-	}
-	do
-		r = REAL(sendmsg)(logd_fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-	while (r < 0 && errno == EINTR);
-	if (r < 0)
-		return -errno;
-	return 0;
-}
-
-/*
- * HELLO and chunk 0's CHUNK in one system call (sendmmsg): bp-logd, woken
- * by the first, finds the second queued too and registers the ring in one
- * pass.  Marks chunk 0 sent if it went; 0 if the HELLO went, else -errno.
- */
-static int link_send_hello(const struct bt_lm_hello *hello)
-{
-	struct bt_lm_chunk m;
-	struct iovec iov[2] = { { (void *)hello, sizeof *hello },
-				{ &m, sizeof m } };
-	struct mmsghdr mm[2];
-	union { struct cmsghdr c; char buf[CMSG_SPACE(sizeof(int))]; } u;
-	struct cmsghdr *cm;
-	int r;
-
-	if (!nchunks || logd_fd < 0 || !REAL(sendmmsg))
-		return link_send(hello, sizeof *hello, -1);
-	chunk_msg(&chunks[0], &m);
-	memset(mm, 0, sizeof mm);
-	memset(&u, 0, sizeof u);
-	mm[0].msg_hdr.msg_iov = &iov[0];
-	mm[0].msg_hdr.msg_iovlen = 1;
-	mm[1].msg_hdr.msg_iov = &iov[1];
-	mm[1].msg_hdr.msg_iovlen = 1;
-	mm[1].msg_hdr.msg_control = u.buf;
-	mm[1].msg_hdr.msg_controllen = sizeof u.buf;
-	cm = CMSG_FIRSTHDR(&mm[1].msg_hdr);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &chunks[0].memfd, sizeof(int));
-	do
-		r = REAL(sendmmsg)(logd_fd, mm, 2, MSG_NOSIGNAL | MSG_DONTWAIT);
-	while (r < 0 && errno == EINTR);
-	if (r < 0)
-		return -errno;
-	chunks[0].sent = r == 2;
-	return 0;
-}
-
-static void link_drop(void)
-{
-	if (logd_fd >= 0) {
-		int fd = logd_fd;
-		logd_fd = -1;
-		own_unregister(&logd_fd);
-		bt_fd_set(fd, BT_FD_NONE);
-		REAL(close)(fd);
-	}
-	link_state = LINK_DOWN;
-	for (unsigned k = 0; k < nchunks; k++)
-		chunks[k].sent = 0;
-}
-
-/* One line on the traced program's stderr, once per process and KIND. */
-static void warn_once(unsigned kind, const char *text)
-{
-	static unsigned warned;
-
-	if (warned & kind)
-		return;
-	warned |= kind;
-	(void)!REAL(write)(2, text, strlen(text));
-}
-
-/*
- * May we hand our events to the daemon on FD?  Only to a bp-logd of our
- * own effective uid or root's: anyone can put a socket where we were told
- * to look (/tmp/btrace-UID/ before its owner made it), and a daemon gets
- * every event and the memory they live in (docs/security.md).
- */
-static int logd_trusted(int fd)
-{
-	struct ucred cr;
-	socklen_t l = sizeof cr;
-	char msg[PATH_MAX + 200];
-
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) < 0)
-		return 0;
-	if (cr.uid == geteuid() || cr.uid == 0)
-		return 1;
-	snprintf(msg, sizeof msg,
-		 "libbtrace: the bp-logd on %s runs as uid %u, neither ours (%u) nor root: not sending it our events (spooling instead)\n",
-		 bt_conf.logd_path, (unsigned)cr.uid, (unsigned)geteuid());
-	warn_once(1, msg);
-	return 0;
-}
-
-/* Connect and register every chunk.  Called with link_mu held. */
-static int link_connect(void)
-{
-	struct sockaddr_un sa;
-	struct bt_lm_hello hello;
-	struct bt_lm_welcome w;
-	struct pollfd pfd;
-	int fd, e = errno;
-	ssize_t r;
-
-	link_retry_at = bt_now() + 1000000000ull;
-	memset(&sa, 0, sizeof sa);
-	sa.sun_family = AF_UNIX;
-	if (strlen(bt_conf.logd_path) >= sizeof sa.sun_path)
-		return -1;
-	strcpy(sa.sun_path, bt_conf.logd_path);
-	memset(&hello, 0, sizeof hello);
-	hello.h.type = BT_LM_HELLO;
-	hello.h.len = sizeof hello;
-	hello.h.version = BT_RING_VERSION;
-	hello.ring_id = bt_proc.ring_id;
-	hello.pid = (uint32_t)bt_proc.pid;
-	hello.ppid = (uint32_t)bt_proc.ppid;
-	memcpy(hello.exe, bt_proc.exe, strnlen(bt_proc.exe, sizeof hello.exe - 1));
-	/* Every CHUNK right behind the HELLO, before the WELCOME: bp-logd
-	 * reads them in one pass instead of waking for each.  A chunk's
-	 * flags are then bp-logd's once it has mapped it (BT_CF_LOGD), the
-	 * WELCOME's until then. */
-	for (unsigned k = 0; k < nchunks; k++) {
-		/* a new bp-logd owes no drain for kicks sent to the old one */
-		for (unsigned i = 0; i < chunks[k].nslots; i++)
-			chunks[k].hdr->slot[i].kicked = 0;
-		__atomic_and_fetch(&chunks[k].hdr->flags, ~BT_CF_LOGD,
-				   __ATOMIC_ACQ_REL);
-	}
-	fd = REAL(socket)(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		goto fail;
-	if (REAL(connect)(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-	    !logd_trusted(fd)) {
-		REAL(close)(fd);
-		goto fail;
-	}
-	/* HELLO first, then the socket moves to the shim's numbers: bp-logd,
-	 * woken by the connection, then usually finds HELLO and CHUNK queued
-	 * when it accepts it */
-	logd_fd = fd;
-	r = link_send_hello(&hello);
-	logd_fd = bt_own_fd_hide(fd);
-	own_register(&logd_fd);
-	if (r < 0)
-		goto drop;
-	for (unsigned k = 0; k < nchunks; k++) {
-		if (!chunks[k].sent)
-			chunk_register(&chunks[k]);
-		if (!chunks[k].sent)
-			goto drop;
-	}
-	pfd.fd = logd_fd;
-	pfd.events = POLLIN;
-	do
-		r = REAL(poll)(&pfd, 1, 2000);
-	while (r < 0 && errno == EINTR);
-	if (r <= 0)
-		goto drop;
-	do
-		r = REAL(recv)(logd_fd, &w, sizeof w, MSG_DONTWAIT);
-	while (r < 0 && errno == EINTR);
-	if (r < (ssize_t)sizeof(struct bt_lm_hdr) || w.h.type != BT_LM_WELCOME)
-		goto drop;
-	link_state = LINK_UP;
-	logd_flags = w.flags;
-	for (unsigned k = 0; k < nchunks; k++) {
-		/* paused or not as this bp-logd says (a new one may not be),
-		 * unless it has mapped the chunk and set its flags since:
-		 * those are newer than the WELCOME (a pause or resume may
-		 * have come in between) */
-		volatile uint32_t *fl = &chunks[k].hdr->flags;
-		uint32_t old = __atomic_load_n(fl, __ATOMIC_ACQUIRE);
-		while (!(old & BT_CF_LOGD) &&
-		       !__atomic_compare_exchange_n(fl, &old,
-				(old & ~BT_CF_PAUSED) | (w.flags & BT_CF_PAUSED),
-				0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-			;
-	}
-	errno = e;
-	return 0;
-drop:
-	link_drop();
-fail:
-	link_state = LINK_DOWN;
-	errno = e;
-	return -1;
-}
-
-/*
- * Is bp-logd still there?  It sends us nothing but its welcome, so
- * draining what is queued and finding end-of-file means it died.  Marks the
- * link down then.  Called with link_mu held.
- */
-static int link_alive(void)
-{
-	char buf[sizeof(struct bt_lm_welcome)];
-	int e = errno;
-
-	if (logd_fd < 0 || link_state != LINK_UP)
-		return 0;
-	for (int i = 0; i < 16; i++) {
-		ssize_t r = REAL(recv)(logd_fd, buf, sizeof buf, MSG_DONTWAIT);
-		if (r > 0)
-			continue;
-		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-			errno = e;
-			return 1;
-		}
-		break;                  /* 0: end of file; other errors: gone */
-	}
-	link_drop();
-	link_retry_at = 0;
-	errno = e;
-	return 0;
-}
-
-/* Try to (re)connect if it is time to.  Returns 1 if the link is up. */
-static int link_ensure(void)
-{
-	int up;
-
-	if (__atomic_load_n(&link_state, __ATOMIC_ACQUIRE) == LINK_UP)
-		return 1;
-	if (bt_now() < __atomic_load_n(&link_retry_at, __ATOMIC_RELAXED))
-		return 0;
-	if (pthread_mutex_trylock(&link_mu) != 0)
-		return 0;
-	if (link_state != LINK_UP)
-		link_connect();
-	up = link_state == LINK_UP;
-	pthread_mutex_unlock(&link_mu);
-	return up;
-}
-
-static void link_kick(struct bt_slot *s)
-{
-	struct bt_lm_kick k;
-	int r;
-
-	memset(&k, 0, sizeof k);
-	k.h.type = BT_LM_KICK;
-	k.h.len = sizeof k;
-	k.h.version = BT_RING_VERSION;
-	k.chunk = s->chunk->index;
-	k.slot = s->idx;
-	r = link_send(&k, sizeof k, -1);
-	if (r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN) {
-		pthread_mutex_lock(&link_mu);
-		if (link_state == LINK_UP)
-			link_drop();
-		link_retry_at = bt_now();
-		pthread_mutex_unlock(&link_mu);
-	}
-	/* EAGAIN: the socket is full of kicks already; logd will drain. */
-}
-
-/* ---- spool ------------------------------------------------------------ */
-
-static long spool_write_fn(int fd, const void *buf, size_t len)
-{
-	return REAL(write)(fd, buf, len);
-}
-
-/* The boot id bp-logd puts in its headers, so spool files join its
- * segments as one host (read with the real calls: nothing to trace). */
-static uint64_t spool_boot_id(void)
-{
-	char b[64];
-	ssize_t n;
-	int fd = REAL(open)("/proc/sys/kernel/random/boot_id",
-			    O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return 0;
-	n = REAL(read)(fd, b, sizeof b - 1);
-	REAL(close)(fd);
-	b[n > 0 ? n : 0] = 0;
-	return bt_boot_id_parse(b);
-}
-
-/*
- * May we spool into DIR?  Each of its directories must belong to us or to
- * root and be writable by nobody else, unless it is root's and sticky
- * (/tmp): otherwise another user could remove our spool files or put
- * something in their place.
- */
-static int spool_dir_safe(char *dir)
-{
-	uid_t me = geteuid();
-	struct stat st;
-
-	for (char *c = dir + 1;; c++) {
-		char save = *c;
-		if (save && save != '/')
-			continue;
-		*c = 0;
-		int bad = stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
-			  (st.st_uid != me && st.st_uid != 0) ||
-			  ((st.st_mode & 022) &&
-			   !(st.st_uid == 0 && (st.st_mode & S_ISVTX)));
-		*c = save;
-		if (bad)
-			return 0;
-		if (!save)
-			return 1;
-	}
-}
-
-/* Create BASE/HOST (mkdir -p, private) and open this process's file. */
-static int spool_create(const char *base)
-{
-	char dir[PATH_MAX], path[PATH_MAX + 64], msg[PATH_MAX + 160];
-
-	if (snprintf(dir, sizeof dir, "%s/%s", base, bt_proc.host) >=
-	    (int)sizeof dir)
-		return -1;
-	for (char *p = dir + 1; *p; p++)
-		if (*p == '/') {
-			*p = 0;
-			mkdir(dir, 0700);
-			*p = '/';
-		}
-	mkdir(dir, 0700);
-	if (!spool_dir_safe(dir)) {
-		snprintf(msg, sizeof msg,
-			 "libbtrace: not spooling into %s: a directory of it belongs to another user or others may write it\n",
-			 dir);
-		warn_once(2, msg);
-		return -1;
-	}
-	snprintf(path, sizeof path, "%s/%d-%016llx.btl", dir, (int)bt_proc.pid,
-		 (unsigned long long)bt_proc.ring_id);
-	return REAL(open)(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
-				O_NOFOLLOW, 0600);
-}
-
-static int spool_open(void)
-{
-	uint8_t hdr[BT_SEG_HDR_SIZE];
-	struct bt_seg_header h;
-	int fd;
-
-	if (spool_fd >= 0)
-		return 0;
-	fd = spool_create(bt_conf.spool_dir);
-	if (fd < 0) {
-		/* A server that dropped privileges after start-up cannot write
-		 * where its root parent chose: its own user's spool instead. */
-		char alt[64];
-		snprintf(alt, sizeof alt, "/tmp/btrace-%u/spool",
-			 (unsigned)geteuid());
-		if (strcmp(alt, bt_conf.spool_dir) != 0)
-			fd = spool_create(alt);
-	}
-	if (fd < 0)
-		return -1;
-	if (lseek(fd, 0, SEEK_END) == 0) {
-		struct timespec rt;
-		memset(&h, 0, sizeof h);
-		h.created_mono = bt_now();
-		clock_gettime(CLOCK_REALTIME, &rt);
-		h.created_real = (uint64_t)rt.tv_sec * 1000000000ull +
-				 (uint64_t)rt.tv_nsec;
-		snprintf(h.host, sizeof h.host, "%s", bt_proc.host);
-		h.boot_id = spool_boot_id();
-		h.writer = BT_SEG_BY_SPOOL;
-		h.writer_pid = (uint32_t)bt_proc.pid;
-		bt_seg_header_encode(hdr, &h);
-		if (spool_write_fn(fd, hdr, sizeof hdr) != (long)sizeof hdr) {
-			REAL(close)(fd);
-			return -1;
-		}
-	}
-	spool_fd = bt_own_fd_hide(fd);
-	own_register(&spool_fd);
-	return 0;
-}
-
-/* Write slot S's undrained bytes to the spool and advance its tail. */
-static int spool_drain(struct bt_chunk *c, unsigned i)
-{
-	struct bt_slot_hdr *sh = &c->hdr->slot[i];
-	uint8_t *data = BT_SLOT_DATA(c->hdr, c->slot_size, i);
-	uint64_t h, t;
-	int rc = 0;
-
-	pthread_mutex_lock(&spool_mu);
-	if (spool_open() < 0) {
-		pthread_mutex_unlock(&spool_mu);
-		return -1;
-	}
-	h = __atomic_load_n(&sh->head, __ATOMIC_ACQUIRE);
-	t = __atomic_load_n(&sh->tail, __ATOMIC_ACQUIRE);
-	while (t < h && rc == 0) {
-		uint64_t pos = t & (c->slot_size - 1);
-		uint64_t n = h - t;
-		struct bt_blk_header bh;
-
-		if (n > c->slot_size - pos)
-			n = c->slot_size - pos;
-		memset(&bh, 0, sizeof bh);
-		bh.len = (uint32_t)n;
-		bh.ring_id = bt_proc.ring_id;
-		bh.pid = (uint32_t)bt_proc.pid;
-		bh.slot = (uint16_t)BT_STREAM_SLOT(c->index, i);
-		bh.gen = (uint16_t)sh->gen;
-		bh.stream_off = t;
-		bh.flags = BT_BF_SPOOL;
-		rc = bt_seg_write_block(spool_fd, spool_write_fn, &bh, data + pos);
-		if (rc == 0)
-			t += n;
-	}
-	if (t > __atomic_load_n(&sh->tail, __ATOMIC_ACQUIRE))
-		__atomic_store_n(&sh->tail, t, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&spool_mu);
-	return rc == 0 ? 0 : -1;
-}
+pthread_key_t bt_emit_thread_key;
+int bt_emit_thread_key_ok;
 
 /* ---- writing records --------------------------------------------------- */
 
@@ -827,14 +64,14 @@ static int slot_wait(struct bt_slot *s, uint64_t need)
 		uint64_t t = __atomic_load_n(&s->sh->tail, __ATOMIC_ACQUIRE);
 		if (s->size - (s->head - t) >= need)
 			return 0;
-		if (!link_ensure()) {
-			if (spool_drain(s->chunk, s->idx) < 0)
+		if (!bt_link_ensure()) {
+			if (bt_spool_drain(s->chunk, s->idx) < 0)
 				return -1;
 			continue;
 		}
 		uint32_t d = __atomic_load_n(&s->sh->drained, __ATOMIC_ACQUIRE);
 		s->sh->kicked = 1;
-		link_kick(s);
+		bt_link_kick(s);
 		futex_wait(&s->sh->drained, d, 50);
 	}
 	return -1;
@@ -1000,11 +237,11 @@ static inline void slot_commit(struct bt_slot *s, size_t n)
 	uint32_t k = s->sh->kicked;
 	if (unlikely((fill > s->size / 2 && k == 0) ||
 		     (fill > s->size / 4 * 3 && k == 1))) {
-		if (link_ensure()) {
+		if (bt_link_ensure()) {
 			s->sh->kicked = k + 1;
-			link_kick(s);
+			bt_link_kick(s);
 		} else {
-			spool_drain(s->chunk, s->idx);
+			bt_spool_drain(s->chunk, s->idx);
 		}
 	}
 }
@@ -1034,7 +271,6 @@ static int paused_flag(void)
 
 static void emit_drop_report(void);
 static void emit_resumed(uint64_t ts);
-BT_HIDDEN void bt_thread_first_records(void);
 
 /*
  * Claim this thread's slot and write its first records.  A thread that
@@ -1043,12 +279,12 @@ BT_HIDDEN void bt_thread_first_records(void);
  */
 static int claim(void)
 {
-	if (bt_self.noslot || slot_claim() < 0) {
+	if (bt_self.noslot || bt_ring_slot_claim() < 0) {
 		bt_self.noslot = 1;
 		bt_self.dropped++;
 		bt_self.drop_reason = BT_DR_NO_SLOT;
-		if (__atomic_load_n(&nchunks, __ATOMIC_ACQUIRE))
-			__atomic_add_fetch(&chunks[0].hdr->slot[0].lost, 1,
+		if (__atomic_load_n(&bt_ring_nchunks, __ATOMIC_ACQUIRE))
+			__atomic_add_fetch(&bt_ring_chunks[0].hdr->slot[0].lost, 1,
 					   __ATOMIC_RELAXED);
 		return -1;
 	}
@@ -1092,7 +328,7 @@ static void ring_full(struct bt_slot *s)
 /*
  * What every record written straight into the ring goes through first:
  * not from inside the shim, not while paused (counted: the caller's
- * channel goes dark, io.c), its time, the thread's slot, and the records
+ * channel goes dark, chan.c), its time, the thread's slot, and the records
  * owed before it (losses, the end of a pause).  0 when it may be written.
  */
 static inline int fast_begin(uint64_t *ts)
@@ -1205,7 +441,7 @@ void bt_emit(struct bt_event *ev)
 		return;
 	}
 	if (unlikely(paused_flag())) {
-		/* not recorded: the caller's channel goes dark (io.c) */
+		/* not recorded: the caller's channel goes dark (chan.c) */
 		bt_self.paused_calls++;
 		bt_self.pause_lost++;
 		return;
@@ -1299,23 +535,23 @@ void bt_emit_idle(void)
 	if (!bt_self.have_slot ||
 	    __atomic_load_n(&s->sh->tail, __ATOMIC_ACQUIRE) == s->head)
 		return;
-	if (likely(__atomic_load_n(&link_state, __ATOMIC_RELAXED) == LINK_UP)) {
+	if (likely(__atomic_load_n(&bt_link_state, __ATOMIC_RELAXED) == LINK_UP)) {
 		/* Undrained events while bp-logd should drain every 50 ms:
 		 * look whether it is still there, at most 5 times a second. */
 		uint64_t now = bt_now();
 		if (now - __atomic_load_n(&last_check, __ATOMIC_RELAXED) < 200000000ull)
 			return;
 		__atomic_store_n(&last_check, now, __ATOMIC_RELAXED);
-		if (pthread_mutex_trylock(&link_mu) != 0)
+		if (pthread_mutex_trylock(&bt_link_mu) != 0)
 			return;
-		int alive = link_alive();
-		pthread_mutex_unlock(&link_mu);
+		int alive = bt_link_alive();
+		pthread_mutex_unlock(&bt_link_mu);
 		if (alive)
 			return;
 	}
-	if (link_ensure() || !bt_idle_spool)
+	if (bt_link_ensure() || !bt_idle_spool)
 		return;
-	spool_drain(s->chunk, s->idx);
+	bt_spool_drain(s->chunk, s->idx);
 }
 
 /* ---- lifecycle -------------------------------------------------------- */
@@ -1328,16 +564,16 @@ static void thread_key_dtor(void *v)
 
 void bt_emit_start(void)
 {
-	if (!thread_key_ok)
-		thread_key_ok = pthread_key_create(&thread_key, thread_key_dtor) == 0;
-	pthread_mutex_lock(&chunk_mu);
-	if (!nchunks)
-		chunk_create();
-	pthread_mutex_unlock(&chunk_mu);
-	pthread_mutex_lock(&link_mu);
-	if (link_state != LINK_UP)
-		link_connect();
-	pthread_mutex_unlock(&link_mu);
+	if (!bt_emit_thread_key_ok)
+		bt_emit_thread_key_ok = pthread_key_create(&bt_emit_thread_key, thread_key_dtor) == 0;
+	pthread_mutex_lock(&bt_ring_mu);
+	if (!bt_ring_nchunks)
+		bt_ring_chunk_create();
+	pthread_mutex_unlock(&bt_ring_mu);
+	pthread_mutex_lock(&bt_link_mu);
+	if (bt_link_state != LINK_UP)
+		bt_link_connect();
+	pthread_mutex_unlock(&bt_link_mu);
 }
 
 void bt_emit_thread_exit(void)
@@ -1351,8 +587,8 @@ void bt_emit_thread_exit(void)
 	ev.type = BT_EV_THREAD_EXIT;
 	ev.ts = bt_now();
 	slot_write(&bt_self.slot, &ev);
-	if (__atomic_load_n(&link_state, __ATOMIC_ACQUIRE) != LINK_UP)
-		spool_drain(bt_self.slot.chunk, bt_self.slot.idx);
+	if (__atomic_load_n(&bt_link_state, __ATOMIC_ACQUIRE) != LINK_UP)
+		bt_spool_drain(bt_self.slot.chunk, bt_self.slot.idx);
 	__atomic_store_n(&bt_self.slot.sh->state, BT_SLOT_EXITED,
 			 __ATOMIC_RELEASE);
 	if (bt_self.slot.dict) {
@@ -1371,73 +607,73 @@ void bt_emit_thread_exit(void)
  */
 void bt_emit_flush(int final)
 {
-	unsigned n = __atomic_load_n(&nchunks, __ATOMIC_ACQUIRE);
+	unsigned n = __atomic_load_n(&bt_ring_nchunks, __ATOMIC_ACQUIRE);
 
 	/* The link must really be there: bp-logd may have died (and been
 	 * restarted) without our noticing.  Reconnect at once if needed. */
-	pthread_mutex_lock(&link_mu);
-	if (!link_alive())
-		link_connect();
-	if (link_state == LINK_UP) {
+	pthread_mutex_lock(&bt_link_mu);
+	if (!bt_link_alive())
+		bt_link_connect();
+	if (bt_link_state == LINK_UP) {
 		struct bt_lm_hdr bye = { BT_LM_BYE, sizeof bye, BT_RING_VERSION };
-		if (!final || link_send(&bye, sizeof bye, -1) == 0) {
-			pthread_mutex_unlock(&link_mu);
+		if (!final || bt_link_send(&bye, sizeof bye, -1) == 0) {
+			pthread_mutex_unlock(&bt_link_mu);
 			return;
 		}
-		link_drop();
+		bt_link_drop();
 	}
-	pthread_mutex_unlock(&link_mu);
+	pthread_mutex_unlock(&bt_link_mu);
 	for (unsigned k = 0; k < n; k++)
-		for (unsigned i = 0; i < chunks[k].nslots; i++)
-			if (chunks[k].hdr->slot[i].head != chunks[k].hdr->slot[i].tail)
-				spool_drain(&chunks[k], i);
+		for (unsigned i = 0; i < bt_ring_chunks[k].nslots; i++)
+			if (bt_ring_chunks[k].hdr->slot[i].head != bt_ring_chunks[k].hdr->slot[i].tail)
+				bt_spool_drain(&bt_ring_chunks[k], i);
 }
 
 void bt_emit_atfork_prepare(void)
 {
-	pthread_mutex_lock(&chunk_mu);
-	pthread_mutex_lock(&link_mu);
-	pthread_mutex_lock(&spool_mu);
-	pthread_mutex_lock(&own_mu);
+	pthread_mutex_lock(&bt_ring_mu);
+	pthread_mutex_lock(&bt_link_mu);
+	pthread_mutex_lock(&bt_spool_mu);
+	pthread_mutex_lock(&bt_own_mu);
 }
 
 void bt_emit_atfork_parent(void)
 {
-	pthread_mutex_unlock(&own_mu);
-	pthread_mutex_unlock(&spool_mu);
-	pthread_mutex_unlock(&link_mu);
-	pthread_mutex_unlock(&chunk_mu);
+	pthread_mutex_unlock(&bt_own_mu);
+	pthread_mutex_unlock(&bt_spool_mu);
+	pthread_mutex_unlock(&bt_link_mu);
+	pthread_mutex_unlock(&bt_ring_mu);
 }
 
 /* The child owns nothing of the parent's rings: unmap, close, start over. */
 void bt_emit_atfork_child(void)
 {
-	pthread_mutex_init(&chunk_mu, NULL);
-	pthread_mutex_init(&link_mu, NULL);
-	pthread_mutex_init(&spool_mu, NULL);
-	pthread_mutex_init(&own_mu, NULL);
-	bt_pause_word = &no_pause;       /* until the child has its chunk 0 */
-	for (unsigned k = 0; k < nchunks; k++) {
-		own_unregister(&chunks[k].memfd);
-		bt_fd_set(chunks[k].memfd, BT_FD_NONE);
-		REAL(close)(chunks[k].memfd);
-		munmap(chunks[k].hdr, chunks[k].map_size);
-		memset(&chunks[k], 0, sizeof chunks[k]);
+	pthread_mutex_init(&bt_ring_mu, NULL);
+	pthread_mutex_init(&bt_link_mu, NULL);
+	pthread_mutex_init(&bt_spool_mu, NULL);
+	pthread_mutex_init(&bt_own_mu, NULL);
+	bt_pause_word = &bt_ring_no_pause;       /* until the child has its chunk 0 */
+	for (unsigned k = 0; k < bt_ring_nchunks; k++) {
+		bt_own_unregister(&bt_ring_chunks[k].memfd);
+		bt_fd_set(bt_ring_chunks[k].memfd, BT_FD_NONE);
+		REAL(close)(bt_ring_chunks[k].memfd);
+		munmap(bt_ring_chunks[k].hdr, bt_ring_chunks[k].map_size);
+		memset(&bt_ring_chunks[k], 0, sizeof bt_ring_chunks[k]);
 	}
-	nchunks = 0;
-	if (logd_fd >= 0) {
-		own_unregister(&logd_fd);
-		bt_fd_set(logd_fd, BT_FD_NONE);
-		REAL(close)(logd_fd);
-		logd_fd = -1;
+	bt_ring_nchunks = 0;
+	if (bt_link_fd >= 0) {
+		bt_own_unregister(&bt_link_fd);
+		bt_fd_set(bt_link_fd, BT_FD_NONE);
+		REAL(close)(bt_link_fd);
+		bt_link_fd = -1;
 	}
-	link_state = LINK_DOWN;
-	link_retry_at = 0;
-	if (spool_fd >= 0) {
-		own_unregister(&spool_fd);
-		bt_fd_set(spool_fd, BT_FD_NONE);
-		REAL(close)(spool_fd);
-		spool_fd = -1;
+	bt_link_state = LINK_DOWN;
+	bt_link_retry_at = 0;
+	if (bt_spool_fd >= 0) {
+		bt_own_unregister(&bt_spool_fd);
+		bt_fd_set(bt_spool_fd, BT_FD_NONE);
+		REAL(close)(bt_spool_fd);
+		bt_spool_fd = -1;
 	}
 	{
 		/* the thread's dictionary is the child's copy: kept (the
@@ -1459,8 +695,6 @@ void bt_emit_atfork_child(void)
  * tests, which link the shim's core without LD_PRELOAD and without logd.
  * Returns the number of records, or -1 if the thread has no slot.
  */
-BT_HIDDEN int bt_test_events(void (*cb)(const struct bt_event *ev, void *ctx),
-			     void *ctx, int consume);
 int bt_test_events(void (*cb)(const struct bt_event *ev, void *ctx),
 		   void *ctx, int consume)
 {

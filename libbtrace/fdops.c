@@ -17,10 +17,8 @@
 #include <unistd.h>
 
 #include "bt.h"
+#include "impl.h"
 
-BT_HIDDEN void bt_chan_socket(int fd, int domain, int type);
-BT_HIDDEN void bt_fd_range(unsigned lo, unsigned hi,
-			   void (*cb)(int fd, uintptr_t w, void *ctx), void *ctx);
 
 static void log_close(int fd, long result)
 {
@@ -79,7 +77,6 @@ static void forget(int fd, int log)
 	bt_chan_put(ch);
 }
 
-int bt_socket(int domain, int type, int proto);
 BT_HIDDEN int bt_socket(int domain, int type, int proto)
 {
 	int fd = REAL(socket)(domain, type, proto);
@@ -96,7 +93,6 @@ BT_HIDDEN int bt_socket(int domain, int type, int proto)
 	return fd;
 }
 
-BT_HIDDEN int bt_socketpair(int d, int t, int p, int sv[2]);
 int bt_socketpair(int d, int t, int p, int sv[2])
 {
 	int r = REAL(socketpair)(d, t, p, sv);
@@ -131,8 +127,6 @@ int bt_socketpair(int d, int t, int p, int sv[2])
 }
 
 /* WITH_FLAGS: the program called accept4 (FLAGS count), else accept. */
-BT_HIDDEN int bt_accept4(int fd, struct sockaddr *addr, socklen_t *len,
-			 int flags, int with_flags);
 int bt_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags,
 	       int with_flags)
 {
@@ -171,7 +165,6 @@ int bt_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags,
 	return n;
 }
 
-BT_HIDDEN int bt_connect(int fd, const struct sockaddr *addr, socklen_t len);
 int bt_connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	int r, e;
@@ -224,7 +217,6 @@ int bt_connect(int fd, const struct sockaddr *addr, socklen_t len)
 }
 
 /* WITH_FLAGS: pipe2, else pipe. */
-BT_HIDDEN int bt_pipe2(int fds[2], int flags, int with_flags);
 int bt_pipe2(int fds[2], int flags, int with_flags)
 {
 	int r = with_flags ? REAL(pipe2)(fds, flags) : REAL(pipe)(fds);
@@ -255,7 +247,6 @@ int bt_pipe2(int fds[2], int flags, int with_flags)
 }
 
 /* A file was opened: it is logged, never traced as a channel. */
-BT_HIDDEN void bt_opened(int fd, const char *path, int flags);
 void bt_opened(int fd, const char *path, int flags)
 {
 	int e = errno;
@@ -298,7 +289,6 @@ static void dup_to(int old, int nfd)
 	}
 }
 
-BT_HIDDEN int bt_dup(int fd);
 int bt_dup(int fd)
 {
 	int n, e;
@@ -319,7 +309,6 @@ int bt_dup(int fd)
 }
 
 /* WITH_FLAGS: dup3, else dup2. */
-BT_HIDDEN int bt_dup3(int old, int nfd, int flags, int with_flags);
 int bt_dup3(int old, int nfd, int flags, int with_flags)
 {
 	int r, e;
@@ -350,7 +339,6 @@ static int is_dupfd(int cmd)
 	return cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC;
 }
 
-BT_HIDDEN int bt_fcntl(int fd, int cmd, void *arg, int is64);
 int bt_fcntl(int fd, int cmd, void *arg, int is64)
 {
 	int r, e;
@@ -377,7 +365,6 @@ int bt_fcntl(int fd, int cmd, void *arg, int is64)
 	return r;
 }
 
-BT_HIDDEN int bt_close(int fd);
 int bt_close(int fd)
 {
 	if (bt_is_own_fd(fd)) {
@@ -404,9 +391,7 @@ static void range_cb(int fd, uintptr_t w, void *ctx)
  * close_range and closefrom must not close the shim's descriptors: the
  * range is cut into pieces around them.
  */
-BT_HIDDEN int bt_own_next(unsigned from, unsigned to);
 
-BT_HIDDEN int bt_close_range(unsigned lo, unsigned hi, int flags);
 int bt_close_range(unsigned lo, unsigned hi, int flags)
 {
 	unsigned a = lo;
@@ -442,7 +427,6 @@ int bt_close_range(unsigned lo, unsigned hi, int flags)
 	return r;
 }
 
-BT_HIDDEN void bt_closefrom(int lo);
 void bt_closefrom(int lo)
 {
 	if (lo < 0)
@@ -459,7 +443,6 @@ void bt_closefrom(int lo)
 			REAL(close)(f);
 }
 
-BT_HIDDEN int bt_fclose(FILE *f);
 int bt_fclose(FILE *f)
 {
 	int fd = f ? fileno(f) : -1;
@@ -473,7 +456,6 @@ int bt_fclose(FILE *f)
 	return REAL(fclose)(f);
 }
 
-BT_HIDDEN int bt_shutdown(int fd, int how);
 int bt_shutdown(int fd, int how)
 {
 	struct bt_chan *ch;

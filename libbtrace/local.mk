@@ -5,15 +5,37 @@
 noinst_LTLIBRARIES += libbtcore.la
 libbtcore_la_SOURCES = \
 	libbtrace/bt.h \
+	libbtrace/core.h \
+	libbtrace/conf.h \
+	libbtrace/redact.h \
+	libbtrace/proc.h \
+	libbtrace/emit.h \
+	libbtrace/fdtab.h \
+	libbtrace/chan.h \
+	libbtrace/io.h \
+	libbtrace/ready.h \
+	libbtrace/impl.h \
 	libbtrace/real.h \
 	libbtrace/real.c \
 	libbtrace/conf.c \
+	libbtrace/logpath.h \
 	libbtrace/emit.c \
+	libbtrace/ring.c \
+	libbtrace/link.c \
+	libbtrace/spool.c \
+	libbtrace/own.c \
+	libbtrace/mutex.c \
 	libbtrace/fdtab.c \
 	libbtrace/chan.c \
 	libbtrace/fdops.c \
-	libbtrace/io.c \
+	libbtrace/iopath.h \
+	libbtrace/msg.c \
+	libbtrace/in.c \
+	libbtrace/out.c \
+	libbtrace/readypath.h \
 	libbtrace/ready.c \
+	libbtrace/epoll.c \
+	libbtrace/poll.c \
 	libbtrace/proc.c \
 	libbtrace/names.c \
 	libbtrace/redact.c
@@ -47,3 +69,7 @@ tests_unit_check_shim_SOURCES = tests/unit/check_shim.c
 tests_unit_check_shim_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) -I$(srcdir)/libbtrace
 tests_unit_check_shim_LDADD = libbtcore.la $(CHECK_LIBS)
 endif
+
+# a project function is declared once, in a header (issue 14)
+TESTS += tests/unit/no-stray-prototypes.sh
+EXTRA_DIST += tests/unit/no-stray-prototypes.sh

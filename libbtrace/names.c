@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "bt.h"
+#include "impl.h"
 
 static uint64_t next_cookie(void)
 {
@@ -74,9 +75,6 @@ static const char *fmt_he(const struct hostent *he, char *buf, size_t len)
 	return buf;
 }
 
-BT_HIDDEN int bt_getaddrinfo(const char *node, const char *service,
-			     const struct addrinfo *hints,
-			     struct addrinfo **res);
 int bt_getaddrinfo(const char *node, const char *service,
 		   const struct addrinfo *hints, struct addrinfo **res)
 {
@@ -101,9 +99,6 @@ int bt_getaddrinfo(const char *node, const char *service,
 	return r;
 }
 
-BT_HIDDEN int bt_getnameinfo(const struct sockaddr *sa, socklen_t salen,
-			     char *host, socklen_t hl, char *serv,
-			     socklen_t sl, int flags);
 int bt_getnameinfo(const struct sockaddr *sa, socklen_t salen, char *host,
 		   socklen_t hl, char *serv, socklen_t sl, int flags)
 {
@@ -131,8 +126,6 @@ int bt_getnameinfo(const struct sockaddr *sa, socklen_t salen, char *host,
 
 /* WITH_AF: the program called gethostbyname2 (AF counts), else
  * gethostbyname. */
-BT_HIDDEN struct hostent *bt_gethostbyname2(const char *name, int af,
-					    int with_af);
 struct hostent *bt_gethostbyname2(const char *name, int af, int with_af)
 {
 	struct hostent *he;
@@ -159,9 +152,6 @@ struct hostent *bt_gethostbyname2(const char *name, int af, int with_af)
 }
 
 /* WITH_AF: gethostbyname2_r, else gethostbyname_r. */
-BT_HIDDEN int bt_gethostbyname2_r(const char *name, int af, struct hostent *ret,
-				  char *buf, size_t len, struct hostent **res,
-				  int *herr, int with_af);
 int bt_gethostbyname2_r(const char *name, int af, struct hostent *ret,
 			char *buf, size_t len, struct hostent **res, int *herr,
 			int with_af)

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "bt.h"
+#include "impl.h"
 
 extern char **environ;
 
@@ -64,7 +65,6 @@ int bt_gettid(void)
 }
 
 /* First records of a thread's stream (called by emit.c on slot claim). */
-BT_HIDDEN void bt_thread_first_records(void);
 void bt_thread_first_records(void)
 {
 	struct bt_event ev;
@@ -165,12 +165,11 @@ static void atfork_parent(void)
 	bt_emit_atfork_parent();
 }
 
-BT_HIDDEN void bt_chan_atfork_child(void);
 
 static void atfork_child(void)
 {
 	bt_emit_atfork_child();
-	bt_fdtab_atfork_child();
+	bt_chan_pool_atfork_child();
 	bt_ready_atfork_child();
 	bt_chan_atfork_child();
 	bt_self.tid = 0;
@@ -290,7 +289,6 @@ static pid_t fork_common(int is_vfork)
 	return r;
 }
 
-BT_HIDDEN pid_t bt_fork(int is_vfork);
 pid_t bt_fork(int is_vfork)
 {
 	return fork_common(is_vfork);
@@ -478,25 +476,21 @@ static int exec_common(int kind, const char *path, int fd, char *const argv[],
 	return r;
 }
 
-BT_HIDDEN int bt_execve(const char *p, char *const a[], char *const e[]);
 int bt_execve(const char *p, char *const a[], char *const e[])
 {
 	return exec_common(EK_VE, p, -1, a, e);
 }
 
-BT_HIDDEN int bt_execvpe(const char *p, char *const a[], char *const e[]);
 int bt_execvpe(const char *p, char *const a[], char *const e[])
 {
 	return exec_common(EK_VPE, p, -1, a, e);
 }
 
-BT_HIDDEN int bt_fexecve(int fd, char *const a[], char *const e[]);
 int bt_fexecve(int fd, char *const a[], char *const e[])
 {
 	return exec_common(EK_FVE, NULL, fd, a, e);
 }
 
-BT_HIDDEN char **bt_environ(void);
 char **bt_environ(void)
 {
 	return environ;
@@ -504,10 +498,6 @@ char **bt_environ(void)
 
 /* ---- posix_spawn ----------------------------------------------------------- */
 
-BT_HIDDEN int bt_posix_spawn(pid_t *pid, const char *path,
-			     const posix_spawn_file_actions_t *fa,
-			     const posix_spawnattr_t *at, char *const argv[],
-			     char *const envp[], int usepath);
 int bt_posix_spawn(pid_t *pid, const char *path,
 		   const posix_spawn_file_actions_t *fa,
 		   const posix_spawnattr_t *at, char *const argv[],
@@ -566,8 +556,6 @@ static void *tramp_start(void *p)
 	return t.fn(t.arg);
 }
 
-BT_HIDDEN int bt_pthread_create(pthread_t *th, const pthread_attr_t *attr,
-				void *(*fn)(void *), void *arg);
 int bt_pthread_create(pthread_t *th, const pthread_attr_t *attr,
 		      void *(*fn)(void *), void *arg)
 {

@@ -13,65 +13,9 @@
 #include <unistd.h>
 
 #include "bt.h"
+#include "impl.h"
 
 #define EXPORT __attribute__((visibility("default")))
-
-/* io.c */
-BT_HIDDEN ssize_t bt_read(int, void *, size_t);
-BT_HIDDEN ssize_t bt_readv(int, const struct iovec *, int);
-BT_HIDDEN ssize_t bt_recv(int, void *, size_t, int);
-BT_HIDDEN ssize_t bt_recvfrom(int, void *, size_t, int, struct sockaddr *, socklen_t *);
-BT_HIDDEN ssize_t bt_recvmsg(int, struct msghdr *, int);
-BT_HIDDEN int bt_recvmmsg(int, struct mmsghdr *, unsigned int, int, struct timespec *);
-BT_HIDDEN ssize_t bt_write(int, const void *, size_t);
-BT_HIDDEN ssize_t bt_writev(int, const struct iovec *, int);
-BT_HIDDEN ssize_t bt_send(int, const void *, size_t, int);
-BT_HIDDEN ssize_t bt_sendto(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
-BT_HIDDEN ssize_t bt_sendmsg(int, const struct msghdr *, int);
-BT_HIDDEN int bt_sendmmsg(int, struct mmsghdr *, unsigned int, int);
-BT_HIDDEN ssize_t bt_sendfile(int, int, off_t *, size_t);
-BT_HIDDEN ssize_t bt_sendfile64(int, int, off64_t *, size_t);
-BT_HIDDEN ssize_t bt_splice(int, off64_t *, int, off64_t *, size_t, unsigned int);
-/* fdops.c */
-BT_HIDDEN int bt_socket(int, int, int);
-BT_HIDDEN int bt_socketpair(int, int, int, int *);
-BT_HIDDEN int bt_accept4(int, struct sockaddr *, socklen_t *, int, int);
-BT_HIDDEN int bt_connect(int, const struct sockaddr *, socklen_t);
-BT_HIDDEN int bt_close(int);
-BT_HIDDEN int bt_close_range(unsigned, unsigned, int);
-BT_HIDDEN void bt_closefrom(int);
-BT_HIDDEN int bt_fclose(FILE *);
-BT_HIDDEN int bt_dup(int);
-BT_HIDDEN int bt_dup3(int, int, int, int);
-BT_HIDDEN int bt_fcntl(int, int, void *, int);
-BT_HIDDEN int bt_pipe2(int *, int, int);
-BT_HIDDEN void bt_opened(int, const char *, int);
-BT_HIDDEN int bt_shutdown(int, int);
-/* ready.c */
-BT_HIDDEN void bt_ready_epoll_created(int);
-BT_HIDDEN int bt_epoll_ctl(int, int, int, struct epoll_event *);
-BT_HIDDEN int bt_epoll_wait(int, struct epoll_event *, int, int);
-BT_HIDDEN int bt_epoll_pwait(int, struct epoll_event *, int, int, const sigset_t *);
-BT_HIDDEN int bt_epoll_pwait2(int, struct epoll_event *, int, const struct timespec *, const sigset_t *);
-BT_HIDDEN int bt_poll(struct pollfd *, nfds_t, int);
-BT_HIDDEN int bt_ppoll(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
-BT_HIDDEN int bt_select(int, fd_set *, fd_set *, fd_set *, struct timeval *);
-BT_HIDDEN int bt_pselect(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *);
-/* proc.c */
-BT_HIDDEN pid_t bt_fork(int);
-BT_HIDDEN int bt_execve(const char *, char *const[], char *const[]);
-BT_HIDDEN int bt_execvpe(const char *, char *const[], char *const[]);
-BT_HIDDEN int bt_fexecve(int, char *const[], char *const[]);
-BT_HIDDEN char **bt_environ(void);
-BT_HIDDEN int bt_posix_spawn(pid_t *, const char *, const posix_spawn_file_actions_t *,
-			     const posix_spawnattr_t *, char *const[], char *const[], int);
-BT_HIDDEN int bt_pthread_create(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-/* names.c */
-BT_HIDDEN int bt_getaddrinfo(const char *, const char *, const struct addrinfo *, struct addrinfo **);
-BT_HIDDEN int bt_getnameinfo(const struct sockaddr *, socklen_t, char *, socklen_t, char *, socklen_t, int);
-BT_HIDDEN struct hostent *bt_gethostbyname2(const char *, int, int);
-BT_HIDDEN int bt_gethostbyname2_r(const char *, int, struct hostent *, char *, size_t,
-				  struct hostent **, int *, int);
 
 /* glibc's fortified entry points have no public prototypes */
 EXPORT int __open_2(const char *, int);
@@ -320,7 +264,7 @@ EXPORT int epoll_create(int size)
 {
 	int fd = REAL(epoll_create)(size), e = errno;
 	if (fd >= 0 && bt_enter())
-		bt_ready_epoll_created(fd);
+		bt_epoll_created(fd);
 	if (fd >= 0)
 		bt_leave_pass();
 	errno = e;
@@ -331,7 +275,7 @@ EXPORT int epoll_create1(int flags)
 {
 	int fd = REAL(epoll_create1)(flags), e = errno;
 	if (fd >= 0 && bt_enter())
-		bt_ready_epoll_created(fd);
+		bt_epoll_created(fd);
 	if (fd >= 0)
 		bt_leave_pass();
 	errno = e;

@@ -24,14 +24,8 @@
 #include <unistd.h>
 
 #include "bt.h"
+#include "impl.h"
 
-ssize_t bt_read(int, void *, size_t);
-ssize_t bt_write(int, const void *, size_t);
-int bt_socketpair(int, int, int, int *);
-int bt_close(int);
-int bt_dup3(int, int, int, int);
-int bt_poll(struct pollfd *, nfds_t, int);
-int bt_test_events(void (*cb)(const struct bt_event *, void *), void *, int);
 
 static char spool[] = "/tmp/check_pause.XXXXXX";
 

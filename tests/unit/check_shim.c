@@ -34,25 +34,8 @@
 #include <sched.h>
 
 #include "bt.h"
+#include "impl.h"
 #include "btrace/segment.h"
-
-/* the implementations behind the exported wrappers */
-ssize_t bt_read(int, void *, size_t);
-ssize_t bt_write(int, const void *, size_t);
-ssize_t bt_sendfile(int, int, off_t *, size_t);
-int bt_socket(int, int, int);
-int bt_socketpair(int, int, int, int *);
-int bt_accept4(int, struct sockaddr *, socklen_t *, int, int);
-int bt_connect(int, const struct sockaddr *, socklen_t);
-int bt_close(int);
-int bt_dup3(int, int, int, int);
-int bt_pipe2(int *, int, int);
-int bt_poll(struct pollfd *, nfds_t, int);
-int bt_select(int, fd_set *, fd_set *, fd_set *, struct timeval *);
-void bt_ready_epoll_created(int);
-int bt_epoll_ctl(int, int, int, struct epoll_event *);
-int bt_epoll_wait(int, struct epoll_event *, int, int);
-int bt_test_events(void (*cb)(const struct bt_event *, void *), void *, int);
 
 static char spool[] = "/tmp/check_shim.XXXXXX";
 
@@ -711,7 +694,7 @@ static int new_epoll(void)
 {
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	ck_assert_int_ge(ep, 0);
-	bt_ready_epoll_created(ep);
+	bt_epoll_created(ep);
 	return ep;
 }
 
@@ -1152,7 +1135,6 @@ END_TEST
 /* exe rules: plain strings (optionally '^'-anchored) are matched without
  * PCRE2, which is loaded only for a pattern that needs it; both give the
  * answers of a regex search. */
-BT_HIDDEN int bt_rule_exe_match(const struct bt_rule *r, const char *exe);
 
 static int pcre2_mapped(void)
 {

@@ -1,0 +1,695 @@
+/*
+ * epoll.c - epoll sets (their data -> fd map, the hidden wake-up eventfd)
+ * and the epoll calls: held input reported, one event per call (ready.c
+ * has the whole story).
+ */
+#include "config.h"
+
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/select.h>
+#include <unistd.h>
+
+#include "bt.h"
+#include "impl.h"
+#include "readypath.h"
+
+/* ---- epoll sets ------------------------------------------------------ */
+
+static uint64_t ep_gen;
+
+/* The map of ES is about to change (ES locked). */
+static void epmap_changed(struct bt_epset *es)
+{
+	__atomic_store_n(&es->gen, __atomic_add_fetch(&ep_gen, 1, __ATOMIC_RELAXED),
+			 __ATOMIC_RELEASE);
+}
+
+static uint32_t hash64(uint64_t v)
+{
+	v ^= v >> 33;
+	v *= 0xff51afd7ed558ccdull;
+	v ^= v >> 33;
+	return (uint32_t)v;
+}
+
+/* data -> fd; -2 when the data value is shared by several fds. */
+static int epmap_get(struct bt_epset *es, uint64_t data)
+{
+	if (!es->cap)
+		return -1;
+	for (uint32_t i = hash64(data) & (es->cap - 1), k = 0; k < es->cap;
+	     i = (i + 1) & (es->cap - 1), k++) {
+		if (es->map[i].fd == -1)
+			return -1;
+		if (es->map[i].data == data && es->map[i].fd != -3)
+			return es->map[i].fd;
+	}
+	return -1;
+}
+
+static void epmap_put(struct bt_epset *es, uint64_t data, int fd);
+
+/*
+ * Rehash into a table sized for the live entries (a quarter full at most),
+ * dropping tombstones: a server that registers a new connection for every
+ * request and deletes it at its close keeps a small table (every close
+ * scans it, bt_epoll_map_del_fd), instead of one doubled at each rehash.
+ */
+static void epmap_grow(struct bt_epset *es)
+{
+	struct epmap_ent *old = es->map;
+	uint32_t oldcap = es->cap, ncap = 64, live = 0;
+	struct epmap_ent *nm;
+
+	for (uint32_t i = 0; i < oldcap; i++)
+		if (old[i].fd >= 0 || old[i].fd == -2)
+			live++;
+	while ((live + 1) * 4 > ncap)
+		ncap *= 2;
+	nm = malloc(ncap * sizeof *nm);
+
+	if (!nm)
+		return;
+	for (uint32_t i = 0; i < ncap; i++)
+		nm[i].fd = -1;
+	es->map = nm;
+	es->cap = ncap;
+	es->n = 0;
+	for (uint32_t i = 0; i < oldcap; i++)
+		if (old[i].fd >= 0 || old[i].fd == -2)
+			epmap_put(es, old[i].data, old[i].fd);
+	free(old);
+}
+
+static void epmap_put(struct bt_epset *es, uint64_t data, int fd)
+{
+	epmap_changed(es);
+	if ((es->n + 1) * 2 > es->cap)
+		epmap_grow(es);
+	if (!es->cap)
+		return;
+	for (uint32_t i = hash64(data) & (es->cap - 1);;
+	     i = (i + 1) & (es->cap - 1)) {
+		if (es->map[i].fd == -1 || es->map[i].fd == -3) {
+			es->map[i].data = data;
+			es->map[i].fd = fd;
+			es->n++;
+			return;
+		}
+		if (es->map[i].data == data) {
+			if (es->map[i].fd != fd)
+				es->map[i].fd = -2;   /* ambiguous */
+			return;
+		}
+	}
+}
+
+void bt_epoll_map_del_fd(struct bt_epset *es, int fd)
+{
+	epmap_changed(es);
+	for (uint32_t i = 0; i < es->cap; i++)
+		if (es->map[i].fd == fd)
+			es->map[i].fd = -3;       /* tombstone */
+}
+
+/*
+ * data -> fd as epmap_get, for the event an epoll_wait returns.  The
+ * thread keeps its last answer, with the set's generation it was true
+ * in: a server waiting on the same descriptor again and again (its
+ * listening socket, its eventfd) takes no lock.
+ */
+static int epmap_lookup_locked(struct bt_epset *es, uint64_t data)
+{
+	uint64_t g;
+	int fd;
+
+	bt_mutex_lock(&es->mu);
+	fd = epmap_get(es, data);
+	g = es->gen;
+	bt_mutex_unlock(&es->mu);
+	bt_self.epc_set = es;
+	bt_self.epc_gen = g;
+	bt_self.epc_data = data;
+	bt_self.epc_fd = fd;
+	return fd;
+}
+
+static inline int epmap_lookup(struct bt_epset *es, uint64_t data)
+{
+	uint64_t g = __atomic_load_n(&es->gen, __ATOMIC_ACQUIRE);
+
+	if (bt_self.epc_set == es && bt_self.epc_gen == g &&
+	    bt_self.epc_data == data)
+		return bt_self.epc_fd;
+	return epmap_lookup_locked(es, data);
+}
+
+void bt_epoll_created(int epfd)
+{
+	struct bt_epset *es;
+	struct epoll_event ev;
+	int wfd;
+
+	if (epfd < 0)
+		return;
+	es = aligned_alloc(64, sizeof *es);
+	if (!es)
+		return;
+	memset(es, 0, sizeof *es);
+	bt_mutex_init(&es->mu);
+	epmap_changed(es);
+	es->epfd = epfd;
+	es->wake_fd = -1;
+	if (getrandom(&es->cookie, sizeof es->cookie, GRND_NONBLOCK) !=
+	    sizeof es->cookie)
+		es->cookie = bt_now() ^ 0x9e3779b97f4a7c15ull ^ (uint64_t)epfd;
+	wfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (wfd >= 0) {
+		es->wake_fd = bt_own_fd_hide(wfd);
+		memset(&ev, 0, sizeof ev);
+		ev.events = EPOLLIN;
+		ev.data.u64 = es->cookie;
+		if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, es->wake_fd, &ev) < 0) {
+			bt_fd_set(es->wake_fd, BT_FD_NONE);
+			REAL(close)(es->wake_fd);
+			es->wake_fd = -1;
+		} else {
+			bt_own_var(&es->wake_fd, 1);
+		}
+	}
+	bt_fd_set(epfd, (uintptr_t)es | 1);
+}
+
+void bt_epoll_set_free(struct bt_epset *es)
+{
+	if (es->wake_fd >= 0) {
+		bt_own_var(&es->wake_fd, 0);
+		bt_fd_set(es->wake_fd, BT_FD_NONE);
+		REAL(close)(es->wake_fd);
+	}
+	free(es->map);
+	/* Type-stable like channels would be safer; epoll sets are few and
+	 * closed rarely: a racing epoll_wait on a closing epfd is an
+	 * application bug. */
+	free(es);
+}
+
+/* Wake threads sleeping in epoll_wait on EPFD (only if there are any:
+ * a sleeper announces itself before its last look at the held input, so
+ * either it sees the new input or we see it). */
+void bt_epoll_wake(int epfd)
+{
+	struct bt_epset *es = epset_of(epfd);
+	uint64_t one = 1;
+
+	if (es && es->wake_fd >= 0 &&
+	    __atomic_load_n(&es->sleepers, __ATOMIC_SEQ_CST) > 0)
+		(void)!REAL(write)(es->wake_fd, &one, sizeof one);
+}
+
+/* ---- epoll ------------------------------------------------------------ */
+
+/* CH's registration in epoll set EPFD, or NULL. */
+static struct bt_epreg *epreg_find(const struct bt_chan *ch, int epfd)
+{
+	struct bt_epiter it;
+
+	BT_EPREG_EACH(ch, r, it)
+		if (r->epfd == epfd)
+			return r;
+	return NULL;
+}
+
+/* Take slot R for set EPFD if it is free: never used, deleted, or left by
+ * a set since closed.  Disarmed until its caller fills it in. */
+static int epreg_take(struct bt_epreg *r, int epfd)
+{
+	int cur = __atomic_load_n(&r->epfd, __ATOMIC_ACQUIRE);
+
+	if (cur >= 0 && epset_of(cur))
+		return 0;
+	r->armed = 0;
+	return __atomic_compare_exchange_n(&r->epfd, &cur, epfd, 0,
+					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+/*
+ * A new registration of CH in set EPFD: a free slot, else a new chunk
+ * appended to ep_more (a socket in a third set: three threads watching
+ * one connection, haproxy's takeovers between threads).  Slots are taken
+ * by compare-and-swap: two threads adding the socket to their own sets
+ * at once never take the same one.  NULL when out of memory.
+ */
+static struct bt_epreg *epreg_claim(struct bt_chan *ch, int epfd)
+{
+	struct bt_epreg_more *m, *cur, **pp = &ch->ep_more;
+	struct bt_epiter it;
+
+	BT_EPREG_EACH(ch, r, it)
+		if (epreg_take(r, epfd))
+			return r;
+	m = malloc(sizeof *m);
+	if (!m)
+		return NULL;
+	memset(m, 0, sizeof *m);
+	for (int i = 0; i < BT_EPREG_MORE; i++)
+		m->r[i].epfd = -1;
+	m->r[0].epfd = epfd;
+	for (;;) {
+		cur = NULL;
+		if (__atomic_compare_exchange_n(pp, &cur, m, 0, __ATOMIC_RELEASE,
+						__ATOMIC_ACQUIRE))
+			return &m->r[0];
+		pp = &cur->next;
+	}
+}
+
+/* Log WANT fd with FLAGS (poll bits now asked for) for channel CH, unless
+ * it is not announced or dark; lost to a pause, it makes CH dark. */
+static void log_want(struct bt_chan *ch, int fd, uint32_t flags)
+{
+	struct bt_event w;
+	uint64_t pc = bt_self.pause_lost;
+
+	if (!ch->announced || ch->dark)
+		return;
+	memset(&w, 0, sizeof w);
+	w.type = BT_EV_WANT;
+	w.fd = fd;
+	w.flags = flags;
+	bt_emit(&w);
+	/* lost to a pause: whose output waits is unknown */
+	if (bt_self.pause_lost != pc)
+		bt_chan_go_dark(ch, fd);
+}
+
+int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	struct bt_epset *es;
+	struct bt_chan *ch;
+	int r, e;
+
+	if (!bt_enter()) {
+		r = REAL(epoll_ctl)(epfd, op, fd, ev);
+		bt_leave_pass();
+		return r;
+	}
+	if (bt_is_own_fd(fd)) {          /* the application cannot see ours */
+		bt_leave();
+		errno = op == EPOLL_CTL_ADD ? EBADF : ENOENT;
+		return -1;
+	}
+	r = REAL(epoll_ctl)(epfd, op, fd, ev);
+	if (r < 0 || !(es = epset_of(epfd))) {
+		bt_leave();
+		return r;
+	}
+	e = errno;
+	bt_mutex_lock(&es->mu);
+	if (op == EPOLL_CTL_DEL)
+		bt_epoll_map_del_fd(es, fd);
+	else if (ev)
+		epmap_put(es, ev->data.u64, fd);
+	bt_mutex_unlock(&es->mu);
+
+	/* (while paused, no descriptor is classified: see in.c) */
+	ch = !bt_paused() ? bt_chan_of(fd) :
+	     BT_FD_IS_CHAN(bt_fd_get(fd)) ? (struct bt_chan *)bt_fd_get(fd) : NULL;
+	if (ch) {
+		struct bt_epreg *reg = epreg_find(ch, epfd);
+		int had_out = reg && (reg->events & EPOLLOUT);
+		if (op == EPOLL_CTL_DEL) {
+			/* removed while asking for out (libevent deletes a
+			 * bufferevent's fd once its output is out and reading
+			 * is off): out is given up */
+			if (had_out)
+				log_want(ch, fd, 0);
+			if (reg) {
+				reg->events = 0;
+				__atomic_store_n(&reg->epfd, -1, __ATOMIC_RELEASE);
+			}
+		} else if (ev) {
+			/* Asking to be told when the fd is writable, in this
+			 * fragment, says whose output waits in the program
+			 * (event libraries queue writes in user space and send
+			 * them from the writable event): logged as WANT. */
+			if ((ev->events & EPOLLOUT) || had_out)
+				log_want(ch, fd, epoll_to_poll(ev->events));
+			if (!reg && !(reg = epreg_claim(ch, epfd))) {
+				/* out of memory: the first one's place */
+				reg = &ch->ep[0];
+				reg->epfd = epfd;
+			}
+			reg->events = ev->events;
+			reg->data = ev->data.u64;
+			reg->told = 0;    /* ADD, MOD: a new report is due */
+			__atomic_store_n(&reg->armed, 1, __ATOMIC_RELEASE);
+			/* registered while holding input: make it visible */
+			if ((ev->events & EPOLLIN) && ch->in_ready_list &&
+			    chan_has_input(ch))
+				bt_epoll_wake(epfd);
+		}
+	}
+	errno = e;
+	bt_leave();
+	return r;
+}
+
+/*
+ * A channel of set ES holding input, armed for EPOLLIN: fill OUT and
+ * return 1 (handing it over, EPOLLONESHOT respected).
+ */
+static int epoll_synth_held(struct bt_epset *es, struct epoll_event *out,
+			    int *fdp)
+{
+	struct bt_chan *pick = NULL;
+	struct bt_epreg *reg = NULL;
+
+	pthread_mutex_lock(&bt_ready_mu);
+	for (unsigned i = 0; i < bt_ready_len && !pick; i++) {
+		struct bt_chan *ch = bt_ready_list[i];
+		struct bt_epiter it;
+		if (!chan_has_input(ch))
+			continue;
+		BT_EPREG_EACH(ch, r, it)
+			if (r->epfd == es->epfd && r->armed &&
+			    (r->events & EPOLLIN) &&
+			    !((r->events & EPOLLET) && r->told)) {
+				pick = ch;
+				reg = r;
+				/* rotate: the next search starts after it */
+				bt_ready_list[i] = bt_ready_list[bt_ready_len - 1];
+				bt_ready_list[bt_ready_len - 1] = ch;
+				break;
+			}
+	}
+	pthread_mutex_unlock(&bt_ready_mu);
+	if (!pick)
+		return 0;
+	/* edge-triggered: one report per edge and set, as the kernel does
+	 * (each set it is in gets the edge: a socket taken over by another
+	 * thread's set is still in the old one, whose thread drops the
+	 * event); the next read of the fd makes a new edge */
+	if (reg->events & EPOLLET) {
+		reg->told = 1;
+		pick->et_told = 1;
+	}
+	out->events = EPOLLIN | (reg->events & EPOLLRDNORM);
+	out->data.u64 = reg->data;
+	*fdp = epmap_lookup(es, reg->data);
+	if (*fdp < 0)
+		*fdp = -2;
+	if (reg->events & EPOLLONESHOT) {
+		struct epoll_event off = { .events = EPOLLONESHOT,
+					   .data.u64 = reg->data };
+		reg->armed = 0;
+		if (*fdp >= 0)
+			REAL(epoll_ctl)(es->epfd, EPOLL_CTL_MOD, *fdp, &off);
+	}
+	return 1;
+}
+
+static inline int epoll_synth(struct bt_epset *es, struct epoll_event *out,
+			      int *fdp)
+{
+	return __atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE) &&
+	       epoll_synth_held(es, out, fdp);
+}
+
+/* The kernel handed over EV (not our bt_epoll_wake-up): bookkeeping and READY. */
+static inline __attribute__((always_inline)) void
+ep_took(struct bt_epset *es, int epfd, const struct epoll_event *ev)
+{
+	int fd;
+
+	es->last_synth = 0;
+	fd = epmap_lookup(es, ev->data.u64);
+	if (fd < 0) {
+		log_ready_ep(-2, BT_FD_NONE, ev->events);
+		return;
+	}
+	uintptr_t w = bt_fd_get(fd);
+	struct bt_chan *ch = BT_FD_IS_CHAN(w) ? (struct bt_chan *)w :
+			     w == BT_FD_NONE ? bt_chan_of(fd) : NULL;
+	if (ch) {
+		struct bt_epiter it;
+		w = (uintptr_t)ch;
+		BT_EPREG_EACH(ch, r, it)
+			if (r->epfd == epfd && (r->events & EPOLLONESHOT))
+				r->armed = 0;
+	} else if (w == BT_FD_NONE) {
+		w = bt_fd_get(fd);        /* classified by bt_chan_of */
+	}
+	log_ready_ep(fd, w, ev->events);
+}
+
+enum ep_kind { EPK_WAIT, EPK_PWAIT, EPK_PWAIT2 };
+
+static inline int ep_real(int kind, int epfd, struct epoll_event *ev, int max,
+		   int timeout_ms, const struct timespec *ts,
+		   const sigset_t *sig)
+{
+	switch (kind) {
+	case EPK_WAIT:
+		return REAL(epoll_wait)(epfd, ev, max, timeout_ms);
+	case EPK_PWAIT:
+		return REAL(epoll_pwait)(epfd, ev, max, timeout_ms, sig);
+	default:
+		if (!REAL(epoll_pwait2)) {
+			errno = ENOSYS;
+			return -1;
+		}
+		return REAL(epoll_pwait2)(epfd, ev, max, ts, sig);
+	}
+}
+
+/* Drop our bt_epoll_wake-up events from a batch (isolation off). */
+static int strip_cookie(struct bt_epset *es, struct epoll_event *ev, int n)
+{
+	int k = 0;
+	for (int i = 0; i < n; i++) {
+		if (ev[i].data.u64 == es->cookie) {
+			uint64_t v;
+			(void)!REAL(read)(es->wake_fd, &v, sizeof v);
+			continue;
+		}
+		ev[k++] = ev[i];
+	}
+	return k;
+}
+
+static int epoll_common(int kind, struct bt_epset *es, int epfd,
+			struct epoll_event *events, int maxevents,
+			int timeout_ms, const struct timespec *ts,
+			const sigset_t *sig);
+
+/*
+ * epoll_wait or epoll_pwait with a zero timeout (a peek), by a thread
+ * that works for no request already (bt_noreq_current), no input held by
+ * the shim for anyone (nothing to hand over first): what epoll_common
+ * would do, without its rounds.  An event of a descriptor that is no
+ * traced channel is then handed over with no record; anything else is
+ * handled as there.
+ */
+static int epoll_peek(int kind, struct bt_epset *es, int epfd,
+		      struct epoll_event *events, const sigset_t *sig)
+{
+	int r;
+
+	bt_self.depth++;
+	bt_self.epoch++;
+	r = kind == EPK_WAIT ? REAL(epoll_wait)(epfd, events, 1, 0)
+			     : REAL(epoll_pwait)(epfd, events, 1, 0, sig);
+	if (r == 1 && events[0].data.u64 == es->cookie) {
+		/* a bt_epoll_wake-up meant for a sleeper that saw the input first:
+		 * consumed, then the whole round (which peeks again) */
+		uint64_t v;
+		(void)!REAL(read)(es->wake_fd, &v, sizeof v);
+		es->last_synth = 0;
+		bt_leave();
+		return epoll_common(kind, es, epfd, events, 1, 0, NULL, sig);
+	}
+	if (r == 1)
+		ep_took(es, epfd, &events[0]);
+	else if (r == 0)
+		log_ready(-1, 0, 0);
+	bt_leave();
+	return r;
+}
+
+static inline int epoll_peek_ok(struct bt_epset *es, int maxevents,
+				int timeout_ms)
+{
+	return timeout_ms == 0 && es && bt_noreq_current() && maxevents >= 1 &&
+	       likely(bt_conf.enabled) && bt_self.depth == 0 &&
+	       bt_conf.isolation && !es->last_synth &&
+	       !__atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE);
+}
+
+/* ES: epset_of(EPFD), looked up by the caller */
+static int epoll_common(int kind, struct bt_epset *es, int epfd,
+			struct epoll_event *events, int maxevents,
+			int timeout_ms, const struct timespec *ts,
+			const sigset_t *sig)
+{
+	uint64_t deadline = 0, now0 = 0;
+	int infinite, zero, r, fd;
+
+	if (!bt_enter()) {
+		r = ep_real(kind, epfd, events, maxevents, timeout_ms, ts, sig);
+		bt_leave_pass();
+		return r;
+	}
+	bt_self.epoch++;
+	/* Paused: straight through, unless input is held (it is still
+	 * reported: the application must not wait for bytes the shim has). */
+	if (!es || maxevents < 1 ||
+	    (bt_paused() && !__atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE))) {
+		if (bt_paused())
+			bt_paused_call();
+		r = ep_real(kind, epfd, events, maxevents, timeout_ms, ts, sig);
+		if (es && r > 0)
+			r = strip_cookie(es, events, r);
+		bt_leave();
+		return r;
+	}
+	if (kind == EPK_PWAIT2)
+		infinite = ts == NULL;
+	else
+		infinite = timeout_ms < 0;
+	/* a zero timeout: every round peeks, no deadline (no clock read) */
+	zero = !infinite && (kind == EPK_PWAIT2
+			     ? ts->tv_sec == 0 && ts->tv_nsec == 0
+			     : timeout_ms == 0);
+	if (!infinite && !zero) {
+		uint64_t ns = kind == EPK_PWAIT2
+			? (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec
+			: (uint64_t)timeout_ms * 1000000ull;
+		now0 = bt_now();
+		deadline = now0 + ns;
+	}
+
+	if (!bt_conf.isolation) {
+		for (;;) {
+			r = ep_real(kind, epfd, events, maxevents, timeout_ms, ts, sig);
+			if (r <= 0)
+				break;
+			r = strip_cookie(es, events, r);
+			if (r > 0)
+				break;
+		}
+		if (r == 0)
+			log_ready(-1, 0, 0);
+		for (int i = 0; i < r; i++) {
+			fd = epmap_lookup(es, events[i].data.u64);
+			log_ready(fd, epoll_to_poll(events[i].events), r);
+		}
+		bt_leave();
+		return r;
+	}
+
+	for (;;) {
+		int tmo = 0;
+		struct timespec tts = { 0, 0 };
+
+		/* Input held by the shim comes first, alternating with the
+		 * kernel's events so neither starves. */
+		if (!es->last_synth && epoll_synth(es, events, &fd)) {
+			es->last_synth = 1;
+			log_ready(fd, POLLIN, 1);
+			bt_leave();
+			return 1;
+		}
+		if (zero) {
+			tmo = 0;        /* tts is zero */
+		} else if (!infinite) {
+			/* the first round starts when the deadline was set */
+			uint64_t now = now0 ? now0 : bt_now();
+			now0 = 0;
+			uint64_t left = deadline > now ? deadline - now : 0;
+			tmo = (int)((left + 999999) / 1000000);
+			tts.tv_sec = (time_t)(left / 1000000000ull);
+			tts.tv_nsec = (long)(left % 1000000000ull);
+		} else {
+			tmo = -1;
+		}
+		if (es->last_synth) {
+			/* only peek at the kernel if input is held */
+			tmo = 0;
+			tts.tv_sec = 0;
+			tts.tv_nsec = 0;
+		}
+		if (tmo != 0) {
+			bt_emit_idle();
+			__atomic_add_fetch(&es->sleepers, 1, __ATOMIC_SEQ_CST);
+			if (epoll_synth(es, events, &fd)) {
+				__atomic_sub_fetch(&es->sleepers, 1, __ATOMIC_SEQ_CST);
+				es->last_synth = 1;
+				log_ready(fd, POLLIN, 1);
+				r = 1;
+				break;
+			}
+		}
+		r = ep_real(kind, epfd, events, 1, tmo,
+			    kind == EPK_PWAIT2 ? (infinite && !es->last_synth ? NULL : &tts) : NULL,
+			    sig);
+		if (tmo != 0)
+			__atomic_sub_fetch(&es->sleepers, 1, __ATOMIC_SEQ_CST);
+		if (r < 0)
+			break;
+		if (r == 1 && events[0].data.u64 == es->cookie) {
+			uint64_t v;
+			(void)!REAL(read)(es->wake_fd, &v, sizeof v);
+			es->last_synth = 0;
+			continue;
+		}
+		if (r == 1) {
+			ep_took(es, epfd, &events[0]);
+			break;
+		}
+		/* nothing from the kernel */
+		if (es->last_synth) {
+			es->last_synth = 0;
+			if (epoll_synth(es, events, &fd)) {
+				es->last_synth = 1;
+				log_ready(fd, POLLIN, 1);
+				r = 1;
+				break;
+			}
+			continue;     /* held input went away: wait for real */
+		}
+		log_ready(-1, 0, 0);
+		break;
+	}
+	bt_leave();
+	return r;
+}
+
+int bt_epoll_wait(int epfd, struct epoll_event *ev, int max, int tmo)
+{
+	struct bt_epset *es = epset_of(epfd);
+
+	if (epoll_peek_ok(es, max, tmo))
+		return epoll_peek(EPK_WAIT, es, epfd, ev, NULL);
+	return epoll_common(EPK_WAIT, es, epfd, ev, max, tmo, NULL, NULL);
+}
+
+int bt_epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo,
+		   const sigset_t *sig)
+{
+	struct bt_epset *es = epset_of(epfd);
+
+	if (epoll_peek_ok(es, max, tmo))
+		return epoll_peek(EPK_PWAIT, es, epfd, ev, sig);
+	return epoll_common(EPK_PWAIT, es, epfd, ev, max, tmo, NULL, sig);
+}
+
+int bt_epoll_pwait2(int epfd, struct epoll_event *ev, int max,
+		    const struct timespec *ts, const sigset_t *sig)
+{
+	return epoll_common(EPK_PWAIT2, epset_of(epfd), epfd, ev, max, 0, ts, sig);
+}

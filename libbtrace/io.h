@@ -1,0 +1,30 @@
+/*
+ * io.h - the read and write families' interface to the other modules
+ * (in.c, out.c, msg.c).
+ */
+#ifndef BT_IO_H
+#define BT_IO_H
+
+#include "fdtab.h"
+
+/* ---- I/O and isolation (in.c, out.c, msg.c) ---------------------------- */
+
+/* Direction ended (read returned 0, shutdown, close): tell the processor. */
+BT_HIDDEN void bt_io_eof(struct bt_chan *ch, int fd, int dir);
+/* Account and process N bytes written to FD (iov form). */
+BT_HIDDEN void bt_io_out(struct bt_chan *ch, int fd, const struct iovec *iov,
+			 int iovcnt, size_t n, int dgram);
+/* A channel's buffered-input state changed: readiness bookkeeping. */
+BT_HIDDEN void bt_io_ready_changed(struct bt_chan *ch);
+/* Is FD's channel dark (or FD BT_FD_DARK)? */
+static inline int bt_fd_dark(uintptr_t w)
+{
+	return w == BT_FD_DARK ||
+	       (BT_FD_IS_CHAN(w) && ((struct bt_chan *)w)->dark);
+}
+
+/* A write made while the thread was inside the shim (a signal handler)
+ * passed straight through: count its N bytes on FD so offsets stay exact. */
+BT_HIDDEN void bt_io_out_nested(int fd, ssize_t n);
+
+#endif /* BT_IO_H */

@@ -1,0 +1,309 @@
+/*
+ * link.c - the link to bp-logd: connect, register chunks, kick, notice
+ * its death.
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "btrace/segment.h"
+#include "bt.h"
+#include "logpath.h"
+
+int bt_link_fd = -1;
+int bt_link_state = LINK_DOWN;
+uint64_t bt_link_retry_at;           /* monotonic ns of the next try */
+uint32_t bt_link_logd_flags;         /* BT_CF_* of the last WELCOME */
+pthread_mutex_t bt_link_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- the logd link ---------------------------------------------------- */
+
+int bt_link_send(const void *msg, size_t len, int fd_to_pass)
+{
+	struct iovec iov = { (void *)msg, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	union { struct cmsghdr c; char buf[CMSG_SPACE(sizeof(int))]; } u;
+	ssize_t r;
+
+	if (bt_link_fd < 0)
+		return -ENOTCONN;
+	if (fd_to_pass >= 0) {
+		memset(&u, 0, sizeof u);
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof u.buf;
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd_to_pass, sizeof(int));
+	}
+	do
+		r = REAL(sendmsg)(bt_link_fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	return 0;
+}
+
+/*
+ * HELLO and chunk 0's CHUNK in one system call (sendmmsg): bp-logd, woken
+ * by the first, finds the second queued too and registers the ring in one
+ * pass.  Marks chunk 0 sent if it went; 0 if the HELLO went, else -errno.
+ */
+static int link_send_hello(const struct bt_lm_hello *hello)
+{
+	struct bt_lm_chunk m;
+	struct iovec iov[2] = { { (void *)hello, sizeof *hello },
+				{ &m, sizeof m } };
+	struct mmsghdr mm[2];
+	union { struct cmsghdr c; char buf[CMSG_SPACE(sizeof(int))]; } u;
+	struct cmsghdr *cm;
+	int r;
+
+	if (!bt_ring_nchunks || bt_link_fd < 0 || !REAL(sendmmsg))
+		return bt_link_send(hello, sizeof *hello, -1);
+	bt_ring_chunk_msg(&bt_ring_chunks[0], &m);
+	memset(mm, 0, sizeof mm);
+	memset(&u, 0, sizeof u);
+	mm[0].msg_hdr.msg_iov = &iov[0];
+	mm[0].msg_hdr.msg_iovlen = 1;
+	mm[1].msg_hdr.msg_iov = &iov[1];
+	mm[1].msg_hdr.msg_iovlen = 1;
+	mm[1].msg_hdr.msg_control = u.buf;
+	mm[1].msg_hdr.msg_controllen = sizeof u.buf;
+	cm = CMSG_FIRSTHDR(&mm[1].msg_hdr);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &bt_ring_chunks[0].memfd, sizeof(int));
+	do
+		r = REAL(sendmmsg)(bt_link_fd, mm, 2, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	bt_ring_chunks[0].sent = r == 2;
+	return 0;
+}
+
+void bt_link_drop(void)
+{
+	if (bt_link_fd >= 0) {
+		int fd = bt_link_fd;
+		bt_link_fd = -1;
+		bt_own_unregister(&bt_link_fd);
+		bt_fd_set(fd, BT_FD_NONE);
+		REAL(close)(fd);
+	}
+	bt_link_state = LINK_DOWN;
+	for (unsigned k = 0; k < bt_ring_nchunks; k++)
+		bt_ring_chunks[k].sent = 0;
+}
+
+/* One line on the traced program's stderr, once per process and KIND. */
+void bt_link_warn_once(unsigned kind, const char *text)
+{
+	static unsigned warned;
+
+	if (warned & kind)
+		return;
+	warned |= kind;
+	(void)!REAL(write)(2, text, strlen(text));
+}
+
+/*
+ * May we hand our events to the daemon on FD?  Only to a bp-logd of our
+ * own effective uid or root's: anyone can put a socket where we were told
+ * to look (/tmp/btrace-UID/ before its owner made it), and a daemon gets
+ * every event and the memory they live in (docs/security.md).
+ */
+static int logd_trusted(int fd)
+{
+	struct ucred cr;
+	socklen_t l = sizeof cr;
+	char msg[PATH_MAX + 200];
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) < 0)
+		return 0;
+	if (cr.uid == geteuid() || cr.uid == 0)
+		return 1;
+	snprintf(msg, sizeof msg,
+		 "libbtrace: the bp-logd on %s runs as uid %u, neither ours (%u) nor root: not sending it our events (spooling instead)\n",
+		 bt_conf.logd_path, (unsigned)cr.uid, (unsigned)geteuid());
+	bt_link_warn_once(1, msg);
+	return 0;
+}
+
+/* Connect and register every chunk.  Called with bt_link_mu held. */
+int bt_link_connect(void)
+{
+	struct sockaddr_un sa;
+	struct bt_lm_hello hello;
+	struct bt_lm_welcome w;
+	struct pollfd pfd;
+	int fd, e = errno;
+	ssize_t r;
+
+	bt_link_retry_at = bt_now() + 1000000000ull;
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	if (strlen(bt_conf.logd_path) >= sizeof sa.sun_path)
+		return -1;
+	strcpy(sa.sun_path, bt_conf.logd_path);
+	memset(&hello, 0, sizeof hello);
+	hello.h.type = BT_LM_HELLO;
+	hello.h.len = sizeof hello;
+	hello.h.version = BT_RING_VERSION;
+	hello.ring_id = bt_proc.ring_id;
+	hello.pid = (uint32_t)bt_proc.pid;
+	hello.ppid = (uint32_t)bt_proc.ppid;
+	memcpy(hello.exe, bt_proc.exe, strnlen(bt_proc.exe, sizeof hello.exe - 1));
+	/* Every CHUNK right behind the HELLO, before the WELCOME: bp-logd
+	 * reads them in one pass instead of waking for each.  A chunk's
+	 * flags are then bp-logd's once it has mapped it (BT_CF_LOGD), the
+	 * WELCOME's until then. */
+	for (unsigned k = 0; k < bt_ring_nchunks; k++) {
+		/* a new bp-logd owes no drain for kicks sent to the old one */
+		for (unsigned i = 0; i < bt_ring_chunks[k].nslots; i++)
+			bt_ring_chunks[k].hdr->slot[i].kicked = 0;
+		__atomic_and_fetch(&bt_ring_chunks[k].hdr->flags, ~BT_CF_LOGD,
+				   __ATOMIC_ACQ_REL);
+	}
+	fd = REAL(socket)(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		goto fail;
+	if (REAL(connect)(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+	    !logd_trusted(fd)) {
+		REAL(close)(fd);
+		goto fail;
+	}
+	/* HELLO first, then the socket moves to the shim's numbers: bp-logd,
+	 * woken by the connection, then usually finds HELLO and CHUNK queued
+	 * when it accepts it */
+	bt_link_fd = fd;
+	r = link_send_hello(&hello);
+	bt_link_fd = bt_own_fd_hide(fd);
+	bt_own_register(&bt_link_fd);
+	if (r < 0)
+		goto drop;
+	for (unsigned k = 0; k < bt_ring_nchunks; k++) {
+		if (!bt_ring_chunks[k].sent)
+			bt_ring_chunk_register(&bt_ring_chunks[k]);
+		if (!bt_ring_chunks[k].sent)
+			goto drop;
+	}
+	pfd.fd = bt_link_fd;
+	pfd.events = POLLIN;
+	do
+		r = REAL(poll)(&pfd, 1, 2000);
+	while (r < 0 && errno == EINTR);
+	if (r <= 0)
+		goto drop;
+	do
+		r = REAL(recv)(bt_link_fd, &w, sizeof w, MSG_DONTWAIT);
+	while (r < 0 && errno == EINTR);
+	if (r < (ssize_t)sizeof(struct bt_lm_hdr) || w.h.type != BT_LM_WELCOME)
+		goto drop;
+	bt_link_state = LINK_UP;
+	bt_link_logd_flags = w.flags;
+	for (unsigned k = 0; k < bt_ring_nchunks; k++) {
+		/* paused or not as this bp-logd says (a new one may not be),
+		 * unless it has mapped the chunk and set its flags since:
+		 * those are newer than the WELCOME (a pause or resume may
+		 * have come in between) */
+		volatile uint32_t *fl = &bt_ring_chunks[k].hdr->flags;
+		uint32_t old = __atomic_load_n(fl, __ATOMIC_ACQUIRE);
+		while (!(old & BT_CF_LOGD) &&
+		       !__atomic_compare_exchange_n(fl, &old,
+				(old & ~BT_CF_PAUSED) | (w.flags & BT_CF_PAUSED),
+				0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			;
+	}
+	errno = e;
+	return 0;
+drop:
+	bt_link_drop();
+fail:
+	bt_link_state = LINK_DOWN;
+	errno = e;
+	return -1;
+}
+
+/*
+ * Is bp-logd still there?  It sends us nothing but its welcome, so
+ * draining what is queued and finding end-of-file means it died.  Marks the
+ * link down then.  Called with bt_link_mu held.
+ */
+int bt_link_alive(void)
+{
+	char buf[sizeof(struct bt_lm_welcome)];
+	int e = errno;
+
+	if (bt_link_fd < 0 || bt_link_state != LINK_UP)
+		return 0;
+	for (int i = 0; i < 16; i++) {
+		ssize_t r = REAL(recv)(bt_link_fd, buf, sizeof buf, MSG_DONTWAIT);
+		if (r > 0)
+			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+			errno = e;
+			return 1;
+		}
+		break;                  /* 0: end of file; other errors: gone */
+	}
+	bt_link_drop();
+	bt_link_retry_at = 0;
+	errno = e;
+	return 0;
+}
+
+/* Try to (re)connect if it is time to.  Returns 1 if the link is up. */
+int bt_link_ensure(void)
+{
+	int up;
+
+	if (__atomic_load_n(&bt_link_state, __ATOMIC_ACQUIRE) == LINK_UP)
+		return 1;
+	if (bt_now() < __atomic_load_n(&bt_link_retry_at, __ATOMIC_RELAXED))
+		return 0;
+	if (pthread_mutex_trylock(&bt_link_mu) != 0)
+		return 0;
+	if (bt_link_state != LINK_UP)
+		bt_link_connect();
+	up = bt_link_state == LINK_UP;
+	pthread_mutex_unlock(&bt_link_mu);
+	return up;
+}
+
+void bt_link_kick(struct bt_slot *s)
+{
+	struct bt_lm_kick k;
+	int r;
+
+	memset(&k, 0, sizeof k);
+	k.h.type = BT_LM_KICK;
+	k.h.len = sizeof k;
+	k.h.version = BT_RING_VERSION;
+	k.chunk = s->chunk->index;
+	k.slot = s->idx;
+	r = bt_link_send(&k, sizeof k, -1);
+	if (r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN) {
+		pthread_mutex_lock(&bt_link_mu);
+		if (bt_link_state == LINK_UP)
+			bt_link_drop();
+		bt_link_retry_at = bt_now();
+		pthread_mutex_unlock(&bt_link_mu);
+	}
+	/* EAGAIN: the socket is full of kicks already; logd will drain. */
+}

@@ -1,0 +1,116 @@
+/*
+ * proc.h - process and thread state, wrapper entry and exit, start-up
+ * (proc.c).
+ */
+#ifndef BT_PROC_H
+#define BT_PROC_H
+
+#include "conf.h"
+
+/* ---- process and thread state ----------------------------------------- */
+
+struct bt_chunk;
+
+/* Per-thread ring slot handle (emit.c) */
+struct bt_slot {
+	struct bt_chunk    *chunk;
+	unsigned            idx;
+	struct bt_slot_hdr *sh;
+	uint8_t            *data;
+	uint32_t            size;
+	uint64_t            head;      /* private copy of sh->head */
+	uint64_t            prev_ts;
+	uint32_t            need_time; /* next record must be BT_EV_TIME */
+	uint32_t            dict_failed; /* mapping the dictionary failed */
+	struct bt_ev_dict  *dict;      /* the stream's attribute dictionary
+					  (docs/log-format.md): mapped at
+					  the thread's first value, kept
+					  across slots, unmapped at its
+					  exit; NULL: values go out plain */
+};
+
+struct bt_thread {
+	int         tid;
+	int         depth;          /* wrapper nesting: >1 means re-entered */
+	int         noslot;         /* claiming a slot failed: do not retry */
+	uint64_t    epoch;          /* readiness calls made by this thread */
+	uint64_t    dropped;        /* events not recorded, not yet reported */
+	uint32_t    drop_reason;    /* enum bt_drop_reason of the last one */
+	struct bt_slot slot;
+	int         have_slot;
+	uint32_t    ready_rr;       /* rotation cursor for poll/select */
+	const void *epc_set;        /* the last epoll data -> fd answer */
+	uint64_t    epc_gen;        /* (ready.c epmap_lookup) */
+	uint64_t    epc_data;
+	int         epc_fd;
+	uint64_t    paused_calls;   /* calls not traced while paused, not yet
+				       reported (DROP, then READY -1) */
+	uint64_t    noreq_mark;     /* slot head just after our last READY
+				       that began work for no request (a
+				       timeout, no channel, dark input) */
+	uint64_t    pause_lost;     /* records bt_emit dropped because paused
+				       (only grows: a call that sees it move
+				       lost one, its channel goes dark) */
+	uint64_t    out_ts;         /* when the write call being logged began
+				       (0: none); its OUT records carry it */
+	struct bt_chan *out_ch;     /* the channel that call writes to, and */
+	uint32_t    out_gen;        /* its generation, taken before the call */
+};
+BT_HIDDEN extern BT_TLS struct bt_thread bt_self;
+
+struct bt_procinfo {
+	pid_t    pid;
+	pid_t    ppid;
+	uint64_t ring_id;
+	int      started;           /* PROC_START written */
+	uint32_t start_flags;       /* BT_PF_* for PROC_START */
+	int      fork_ptid;         /* parent thread, when forked */
+	char     exe[PATH_MAX];
+	char     cmdline[512];
+	uint32_t cmdline_len;
+	char     host[64];
+};
+BT_HIDDEN extern struct bt_procinfo bt_proc;
+
+/* Current thread id (cached per thread). */
+BT_HIDDEN int bt_gettid(void);
+
+static inline uint64_t bt_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Wrapper entry/exit.  BT_ENTER returns 0 when the shim must pass this call
+ * straight through: tracing disabled, or re-entered (a signal handler, or
+ * libc calling back into a wrapper while the shim is working).
+ */
+static inline int bt_enter(void)
+{
+	if (unlikely(!bt_conf.enabled))
+		return 0;
+	if (unlikely(bt_self.depth++ > 0))
+		return 0;
+	return 1;
+}
+static inline void bt_leave(void)
+{
+	bt_self.depth--;
+	bt_self.out_ts = 0;
+}
+/* bt_enter() returned 0: undo its count only if it made one. */
+static inline void bt_leave_pass(void)
+{
+	if (likely(bt_conf.enabled))
+		bt_self.depth--;
+}
+
+/* ---- processes (proc.c) ---------------------------------------------- */
+BT_HIDDEN void bt_init(void);
+BT_HIDDEN extern int bt_initialized;
+/* First records of a thread's stream (called by emit.c on slot claim). */
+BT_HIDDEN void bt_thread_first_records(void);
+
+#endif /* BT_PROC_H */

@@ -1,0 +1,158 @@
+/*
+ * readypath.h - what the readiness files share; private to them: ready.c
+ * (the list of channels holding input, READY records), epoll.c (epoll
+ * sets and calls), poll.c (poll, ppoll, select, pselect).  The helpers on
+ * every readiness call are static inline here, as they were when the
+ * three were one file.
+ */
+#ifndef BT_READYPATH_H
+#define BT_READYPATH_H
+
+#include <poll.h>
+#include <sys/epoll.h>
+
+#include "bt.h"
+
+/* ---- ready.c ---- */
+/* Channels holding input or owed a report (bt_ready_count of them). */
+BT_HIDDEN extern struct bt_chan **bt_ready_list;
+BT_HIDDEN extern unsigned bt_ready_len;
+BT_HIDDEN extern pthread_mutex_t bt_ready_mu;
+/* The READY record of FD (table word W): POLLBITS, NREADY. */
+BT_HIDDEN void bt_ready_log_rec(int fd, uintptr_t w, uint32_t pollbits,
+				int nready);
+
+/* ---- epoll.c ---- */
+struct epmap_ent { uint64_t data; int fd; };
+
+struct bt_epset {
+	bt_mutex_t mu;
+	int      epfd;
+	int      wake_fd;
+	uint64_t cookie;
+	int      last_synth;
+	int      sleepers;          /* threads blocked in the real call */
+	struct epmap_ent *map;      /* open addressing, fd -1 = empty */
+	uint32_t cap, n;
+	uint64_t gen;               /* changes with every change of the map:
+				       unique among all sets (ep_gen) */
+} __attribute__((aligned(64)));
+
+/* Wake the threads asleep in epoll_wait on EPFD (input became held). */
+BT_HIDDEN void bt_epoll_wake(int epfd);
+/* EPFD was closed: free its set. */
+BT_HIDDEN void bt_epoll_set_free(struct bt_epset *es);
+/* FD was closed: forget its entries in ES's data -> fd map (ES locked). */
+BT_HIDDEN void bt_epoll_map_del_fd(struct bt_epset *es, int fd);
+
+static inline struct bt_epset *epset_of(int epfd)
+{
+	uintptr_t w = bt_fd_get(epfd);
+	return BT_FD_IS_EPSET(w) ? (struct bt_epset *)(w & ~(uintptr_t)1) : NULL;
+}
+
+static inline int chan_has_input(const struct bt_chan *ch)
+{
+	return ch->rd < ch->wr || ch->owed;
+}
+
+/* Is FD's channel holding input for the application? */
+static inline int fd_owed(int fd)
+{
+	uintptr_t w = bt_fd_get(fd);
+	if (!BT_FD_IS_CHAN(w))
+		return 0;
+	struct bt_chan *ch = (struct bt_chan *)w;
+	return ch->in_ready_list && chan_has_input(ch);
+}
+
+/*
+ * Does a READY of FD (table word W) begin work for no request in
+ * bp-reconstruct?  A timeout or an unknown fd (fd < 0); a descriptor it
+ * knows no channel end for: one seen and no channel (an eventfd, a timer,
+ * a file, an epoll set), a socket never announced (a listening socket);
+ * a dark one (logged as READY -1).  A descriptor never seen is not known
+ * to be one.
+ */
+static inline int ready_noreq(int fd, uintptr_t w)
+{
+	if (fd < 0)
+		return 1;
+	if (BT_FD_IS_CHAN(w)) {
+		const struct bt_chan *ch = (const struct bt_chan *)w;
+		return !ch->announced || ch->dark;
+	}
+	return w != BT_FD_NONE && w != BT_FD_OWN;
+}
+
+/*
+ * Log the fd handed over.  When the thread works for no request already
+ * (its last record began that, nothing recorded since) and this one would
+ * begin the same, nothing is written: a second empty fragment for no
+ * request says nothing (docs/events.md "READY"), and skipping it costs
+ * no clock read.
+ */
+static inline void log_ready(int fd, uint32_t pollbits, int nready)
+{
+	uintptr_t w = fd >= 0 ? bt_fd_get(fd) : BT_FD_NONE;
+
+	if (bt_noreq_current() && ready_noreq(fd, w))
+		return;
+	bt_ready_log_rec(fd, w, pollbits, nready);
+}
+
+/*
+ * Log a timeout (READY -1).  One of a wait on one fd alone (ALONE: a poll
+ * of one fd, a select of one) is flagged BT_RF_ALONE: it is part of the
+ * fragment that made it (a pooled connection's liveness check, a socket
+ * timeout), so it begins no work for no request (docs/events.md "READY").
+ */
+static inline void log_timeout(int alone)
+{
+	uint64_t v[3] = { bt_zigzag(-1), BT_RF_ALONE, 0 };
+
+	if (!alone) {
+		log_ready(-1, 0, 0);
+		return;
+	}
+	if (bt_noreq_current())
+		return;           /* nothing since the work for no request began */
+	bt_emit_ints(BT_EV_READY, 0, 3, v);
+}
+
+static inline uint32_t epoll_to_poll(uint32_t e)
+{
+	uint32_t p = 0;
+	if (e & (EPOLLIN | EPOLLRDNORM | EPOLLPRI)) p |= POLLIN;
+	if (e & (EPOLLOUT | EPOLLWRNORM)) p |= POLLOUT;
+	if (e & EPOLLERR) p |= POLLERR;
+	if (e & (EPOLLHUP | EPOLLRDHUP)) p |= POLLHUP;
+	return p;
+}
+
+/* log_ready of an epoll event (the bits converted only when written) */
+static inline void log_ready_ep(int fd, uintptr_t w, uint32_t events)
+{
+	if (bt_noreq_current() && ready_noreq(fd, w))
+		return;
+	bt_ready_log_rec(fd, w, epoll_to_poll(events), 1);
+}
+
+/*
+ * The order in which poll and select hand over ready entries, one per
+ * call.  Events of a socket or pipe come first, then those of other fds (a
+ * loop's own eventfd or timerfd), then hang-ups and errors.  So what was
+ * sent before a close is read before the close is seen (a worker's result
+ * pipe before its exit: CPython's ProcessPoolExecutor takes a worker whose
+ * exit it sees first for dead), and a loop draining its events without
+ * blocking dispatches every one before it meets its own bt_epoll_wake-up fd (GLib's
+ * while (g_main_context_iteration (ctx, FALSE)) idiom).
+ */
+static inline int ready_class(int fd, short revents)
+{
+	if (revents & (POLLHUP | POLLERR | POLLNVAL))
+		return 2;
+	return BT_FD_IS_CHAN(bt_fd_get(fd)) ? 0 : 1;
+}
+
+#endif /* BT_READYPATH_H */
