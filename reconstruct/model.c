@@ -286,7 +286,8 @@ static int park_work_done(const struct rc_thr *th, const struct rc_span *sp)
 {
 	uint32_t tid = th->tid ? th->tid : sp->pid;
 
-	return th->park_why == RC_PARK_READAHEAD &&
+	return (th->park_why == RC_PARK_READAHEAD ||
+		th->park_why == RC_PARK_BATCHED) &&
 	       th->frag.channel_id == sp->channel_id &&
 	       sp->caller == tid && !sp->many_callers && !sp->ncalls;
 }
@@ -400,7 +401,8 @@ static void frag_open(struct ap *a, uint8_t trigger, int32_t fd,
 
 	frag_close(a);
 	if (trigger == RC_TR_MSG || trigger == RC_TR_DATA)
-		a->th->park_why = RC_PARK_READAHEAD;
+		a->th->park_why = (a->im->pflags & BT_PF_ISOLATION) ?
+				  RC_PARK_READAHEAD : RC_PARK_BATCHED;
 	memset(f, 0, sizeof *f);
 	f->open = 1;
 	f->trigger = trigger;
@@ -1546,6 +1548,9 @@ static void on_open(struct ap *a)
 	};
 	rc_db_file(c, &r);
 	c->st.files_opened++;
+	/* without isolation, an open may be any batched request's */
+	if (rc_span_nparked(c) && !(a->im->pflags & BT_PF_ISOLATION))
+		rc_span_file_sent(c, a->im->host, a->im->pid, r.req);
 	if (!r.req)
 		c->st.unattr_files++;
 	if (p && ev->result >= 0)
