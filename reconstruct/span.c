@@ -331,6 +331,8 @@ uint32_t rc_span_file_sent(struct rc_ctx *c, uint32_t host, uint32_t pid,
 	}
 	if (n && req)
 		rc_db_candidate(c, 0, req, 1, park_reason[RC_PARK_BATCHED]);
+	if (n)
+		c->st.ambiguous_files++;
 	return n;
 }
 
