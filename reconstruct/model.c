@@ -292,6 +292,33 @@ static int park_work_done(const struct rc_thr *th, const struct rc_span *sp)
 	       sp->caller == tid && !sp->many_callers && !sp->ncalls;
 }
 
+/*
+ * Without event isolation one read hands over several pipelined requests:
+ * request SP is read on E while the thread's request is an earlier one on
+ * the same connection that has made no call, not answered.  The thread
+ * works for both from memory: both are parked 'ambiguous:batched' until
+ * answered or ended (working for them does not un-park them), so every
+ * call and file of the process meanwhile lists them as candidates.
+ * docs/reconstruct.md, "Without event isolation".
+ */
+static void park_batch(struct ap *a, const struct rc_end *e,
+		       struct rc_span *sp)
+{
+	if (a->im->pflags & BT_PF_ISOLATION)
+		return;
+	struct rc_span *prev = rc_span_srv(a->c, a->th->d.span);
+	if (!prev || prev == sp || prev->req != a->th->d.req ||
+	    prev->channel_id != e->channel_id || prev->host != a->im->host ||
+	    prev->pid != a->im->pid || prev->end != RC_DB_NULL ||
+	    prev->pending || prev->answering || prev->caller)
+		return;
+	if (prev->parked != RC_PARK_BATCHED) {
+		rc_span_unpark(a->c, prev);
+		rc_span_park(a->c, prev, RC_PARK_BATCHED);
+	}
+	rc_span_park(a->c, sp, RC_PARK_BATCHED);
+}
+
 /* The thread's fragment ends: remember its request's server span if it
  * may be left parked (decided once the next designation is known). */
 static void park_check(struct ap *a)
@@ -1196,6 +1223,7 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 		}
 		req = sp->req;
 		span = sp->id;
+		park_batch(a, e, sp);
 		a->th->d.req = sp->req;
 		a->th->d.span = sp->id;
 		a->th->d.client_root = sp->client_root;

@@ -250,7 +250,9 @@ void rc_span_unpark_req(struct rc_ctx *c, uint32_t host, uint32_t pid,
 
 	for (uint32_t i = m->nparked; i-- > 0;) {
 		struct rc_span *q = m->parked[i];
-		if (q->req == req && q->host == host && q->pid == pid)
+		/* a batch stays parked while a thread works for it */
+		if (q->req == req && q->host == host && q->pid == pid &&
+		    q->parked != RC_PARK_BATCHED)
 			rc_span_unpark(c, q);
 	}
 }
@@ -323,10 +325,9 @@ uint32_t rc_span_file_sent(struct rc_ctx *c, uint32_t host, uint32_t pid,
 
 	for (uint32_t i = 0; i < m->nparked; i++) {
 		struct rc_span *q = m->parked[i];
-		if (q->host != host || q->pid != pid || q->req == req ||
-		    q->parked != RC_PARK_BATCHED)
+		if (q->host != host || q->pid != pid || q->req == req)
 			continue;
-		rc_db_candidate(c, 0, q->req, 0, park_reason[RC_PARK_BATCHED]);
+		rc_db_candidate(c, 0, q->req, 0, park_reason[q->parked]);
 		n++;
 	}
 	if (n && req)

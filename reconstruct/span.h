@@ -151,12 +151,13 @@ uint32_t rc_span_nparked(const struct rc_ctx *c);
  */
 void rc_span_sent(struct rc_ctx *c, struct rc_span *sp);
 /*
- * A file was opened in process (HOST, PID) by a fragment working for REQ
- * (0: none) while requests read in a batch with another (RC_PARK_BATCHED:
- * an image without event isolation) are parked there: the open may be
- * theirs.  Each is recorded as a candidate (span_candidates, span_id NULL)
- * and REQ as the chosen one, all 'ambiguous:batched'.  Returns how many
- * candidates other than REQ.
+ * A file was opened in process (HOST, PID), whose image runs without
+ * event isolation, by a fragment working for REQ (0: none) while requests
+ * are parked there (read in a batch with another: RC_PARK_BATCHED, or
+ * any other reason): the open may be theirs.  Each is recorded as a
+ * candidate (span_candidates, span_id NULL, the reason it was parked
+ * for) and REQ as the chosen one ('ambiguous:batched').  Returns how
+ * many candidates other than REQ.
  */
 uint32_t rc_span_file_sent(struct rc_ctx *c, uint32_t host, uint32_t pid,
 			   uint64_t req);
