@@ -343,7 +343,7 @@ static int certainty_finish(struct rc_ctx *c)
 	int level = 0;
 	char why[256] = "";
 
-	if (!c->st.marked_spans) {
+	if (!c->st.marked_spans && !c->st.ambiguous_files) {
 		c->st.req_exact = c->st.requests;
 		return 0;
 	}

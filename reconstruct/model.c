@@ -286,9 +286,37 @@ static int park_work_done(const struct rc_thr *th, const struct rc_span *sp)
 {
 	uint32_t tid = th->tid ? th->tid : sp->pid;
 
-	return th->park_why == RC_PARK_READAHEAD &&
+	return (th->park_why == RC_PARK_READAHEAD ||
+		th->park_why == RC_PARK_BATCHED) &&
 	       th->frag.channel_id == sp->channel_id &&
 	       sp->caller == tid && !sp->many_callers && !sp->ncalls;
+}
+
+/*
+ * Without event isolation one read hands over several pipelined requests:
+ * request SP is read on E while the thread's request is an earlier one on
+ * the same connection that has made no call, not answered.  The thread
+ * works for both from memory: both are parked 'ambiguous:batched' until
+ * answered or ended (working for them does not un-park them), so every
+ * call and file of the process meanwhile lists them as candidates.
+ * docs/reconstruct.md, "Without event isolation".
+ */
+static void park_batch(struct ap *a, const struct rc_end *e,
+		       struct rc_span *sp)
+{
+	if (a->im->pflags & BT_PF_ISOLATION)
+		return;
+	struct rc_span *prev = rc_span_srv(a->c, a->th->d.span);
+	if (!prev || prev == sp || prev->req != a->th->d.req ||
+	    prev->channel_id != e->channel_id || prev->host != a->im->host ||
+	    prev->pid != a->im->pid || prev->end != RC_DB_NULL ||
+	    prev->pending || prev->answering || prev->caller)
+		return;
+	if (prev->parked != RC_PARK_BATCHED) {
+		rc_span_unpark(a->c, prev);
+		rc_span_park(a->c, prev, RC_PARK_BATCHED);
+	}
+	rc_span_park(a->c, sp, RC_PARK_BATCHED);
 }
 
 /* The thread's fragment ends: remember its request's server span if it
@@ -400,7 +428,8 @@ static void frag_open(struct ap *a, uint8_t trigger, int32_t fd,
 
 	frag_close(a);
 	if (trigger == RC_TR_MSG || trigger == RC_TR_DATA)
-		a->th->park_why = RC_PARK_READAHEAD;
+		a->th->park_why = (a->im->pflags & BT_PF_ISOLATION) ?
+				  RC_PARK_READAHEAD : RC_PARK_BATCHED;
 	memset(f, 0, sizeof *f);
 	f->open = 1;
 	f->trigger = trigger;
@@ -1194,6 +1223,7 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 		}
 		req = sp->req;
 		span = sp->id;
+		park_batch(a, e, sp);
 		a->th->d.req = sp->req;
 		a->th->d.span = sp->id;
 		a->th->d.client_root = sp->client_root;
@@ -1546,6 +1576,9 @@ static void on_open(struct ap *a)
 	};
 	rc_db_file(c, &r);
 	c->st.files_opened++;
+	/* without isolation, an open may be any batched request's */
+	if (rc_span_nparked(c) && !(a->im->pflags & BT_PF_ISOLATION))
+		rc_span_file_sent(c, a->im->host, a->im->pid, r.req);
 	if (!r.req)
 		c->st.unattr_files++;
 	if (p && ev->result >= 0)

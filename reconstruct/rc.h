@@ -276,6 +276,7 @@ struct rc_stats {
 	uint64_t parks;              /* server spans found parked */
 	uint64_t ambiguous_spans;    /* requests sent while others were parked */
 	uint64_t marked_spans;       /* spans written not 'exact' */
+	uint64_t ambiguous_files;    /* files opened with candidates */
 	uint64_t content_resolved;   /* ambiguous spans resolved by content
 					(tokens.c) */
 	uint64_t req_exact, req_resolved, req_uncertain;  /* db.c, at the end */

@@ -27,6 +27,7 @@ static const char ambiguous_answered[] = "ambiguous:answered";
 static const char *const park_reason[] = {
 	[RC_PARK_WAIT] = "ambiguous:parked",
 	[RC_PARK_READAHEAD] = "readahead",
+	[RC_PARK_BATCHED] = "ambiguous:batched",
 };
 
 /* Names of the protocols whose processor is not in this build. */
@@ -249,7 +250,9 @@ void rc_span_unpark_req(struct rc_ctx *c, uint32_t host, uint32_t pid,
 
 	for (uint32_t i = m->nparked; i-- > 0;) {
 		struct rc_span *q = m->parked[i];
-		if (q->req == req && q->host == host && q->pid == pid)
+		/* a batch stays parked while a thread works for it */
+		if (q->req == req && q->host == host && q->pid == pid &&
+		    q->parked != RC_PARK_BATCHED)
 			rc_span_unpark(c, q);
 	}
 }
@@ -284,7 +287,7 @@ void rc_span_sent(struct rc_ctx *c, struct rc_span *sp)
 {
 	struct rc_spans *m = c->spans;
 	struct rc_span *par = rc_span_srv(c, sp->parent);
-	uint32_t n = 0;
+	uint32_t n = 0, batched = 0;
 
 	if (par && par->host == sp->host && par->pid == sp->pid) {
 		par->ncalls++;
@@ -300,6 +303,7 @@ void rc_span_sent(struct rc_ctx *c, struct rc_span *sp)
 		if (q->host != sp->host || q->pid != sp->pid || q->req == sp->req)
 			continue;
 		rc_db_candidate(c, sp->id, q->req, 0, park_reason[q->parked]);
+		batched |= q->parked == RC_PARK_BATCHED;
 		n++;
 	}
 	uint32_t nparked = n;
@@ -307,9 +311,30 @@ void rc_span_sent(struct rc_ctx *c, struct rc_span *sp)
 	if (!n)
 		return;
 	sp->certainty = RC_CT_UNCERTAIN;
-	sp->reason = nparked ? park_reason[RC_PARK_WAIT] : ambiguous_answered;
+	sp->reason = batched ? park_reason[RC_PARK_BATCHED] :
+		     nparked ? park_reason[RC_PARK_WAIT] : ambiguous_answered;
 	rc_db_candidate(c, sp->id, sp->req, 1, sp->reason);
 	c->st.ambiguous_spans++;
+}
+
+uint32_t rc_span_file_sent(struct rc_ctx *c, uint32_t host, uint32_t pid,
+			   uint64_t req)
+{
+	struct rc_spans *m = c->spans;
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < m->nparked; i++) {
+		struct rc_span *q = m->parked[i];
+		if (q->host != host || q->pid != pid || q->req == req)
+			continue;
+		rc_db_candidate(c, 0, q->req, 0, park_reason[q->parked]);
+		n++;
+	}
+	if (n && req)
+		rc_db_candidate(c, 0, req, 1, park_reason[RC_PARK_BATCHED]);
+	if (n)
+		c->st.ambiguous_files++;
+	return n;
 }
 
 /* SP ends or is dropped: it is no longer open, parked or a call. */

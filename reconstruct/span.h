@@ -18,7 +18,8 @@ enum rc_span_kind { RC_SK_SERVER = 1, RC_SK_CLIENT = 2 };
 enum rc_certainty { RC_CT_EXACT = 0, RC_CT_RESOLVED = 1, RC_CT_UNCERTAIN = 2 };
 
 /* Why a server span is parked (docs/reconstruct.md, "Certainty"). */
-enum rc_park { RC_PARK_NONE = 0, RC_PARK_WAIT, RC_PARK_READAHEAD };
+enum rc_park { RC_PARK_NONE = 0, RC_PARK_WAIT, RC_PARK_READAHEAD,
+	       RC_PARK_BATCHED };
 
 struct rc_span {
 	struct rc_span *next;    /* in an end's open list, or the free list */
@@ -149,6 +150,17 @@ uint32_t rc_span_nparked(const struct rc_ctx *c);
  * calls awaiting a reply, and notes the thread that made it.
  */
 void rc_span_sent(struct rc_ctx *c, struct rc_span *sp);
+/*
+ * A file was opened in process (HOST, PID), whose image runs without
+ * event isolation, by a fragment working for REQ (0: none) while requests
+ * are parked there (read in a batch with another: RC_PARK_BATCHED, or
+ * any other reason): the open may be theirs.  Each is recorded as a
+ * candidate (span_candidates, span_id NULL, the reason it was parked
+ * for) and REQ as the chosen one ('ambiguous:batched').  Returns how
+ * many candidates other than REQ.
+ */
+uint32_t rc_span_file_sent(struct rc_ctx *c, uint32_t host, uint32_t pid,
+			   uint64_t req);
 
 /* The status a message reports: HTTP status, DNS rcode (0 is NOERROR);
  * RC_DB_NULL when it has none. */

@@ -248,7 +248,7 @@ struct gen_thr *gen_proc_main(struct gen_host *h, uint32_t pid,
 			      const char *exe, int64_t at)
 {
 	struct gen_thr *t = gen_thread(gen_proc(h, pid, exe), at, pid, 0, 0);
-	gen_proc_start(t, at, 1, 0, 0);
+	gen_proc_start(t, at, 1, 0, BT_PF_ISOLATION); /* the shim's default */
 	return t;
 }
 

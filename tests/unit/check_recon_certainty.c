@@ -70,6 +70,145 @@ static const char *labels(struct rt *t)
 	return rt_q(t, "SELECT group_concat(l, '\n') FROM (SELECT target || ' ' || certainty || ' ' || IFNULL(certainty_reason, '-') AS l FROM requests ORDER BY start_ns, request_id)");
 }
 
+/* ---- without event isolation: requests read in one batch -------------- */
+
+/* An event loop without event isolation (PROC_START without
+ * BT_PF_ISOLATION), its backend connection on fd 9. */
+static struct gen_thr *front_noiso(struct gen_host *h, struct gen_thr **b)
+{
+	struct gen_thr *w = gen_thread(gen_proc(h, 300, "/usr/bin/front"), 0,
+				       300, 0, 0);
+	gen_proc_start(w, 0, 1, 0, 0);
+	gen_tcp(w, 10, 9, BT_CR_CONNECT, "10.0.0.1:50010", "10.0.0.2:5432");
+	*b = backend(h, "10.0.0.1:50010");
+	return w;
+}
+
+/*
+ * One read hands over two pipelined requests (two MSG records) and the
+ * loop then sends /a's call: the rules give it to /b, the last one read.
+ * Both may own it: it is uncertain, 'ambiguous:batched', and so are both
+ * requests.  QA, QB: the calls' SQL; WARM: a query sent before, so its
+ * shape is known (NULL: none).
+ */
+static const char *batched(struct rt *t, const char *warm, const char *ta,
+			   const char *tb, const char *qa, const char *qb)
+{
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *w = front_noiso(h, &b);
+
+	if (warm) {
+		gen_accept(w, 50, 7, 3, "10.0.0.1:80", "10.0.0.8:3333");
+		gen_ready(w, 51, 7, POLLIN);
+		http_in(w, 52, 7, "/w?id=www000");
+		sql_out(w, 53, 9, warm);
+		sql_in(b, 54, 4, warm);
+		rep_out(b, 55, 4);
+		gen_ready(w, 56, 9, POLLIN);
+		rep_in(w, 57, 9);
+		http_out(w, 58, 7);
+	}
+	gen_accept(w, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_ready(w, 110, 5, POLLIN);
+	http_in(w, 111, 5, ta);
+	http_in(w, 111, 5, tb);              /* the same read */
+	sql_out(w, 112, 9, qa);              /* /a's, given to /b */
+	sql_in(b, 113, 4, qa);
+	rep_out(b, 114, 4);
+	gen_ready(w, 115, 9, POLLIN);
+	rep_in(w, 116, 9);
+	http_out(w, 117, 5);                 /* /a answered */
+	sql_out(w, 118, 9, qb);              /* nothing batched is left */
+	sql_in(b, 119, 4, qb);
+	rep_out(b, 120, 4);
+	gen_ready(w, 121, 9, POLLIN);
+	rep_in(w, 122, 9);
+	http_out(w, 123, 5);
+
+	rt_init(t);
+	rt_write(t, g, NULL);
+	ck_assert_int_eq(rt_run(t), RC_EXIT_OK);
+	return labels(t);
+}
+
+START_TEST(batched_fires)
+{
+	struct rt t;
+
+	ck_assert_str_eq(batched(&t, NULL, "/a", "/b", "SELECT a", "SELECT b"),
+		"/a uncertain ambiguous:batched\n/b uncertain ambiguous:batched");
+	ck_assert_str_eq(rt_q(&t, "SELECT group_concat(r.target || ':' || k.chosen || ':' || k.reason, ' ') FROM span_candidates k JOIN requests r USING (request_id)"),
+			 "/a:0:ambiguous:batched /b:1:ambiguous:batched");
+	ck_assert_str_eq(rt_q(&t, "SELECT group_concat(target || ':' || certainty || ':' || IFNULL(certainty_reason, '-'), ' ') FROM spans WHERE kind = 'client'"),
+			 "SELECT a:uncertain:ambiguous:batched SELECT b:exact:-");
+	rt_done(&t);
+}
+END_TEST
+
+/* The call carries a value only /a received: it is given to /a,
+ * 'resolved', and nothing is marked (/b's own call, its values its own,
+ * is confirmed by content too). */
+START_TEST(batched_resolved_by_content)
+{
+	struct rt t;
+
+	ck_assert_str_eq(batched(&t, "SELECT v FROM kv WHERE k = 'www000'",
+		"/a?id=aaa111", "/b?id=bbb222",
+		"SELECT v FROM kv WHERE k = 'aaa111'",
+		"SELECT v FROM kv WHERE k = 'bbb222'"),
+		"/w?id=www000 exact -\n"
+		"/a?id=aaa111 resolved handoff:content\n"
+		"/b?id=bbb222 resolved handoff:content");
+	ck_assert_str_eq(rt_q(&t, "SELECT group_concat(r.target || ':' || s.target, ' ') FROM spans s JOIN requests r USING (request_id) WHERE s.kind = 'client'"),
+			 "/w?id=www000:SELECT v FROM kv WHERE k = 'www000' "
+			 "/a?id=aaa111:SELECT v FROM kv WHERE k = 'aaa111' "
+			 "/b?id=bbb222:SELECT v FROM kv WHERE k = 'bbb222'");
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM span_candidates"), 0);
+	rt_done(&t);
+}
+END_TEST
+
+/* Two static requests in one read: the loop opens /a's file in /b's
+ * designation.  Both requests are marked (span_candidates, span_id
+ * NULL); the one-request fragment after them stays exact. */
+START_TEST(batched_file_fires)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *w = front_noiso(h, &b);
+
+	gen_accept(w, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_ready(w, 110, 5, POLLIN);
+	http_in(w, 111, 5, "/a");
+	http_in(w, 111, 5, "/b");
+	gen_open(w, 112, 11, "/www/a.txt");
+	http_out(w, 113, 5);
+	gen_open(w, 114, 12, "/www/b.txt");
+	http_out(w, 115, 5);
+	gen_ready(w, 120, 5, POLLIN);
+	http_in(w, 121, 5, "/c");
+	gen_open(w, 122, 13, "/www/c.txt");
+	sql_out(w, 123, 9, "SELECT c");
+	sql_in(b, 124, 4, "SELECT c");
+	rep_out(b, 125, 4);
+	gen_ready(w, 126, 9, POLLIN);
+	rep_in(w, 127, 9);
+	http_out(w, 128, 5);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(labels(&t),
+		"/a uncertain ambiguous:batched\n/b uncertain ambiguous:batched\n"
+		"/c exact -");
+	ck_assert_str_eq(rt_q(&t, "SELECT group_concat(r.target || ':' || k.chosen, ' ') FROM span_candidates k JOIN requests r USING (request_id) WHERE k.span_id IS NULL"),
+			 "/a:0 /b:1");
+	rt_done(&t);
+}
+END_TEST
+
 /* ---- the writability rule: a one-fd wait for POLLOUT ------------------- */
 
 /*
@@ -1118,6 +1257,9 @@ Suite *recon_certainty_suite(void)
 	tcase_add_test(tc, answered_sender_resolved_by_content);
 	tcase_add_test(tc, answered_sender_uncertain_without_content);
 	tcase_add_test(tc, client_and_pool_stay_exact);
+	tcase_add_test(tc, batched_fires);
+	tcase_add_test(tc, batched_resolved_by_content);
+	tcase_add_test(tc, batched_file_fires);
 	suite_add_tcase(s, tc);
 	return s;
 }
