@@ -206,6 +206,9 @@ void bt_chan_sniff(struct bt_chan *ch, int fd, int dir, const uint8_t *p,
 	} else if (bt_conf.exe_proto && bt_protocols[bt_conf.exe_proto]) {
 		bt_chan_attach(ch, fd, bt_protocols[bt_conf.exe_proto],
 			       BT_PH_RULE, "exe");
+	} else if (bt_proto_looks_tls(p, n)) {
+		bt_chan_attach(ch, fd, NULL, BT_PH_TLS,
+			       "a TLS record: encrypted inside the program");
 	} else {
 		bt_chan_attach(ch, fd, NULL, BT_PH_NONE,
 			       maybe ? "sniffing needs more bytes than the first read had"

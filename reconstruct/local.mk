@@ -10,6 +10,7 @@ libbtrecon_la_SOURCES = \
 	reconstruct/map.c reconstruct/map.h \
 	reconstruct/merge.c reconstruct/merge.h \
 	reconstruct/model.c reconstruct/model.h \
+	reconstruct/notes.c \
 	reconstruct/pair.c reconstruct/pair.h \
 	reconstruct/pattern_norm.c reconstruct/pattern_norm.h \
 	reconstruct/patterns.c reconstruct/patterns.h \
