@@ -34,9 +34,9 @@ static const struct {
 	const char *why;
 } known[] = {
 	{ "a pipe, written through stdio", W_EXPECTED,
-	  "output a program writes through stdio, which the tracer does not see" },
+	  "a pipe written through stdio, which the tracer does not see" },
 	{ "which no channel record announced", W_EXPECTED,
-	  "fds opened before the tracer started (the program's own start-up, inherited fds)" },
+	  "fds opened before the tracer started: the program's own start-up, inherited fds" },
 	{ "closed without logging the send", W_COSTS,
 	  "a traced peer's send is missing; the receive counts as from an untraced peer" },
 	{ "waited for a send that was never logged", W_COSTS,
@@ -172,8 +172,10 @@ void rc_notes_print_warnings(const struct rc_ctx *c, FILE *f)
 	const struct rc_notes *nt = c->notes;
 	if (!nt || !nt->nkinds)
 		return;
-	fprintf(f, "bp-reconstruct: %" PRIu64 " warnings of %u kinds (each one is in the warnings table):\n",
-		c->st.warnings, nt->nkinds + (nt->other ? 1 : 0));
+	uint32_t nk = nt->nkinds + (nt->other ? 1 : 0);
+	fprintf(f, "bp-reconstruct: %" PRIu64 " warning%s of %u kind%s (each one is in the warnings table):\n",
+		c->st.warnings, c->st.warnings == 1 ? "" : "s", nk,
+		nk == 1 ? "" : "s");
 	/* The ones that cost paths first, then the rest. */
 	for (int pass = 0; pass < 2; pass++)
 		for (uint32_t i = 0; i < nt->nkinds; i++) {
