@@ -158,6 +158,8 @@ void bt_chan_attach(struct bt_chan *ch, int fd, const struct bt_proto_ops *p,
 	ev.str = why;
 	ev.str_len = why ? (uint32_t)strlen(why) : 0;
 	bt_emit(&ev);
+	if (!p && (how == BT_PH_TLS || how == BT_PH_NONE))
+		bt_unread_note(how == BT_PH_TLS ? 't' : 'u');
 }
 
 /* Choose by rules at creation.  Channel not yet visible to others. */
