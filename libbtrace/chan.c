@@ -158,6 +158,8 @@ void bt_chan_attach(struct bt_chan *ch, int fd, const struct bt_proto_ops *p,
 	ev.str = why;
 	ev.str_len = why ? (uint32_t)strlen(why) : 0;
 	bt_emit(&ev);
+	if (!p && (how == BT_PH_TLS || how == BT_PH_NONE))
+		bt_unread_note(how == BT_PH_TLS ? 't' : 'u');
 }
 
 /* Choose by rules at creation.  Channel not yet visible to others. */
@@ -206,6 +208,9 @@ void bt_chan_sniff(struct bt_chan *ch, int fd, int dir, const uint8_t *p,
 	} else if (bt_conf.exe_proto && bt_protocols[bt_conf.exe_proto]) {
 		bt_chan_attach(ch, fd, bt_protocols[bt_conf.exe_proto],
 			       BT_PH_RULE, "exe");
+	} else if (bt_proto_looks_tls(p, n)) {
+		bt_chan_attach(ch, fd, NULL, BT_PH_TLS,
+			       "a TLS record: encrypted inside the program");
 	} else {
 		bt_chan_attach(ch, fd, NULL, BT_PH_NONE,
 			       maybe ? "sniffing needs more bytes than the first read had"

@@ -381,6 +381,22 @@ static char *read_file(const char *path)
 	return buf;
 }
 
+void bt_unread_note(char why)
+{
+	static unsigned notes;
+	int e = errno, fd;
+
+	if (!bt_conf.unread_path[0] ||
+	    __atomic_add_fetch(&notes, 1, __ATOMIC_RELAXED) > 4096)
+		return;
+	fd = REAL(open)(bt_conf.unread_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)!REAL(write)(fd, &why, 1);
+		REAL(close)(fd);
+	}
+	errno = e;
+}
+
 void bt_conf_init(void)
 {
 	const char *v;
@@ -411,6 +427,8 @@ void bt_conf_init(void)
 		snprintf(bt_conf.spool_dir, sizeof bt_conf.spool_dir,
 			 "/tmp/btrace-%u/spool", (unsigned)uid);
 
+	if ((v = getenv("BTRACE_UNREAD")) && *v)
+		snprintf(bt_conf.unread_path, sizeof bt_conf.unread_path, "%s", v);
 	if ((v = getenv("BTRACE_RULES")) && *v) {
 		if (bt_rules_parse(v, 1, &user_rules, &n_user, &line) < 0) {
 			conf_warn("BTRACE_RULES", line);

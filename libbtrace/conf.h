@@ -32,11 +32,21 @@ struct bt_conf {
 	unsigned nrules;
 	unsigned exe_proto;         /* processor for pipes/inherited fds by exe */
 	unsigned redact;            /* BT_RD_* from BTRACE_REDACT */
+	char     unread_path[PATH_MAX]; /* BTRACE_UNREAD (bp-run's note
+					   file), "" when unset */
 };
 BT_HIDDEN extern struct bt_conf bt_conf;
 
 /* Read BTRACE_* from the environment; parse rules.  Idempotent. */
 BT_HIDDEN void bt_conf_init(void);
+/*
+ * A channel could not be read (WHY: 't' TLS inside the program, 'u' no
+ * processor recognised it, 'l' its processor lost track): append that one
+ * byte to BTRACE_UNREAD, the file bp-run reads when its program exits to
+ * say so in one line.  Nothing without BTRACE_UNREAD; at most 4096 notes
+ * a process; errno kept.
+ */
+BT_HIDDEN void bt_unread_note(char why);
 /* Parse rules text (DESIGN section 9) into *OUT; returns count or -EINVAL
  * (ERRLINE gets the bad line number). */
 BT_HIDDEN int bt_rules_parse(const char *text, int semicolons,

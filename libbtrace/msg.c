@@ -84,6 +84,7 @@ static void log_lost(struct bt_chan *ch, int fd, int dir)
 	ev.proto = ch->pp ? ch->pp->id : 0;
 	ev.off = ch->off[dir];
 	bt_emit(&ev);
+	bt_unread_note('l');
 }
 
 /* The processor gave up: the channel carries DATA from now on. */

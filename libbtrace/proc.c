@@ -133,7 +133,7 @@ static void remember_env(void)
 	static const char *const names[] = {
 		"BTRACE_RULES", "BTRACE_CONF", "BTRACE_ISOLATION",
 		"BTRACE_BUFSIZE", "BTRACE_HOST", "BTRACE_FOLLOW",
-		"BTRACE_DISABLE", "BTRACE_REDACT",
+		"BTRACE_DISABLE", "BTRACE_REDACT", "BTRACE_UNREAD",
 	};
 	char buf[PATH_MAX + 32];
 

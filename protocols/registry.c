@@ -61,3 +61,13 @@ const struct bt_proto_ops *bt_proto_sniff(int dir, int role, const uint8_t *p,
 	}
 	return NULL;
 }
+
+/*
+ * A TLS record header: content type handshake (0x16), major version 3,
+ * minor 0 (SSL 3.0) to 4 (the TLS 1.3 drafts; TLS 1.3 itself says 1).
+ * Every TLS connection starts with one (the ClientHello).
+ */
+int bt_proto_looks_tls(const uint8_t *p, size_t n)
+{
+	return n >= 3 && p[0] == 0x16 && p[1] == 0x03 && p[2] <= 0x04;
+}

@@ -321,6 +321,34 @@ void rc_end_peer(const struct rc_end *e, const struct bt_event *ev,
 	}
 }
 
+/*
+ * Why a channel end could not be read (docs/schema.md, channels): NULL
+ * and *READABLE 1 when a processor framed it to the end; *READABLE -1
+ * (NULL in the table) when nothing moved on it and nothing chose.
+ */
+static const char *unreadable_reason(const struct rc_end *e, int *readable)
+{
+	*readable = 0;
+	if (e->lost_sync)
+		return "lost-sync";
+	if (e->proto) {
+		*readable = 1;
+		return NULL;
+	}
+	switch (e->how) {
+	case BT_PH_TLS:  return "tls-in-program";
+	case BT_PH_NONE: return "unknown-protocol";
+	case BT_PH_RULE:
+	case BT_PH_DEFAULT:
+		return "rule-none";
+	}
+	if (!e->bytes[RC_DIN] && !e->bytes[RC_DOUT]) {
+		*readable = -1;
+		return NULL;
+	}
+	return "no-processor";     /* pipes without one: never sniffed */
+}
+
 static void end_destroy(struct rc_ctx *c, struct rc_end *e, int64_t t)
 {
 	char local[64], remote[64];
@@ -340,7 +368,10 @@ static void end_destroy(struct rc_ctx *c, struct rc_end *e, int64_t t)
 		e->cli = sp->next;
 		rc_span_finish(c, sp);
 	}
+	int readable;
+	const char *why = unreadable_reason(e, &readable);
 	struct rc_row_channel r = {
+		.readable = readable, .unreadable_reason = why,
 		.id = e->channel_id, .conn = e->conn ? e->conn->id : 0,
 		.peer = e->peer_entry == RC_NONE ? 0 : (uint64_t)e->peer_entry + 1,
 		.process_id = e->process_id, .req = e->open_req, .dom = e->dom,

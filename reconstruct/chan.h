@@ -66,6 +66,7 @@ struct rc_end {
 	uint32_t entry, peer_entry;
 	uint32_t refs;
 	uint8_t  side, kind, role, proto, oneway, dgram, lost_sync;
+	uint8_t  how;            /* PROTO's how (enum bt_proto_how); 0: none */
 	uint8_t  entry_unknown;  /* pass 1 did not know its side */
 	uint32_t dom, pid;
 	uint64_t process_id;

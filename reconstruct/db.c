@@ -69,7 +69,8 @@ static const char schema_sql[] =
 	"  peer_ino INTEGER, peer_channel_id INTEGER, traced_peer INTEGER,\n"
 	"  request_id INTEGER, open_ns INTEGER, close_ns INTEGER,\n"
 	"  bytes_in INTEGER, bytes_out INTEGER, msgs_in INTEGER,\n"
-	"  msgs_out INTEGER, lost_sync INTEGER);\n"
+	"  msgs_out INTEGER, lost_sync INTEGER, readable INTEGER,\n"
+	"  unreadable_reason TEXT);\n"
 	"CREATE TABLE hosts(\n"
 	"  host_id INTEGER PRIMARY KEY, name TEXT, domain TEXT, boot_id TEXT,\n"
 	"  reference INTEGER, offset_ns INTEGER, lo_ns INTEGER, hi_ns INTEGER,\n"
@@ -87,7 +88,7 @@ const char *const rc_db_stmt_sql[S_MAX] = {
 	[S_FRAGMENT] = "INSERT INTO fragments VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_FILE] = "INSERT INTO files VALUES(?,?,?,?,?,?,?,?,?,?,?)",
 	[S_PROCESS] = "INSERT INTO processes VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-	[S_CHANNEL] = "INSERT INTO channels VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	[S_CHANNEL] = "INSERT INTO channels VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_WARNING] = "INSERT INTO warnings(file, offset, text) VALUES(?,?,?)",
 	[S_CANDIDATE] = "INSERT INTO span_candidates VALUES(?,?,?,?)",
 };
@@ -468,6 +469,10 @@ int rc_db_finish(struct rc_ctx *c)
 	if (rc_patterns_build(d->h, why, sizeof why) < 0 ||
 	    rc_views_create(d->h, why, sizeof why) < 0) {
 		rc_db_error(c, why);
+		return RC_EXIT_OUTPUT;
+	}
+	if (rc_notes_unread_collect(c, d->h) < 0) {
+		rc_db_error(c, "reading the unread channels");
 		return RC_EXIT_OUTPUT;
 	}
 	if (exec(c, "COMMIT") < 0)

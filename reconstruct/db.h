@@ -83,6 +83,8 @@ struct rc_row_channel {
 	const char *kind, *role, *protocol, *local, *remote, *path;
 	uint64_t ino, peer_ino;
 	int      traced_peer, lost_sync;
+	int      readable;        /* 1, 0, or -1 (NULL: nothing moved) */
+	const char *unreadable_reason;
 	int64_t  open, close;
 	uint64_t bytes_in, bytes_out, msgs_in, msgs_out;
 };

@@ -176,6 +176,8 @@ static void bind_channel(sqlite3_stmt *s, int o, const struct rc_row_channel *r)
 	b_i(s, o + 22, (int64_t)r->msgs_in);
 	b_i(s, o + 23, (int64_t)r->msgs_out);
 	b_i(s, o + 24, r->lost_sync);
+	b_i(s, o + 25, r->readable < 0 ? RC_DB_NULL : r->readable);
+	b_t(s, o + 26, r->unreadable_reason);
 }
 
 /* ---- the spool ---------------------------------------------------------------
@@ -223,7 +225,8 @@ static const struct sfield sf_attr[] = {
 static const struct sfield sf_channel[] = {
 	SF(struct rc_row_channel, kind), SF(struct rc_row_channel, role),
 	SF(struct rc_row_channel, protocol), SF(struct rc_row_channel, local),
-	SF(struct rc_row_channel, remote), SF(struct rc_row_channel, path) };
+	SF(struct rc_row_channel, remote), SF(struct rc_row_channel, path),
+	SF(struct rc_row_channel, unreadable_reason) };
 
 #define NF(a) (sizeof a / sizeof a[0])
 

@@ -10,6 +10,7 @@ libbtrecon_la_SOURCES = \
 	reconstruct/map.c reconstruct/map.h \
 	reconstruct/merge.c reconstruct/merge.h \
 	reconstruct/model.c reconstruct/model.h \
+	reconstruct/notes.c \
 	reconstruct/pair.c reconstruct/pair.h \
 	reconstruct/pattern_norm.c reconstruct/pattern_norm.h \
 	reconstruct/patterns.c reconstruct/patterns.h \
@@ -53,6 +54,7 @@ tests_recon_check_recon_SOURCES = \
 	tests/unit/check_recon_loss.c \
 	tests/unit/check_recon_clock.c \
 	tests/unit/check_recon_unit.c \
+	tests/unit/check_recon_unread.c \
 	tests/recon/gen.c tests/recon/gen.h
 tests_recon_check_recon_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/reconstruct
 tests_recon_check_recon_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(CHECK_CFLAGS) $(SQLITE3_CFLAGS)

@@ -1626,9 +1626,14 @@ static void on_data_record(struct ap *a)
 	if (a->s->released == RC_REL_GONE) {
 		struct rc_ctx *c = a->c;
 		c->st.released++;
-		rc_warn(c, rc_file_path(c, a->s->rec.file), a->s->rec.file_off,
-			"host %s pid %u: the peer of fd %d closed without logging the send of offset %" PRIu64 "; that receive counts as from an untraced peer",
-			c->hosts[a->im->host].name, a->im->pid, ev->fd, o);
+		if (e->kind == BT_CK_PIPE)  /* its own kind (notes.c) */
+			rc_warn(c, rc_file_path(c, a->s->rec.file), a->s->rec.file_off,
+				"host %s pid %u: the writer of fd %d (a pipe, written through stdio or by an untraced program) closed without logging the send of offset %" PRIu64 "; that receive counts as from an untraced peer",
+				c->hosts[a->im->host].name, a->im->pid, ev->fd, o);
+		else
+			rc_warn(c, rc_file_path(c, a->s->rec.file), a->s->rec.file_off,
+				"host %s pid %u: the peer of fd %d closed without logging the send of offset %" PRIu64 "; that receive counts as from an untraced peer",
+				c->hosts[a->im->host].name, a->im->pid, ev->fd, o);
 	}
 	switch (ev->type) {
 	case BT_EV_MSG:
@@ -1693,8 +1698,10 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 	case BT_EV_CHAN:          on_chan(&a); break;
 	case BT_EV_PROTO: {
 		struct rc_fdent *fe = rc_fd_get(proc_of(&a), ev->fd, a.rt);
-		if (fe)
+		if (fe) {
 			fe->end->proto = ev->proto;
+			fe->end->how = (uint8_t)ev->flags;
+		}
 		break;
 	}
 	case BT_EV_LOST_SYNC: {

@@ -291,6 +291,7 @@ struct rc_clock;
 struct rc_spans;
 struct rc_chans;
 struct rc_tokens;
+struct rc_notes;
 
 struct rc_ctx {
 	const struct rc_options *opt;
@@ -326,6 +327,7 @@ struct rc_ctx {
 	struct rc_clock *clock;
 
 	struct rc_stats st;
+	struct rc_notes *notes;    /* warnings by kind, unread channels (notes.c) */
 	uint64_t map_read;       /* block bytes read since the log mappings'
 				  * pages were last given back (input.c) */
 	uint64_t spill_read;     /* the same for the tables in spill files */
@@ -344,6 +346,23 @@ struct rc_ctx {
  * a row in the warnings table.  FILE may be NULL. */
 void rc_warn(struct rc_ctx *c, const char *file, uint64_t off,
 	     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/*
+ * notes.c: what the summary tells a person.  rc_notes_warning counts a
+ * warning under its kind (FMT, or the text's shape when FMT is "%s");
+ * rc_notes_costly: warnings not classified expected; the print functions
+ * write the grouped warnings and the unread channels by program:port.
+ * rc_notes_unread_collect reads the channels table of H (before COMMIT);
+ * 0 or -1.
+ */
+struct sqlite3;
+void     rc_notes_warning(struct rc_ctx *c, const char *fmt, const char *file,
+			  uint64_t off, const char *text);
+uint64_t rc_notes_costly(const struct rc_ctx *c);
+void     rc_notes_print_warnings(const struct rc_ctx *c, FILE *f);
+int      rc_notes_unread_collect(struct rc_ctx *c, struct sqlite3 *h);
+uint64_t rc_notes_unread(const struct rc_ctx *c);
+void     rc_notes_print_unread(const struct rc_ctx *c, FILE *f);
+void     rc_notes_free(struct rc_ctx *c);
 /* Record a fatal error (first one wins); returns ERR (a negative errno or
  * an RC_EXIT_* code, as the caller chooses). */
 int rc_fail(struct rc_ctx *c, int err, const char *fmt, ...)

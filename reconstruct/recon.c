@@ -46,8 +46,7 @@ void rc_warn(struct rc_ctx *c, const char *file, uint64_t off,
 {
 	char text[1024];
 	va_list ap;
-	int limit = c->opt->max_warn_lines == 0 ? 20 :
-		    c->opt->max_warn_lines < 0 ? 0 : c->opt->max_warn_lines;
+	int limit = c->opt->max_warn_lines < 0 ? 0 : c->opt->max_warn_lines;
 
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof text, fmt, ap);
@@ -55,6 +54,7 @@ void rc_warn(struct rc_ctx *c, const char *file, uint64_t off,
 	c->st.warnings++;
 	if (c->db)
 		rc_db_warning(c, file, off, text);
+	rc_notes_warning(c, fmt, file, off, text);
 	if (c->opt->quiet)
 		return;
 	if (c->st.warnings <= (uint64_t)limit) {
@@ -66,7 +66,7 @@ void rc_warn(struct rc_ctx *c, const char *file, uint64_t off,
 			fprintf(errf(c), "bp-reconstruct: warning: %s\n", text);
 	} else if (limit && c->st.warnings == (uint64_t)limit + 1) {
 		progress_clear(c);
-		fprintf(errf(c), "bp-reconstruct: warning: more warnings follow; all are in the warnings table\n");
+		fprintf(errf(c), "bp-reconstruct: warning: more warnings follow; all are in the warnings table, summed up by kind below\n");
 	}
 }
 
@@ -106,6 +106,40 @@ void rc_progress(struct rc_ctx *c, uint64_t bytes)
 		c->phase ? c->phase : "", bar, pct,
 		(double)c->progress_done / 2 / 1e6);
 	fflush(errf(c));
+}
+
+/*
+ * What a person should look at, for the end of the summary line: the
+ * uncertain requests, warnings that cost paths, channels not read; the
+ * unattributed events are work outside any request (start-up, stdio,
+ * housekeeping) and need a look only when something else is wrong.
+ */
+static void look_at(const struct rc_ctx *c, uint64_t costly, uint64_t unread,
+		    char *buf, size_t len)
+{
+	size_t o = 0;
+	int n = 0;
+
+#define ADD(...) do { \
+		if (o < len) \
+			o += (size_t)snprintf(buf + o, len - o, __VA_ARGS__); \
+		n++; \
+	} while (0)
+	if (c->st.req_uncertain)
+		ADD("%s%" PRIu64 " uncertain requests (view uncertain_requests)",
+		    n ? ", " : "look at: ", c->st.req_uncertain);
+	if (costly)
+		ADD("%s%" PRIu64 " warnings that cost paths (above)",
+		    n ? ", " : "look at: ", costly);
+	if (unread)
+		ADD("%s%" PRIu64 " channels not read (above; channels.readable = 0)",
+		    n ? ", " : "look at: ", unread);
+	if (c->st.lost_records + c->st.dropped)
+		ADD("%sthe lost events", n ? ", " : "look at: ");
+#undef ADD
+	if (!n)
+		snprintf(buf, len, "nothing to look at%s",
+			 c->st.warnings ? ": the warnings are expected" : "");
 }
 
 static int exit_of(int err)
@@ -165,14 +199,20 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 	double dt = now_s() - t0;
 	uint64_t unattr = c.st.unattr_fragments + c.st.unattr_messages +
 			  c.st.unattr_files + c.st.unattr_spans;
+	uint64_t costly = rc_notes_costly(&c), unread = rc_notes_unread(&c);
 	if (!o->quiet) {
+		char look[256];
 		rc_clock_report(&c, errf(&c));
+		rc_notes_print_warnings(&c, errf(&c));
+		rc_notes_print_unread(&c, errf(&c));
+		look_at(&c, costly, unread, look, sizeof look);
 		fprintf(errf(&c),
-			"bp-reconstruct: %" PRIu64 " events read (%" PRIu64 " lost), %" PRIu64 " requests (%" PRIu64 " exact, %" PRIu64 " resolved, %" PRIu64 " uncertain), %" PRIu64 " spans, %" PRIu64 " unattributed, %" PRIu64 " warnings -> %s (%.2f s, %.0f events/s)\n",
+			"bp-reconstruct: %" PRIu64 " events read (%" PRIu64 " lost), %" PRIu64 " requests (%" PRIu64 " exact, %" PRIu64 " resolved, %" PRIu64 " uncertain), %" PRIu64 " spans, %" PRIu64 " unattributed, %" PRIu64 " warnings -> %s (%.2f s, %.0f events/s); %s\n",
 			c.st.events, c.st.lost_records + c.st.dropped,
 			c.st.requests, c.st.req_exact, c.st.req_resolved,
 			c.st.req_uncertain, c.st.spans, unattr, c.st.warnings,
-			o->output, dt, dt > 0 ? (double)c.st.events / dt : 0.0);
+			o->output, dt, dt > 0 ? (double)c.st.events / dt : 0.0,
+			look);
 	}
 	if (sum) {
 		memset(sum, 0, sizeof *sum);
@@ -189,6 +229,8 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 		sum->exact = c.st.req_exact;
 		sum->resolved = c.st.req_resolved;
 		sum->uncertain = c.st.req_uncertain;
+		sum->unreadable = unread;
+		sum->costly_warnings = costly;
 	}
 	r = RC_EXIT_OK;
 	goto out;
@@ -207,5 +249,6 @@ out:
 	rc_clock_free(&c);
 	rc_scan_free(&c);
 	rc_input_close(&c);
+	rc_notes_free(&c);
 	return r;
 }

@@ -23,7 +23,9 @@ struct rc_options {
 	const char *reference;       /* clock reference host name, or NULL */
 	int         quiet;           /* no summary, no warnings on stderr */
 	int         progress;        /* -1: when stderr is a tty, 0 off, 1 on */
-	int         max_warn_lines;  /* warnings echoed to stderr (0: 20) */
+	int         max_warn_lines;  /* warnings echoed one by one to stderr
+					(0: none, -1: none); they are
+					always summed up by kind at the end */
 	FILE       *err;             /* diagnostics (NULL: stderr) */
 };
 
@@ -35,6 +37,9 @@ struct rc_summary {
 	uint32_t hosts, domains;
 	/* requests by certainty (docs/schema.md) */
 	uint64_t exact, resolved, uncertain;
+	/* channels that could not be read (tls-in-program, unknown-protocol,
+	 * lost-sync: channels.readable = 0) and warnings not expected */
+	uint64_t unreadable, costly_warnings;
 };
 
 /*

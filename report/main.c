@@ -27,6 +27,8 @@ static const char help[] =
 "        name lookups, calls never answered) with its path from the root;\n"
 "      - each request's certainty (exact, resolved, uncertain), and the\n"
 "        uncertain requests with the reason their path may be wrong;\n"
+"      - the channels that could not be read (encrypted inside the\n"
+"        program, an unknown protocol, a processor that lost track);\n"
 "      - the path patterns: requests whose paths have the same shape, with\n"
 "        their latency percentiles and the mean time each node adds;\n"
 "      - latency histograms of the most frequent request targets (ids and\n"
@@ -183,13 +185,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bp-report: error: %s\n", x.err);
 		rc = 3;
 	} else if (!o.quiet) {
-		fprintf(stderr, "bp-report: %llu requests, %llu timelines, %llu patterns, %llu histograms, %llu requests with errors, %llu uncertain -> %s\n",
+		fprintf(stderr, "bp-report: %llu requests, %llu timelines, %llu patterns, %llu histograms, %llu requests with errors, %llu uncertain, %llu channels not read -> %s\n",
 			(unsigned long long)sum.requests,
 			(unsigned long long)sum.timelines,
 			(unsigned long long)sum.patterns,
 			(unsigned long long)sum.histograms,
 			(unsigned long long)sum.errors,
-			(unsigned long long)sum.uncertain, o.output);
+			(unsigned long long)sum.uncertain,
+			(unsigned long long)sum.unreadable, o.output);
 	}
 	if (!rc && otlp && export_otlp(&x, otlp) < 0)
 		rc = 3;

@@ -864,6 +864,67 @@ static int timelines(struct page *p, const int64_t *order, size_t n)
 	return 0;
 }
 
+static const char *unread_why(const char *reason)
+{
+	if (!reason)
+		return "";
+	if (!strcmp(reason, "tls-in-program"))
+		return "encrypted inside the program (its own TLS library): not traced";
+	if (!strcmp(reason, "unknown-protocol"))
+		return "no processor recognised the first bytes: not traced";
+	if (!strcmp(reason, "lost-sync"))
+		return "its processor lost track: traced up to there";
+	return reason;
+}
+
+/*
+ * The channels that could not be read (channels.readable = 0), by program,
+ * port (or socket path) and reason: the paths through them stop at the
+ * program.  Pipes never framed (stdio) and rule "none" are left out.
+ */
+static int unreadable(struct page *p)
+{
+	FILE *f = p->f;
+	if (q_int(p, "SELECT COUNT(*) FROM pragma_table_info('channels') WHERE name = 'unreadable_reason'", 0) == 0) {
+		fputs("<section id=\"unreadable\"><h2>Channels that could not be read</h2><p class=\"muted\">This database was written before channels had a readable column.</p></section>\n", f);
+		return 0;
+	}
+	int64_t n = q_int(p, "SELECT COUNT(*) FROM channels WHERE readable = 0 AND unreadable_reason IN ('tls-in-program', 'unknown-protocol', 'lost-sync')", 0);
+	sqlite3_stmt *s = export_prep(p->x,
+		"SELECT replace(pr.exe, rtrim(pr.exe, replace(pr.exe, '/', '')), '') AS program,\n"
+		"  CASE WHEN ch.kind NOT IN ('tcp', 'udp') THEN COALESCE(ch.path, ch.kind)\n"
+		"    WHEN ch.role = 'accept' THEN replace(ch.local, rtrim(ch.local, '0123456789'), '')\n"
+		"    ELSE replace(ch.remote, rtrim(ch.remote, '0123456789'), '') END AS port,\n"
+		"  ch.unreadable_reason, COUNT(*), SUM(ch.bytes_in), SUM(ch.bytes_out)\n"
+		"FROM channels ch LEFT JOIN processes pr ON pr.process_id = ch.process_id\n"
+		"WHERE ch.readable = 0\n"
+		"  AND ch.unreadable_reason IN ('tls-in-program', 'unknown-protocol', 'lost-sync')\n"
+		"GROUP BY 1, 2, 3 ORDER BY 4 DESC, 1, 2 LIMIT ?");
+	if (!s)
+		return -1;
+	p->sum->unreadable = (uint64_t)n;
+	sqlite3_bind_int64(s, 1, p->o->rows);
+	fprintf(f, "<section id=\"unreadable\"><h2>Channels that could not be read</h2><p class=\"muted\">Channels whose messages no processor could frame: the program encrypts inside itself (Java's JSSE, Go's crypto/tls, a statically linked OpenSSL), its protocol is unknown, or the processor lost track. Requests through them are not seen, so their paths stop at the program. %" PRId64 " channels (all in the channels table: readable = 0).</p>", n);
+	if (!n) {
+		sqlite3_finalize(s);
+		fputs("<p class=\"ok\">None: every channel with a protocol was read.</p></section>\n", f);
+		return 0;
+	}
+	fputs("<table><thead><tr><th>program</th><th>port</th><th>why</th><th>channels</th><th>bytes in</th><th>bytes out</th></tr></thead><tbody>", f);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		fputs("<tr>", f);
+		td_text(f, NULL, export_col(s, 0), 60);
+		td_text(f, "t", export_col(s, 1), 120);
+		td_text(f, NULL, unread_why(export_col(s, 2)), 120);
+		fprintf(f, "<td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td>",
+			export_col(s, 3), export_col(s, 4), export_col(s, 5));
+		fputs("</tr>\n", f);
+	}
+	sqlite3_finalize(s);
+	fputs("</tbody></table></section>\n", f);
+	return 0;
+}
+
 static int warnings(struct page *p)
 {
 	FILE *f = p->f;
@@ -940,12 +1001,13 @@ int report_write(struct export_db *x, const struct report_options *o,
 	      "<nav><a href=\"#summary\">Summary</a><a href=\"#slowest\">Slowest</a><a href=\"#errors\">Errors</a><a href=\"#uncertain\">Uncertain</a>"
 	      "<a href=\"#patterns\">Patterns</a><a href=\"#latency\">Latency</a><a href=\"#tiers\">Tiers</a>"
 	      "<a href=\"#static\">Static</a><a href=\"#repeated\">Repeated queries</a><a href=\"#timelines\">Timelines</a>"
-	      "<a href=\"#warnings\">Warnings</a></nav>\n<main>\n", p.f);
+	      "<a href=\"#unreadable\">Unreadable</a><a href=\"#warnings\">Warnings</a></nav>\n<main>\n", p.f);
 	if (summary(&p) < 0 || slowest(&p) < 0 || errors(&p) < 0 ||
 	    uncertain(&p) < 0 ||
 	    patterns(&p) < 0 || histograms(&p) < 0 || tiers(&p) < 0 ||
 	    statics(&p) < 0 || repeated(&p) < 0 ||
-	    timelines(&p, order, norder) < 0 || warnings(&p) < 0) {
+	    timelines(&p, order, norder) < 0 || unreadable(&p) < 0 ||
+	    warnings(&p) < 0) {
 		export_file_abort(&out);
 		goto out;
 	}

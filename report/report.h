@@ -28,6 +28,7 @@ struct report_options {
 struct report_summary {
 	uint64_t requests, timelines, patterns, histograms, errors;
 	uint64_t uncertain;          /* requests labelled 'uncertain' */
+	uint64_t unreadable;         /* channels that could not be read */
 };
 
 /*

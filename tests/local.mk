@@ -10,7 +10,8 @@ INTEG_TESTS = \
 	tests/integ/trace-pool.sh \
 	tests/integ/trace-epoll.sh \
 	tests/integ/trace-libevent.sh \
-	tests/integ/faults.sh
+	tests/integ/faults.sh \
+	tests/integ/unread-tls.sh
 
 TESTS += $(INTEG_TESTS)
 EXTRA_DIST += $(INTEG_TESTS) tests/integ/lib.sh tests/integ/check-paths.py

@@ -7,7 +7,14 @@
  * one, detached, if none does), checks the command can be traced at all
  * (a statically linked or setuid program ignores LD_PRELOAD: bp-run says so
  * instead of producing an empty trace), sets LD_PRELOAD and the BTRACE_*
- * variables, and execs the command: it keeps bp-run's pid.
+ * variables, and runs the command.
+ *
+ * When a person watches (stderr is a terminal, or --wait), bp-run runs it
+ * as its child, passes on the signals sent to bp-run, and when it exits
+ * says in one line how many of its channels could not be read (the shim
+ * appends a byte per such channel to the file named by BTRACE_UNREAD:
+ * conf.c bt_unread_note), then exits as the command did.  Otherwise (a
+ * script, a service: --exec) bp-run execs the command and keeps its pid.
  */
 #include "config.h"
 
@@ -63,6 +70,12 @@ static void usage(FILE *f)
 "                      program that clears its environment\n"
 "      --lib PATH      libbtrace.so to preload (default: next to bp-run,\n"
 "                      then the installed one)\n"
+"      --wait          run COMMAND as a child and, when it exits, say in\n"
+"                      one line how many of its channels could not be read\n"
+"                      (encrypted inside the program, unknown protocol):\n"
+"                      the default when stderr is a terminal\n"
+"      --exec          become COMMAND (keep bp-run's pid; no line at exit):\n"
+"                      the default otherwise\n"
 "  -q, --quiet         no notes on stderr\n"
 "  -h, --help          this help\n"
 "  -V, --version       version\n"
@@ -71,7 +84,8 @@ static void usage(FILE *f)
 "BTRACE_ISOLATION, BTRACE_SPOOL, BTRACE_BUFSIZE (ring size per thread, KiB),\n"
 "BTRACE_HOST, BTRACE_LIB.\n"
 "\n"
-"Exit status: COMMAND's own, since bp-run becomes COMMAND; 126 when COMMAND\n"
+"Exit status: COMMAND's own (killed by a signal: bp-run kills itself with\n"
+"it); 126 when COMMAND\n"
 "cannot be traced or run, 127 when it is not found, 2 on usage errors.\n"
 "\n"
 "Examples:\n"
@@ -102,6 +116,135 @@ static void die(int code, const char *fmt, ...)
 	fputc('\n', stderr);
 	va_end(ap);
 	exit(code);
+}
+
+static void setenv_or_die(const char *k, const char *v);
+
+/* ---- --wait: the command as a child, one line at its exit ---------------- */
+
+static volatile sig_atomic_t child_pid;
+
+/* Pass on a signal sent to bp-run (kill); one from the terminal (^C)
+ * reached the child already, as its whole process group gets it. */
+static void forward(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	if (child_pid > 0 && si->si_code <= 0)
+		kill(child_pid, sig);
+}
+
+/* Counts of the notes the shim wrote: t, u, l (bt_unread_note). */
+static void read_notes(const char *path, unsigned long n[3])
+{
+	char buf[4096];
+	ssize_t r;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	n[0] = n[1] = n[2] = 0;
+	if (fd < 0)
+		return;
+	while ((r = read(fd, buf, sizeof buf)) > 0)
+		for (ssize_t i = 0; i < r; i++)
+			n[buf[i] == 't' ? 0 : buf[i] == 'u' ? 1 : 2]++;
+	close(fd);
+}
+
+/*
+ * The one line: what could not be read, or nothing.  Said even with
+ * --quiet: it is the result of the run, not a note.
+ */
+static void say_unread(const char *cmd, const char *path)
+{
+	unsigned long n[3];
+	const char *base = strrchr(cmd, '/');
+	char parts[256];
+	int o = 0;
+
+	read_notes(path, n);
+	if (!n[0] && !n[1] && !n[2])
+		return;
+	parts[0] = 0;
+	if (n[0])
+		o += snprintf(parts + o, sizeof parts - (size_t)o,
+			      "%lu encrypted inside the program (tls-in-program)", n[0]);
+	if (n[1])
+		o += snprintf(parts + o, sizeof parts - (size_t)o,
+			      "%s%lu in a protocol no processor knows", o ? ", " : "", n[1]);
+	if (n[2])
+		snprintf(parts + o, sizeof parts - (size_t)o,
+			 "%s%lu lost by their processor", o ? ", " : "", n[2]);
+	fprintf(stderr, "%s: %lu channels of %s could not be read: %s; requests through them are not traced (bp-reconstruct names them by port)\n",
+		prog, n[0] + n[1] + n[2], base ? base + 1 : cmd, parts);
+}
+
+/* Run ARGV as a child, wait, say the line, exit as it did. */
+static void __attribute__((noreturn)) run_and_wait(char **argv)
+{
+	char path[PATH_MAX];
+	const char *tmp = getenv("TMPDIR");
+	struct sigaction sa;
+	int fd, st = 0, err[2];
+	pid_t pid;
+
+	snprintf(path, sizeof path, "%s/bp-run-unread.XXXXXX",
+		 tmp && *tmp ? tmp : "/tmp");
+	fd = mkstemp(path);
+	if (fd < 0)
+		die(126, "cannot make a note file in %s: %s (set TMPDIR, or use --exec)",
+		    tmp && *tmp ? tmp : "/tmp", strerror(errno));
+	close(fd);
+	setenv_or_die("BTRACE_UNREAD", path);
+	/* The child tells an exec failure through a close-on-exec pipe. */
+	if (pipe2(err, O_CLOEXEC) < 0)
+		die(126, "pipe: %s", strerror(errno));
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = forward;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	pid = fork();
+	if (pid < 0)
+		die(126, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		close(err[0]);
+		execvp(argv[0], argv);
+		int e = errno;
+		(void)!write(err[1], &e, sizeof e);
+		_exit(127);
+	}
+	child_pid = pid;
+	close(err[1]);
+	{
+		static const int sigs[] = { SIGINT, SIGQUIT, SIGTERM, SIGHUP,
+					    SIGUSR1, SIGUSR2, SIGCONT, SIGWINCH };
+		for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+			sigaction(sigs[i], &sa, NULL);
+	}
+	int e = 0;
+	ssize_t r;
+	while ((r = read(err[0], &e, sizeof e)) < 0 && errno == EINTR)
+		;
+	close(err[0]);
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR) {
+			unlink(path);
+			die(126, "waitpid: %s", strerror(errno));
+		}
+	if (r == (ssize_t)sizeof e) {
+		unlink(path);
+		die(e == ENOENT ? 127 : 126, "%s: %s", argv[0], strerror(e));
+	}
+	say_unread(argv[0], path);
+	unlink(path);
+	if (WIFSIGNALED(st)) {
+		int sig = WTERMSIG(st);
+		signal(sig, SIG_DFL);
+		sigset_t one;
+		sigemptyset(&one);
+		sigaddset(&one, sig);
+		sigprocmask(SIG_UNBLOCK, &one, NULL);
+		raise(sig);
+	}
+	exit(WIFEXITED(st) ? WEXITSTATUS(st) : 126);
 }
 
 static int exists(const char *p)
@@ -316,7 +459,8 @@ static void setenv_or_die(const char *k, const char *v)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_NOLOGD = 256, OPT_NOISO, OPT_SPOOL, OPT_NOFOLLOW, OPT_LIB };
+	enum { OPT_NOLOGD = 256, OPT_NOISO, OPT_SPOOL, OPT_NOFOLLOW, OPT_LIB,
+	       OPT_WAIT, OPT_EXEC };
 	static const struct option opts[] = {
 		{ "socket", required_argument, 0, 's' },
 		{ "logdir", required_argument, 0, 'd' },
@@ -328,6 +472,8 @@ int main(int argc, char **argv)
 		{ "spool", required_argument, 0, OPT_SPOOL },
 		{ "no-follow", no_argument, 0, OPT_NOFOLLOW },
 		{ "lib", required_argument, 0, OPT_LIB },
+		{ "wait", no_argument, 0, OPT_WAIT },
+		{ "exec", no_argument, 0, OPT_EXEC },
 		{ "quiet", no_argument, 0, 'q' },
 		{ "help", no_argument, 0, 'h' },
 		{ "version", no_argument, 0, 'V' },
@@ -336,7 +482,7 @@ int main(int argc, char **argv)
 	const char *sock = getenv("BTRACE_LOGD"), *logdir = getenv("BTRACE_LOGDIR");
 	const char *host = NULL, *lib = NULL, *why;
 	char defsock[128], lpath[PATH_MAX], cmd[PATH_MAX], pre[PATH_MAX * 3];
-	int nologd = 0, c;
+	int nologd = 0, c, wait_mode = -1;
 
 	while ((c = getopt_long(argc, argv, "+s:d:H:r:c:qhV", opts, NULL)) != -1) {
 		switch (c) {
@@ -360,6 +506,8 @@ int main(int argc, char **argv)
 		case OPT_SPOOL: setenv_or_die("BTRACE_SPOOL", optarg); break;
 		case OPT_NOFOLLOW: setenv_or_die("BTRACE_FOLLOW", "0"); break;
 		case OPT_LIB: lib = optarg; break;
+		case OPT_WAIT: wait_mode = 1; break;
+		case OPT_EXEC: wait_mode = 0; break;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -402,6 +550,10 @@ int main(int argc, char **argv)
 			snprintf(pre, sizeof pre, "%s", lpath);
 		setenv_or_die("LD_PRELOAD", pre);
 	}
+	if (wait_mode < 0)
+		wait_mode = isatty(2);
+	if (wait_mode)
+		run_and_wait(argv + optind);
 	execvp(argv[optind], argv + optind);
 	die(errno == ENOENT ? 127 : 126, "%s: %s", argv[optind], strerror(errno));
 }

@@ -165,6 +165,13 @@ const struct bt_proto_ops *bt_proto_sniff(int dir, int role, const uint8_t *p,
 					  size_t n, int *maybe);
 
 /*
+ * bt_proto_looks_tls - 1 when the first bytes of a channel are a TLS
+ * handshake record (0x16 0x03 0x00-0x04): the program encrypts inside
+ * itself (a TLS library linked in), so no processor can read the channel.
+ */
+int bt_proto_looks_tls(const uint8_t *p, size_t n);
+
+/*
  * The default selection rules (protocols/defaults.c), in the rule syntax
  * of BTRACE_CONF (docs/protocols.md): applied after the user's rules.
  */

@@ -52,7 +52,7 @@ ls "$T" | grep -q 'tmp-' && rp_fail "a failed run left a temporary file"
 
 # every request drawn (60 <= 100); the summary line
 expect 0 "report" -- "$REPORT" "$T/shop.db" -o "$T/report.html"
-grep -q "^bp-report: 60 requests, 60 timelines, 8 patterns, 8 histograms, 3 requests with errors, 0 uncertain -> $T/report.html" "$T/err" ||
+grep -q "^bp-report: 60 requests, 60 timelines, 8 patterns, 8 histograms, 3 requests with errors, 0 uncertain, 0 channels not read -> $T/report.html" "$T/err" ||
 	rp_fail "summary line: $(cat "$T/err")"
 # the cap: errors, pattern examples, the slowest, and -r
 expect 0 "capped report" -- "$REPORT" "$T/shop.db" -o "$T/capped.html" -n 8 -r 2

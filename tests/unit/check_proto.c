@@ -886,6 +886,22 @@ START_TEST(test_sniff)
 			      "sniff case %u: got %s, want %s", i,
 			      got ? got : "none", t[i].want ? t[i].want : "none");
 	}
+	/* a TLS handshake record is no processor's, but recognised as TLS
+	   (the shim's PROTO how 5: tls-in-program) */
+	static const struct { const char *p; size_t n; int tls; } l[] = {
+		{ "\x16\x03\x01\x02\x00\x01", 6, 1 },  /* ClientHello */
+		{ "\x16\x03\x03\x00\x7a\x02", 6, 1 },  /* ServerHello */
+		{ "\x16\x03\x00", 3, 1 },              /* SSL 3.0 */
+		{ "\x16\x03\x05\x00", 4, 0 },
+		{ "\x16\x03", 2, 0 },                   /* too short */
+		{ "\x17\x03\x03\x00\x20", 5, 0 },      /* application data */
+		{ "\x16\x02\x01", 3, 0 },
+		{ "GET / HTTP/1.1\r\n", 16, 0 },
+	};
+	for (unsigned i = 0; i < sizeof l / sizeof l[0]; i++)
+		ck_assert_msg(bt_proto_looks_tls((const uint8_t *)l[i].p,
+						 l[i].n) == l[i].tls,
+			      "tls case %u", i);
 	/* every processor's own captures are recognised from their first
 	   bytes (datagram protocols: the first datagram) */
 	for (int i = 0; i < ncaps; i++) {

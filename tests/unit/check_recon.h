@@ -60,5 +60,6 @@ Suite *recon_loss_suite(void);
 Suite *recon_clock_suite(void);
 Suite *recon_unit_suite(void);
 Suite *recon_certainty_suite(void);
+Suite *recon_unread_suite(void);
 
 #endif /* CHECK_RECON_H */
