@@ -65,7 +65,9 @@ bp_require_tracing() {
 bp_trace_prefix() {
 	local sock=$1 rules=$2 iso=$3
 	if [ -n "$BP_RUN" ]; then
-		BP_PREFIX=("$BP_RUN" -s "$sock")
+		# --exec: the traced program keeps bp-run's pid (the tests
+		# signal and wait for it), whether or not stderr is a terminal
+		BP_PREFIX=("$BP_RUN" --exec -s "$sock")
 		[ "$iso" = 0 ] && BP_PREFIX+=(--no-isolation)
 		BP_PREFIX+=(-r "$rules" --)
 	else
