@@ -834,12 +834,18 @@ tb_app_run() {
 # tb_app_testbed: an untraced run at the highest concurrency, then the
 # traced runs at each of TB_APP_CONCS, then the verdict.
 tb_app_testbed() {
+	tb_app_runs
+	tb_app_verdict
+}
+
+# tb_app_runs: the runs of one mode: untraced once at the highest of
+# TB_APP_CONCS (default 1 16 64), then traced at each.
+tb_app_runs() {
 	local concs=${TB_APP_CONCS:-1 16 64} c
 	tb_app_run "${concs##* }" untraced
 	for c in $concs; do
 		tb_app_run "$c"
 	done
-	tb_app_verdict
 }
 
 # tb_app_verdict: fail when a run had silently-WRONG or resolved-WRONG

@@ -49,11 +49,7 @@ if [ "${TB_PYCLIENT_VIA:-}" = nginx ]; then
 fi
 for TB_PYCLIENT_MODE in $TB_PYCLIENT_MODES; do
 	TB_APP_LABEL="$TB_PYCLIENT_MODE "
-	concs=${TB_APP_CONCS:-1 16 64}
-	tb_app_run "${concs##* }" untraced
-	for c in $concs; do
-		tb_app_run "$c"
-	done
+	tb_app_runs
 done
 tb_app_verdict
 echo "PASS: tb-pyclient"

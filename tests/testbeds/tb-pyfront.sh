@@ -42,11 +42,7 @@ TB_CLIENT_OPTS="--mix py:1 --max-sql 3 --calls 1"
 TB_APP_CHECK="--py $PYEXE --backend $PYEXE"
 for TB_PYFRONT_MODE in $TB_PYFRONT_MODES; do
 	TB_APP_LABEL="$TB_PYFRONT_MODE "
-	concs=${TB_APP_CONCS:-1 16 64}
-	tb_app_run "${concs##* }" untraced
-	for c in $concs; do
-		tb_app_run "$c"
-	done
+	tb_app_runs
 done
 tb_app_verdict
 echo "PASS: tb-pyfront"

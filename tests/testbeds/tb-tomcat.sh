@@ -113,11 +113,7 @@ for TB_TOMCAT_MODE in $TB_TOMCAT_MODES; do
 	*) bp_fail "unknown mode $TB_TOMCAT_MODE (plain, timeout)" ;;
 	esac
 	TB_APP_LABEL="$TB_TOMCAT_MODE "
-	concs=${TB_APP_CONCS:-1 16 64}
-	tb_app_run "${concs##* }" untraced
-	for c in $concs; do
-		tb_app_run "$c"
-	done
+	tb_app_runs
 done
 tb_app_verdict
 echo "PASS: tb-tomcat"
