@@ -9,9 +9,11 @@ libbtrecon_la_SOURCES = \
 	reconstruct/input.c reconstruct/input.h \
 	reconstruct/map.c reconstruct/map.h \
 	reconstruct/merge.c reconstruct/merge.h \
+	reconstruct/apply.h \
 	reconstruct/model.c reconstruct/model.h \
 	reconstruct/notes.c \
 	reconstruct/pair.c reconstruct/pair.h \
+	reconstruct/park.c reconstruct/park.h \
 	reconstruct/pattern_norm.c reconstruct/pattern_norm.h \
 	reconstruct/patterns.c reconstruct/patterns.h \
 	reconstruct/rc.h \
