@@ -11,6 +11,7 @@ libbtrecon_la_SOURCES = \
 	reconstruct/merge.c reconstruct/merge.h \
 	reconstruct/apply.h \
 	reconstruct/model.c reconstruct/model.h \
+	reconstruct/msg.c reconstruct/msg.h \
 	reconstruct/notes.c \
 	reconstruct/pair.c reconstruct/pair.h \
 	reconstruct/park.c reconstruct/park.h \
