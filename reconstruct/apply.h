@@ -1,6 +1,6 @@
 /*
  * apply.h - the record being applied, shared by the files of the model
- * (model.c, msg.c, park.c): not an interface of the library.
+ * (model.c, lineage.c, msg.c, park.c): not an interface of the library.
  */
 #ifndef RC_APPLY_H
 #define RC_APPLY_H
@@ -49,5 +49,7 @@ void rc_frag_open(struct ap *a, uint8_t trigger, int32_t fd,
 		  uint64_t channel);
 void rc_frag_input(struct ap *a, struct rc_end *e, uint8_t trigger,
 		   uint64_t off, int begun);
+/* The thread's name lookups still open end (model.c). */
+void rc_lookups_close(struct ap *a);
 
 #endif /* RC_APPLY_H */

@@ -19,23 +19,12 @@
 #include "db.h"
 #include "apply.h"
 #include "merge.h"
+#include "lineage.h"
 #include "model.h"
 #include "msg.h"
 #include "park.h"
 #include "scan.h"
 #include "tokens.h"
-
-/* What a parent record hands to the child that waits for it. */
-struct rc_snap {
-	struct rc_snap *next;
-	struct rc_desig d;
-	struct rc_proc *proc;    /* holds a reference; NULL for threads */
-	uint64_t parent_process_id;
-	uint32_t parent_image;
-	const char *how;
-	int64_t  t;
-	uint32_t dom;
-};
 
 struct rc_lookup {
 	struct rc_lookup *next;
@@ -153,266 +142,14 @@ void rc_frag_input(struct ap *a, struct rc_end *e, uint8_t trigger,
 	f->last_off = off;
 }
 
-/* ---- lineage ------------------------------------------------------------- */
 
-static void snap_push(struct rc_model *m, uint64_t key, struct rc_snap *sn)
-{
-	struct rc_snap *head = rc_map_getp(&m->snaps, key);
-	sn->next = NULL;
-	if (!head) {
-		rc_map_put(&m->snaps, key, (uint64_t)(uintptr_t)sn);
-		return;
-	}
-	while (head->next)
-		head = head->next;
-	head->next = sn;
-}
-
-static struct rc_snap *snap_take(struct rc_model *m, uint64_t key)
-{
-	struct rc_snap *sn = rc_map_getp(&m->snaps, key);
-	if (!sn)
-		return NULL;
-	if (sn->next)
-		rc_map_put(&m->snaps, key, (uint64_t)(uintptr_t)sn->next);
-	else
-		rc_map_del(&m->snaps, key);
-	return sn;
-}
-
-/* A parent record for KEY: hand D (and PROC) to the child if one comes. */
-static void parent_record(struct ap *a, uint64_t key, struct rc_proc *proc,
-			  const char *how)
-{
-	struct rc_ctx *c = a->c;
-	uint64_t left;
-
-	rc_map_add(&c->lin_parents, key, -1);
-	if (rc_map_get(&c->lin_children, key, &left) && left > 0) {
-		struct rc_snap *sn = calloc(1, sizeof *sn);
-		if (sn) {
-			rc_map_add(&c->lin_children, key, -1);
-			sn->d = a->th->d;
-			sn->proc = proc;
-			if (proc)
-				proc->refs++;
-			sn->parent_process_id = a->im->run->process_id;
-			sn->parent_image = a->s->st->image;
-			sn->how = how;
-			sn->t = a->t;
-			sn->dom = a->im->domain;
-			snap_push(a->m, key, sn);
-		}
-	}
-	rc_merge_wake(c, key);
-}
-
-/* Can a child waiting on KEY go?  Yes if its parent record was applied,
- * or if no parent record is left to wait for. */
-static int lineage_ready(struct rc_ctx *c, uint64_t key)
-{
-	if (rc_map_get(&c->model->snaps, key, NULL))
-		return 1;
-	return !rc_map_get(&c->lin_parents, key, NULL);
-}
-
-static void image_attach(struct ap *a, struct rc_proc *p,
-			 const struct rc_snap *sn)
-{
-	struct rc_image *im = a->im;
-
-	im->run->proc = p;
-	p->refs++;
-	im->run->attached = 1;
-	im->run->process_id = ++a->m->next_process;
-	if (sn) {
-		im->run->parent_process_id = sn->parent_process_id;
-		im->run->how = sn->how;
-		im->run->start_req = sn->d.req;
-	}
-}
-
-/* The process of the current image, attaching it on first use. */
-static struct rc_proc *proc_of(struct ap *a)
-{
-	struct rc_image *im = a->im;
-	if (im->run->attached)
-		return im->run->proc;
-	struct rc_proc *p = rc_proc_get(a->c, im->host, im->pid);
-	if (!p && !(p = rc_proc_new(a->c, im->host, im->pid)))
-		return NULL;
-	image_attach(a, p, NULL);
-	return p;
-}
-
-static void image_end(struct rc_ctx *c, struct rc_image *im)
-{
-	char cmdline[1025] = "";
-	struct bt_event ev;
-	uint64_t prev = im->start_prev;
-
-	if (!im->run || !im->run->attached)
-		return;
-	/* The command line is read again from the mapped PROC_START. */
-	if (im->has_start &&
-	    bt_ev_decode(im->start_p, im->start_len, &ev, &prev) > 0)
-		snprintf(cmdline, sizeof cmdline, "%.*s",
-			 (int)(ev.str2_len > 1024 ? 1024 : ev.str2_len),
-			 ev.str2 ? ev.str2 : "");
-	struct rc_row_process r = {
-		.id = im->run->process_id, .parent = im->run->parent_process_id,
-		.req = im->run->start_req, .dom = im->domain, .pid = im->pid,
-		.ppid = im->ppid, .host = c->hosts[im->host].name,
-		.exe = im->exe, .cmdline = im->has_start ? cmdline : NULL,
-		.how = im->run->how,
-		.ring_id = im->ring_id, .start = im->run->first_ts,
-		.end = im->run->last_ts, .events = im->events,
-	};
-	rc_db_process(c, &r);
-	im->run->attached = 0;
-	rc_proc_unref(c, im->run->proc, im->run->last_ts);
-	im->run->proc = NULL;
-}
-
-/* The merge's state of IM, made when its first record is met. */
-static struct rc_imrun *imrun(struct rc_ctx *c, struct rc_image *im)
-{
-	if (im->run)
-		return im->run;
-	im->run = calloc(1, sizeof *im->run);
-	if (!im->run) {
-		rc_fail(c, -ENOMEM, "out of memory in the merge");
-		return NULL;
-	}
-	im->run->live_streams = im->nstreams;
-	return im->run;
-}
-
-/* IM's last stream ended: write its row, let its process go. */
-static void image_done(struct rc_ctx *c, struct rc_image *im)
-{
-	image_end(c, im);
-	free(im->run);
-	im->run = NULL;
-}
-
-/* ---- records --------------------------------------------------------------- */
-
-static void lookups_close(struct ap *a)
+void rc_lookups_close(struct ap *a)
 {
 	struct rc_lookup *l;
 	while ((l = a->th->lookups)) {
 		a->th->lookups = l->next;
 		rc_span_finish(a->c, l->span);
 		free(l);
-	}
-}
-
-static void on_thread_start(struct ap *a)
-{
-	struct rc_thr *th = a->th;
-	const struct bt_event *ev = a->ev;
-
-	if (th->started) {
-		rc_frag_close(a);
-		lookups_close(a);
-	}
-	th->started = 1;
-	th->tid = ev->tid;
-	memset(&th->d, 0, sizeof th->d);
-	if (ev->cookie) {
-		struct rc_snap *sn = snap_take(a->m,
-				rc_scan_thread_key(a->s->st->image, ev->cookie));
-		if (sn) {
-			th->d = sn->d;
-			if (sn->dom == a->im->domain && sn->t > a->t)
-				a->t = sn->t;
-			free(sn);
-		}
-	} else if (!a->im->run->attached && a->im->lineage_key) {
-		/* A child image's first thread: not before the parent's
-		 * record (PROC_START takes the snapshot). */
-		const struct rc_snap *sn = rc_map_getp(&a->m->snaps,
-						       a->im->lineage_key);
-		if (sn && sn->dom == a->im->domain && sn->t > a->t)
-			a->t = sn->t;
-	}
-	rc_frag_open(a, RC_TR_START, -1, 0);
-}
-
-static void on_proc_start(struct ap *a)
-{
-	struct rc_image *im = a->im;
-	struct rc_snap *sn = NULL;
-
-	if (!im->run->attached && im->lineage_key)
-		sn = snap_take(a->m, im->lineage_key);
-	if (sn) {
-		struct rc_proc *p = sn->proc;
-		/* The child process object is reachable by its pid again. */
-		rc_proc_show(a->c, p);
-		image_attach(a, p, sn);
-		a->th->d = sn->d;
-		if (sn->dom == im->domain && sn->t > a->t)
-			a->t = sn->t;
-		rc_proc_unref(a->c, p, a->t);
-		free(sn);
-	} else {
-		proc_of(a);
-	}
-	if (!a->th->frag.open || a->th->frag.trigger != RC_TR_START)
-		rc_frag_open(a, RC_TR_START, -1, 0);
-}
-
-static void on_fork_like(struct ap *a, unsigned kind)
-{
-	const struct bt_event *ev = a->ev;
-	struct rc_proc *p = proc_of(a);
-
-	if (!p || ev->result <= 0)
-		return;
-	uint32_t child = (uint32_t)ev->result;
-	uint64_t key = rc_scan_proc_key(a->im->host, child, kind);
-	uint64_t left;
-	struct rc_proc *np = NULL;
-
-	if (rc_map_get(&a->c->lin_children, key, &left) && left > 0)
-		np = rc_proc_copy(a->c, p, child, a->t);
-	parent_record(a, key, np,
-		      kind == RC_LIN_SPAWN ? "spawn" :
-		      (ev->flags & 1) ? "vfork" : "fork");
-	if (np)   /* the snapshot holds it now */
-		rc_proc_unref(a->c, np, a->t);
-}
-
-static void on_exec(struct ap *a)
-{
-	const struct bt_event *ev = a->ev;
-	struct rc_proc *p = proc_of(a);
-	uint64_t key = rc_scan_proc_key(a->im->host, a->im->pid, RC_LIN_EXEC);
-
-	if (!p)
-		return;
-	if (ev->flags == 0) {
-		parent_record(a, key, p, "exec");
-		return;
-	}
-	/* The exec failed: take back the snapshot this image made. */
-	struct rc_snap *prev = NULL;
-	for (struct rc_snap *sn = rc_map_getp(&a->m->snaps, key); sn;
-	     prev = sn, sn = sn->next) {
-		if (sn->parent_image != a->s->st->image)
-			continue;
-		if (prev)
-			prev->next = sn->next;
-		else if (sn->next)
-			rc_map_put(&a->m->snaps, key, (uint64_t)(uintptr_t)sn->next);
-		else
-			rc_map_del(&a->m->snaps, key);
-		rc_map_add(&a->c->lin_children, key, 1);
-		rc_proc_unref(a->c, sn->proc, a->t);
-		free(sn);
-		break;
 	}
 }
 
@@ -442,7 +179,7 @@ static void on_chan(struct ap *a)
 	struct rc_ctx *c = a->c;
 	struct rc_run *s = a->s;
 	const struct bt_event *ev = a->ev;
-	struct rc_proc *p = proc_of(a);
+	struct rc_proc *p = rc_lineage_proc_of(a);
 
 	if (s->entry_next >= s->st->nentry || !p)
 		return;
@@ -689,7 +426,7 @@ static void on_open(struct ap *a)
 {
 	const struct bt_event *ev = a->ev;
 	struct rc_ctx *c = a->c;
-	struct rc_proc *p = proc_of(a);
+	struct rc_proc *p = rc_lineage_proc_of(a);
 	struct rc_row_file r = {
 		.id = ++a->m->next_file,
 		.req = a->th->d.req,
@@ -713,7 +450,7 @@ static void on_open(struct ap *a)
 static void on_dup(struct ap *a)
 {
 	const struct bt_event *ev = a->ev;
-	struct rc_proc *p = proc_of(a);
+	struct rc_proc *p = rc_lineage_proc_of(a);
 	if (!p || ev->fd == ev->fd2)
 		return;
 	struct rc_fdent *fe = rc_fd_get(p, ev->fd, a->rt);
@@ -749,37 +486,37 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 	const struct bt_event *ev = &s->ev;
 	struct rc_proc *p;
 
-	if (!imrun(c, im))
+	if (!rc_lineage_imrun(c, im))
 		return;
 	a.t = a.rt = rc_epoch(c, im->domain, ev->ts);
 	if (a.t < s->thr.floor)
 		a.t = s->thr.floor;
 
 	switch (ev->type) {
-	case BT_EV_THREAD_START:  on_thread_start(&a); break;
-	case BT_EV_PROC_START:    on_proc_start(&a); break;
+	case BT_EV_THREAD_START:  rc_lineage_thread_start(&a); break;
+	case BT_EV_PROC_START:    rc_lineage_proc_start(&a); break;
 	case BT_EV_THREAD_EXIT:
 		rc_frag_close(&a);
-		lookups_close(&a);
+		rc_lookups_close(&a);
 		rc_park_resolve(&a, 1);
 		break;
-	case BT_EV_FORK:          on_fork_like(&a, RC_LIN_FORK); break;
-	case BT_EV_SPAWN:         on_fork_like(&a, RC_LIN_SPAWN); break;
-	case BT_EV_EXEC:          on_exec(&a); break;
+	case BT_EV_FORK:          rc_lineage_fork_like(&a, RC_LIN_FORK); break;
+	case BT_EV_SPAWN:         rc_lineage_fork_like(&a, RC_LIN_SPAWN); break;
+	case BT_EV_EXEC:          rc_lineage_exec(&a); break;
 	case BT_EV_THREAD_CREATE:
 		if (ev->result >= 0)
-			parent_record(&a, rc_scan_thread_key(s->st->image, ev->cookie),
+			rc_lineage_parent_record(&a, rc_scan_thread_key(s->st->image, ev->cookie),
 				      NULL, NULL);
 		break;
 	case BT_EV_OPEN:          on_open(&a); break;
 	case BT_EV_CLOSE:
-		if ((p = proc_of(&a)))
+		if ((p = rc_lineage_proc_of(&a)))
 			rc_fd_drop(c, p, ev->fd, a.rt);
 		break;
 	case BT_EV_DUP:           on_dup(&a); break;
 	case BT_EV_CHAN:          on_chan(&a); break;
 	case BT_EV_PROTO: {
-		struct rc_fdent *fe = rc_fd_get(proc_of(&a), ev->fd, a.rt);
+		struct rc_fdent *fe = rc_fd_get(rc_lineage_proc_of(&a), ev->fd, a.rt);
 		if (fe) {
 			fe->end->proto = ev->proto;
 			fe->end->how = (uint8_t)ev->flags;
@@ -787,7 +524,7 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 		break;
 	}
 	case BT_EV_LOST_SYNC: {
-		struct rc_fdent *fe = rc_fd_get(proc_of(&a), ev->fd, a.rt);
+		struct rc_fdent *fe = rc_fd_get(rc_lineage_proc_of(&a), ev->fd, a.rt);
 		if (fe)
 			fe->end->lost_sync = 1;
 		break;
@@ -795,7 +532,7 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 	case BT_EV_MSG:
 	case BT_EV_MSG_BEGIN:
 	case BT_EV_DATA:
-		proc_of(&a);
+		rc_lineage_proc_of(&a);
 		rc_msg_record(&a);
 		break;
 	case BT_EV_READY:         on_ready(&a); break;
@@ -833,12 +570,12 @@ int rc_model_ready(struct rc_ctx *c, struct rc_run *s, uint64_t *key)
 	const struct bt_event *ev = &s->ev;
 	struct rc_image *im = &c->images[s->st->image];
 
-	if (!imrun(c, im))
+	if (!rc_lineage_imrun(c, im))
 		return 1;
 	switch (ev->type) {
 	case BT_EV_PROC_START:
 		if (!im->lineage_key || im->run->attached ||
-		    lineage_ready(c, im->lineage_key))
+		    rc_lineage_ready(c, im->lineage_key))
 			return 1;
 		*key = im->lineage_key;
 		return 0;
@@ -850,7 +587,7 @@ int rc_model_ready(struct rc_ctx *c, struct rc_run *s, uint64_t *key)
 			im->run->attached ? 0 : im->lineage_key;
 		if (!k)
 			return 1;
-		if (lineage_ready(c, k))
+		if (rc_lineage_ready(c, k))
 			return 1;
 		*key = k;
 		return 0;
@@ -919,14 +656,14 @@ void rc_model_stream_end(struct rc_ctx *c, struct rc_run *s)
 		.ev = &s->ev, .t = s->thr.floor, .rt = s->thr.floor,
 	};
 
-	if (!imrun(c, im))
+	if (!rc_lineage_imrun(c, im))
 		return;
 	rc_frag_close(&a);
-	lookups_close(&a);
+	rc_lookups_close(&a);
 	rc_park_resolve(&a, 1);
 	thread_unlist(&s->thr);
 	if (--im->run->live_streams == 0)
-		image_done(c, im);
+		rc_lineage_image_done(c, im);
 }
 
 void rc_model_wait_text(struct rc_ctx *c, const struct rc_run *s,
@@ -962,34 +699,14 @@ int rc_model_init(struct rc_ctx *c)
 	return 0;
 }
 
-/* Drop the snapshots parents left for children that never came. */
-static void snaps_drop(struct rc_ctx *c)
-{
-	struct rc_model *m = c->model;
-
-	for (size_t i = 0; i < m->snaps.cap; i++) {
-		if (!m->snaps.used[i])
-			continue;
-		struct rc_snap *sn = (struct rc_snap *)(uintptr_t)m->snaps.vals[i];
-		while (sn) {
-			struct rc_snap *nx = sn->next;
-			if (sn->proc)
-				rc_proc_unref(c, sn->proc, sn->t);
-			free(sn);
-			sn = nx;
-		}
-	}
-	rc_map_free(&m->snaps);
-}
-
 void rc_model_finish(struct rc_ctx *c)
 {
-	snaps_drop(c);
+	rc_lineage_drop(c);
 	/* Every stream ended, so every image did; this only matters when
 	 * a stream's end was never reached (an error stopped the merge). */
 	for (uint32_t i = 0; i < c->nimages; i++)
 		if (c->images[i].run)
-			image_done(c, &c->images[i]);
+			rc_lineage_image_done(c, &c->images[i]);
 }
 
 void rc_model_free(struct rc_ctx *c)
