@@ -1,5 +1,9 @@
 /*
- * model.c - the path rules applied to records in causal order (model.h).
+ * model.c - the path rules applied to records in causal order (model.h):
+ * the dispatch of each record, fragments, channels opened and closed,
+ * readiness, name lookups, files; the rules of messages are in msg.c,
+ * of lineage in lineage.c, the parked detector in park.c (all sharing
+ * the record being applied, apply.h).
  *
  * The state is the designation of each thread (struct rc_thr, in its
  * stream), its current fragment, the lineage snapshots parents leave for

@@ -144,6 +144,149 @@ static void on_msg_begin_out(struct ap *a, struct rc_end *e, uint64_t o)
 		rc_q_advance(a->c, e->conn, e->side);
 }
 
+/* Set designation D to (REQ, SPAN, CROOT): the one place a message's or a
+ * thread's designation is set field by field. */
+static void desig_set(struct rc_desig *d, uint64_t req, uint64_t span,
+		      uint8_t croot)
+{
+	d->req = req;
+	d->span = span;
+	d->client_root = croot;
+}
+
+/* The end-advance tail of a record of N units at O on E, direction DIR:
+ * the high-water mark (and the thread that reached it; streams waiting
+ * for it are woken), and the byte count. */
+static void end_advance(struct ap *a, struct rc_end *e, int dir, uint64_t o,
+			uint64_t n)
+{
+	if (o + n > e->hwm[dir]) {
+		e->hwm[dir] = o + n;
+		e->hwm_tid[dir] = a->th->tid ? a->th->tid : a->im->pid;
+		rc_merge_wake(a->c, RC_KEY_ORDER(e->channel_id, dir));
+	}
+	e->bytes[dir] += a->ev->len;
+}
+
+/* The receive clock sample: LAST, the send record of the last unit
+ * received (none, or still open: nothing), orders the receive after the
+ * send in the same clock domain, or samples the two domains' offset. */
+static void recv_clock(struct ap *a, const struct rc_sent *last)
+{
+	struct rc_ctx *c = a->c;
+
+	if (!last || last->end == RC_OPEN_END)
+		return;
+	if (last->dom == a->im->domain) {
+		if (last->t_end > a->t) {
+			a->t = last->t_end;
+			c->st.clamps++;
+		}
+	} else {
+		rc_clock_sample(c, last->dom, a->im->domain, last->t_end, a->t);
+	}
+}
+
+/* A request span's start T0, label, peer (also its client when
+ * CLIENT_PEER) and witness, from request message EV on E. */
+static void span_request_head(struct rc_span *sp, const struct rc_end *e,
+			      const struct bt_event *ev, int64_t t0,
+			      int client_peer)
+{
+	char peer[128];
+
+	sp->start = t0;
+	rc_span_label(sp, ev);
+	rc_end_peer(e, ev, peer, sizeof peer);
+	sp->peer = strdup(peer);
+	if (client_peer)
+		sp->client = strdup(peer);
+	if (ev->flags & BT_MF_WITNESS) {
+		sp->has_witness = 1;
+		sp->witness = ev->witness;
+	}
+}
+
+/* A request message sent at O on E, begun at T0 by work designated D0
+ * (BEGUN: it had a MSG_BEGIN): its client span (rule 5 when D0 is no live
+ * request), the parked detector's marks, tokens.  NULL when out of
+ * memory. */
+static struct rc_span *msg_out_request(struct ap *a, struct rc_end *e,
+				       uint64_t o, const struct rc_desig *d0,
+				       int64_t t0, int begun)
+{
+	struct rc_ctx *c = a->c;
+	const struct bt_event *ev = a->ev;
+	struct rc_span *sp;
+
+	if (!rc_span_live(a->c, d0)) {
+		/* Rule 5: a request sent for no request starts one. */
+		sp = rc_ap_span_new(a, RC_SK_CLIENT, ev->proto, 0, 0, e);
+		if (!sp)
+			return NULL;
+		rc_span_root(a->c, sp, 1);
+		char who[160];
+		snprintf(who, sizeof who, "%s[%u]@%s",
+			 a->im->exe ? a->im->exe : "?", a->im->pid,
+			 c->hosts[a->im->host].name);
+		sp->client = strdup(who);
+		/* The fragment still works for no request: originating
+		 * a request does not make it work for that request.  A
+		 * client writing several requests in one fragment
+		 * (pipelining, a writer thread) starts one request per
+		 * message; work for r follows only r's reply. */
+	} else {
+		sp = rc_ap_span_new(a, RC_SK_CLIENT, ev->proto, d0->req,
+				    d0->span, e);
+		if (!sp)
+			return NULL;
+		sp->client_root = d0->client_root;
+	}
+	span_request_head(sp, e, ev, t0, 0);
+	rc_park_waiting(a);
+	rc_park_connect_taken(a, e, o, sp->req);
+	rc_tok_resolve(c, sp, ev, begun);
+	rc_span_sent(c, sp);
+	desig_set(&e->last, sp->req, sp->parent, sp->client_root);
+	return sp;
+}
+
+/* The send record of message MSG, O..O+N on E, designated MD: the one
+ * its MSG_BEGIN opened (at T0), or a new one; the receiver's queue
+ * advances. */
+static void msg_out_queue(struct ap *a, struct rc_end *e, uint64_t o,
+			  uint64_t n, int64_t t0, const struct rc_desig *md,
+			  uint64_t msg)
+{
+	struct rc_ctx *c = a->c;
+	struct rc_dirq *q = rc_send_q(c, e);
+
+	if (!q)
+		return;
+	struct rc_sent *x = NULL;
+	for (uint32_t i = q->n; i-- > 0 && i + 8 >= q->n;) {
+		struct rc_sent *y = rc_q_at(q, i);
+		if (y->off == o && y->end == RC_OPEN_END) {
+			x = y;
+			break;
+		}
+	}
+	if (!x && (x = rc_q_push(c, q, o)) != NULL)
+		x->t_begin = t0;
+	if (!x)
+		return;
+	x->end = o + n;
+	x->t_end = a->t;
+	x->req = md->req;
+	x->span = md->span;
+	x->msg = msg;
+	x->kind = a->ev->kind;
+	x->client_root = md->client_root;
+	x->dom = a->im->domain;
+	x->resolved = 1;
+	rc_q_advance(c, e->conn, e->side);
+}
+
 static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 {
 	struct rc_ctx *c = a->c;
@@ -152,125 +295,51 @@ static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
 	int begun = e->begun[RC_DOUT].valid && e->begun[RC_DOUT].off == o;
 	struct rc_desig d0 = begun ? e->begun[RC_DOUT].d : a->th->d;
 	int64_t t0 = begun ? e->begun[RC_DOUT].t : a->t;
-	uint64_t req = 0, span = 0, msg = ++a->m->next_msg;
-	uint8_t croot = 0;
+	uint64_t msg = ++a->m->next_msg;
+	struct rc_desig md = { 0, 0, 0 };   /* the message's */
 	struct rc_span *sp = NULL;
-	char peer[128];
 
 	if (begun)
 		e->begun[RC_DOUT].valid = 0;
 	switch (ev->kind) {
 	case BT_MK_REQUEST:
-		if (!rc_span_live(a->c, &d0)) {
-			/* Rule 5: a request sent for no request starts one. */
-			sp = rc_ap_span_new(a, RC_SK_CLIENT, ev->proto, 0, 0, e);
-			if (!sp)
-				break;
-			rc_span_root(a->c, sp, 1);
-			char who[160];
-			snprintf(who, sizeof who, "%s[%u]@%s",
-				 a->im->exe ? a->im->exe : "?", a->im->pid,
-				 c->hosts[a->im->host].name);
-			sp->client = strdup(who);
-			/* The fragment still works for no request: originating
-			 * a request does not make it work for that request.  A
-			 * client writing several requests in one fragment
-			 * (pipelining, a writer thread) starts one request per
-			 * message; work for r follows only r's reply. */
-		} else {
-			sp = rc_ap_span_new(a, RC_SK_CLIENT, ev->proto, d0.req, d0.span, e);
-			if (!sp)
-				break;
-			sp->client_root = d0.client_root;
-		}
-		sp->start = t0;
-		rc_span_label(sp, ev);
-		rc_end_peer(e, ev, peer, sizeof peer);
-		sp->peer = strdup(peer);
-		if (ev->flags & BT_MF_WITNESS) {
-			sp->has_witness = 1;
-			sp->witness = ev->witness;
-		}
-		rc_park_waiting(a);
-		rc_park_connect_taken(a, e, o, sp->req);
-		rc_tok_resolve(c, sp, ev, begun);
-		rc_span_sent(c, sp);
-		req = sp->req;
-		span = sp->id;
-		croot = sp->client_root;
-		e->last.req = sp->req;
-		e->last.span = sp->parent;
-		e->last.client_root = croot;
+		sp = msg_out_request(a, e, o, &d0, t0, begun);
+		if (sp)
+			desig_set(&md, sp->req, sp->id, sp->client_root);
 		break;
 	case BT_MK_REPLY:
 		if (e->oneway)
 			goto oneway;
 		sp = rc_span_match(&e->srv, ev);
 		if (sp) {
-			req = sp->req;
-			span = sp->id;
-			croot = sp->client_root;
-			if (d0.req && d0.req != req)
+			desig_set(&md, sp->req, sp->id, sp->client_root);
+			if (d0.req && d0.req != md.req)
 				c->st.reply_mismatch++;
 			sp->end = a->t;
 			sp->status = rc_msg_status(ev);
 			rc_span_unpark(c, sp);
 			/* later work on this channel for REQ is in this
 			 * process's span, not in the peer's */
-			e->last.req = req;
-			e->last.span = sp->id;
-			e->last.client_root = croot;
+			e->last = md;
 		} else {
 			c->st.unmatched_replies++;
-			req = d0.req;
-			span = d0.span;
-			croot = d0.client_root;
+			md = d0;
 		}
 		break;
 	case BT_MK_CONTROL:
 		break;
 	default:
 	oneway:
-		req = d0.req;
-		span = d0.span;
-		croot = d0.client_root;
-		if (req)
+		md = d0;
+		if (md.req)
 			e->last = d0;
 		break;
 	}
 
-	struct rc_dirq *q = rc_send_q(a->c, e);
-	if (q) {
-		struct rc_sent *x = NULL;
-		for (uint32_t i = q->n; i-- > 0 && i + 8 >= q->n;) {
-			struct rc_sent *y = rc_q_at(q, i);
-			if (y->off == o && y->end == RC_OPEN_END) {
-				x = y;
-				break;
-			}
-		}
-		if (!x && (x = rc_q_push(c, q, o)) != NULL)
-			x->t_begin = t0;
-		if (x) {
-			x->end = o + n;
-			x->t_end = a->t;
-			x->req = req;
-			x->span = span;
-			x->msg = msg;
-			x->kind = ev->kind;
-			x->client_root = croot;
-			x->dom = a->im->domain;
-			x->resolved = 1;
-			rc_q_advance(c, e->conn, e->side);
-		}
-	}
-	message_row(a, e, RC_DOUT, o, req, span, begun ? t0 : RC_DB_NULL, 0, msg);
-	if (o + n > e->hwm[RC_DOUT]) {
-		e->hwm[RC_DOUT] = o + n;
-		e->hwm_tid[RC_DOUT] = a->th->tid ? a->th->tid : a->im->pid;
-		rc_merge_wake(c, RC_KEY_ORDER(e->channel_id, RC_DOUT));
-	}
-	e->bytes[RC_DOUT] += ev->len;
+	msg_out_queue(a, e, o, n, t0, &md, msg);
+	message_row(a, e, RC_DOUT, o, md.req, md.span,
+		    begun ? t0 : RC_DB_NULL, 0, msg);
+	end_advance(a, e, RC_DOUT, o, n);
 	e->msgs[RC_DOUT]++;
 
 	if (sp && ev->kind == BT_MK_REQUEST) {
@@ -357,153 +426,72 @@ static void on_msg_begin_in(struct ap *a, struct rc_end *e, uint64_t o)
 	e->begun[RC_DIN].d = a->th->d;
 }
 
-static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
+/* The send record of the bytes received at O..O+N (queue Q; NULL: an
+ * untraced sender), if it pairs (else counted unpaired); the receive
+ * clock sample from it. */
+static struct rc_sent *msg_in_sender(struct ap *a, struct rc_dirq *q,
+				     uint64_t o, uint64_t n)
 {
-	struct rc_ctx *c = a->c;
-	const struct bt_event *ev = a->ev;
-	uint64_t n = rc_msg_units(e, ev);
-	int begun = e->begun[RC_DIN].valid && e->begun[RC_DIN].off == o;
-	struct rc_dirq *q = rc_msg_recv_q(a, e, o);
 	struct rc_sent *x = NULL;
-	struct rc_span *sp = NULL;
-	uint64_t req = 0, span = 0, msg = ++a->m->next_msg, peer_msg = 0;
-	char peer[128];
 
-	rc_frag_input(a, e, RC_TR_MSG, o, begun);
 	if (q) {
 		x = rc_q_find(q, o);
 		if (!x || !x->resolved) {
-			c->st.unpaired_recv++;
+			a->c->st.unpaired_recv++;
 			x = NULL;
 		}
 	}
-	if (x) {
-		const struct rc_sent *last = n ? rc_q_find(q, o + n - 1) : x;
-		if (!last || last->end == RC_OPEN_END)
-			last = NULL;
-		if (last && last->dom == a->im->domain) {
-			if (last->t_end > a->t) {
-				a->t = last->t_end;
-				c->st.clamps++;
-			}
-		} else if (last) {
-			rc_clock_sample(c, last->dom, a->im->domain,
-					last->t_end, a->t);
-		}
-		peer_msg = x->msg;
-	}
-	int64_t t0 = begun ? e->begun[RC_DIN].t : a->t;
-	struct rc_span *early = begun ? e->begun[RC_DIN].sp : NULL;
-	if (begun) {
-		e->begun[RC_DIN].valid = 0;
-		e->begun[RC_DIN].sp = NULL;
-	}
-	if (early && ev->kind != BT_MK_REQUEST) {
-		rc_span_discard(c, &e->srv, early);
-		early = NULL;
-	}
+	if (x)
+		recv_clock(a, n ? rc_q_find(q, o + n - 1) : x);
+	return x;
+}
 
-	switch (ev->kind) {
-	case BT_MK_REQUEST:
-		if (early) {
-			sp = early;
-			sp->pending = 0;
-			sp->proto = ev->proto;
-			/* a sender that wrote the request in several calls
-			 * made its client span at its own MSG: now known */
-			if (x && x->req && x->req == sp->req)
-				sp->parent = x->span;
-		} else if (x && x->req) {
-			sp = rc_ap_span_new(a, RC_SK_SERVER, ev->proto, x->req, x->span, e);
-			if (sp)
-				sp->client_root = x->client_root;
-		} else {
-			/* Rule 4: a request from an untraced peer. */
-			sp = rc_ap_span_new(a, RC_SK_SERVER, ev->proto, 0, 0, e);
-			if (sp)
-				rc_span_root(a->c, sp, 0);
-		}
-		if (!sp)
-			break;
-		sp->start = t0;
-		rc_span_label(sp, ev);
-		rc_end_peer(e, ev, peer, sizeof peer);
-		sp->peer = strdup(peer);
-		if (sp->is_root)
-			sp->client = strdup(peer);
-		if (ev->flags & BT_MF_WITNESS) {
-			sp->has_witness = 1;
-			sp->witness = ev->witness;
-		}
-		req = sp->req;
-		span = sp->id;
-		rc_park_batch(a, e, sp);
-		a->th->d.req = sp->req;
-		a->th->d.span = sp->id;
-		a->th->d.client_root = sp->client_root;
-		break;
-	case BT_MK_REPLY:
-		if (e->oneway)
-			goto oneway;
-		sp = rc_span_match(&e->cli, ev);
-		if (sp) {
-			req = sp->req;
-			span = sp->id;
-			if (x && x->req && x->req != req)
-				c->st.reply_mismatch++;
-			sp->end = a->t;
-			sp->status = rc_msg_status(ev);
-			a->th->d.req = sp->req;
-			a->th->d.span = sp->parent;
-			a->th->d.client_root = sp->client_root;
-		} else {
-			c->st.unmatched_replies++;
-			if (x) {
-				a->th->d.req = x->req;
-				a->th->d.span = x->span;
-				a->th->d.client_root = x->client_root;
-			} else {
-				a->th->d = e->last;
-			}
-			req = a->th->d.req;
-			span = a->th->d.span;
-		}
-		break;
-	case BT_MK_CONTROL:
-		a->th->d = e->last;
-		break;
-	default:
-	oneway:
-		if (x) {
-			a->th->d.req = x->req;
-			a->th->d.span = x->span;
-			a->th->d.client_root = x->client_root;
-		} else if (e->cli) {
-			a->th->d.req = e->cli->req;
-			a->th->d.span = e->cli->parent;
-			a->th->d.client_root = e->cli->client_root;
-		} else {
-			a->th->d = e->last;
-		}
-		req = a->th->d.req;
-		span = a->th->d.span;
-		break;
-	}
-	if (req)
-		e->last = a->th->d;
-	message_row(a, e, RC_DIN, o, req, span, begun ? t0 : RC_DB_NULL, peer_msg,
-		    msg);
-	if (o + n > e->hwm[RC_DIN]) {
-		e->hwm[RC_DIN] = o + n;
-		e->hwm_tid[RC_DIN] = a->th->tid ? a->th->tid : a->im->pid;
-		rc_merge_wake(c, RC_KEY_ORDER(e->channel_id, RC_DIN));
-	}
-	e->bytes[RC_DIN] += ev->len;
-	e->msgs[RC_DIN]++;
-	if (q)
-		rc_q_consume(q, o + n);
+/* A request message received on E from sender X (NULL: untraced), begun
+ * at T0: its server span (EARLY, made at its MSG_BEGIN, or a new one:
+ * rule 4 for an untraced sender), and the thread now works for it.  NULL
+ * when out of memory. */
+static struct rc_span *msg_in_request(struct ap *a, struct rc_end *e,
+				      const struct rc_sent *x,
+				      struct rc_span *early, int64_t t0)
+{
+	const struct bt_event *ev = a->ev;
+	struct rc_span *sp;
 
-	if (sp && ev->kind == BT_MK_REQUEST) {
+	if (early) {
+		sp = early;
+		sp->pending = 0;
+		sp->proto = ev->proto;
+		/* a sender that wrote the request in several calls
+		 * made its client span at its own MSG: now known */
+		if (x && x->req && x->req == sp->req)
+			sp->parent = x->span;
+	} else if (x && x->req) {
+		sp = rc_ap_span_new(a, RC_SK_SERVER, ev->proto, x->req, x->span, e);
+		if (sp)
+			sp->client_root = x->client_root;
+	} else {
+		/* Rule 4: a request from an untraced peer. */
+		sp = rc_ap_span_new(a, RC_SK_SERVER, ev->proto, 0, 0, e);
+		if (sp)
+			rc_span_root(a->c, sp, 0);
+	}
+	if (!sp)
+		return NULL;
+	span_request_head(sp, e, ev, t0, sp->is_root);
+	rc_park_batch(a, e, sp);
+	desig_set(&a->th->d, sp->req, sp->id, sp->client_root);
+	return sp;
+}
+
+/* Where the span SP a received message opened (a request) or closed (a
+ * reply) goes now: the end's open exchanges, the fragment (a pipe), or
+ * its row. */
+static void msg_in_place(struct ap *a, struct rc_end *e, struct rc_span *sp,
+			 const struct rc_span *early, uint64_t o)
+{
+	struct rc_ctx *c = a->c;
+
+	if (sp && a->ev->kind == BT_MK_REQUEST) {
 		if (early) {
 			/* still in e->srv, or answered already */
 			if (sp->end != RC_DB_NULL)
@@ -520,6 +508,88 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 	} else if (sp) {                  /* a reply closed its client span */
 		rc_span_finish(c, sp);
 	}
+}
+
+static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
+{
+	struct rc_ctx *c = a->c;
+	const struct bt_event *ev = a->ev;
+	struct rc_desig *d = &a->th->d;
+	uint64_t n = rc_msg_units(e, ev);
+	int begun = e->begun[RC_DIN].valid && e->begun[RC_DIN].off == o;
+	struct rc_dirq *q = rc_msg_recv_q(a, e, o);
+	struct rc_span *sp = NULL;
+	uint64_t req = 0, span = 0, msg = ++a->m->next_msg;
+
+	rc_frag_input(a, e, RC_TR_MSG, o, begun);
+	const struct rc_sent *x = msg_in_sender(a, q, o, n);
+	uint64_t peer_msg = x ? x->msg : 0;
+	int64_t t0 = begun ? e->begun[RC_DIN].t : a->t;
+	struct rc_span *early = begun ? e->begun[RC_DIN].sp : NULL;
+	if (begun) {
+		e->begun[RC_DIN].valid = 0;
+		e->begun[RC_DIN].sp = NULL;
+	}
+	if (early && ev->kind != BT_MK_REQUEST) {
+		rc_span_discard(c, &e->srv, early);
+		early = NULL;
+	}
+
+	switch (ev->kind) {
+	case BT_MK_REQUEST:
+		sp = msg_in_request(a, e, x, early, t0);
+		if (sp) {
+			req = sp->req;
+			span = sp->id;
+		}
+		break;
+	case BT_MK_REPLY:
+		if (e->oneway)
+			goto oneway;
+		sp = rc_span_match(&e->cli, ev);
+		if (sp) {
+			req = sp->req;
+			span = sp->id;
+			if (x && x->req && x->req != req)
+				c->st.reply_mismatch++;
+			sp->end = a->t;
+			sp->status = rc_msg_status(ev);
+			desig_set(d, sp->req, sp->parent, sp->client_root);
+		} else {
+			c->st.unmatched_replies++;
+			if (x)
+				desig_set(d, x->req, x->span, x->client_root);
+			else
+				*d = e->last;
+			req = d->req;
+			span = d->span;
+		}
+		break;
+	case BT_MK_CONTROL:
+		*d = e->last;
+		break;
+	default:
+	oneway:
+		if (x)
+			desig_set(d, x->req, x->span, x->client_root);
+		else if (e->cli)
+			desig_set(d, e->cli->req, e->cli->parent,
+				  e->cli->client_root);
+		else
+			*d = e->last;
+		req = d->req;
+		span = d->span;
+		break;
+	}
+	if (req)
+		e->last = *d;
+	message_row(a, e, RC_DIN, o, req, span, begun ? t0 : RC_DB_NULL, peer_msg,
+		    msg);
+	end_advance(a, e, RC_DIN, o, n);
+	e->msgs[RC_DIN]++;
+	if (q)
+		rc_q_consume(q, o + n);
+	msg_in_place(a, e, sp, early, o);
 }
 
 static void on_data_out(struct ap *a, struct rc_end *e, uint64_t o)
@@ -552,12 +622,7 @@ static void on_data_out(struct ap *a, struct rc_end *e, uint64_t o)
 		a->c->st.unattr_data_bytes += a->ev->len;
 	else
 		e->last = d;
-	if (o + n > e->hwm[RC_DOUT]) {
-		e->hwm[RC_DOUT] = o + n;
-		e->hwm_tid[RC_DOUT] = a->th->tid ? a->th->tid : a->im->pid;
-		rc_merge_wake(a->c, RC_KEY_ORDER(e->channel_id, RC_DOUT));
-	}
-	e->bytes[RC_DOUT] += a->ev->len;
+	end_advance(a, e, RC_DOUT, o, n);
 }
 
 static void on_data_in(struct ap *a, struct rc_end *e, uint64_t o)
@@ -569,21 +634,8 @@ static void on_data_in(struct ap *a, struct rc_end *e, uint64_t o)
 
 	rc_frag_input(a, e, RC_TR_DATA, o, 0);
 	if (x && x->resolved) {
-		const struct rc_sent *last = n ? rc_q_find(q, o + n - 1) : x;
-		if (last && last->end != RC_OPEN_END) {
-			if (last->dom == a->im->domain) {
-				if (last->t_end > a->t) {
-					a->t = last->t_end;
-					c->st.clamps++;
-				}
-			} else {
-				rc_clock_sample(c, last->dom, a->im->domain,
-						last->t_end, a->t);
-			}
-		}
-		a->th->d.req = x->req;
-		a->th->d.span = x->span;
-		a->th->d.client_root = x->client_root;
+		recv_clock(a, n ? rc_q_find(q, o + n - 1) : x);
+		desig_set(&a->th->d, x->req, x->span, x->client_root);
 	} else {
 		if (q)
 			c->st.unpaired_recv++;
@@ -593,12 +645,7 @@ static void on_data_in(struct ap *a, struct rc_end *e, uint64_t o)
 		e->last = a->th->d;
 	else
 		c->st.unattr_data_bytes += a->ev->len;
-	if (o + n > e->hwm[RC_DIN]) {
-		e->hwm[RC_DIN] = o + n;
-		e->hwm_tid[RC_DIN] = a->th->tid ? a->th->tid : a->im->pid;
-		rc_merge_wake(c, RC_KEY_ORDER(e->channel_id, RC_DIN));
-	}
-	e->bytes[RC_DIN] += a->ev->len;
+	end_advance(a, e, RC_DIN, o, n);
 	if (q)
 		rc_q_consume(q, o + n);
 }
