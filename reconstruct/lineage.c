@@ -57,8 +57,8 @@ static struct rc_snap *snap_take(struct rc_model *m, uint64_t key)
 }
 
 /* A parent record for KEY: hand D (and PROC) to the child if one comes. */
-void rc_lineage_parent_record(struct ap *a, uint64_t key, struct rc_proc *proc,
-			      const char *how)
+void rc_lineage_parent_record(struct ap *a, uint64_t key,
+			      struct rc_proc *proc, const char *how)
 {
 	struct rc_ctx *c = a->c;
 	uint64_t left;
@@ -244,8 +244,8 @@ void rc_lineage_fork_like(struct ap *a, unsigned kind)
 	if (rc_map_get(&a->c->lin_children, key, &left) && left > 0)
 		np = rc_proc_copy(a->c, p, child, a->t);
 	rc_lineage_parent_record(a, key, np,
-		      kind == RC_LIN_SPAWN ? "spawn" :
-		      (ev->flags & 1) ? "vfork" : "fork");
+				 kind == RC_LIN_SPAWN ? "spawn" :
+				 (ev->flags & 1) ? "vfork" : "fork");
 	if (np)   /* the snapshot holds it now */
 		rc_proc_unref(a->c, np, a->t);
 }

@@ -9,8 +9,8 @@
 
 /* A parent record for KEY: hand the thread's designation (and PROC, with
  * a reference) to the child if one comes; wakes the child's stream. */
-void rc_lineage_parent_record(struct ap *a, uint64_t key, struct rc_proc *proc,
-			      const char *how);
+void rc_lineage_parent_record(struct ap *a, uint64_t key,
+			      struct rc_proc *proc, const char *how);
 
 /* Can a child waiting on KEY go?  Yes if its parent record was applied,
  * or if no parent record is left to wait for. */

@@ -97,7 +97,7 @@ void rc_frag_close(struct ap *a)
 }
 
 void rc_frag_open(struct ap *a, uint8_t trigger, int32_t fd,
-		      uint64_t channel)
+		  uint64_t channel)
 {
 	struct rc_frag *f = &a->th->frag;
 
@@ -120,7 +120,7 @@ void rc_frag_open(struct ap *a, uint8_t trigger, int32_t fd,
  * DATA of the same read).
  */
 void rc_frag_input(struct ap *a, struct rc_end *e, uint8_t trigger,
-		       uint64_t off, int begun)
+		   uint64_t off, int begun)
 {
 	struct rc_frag *f = &a->th->frag;
 	uint8_t type = a->ev->type;
@@ -314,8 +314,9 @@ static void on_ready(struct ap *a)
 	}
 	if (ready_alone_within(a)) {
 		if (!a->th->frag.open)
-			rc_frag_open(a, ev->fd < 0 ? RC_TR_TIMEOUT : RC_TR_READY,
-				  ev->fd, fe ? fe->end->channel_id : 0);
+			rc_frag_open(a, ev->fd < 0 ? RC_TR_TIMEOUT :
+				     RC_TR_READY, ev->fd,
+				     fe ? fe->end->channel_id : 0);
 		return;
 	}
 	if (ev->fd < 0) {
@@ -384,8 +385,8 @@ static void on_name_begin(struct ap *a)
 		"gethostbyname", "gethostbyname2", "getnameinfo" };
 	unsigned f = ev->flags & 0xff;
 	const struct rc_desig *d = &a->th->d;
-	struct rc_span *sp = rc_ap_span_new(a, RC_SK_CLIENT, BT_PROTO_DNS, d->req,
-				      d->span, NULL);
+	struct rc_span *sp = rc_ap_span_new(a, RC_SK_CLIENT, BT_PROTO_DNS,
+					    d->req, d->span, NULL);
 	struct rc_lookup *l = calloc(1, sizeof *l);
 
 	if (!sp || !l) {
@@ -509,8 +510,9 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 	case BT_EV_EXEC:          rc_lineage_exec(&a); break;
 	case BT_EV_THREAD_CREATE:
 		if (ev->result >= 0)
-			rc_lineage_parent_record(&a, rc_scan_thread_key(s->st->image, ev->cookie),
-				      NULL, NULL);
+			rc_lineage_parent_record(&a,
+				rc_scan_thread_key(s->st->image, ev->cookie),
+				NULL, NULL);
 		break;
 	case BT_EV_OPEN:          on_open(&a); break;
 	case BT_EV_CLOSE:

@@ -410,7 +410,7 @@ static void on_msg_begin_in(struct ap *a, struct rc_end *e, uint64_t o)
 	 * work it causes before its last byte comes has its parent. */
 	if (!e->begun[RC_DIN].sp && begins_request(e, q, x) &&
 	    (sp = rc_ap_span_new(a, RC_SK_SERVER, e->proto, x ? x->req : 0,
-			   x ? x->span : 0, e)) != NULL) {
+				 x ? x->span : 0, e)) != NULL) {
 		if (x)
 			sp->client_root = x->client_root;
 		else
