@@ -6,7 +6,7 @@ BTPROTO_SOURCES = \
 	protocols/defaults.c \
 	protocols/line.c \
 	protocols/oneshot.c \
-	protocols/http.c \
+	protocols/http.c protocols/http.h protocols/http_sniff.c \
 	protocols/fastcgi.c \
 	protocols/pgsql.c \
 	protocols/dns.c

@@ -7,11 +7,15 @@ libbtrecon_la_SOURCES = \
 	reconstruct/db.c reconstruct/db.h reconstruct/db_impl.h \
 	reconstruct/db_rows.c \
 	reconstruct/input.c reconstruct/input.h \
+	reconstruct/lineage.c reconstruct/lineage.h \
 	reconstruct/map.c reconstruct/map.h \
 	reconstruct/merge.c reconstruct/merge.h \
+	reconstruct/apply.h \
 	reconstruct/model.c reconstruct/model.h \
+	reconstruct/msg.c reconstruct/msg.h \
 	reconstruct/notes.c \
 	reconstruct/pair.c reconstruct/pair.h \
+	reconstruct/park.c reconstruct/park.h \
 	reconstruct/pattern_norm.c reconstruct/pattern_norm.h \
 	reconstruct/patterns.c reconstruct/patterns.h \
 	reconstruct/rc.h \

@@ -1,5 +1,9 @@
 /*
- * model.c - the path rules applied to records in causal order (model.h).
+ * model.c - the path rules applied to records in causal order (model.h):
+ * the dispatch of each record, fragments, channels opened and closed,
+ * readiness, name lookups, files; the rules of messages are in msg.c,
+ * of lineage in lineage.c, the parked detector in park.c (all sharing
+ * the record being applied, apply.h).
  *
  * The state is the designation of each thread (struct rc_thr, in its
  * stream), its current fragment, the lineage snapshots parents leave for
@@ -17,22 +21,14 @@
 #include "chan.h"
 #include "clock.h"
 #include "db.h"
+#include "apply.h"
 #include "merge.h"
+#include "lineage.h"
 #include "model.h"
+#include "msg.h"
+#include "park.h"
 #include "scan.h"
 #include "tokens.h"
-
-/* What a parent record hands to the child that waits for it. */
-struct rc_snap {
-	struct rc_snap *next;
-	struct rc_desig d;
-	struct rc_proc *proc;    /* holds a reference; NULL for threads */
-	uint64_t parent_process_id;
-	uint32_t parent_image;
-	const char *how;
-	int64_t  t;
-	uint32_t dom;
-};
 
 struct rc_lookup {
 	struct rc_lookup *next;
@@ -40,332 +36,11 @@ struct rc_lookup {
 	struct rc_span *span;
 };
 
-struct rc_model {
-	struct rc_map snaps;     /* lineage key -> rc_snap list */
-	uint64_t next_msg, next_frag, next_file, next_process;
-};
-
-/* One record being applied. */
-struct ap {
-	struct rc_ctx    *c;
-	struct rc_model  *m;
-	struct rc_run *s;
-	struct rc_thr    *th;
-	struct rc_image  *im;
-	const struct bt_event *ev;
-	int64_t t;
-	int64_t rt;              /* the record's own time (fd table) */
-	int merged;              /* a READY that continues the fragment */
-};
-
 static const char *const trigger_names[] = {
 	[RC_TR_START] = "start", [RC_TR_READY] = "ready",
 	[RC_TR_TIMEOUT] = "timeout", [RC_TR_MSG] = "message",
 	[RC_TR_DATA] = "data", [RC_TR_ACCEPT] = "accept",
 };
-
-/* A new span taken part in by the current thread over end E. */
-static struct rc_span *span_new(struct ap *a, uint8_t kind, uint8_t proto,
-				uint64_t req, uint64_t parent,
-				const struct rc_end *e)
-{
-	return rc_span_new(a->c, kind, proto, req, parent, a->im, a->th->tid,
-			   a->t, e ? e->channel_id : 0);
-}
-
-static uint64_t rec_units(const struct rc_end *e, const struct bt_event *ev);
-
-/* The queue a receive of the bytes at O on E reads from, or NULL if the
- * sender is untraced (or was given up on). */
-static struct rc_dirq *recv_q(struct ap *a, struct rc_end *e, uint64_t o)
-{
-	struct rc_conn *cn = e->conn;
-	if (!cn || e->side > 1)
-		return NULL;
-	int s = !e->side;
-	struct rc_dirq *q = &cn->dir[s];
-	if (a->s->released) {
-		/* Given up waiting.  If the sender's later sends are here, its
-		 * records of these bytes were lost (a damaged log): this
-		 * receive counts as from an untraced peer, the next ones pair
-		 * again.  Otherwise the sender is untraced from here. */
-		int later = 0;
-		for (uint32_t i = 0; i < q->n && !later; i++)
-			later = rc_q_at(q, i)->off > o;
-		if (later) {
-			uint64_t upto = o + rec_units(e, a->ev);
-			if (a->ev->type != BT_EV_READY)
-				a->c->st.unpaired_recv++;
-			if (upto > q->hwm)
-				q->hwm = upto;
-			rc_q_advance(a->c, cn, s);
-		} else {
-			q->untraced = 1;
-		}
-		return NULL;
-	}
-	if (q->untraced || !rc_end_traced(a->c, e, s))
-		return NULL;
-	return q;
-}
-
-/* ---- the parked detector -------------------------------------------------- */
-
-/*
- * A request is parked in a process when a fragment working for it ends
- * (the thread goes back to wait, or reads another request's input)
- * without answering it, without a call of its own awaiting a reply, and
- * no other thread of the process works for it.  While requests are parked
- * in a process, a request message it sends may be theirs: the span is
- * marked (rc_span_sent).  docs/reconstruct.md, "Certainty".
- */
-
-/* Could SP, the open server span of REQ, be parked in this process? */
-static int parkable(const struct ap *a, const struct rc_span *sp,
-		    uint64_t req)
-{
-	return sp && sp->req == req && sp->host == a->im->host &&
-	       sp->pid == a->im->pid && sp->end == RC_DB_NULL &&
-	       !sp->pending && !sp->answering && !sp->ncalls && !sp->parked;
-}
-
-/* Does the work of SP's request go on at an event the log shows, other
- * than a reply: a write it asked to be told of (WANT out), a connection
- * it opened that has carried nothing yet (a connect in progress)?  1 if
- * so; 2 if only its own channel waits to be writable (a fragment asked
- * for it: an event library's output buffer, where its answer may wait
- * behind an earlier one's): decided when that output is out. */
-static int has_continuation(const struct rc_proc *p, const struct rc_span *sp)
-{
-	uint64_t req = sp->req;
-	int own = 0;
-
-	for (uint32_t fd = 0; fd < p->nfds; fd++) {
-		const struct rc_end *e = p->fds[fd].end;
-		if (!e)
-			continue;
-		if (e->has_want_out && e->want_out.req == req)
-			return 1;
-		if (e->has_want_out && e->channel_id == sp->channel_id)
-			own = 2;
-		if (e->role == BT_CR_CONNECT && e->open_req == req &&
-		    !e->bytes[RC_DOUT])
-			return 1;
-	}
-	return own;
-}
-
-/*
- * The first request message on connection E (offset O) goes to request
- * REQ, not to the request whose fragment opened E.  That request was not
- * parked because its work goes on at the connect (has_continuation); the
- * connection carried another request's message instead, so its work goes
- * on where the log does not show (haproxy sends a queued request's call
- * from whichever request's event takes the connection): it is parked now,
- * a candidate of this message and of those sent while it stays parked.
- */
-static void park_connect_taken(struct ap *a, const struct rc_end *e,
-			       uint64_t o, uint64_t req)
-{
-	if (e->role != BT_CR_CONNECT || o != 0 || !e->open_req ||
-	    e->open_req == req)
-		return;
-	struct rc_span *sp = rc_span_srv(a->c, e->open_span);
-	if (parkable(a, sp, e->open_req))
-		rc_span_park(a->c, sp, RC_PARK_WAIT);
-}
-
-/*
- * E's output is out (WANT without out): the request W whose fragment last
- * asked for it counted that writable event as where its work goes on.
- * An event library asks again for a channel whose output still holds an
- * earlier request's answer (libevent, reading the next pipelined request,
- * keeps writing on): the event only writes that answer.  If no thread
- * works for W now and nothing else continues it, W is parked now, as its
- * fragment's end would have parked it without that WANT.
- */
-static void park_want_lost(struct ap *a, const struct rc_desig *w)
-{
-	struct rc_proc *p = a->im->run->attached ? a->im->run->proc : NULL;
-	struct rc_span *sp = rc_span_srv(a->c, w->span);
-
-	if (!p || !w->req || !parkable(a, sp, w->req))
-		return;
-	for (const struct rc_thr *o = p->threads; o; o = o->pnext)
-		if (o->frag.open && o->d.req == w->req)
-			return;   /* its fragment's end decides */
-	int cont = has_continuation(p, sp);
-	if (cont == 0)
-		rc_span_park(a->c, sp, RC_PARK_WAIT);
-	else if (cont == 2)
-		sp->park_defer = 1;
-}
-
-/*
- * Does O's next record, EV (the head the merge has read ahead), end O's
- * fragment by taking input: a READY other than a one-fd wait that stays
- * in the fragment, or an incoming message or DATA that does not continue
- * the fragment's input (frag_input)?  Then O is waiting for that input
- * now.
- */
-static int head_takes_input(const struct rc_thr *o, const struct bt_event *ev)
-{
-	const struct rc_frag *f = &o->frag;
-
-	if (ev->type == BT_EV_READY)
-		return !(ev->flags & BT_RF_ALONE) ||
-		       (ev->fd >= 0 && (ev->flags & 1));
-	if ((ev->type != BT_EV_MSG && ev->type != BT_EV_MSG_BEGIN &&
-	     ev->type != BT_EV_DATA) || ev->dir != BT_DIR_IN)
-		return 0;
-	if (f->fd != ev->fd)
-		return 1;
-	if ((f->trigger == RC_TR_READY || f->trigger == RC_TR_ACCEPT) &&
-	    !f->had_input)
-		return 0;
-	return !(ev->type == BT_EV_MSG && f->last_type == BT_EV_MSG_BEGIN) &&
-	       !(ev->type == BT_EV_DATA && f->last_type == BT_EV_DATA);
-}
-
-/*
- * A request message is about to be sent from this process: another
- * thread whose next record takes input (read ahead by the merge, later
- * than this send) has gone back to wait already, though the record that
- * ends its fragment comes later.  Its request, if its fragment's end would
- * park it (park_check) and that input is not on a channel the request
- * used last (its own connection, its CGI's pipe), is parked from now: a hidden queue's reader waits while a worker sends
- * the calls of the request it read.  When that thread's next fragment
- * works for it, park_resolve un-parks it.
- */
-static void park_waiting(struct ap *a)
-{
-	struct rc_proc *p = a->im->run->attached ? a->im->run->proc : NULL;
-
-	if (!p)
-		return;
-	for (struct rc_thr *o = p->threads; o; o = o->pnext) {
-		const struct rc_run *or = (const struct rc_run *)
-			((const char *)o - offsetof(struct rc_run, thr));
-		uint64_t req = o->d.req;
-		if (o == a->th || !o->frag.open || !req ||
-		    or->state == RC_SS_DONE || !head_takes_input(o, &or->ev))
-			continue;
-		struct rc_span *sp = rc_span_srv(a->c, o->d.span);
-		if (!parkable(a, sp, req) || has_continuation(p, sp))
-			continue;
-		const struct rc_fdent *fe = or->ev.fd >= 0 ?
-			rc_fd_get(p, or->ev.fd, or->head_t) : NULL;
-		if (fe && (fe->end->channel_id == sp->channel_id ||
-			   fe->end->last.req == req))
-			continue;         /* more of its own connection, or a
-					     channel it used: its CGI's pipe */
-		const struct rc_thr *x = p->threads;
-		while (x && (x == o || !x->frag.open || x->d.req != req))
-			x = x->pnext;
-		if (x)
-			continue;         /* another thread works for it */
-		rc_span_park(a->c, sp, or->ev.type == BT_EV_READY ?
-			     RC_PARK_WAIT : RC_PARK_READAHEAD);
-	}
-}
-
-/*
- * Thread TH, whose fragment working for SP's request ended, has read
- * another request's input without waiting (RC_PARK_READAHEAD): is SP's
- * work visibly over, its answer only waiting in an output buffer?  So
- * when the input is the next request on SP's own connection (a
- * pipelined one, whose answer must follow SP's) and SP made calls, all
- * from TH and all answered: TH did SP's work itself, call by call, and
- * came back to SP's connection for the next request only after the last
- * reply (apache's check for a pipelined request before it flushes).  A
- * server that reads the next request before it makes the previous one's
- * calls (a read-ahead proxy) made none yet: SP is parked.
- * docs/reconstruct.md, "Certainty".
- */
-static int park_work_done(const struct rc_thr *th, const struct rc_span *sp)
-{
-	uint32_t tid = th->tid ? th->tid : sp->pid;
-
-	return (th->park_why == RC_PARK_READAHEAD ||
-		th->park_why == RC_PARK_BATCHED) &&
-	       th->frag.channel_id == sp->channel_id &&
-	       sp->caller == tid && !sp->many_callers && !sp->ncalls;
-}
-
-/*
- * Without event isolation one read hands over several pipelined requests:
- * request SP is read on E while the thread's request is an earlier one on
- * the same connection that has made no call, not answered.  The thread
- * works for both from memory: both are parked 'ambiguous:batched' until
- * answered or ended (working for them does not un-park them), so every
- * call and file of the process meanwhile lists them as candidates.
- * docs/reconstruct.md, "Without event isolation".
- */
-static void park_batch(struct ap *a, const struct rc_end *e,
-		       struct rc_span *sp)
-{
-	if (a->im->pflags & BT_PF_ISOLATION)
-		return;
-	struct rc_span *prev = rc_span_srv(a->c, a->th->d.span);
-	if (!prev || prev == sp || prev->req != a->th->d.req ||
-	    prev->channel_id != e->channel_id || prev->host != a->im->host ||
-	    prev->pid != a->im->pid || prev->end != RC_DB_NULL ||
-	    prev->pending || prev->answering || prev->caller)
-		return;
-	if (prev->parked != RC_PARK_BATCHED) {
-		rc_span_unpark(a->c, prev);
-		rc_span_park(a->c, prev, RC_PARK_BATCHED);
-	}
-	rc_span_park(a->c, sp, RC_PARK_BATCHED);
-}
-
-/* The thread's fragment ends: remember its request's server span if it
- * may be left parked (decided once the next designation is known). */
-static void park_check(struct ap *a)
-{
-	struct rc_thr *th = a->th;
-	const struct rc_desig *d = &th->d;
-
-	th->park_cand = 0;
-	if (!d->req || !a->im->run->attached || !a->im->run->proc)
-		return;
-	struct rc_span *sp = rc_span_srv(a->c, d->span);
-	if (!parkable(a, sp, d->req))
-		return;
-	struct rc_proc *p = a->im->run->proc;
-	for (const struct rc_thr *o = p->threads; o; o = o->pnext)
-		if (o != th && o->frag.open && o->d.req == d->req)
-			return;
-	int cont = has_continuation(p, sp);
-	if (cont == 1)
-		return;
-	th->park_cand = sp->id;
-	th->park_why = RC_PARK_WAIT;
-	th->park_defer = cont == 2;
-}
-
-/* After a record: park the candidate the thread left if it now works for
- * another request (or for none: ALWAYS, the thread ended); a thread that
- * works for a parked request un-parks it. */
-static void park_resolve(struct ap *a, int always)
-{
-	struct rc_thr *th = a->th;
-	struct rc_ctx *c = a->c;
-
-	if (th->park_cand) {
-		struct rc_span *sp = rc_span_srv(c, th->park_cand);
-		if (sp && (always || th->d.req != sp->req) &&
-		    parkable(a, sp, sp->req)) {
-			if (th->park_defer)
-				sp->park_defer = 1;
-			else if (always || !park_work_done(th, sp))
-				rc_span_park(c, sp, th->park_why);
-		}
-		th->park_cand = 0;
-	}
-	if (!always && th->d.req && rc_span_nparked(c))
-		rc_span_unpark_req(c, a->im->host, a->im->pid, th->d.req);
-}
 
 /* List the thread in its process's threads (once the image has one). */
 static void thread_list(struct rc_thr *th, struct rc_imrun *run)
@@ -392,7 +67,7 @@ static void thread_unlist(struct rc_thr *th)
 
 /* ---- fragments ------------------------------------------------------------ */
 
-static void frag_close(struct ap *a)
+void rc_frag_close(struct ap *a)
 {
 	struct rc_frag *f = &a->th->frag;
 	struct rc_ctx *c = a->c;
@@ -404,7 +79,7 @@ static void frag_close(struct ap *a)
 	}
 	if (!f->open)
 		return;
-	park_check(a);
+	rc_park_check(a);
 	struct rc_row_fragment r = {
 		.id = ++a->m->next_frag, .req = a->th->d.req,
 		.span = a->th->d.span, .process_id = a->im->run->process_id,
@@ -421,12 +96,12 @@ static void frag_close(struct ap *a)
 	f->open = 0;
 }
 
-static void frag_open(struct ap *a, uint8_t trigger, int32_t fd,
-		      uint64_t channel)
+void rc_frag_open(struct ap *a, uint8_t trigger, int32_t fd,
+		  uint64_t channel)
 {
 	struct rc_frag *f = &a->th->frag;
 
-	frag_close(a);
+	rc_frag_close(a);
 	if (trigger == RC_TR_MSG || trigger == RC_TR_DATA)
 		a->th->park_why = (a->im->pflags & BT_PF_ISOLATION) ?
 				  RC_PARK_READAHEAD : RC_PARK_BATCHED;
@@ -444,8 +119,8 @@ static void frag_open(struct ap *a, uint8_t trigger, int32_t fd,
  * was accepted, the MSG of the MSG_BEGIN this fragment began with, more
  * DATA of the same read).
  */
-static void frag_input(struct ap *a, struct rc_end *e, uint8_t trigger,
-		       uint64_t off, int begun)
+void rc_frag_input(struct ap *a, struct rc_end *e, uint8_t trigger,
+		   uint64_t off, int begun)
 {
 	struct rc_frag *f = &a->th->frag;
 	uint8_t type = a->ev->type;
@@ -465,272 +140,20 @@ static void frag_input(struct ap *a, struct rc_end *e, uint8_t trigger,
 			cont = 1;
 	}
 	if (!cont)
-		frag_open(a, trigger, fd, e->channel_id);
+		rc_frag_open(a, trigger, fd, e->channel_id);
 	f->had_input = 1;
 	f->last_type = type;
 	f->last_off = off;
 }
 
-/* ---- lineage ------------------------------------------------------------- */
 
-static void snap_push(struct rc_model *m, uint64_t key, struct rc_snap *sn)
-{
-	struct rc_snap *head = rc_map_getp(&m->snaps, key);
-	sn->next = NULL;
-	if (!head) {
-		rc_map_put(&m->snaps, key, (uint64_t)(uintptr_t)sn);
-		return;
-	}
-	while (head->next)
-		head = head->next;
-	head->next = sn;
-}
-
-static struct rc_snap *snap_take(struct rc_model *m, uint64_t key)
-{
-	struct rc_snap *sn = rc_map_getp(&m->snaps, key);
-	if (!sn)
-		return NULL;
-	if (sn->next)
-		rc_map_put(&m->snaps, key, (uint64_t)(uintptr_t)sn->next);
-	else
-		rc_map_del(&m->snaps, key);
-	return sn;
-}
-
-/* A parent record for KEY: hand D (and PROC) to the child if one comes. */
-static void parent_record(struct ap *a, uint64_t key, struct rc_proc *proc,
-			  const char *how)
-{
-	struct rc_ctx *c = a->c;
-	uint64_t left;
-
-	rc_map_add(&c->lin_parents, key, -1);
-	if (rc_map_get(&c->lin_children, key, &left) && left > 0) {
-		struct rc_snap *sn = calloc(1, sizeof *sn);
-		if (sn) {
-			rc_map_add(&c->lin_children, key, -1);
-			sn->d = a->th->d;
-			sn->proc = proc;
-			if (proc)
-				proc->refs++;
-			sn->parent_process_id = a->im->run->process_id;
-			sn->parent_image = a->s->st->image;
-			sn->how = how;
-			sn->t = a->t;
-			sn->dom = a->im->domain;
-			snap_push(a->m, key, sn);
-		}
-	}
-	rc_merge_wake(c, key);
-}
-
-/* Can a child waiting on KEY go?  Yes if its parent record was applied,
- * or if no parent record is left to wait for. */
-static int lineage_ready(struct rc_ctx *c, uint64_t key)
-{
-	if (rc_map_get(&c->model->snaps, key, NULL))
-		return 1;
-	return !rc_map_get(&c->lin_parents, key, NULL);
-}
-
-static void image_attach(struct ap *a, struct rc_proc *p,
-			 const struct rc_snap *sn)
-{
-	struct rc_image *im = a->im;
-
-	im->run->proc = p;
-	p->refs++;
-	im->run->attached = 1;
-	im->run->process_id = ++a->m->next_process;
-	if (sn) {
-		im->run->parent_process_id = sn->parent_process_id;
-		im->run->how = sn->how;
-		im->run->start_req = sn->d.req;
-	}
-}
-
-/* The process of the current image, attaching it on first use. */
-static struct rc_proc *proc_of(struct ap *a)
-{
-	struct rc_image *im = a->im;
-	if (im->run->attached)
-		return im->run->proc;
-	struct rc_proc *p = rc_proc_get(a->c, im->host, im->pid);
-	if (!p && !(p = rc_proc_new(a->c, im->host, im->pid)))
-		return NULL;
-	image_attach(a, p, NULL);
-	return p;
-}
-
-static void image_end(struct rc_ctx *c, struct rc_image *im)
-{
-	char cmdline[1025] = "";
-	struct bt_event ev;
-	uint64_t prev = im->start_prev;
-
-	if (!im->run || !im->run->attached)
-		return;
-	/* The command line is read again from the mapped PROC_START. */
-	if (im->has_start &&
-	    bt_ev_decode(im->start_p, im->start_len, &ev, &prev) > 0)
-		snprintf(cmdline, sizeof cmdline, "%.*s",
-			 (int)(ev.str2_len > 1024 ? 1024 : ev.str2_len),
-			 ev.str2 ? ev.str2 : "");
-	struct rc_row_process r = {
-		.id = im->run->process_id, .parent = im->run->parent_process_id,
-		.req = im->run->start_req, .dom = im->domain, .pid = im->pid,
-		.ppid = im->ppid, .host = c->hosts[im->host].name,
-		.exe = im->exe, .cmdline = im->has_start ? cmdline : NULL,
-		.how = im->run->how,
-		.ring_id = im->ring_id, .start = im->run->first_ts,
-		.end = im->run->last_ts, .events = im->events,
-	};
-	rc_db_process(c, &r);
-	im->run->attached = 0;
-	rc_proc_unref(c, im->run->proc, im->run->last_ts);
-	im->run->proc = NULL;
-}
-
-/* The merge's state of IM, made when its first record is met. */
-static struct rc_imrun *imrun(struct rc_ctx *c, struct rc_image *im)
-{
-	if (im->run)
-		return im->run;
-	im->run = calloc(1, sizeof *im->run);
-	if (!im->run) {
-		rc_fail(c, -ENOMEM, "out of memory in the merge");
-		return NULL;
-	}
-	im->run->live_streams = im->nstreams;
-	return im->run;
-}
-
-/* IM's last stream ended: write its row, let its process go. */
-static void image_done(struct rc_ctx *c, struct rc_image *im)
-{
-	image_end(c, im);
-	free(im->run);
-	im->run = NULL;
-}
-
-/* ---- records --------------------------------------------------------------- */
-
-static void lookups_close(struct ap *a)
+void rc_lookups_close(struct ap *a)
 {
 	struct rc_lookup *l;
 	while ((l = a->th->lookups)) {
 		a->th->lookups = l->next;
 		rc_span_finish(a->c, l->span);
 		free(l);
-	}
-}
-
-static void on_thread_start(struct ap *a)
-{
-	struct rc_thr *th = a->th;
-	const struct bt_event *ev = a->ev;
-
-	if (th->started) {
-		frag_close(a);
-		lookups_close(a);
-	}
-	th->started = 1;
-	th->tid = ev->tid;
-	memset(&th->d, 0, sizeof th->d);
-	if (ev->cookie) {
-		struct rc_snap *sn = snap_take(a->m,
-				rc_scan_thread_key(a->s->st->image, ev->cookie));
-		if (sn) {
-			th->d = sn->d;
-			if (sn->dom == a->im->domain && sn->t > a->t)
-				a->t = sn->t;
-			free(sn);
-		}
-	} else if (!a->im->run->attached && a->im->lineage_key) {
-		/* A child image's first thread: not before the parent's
-		 * record (PROC_START takes the snapshot). */
-		const struct rc_snap *sn = rc_map_getp(&a->m->snaps,
-						       a->im->lineage_key);
-		if (sn && sn->dom == a->im->domain && sn->t > a->t)
-			a->t = sn->t;
-	}
-	frag_open(a, RC_TR_START, -1, 0);
-}
-
-static void on_proc_start(struct ap *a)
-{
-	struct rc_image *im = a->im;
-	struct rc_snap *sn = NULL;
-
-	if (!im->run->attached && im->lineage_key)
-		sn = snap_take(a->m, im->lineage_key);
-	if (sn) {
-		struct rc_proc *p = sn->proc;
-		/* The child process object is reachable by its pid again. */
-		rc_proc_show(a->c, p);
-		image_attach(a, p, sn);
-		a->th->d = sn->d;
-		if (sn->dom == im->domain && sn->t > a->t)
-			a->t = sn->t;
-		rc_proc_unref(a->c, p, a->t);
-		free(sn);
-	} else {
-		proc_of(a);
-	}
-	if (!a->th->frag.open || a->th->frag.trigger != RC_TR_START)
-		frag_open(a, RC_TR_START, -1, 0);
-}
-
-static void on_fork_like(struct ap *a, unsigned kind)
-{
-	const struct bt_event *ev = a->ev;
-	struct rc_proc *p = proc_of(a);
-
-	if (!p || ev->result <= 0)
-		return;
-	uint32_t child = (uint32_t)ev->result;
-	uint64_t key = rc_scan_proc_key(a->im->host, child, kind);
-	uint64_t left;
-	struct rc_proc *np = NULL;
-
-	if (rc_map_get(&a->c->lin_children, key, &left) && left > 0)
-		np = rc_proc_copy(a->c, p, child, a->t);
-	parent_record(a, key, np,
-		      kind == RC_LIN_SPAWN ? "spawn" :
-		      (ev->flags & 1) ? "vfork" : "fork");
-	if (np)   /* the snapshot holds it now */
-		rc_proc_unref(a->c, np, a->t);
-}
-
-static void on_exec(struct ap *a)
-{
-	const struct bt_event *ev = a->ev;
-	struct rc_proc *p = proc_of(a);
-	uint64_t key = rc_scan_proc_key(a->im->host, a->im->pid, RC_LIN_EXEC);
-
-	if (!p)
-		return;
-	if (ev->flags == 0) {
-		parent_record(a, key, p, "exec");
-		return;
-	}
-	/* The exec failed: take back the snapshot this image made. */
-	struct rc_snap *prev = NULL;
-	for (struct rc_snap *sn = rc_map_getp(&a->m->snaps, key); sn;
-	     prev = sn, sn = sn->next) {
-		if (sn->parent_image != a->s->st->image)
-			continue;
-		if (prev)
-			prev->next = sn->next;
-		else if (sn->next)
-			rc_map_put(&a->m->snaps, key, (uint64_t)(uintptr_t)sn->next);
-		else
-			rc_map_del(&a->m->snaps, key);
-		rc_map_add(&a->c->lin_children, key, 1);
-		rc_proc_unref(a->c, sn->proc, a->t);
-		free(sn);
-		break;
 	}
 }
 
@@ -760,7 +183,7 @@ static void on_chan(struct ap *a)
 	struct rc_ctx *c = a->c;
 	struct rc_run *s = a->s;
 	const struct bt_event *ev = a->ev;
-	struct rc_proc *p = proc_of(a);
+	struct rc_proc *p = rc_lineage_proc_of(a);
 
 	if (s->entry_next >= s->st->nentry || !p)
 		return;
@@ -801,7 +224,7 @@ static void on_chan(struct ap *a)
 		    !f->had_input)
 			f->had_input = 1;
 		else
-			frag_open(a, RC_TR_ACCEPT, ev->fd, (uint64_t)ei + 1);
+			rc_frag_open(a, RC_TR_ACCEPT, ev->fd, (uint64_t)ei + 1);
 		memset(&a->th->d, 0, sizeof a->th->d);
 	}
 	e->conn = cn;
@@ -841,552 +264,6 @@ static void on_chan(struct ap *a)
 		e->refs = 1;              /* no fd took it: close it now */
 		rc_end_unref(c, e, a->t);
 	}
-}
-
-/* The end of the record's fd and its absolute offset; counts unknowns. */
-static struct rc_end *rec_end(struct ap *a, int dir, uint64_t *off)
-{
-	struct rc_fdent *fe = rc_fd_get(a->im->run->attached ? a->im->run->proc : NULL,
-				     a->ev->fd, a->rt);
-	if (!fe) {
-		struct rc_ctx *c = a->c;
-		if (!c->st.unknown_fd++)
-			rc_warn(c, rc_file_path(c, a->s->rec.file),
-				a->s->rec.file_off,
-				"host %s pid %u: data on fd %d, which no channel record announced; such records are counted (stats unknown_fd_records), not attributed",
-				c->hosts[a->im->host].name, a->im->pid,
-				a->ev->fd);
-		return NULL;
-	}
-	rc_end_side(fe->end, dir);
-	*off = fe->base[dir] + a->ev->off;
-	return fe->end;
-}
-
-static uint64_t rec_units(const struct rc_end *e, const struct bt_event *ev)
-{
-	if (e->dgram || (ev->type == BT_EV_MSG && (ev->flags & BT_MF_DGRAM)))
-		return 1;
-	return ev->len;
-}
-
-static void message_row(struct ap *a, struct rc_end *e, int dir, uint64_t off,
-			uint64_t req, uint64_t span, int64_t begin,
-			uint64_t peer_msg, uint64_t id)
-{
-	const struct bt_event *ev = a->ev;
-	struct rc_ctx *c = a->c;
-	struct rc_row_message r = {
-		.id = id, .req = req, .span = span,
-		.channel_id = e->channel_id, .process_id = a->im->run->process_id,
-		.peer_message = peer_msg, .dom = a->im->domain,
-		.pid = a->im->pid, .tid = a->th->tid ? a->th->tid : a->im->pid,
-		.begin = begin, .ts = a->t, .dir = dir == RC_DOUT ? "out" : "in",
-		.kind = bt_msg_kind_name(ev->kind),
-		.protocol = rc_proto_name(ev->proto), .flags = ev->flags,
-		.off = off, .len = ev->len, .status = rc_msg_status(ev),
-		.witness = (ev->flags & BT_MF_WITNESS) ? (int64_t)ev->witness : RC_DB_NULL,
-	};
-	rc_db_message(c, &r);
-	for (unsigned i = 0; i < ev->nattr; i++)
-		rc_db_attr(c, span, id, bt_attr_key_name(ev->attr[i].key),
-			   ev->attr[i].val, ev->attr[i].len);
-	c->st.messages++;
-	if (!req && ev->kind != BT_MK_CONTROL)
-		c->st.unattr_messages++;
-}
-
-static void on_msg_begin_out(struct ap *a, struct rc_end *e, uint64_t o)
-{
-	struct rc_desig d = a->th->d;
-	int resolved = 1;
-
-	e->begun[RC_DOUT].valid = 1;
-	e->begun[RC_DOUT].off = o;
-	e->begun[RC_DOUT].t = a->t;
-	e->begun[RC_DOUT].d = d;
-	if (e->srv) {                 /* most likely the reply in the making */
-		d.req = e->srv->req;
-		d.span = e->srv->id;
-		e->srv->answering = 1;
-		rc_span_unpark(a->c, e->srv);
-	} else if (!rc_span_live(a->c, &d)) {
-		resolved = 0;         /* may start a request (rule 5) */
-	}
-	struct rc_dirq *q = rc_send_q(a->c, e);
-	if (!q)
-		return;
-	struct rc_sent *x = rc_q_push(a->c, q, o);
-	if (!x)
-		return;
-	x->end = RC_OPEN_END;
-	x->t_begin = x->t_end = a->t;
-	x->req = d.req;
-	x->span = d.span;
-	x->client_root = d.client_root;
-	x->dom = a->im->domain;
-	x->resolved = (uint8_t)resolved;
-	if (resolved)
-		rc_q_advance(a->c, e->conn, e->side);
-}
-
-static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
-{
-	struct rc_ctx *c = a->c;
-	const struct bt_event *ev = a->ev;
-	uint64_t n = rec_units(e, ev);
-	int begun = e->begun[RC_DOUT].valid && e->begun[RC_DOUT].off == o;
-	struct rc_desig d0 = begun ? e->begun[RC_DOUT].d : a->th->d;
-	int64_t t0 = begun ? e->begun[RC_DOUT].t : a->t;
-	uint64_t req = 0, span = 0, msg = ++a->m->next_msg;
-	uint8_t croot = 0;
-	struct rc_span *sp = NULL;
-	char peer[128];
-
-	if (begun)
-		e->begun[RC_DOUT].valid = 0;
-	switch (ev->kind) {
-	case BT_MK_REQUEST:
-		if (!rc_span_live(a->c, &d0)) {
-			/* Rule 5: a request sent for no request starts one. */
-			sp = span_new(a, RC_SK_CLIENT, ev->proto, 0, 0, e);
-			if (!sp)
-				break;
-			rc_span_root(a->c, sp, 1);
-			char who[160];
-			snprintf(who, sizeof who, "%s[%u]@%s",
-				 a->im->exe ? a->im->exe : "?", a->im->pid,
-				 c->hosts[a->im->host].name);
-			sp->client = strdup(who);
-			/* The fragment still works for no request: originating
-			 * a request does not make it work for that request.  A
-			 * client writing several requests in one fragment
-			 * (pipelining, a writer thread) starts one request per
-			 * message; work for r follows only r's reply. */
-		} else {
-			sp = span_new(a, RC_SK_CLIENT, ev->proto, d0.req, d0.span, e);
-			if (!sp)
-				break;
-			sp->client_root = d0.client_root;
-		}
-		sp->start = t0;
-		rc_span_label(sp, ev);
-		rc_end_peer(e, ev, peer, sizeof peer);
-		sp->peer = strdup(peer);
-		if (ev->flags & BT_MF_WITNESS) {
-			sp->has_witness = 1;
-			sp->witness = ev->witness;
-		}
-		park_waiting(a);
-		park_connect_taken(a, e, o, sp->req);
-		rc_tok_resolve(c, sp, ev, begun);
-		rc_span_sent(c, sp);
-		req = sp->req;
-		span = sp->id;
-		croot = sp->client_root;
-		e->last.req = sp->req;
-		e->last.span = sp->parent;
-		e->last.client_root = croot;
-		break;
-	case BT_MK_REPLY:
-		if (e->oneway)
-			goto oneway;
-		sp = rc_span_match(&e->srv, ev);
-		if (sp) {
-			req = sp->req;
-			span = sp->id;
-			croot = sp->client_root;
-			if (d0.req && d0.req != req)
-				c->st.reply_mismatch++;
-			sp->end = a->t;
-			sp->status = rc_msg_status(ev);
-			rc_span_unpark(c, sp);
-			/* later work on this channel for REQ is in this
-			 * process's span, not in the peer's */
-			e->last.req = req;
-			e->last.span = sp->id;
-			e->last.client_root = croot;
-		} else {
-			c->st.unmatched_replies++;
-			req = d0.req;
-			span = d0.span;
-			croot = d0.client_root;
-		}
-		break;
-	case BT_MK_CONTROL:
-		break;
-	default:
-	oneway:
-		req = d0.req;
-		span = d0.span;
-		croot = d0.client_root;
-		if (req)
-			e->last = d0;
-		break;
-	}
-
-	struct rc_dirq *q = rc_send_q(a->c, e);
-	if (q) {
-		struct rc_sent *x = NULL;
-		for (uint32_t i = q->n; i-- > 0 && i + 8 >= q->n;) {
-			struct rc_sent *y = rc_q_at(q, i);
-			if (y->off == o && y->end == RC_OPEN_END) {
-				x = y;
-				break;
-			}
-		}
-		if (!x && (x = rc_q_push(c, q, o)) != NULL)
-			x->t_begin = t0;
-		if (x) {
-			x->end = o + n;
-			x->t_end = a->t;
-			x->req = req;
-			x->span = span;
-			x->msg = msg;
-			x->kind = ev->kind;
-			x->client_root = croot;
-			x->dom = a->im->domain;
-			x->resolved = 1;
-			rc_q_advance(c, e->conn, e->side);
-		}
-	}
-	message_row(a, e, RC_DOUT, o, req, span, begun ? t0 : RC_DB_NULL, 0, msg);
-	if (o + n > e->hwm[RC_DOUT]) {
-		e->hwm[RC_DOUT] = o + n;
-		e->hwm_tid[RC_DOUT] = a->th->tid ? a->th->tid : a->im->pid;
-		rc_merge_wake(c, RC_KEY_ORDER(e->channel_id, RC_DOUT));
-	}
-	e->bytes[RC_DOUT] += ev->len;
-	e->msgs[RC_DOUT]++;
-
-	if (sp && ev->kind == BT_MK_REQUEST) {
-		if (e->oneway) {       /* nothing can answer on a pipe */
-			sp->end = a->t;
-			rc_span_finish(c, sp);
-		} else {
-			rc_span_push(&e->cli, sp, o);
-		}
-	} else if (sp && !sp->pending) {  /* a reply closed its server span */
-		rc_span_finish(c, sp);
-	}                                 /* (pending: at its request's MSG) */
-}
-
-/*
- * Does the message whose first byte E receives from sender X (queue Q;
- * both NULL: an untraced sender) open an exchange?  Its kind comes with its
- * MSG, which may follow work the message already caused (php-fpm answers
- * before it reads a request's empty FCGI_STDIN record): when the sender
- * logged the whole message, its kind decides; else an accepting end
- * receives requests (a control message, a start-up, is found out at its
- * MSG and its span dropped).
- */
-static int begins_request(const struct rc_end *e, const struct rc_dirq *q,
-			  const struct rc_sent *x)
-{
-	if (e->oneway)
-		return 0;
-	if (x && x->resolved && x->kind)
-		return x->kind == BT_MK_REQUEST;
-	if (q && !(x && x->resolved))
-		return 0;
-	return e->role == BT_CR_ACCEPT;
-}
-
-static void on_msg_begin_in(struct ap *a, struct rc_end *e, uint64_t o)
-{
-	struct rc_dirq *q = recv_q(a, e, o);
-	struct rc_sent *x = q ? rc_q_find(q, o) : NULL;
-	struct rc_span *sp = NULL;
-
-	frag_input(a, e, RC_TR_MSG, o, 0);
-	e->begun[RC_DIN].valid = 1;
-	e->begun[RC_DIN].off = o;
-	if (x && x->resolved) {
-		if (x->dom == a->im->domain && x->t_begin > a->t) {
-			a->t = x->t_begin;
-			a->c->st.clamps++;
-		} else if (x->dom != a->im->domain) {
-			/* the first byte came after the send began: a bound on
-			 * the clocks that a server span opened here needs */
-			rc_clock_sample(a->c, x->dom, a->im->domain, x->t_begin,
-					a->t);
-		}
-		a->th->d.req = x->req;
-		a->th->d.span = e->cli ? e->cli->parent : 0;
-		a->th->d.client_root = x->client_root;
-	} else if (e->cli && !e->cli->has_witness) {
-		/* A reply from an untraced peer answers the oldest request. */
-		a->th->d.req = e->cli->req;
-		a->th->d.span = e->cli->parent;
-		a->th->d.client_root = e->cli->client_root;
-	} else {
-		/* Decided by the MSG: a new request, or a reply by witness. */
-		memset(&a->th->d, 0, sizeof a->th->d);
-	}
-	/* A request's server span opens with its first byte, so that the
-	 * work it causes before its last byte comes has its parent. */
-	if (!e->begun[RC_DIN].sp && begins_request(e, q, x) &&
-	    (sp = span_new(a, RC_SK_SERVER, e->proto, x ? x->req : 0,
-			   x ? x->span : 0, e)) != NULL) {
-		if (x)
-			sp->client_root = x->client_root;
-		else
-			rc_span_root(a->c, sp, 0);
-		sp->pending = 1;
-		rc_span_push(&e->srv, sp, o);
-		a->th->d.req = sp->req;
-		a->th->d.span = sp->id;
-		a->th->d.client_root = sp->client_root;
-		e->begun[RC_DIN].sp = sp;
-	}
-	e->begun[RC_DIN].t = a->t;
-	e->begun[RC_DIN].d = a->th->d;
-}
-
-static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
-{
-	struct rc_ctx *c = a->c;
-	const struct bt_event *ev = a->ev;
-	uint64_t n = rec_units(e, ev);
-	int begun = e->begun[RC_DIN].valid && e->begun[RC_DIN].off == o;
-	struct rc_dirq *q = recv_q(a, e, o);
-	struct rc_sent *x = NULL;
-	struct rc_span *sp = NULL;
-	uint64_t req = 0, span = 0, msg = ++a->m->next_msg, peer_msg = 0;
-	char peer[128];
-
-	frag_input(a, e, RC_TR_MSG, o, begun);
-	if (q) {
-		x = rc_q_find(q, o);
-		if (!x || !x->resolved) {
-			c->st.unpaired_recv++;
-			x = NULL;
-		}
-	}
-	if (x) {
-		const struct rc_sent *last = n ? rc_q_find(q, o + n - 1) : x;
-		if (!last || last->end == RC_OPEN_END)
-			last = NULL;
-		if (last && last->dom == a->im->domain) {
-			if (last->t_end > a->t) {
-				a->t = last->t_end;
-				c->st.clamps++;
-			}
-		} else if (last) {
-			rc_clock_sample(c, last->dom, a->im->domain,
-					last->t_end, a->t);
-		}
-		peer_msg = x->msg;
-	}
-	int64_t t0 = begun ? e->begun[RC_DIN].t : a->t;
-	struct rc_span *early = begun ? e->begun[RC_DIN].sp : NULL;
-	if (begun) {
-		e->begun[RC_DIN].valid = 0;
-		e->begun[RC_DIN].sp = NULL;
-	}
-	if (early && ev->kind != BT_MK_REQUEST) {
-		rc_span_discard(c, &e->srv, early);
-		early = NULL;
-	}
-
-	switch (ev->kind) {
-	case BT_MK_REQUEST:
-		if (early) {
-			sp = early;
-			sp->pending = 0;
-			sp->proto = ev->proto;
-			/* a sender that wrote the request in several calls
-			 * made its client span at its own MSG: now known */
-			if (x && x->req && x->req == sp->req)
-				sp->parent = x->span;
-		} else if (x && x->req) {
-			sp = span_new(a, RC_SK_SERVER, ev->proto, x->req, x->span, e);
-			if (sp)
-				sp->client_root = x->client_root;
-		} else {
-			/* Rule 4: a request from an untraced peer. */
-			sp = span_new(a, RC_SK_SERVER, ev->proto, 0, 0, e);
-			if (sp)
-				rc_span_root(a->c, sp, 0);
-		}
-		if (!sp)
-			break;
-		sp->start = t0;
-		rc_span_label(sp, ev);
-		rc_end_peer(e, ev, peer, sizeof peer);
-		sp->peer = strdup(peer);
-		if (sp->is_root)
-			sp->client = strdup(peer);
-		if (ev->flags & BT_MF_WITNESS) {
-			sp->has_witness = 1;
-			sp->witness = ev->witness;
-		}
-		req = sp->req;
-		span = sp->id;
-		park_batch(a, e, sp);
-		a->th->d.req = sp->req;
-		a->th->d.span = sp->id;
-		a->th->d.client_root = sp->client_root;
-		break;
-	case BT_MK_REPLY:
-		if (e->oneway)
-			goto oneway;
-		sp = rc_span_match(&e->cli, ev);
-		if (sp) {
-			req = sp->req;
-			span = sp->id;
-			if (x && x->req && x->req != req)
-				c->st.reply_mismatch++;
-			sp->end = a->t;
-			sp->status = rc_msg_status(ev);
-			a->th->d.req = sp->req;
-			a->th->d.span = sp->parent;
-			a->th->d.client_root = sp->client_root;
-		} else {
-			c->st.unmatched_replies++;
-			if (x) {
-				a->th->d.req = x->req;
-				a->th->d.span = x->span;
-				a->th->d.client_root = x->client_root;
-			} else {
-				a->th->d = e->last;
-			}
-			req = a->th->d.req;
-			span = a->th->d.span;
-		}
-		break;
-	case BT_MK_CONTROL:
-		a->th->d = e->last;
-		break;
-	default:
-	oneway:
-		if (x) {
-			a->th->d.req = x->req;
-			a->th->d.span = x->span;
-			a->th->d.client_root = x->client_root;
-		} else if (e->cli) {
-			a->th->d.req = e->cli->req;
-			a->th->d.span = e->cli->parent;
-			a->th->d.client_root = e->cli->client_root;
-		} else {
-			a->th->d = e->last;
-		}
-		req = a->th->d.req;
-		span = a->th->d.span;
-		break;
-	}
-	if (req)
-		e->last = a->th->d;
-	message_row(a, e, RC_DIN, o, req, span, begun ? t0 : RC_DB_NULL, peer_msg,
-		    msg);
-	if (o + n > e->hwm[RC_DIN]) {
-		e->hwm[RC_DIN] = o + n;
-		e->hwm_tid[RC_DIN] = a->th->tid ? a->th->tid : a->im->pid;
-		rc_merge_wake(c, RC_KEY_ORDER(e->channel_id, RC_DIN));
-	}
-	e->bytes[RC_DIN] += ev->len;
-	e->msgs[RC_DIN]++;
-	if (q)
-		rc_q_consume(q, o + n);
-
-	if (sp && ev->kind == BT_MK_REQUEST) {
-		if (early) {
-			/* still in e->srv, or answered already */
-			if (sp->end != RC_DB_NULL)
-				rc_span_finish(c, sp);
-		} else if (e->oneway) {
-			/* Nothing answers on a pipe: the server span lasts
-			 * for the fragment this message starts. */
-			if (a->th->frag_span)
-				rc_span_finish(c, a->th->frag_span);
-			a->th->frag_span = sp;
-		} else {
-			rc_span_push(&e->srv, sp, o);
-		}
-	} else if (sp) {                  /* a reply closed its client span */
-		rc_span_finish(c, sp);
-	}
-}
-
-static void on_data_out(struct ap *a, struct rc_end *e, uint64_t o)
-{
-	struct rc_desig d = a->th->d;
-	uint64_t n = rec_units(e, a->ev);
-	struct rc_dirq *q = rc_send_q(a->c, e);
-
-	if (q) {
-		struct rc_sent *x = q->n ? rc_q_at(q, q->n - 1) : NULL;
-		if (!x || x->end != o || x->kind || x->req != d.req ||
-		    x->span != d.span || !x->resolved) {
-			x = rc_q_push(a->c, q, o);
-			if (x) {
-				x->t_begin = a->t;
-				x->req = d.req;
-				x->span = d.span;
-				x->client_root = d.client_root;
-				x->dom = a->im->domain;
-				x->resolved = 1;
-			}
-		}
-		if (x) {
-			x->end = o + n;
-			x->t_end = a->t;
-			rc_q_advance(a->c, e->conn, e->side);
-		}
-	}
-	if (!d.req)
-		a->c->st.unattr_data_bytes += a->ev->len;
-	else
-		e->last = d;
-	if (o + n > e->hwm[RC_DOUT]) {
-		e->hwm[RC_DOUT] = o + n;
-		e->hwm_tid[RC_DOUT] = a->th->tid ? a->th->tid : a->im->pid;
-		rc_merge_wake(a->c, RC_KEY_ORDER(e->channel_id, RC_DOUT));
-	}
-	e->bytes[RC_DOUT] += a->ev->len;
-}
-
-static void on_data_in(struct ap *a, struct rc_end *e, uint64_t o)
-{
-	struct rc_ctx *c = a->c;
-	uint64_t n = rec_units(e, a->ev);
-	struct rc_dirq *q = recv_q(a, e, o);
-	struct rc_sent *x = q ? rc_q_find(q, o) : NULL;
-
-	frag_input(a, e, RC_TR_DATA, o, 0);
-	if (x && x->resolved) {
-		const struct rc_sent *last = n ? rc_q_find(q, o + n - 1) : x;
-		if (last && last->end != RC_OPEN_END) {
-			if (last->dom == a->im->domain) {
-				if (last->t_end > a->t) {
-					a->t = last->t_end;
-					c->st.clamps++;
-				}
-			} else {
-				rc_clock_sample(c, last->dom, a->im->domain,
-						last->t_end, a->t);
-			}
-		}
-		a->th->d.req = x->req;
-		a->th->d.span = x->span;
-		a->th->d.client_root = x->client_root;
-	} else {
-		if (q)
-			c->st.unpaired_recv++;
-		a->th->d = e->last;
-	}
-	if (a->th->d.req)
-		e->last = a->th->d;
-	else
-		c->st.unattr_data_bytes += a->ev->len;
-	if (o + n > e->hwm[RC_DIN]) {
-		e->hwm[RC_DIN] = o + n;
-		e->hwm_tid[RC_DIN] = a->th->tid ? a->th->tid : a->im->pid;
-		rc_merge_wake(c, RC_KEY_ORDER(e->channel_id, RC_DIN));
-	}
-	e->bytes[RC_DIN] += a->ev->len;
-	if (q)
-		rc_q_consume(q, o + n);
 }
 
 /*
@@ -1437,17 +314,18 @@ static void on_ready(struct ap *a)
 	}
 	if (ready_alone_within(a)) {
 		if (!a->th->frag.open)
-			frag_open(a, ev->fd < 0 ? RC_TR_TIMEOUT : RC_TR_READY,
-				  ev->fd, fe ? fe->end->channel_id : 0);
+			rc_frag_open(a, ev->fd < 0 ? RC_TR_TIMEOUT :
+				     RC_TR_READY, ev->fd,
+				     fe ? fe->end->channel_id : 0);
 		return;
 	}
 	if (ev->fd < 0) {
-		frag_open(a, RC_TR_TIMEOUT, -1, 0);
+		rc_frag_open(a, RC_TR_TIMEOUT, -1, 0);
 		a->th->frag.noreq = 1;
 		memset(&a->th->d, 0, sizeof a->th->d);
 		return;
 	}
-	frag_open(a, RC_TR_READY, ev->fd, fe ? fe->end->channel_id : 0);
+	rc_frag_open(a, RC_TR_READY, ev->fd, fe ? fe->end->channel_id : 0);
 	if (!fe) {
 		/* A listening socket, a timer, an eventfd: an input from
 		 * outside every channel works for no request. */
@@ -1464,7 +342,7 @@ static void on_ready(struct ap *a)
 	}
 	if ((ev->flags & 1) && e->side < 2) {
 		/* The next incoming message, if its send is known already. */
-		struct rc_dirq *q = recv_q(a, e, e->hwm[RC_DIN]);
+		struct rc_dirq *q = rc_msg_recv_q(a, e, e->hwm[RC_DIN]);
 		struct rc_sent *x = q ? rc_q_find(q, e->hwm[RC_DIN]) : NULL;
 		if (x && x->resolved) {
 			a->th->d.req = x->req;
@@ -1496,18 +374,7 @@ static void on_want(struct ap *a)
 		fe->end->want_out = a->th->d;
 		fe->end->has_want_out = 1;
 	} else if (!(ev->flags & 4)) {
-		int had = fe->end->has_want_out;
-		fe->end->has_want_out = 0;
-		if (had)
-			park_want_lost(a, &fe->end->want_out);
-		/* its output is out: a request whose answer was thought to
-		 * wait in it, still unanswered, waits for something else */
-		for (struct rc_span *sp = fe->end->srv; sp; sp = sp->next)
-			if (sp->park_defer) {
-				sp->park_defer = 0;
-				if (parkable(a, sp, sp->req))
-					rc_span_park(a->c, sp, RC_PARK_WAIT);
-			}
+		rc_park_output_out(a, fe->end);
 	}
 }
 
@@ -1518,8 +385,8 @@ static void on_name_begin(struct ap *a)
 		"gethostbyname", "gethostbyname2", "getnameinfo" };
 	unsigned f = ev->flags & 0xff;
 	const struct rc_desig *d = &a->th->d;
-	struct rc_span *sp = span_new(a, RC_SK_CLIENT, BT_PROTO_DNS, d->req,
-				      d->span, NULL);
+	struct rc_span *sp = rc_ap_span_new(a, RC_SK_CLIENT, BT_PROTO_DNS,
+					    d->req, d->span, NULL);
 	struct rc_lookup *l = calloc(1, sizeof *l);
 
 	if (!sp || !l) {
@@ -1564,7 +431,7 @@ static void on_open(struct ap *a)
 {
 	const struct bt_event *ev = a->ev;
 	struct rc_ctx *c = a->c;
-	struct rc_proc *p = proc_of(a);
+	struct rc_proc *p = rc_lineage_proc_of(a);
 	struct rc_row_file r = {
 		.id = ++a->m->next_file,
 		.req = a->th->d.req,
@@ -1588,7 +455,7 @@ static void on_open(struct ap *a)
 static void on_dup(struct ap *a)
 {
 	const struct bt_event *ev = a->ev;
-	struct rc_proc *p = proc_of(a);
+	struct rc_proc *p = rc_lineage_proc_of(a);
 	if (!p || ev->fd == ev->fd2)
 		return;
 	struct rc_fdent *fe = rc_fd_get(p, ev->fd, a->rt);
@@ -1614,49 +481,6 @@ static void on_logd(struct ap *a)
 		ev->str ? ev->str : "", ev->result);
 }
 
-static void on_data_record(struct ap *a)
-{
-	const struct bt_event *ev = a->ev;
-	int dir = ev->dir == BT_DIR_OUT ? RC_DOUT : RC_DIN;
-	uint64_t o = 0;
-	struct rc_end *e = rec_end(a, dir, &o);
-
-	if (!e)
-		return;
-	if (a->s->released == RC_REL_GONE) {
-		struct rc_ctx *c = a->c;
-		c->st.released++;
-		if (e->kind == BT_CK_PIPE)  /* its own kind (notes.c) */
-			rc_warn(c, rc_file_path(c, a->s->rec.file), a->s->rec.file_off,
-				"host %s pid %u: the writer of fd %d (a pipe, written through stdio or by an untraced program) closed without logging the send of offset %" PRIu64 "; that receive counts as from an untraced peer",
-				c->hosts[a->im->host].name, a->im->pid, ev->fd, o);
-		else
-			rc_warn(c, rc_file_path(c, a->s->rec.file), a->s->rec.file_off,
-				"host %s pid %u: the peer of fd %d closed without logging the send of offset %" PRIu64 "; that receive counts as from an untraced peer",
-				c->hosts[a->im->host].name, a->im->pid, ev->fd, o);
-	}
-	switch (ev->type) {
-	case BT_EV_MSG:
-		if (dir == RC_DOUT)
-			on_msg_out(a, e, o);
-		else
-			on_msg_in(a, e, o);
-		break;
-	case BT_EV_MSG_BEGIN:
-		if (dir == RC_DOUT)
-			on_msg_begin_out(a, e, o);
-		else
-			on_msg_begin_in(a, e, o);
-		break;
-	case BT_EV_DATA:
-		if (dir == RC_DOUT)
-			on_data_out(a, e, o);
-		else
-			on_data_in(a, e, o);
-		break;
-	}
-}
-
 void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 {
 	struct rc_image *im = &c->images[s->st->image];
@@ -1667,37 +491,38 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 	const struct bt_event *ev = &s->ev;
 	struct rc_proc *p;
 
-	if (!imrun(c, im))
+	if (!rc_lineage_imrun(c, im))
 		return;
 	a.t = a.rt = rc_epoch(c, im->domain, ev->ts);
 	if (a.t < s->thr.floor)
 		a.t = s->thr.floor;
 
 	switch (ev->type) {
-	case BT_EV_THREAD_START:  on_thread_start(&a); break;
-	case BT_EV_PROC_START:    on_proc_start(&a); break;
+	case BT_EV_THREAD_START:  rc_lineage_thread_start(&a); break;
+	case BT_EV_PROC_START:    rc_lineage_proc_start(&a); break;
 	case BT_EV_THREAD_EXIT:
-		frag_close(&a);
-		lookups_close(&a);
-		park_resolve(&a, 1);
+		rc_frag_close(&a);
+		rc_lookups_close(&a);
+		rc_park_resolve(&a, 1);
 		break;
-	case BT_EV_FORK:          on_fork_like(&a, RC_LIN_FORK); break;
-	case BT_EV_SPAWN:         on_fork_like(&a, RC_LIN_SPAWN); break;
-	case BT_EV_EXEC:          on_exec(&a); break;
+	case BT_EV_FORK:          rc_lineage_fork_like(&a, RC_LIN_FORK); break;
+	case BT_EV_SPAWN:         rc_lineage_fork_like(&a, RC_LIN_SPAWN); break;
+	case BT_EV_EXEC:          rc_lineage_exec(&a); break;
 	case BT_EV_THREAD_CREATE:
 		if (ev->result >= 0)
-			parent_record(&a, rc_scan_thread_key(s->st->image, ev->cookie),
-				      NULL, NULL);
+			rc_lineage_parent_record(&a,
+				rc_scan_thread_key(s->st->image, ev->cookie),
+				NULL, NULL);
 		break;
 	case BT_EV_OPEN:          on_open(&a); break;
 	case BT_EV_CLOSE:
-		if ((p = proc_of(&a)))
+		if ((p = rc_lineage_proc_of(&a)))
 			rc_fd_drop(c, p, ev->fd, a.rt);
 		break;
 	case BT_EV_DUP:           on_dup(&a); break;
 	case BT_EV_CHAN:          on_chan(&a); break;
 	case BT_EV_PROTO: {
-		struct rc_fdent *fe = rc_fd_get(proc_of(&a), ev->fd, a.rt);
+		struct rc_fdent *fe = rc_fd_get(rc_lineage_proc_of(&a), ev->fd, a.rt);
 		if (fe) {
 			fe->end->proto = ev->proto;
 			fe->end->how = (uint8_t)ev->flags;
@@ -1705,7 +530,7 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 		break;
 	}
 	case BT_EV_LOST_SYNC: {
-		struct rc_fdent *fe = rc_fd_get(proc_of(&a), ev->fd, a.rt);
+		struct rc_fdent *fe = rc_fd_get(rc_lineage_proc_of(&a), ev->fd, a.rt);
 		if (fe)
 			fe->end->lost_sync = 1;
 		break;
@@ -1713,8 +538,8 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 	case BT_EV_MSG:
 	case BT_EV_MSG_BEGIN:
 	case BT_EV_DATA:
-		proc_of(&a);
-		on_data_record(&a);
+		rc_lineage_proc_of(&a);
+		rc_msg_record(&a);
 		break;
 	case BT_EV_READY:         on_ready(&a); break;
 	case BT_EV_WANT:          on_want(&a); break;
@@ -1733,7 +558,7 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 	}
 	s->released = RC_REL_NONE;
 	thread_list(&s->thr, im->run);
-	park_resolve(&a, 0);
+	rc_park_resolve(&a, 0);
 	if (a.merged)
 		return;           /* as if it were not there (ready_continues) */
 	s->thr.floor = a.t;
@@ -1751,12 +576,12 @@ int rc_model_ready(struct rc_ctx *c, struct rc_run *s, uint64_t *key)
 	const struct bt_event *ev = &s->ev;
 	struct rc_image *im = &c->images[s->st->image];
 
-	if (!imrun(c, im))
+	if (!rc_lineage_imrun(c, im))
 		return 1;
 	switch (ev->type) {
 	case BT_EV_PROC_START:
 		if (!im->lineage_key || im->run->attached ||
-		    lineage_ready(c, im->lineage_key))
+		    rc_lineage_ready(c, im->lineage_key))
 			return 1;
 		*key = im->lineage_key;
 		return 0;
@@ -1768,7 +593,7 @@ int rc_model_ready(struct rc_ctx *c, struct rc_run *s, uint64_t *key)
 			im->run->attached ? 0 : im->lineage_key;
 		if (!k)
 			return 1;
-		if (lineage_ready(c, k))
+		if (rc_lineage_ready(c, k))
 			return 1;
 		*key = k;
 		return 0;
@@ -1815,8 +640,8 @@ int rc_model_ready(struct rc_ctx *c, struct rc_run *s, uint64_t *key)
 	if (q->untraced || !rc_end_traced(c, e, sside))
 		return 1;
 	uint64_t o = fe->base[RC_DIN] + ev->off;
-	uint64_t need = ev->type == BT_EV_MSG ? o + rec_units(e, ev) : o + 1;
-	if (ev->type == BT_EV_MSG && rec_units(e, ev) == 0)
+	uint64_t need = ev->type == BT_EV_MSG ? o + rc_msg_units(e, ev) : o + 1;
+	if (ev->type == BT_EV_MSG && rc_msg_units(e, ev) == 0)
 		need = o;
 	if (q->hwm >= need)
 		return 1;
@@ -1837,14 +662,14 @@ void rc_model_stream_end(struct rc_ctx *c, struct rc_run *s)
 		.ev = &s->ev, .t = s->thr.floor, .rt = s->thr.floor,
 	};
 
-	if (!imrun(c, im))
+	if (!rc_lineage_imrun(c, im))
 		return;
-	frag_close(&a);
-	lookups_close(&a);
-	park_resolve(&a, 1);
+	rc_frag_close(&a);
+	rc_lookups_close(&a);
+	rc_park_resolve(&a, 1);
 	thread_unlist(&s->thr);
 	if (--im->run->live_streams == 0)
-		image_done(c, im);
+		rc_lineage_image_done(c, im);
 }
 
 void rc_model_wait_text(struct rc_ctx *c, const struct rc_run *s,
@@ -1880,34 +705,14 @@ int rc_model_init(struct rc_ctx *c)
 	return 0;
 }
 
-/* Drop the snapshots parents left for children that never came. */
-static void snaps_drop(struct rc_ctx *c)
-{
-	struct rc_model *m = c->model;
-
-	for (size_t i = 0; i < m->snaps.cap; i++) {
-		if (!m->snaps.used[i])
-			continue;
-		struct rc_snap *sn = (struct rc_snap *)(uintptr_t)m->snaps.vals[i];
-		while (sn) {
-			struct rc_snap *nx = sn->next;
-			if (sn->proc)
-				rc_proc_unref(c, sn->proc, sn->t);
-			free(sn);
-			sn = nx;
-		}
-	}
-	rc_map_free(&m->snaps);
-}
-
 void rc_model_finish(struct rc_ctx *c)
 {
-	snaps_drop(c);
+	rc_lineage_drop(c);
 	/* Every stream ended, so every image did; this only matters when
 	 * a stream's end was never reached (an error stopped the merge). */
 	for (uint32_t i = 0; i < c->nimages; i++)
 		if (c->images[i].run)
-			image_done(c, &c->images[i]);
+			rc_lineage_image_done(c, &c->images[i]);
 }
 
 void rc_model_free(struct rc_ctx *c)

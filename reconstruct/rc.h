@@ -13,7 +13,10 @@
  *   clock.c   then makes the clock domains of the images,
  *   pair.c    and pairs the ends into connections (an external sort).
  *   merge.c   pass 2: walks all streams in causal order (merge.c) and
- *   model.c   applies the path rules to each record (model.c) over the
+ *   model.c   applies the path rules to each record (model.c; messages
+ *   msg.c     in msg.c, lineage in lineage.c, the parked detector in
+ *   lineage.c park.c) over the
+ *   park.c
  *   chan.c    processes, channel ends and connections (chan.c) and the
  *   span.c    spans and requests (span.c), writing rows as spans,
  *   db_rows.c messages and requests complete: spooled (db_rows.c) until
@@ -109,7 +112,7 @@ struct rc_image {
 	struct rc_imrun *run;    /* pass 2, while its streams run */
 };
 
-/* The merge's state of an image (model.c), from its first record to the
+/* The merge's state of an image (lineage.c), from its first record to the
  * end of its last stream. */
 struct rc_imrun {
 	struct rc_proc *proc;
@@ -185,7 +188,7 @@ struct rc_thr {
 	uint32_t tid;
 	int      started;
 	struct rc_desig d;
-	/* the parked detector (model.c) */
+	/* the parked detector (park.c) */
 	struct rc_thr  *pnext;   /* in its process's list of threads */
 	struct rc_proc *pproc;   /* that process, once listed */
 	uint64_t park_cand;      /* server span its ended fragment left */

@@ -37,7 +37,7 @@ struct rc_span {
 	uint8_t  parked;         /* server: enum rc_park */
 	uint8_t  answering;      /* server: its reply has begun */
 	uint8_t  park_defer;     /* server: parked once its channel stops
-				    waiting to be writable (model.c) */
+				    waiting to be writable (park.c) */
 	uint8_t  call;           /* client: counted in its parent's ncalls */
 	uint8_t  tok_partial;    /* server: its request's target does not
 				    show all it carried (tokens.c) */
