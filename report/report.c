@@ -18,20 +18,8 @@
 #include <time.h>
 
 #include "report.h"
+#include "page.h"
 
-#define HIST_MAX    12           /* histograms drawn */
-#define HIST_BINS   24
-
-struct page {
-	struct export_db *x;
-	const struct report_options *o;
-	struct report_summary *sum;
-	FILE    *f;
-	int64_t *drawn;              /* requests with a timeline, sorted */
-	size_t   ndrawn;
-	int64_t *failed;             /* requests in the errors view, sorted */
-	size_t   nfailed;
-};
 
 static const char style[] =
 "body{font:14px/1.4 system-ui,-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:0;color:#222;background:#fafafa}"
@@ -80,11 +68,6 @@ static const char script[] =
 
 /* ---- helpers -------------------------------------------------------------------- */
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return x < y ? -1 : x > y;
-}
 
 /* The requests with errors, read once (the errors view is not cheap). */
 static int load_failed(struct page *p)
@@ -115,41 +98,12 @@ static int load_failed(struct page *p)
 static int failed(const struct page *p, int64_t id)
 {
 	return p->nfailed && bsearch(&id, p->failed, p->nfailed,
-				      sizeof *p->failed, cmp_i64) != NULL;
+				      sizeof *p->failed, page_cmp_i64) != NULL;
 }
 
-static int drawn(const struct page *p, int64_t id)
-{
-	return p->ndrawn && bsearch(&id, p->drawn, p->ndrawn, sizeof *p->drawn,
-				     cmp_i64) != NULL;
-}
 
-/* A request id, linked to its timeline when it has one. */
-static void req_link(struct page *p, int64_t id)
-{
-	if (drawn(p, id))
-		fprintf(p->f, "<a href=\"#r%" PRId64 "\">%" PRId64 "</a>", id, id);
-	else
-		fprintf(p->f, "%" PRId64, id);
-}
 
-static void td_dur(FILE *f, sqlite3_stmt *s, int i)
-{
-	fputs("<td class=\"n\">", f);
-	if (sqlite3_column_type(s, i) == SQLITE_NULL)
-		fputs("<span class=\"muted\">-</span>", f);
-	else
-		html_dur(f, sqlite3_column_double(s, i));
-	fputs("</td>", f);
-}
 
-static void td_text(FILE *f, const char *cls, const char *s, size_t max)
-{
-	fprintf(f, "<td%s%s%s>", cls ? " class=\"" : "", cls ? cls : "",
-		cls ? "\"" : "");
-	html_text_max(f, s, max);
-	fputs("</td>", f);
-}
 
 static void wall(FILE *f, int64_t ns)
 {
@@ -161,17 +115,6 @@ static void wall(FILE *f, int64_t ns)
 	fprintf(f, "%s.%06d UTC", b, (int)((ns % 1000000000) / 1000));
 }
 
-static int64_t q_int(struct page *p, const char *sql, int64_t dflt)
-{
-	sqlite3_stmt *s = export_prep(p->x, sql);
-	int64_t v = dflt;
-	if (!s)
-		return dflt;
-	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
-		v = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	return v;
-}
 
 /* ---- the requests with a timeline ------------------------------------------------ */
 
@@ -208,7 +151,7 @@ static int add_from(struct page *p, const char *sql, long limit, size_t cap)
  */
 static int choose(struct page *p, int64_t **order, size_t *norder)
 {
-	int64_t nreq = q_int(p, "SELECT COUNT(*) FROM requests", 0);
+	int64_t nreq = page_q_int(p, "SELECT COUNT(*) FROM requests", 0);
 	long cap = p->o->timelines;
 	size_t c;
 
@@ -255,7 +198,7 @@ static int choose(struct page *p, int64_t **order, size_t *norder)
 		goto oom;
 	memcpy(*order, p->drawn, p->ndrawn * sizeof **order);
 	*norder = p->ndrawn;
-	qsort(p->drawn, p->ndrawn, sizeof *p->drawn, cmp_i64);
+	qsort(p->drawn, p->ndrawn, sizeof *p->drawn, page_cmp_i64);
 	return 0;
 oom:
 	snprintf(p->x->err, sizeof p->x->err, "out of memory");
@@ -288,9 +231,9 @@ static int summary(struct page *p)
 			cards[i].key, v, cards[i].label);
 	}
 	sqlite3_finalize(s);
-	int64_t unattr = q_int(p, "SELECT SUM(n) FROM unattributed", 0);
+	int64_t unattr = page_q_int(p, "SELECT SUM(n) FROM unattributed", 0);
 	int64_t nerr = (int64_t)p->nfailed;
-	int64_t procs = q_int(p, "SELECT COUNT(*) FROM processes", 0);
+	int64_t procs = page_q_int(p, "SELECT COUNT(*) FROM processes", 0);
 	fprintf(f, "<div class=\"card\"><b>%" PRId64 "</b><span>processes</span></div>", procs);
 	fprintf(f, "<div class=\"card\"><b class=\"%s\">%" PRId64 "</b><span>requests with errors</span></div>",
 		nerr ? "err" : "ok", nerr);
@@ -318,8 +261,8 @@ static int summary(struct page *p)
 	fputs("<table id=\"hosts\"><thead><tr><th>host (clock domain)</th><th>clock</th><th>offset to reference</th><th>events</th></tr></thead><tbody>", f);
 	while (sqlite3_step(s) == SQLITE_ROW) {
 		fputs("<tr>", f);
-		td_text(f, NULL, export_col(s, 0), 80);
-		td_text(f, NULL, sqlite3_column_int(s, 3) ? "reference" : export_col(s, 1), 40);
+		page_td_text(f, NULL, export_col(s, 0), 80);
+		page_td_text(f, NULL, sqlite3_column_int(s, 3) ? "reference" : export_col(s, 1), 40);
 		fputs("<td class=\"n\">", f);
 		html_dur(f, fabs(sqlite3_column_double(s, 2)));
 		fprintf(f, "%s</td><td class=\"n\">%lld</td></tr>",
@@ -331,48 +274,7 @@ static int summary(struct page *p)
 	return 0;
 }
 
-/* A request's certainty label (docs/schema.md), its reasons on hover. */
-static void certainty_td(FILE *f, const char *label, const char *why)
-{
-	fprintf(f, "<td class=\"%s\" title=\"", strcmp(label, "uncertain") ? "ok" : "err");
-	html_text_max(f, why, 200);
-	fputs("\">", f);
-	html_text_max(f, label, 16);
-	fputs("</td>", f);
-}
 
-/* The requests whose path may be wrong, and why (view uncertain_requests). */
-static int uncertain(struct page *p)
-{
-	FILE *f = p->f;
-	int64_t n = q_int(p, "SELECT COUNT(*) FROM uncertain_requests", 0);
-	sqlite3_stmt *s = export_prep(p->x,
-		"SELECT request_id, target, certainty_reason FROM uncertain_requests\n"
-		"ORDER BY request_id LIMIT ?");
-
-	if (!s)
-		return -1;
-	p->sum->uncertain = (uint64_t)n;
-	sqlite3_bind_int64(s, 1, p->o->rows);
-	fprintf(f, "<section id=\"uncertain\"><h2>Uncertain requests</h2><p class=\"muted\">Requests whose path may be wrong: a call their process made while other requests were parked in it (waiting in the program, with no call of their own out) could be theirs or another's (ambiguous:parked), or the process read another request's input while this one's work was pending (readahead). Each is drawn as well as the rules allow, never silently: %" PRId64 " uncertain.</p>", n);
-	if (!n) {
-		sqlite3_finalize(s);
-		fputs("<p class=\"ok\">None: every path is exact or resolved by a sound rule.</p></section>\n", f);
-		return 0;
-	}
-	fputs("<table><thead><tr><th>request</th><th>target</th><th>why</th></tr></thead><tbody>", f);
-	while (sqlite3_step(s) == SQLITE_ROW) {
-		fputs("<tr><td class=\"n\">", f);
-		req_link(p, sqlite3_column_int64(s, 0));
-		fputs("</td>", f);
-		td_text(f, "t", export_col(s, 1), 200);
-		td_text(f, NULL, export_col(s, 2), 120);
-		fputs("</tr>\n", f);
-	}
-	sqlite3_finalize(s);
-	fputs("</tbody></table></section>\n", f);
-	return 0;
-}
 
 static int slowest(struct page *p)
 {
@@ -395,9 +297,9 @@ static int slowest(struct page *p)
 	int rank = 0;
 	while (sqlite3_step(s) == SQLITE_ROW) {
 		fprintf(f, "<tr><td class=\"n\">%d</td><td class=\"n\">", ++rank);
-		req_link(p, sqlite3_column_int64(s, 0));
+		page_req_link(p, sqlite3_column_int64(s, 0));
 		fputs("</td>", f);
-		td_text(f, NULL, export_col(s, 1), 20);
+		page_td_text(f, NULL, export_col(s, 1), 20);
 		fputs("<td class=\"t\">", f);
 		html_text_max(f, export_col(s, 2), 16);
 		fputs(" ", f);
@@ -409,15 +311,15 @@ static int slowest(struct page *p)
 		else
 			fprintf(f, "<td class=\"n%s\">%" PRId64 "</td>",
 				!strcmp(export_col(s, 1), "http") && st >= 500 ? " err" : "", st);
-		td_dur(f, s, 5);
+		page_td_dur(f, s, 5);
 		fprintf(f, "<td class=\"n\">%lld</td><td class=\"n\">%lld</td>",
 			(long long)sqlite3_column_int64(s, 9),
 			(long long)sqlite3_column_int64(s, 10));
 		fprintf(f, "<td class=\"n\"><a href=\"#p%lld\">%lld</a></td>",
 			(long long)sqlite3_column_int64(s, 6),
 			(long long)sqlite3_column_int64(s, 6));
-		certainty_td(f, export_col(s, 11), export_col(s, 12));
-		td_text(f, "t", export_col(s, 7), 60);
+		page_certainty_td(f, export_col(s, 11), export_col(s, 12));
+		page_td_text(f, "t", export_col(s, 7), 60);
 		fputs("<td class=\"n\">", f);
 		wall(f, sqlite3_column_int64(s, 8));
 		fputs("</td></tr>\n", f);
@@ -430,7 +332,7 @@ static int slowest(struct page *p)
 static int errors(struct page *p)
 {
 	FILE *f = p->f;
-	int64_t total = q_int(p, "SELECT COUNT(*) FROM errors", 0);
+	int64_t total = page_q_int(p, "SELECT COUNT(*) FROM errors", 0);
 	sqlite3_stmt *s = export_prep(p->x,
 		"SELECT request_id, request_target, error, origin, exe, pid, host,\n"
 		"  path, kind, protocol FROM errors LIMIT ?");
@@ -449,19 +351,19 @@ static int errors(struct page *p)
 	while (sqlite3_step(s) == SQLITE_ROW) {
 		fputs("<tr><td class=\"n\">", f);
 		if (sqlite3_column_type(s, 0) != SQLITE_NULL)
-			req_link(p, sqlite3_column_int64(s, 0));
+			page_req_link(p, sqlite3_column_int64(s, 0));
 		else
 			fputs("<span class=\"muted\">none</span>", f);
 		fputs("</td>", f);
-		td_text(f, "t", export_col(s, 1), 120);
-		td_text(f, "err", export_col(s, 2), 60);
+		page_td_text(f, "t", export_col(s, 1), 120);
+		page_td_text(f, "err", export_col(s, 2), 60);
 		fprintf(f, "<td>%s</td>", sqlite3_column_int(s, 3) ? "&#9679;" : "");
 		fprintf(f, "<td>%s %s ", export_col(s, 8), export_col(s, 9));
 		html_text(f, export_basename(export_col(s, 4)));
 		fprintf(f, "[%lld]@", (long long)sqlite3_column_int64(s, 5));
 		html_text(f, export_col(s, 6));
 		fputs("</td>", f);
-		td_text(f, "t", export_col(s, 7), 400);
+		page_td_text(f, "t", export_col(s, 7), 400);
 		fputs("</tr>\n", f);
 	}
 	sqlite3_finalize(s);
@@ -472,7 +374,7 @@ static int errors(struct page *p)
 static int patterns(struct page *p)
 {
 	FILE *f = p->f;
-	int64_t total = q_int(p, "SELECT COUNT(*) FROM patterns", 0);
+	int64_t total = page_q_int(p, "SELECT COUNT(*) FROM patterns", 0);
 	sqlite3_stmt *s = export_prep(p->x,
 		"SELECT pattern_id, rank, n, complete, protocol, service, root, nodes,\n"
 		"  avg_ns, p50_ns, p90_ns, p99_ns, example_request_id\n"
@@ -512,7 +414,7 @@ static int patterns(struct page *p)
 		}
 		if (sqlite3_column_type(s, 12) != SQLITE_NULL) {
 			fputs(" &middot; example: request ", f);
-			req_link(p, sqlite3_column_int64(s, 12));
+			page_req_link(p, sqlite3_column_int64(s, 12));
 		}
 		fputs("</p><table class=\"tree\"><thead><tr><th>node</th><th>mean</th><th>self (mean)</th><th>share</th></tr></thead><tbody>", f);
 		sqlite3_reset(nd);
@@ -528,8 +430,8 @@ static int patterns(struct page *p)
 			fputs(" ", f);
 			html_text_max(f, export_col(nd, 5), 90);
 			fputs("</td>", f);
-			td_dur(f, nd, 7);
-			td_dur(f, nd, 8);
+			page_td_dur(f, nd, 7);
+			page_td_dur(f, nd, 8);
 			double share = mean > 0 ? sqlite3_column_double(nd, 8) / mean : 0;
 			if (share < 0)
 				share = 0;
@@ -547,146 +449,6 @@ static int patterns(struct page *p)
 	return 0;
 }
 
-/* One histogram: log-spaced bins between the shortest and the longest
- * duration, the percentiles as lines. */
-static int histogram(struct page *p, sqlite3_stmt *d, const char *protocol,
-		     const char *service, const char *shape, int64_t n,
-		     double p50, double p90, double p99)
-{
-	FILE *f = p->f;
-	int64_t cnt[HIST_BINS] = { 0 };
-	double lo = 0, hi = 0;
-	int first = 1;
-
-	sqlite3_reset(d);
-	sqlite3_bind_text(d, 1, protocol, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(d, 2, service, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(d, 3, shape, -1, SQLITE_TRANSIENT);
-	/* ordered: the first row is the shortest */
-	double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
-	int64_t k = 0;
-	if (!v) {
-		snprintf(p->x->err, sizeof p->x->err, "out of memory");
-		return -1;
-	}
-	while (sqlite3_step(d) == SQLITE_ROW && k < n) {
-		v[k] = sqlite3_column_double(d, 0);
-		if (v[k] < 1)
-			v[k] = 1;
-		if (first || v[k] < lo)
-			lo = v[k];
-		if (first || v[k] > hi)
-			hi = v[k];
-		first = 0;
-		k++;
-	}
-	double l0 = log10(lo), l1 = log10(hi);
-	if (l1 - l0 < 1e-9)
-		l1 = l0 + 1e-3;
-	for (int64_t i = 0; i < k; i++) {
-		int b = (int)((log10(v[i]) - l0) / (l1 - l0) * HIST_BINS);
-		if (b >= HIST_BINS)
-			b = HIST_BINS - 1;
-		if (b < 0)
-			b = 0;
-		cnt[b]++;
-	}
-	free(v);
-	int64_t top = 1;
-	for (int b = 0; b < HIST_BINS; b++)
-		if (cnt[b] > top)
-			top = cnt[b];
-	const int W = 360, H = 120, L = 30, B = 20;
-	double bw = (double)(W - L - 6) / HIST_BINS;
-	fputs("<div class=\"hist\"><div class=\"t\">", f);
-	html_text_max(f, service, 30);
-	fputs(" ", f);
-	html_text_max(f, shape, 90);
-	fprintf(f, "</div><svg class=\"histogram\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"latency histogram\">", W, H, W, H);
-	for (int b = 0; b < HIST_BINS; b++) {
-		if (!cnt[b])
-			continue;
-		double h = (double)(H - B - 8) * (double)cnt[b] / (double)top;
-		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#4e79a7\"><title>%lld requests: ",
-			L + b * bw, H - B - h, bw - 1, h, (long long)cnt[b]);
-		html_dur(f, pow(10, l0 + (l1 - l0) * b / HIST_BINS));
-		fputs(" - ", f);
-		html_dur(f, pow(10, l0 + (l1 - l0) * (b + 1) / HIST_BINS));
-		fputs("</title></rect>", f);
-	}
-	const struct { double v; const char *name, *col; } mk[] = {
-		{ p50, "p50", "#2e7d32" }, { p90, "p90", "#f28e2b" }, { p99, "p99", "#b00020" } };
-	for (int i = 0; i < 3; i++) {
-		double x = L + (log10(mk[i].v < 1 ? 1 : mk[i].v) - l0) / (l1 - l0) * (W - L - 6);
-		if (x < L)
-			x = L;
-		if (x > W - 6)
-			x = W - 6;
-		fprintf(f, "<line x1=\"%.1f\" y1=\"6\" x2=\"%.1f\" y2=\"%d\" stroke=\"%s\" stroke-width=\"1.5\"><title>%s ",
-			x, x, H - B, mk[i].col, mk[i].name);
-		html_dur(f, mk[i].v);
-		fprintf(f, "</title></line><text x=\"%.1f\" y=\"%d\" fill=\"%s\">%s</text>",
-			x + 2, 14 + 10 * i, mk[i].col, mk[i].name);
-	}
-	fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#999\"/>", L, H - B, W - 6, H - B);
-	fprintf(f, "<text x=\"%d\" y=\"%d\">", L, H - 6);
-	html_dur(f, lo);
-	fprintf(f, "</text><text x=\"%d\" y=\"%d\" text-anchor=\"end\">", W - 6, H - 6);
-	html_dur(f, hi);
-	fprintf(f, "</text><text x=\"2\" y=\"%d\">%lld</text><text x=\"2\" y=\"%d\">0</text></svg>",
-		14, (long long)top, H - B);
-	fprintf(f, "<div class=\"muted\">%lld requests &middot; p50 ", (long long)n);
-	html_dur(f, p50);
-	fputs(" &middot; p90 ", f);
-	html_dur(f, p90);
-	fputs(" &middot; p99 ", f);
-	html_dur(f, p99);
-	fputs("</div></div>\n", f);
-	p->sum->histograms++;
-	return 0;
-}
-
-static int histograms(struct page *p)
-{
-	FILE *f = p->f;
-	sqlite3_stmt *s = export_prep(p->x,
-		"SELECT protocol, service, shape, n, p50_ns, p90_ns, p99_ns\n"
-		"FROM latency_per_shape ORDER BY n DESC, shape LIMIT ?");
-	sqlite3_stmt *d = export_prep(p->x,
-		"SELECT r.duration_ns FROM requests r JOIN patterns p\n"
-		"  ON p.pattern_id = r.pattern_id\n"
-		"WHERE r.duration_ns IS NOT NULL AND r.protocol IS ? AND p.service IS ?\n"
-		"  AND p.root IS ? ORDER BY r.duration_ns");
-	int r = 0;
-	if (!s || !d) {
-		sqlite3_finalize(s);
-		sqlite3_finalize(d);
-		return -1;
-	}
-	sqlite3_bind_int64(s, 1, HIST_MAX);
-	fprintf(f, "<section id=\"latency\"><h2>Latency per target</h2><p class=\"muted\">Requests grouped by their normalised target (ids and query values folded), the %d most frequent; logarithmic bins; exact percentiles (nearest rank).</p><div class=\"hists\">\n",
-		HIST_MAX);
-	while (sqlite3_step(s) == SQLITE_ROW && !r) {
-		char *proto = strdup(export_col(s, 0)), *svc = strdup(export_col(s, 1)),
-		     *shape = strdup(export_col(s, 2));
-		if (!proto || !svc || !shape) {
-			snprintf(p->x->err, sizeof p->x->err, "out of memory");
-			r = -1;
-		} else {
-			r = histogram(p, d, proto, svc, shape, sqlite3_column_int64(s, 3),
-				      sqlite3_column_double(s, 4),
-				      sqlite3_column_double(s, 5),
-				      sqlite3_column_double(s, 6));
-		}
-		free(proto);
-		free(svc);
-		free(shape);
-	}
-	sqlite3_finalize(s);
-	sqlite3_finalize(d);
-	fputs("</div></section>\n", f);
-	return r;
-}
 
 static int tiers(struct page *p)
 {
@@ -701,14 +463,14 @@ static int tiers(struct page *p)
 	      "<table><thead><tr><th>program</th><th>requests</th><th>spans</th><th>self time</th><th>in server spans</th><th>in client spans</th><th>per request</th></tr></thead><tbody>", f);
 	while (sqlite3_step(s) == SQLITE_ROW) {
 		fputs("<tr>", f);
-		td_text(f, NULL, export_col(s, 0), 60);
+		page_td_text(f, NULL, export_col(s, 0), 60);
 		fprintf(f, "<td class=\"n\">%lld</td><td class=\"n\">%lld</td>",
 			(long long)sqlite3_column_int64(s, 1),
 			(long long)sqlite3_column_int64(s, 2));
-		td_dur(f, s, 3);
-		td_dur(f, s, 4);
-		td_dur(f, s, 5);
-		td_dur(f, s, 6);
+		page_td_dur(f, s, 3);
+		page_td_dur(f, s, 4);
+		page_td_dur(f, s, 5);
+		page_td_dur(f, s, 6);
 		fputs("</tr>\n", f);
 	}
 	sqlite3_finalize(s);
@@ -719,8 +481,8 @@ static int tiers(struct page *p)
 static int statics(struct page *p)
 {
 	FILE *f = p->f;
-	int64_t total = q_int(p, "SELECT COUNT(*) FROM static_backend_work", 0);
-	int64_t all = q_int(p, "SELECT COUNT(*) FROM static_requests", 0);
+	int64_t total = page_q_int(p, "SELECT COUNT(*) FROM static_backend_work", 0);
+	int64_t all = page_q_int(p, "SELECT COUNT(*) FROM static_requests", 0);
 	sqlite3_stmt *s = export_prep(p->x,
 		"SELECT request_id, target, extension, status, duration_ns,\n"
 		"  backend_calls, queries, backend_ns FROM static_backend_work LIMIT ?");
@@ -737,15 +499,15 @@ static int statics(struct page *p)
 	fputs("<table><thead><tr><th>request</th><th>target</th><th>status</th><th>duration</th><th>backend calls</th><th>queries</th><th>time in calls</th></tr></thead><tbody>", f);
 	while (sqlite3_step(s) == SQLITE_ROW) {
 		fputs("<tr><td class=\"n\">", f);
-		req_link(p, sqlite3_column_int64(s, 0));
+		page_req_link(p, sqlite3_column_int64(s, 0));
 		fputs("</td>", f);
-		td_text(f, "t", export_col(s, 1), 200);
+		page_td_text(f, "t", export_col(s, 1), 200);
 		fprintf(f, "<td class=\"n\">%s</td>", export_col(s, 3));
-		td_dur(f, s, 4);
+		page_td_dur(f, s, 4);
 		fprintf(f, "<td class=\"n\">%lld</td><td class=\"n\">%lld</td>",
 			(long long)sqlite3_column_int64(s, 5),
 			(long long)sqlite3_column_int64(s, 6));
-		td_dur(f, s, 7);
+		page_td_dur(f, s, 7);
 		fputs("</tr>\n", f);
 	}
 	sqlite3_finalize(s);
@@ -775,12 +537,12 @@ static int repeated(struct page *p)
 		if (!any++)
 			fputs("<table><thead><tr><th>request</th><th>target</th><th>query</th><th>times</th><th>time</th></tr></thead><tbody>", f);
 		fputs("<tr><td class=\"n\">", f);
-		req_link(p, sqlite3_column_int64(s, 0));
+		page_req_link(p, sqlite3_column_int64(s, 0));
 		fputs("</td>", f);
-		td_text(f, "t", export_col(s, 1), 100);
-		td_text(f, "t", export_col(s, 2), 300);
+		page_td_text(f, "t", export_col(s, 1), 100);
+		page_td_text(f, "t", export_col(s, 2), 300);
 		fprintf(f, "<td class=\"n\">%lld</td>", (long long)sqlite3_column_int64(s, 3));
-		td_dur(f, s, 4);
+		page_td_dur(f, s, 4);
 		fputs("</tr>\n", f);
 	}
 	fputs(any ? "</tbody></table>" : "<p class=\"ok\">None.</p>", f);
@@ -790,14 +552,14 @@ static int repeated(struct page *p)
 		if (!any++)
 			fputs("<table><thead><tr><th>request</th><th>target</th><th>query shape</th><th>times</th><th>texts</th><th>time</th></tr></thead><tbody>", f);
 		fputs("<tr><td class=\"n\">", f);
-		req_link(p, sqlite3_column_int64(sh, 0));
+		page_req_link(p, sqlite3_column_int64(sh, 0));
 		fputs("</td>", f);
-		td_text(f, "t", export_col(sh, 1), 100);
-		td_text(f, "t", export_col(sh, 2), 300);
+		page_td_text(f, "t", export_col(sh, 1), 100);
+		page_td_text(f, "t", export_col(sh, 2), 300);
 		fprintf(f, "<td class=\"n\">%lld</td><td class=\"n\">%lld</td>",
 			(long long)sqlite3_column_int64(sh, 3),
 			(long long)sqlite3_column_int64(sh, 4));
-		td_dur(f, sh, 5);
+		page_td_dur(f, sh, 5);
 		fputs("</tr>\n", f);
 	}
 	fputs(any ? "</tbody></table>" : "<p class=\"ok\">None.</p>", f);
@@ -810,7 +572,7 @@ static int repeated(struct page *p)
 static int timelines(struct page *p, const int64_t *order, size_t n)
 {
 	FILE *f = p->f;
-	int64_t total = q_int(p, "SELECT COUNT(*) FROM requests", 0);
+	int64_t total = page_q_int(p, "SELECT COUNT(*) FROM requests", 0);
 	sqlite3_stmt *s = export_prep(p->x,
 		"SELECT method, target, status, duration_ns, client, pattern_id,\n"
 		"  certainty, certainty_reason\n"
@@ -864,71 +626,12 @@ static int timelines(struct page *p, const int64_t *order, size_t n)
 	return 0;
 }
 
-static const char *unread_why(const char *reason)
-{
-	if (!reason)
-		return "";
-	if (!strcmp(reason, "tls-in-program"))
-		return "encrypted inside the program (its own TLS library): not traced";
-	if (!strcmp(reason, "unknown-protocol"))
-		return "no processor recognised the first bytes: not traced";
-	if (!strcmp(reason, "lost-sync"))
-		return "its processor lost track: traced up to there";
-	return reason;
-}
 
-/*
- * The channels that could not be read (channels.readable = 0), by program,
- * port (or socket path) and reason: the paths through them stop at the
- * program.  Pipes never framed (stdio) and rule "none" are left out.
- */
-static int unreadable(struct page *p)
-{
-	FILE *f = p->f;
-	if (q_int(p, "SELECT COUNT(*) FROM pragma_table_info('channels') WHERE name = 'unreadable_reason'", 0) == 0) {
-		fputs("<section id=\"unreadable\"><h2>Channels that could not be read</h2><p class=\"muted\">This database was written before channels had a readable column.</p></section>\n", f);
-		return 0;
-	}
-	int64_t n = q_int(p, "SELECT COUNT(*) FROM channels WHERE readable = 0 AND unreadable_reason IN ('tls-in-program', 'unknown-protocol', 'lost-sync')", 0);
-	sqlite3_stmt *s = export_prep(p->x,
-		"SELECT replace(pr.exe, rtrim(pr.exe, replace(pr.exe, '/', '')), '') AS program,\n"
-		"  CASE WHEN ch.kind NOT IN ('tcp', 'udp') THEN COALESCE(ch.path, ch.kind)\n"
-		"    WHEN ch.role = 'accept' THEN replace(ch.local, rtrim(ch.local, '0123456789'), '')\n"
-		"    ELSE replace(ch.remote, rtrim(ch.remote, '0123456789'), '') END AS port,\n"
-		"  ch.unreadable_reason, COUNT(*), SUM(ch.bytes_in), SUM(ch.bytes_out)\n"
-		"FROM channels ch LEFT JOIN processes pr ON pr.process_id = ch.process_id\n"
-		"WHERE ch.readable = 0\n"
-		"  AND ch.unreadable_reason IN ('tls-in-program', 'unknown-protocol', 'lost-sync')\n"
-		"GROUP BY 1, 2, 3 ORDER BY 4 DESC, 1, 2 LIMIT ?");
-	if (!s)
-		return -1;
-	p->sum->unreadable = (uint64_t)n;
-	sqlite3_bind_int64(s, 1, p->o->rows);
-	fprintf(f, "<section id=\"unreadable\"><h2>Channels that could not be read</h2><p class=\"muted\">Channels whose messages no processor could frame: the program encrypts inside itself (Java's JSSE, Go's crypto/tls, a statically linked OpenSSL), its protocol is unknown, or the processor lost track. Requests through them are not seen, so their paths stop at the program. %" PRId64 " channels (all in the channels table: readable = 0).</p>", n);
-	if (!n) {
-		sqlite3_finalize(s);
-		fputs("<p class=\"ok\">None: every channel with a protocol was read.</p></section>\n", f);
-		return 0;
-	}
-	fputs("<table><thead><tr><th>program</th><th>port</th><th>why</th><th>channels</th><th>bytes in</th><th>bytes out</th></tr></thead><tbody>", f);
-	while (sqlite3_step(s) == SQLITE_ROW) {
-		fputs("<tr>", f);
-		td_text(f, NULL, export_col(s, 0), 60);
-		td_text(f, "t", export_col(s, 1), 120);
-		td_text(f, NULL, unread_why(export_col(s, 2)), 120);
-		fprintf(f, "<td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td>",
-			export_col(s, 3), export_col(s, 4), export_col(s, 5));
-		fputs("</tr>\n", f);
-	}
-	sqlite3_finalize(s);
-	fputs("</tbody></table></section>\n", f);
-	return 0;
-}
 
 static int warnings(struct page *p)
 {
 	FILE *f = p->f;
-	int64_t total = q_int(p, "SELECT COUNT(*) FROM warnings", 0);
+	int64_t total = page_q_int(p, "SELECT COUNT(*) FROM warnings", 0);
 	sqlite3_stmt *s = export_prep(p->x,
 		"SELECT file, offset, text FROM warnings ORDER BY warning_id LIMIT ?");
 	if (!s)
@@ -939,9 +642,9 @@ static int warnings(struct page *p)
 		fputs("<table><thead><tr><th>file</th><th>offset</th><th>warning</th></tr></thead><tbody>", f);
 		while (sqlite3_step(s) == SQLITE_ROW) {
 			fputs("<tr>", f);
-			td_text(f, "t", export_col(s, 0), 120);
+			page_td_text(f, "t", export_col(s, 0), 120);
 			fprintf(f, "<td class=\"n\">%s</td>", export_col(s, 1));
-			td_text(f, NULL, export_col(s, 2), 400);
+			page_td_text(f, NULL, export_col(s, 2), 400);
 			fputs("</tr>\n", f);
 		}
 		fputs("</tbody></table>", f);
@@ -980,7 +683,7 @@ int report_write(struct export_db *x, const struct report_options *o,
 	if (export_file_open(x, &out, o->output) < 0)
 		goto out;
 	p.f = out.f;
-	sum->requests = (uint64_t)q_int(&p, "SELECT COUNT(*) FROM requests", 0);
+	sum->requests = (uint64_t)page_q_int(&p, "SELECT COUNT(*) FROM requests", 0);
 	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
 	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
 	      "<meta name=\"generator\" content=\"bp-report " PACKAGE_VERSION "\"><title>", p.f);
@@ -1003,10 +706,10 @@ int report_write(struct export_db *x, const struct report_options *o,
 	      "<a href=\"#static\">Static</a><a href=\"#repeated\">Repeated queries</a><a href=\"#timelines\">Timelines</a>"
 	      "<a href=\"#unreadable\">Unreadable</a><a href=\"#warnings\">Warnings</a></nav>\n<main>\n", p.f);
 	if (summary(&p) < 0 || slowest(&p) < 0 || errors(&p) < 0 ||
-	    uncertain(&p) < 0 ||
-	    patterns(&p) < 0 || histograms(&p) < 0 || tiers(&p) < 0 ||
+	    report_uncertain(&p) < 0 ||
+	    patterns(&p) < 0 || report_histograms(&p) < 0 || tiers(&p) < 0 ||
 	    statics(&p) < 0 || repeated(&p) < 0 ||
-	    timelines(&p, order, norder) < 0 || unreadable(&p) < 0 ||
+	    timelines(&p, order, norder) < 0 || report_unreadable(&p) < 0 ||
 	    warnings(&p) < 0) {
 		export_file_abort(&out);
 		goto out;
