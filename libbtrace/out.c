@@ -43,7 +43,6 @@ void bt_io_out_nested(int fd, ssize_t n)
 void bt_io_out(struct bt_chan *ch, int fd, const struct iovec *iov,
 	       int iovcnt, size_t n, int dgram)
 {
-	size_t done = 0;
 	uint64_t unseen = 0;
 
 	/* (looked at first: the exchange is a locked instruction) */
@@ -74,21 +73,11 @@ void bt_io_out(struct bt_chan *ch, int fd, const struct iovec *iov,
 	}
 	if (dgram) {
 		uint8_t small[2048];
-		const uint8_t *p = iov[0].iov_base;
-		size_t len = n;
+		size_t len;
+		const uint8_t *p = bt_iov_gather(iov, iovcnt, n, small,
+						 sizeof small, &len);
 		struct bt_msg m;
 		long k;
-		if (iovcnt > 1 && iov[0].iov_len < n) {
-			size_t got = 0;
-			if (len > sizeof small)
-				len = sizeof small;
-			for (int i = 0; i < iovcnt && got < len; i++) {
-				size_t c = iov[i].iov_len < len - got ? iov[i].iov_len : len - got;
-				memcpy(small + got, iov[i].iov_base, c);
-				got += c;
-			}
-			p = small;
-		}
 		bt_msg_init(&m);
 		k = ch->pp->feed(ch->pps, BT_DIR_OUT, p, len, &m);
 		if (k < 0) {
@@ -102,29 +91,7 @@ void bt_io_out(struct bt_chan *ch, int fd, const struct iovec *iov,
 		ch->off[BT_DIR_OUT]++;
 		return;
 	}
-	for (int i = 0; i < iovcnt && done < n; i++) {
-		const uint8_t *p = iov[i].iov_base;
-		size_t len = iov[i].iov_len < n - done ? iov[i].iov_len : n - done;
-		size_t pos = 0;
-		while (pos < len) {
-			struct bt_msg m;
-			long k;
-			if (!ch->pp) {
-				data(ch, fd, BT_DIR_OUT, (n - done) - pos);
-				return;
-			}
-			bt_msg_init(&m);
-			k = ch->pp->feed(ch->pps, BT_DIR_OUT, p + pos, len - pos, &m);
-			if (k <= 0 || (size_t)k > len - pos) {
-				bt_io_lost(ch, fd, BT_DIR_OUT);
-				continue;
-			}
-			track(ch, fd, BT_DIR_OUT, (uint64_t)k, &m, NULL);
-			pos += (size_t)k;
-		}
-		done += len;
-	}
-	track_end(ch, fd, BT_DIR_OUT);
+	bt_iov_feed(ch, fd, BT_DIR_OUT, iov, iovcnt, 0, n, 0);
 }
 
 /* Common tail of every write-family wrapper. */
