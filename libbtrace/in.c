@@ -39,7 +39,7 @@
 
 #include "bt.h"
 #include "impl.h"
-#include "iopath.h"
+#include "iov.h"
 
 /* Is this read non-blocking?  O_NONBLOCK is cached per channel (fcntl
  * F_SETFL through the shim forgets it; ioctl FIONBIO is usually done right

@@ -8,8 +8,9 @@
 #ifndef BT_IOPATH_H
 #define BT_IOPATH_H
 
+#include <sys/uio.h>
+
 #include "bt.h"
-#include "iov.h"
 
 /* MSG ended (or began) on CH: its MSG record, OFF/LEN its stream bytes,
  * PEER (if any) one more attribute; redacted if need be (msg.c). */

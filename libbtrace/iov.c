@@ -1,7 +1,8 @@
 /*
  * iov.c - the application's iovecs, once: skip-and-copy both ways, a
- * datagram gathered whole, and bt_iov_feed, which hands the bytes a stream
- * call moved to the channel's processor for both directions (iov.h).
+ * datagram gathered whole.  bt_iov_feed, which hands the bytes a stream
+ * call moved to the channel's processor for both directions, is inline in
+ * iov.h: the read and the write paths compile it in, as before.
  */
 #include "config.h"
 
@@ -9,7 +10,7 @@
 #include <sys/uio.h>
 
 #include "bt.h"
-#include "iopath.h"
+#include "iov.h"
 
 size_t bt_iov_put(const struct iovec *iov, int cnt, size_t skip,
 		  const void *src, size_t n)
@@ -83,48 +84,4 @@ const uint8_t *bt_iov_gather(const struct iovec *iov, int cnt, size_t n,
 	*len = n < cap ? n : cap;
 	bt_iov_get(small, iov, cnt, 0, *len);
 	return small;
-}
-
-size_t bt_iov_feed(struct bt_chan *ch, int fd, int dir,
-		   const struct iovec *iov, int cnt, size_t from, size_t n,
-		   int stop)
-{
-	size_t done = 0;
-
-	for (int i = 0; i < cnt && done < n; i++) {
-		const uint8_t *p = iov[i].iov_base;
-		size_t len = iov[i].iov_len < n - done ? iov[i].iov_len
-						       : n - done;
-		size_t pos = 0;
-
-		if (unlikely(from > done)) {      /* resuming inside IOV */
-			if (from >= done + len) {
-				done += len;
-				continue;
-			}
-			pos = from - done;
-		}
-		while (pos < len) {
-			struct bt_msg m;
-			long k;
-
-			if (!ch->pp) {
-				data(ch, fd, dir, (n - done) - pos);
-				return n;
-			}
-			bt_msg_init(&m);
-			k = ch->pp->feed(ch->pps, dir, p + pos, len - pos, &m);
-			if (k <= 0 || (size_t)k > len - pos) {
-				bt_io_lost(ch, fd, dir);
-				continue;
-			}
-			track(ch, fd, dir, (uint64_t)k, &m, NULL);
-			pos += (size_t)k;
-			if (m.kind && stop && done + pos < n)
-				return done + pos;
-		}
-		done += len;
-	}
-	track_end(ch, fd, dir);
-	return n;
 }

@@ -2,7 +2,8 @@
  * iov.h - the application's iovecs, once (iov.c): copying into and out of
  * them from an offset, a datagram gathered whole, and the one feed of
  * bytes moved on a stream to a channel's processor, shared by the read
- * (in.c) and the write (out.c) families.  Private to in.c, iso.c, out.c.
+ * (in.c) and the write (out.c) families.  Private to in.c, iso.c, out.c
+ * and iov.c.
  */
 #ifndef BT_IOV_H
 #define BT_IOV_H
@@ -10,6 +11,7 @@
 #include <sys/uio.h>
 
 #include "bt.h"
+#include "iopath.h"
 
 /* Bytes the CNT iovecs IOV can hold. */
 static inline size_t bt_iov_total(const struct iovec *iov, int cnt)
@@ -45,8 +47,48 @@ BT_HIDDEN const uint8_t *bt_iov_gather(const struct iovec *iov, int cnt,
  * Otherwise all of them, and a message left open gets its MSG_BEGIN.
  * Returns the offset in IOV fed up to.  Channel locked.
  */
-BT_HIDDEN size_t bt_iov_feed(struct bt_chan *ch, int fd, int dir,
-			     const struct iovec *iov, int cnt, size_t from,
-			     size_t n, int stop);
+static inline size_t bt_iov_feed(struct bt_chan *ch, int fd, int dir,
+				 const struct iovec *iov, int cnt,
+				 size_t from, size_t n, int stop)
+{
+	size_t done = 0;
+
+	for (int i = 0; i < cnt && done < n; i++) {
+		const uint8_t *p = iov[i].iov_base;
+		size_t len = iov[i].iov_len < n - done ? iov[i].iov_len
+						       : n - done;
+		size_t pos = 0;
+
+		if (unlikely(from > done)) {      /* resuming inside IOV */
+			if (from >= done + len) {
+				done += len;
+				continue;
+			}
+			pos = from - done;
+		}
+		while (pos < len) {
+			struct bt_msg m;
+			long k;
+
+			if (!ch->pp) {
+				data(ch, fd, dir, (n - done) - pos);
+				return n;
+			}
+			bt_msg_init(&m);
+			k = ch->pp->feed(ch->pps, dir, p + pos, len - pos, &m);
+			if (k <= 0 || (size_t)k > len - pos) {
+				bt_io_lost(ch, fd, dir);
+				continue;
+			}
+			track(ch, fd, dir, (uint64_t)k, &m, NULL);
+			pos += (size_t)k;
+			if (m.kind && stop && done + pos < n)
+				return done + pos;
+		}
+		done += len;
+	}
+	track_end(ch, fd, dir);
+	return n;
+}
 
 #endif /* BT_IOV_H */

@@ -12,7 +12,7 @@
 #include <sys/uio.h>
 
 #include "bt.h"
-#include "iopath.h"
+#include "iov.h"
 
 void bt_iso_log(struct bt_chan *ch, int fd, size_t asked, size_t gave)
 {

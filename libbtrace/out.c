@@ -19,7 +19,7 @@
 
 #include "bt.h"
 #include "impl.h"
-#include "iopath.h"
+#include "iov.h"
 
 /* ---- output ------------------------------------------------------------- */
 
