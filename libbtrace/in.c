@@ -137,16 +137,26 @@ static int sockaddr_of_rd(struct rd *r, struct bt_addr *peer);
  * processor; SHORTEN: stop at the first boundary and keep the rest.
  * Returns the bytes handed over.  Channel locked.
  */
-static inline size_t deliver(struct bt_chan *ch, int fd, struct rd *r,
-			     size_t n, int shorten)
+/* deliver cut at a boundary at K: keep the rest, or (cannot) hand it over
+ * up to the next boundary, and so on.  Apart, so the common read (one
+ * whole message) compiles as it did. */
+static __attribute__((noinline)) size_t deliver_cut(struct bt_chan *ch,
+		int fd, const struct rd *r, size_t k, size_t n, int shorten)
+{
+	while (k < n && bt_iso_keep(ch, fd, r->iov, r->iovcnt, k, n) < 0)
+		k = bt_iov_feed(ch, fd, BT_DIR_IN, r->iov, r->iovcnt, k, n,
+				shorten);
+	return k;
+}
+
+static size_t deliver(struct bt_chan *ch, int fd, struct rd *r, size_t n,
+		      int shorten)
 {
 	size_t k = bt_iov_feed(ch, fd, BT_DIR_IN, r->iov, r->iovcnt, 0, n,
 			       shorten);
 
-	/* cut at a boundary: keep the rest, or (cannot) hand it all over */
-	while (k < n && bt_iso_keep(ch, fd, r->iov, r->iovcnt, k, n) < 0)
-		k = bt_iov_feed(ch, fd, BT_DIR_IN, r->iov, r->iovcnt, k, n,
-				shorten);
+	if (unlikely(k < n))
+		k = deliver_cut(ch, fd, r, k, n, shorten);
 	return k;
 }
 

@@ -47,9 +47,9 @@ BT_HIDDEN const uint8_t *bt_iov_gather(const struct iovec *iov, int cnt,
  * Otherwise all of them, and a message left open gets its MSG_BEGIN.
  * Returns the offset in IOV fed up to.  Channel locked.
  */
-static inline size_t bt_iov_feed(struct bt_chan *ch, int fd, int dir,
-				 const struct iovec *iov, int cnt,
-				 size_t from, size_t n, int stop)
+static inline __attribute__((always_inline)) size_t
+bt_iov_feed(struct bt_chan *ch, int fd, int dir, const struct iovec *iov,
+	    int cnt, size_t from, size_t n, int stop)
 {
 	size_t done = 0;
 
