@@ -1,10 +1,9 @@
 /*
  * in.c - the read family: byte accounting, protocol processors and event
- * isolation (paper sections 3.2 and 5.2; docs/events.md).  One file, over
- * 800 lines: the isolation buffer (stash, serve, deliver) and the read
- * calls share struct rd and are compiled together so the hot read path
- * inlines across them.  The write family is out.c; shared helpers are in
- * iopath.h and msg.c.
+ * isolation (paper sections 3.2 and 5.2; docs/events.md).  The isolation
+ * buffer (keep, scan, serve) is iso.c; the bytes of a read go to the
+ * processor through bt_iov_feed (iov.h), as a write's do (out.c); shared
+ * helpers are in iopath.h and msg.c.
  *
  * Input on a channel with a processor.  A read first serves bytes the shim
  * holds (read earlier from the kernel but not yet handed over); only when
