@@ -716,6 +716,36 @@ size_t bt_ev_encode_dict(uint8_t *dst, size_t cap, const struct bt_event *ev,
 	return encode_careful(dst, cap, ev, prev_ts, d);
 }
 
+size_t bt_ev_encode_careful(uint8_t *dst, size_t cap, const struct bt_event *ev,
+			    uint64_t *prev_ts, struct bt_ev_dict *d)
+{
+	if (ev->type >= BT_EV_TYPE_MAX || ev->type == BT_EV_PAD || cap < 4)
+		return 0;
+	return encode_careful(dst, cap, ev, prev_ts, d);
+}
+
+size_t bt_ev_encode_fast(uint8_t *dst, const struct bt_event *ev,
+			 uint64_t *prev_ts, struct bt_ev_dict *d)
+{
+	if (ev->type >= BT_EV_TYPE_MAX || ev->type == BT_EV_PAD)
+		return 0;
+	if (ev->type == BT_EV_MSG) {
+		struct bt_msg_rec m = {
+			.ts = ev->ts, .fd = ev->fd, .dir = ev->dir,
+			.kind = ev->kind, .proto = ev->proto,
+			.nattr = ev->nattr, .flags = ev->flags,
+			.status = ev->status, .off = ev->off, .len = ev->len,
+			.witness = ev->witness, .attr = ev->attr,
+		};
+		return bt_ev_encode_msg(dst, BT_EV_MAX_RECORD, &m, prev_ts, d);
+	}
+	if (unlikely_ev(!__atomic_load_n(&bound_ready, __ATOMIC_ACQUIRE)))
+		bound_init();
+	if (body_bound(ev) > BT_EV_MAX_BODY)
+		return 0;
+	return encode_fast(dst, ev, prev_ts, d);
+}
+
 /* ---- decoder ---------------------------------------------------------- */
 
 struct rbuf { const uint8_t *p, *end; int ok; };

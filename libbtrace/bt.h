@@ -10,7 +10,10 @@
  *   fdtab.c  fd table
  *   chan.c   channel objects, identity (addresses, inodes), processor
  *            choice, going dark
+ *   iov.c    iovec helpers; bt_iov_feed (iov.h): a stream's bytes to the
+ *            processor, for reads and writes alike
  *   in.c     the read family, processors and event isolation
+ *   iso.c    the isolation buffer: input kept past a boundary, served
  *   out.c    the write family, sendfile, splice
  *   msg.c    MSG / LOST_SYNC records, end of a direction (iopath.h)
  *   ready.c  channels holding input, READY records (readypath.h)
@@ -26,7 +29,7 @@
  *
  * Each module's header (core.h conf.h redact.h proc.h emit.h fdtab.h
  * chan.h io.h ready.h) declares what it offers; this file includes them
- * all.  impl.h declares the wrappers' implementations, iopath.h and
+ * all.  impl.h declares the wrappers' implementations, iopath.h, iov.h and
  * logpath.h what the I/O and the record files share among themselves.
  *
  * Locking: the fd table is read without locks (entries are atomic words,

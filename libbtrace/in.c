@@ -1,10 +1,9 @@
 /*
  * in.c - the read family: byte accounting, protocol processors and event
- * isolation (paper sections 3.2 and 5.2; docs/events.md).  One file, over
- * 800 lines: the isolation buffer (stash, serve, deliver) and the read
- * calls share struct rd and are compiled together so the hot read path
- * inlines across them.  The write family is out.c; shared helpers are in
- * iopath.h and msg.c.
+ * isolation (paper sections 3.2 and 5.2; docs/events.md).  The isolation
+ * buffer (keep, scan, serve) is iso.c; the bytes of a read go to the
+ * processor through bt_iov_feed (iov.h), as a write's do (out.c); shared
+ * helpers are in iopath.h and msg.c.
  *
  * Input on a channel with a processor.  A read first serves bytes the shim
  * holds (read earlier from the kernel but not yet handed over); only when
@@ -39,91 +38,7 @@
 
 #include "bt.h"
 #include "impl.h"
-#include "iopath.h"
-
-/* A read was cut at a boundary: asked for ASKED, got GAVE (diagnostic). */
-static void log_isolate(struct bt_chan *ch, int fd, size_t asked, size_t gave)
-{
-	struct bt_event ev;
-
-	if (unlikely(ch->dark))
-		return;
-	memset(&ev, 0, sizeof ev);
-	ev.type = BT_EV_ISOLATE;
-	ev.fd = fd;
-	ev.off = ch->off[BT_DIR_IN];
-	ev.len = asked;
-	ev.result = (int64_t)gave;
-	bt_emit(&ev);
-}
-
-/* ---- iovec helpers ------------------------------------------------------ */
-
-/* Copy up to N bytes of BUF into IOV; returns bytes copied. */
-static size_t iov_put(const struct iovec *iov, int cnt, const uint8_t *buf,
-		      size_t n)
-{
-	size_t done = 0;
-	for (int i = 0; i < cnt && done < n; i++) {
-		size_t k = iov[i].iov_len < n - done ? iov[i].iov_len : n - done;
-		memcpy(iov[i].iov_base, buf + done, k);
-		done += k;
-	}
-	return done;
-}
-
-static size_t iov_total(const struct iovec *iov, int cnt)
-{
-	size_t t = 0;
-	for (int i = 0; i < cnt; i++)
-		t += iov[i].iov_len;
-	return t;
-}
-
-/* Append N bytes at offset FROM of the iovec data to the channel buffer. */
-static int stash(struct bt_chan *ch, const struct iovec *iov, int cnt,
-		 size_t from, size_t n)
-{
-	size_t need = (size_t)(ch->wr - ch->rd) + n;
-
-	if (ch->rd && ch->rd == ch->wr)
-		ch->rd = ch->wr = 0;
-	if (ch->wr + n > ch->cap) {
-		if (ch->rd && !ch->pending) {  /* attribute pointers into buf */
-			memmove(ch->buf, ch->buf + ch->rd, ch->wr - ch->rd);
-			ch->wr -= ch->rd;
-			ch->rd = 0;
-		}
-		if (ch->wr + n > ch->cap) {
-			size_t ncap = ch->cap ? ch->cap : 4096;
-			uint8_t *nb;
-			while (ncap < ch->wr + n)
-				ncap *= 2;
-			if (ncap > UINT32_MAX || ch->pending)
-				return -1;
-			nb = realloc(ch->buf, ncap);
-			if (!nb)
-				return -1;
-			ch->buf = nb;
-			ch->cap = (uint32_t)ncap;
-		}
-	}
-	(void)need;
-	for (int i = 0; i < cnt && n; i++) {
-		if (from >= iov[i].iov_len) {
-			from -= iov[i].iov_len;
-			continue;
-		}
-		size_t k = iov[i].iov_len - from;
-		if (k > n)
-			k = n;
-		memcpy(ch->buf + ch->wr, (uint8_t *)iov[i].iov_base + from, k);
-		ch->wr += (uint32_t)k;
-		n -= k;
-		from = 0;
-	}
-	return 0;
-}
+#include "iov.h"
 
 /* Is this read non-blocking?  O_NONBLOCK is cached per channel (fcntl
  * F_SETFL through the shim forgets it; ioctl FIONBIO is usually done right
@@ -217,159 +132,31 @@ static int sockaddr_of_rd(struct rd *r, struct bt_addr *peer);
 /* ---- stream input with isolation ---------------------------------------- */
 
 /*
- * Feed the processor from the buffer until it reports a boundary or has
- * seen everything held.  Channel locked.
- */
-static void scan_buffer(struct bt_chan *ch, int fd)
-{
-	while (ch->pp && !ch->pending && ch->scanned < ch->wr - ch->rd) {
-		struct bt_msg m;
-		long r;
-		bt_msg_init(&m);
-		r = ch->pp->feed(ch->pps, BT_DIR_IN,
-				 ch->buf + ch->rd + ch->scanned,
-				 ch->wr - ch->rd - ch->scanned, &m);
-		if (r <= 0 || (size_t)r > ch->wr - ch->rd - ch->scanned) {
-			bt_io_lost(ch, fd, BT_DIR_IN);
-			return;
-		}
-		ch->scanned += (uint32_t)r;
-		if (m.kind) {
-			ch->pending = 1;
-			ch->boundary = ch->scanned;
-			ch->pmsg = m;
-		}
-	}
-}
-
-/*
- * Hand over bytes the shim holds.  SHORTEN: stop at the first boundary.
- * PEEK: copy without consuming.  Returns bytes copied into the
- * application's buffers.  Channel locked.
- */
-static size_t serve(struct bt_chan *ch, int fd, struct rd *r, int shorten,
-		    int peek)
-{
-	size_t want = iov_total(r->iov, r->iovcnt), done = 0;
-	uint8_t *tmp = NULL;
-
-	if (peek) {
-		/* Copy what the application may see without consuming. */
-		scan_buffer(ch, fd);
-		size_t avail = ch->wr - ch->rd;
-		if (shorten && ch->pp && ch->pending)
-			avail = ch->boundary;
-		if (avail > want)
-			avail = want;
-		return iov_put(r->iov, r->iovcnt, ch->buf + ch->rd, avail);
-	}
-	(void)tmp;
-	while (done < want && ch->rd < ch->wr) {
-		size_t avail, k;
-		const struct bt_msg *end = NULL;
-
-		scan_buffer(ch, fd);
-		if (ch->pp && ch->pending)
-			avail = ch->boundary;
-		else if (ch->pp)
-			avail = ch->scanned;
-		else
-			avail = ch->wr - ch->rd;
-		if (!avail)
-			break;
-		k = avail < want - done ? avail : want - done;
-		/* copy into the iovecs after DONE bytes */
-		{
-			size_t skip = done, left = k;
-			const uint8_t *src = ch->buf + ch->rd;
-			for (int i = 0; i < r->iovcnt && left; i++) {
-				if (skip >= r->iov[i].iov_len) {
-					skip -= r->iov[i].iov_len;
-					continue;
-				}
-				size_t c = r->iov[i].iov_len - skip;
-				if (c > left)
-					c = left;
-				memcpy((uint8_t *)r->iov[i].iov_base + skip, src, c);
-				src += c;
-				left -= c;
-				skip = 0;
-			}
-		}
-		if (ch->pp && ch->pending && k == ch->boundary)
-			end = &ch->pmsg;
-		if (ch->pp)
-			track(ch, fd, BT_DIR_IN, k, end, NULL);
-		else
-			data(ch, fd, BT_DIR_IN, k);
-		ch->rd += (uint32_t)k;
-		if (ch->pp) {
-			ch->scanned -= (uint32_t)k;
-			if (ch->pending) {
-				ch->boundary -= (uint32_t)k;
-				if (end)
-					ch->pending = 0;
-			}
-		} else {
-			ch->scanned = 0;
-		}
-		done += k;
-		if (end && shorten)
-			break;
-	}
-	if (ch->rd == ch->wr)
-		ch->rd = ch->wr = ch->scanned = 0;
-	if (ch->pp)
-		track_end(ch, fd, BT_DIR_IN);
-	return done;
-}
-
-/*
  * The application's buffers hold N fresh bytes from the kernel.  Feed the
  * processor; SHORTEN: stop at the first boundary and keep the rest.
  * Returns the bytes handed over.  Channel locked.
  */
-static size_t deliver(struct bt_chan *ch, int fd, struct rd *r, size_t n,
-		      int shorten, const struct bt_addr *peer)
+/* deliver cut at a boundary at K: keep the rest, or (cannot) hand it over
+ * up to the next boundary, and so on.  Apart, so the common read (one
+ * whole message) compiles as it did. */
+static __attribute__((noinline)) size_t deliver_cut(struct bt_chan *ch,
+		int fd, const struct rd *r, size_t k, size_t n, int shorten)
 {
-	size_t done = 0;
+	while (k < n && bt_iso_keep(ch, fd, r->iov, r->iovcnt, k, n) < 0)
+		k = bt_iov_feed(ch, fd, BT_DIR_IN, r->iov, r->iovcnt, k, n,
+				shorten);
+	return k;
+}
 
-	for (int i = 0; i < r->iovcnt && done < n; i++) {
-		const uint8_t *p = r->iov[i].iov_base;
-		size_t len = r->iov[i].iov_len < n - done ? r->iov[i].iov_len
-							  : n - done;
-		size_t pos = 0;
+static size_t deliver(struct bt_chan *ch, int fd, struct rd *r, size_t n,
+		      int shorten)
+{
+	size_t k = bt_iov_feed(ch, fd, BT_DIR_IN, r->iov, r->iovcnt, 0, n,
+			       shorten);
 
-		while (pos < len) {
-			struct bt_msg m;
-			long k;
-
-			if (!ch->pp) {
-				data(ch, fd, BT_DIR_IN, (n - done) - pos);
-				return n;
-			}
-			bt_msg_init(&m);
-			k = ch->pp->feed(ch->pps, BT_DIR_IN, p + pos, len - pos, &m);
-			if (k <= 0 || (size_t)k > len - pos) {
-				bt_io_lost(ch, fd, BT_DIR_IN);
-				continue;
-			}
-			track(ch, fd, BT_DIR_IN, (uint64_t)k, &m, peer);
-			pos += (size_t)k;
-			if (m.kind && shorten && done + pos < n) {
-				size_t keep = n - (done + pos);
-				if (stash(ch, r->iov, r->iovcnt, done + pos, keep) == 0) {
-					log_isolate(ch, fd, iov_total(r->iov, r->iovcnt),
-						    done + pos);
-					return done + pos;
-				}
-				/* cannot keep them: hand everything over */
-			}
-		}
-		done += len;
-	}
-	track_end(ch, fd, BT_DIR_IN);
-	return n;
+	if (unlikely(k < n))
+		k = deliver_cut(ch, fd, r, k, n, shorten);
+	return k;
 }
 
 /*
@@ -438,7 +225,7 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 	int peek = r->flags & MSG_PEEK;
 	int waitall = (r->flags & MSG_WAITALL) && !peek;
 	int shorten = bt_conf.isolation && !waitall;
-	size_t want = iov_total(r->iov, r->iovcnt);
+	size_t want = bt_iov_total(r->iov, r->iovcnt);
 	ssize_t n;
 	size_t k;
 
@@ -503,7 +290,7 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 	ch->ended = 0;
 	if (ch->rd < ch->wr) {
 		ch->owed = 0;
-		k = serve(ch, fd, r, shorten, peek);
+		k = bt_iso_serve(ch, fd, r->iov, r->iovcnt, shorten, peek);
 		if (!peek && waitall && k < want) {
 			/* MSG_WAITALL: the rest must come from the kernel, in
 			 * windows of at most 64 of the application's iovecs;
@@ -513,19 +300,9 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 			bt_mutex_unlock(&ch->mu);
 			e = errno;
 			while (k < want) {
-				int cnt = 0;
-				size_t skip = k, win = 0;
-				for (int i = 0; i < r->iovcnt && cnt < 64; i++) {
-					if (skip >= r->iov[i].iov_len) {
-						skip -= r->iov[i].iov_len;
-						continue;
-					}
-					rest[cnt].iov_base = (uint8_t *)r->iov[i].iov_base + skip;
-					rest[cnt].iov_len = r->iov[i].iov_len - skip;
-					win += rest[cnt].iov_len;
-					skip = 0;
-					cnt++;
-				}
+				size_t win;
+				int cnt = bt_iov_window(rest, 64, r->iov,
+							r->iovcnt, k, &win);
 				n = rd_real(r, rest, cnt, r->flags);
 				e = errno;
 				if (n <= 0)
@@ -538,7 +315,7 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 					struct rd sub = *r;
 					sub.iov = rest;
 					sub.iovcnt = cnt;
-					deliver(ch, fd, &sub, (size_t)n, 0, NULL);
+					deliver(ch, fd, &sub, (size_t)n, 0);
 				}
 				bt_mutex_unlock(&ch->mu);
 				k += (size_t)n;
@@ -551,7 +328,7 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 		if (!peek) {
 			rd_no_meta(r);
 			if (shorten && ch->ended && k < want && ch->rd < ch->wr)
-				log_isolate(ch, fd, want, k);
+				bt_iso_log(ch, fd, want, k);
 			/* Held input alone, and less than asked: an
 			 * edge-triggered reader takes that for "drained",
 			 * yet the kernel may hold bytes whose edge it was
@@ -602,7 +379,7 @@ from_kernel:
 		bt_chan_sniff(ch, fd, BT_DIR_IN, r->iov[0].iov_base, first);
 	}
 	turn(ch, fd, BT_DIR_IN);
-	k = deliver(ch, fd, r, (size_t)n, shorten, NULL);
+	k = deliver(ch, fd, r, (size_t)n, shorten);
 	after_boundary(ch, fd, r->flags);
 	bt_mutex_unlock(&ch->mu);
 	errno = e;
@@ -623,19 +400,7 @@ static void dgram_in(struct bt_chan *ch, uint32_t gen, int fd, struct rd *r,
 		return;
 	sockaddr_of_rd(r, &peer);
 	/* a datagram spread over several iovecs: processors want it whole */
-	if (r->iovcnt == 1 || r->iov[0].iov_len >= n) {
-		p = r->iov[0].iov_base;
-	} else {
-		if (len > sizeof small)
-			len = sizeof small;
-		size_t got = 0;
-		for (int i = 0; i < r->iovcnt && got < len; i++) {
-			size_t c = r->iov[i].iov_len < len - got ? r->iov[i].iov_len : len - got;
-			memcpy(small + got, r->iov[i].iov_base, c);
-			got += c;
-		}
-		p = small;
-	}
+	p = bt_iov_gather(r->iov, r->iovcnt, n, small, sizeof small, &len);
 	if (ch->sniff)
 		bt_chan_sniff(ch, fd, BT_DIR_IN, p, len);
 	if (ch->pp) {

@@ -1,11 +1,14 @@
 /*
- * iopath.h - what the read family (in.c), the write family (out.c) and
- * message accounting (msg.c) share; private to those three files.  The
+ * iopath.h - what the read family (in.c), the isolation buffer (iso.c),
+ * the write family (out.c), the iovec feed (iov.c) and message accounting
+ * (msg.c) share; private to those files.  The
  * small helpers on every traced call are static inline here, as they were
  * when the three were one file, so the hot path compiles as before.
  */
 #ifndef BT_IOPATH_H
 #define BT_IOPATH_H
+
+#include <sys/uio.h>
 
 #include "bt.h"
 
@@ -20,6 +23,22 @@ BT_HIDDEN void bt_io_lost(struct bt_chan *ch, int fd, int dir);
 /* One-shot style processors: bytes in DIR end the other direction's
  * message (msg.c). */
 BT_HIDDEN void bt_io_turn_ends(struct bt_chan *ch, int fd, int dir);
+
+/* ---- the isolation buffer (iso.c); channel locked ---------------------- */
+
+/* A read was cut at a boundary: asked for ASKED, got GAVE (ISOLATE). */
+BT_HIDDEN void bt_iso_log(struct bt_chan *ch, int fd, size_t asked,
+			  size_t gave);
+/* A read handed over bytes up to offset FROM of IOV, a message end, of the
+ * N fresh ones there: keep the rest in CH's buffer and log the cut.  0, or
+ * -1 if they cannot be kept (the caller hands them over). */
+BT_HIDDEN int bt_iso_keep(struct bt_chan *ch, int fd, const struct iovec *iov,
+			  int cnt, size_t from, size_t n);
+/* Hand over bytes the shim holds into IOV.  SHORTEN: stop at the first
+ * boundary.  PEEK: copy without consuming.  Returns bytes copied. */
+BT_HIDDEN size_t bt_iso_serve(struct bt_chan *ch, int fd,
+			      const struct iovec *iov, int cnt, int shorten,
+			      int peek);
 
 /* MSG_BEGIN (fd dir off) or DATA (fd dir off len). */
 static inline void log_simple(struct bt_chan *ch, int type, int fd, int dir,
@@ -37,8 +56,9 @@ static inline void log_simple(struct bt_chan *ch, int type, int fd, int dir,
  * N bytes of DIR moved (handed to the application, or written).  MSG, if
  * it has a kind, ends exactly after them.  Logs MSG at message ends.
  */
-static void track(struct bt_chan *ch, int fd, int dir, uint64_t n,
-		  const struct bt_msg *m, const struct bt_addr *peer)
+static __attribute__((unused)) void track(struct bt_chan *ch, int fd,
+		int dir, uint64_t n, const struct bt_msg *m,
+		const struct bt_addr *peer)
 {
 	if (!ch->msg_open[dir]) {
 		ch->msg_open[dir] = 1;

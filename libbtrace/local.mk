@@ -30,6 +30,9 @@ libbtcore_la_SOURCES = \
 	libbtrace/fdops.c \
 	libbtrace/iopath.h \
 	libbtrace/msg.c \
+	libbtrace/iov.h \
+	libbtrace/iov.c \
+	libbtrace/iso.c \
 	libbtrace/in.c \
 	libbtrace/out.c \
 	libbtrace/readypath.h \

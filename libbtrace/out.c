@@ -19,7 +19,7 @@
 
 #include "bt.h"
 #include "impl.h"
-#include "iopath.h"
+#include "iov.h"
 
 /* ---- output ------------------------------------------------------------- */
 
@@ -40,10 +40,34 @@ void bt_io_out_nested(int fd, ssize_t n)
 	bt_self.drop_reason = BT_DR_REENTRANT;
 }
 
+/* A datagram of N bytes written: one message (ONEWAY if the processor
+ * says no kind).  Apart from the stream path, which it would slow. */
+static __attribute__((noinline)) void dgram_out(struct bt_chan *ch, int fd,
+		const struct iovec *iov, int iovcnt, size_t n)
+{
+	uint8_t small[2048];
+	size_t len;
+	const uint8_t *p = bt_iov_gather(iov, iovcnt, n, small, sizeof small,
+					 &len);
+	struct bt_msg m;
+	long k;
+
+	bt_msg_init(&m);
+	k = ch->pp->feed(ch->pps, BT_DIR_OUT, p, len, &m);
+	if (k < 0) {
+		bt_io_lost(ch, fd, BT_DIR_OUT);
+		log_simple(ch, BT_EV_DATA, fd, BT_DIR_OUT, ch->off[BT_DIR_OUT], n);
+	} else {
+		if (!m.kind)
+			m.kind = BT_MK_ONEWAY;
+		bt_io_log_msg(ch, fd, BT_DIR_OUT, &m, ch->off[BT_DIR_OUT], n, NULL);
+	}
+	ch->off[BT_DIR_OUT]++;
+}
+
 void bt_io_out(struct bt_chan *ch, int fd, const struct iovec *iov,
 	       int iovcnt, size_t n, int dgram)
 {
-	size_t done = 0;
 	uint64_t unseen = 0;
 
 	/* (looked at first: the exchange is a locked instruction) */
@@ -72,59 +96,10 @@ void bt_io_out(struct bt_chan *ch, int fd, const struct iovec *iov,
 		}
 		return;
 	}
-	if (dgram) {
-		uint8_t small[2048];
-		const uint8_t *p = iov[0].iov_base;
-		size_t len = n;
-		struct bt_msg m;
-		long k;
-		if (iovcnt > 1 && iov[0].iov_len < n) {
-			size_t got = 0;
-			if (len > sizeof small)
-				len = sizeof small;
-			for (int i = 0; i < iovcnt && got < len; i++) {
-				size_t c = iov[i].iov_len < len - got ? iov[i].iov_len : len - got;
-				memcpy(small + got, iov[i].iov_base, c);
-				got += c;
-			}
-			p = small;
-		}
-		bt_msg_init(&m);
-		k = ch->pp->feed(ch->pps, BT_DIR_OUT, p, len, &m);
-		if (k < 0) {
-			bt_io_lost(ch, fd, BT_DIR_OUT);
-			log_simple(ch, BT_EV_DATA, fd, BT_DIR_OUT, ch->off[BT_DIR_OUT], n);
-		} else {
-			if (!m.kind)
-				m.kind = BT_MK_ONEWAY;
-			bt_io_log_msg(ch, fd, BT_DIR_OUT, &m, ch->off[BT_DIR_OUT], n, NULL);
-		}
-		ch->off[BT_DIR_OUT]++;
-		return;
-	}
-	for (int i = 0; i < iovcnt && done < n; i++) {
-		const uint8_t *p = iov[i].iov_base;
-		size_t len = iov[i].iov_len < n - done ? iov[i].iov_len : n - done;
-		size_t pos = 0;
-		while (pos < len) {
-			struct bt_msg m;
-			long k;
-			if (!ch->pp) {
-				data(ch, fd, BT_DIR_OUT, (n - done) - pos);
-				return;
-			}
-			bt_msg_init(&m);
-			k = ch->pp->feed(ch->pps, BT_DIR_OUT, p + pos, len - pos, &m);
-			if (k <= 0 || (size_t)k > len - pos) {
-				bt_io_lost(ch, fd, BT_DIR_OUT);
-				continue;
-			}
-			track(ch, fd, BT_DIR_OUT, (uint64_t)k, &m, NULL);
-			pos += (size_t)k;
-		}
-		done += len;
-	}
-	track_end(ch, fd, BT_DIR_OUT);
+	if (likely(!dgram))
+		bt_iov_feed(ch, fd, BT_DIR_OUT, iov, iovcnt, 0, n, 0);
+	else
+		dgram_out(ch, fd, iov, iovcnt, n);
 }
 
 /* Common tail of every write-family wrapper. */

@@ -398,6 +398,16 @@ size_t bt_ev_encode_open(uint8_t *dst, uint64_t ts, uint64_t *prev_ts,
 size_t bt_ev_encode_msg_fit(uint8_t *dst, const struct bt_msg_rec *m,
 			    uint64_t *prev_ts, struct bt_ev_dict *dict);
 
+/* The two encoders bt_ev_encode_dict chooses between, alone, so the tests
+ * can hold the fast ones to the schema table: the careful encoder walks
+ * the schema with bounds checks (0 if CAP is too small); the fast one
+ * (for MSG the one of bt_ev_encode_msg) writes unchecked into DST, which
+ * has BT_EV_MAX_RECORD bytes, and returns 0 when the record needs the
+ * careful one (a string or attribute longer than BT_EV_MAX_STR). */
+size_t bt_ev_encode_careful(uint8_t *dst, size_t cap, const struct bt_event *ev,
+			    uint64_t *prev_ts, struct bt_ev_dict *dict);
+size_t bt_ev_encode_fast(uint8_t *dst, const struct bt_event *ev,
+			 uint64_t *prev_ts, struct bt_ev_dict *dict);
 /* Largest record bt_ev_encode can produce (header + max body). */
 #define BT_EV_MAX_RECORD (BT_EV_MAX_BODY + 3)
 

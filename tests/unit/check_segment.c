@@ -528,6 +528,165 @@ START_TEST(ev_fast_equals_careful)
 }
 END_TEST
 
+/* ---- every record type through every encoder ----------------------------- */
+
+/* An integer field, as bt_ev_encode_ints takes it (schema order). */
+enum { IF_END, IF_FD, IF_FD2, IF_DIR, IF_OFF, IF_LEN, IF_FLAGS, IF_RESULT,
+       IF_PROTO, IF_PID, IF_TID, IF_PTID, IF_COOKIE };
+
+/* One row per record type.  A new type is its schema line (common/
+ * event.c) and a row here; enc_all_types fails for a type without one.
+ * INTS: an all-integer record (bt_ev_encode_ints, as bt_emit_ints writes
+ * it), its fields in schema order. */
+static const struct enc_row {
+	unsigned type;
+	int      ints;
+	uint8_t  field[6];
+} enc_rows[] = {
+	{ BT_EV_TIME,          0, { 0 } },
+	{ BT_EV_PROC_START,    0, { 0 } },
+	{ BT_EV_THREAD_START,  1, { IF_TID, IF_PTID, IF_COOKIE, IF_PID } },
+	{ BT_EV_THREAD_EXIT,   1, { 0 } },
+	{ BT_EV_FORK,          1, { IF_RESULT, IF_FLAGS } },
+	{ BT_EV_EXEC,          0, { 0 } },
+	{ BT_EV_SPAWN,         0, { 0 } },
+	{ BT_EV_THREAD_CREATE, 1, { IF_COOKIE, IF_RESULT } },
+	{ BT_EV_OPEN,          0, { 0 } },
+	{ BT_EV_CLOSE,         1, { IF_FD, IF_RESULT } },
+	{ BT_EV_DUP,           1, { IF_FD, IF_FD2 } },
+	{ BT_EV_CHAN,          0, { 0 } },
+	{ BT_EV_PROTO,         0, { 0 } },
+	{ BT_EV_MSG,           0, { 0 } },
+	{ BT_EV_MSG_BEGIN,     1, { IF_FD, IF_DIR, IF_OFF } },
+	{ BT_EV_DATA,          1, { IF_FD, IF_DIR, IF_OFF, IF_LEN } },
+	{ BT_EV_READY,         1, { IF_FD, IF_FLAGS, IF_RESULT } },
+	{ BT_EV_ISOLATE,       1, { IF_FD, IF_OFF, IF_LEN, IF_RESULT } },
+	{ BT_EV_LOST_SYNC,     1, { IF_FD, IF_DIR, IF_PROTO, IF_OFF } },
+	{ BT_EV_NAME_BEGIN,    0, { 0 } },
+	{ BT_EV_NAME_END,      0, { 0 } },
+	{ BT_EV_DROP,          1, { IF_LEN, IF_FLAGS } },
+	{ BT_EV_SHUTDOWN,      1, { IF_FD, IF_FLAGS } },
+	{ BT_EV_LOGD,          0, { 0 } },
+	{ BT_EV_WANT,          1, { IF_FD, IF_FLAGS } },
+};
+
+static uint64_t int_field(const struct bt_event *ev, unsigned f)
+{
+	switch (f) {
+	case IF_FD:     return bt_zigzag(ev->fd);
+	case IF_FD2:    return bt_zigzag(ev->fd2);
+	case IF_DIR:    return ev->dir;
+	case IF_OFF:    return ev->off;
+	case IF_LEN:    return ev->len;
+	case IF_FLAGS:  return ev->flags;
+	case IF_RESULT: return bt_zigzag(ev->result);
+	case IF_PROTO:  return ev->proto;
+	case IF_PID:    return ev->pid;
+	case IF_TID:    return ev->tid;
+	case IF_PTID:   return ev->ptid;
+	case IF_COOKIE: return ev->cookie;
+	}
+	ck_abort_msg("field %u", f);
+	return 0;
+}
+
+/* Every record type, through the careful (schema-walking) encoder and
+ * the fast one, without and with a dictionary (twice: values remembered,
+ * then referred to), short and long (2-byte length) bodies: the same
+ * bytes, time base and dictionary.  And the special encoders the shim
+ * uses (bt_ev_encode_ints, _msg, _open) write the same bytes too. */
+START_TEST(enc_all_types)
+{
+	static char big[300];
+	unsigned rows[BT_EV_TYPE_MAX] = { 0 };
+	struct bt_ev_dict *dc = malloc(sizeof *dc), *df = malloc(sizeof *df),
+			  *ds = malloc(sizeof *ds);
+
+	memset(big, 'y', sizeof big);
+	for (size_t i = 0; i < sizeof enc_rows / sizeof enc_rows[0]; i++) {
+		ck_assert_uint_lt(enc_rows[i].type, BT_EV_TYPE_MAX);
+		rows[enc_rows[i].type]++;
+	}
+	for (unsigned type = 1; type < BT_EV_TYPE_MAX; type++)
+		ck_assert_msg(rows[type] == 1, "type %u (%s): %u rows in "
+			      "enc_rows, not 1", type, bt_ev_type_name(type),
+			      rows[type]);
+
+	for (size_t i = 0; i < sizeof enc_rows / sizeof enc_rows[0]; i++) {
+		const struct enc_row *row = &enc_rows[i];
+		for (int v = 0; v < 6; v++) {
+			int longstr = v & 1, with = v >> 1;  /* 0 no dict, 1, 2 */
+			struct bt_event ev;
+			uint8_t a[BT_EV_MAX_RECORD], b[BT_EV_MAX_RECORD],
+				c[BT_EV_MAX_RECORD];
+			uint64_t pa = 4000000000ull, pb = pa, pc = pa;
+
+			if (with <= 1) {
+				bt_ev_dict_init(dc);
+				bt_ev_dict_init(df);
+				bt_ev_dict_init(ds);
+			}
+			fill_event(&ev, row->type);
+			if (longstr) {
+				ev.str = big;
+				ev.str_len = sizeof big;
+				ev.attr[1].val = big;
+				ev.attr[1].len = 200;
+			}
+			size_t x = bt_ev_encode_careful(a, sizeof a, &ev, &pa,
+							with ? dc : NULL);
+			size_t y = bt_ev_encode_fast(b, &ev, &pb,
+						     with ? df : NULL);
+			ck_assert_msg(x > 2 && y > 2, "%s: careful %zu fast %zu",
+				      bt_ev_type_name(row->type), x, y);
+			ck_assert_msg(x == y && !memcmp(a, b, x),
+				      "%s (variant %d): fast != careful",
+				      bt_ev_type_name(row->type), v);
+			ck_assert_uint_eq(pa, pb);
+			ck_assert_mem_eq(dc, df, sizeof *dc);
+			/* what the shim calls for this type */
+			if (row->type == BT_EV_MSG) {
+				struct bt_msg_rec mr = {
+					.ts = ev.ts, .fd = ev.fd, .dir = ev.dir,
+					.kind = ev.kind, .proto = ev.proto,
+					.nattr = ev.nattr, .flags = ev.flags,
+					.status = ev.status, .off = ev.off,
+					.len = ev.len, .witness = ev.witness,
+					.attr = ev.attr,
+				};
+				ck_assert_uint_eq(bt_ev_encode_msg(c, sizeof c, &mr,
+						&pc, with ? ds : NULL), x);
+			} else if (row->type == BT_EV_OPEN) {
+				ck_assert_uint_eq(bt_ev_encode_open(c, ev.ts, &pc,
+						ev.fd, ev.flags, ev.result,
+						ev.str, ev.str_len,
+						with ? ds : NULL), x);
+			} else if (row->ints) {
+				uint64_t iv[8];
+				unsigned n = 0;
+				for (; n < sizeof row->field && row->field[n]; n++)
+					iv[n] = int_field(&ev, row->field[n]);
+				ck_assert_uint_eq(bt_ev_encode_ints(c, row->type,
+						ev.ts, &pc, n, iv), x);
+				if (with)      /* no dictionary use */
+					memcpy(ds, dc, sizeof *ds);
+			} else {
+				ck_assert_uint_eq(bt_ev_encode_dict(c, sizeof c,
+						&ev, &pc, with ? ds : NULL), x);
+			}
+			ck_assert_msg(!memcmp(a, c, x), "%s (variant %d): the "
+				      "shim's encoder != careful",
+				      bt_ev_type_name(row->type), v);
+			ck_assert_uint_eq(pa, pc);
+			ck_assert_mem_eq(dc, ds, sizeof *dc);
+		}
+	}
+	free(dc);
+	free(df);
+	free(ds);
+}
+END_TEST
+
 /* bt_ev_encode_ints writes what bt_ev_encode writes. */
 #define A96X "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" \
 	"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
@@ -1521,6 +1680,7 @@ static Suite *segment_suite(void)
 	tcase_add_test(t, readlog_dictionary_across_blocks);
 	tcase_add_test(t, readlog_block_in_a_later_file);
 	tcase_add_test(t, dict_fast_equals_careful);
+	tcase_add_test(t, enc_all_types);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("readers");
