@@ -180,8 +180,11 @@ void rc_span_unpark(struct rc_ctx *c, struct rc_span *sp)
 		}
 }
 
-uint32_t rc_span_open_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
-			 uint64_t req, struct rc_span **out, uint32_t max)
+/* The server spans of process HOST/PID, other than request REQ's, that
+ * OK accepts: into OUT (at most MAX); returns how many there are. */
+static uint32_t spans_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
+			 uint64_t req, int (*ok)(const struct rc_span *),
+			 struct rc_span **out, uint32_t max)
 {
 	const struct rc_map *srv = &c->spans->srv;
 	uint32_t n = 0;
@@ -190,14 +193,24 @@ uint32_t rc_span_open_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
 		if (!srv->used[i])
 			continue;
 		struct rc_span *q = (struct rc_span *)(uintptr_t)srv->vals[i];
-		if (q->host != host || q->pid != pid || q->req == req ||
-		    !q->req || q->end != RC_DB_NULL)
+		if (q->host != host || q->pid != pid || q->req == req || !ok(q))
 			continue;
 		if (n < max)
 			out[n] = q;
 		n++;
 	}
 	return n;
+}
+
+static int span_open(const struct rc_span *q)
+{
+	return q->req && q->end == RC_DB_NULL;
+}
+
+uint32_t rc_span_open_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
+			 uint64_t req, struct rc_span **out, uint32_t max)
+{
+	return spans_in(c, host, pid, req, span_open, out, max);
 }
 
 int rc_span_may_own(const struct rc_span *q)
@@ -209,21 +222,7 @@ int rc_span_may_own(const struct rc_span *q)
 uint32_t rc_span_owners_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
 			   uint64_t req, struct rc_span **out, uint32_t max)
 {
-	const struct rc_map *srv = &c->spans->srv;
-	uint32_t n = 0;
-
-	for (size_t i = 0; i < srv->cap; i++) {
-		if (!srv->used[i])
-			continue;
-		struct rc_span *q = (struct rc_span *)(uintptr_t)srv->vals[i];
-		if (q->host != host || q->pid != pid || q->req == req ||
-		    !rc_span_may_own(q))
-			continue;
-		if (n < max)
-			out[n] = q;
-		n++;
-	}
-	return n;
+	return spans_in(c, host, pid, req, rc_span_may_own, out, max);
 }
 
 uint32_t rc_span_parked_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
