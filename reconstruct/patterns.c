@@ -50,7 +50,7 @@ struct pattern {
 
 struct pspan {                   /* one span of the current request */
 	int64_t id, parent_id, start, end;
-	int     has_start, has_end;
+	int     has_start, has_end, has_self;
 	int32_t parent, first_child, last_child, next_sibling;
 	int32_t node, depth;
 	int64_t self;                /* span_self_time's (views.h) */
@@ -358,7 +358,7 @@ static int finish_request(struct builder *b, int64_t req, int64_t root_span)
 		struct pspan *s = &b->sp[b->order[k]];
 		if (s->has_end) {
 			p->node[k].sum_ns += s->end - s->start;
-			p->node[k].sum_self_ns += s->self;
+			p->node[k].sum_self_ns += s->has_self ? s->self : 0;
 			p->node[k].n_timed++;
 		}
 		sqlite3_stmt *st = b->ins_span;
@@ -368,7 +368,7 @@ static int finish_request(struct builder *b, int64_t req, int64_t root_span)
 		sqlite3_bind_int64(st, 3, pid);
 		sqlite3_bind_int64(st, 4, (int64_t)k);
 		sqlite3_bind_text(st, 5, label ? label + 1 : "", -1, SQLITE_STATIC);
-		if (s->has_end)
+		if (s->has_self)
 			sqlite3_bind_int64(st, 6, s->self);
 		else
 			sqlite3_bind_null(st, 6);
@@ -402,6 +402,7 @@ static int add_span(struct builder *b, sqlite3_stmt *s)
 	p->start = sqlite3_column_int64(s, 8);
 	p->has_end = sqlite3_column_type(s, 9) != SQLITE_NULL;
 	p->end = sqlite3_column_int64(s, 9);
+	p->has_self = sqlite3_column_type(s, 11) != SQLITE_NULL;
 	p->self = sqlite3_column_int64(s, 11);
 	p->line = span_line((const char *)sqlite3_column_text(s, 3),
 			    (const char *)sqlite3_column_text(s, 4),
