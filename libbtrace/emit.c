@@ -288,7 +288,7 @@ static int claim(void)
 					   __ATOMIC_RELAXED);
 		return -1;
 	}
-	bt_thread_first_records();
+	bt_proc_first_records();
 	return 0;
 }
 
@@ -298,7 +298,7 @@ void bt_emit_claim(void)
 		claim();
 }
 
-void bt_msg_rec_event(const struct bt_msg_rec *m, struct bt_event *ev)
+void bt_emit_rec_event(const struct bt_msg_rec *m, struct bt_event *ev)
 {
 	memset(ev, 0, sizeof *ev);
 	ev->type = BT_EV_MSG;
@@ -364,7 +364,7 @@ void bt_emit_msg(struct bt_msg_rec *m)
 		 * slot smaller than the record gets it cut, not dropped):
 		 * the general path */
 		struct bt_event ev;
-		bt_msg_rec_event(m, &ev);
+		bt_emit_rec_event(m, &ev);
 		bt_emit(&ev);
 		return;
 	}
@@ -690,13 +690,14 @@ void bt_emit_atfork_child(void)
 /* ---- test hook ---------------------------------------------------------- */
 
 /*
- * bt_test_events - decode the calling thread's undrained records, calling
- * CB for each; CONSUME marks them drained (as bp-logd would).  For the unit
- * tests, which link the shim's core without LD_PRELOAD and without logd.
+ * bt_emit_test_events - decode the calling thread's undrained records,
+ * calling CB for each; CONSUME marks them drained (as bp-logd would).  For
+ * the unit tests, which link the shim's core without LD_PRELOAD and without
+ * logd.
  * Returns the number of records, or -1 if the thread has no slot.
  */
-int bt_test_events(void (*cb)(const struct bt_event *ev, void *ctx),
-		   void *ctx, int consume)
+int bt_emit_test_events(void (*cb)(const struct bt_event *ev, void *ctx),
+			void *ctx, int consume)
 {
 	struct bt_slot *s = &bt_self.slot;
 	uint64_t t, h, prev = 0;

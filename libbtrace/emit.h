@@ -26,7 +26,8 @@ BT_HIDDEN void bt_emit_msg(struct bt_msg_rec *m);
 BT_HIDDEN void bt_emit_open(int fd, uint32_t flags, const char *path,
 			    uint32_t len);
 /* The same message as a struct bt_event (for the general encoder). */
-BT_HIDDEN void bt_msg_rec_event(const struct bt_msg_rec *m, struct bt_event *ev);
+BT_HIDDEN void bt_emit_rec_event(const struct bt_msg_rec *m,
+				 struct bt_event *ev);
 /* Claim this thread's ring slot now and write TIME, THREAD_START (and
  * PROC_START for a process's first thread). */
 BT_HIDDEN void bt_emit_claim(void);
@@ -91,7 +92,7 @@ BT_HIDDEN void bt_emit_atfork_prepare(void);
 BT_HIDDEN void bt_emit_atfork_parent(void);
 BT_HIDDEN void bt_emit_atfork_child(void);
 /* Is FD one of the shim's own descriptors? */
-BT_HIDDEN int bt_is_own_fd(int fd);
+BT_HIDDEN int bt_own_is_fd(int fd);
 /* Move the shim's descriptor away from FD (the app wants that number). */
 BT_HIDDEN void bt_own_fd_evict(int fd);
 /* Duplicate FD to a high, close-on-exec number the app will not pick. */
@@ -108,7 +109,8 @@ BT_HIDDEN int bt_own_next(unsigned from, unsigned to);
  * which link the shim's core without LD_PRELOAD and without logd.
  * Returns the number of records, or -1 if the thread has no slot.
  */
-BT_HIDDEN int bt_test_events(void (*cb)(const struct bt_event *ev, void *ctx),
-			     void *ctx, int consume);
+BT_HIDDEN int bt_emit_test_events(void (*cb)(const struct bt_event *ev,
+					      void *ctx),
+				 void *ctx, int consume);
 
 #endif /* BT_EMIT_H */

@@ -298,7 +298,7 @@ int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		bt_leave_pass();
 		return r;
 	}
-	if (bt_is_own_fd(fd)) {          /* the application cannot see ours */
+	if (bt_own_is_fd(fd)) {          /* the application cannot see ours */
 		bt_leave();
 		errno = op == EPOLL_CTL_ADD ? EBADF : ENOENT;
 		return -1;

@@ -70,8 +70,8 @@ static void forget(int fd, int log)
 	if (__atomic_load_n(&ch->refs, __ATOMIC_ACQUIRE) == 1 && !ch->dark &&
 	    !bt_paused()) {
 		bt_mutex_lock(&ch->mu);
-		bt_io_eof(ch, fd, BT_DIR_OUT);
-		bt_io_eof(ch, fd, BT_DIR_IN);
+		bt_msg_eof(ch, fd, BT_DIR_OUT);
+		bt_msg_eof(ch, fd, BT_DIR_IN);
 		bt_mutex_unlock(&ch->mu);
 	}
 	bt_chan_put(ch);
@@ -169,7 +169,7 @@ int bt_connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	int r, e;
 
-	if (bt_is_own_fd(fd)) {
+	if (bt_own_is_fd(fd)) {
 		errno = EBADF;
 		return -1;
 	}
@@ -293,7 +293,7 @@ int bt_dup(int fd)
 {
 	int n, e;
 
-	if (bt_is_own_fd(fd)) {
+	if (bt_own_is_fd(fd)) {
 		errno = EBADF;
 		return -1;
 	}
@@ -313,12 +313,12 @@ int bt_dup3(int old, int nfd, int flags, int with_flags)
 {
 	int r, e;
 
-	if (bt_is_own_fd(old)) {
+	if (bt_own_is_fd(old)) {
 		errno = EBADF;
 		return -1;
 	}
 	if (bt_enter()) {
-		if (bt_is_own_fd(nfd))
+		if (bt_own_is_fd(nfd))
 			bt_own_fd_evict(nfd);
 		r = with_flags ? REAL(dup3)(old, nfd, flags)
 			       : REAL(dup2)(old, nfd);
@@ -345,7 +345,7 @@ int bt_fcntl(int fd, int cmd, void *arg, int is64)
 	int (*f)(int, int, ...) = is64 && REAL(fcntl64) ? REAL(fcntl64)
 							: REAL(fcntl);
 
-	if (bt_is_own_fd(fd)) {
+	if (bt_own_is_fd(fd)) {
 		errno = EBADF;
 		return -1;
 	}
@@ -367,7 +367,7 @@ int bt_fcntl(int fd, int cmd, void *arg, int is64)
 
 int bt_close(int fd)
 {
-	if (bt_is_own_fd(fd)) {
+	if (bt_own_is_fd(fd)) {
 		errno = EBADF;
 		return -1;
 	}
@@ -439,7 +439,7 @@ void bt_closefrom(int lo)
 		return;
 	}
 	for (int f = lo; f < 65536; f++)
-		if (!bt_is_own_fd(f))
+		if (!bt_own_is_fd(f))
 			REAL(close)(f);
 }
 
@@ -484,7 +484,7 @@ int bt_shutdown(int fd, int how)
 		bt_emit(&ev);
 		if (how == SHUT_WR || how == SHUT_RDWR) {
 			bt_mutex_lock(&ch->mu);
-			bt_io_eof(ch, fd, BT_DIR_OUT);
+			bt_msg_eof(ch, fd, BT_DIR_OUT);
 			bt_mutex_unlock(&ch->mu);
 		}
 	}

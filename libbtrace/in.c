@@ -245,7 +245,7 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 	if (ch->owed && ch->rd == ch->wr) {
 		/* the application reads now: whatever the kernel has, it gets */
 		ch->owed = 0;
-		bt_io_ready_changed(ch);
+		bt_msg_ready_changed(ch);
 	}
 
 	/* Fast path: nothing held, nothing to parse. */
@@ -274,7 +274,7 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 			 * own edge. */
 			if (ch->rd < ch->wr || ch->kfull || kernel_readable(fd)) {
 				ch->owed = 1;
-				bt_io_ready_changed(ch);
+				bt_msg_ready_changed(ch);
 			}
 			bt_mutex_unlock(&ch->mu);
 			errno = EAGAIN;
@@ -366,7 +366,7 @@ from_kernel:
 		return n;
 	}
 	if (n == 0) {
-		bt_io_eof(ch, fd, BT_DIR_IN);
+		bt_msg_eof(ch, fd, BT_DIR_IN);
 		bt_mutex_unlock(&ch->mu);
 		errno = e;
 		return 0;
@@ -409,14 +409,14 @@ static void dgram_in(struct bt_chan *ch, uint32_t gen, int fd, struct rd *r,
 		bt_msg_init(&m);
 		k = ch->pp->feed(ch->pps, BT_DIR_IN, p, len, &m);
 		if (k < 0) {
-			bt_io_lost(ch, fd, BT_DIR_IN);
+			bt_msg_lost(ch, fd, BT_DIR_IN);
 		} else {
 			if (!m.kind)
 				m.kind = BT_MK_ONEWAY;
 			ch->msg_open[BT_DIR_IN] = 1;
 			ch->msg_start[BT_DIR_IN] = ch->off[BT_DIR_IN];
 			ch->off[BT_DIR_IN]++;
-			bt_io_log_msg(ch, fd, BT_DIR_IN, &m, ch->msg_start[BT_DIR_IN],
+			bt_msg_log(ch, fd, BT_DIR_IN, &m, ch->msg_start[BT_DIR_IN],
 				n, &peer);
 			ch->msg_open[BT_DIR_IN] = 0;
 			bt_mutex_unlock(&ch->mu);
@@ -655,7 +655,7 @@ int bt_recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags,
 				dgram_in(ch, ch->gen, fd, &rr, v[i].msg_len);
 			} else if (lock_chan(ch, fd) == 0) {
 				if (ch->pp)
-					bt_io_lost(ch, fd, BT_DIR_IN);
+					bt_msg_lost(ch, fd, BT_DIR_IN);
 				data(ch, fd, BT_DIR_IN, v[i].msg_len);
 				bt_mutex_unlock(&ch->mu);
 			}

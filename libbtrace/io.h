@@ -1,6 +1,7 @@
 /*
  * io.h - the read and write families' interface to the other modules
- * (in.c, out.c, msg.c).
+ * (in.c, out.c, msg.c).  Each function is named for the file that defines
+ * it: bt_msg_* in msg.c, bt_out_* in out.c.
  */
 #ifndef BT_IO_H
 #define BT_IO_H
@@ -10,12 +11,12 @@
 /* ---- I/O and isolation (in.c, out.c, msg.c) ---------------------------- */
 
 /* Direction ended (read returned 0, shutdown, close): tell the processor. */
-BT_HIDDEN void bt_io_eof(struct bt_chan *ch, int fd, int dir);
+BT_HIDDEN void bt_msg_eof(struct bt_chan *ch, int fd, int dir);
 /* Account and process N bytes written to FD (iov form). */
-BT_HIDDEN void bt_io_out(struct bt_chan *ch, int fd, const struct iovec *iov,
-			 int iovcnt, size_t n, int dgram);
+BT_HIDDEN void bt_out_iov(struct bt_chan *ch, int fd, const struct iovec *iov,
+			  int iovcnt, size_t n, int dgram);
 /* A channel's buffered-input state changed: readiness bookkeeping. */
-BT_HIDDEN void bt_io_ready_changed(struct bt_chan *ch);
+BT_HIDDEN void bt_msg_ready_changed(struct bt_chan *ch);
 /* Is FD's channel dark (or FD BT_FD_DARK)? */
 static inline int bt_fd_dark(uintptr_t w)
 {
@@ -25,6 +26,6 @@ static inline int bt_fd_dark(uintptr_t w)
 
 /* A write made while the thread was inside the shim (a signal handler)
  * passed straight through: count its N bytes on FD so offsets stay exact. */
-BT_HIDDEN void bt_io_out_nested(int fd, ssize_t n);
+BT_HIDDEN void bt_out_nested(int fd, ssize_t n);
 
 #endif /* BT_IO_H */

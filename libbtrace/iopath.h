@@ -14,15 +14,15 @@
 
 /* MSG ended (or began) on CH: its MSG record, OFF/LEN its stream bytes,
  * PEER (if any) one more attribute; redacted if need be (msg.c). */
-BT_HIDDEN void bt_io_log_msg(struct bt_chan *ch, int fd, int dir,
-			     const struct bt_msg *m, uint64_t off,
-			     uint64_t len, const struct bt_addr *peer);
+BT_HIDDEN void bt_msg_log(struct bt_chan *ch, int fd, int dir,
+			  const struct bt_msg *m, uint64_t off,
+			  uint64_t len, const struct bt_addr *peer);
 /* The processor gave up: LOST_SYNC, the channel carries DATA from now on
  * (msg.c). */
-BT_HIDDEN void bt_io_lost(struct bt_chan *ch, int fd, int dir);
+BT_HIDDEN void bt_msg_lost(struct bt_chan *ch, int fd, int dir);
 /* One-shot style processors: bytes in DIR end the other direction's
  * message (msg.c). */
-BT_HIDDEN void bt_io_turn_ends(struct bt_chan *ch, int fd, int dir);
+BT_HIDDEN void bt_msg_turn_ends(struct bt_chan *ch, int fd, int dir);
 
 /* ---- the isolation buffer (iso.c); channel locked ---------------------- */
 
@@ -69,7 +69,7 @@ static __attribute__((unused)) void track(struct bt_chan *ch, int fd,
 	if (m && m->kind) {
 		if (dir == BT_DIR_IN)
 			ch->ended = 1;
-		bt_io_log_msg(ch, fd, dir, m, ch->msg_start[dir],
+		bt_msg_log(ch, fd, dir, m, ch->msg_start[dir],
 			ch->off[dir] - ch->msg_start[dir], peer);
 		ch->msg_open[dir] = 0;
 	}
@@ -97,7 +97,7 @@ static inline void data(struct bt_chan *ch, int fd, int dir, uint64_t n)
 static inline void turn(struct bt_chan *ch, int fd, int dir)
 {
 	if (ch->pp && unlikely(ch->pp->flags & BT_PPF_TURN_ENDS))
-		bt_io_turn_ends(ch, fd, dir);
+		bt_msg_turn_ends(ch, fd, dir);
 }
 
 static inline void io_ready_changed(struct bt_chan *ch)

@@ -77,7 +77,7 @@ bt_iov_feed(struct bt_chan *ch, int fd, int dir, const struct iovec *iov,
 			bt_msg_init(&m);
 			k = ch->pp->feed(ch->pps, dir, p + pos, len - pos, &m);
 			if (k <= 0 || (size_t)k > len - pos) {
-				bt_io_lost(ch, fd, dir);
+				bt_msg_lost(ch, fd, dir);
 				continue;
 			}
 			track(ch, fd, dir, (uint64_t)k, &m, NULL);

@@ -82,7 +82,7 @@ static void scan_buffer(struct bt_chan *ch, int fd)
 				 ch->buf + ch->rd + ch->scanned,
 				 ch->wr - ch->rd - ch->scanned, &m);
 		if (r <= 0 || (size_t)r > ch->wr - ch->rd - ch->scanned) {
-			bt_io_lost(ch, fd, BT_DIR_IN);
+			bt_msg_lost(ch, fd, BT_DIR_IN);
 			return;
 		}
 		ch->scanned += (uint32_t)r;

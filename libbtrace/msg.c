@@ -27,12 +27,12 @@ static __attribute__((noinline)) void msg_redact_emit(const struct bt_msg_rec *r
 {
 	struct bt_event ev;
 
-	bt_msg_rec_event(r, &ev);
+	bt_emit_rec_event(r, &ev);
 	bt_redact_emit(&ev);
 }
 
-void bt_io_log_msg(struct bt_chan *ch, int fd, int dir, const struct bt_msg *m,
-		   uint64_t off, uint64_t len, const struct bt_addr *peer)
+void bt_msg_log(struct bt_chan *ch, int fd, int dir, const struct bt_msg *m,
+		uint64_t off, uint64_t len, const struct bt_addr *peer)
 {
 	struct bt_msg_rec r;
 	struct bt_attr at[BT_EV_MAX_ATTR];
@@ -88,7 +88,7 @@ static void log_lost(struct bt_chan *ch, int fd, int dir)
 }
 
 /* The processor gave up: the channel carries DATA from now on. */
-void bt_io_lost(struct bt_chan *ch, int fd, int dir)
+void bt_msg_lost(struct bt_chan *ch, int fd, int dir)
 {
 	log_lost(ch, fd, dir);
 	if (ch->pp && ch->pp->fini)
@@ -101,7 +101,7 @@ void bt_io_lost(struct bt_chan *ch, int fd, int dir)
 
 /* One-shot style processors: bytes in DIR end the other direction's
  * message. */
-void bt_io_turn_ends(struct bt_chan *ch, int fd, int dir)
+void bt_msg_turn_ends(struct bt_chan *ch, int fd, int dir)
 {
 	int other = !dir;
 
@@ -114,7 +114,7 @@ void bt_io_turn_ends(struct bt_chan *ch, int fd, int dir)
 		track(ch, fd, other, 0, &m, NULL);
 }
 
-void bt_io_eof(struct bt_chan *ch, int fd, int dir)
+void bt_msg_eof(struct bt_chan *ch, int fd, int dir)
 {
 	struct bt_msg m;
 
@@ -131,7 +131,7 @@ void bt_io_eof(struct bt_chan *ch, int fd, int dir)
 		ch->msg_open[dir] = 0;
 }
 
-void bt_io_ready_changed(struct bt_chan *ch)
+void bt_msg_ready_changed(struct bt_chan *ch)
 {
 	io_ready_changed(ch);
 }

@@ -20,7 +20,7 @@
 static uint64_t next_cookie(void)
 {
 	static uint64_t counter;
-	return ((uint64_t)(uint32_t)bt_gettid() << 32) |
+	return ((uint64_t)(uint32_t)bt_proc_gettid() << 32) |
 	       (__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) & 0xffffffffu);
 }
 

@@ -28,7 +28,7 @@
  * passed straight through: count its bytes so offsets stay exact, and
  * count the record it could not have (reported by the next DROP).
  */
-void bt_io_out_nested(int fd, ssize_t n)
+void bt_out_nested(int fd, ssize_t n)
 {
 	uintptr_t w = bt_fd_get(fd);
 
@@ -55,18 +55,18 @@ static __attribute__((noinline)) void dgram_out(struct bt_chan *ch, int fd,
 	bt_msg_init(&m);
 	k = ch->pp->feed(ch->pps, BT_DIR_OUT, p, len, &m);
 	if (k < 0) {
-		bt_io_lost(ch, fd, BT_DIR_OUT);
+		bt_msg_lost(ch, fd, BT_DIR_OUT);
 		log_simple(ch, BT_EV_DATA, fd, BT_DIR_OUT, ch->off[BT_DIR_OUT], n);
 	} else {
 		if (!m.kind)
 			m.kind = BT_MK_ONEWAY;
-		bt_io_log_msg(ch, fd, BT_DIR_OUT, &m, ch->off[BT_DIR_OUT], n, NULL);
+		bt_msg_log(ch, fd, BT_DIR_OUT, &m, ch->off[BT_DIR_OUT], n, NULL);
 	}
 	ch->off[BT_DIR_OUT]++;
 }
 
-void bt_io_out(struct bt_chan *ch, int fd, const struct iovec *iov,
-	       int iovcnt, size_t n, int dgram)
+void bt_out_iov(struct bt_chan *ch, int fd, const struct iovec *iov,
+		int iovcnt, size_t n, int dgram)
 {
 	uint64_t unseen = 0;
 
@@ -77,7 +77,7 @@ void bt_io_out(struct bt_chan *ch, int fd, const struct iovec *iov,
 	if (unlikely(unseen) && !dgram) {
 		/* bytes a nested call wrote: the processor missed them */
 		if (ch->pp)
-			bt_io_lost(ch, fd, BT_DIR_OUT);
+			bt_msg_lost(ch, fd, BT_DIR_OUT);
 		data(ch, fd, BT_DIR_OUT, unseen);
 	}
 
@@ -139,7 +139,7 @@ static void out_done(int fd, const struct iovec *iov, int cnt, ssize_t n)
 	if (unlikely(!ch->announced))
 		bt_chan_announce(ch, fd);
 	if (lock_gen(ch, bt_self.out_gen) == 0) {
-		bt_io_out(ch, fd, iov, cnt, (size_t)n,
+		bt_out_iov(ch, fd, iov, cnt, (size_t)n,
 			  ch->transport == BT_TR_DGRAM);
 		bt_mutex_unlock(&ch->mu);
 	}
@@ -163,7 +163,7 @@ ssize_t bt_write(int fd, const void *buf, size_t len)
 	if (!bt_enter()) {
 		n = REAL(write)(fd, buf, len);
 		if (bt_conf.enabled)
-			bt_io_out_nested(fd, n);
+			bt_out_nested(fd, n);
 		bt_leave_pass();
 		return n;
 	}
@@ -185,7 +185,7 @@ ssize_t bt_writev(int fd, const struct iovec *iov, int cnt)
 	if (!bt_enter()) {
 		n = REAL(writev)(fd, iov, cnt);
 		if (bt_conf.enabled)
-			bt_io_out_nested(fd, n);
+			bt_out_nested(fd, n);
 		bt_leave_pass();
 		return n;
 	}
@@ -202,7 +202,7 @@ ssize_t bt_send(int fd, const void *buf, size_t len, int flags)
 	if (!bt_enter()) {
 		n = REAL(send)(fd, buf, len, flags);
 		if (bt_conf.enabled)
-			bt_io_out_nested(fd, n);
+			bt_out_nested(fd, n);
 		bt_leave_pass();
 		return n;
 	}
@@ -223,7 +223,7 @@ ssize_t bt_sendto(int fd, const void *buf, size_t len, int flags,
 	if (!bt_enter()) {
 		n = REAL(sendto)(fd, buf, len, flags, to, tolen);
 		if (bt_conf.enabled)
-			bt_io_out_nested(fd, n);
+			bt_out_nested(fd, n);
 		bt_leave_pass();
 		return n;
 	}
@@ -243,7 +243,7 @@ ssize_t bt_sendmsg(int fd, const struct msghdr *mh, int flags)
 	if (!bt_enter()) {
 		n = REAL(sendmsg)(fd, mh, flags);
 		if (bt_conf.enabled)
-			bt_io_out_nested(fd, n);
+			bt_out_nested(fd, n);
 		bt_leave_pass();
 		return n;
 	}
@@ -301,7 +301,7 @@ static void file_bytes_out(int out_fd, int in_fd, off_t start, size_t n)
 		data(ch, out_fd, BT_DIR_OUT, n);
 	} else {
 		/* Bytes the processor only counts (a body of known length)
-		 * are not read back: what bt_io_out does, without them. */
+		 * are not read back: what bt_out_iov does, without them. */
 		if (ch->pp && ch->pp->skip && !ch->sniff &&
 		    !__atomic_load_n(&ch->unseen, __ATOMIC_RELAXED)) {
 			int moved = 0;
@@ -328,12 +328,12 @@ static void file_bytes_out(int out_fd, int in_fd, off_t start, size_t n)
 			if (got <= 0) {
 				/* cannot see the bytes: keep offsets, lose framing */
 				if (ch->pp)
-					bt_io_lost(ch, out_fd, BT_DIR_OUT);
+					bt_msg_lost(ch, out_fd, BT_DIR_OUT);
 				data(ch, out_fd, BT_DIR_OUT, n);
 				break;
 			}
 			iov.iov_len = (size_t)got;
-			bt_io_out(ch, out_fd, &iov, 1, (size_t)got, 0);
+			bt_out_iov(ch, out_fd, &iov, 1, (size_t)got, 0);
 			start += got;
 			n -= (size_t)got;
 		}
@@ -437,13 +437,13 @@ static ssize_t splice_held(int in, loff_t *ioff, int out, loff_t *ooff,
 		uint32_t took = (size_t)r < ch->wr - ch->rd ? (uint32_t)r
 							  : ch->wr - ch->rd;
 		if (ch->pp)
-			bt_io_lost(ch, in, BT_DIR_IN);
+			bt_msg_lost(ch, in, BT_DIR_IN);
 		data(ch, in, BT_DIR_IN, (uint64_t)r);
 		ch->rd += took;
 		ch->scanned = 0;
 		if (ch->rd == ch->wr)
 			ch->rd = ch->wr = 0;
-		bt_io_ready_changed(ch);
+		bt_msg_ready_changed(ch);
 		bt_mutex_unlock(&ch->mu);
 	}
 	return r;
@@ -493,7 +493,7 @@ ssize_t bt_splice(int in, off64_t *ioff, int out, off64_t *ooff, size_t n,
 			if (!ch->announced)
 				bt_chan_announce(ch, fds[d]);
 			if (ch->pp || ch->rd < ch->wr)
-				bt_io_lost(ch, fds[d], dir);
+				bt_msg_lost(ch, fds[d], dir);
 			data(ch, fds[d], dir, (uint64_t)r);
 			bt_mutex_unlock(&ch->mu);
 		}

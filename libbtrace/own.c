@@ -137,7 +137,7 @@ int bt_own_next(unsigned from, unsigned to)
 	return best;
 }
 
-int bt_is_own_fd(int fd)
+int bt_own_is_fd(int fd)
 {
 	return fd >= 0 && bt_fd_get(fd) == BT_FD_OWN;
 }

@@ -57,7 +57,7 @@ static char exec_mark[40] = "BTRACE_EXECED=0";
 static unsigned nkeep;
 static char preload_entry[PATH_MAX + 16];
 
-int bt_gettid(void)
+int bt_proc_gettid(void)
 {
 	if (unlikely(!bt_self.tid))
 		bt_self.tid = (int)syscall(SYS_gettid);
@@ -65,14 +65,14 @@ int bt_gettid(void)
 }
 
 /* First records of a thread's stream (called by emit.c on slot claim). */
-void bt_thread_first_records(void)
+void bt_proc_first_records(void)
 {
 	struct bt_event ev;
 	struct timespec rt;
 
 	memset(&ev, 0, sizeof ev);
 	ev.type = BT_EV_THREAD_START;
-	ev.tid = (uint32_t)bt_gettid();
+	ev.tid = (uint32_t)bt_proc_gettid();
 	ev.ptid = (uint32_t)self_creator;
 	ev.cookie = self_cookie;
 	ev.pid = (uint32_t)bt_proc.pid;
@@ -156,7 +156,7 @@ static void remember_env(void)
 
 static void atfork_prepare(void)
 {
-	fork_parent_tid = bt_gettid();
+	fork_parent_tid = bt_proc_gettid();
 	bt_emit_atfork_prepare();
 }
 
@@ -570,7 +570,7 @@ int bt_pthread_create(pthread_t *th, const pthread_attr_t *attr,
 	t->arg = arg;
 	t->cookie = ((uint64_t)(uint32_t)bt_proc.pid << 32) |
 		    __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
-	t->creator = bt_gettid();
+	t->creator = bt_proc_gettid();
 	memset(&ev, 0, sizeof ev);
 	ev.type = BT_EV_THREAD_CREATE;
 	ev.cookie = t->cookie;

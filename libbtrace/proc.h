@@ -73,7 +73,7 @@ struct bt_procinfo {
 BT_HIDDEN extern struct bt_procinfo bt_proc;
 
 /* Current thread id (cached per thread). */
-BT_HIDDEN int bt_gettid(void);
+BT_HIDDEN int bt_proc_gettid(void);
 
 static inline uint64_t bt_now(void)
 {
@@ -111,6 +111,6 @@ static inline void bt_leave_pass(void)
 BT_HIDDEN void bt_init(void);
 BT_HIDDEN extern int bt_initialized;
 /* First records of a thread's stream (called by emit.c on slot claim). */
-BT_HIDDEN void bt_thread_first_records(void);
+BT_HIDDEN void bt_proc_first_records(void);
 
 #endif /* BT_PROC_H */

@@ -141,7 +141,7 @@ static void slot_bind(struct bt_chunk *c, unsigned i)
 	s->head = s->sh->head;
 	s->prev_ts = 0;
 	s->need_time = 1;
-	s->sh->tid = (uint32_t)bt_gettid();
+	s->sh->tid = (uint32_t)bt_proc_gettid();
 	__atomic_add_fetch(&s->sh->gen, 1, __ATOMIC_RELEASE);
 	bt_self.have_slot = 1;
 	bt_self.noreq_mark = UINT64_MAX;   /* a mark in another slot says nothing */

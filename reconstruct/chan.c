@@ -31,25 +31,25 @@ static const char *const role_names[] = {
 
 static void end_destroy(struct rc_ctx *c, struct rc_end *e, int64_t t);
 
-struct rc_proc *rc_proc_get(struct rc_ctx *c, uint32_t host, uint32_t pid)
+struct rc_proc *rc_chan_proc_get(struct rc_ctx *c, uint32_t host, uint32_t pid)
 {
 	return rc_map_getp(&c->chans->procs, rc_key2(host, pid));
 }
 
-void rc_proc_show(struct rc_ctx *c, struct rc_proc *p)
+void rc_chan_proc_show(struct rc_ctx *c, struct rc_proc *p)
 {
 	rc_map_put(&c->chans->procs, rc_key2(p->host, p->pid),
 		   (uint64_t)(uintptr_t)p);
 }
 
-struct rc_proc *rc_proc_new(struct rc_ctx *c, uint32_t host, uint32_t pid)
+struct rc_proc *rc_chan_proc_new(struct rc_ctx *c, uint32_t host, uint32_t pid)
 {
 	struct rc_proc *p = calloc(1, sizeof *p);
 	if (!p)
 		return NULL;
 	p->host = host;
 	p->pid = pid;
-	rc_proc_show(c, p);
+	rc_chan_proc_show(c, p);
 	return p;
 }
 
@@ -68,7 +68,7 @@ static void fd_old_prune(struct rc_ctx *c, struct rc_proc *p, int64_t limit)
 		p->nold - p->old_first > RC_FD_KEEP_MAX)) {
 		struct rc_fdold *o = &p->old[p->old_first++];
 		if (o->ent.end)
-			rc_end_unref(c, o->ent.end, o->until);
+			rc_chan_end_unref(c, o->ent.end, o->until);
 	}
 	if (p->old_first == p->nold)
 		p->old_first = p->nold = 0;
@@ -90,7 +90,7 @@ static void fd_old_add(struct rc_ctx *c, struct rc_proc *p, int32_t fd,
 		uint32_t n = p->capold ? p->capold * 2 : 16;
 		struct rc_fdold *no = realloc(p->old, n * sizeof *no);
 		if (!no) {
-			rc_end_unref(c, ent->end, until);
+			rc_chan_end_unref(c, ent->end, until);
 			return;
 		}
 		p->old = no;
@@ -114,7 +114,7 @@ static struct rc_fdold *fd_old_at(struct rc_proc *p, int32_t fd, int64_t t)
 	return NULL;
 }
 
-void rc_fd_drop(struct rc_ctx *c, struct rc_proc *p, int32_t fd, int64_t t)
+void rc_chan_fd_drop(struct rc_ctx *c, struct rc_proc *p, int32_t fd, int64_t t)
 {
 	if (fd < 0)
 		return;
@@ -122,7 +122,7 @@ void rc_fd_drop(struct rc_ctx *c, struct rc_proc *p, int32_t fd, int64_t t)
 	if (cur && cur->end && t >= cur->since) {
 		struct rc_end *e = cur->end;
 		cur->end = NULL;
-		rc_end_unref(c, e, t);
+		rc_chan_end_unref(c, e, t);
 		return;
 	}
 	/* the fd was bound again by a record merged before this CLOSE */
@@ -130,11 +130,12 @@ void rc_fd_drop(struct rc_ctx *c, struct rc_proc *p, int32_t fd, int64_t t)
 	if (o) {
 		struct rc_end *e = o->ent.end;
 		o->ent.end = NULL;
-		rc_end_unref(c, e, t);
+		rc_chan_end_unref(c, e, t);
 	}
 }
 
-void rc_fd_unbind(struct rc_ctx *c, struct rc_proc *p, int32_t fd, int64_t t)
+void rc_chan_fd_unbind(struct rc_ctx *c, struct rc_proc *p, int32_t fd,
+		       int64_t t)
 {
 	if (fd < 0 || (uint32_t)fd >= p->nfds)
 		return;
@@ -145,8 +146,8 @@ void rc_fd_unbind(struct rc_ctx *c, struct rc_proc *p, int32_t fd, int64_t t)
 	cur->end = NULL;
 }
 
-int rc_fd_set(struct rc_ctx *c, struct rc_proc *p, int32_t fd,
-		  struct rc_end *e, const uint64_t base[2], int64_t t)
+int rc_chan_fd_set(struct rc_ctx *c, struct rc_proc *p, int32_t fd,
+		   struct rc_end *e, const uint64_t base[2], int64_t t)
 {
 	if (fd < 0 || fd >= MAX_FD)
 		return -EINVAL;
@@ -173,12 +174,12 @@ int rc_fd_set(struct rc_ctx *c, struct rc_proc *p, int32_t fd,
 		fd_old_add(c, p, fd, &ent, cur->since);
 		return 0;
 	}
-	rc_fd_unbind(c, p, fd, t);
+	rc_chan_fd_unbind(c, p, fd, t);
 	*cur = ent;
 	return 0;
 }
 
-struct rc_fdent *rc_fd_get(struct rc_proc *p, int32_t fd, int64_t t)
+struct rc_fdent *rc_chan_fd_get(struct rc_proc *p, int32_t fd, int64_t t)
 {
 	if (!p || fd < 0)
 		return NULL;
@@ -190,13 +191,13 @@ struct rc_fdent *rc_fd_get(struct rc_proc *p, int32_t fd, int64_t t)
 	return o ? &o->ent : cur;
 }
 
-void rc_proc_unref(struct rc_ctx *c, struct rc_proc *p, int64_t t)
+void rc_chan_proc_unref(struct rc_ctx *c, struct rc_proc *p, int64_t t)
 {
 	if (--p->refs > 0)
 		return;
 	for (uint32_t fd = 0; fd < p->nfds; fd++)
 		if (p->fds[fd].end) {
-			rc_end_unref(c, p->fds[fd].end, t);
+			rc_chan_end_unref(c, p->fds[fd].end, t);
 			p->fds[fd].end = NULL;
 		}
 	fd_old_prune(c, p, INT64_MAX);
@@ -210,22 +211,22 @@ void rc_proc_unref(struct rc_ctx *c, struct rc_proc *p, int64_t t)
 
 /* A child process object with a copy of P's fd table, holding one
  * reference for the caller. */
-struct rc_proc *rc_proc_copy(struct rc_ctx *c, struct rc_proc *p,
-				 uint32_t pid, int64_t t)
+struct rc_proc *rc_chan_proc_copy(struct rc_ctx *c, struct rc_proc *p,
+				  uint32_t pid, int64_t t)
 {
-	struct rc_proc *np = rc_proc_new(c, p->host, pid);
+	struct rc_proc *np = rc_chan_proc_new(c, p->host, pid);
 	if (!np)
 		return NULL;
 	np->refs = 1;            /* the caller's */
 	for (uint32_t fd = 0; fd < p->nfds; fd++)
 		if (p->fds[fd].end)
-			rc_fd_set(c, np, (int32_t)fd, p->fds[fd].end,
+			rc_chan_fd_set(c, np, (int32_t)fd, p->fds[fd].end,
 			       p->fds[fd].base, t);
 	return np;
 }
 
-struct rc_conn *rc_conn_get(struct rc_ctx *c, uint32_t id,
-			    const struct rc_conninfo *info)
+struct rc_conn *rc_chan_conn_get(struct rc_ctx *c, uint32_t id,
+				 const struct rc_conninfo *info)
 {
 	struct rc_conn *cn = rc_map_getp(&c->chans->conns, id);
 	if (cn)
@@ -247,7 +248,7 @@ static void q_clear(struct rc_dirq *q)
 }
 
 /* Side S will never send again: nothing pending, no live end. */
-int rc_conn_gone(const struct rc_ctx *c, const struct rc_conn *cn, int s)
+int rc_chan_conn_gone(const struct rc_ctx *c, const struct rc_conn *cn, int s)
 {
 	if (cn->pending[s] || cn->live[s])
 		return 0;
@@ -257,7 +258,7 @@ int rc_conn_gone(const struct rc_ctx *c, const struct rc_conn *cn, int s)
 }
 
 /* Does side S of E's connection have an end in the logs at all? */
-int rc_end_traced(const struct rc_ctx *c, const struct rc_end *e, int s)
+int rc_chan_end_traced(const struct rc_ctx *c, const struct rc_end *e, int s)
 {
 	const struct rc_conninfo *ci = &e->conn->info;
 	if (ci->n[s])
@@ -265,7 +266,7 @@ int rc_end_traced(const struct rc_ctx *c, const struct rc_end *e, int s)
 	return ci->pipe && ci->n[2] > (uint32_t)(e->entry_unknown ? 1 : 0);
 }
 
-void rc_conn_maybe_free(struct rc_ctx *c, struct rc_conn *cn)
+void rc_chan_conn_maybe_free(struct rc_ctx *c, struct rc_conn *cn)
 {
 	if (cn->pending[0] || cn->pending[1] || cn->pending[2] ||
 	    cn->live[0] || cn->live[1] || cn->unknown_live)
@@ -280,7 +281,7 @@ void rc_conn_maybe_free(struct rc_ctx *c, struct rc_conn *cn)
  * to it is no longer needed. */
 static void conn_side_check(struct rc_ctx *c, struct rc_conn *cn, int s)
 {
-	if (!rc_conn_gone(c, cn, s))
+	if (!rc_chan_conn_gone(c, cn, s))
 		return;
 	q_clear(&cn->dir[!s]);
 	if (cn->dir[s].parked) {
@@ -289,8 +290,8 @@ static void conn_side_check(struct rc_ctx *c, struct rc_conn *cn, int s)
 	}
 }
 
-void rc_end_peer(const struct rc_end *e, const struct bt_event *ev,
-		 char *buf, size_t len)
+void rc_chan_end_peer(const struct rc_end *e, const struct bt_event *ev,
+		      char *buf, size_t len)
 {
 	const struct bt_attr *pa = ev ? rc_attr(ev, BT_AK_PEER) : NULL;
 
@@ -382,7 +383,8 @@ static void end_destroy(struct rc_ctx *c, struct rc_end *e, int64_t t)
 		.local = e->local.family ? bt_addr_format(&e->local, local, sizeof local) : NULL,
 		.remote = e->remote.family ? bt_addr_format(&e->remote, remote, sizeof remote) : NULL,
 		.path = e->path, .ino = e->ino, .peer_ino = e->peer_ino,
-		.traced_peer = e->conn && e->side < 2 ? rc_end_traced(c, e, !e->side) : 0,
+		.traced_peer = e->conn && e->side < 2 ?
+			       rc_chan_end_traced(c, e, !e->side) : 0,
 		.lost_sync = e->lost_sync, .open = e->open_t, .close = t,
 		.bytes_in = e->bytes[RC_DIN], .bytes_out = e->bytes[RC_DOUT],
 		.msgs_in = e->msgs[RC_DIN], .msgs_out = e->msgs[RC_DOUT],
@@ -396,20 +398,20 @@ static void end_destroy(struct rc_ctx *c, struct rc_end *e, int64_t t)
 			cn->unknown_live--;
 		conn_side_check(c, cn, 0);
 		conn_side_check(c, cn, 1);
-		rc_conn_maybe_free(c, cn);
+		rc_chan_conn_maybe_free(c, cn);
 	}
 	free(e->path);
 	free(e);
 }
 
-void rc_end_unref(struct rc_ctx *c, struct rc_end *e, int64_t t)
+void rc_chan_end_unref(struct rc_ctx *c, struct rc_end *e, int64_t t)
 {
 	if (--e->refs == 0)
 		end_destroy(c, e, t);
 }
 
 /* A pipe end learns its side from the first data through it. */
-void rc_end_side(struct rc_end *e, int dir)
+void rc_chan_end_side(struct rc_end *e, int dir)
 {
 	if (e->side < 2 || !e->conn)
 		return;
@@ -420,12 +422,13 @@ void rc_end_side(struct rc_end *e, int dir)
 
 /* ---- send queues ---------------------------------------------------------- */
 
-struct rc_sent *rc_q_at(const struct rc_dirq *q, uint32_t i)
+struct rc_sent *rc_chan_q_at(const struct rc_dirq *q, uint32_t i)
 {
 	return &q->v[(q->head + i) & (q->cap - 1)];
 }
 
-struct rc_sent *rc_q_push(struct rc_ctx *c, struct rc_dirq *q, uint64_t off)
+struct rc_sent *rc_chan_q_push(struct rc_ctx *c, struct rc_dirq *q,
+			       uint64_t off)
 {
 	if (q->n == MAX_QUEUE) {
 		/* A receiver that never reads: forget the oldest. */
@@ -442,7 +445,7 @@ struct rc_sent *rc_q_push(struct rc_ctx *c, struct rc_dirq *q, uint64_t off)
 		if (!nv)
 			return NULL;
 		for (uint32_t i = 0; i < q->n; i++)
-			nv[i] = *rc_q_at(q, i);
+			nv[i] = *rc_chan_q_at(q, i);
 		free(q->v);
 		q->v = nv;
 		q->head = 0;
@@ -450,12 +453,12 @@ struct rc_sent *rc_q_push(struct rc_ctx *c, struct rc_dirq *q, uint64_t off)
 	}
 	/* Sends usually come in offset order: find the place from the tail. */
 	uint32_t at = q->n;
-	while (at > 0 && rc_q_at(q, at - 1)->off > off)
+	while (at > 0 && rc_chan_q_at(q, at - 1)->off > off)
 		at--;
 	for (uint32_t i = q->n; i > at; i--)
-		*rc_q_at(q, i) = *rc_q_at(q, i - 1);
+		*rc_chan_q_at(q, i) = *rc_chan_q_at(q, i - 1);
 	q->n++;
-	struct rc_sent *x = rc_q_at(q, at);
+	struct rc_sent *x = rc_chan_q_at(q, at);
 	memset(x, 0, sizeof *x);
 	x->off = off;
 	if (!q->seeded) {
@@ -469,10 +472,10 @@ struct rc_sent *rc_q_push(struct rc_ctx *c, struct rc_dirq *q, uint64_t off)
 }
 
 /* The send record covering byte X (a zero-length one starting at X). */
-struct rc_sent *rc_q_find(const struct rc_dirq *q, uint64_t x)
+struct rc_sent *rc_chan_q_find(const struct rc_dirq *q, uint64_t x)
 {
 	for (uint32_t i = 0; i < q->n; i++) {
-		struct rc_sent *s = rc_q_at(q, i);
+		struct rc_sent *s = rc_chan_q_at(q, i);
 		if (s->off <= x && (x < s->end || (s->off == x && s->end == x)))
 			return s;
 		if (s->off > x)
@@ -482,10 +485,10 @@ struct rc_sent *rc_q_find(const struct rc_dirq *q, uint64_t x)
 }
 
 /* Drop send records the receiver has read past. */
-void rc_q_consume(struct rc_dirq *q, uint64_t upto)
+void rc_chan_q_consume(struct rc_dirq *q, uint64_t upto)
 {
 	while (q->n) {
-		struct rc_sent *s = rc_q_at(q, 0);
+		struct rc_sent *s = rc_chan_q_at(q, 0);
 		if (s->end == RC_OPEN_END || s->end > upto ||
 		    (s->end == s->off && s->off == upto))
 			break;
@@ -494,13 +497,13 @@ void rc_q_consume(struct rc_dirq *q, uint64_t upto)
 	}
 }
 
-void rc_q_advance(struct rc_ctx *c, struct rc_conn *cn, int side)
+void rc_chan_q_advance(struct rc_ctx *c, struct rc_conn *cn, int side)
 {
 	struct rc_dirq *q = &cn->dir[side];
 	uint64_t h = q->hwm;
 
 	for (uint32_t i = 0; i < q->n; i++) {
-		const struct rc_sent *s = rc_q_at(q, i);
+		const struct rc_sent *s = rc_chan_q_at(q, i);
 		if (s->off > h || !s->resolved)
 			break;                /* a gap, or not decided yet */
 		uint64_t cov = s->end == RC_OPEN_END ? s->off + 1 : s->end;
@@ -516,13 +519,13 @@ void rc_q_advance(struct rc_ctx *c, struct rc_conn *cn, int side)
 	}
 }
 
-struct rc_dirq *rc_send_q(struct rc_ctx *c, struct rc_end *e)
+struct rc_dirq *rc_chan_send_q(struct rc_ctx *c, struct rc_end *e)
 {
 	struct rc_conn *cn = e->conn;
 	if (!cn || e->side > 1)
 		return NULL;
 	int r = !e->side;
-	if (!rc_end_traced(c, e, r) || rc_conn_gone(c, cn, r))
+	if (!rc_chan_end_traced(c, e, r) || rc_chan_conn_gone(c, cn, r))
 		return NULL;
 	return &cn->dir[e->side];
 }

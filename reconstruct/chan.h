@@ -1,5 +1,7 @@
 /*
  * chan.h - processes, their fd tables, channel ends and connections.
+ * Every function of chan.c is named rc_chan_* (rc_chan_proc_*, rc_chan_fd_*,
+ * rc_chan_conn_*, rc_chan_end_*, rc_chan_q_*).
  *
  *   end       a channel end (struct rc_end): what one or more fds refer
  *             to; created by a CHAN record, shared across fork, kept
@@ -125,76 +127,79 @@ void rc_chan_free(struct rc_ctx *c);
 /* ---- processes and fd tables ---- */
 
 /* The process (HOST, PID) if one is known, else NULL. */
-struct rc_proc *rc_proc_get(struct rc_ctx *c, uint32_t host, uint32_t pid);
+struct rc_proc *rc_chan_proc_get(struct rc_ctx *c, uint32_t host, uint32_t pid);
 /* A new process with an empty fd table and no reference, reachable by
- * rc_proc_get (replacing an older one of that pid). */
-struct rc_proc *rc_proc_new(struct rc_ctx *c, uint32_t host, uint32_t pid);
-/* Make P the one rc_proc_get finds for its pid again. */
-void rc_proc_show(struct rc_ctx *c, struct rc_proc *p);
+ * rc_chan_proc_get (replacing an older one of that pid). */
+struct rc_proc *rc_chan_proc_new(struct rc_ctx *c, uint32_t host, uint32_t pid);
+/* Make P the one rc_chan_proc_get finds for its pid again. */
+void rc_chan_proc_show(struct rc_ctx *c, struct rc_proc *p);
 /* A child of P (fork, spawn) with a copy of its fd table, holding one
  * reference for the caller. */
-struct rc_proc *rc_proc_copy(struct rc_ctx *c, struct rc_proc *p,
-			     uint32_t pid, int64_t t);
+struct rc_proc *rc_chan_proc_copy(struct rc_ctx *c, struct rc_proc *p,
+				  uint32_t pid, int64_t t);
 /* Drop a reference; the last one closes every fd at time T. */
-void rc_proc_unref(struct rc_ctx *c, struct rc_proc *p, int64_t t);
+void rc_chan_proc_unref(struct rc_ctx *c, struct rc_proc *p, int64_t t);
 
 /*
  * The fd table is kept by time: T is the time of the record (its own
  * timestamp, the same clock for every thread of a process), not the order
- * in which the merge applies records of different threads.  rc_fd_set: FD
- * refers to E with offset bases BASE (NULL: 0) from T on; rc_fd_unbind:
- * FD refers to no channel from T on (a file was opened under its number);
- * rc_fd_drop: the CLOSE record, FD's end is closed at T; rc_fd_get: what
- * FD referred to at T (NULL: nothing).  A binding replaced before its
- * CLOSE record was merged is kept (with its end open) until that record
- * comes, or for RC_FD_KEEP_NS of record time if none comes (an implicit
- * close).
+ * in which the merge applies records of different threads.
+ * rc_chan_fd_set: FD refers to E with offset bases BASE (NULL: 0) from T
+ * on; rc_chan_fd_unbind: FD refers to no channel from T on (a file was
+ * opened under its number); rc_chan_fd_drop: the CLOSE record, FD's end is
+ * closed at T; rc_chan_fd_get: what FD referred to at T (NULL: nothing).
+ * A binding replaced before its CLOSE record was merged is kept (with its
+ * end open) until that record comes, or for RC_FD_KEEP_NS of record time
+ * if none comes (an implicit close).
  */
-int  rc_fd_set(struct rc_ctx *c, struct rc_proc *p, int32_t fd,
-	       struct rc_end *e, const uint64_t base[2], int64_t t);
-void rc_fd_unbind(struct rc_ctx *c, struct rc_proc *p, int32_t fd, int64_t t);
-void rc_fd_drop(struct rc_ctx *c, struct rc_proc *p, int32_t fd, int64_t t);
-struct rc_fdent *rc_fd_get(struct rc_proc *p, int32_t fd, int64_t t);
+int  rc_chan_fd_set(struct rc_ctx *c, struct rc_proc *p, int32_t fd,
+		    struct rc_end *e, const uint64_t base[2], int64_t t);
+void rc_chan_fd_unbind(struct rc_ctx *c, struct rc_proc *p, int32_t fd,
+		       int64_t t);
+void rc_chan_fd_drop(struct rc_ctx *c, struct rc_proc *p, int32_t fd,
+		     int64_t t);
+struct rc_fdent *rc_chan_fd_get(struct rc_proc *p, int32_t fd, int64_t t);
 
 /* ---- ends and connections ---- */
 
 /* Connection ID (from pass 1), created on first use with pass 1's
  * counts INFO; NULL if unknown. */
-struct rc_conn *rc_conn_get(struct rc_ctx *c, uint32_t id,
-			    const struct rc_conninfo *info);
+struct rc_conn *rc_chan_conn_get(struct rc_ctx *c, uint32_t id,
+				 const struct rc_conninfo *info);
 /* Free CN once no end of it is live and none is still to come. */
-void rc_conn_maybe_free(struct rc_ctx *c, struct rc_conn *cn);
+void rc_chan_conn_maybe_free(struct rc_ctx *c, struct rc_conn *cn);
 /* Side S will never send again: no live end, none still to come. */
-int  rc_conn_gone(const struct rc_ctx *c, const struct rc_conn *cn, int s);
+int  rc_chan_conn_gone(const struct rc_ctx *c, const struct rc_conn *cn, int s);
 /* Does side S of E's connection have an end in any log at all? */
-int  rc_end_traced(const struct rc_ctx *c, const struct rc_end *e, int s);
+int  rc_chan_end_traced(const struct rc_ctx *c, const struct rc_end *e, int s);
 /* A pipe end whose side was not known learns it from direction DIR. */
-void rc_end_side(struct rc_end *e, int dir);
+void rc_chan_end_side(struct rc_end *e, int dir);
 /* Drop a reference to E; the last one closes it at time T: its open
  * exchanges are written unanswered and its row is written. */
-void rc_end_unref(struct rc_ctx *c, struct rc_end *e, int64_t t);
+void rc_chan_end_unref(struct rc_ctx *c, struct rc_end *e, int64_t t);
 /* The other end, for people: "addr:port", "unix:/path", "pipe:[ino]"
  * (a message's BT_AK_PEER attribute wins). */
-void rc_end_peer(const struct rc_end *e, const struct bt_event *ev,
-		 char *buf, size_t len);
+void rc_chan_end_peer(const struct rc_end *e, const struct bt_event *ev,
+		      char *buf, size_t len);
 
 /* ---- send queues ---- */
 
-struct rc_sent *rc_q_at(const struct rc_dirq *q, uint32_t i);
+struct rc_sent *rc_chan_q_at(const struct rc_dirq *q, uint32_t i);
 /* A zeroed record at the tail (NULL when out of memory). */
 /* A send record at offset OFF, kept in offset order (sends on one
  * connection can come from several threads, merged in any order). */
-struct rc_sent *rc_q_push(struct rc_ctx *c, struct rc_dirq *q, uint64_t off);
+struct rc_sent *rc_chan_q_push(struct rc_ctx *c, struct rc_dirq *q,
+			       uint64_t off);
 /* The send record covering byte X (or a zero-length one at X). */
-struct rc_sent *rc_q_find(const struct rc_dirq *q, uint64_t x);
+struct rc_sent *rc_chan_q_find(const struct rc_dirq *q, uint64_t x);
 /* Forget the records the receiver has read past UPTO. */
-void rc_q_consume(struct rc_dirq *q, uint64_t upto);
+void rc_chan_q_consume(struct rc_dirq *q, uint64_t upto);
 /* Resolved sends of SIDE now cover bytes below UPTO: wake waiters. */
 /* Extend the covered prefix through contiguous resolved sends; wakes a
  * receiver waiting on it. */
-void rc_q_advance(struct rc_ctx *c, struct rc_conn *cn, int side);
+void rc_chan_q_advance(struct rc_ctx *c, struct rc_conn *cn, int side);
 /* The queue a send on E goes to, or NULL if no traced receiver needs
  * it (the receiving side is untraced, or gone). */
-struct rc_dirq *rc_send_q(struct rc_ctx *c, struct rc_end *e);
+struct rc_dirq *rc_chan_send_q(struct rc_ctx *c, struct rc_end *e);
 
 #endif /* RC_CHAN_H */

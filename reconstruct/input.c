@@ -247,7 +247,7 @@ void rc_input_close(struct rc_ctx *c)
 	c->hosts = NULL;
 }
 
-const char *rc_intern(struct rc_ctx *c, const char *s, uint32_t n)
+const char *rc_input_intern(struct rc_ctx *c, const char *s, uint32_t n)
 {
 	uint64_t h = rc_hash64(n, s, n);
 	const char *old = rc_map_getp(&c->strmap, h);
@@ -273,7 +273,7 @@ const char *rc_intern(struct rc_ctx *c, const char *s, uint32_t n)
 
 /* ---- the cursor -------------------------------------------------------- */
 
-void rc_cur_reset(struct rc_ctx *c, struct rc_run *r, int warn)
+void rc_input_cur_reset(struct rc_ctx *c, struct rc_run *r, int warn)
 {
 	struct rc_cursor *cu = &r->cur;
 
@@ -310,7 +310,7 @@ static void lose(struct rc_ctx *c, struct rc_run *run, const char *file,
 		name, what);
 }
 
-int rc_cur_next(struct rc_ctx *c, struct rc_run *s, struct rc_rec *r)
+int rc_input_cur_next(struct rc_ctx *c, struct rc_run *s, struct rc_rec *r)
 {
 	struct rc_cursor *cu = &s->cur;
 

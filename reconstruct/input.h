@@ -20,15 +20,21 @@ void rc_input_close(struct rc_ctx *c);
  * block, image and stream tables, and the heap memory freed. */
 void rc_input_release(struct rc_ctx *c);
 
+/* A lasting copy of the N bytes at S, shared by equal strings (for the
+ * few distinct values logged many times: executables).  NULL when out of
+ * memory.  Freed with the context. */
+const char *rc_input_intern(struct rc_ctx *c, const char *s, uint32_t n);
+
 /* Prepare R's cursor at its stream's first record; WARN: report losses. */
-void rc_cur_reset(struct rc_ctx *c, struct rc_run *r, int warn);
+void rc_input_cur_reset(struct rc_ctx *c, struct rc_run *r, int warn);
 
 /*
- * rc_cur_next - the next record of RUN's stream into *R.  Blocks already seen
- * are skipped, overlapping ones cut back; after missing bytes or a damaged
- * record the records up to the next BT_EV_TIME are skipped (counted in
- * C->st.lost_records when the cursor warns).  Returns 1, or 0 at the end.
+ * rc_input_cur_next - the next record of RUN's stream into *R.  Blocks
+ * already seen are skipped, overlapping ones cut back; after missing bytes
+ * or a damaged record the records up to the next BT_EV_TIME are skipped
+ * (counted in C->st.lost_records when the cursor warns).  Returns 1, or 0
+ * at the end.
  */
-int rc_cur_next(struct rc_ctx *c, struct rc_run *run, struct rc_rec *r);
+int rc_input_cur_next(struct rc_ctx *c, struct rc_run *run, struct rc_rec *r);
 
 #endif /* RC_INPUT_H */

@@ -114,8 +114,8 @@ struct rc_proc *rc_lineage_proc_of(struct ap *a)
 	struct rc_image *im = a->im;
 	if (im->run->attached)
 		return im->run->proc;
-	struct rc_proc *p = rc_proc_get(a->c, im->host, im->pid);
-	if (!p && !(p = rc_proc_new(a->c, im->host, im->pid)))
+	struct rc_proc *p = rc_chan_proc_get(a->c, im->host, im->pid);
+	if (!p && !(p = rc_chan_proc_new(a->c, im->host, im->pid)))
 		return NULL;
 	image_attach(a, p, NULL);
 	return p;
@@ -146,7 +146,7 @@ static void image_end(struct rc_ctx *c, struct rc_image *im)
 	};
 	rc_db_process(c, &r);
 	im->run->attached = 0;
-	rc_proc_unref(c, im->run->proc, im->run->last_ts);
+	rc_chan_proc_unref(c, im->run->proc, im->run->last_ts);
 	im->run->proc = NULL;
 }
 
@@ -215,12 +215,12 @@ void rc_lineage_proc_start(struct ap *a)
 	if (sn) {
 		struct rc_proc *p = sn->proc;
 		/* The child process object is reachable by its pid again. */
-		rc_proc_show(a->c, p);
+		rc_chan_proc_show(a->c, p);
 		image_attach(a, p, sn);
 		a->th->d = sn->d;
 		if (sn->dom == im->domain && sn->t > a->t)
 			a->t = sn->t;
-		rc_proc_unref(a->c, p, a->t);
+		rc_chan_proc_unref(a->c, p, a->t);
 		free(sn);
 	} else {
 		rc_lineage_proc_of(a);
@@ -242,12 +242,12 @@ void rc_lineage_fork_like(struct ap *a, unsigned kind)
 	struct rc_proc *np = NULL;
 
 	if (rc_map_get(&a->c->lin_children, key, &left) && left > 0)
-		np = rc_proc_copy(a->c, p, child, a->t);
+		np = rc_chan_proc_copy(a->c, p, child, a->t);
 	rc_lineage_parent_record(a, key, np,
 				 kind == RC_LIN_SPAWN ? "spawn" :
 				 (ev->flags & 1) ? "vfork" : "fork");
 	if (np)   /* the snapshot holds it now */
-		rc_proc_unref(a->c, np, a->t);
+		rc_chan_proc_unref(a->c, np, a->t);
 }
 
 void rc_lineage_exec(struct ap *a)
@@ -275,7 +275,7 @@ void rc_lineage_exec(struct ap *a)
 		else
 			rc_map_del(&a->m->snaps, key);
 		rc_map_add(&a->c->lin_children, key, 1);
-		rc_proc_unref(a->c, sn->proc, a->t);
+		rc_chan_proc_unref(a->c, sn->proc, a->t);
 		free(sn);
 		break;
 	}
@@ -293,7 +293,7 @@ void rc_lineage_drop(struct rc_ctx *c)
 		while (sn) {
 			struct rc_snap *nx = sn->next;
 			if (sn->proc)
-				rc_proc_unref(c, sn->proc, sn->t);
+				rc_chan_proc_unref(c, sn->proc, sn->t);
 			free(sn);
 			sn = nx;
 		}

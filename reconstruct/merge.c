@@ -117,7 +117,7 @@ static int advance(struct rc_ctx *c, struct rc_run *r)
 {
 	const struct rc_image *im = &c->images[r->st->image];
 
-	while (rc_cur_next(c, r, &r->rec)) {
+	while (rc_input_cur_next(c, r, &r->rec)) {
 		uint64_t prev = r->rec.prev_ts;
 		c->st.events++;
 		if (r->rec.type == BT_EV_TIME) {
@@ -191,7 +191,7 @@ static int activate(struct rc_ctx *c, struct rc_stream *s)
 	bt_ev_dict_init(d);
 	r->st = s;
 	s->run = r;
-	rc_cur_reset(c, r, 0);
+	rc_input_cur_reset(c, r, 0);
 	if (advance(c, r))
 		return heap_push(g, r);
 	run_end(c, r);

@@ -191,7 +191,7 @@ static void on_chan(struct ap *a)
 	struct rc_entry en;
 	if (rc_scan_entry(c, s, ei, &en) < 0)
 		return;
-	struct rc_conn *cn = rc_conn_get(c, en.conn, &en.info);
+	struct rc_conn *cn = rc_chan_conn_get(c, en.conn, &en.info);
 	if (!cn)
 		return;
 	cn->pending[en.side < 2 ? en.side : 2]--;
@@ -199,15 +199,15 @@ static void on_chan(struct ap *a)
 	/* An end this process already holds, announced again after exec. */
 	if (!rc_role_fresh(ev->role)) {
 		struct rc_end *old = NULL;
-		struct rc_fdent *fe = rc_fd_get(p, ev->fd, a->rt);
+		struct rc_fdent *fe = rc_chan_fd_get(p, ev->fd, a->rt);
 		if (fe && same_identity(fe->end, ev))
 			old = fe->end;
 		for (uint32_t fd = 0; !old && fd < p->nfds; fd++)
 			if (p->fds[fd].end && same_identity(p->fds[fd].end, ev))
 				old = p->fds[fd].end;
 		if (old) {
-			rc_fd_set(c, p, ev->fd, old, old->hwm, a->rt);
-			rc_conn_maybe_free(c, cn);
+			rc_chan_fd_set(c, p, ev->fd, old, old->hwm, a->rt);
+			rc_chan_conn_maybe_free(c, cn);
 			return;
 		}
 	}
@@ -253,16 +253,16 @@ static void on_chan(struct ap *a)
 	if (e->side < 2) {
 		cn->live[e->side]++;
 		/* a new end sends from offset 0: its sends never seed the
-		 * queue mid-stream (see rc_q_push) */
+		 * queue mid-stream (see rc_chan_q_push) */
 		if (rc_role_fresh(ev->role))
 			cn->dir[e->side].seeded = 1;
 	} else {
 		cn->unknown_live++;
 	}
 	c->st.channels++;
-	if (rc_fd_set(c, p, ev->fd, e, NULL, a->rt) < 0) {
+	if (rc_chan_fd_set(c, p, ev->fd, e, NULL, a->rt) < 0) {
 		e->refs = 1;              /* no fd took it: close it now */
-		rc_end_unref(c, e, a->t);
+		rc_chan_end_unref(c, e, a->t);
 	}
 }
 
@@ -304,9 +304,9 @@ static int ready_alone_within(const struct ap *a)
 static void on_ready(struct ap *a)
 {
 	const struct bt_event *ev = a->ev;
+	struct rc_proc *p = a->im->run->attached ? a->im->run->proc : NULL;
 	struct rc_fdent *fe = ev->fd >= 0 ?
-		rc_fd_get(a->im->run->attached ? a->im->run->proc : NULL, ev->fd,
-			  a->rt) : NULL;
+		rc_chan_fd_get(p, ev->fd, a->rt) : NULL;
 
 	if (ready_continues(a, fe)) {
 		a->merged = 1;
@@ -343,7 +343,8 @@ static void on_ready(struct ap *a)
 	if ((ev->flags & 1) && e->side < 2) {
 		/* The next incoming message, if its send is known already. */
 		struct rc_dirq *q = rc_msg_recv_q(a, e, e->hwm[RC_DIN]);
-		struct rc_sent *x = q ? rc_q_find(q, e->hwm[RC_DIN]) : NULL;
+		struct rc_sent *x =
+			q ? rc_chan_q_find(q, e->hwm[RC_DIN]) : NULL;
 		if (x && x->resolved) {
 			a->th->d.req = x->req;
 			a->th->d.span = x->span;
@@ -364,9 +365,9 @@ static void on_ready(struct ap *a)
 static void on_want(struct ap *a)
 {
 	const struct bt_event *ev = a->ev;
+	struct rc_proc *p = a->im->run->attached ? a->im->run->proc : NULL;
 	struct rc_fdent *fe = ev->fd >= 0 ?
-		rc_fd_get(a->im->run->attached ? a->im->run->proc : NULL, ev->fd,
-			  a->rt) : NULL;
+		rc_chan_fd_get(p, ev->fd, a->rt) : NULL;
 
 	if (!fe)
 		return;
@@ -449,7 +450,7 @@ static void on_open(struct ap *a)
 	if (!r.req)
 		c->st.unattr_files++;
 	if (p && ev->result >= 0)
-		rc_fd_unbind(c, p, (int32_t)ev->result, a->rt);
+		rc_chan_fd_unbind(c, p, (int32_t)ev->result, a->rt);
 }
 
 static void on_dup(struct ap *a)
@@ -458,12 +459,12 @@ static void on_dup(struct ap *a)
 	struct rc_proc *p = rc_lineage_proc_of(a);
 	if (!p || ev->fd == ev->fd2)
 		return;
-	struct rc_fdent *fe = rc_fd_get(p, ev->fd, a->rt);
+	struct rc_fdent *fe = rc_chan_fd_get(p, ev->fd, a->rt);
 	/* dup2 closes what fd2 was */
-	rc_fd_drop(a->c, p, ev->fd2, a->rt);
+	rc_chan_fd_drop(a->c, p, ev->fd2, a->rt);
 	if (fe) {
 		uint64_t base[2] = { fe->base[0], fe->base[1] };
-		rc_fd_set(a->c, p, ev->fd2, fe->end, base, a->rt);
+		rc_chan_fd_set(a->c, p, ev->fd2, fe->end, base, a->rt);
 	}
 }
 
@@ -517,12 +518,13 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 	case BT_EV_OPEN:          on_open(&a); break;
 	case BT_EV_CLOSE:
 		if ((p = rc_lineage_proc_of(&a)))
-			rc_fd_drop(c, p, ev->fd, a.rt);
+			rc_chan_fd_drop(c, p, ev->fd, a.rt);
 		break;
 	case BT_EV_DUP:           on_dup(&a); break;
 	case BT_EV_CHAN:          on_chan(&a); break;
 	case BT_EV_PROTO: {
-		struct rc_fdent *fe = rc_fd_get(rc_lineage_proc_of(&a), ev->fd, a.rt);
+		struct rc_fdent *fe =
+			rc_chan_fd_get(rc_lineage_proc_of(&a), ev->fd, a.rt);
 		if (fe) {
 			fe->end->proto = ev->proto;
 			fe->end->how = (uint8_t)ev->flags;
@@ -530,7 +532,8 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 		break;
 	}
 	case BT_EV_LOST_SYNC: {
-		struct rc_fdent *fe = rc_fd_get(rc_lineage_proc_of(&a), ev->fd, a.rt);
+		struct rc_fdent *fe =
+			rc_chan_fd_get(rc_lineage_proc_of(&a), ev->fd, a.rt);
 		if (fe)
 			fe->end->lost_sync = 1;
 		break;
@@ -607,7 +610,7 @@ int rc_model_ready(struct rc_ctx *c, struct rc_run *s, uint64_t *key)
 	}
 	if (!im->run->attached)
 		return 1;
-	struct rc_fdent *fe = rc_fd_get(im->run->proc, ev->fd,
+	struct rc_fdent *fe = rc_chan_fd_get(im->run->proc, ev->fd,
 					rc_epoch(c, im->domain, ev->ts));
 	if (!fe)
 		return 1;
@@ -631,13 +634,13 @@ int rc_model_ready(struct rc_ctx *c, struct rc_run *s, uint64_t *key)
 	}
 	if (ev->dir != BT_DIR_IN)
 		return 1;
-	rc_end_side(e, RC_DIN);
+	rc_chan_end_side(e, RC_DIN);
 	struct rc_conn *cn = e->conn;
 	if (!cn || e->side > 1)
 		return 1;
 	int sside = !e->side;
 	struct rc_dirq *q = &cn->dir[sside];
-	if (q->untraced || !rc_end_traced(c, e, sside))
+	if (q->untraced || !rc_chan_end_traced(c, e, sside))
 		return 1;
 	uint64_t o = fe->base[RC_DIN] + ev->off;
 	uint64_t need = ev->type == BT_EV_MSG ? o + rc_msg_units(e, ev) : o + 1;
@@ -645,7 +648,7 @@ int rc_model_ready(struct rc_ctx *c, struct rc_run *s, uint64_t *key)
 		need = o;
 	if (q->hwm >= need)
 		return 1;
-	if (rc_conn_gone(c, cn, sside)) {
+	if (rc_chan_conn_gone(c, cn, sside)) {
 		s->released = RC_REL_GONE;
 		return 1;
 	}

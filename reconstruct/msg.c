@@ -39,20 +39,20 @@ struct rc_dirq *rc_msg_recv_q(struct ap *a, struct rc_end *e, uint64_t o)
 		 * again.  Otherwise the sender is untraced from here. */
 		int later = 0;
 		for (uint32_t i = 0; i < q->n && !later; i++)
-			later = rc_q_at(q, i)->off > o;
+			later = rc_chan_q_at(q, i)->off > o;
 		if (later) {
 			uint64_t upto = o + rc_msg_units(e, a->ev);
 			if (a->ev->type != BT_EV_READY)
 				a->c->st.unpaired_recv++;
 			if (upto > q->hwm)
 				q->hwm = upto;
-			rc_q_advance(a->c, cn, s);
+			rc_chan_q_advance(a->c, cn, s);
 		} else {
 			q->untraced = 1;
 		}
 		return NULL;
 	}
-	if (q->untraced || !rc_end_traced(a->c, e, s))
+	if (q->untraced || !rc_chan_end_traced(a->c, e, s))
 		return NULL;
 	return q;
 }
@@ -60,8 +60,8 @@ struct rc_dirq *rc_msg_recv_q(struct ap *a, struct rc_end *e, uint64_t o)
 /* The end of the record's fd and its absolute offset; counts unknowns. */
 static struct rc_end *rec_end(struct ap *a, int dir, uint64_t *off)
 {
-	struct rc_fdent *fe = rc_fd_get(a->im->run->attached ? a->im->run->proc : NULL,
-				     a->ev->fd, a->rt);
+	struct rc_proc *p = a->im->run->attached ? a->im->run->proc : NULL;
+	struct rc_fdent *fe = rc_chan_fd_get(p, a->ev->fd, a->rt);
 	if (!fe) {
 		struct rc_ctx *c = a->c;
 		if (!c->st.unknown_fd++)
@@ -72,7 +72,7 @@ static struct rc_end *rec_end(struct ap *a, int dir, uint64_t *off)
 				a->ev->fd);
 		return NULL;
 	}
-	rc_end_side(fe->end, dir);
+	rc_chan_end_side(fe->end, dir);
 	*off = fe->base[dir] + a->ev->off;
 	return fe->end;
 }
@@ -127,10 +127,10 @@ static void on_msg_begin_out(struct ap *a, struct rc_end *e, uint64_t o)
 	} else if (!rc_span_live(a->c, &d)) {
 		resolved = 0;         /* may start a request (rule 5) */
 	}
-	struct rc_dirq *q = rc_send_q(a->c, e);
+	struct rc_dirq *q = rc_chan_send_q(a->c, e);
 	if (!q)
 		return;
-	struct rc_sent *x = rc_q_push(a->c, q, o);
+	struct rc_sent *x = rc_chan_q_push(a->c, q, o);
 	if (!x)
 		return;
 	x->end = RC_OPEN_END;
@@ -141,7 +141,7 @@ static void on_msg_begin_out(struct ap *a, struct rc_end *e, uint64_t o)
 	x->dom = a->im->domain;
 	x->resolved = (uint8_t)resolved;
 	if (resolved)
-		rc_q_advance(a->c, e->conn, e->side);
+		rc_chan_q_advance(a->c, e->conn, e->side);
 }
 
 /* Set designation D to (REQ, SPAN, CROOT): the one place a message's or a
@@ -197,7 +197,7 @@ static void span_request_head(struct rc_span *sp, const struct rc_end *e,
 
 	sp->start = t0;
 	rc_span_label(sp, ev);
-	rc_end_peer(e, ev, peer, sizeof peer);
+	rc_chan_end_peer(e, ev, peer, sizeof peer);
 	sp->peer = strdup(peer);
 	if (client_peer)
 		sp->client = strdup(peer);
@@ -259,19 +259,19 @@ static void msg_out_queue(struct ap *a, struct rc_end *e, uint64_t o,
 			  uint64_t msg)
 {
 	struct rc_ctx *c = a->c;
-	struct rc_dirq *q = rc_send_q(c, e);
+	struct rc_dirq *q = rc_chan_send_q(c, e);
 
 	if (!q)
 		return;
 	struct rc_sent *x = NULL;
 	for (uint32_t i = q->n; i-- > 0 && i + 8 >= q->n;) {
-		struct rc_sent *y = rc_q_at(q, i);
+		struct rc_sent *y = rc_chan_q_at(q, i);
 		if (y->off == o && y->end == RC_OPEN_END) {
 			x = y;
 			break;
 		}
 	}
-	if (!x && (x = rc_q_push(c, q, o)) != NULL)
+	if (!x && (x = rc_chan_q_push(c, q, o)) != NULL)
 		x->t_begin = t0;
 	if (!x)
 		return;
@@ -284,7 +284,7 @@ static void msg_out_queue(struct ap *a, struct rc_end *e, uint64_t o,
 	x->client_root = md->client_root;
 	x->dom = a->im->domain;
 	x->resolved = 1;
-	rc_q_advance(c, e->conn, e->side);
+	rc_chan_q_advance(c, e->conn, e->side);
 }
 
 static void on_msg_out(struct ap *a, struct rc_end *e, uint64_t o)
@@ -378,7 +378,7 @@ static int begins_request(const struct rc_end *e, const struct rc_dirq *q,
 static void on_msg_begin_in(struct ap *a, struct rc_end *e, uint64_t o)
 {
 	struct rc_dirq *q = rc_msg_recv_q(a, e, o);
-	struct rc_sent *x = q ? rc_q_find(q, o) : NULL;
+	struct rc_sent *x = q ? rc_chan_q_find(q, o) : NULL;
 	struct rc_span *sp = NULL;
 
 	rc_frag_input(a, e, RC_TR_MSG, o, 0);
@@ -435,14 +435,14 @@ static struct rc_sent *msg_in_sender(struct ap *a, struct rc_dirq *q,
 	struct rc_sent *x = NULL;
 
 	if (q) {
-		x = rc_q_find(q, o);
+		x = rc_chan_q_find(q, o);
 		if (!x || !x->resolved) {
 			a->c->st.unpaired_recv++;
 			x = NULL;
 		}
 	}
 	if (x)
-		recv_clock(a, n ? rc_q_find(q, o + n - 1) : x);
+		recv_clock(a, n ? rc_chan_q_find(q, o + n - 1) : x);
 	return x;
 }
 
@@ -588,7 +588,7 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 	end_advance(a, e, RC_DIN, o, n);
 	e->msgs[RC_DIN]++;
 	if (q)
-		rc_q_consume(q, o + n);
+		rc_chan_q_consume(q, o + n);
 	msg_in_place(a, e, sp, early, o);
 }
 
@@ -596,13 +596,13 @@ static void on_data_out(struct ap *a, struct rc_end *e, uint64_t o)
 {
 	struct rc_desig d = a->th->d;
 	uint64_t n = rc_msg_units(e, a->ev);
-	struct rc_dirq *q = rc_send_q(a->c, e);
+	struct rc_dirq *q = rc_chan_send_q(a->c, e);
 
 	if (q) {
-		struct rc_sent *x = q->n ? rc_q_at(q, q->n - 1) : NULL;
+		struct rc_sent *x = q->n ? rc_chan_q_at(q, q->n - 1) : NULL;
 		if (!x || x->end != o || x->kind || x->req != d.req ||
 		    x->span != d.span || !x->resolved) {
-			x = rc_q_push(a->c, q, o);
+			x = rc_chan_q_push(a->c, q, o);
 			if (x) {
 				x->t_begin = a->t;
 				x->req = d.req;
@@ -615,7 +615,7 @@ static void on_data_out(struct ap *a, struct rc_end *e, uint64_t o)
 		if (x) {
 			x->end = o + n;
 			x->t_end = a->t;
-			rc_q_advance(a->c, e->conn, e->side);
+			rc_chan_q_advance(a->c, e->conn, e->side);
 		}
 	}
 	if (!d.req)
@@ -630,11 +630,11 @@ static void on_data_in(struct ap *a, struct rc_end *e, uint64_t o)
 	struct rc_ctx *c = a->c;
 	uint64_t n = rc_msg_units(e, a->ev);
 	struct rc_dirq *q = rc_msg_recv_q(a, e, o);
-	struct rc_sent *x = q ? rc_q_find(q, o) : NULL;
+	struct rc_sent *x = q ? rc_chan_q_find(q, o) : NULL;
 
 	rc_frag_input(a, e, RC_TR_DATA, o, 0);
 	if (x && x->resolved) {
-		recv_clock(a, n ? rc_q_find(q, o + n - 1) : x);
+		recv_clock(a, n ? rc_chan_q_find(q, o + n - 1) : x);
 		desig_set(&a->th->d, x->req, x->span, x->client_root);
 	} else {
 		if (q)
@@ -647,7 +647,7 @@ static void on_data_in(struct ap *a, struct rc_end *e, uint64_t o)
 		c->st.unattr_data_bytes += a->ev->len;
 	end_advance(a, e, RC_DIN, o, n);
 	if (q)
-		rc_q_consume(q, o + n);
+		rc_chan_q_consume(q, o + n);
 }
 
 void rc_msg_record(struct ap *a)

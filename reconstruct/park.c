@@ -155,7 +155,7 @@ void rc_park_waiting(struct ap *a)
 		if (!parkable(a, sp, req) || has_continuation(p, sp))
 			continue;
 		const struct rc_fdent *fe = or->ev.fd >= 0 ?
-			rc_fd_get(p, or->ev.fd, or->head_t) : NULL;
+			rc_chan_fd_get(p, or->ev.fd, or->head_t) : NULL;
 		if (fe && (fe->end->channel_id == sp->channel_id ||
 			   fe->end->last.req == req))
 			continue;         /* more of its own connection, or a

@@ -23,6 +23,7 @@
 #include "pattern_norm.h"
 #include "patterns.h"
 #include "sql.h"
+#include "views.h"
 
 /* ---- patterns --------------------------------------------------------------- */
 
@@ -49,10 +50,10 @@ struct pattern {
 
 struct pspan {                   /* one span of the current request */
 	int64_t id, parent_id, start, end;
-	int     has_start, has_end;
+	int     has_start, has_end, has_self;
 	int32_t parent, first_child, last_child, next_sibling;
 	int32_t node, depth;
-	int64_t self;
+	int64_t self;                /* span_self_time's (views.h) */
 	char   *line;                /* "kind\tprotocol\tservice\tlabel" */
 };
 
@@ -152,38 +153,6 @@ static void clear_request(struct builder *b)
 	b->nsp = 0;
 	rc_map_free(&b->idx);
 	rc_map_init(&b->idx);
-}
-
-/* Self time of span I: its duration minus the union of its children's
- * intervals, each clipped to it (children are in start order). */
-static void self_time(struct builder *b, int32_t i)
-{
-	struct pspan *p = &b->sp[i];
-	int64_t covered = 0, cs = 0, ce = 0;
-	int open = 0;
-
-	if (!p->has_end)
-		return;
-	for (int32_t k = p->first_child; k >= 0; k = b->sp[k].next_sibling) {
-		const struct pspan *ch = &b->sp[k];
-		int64_t s = ch->start > p->start ? ch->start : p->start;
-		int64_t e = ch->has_end && ch->end < p->end ? ch->end : p->end;
-		if (e <= s)
-			continue;
-		if (open && s <= ce) {
-			if (e > ce)
-				ce = e;
-		} else {
-			if (open)
-				covered += ce - cs;
-			cs = s;
-			ce = e;
-			open = 1;
-		}
-	}
-	if (open)
-		covered += ce - cs;
-	p->self = p->end - p->start - covered;
 }
 
 static struct pattern *pattern_find(struct builder *b, uint64_t hash)
@@ -387,10 +356,9 @@ static int finish_request(struct builder *b, int64_t req, int64_t root_span)
 	p->n++;
 	for (size_t k = 0; k < no; k++) {
 		struct pspan *s = &b->sp[b->order[k]];
-		self_time(b, b->order[k]);
 		if (s->has_end) {
 			p->node[k].sum_ns += s->end - s->start;
-			p->node[k].sum_self_ns += s->self;
+			p->node[k].sum_self_ns += s->has_self ? s->self : 0;
 			p->node[k].n_timed++;
 		}
 		sqlite3_stmt *st = b->ins_span;
@@ -400,7 +368,7 @@ static int finish_request(struct builder *b, int64_t req, int64_t root_span)
 		sqlite3_bind_int64(st, 3, pid);
 		sqlite3_bind_int64(st, 4, (int64_t)k);
 		sqlite3_bind_text(st, 5, label ? label + 1 : "", -1, SQLITE_STATIC);
-		if (s->has_end)
+		if (s->has_self)
 			sqlite3_bind_int64(st, 6, s->self);
 		else
 			sqlite3_bind_null(st, 6);
@@ -434,6 +402,8 @@ static int add_span(struct builder *b, sqlite3_stmt *s)
 	p->start = sqlite3_column_int64(s, 8);
 	p->has_end = sqlite3_column_type(s, 9) != SQLITE_NULL;
 	p->end = sqlite3_column_int64(s, 9);
+	p->has_self = sqlite3_column_type(s, 11) != SQLITE_NULL;
+	p->self = sqlite3_column_int64(s, 11);
 	p->line = span_line((const char *)sqlite3_column_text(s, 3),
 			    (const char *)sqlite3_column_text(s, 4),
 			    (const char *)sqlite3_column_text(s, 7),
@@ -444,6 +414,16 @@ static int add_span(struct builder *b, sqlite3_stmt *s)
 	b->nsp++;
 	return 0;
 }
+
+/* Every span's self time, by the one definition the view span_self_time
+ * uses (RC_SELF_COVER_CTE, views.h): children of any request count. */
+static const char self_sql[] =
+	"CREATE TEMP TABLE span_self(span_id INTEGER PRIMARY KEY,\n"
+	"  self_ns INTEGER);\n"
+	RC_SELF_COVER_CTE
+	"INSERT INTO temp.span_self\n"
+	"SELECT s.span_id, " RC_SELF_NS " FROM spans s\n"
+	"LEFT JOIN cov ON cov.sid = s.span_id;\n";
 
 static const char tables_sql[] =
 	"CREATE TABLE patterns(\n"
@@ -670,7 +650,8 @@ int rc_patterns_build(sqlite3 *h, char *err, size_t errlen)
 	b.x.errlen = errlen;
 	rc_map_init(&b.by_hash);
 	rc_map_init(&b.idx);
-	if (rc_sql_exec(&b.x, tables_sql) < 0)
+	if (rc_sql_exec(&b.x, tables_sql) < 0 ||
+	    rc_sql_exec(&b.x, self_sql) < 0)
 		goto out;
 	b.ins_span = rc_sql_prep(&b.x,
 				 "INSERT INTO span_patterns VALUES(?,?,?,?,?,?)");
@@ -679,8 +660,9 @@ int rc_patterns_build(sqlite3 *h, char *err, size_t errlen)
 	q = rc_sql_prep(&b.x,
 		 "SELECT s.span_id, s.request_id, s.parent_span_id, s.kind,\n"
 		 "  s.protocol, s.name, s.target, s.exe, s.start_ns, s.end_ns,\n"
-		 "  r.root_span_id\n"
+		 "  r.root_span_id, ss.self_ns\n"
 		 "FROM requests r CROSS JOIN spans s ON s.request_id = r.request_id\n"
+		 "LEFT JOIN temp.span_self ss ON ss.span_id = s.span_id\n"
 		 "ORDER BY r.request_id");
 	if (!b.ins_span || !b.ins_req || !q)
 		goto out;
@@ -706,7 +688,8 @@ int rc_patterns_build(sqlite3 *h, char *err, size_t errlen)
 		goto out;
 	sqlite3_finalize(q);
 	q = NULL;
-	if (write_patterns(&b) < 0 || rc_sql_exec(&b.x, finish_sql) < 0 ||
+	if (rc_sql_exec(&b.x, "DROP TABLE temp.span_self;\n") < 0 ||
+	    write_patterns(&b) < 0 || rc_sql_exec(&b.x, finish_sql) < 0 ||
 	    write_percentiles(&b) < 0 || rc_sql_exec(&b.x, rank_sql) < 0)
 		goto out;
 	r = 0;

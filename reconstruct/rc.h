@@ -102,7 +102,7 @@ struct rc_image {
 	uint64_t lineage_key;    /* the parent record to wait for, or 0 */
 	uint64_t events;
 	int64_t  delta;          /* realtime - monotonic at its first TIME */
-	const char *exe;         /* interned (rc_intern), or NULL */
+	const char *exe;         /* interned (rc_input_intern), or NULL */
 	const uint8_t *start_p;  /* its PROC_START record, read again for */
 	uint64_t start_prev;     /*   the command line at the end */
 	uint32_t start_len;
@@ -414,11 +414,6 @@ static inline int rc_addr_eq(const struct bt_addr *a, const struct bt_addr *b)
 			return 0;
 	return 1;
 }
-
-/* A lasting copy of the N bytes at S, shared by equal strings (for the
- * few distinct values logged many times: executables).  NULL when out of
- * memory.  Freed with the context. */
-const char *rc_intern(struct rc_ctx *c, const char *s, uint32_t n);
 
 /* Provisional Unix-epoch time of monotonic TS in domain D. */
 static inline int64_t rc_epoch(const struct rc_ctx *c, uint32_t d, uint64_t ts)

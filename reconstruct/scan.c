@@ -41,9 +41,9 @@ static int skim_stream(struct rc_ctx *c, struct rc_pair *pr,
 	struct bt_event ev;
 
 	run->st = s;
-	rc_cur_reset(c, run, 1);
+	rc_input_cur_reset(c, run, 1);
 	s->entry_first = pr->total;
-	while (rc_cur_next(c, run, &r)) {
+	while (rc_input_cur_next(c, run, &r)) {
 		uint64_t prev = r.prev_ts;
 
 		if (!s->has_first && r.type != BT_EV_TIME) {
@@ -82,7 +82,8 @@ static int skim_stream(struct rc_ctx *c, struct rc_pair *pr,
 			im->ppid = ev.ppid;
 			im->ptid = ev.ptid;
 			im->pflags = ev.flags;
-			im->exe = rc_intern(c, ev.str ? ev.str : "", ev.str_len);
+			im->exe = rc_input_intern(c, ev.str ? ev.str : "",
+						  ev.str_len);
 			im->start_p = r.p;   /* read again for the cmdline */
 			im->start_len = r.len;
 			im->start_prev = r.prev_ts;

@@ -9,7 +9,8 @@
  *    rank * 100 >= p * n);
  *  - a span's self time is its duration minus the union of its children's
  *    intervals, each clipped to the span (children that run in parallel
- *    are not counted twice); NULL while the span has no end;
+ *    are not counted twice); NULL while the span has no end; defined once,
+ *    RC_SELF_COVER_CTE in views.h;
  *  - the service of a span is the base name of its executable.
  */
 #include "config.h"
@@ -86,35 +87,17 @@ const char rc_views_sql[] =
 	"  " PCTS "\n"
 	"FROM d GROUP BY protocol, service, shape;\n"
 
-	/* Self time of every span: its duration minus the union of its
-	 * children's intervals clipped to it.  Children are merged into
-	 * islands: sorted by start, a child starts a new island when it
-	 * starts after every earlier child ended. */
+	/* Self time of every span (RC_SELF_COVER_CTE, views.h: the one
+	 * definition, which span_patterns.self_ns uses too). */
 	"CREATE VIEW span_self_time AS\n"
-	"WITH c AS (\n"
-	"  SELECT p.span_id AS sid, MAX(ch.start_ns, p.start_ns) AS s,\n"
-	"    MIN(COALESCE(ch.end_ns, p.end_ns), p.end_ns) AS e\n"
-	"  FROM spans p JOIN spans ch ON ch.parent_span_id = p.span_id\n"
-	"  WHERE p.end_ns IS NOT NULL),\n"
-	"w AS (\n"
-	"  SELECT sid, s, e, MAX(e) OVER (PARTITION BY sid ORDER BY s, e\n"
-	"    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS pe\n"
-	"  FROM c WHERE e > s),\n"
-	"g AS (\n"
-	"  SELECT sid, s, e, SUM(CASE WHEN pe IS NULL OR s > pe THEN 1 ELSE 0 END)\n"
-	"    OVER (PARTITION BY sid ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS isl\n"
-	"  FROM w),\n"
-	"cov AS (\n"
-	"  SELECT sid, SUM(ie - is_) AS covered FROM (\n"
-	"    SELECT sid, isl, MIN(s) AS is_, MAX(e) AS ie FROM g\n"
-	"    GROUP BY sid, isl) GROUP BY sid)\n"
+	RC_SELF_COVER_CTE
 	"SELECT s.span_id, s.request_id, s.parent_span_id, s.kind, s.protocol,\n"
 	"  s.name, s.target, s.host, s.pid, s.tid, s.exe, s.process_id,\n"
 	"  " BASENAME("s.exe") " AS service,\n"
 	"  s.start_ns, s.end_ns, s.end_ns - s.start_ns AS duration_ns,\n"
 	"  CASE WHEN s.end_ns IS NULL THEN NULL ELSE COALESCE(cov.covered, 0) END\n"
 	"    AS children_ns,\n"
-	"  s.end_ns - s.start_ns - COALESCE(cov.covered, 0) AS self_ns\n"
+	"  " RC_SELF_NS " AS self_ns\n"
 	"FROM spans s LEFT JOIN cov ON cov.sid = s.span_id;\n"
 
 	/* Self time per request and process. */

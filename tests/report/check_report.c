@@ -20,7 +20,9 @@
 #include "btrace/proto.h"
 #include "demo.h"
 #include "pattern_norm.h"
+#include "patterns.h"
 #include "recon.h"
+#include "views.h"
 
 #define US 1000ll                /* ns per us */
 
@@ -280,6 +282,49 @@ START_TEST(self_time_parallel_children)
 		"/fan|100|75|25\n/a|50|0|50\n/b|50|0|50\n/c|5|0|5");
 	ck_assert_int_eq(qi(&d, "SELECT mean_self_ns / 1000 FROM pattern_nodes WHERE node = 0"), 25);
 	db_done(&d);
+}
+END_TEST
+
+/*
+ * Self time has one definition (RC_SELF_COVER_CTE), which span_patterns
+ * uses too.  Hand-made rows: root span 1 [0, 100] of request 1 with
+ * children 3 [10, 40], 5 [50, 70] (given to request 2, as the certainty
+ * rules may) and 6 (no start, ends at 5: taken from the parent's start);
+ * span 2 [15, 20] is a child of 3 with a smaller id (a server span opened
+ * before the client span that called it).  Span 1 covers 30 + 20 + 5 =
+ * 55: self 45 (the patterns once said 65, without the other request's
+ * child; the view once said 50, without the child with no start); span
+ * 3's self is 25 (the patterns once left child 2 out: 30).
+ */
+START_TEST(self_time_one_definition)
+{
+	sqlite3 *h;
+	char err[256] = "";
+	ck_assert_int_eq(sqlite3_open(":memory:", &h), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(h,
+		"CREATE TABLE requests(request_id INTEGER PRIMARY KEY,\n"
+		"  root_span_id INTEGER, duration_ns INTEGER);\n"
+		"CREATE TABLE spans(span_id INTEGER PRIMARY KEY, request_id INTEGER,\n"
+		"  parent_span_id INTEGER, kind TEXT, protocol TEXT, name TEXT,\n"
+		"  target TEXT, exe TEXT, start_ns INTEGER, end_ns INTEGER);\n"
+		"CREATE TABLE stats(key TEXT PRIMARY KEY, value);\n"
+		"INSERT INTO requests VALUES(1, 1, 100), (2, 5, 20);\n"
+		"INSERT INTO spans VALUES\n"
+		"  (1, 1, NULL, 'server', 'http', 'GET /', '/', '/bin/a', 0, 100),\n"
+		"  (2, 1, 3, 'server', 'http', 'GET /x', '/x', '/bin/b', 15, 20),\n"
+		"  (3, 1, 1, 'client', 'http', 'GET /x', '/x', '/bin/a', 10, 40),\n"
+		"  (5, 2, 1, 'client', 'http', 'GET /y', '/y', '/bin/a', 50, 70),\n"
+		"  (6, 1, 1, 'client', 'http', 'GET /z', '/z', '/bin/a', NULL, 5);\n",
+		NULL, NULL, NULL), SQLITE_OK);
+	ck_assert_msg(rc_patterns_build(h, err, sizeof err) == 0, "%s", err);
+	struct db d = { .h = h };
+	ck_assert_str_eq(q(&d, "SELECT span_id, self_ns FROM span_patterns ORDER BY span_id"),
+		"1|45\n2|5\n3|25\n5|20\n6|NULL");
+	ck_assert_str_eq(q(&d, RC_SELF_COVER_CTE
+			   "SELECT s.span_id, " RC_SELF_NS " FROM spans s\n"
+			   "LEFT JOIN cov ON cov.sid = s.span_id ORDER BY s.span_id"),
+		"1|45\n2|5\n3|25\n5|20\n6|NULL");
+	sqlite3_close(h);
 }
 END_TEST
 
@@ -576,6 +621,7 @@ static Suite *report_suite(void)
 	tcase_set_timeout(v, 60);
 	tcase_add_test(v, self_time_chain);
 	tcase_add_test(v, self_time_parallel_children);
+	tcase_add_test(v, self_time_one_definition);
 	tcase_add_test(v, latency_percentiles);
 	tcase_add_test(v, queries_repeated);
 	tcase_add_test(v, static_requests);

@@ -65,14 +65,14 @@ static void collect(const struct bt_event *e, void *ctx)
 static void ev_reset(void)
 {
 	bt_emit_claim();
-	bt_test_events(NULL, NULL, 1);
+	bt_emit_test_events(NULL, NULL, 1);
 	nev = 0;
 }
 
 static void ev_read(void)
 {
 	nev = 0;
-	ck_assert_int_ge(bt_test_events(collect, NULL, 1), 0);
+	ck_assert_int_ge(bt_emit_test_events(collect, NULL, 1), 0);
 }
 
 /* records of TYPE on FD (fd -2: any) */

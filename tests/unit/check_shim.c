@@ -2,7 +2,7 @@
  * check_shim.c - unit tests of libbtrace's core, linked directly (no
  * LD_PRELOAD, no bp-logd): the wrappers' implementations are called as the
  * exported wrappers would call them, and the records they write are read
- * back from the thread's ring with bt_test_events().
+ * back from the thread's ring with bt_emit_test_events().
  *
  * Covered: the fd table, channel identity (socketpair, pipe, TCP, unix),
  * the isolation buffer at every split point of several messages and with
@@ -109,14 +109,14 @@ static void collect(const struct bt_event *ev, void *ctx)
 static void ev_reset(void)
 {
 	bt_emit_claim();
-	bt_test_events(NULL, NULL, 1);
+	bt_emit_test_events(NULL, NULL, 1);
 	memset(&L, 0, sizeof L);
 }
 
 static void ev_read(void)
 {
 	memset(&L, 0, sizeof L);
-	ck_assert_int_ge(bt_test_events(collect, &L, 1), 0);
+	ck_assert_int_ge(bt_emit_test_events(collect, &L, 1), 0);
 }
 
 static int ev_count(uint8_t type)
@@ -209,7 +209,7 @@ START_TEST(own_fds_are_invisible)
 {
 	int own = -1;
 	for (int fd = 3; fd < 100000 && own < 0; fd++)
-		if (bt_is_own_fd(fd))
+		if (bt_own_is_fd(fd))
 			own = fd;
 	ck_assert_int_ge(own, 3);                  /* at least the memfd */
 	ck_assert_int_eq(bt_close(own), -1);
