@@ -341,13 +341,17 @@ static void on_ready(struct ap *a)
 		return;
 	}
 	if ((ev->flags & 1) && e->side < 2) {
-		/* The next incoming message, if its send is known already. */
+		/* The next incoming message, if its send is known already:
+		 * its request, under the span that made the call it answers
+		 * (as at its MSG_BEGIN): the sender's span is in another
+		 * process, and work done here before the reply is read (an
+		 * event loop's queued callbacks) must not hang under it. */
 		struct rc_dirq *q = rc_msg_recv_q(a, e, e->hwm[RC_DIN]);
 		struct rc_sent *x =
 			q ? rc_chan_q_find(q, e->hwm[RC_DIN]) : NULL;
 		if (x && x->resolved) {
 			a->th->d.req = x->req;
-			a->th->d.span = x->span;
+			a->th->d.span = e->cli ? e->cli->parent : x->span;
 			a->th->d.client_root = x->client_root;
 			return;
 		}

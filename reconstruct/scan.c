@@ -19,6 +19,7 @@
 #include "pair.h"
 #include "scan.h"
 #include "spill.h"
+#include "tokens.h"
 
 uint64_t rc_scan_proc_key(uint32_t host, uint32_t pid, unsigned kind)
 {
@@ -34,7 +35,8 @@ uint64_t rc_scan_thread_key(uint32_t image, uint64_t cookie)
 /* ---- the skim ----------------------------------------------------------- */
 
 static int skim_stream(struct rc_ctx *c, struct rc_pair *pr,
-		       struct rc_stream *s, struct rc_run *run)
+		       struct rc_stream *s, struct rc_run *run,
+		       struct bt_ev_dict *dict)
 {
 	struct rc_image *im = &c->images[s->image];
 	struct rc_rec r;
@@ -43,6 +45,7 @@ static int skim_stream(struct rc_ctx *c, struct rc_pair *pr,
 	run->st = s;
 	rc_input_cur_reset(c, run, 1);
 	s->entry_first = pr->total;
+	bt_ev_dict_init(dict);
 	while (rc_input_cur_next(c, run, &r)) {
 		uint64_t prev = r.prev_ts;
 
@@ -52,7 +55,19 @@ static int skim_stream(struct rc_ctx *c, struct rc_pair *pr,
 		}
 		im->events++;
 		switch (r.type) {
+		case BT_EV_MSG:
+		case BT_EV_OPEN:
+			/* the values of request messages (tokens.c), read
+			 * through the stream's dictionary, which OPEN paths
+			 * fill too; a value it does not hold is unknown and
+			 * teaches nothing */
+			if (bt_ev_decode_dict(r.p, r.len, &ev, &prev, dict) > 0 &&
+			    r.type == BT_EV_MSG && !ev.dict_miss)
+				rc_tok_learn(c, &ev);
+			continue;
 		case BT_EV_TIME:
+			bt_ev_dict_reset(dict);
+			break;
 		case BT_EV_PROC_START:
 		case BT_EV_THREAD_START:
 		case BT_EV_FORK:
@@ -185,12 +200,14 @@ int rc_scan_run(struct rc_ctx *c)
 {
 	struct rc_pair pr = { 0 };
 	struct rc_run *run = calloc(1, sizeof *run);
-	int r = run ? 0 : -ENOMEM;
+	struct bt_ev_dict *dict = malloc(sizeof *dict);
+	int r = run && dict ? 0 : -ENOMEM;
 
 	c->phase = "scanning";
 	for (uint32_t i = 0; i < c->nstreams && r == 0; i++)
-		r = skim_stream(c, &pr, &c->streams[i], run);
+		r = skim_stream(c, &pr, &c->streams[i], run, dict);
 	free(run);
+	free(dict);
 	if (r == 0)
 		r = rc_clock_domains(c);
 	if (r == 0) {

@@ -443,13 +443,13 @@ int rc_tok_inbound_whole(const struct bt_event *ev)
  * with another value before)?  Positions beyond TOK_POS_MAX are not
  * remembered, so their values never decide.
  */
-static int pos_varied(struct rc_ctx *c, const struct tok *v)
+static int pos_note(struct rc_ctx *c, const struct tok *v, size_t room)
 {
 	struct rc_tokens *tk = c->tokens;
 	uint64_t h = v->val | 2, old;
 
 	if (!rc_map_get(&tk->pos, v->pos, &old)) {
-		if (tk->pos.n < TOK_POS_MAX)
+		if (tk->pos.n < room)
 			rc_map_put(&tk->pos, v->pos, h);
 		return 0;
 	}
@@ -459,6 +459,11 @@ static int pos_varied(struct rc_ctx *c, const struct tok *v)
 		return 0;
 	rc_map_put(&tk->pos, v->pos, TOK_VARIED);
 	return 1;
+}
+
+static int pos_varied(struct rc_ctx *c, const struct tok *v)
+{
+	return pos_note(c, v, TOK_POS_MAX);
 }
 
 /* The text of message EV that its values come from. */
@@ -478,6 +483,33 @@ static const struct bt_attr *msg_text(const struct bt_event *ev)
 	default:
 		return NULL;
 	}
+}
+
+/*
+ * Pass 1 (scan.c) shows every outbound request message before any is
+ * resolved: what each position carries over the whole run is known when
+ * the first message of a shape must be decided (an event loop's first
+ * burst of requests: at concurrency N, the first N were all uncertain
+ * when positions were learnt only as pass 2 went).  A constant stays a
+ * constant however much of the run is seen.  Half of the positions'
+ * room is left for pass 2.
+ */
+void rc_tok_learn(struct rc_ctx *c, const struct bt_event *ev)
+{
+	struct tok v[TOK_MAXQ];
+	struct toks t = { v, 0, TOK_MAXQ, 0 };
+	const struct bt_attr *a;
+
+	if (ev->kind != BT_MK_REQUEST || ev->dir != BT_DIR_OUT ||
+	    (ev->flags & BT_MF_TRUNC) || !(a = msg_text(ev)))
+		return;
+	if (!c->tokens && !(c->tokens = calloc(1, sizeof *c->tokens)))
+		return;
+	if (c->tokens->pos.n >= TOK_POS_MAX / 2 ||
+	    target_values(ev->proto, a->val, a->len, &t))
+		return;
+	for (unsigned i = 0; i < t.n; i++)
+		pos_note(c, &v[i], TOK_POS_MAX / 2);
 }
 
 /* ---- the decision ----------------------------------------------------- */
@@ -576,12 +608,18 @@ static void mark_matches(struct rc_ctx *c, const struct rc_span *sp,
 					ambiguous_content);
 }
 
-/* Move SP to request REQ under its server span PAR (NULL: keep). */
+/* Move SP to the request of its server span PAR, under PAR (NULL: keep).
+ * Also when PAR's request is SP's already: the rules may have hung SP
+ * under a span that is not its request's here. */
 static void span_move(struct rc_ctx *c, struct rc_span *sp,
 		      const struct rc_span *par)
 {
-	if (!par || par->req == sp->req)
+	if (!par)
 		return;
+	if (par->req == sp->req) {
+		sp->parent = par->id;
+		return;
+	}
 	if (sp->is_root)
 		rc_span_unroot(c, sp);
 	sp->req = par->req;

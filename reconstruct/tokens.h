@@ -28,6 +28,10 @@ void rc_tok_free(struct rc_ctx *c);
  */
 int rc_tok_inbound_whole(const struct bt_event *ev);
 
+/* Pass 1: note which positions of outbound request message EV's shape
+ * carry which values, so that pass 2 knows them from its first message. */
+void rc_tok_learn(struct rc_ctx *c, const struct bt_event *ev);
+
 /* Server span SP is finished (written): remembered for a while if it
  * ended with its reply. */
 void rc_tok_server_done(struct rc_ctx *c, const struct rc_span *sp);

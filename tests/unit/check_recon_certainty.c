@@ -169,6 +169,37 @@ START_TEST(batched_resolved_by_content)
 }
 END_TEST
 
+/* No query of the shape was sent before the batch: pass 1 has seen the
+ * shape carry two values over the run, so the first one decides too. */
+START_TEST(batched_first_of_shape_resolved)
+{
+	struct rt t;
+
+	ck_assert_str_eq(batched(&t, NULL, "/a?id=aaa111", "/b?id=bbb222",
+		"SELECT v FROM kv WHERE k = 'aaa111'",
+		"SELECT v FROM kv WHERE k = 'bbb222'"),
+		"/a?id=aaa111 resolved handoff:content\n"
+		"/b?id=bbb222 resolved handoff:content");
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM span_candidates"), 0);
+	rt_done(&t);
+}
+END_TEST
+
+/* A constant stays one: the shape is only ever sent with 'aaa111', so it
+ * decides nothing, however much of the run pass 1 saw. */
+START_TEST(batched_constant_does_not_decide)
+{
+	struct rt t;
+
+	ck_assert_str_eq(batched(&t, NULL, "/a?id=aaa111", "/b?id=bbb222",
+		"SELECT v FROM kv WHERE k = 'aaa111'",
+		"SELECT v FROM kv WHERE k = 'aaa111'"),
+		"/a?id=aaa111 uncertain ambiguous:batched\n"
+		"/b?id=bbb222 uncertain ambiguous:batched");
+	rt_done(&t);
+}
+END_TEST
+
 /* Two static requests in one read: the loop opens /a's file in /b's
  * designation.  Both requests are marked (span_candidates, span_id
  * NULL); the one-request fragment after them stays exact. */
@@ -1230,6 +1261,50 @@ START_TEST(client_and_pool_stay_exact)
 }
 END_TEST
 
+/*
+ * An event loop told that the reply on its pooled connection is ready
+ * runs a queued callback before it reads it (asyncio): the call made in
+ * between hangs under /a's span here, not under the backend's span that
+ * sent the reply (tb-aiohttp c=64: a client span under PostgreSQL's).
+ */
+START_TEST(ready_reply_parent_here)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 300, "/usr/bin/front", 0);
+	struct gen_thr *b = backend(h, "10.0.0.1:50010");
+
+	gen_tcp(w, 10, 9, BT_CR_CONNECT, "10.0.0.1:50010", "10.0.0.2:5432");
+	gen_tcp(w, 11, 12, BT_CR_CONNECT, "10.0.0.1:50020", "10.0.0.9:8080");
+	gen_accept(w, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_ready(w, 101, 5, POLLIN);
+	http_in(w, 102, 5, "/a");
+	sql_out(w, 103, 9, "SELECT a");
+	sql_in(b, 104, 4, "SELECT a");
+	rep_out(b, 105, 4);
+	gen_ready(w, 106, 9, POLLIN);
+	gen_msg(w, 107, 12, OUT, REQ, BT_PROTO_HTTP, 70, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/c"), 0);
+	rep_in(w, 108, 9);
+	gen_ready(w, 109, 12, POLLIN);
+	gen_msg(w, 110, 12, IN, REP, BT_PROTO_HTTP, 90, 0, 200, 0, 0);
+	http_out(w, 111, 5);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /a st=200 client=10.0.0.7:1111\n"
+		"  server http 'GET /a' /a web/300/300 st=200\n"
+		"    client postgresql 'SELECT' SELECT a web/300/300 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT a web/400/400 st=NULL\n"
+		"    client http 'GET /c' /c web/300/300 st=200\n"
+		"unattributed:\n");
+	rt_done(&t);
+}
+END_TEST
+
 Suite *recon_certainty_suite(void)
 {
 	Suite *s = suite_create("recon_certainty");
@@ -1259,7 +1334,10 @@ Suite *recon_certainty_suite(void)
 	tcase_add_test(tc, client_and_pool_stay_exact);
 	tcase_add_test(tc, batched_fires);
 	tcase_add_test(tc, batched_resolved_by_content);
+	tcase_add_test(tc, batched_first_of_shape_resolved);
+	tcase_add_test(tc, batched_constant_does_not_decide);
 	tcase_add_test(tc, batched_file_fires);
+	tcase_add_test(tc, ready_reply_parent_here);
 	suite_add_tcase(s, tc);
 	return s;
 }
