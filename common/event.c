@@ -981,7 +981,7 @@ static const char *const attr_names[BT_AK_MAX] = {
 	"?", "method", "target", "host", "sql", "dns_name", "dns_type",
 	"fcgi_script", "fcgi_uri", "traceparent", "request_id", "body_len",
 	"error", "tag", "peer", "info", "line", "user", "database",
-	"status_text",
+	"status_text", "params",
 };
 
 const char *bt_attr_key_name(unsigned key)

@@ -26,7 +26,8 @@
  *   sql-literals    every SQL string literal ('...', E'...', B'...',
  *                   X'...', N'...', U&'...', $tag$...$tag$) and numeric
  *                   literal becomes '?' (quoted identifiers, $1
- *                   parameters and comments stay);
+ *                   parameters and comments stay), and the hashes of
+ *                   bound parameters (BT_AK_PARAMS) are dropped (empty);
  *   query-strings   a URL target, and a URL in a command-line argument,
  *                   is cut after its '?' (a fragment after '#' is
  *                   dropped);
@@ -459,6 +460,15 @@ int bt_redact_attrs(struct bt_event *ev, char *buf, size_t cap,
 		size_t k;
 		int cut = 0;
 
+		if (a->key == BT_AK_PARAMS) {
+			/* hashes of bound values: with the literals hidden,
+			 * so are they (a short value's hash can be guessed) */
+			if ((flags & BT_RD_SQL_LITERALS) && a->len) {
+				a->len = 0;
+				changed = 1;
+			}
+			continue;
+		}
 		if (a->key == BT_AK_SQL)
 			k = bt_redact_sql(a->val, a->len, buf + used, cap - used,
 					  flags, &cut);

@@ -37,6 +37,11 @@
  * statement run by the first Execute, found through its Bind in a table of
  * the unnamed and PG_NSTMT-1 named prepared statements, else the first
  * Parse) and a method ("query", "execute", "prepare", "sync", "call");
+ * an extended-query request whose first Bind has parameters carries their
+ * hashes (BT_AK_PARAMS, "I:HASH" for each of the first PG_NPARAM that is
+ * 3 bytes or longer: bt_value_hash of a text value, or of the decimal
+ * text of a binary integer of 2, 4 or 8 bytes; never the values), which
+ * bp-reconstruct compares with what requests received (tokens.c);
  * replies the last CommandComplete tag and the SQLSTATE of the first
  * ErrorResponse; the startup packet user and database.
  */
@@ -55,6 +60,9 @@
 #define PG_TAG_KEEP     64
 #define PG_ERR_KEEP     8
 #define PG_NAME_KEEP    64
+
+#define PG_NPARAM       8          /* Bind parameters hashed */
+#define PG_PARAM_MIN    3          /* shorter values are not (tokens.c) */
 
 #define CODE_CANCEL     80877102u
 #define CODE_SSL        80877103u
@@ -97,6 +105,26 @@ struct pg_dir {
 	char     key[12];
 };
 
+/* Reading a Bind past its two names (frontend only): the stages */
+enum { BD_NFMT, BD_FMT, BD_NPAR, BD_PLEN, BD_PVAL, BD_DONE };
+
+struct pg_bind {
+	uint8_t  st;                /* BD_* */
+	uint8_t  nb;                /* bytes of the integer being read */
+	uint8_t  allbin;            /* one format code, binary, for all */
+	uint8_t  taken;             /* the batch's first Bind was read */
+	uint8_t  n;                 /* values kept */
+	uint16_t nfmt, npar, i;     /* format codes, parameters, current */
+	uint32_t acc;               /* the integer being read */
+	uint32_t bin;               /* bit i: parameter i (< 32) binary */
+	uint32_t len, left;         /* the current value: length, to come */
+	uint64_t h;                 /* its hash so far */
+	uint8_t  head[8];           /* its first bytes */
+	uint8_t  idx[PG_NPARAM];
+	uint64_t vh[PG_NPARAM];
+	char     attr[PG_NPARAM * 20];
+};
+
 struct pg_state {
 	int8_t   fe_dir;            /* direction of the frontend, -1 unknown */
 	uint8_t  fe_typed;          /* startup packet done */
@@ -120,6 +148,7 @@ struct pg_state {
 	char     dbb[PG_NAME_KEEP];
 	struct pg_stmt stmt[PG_NSTMT];
 	struct pg_dir d[2];
+	struct pg_bind bind;
 };
 
 static void pg_init(void *st, int role, int transport)
@@ -180,6 +209,159 @@ static struct pg_stmt *stmt_find(struct pg_state *s, uint64_t h, int named)
 		if (s->stmt[i].valid && s->stmt[i].hash == h)
 			return &s->stmt[i];
 	return NULL;
+}
+
+/* ---- Bind parameters --------------------------------------------------- */
+
+/* The decimal text of a big-endian signed integer of N bytes at P. */
+static size_t be_decimal(const uint8_t *p, unsigned n, char *out)
+{
+	uint64_t u = 0;
+	char tmp[24];
+	size_t k = 0, j = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		u = u << 8 | p[i];
+	if (n < 8 && (p[0] & 0x80))
+		u |= ~UINT64_C(0) << (8 * n);   /* sign-extend */
+	int neg = (int64_t)u < 0;
+	if (neg)
+		u = ~u + 1;
+	do {
+		tmp[k++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (neg)
+		out[j++] = '-';
+	while (k)
+		out[j++] = tmp[--k];
+	return j;
+}
+
+/* Parameter b->i's value is complete: keep its hash (the first Bind of
+ * the batch only). */
+static void bind_value_end(struct pg_bind *b)
+{
+	int bin = b->allbin || (b->i < 32 && (b->bin >> b->i & 1));
+
+	if (b->taken || b->i >= PG_NPARAM || b->n >= PG_NPARAM)
+		return;
+	if (bin && (b->len == 2 || b->len == 4 || b->len == 8)) {
+		char dec[24];
+		size_t k = be_decimal(b->head, b->len, dec);
+		if (k < PG_PARAM_MIN)
+			return;
+		b->h = bt_value_hash(dec, k);
+	} else if (b->len < PG_PARAM_MIN) {
+		return;
+	}
+	b->idx[b->n] = (uint8_t)b->i;
+	b->vh[b->n] = b->h;
+	b->n++;
+}
+
+/* The next parameter, or the end of the parameters. */
+static void bind_next(struct pg_bind *b)
+{
+	b->i++;
+	b->st = b->i < b->npar ? BD_PLEN : BD_DONE;
+}
+
+/* An Int16 or Int32 of a Bind is read. */
+static void bind_int(struct pg_bind *b)
+{
+	uint32_t v = b->acc;
+
+	b->nb = 0;
+	b->acc = 0;
+	switch (b->st) {
+	case BD_NFMT:
+		b->nfmt = (uint16_t)v;
+		b->i = 0;
+		b->st = v ? BD_FMT : BD_NPAR;
+		break;
+	case BD_FMT:
+		if (v == 1 && b->nfmt == 1)
+			b->allbin = 1;
+		else if (v == 1 && b->i < 32)
+			b->bin |= UINT32_C(1) << b->i;
+		if (++b->i >= b->nfmt)
+			b->st = BD_NPAR;
+		break;
+	case BD_NPAR:
+		b->npar = (uint16_t)v;
+		b->i = 0;
+		b->st = v ? BD_PLEN : BD_DONE;
+		break;
+	case BD_PLEN:
+		if (v == UINT32_MAX) {          /* NULL */
+			bind_next(b);
+			break;
+		}
+		b->len = b->left = v;
+		b->h = BT_VALUE_HASH_BASIS;
+		b->st = BD_PVAL;
+		if (!v) {
+			bind_value_end(b);
+			bind_next(b);
+		}
+		break;
+	}
+}
+
+/*
+ * Bytes P[0..N) of a Bind after its portal and statement names: format
+ * codes, parameter count, then each parameter's Int32 length and value
+ * (hashed); the result format codes after them are not looked at.  A
+ * Bind whose lengths overrun its body only hashes what it has (the
+ * message's own length ends it).
+ */
+static void bind_bytes(struct pg_bind *b, const uint8_t *p, size_t n)
+{
+	while (n && b->st != BD_DONE) {
+		if (b->st == BD_PVAL) {
+			size_t k = b->left < n ? b->left : n;
+			uint32_t at = b->len - b->left;
+			for (size_t j = 0; j < k && at + j < 8; j++)
+				b->head[at + j] = p[j];
+			if (at < BT_VALUE_HASH_MAX)
+				b->h = bt_value_hash_more(b->h, p,
+					k < BT_VALUE_HASH_MAX - at ? k :
+					BT_VALUE_HASH_MAX - at);
+			b->left -= (uint32_t)k;
+			p += k;
+			n -= k;
+			if (!b->left) {
+				bind_value_end(b);
+				bind_next(b);
+			}
+			continue;
+		}
+		b->acc = b->acc << 8 | *p++;
+		n--;
+		if (++b->nb == (b->st == BD_PLEN ? 4 : 2))
+			bind_int(b);
+	}
+}
+
+/* The batch's parameter hashes as an attribute (then forgotten). */
+static void bind_attr(struct pg_bind *b, struct bt_msg *m)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t k = 0;
+
+	for (unsigned j = 0; j < b->n; j++) {
+		if (j)
+			b->attr[k++] = ' ';
+		b->attr[k++] = (char)('0' + b->idx[j]);
+		b->attr[k++] = ':';
+		for (int sh = 60; sh >= 0; sh -= 4)
+			b->attr[k++] = hex[b->vh[j] >> sh & 15];
+	}
+	if (k)
+		bt_msg_attr(m, BT_AK_PARAMS, b->attr, k);
+	b->n = 0;
+	b->taken = 0;
 }
 
 /* Bytes P[0..N) of field d->fi (no NUL among them). */
@@ -304,6 +486,8 @@ static void body(struct pg_state *s, int fe, struct pg_dir *d,
 		p += k + 1;
 		n -= k + 1;
 	}
+	if (n && fe && d->type == 'B')
+		bind_bytes(&s->bind, p, n);
 }
 
 static int interesting(int fe, unsigned type)
@@ -361,6 +545,15 @@ static int header(struct pg_state *s, int fe, struct pg_dir *d)
 	s->fe_typed = 1;
 	if (d->type == 'Q')
 		s->sql.len = s->sql.trunc = 0;
+	if (d->type == 'B') {
+		struct pg_bind *b = &s->bind;
+		b->st = BD_NFMT;
+		b->nb = 0;
+		b->acc = 0;
+		b->allbin = 0;
+		b->bin = 0;
+		b->i = 0;
+	}
 	if (s->copy == 1 && !strchr("dcfHS", d->type))
 		return -1;
 	if (s->copy == 2 && !strchr("HS", d->type))
@@ -433,6 +626,7 @@ static int frontend_end(struct pg_state *s, struct pg_dir *d, struct bt_msg *m)
 			  s->batch & B_PARSE ? "prepare" : "sync");
 		if (s->sqlst)
 			attr_str(m, BT_AK_SQL, s->sqlb, &s->sql);
+		bind_attr(&s->bind, m);
 		s->batch = 0;
 		s->sqlst = 0;
 		return 1;
@@ -465,6 +659,8 @@ static int frontend_end(struct pg_state *s, struct pg_dir *d, struct bt_msg *m)
 		s->batch |= B_OPEN;
 		if (d->type == 'P')
 			s->batch |= B_PARSE;
+		if (d->type == 'B')
+			s->bind.taken = 1;  /* later Binds add nothing */
 		if (d->type == 'E') {
 			s->batch |= B_EXEC;
 			if (s->sqlst == 2)

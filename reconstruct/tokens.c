@@ -61,6 +61,7 @@ struct toks {
 	struct tok *v;
 	unsigned n, max;
 	unsigned over;          /* values that did not fit */
+	uint64_t shape;         /* SQL: the shape of the text (params) */
 };
 
 void rc_tok_free(struct rc_ctx *c)
@@ -100,21 +101,28 @@ static int answered(const struct rc_ctx *c, uint64_t id, uint64_t req,
 	       tk->done_proc[i] == rc_key2(host, pid);
 }
 
+/* The hash the shim gives bound parameters too (btrace/proto.h). */
 static uint64_t val_hash(const char *p, size_t n)
 {
-	return rc_hash64(0x746f6b656e73ull, p, n > TOK_VALMAX ? TOK_VALMAX : n);
+	return bt_value_hash(p, n > TOK_VALMAX ? TOK_VALMAX : n);
 }
 
-static void toks_add(struct toks *t, uint64_t pos, const char *p, size_t n)
+static void toks_add_hash(struct toks *t, uint64_t pos, uint64_t val,
+			  size_t n)
 {
 	if (t->n == t->max) {
 		t->over++;
 		return;
 	}
 	t->v[t->n].pos = pos;
-	t->v[t->n].val = val_hash(p, n);
+	t->v[t->n].val = val;
 	t->v[t->n].len = (uint32_t)n;
 	t->n++;
+}
+
+static void toks_add(struct toks *t, uint64_t pos, const char *p, size_t n)
+{
+	toks_add_hash(t, pos, val_hash(p, n), n);
 }
 
 /* ---- SQL -------------------------------------------------------------- */
@@ -247,7 +255,41 @@ static int sql_values(const char *s, size_t n, struct toks *t)
 	}
 	for (unsigned k = first; k < t->n; k++)
 		t->v[k].pos = rc_mix64(shape ^ rc_mix64(k - first + 1));
+	t->shape = shape;
 	return hidden;
+}
+
+static int hexdigit(int ch)
+{
+	return ch >= '0' && ch <= '9' ? ch - '0' :
+	       ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
+
+/*
+ * The bound parameters of a PostgreSQL request (BT_AK_PARAMS: "I:HASH"
+ * words, the hashes of values 3 bytes or longer, protocols/pgsql.c) into
+ * T, a parameter's position its index in the shape of the SQL text that
+ * sql_values just read.  A word that is not one is skipped.
+ */
+static void param_values(const char *s, size_t n, struct toks *t)
+{
+	size_t i = 0;
+
+	while (i + 18 <= n) {
+		int idx = s[i] - '0';
+		uint64_t h = 0;
+		int ok = idx >= 0 && idx <= 9 && s[i + 1] == ':';
+		for (size_t j = 0; ok && j < 16; j++) {
+			int d = hexdigit((unsigned char)s[i + 2 + j]);
+			ok = d >= 0;
+			h = h << 4 | (uint64_t)(d & 15);
+		}
+		if (ok)
+			toks_add_hash(t, rc_mix64(t->shape ^
+				      rc_mix64(0x706172616d00ull + (unsigned)idx)),
+				      h, TOK_MIN);
+		i += 19;           /* the word and its space */
+	}
 }
 
 /* ---- URLs ------------------------------------------------------------- */
@@ -486,6 +528,23 @@ static const struct bt_attr *msg_text(const struct bt_event *ev)
 }
 
 /*
+ * The values of outbound request message EV whose text is A into T: its
+ * target's (target_values) and, for PostgreSQL, its bound parameters'.
+ * 1 when some are hidden.
+ */
+static int msg_values(const struct bt_event *ev, const struct bt_attr *a,
+		      struct toks *t)
+{
+	const struct bt_attr *p;
+
+	if (target_values(ev->proto, a->val, a->len, t))
+		return 1;
+	if (ev->proto == BT_PROTO_PGSQL && (p = rc_attr(ev, BT_AK_PARAMS)))
+		param_values(p->val, p->len, t);
+	return 0;
+}
+
+/*
  * Pass 1 (scan.c) shows every outbound request message before any is
  * resolved: what each position carries over the whole run is known when
  * the first message of a shape must be decided (an event loop's first
@@ -497,7 +556,7 @@ static const struct bt_attr *msg_text(const struct bt_event *ev)
 void rc_tok_learn(struct rc_ctx *c, const struct bt_event *ev)
 {
 	struct tok v[TOK_MAXQ];
-	struct toks t = { v, 0, TOK_MAXQ, 0 };
+	struct toks t = { v, 0, TOK_MAXQ, 0, 0 };
 	const struct bt_attr *a;
 
 	if (ev->kind != BT_MK_REQUEST || ev->dir != BT_DIR_OUT ||
@@ -505,8 +564,7 @@ void rc_tok_learn(struct rc_ctx *c, const struct bt_event *ev)
 		return;
 	if (!c->tokens && !(c->tokens = calloc(1, sizeof *c->tokens)))
 		return;
-	if (c->tokens->pos.n >= TOK_POS_MAX / 2 ||
-	    target_values(ev->proto, a->val, a->len, &t))
+	if (c->tokens->pos.n >= TOK_POS_MAX / 2 || msg_values(ev, a, &t))
 		return;
 	for (unsigned i = 0; i < t.n; i++)
 		pos_note(c, &v[i], TOK_POS_MAX / 2);
@@ -683,7 +741,7 @@ int rc_tok_resolve(struct rc_ctx *c, struct rc_span *sp,
 		   const struct bt_event *ev, int begun)
 {
 	struct tok qv[TOK_MAXQ];
-	struct toks q = { qv, 0, TOK_MAXQ, 0 };
+	struct toks q = { qv, 0, TOK_MAXQ, 0, 0 };
 	uint8_t usable[TOK_MAXQ];
 	unsigned nusable = 0;
 
@@ -691,7 +749,7 @@ int rc_tok_resolve(struct rc_ctx *c, struct rc_span *sp,
 		return 0;
 	int amb = sp->unowned = (uint8_t)tok_unowned(c, sp);
 	const struct bt_attr *a = msg_text(ev);
-	if (!a || target_values(ev->proto, a->val, a->len, &q))
+	if (!a || msg_values(ev, a, &q))
 		return 0;          /* nothing to learn, nothing to decide */
 	for (unsigned i = 0; i < q.n; i++) {
 		usable[i] = (uint8_t)(pos_varied(c, &qv[i]) &&
@@ -773,7 +831,7 @@ int rc_tok_values(unsigned proto, const char *s, size_t n, uint64_t *out,
 		  unsigned max)
 {
 	struct tok v[64];
-	struct toks t = { v, 0, max < 64 ? max : 64, 0 };
+	struct toks t = { v, 0, max < 64 ? max : 64, 0, 0 };
 
 	if (target_values(proto, s, n, &t))
 		return -1;

@@ -174,6 +174,9 @@ enum bt_attr_key {
 	BT_AK_USER        = 17,
 	BT_AK_DATABASE    = 18,
 	BT_AK_STATUS_TEXT = 19,
+	BT_AK_PARAMS      = 20,  /* PostgreSQL Bind: "I:HASH ..." (parameter
+				    index, bt_value_hash of its value in
+				    16 hex digits): never the values */
 	BT_AK_MAX
 };
 

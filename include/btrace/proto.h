@@ -95,6 +95,30 @@ static inline void bt_msg_attr(struct bt_msg *m, uint8_t key,
 	m->nattr++;
 }
 
+/*
+ * The hash of a value compared by content (docs/reconstruct.md,
+ * "Resolving by content"): 64-bit FNV-1a of its first BT_VALUE_HASH_MAX
+ * bytes.  The processors (bound parameters, BT_AK_PARAMS) and
+ * bp-reconstruct (SQL literals, URL values) must agree on it.
+ */
+#define BT_VALUE_HASH_MAX   256u
+#define BT_VALUE_HASH_BASIS UINT64_C(0xcbf29ce484222325)
+#define BT_VALUE_HASH_PRIME UINT64_C(0x100000001b3)
+
+static inline uint64_t bt_value_hash_more(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = (const uint8_t *)p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * BT_VALUE_HASH_PRIME;
+	return h;
+}
+
+static inline uint64_t bt_value_hash(const void *p, size_t n)
+{
+	return bt_value_hash_more(BT_VALUE_HASH_BASIS, p,
+				  n < BT_VALUE_HASH_MAX ? n : BT_VALUE_HASH_MAX);
+}
+
 /* ops->flags */
 #define BT_PPF_TURN_ENDS 0x1u  /* the first byte in one direction ends the
 				  open message of the other (one-shot) */

@@ -217,6 +217,18 @@ START_TEST(message_attrs)
 	ck_assert_ptr_eq(ev.attr[2].val, user);
 	ck_assert_uint_eq(ev.flags & BT_MF_TRUNC, 0);
 
+	/* bound parameters' hashes: kept, dropped with the literals */
+	static const char params[] = "0:3a6b7d409c6d463b";
+	memset(&ev, 0, sizeof ev);
+	ev.nattr = 2;
+	ev.attr[0] = (struct bt_attr){ BT_AK_SQL, 9, "SELECT $1" };
+	ev.attr[1] = (struct bt_attr){ BT_AK_PARAMS, (uint16_t)strlen(params),
+				       params };
+	ck_assert_int_eq(bt_redact_attrs(&ev, buf, sizeof buf, 0), 0);
+	ck_assert_int_eq(ev.attr[1].len, strlen(params));
+	ck_assert_int_eq(bt_redact_attrs(&ev, buf, sizeof buf, LIT), 1);
+	ck_assert_int_eq(ev.attr[1].len, 0);
+
 	memset(&ev, 0, sizeof ev);
 	ev.nattr = 2;
 	ev.attr[0] = (struct bt_attr){ BT_AK_METHOD, 3, "GET" };

@@ -5,7 +5,9 @@
 # keep-alive http.Agent of 4 sockets (app/tbnode.js); tb-client drives it
 # with keep-alive connections at concurrency 1, 16 and 64.  Every request
 # is classified by certainty (check-testbed.py --shape app --certainty);
-# the test fails on any silently-WRONG or resolved-WRONG request.  `pg`
+# the test fails on any silently-WRONG or resolved-WRONG request, and
+# when no statement whose only value is a bound parameter (the INSERT)
+# was ever resolved by content (the parameters' hashes).  `pg`
 # comes from the npm registry, pinned, installed once into the build tree.
 # See docs/accuracy.md.
 TB_FRONT=nginx
@@ -43,5 +45,17 @@ tb_app_start() {
 }
 TB_CLIENT_OPTS="--mix py:1 --max-sql 3 --calls 1"
 TB_APP_CHECK="--py node --backend node"
-tb_app_testbed
+tb_app_runs
+bound=0
+for db in "$T"/run*/paths.db; do
+	[ -f "$db" ] || continue
+	n=$(sqlite3 "$db" "SELECT count(*) FROM spans WHERE kind = 'client'
+		AND protocol = 'postgresql' AND target LIKE 'INSERT%'
+		AND certainty_reason = 'handoff:content'")
+	bp_note "$(basename "$(dirname "$db")"): $n INSERT spans resolved by their bound parameter"
+	bound=$((bound + n))
+done
+[ "$bound" -gt 0 ] || bp_fail "no statement resolved by its bound" \
+	"parameter (BT_AK_PARAMS): see docs/reconstruct.md"
+tb_app_verdict
 echo "PASS: tb-node"

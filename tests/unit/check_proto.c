@@ -505,6 +505,30 @@ static const struct pcase cases[] = {
 	   "request method=\"execute\" sql=\"COPY t FROM STDIN\""),
 	OUT("C\x00\x00\x00\x0b" "COPY 1\x00" PG_Z, "reply tag=\"COPY 1\""),
 } },
+{ "postgresql: Bind parameters hashed (text, binary integer; short, NULL "
+  "and later Binds' left out)", "postgresql", CLIENT, STREAM, {
+	OUT(PG_PARSE("\x1a", "", "SELECT $1,$2,$3,$4")
+	    "B\x00\x00\x00\x30" "\x00" "\x00" "\x00\x04"
+	    "\x00\x00\x00\x01\x00\x00\x00\x01" "\x00\x04"
+	    "\x00\x00\x00\x06" "aaa111" "\x00\x00\x00\x04" "\x00\x00\x04\xd2"
+	    "\x00\x00\x00\x02" "ab" "\xff\xff\xff\xff" "\x00\x00"
+	    PG_EXEC PG_SYNC,
+	    "request method=\"execute\" sql=\"SELECT $1,$2,$3,$4\" "
+	    "params=\"0:3a6b7d409c6d463b 1:1fabbdf10314a21d\""),
+	IN("1\x00\x00\x00\x04" "2\x00\x00\x00\x04"
+	   "C\x00\x00\x00\x0dSELECT 1\x00" PG_Z, "reply tag=\"SELECT 1\""),
+	OUT("B\x00\x00\x00\x16" "\x00" "\x00" "\x00\x01" "\x00\x01"
+	    "\x00\x01" "\x00\x00\x00\x04" "\xff\xfe\xee\x90" "\x00\x00"
+	    "B\x00\x00\x00\x16" "\x00" "\x00" "\x00\x00" "\x00\x01"
+	    "\x00\x00\x00\x06" "zzz999" "\x00\x00" PG_EXEC PG_EXEC PG_SYNC,
+	    "request method=\"execute\" sql=\"SELECT $1,$2,$3,$4\" "
+	    "params=\"0:5e3f4c8aef0a46ed\""),
+	IN("2\x00\x00\x00\x04" "C\x00\x00\x00\x0dSELECT 1\x00"
+	   "2\x00\x00\x00\x04" "C\x00\x00\x00\x0dSELECT 1\x00" PG_Z,
+	   "reply tag=\"SELECT 1\""),
+	OUT("Q\x00\x00\x00\x0dSELECT 1\x00",
+	    "request method=\"query\" sql=\"SELECT 1\""),
+} },
 { "postgresql: COPY out, COPY failed, simple queries pipelined",
   "postgresql", CLIENT, STREAM, {
 	OUT("Q\x00\x00\x00\x15" "COPY t TO STDOUT\x00",

@@ -200,6 +200,55 @@ START_TEST(batched_constant_does_not_decide)
 }
 END_TEST
 
+/*
+ * Bound parameters: the SQL text carries no value ($1), the hashes of
+ * the values bound to it do (BT_AK_PARAMS, protocols/pgsql.c): each call
+ * goes to the request whose URL carried its value.
+ */
+START_TEST(batched_resolved_by_params)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *w = front_noiso(h, &b);
+	static const char q[] = "SELECT v FROM kv WHERE k = $1";
+	static const char pa[] = "0:3a6b7d409c6d463b";   /* aaa111 */
+	static const char pb[] = "0:995bf47d96ed51b5";   /* bbb222 */
+
+	gen_accept(w, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_ready(w, 110, 5, POLLIN);
+	http_in(w, 111, 5, "/a?id=aaa111");
+	http_in(w, 111, 5, "/b?id=bbb222");
+	gen_msg(w, 112, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, q), GEN_A(BT_AK_PARAMS, pa), 0);
+	gen_msg(b, 113, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, q), GEN_A(BT_AK_PARAMS, pa), 0);
+	rep_out(b, 114, 4);
+	gen_ready(w, 115, 9, POLLIN);
+	rep_in(w, 116, 9);
+	http_out(w, 117, 5);
+	gen_msg(w, 118, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, q), GEN_A(BT_AK_PARAMS, pb), 0);
+	gen_msg(b, 119, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, q), GEN_A(BT_AK_PARAMS, pb), 0);
+	rep_out(b, 120, 4);
+	gen_ready(w, 121, 9, POLLIN);
+	rep_in(w, 122, 9);
+	http_out(w, 123, 5);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(labels(&t),
+		"/a?id=aaa111 resolved handoff:content\n"
+		"/b?id=bbb222 resolved handoff:content");
+	ck_assert_str_eq(rt_q(&t, "SELECT group_concat(r.target || ':' || s.exe, ' ') FROM spans s JOIN requests r USING (request_id) WHERE s.protocol = 'postgresql' ORDER BY s.start_ns"),
+			 "/a?id=aaa111:/usr/bin/front /a?id=aaa111:/usr/bin/db "
+			 "/b?id=bbb222:/usr/bin/front /b?id=bbb222:/usr/bin/db");
+	rt_done(&t);
+}
+END_TEST
+
 /* Two static requests in one read: the loop opens /a's file in /b's
  * designation.  Both requests are marked (span_candidates, span_id
  * NULL); the one-request fragment after them stays exact. */
@@ -1336,6 +1385,7 @@ Suite *recon_certainty_suite(void)
 	tcase_add_test(tc, batched_resolved_by_content);
 	tcase_add_test(tc, batched_first_of_shape_resolved);
 	tcase_add_test(tc, batched_constant_does_not_decide);
+	tcase_add_test(tc, batched_resolved_by_params);
 	tcase_add_test(tc, batched_file_fires);
 	tcase_add_test(tc, ready_reply_parent_here);
 	suite_add_tcase(s, tc);

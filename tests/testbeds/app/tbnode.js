@@ -6,8 +6,8 @@
 //
 // front: GET /py/app?id=ID&n=N runs N SQL statements (1..3, ID in each,
 // the third repeating the first) through a pg.Pool of 4 connections
-// shared by all requests (simple query protocol: one statement per
-// message), then calls the backend GET /b?id=ID through an
+// shared by all requests (the first and third in the simple query
+// protocol, the second with ID bound as a parameter), then calls the backend GET /b?id=ID through an
 // http.Agent({keepAlive: true, maxSockets: 4}), and answers "id ID",
 // "sql TEXT" per statement, "call /b?id=ID", "end ID" (tb-client
 // --calls 1 checks it).  A backend answer that does not name ID is a 502:
@@ -18,11 +18,16 @@
 const http = require('http');
 const fs = require('fs');
 
+// The second statement binds the id as a parameter (pg's extended query
+// protocol): its text carries the id only in a comment, which content
+// resolution does not read, so only the parameter's hash can tell whose
+// it is (docs/reconstruct.md, "Resolving by content").
 const SQL = [
     "SELECT v FROM tb_kv WHERE k = '%s'",
-    "INSERT INTO tb_hits (id, n) VALUES ('%s', 1)",
+    "INSERT INTO tb_hits (id, n) VALUES ($1, 1) /* '%s' */",
     "SELECT v FROM tb_kv WHERE k = '%s'",
 ];
+const BOUND = [false, true, false];
 const ID_RE = /^[a-z0-9]{1,40}$/;
 
 function answer(res, status, text) {
@@ -84,7 +89,7 @@ function front(port, bport, pidfile) {
         try {
             for (let i = 0; i < n; i++) {
                 const text = SQL[i].replace('%s', id);
-                await pool.query(text);
+                await (BOUND[i] ? pool.query(text, [id]) : pool.query(text));
                 out.push('sql ' + text);
             }
             const path = '/b?id=' + id;
