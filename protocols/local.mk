@@ -9,7 +9,8 @@ BTPROTO_SOURCES = \
 	protocols/http.c protocols/http.h protocols/http_sniff.c \
 	protocols/fastcgi.c \
 	protocols/pgsql.c \
-	protocols/dns.c
+	protocols/dns.c \
+	protocols/redis.c
 
 noinst_LTLIBRARIES += libbtproto.la
 libbtproto_la_SOURCES = $(BTPROTO_SOURCES)
