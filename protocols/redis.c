@@ -81,7 +81,8 @@
 enum { S_TYPE, S_LINE, S_LF, S_BULK, S_BULK_CR, S_BULK_LF, S_INLINE };
 
 /* what the pending commands are (fifo) */
-enum { C_NORMAL, C_SUB, C_MONITOR, C_HELLO, C_RESET };
+enum { C_NORMAL, C_MONITOR, C_HELLO, C_RESET,
+       C_SUB };                /* + index in sub_cmds: 6 codes */
 
 /* captured strings (rd_dir.cap) */
 enum { K_NONE, K_CMD, K_KEY, K_ARG, K_HEAD, K_ERR };
@@ -317,12 +318,13 @@ static int request_end(struct rd_state *s, struct rd_dir *d, struct bt_msg *m)
 		if (d->trunc)
 			m->flags |= BT_MF_TRUNC;
 	}
-	if (in_list(d->cmd, cn, sub_cmds))
-		code = C_SUB;
-	else if (is(d->cmd, cn, "MONITOR"))
+	if (is(d->cmd, cn, "MONITOR"))
 		code = C_MONITOR;
 	else if (is(d->cmd, cn, "RESET"))
 		code = C_RESET;
+	for (int i = 0; sub_cmds[i]; i++)
+		if (is(d->cmd, cn, sub_cmds[i]))
+			code = (uint8_t)(C_SUB + i);
 	fifo_push(s, code);
 	if (cn)
 		bt_msg_attr(m, BT_AK_METHOD, s->meth, cn);
@@ -338,17 +340,22 @@ static void reply_end(struct rd_state *s, struct rd_dir *d, struct bt_msg *m)
 	int resp2arr = d->top == '*' && !s->resp3;
 	size_t hn = agg ? d->headn : 0;
 	uint8_t head = fifo_head(s);
+	int conf = -1;
 
-	if (in_list(d->head, hn, conf_heads) &&
-	    (d->top == '>' || (resp2arr && (s->subscribed ||
-					    head == C_SUB)))) {
+	for (int i = 0; conf_heads[i]; i++)
+		if (is(d->head, hn, conf_heads[i]))
+			conf = i;
+	/* the confirmation answers the pending command of its own name */
+	int mine = conf >= 0 && s->pending && head == C_SUB + conf;
+	if (conf >= 0 && (d->top == '>' ||
+			  (resp2arr && (s->subscribed || mine)))) {
 		if (hn >= 11 && !memcmp(d->head + hn - 11, "unsubscribe", 11)) {
 			if (d->cnt == 0)
 				s->subscribed = 0;
 		} else if (d->cnt > 0 && d->top == '*') {
 			s->subscribed = 1;
 		}
-		if (s->pending && head == C_SUB) {
+		if (mine) {
 			fifo_pop(s);
 			m->kind = BT_MK_REPLY;
 		} else {
