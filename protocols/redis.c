@@ -34,7 +34,9 @@
  * The pending commands are counted; the special ones (subscribe family,
  * MONITOR, HELLO, RESET) among the first RD_FIFO are remembered.
  * "CLIENT REPLY OFF|SKIP" makes the server skip replies, so pairing
- * cannot be followed: the feed() after that request is BT_PP_LOST.
+ * cannot be followed: the feed() after that request is BT_PP_LOST.  A
+ * replication stream (SYNC, PSYNC) is not followed either: its RDB
+ * payload has no CRLF after it, or an "$EOF:" mark, both BT_PP_LOST.
  *
  * Attributes: a request carries the command name (method, upper case)
  * and a target: the command and its first argument ("GET user:42"); for
@@ -237,7 +239,7 @@ static int in_list(const char *s, size_t n, const char *const *l)
 static const char *const subcmd_cmds[] = {
 	"ACL", "CLIENT", "CLUSTER", "COMMAND", "CONFIG", "DEBUG", "FUNCTION",
 	"LATENCY", "MEMORY", "MODULE", "OBJECT", "PUBSUB", "SCRIPT",
-	"SLOWLOG", "XGROUP", "XINFO", NULL
+	"SENTINEL", "SLOWLOG", "XGROUP", "XINFO", NULL
 };
 
 static const char *const nokey_cmds[] = {

@@ -731,6 +731,18 @@ static const struct pcase cases[] = {
 	    "request method=\"CLIENT\" target=\"CLIENT REPLY\""),
 	OUT("*1\r\n$4\r\nPING\r\n", "lost"),
 } },
+{ "redis: SENTINEL redacted; a replication stream is not followed",
+  "redis", CLIENT, STREAM, {
+	OUT("*5\r\n$8\r\nSENTINEL\r\n$3\r\nSET\r\n$1\r\nm\r\n"
+	    "$9\r\nauth-pass\r\n$6\r\nhunter\r\n",
+	    "request method=\"SENTINEL\" target=\"SENTINEL SET\""),
+	IN("+OK\r\n", "reply"),
+	OUT("*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n",
+	    "request method=\"PSYNC\" target=\"PSYNC ?\""),
+	IN("+FULLRESYNC 8de1787ba490483314a4d30f1c628bc5025eb761 0\r\n",
+	   "reply"),
+	IN("$5\r\nREDIS*1\r\n$4\r\nPING\r\n", "lost"),
+} },
 { "redis: a type byte RESP does not have", "redis", CLIENT, STREAM, {
 	OUT("*1\r\n$4\r\nPING\r\n", "request method=\"PING\" target=\"PING\""),
 	IN("@3\r\n", "lost"),
