@@ -84,7 +84,9 @@ enum { S_TYPE, S_LINE, S_LF, S_BULK, S_BULK_CR, S_BULK_LF, S_INLINE };
 
 /* what the pending commands are (fifo) */
 enum { C_NORMAL, C_MONITOR, C_HELLO, C_RESET,
-       C_SUB };                /* + index in sub_cmds: 6 codes */
+       C_SUB };                /* + 0..5: SUBSCRIBE, PSUBSCRIBE,
+				  SSUBSCRIBE, UNSUBSCRIBE, PUNSUBSCRIBE,
+				  SUNSUBSCRIBE */
 
 /* captured strings (rd_dir.cap) */
 enum { K_NONE, K_CMD, K_KEY, K_ARG, K_HEAD, K_ERR };
@@ -223,42 +225,60 @@ static void capture(struct rd_dir *d, const uint8_t *p, size_t n)
 	}
 }
 
-static int is(const char *s, size_t n, const char *lit)
-{
-	return strlen(lit) == n && memcmp(s, lit, n) == 0;
-}
+/* S[0..N) is the string literal LIT (its length folds at compile time). */
+#define is(s, n, lit) ((n) == sizeof(lit) - 1 && \
+		       memcmp((s), (lit), sizeof(lit) - 1) == 0)
 
-static int in_list(const char *s, size_t n, const char *const *l)
+/* Words with a meaning here, by length first (rd_dir.cmd is upper case,
+ * rd_dir.head lower case). */
+struct rd_word {
+	uint8_t    n, what;
+	const char *s;
+};
+
+/* rd_word.what: the command's target shows its subcommand (W_SUBCMD) or
+ * no argument (W_ALONE); W_CODE + C_*: its code in the fifo; W_CONF + i:
+ * the confirmation of the command of code C_SUB + i; W_MSG: a published
+ * message */
+enum { W_SUBCMD = 1, W_ALONE = 2, W_CODE = 16, W_CONF = 32, W_MSG = 64 };
+
+#define W(s, what) { sizeof(s) - 1, what, s }
+static const struct rd_word cmd_words[] = {
+	W("ACL", W_SUBCMD), W("CLIENT", W_SUBCMD), W("CLUSTER", W_SUBCMD),
+	W("COMMAND", W_SUBCMD), W("CONFIG", W_SUBCMD), W("DEBUG", W_SUBCMD),
+	W("FUNCTION", W_SUBCMD), W("LATENCY", W_SUBCMD),
+	W("MEMORY", W_SUBCMD), W("MODULE", W_SUBCMD), W("OBJECT", W_SUBCMD),
+	W("PUBSUB", W_SUBCMD), W("SCRIPT", W_SUBCMD), W("SENTINEL", W_SUBCMD),
+	W("SLOWLOG", W_SUBCMD), W("XGROUP", W_SUBCMD), W("XINFO", W_SUBCMD),
+	W("AUTH", W_ALONE), W("ECHO", W_ALONE), W("PING", W_ALONE),
+	W("EVAL", W_ALONE), W("EVAL_RO", W_ALONE),
+	W("HELLO", W_CODE + C_HELLO), W("MONITOR", W_CODE + C_MONITOR),
+	W("RESET", W_CODE + C_RESET),
+	W("SUBSCRIBE", W_CODE + C_SUB), W("PSUBSCRIBE", W_CODE + C_SUB + 1),
+	W("SSUBSCRIBE", W_CODE + C_SUB + 2),
+	W("UNSUBSCRIBE", W_CODE + C_SUB + 3),
+	W("PUNSUBSCRIBE", W_CODE + C_SUB + 4),
+	W("SUNSUBSCRIBE", W_CODE + C_SUB + 5),
+};
+
+static const struct rd_word head_words[] = {
+	W("subscribe", W_CONF), W("psubscribe", W_CONF + 1),
+	W("ssubscribe", W_CONF + 2), W("unsubscribe", W_CONF + 3),
+	W("punsubscribe", W_CONF + 4), W("sunsubscribe", W_CONF + 5),
+	W("message", W_MSG), W("pmessage", W_MSG), W("smessage", W_MSG),
+};
+#undef W
+
+/* What word S[0..N) is in table T of K entries, 0 when none. */
+static unsigned lookup(const struct rd_word *t, size_t k, const char *s,
+		       size_t n)
 {
-	for (; *l; l++)
-		if (is(s, n, *l))
-			return 1;
+	for (size_t i = 0; i < k; i++)
+		if (t[i].n == n && t[i].s[0] == s[0] &&
+		    memcmp(t[i].s, s, n) == 0)
+			return t[i].what;
 	return 0;
 }
-
-static const char *const subcmd_cmds[] = {
-	"ACL", "CLIENT", "CLUSTER", "COMMAND", "CONFIG", "DEBUG", "FUNCTION",
-	"LATENCY", "MEMORY", "MODULE", "OBJECT", "PUBSUB", "SCRIPT",
-	"SENTINEL", "SLOWLOG", "XGROUP", "XINFO", NULL
-};
-
-static const char *const nokey_cmds[] = {
-	"AUTH", "ECHO", "PING", "EVAL", "EVAL_RO", "HELLO", NULL
-};
-
-static const char *const sub_cmds[] = {
-	"SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE",
-	"PUNSUBSCRIBE", "SUNSUBSCRIBE", NULL
-};
-
-static const char *const conf_heads[] = {
-	"subscribe", "psubscribe", "ssubscribe", "unsubscribe",
-	"punsubscribe", "sunsubscribe", NULL
-};
-
-static const char *const msg_heads[] = {
-	"message", "pmessage", "smessage", NULL
-};
 
 /* A word fit to stand in a target: letters, digits, '-', '_', '|'. */
 static int word(const char *s, size_t n)
@@ -280,7 +300,7 @@ static int request_end(struct rd_state *s, struct rd_dir *d, struct bt_msg *m)
 {
 	size_t cn = d->cmdn, t = 0;
 	uint64_t argc = d->top == '*' ? d->argc : d->tok;
-	uint8_t code = C_NORMAL;
+	unsigned w;
 
 	if (argc == 0)
 		return 0;                   /* no command: the server ignores */
@@ -288,7 +308,9 @@ static int request_end(struct rd_state *s, struct rd_dir *d, struct bt_msg *m)
 	memcpy(s->meth, d->cmd, cn);
 	memcpy(s->tgt, d->cmd, cn);
 	t = cn;
-	if (in_list(d->cmd, cn, subcmd_cmds)) {
+	w = cn ? lookup(cmd_words, sizeof cmd_words / sizeof *cmd_words,
+			d->cmd, cn) : 0;
+	if (w == W_SUBCMD) {
 		if (argc >= 2 && d->keyn <= 24) {
 			/* the subcommand, upper case */
 			char sub[24];
@@ -306,28 +328,20 @@ static int request_end(struct rd_state *s, struct rd_dir *d, struct bt_msg *m)
 			    && argc == 3 && !is(d->arg, d->argn, "ON"))
 				s->lost = 1;    /* replies skipped */
 		}
-	} else if (is(d->cmd, cn, "HELLO")) {
+	} else if (w == W_CODE + C_HELLO) {
 		if (argc >= 2 && d->keyn == 1 && d->key[0] >= '0' &&
 		    d->key[0] <= '9') {
 			s->tgt[t++] = ' ';
 			s->tgt[t++] = d->key[0];
 		}
-		code = C_HELLO;
-	} else if (!in_list(d->cmd, cn, nokey_cmds) && argc >= 2) {
+	} else if (w != W_ALONE && argc >= 2) {
 		s->tgt[t++] = ' ';
 		memcpy(s->tgt + t, d->key, d->keyn);
 		t += d->keyn;
 		if (d->trunc)
 			m->flags |= BT_MF_TRUNC;
 	}
-	if (is(d->cmd, cn, "MONITOR"))
-		code = C_MONITOR;
-	else if (is(d->cmd, cn, "RESET"))
-		code = C_RESET;
-	for (int i = 0; sub_cmds[i]; i++)
-		if (is(d->cmd, cn, sub_cmds[i]))
-			code = (uint8_t)(C_SUB + i);
-	fifo_push(s, code);
+	fifo_push(s, (uint8_t)(w >= W_CODE ? w - W_CODE : C_NORMAL));
 	if (cn)
 		bt_msg_attr(m, BT_AK_METHOD, s->meth, cn);
 	if (t)
@@ -342,16 +356,15 @@ static void reply_end(struct rd_state *s, struct rd_dir *d, struct bt_msg *m)
 	int resp2arr = d->top == '*' && !s->resp3;
 	size_t hn = agg ? d->headn : 0;
 	uint8_t head = fifo_head(s);
-	int conf = -1;
+	unsigned w = hn ? lookup(head_words, sizeof head_words /
+				 sizeof *head_words, d->head, hn) : 0;
+	int conf = w >= W_CONF && w < W_MSG ? (int)(w - W_CONF) : -1;
 
-	for (int i = 0; conf_heads[i]; i++)
-		if (is(d->head, hn, conf_heads[i]))
-			conf = i;
 	/* the confirmation answers the pending command of its own name */
 	int mine = conf >= 0 && s->pending && head == C_SUB + conf;
 	if (conf >= 0 && (d->top == '>' ||
 			  (resp2arr && (s->subscribed || mine)))) {
-		if (hn >= 11 && !memcmp(d->head + hn - 11, "unsubscribe", 11)) {
+		if (conf >= 3) {                    /* (p|s)unsubscribe */
 			if (d->cnt == 0)
 				s->subscribed = 0;
 		} else if (d->cnt > 0 && d->top == '*') {
@@ -366,7 +379,7 @@ static void reply_end(struct rd_state *s, struct rd_dir *d, struct bt_msg *m)
 		return;
 	}
 	if (d->top == '>' || s->monitor ||
-	    (resp2arr && s->subscribed && in_list(d->head, hn, msg_heads))) {
+	    (resp2arr && s->subscribed && w == W_MSG)) {
 		m->kind = BT_MK_ONEWAY;
 		return;
 	}
@@ -431,9 +444,36 @@ static int value_done(struct rd_dir *d)
 
 /* ---- lines ---------------------------------------------------------------- */
 
+/* Byte classes (cls[]) */
+#define K_REPLY   0x01u    /* a type byte a server sends */
+#define K_RESP3   0x02u    /* ... only in RESP3 */
+#define K_NUMERIC 0x04u    /* a type whose line is a length or number */
+#define K_DOUBLE  0x08u    /* a byte of a RESP3 double */
+
+static const uint8_t cls[256] = {
+	['+'] = K_REPLY | K_DOUBLE, ['-'] = K_REPLY | K_DOUBLE,
+	[':'] = K_REPLY | K_NUMERIC, ['$'] = K_REPLY | K_NUMERIC,
+	['*'] = K_REPLY | K_NUMERIC,
+	['_'] = K_REPLY | K_RESP3, [','] = K_REPLY | K_RESP3,
+	['#'] = K_REPLY | K_RESP3, ['('] = K_REPLY | K_RESP3,
+	['='] = K_REPLY | K_RESP3 | K_NUMERIC,
+	['!'] = K_REPLY | K_RESP3 | K_NUMERIC,
+	['%'] = K_REPLY | K_RESP3 | K_NUMERIC,
+	['~'] = K_REPLY | K_RESP3 | K_NUMERIC,
+	['>'] = K_REPLY | K_RESP3 | K_NUMERIC,
+	['|'] = K_REPLY | K_RESP3 | K_NUMERIC,
+	[';'] = K_NUMERIC,
+	['0'] = K_DOUBLE, ['1'] = K_DOUBLE, ['2'] = K_DOUBLE, ['3'] = K_DOUBLE,
+	['4'] = K_DOUBLE, ['5'] = K_DOUBLE, ['6'] = K_DOUBLE, ['7'] = K_DOUBLE,
+	['8'] = K_DOUBLE, ['9'] = K_DOUBLE, ['.'] = K_DOUBLE, ['e'] = K_DOUBLE,
+	['E'] = K_DOUBLE, ['i'] = K_DOUBLE, ['n'] = K_DOUBLE, ['f'] = K_DOUBLE,
+	['a'] = K_DOUBLE, ['I'] = K_DOUBLE, ['N'] = K_DOUBLE, ['F'] = K_DOUBLE,
+	['A'] = K_DOUBLE,
+};
+
 static int numeric(uint8_t t)
 {
-	return t && strchr("*%~>|$=!;:", t) != NULL;
+	return (cls[t] & K_NUMERIC) != 0;
 }
 
 /* Is byte C allowed at position POS of a line of type T? */
@@ -447,7 +487,7 @@ static int line_byte(uint8_t t, uint64_t pos, uint8_t c)
 		return pos < RD_BIGNUM_MAX && ((c >= '0' && c <= '9') ||
 		       (pos == 0 && (c == '-' || c == '+')));
 	case ',':
-		return pos < 64 && c && strchr("0123456789+-.eEinfaINFA", c);
+		return pos < 64 && (cls[c] & K_DOUBLE);
 	case '#':
 		return pos == 0 && (c == 't' || c == 'f');
 	case '_':
@@ -622,7 +662,7 @@ static int inline_bytes(struct rd_dir *d, const uint8_t *p, size_t n)
 
 static int reply_type(uint8_t c)
 {
-	return c && strchr("+-:$*_,#(=!%~>|", c) != NULL;
+	return (cls[c] & K_REPLY) != 0;
 }
 
 /* A type byte C starts a value.  0 ok, -1 lost. */
@@ -639,7 +679,7 @@ static int type_byte(struct rd_state *s, int cl, struct rd_dir *d, uint8_t c)
 				       RD_STREAMED))) {
 		return -1;
 	}
-	if (!cl && strchr("_,#(=!%~>|", c))
+	if (!cl && (cls[c] & K_RESP3))
 		s->resp3 = 1;
 	if (d->depth == 0 && c != '|')
 		d->top = c;
@@ -700,14 +740,15 @@ static long rd_feed(void *st, int dir, const uint8_t *p, size_t n,
 				i += k;
 				if (!e)
 					continue;
-			} else if (c != '\r') {
-				if (!line_byte(d->type, d->line, c))
-					return BT_PP_LOST;
-				if (d->nl < RD_NUM_KEEP)
-					d->num[d->nl++] = (char)c;
-				d->line++;
-				i++;
-				continue;
+			} else {
+				for (; i < n && p[i] != '\r'; i++, d->line++) {
+					if (!line_byte(d->type, d->line, p[i]))
+						return BT_PP_LOST;
+					if (d->nl < RD_NUM_KEEP)
+						d->num[d->nl++] = (char)p[i];
+				}
+				if (i == n)
+					continue;
 			}
 			d->st = S_LF;
 			i++;
