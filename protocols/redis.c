@@ -445,35 +445,35 @@ static int value_done(struct rd_dir *d)
 /* ---- lines ---------------------------------------------------------------- */
 
 /* Byte classes (cls[]) */
-#define K_REPLY   0x01u    /* a type byte a server sends */
-#define K_RESP3   0x02u    /* ... only in RESP3 */
-#define K_NUMERIC 0x04u    /* a type whose line is a length or number */
-#define K_DOUBLE  0x08u    /* a byte of a RESP3 double */
+#define CL_REPLY   0x01u    /* a type byte a server sends */
+#define CL_RESP3   0x02u    /* ... only in RESP3 */
+#define CL_NUMERIC 0x04u    /* a type whose line is a length or number */
+#define CL_DOUBLE  0x08u    /* a byte of a RESP3 double */
 
 static const uint8_t cls[256] = {
-	['+'] = K_REPLY | K_DOUBLE, ['-'] = K_REPLY | K_DOUBLE,
-	[':'] = K_REPLY | K_NUMERIC, ['$'] = K_REPLY | K_NUMERIC,
-	['*'] = K_REPLY | K_NUMERIC,
-	['_'] = K_REPLY | K_RESP3, [','] = K_REPLY | K_RESP3,
-	['#'] = K_REPLY | K_RESP3, ['('] = K_REPLY | K_RESP3,
-	['='] = K_REPLY | K_RESP3 | K_NUMERIC,
-	['!'] = K_REPLY | K_RESP3 | K_NUMERIC,
-	['%'] = K_REPLY | K_RESP3 | K_NUMERIC,
-	['~'] = K_REPLY | K_RESP3 | K_NUMERIC,
-	['>'] = K_REPLY | K_RESP3 | K_NUMERIC,
-	['|'] = K_REPLY | K_RESP3 | K_NUMERIC,
-	[';'] = K_NUMERIC,
-	['0'] = K_DOUBLE, ['1'] = K_DOUBLE, ['2'] = K_DOUBLE, ['3'] = K_DOUBLE,
-	['4'] = K_DOUBLE, ['5'] = K_DOUBLE, ['6'] = K_DOUBLE, ['7'] = K_DOUBLE,
-	['8'] = K_DOUBLE, ['9'] = K_DOUBLE, ['.'] = K_DOUBLE, ['e'] = K_DOUBLE,
-	['E'] = K_DOUBLE, ['i'] = K_DOUBLE, ['n'] = K_DOUBLE, ['f'] = K_DOUBLE,
-	['a'] = K_DOUBLE, ['I'] = K_DOUBLE, ['N'] = K_DOUBLE, ['F'] = K_DOUBLE,
-	['A'] = K_DOUBLE,
+	['+'] = CL_REPLY | CL_DOUBLE, ['-'] = CL_REPLY | CL_DOUBLE,
+	[':'] = CL_REPLY | CL_NUMERIC, ['$'] = CL_REPLY | CL_NUMERIC,
+	['*'] = CL_REPLY | CL_NUMERIC,
+	['_'] = CL_REPLY | CL_RESP3, [','] = CL_REPLY | CL_RESP3,
+	['#'] = CL_REPLY | CL_RESP3, ['('] = CL_REPLY | CL_RESP3,
+	['='] = CL_REPLY | CL_RESP3 | CL_NUMERIC,
+	['!'] = CL_REPLY | CL_RESP3 | CL_NUMERIC,
+	['%'] = CL_REPLY | CL_RESP3 | CL_NUMERIC,
+	['~'] = CL_REPLY | CL_RESP3 | CL_NUMERIC,
+	['>'] = CL_REPLY | CL_RESP3 | CL_NUMERIC,
+	['|'] = CL_REPLY | CL_RESP3 | CL_NUMERIC,
+	[';'] = CL_NUMERIC,
+	['0'] = CL_DOUBLE, ['1'] = CL_DOUBLE, ['2'] = CL_DOUBLE, ['3'] = CL_DOUBLE,
+	['4'] = CL_DOUBLE, ['5'] = CL_DOUBLE, ['6'] = CL_DOUBLE, ['7'] = CL_DOUBLE,
+	['8'] = CL_DOUBLE, ['9'] = CL_DOUBLE, ['.'] = CL_DOUBLE, ['e'] = CL_DOUBLE,
+	['E'] = CL_DOUBLE, ['i'] = CL_DOUBLE, ['n'] = CL_DOUBLE, ['f'] = CL_DOUBLE,
+	['a'] = CL_DOUBLE, ['I'] = CL_DOUBLE, ['N'] = CL_DOUBLE, ['F'] = CL_DOUBLE,
+	['A'] = CL_DOUBLE,
 };
 
 static int numeric(uint8_t t)
 {
-	return (cls[t] & K_NUMERIC) != 0;
+	return (cls[t] & CL_NUMERIC) != 0;
 }
 
 /* Is byte C allowed at position POS of a line of type T? */
@@ -487,7 +487,7 @@ static int line_byte(uint8_t t, uint64_t pos, uint8_t c)
 		return pos < RD_BIGNUM_MAX && ((c >= '0' && c <= '9') ||
 		       (pos == 0 && (c == '-' || c == '+')));
 	case ',':
-		return pos < 64 && (cls[c] & K_DOUBLE);
+		return pos < 64 && (cls[c] & CL_DOUBLE);
 	case '#':
 		return pos == 0 && (c == 't' || c == 'f');
 	case '_':
@@ -662,7 +662,7 @@ static int inline_bytes(struct rd_dir *d, const uint8_t *p, size_t n)
 
 static int reply_type(uint8_t c)
 {
-	return (cls[c] & K_REPLY) != 0;
+	return (cls[c] & CL_REPLY) != 0;
 }
 
 /* A type byte C starts a value.  0 ok, -1 lost. */
@@ -679,7 +679,7 @@ static int type_byte(struct rd_state *s, int cl, struct rd_dir *d, uint8_t c)
 				       RD_STREAMED))) {
 		return -1;
 	}
-	if (!cl && (cls[c] & K_RESP3))
+	if (!cl && (cls[c] & CL_RESP3))
 		s->resp3 = 1;
 	if (d->depth == 0 && c != '|')
 		d->top = c;
