@@ -149,7 +149,7 @@ static void rd_init(void *st, int role, int transport)
 
 static void rd_fini(void *st) { (void)st; }
 
-/* ---- pending commands --------------------------------------------------- */
+/* ---- pending commands -------------------------------------------------- */
 
 static void fifo_push(struct rd_state *s, uint8_t code)
 {
@@ -175,7 +175,7 @@ static void fifo_pop(struct rd_state *s)
 		s->fifo[(s->fh + RD_FIFO - 1) % RD_FIFO] = C_NORMAL;
 }
 
-/* ---- strings kept ------------------------------------------------------- */
+/* ---- strings kept ------------------------------------------------------ */
 
 static void keep(char *buf, uint8_t *len, size_t cap, uint8_t *trunc,
 		 const uint8_t *p, size_t n, int fold)
@@ -293,7 +293,7 @@ static int word(const char *s, size_t n)
 	return 1;
 }
 
-/* ---- message ends --------------------------------------------------------- */
+/* ---- message ends ------------------------------------------------------ */
 
 /* A command ended: its attributes; 1 a request, 0 no command. */
 static int request_end(struct rd_state *s, struct rd_dir *d, struct bt_msg *m)
@@ -324,8 +324,9 @@ static int request_end(struct rd_state *s, struct rd_dir *d, struct bt_msg *m)
 				memcpy(s->tgt + t, sub, d->keyn);
 				t += d->keyn;
 			}
-			if (is(d->cmd, cn, "CLIENT") && is(sub, d->keyn, "REPLY")
-			    && argc == 3 && !is(d->arg, d->argn, "ON"))
+			if (is(d->cmd, cn, "CLIENT") &&
+			    is(sub, d->keyn, "REPLY") && argc == 3 &&
+			    !is(d->arg, d->argn, "ON"))
 				s->lost = 1;    /* replies skipped */
 		}
 	} else if (w == W_CODE + C_HELLO) {
@@ -442,7 +443,7 @@ static int value_done(struct rd_dir *d)
 	}
 }
 
-/* ---- lines ---------------------------------------------------------------- */
+/* ---- lines ------------------------------------------------------------- */
 
 /* Byte classes (cls[]) */
 #define CL_REPLY   0x01u    /* a type byte a server sends */
@@ -463,12 +464,13 @@ static const uint8_t cls[256] = {
 	['>'] = CL_REPLY | CL_RESP3 | CL_NUMERIC,
 	['|'] = CL_REPLY | CL_RESP3 | CL_NUMERIC,
 	[';'] = CL_NUMERIC,
-	['0'] = CL_DOUBLE, ['1'] = CL_DOUBLE, ['2'] = CL_DOUBLE, ['3'] = CL_DOUBLE,
-	['4'] = CL_DOUBLE, ['5'] = CL_DOUBLE, ['6'] = CL_DOUBLE, ['7'] = CL_DOUBLE,
-	['8'] = CL_DOUBLE, ['9'] = CL_DOUBLE, ['.'] = CL_DOUBLE, ['e'] = CL_DOUBLE,
-	['E'] = CL_DOUBLE, ['i'] = CL_DOUBLE, ['n'] = CL_DOUBLE, ['f'] = CL_DOUBLE,
-	['a'] = CL_DOUBLE, ['I'] = CL_DOUBLE, ['N'] = CL_DOUBLE, ['F'] = CL_DOUBLE,
-	['A'] = CL_DOUBLE,
+	['0'] = CL_DOUBLE, ['1'] = CL_DOUBLE, ['2'] = CL_DOUBLE,
+	['3'] = CL_DOUBLE, ['4'] = CL_DOUBLE, ['5'] = CL_DOUBLE,
+	['6'] = CL_DOUBLE, ['7'] = CL_DOUBLE, ['8'] = CL_DOUBLE,
+	['9'] = CL_DOUBLE, ['.'] = CL_DOUBLE, ['e'] = CL_DOUBLE,
+	['E'] = CL_DOUBLE, ['i'] = CL_DOUBLE, ['n'] = CL_DOUBLE,
+	['f'] = CL_DOUBLE, ['a'] = CL_DOUBLE, ['I'] = CL_DOUBLE,
+	['N'] = CL_DOUBLE, ['F'] = CL_DOUBLE, ['A'] = CL_DOUBLE,
 };
 
 static int numeric(uint8_t t)
@@ -631,7 +633,7 @@ static int line_end(struct rd_state *s, int cl, struct rd_dir *d)
 	return agg_open(d, v, t == '|') < 0 ? -1 : 0;
 }
 
-/* ---- inline commands ------------------------------------------------------ */
+/* ---- inline commands --------------------------------------------------- */
 
 /* Bytes P[0..N) of an inline command line (no LF among them). */
 static int inline_bytes(struct rd_dir *d, const uint8_t *p, size_t n)
@@ -658,7 +660,7 @@ static int inline_bytes(struct rd_dir *d, const uint8_t *p, size_t n)
 	return 0;
 }
 
-/* ---- feed ---------------------------------------------------------------- */
+/* ---- feed -------------------------------------------------------------- */
 
 static int reply_type(uint8_t c)
 {

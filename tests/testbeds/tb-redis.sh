@@ -10,10 +10,11 @@
 # connections at concurrency 1, 16 and 64.  Every request is classified
 # by certainty (check-testbed.py --shape app --certainty): its spans must
 # be the front's server span, under it one client redis span per command
-# in the order sent ("GET tb:ID:a", ..., "MULTI", "INCR tb:ID:m",
-# "EXPIRE tb:ID:m", "EXEC"; redis-py sends INCR as INCRBY), each with redis-server's server span of the
-# same target under it; the test fails on any silently-WRONG or
-# resolved-WRONG request.  See docs/accuracy.md.
+# in the order sent ("GET tb:ID:a", ..., "MULTI", "INCRBY tb:ID:m",
+# "EXPIRE tb:ID:m", "EXEC": redis-py sends INCR as INCRBY), each with
+# redis-server's server span of the same target under it; the test
+# fails on any silently-WRONG or resolved-WRONG request.  See
+# docs/accuracy.md.
 TB_FRONT=nginx
 TB_APPS=""
 : "${TB_REQUESTS:=500}"
