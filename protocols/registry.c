@@ -14,20 +14,23 @@ const struct bt_proto_ops *const bt_protocols[BT_PROTO_MAX] = {
 	[BT_PROTO_FASTCGI] = &bt_proto_fastcgi,
 	[BT_PROTO_PGSQL]   = &bt_proto_pgsql,
 	[BT_PROTO_DNS]     = &bt_proto_dns,
+	[BT_PROTO_REDIS]   = &bt_proto_redis,
 };
 
 /*
  * Sniffing order: the most recognisable signatures first.  HTTP's request
  * and status lines are text; PostgreSQL's startup packets begin with a
  * zero byte and FastCGI's records with the byte 1, so neither can be
- * mistaken for text or for each other; DNS has no magic at all (any two
- * bytes are an id) and comes last.  line and oneshot have no signature and
+ * mistaken for text or for each other; Redis commands begin "*N\r\n$",
+ * a byte none of those three starts with; DNS has no magic at all (any
+ * two bytes are an id) and comes last.  line and oneshot have no signature and
  * are never chosen by sniffing.
  */
 static const struct bt_proto_ops *const sniff_order[] = {
 	&bt_proto_http,
 	&bt_proto_pgsql,
 	&bt_proto_fastcgi,
+	&bt_proto_redis,
 	&bt_proto_dns,
 };
 

@@ -35,7 +35,7 @@ static const char *const proto_names[BT_PROTO_MAX] = {
 	[BT_PROTO_NONE] = "none", [BT_PROTO_LINE] = "line",
 	[BT_PROTO_ONESHOT] = "oneshot", [BT_PROTO_HTTP] = "http",
 	[BT_PROTO_FASTCGI] = "fastcgi", [BT_PROTO_PGSQL] = "postgresql",
-	[BT_PROTO_DNS] = "dns",
+	[BT_PROTO_DNS] = "dns", [BT_PROTO_REDIS] = "redis",
 };
 
 const char *rc_proto_name(unsigned p)

@@ -242,6 +242,114 @@ def oneshot(meta, st, order):
             if st[d] else [] for d in (0, 1)]
 
 
+# ---- Redis -----------------------------------------------------------------
+
+def resp_value(s, pos):
+    """Parse one RESP2/RESP3 value at POS: (end, type, value) where value
+    is a list for aggregates, bytes for strings, an int for integers."""
+    t = s[pos:pos + 1].decode('latin-1')
+    e = s.index(b'\r\n', pos)
+    line = s[pos + 1:e]
+    pos = e + 2
+    if t in '$=!' and line == b'?':
+        chunks = []
+        while True:
+            e = s.index(b'\r\n', pos)
+            n = int(s[pos + 1:e])
+            pos = e + 2
+            if n == 0:
+                return pos, t, b''.join(chunks)
+            chunks.append(s[pos:pos + n])
+            pos += n + 2
+    if t in '$=!':
+        n = int(line)
+        if n < 0:
+            return pos, t, None
+        return pos + n + 2, t, s[pos:pos + n]
+    if t in '*%~>|':
+        if line == b'?':
+            items = []
+            while s[pos:pos + 1] != b'.':
+                pos, _, v = resp_value(s, pos)
+                items.append(v)
+            return pos + 3, t, items
+        n = int(line) * (2 if t in '%|' else 1)
+        items = []
+        if n < 0:
+            return pos, t, None
+        for _ in range(n):
+            pos, it, v = resp_value(s, pos)
+            if it == '|':               # an attribute: the value follows
+                pos, it, v = resp_value(s, pos)
+            items.append(v)
+        if t == '|':
+            return pos, t, items
+        return pos, t, items
+    if t == ':':
+        return pos, t, int(line)
+    return pos, t, line
+
+
+def resp_stream(s, client):
+    """(offset, length, type, value) of each top-level value; a client's
+    blank inline lines and empty arrays join the next command."""
+    out, pos, start = [], 0, 0
+    while pos < len(s):
+        if client and s[pos:pos + 1] != b'*':
+            e = s.index(b'\n', pos) + 1
+            words = s[pos:e].split()
+            pos = e
+            if words:
+                out.append((start, pos - start, 'i', words))
+                start = pos
+            continue
+        pos, t, v = resp_value(s, pos)
+        if t == '|':                    # attribute of the next value
+            continue
+        if client and not v:
+            continue
+        out.append((start, pos - start, t, v))
+        start = pos
+    return out
+
+
+SUBS = {b'subscribe', b'psubscribe', b'ssubscribe', b'unsubscribe',
+        b'punsubscribe', b'sunsubscribe'}
+
+
+def redis(meta, st, order):
+    cl = 1 if meta['role'] == 'client' else 0
+    reqs = resp_stream(st[cl], True)
+    cmds = [v[0].upper() for _, _, _, v in reqs]
+    out = [None, None]
+    out[cl] = [(o, n, 'request', 0) for o, n, _, _ in reqs]
+    reps, subscribed, resp3, q = [], False, False, list(cmds)
+    for o, n, t, v in resp_stream(st[1 - cl], False):
+        head = v[0].lower() if t in '*>' and v and \
+            isinstance(v[0], bytes) else None
+        resp3 = resp3 or t in '%~>_,#(=!'
+        # a confirmation answers the pending command of its own name
+        mine = head in SUBS and q and q[0] == head.upper()
+        if head in SUBS and (t == '>' or (t == '*' and not resp3 and (
+                subscribed or mine))):
+            if t == '*':
+                subscribed = v[2] > 0
+            if mine:
+                q.pop(0)
+                reps.append((o, n, 'reply', 0))
+            else:
+                reps.append((o, n, 'oneway', 0))
+        elif t == '>' or (t == '*' and subscribed and not resp3 and head in
+                          (b'message', b'pmessage', b'smessage')):
+            reps.append((o, n, 'oneway', 0))
+        else:
+            if q:
+                q.pop(0)
+            reps.append((o, n, 'reply', 1 if t in '-!' else 0))
+    out[1 - cl] = reps
+    return out
+
+
 def compare(name, want, got):
     errs = []
     for d in (0, 1):
@@ -284,6 +392,8 @@ def main():
             errs += compare(name, line(meta, st, order), golden)
         elif p == 'oneshot':
             errs += compare(name, oneshot(meta, st, order), golden)
+        elif p == 'redis':
+            errs += compare(name, redis(meta, st, order), golden)
         else:
             n -= 1
     for e in errs:

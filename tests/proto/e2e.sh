@@ -4,15 +4,18 @@
 # message of the reconstruction checked against the bytes on the wire.
 #
 # Servers (Debian's packages, in a temporary directory, ports
-# BP_E2E_PORT..+4, default 18700): nginx (static files), apache2 prefork
+# BP_E2E_PORT..+5, default 18700): nginx (static files), apache2 prefork
 # (static files, a CGI that reads its body), PostgreSQL (a private
-# cluster), dnsmasq (names from a hosts file) and, for glibc's resolver, a
+# cluster), dnsmasq (names from a hosts file), redis-server (no
+# persistence) and, for glibc's resolver, a
 # second dnsmasq on 127.0.0.1:53 of a network namespace of the test's own.
 # Clients: curl (keep-alive, HEAD, POST, chunked request body, 404,
 # Expect: 100-continue), ab -k, pipeline.py (HTTP pipelining), psql
 # (simple queries, PREPARE/EXECUTE, an error, COPY in and out), pgclient
 # (libpq: extended query, pipeline mode, COPY, cancel), dig (UDP and TCP),
-# getent ahosts/hosts (getaddrinfo, gethostbyname2).  Every program runs
+# getent ahosts/hosts (getaddrinfo, gethostbyname2), redis-cli (RESP3:
+# HELLO 3, COMMAND DOCS, strings, a map, an error) and redis-py (a
+# pipeline and MULTI/EXEC in one write each).  Every program runs
 # under bp-run; the clients also under strace, whose logs are the ground
 # truth.  e2e_check.py then compares the messages table with the wire on
 # the client side and, through peer_message_id, on the server side
@@ -28,10 +31,10 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../lib/servers.sh
 . "$HERE/../lib/servers.sh"
 
-APT="apt-get install -y nginx-light apache2 apache2-utils curl postgresql postgresql-client libpq-dev dnsmasq-base bind9-dnsutils strace iproute2 util-linux gcc python3"
+APT="apt-get install -y nginx-light apache2 apache2-utils curl postgresql postgresql-client libpq-dev dnsmasq-base bind9-dnsutils strace iproute2 util-linux gcc python3 redis-server redis-tools python3-redis"
 BASE=${BP_E2E_PORT:-18700}
 P_NGINX=$((BASE + 1)) P_APACHE=$((BASE + 2)) P_PG=$((BASE + 3))
-P_DNS=$((BASE + 4))
+P_DNS=$((BASE + 4)) P_REDIS=$((BASE + 5))
 NETNS=""
 TRACE=read,write,readv,writev,recvfrom,sendto,recvmsg,sendmsg,recvmmsg,sendmmsg,sendfile,close,shutdown
 
@@ -72,7 +75,7 @@ chmod 755 "$T"
 	"and postgres; a network namespace for the resolver)"
 bp_require_tracing
 for p in nginx apache2 ab curl psql dnsmasq dig strace ip setpriv getent cc \
-	 pg_config; do
+	 pg_config redis-server redis-cli; do
 	need "$p"
 done
 bp_find_pgbin
@@ -81,7 +84,8 @@ bp_find_pgbin
 id www-data >/dev/null 2>&1 && id postgres >/dev/null 2>&1 ||
 	bp_fail "the users www-data and postgres are missing: $APT"
 [ -f /usr/lib/apache2/modules/mod_cgi.so ] || bp_fail "mod_cgi is missing: $APT"
-for p in $P_NGINX $P_APACHE $P_PG $P_DNS; do
+"$PY" -c 'import redis' 2>/dev/null || bp_fail "$PY cannot import redis: $APT"
+for p in $P_NGINX $P_APACHE $P_PG $P_DNS $P_REDIS; do
 	if (exec 3<>/dev/tcp/127.0.0.1/"$p") 2>/dev/null ||
 		grep -q "$(printf ':%04X ' "$p")" /proc/net/udp 2>/dev/null; then
 		bp_fail "port $p is in use: choose other ports with BP_E2E_PORT"
@@ -116,7 +120,8 @@ chmod -R a+rX "$T/www" "$T/cgi"
 
 # ---- logd and the tracing prefix ------------------------------------------
 bp_logd_start "$T" -u www-data -u postgres
-RULES="http port $P_NGINX,$P_APACHE; postgresql port $P_PG; dns port $P_DNS"
+RULES="http port $P_NGINX,$P_APACHE; postgresql port $P_PG; dns port $P_DNS;
+	redis port $P_REDIS"
 bp_trace_prefix "$BP_LOGD_SOCK" "$RULES" 1
 
 # ---- servers ---------------------------------------------------------------
@@ -201,6 +206,12 @@ bp_start dnsmasq-ns "$T/run/dnsmasq-ns.pid" ip netns exec "$NETNS" \
 	-C /dev/null -u root --pid-file="$T/run/dnsmasq-ns.pid" --log-queries \
 	--log-facility="$T/dnsmasq-ns.qlog"
 
+mkdir -p "$T/redis"
+bp_start redis "$T/run/redis.pid" "${BP_PREFIX[@]}" redis-server \
+	--port "$P_REDIS" --bind 127.0.0.1 --save '' --appendonly no \
+	--dir "$T/redis" --daemonize no --pidfile "$T/run/redis.pid" \
+	--logfile "$T/redis/log"
+
 bp_wait_listen "$P_DNS" dnsmasq 150
 
 # ---- clients -----------------------------------------------------------------
@@ -276,14 +287,36 @@ ip netns exec "$NETNS" "${BP_PREFIX[@]}" getent ahosts "gai-$R.e2e.test" \
 ip netns exec "$NETNS" "${BP_PREFIX[@]}" getent hosts "ghbn-$R.e2e.test" \
 	>"$T/ghbn.out" 2>&1 || bp_fail "getent hosts failed: $(cat "$T/ghbn.out")"
 
+# Redis: redis-cli in RESP3 (HELLO 3, COMMAND DOCS: a large nested map),
+# strings, a hash read back as a map, a WRONGTYPE error; redis-py: a
+# pipeline and a MULTI/EXEC transaction, each in one write
+printf '%s\n' "SET rk1-$R v" "GET rk1-$R" "HSET rk2-$R f v" \
+	"HGETALL rk2-$R" "LPUSH rk1-$R x" >"$T/redis-cli.in"
+st redis-cli redis-cli -3 -p "$P_REDIS" <"$T/redis-cli.in"
+grep -q WRONGTYPE "$T/redis-cli.out" || bp_fail "redis-cli: no WRONGTYPE"
+truth redis-cli redis "$P_REDIS" "rk1-$R*3" "rk2-$R*2"
+st redis-py "$PY" -c '
+import sys, redis
+r = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]))
+k = sys.argv[2]
+p = r.pipeline(transaction=False)
+p.set("rp1-" + k, "v").get("rp1-" + k).incr("rp2-" + k)
+assert p.execute() == [True, b"v", 1]
+t = r.pipeline(transaction=True)
+t.incr("rp3-" + k).lrange("rp4-" + k, 0, -1)
+assert t.execute() == [1, []]
+' "$P_REDIS" "$R"
+truth redis-py redis "$P_REDIS" "rp1-$R*2" "rp2-$R" "rp3-$R" "rp4-$R"
+
 # ---- stop, rebuild, check -----------------------------------------------
-for s in nginx apache dnsmasq dnsmasq-ns; do bp_alive "$s"; done
+for s in nginx apache dnsmasq dnsmasq-ns redis; do bp_alive "$s"; done
 bp_alive pg
 bp_stop nginx any
 bp_stop apache any
 BP_STOP_SIGNAL=INT bp_stop pg any
 bp_stop dnsmasq any
 bp_stop dnsmasq-ns any
+bp_stop redis any
 bp_stop logd any
 timeout 300 "$BP_RECONSTRUCT" "$T/logs" -o "$T/paths.db" \
 	>"$T/reconstruct.out" 2>"$T/reconstruct.log" ||

@@ -11,16 +11,17 @@ as well as under the tracer.  For each line of FILE
 
 the connections of client run NAME to 127.0.0.1:PORT are rebuilt from
 strace (the bytes the kernel really moved) and framed here, the simple way
-(check_golden.py's HTTP framing, and a PostgreSQL and DNS framing of this
-file), into the messages the protocol defines.  Then, in the reconstructed
+(check_golden.py's HTTP and Redis framing, and a PostgreSQL and DNS
+framing of this file), into the messages the protocol defines.  Then, in the reconstructed
 database:
 
 * client side: the channel of each connection holds exactly these
   messages, each once: same direction, offset, length, kind, protocol and
   status (HTTP status, DNS rcode), and the key attributes decoded from the
-  wire (HTTP method and target, PostgreSQL SQL text, DNS name and type);
-  each reply is in the span of the request it answers (HTTP and
-  PostgreSQL: in order; DNS: by id, which must be the witness);
+  wire (HTTP method and target, PostgreSQL SQL text, DNS name and type,
+  Redis command and target, error word);
+  each reply is in the span of the request it answers (HTTP,
+  PostgreSQL and Redis: in order; DNS: by id, which must be the witness);
 * server side (traced too): every client message is linked
   (peer_message_id) to exactly one message of the server with the same
   length, kind, protocol, status and attributes, replies in their
@@ -228,8 +229,54 @@ def frame_dns(c):
     return out
 
 
-FRAMERS = {'http': frame_http, 'postgresql': frame_pg, 'dns': frame_dns}
-KEY = {'http': 'target', 'postgresql': 'sql', 'dns': 'dns_name'}
+# Redis commands whose target is the command alone (their first argument
+# is a password, a message or a script), and those with subcommands
+REDIS_ALONE = {b'AUTH', b'ECHO', b'PING', b'EVAL', b'EVAL_RO'}
+REDIS_SUB = {b'ACL', b'CLIENT', b'CLUSTER', b'COMMAND', b'CONFIG', b'DEBUG',
+             b'FUNCTION', b'LATENCY', b'MEMORY', b'MODULE', b'OBJECT',
+             b'PUBSUB', b'SCRIPT', b'SENTINEL', b'SLOWLOG', b'XGROUP',
+             b'XINFO'}
+
+
+def redis_target(words):
+    cmd = words[0].upper()
+    if cmd == b'HELLO':
+        arg = words[1:2] if len(words) > 1 and words[1].isdigit() else []
+    elif cmd in REDIS_SUB:
+        arg = [words[1].upper()] if len(words) > 1 else []
+    elif cmd in REDIS_ALONE:
+        arg = []
+    else:
+        arg = words[1:2]
+    return cmd.decode(), b' '.join([cmd] + arg).decode('latin-1')
+
+
+def frame_redis(c):
+    st = [bytes(s) for s in c['st']]
+    meta = {'role': 'client'}
+    framed = check_golden.redis(meta, st, [])
+    reqs = check_golden.resp_stream(st[1], True)
+    reps = check_golden.resp_stream(st[0], False)
+    out = []
+    for (o, n, k, s), (_, _, _, words) in zip(framed[1], reqs):
+        meth, target = redis_target(words)
+        out.append({'dir': 'out', 'off': o, 'len': n, 'kind': k,
+                    'status': None,
+                    'attrs': {'method': meth, 'target': target},
+                    'key': target})
+    for (o, n, k, s), (_, _, t, v) in zip(framed[0], reps):
+        a = {}
+        if s:
+            a['error'] = v.split(b' ', 1)[0].decode('latin-1')
+        out.append({'dir': 'in', 'off': o, 'len': n, 'kind': k,
+                    'status': s or None, 'attrs': a, 'key': None})
+    return out
+
+
+FRAMERS = {'http': frame_http, 'postgresql': frame_pg, 'dns': frame_dns,
+           'redis': frame_redis}
+KEY = {'http': 'target', 'postgresql': 'sql', 'dns': 'dns_name',
+       'redis': 'target'}
 
 
 # ---- the database --------------------------------------------------------

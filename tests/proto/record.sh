@@ -1,7 +1,7 @@
 #!/bin/bash
 # record.sh - record the captures of tests/proto/captures from real servers.
 #
-# Usage: tests/proto/record.sh [web|pg|dns|line|all] [OUTDIR]
+# Usage: tests/proto/record.sh [web|pg|dns|line|redis|all] [OUTDIR]
 #
 # Starts nginx, apache2 (prefork, proxy_fcgi), php-fpm, PostgreSQL and
 # dnsmasq on loopback in a temporary directory, drives them with curl, ab, a
@@ -14,7 +14,7 @@
 #
 # Environment: BP_KEEP=1 keeps the temporary directory (its path is
 # printed); BP_PORT_BASE (default 18480) is the first of the ports used:
-# +1 nginx, +2 apache, +3 PostgreSQL, +4 dnsmasq, +5 smtpd.
+# +1 nginx, +2 apache, +3 PostgreSQL, +4 dnsmasq, +5 smtpd, +6 redis.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -107,7 +107,7 @@ peer_ino_of() {
 }
 
 mkdir -p "$OUT"
-for p in $P_NGINX $P_APACHE $P_PG $P_DNS $((BASE + 5)); do
+for p in $P_NGINX $P_APACHE $P_PG $P_DNS $((BASE + 5)) $((BASE + 6)); do
 	if (exec 3<>/dev/tcp/127.0.0.1/"$p") 2>/dev/null; then
 		die "port $p is in use: choose other ports with BP_PORT_BASE"
 	fi
@@ -466,11 +466,82 @@ s.quit()' "$P_SMTP"
 		"python3 smtplib to python3 smtpd (SMTP: EHLO, MAIL, RCPT, DATA, QUIT)"
 }
 
+# -------------------------------------------------------------- redis ---
+redis() {
+	local P_REDIS=$((BASE + 6))
+	mkdir -p "$T/redis"
+	# redis-server by hand: no persistence, a password (AUTH must be
+	# redacted), traced from its start; COMMAND renamed away, so that
+	# redis-cli's COMMAND DOCS (170 KB of help text) gets an error
+	st_bg redis redis-server --port "$P_REDIS" --bind 127.0.0.1 \
+		--save '' --appendonly no --dir "$T/redis" \
+		--requirepass s3cret --daemonize no --logfile "$T/redis.log" \
+		--rename-command COMMAND '' &
+	PIDS+=($!)
+	wait_port "$P_REDIS"
+	local RC="^TCP:\[127.0.0.1:[0-9]+->127.0.0.1:$P_REDIS\]"
+	# 1. redis-cli in RESP3 (HELLO 3 AUTH ...): strings, a miss (null),
+	#    a hash (map), a set, a double, a WRONGTYPE error, one command per
+	#    line from stdin
+	printf '%s\n' 'SET user:42 alice' 'GET user:42' 'GET user:nobody' \
+		'INCR hits' 'HSET h:1 name bob age 7' 'HGETALL h:1' \
+		'SADD s:1 a b' 'SMEMBERS s:1' 'ZADD z:1 1.5 m' 'ZSCORE z:1 m' \
+		'LPUSH user:42 x' 'EXISTS user:42 h:1' |
+		st cli redis-cli -3 -p "$P_REDIS" --user default --pass s3cret \
+		--no-auth-warning >/dev/null
+	cap redis-cli-resp3-client cli "$RC" redis client stream 1 \
+		"redis-cli 7.0 -3 (AUTH, HELLO 3) to redis-server 7.0: COMMAND DOCS refused, strings, null, map, set, double, WRONGTYPE error"
+	# 2. redis-py: AUTH, commands, a pipeline, MULTI/EXEC, BLPOP answered
+	#    when another connection pushes; pub/sub on a connection of its own
+	st py /usr/bin/python3 -c '
+import sys, threading, time, redis
+port = int(sys.argv[1])
+r = redis.Redis(connection_pool=redis.BlockingConnectionPool(
+    port=port, password="s3cret", max_connections=1))
+r.set("k:1", "v" * 300)
+r.get("k:1")
+r.incr("n:1")
+p = r.pipeline(transaction=False)
+p.set("p:1", "a").get("p:1").incr("p:n").get("nosuch")
+p.execute()
+t = r.pipeline(transaction=True)
+t.incr("t:n").lpush("t:l", "x").lrange("t:l", 0, -1)
+t.execute()
+try:
+    r.hset("k:1", "f", "v")
+except redis.ResponseError:
+    pass
+o = redis.Redis(port=port, password="s3cret")
+threading.Timer(0.3, lambda: o.rpush("q:1", "job")).start()
+r.blpop("q:1", timeout=5)
+s = redis.Redis(port=port, password="s3cret").pubsub()
+s.subscribe("ch:a", "ch:b")
+for _ in range(2):
+    s.get_message(timeout=1)
+o.publish("ch:a", "hello")
+o.publish("ch:b", "world")
+for _ in range(2):
+    s.get_message(timeout=1)
+s.unsubscribe()
+for _ in range(2):
+    s.get_message(timeout=1)
+s.close()
+' "$P_REDIS"
+	cap redis-py-client py "$RC" redis client stream 1 \
+		"python3 redis-py 4.3 (RESP2): AUTH, SET/GET/INCR, a pipeline of 4 in one write, MULTI/EXEC, WRONGTYPE, BLPOP answered 0.3 s later"
+	cap redis-py-pubsub-client py "$RC" redis client stream 3 \
+		"python3 redis-py 4.3 (RESP2): AUTH, SUBSCRIBE two channels, two messages, UNSUBSCRIBE all"
+	cap redis-server-py redis "^TCP:\[127.0.0.1:$P_REDIS->127.0.0.1:[0-9]+\]" \
+		redis server stream 2 \
+		"redis-server 7.0: the redis-py connection of the pipeline, MULTI/EXEC and BLPOP, server side"
+}
+
 case $WHAT in
 web) web ;;
 pg) pg ;;
 dns) dns ;;
 line) line ;;
-all) web; pg; dns; line ;;
-*) die "unknown part '$WHAT' (web, pg, dns, line, all)" ;;
+redis) redis ;;
+all) web; pg; dns; line; redis ;;
+*) die "unknown part '$WHAT' (web, pg, dns, line, redis, all)" ;;
 esac

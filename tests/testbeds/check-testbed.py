@@ -6,7 +6,7 @@ usage: check-testbed.py --truth FILE --db paths.db --label TEXT
                         [--front EXE] [--php EXE] [--py EXE] [--cgi EXE]
                         [--psql EXE] [--getent EXE] [--db-exe EXE]
                         [--shape front|app] [--client EXE] [--via EXE]
-                        [--backend EXE]
+                        [--backend EXE] [--redis EXE]
                         [--certainty] [--report-only] [--explain N]
 
 The truth file has one line per request, tab-separated: ID, KIND (php, py,
@@ -15,7 +15,8 @@ the order it ran them: "sql TEXT", "name NAME ADDR" (a glibc lookup),
 "pgconnect HOST" (libpq resolved the database host for a new connection),
 "lookup HOST" (the application resolved HOST, an address too, to open a
 connection to its backend, --shape app),
-"call PATH" (the application called its backend, --shape app).
+"call PATH" (the application called its backend, --shape app),
+"redis TARGET" (a Redis command, "GET tb:ID:a", "MULTI", --shape app).
 
 A request is correct when its spans in the database are exactly these and
 nothing else (EXE names are basenames of spans.exe):
@@ -110,6 +111,8 @@ def read_truth(path):
                         ops.append(('dns', arg))
                     elif verb == 'call' and arg:
                         ops.append(('http', arg))
+                    elif verb == 'redis' and arg:
+                        ops.append(('redis', arg))
                     else:
                         fatal('%s:%d: unknown operation %r' % (path, lineno,
                                                                op))
@@ -412,6 +415,9 @@ class AppChecker(Checker):
                it (--backend EXE)
       lookup   a client dns span of the app (HOST) under the app's
                server span
+      redis    a client redis span of the app (TARGET) under the app's
+               server span, the Redis server's server span (TARGET)
+               under it (--redis EXE)
     in the order the app ran them; every span ended, within its parent;
     nothing else in the request; no span elsewhere carries the id."""
 
@@ -471,11 +477,13 @@ class AppChecker(Checker):
                 far, far_exe = 'the database', x['db']
             elif proto == 'http':
                 far, far_exe = 'the backend', x['backend']
+            elif proto == 'redis':
+                far, far_exe = 'the Redis server', x['redis']
             elif proto == 'dns':
                 far = far_exe = None
             else:
-                return 'operation %s %s: the app shape knows sql, call ' \
-                       'and lookup' % (proto, target)
+                return 'operation %s %s: the app shape knows sql, call, ' \
+                       'lookup and redis' % (proto, target)
             c, why = w.take(w.pick('client', proto, x['py'], target),
                             '%s client %s span "%s"' % (x['py'], proto,
                                                        target), app_server)
@@ -508,6 +516,7 @@ def main():
     ap.add_argument('--client', default='')
     ap.add_argument('--backend', default='')
     ap.add_argument('--via', default='')
+    ap.add_argument('--redis', default='redis-server')
     ap.add_argument('--certainty', action='store_true')
     ap.add_argument('--report-only', action='store_true')
     ap.add_argument('--explain', type=int, default=0)
@@ -519,7 +528,8 @@ def main():
     ck = cls(db, {'front': a.front, 'php': a.php, 'py': a.py,
                   'cgi': a.cgi, 'psql': a.psql, 'getent': a.getent,
                   'db': a.db_exe, 'client': a.client,
-                  'backend': a.backend, 'via': a.via})
+                  'backend': a.backend, 'via': a.via,
+                  'redis': a.redis})
     wrong = []
     per_kind = defaultdict(lambda: [0, 0])
     counts = dict.fromkeys(CLASSES, 0)

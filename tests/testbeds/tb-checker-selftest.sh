@@ -3,7 +3,8 @@
 # right paths pass; a missing span, a statement in another request, a
 # repeated statement seen once, operations out of order, a span outside
 # its parent, a static request with backend work, an unattributed span
-# and a wrong requests row are each caught and named; --report-only
+# and a wrong requests row are each caught and named, for Redis
+# operations too; --report-only
 # reports without failing.  (A checker that cannot fail would make the
 # testbeds worthless.)  Needs no server.
 . "$(dirname "$0")/../integ/lib.sh"
@@ -236,4 +237,63 @@ expect_app mixup 1 'server http span 5 "/b?id=q1x00000b" (node\[11\]) in request
 expect_app client 0 'precision 100.00%' --client python3.11
 expect_app client 1 'server span of node has parent 1 (want none'
 expect_app client-mixup 1 'requests row 2 is' --client python3.11
+
+# Redis operations (tb-redis.sh): a command with a key and MULTI, each a
+# client redis span of the app with redis-server's span under it
+mkredis() {
+	"$PY" - "$1" "$2" <<'PYEOF'
+import sqlite3, sys
+db, case = sys.argv[1], sys.argv[2]
+con = sqlite3.connect(db)
+con.executescript('''
+CREATE TABLE requests(request_id, protocol, method, target, status);
+CREATE TABLE spans(span_id, request_id, parent_span_id, kind, protocol, name,
+  target, host, pid, exe, start_ns, end_ns);
+CREATE TABLE files(request_id, path, pid);
+''')
+A = 'q1x00000c'
+u = '/py/app?id=%s&n=0' % A
+k = 'GET tb:%s:a' % A
+py, rs = '/usr/bin/python3.11', '/usr/bin/redis-check-rdb'
+spans = [
+    [1, 1, None, 'server', 'http', u, py, 10, 100, 900],
+    [2, 1, 1, 'client', 'redis', k, py, 10, 200, 300],
+    [3, 1, 2, 'server', 'redis', k, rs, 30, 210, 290],
+    [4, 1, 1, 'client', 'redis', 'MULTI', py, 10, 400, 500],
+    [5, 1, 4, 'server', 'redis', 'MULTI', rs, 30, 410, 490],
+]
+if case == 'redis-mixup':    # MULTI's server span under another request
+    spans[4][1] = 2
+    spans[4][2] = 6
+    spans.append([6, 2, None, 'client', 'redis', 'MULTI', py, 10, 405, 495])
+if case == 'redis-missing':  # redis-server never logged the GET
+    del spans[2]
+for sp in spans:
+    con.execute('INSERT INTO spans(span_id, request_id, parent_span_id, kind,'
+                ' protocol, target, exe, pid, start_ns, end_ns) VALUES '
+                '(?,?,?,?,?,?,?,?,?,?)', sp)
+con.execute("INSERT INTO requests VALUES (1, 'http', 'GET', ?, 200)", (u,))
+con.execute("INSERT INTO requests VALUES (2, 'http', 'GET', '/other', 200)")
+con.commit()
+PYEOF
+}
+printf '%s\tpy\t/py/app?id=%s&n=0\tredis GET tb:%s:a\tredis MULTI\n' \
+	q1x00000c q1x00000c q1x00000c >"$T/redis-truth"
+# expect_redis CASE STATUS PATTERN
+expect_redis() {
+	local case=$1 want_rc=$2 pattern=$3 rc out
+	rm -f "$T/$case.db"
+	mkredis "$T/$case.db" "$case" || bp_fail "cannot build $case.db"
+	out=$("$PY" "$TB_SRC/check-testbed.py" --truth "$T/redis-truth" \
+		--db "$T/$case.db" --label "$case" --shape app \
+		--py python3.11 --redis redis-check-rdb --certainty)
+	rc=$?
+	echo "$out"
+	[ "$rc" = "$want_rc" ] || bp_fail "$case: status $rc, want $want_rc"
+	echo "$out" | grep -q -- "$pattern" ||
+		bp_fail "$case: the output does not say '$pattern'"
+}
+expect_redis redis-good 0 'precision 100.00%'
+expect_redis redis-mixup 1 'no redis-check-rdb server redis span "MULTI"'
+expect_redis redis-missing 1 'no redis-check-rdb server redis span "GET tb:q1x00000c:a"'
 echo "PASS: tb-checker-selftest"

@@ -19,7 +19,9 @@
  * (0 with --max-sql 0) and "&dns=1" added to the dynamic kinds with
  * --dns.  The applications answer "id ID", one line per operation in the
  * order they ran ("sql TEXT", "name NAME ADDR", and with --calls N
- * exactly N "call PATH": a call to a backend whose PATH names the id),
+ * exactly N "call PATH": a call to a backend whose PATH names the id;
+ * "redis COMMAND KEY": a Redis command whose key names the id, or
+ * "redis MULTI", "redis EXEC"),
  * then "end ID"; app.php first reports what PHP
  * and libpq do by themselves ("pgconnect HOST", "sql RESET ALL;"), and
  * with --calls an application may report "lookup HOST" (it resolved HOST
@@ -299,6 +301,9 @@ static int check_app_body(struct tb_req *r, const char *body, size_t len)
 	unsigned nsql = 0, nname = 0, ncall = 0;
 	size_t opslen = 0;
 	int first = 1, ended = 0;
+	/* an application of Redis commands (tb-redis) reports the lookups
+	 * of the connections it opened, as --calls applications do */
+	int redis_app = memmem(body, len, "\nredis ", 7) != NULL;
 
 	r->ops = malloc(len + 2);
 	if (!r->ops)
@@ -364,12 +369,24 @@ static int check_app_body(struct tb_req *r, const char *body, size_t len)
 				return -1;
 			}
 			ncall++;
-		} else if (strncmp(line, "lookup ", 7) == 0 && opt.calls) {
-			/* the application opened a backend connection in
-			 * this request and resolved its host (--calls) */
+		} else if (strncmp(line, "lookup ", 7) == 0 &&
+			   (opt.calls || redis_app)) {
+			/* the application opened a backend (--calls) or
+			 * Redis connection in this request and resolved its
+			 * host */
 			if (!line[7] || strchr(line + 7, ' ') ||
 			    strchr(line, '\t')) {
 				fail("%s: bad lookup line: %.80s", r->id, line);
+				return -1;
+			}
+		} else if (strncmp(line, "redis ", 6) == 0) {
+			/* a Redis command of the application (tb-redis):
+			 * its key names the id; MULTI and EXEC have none */
+			if (strchr(line, '\t') || (!strstr(line + 6, r->id) &&
+			    strcmp(line + 6, "MULTI") &&
+			    strcmp(line + 6, "EXEC"))) {
+				fail("%s: Redis command without its id: %.80s",
+				     r->id, line);
 				return -1;
 			}
 		} else if (strncmp(line, "name ", 5) == 0) {

@@ -623,6 +623,186 @@ static const struct pcase cases[] = {
 { "dns: datagram shorter than a header", "dns", CLIENT, DGRAM, {
 	OUT("\x00\x01", "lost"),
 } },
+/* --------------------------------------------------------------- redis */
+{ "redis: RESP2 pipeline, MULTI/EXEC, errors, inline commands, AUTH and "
+  "HELLO redacted, subcommands", "redis", CLIENT, STREAM, {
+	OUT("*2\r\n$3\r\nGET\r\n$7\r\nuser:42\r\n",
+	    "request method=\"GET\" target=\"GET user:42\""),
+	OUT("*3\r\n$3\r\nset\r\n$1\r\nk\r\n$6\r\nsecret\r\n",
+	    "request method=\"SET\" target=\"SET k\""),
+	OUT("*1\r\n$5\r\nMULTI\r\n", "request method=\"MULTI\" target=\"MULTI\""),
+	OUT("*2\r\n$4\r\nINCR\r\n$1\r\nc\r\n",
+	    "request method=\"INCR\" target=\"INCR c\""),
+	OUT("*2\r\n$4\r\nLPOP\r\n$1\r\nk\r\n",
+	    "request method=\"LPOP\" target=\"LPOP k\""),
+	OUT("*1\r\n$4\r\nEXEC\r\n", "request method=\"EXEC\" target=\"EXEC\""),
+	IN("$-1\r\n", "reply"),
+	IN("+OK\r\n", "reply"),
+	IN("+OK\r\n", "reply"),
+	IN("+QUEUED\r\n", "reply"),
+	IN("+QUEUED\r\n", "reply"),
+	IN("*2\r\n:1\r\n-WRONGTYPE Operation against a key\r\n", "reply"),
+	OUT("*3\r\n$4\r\nAUTH\r\n$5\r\nalice\r\n$6\r\nhunter\r\n",
+	    "request method=\"AUTH\" target=\"AUTH\""),
+	IN("-WRONGPASS invalid username-password pair\r\n",
+	   "reply status=1 error=\"WRONGPASS\""),
+	OUT("*6\r\n$5\r\nHELLO\r\n$1\r\n2\r\n$4\r\nAUTH\r\n$5\r\nalice\r\n"
+	    "$6\r\nhunter\r\n$0\r\n\r\n",
+	    "request method=\"HELLO\" target=\"HELLO 2\""),
+	IN("*2\r\n$6\r\nserver\r\n$5\r\nredis\r\n", "reply"),
+	OUT("*4\r\n$6\r\nCONFIG\r\n$3\r\nset\r\n$11\r\nrequirepass\r\n"
+	    "$6\r\nhunter\r\n", "request method=\"CONFIG\" target=\"CONFIG SET\""),
+	OUT("*3\r\n$3\r\nACL\r\n$7\r\nSETUSER\r\n$7\r\n>hunter\r\n",
+	    "request method=\"ACL\" target=\"ACL SETUSER\""),
+	OUT("*2\r\n$4\r\nECHO\r\n$6\r\nsecret\r\n",
+	    "request method=\"ECHO\" target=\"ECHO\""),
+	IN("+OK\r\n", "reply"),
+	IN("-ERR Error in ACL SETUSER modifier\r\n",
+	   "reply status=1 error=\"ERR\""),
+	IN("$6\r\nsecret\r\n", "reply"),
+	OUT("PING\r\n", "request method=\"PING\" target=\"PING\""),
+	OUT("\r\n  \r\nauth  hunter2\r\n",
+	    "request method=\"AUTH\" target=\"AUTH\""),
+	OUT("get \"a b\"\n", "request method=\"GET\" target=\"GET \\x22a\""),
+	OUT("*0\r\n*-1\r\n*1\r\n$4\r\nQUIT\r\n",
+	    "request method=\"QUIT\" target=\"QUIT\""),
+	IN("+PONG\r\n", "reply"),
+	IN("-ERR invalid password\r\n", "reply status=1 error=\"ERR\""),
+	IN(":0\r\n", "reply"),
+	IN("+OK\r\n", "reply"),
+	EOFIN(NULL),
+} },
+{ "redis: RESP3: maps, sets, attributes, doubles, big numbers, verbatim, "
+  "booleans, nulls, streamed strings and aggregates, pushes", "redis",
+  CLIENT, STREAM, {
+	OUT("*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n",
+	    "request method=\"HELLO\" target=\"HELLO 3\""),
+	IN("%2\r\n$6\r\nserver\r\n$5\r\nredis\r\n$5\r\nproto\r\n:3\r\n",
+	   "reply"),
+	OUT("*2\r\n$3\r\nGET\r\n$1\r\na\r\n", "request method=\"GET\" "
+	    "target=\"GET a\""),
+	OUT("*2\r\n$8\r\nSMEMBERS\r\n$1\r\ns\r\n", "request "
+	    "method=\"SMEMBERS\" target=\"SMEMBERS s\""),
+	OUT("*1\r\n$4\r\nTIME\r\n", "request method=\"TIME\" target=\"TIME\""),
+	IN("_\r\n", "reply"),
+	IN("~3\r\n,1.5\r\n,-inf\r\n(-3492890328409238509324850943850943825"
+	   "024385\r\n", "reply"),
+	IN("|1\r\n+ttl\r\n:3600\r\n*2\r\n=8\r\ntxt:abcd\r\n#f\r\n", "reply"),
+	OUT("*2\r\n$9\r\nSUBSCRIBE\r\n$2\r\nch\r\n",
+	    "request method=\"SUBSCRIBE\" target=\"SUBSCRIBE ch\""),
+	OUT("*2\r\n$3\r\nGET\r\n$1\r\nb\r\n", "request method=\"GET\" "
+	    "target=\"GET b\""),
+	IN(">3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n", "reply"),
+	IN(">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n", "oneway"),
+	IN(">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nb\r\n", "oneway"),
+	IN("$?\r\n;2\r\nab\r\n;1\r\nc\r\n;0\r\n", "reply"),
+	OUT("*3\r\n$4\r\nSCAN\r\n$1\r\n0\r\n$5\r\nCOUNT\r\n",
+	    "request method=\"SCAN\" target=\"SCAN 0\""),
+	OUT("*1\r\n$3\r\nFOO\r\n", "request method=\"FOO\" target=\"FOO\""),
+	OUT("*2\r\n$11\r\nUNSUBSCRIBE\r\n$2\r\nch\r\n",
+	    "request method=\"UNSUBSCRIBE\" target=\"UNSUBSCRIBE ch\""),
+	IN("*?\r\n$1\r\n0\r\n%?\r\n+k\r\n#t\r\n.\r\n~0\r\n.\r\n", "reply"),
+	IN("!21\r\nSYNTAX invalid syntax\r\n",
+	   "reply status=1 error=\"SYNTAX\""),
+	IN(">3\r\n$11\r\nunsubscribe\r\n$2\r\nch\r\n:0\r\n", "reply"),
+	/* a list holding "message" is a reply in RESP3 */
+	OUT("*4\r\n$6\r\nLRANGE\r\n$1\r\nl\r\n$1\r\n0\r\n$2\r\n-1\r\n",
+	    "request method=\"LRANGE\" target=\"LRANGE l\""),
+	IN("*3\r\n$7\r\nmessage\r\n$1\r\nx\r\n$1\r\ny\r\n", "reply"),
+} },
+{ "redis: RESP2 pub/sub (server end): two channels, messages, PING, a "
+  "list holding \"message\" before subscribing", "redis", SERVER, STREAM, {
+	IN("*4\r\n$6\r\nLRANGE\r\n$1\r\nl\r\n$1\r\n0\r\n$2\r\n-1\r\n",
+	   "request method=\"LRANGE\" target=\"LRANGE l\""),
+	OUT("*3\r\n$7\r\nmessage\r\n$1\r\nx\r\n$1\r\ny\r\n", "reply"),
+	IN("*3\r\n$9\r\nSUBSCRIBE\r\n$1\r\na\r\n$1\r\nb\r\n",
+	   "request method=\"SUBSCRIBE\" target=\"SUBSCRIBE a\""),
+	OUT("*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n", "reply"),
+	OUT("*3\r\n$9\r\nsubscribe\r\n$1\r\nb\r\n:2\r\n", "oneway"),
+	OUT("*3\r\n$7\r\nmessage\r\n$1\r\na\r\n$5\r\nhello\r\n", "oneway"),
+	OUT("*4\r\n$8\r\npmessage\r\n$2\r\na*\r\n$2\r\nab\r\n$1\r\nx\r\n",
+	    "oneway"),
+	IN("*1\r\n$4\r\nPING\r\n", "request method=\"PING\" target=\"PING\""),
+	OUT("*3\r\n$7\r\nmessage\r\n$1\r\nb\r\n$2\r\nyo\r\n", "oneway"),
+	OUT("*2\r\n$4\r\npong\r\n$0\r\n\r\n", "reply"),
+	IN("*1\r\n$11\r\nUNSUBSCRIBE\r\n",
+	   "request method=\"UNSUBSCRIBE\" target=\"UNSUBSCRIBE\""),
+	OUT("*3\r\n$11\r\nunsubscribe\r\n$1\r\na\r\n:1\r\n", "reply"),
+	OUT("*3\r\n$11\r\nunsubscribe\r\n$1\r\nb\r\n:0\r\n", "oneway"),
+	IN("*4\r\n$6\r\nLRANGE\r\n$1\r\nl\r\n$1\r\n0\r\n$2\r\n-1\r\n",
+	   "request method=\"LRANGE\" target=\"LRANGE l\""),
+	OUT("*3\r\n$7\r\nmessage\r\n$1\r\nx\r\n$1\r\ny\r\n", "reply"),
+} },
+{ "redis: BLPOP answered later, MONITOR lines are oneway", "redis",
+  CLIENT, STREAM, {
+	OUT("*3\r\n$5\r\nBLPOP\r\n$1\r\nq\r\n$1\r\n0\r\n",
+	    "request method=\"BLPOP\" target=\"BLPOP q\""),
+	IN("*2\r\n$1\r\nq\r\n$1\r\nv\r\n", "reply"),
+	OUT("*1\r\n$7\r\nMONITOR\r\n", "request method=\"MONITOR\" "
+	    "target=\"MONITOR\""),
+	IN("+OK\r\n", "reply"),
+	IN("+1700000000.1 [0 127.0.0.1:5] \"GET\" \"k\"\r\n", "oneway"),
+	IN("+1700000000.2 [0 127.0.0.1:5] \"SET\" \"k\" \"v\"\r\n", "oneway"),
+} },
+{ "redis: role from the bytes", "redis", UNKNOWN, STREAM, {
+	IN("*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", "request method=\"GET\" "
+	   "target=\"GET k\""),
+	OUT("$1\r\nv\r\n", "reply"),
+} },
+{ "redis: CLIENT REPLY OFF: pairing cannot be followed", "redis", CLIENT,
+  STREAM, {
+	OUT("*3\r\n$6\r\nCLIENT\r\n$5\r\nREPLY\r\n$3\r\nOFF\r\n",
+	    "request method=\"CLIENT\" target=\"CLIENT REPLY\""),
+	OUT("*1\r\n$4\r\nPING\r\n", "lost"),
+} },
+{ "redis: SENTINEL redacted; a replication stream is not followed",
+  "redis", CLIENT, STREAM, {
+	OUT("*5\r\n$8\r\nSENTINEL\r\n$3\r\nSET\r\n$1\r\nm\r\n"
+	    "$9\r\nauth-pass\r\n$6\r\nhunter\r\n",
+	    "request method=\"SENTINEL\" target=\"SENTINEL SET\""),
+	IN("+OK\r\n", "reply"),
+	OUT("*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n",
+	    "request method=\"PSYNC\" target=\"PSYNC ?\""),
+	IN("+FULLRESYNC 8de1787ba490483314a4d30f1c628bc5025eb761 0\r\n",
+	   "reply"),
+	IN("$5\r\nREDIS*1\r\n$4\r\nPING\r\n", "lost"),
+} },
+{ "redis: a type byte RESP does not have", "redis", CLIENT, STREAM, {
+	OUT("*1\r\n$4\r\nPING\r\n", "request method=\"PING\" target=\"PING\""),
+	IN("@3\r\n", "lost"),
+} },
+{ "redis: CR without LF", "redis", CLIENT, STREAM, {
+	IN("+OK\rx", "lost"),
+} },
+{ "redis: a client array of integers", "redis", SERVER, STREAM, {
+	IN("*1\r\n:1\r\n", "lost"),
+} },
+{ "redis: a bulk length that is no number", "redis", CLIENT, STREAM, {
+	OUT("*1\r\n$4x\r\n", "lost"),
+} },
+{ "redis: a negative bulk length from a client", "redis", CLIENT, STREAM, {
+	OUT("*1\r\n$-1\r\n", "lost"),
+} },
+{ "redis: a bulk string longer than its length", "redis", CLIENT, STREAM, {
+	OUT("*1\r\n$2\r\nabc\r\n", "lost"),
+} },
+{ "redis: a control byte in an inline command", "redis", CLIENT, STREAM, {
+	OUT("GET \x01\r\n", "lost"),
+} },
+{ "redis: nesting deeper than 40", "redis", CLIENT, STREAM, {
+	OUT("*1\r\n$3\r\nGET\r\n", "request method=\"GET\" target=\"GET\""),
+	IN("*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n"
+	   "*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n"
+	   "*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n"
+	   "*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n"
+	   "*1\r\n", "lost"),
+} },
+{ "redis: a boolean other than t or f", "redis", CLIENT, STREAM, {
+	IN("#x\r\n", "lost"),
+} },
+{ "redis: \".\" outside a streamed aggregate", "redis", CLIENT, STREAM, {
+	IN("*1\r\n.\r\n", "lost"),
+} },
 /* ---------------------------------------------------------------- line */
 { "line: CRLF, a long line cut, a last line ended by eof", "line", CLIENT,
   STREAM, {
@@ -822,6 +1002,25 @@ START_TEST(test_limits)
 	r = run1("postgresql", CLIENT, BT_DIR_OUT, b, 8);
 	ck_assert_str_eq(r, "out lost\n");
 	free(r);
+	/* a Redis inline command of 64 KiB + 1 (the server's limit), and
+	   one just under it */
+	memset(b, 'x', 65537);
+	memcpy(b, "GET ", 4);
+	b[65537] = '\n';
+	r = run1("redis", CLIENT, BT_DIR_OUT, b, 65538);
+	ck_assert_str_eq(r, "out lost\n");
+	free(r);
+	r = run1("redis", CLIENT, BT_DIR_OUT, b + 2, 65536);
+	ck_assert_msg(strncmp(r, "out request off=0 len=65536 flags=trunc "
+			      "method=\"T\"", 48) == 0, "%s", r);
+	free(r);
+	/* a Redis bulk string over 1 TiB, an array over 2^32 elements */
+	r = run1("redis", CLIENT, BT_DIR_OUT, "*1\r\n$1099511627777\r\n", 22);
+	ck_assert_str_eq(r, "out lost\n");
+	free(r);
+	r = run1("redis", CLIENT, BT_DIR_IN, "*4294967297\r\n", 14);
+	ck_assert_str_eq(r, "in lost\n");
+	free(r);
 	free(b);
 }
 END_TEST
@@ -898,6 +1097,13 @@ START_TEST(test_sniff)
 		{ "SSH-2.0-OpenSSH_9.2\r\n", 21, NULL },
 		{ "\x16\x03\x01\x02\x00", 5, NULL },
 		{ "+OK\r\n", 5, NULL },
+		{ "*1\r\n$4\r\nPING\r\n", 14, "redis" },
+		{ "*12\r\n$", 6, "redis" },
+		{ "*3\r", 3, "maybe" },
+		{ "*", 1, "maybe" },
+		{ "*0\r\n$", 5, NULL },
+		{ "*1\r\n:1\r\n", 8, NULL },
+		{ "*123456789\r\n$", 14, NULL },
 	};
 	for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) {
 		int maybe;
@@ -968,8 +1174,8 @@ END_TEST
 START_TEST(test_registry)
 {
 	const char *names[] = { "line", "oneshot", "http", "fastcgi",
-				"postgresql", "dns" };
-	for (unsigned i = 0; i < 6; i++) {
+				"postgresql", "dns", "redis" };
+	for (unsigned i = 0; i < 7; i++) {
 		const struct bt_proto_ops *o = bt_proto_by_name(names[i]);
 		ck_assert_msg(o, "no processor %s", names[i]);
 		ck_assert_uint_eq(o->id, i + 1);
@@ -986,7 +1192,7 @@ END_TEST
 START_TEST(test_default_rules)
 {
 	char *text = strdup(bt_default_rules), *save = NULL;
-	int rules = 0, http80 = 0, pg = 0, dns = 0, fcgi = 0;
+	int rules = 0, http80 = 0, pg = 0, dns = 0, fcgi = 0, redis = 0;
 	ck_assert(text);
 	for (char *l = strtok_r(text, "\n", &save); l;
 	     l = strtok_r(NULL, "\n", &save)) {
@@ -1015,12 +1221,13 @@ START_TEST(test_default_rules)
 				pg |= !strcmp(proto, "postgresql") && a == 5432;
 				dns |= !strcmp(proto, "dns") && a == 53;
 				fcgi |= !strcmp(proto, "fastcgi") && a == 9000;
+				redis |= !strcmp(proto, "redis") && a == 6379;
 				p = *e ? e + 1 : e;
 			}
 		}
 		rules++;
 	}
-	ck_assert(rules >= 5 && http80 && pg && dns && fcgi);
+	ck_assert(rules >= 5 && http80 && pg && dns && fcgi && redis);
 	free(text);
 }
 END_TEST
