@@ -578,6 +578,14 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 			span = sp->id;
 			if (x && x->req && x->req != req)
 				c->st.reply_mismatch++;
+			if (!x && peer_unlogged(a, e)) {
+				/* answered by a traced program that did
+				 * not log the answer: the work behind it
+				 * is not in the log */
+				sp->certainty = RC_CT_UNCERTAIN;
+				sp->reason = unlogged_send;
+				c->st.unlogged++;
+			}
 			sp->end = a->t;
 			sp->status = rc_msg_status(ev);
 			desig_set(d, sp->req, sp->parent, sp->client_root);

@@ -269,14 +269,24 @@ START_TEST(unlogged_send_uncertain)
 	rep_out(b, 105, 4);
 	sql_in(b, 106, 5, "SELECT b");        /* an untraced client's */
 	rep_out(b, 107, 5);
+	/* and the other way: a traced client answered by the front
+	 * without a logged send */
+	struct gen_thr *cl = gen_proc_main(h, 500, "/usr/bin/cli", 0);
+	gen_tcp(cl, 110, 3, BT_CR_CONNECT, "10.0.0.5:50030", "10.0.0.1:80");
+	gen_accept(w, 111, 7, 3, "10.0.0.1:80", "10.0.0.5:50030");
+	gen_msg(cl, 112, 3, OUT, REQ, BT_PROTO_HTTP, 70, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/c"), 0);
+	gen_msg(cl, 113, 3, IN, REP, BT_PROTO_HTTP, 90, 0, 200, 0, 0);
 	gen_close(w, 200, 9);
+	gen_close(w, 201, 7);
 
 	rt_init(&t);
 	rt_write(&t, g, NULL);
 	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
 	ck_assert_str_eq(labels(&t), "SELECT a uncertain unlogged-send\n"
-				     "SELECT b exact -");
-	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'unlogged_senders'"), 1);
+				     "SELECT b exact -\n"
+				     "/c uncertain unlogged-send");
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'unlogged_senders'"), 2);
 	rt_done(&t);
 }
 END_TEST
