@@ -421,6 +421,7 @@ static int write_stats(struct rc_ctx *c)
 		{ "unattributed_spans", t->unattr_spans },
 		{ "unattributed_data_bytes", t->unattr_data_bytes },
 		{ "released_waits", t->released },
+		{ "unlogged_senders", t->unlogged },
 		{ "unpaired_receives", t->unpaired_recv },
 		{ "unmatched_replies", t->unmatched_replies },
 		{ "reply_designation_mismatch", t->reply_mismatch },

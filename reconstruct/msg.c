@@ -57,6 +57,24 @@ struct rc_dirq *rc_msg_recv_q(struct ap *a, struct rc_end *e, uint64_t o)
 	return q;
 }
 
+/*
+ * Is what E receives from a traced program whose send the log does not
+ * have: a wait for it given up now (records lost, a cycle, or the sender
+ * closed without logging it) or before on this channel?  The sender
+ * wrote it past the shim (io_uring, raw system calls, a pause) or its
+ * records are gone: what caused it is unknown.
+ */
+static int peer_unlogged(const struct ap *a, const struct rc_end *e)
+{
+	const struct rc_conn *cn = e->conn;
+
+	if (!cn || e->side > 1)
+		return 0;
+	return a->s->released || cn->dir[!e->side].untraced;
+}
+
+static const char unlogged_send[] = "unlogged-send";
+
 /* The end of the record's fd and its absolute offset; counts unknowns. */
 static struct rc_end *rec_end(struct ap *a, int dir, uint64_t *off)
 {
@@ -478,6 +496,14 @@ static struct rc_span *msg_in_request(struct ap *a, struct rc_end *e,
 	if (!sp)
 		return NULL;
 	span_request_head(sp, e, ev, t0, sp->is_root);
+	if (!x && sp->is_root && peer_unlogged(a, e)) {
+		/* not rule 4: the peer is traced, its send is not in the
+		 * log, so what it was doing when it sent is unknown (the
+		 * request it served, if any, misses this part) */
+		sp->certainty = RC_CT_UNCERTAIN;
+		sp->reason = unlogged_send;
+		a->c->st.unlogged++;
+	}
 	rc_park_batch(a, e, sp);
 	desig_set(&a->th->d, sp->req, sp->id, sp->client_root);
 	return sp;
@@ -552,6 +578,14 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 			span = sp->id;
 			if (x && x->req && x->req != req)
 				c->st.reply_mismatch++;
+			if (!x && peer_unlogged(a, e)) {
+				/* answered by a traced program that did
+				 * not log the answer: the work behind it
+				 * is not in the log */
+				sp->certainty = RC_CT_UNCERTAIN;
+				sp->reason = unlogged_send;
+				c->st.unlogged++;
+			}
 			sp->end = a->t;
 			sp->status = rc_msg_status(ev);
 			desig_set(d, sp->req, sp->parent, sp->client_root);

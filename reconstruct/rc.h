@@ -268,6 +268,9 @@ struct rc_stats {
 	uint64_t unattr_fragments, unattr_messages, unattr_files, unattr_spans;
 	uint64_t unattr_data_bytes;
 	uint64_t released;           /* records released from a wait */
+	uint64_t unlogged;           /* requests and replies from a traced
+					sender that did not log the send
+					(uncertain) */
 	uint64_t unpaired_recv;      /* receives with no send record */
 	uint64_t unmatched_replies;
 	uint64_t reply_mismatch;     /* sender's and matcher's request differ */

@@ -152,6 +152,15 @@ backend_spans uring
 [ "$F_SERVER" = 0 ] || bp_fail "uring: $F_SERVER front server spans:" \
 	"the shim does not see io_uring, there should be none"
 [ "$PREC" = 0.00 ] || bp_fail "uring: $PREC% right paths, expected 0%"
+# the backend's requests came from a traced program that logged no send:
+# each is uncertain, 'unlogged-send', none passes for an untraced client's
+B_UNLOGGED=$(sql "$DIR/paths.db" "SELECT count(*) FROM spans
+	WHERE kind = 'server' AND exe LIKE '%/ex-backend'
+	AND certainty = 'uncertain' AND certainty_reason = 'unlogged-send'")
+[ "$B_ALL" -gt 0 ] && [ "$B_UNLOGGED" = "$B_ALL" ] ||
+	bp_fail "uring: $B_UNLOGGED of $B_ALL backend spans marked" \
+		"'unlogged-send'"
+bp_note "uring: $B_UNLOGGED backend spans uncertain, 'unlogged-send'"
 W='without logging the send|never logged'
 grep -Eq "$W" "$T/reconstruct.log" ||
 	bp_fail "uring: bp-reconstruct did not warn that the backends" \

@@ -249,6 +249,48 @@ START_TEST(batched_resolved_by_params)
 }
 END_TEST
 
+/*
+ * A request whose sender is a traced program that never logged the send
+ * (io_uring, raw system calls, lost records): not a request from an
+ * untraced client (rule 4) but one whose cause is unknown, 'uncertain',
+ * 'unlogged-send'.  From an untraced peer it stays exact.
+ */
+START_TEST(unlogged_send_uncertain)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 300, "/usr/bin/front", 0);
+	struct gen_thr *b = backend(h, "10.0.0.1:50010");
+
+	gen_tcp(w, 10, 9, BT_CR_CONNECT, "10.0.0.1:50010", "10.0.0.2:5432");
+	gen_accept(b, 13, 5, 12, "10.0.0.2:5432", "10.0.0.9:50020");
+	sql_in(b, 104, 4, "SELECT a");        /* the front's: not logged */
+	rep_out(b, 105, 4);
+	sql_in(b, 106, 5, "SELECT b");        /* an untraced client's */
+	rep_out(b, 107, 5);
+	/* and the other way: a traced client answered by the front
+	 * without a logged send */
+	struct gen_thr *cl = gen_proc_main(h, 500, "/usr/bin/cli", 0);
+	gen_tcp(cl, 110, 3, BT_CR_CONNECT, "10.0.0.5:50030", "10.0.0.1:80");
+	gen_accept(w, 111, 7, 3, "10.0.0.1:80", "10.0.0.5:50030");
+	gen_msg(cl, 112, 3, OUT, REQ, BT_PROTO_HTTP, 70, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/c"), 0);
+	gen_msg(cl, 113, 3, IN, REP, BT_PROTO_HTTP, 90, 0, 200, 0, 0);
+	gen_close(w, 200, 9);
+	gen_close(w, 201, 7);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(labels(&t), "SELECT a uncertain unlogged-send\n"
+				     "SELECT b exact -\n"
+				     "/c uncertain unlogged-send");
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'unlogged_senders'"), 2);
+	rt_done(&t);
+}
+END_TEST
+
 /* Two static requests in one read: the loop opens /a's file in /b's
  * designation.  Both requests are marked (span_candidates, span_id
  * NULL); the one-request fragment after them stays exact. */
@@ -1386,6 +1428,7 @@ Suite *recon_certainty_suite(void)
 	tcase_add_test(tc, batched_first_of_shape_resolved);
 	tcase_add_test(tc, batched_constant_does_not_decide);
 	tcase_add_test(tc, batched_resolved_by_params);
+	tcase_add_test(tc, unlogged_send_uncertain);
 	tcase_add_test(tc, batched_file_fires);
 	tcase_add_test(tc, ready_reply_parent_here);
 	suite_add_tcase(s, tc);

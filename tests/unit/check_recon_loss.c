@@ -164,10 +164,11 @@ START_TEST(lost_block)
 		"  server http 'GET /r2' /r2 web/100/100 st=200\n"
 		"    client postgresql 'SELECT' SELECT 2 web/100/100 st=NULL\n"
 		"      server postgresql 'SELECT' SELECT 2 web/200/200 st=NULL\n"
-		/* The query whose send was lost counts as from an untraced
-		 * client: a request of its own, never guessed into /r3. */
-		"R postgresql NULL SELECT 3 st=NULL client=10.0.0.1:50000\n"
-		"  server postgresql 'SELECT' SELECT 3 web/200/200 st=NULL\n"
+		/* The query whose send was lost: a request of its own,
+		 * never guessed into /r3, and uncertain: its sender is
+		 * traced, so it is not an untraced client's. */
+		"R postgresql NULL SELECT 3 st=NULL client=10.0.0.1:50000 [uncertain unlogged-send]\n"
+		"  server postgresql 'SELECT' SELECT 3 web/200/200 st=NULL [uncertain unlogged-send]\n"
 		"R http GET /r4 st=200 client=10.0.0.9:40004\n"
 		"  server http 'GET /r4' /r4 web/100/100 st=200\n"
 		"    client postgresql 'SELECT' SELECT 4 web/100/100 st=NULL\n"
@@ -246,8 +247,8 @@ START_TEST(blocked_receive_released)
 		"  server http 'GET /x' /x web/100/100 st=200\n"
 		"    client postgresql 'SELECT' SELECT 1 web/100/100 st=NULL\n"
 		"      server postgresql 'SELECT' SELECT 1 web/200/200 st=NULL\n"
-		"R postgresql NULL SELECT 2 st=NULL client=10.0.0.1:50000\n"
-		"  server postgresql 'SELECT' SELECT 2 web/200/200 st=NULL\n"
+		"R postgresql NULL SELECT 2 st=NULL client=10.0.0.1:50000 [uncertain unlogged-send]\n"
+		"  server postgresql 'SELECT' SELECT 2 web/200/200 st=NULL [uncertain unlogged-send]\n"
 		"unattributed:\n");
 	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'released_waits'"), 1);
 	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'dropped_by_tracer'"), 1);
@@ -282,8 +283,8 @@ START_TEST(peer_gone_released)
 	rt_write(&t, g, NULL);
 	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
 	ck_assert_str_eq(rt_paths(&t),
-		"R line NULL PING st=NULL client=10.0.0.1:50000\n"
-		"  server line 'PING' PING web/200/200 st=NULL\n"
+		"R line NULL PING st=NULL client=10.0.0.1:50000 [uncertain unlogged-send]\n"
+		"  server line 'PING' PING web/200/200 st=NULL [uncertain unlogged-send]\n"
 		"unattributed:\n");
 	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM warnings WHERE text LIKE '%%closed without logging the send of offset 0%%'"), 1);
 	rt_done(&t);
