@@ -15,7 +15,9 @@
  * 5432 and PostgreSQL's unix socket ".s.PGSQL.<port>" are PostgreSQL;
  * 53 (TCP and UDP) is DNS; 9000 (php-fpm's default TCP port) and the unix
  * sockets of php-fpm and mod_fcgid are FastCGI.  CGI programs under
- * /usr/lib/cgi-bin talk one-shot over their stdin and stdout.
+ * /usr/lib/cgi-bin talk one-shot over their stdin and stdout.  3306 and
+ * the unix socket "mysqld.sock" (/run/mysqld/mysqld.sock, Debian's) are
+ * MySQL/MariaDB.
  */
 #include "config.h"
 
@@ -31,4 +33,6 @@ const char bt_default_rules[] =
 	"fastcgi      unix *fpm*.sock\n"
 	"fastcgi      unix *php*.sock\n"
 	"fastcgi      unix */fcgid/sock/*\n"
-	"oneshot      exe ^/usr/lib/cgi-bin/\n";
+	"oneshot      exe ^/usr/lib/cgi-bin/\n"
+	"mysql        port 3306\n"
+	"mysql        unix */mysqld.sock\n";

@@ -9,7 +9,8 @@ BTPROTO_SOURCES = \
 	protocols/http.c protocols/http.h protocols/http_sniff.c \
 	protocols/fastcgi.c \
 	protocols/pgsql.c \
-	protocols/dns.c
+	protocols/dns.c \
+	protocols/mysql.c
 
 noinst_LTLIBRARIES += libbtproto.la
 libbtproto_la_SOURCES = $(BTPROTO_SOURCES)
@@ -54,7 +55,7 @@ FUZZ_SOURCES = fuzz/fuzz_proto.c tests/unit/check_proto_lib.c \
 	tests/unit/check_proto.h $(BTPROTO_SOURCES)
 FUZZ_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 noinst_PROGRAMS += fuzz/fuzz-http fuzz/fuzz-fastcgi fuzz/fuzz-postgresql \
-	fuzz/fuzz-dns fuzz/fuzz-line fuzz/fuzz-oneshot
+	fuzz/fuzz-dns fuzz/fuzz-line fuzz/fuzz-oneshot fuzz/fuzz-mysql
 fuzz_fuzz_http_SOURCES = $(FUZZ_SOURCES)
 fuzz_fuzz_http_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_PROTO=bt_proto_http
 fuzz_fuzz_http_CFLAGS = $(AM_CFLAGS) $(FUZZ_FLAGS)
@@ -85,6 +86,11 @@ fuzz_fuzz_oneshot_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_PROTO=bt_proto_oneshot
 fuzz_fuzz_oneshot_CFLAGS = $(AM_CFLAGS) $(FUZZ_FLAGS)
 fuzz_fuzz_oneshot_LDFLAGS = $(FUZZ_FLAGS)
 fuzz_fuzz_oneshot_LDADD = libbtcommon.la
+fuzz_fuzz_mysql_SOURCES = $(FUZZ_SOURCES)
+fuzz_fuzz_mysql_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_PROTO=bt_proto_mysql
+fuzz_fuzz_mysql_CFLAGS = $(AM_CFLAGS) $(FUZZ_FLAGS)
+fuzz_fuzz_mysql_LDFLAGS = $(FUZZ_FLAGS)
+fuzz_fuzz_mysql_LDADD = libbtcommon.la
 endif
 EXTRA_DIST += fuzz/run.sh fuzz/mkseeds.py tests/proto/README.md \
 	tests/proto/captures tests/proto/golden tests/proto/record.sh \

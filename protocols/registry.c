@@ -14,6 +14,7 @@ const struct bt_proto_ops *const bt_protocols[BT_PROTO_MAX] = {
 	[BT_PROTO_FASTCGI] = &bt_proto_fastcgi,
 	[BT_PROTO_PGSQL]   = &bt_proto_pgsql,
 	[BT_PROTO_DNS]     = &bt_proto_dns,
+	[BT_PROTO_MYSQL]   = &bt_proto_mysql,
 };
 
 /*
@@ -21,13 +22,18 @@ const struct bt_proto_ops *const bt_protocols[BT_PROTO_MAX] = {
  * and status lines are text; PostgreSQL's startup packets begin with a
  * zero byte and FastCGI's records with the byte 1, so neither can be
  * mistaken for text or for each other; DNS has no magic at all (any two
- * bytes are an id) and comes last.  line and oneshot have no signature and
+ * bytes are an id) and comes last.  MySQL's greeting (mysql.c: a length
+ * below 1024, sequence id 0, protocol 10, a version starting with a digit)
+ * goes before DNS: a DNS message with those five bytes is very unlikely
+ * (a length and id of 1-3 / 0 and flags 0x0a), the other way round
+ * a greeting could be taken for DNS.  line and oneshot have no signature and
  * are never chosen by sniffing.
  */
 static const struct bt_proto_ops *const sniff_order[] = {
 	&bt_proto_http,
 	&bt_proto_pgsql,
 	&bt_proto_fastcgi,
+	&bt_proto_mysql,
 	&bt_proto_dns,
 };
 

@@ -35,6 +35,7 @@ enum bt_proto_id {
 	BT_PROTO_FASTCGI = 4,
 	BT_PROTO_PGSQL   = 5,
 	BT_PROTO_DNS     = 6,
+	BT_PROTO_MYSQL   = 8,
 	BT_PROTO_MAX
 };
 
@@ -184,5 +185,6 @@ extern const struct bt_proto_ops bt_proto_http;
 extern const struct bt_proto_ops bt_proto_fastcgi;
 extern const struct bt_proto_ops bt_proto_pgsql;
 extern const struct bt_proto_ops bt_proto_dns;
+extern const struct bt_proto_ops bt_proto_mysql;
 
 #endif /* BTRACE_PROTO_H */
