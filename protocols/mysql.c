@@ -37,7 +37,9 @@
  *            SERVER_MORE_RESULTS_EXISTS chains, an ERR ending it; the
  *            LOCAL INFILE request (0xfb) and the OK/ERR after the file are
  *            one reply; COM_STMT_PREPARE's OK with its parameter and
- *            column definitions.  An ERR while no command is outstanding
+ *            column definitions.  MariaDB's progress reports (an ERR
+ *            packet with code 0xffff, CLIENT_PROGRESS) are part of the
+ *            reply they come in.  An ERR while no command is outstanding
  *            (a server closing an idle connection): ONEWAY.
  * Commands may be pipelined (MariaDB Connector/C sends PREPARE and
  * EXECUTE in one write): up to MY_FIFO outstanding, answered in order;
@@ -756,6 +758,8 @@ static int server_end(struct my_state *s, struct my_dir *d, struct bt_msg *m)
 	}
 	if (s->infile)
 		return -1;              /* the server spoke in the file */
+	if (d->hl >= 3 && h[0] == 0xff && le16(h + 1) == 0xffff)
+		return 0;               /* MariaDB progress report */
 	switch (s->fifo[s->qh]) {
 	case R_ONE:
 		if (d->hl && h[0] == 0xff)

@@ -1,7 +1,7 @@
 #!/bin/bash
 # record.sh - record the captures of tests/proto/captures from real servers.
 #
-# Usage: tests/proto/record.sh [web|pg|dns|line|all] [OUTDIR]
+# Usage: tests/proto/record.sh [web|pg|dns|line|my|all] [OUTDIR]
 #
 # Starts nginx, apache2 (prefork, proxy_fcgi), php-fpm, PostgreSQL and
 # dnsmasq on loopback in a temporary directory, drives them with curl, ab, a
@@ -14,7 +14,9 @@
 #
 # Environment: BP_KEEP=1 keeps the temporary directory (its path is
 # printed); BP_PORT_BASE (default 18480) is the first of the ports used:
-# +1 nginx, +2 apache, +3 PostgreSQL, +4 dnsmasq, +5 smtpd.
+# +1 nginx, +2 apache, +3 PostgreSQL, +4 dnsmasq, +5 smtpd, +6 mariadbd.
+# my: mariadbd (mariadb-install-db in the temporary directory, run as
+# root) driven by the mariadb client and by pymysql (myclient.py).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -107,7 +109,7 @@ peer_ino_of() {
 }
 
 mkdir -p "$OUT"
-for p in $P_NGINX $P_APACHE $P_PG $P_DNS $((BASE + 5)); do
+for p in $P_NGINX $P_APACHE $P_PG $P_DNS $((BASE + 5)) $((BASE + 6)); do
 	if (exec 3<>/dev/tcp/127.0.0.1/"$p") 2>/dev/null; then
 		die "port $p is in use: choose other ports with BP_PORT_BASE"
 	fi
@@ -466,11 +468,64 @@ s.quit()' "$P_SMTP"
 		"python3 smtplib to python3 smtpd (SMTP: EHLO, MAIL, RCPT, DATA, QUIT)"
 }
 
+# ----------------------------------------------------------------- my ---
+my() {
+	local D=$T/my P_MY=$((BASE + 6))
+	mkdir -p "$D"
+	mariadb-install-db --no-defaults --datadir="$D/data" --user=root \
+		--auth-root-authentication-method=normal --skip-test-db \
+		> "$D/install.log" 2>&1 || die "mariadb-install-db failed"
+	st_bg mariadbd /usr/sbin/mariadbd --no-defaults --datadir="$D/data" \
+		--socket="$D/mysqld.sock" --port="$P_MY" --bind-address=127.0.0.1 \
+		--user=root --skip-name-resolve --pid-file="$D/pid" \
+		--log-error="$D/err.log" --skip-log-bin --local-infile=1 \
+		--innodb-buffer-pool-size=16M &
+	PIDS+=($!)
+	wait_port "$P_MY"
+	mariadb --no-defaults -S "$D/mysqld.sock" -uroot -e "CREATE DATABASE tb;
+		CREATE USER 'tb'@'127.0.0.1' IDENTIFIED BY 'tbpw';
+		CREATE USER 'tb'@'localhost' IDENTIFIED BY 'tbpw';
+		GRANT ALL ON tb.* TO 'tb'@'127.0.0.1';
+		GRANT ALL ON tb.* TO 'tb'@'localhost';"
+	printf '10\tten\n11\televen\n' > "$D/in.tsv"
+	cat > "$D/cli.sql" <<EOF
+CREATE TABLE cli_t (a INT, b TEXT);
+INSERT INTO cli_t VALUES (1, 'x'), (2, NULL);
+SELECT * FROM cli_t; SELECT COUNT(*) FROM cli_t;
+SELECT nosuchcol FROM cli_t;
+LOAD DATA LOCAL INFILE '$D/in.tsv' INTO TABLE cli_t;
+USE tb;
+DROP TABLE cli_t;
+EOF
+	local MC="->127.0.0.1:$P_MY\]" MS="^TCP:\[127.0.0.1:$P_MY->127.0.0.1:"
+	# 1. pymysql over TCP: text queries, an error, multi-statement,
+	#    LOCAL INFILE, ping, select_db, prepared statements, reset
+	st pymysql /usr/bin/python3 "$HERE/myclient.py" "$P_MY" tb tbpw tb \
+		"$D/in.tsv"
+	cap mysql-pymysql-client pymysql "$MC" mysql client stream 1 \
+		"pymysql 1.0.2 (tests/proto/myclient.py) to mariadbd 10.11: queries, an error, multi-statement, LOCAL INFILE, ping, init_db, COM_STMT_PREPARE/EXECUTE/CLOSE, execute of a closed statement, reset connection"
+	cap mysql-pymysql-server mariadbd "$MS$(lport_of mysql-pymysql-client)\]" \
+		mysql server stream 1 "mariadbd 10.11: the session of mysql-pymysql-client"
+	# 2. the mariadb client (Connector/C) over TCP: result sets with
+	#    MariaDB's metadata flag, an error, LOCAL INFILE with a progress
+	#    report, USE (init_db)
+	st mariadb-cli mariadb --no-defaults -h 127.0.0.1 -P "$P_MY" -utb -ptbpw \
+		--local-infile=1 --force tb < "$D/cli.sql" > /dev/null 2>&1
+	cap mysql-cli-client mariadb-cli "$MC" mysql client stream 1 \
+		"mariadb 10.11 client: queries, two statements in a script line, an error, LOAD DATA LOCAL INFILE, USE"
+	# 3. a wrong password, over the unix socket: ERR 1045 in the handshake
+	st mariadb-badpw mariadb --no-defaults -S "$D/mysqld.sock" -utb -pwrong \
+		-e "SELECT 1" > /dev/null 2>&1 || true
+	cap mysql-badpw-client mariadb-badpw "^UNIX-STREAM:" mysql client \
+		stream 1 "mariadb 10.11 client over the unix socket: access denied (ERR 1045 in the handshake)"
+}
+
 case $WHAT in
 web) web ;;
 pg) pg ;;
 dns) dns ;;
 line) line ;;
-all) web; pg; dns; line ;;
-*) die "unknown part '$WHAT' (web, pg, dns, line, all)" ;;
+my) my ;;
+all) web; pg; dns; line; my ;;
+*) die "unknown part '$WHAT' (web, pg, dns, line, my, all)" ;;
 esac
