@@ -136,6 +136,7 @@ struct my_dir {
 	uint8_t  split;             /* this packet is 0xffffff: more follow */
 	uint8_t  inpkt;             /* between the parts of a split packet */
 	uint8_t  seq;               /* sequence id of the current part */
+	uint8_t  seq0;              /* and of the first part */
 	uint32_t left;              /* payload bytes of this part to come */
 	uint32_t first;             /* payload length of the first part */
 	uint32_t pos;               /* logical payload bytes so far (capped) */
@@ -547,7 +548,7 @@ static int client_end(struct my_state *s, struct my_dir *d, struct bt_msg *m)
 		m->kind = BT_MK_ONEWAY;
 		return 1;
 	}
-	if (d->seq != 0) {
+	if (d->seq0 != 0) {
 		/* auth data inside COM_CHANGE_USER */
 		if (s->nq && s->fifo[s->qh] == R_AUTH) {
 			m->kind = BT_MK_CONTROL;
@@ -720,7 +721,7 @@ static int server_end(struct my_state *s, struct my_dir *d, struct bt_msg *m)
 
 	switch (s->phase) {
 	case PH_GREET:
-		if (d->seq != 0 || !d->hl)
+		if (d->seq0 != 0 || !d->hl)
 			return -1;
 		if (h[0] == 0x0a)
 			return greeting(s, d, m);
@@ -806,7 +807,7 @@ static int packet_end(struct my_state *s, int dir, struct my_dir *d,
 	int r;
 	if (s->cl_dir < 0) {
 		/* no role: only a greeting tells who is who */
-		if (d->seq != 0 || !d->hl || d->head[0] != 0x0a)
+		if (d->seq0 != 0 || !d->hl || d->head[0] != 0x0a)
 			return -1;
 		s->cl_dir = (int8_t)!dir;
 	}
@@ -849,6 +850,7 @@ static long my_feed(void *st, int dir, const uint8_t *p, size_t n,
 				d->pos = 0;
 				d->hl = 0;
 				d->first = len;
+				d->seq0 = d->hdr[3];
 				if (dir == s->cl_dir)
 					s->sql.len = s->sql.trunc = 0;
 			}
