@@ -5,7 +5,8 @@
 # against the client's ground truth (check-testbed.py).  They need root
 # and the packages run-tests installs; a missing one fails the test.
 # tb-node.sh, tb-pyclient.sh, tb-aiohttp.sh, tb-jdk.sh, tb-pyfront.sh and
-# tb-tomcat.sh are the testbeds of the certainty contract: applications
+# tb-tomcat.sh (and tb-mariadb.sh: MariaDB through a pymysql pool) are
+# the testbeds of the certainty contract: applications
 # that are their own front (node, aiohttp, the JDK, a threaded Python
 # server, Tomcat) or traced clients, each request classified
 # exact-right ... silently-WRONG; they fail on a request labelled exact or
@@ -34,7 +35,8 @@ TESTBED_TESTS = \
 	tests/testbeds/tb-aiohttp.sh \
 	tests/testbeds/tb-jdk.sh \
 	tests/testbeds/tb-pyfront.sh \
-	tests/testbeds/tb-tomcat.sh
+	tests/testbeds/tb-tomcat.sh \
+	tests/testbeds/tb-mariadb.sh
 
 TESTS += $(TESTBED_TESTS)
 EXTRA_DIST += $(TESTBED_TESTS) tests/testbeds/lib.sh \
@@ -43,4 +45,4 @@ EXTRA_DIST += $(TESTBED_TESTS) tests/testbeds/lib.sh \
 	tests/testbeds/show-paths.py tests/testbeds/app/tbnode.js \
 	tests/testbeds/app/tbpyclient.py tests/testbeds/app/tbaio.py \
 	tests/testbeds/app/TbJava.java tests/testbeds/app/tbpyfront.py \
-	tests/testbeds/app/TbServlet.java
+	tests/testbeds/app/TbServlet.java tests/testbeds/app/tbmyfront.py
