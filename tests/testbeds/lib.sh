@@ -299,7 +299,9 @@ tb_my_init() {
 
 # tb_my_start: mariadbd (root, traced with PRE_DB) with the data directory
 # of tb_my_init, its unix socket $T/my/mysqld.sock (the default rule
-# "mysql unix */mysqld.sock" picks the processor) and no TCP listener;
+# "mysql unix */mysqld.sock" picks the processor) and no TCP listener,
+# --thread-handling TB_MY_THREADS (default one-thread-per-connection;
+# pool-of-threads: MariaDB's thread pool, epoll and worker threads);
 # waits (at most 30 s) for the socket.
 tb_my_start() {
 	rm -f "$T/my/mysqld.sock"
@@ -308,7 +310,8 @@ tb_my_start() {
 		--socket="$T/my/mysqld.sock" --skip-networking \
 		--pid-file="$T/my/mariadbd.pid" --skip-log-bin \
 		--skip-name-resolve --innodb-buffer-pool-size=16M \
-		--log-error="$T/my/error.log" --max-connections=20
+		--log-error="$T/my/error.log" --max-connections=20 \
+		--thread-handling="${TB_MY_THREADS:-one-thread-per-connection}"
 	bp_wait_listen "$T/my/mysqld.sock" mariadb 300
 }
 
