@@ -96,4 +96,5 @@ EXTRA_DIST += fuzz/run.sh fuzz/mkseeds.py tests/proto/README.md \
 	tests/proto/captures tests/proto/golden tests/proto/record.sh \
 	tests/proto/strace2cap.py tests/proto/check_golden.py \
 	tests/proto/pipeline.py tests/proto/pgclient.c tests/proto/myclient.py \
+	tests/proto/mycapi.py \
 	tests/proto/check-golden.sh tests/proto/e2e.sh tests/proto/e2e_check.py

@@ -16,7 +16,8 @@
 # printed); BP_PORT_BASE (default 18480) is the first of the ports used:
 # +1 nginx, +2 apache, +3 PostgreSQL, +4 dnsmasq, +5 smtpd, +6 mariadbd.
 # my: mariadbd (mariadb-install-db in the temporary directory, run as
-# root) driven by the mariadb client and by pymysql (myclient.py).
+# root) driven by the mariadb client, pymysql (myclient.py) and
+# Connector/C (mycapi.py).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -513,7 +514,13 @@ EOF
 		--local-infile=1 --force tb < "$D/cli.sql" > /dev/null 2>&1
 	cap mysql-cli-client mariadb-cli "$MC" mysql client stream 1 \
 		"mariadb 10.11 client: queries, two statements in a script line, an error, LOAD DATA LOCAL INFILE, USE"
-	# 3. a wrong password, over the unix socket: ERR 1045 in the handshake
+	# 3. Connector/C prepared statements, execute_direct pipelined
+	st capi /usr/bin/python3 "$HERE/mycapi.py" "$P_MY" tb tbpw tb
+	cap mysql-capi-client capi "$MC" mysql client stream 1 \
+		"libmariadb 3.3 (tests/proto/mycapi.py) to mariadbd 10.11: prepare/execute/close, and mariadb_stmt_execute_direct (PREPARE and EXECUTE id -1 in one write, once failing to prepare)"
+	cap mysql-capi-server mariadbd "$MS$(lport_of mysql-capi-client)\]" \
+		mysql server stream 1 "mariadbd 10.11: the session of mysql-capi-client"
+	# 4. a wrong password, over the unix socket: ERR 1045 in the handshake
 	st mariadb-badpw mariadb --no-defaults -S "$D/mysqld.sock" -utb -pwrong \
 		-e "SELECT 1" > /dev/null 2>&1 || true
 	cap mysql-badpw-client mariadb-badpw "^UNIX-STREAM:" mysql client \
