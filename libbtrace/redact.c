@@ -11,6 +11,9 @@
  *   - SQL text: a string literal that follows the word PASSWORD, directly
  *     or after '=' (ALTER ROLE ... PASSWORD '...', CREATE USER MAPPING
  *     ... OPTIONS (password '...'), WHERE password = '...') becomes '?';
+ *     MySQL's (a mysql message): also after PASSWORD( and after BY or AS
+ *     following IDENTIFIED (CREATE USER u IDENTIFIED [WITH p] BY '...');
+ *     its strings are '...' and "..." with backslash escapes;
  *   - URL targets (HTTP target, FastCGI REQUEST_URI): the user
  *     information of an absolute URL (http://user:secret@host/) becomes
  *     '?'.
@@ -152,7 +155,9 @@ size_t bt_redact_sql(const char *in, size_t n, char *outbuf, size_t cap,
 {
 	struct out o = { outbuf, 0, cap, 0 };
 	int lit = (flags & BT_RD_SQL_LITERALS) != 0;
+	int my = (flags & BT_RD_MYSQL) != 0;
 	int pw = 0;          /* the word PASSWORD (and maybe '=') just passed */
+	int idf = 0;         /* MySQL: IDENTIFIED passed, no literal yet */
 	size_t i = 0;
 
 	while (i < n && !o.cut) {
@@ -182,19 +187,25 @@ size_t bt_redact_sql(const char *in, size_t n, char *outbuf, size_t cap,
 				e = n;
 			put_n(&o, in + i, e - i);
 			i = e;
-		} else if (c == '"') {
+		} else if (my && c == '`') {           /* an identifier */
+			e = quoted_end(in, n, i, '`', 0);
+			put_n(&o, in + i, e - i);
+			pw = e - i == 10 && !strncasecmp(in + i + 1, "password", 8);
+			i = e;
+		} else if (c == '"' && !my) {
 			e = quoted_end(in, n, i, '"', 0);
 			put_n(&o, in + i, e - i);
 			i = e;
 			pw = 0;
-		} else if (c == '\'') {
-			e = quoted_end(in, n, i, '\'', 0);
+		} else if (c == '\'' || c == '"') {
+			e = quoted_end(in, n, i, (char)c, my);
 			if (lit || pw)
 				put(&o, '?');
 			else
 				put_n(&o, in + i, e - i);
 			i = e;
 			pw = 0;
+			idf = 0;
 		} else if (c == '$' && (i == 0 || !ident_char((unsigned char)in[i - 1])) &&
 			   (e = dollar_end(in, n, i)) != 0) {
 			if (lit || pw)
@@ -223,7 +234,8 @@ size_t bt_redact_sql(const char *in, size_t n, char *outbuf, size_t cap,
 			    e - i == 1 && (c == 'U' || c == 'u') && e + 1 < n &&
 			    in[e] == '&' ? e + 1 : 0;
 			if (q && q < n && in[q] == '\'') {
-				e = quoted_end(in, n, q, '\'', c == 'E' || c == 'e');
+				e = quoted_end(in, n, q, '\'', my || c == 'E' ||
+					       c == 'e');
 				if (lit || pw)
 					put(&o, '?');
 				else
@@ -234,11 +246,20 @@ size_t bt_redact_sql(const char *in, size_t n, char *outbuf, size_t cap,
 			}
 			put_n(&o, in + i, e - i);
 			pw = e - i == 8 && !strncasecmp(in + i, "password", 8);
+			if (my && e - i == 10 &&
+			    !strncasecmp(in + i, "identified", 10))
+				idf = 1;
+			else if (my && idf && e - i == 2 &&
+				 (!strncasecmp(in + i, "by", 2) ||
+				  !strncasecmp(in + i, "as", 2)))
+				pw = 1;         /* IDENTIFIED [WITH p] BY|AS '...' */
 			i = e;
 		} else {
 			put(&o, (char)c);
-			if (!(c == '=' || isspace(c)))
+			if (!(c == '=' || isspace(c) || (my && c == '(')))
 				pw = 0;
+			if (c == ';' || c == ',')
+				idf = 0;
 			i++;
 		}
 	}
@@ -471,7 +492,8 @@ int bt_redact_attrs(struct bt_event *ev, char *buf, size_t cap,
 		}
 		if (a->key == BT_AK_SQL)
 			k = bt_redact_sql(a->val, a->len, buf + used, cap - used,
-					  flags, &cut);
+					  flags | (ev->proto == BT_PROTO_MYSQL ?
+						   BT_RD_MYSQL : 0), &cut);
 		else if (a->key == BT_AK_TARGET || a->key == BT_AK_FCGI_URI)
 			k = bt_redact_url(a->val, a->len, buf + used, cap - used,
 					  flags, &cut);

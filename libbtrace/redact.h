@@ -13,6 +13,11 @@
 #define BT_RD_QUERY_STRINGS 0x2u    /* URL targets cut after '?' */
 #define BT_RD_CMDLINE       0x4u    /* command lines: the program only */
 #define BT_RD_ALL           0x7u
+/* not an option: bt_redact_sql reads SQL in MySQL's dialect (a MySQL
+ * message's sql attribute): backslash escapes in '...' and "...", which
+ * are both strings, `identifiers`, IDENTIFIED ... BY/AS '...' and
+ * PASSWORD('...') like PASSWORD '...' */
+#define BT_RD_MYSQL         0x100u
 
 /* Parse a BTRACE_REDACT list into *FLAGS.  -EINVAL for an unknown word
  * (copied to BAD): *FLAGS is then BT_RD_ALL, so a typo hides more, never

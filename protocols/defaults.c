@@ -17,6 +17,8 @@
  * sockets of php-fpm and mod_fcgid are FastCGI.  CGI programs under
  * /usr/lib/cgi-bin talk one-shot over their stdin and stdout.  6379 and
  * unix sockets named like "redis.sock" or "redis-server.sock" are Redis.
+ * 3306 and the unix socket "mysqld.sock" (/run/mysqld/mysqld.sock,
+ * Debian's) are MySQL/MariaDB.
  */
 #include "config.h"
 
@@ -34,4 +36,6 @@ const char bt_default_rules[] =
 	"fastcgi      unix */fcgid/sock/*\n"
 	"oneshot      exe ^/usr/lib/cgi-bin/\n"
 	"redis        port 6379\n"
-	"redis        unix *redis*.sock\n";
+	"redis        unix *redis*.sock\n"
+	"mysql        port 3306\n"
+	"mysql        unix */mysqld.sock\n";

@@ -10,7 +10,8 @@ BTPROTO_SOURCES = \
 	protocols/fastcgi.c \
 	protocols/pgsql.c \
 	protocols/dns.c \
-	protocols/redis.c
+	protocols/redis.c \
+	protocols/mysql.c
 
 noinst_LTLIBRARIES += libbtproto.la
 libbtproto_la_SOURCES = $(BTPROTO_SOURCES)
@@ -55,7 +56,8 @@ FUZZ_SOURCES = fuzz/fuzz_proto.c tests/unit/check_proto_lib.c \
 	tests/unit/check_proto.h $(BTPROTO_SOURCES)
 FUZZ_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 noinst_PROGRAMS += fuzz/fuzz-http fuzz/fuzz-fastcgi fuzz/fuzz-postgresql \
-	fuzz/fuzz-dns fuzz/fuzz-line fuzz/fuzz-oneshot fuzz/fuzz-redis
+	fuzz/fuzz-dns fuzz/fuzz-line fuzz/fuzz-oneshot fuzz/fuzz-redis \
+	fuzz/fuzz-mysql
 fuzz_fuzz_http_SOURCES = $(FUZZ_SOURCES)
 fuzz_fuzz_http_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_PROTO=bt_proto_http
 fuzz_fuzz_http_CFLAGS = $(AM_CFLAGS) $(FUZZ_FLAGS)
@@ -91,9 +93,15 @@ fuzz_fuzz_redis_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_PROTO=bt_proto_redis
 fuzz_fuzz_redis_CFLAGS = $(AM_CFLAGS) $(FUZZ_FLAGS)
 fuzz_fuzz_redis_LDFLAGS = $(FUZZ_FLAGS)
 fuzz_fuzz_redis_LDADD = libbtcommon.la
+fuzz_fuzz_mysql_SOURCES = $(FUZZ_SOURCES)
+fuzz_fuzz_mysql_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_PROTO=bt_proto_mysql
+fuzz_fuzz_mysql_CFLAGS = $(AM_CFLAGS) $(FUZZ_FLAGS)
+fuzz_fuzz_mysql_LDFLAGS = $(FUZZ_FLAGS)
+fuzz_fuzz_mysql_LDADD = libbtcommon.la
 endif
 EXTRA_DIST += fuzz/run.sh fuzz/mkseeds.py tests/proto/README.md \
 	tests/proto/captures tests/proto/golden tests/proto/record.sh \
 	tests/proto/strace2cap.py tests/proto/check_golden.py \
-	tests/proto/pipeline.py tests/proto/pgclient.c \
+	tests/proto/pipeline.py tests/proto/pgclient.c tests/proto/myclient.py \
+	tests/proto/mycapi.py \
 	tests/proto/check-golden.sh tests/proto/e2e.sh tests/proto/e2e_check.py

@@ -15,6 +15,7 @@ const struct bt_proto_ops *const bt_protocols[BT_PROTO_MAX] = {
 	[BT_PROTO_PGSQL]   = &bt_proto_pgsql,
 	[BT_PROTO_DNS]     = &bt_proto_dns,
 	[BT_PROTO_REDIS]   = &bt_proto_redis,
+	[BT_PROTO_MYSQL]   = &bt_proto_mysql,
 };
 
 /*
@@ -23,7 +24,11 @@ const struct bt_proto_ops *const bt_protocols[BT_PROTO_MAX] = {
  * zero byte and FastCGI's records with the byte 1, so neither can be
  * mistaken for text or for each other; Redis commands begin "*N\r\n$",
  * a byte none of those three starts with; DNS has no magic at all (any
- * two bytes are an id) and comes last.  line and oneshot have no signature and
+ * two bytes are an id) and comes last.  MySQL's greeting (mysql.c: a length
+ * below 1024, sequence id 0, protocol 10, a version starting with a digit)
+ * goes before DNS: a DNS message with those five bytes is very unlikely
+ * (a length and id of 1-3 / 0 and flags 0x0a), the other way round
+ * a greeting could be taken for DNS.  line and oneshot have no signature and
  * are never chosen by sniffing.
  */
 static const struct bt_proto_ops *const sniff_order[] = {
@@ -31,6 +36,7 @@ static const struct bt_proto_ops *const sniff_order[] = {
 	&bt_proto_pgsql,
 	&bt_proto_fastcgi,
 	&bt_proto_redis,
+	&bt_proto_mysql,
 	&bt_proto_dns,
 };
 

@@ -36,6 +36,7 @@ static const char *const proto_names[BT_PROTO_MAX] = {
 	[BT_PROTO_ONESHOT] = "oneshot", [BT_PROTO_HTTP] = "http",
 	[BT_PROTO_FASTCGI] = "fastcgi", [BT_PROTO_PGSQL] = "postgresql",
 	[BT_PROTO_DNS] = "dns", [BT_PROTO_REDIS] = "redis",
+	[BT_PROTO_MYSQL] = "mysql",
 };
 
 const char *rc_proto_name(unsigned p)
@@ -544,6 +545,7 @@ void rc_span_label(struct rc_span *sp, const struct bt_event *ev)
 		break;
 	}
 	case BT_PROTO_PGSQL:
+	case BT_PROTO_MYSQL:
 		if ((t = rc_attr(ev, BT_AK_SQL))) {
 			sp->target = rc_strndup(t->val, t->len);
 			sp->name = first_word(t->val, t->len);

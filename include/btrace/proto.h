@@ -36,6 +36,7 @@ enum bt_proto_id {
 	BT_PROTO_PGSQL   = 5,
 	BT_PROTO_DNS     = 6,
 	BT_PROTO_REDIS   = 7,
+	BT_PROTO_MYSQL   = 8,
 	BT_PROTO_MAX
 };
 
@@ -210,5 +211,6 @@ extern const struct bt_proto_ops bt_proto_fastcgi;
 extern const struct bt_proto_ops bt_proto_pgsql;
 extern const struct bt_proto_ops bt_proto_dns;
 extern const struct bt_proto_ops bt_proto_redis;
+extern const struct bt_proto_ops bt_proto_mysql;
 
 #endif /* BTRACE_PROTO_H */

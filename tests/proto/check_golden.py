@@ -16,6 +16,7 @@ on stderr).
 """
 import os
 import re
+import struct
 import sys
 
 GOLD = re.compile(r'^(in|out) (\w+) off=(\d+) len=(\d+)(?: status=(\d+))?')
@@ -241,6 +242,127 @@ def oneshot(meta, st, order):
     return [[(0, len(st[d]), 'request' if d == req else 'reply', 0)]
             if st[d] else [] for d in (0, 1)]
 
+# ---- MySQL -------------------------------------------------------------------
+
+def my_packets(s):
+    """(end offset, payload) of every logical packet (parts of 0xffffff
+    joined)."""
+    out, pos, buf = [], 0, b''
+    while pos + 4 <= len(s):
+        n = int.from_bytes(s[pos:pos + 3], 'little')
+        buf += s[pos + 4:pos + 4 + n]
+        pos += 4 + n
+        if n < 0xffffff:
+            out.append((pos, buf))
+            buf = b''
+    return out
+
+
+def my_lenenc(b, i):
+    c = b[i]
+    if c < 0xfb:
+        return c, i + 1
+    w = {0xfc: 2, 0xfd: 3, 0xfe: 8}[c]
+    return int.from_bytes(b[i + 1:i + 1 + w], 'little'), i + 1 + w
+
+
+def my_ok_status(b):
+    _, i = my_lenenc(b, 1)
+    _, i = my_lenenc(b, i)
+    return int.from_bytes(b[i:i + 2], 'little')
+
+
+def mysql(meta, st, order):
+    """Walk the packets of both streams in the order of the records that
+    completed them, as the conversation went."""
+    cl = 1 if meta['role'] == 'client' else 0
+    pk = [my_packets(st[d]) for d in (0, 1)]
+    events, seen = [], [0, 0]
+    for d, end in order:
+        while seen[d] < len(pk[d]) and pk[d][seen[d]][0] <= end:
+            events.append((d, pk[d][seen[d]]))
+            seen[d] += 1
+    out, start = [[], []], [0, 0]
+    phase, queue, infile, deprecate = 'greet', [], False, False
+    res = {}
+
+    def emit(d, end, kind, status=0):
+        out[d].append((start[d], end - start[d], kind, status))
+        start[d] = end
+    for d, (end, b) in events:
+        if d == cl:
+            if phase == 'auth':
+                if 'caps' not in res:
+                    res['caps'] = int.from_bytes(b[0:4], 'little')
+                    deprecate = bool(res['caps'] & res['scaps'] & (1 << 24))
+                emit(d, end, 'control')
+            elif infile:
+                if not b:
+                    infile = False
+                    emit(d, end, 'oneway')
+            elif b[0] in (0x18, 0x19):
+                emit(d, end, 'oneway')
+            elif b[0] == 0x01:
+                emit(d, end, 'control')
+            else:
+                queue.append([b[0], 'first', 0])
+                emit(d, end, 'request')
+            continue
+        if phase == 'greet':
+            res['scaps'] = 0
+            if b[0] == 0x0a:
+                v = b.index(b'\0', 1)
+                res['scaps'] = int.from_bytes(b[v + 14:v + 16], 'little') | \
+                    int.from_bytes(b[v + 19:v + 21], 'little') << 16
+            phase = 'auth'
+            emit(d, end, 'control', 0 if b[0] == 0x0a else
+                 int.from_bytes(b[1:3], 'little'))
+            continue
+        if phase == 'auth':
+            if b[0] == 0:
+                phase = 'cmd'
+            emit(d, end, 'control', int.from_bytes(b[1:3], 'little')
+                 if b[0] == 0xff else 0)
+            continue
+        if b[0] == 0xff and b[1:3] == b'\xff\xff':
+            continue                        # progress report
+        cmd, where, count = queue[0]
+        done, status = False, 0
+        if b[0] == 0xff:
+            done, status = True, int.from_bytes(b[1:3], 'little')
+        elif cmd == 0x16:                   # prepare: count definitions
+            if where == 'first':
+                cols, params = struct.unpack('<HH', b[5:9])
+                count = params + cols + (0 if deprecate else
+                                         (params > 0) + (cols > 0))
+                where = 'defs'
+            else:
+                count -= 1
+            done = count == 0
+        elif cmd in (0x03, 0x17, 0xfa):
+            term = b[0] == 0xfe and len(b) < 0xffffff
+            if where == 'first':
+                if b[0] == 0:
+                    done = not my_ok_status(b) & 8
+                elif b[0] == 0xfb:
+                    infile = True
+                else:
+                    where = 'cols'
+            elif where == 'cols' and term and not deprecate:
+                where = 'rows'
+            elif term:
+                flags = my_ok_status(b) if deprecate else \
+                    int.from_bytes(b[3:5], 'little')
+                where = 'first'
+                done = not flags & 8
+        else:
+            done = True
+        queue[0] = [cmd, where, count]
+        if done:
+            queue.pop(0)
+            emit(d, end, 'reply', status)
+    return out
+
 
 # ---- Redis -----------------------------------------------------------------
 
@@ -394,6 +516,8 @@ def main():
             errs += compare(name, oneshot(meta, st, order), golden)
         elif p == 'redis':
             errs += compare(name, redis(meta, st, order), golden)
+        elif p == 'mysql':
+            errs += compare(name, mysql(meta, st, order), golden)
         else:
             n -= 1
     for e in errs:

@@ -1,7 +1,7 @@
 #!/bin/bash
 # record.sh - record the captures of tests/proto/captures from real servers.
 #
-# Usage: tests/proto/record.sh [web|pg|dns|line|redis|all] [OUTDIR]
+# Usage: tests/proto/record.sh [web|pg|dns|line|redis|my|all] [OUTDIR]
 #
 # Starts nginx, apache2 (prefork, proxy_fcgi), php-fpm, PostgreSQL and
 # dnsmasq on loopback in a temporary directory, drives them with curl, ab, a
@@ -14,7 +14,11 @@
 #
 # Environment: BP_KEEP=1 keeps the temporary directory (its path is
 # printed); BP_PORT_BASE (default 18480) is the first of the ports used:
-# +1 nginx, +2 apache, +3 PostgreSQL, +4 dnsmasq, +5 smtpd, +6 redis.
+# +1 nginx, +2 apache, +3 PostgreSQL, +4 dnsmasq, +5 smtpd, +6 redis,
+# +7 mariadbd.
+# my: mariadbd (mariadb-install-db in the temporary directory, run as
+# root) driven by the mariadb client, pymysql (myclient.py) and
+# Connector/C (mycapi.py).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -107,7 +111,7 @@ peer_ino_of() {
 }
 
 mkdir -p "$OUT"
-for p in $P_NGINX $P_APACHE $P_PG $P_DNS $((BASE + 5)) $((BASE + 6)); do
+for p in $P_NGINX $P_APACHE $P_PG $P_DNS $((BASE + 5)) $((BASE + 6)) $((BASE + 7)); do
 	if (exec 3<>/dev/tcp/127.0.0.1/"$p") 2>/dev/null; then
 		die "port $p is in use: choose other ports with BP_PORT_BASE"
 	fi
@@ -534,6 +538,62 @@ s.close()
 	cap redis-server-py redis "^TCP:\[127.0.0.1:$P_REDIS->127.0.0.1:[0-9]+\]" \
 		redis server stream 2 \
 		"redis-server 7.0: the redis-py connection of the pipeline, MULTI/EXEC and BLPOP, server side"
+# ----------------------------------------------------------------- my ---
+my() {
+	local D=$T/my P_MY=$((BASE + 7))
+	mkdir -p "$D"
+	mariadb-install-db --no-defaults --datadir="$D/data" --user=root \
+		--auth-root-authentication-method=normal --skip-test-db \
+		> "$D/install.log" 2>&1 || die "mariadb-install-db failed"
+	st_bg mariadbd /usr/sbin/mariadbd --no-defaults --datadir="$D/data" \
+		--socket="$D/mysqld.sock" --port="$P_MY" --bind-address=127.0.0.1 \
+		--user=root --skip-name-resolve --pid-file="$D/pid" \
+		--log-error="$D/err.log" --skip-log-bin --local-infile=1 \
+		--innodb-buffer-pool-size=16M &
+	PIDS+=($!)
+	wait_port "$P_MY"
+	mariadb --no-defaults -S "$D/mysqld.sock" -uroot -e "CREATE DATABASE tb;
+		CREATE USER 'tb'@'127.0.0.1' IDENTIFIED BY 'tbpw';
+		CREATE USER 'tb'@'localhost' IDENTIFIED BY 'tbpw';
+		GRANT ALL ON tb.* TO 'tb'@'127.0.0.1';
+		GRANT ALL ON tb.* TO 'tb'@'localhost';"
+	printf '10\tten\n11\televen\n' > "$D/in.tsv"
+	cat > "$D/cli.sql" <<EOF
+CREATE TABLE cli_t (a INT, b TEXT);
+INSERT INTO cli_t VALUES (1, 'x'), (2, NULL);
+SELECT * FROM cli_t; SELECT COUNT(*) FROM cli_t;
+SELECT nosuchcol FROM cli_t;
+LOAD DATA LOCAL INFILE '$D/in.tsv' INTO TABLE cli_t;
+USE tb;
+DROP TABLE cli_t;
+EOF
+	local MC="->127.0.0.1:$P_MY\]" MS="^TCP:\[127.0.0.1:$P_MY->127.0.0.1:"
+	# 1. pymysql over TCP: text queries, an error, multi-statement,
+	#    LOCAL INFILE, ping, select_db, prepared statements, reset
+	st pymysql /usr/bin/python3 "$HERE/myclient.py" "$P_MY" tb tbpw tb \
+		"$D/in.tsv"
+	cap mysql-pymysql-client pymysql "$MC" mysql client stream 1 \
+		"pymysql 1.0.2 (tests/proto/myclient.py) to mariadbd 10.11: queries, an error, multi-statement, LOCAL INFILE, ping, init_db, COM_STMT_PREPARE/EXECUTE/CLOSE, execute of a closed statement, reset connection"
+	cap mysql-pymysql-server mariadbd "$MS$(lport_of mysql-pymysql-client)\]" \
+		mysql server stream 1 "mariadbd 10.11: the session of mysql-pymysql-client"
+	# 2. the mariadb client (Connector/C) over TCP: result sets with
+	#    MariaDB's metadata flag, an error, LOCAL INFILE with a progress
+	#    report, USE (init_db)
+	st mariadb-cli mariadb --no-defaults -h 127.0.0.1 -P "$P_MY" -utb -ptbpw \
+		--local-infile=1 --force tb < "$D/cli.sql" > /dev/null 2>&1
+	cap mysql-cli-client mariadb-cli "$MC" mysql client stream 1 \
+		"mariadb 10.11 client: queries, two statements in a script line, an error, LOAD DATA LOCAL INFILE, USE"
+	# 3. Connector/C prepared statements, execute_direct pipelined
+	st capi /usr/bin/python3 "$HERE/mycapi.py" "$P_MY" tb tbpw tb
+	cap mysql-capi-client capi "$MC" mysql client stream 1 \
+		"libmariadb 3.3 (tests/proto/mycapi.py) to mariadbd 10.11: prepare/execute/close, and mariadb_stmt_execute_direct (PREPARE and EXECUTE id -1 in one write, once failing to prepare)"
+	cap mysql-capi-server mariadbd "$MS$(lport_of mysql-capi-client)\]" \
+		mysql server stream 1 "mariadbd 10.11: the session of mysql-capi-client"
+	# 4. a wrong password, over the unix socket: ERR 1045 in the handshake
+	st mariadb-badpw mariadb --no-defaults -S "$D/mysqld.sock" -utb -pwrong \
+		-e "SELECT 1" > /dev/null 2>&1 || true
+	cap mysql-badpw-client mariadb-badpw "^UNIX-STREAM:" mysql client \
+		stream 1 "mariadb 10.11 client over the unix socket: access denied (ERR 1045 in the handshake)"
 }
 
 case $WHAT in
@@ -542,6 +602,7 @@ pg) pg ;;
 dns) dns ;;
 line) line ;;
 redis) redis ;;
-all) web; pg; dns; line; redis ;;
-*) die "unknown part '$WHAT' (web, pg, dns, line, redis, all)" ;;
+my) my ;;
+all) web; pg; dns; line; redis; my ;;
+*) die "unknown part '$WHAT' (web, pg, dns, line, redis, my, all)" ;;
 esac

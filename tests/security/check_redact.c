@@ -22,6 +22,7 @@ __attribute__((constructor(150))) static void test_env(void)
 
 #define LIT BT_RD_SQL_LITERALS
 #define QS  BT_RD_QUERY_STRINGS
+#define MY  BT_RD_MYSQL
 
 struct rcase {
 	unsigned flags;
@@ -50,6 +51,22 @@ static const struct rcase sql_cases[] = {
 	{ 0, "SELECT \"password\" FROM t WHERE a = 'b'",
 	  "SELECT \"password\" FROM t WHERE a = 'b'" },
 	{ 0, "SELECT * FROM t WHERE id = 42", "SELECT * FROM t WHERE id = 42" },
+	/* MySQL's dialect (a mysql message) */
+	{ MY, "CREATE USER 'u'@'h' IDENTIFIED BY 'hunter2'",
+	  "CREATE USER 'u'@'h' IDENTIFIED BY ?" },
+	{ MY, "ALTER USER u IDENTIFIED WITH mysql_native_password AS '*AB12', "
+	  "v IDENTIFIED VIA ed25519 USING PASSWORD('pw2')",
+	  "ALTER USER u IDENTIFIED WITH mysql_native_password AS ?, "
+	  "v IDENTIFIED VIA ed25519 USING PASSWORD(?)" },
+	{ MY, "SET PASSWORD FOR u = PASSWORD(\"pw3\")",
+	  "SET PASSWORD FOR u = PASSWORD(?)" },
+	{ MY, "SELECT * FROM t WHERE name = 'by' AND `password` = 'x'",
+	  "SELECT * FROM t WHERE name = 'by' AND `password` = ?" },
+	{ MY | LIT, "SELECT 'it\\'s secret', \"dq \\\" s\", `a'b`, x FROM t",
+	  "SELECT ?, ?, `a'b`, x FROM t" },
+	{ MY | LIT, "INSERT INTO t VALUES ('a\\\\', 'b') -- it's",
+	  "INSERT INTO t VALUES (?, ?) -- it's" },
+	{ LIT, "SELECT 'it\\'s' FROM \"t\"", "SELECT ?s?" },
 	/* sql-literals */
 	{ LIT, "SELECT * FROM t WHERE id = 42 AND name = 'alice'",
 	  "SELECT * FROM t WHERE id = ? AND name = ?" },

@@ -13,6 +13,9 @@ The truth file has one line per request, tab-separated: ID, KIND (php, py,
 pyr, cgi, static), URL, then the operations the application reported in
 the order it ran them: "sql TEXT", "name NAME ADDR" (a glibc lookup),
 "pgconnect HOST" (libpq resolved the database host for a new connection),
+"mysql TEXT" and "mysqlprep TEXT" (a MySQL statement run or prepared,
+--shape app: a client mysql span of the app, the database's server span
+under it),
 "lookup HOST" (the application resolved HOST, an address too, to open a
 connection to its backend, --shape app),
 "call PATH" (the application called its backend, --shape app),
@@ -105,6 +108,8 @@ def read_truth(path):
                     verb, _, arg = op.partition(' ')
                     if verb == 'sql' and arg:
                         ops.append(('postgresql', arg))
+                    elif verb in ('mysql', 'mysqlprep') and arg:
+                        ops.append(('mysql', arg))
                     elif verb == 'name' and arg:
                         ops.append(('dns', arg.split(' ')[0]))
                     elif verb in ('pgconnect', 'lookup') and arg:
@@ -473,7 +478,7 @@ class AppChecker(Checker):
                 return why
         seq = []
         for proto, target in t.ops:
-            if proto == 'postgresql':
+            if proto in ('postgresql', 'mysql'):
                 far, far_exe = 'the database', x['db']
             elif proto == 'http':
                 far, far_exe = 'the backend', x['backend']

@@ -26,6 +26,8 @@
 #               each with its own monotonic clock (a time namespace shifted
 #               by TB_MONO_WEB/APP/DB seconds) and its own bp-logd and log
 #               directory (tb_mh_setup)
+#   TB_DB       postgresql (default) | mariadb: the database of the
+#               tb_app_* runs (mariadb: mariadbd on $T/my/mysqld.sock)
 #
 # Environment:
 #   TB_REQUESTS   requests per run (default 2000; the figures of
@@ -156,7 +158,10 @@ tb_init() {
 		tb_mh_setup
 	fi
 	tb_docroot
-	tb_pg_init
+	case $TB_DB in
+	mariadb) tb_my_init ;;
+	*) tb_pg_init ;;
+	esac
 }
 
 # ---- the pieces every run shares ---------------------------------------
@@ -266,6 +271,57 @@ tb_pg_init() {
 		>>"$T/initdb.log" 2>&1 || bp_fail "cannot create the tables"
 	bp_stop pg
 	mv "$T/pg.log" "$T/pg-init.log"
+}
+
+# tb_my_init (TB_DB=mariadb): a MariaDB data directory in $T/my
+# (mariadb-install-db, root without a password on the unix socket), the
+# database tb and the application's tables; the server stops again.
+tb_my_init() {
+	tb_need mariadb-install-db mariadb-server
+	tb_need mariadbd mariadb-server
+	tb_need mariadb mariadb-client
+	"$PY" -c 'import pymysql' 2>/dev/null ||
+		bp_fail "$PY cannot import pymysql: apt-get install -y python3-pymysql"
+	mkdir -p "$T/my"
+	mariadb-install-db --no-defaults --datadir="$T/my/data" --user=root \
+		--auth-root-authentication-method=normal --skip-test-db \
+		>"$T/my/install.log" 2>&1 ||
+		bp_fail "mariadb-install-db failed: $(tail -n 3 "$T/my/install.log")"
+	tb_my_start
+	mariadb --no-defaults -S "$T/my/mysqld.sock" -uroot -e "
+		CREATE DATABASE tb;
+		CREATE TABLE tb.tb_kv (k VARCHAR(64) PRIMARY KEY, v TEXT);
+		CREATE TABLE tb.tb_hits (id VARCHAR(64), n INT);
+		INSERT INTO tb.tb_kv VALUES ('none', 'nothing');" ||
+		bp_fail "cannot create the MariaDB database tb"
+	bp_stop mariadb
+}
+
+# tb_my_start: mariadbd (root, traced with PRE_DB) with the data directory
+# of tb_my_init, its unix socket $T/my/mysqld.sock (the default rule
+# "mysql unix */mysqld.sock" picks the processor) and no TCP listener,
+# --thread-handling TB_MY_THREADS (default one-thread-per-connection;
+# pool-of-threads: MariaDB's thread pool, epoll and worker threads);
+# waits (at most 30 s) for the socket.
+tb_my_start() {
+	rm -f "$T/my/mysqld.sock"
+	bp_start mariadb "$T/my/mariadbd.pid" "${PRE_DB[@]}" /usr/sbin/mariadbd \
+		--no-defaults --datadir="$T/my/data" --user=root \
+		--socket="$T/my/mysqld.sock" --skip-networking \
+		--pid-file="$T/my/mariadbd.pid" --skip-log-bin \
+		--skip-name-resolve --innodb-buffer-pool-size=16M \
+		--log-error="$T/my/error.log" --max-connections=20 \
+		--thread-handling="${TB_MY_THREADS:-one-thread-per-connection}"
+	bp_wait_listen "$T/my/mysqld.sock" mariadb 300
+}
+
+# tb_db_start, TB_DB_NAME: the database of the run (TB_DB: postgresql,
+# the default, or mariadb) and the name bp_stop knows it by.
+tb_db_start() {
+	case $TB_DB in
+	mariadb) tb_my_start ;;
+	*) tb_pg_start ;;
+	esac
 }
 
 # tb_pg_start: PostgreSQL as postgres (db host, PRE_DB) on PGPORT; waits
@@ -750,10 +806,14 @@ tb_testbed() {
 #                      --calls)
 # and may replace tb_app_client DIR CONNS (default: tb-client, untraced,
 # keep-alive, TB_DEPTH requests in flight per connection, default 1).
-# TB_APP_CONCS: the concurrencies (default "1 16 64").
+# TB_APP_CONCS: the concurrencies (default "1 16 64").  TB_APP_RULES:
+# selection rules put before the testbed's (e.g. "none unix */mysqld.sock"
+# to see the paths without a processor: the verdict then fails).
 
 : "${TB_DEPTH:=1}"
 TB_APP_STOP="front backend"
+: "${TB_DB:=postgresql}"
+TB_DB_NAME=$([ "$TB_DB" = mariadb ] && echo mariadb || echo pg)
 TB_APP_BAD=()
 
 # tb_app_client DIR CONNS: the load of one run (default: tb-client).
@@ -788,13 +848,14 @@ tb_app_run() {
 	PRE_APP=() PRE_DB=() PRE_WEB=()
 	if [ "$how" = traced ]; then
 		bp_logd_start -w NS_WEB "$dir" -u www-data -u postgres
-		bp_trace_prefix "$BP_LOGD_SOCK" "http port $FRONT_PORT,$BACK_PORT;
+		bp_trace_prefix "$BP_LOGD_SOCK" "${TB_APP_RULES:+$TB_APP_RULES;}
+			http port $FRONT_PORT,$BACK_PORT;
 			postgresql port $PGPORT; postgresql unix $T/pgsock/*" 1
 		PRE_APP=("${BP_PREFIX[@]}") PRE_DB=("${BP_PREFIX[@]}")
 		PRE_WEB=("${BP_PREFIX[@]}")
 	fi
 	local t0=$SECONDS
-	tb_pg_start
+	tb_db_start
 	tb_app_start "$dir"
 	tb_app_client "$dir" "$conns"
 	rc=$?
@@ -804,9 +865,9 @@ tb_app_run() {
 		# shellcheck disable=SC2086
 		bp_stop "$name" ${TB_APP_STOP_OK:-}
 	done
-	bp_stop pg
+	bp_stop "$TB_DB_NAME"
 	[ "$how" = traced ] && bp_stop logd
-	for name in $TB_APP_STOP pg logd; do
+	for name in $TB_APP_STOP "$TB_DB_NAME" logd; do
 		[ -f "$T/$name.log" ] && mv "$T/$name.log" "$dir/$name.log"
 		[ -f "$T/$name.out" ] && mv "$T/$name.out" "$dir/$name.out"
 	done

@@ -5,10 +5,11 @@
 # against the client's ground truth (check-testbed.py).  They need root
 # and the packages run-tests installs; a missing one fails the test.
 # tb-node.sh, tb-pyclient.sh, tb-aiohttp.sh, tb-jdk.sh, tb-pyfront.sh,
-# tb-tomcat.sh and tb-redis.sh are the testbeds of the certainty contract:
-# applications that are their own front (node, aiohttp, the JDK, a
-# threaded Python server, Tomcat, a Python server sharing a pool of Redis
-# connections) or traced clients, each request classified
+# tb-tomcat.sh, tb-redis.sh and tb-mariadb.sh are the testbeds of the
+# certainty contract: applications that are their own front (node,
+# aiohttp, the JDK, a threaded Python server, Tomcat, a Python server
+# sharing a pool of Redis or of MariaDB connections) or traced clients,
+# each request classified
 # exact-right ... silently-WRONG; they fail on a request labelled exact or
 # resolved whose path is wrong.
 noinst_PROGRAMS += tests/testbeds/tb-client
@@ -36,7 +37,8 @@ TESTBED_TESTS = \
 	tests/testbeds/tb-jdk.sh \
 	tests/testbeds/tb-pyfront.sh \
 	tests/testbeds/tb-tomcat.sh \
-	tests/testbeds/tb-redis.sh
+	tests/testbeds/tb-redis.sh \
+	tests/testbeds/tb-mariadb.sh
 
 TESTS += $(TESTBED_TESTS)
 EXTRA_DIST += $(TESTBED_TESTS) tests/testbeds/lib.sh \
@@ -46,4 +48,4 @@ EXTRA_DIST += $(TESTBED_TESTS) tests/testbeds/lib.sh \
 	tests/testbeds/app/tbpyclient.py tests/testbeds/app/tbaio.py \
 	tests/testbeds/app/TbJava.java tests/testbeds/app/tbpyfront.py \
 	tests/testbeds/app/TbServlet.java \
-	tests/testbeds/app/tbredis.py
+	tests/testbeds/app/tbredis.py tests/testbeds/app/tbmyfront.py

@@ -18,7 +18,8 @@
  * with K (SQL statements the application runs) drawn from 1..--max-sql
  * (0 with --max-sql 0) and "&dns=1" added to the dynamic kinds with
  * --dns.  The applications answer "id ID", one line per operation in the
- * order they ran ("sql TEXT", "name NAME ADDR", and with --calls N
+ * order they ran ("sql TEXT" or "mysql TEXT" per statement run, "mysqlprep
+ * TEXT" per MySQL statement prepared, "name NAME ADDR", and with --calls N
  * exactly N "call PATH": a call to a backend whose PATH names the id;
  * "redis COMMAND KEY": a Redis command whose key names the id, or
  * "redis MULTI", "redis EXEC"),
@@ -353,13 +354,18 @@ static int check_app_body(struct tb_req *r, const char *body, size_t len)
 				     "operations", r->id, line);
 				return -1;
 			}
-		} else if (strncmp(line, "sql ", 4) == 0) {
+		} else if (strncmp(line, "sql ", 4) == 0 ||
+			   strncmp(line, "mysql ", 6) == 0 ||
+			   strncmp(line, "mysqlprep ", 10) == 0) {
+			/* a statement run (PostgreSQL, MySQL), or a MySQL
+			 * statement prepared (not counted: its execute is) */
 			if (!strstr(line, want) || strchr(line, '\t')) {
 				fail("%s: statement without its id: %.80s",
 				     r->id, line);
 				return -1;
 			}
-			nsql++;
+			if (strncmp(line, "mysqlprep ", 10))
+				nsql++;
 		} else if (strncmp(line, "call ", 5) == 0 && opt.calls) {
 			/* a call of the application to its backend (--calls) */
 			if (!strstr(line + 5, r->id) || strchr(line, '\t') ||

@@ -237,6 +237,29 @@ struct pcase {
 /* Bind of the unnamed portal to statement NAME; N = 4 + 1 + |NAME|+1 + 6 */
 #define PG_BIND(n, name) "B\x00\x00\x00" n "\x00" name "\x00\x00\x00\x00\x00" \
 	"\x00\x00"
+/* MySQL: a greeting (protocol 10, "8.0.1") whose upper capability byte
+ * is HI ("\x01": CLIENT_DEPRECATE_EOF), a handshake response of user
+ * alice, database shop, an OK, a column definition, an EOF, an execute
+ * without parameters, a prepare (id N, no columns) and its answer */
+#define MY_Z23 "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" \
+	"\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+#define MY_GREET(hi) "\x49\x00\x00\x00\x0a" "8.0.1\x00" "\x01\x00\x00\x00" \
+	"abcdefgh\x00" "\x08\x82\x21\x02\x00\x08" hi "\x15" \
+	"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" "ijklmnopqrst\x00" \
+	"mysql_native_password\x00"
+#define MY_HSR(hi) "\x56\x00\x00\x01" "\x08\x82\x08" hi "\x00\x00\x00\x01" \
+	"\x21" MY_Z23 "alice\x00" "\x14" "01234567890123456789" "shop\x00" \
+	"mysql_native_password\x00"
+#define MY_OK(seq) "\x07\x00\x00" seq "\x00\x00\x00\x02\x00\x00\x00"
+#define MY_DEF(seq) "\x04\x00\x00" seq "\x03" "def"
+#define MY_EOF(seq, st) "\x05\x00\x00" seq "\xfe\x00\x00" st "\x00"
+#define MY_EXEC(id) "\x0a\x00\x00\x00\x17" id "\x00\x00\x00\x00\x01\x00" \
+	"\x00\x00"
+#define MY_PREP(n, id) \
+	OUT("\x09\x00\x00\x00\x16" "SELECT " n, \
+	    "request method=\"prepare\" sql=\"SELECT " n "\""), \
+	IN("\x0c\x00\x00\x01\x00" id "\x00\x00\x00" \
+	   "\x00\x00\x00\x00\x00\x00\x00", "reply")
 #define A128 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
 	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
@@ -582,6 +605,143 @@ static const struct pcase cases[] = {
 	IN("Q\x00\x00\x00\x0dSELECT 9\x00",
 	   "request method=\"query\" sql=\"SELECT 9\""),
 	OUT("C\x00\x00\x00\x0dSELECT 1\x00" PG_Z, "reply tag=\"SELECT 1\""),
+} },
+/* --------------------------------------------------------------- MySQL */
+{ "mysql: CLIENT_DEPRECATE_EOF, auth switch, two result sets, prepare and "
+  "execute pipelined (id -1), a closed statement, an ERR while idle",
+  "mysql", CLIENT, STREAM, {
+	IN(MY_GREET("\x01"), "control info=\"8.0.1\""),
+	OUT(MY_HSR("\x01"), "control user=\"alice\" database=\"shop\""),
+	IN("\x17\x00\x00\x02\xfe" "mysql_native_password\x00", "control"),
+	OUT("\x14\x00\x00\x03" "01234567890123456789", "control"),
+	IN(MY_OK("\x04"), "control"),
+	OUT("\x13\x00\x00\x00\x03" "SELECT 1; SELECT 2",
+	    "request method=\"query\" sql=\"SELECT 1; SELECT 2\""),
+	IN("\x01\x00\x00\x01\x01" MY_DEF("\x02") "\x02\x00\x00\x03\x01" "1"
+	   "\x07\x00\x00\x04\xfe\x00\x00\x0a\x00\x00\x00"
+	   "\x01\x00\x00\x05\x01" MY_DEF("\x06") "\x02\x00\x00\x07\x01" "2",
+	   NULL),
+	IN("\x07\x00\x00\x08\xfe\x00\x00\x02\x00\x00\x00", "reply"),
+	OUT("\x0d\x00\x00\x00\x16" "SELECT ? + ?",
+	    "request method=\"prepare\" sql=\"SELECT ? + ?\""),
+	OUT("\x14\x00\x00\x00\x17\xff\xff\xff\xff\x00\x01\x00\x00\x00\x00\x01"
+	    "\xfd\x00\xfd\x00\x01" "1" "\x01" "2",
+	    "request method=\"execute\" sql=\"SELECT ? + ?\""),
+	IN("\x0c\x00\x00\x01\x00\x05\x00\x00\x00\x01\x00\x02\x00\x00\x00\x00"
+	   MY_DEF("\x02") MY_DEF("\x03") MY_DEF("\x04"), "reply"),
+	IN("\x01\x00\x00\x01\x01" MY_DEF("\x02") "\x03\x00\x00\x03\x00\x00\x03"
+	   "\x07\x00\x00\x04\xfe\x00\x00\x02\x00\x00\x00", "reply"),
+	OUT(MY_EXEC("\x05"), "request method=\"execute\" sql=\"SELECT ? + ?\""),
+	IN("\x0c\x00\x00\x01\xff\x10\x04#42000bad",
+	   "reply status=1040 error=\"42000\""),
+	OUT("\x05\x00\x00\x00\x19\x05\x00\x00\x00", "oneway method=\"close\""),
+	OUT(MY_EXEC("\x05"), "request method=\"execute\" info=\"stmt_id=5\""),
+	IN("\x0c\x00\x00\x01\xff\xdb\x04#HY000bad",
+	   "reply status=1243 error=\"HY000\""),
+	OUT("\x01\x00\x00\x00\x0e", "request method=\"ping\""),
+	IN(MY_OK("\x01"), "reply"),
+	IN("\x0c\x00\x00\x00\xff\x9f\x0f#HY000bye",
+	   "oneway status=3999 error=\"HY000\""),
+	OUT("\x01\x00\x00\x00\x01", "control method=\"quit\""),
+} },
+{ "mysql: EOF packets, INIT_DB, LOCAL INFILE with a progress report, a "
+  "procedure's two results, an ERR among rows, prepare with EOFs, reset",
+  "mysql", SERVER, STREAM, {
+	OUT(MY_GREET("\x00"), "control info=\"8.0.1\""),
+	IN(MY_HSR("\x00"), "control user=\"alice\" database=\"shop\""),
+	OUT(MY_OK("\x02"), "control"),
+	IN("\x05\x00\x00\x00\x02" "shop",
+	   "request method=\"init_db\" database=\"shop\""),
+	OUT(MY_OK("\x01"), "reply"),
+	IN("\x28\x00\x00\x00\x03" "LOAD DATA LOCAL INFILE 'f' INTO TABLE t",
+	   "request method=\"query\" "
+	   "sql=\"LOAD DATA LOCAL INFILE 'f' INTO TABLE t\""),
+	OUT("\x02\x00\x00\x01\xfb" "f", NULL),
+	IN("\x04\x00\x00\x02" "a\tb\n", NULL),
+	IN("\x00\x00\x00\x03", "oneway"),
+	OUT("\x09\x00\x00\x04\xff\xff\xff\x01\x01\x00\x00\x00\x00"
+	    "\x07\x00\x00\x05\x00\x01\x00\x02\x00\x00\x00", "reply"),
+	IN("\x10\x00\x00\x00\x03" "SELECT a FROM t",
+	   "request method=\"query\" sql=\"SELECT a FROM t\""),
+	OUT("\x01\x00\x00\x01\x01" MY_DEF("\x02") MY_EOF("\x03", "\x02")
+	    "\x02\x00\x00\x04\x01" "a" "\x01\x00\x00\x05\xfb"
+	    MY_EOF("\x06", "\x22"), "reply"),
+	IN("\x09\x00\x00\x00\x03" "CALL p()",
+	   "request method=\"query\" sql=\"CALL p()\""),
+	OUT("\x01\x00\x00\x01\x01" MY_DEF("\x02") MY_EOF("\x03", "\x02")
+	    "\x02\x00\x00\x04\x01" "x" MY_EOF("\x05", "\x0a") MY_OK("\x06"),
+	    "reply"),
+	IN("\x10\x00\x00\x00\x03" "SELECT b FROM t",
+	   "request method=\"query\" sql=\"SELECT b FROM t\""),
+	OUT("\x01\x00\x00\x01\x01" MY_DEF("\x02") MY_EOF("\x03", "\x02")
+	    "\x02\x00\x00\x04\x01" "b" "\x0c\x00\x00\x05\xff\x10\x04#HY000bad",
+	    "reply status=1040 error=\"HY000\""),
+	IN("\x09\x00\x00\x00\x16" "SELECT ?",
+	   "request method=\"prepare\" sql=\"SELECT ?\""),
+	OUT("\x0c\x00\x00\x01\x00\x01\x00\x00\x00\x01\x00\x01\x00\x00\x00\x00"
+	    MY_DEF("\x02") MY_EOF("\x03", "\x02") MY_DEF("\x04")
+	    MY_EOF("\x05", "\x02"), "reply"),
+	IN("\x05\x00\x00\x00\x1a\x01\x00\x00\x00",
+	   "request method=\"reset_stmt\""),
+	OUT(MY_OK("\x01"), "reply"),
+	IN(MY_EXEC("\x01"), "request method=\"execute\" sql=\"SELECT ?\""),
+	OUT("\x01\x00\x00\x01\x01" MY_DEF("\x02") MY_EOF("\x03", "\x02")
+	    "\x03\x00\x00\x04\x00\x00\x07" MY_EOF("\x05", "\x02"), "reply"),
+	IN("\x01\x00\x00\x00\x1f", "request method=\"reset_connection\""),
+	OUT(MY_OK("\x01"), "reply"),
+	IN(MY_EXEC("\x01"), "request method=\"execute\" info=\"stmt_id=1\""),
+	OUT("\x0c\x00\x00\x01\xff\xdb\x04#HY000bad",
+	    "reply status=1243 error=\"HY000\""),
+	IN("\x01\x00\x00\x00\x12", "lost"),
+} },
+{ "mysql: statement table: the least recently used forgotten", "mysql",
+  CLIENT, STREAM, {
+	IN(MY_GREET("\x01"), "control info=\"8.0.1\""),
+	OUT(MY_HSR("\x01"), "control user=\"alice\" database=\"shop\""),
+	IN(MY_OK("\x02"), "control"),
+	MY_PREP("1", "\x01"), MY_PREP("2", "\x02"), MY_PREP("3", "\x03"),
+	MY_PREP("4", "\x04"),
+	OUT(MY_EXEC("\x01"), "request method=\"execute\" sql=\"SELECT 1\""),
+	IN(MY_OK("\x01"), "reply"),
+	MY_PREP("5", "\x05"), MY_PREP("6", "\x06"), MY_PREP("7", "\x07"),
+	OUT(MY_EXEC("\x02"), "request method=\"execute\" info=\"stmt_id=2\""),
+	IN(MY_OK("\x01"), "reply"),
+	OUT(MY_EXEC("\x01"), "request method=\"execute\" sql=\"SELECT 1\""),
+	IN(MY_OK("\x01"), "reply"),
+	OUT(MY_EXEC("\x07"), "request method=\"execute\" sql=\"SELECT 7\""),
+	IN(MY_OK("\x01"), "reply"),
+} },
+{ "mysql: SSL request: TLS follows", "mysql", CLIENT, STREAM, {
+	IN(MY_GREET("\x00"), "control info=\"8.0.1\""),
+	OUT("\x20\x00\x00\x01" "\x08\x8a\x08\x00" "\x00\x00\x00\x01" "\x21"
+	    MY_Z23, "control info=\"ssl\""),
+	OUT("\x16\x03\x01\x00\x05" "hello", "lost"),
+} },
+{ "mysql: no role: the greeting tells", "mysql", UNKNOWN, STREAM, {
+	OUT(MY_GREET("\x00"), "control info=\"8.0.1\""),
+	IN(MY_HSR("\x00"), "control user=\"alice\" database=\"shop\""),
+	OUT(MY_OK("\x02"), "control"),
+	IN("\x01\x00\x00\x00\x0e", "request method=\"ping\""),
+	OUT(MY_OK("\x01"), "reply"),
+} },
+{ "mysql: an ERR for a greeting (too many connections)", "mysql", SERVER,
+  STREAM, {
+	OUT("\x0b\x00\x00\x00\xff\x13\x04" "Too many", "control status=1043"),
+	IN("\x01\x00\x00\x00\x03", "lost"),
+} },
+{ "mysql: the client speaks first", "mysql", CLIENT, STREAM, {
+	OUT("\x01\x00\x00\x00\x0e", "lost"),
+} },
+{ "mysql: a 3.20 handshake response", "mysql", CLIENT, STREAM, {
+	IN(MY_GREET("\x00"), "control info=\"8.0.1\""),
+	OUT("\x20\x00\x00\x01" "\x08\x80\x08\x00" "\x00\x00\x00\x01" "\x21"
+	    MY_Z23, "lost"),
+} },
+{ "mysql: a command with sequence id 1", "mysql", CLIENT, STREAM, {
+	IN(MY_GREET("\x00"), "control info=\"8.0.1\""),
+	OUT(MY_HSR("\x00"), "control user=\"alice\" database=\"shop\""),
+	IN(MY_OK("\x02"), "control"),
+	OUT("\x01\x00\x00\x01\x0e", "lost"),
 } },
 /* ----------------------------------------------------------------- DNS */
 { "dns: UDP queries, escapes, unknown type, root, NXDOMAIN", "dns", CLIENT,
@@ -1025,6 +1185,86 @@ START_TEST(test_limits)
 }
 END_TEST
 
+
+/*
+ * MySQL packets of 16 MiB and more: a COM_QUERY of 0xffffff + 5 bytes in
+ * two packets, and a reply whose rows are a row of 0xffffff + 100 bytes
+ * starting with 0xfe (an 8-byte length, not an EOF) and a row of exactly
+ * 0xffffff bytes (an empty packet after it).  Too big for every split
+ * point: whole, as recorded, byte by byte and in random chunks.
+ */
+START_TEST(test_mysql_split)
+{
+	const size_t big = 0xffffff;
+	size_t cap = 4 * big + 4096, len = 0, out0 = 0, in0 = 0;
+	uint8_t *b = malloc(cap), *rec;
+	char want[2048], err[512], xs[1024];
+	struct cap c;
+	ck_assert(b);
+	memset(xs, 'x', sizeof xs);
+	len = (size_t)sprintf((char *)b, "BPCAP1\nproto mysql\nrole client\n"
+			      "transport stream\n\n");
+	/* a record: type, length, then the bytes filled in by the caller */
+#define MY_REC(t, n) (b[len] = (t), b[len + 1] = (uint8_t)((n) >> 24), \
+	b[len + 2] = (uint8_t)((n) >> 16), b[len + 3] = (uint8_t)((n) >> 8), \
+	b[len + 4] = (uint8_t)(n), rec = b + len + 5, len += 5 + (n), rec)
+	static const char greet[] = MY_GREET("\x00"), hsr[] = MY_HSR("\x00"),
+			  ok[] = MY_OK("\x02");
+	memcpy(MY_REC(CAP_IN, sizeof greet - 1), greet, sizeof greet - 1);
+	memcpy(MY_REC(CAP_OUT, sizeof hsr - 1), hsr, sizeof hsr - 1);
+	memcpy(MY_REC(CAP_IN, sizeof ok - 1), ok, sizeof ok - 1);
+	in0 = sizeof greet - 1 + sizeof ok - 1;
+	out0 = sizeof hsr - 1;
+	/* COM_QUERY "SELECT 'xxx...'" in two packets */
+	rec = MY_REC(CAP_OUT, 4 + big + 4 + 5);
+	memcpy(rec, "\xff\xff\xff\x00\x03SELECT '", 13);
+	memset(rec + 13, 'x', 4 + big - 13);
+	memcpy(rec + 4 + big, "\x05\x00\x00\x01" "xxxx'", 9);
+	/* column count, definition, EOF */
+	static const char head[] = "\x01\x00\x00\x01\x01" MY_DEF("\x02")
+		MY_EOF("\x03", "\x02");
+	size_t rl = sizeof head - 1 + 4 + big + 4 + 100 + 4 + big + 4 + 9;
+	rec = MY_REC(CAP_IN, rl);
+	memcpy(rec, head, sizeof head - 1);
+	rec += sizeof head - 1;
+	memcpy(rec, "\xff\xff\xff\x04\xfe", 5);       /* 8-byte length */
+	memset(rec + 5, 'r', big - 1);
+	memcpy(rec + 4 + big, "\x64\x00\x00\x05", 4);
+	memset(rec + 8 + big, 'r', 100);
+	rec += 8 + big + 100;
+	memcpy(rec, "\xff\xff\xff\x06\xfd", 5);       /* 3-byte length */
+	memset(rec + 5, 's', big - 1);
+	memcpy(rec + 4 + big, "\x00\x00\x00\x07", 4);
+	memcpy(rec + 8 + big, MY_EOF("\x08", "\x02"), 9);
+	ck_assert(len <= cap);
+	ck_assert_msg(cap_parse(b, len, &c, err, sizeof err) == 0, "%s", err);
+	snprintf(want, sizeof want,
+		 "in control off=0 len=77 info=\"8.0.1\"\n"
+		 "out control off=0 len=90 user=\"alice\" database=\"shop\"\n"
+		 "in control off=77 len=11\n"
+		 "out request off=%zu len=%zu flags=trunc method=\"query\" "
+		 "sql=\"SELECT '%.*s\"\n"
+		 "in reply off=%zu len=%zu\n", out0, 4 + big + 9,
+		 1024 - 8, xs,
+		 in0, rl);
+	const int modes[] = { RM_RECORDS, RM_WHOLE, RM_BYTES, RM_RANDOM };
+	for (unsigned i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+		struct sbuf out = { 0 };
+		int r = replay(bt_proto_by_name("mysql"), &c, modes[i], 3,
+			       &out, err, sizeof err);
+		ck_assert_msg(r == 0, "%s: %s", replay_mode_name(modes[i]), err);
+		ck_assert_msg(out.len == strlen(want) &&
+			      memcmp(out.s, want, out.len) == 0,
+			      "%s: log differs:\n--- got\n%.*s--- want\n%s",
+			      replay_mode_name(modes[i]), (int)out.len,
+			      out.s ? out.s : "", want);
+		sb_free(&out);
+	}
+#undef MY_REC
+	cap_free(&c);          /* and B, which it holds */
+}
+END_TEST
+
 /* ---- garbage ----------------------------------------------------------- */
 
 START_TEST(test_garbage)
@@ -1104,6 +1344,10 @@ START_TEST(test_sniff)
 		{ "*0\r\n$", 5, NULL },
 		{ "*1\r\n:1\r\n", 8, NULL },
 		{ "*123456789\r\n$", 14, NULL },
+		{ "\x49\x00\x00\x00\x0a" "8.0.1\x00\x01\x00", 13, "mysql" },
+		{ "\x49\x00\x00\x00\x0a" "10.1", 9, "maybe" },
+		{ "\x49\x00\x00\x00\x0a" "x.0\x00", 9, NULL },
+		{ "\x49\x00\x00\x01\x0a" "8.0\x00", 9, NULL },
 	};
 	for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) {
 		int maybe;
@@ -1174,8 +1418,8 @@ END_TEST
 START_TEST(test_registry)
 {
 	const char *names[] = { "line", "oneshot", "http", "fastcgi",
-				"postgresql", "dns", "redis" };
-	for (unsigned i = 0; i < 7; i++) {
+				"postgresql", "dns", "redis", "mysql" };
+	for (unsigned i = 0; i < 8; i++) {
 		const struct bt_proto_ops *o = bt_proto_by_name(names[i]);
 		ck_assert_msg(o, "no processor %s", names[i]);
 		ck_assert_uint_eq(o->id, i + 1);
@@ -1192,7 +1436,7 @@ END_TEST
 START_TEST(test_default_rules)
 {
 	char *text = strdup(bt_default_rules), *save = NULL;
-	int rules = 0, http80 = 0, pg = 0, dns = 0, fcgi = 0, redis = 0;
+	int rules = 0, http80 = 0, pg = 0, dns = 0, fcgi = 0, redis = 0, my = 0;
 	ck_assert(text);
 	for (char *l = strtok_r(text, "\n", &save); l;
 	     l = strtok_r(NULL, "\n", &save)) {
@@ -1222,12 +1466,13 @@ START_TEST(test_default_rules)
 				dns |= !strcmp(proto, "dns") && a == 53;
 				fcgi |= !strcmp(proto, "fastcgi") && a == 9000;
 				redis |= !strcmp(proto, "redis") && a == 6379;
+				my |= !strcmp(proto, "mysql") && a == 3306;
 				p = *e ? e + 1 : e;
 			}
 		}
 		rules++;
 	}
-	ck_assert(rules >= 5 && http80 && pg && dns && fcgi && redis);
+	ck_assert(rules >= 5 && http80 && pg && dns && fcgi && redis && my);
 	free(text);
 }
 END_TEST
@@ -1247,6 +1492,7 @@ static Suite *proto_suite(void)
 	tcase_add_loop_test(tc, test_case, 0,
 			    (int)(sizeof cases / sizeof cases[0]));
 	tcase_add_test(tc, test_limits);
+	tcase_add_test(tc, test_mysql_split);
 	tcase_add_loop_test(tc, test_garbage, 1, BT_PROTO_MAX);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("selection");
