@@ -360,6 +360,24 @@ int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 }
 
 /*
+ * Does registration R need the shim to report CH?  Bytes the shim holds
+ * the kernel cannot report.  A report owed after an EAGAIN-once (the
+ * bytes are in the kernel) only an edge-triggered registration needs,
+ * whose edge was spent: a level-triggered one, and an EPOLLONESHOT one
+ * (re-armed by EPOLL_CTL_MOD, which looks at the fd again), the kernel
+ * reports by itself, and a second report would hand the fd to a second
+ * thread of the set while the kernel's goes to a first (mariadbd's
+ * thread pool: two workers reading one connection).
+ */
+static inline int synth_needed(const struct bt_chan *ch,
+			       const struct bt_epreg *r)
+{
+	if (ch->rd < ch->wr)
+		return 1;
+	return (r->events & (EPOLLET | EPOLLONESHOT)) == EPOLLET;
+}
+
+/*
  * A channel of set ES holding input, armed for EPOLLIN: fill OUT and
  * return 1 (handing it over, EPOLLONESHOT respected).
  */
@@ -378,7 +396,8 @@ static int epoll_synth_held(struct bt_epset *es, struct epoll_event *out,
 		BT_EPREG_EACH(ch, r, it)
 			if (r->epfd == es->epfd && r->armed &&
 			    (r->events & EPOLLIN) &&
-			    !((r->events & EPOLLET) && r->told)) {
+			    !((r->events & EPOLLET) && r->told) &&
+			    synth_needed(ch, r)) {
 				pick = ch;
 				reg = r;
 				/* rotate: the next search starts after it */
