@@ -135,10 +135,12 @@ static int ident_char(int ch)
 /*
  * The literals of SQL text S (N bytes) into T, in order, their positions
  * from the shape (the text with literals as '?', identifiers and keywords
- * in lower case, white space and comments dropped).  Returns 1 if the text
- * hides a value (a '?': a literal the tracer redacted), else 0.
+ * in lower case, white space and comments dropped).  BS: a backslash
+ * escapes the next character in every string (MySQL; PostgreSQL only in
+ * E'...').  Returns 1 if the text hides a value (a '?': a literal the
+ * tracer redacted), else 0.
  */
-static int sql_values(const char *s, size_t n, struct toks *t)
+static int sql_values(const char *s, size_t n, struct toks *t, int bs)
 {
 	uint64_t shape = 0x73716cull;
 	char buf[TOK_VALMAX];
@@ -166,8 +168,9 @@ static int sql_values(const char *s, size_t n, struct toks *t)
 		}
 		if (ch == '\'') {
 			/* E'...' takes backslash escapes */
-			int esc = i > 0 && (s[i - 1] == 'E' || s[i - 1] == 'e') &&
-				  (i < 2 || !ident_char((unsigned char)s[i - 2]));
+			int esc = bs || (i > 0 &&
+				  (s[i - 1] == 'E' || s[i - 1] == 'e') &&
+				  (i < 2 || !ident_char((unsigned char)s[i - 2])));
 			size_t k = 0;
 			i++;
 			while (i < n) {
@@ -448,8 +451,11 @@ static int target_values(unsigned proto, const char *s, size_t n,
 	case BT_PROTO_FASTCGI:
 		return url_values(s, n, t);
 	case BT_PROTO_PGSQL:
-		return sql_values(s, n, t);
+		return sql_values(s, n, t, 0);
+	case BT_PROTO_MYSQL:
+		return sql_values(s, n, t, 1);
 	case BT_PROTO_LINE:
+	case BT_PROTO_REDIS:          /* "GET user:42": the key */
 		line_values(s, n, t);
 		return 0;
 	default:
@@ -471,7 +477,9 @@ int rc_tok_inbound_whole(const struct bt_event *ev)
 	case BT_PROTO_HTTP:
 	case BT_PROTO_FASTCGI:
 	case BT_PROTO_PGSQL:
+	case BT_PROTO_MYSQL:
 	case BT_PROTO_LINE:
+	case BT_PROTO_REDIS:
 		return 1;
 	default:
 		return 0;
@@ -519,9 +527,12 @@ static const struct bt_attr *msg_text(const struct bt_event *ev)
 		return a ? a : rc_attr(ev, BT_AK_FCGI_SCRIPT);
 	}
 	case BT_PROTO_PGSQL:
+	case BT_PROTO_MYSQL:
 		return rc_attr(ev, BT_AK_SQL);
 	case BT_PROTO_LINE:
 		return rc_attr(ev, BT_AK_LINE);
+	case BT_PROTO_REDIS:
+		return rc_attr(ev, BT_AK_TARGET);
 	default:
 		return NULL;
 	}

@@ -13,6 +13,7 @@
 
 #include "btrace/proto.h"
 #include "check_recon.h"
+#include "tokens.h"
 
 #define IN   BT_DIR_IN
 #define OUT  BT_DIR_OUT
@@ -1396,6 +1397,23 @@ START_TEST(ready_reply_parent_here)
 }
 END_TEST
 
+/* MySQL strings take backslash escapes (PostgreSQL's only in E'...'), and
+ * a Redis target's key is a value too. */
+START_TEST(values_mysql_redis)
+{
+	uint64_t v[8];
+	static const char my[] = "SELECT v FROM kv WHERE k = 'it\\'s aaa111'";
+	static const char want[] = "it's aaa111";
+
+	ck_assert_int_eq(rc_tok_values(BT_PROTO_MYSQL, my, strlen(my), v, 8), 1);
+	ck_assert_uint_eq(v[0], bt_value_hash(want, strlen(want)));
+	ck_assert_int_eq(rc_tok_values(BT_PROTO_PGSQL, my, strlen(my), v, 8), 2);
+	ck_assert_uint_ne(v[0], bt_value_hash(want, strlen(want)));
+	ck_assert_int_eq(rc_tok_values(BT_PROTO_REDIS, "GET user:42", 11, v, 8), 1);
+	ck_assert_uint_eq(v[0], bt_value_hash("user:42", 7));
+}
+END_TEST
+
 Suite *recon_certainty_suite(void)
 {
 	Suite *s = suite_create("recon_certainty");
@@ -1429,6 +1447,7 @@ Suite *recon_certainty_suite(void)
 	tcase_add_test(tc, batched_constant_does_not_decide);
 	tcase_add_test(tc, batched_resolved_by_params);
 	tcase_add_test(tc, unlogged_send_uncertain);
+	tcase_add_test(tc, values_mysql_redis);
 	tcase_add_test(tc, batched_file_fires);
 	tcase_add_test(tc, ready_reply_parent_here);
 	suite_add_tcase(s, tc);
