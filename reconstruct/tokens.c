@@ -832,6 +832,22 @@ int rc_tok_resolve(struct rc_ctx *c, struct rc_span *sp,
 }
 
 /*
+ * The values of a bound-parameters attribute S (N bytes, BT_AK_PARAMS) as
+ * resolving reads them: their hashes into OUT, at most MAX.  For the fuzz
+ * target.
+ */
+int rc_tok_param_values(const char *s, size_t n, uint64_t *out, unsigned max)
+{
+	struct tok v[64];
+	struct toks t = { v, 0, max < 64 ? max : 64, 0, 0 };
+
+	param_values(s, n, &t);
+	for (unsigned i = 0; i < t.n; i++)
+		out[i] = v[i].val;
+	return (int)t.n;
+}
+
+/*
  * The values of target S (N bytes) of a protocol PROTO message as
  * resolving sees them: their hashes into OUT, at most MAX (the rest are
  * dropped, as in resolving).  Returns how many, or -1 when the target

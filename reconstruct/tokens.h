@@ -58,4 +58,8 @@ int rc_tok_resolve(struct rc_ctx *c, struct rc_span *sp,
 int rc_tok_values(unsigned proto, const char *s, size_t n, uint64_t *out,
 		  unsigned max);
 
+/* The hashes of a bound-parameters attribute S (N bytes) into OUT, at
+ * most MAX; how many.  For the fuzz target. */
+int rc_tok_param_values(const char *s, size_t n, uint64_t *out, unsigned max);
+
 #endif /* RC_TOKENS_H */
