@@ -20,6 +20,7 @@ END = '<!-- bench/run: generated up to here -->'
 
 TARGETS = {
     'nginx': ('throughput loss', '<= 10%', 0.10),
+    'tls': ('throughput loss', '<= 10%', 0.10),
     'echo': ('throughput loss', '<= 10%', 0.10),
     'cgi': ('throughput loss', '<= 30%', 0.30),
     'stack': ('throughput loss', '<= 3%', 0.03),
@@ -128,11 +129,12 @@ def table(res):
 
     labels = {
         'nginx': '1 | nginx, 1 KB static file, wrk -c50',
+        'tls': '1b | nginx over HTTPS (TLS 1.3, OpenSSL), 1 KB static file, wrk -c50',
         'echo': '2 | 1-byte echo, 50 connections',
         'cgi': '3 | apache2 mod_cgi, fork/exec per request, wrk -c8',
         'stack': '4 | nginx -> php-fpm -> PostgreSQL, wrk -c8',
     }
-    for name in ('nginx', 'echo', 'cgi', 'stack'):
+    for name in ('nginx', 'tls', 'echo', 'cgi', 'stack'):
         r = ab_rows(res, name)
         num, label = labels[name].split(' | ')
         if not r:
@@ -246,7 +248,7 @@ def table(res):
 def details(res):
     """Per-pair figures, for the record."""
     L = ['', '<details><summary>per-pair figures</summary>', '', '```']
-    for name in ('nginx', 'echo', 'cgi', 'stack'):
+    for name in ('nginx', 'tls', 'echo', 'cgi', 'stack'):
         for side in ('a', 'b'):
             v = res.get('%s_%s' % (name, side))
             if v:
@@ -274,6 +276,7 @@ def details(res):
 
 REQUIRED = {
     'nginx': ['nginx_a', 'nginx_b'],
+    'tls': ['tls_a', 'tls_b'],
     'echo': ['echo_a', 'echo_b'],
     'cgi': ['cgi_a', 'cgi_b'],
     'stack': ['stack_a', 'stack_b'],
