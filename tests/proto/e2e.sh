@@ -7,15 +7,18 @@
 # BP_E2E_PORT..+5, default 18700): nginx (static files), apache2 prefork
 # (static files, a CGI that reads its body), PostgreSQL (a private
 # cluster), dnsmasq (names from a hosts file), redis-server (no
-# persistence) and, for glibc's resolver, a
+# persistence), mariadbd (a data directory of its own, no grant tables)
+# and, for glibc's resolver, a
 # second dnsmasq on 127.0.0.1:53 of a network namespace of the test's own.
 # Clients: curl (keep-alive, HEAD, POST, chunked request body, 404,
 # Expect: 100-continue), ab -k, pipeline.py (HTTP pipelining), psql
 # (simple queries, PREPARE/EXECUTE, an error, COPY in and out), pgclient
 # (libpq: extended query, pipeline mode, COPY, cancel), dig (UDP and TCP),
 # getent ahosts/hosts (getaddrinfo, gethostbyname2), redis-cli (RESP3:
-# HELLO 3, COMMAND DOCS, strings, a map, an error) and redis-py (a
-# pipeline and MULTI/EXEC in one write each).  Every program runs
+# HELLO 3, COMMAND DOCS, strings, a map, an error), redis-py (a
+# pipeline and MULTI/EXEC in one write each), the mariadb client
+# (statements one by one, a result set) and pymysql (a multi-statement
+# query with two result sets, an error).  Every program runs
 # under bp-run; the clients also under strace, whose logs are the ground
 # truth.  e2e_check.py then compares the messages table with the wire on
 # the client side and, through peer_message_id, on the server side
@@ -31,10 +34,10 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../lib/servers.sh
 . "$HERE/../lib/servers.sh"
 
-APT="apt-get install -y nginx-light apache2 apache2-utils curl postgresql postgresql-client libpq-dev dnsmasq-base bind9-dnsutils strace iproute2 util-linux gcc python3 redis-server redis-tools python3-redis"
+APT="apt-get install -y nginx-light apache2 apache2-utils curl postgresql postgresql-client libpq-dev dnsmasq-base bind9-dnsutils strace iproute2 util-linux gcc python3 redis-server redis-tools python3-redis mariadb-server mariadb-client python3-pymysql"
 BASE=${BP_E2E_PORT:-18700}
 P_NGINX=$((BASE + 1)) P_APACHE=$((BASE + 2)) P_PG=$((BASE + 3))
-P_DNS=$((BASE + 4)) P_REDIS=$((BASE + 5))
+P_DNS=$((BASE + 4)) P_REDIS=$((BASE + 5)) P_MY=$((BASE + 6))
 NETNS=""
 TRACE=read,write,readv,writev,recvfrom,sendto,recvmsg,sendmsg,recvmmsg,sendmmsg,sendfile,close,shutdown
 
@@ -75,7 +78,8 @@ chmod 755 "$T"
 	"and postgres; a network namespace for the resolver)"
 bp_require_tracing
 for p in nginx apache2 ab curl psql dnsmasq dig strace ip setpriv getent cc \
-	 pg_config redis-server redis-cli; do
+	 pg_config redis-server redis-cli mariadb-install-db mariadb \
+	 /usr/sbin/mariadbd; do
 	need "$p"
 done
 bp_find_pgbin
@@ -85,7 +89,9 @@ id www-data >/dev/null 2>&1 && id postgres >/dev/null 2>&1 ||
 	bp_fail "the users www-data and postgres are missing: $APT"
 [ -f /usr/lib/apache2/modules/mod_cgi.so ] || bp_fail "mod_cgi is missing: $APT"
 "$PY" -c 'import redis' 2>/dev/null || bp_fail "$PY cannot import redis: $APT"
-for p in $P_NGINX $P_APACHE $P_PG $P_DNS $P_REDIS; do
+"$PY" -c 'import pymysql' 2>/dev/null ||
+	bp_fail "$PY cannot import pymysql: $APT"
+for p in $P_NGINX $P_APACHE $P_PG $P_DNS $P_REDIS $P_MY; do
 	if (exec 3<>/dev/tcp/127.0.0.1/"$p") 2>/dev/null ||
 		grep -q "$(printf ':%04X ' "$p")" /proc/net/udp 2>/dev/null; then
 		bp_fail "port $p is in use: choose other ports with BP_E2E_PORT"
@@ -121,7 +127,7 @@ chmod -R a+rX "$T/www" "$T/cgi"
 # ---- logd and the tracing prefix ------------------------------------------
 bp_logd_start "$T" -u www-data -u postgres
 RULES="http port $P_NGINX,$P_APACHE; postgresql port $P_PG; dns port $P_DNS;
-	redis port $P_REDIS"
+	redis port $P_REDIS; mysql port $P_MY"
 bp_trace_prefix "$BP_LOGD_SOCK" "$RULES" 1
 
 # ---- servers ---------------------------------------------------------------
@@ -212,7 +218,22 @@ bp_start redis "$T/run/redis.pid" "${BP_PREFIX[@]}" redis-server \
 	--dir "$T/redis" --daemonize no --pidfile "$T/run/redis.pid" \
 	--logfile "$T/redis/log"
 
+# mariadbd: root, its own data directory, TCP on 127.0.0.1 (the rule
+# "mysql port $P_MY"), no grant tables (no password exchange to script)
+mkdir -p "$T/my"
+mariadb-install-db --no-defaults --datadir="$T/my/data" --user=root \
+	--auth-root-authentication-method=normal --skip-test-db \
+	>"$T/my/install.log" 2>&1 ||
+	bp_fail "mariadb-install-db failed: $(tail -n 3 "$T/my/install.log")"
+bp_start mariadb "$T/run/mariadb.pid" "${BP_PREFIX[@]}" /usr/sbin/mariadbd \
+	--no-defaults --datadir="$T/my/data" --user=root \
+	--socket="$T/my/mysqld.sock" --port="$P_MY" --bind-address=127.0.0.1 \
+	--pid-file="$T/run/mariadb.pid" --skip-log-bin --skip-name-resolve \
+	--skip-grant-tables --innodb-buffer-pool-size=16M \
+	--log-error="$T/my/error.log"
+
 bp_wait_listen "$P_DNS" dnsmasq 150
+bp_wait_listen "$P_MY" mariadb 300
 
 # ---- clients -----------------------------------------------------------------
 N=http://127.0.0.1:$P_NGINX A=http://127.0.0.1:$P_APACHE
@@ -308,8 +329,36 @@ assert t.execute() == [1, []]
 ' "$P_REDIS" "$R"
 truth redis-py redis "$P_REDIS" "rp1-$R*2" "rp2-$R" "rp3-$R" "rp4-$R"
 
+# MariaDB: the mariadb client, one COM_QUERY per statement (a table, an
+# insert, a result set); pymysql: a multi-statement query (two result
+# sets in one reply) and an error (ERR packet: status 1146)
+st mariadb-cli mariadb --no-defaults -h 127.0.0.1 -P "$P_MY" -uroot -e "
+	CREATE DATABASE e2e; CREATE TABLE e2e.t (k VARCHAR(40), v INT);
+	INSERT INTO e2e.t VALUES ('mk1-$R', 1), ('mk2-$R', 2);
+	SELECT * FROM e2e.t WHERE k = 'mk1-$R'"
+truth mariadb-cli mysql "$P_MY" "mk1-$R*2" "mk2-$R"
+st mariadb-py "$PY" -c '
+import sys, pymysql
+from pymysql.constants import CLIENT
+c = pymysql.connect(host="127.0.0.1", port=int(sys.argv[1]), user="root",
+                    client_flag=CLIENT.MULTI_STATEMENTS)
+k = sys.argv[2]
+cur = c.cursor()
+cur.execute("SELECT \x27mp1-%s\x27; SELECT \x27mp1b-%s\x27" % (k, k))
+assert cur.fetchall() == (("mp1-" + k,),)
+assert cur.nextset() and cur.fetchall() == (("mp1b-" + k,),)
+try:
+    cur.execute("SELECT \x27mp2-%s\x27 FROM e2e.nosuch" % k)
+except pymysql.err.ProgrammingError as e:
+    assert e.args[0] == 1146, e
+else:
+    raise SystemExit("no error")
+c.close()
+' "$P_MY" "$R"
+truth mariadb-py mysql "$P_MY" "mp1-$R" "mp2-$R"
+
 # ---- stop, rebuild, check -----------------------------------------------
-for s in nginx apache dnsmasq dnsmasq-ns redis; do bp_alive "$s"; done
+for s in nginx apache dnsmasq dnsmasq-ns redis mariadb; do bp_alive "$s"; done
 bp_alive pg
 bp_stop nginx any
 bp_stop apache any
@@ -317,6 +366,7 @@ BP_STOP_SIGNAL=INT bp_stop pg any
 bp_stop dnsmasq any
 bp_stop dnsmasq-ns any
 bp_stop redis any
+bp_stop mariadb any
 bp_stop logd any
 timeout 300 "$BP_RECONSTRUCT" "$T/logs" -o "$T/paths.db" \
 	>"$T/reconstruct.out" 2>"$T/reconstruct.log" ||

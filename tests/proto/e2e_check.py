@@ -11,7 +11,7 @@ as well as under the tracer.  For each line of FILE
 
 the connections of client run NAME to 127.0.0.1:PORT are rebuilt from
 strace (the bytes the kernel really moved) and framed here, the simple way
-(check_golden.py's HTTP and Redis framing, and a PostgreSQL and DNS
+(check_golden.py's HTTP, Redis and MySQL framing, and a PostgreSQL and DNS
 framing of this file), into the messages the protocol defines.  Then, in the reconstructed
 database:
 
@@ -19,7 +19,7 @@ database:
   messages, each once: same direction, offset, length, kind, protocol and
   status (HTTP status, DNS rcode), and the key attributes decoded from the
   wire (HTTP method and target, PostgreSQL SQL text, DNS name and type,
-  Redis command and target, error word);
+  Redis command and target, error word, MySQL query text);
   each reply is in the span of the request it answers (HTTP,
   PostgreSQL and Redis: in order; DNS: by id, which must be the witness);
 * server side (traced too): every client message is linked
@@ -75,11 +75,12 @@ def connections(logs, port):
             continue
         c = conns.setdefault(ann, {'st': [bytearray(), bytearray()],
                                    'grams': [[], []], 'tr': m.group(1),
-                                   'lport': int(m.group(2))})
+                                   'lport': int(m.group(2)), 'order': []})
         d = 0 if name in READS else 1
         for p in strace2cap.payloads(name, rest, res, '%s:%d' % (path, no)):
             c['st'][d] += p
             c['grams'][d].append(bytes(p))
+            c['order'].append((d, len(c['st'][d])))
     return conns
 
 
@@ -273,10 +274,30 @@ def frame_redis(c):
     return out
 
 
+def frame_mysql(c):
+    """check_golden.py's MySQL framing, in the order the client's calls
+    moved the bytes; a COM_QUERY's key is its text."""
+    st = [bytes(s) for s in c['st']]
+    framed = check_golden.mysql({'role': 'client'}, st, c['order'])
+    out = []
+    for o, n, k, s in framed[1]:
+        a, key = {}, None
+        body = st[1][o + 4:o + n]
+        if k == 'request' and body[:1] == b'\x03':
+            key = body[1:].decode('utf-8', 'replace')
+            a = {'method': 'query', 'sql': key[:1024]}
+        out.append({'dir': 'out', 'off': o, 'len': n, 'kind': k,
+                    'status': None, 'attrs': a, 'key': key})
+    for o, n, k, s in framed[0]:
+        out.append({'dir': 'in', 'off': o, 'len': n, 'kind': k,
+                    'status': s or None, 'attrs': {}, 'key': None})
+    return out
+
+
 FRAMERS = {'http': frame_http, 'postgresql': frame_pg, 'dns': frame_dns,
-           'redis': frame_redis}
+           'redis': frame_redis, 'mysql': frame_mysql}
 KEY = {'http': 'target', 'postgresql': 'sql', 'dns': 'dns_name',
-       'redis': 'target'}
+       'redis': 'target', 'mysql': 'sql'}
 
 
 # ---- the database --------------------------------------------------------
