@@ -549,6 +549,8 @@ static void body_text(const struct resp *o, char *out, size_t len)
 	size_t k = 0;
 	for (i = 0; b && i < n && k + 1 < len && k < 200; i++)
 		out[k++] = b[i] >= 0x20 && b[i] < 0x7f ? (char)b[i] : ' ';
+	while (k && out[k - 1] == ' ')
+		k--;
 	out[k] = 0;
 }
 
