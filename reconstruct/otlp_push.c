@@ -475,7 +475,7 @@ again:
 				   strcasestr(c, "keep-alive") ? 0 : o->close;
 		else if (!strcasecmp(line, "retry-after"))
 			o->retry_after = retry_after(c);
-		else if (!strcasecmp(line, "content-type"))
+			else if (!strcasecmp(line, "content-type"))
 			o->proto_body = strcasestr(c, "protobuf") != NULL;
 	}
 	if (st < 200)
@@ -508,50 +508,131 @@ again:
 	return 0;
 }
 
-/* What the body of a refusal says: google.rpc.Status.message (field 2)
- * of a protobuf body, or the text, one line, printable. */
-static void body_text(const struct resp *o, char *out, size_t len)
+/* The next field of the protobuf message B[0..N) from *I: its number,
+ * wire type, value (varint) or bytes (length-delimited).  0 at the end
+ * or on anything it cannot read. */
+static int pb_next(const unsigned char *b, size_t n, size_t *i,
+		   unsigned *field, unsigned *wt, uint64_t *v,
+		   const unsigned char **data)
 {
-	const unsigned char *b = (const unsigned char *)o->body;
-	size_t n = o->nbody, i = 0, mlen = 0;
-	const unsigned char *m = NULL;
-	if (o->proto_body) {
-		while (i < n && !m) {
-			uint64_t tag = 0, v = 0;
-			for (int sh = 0; i < n && sh < 64; sh += 7) {
-				tag |= (uint64_t)(b[i] & 0x7f) << sh;
-				if (!(b[i++] & 0x80))
-					break;
-			}
-			if ((tag & 7) == 0) {
-				while (i < n && (b[i++] & 0x80))
-					;
-				continue;
-			}
-			if ((tag & 7) != 2)
-				break;
-			for (int sh = 0; i < n && sh < 64; sh += 7) {
-				v |= (uint64_t)(b[i] & 0x7f) << sh;
-				if (!(b[i++] & 0x80))
-					break;
-			}
-			if (v > n - i)
-				break;
-			if (tag >> 3 == 2) {
-				m = b + i;
-				mlen = v;
-			}
-			i += v;
-		}
-		b = m;
-		n = m ? mlen : 0;
+	uint64_t tag = 0;
+	int sh;
+	if (*i >= n)
+		return 0;
+	for (sh = 0; *i < n && sh < 64; sh += 7) {
+		tag |= (uint64_t)(b[*i] & 0x7f) << sh;
+		if (!(b[(*i)++] & 0x80))
+			break;
 	}
+	*field = (unsigned)(tag >> 3);
+	*wt = (unsigned)(tag & 7);
+	*v = 0;
+	*data = NULL;
+	switch (*wt) {
+	case 0:
+	case 2:
+		for (sh = 0; *i < n && sh < 64; sh += 7) {
+			*v |= (uint64_t)(b[*i] & 0x7f) << sh;
+			if (!(b[(*i)++] & 0x80))
+				break;
+		}
+		if (*wt == 2) {
+			if (*v > n - *i)
+				return 0;
+			*data = b + *i;
+			*i += (size_t)*v;
+		}
+		return 1;
+	case 1:
+		if (n - *i < 8)
+			return 0;
+		*i += 8;
+		return 1;
+	case 5:
+		if (n - *i < 4)
+			return 0;
+		*i += 4;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* S[0..N) printable on one line into OUT (at most 200 characters). */
+static void printable(const unsigned char *b, size_t n, char *out, size_t len)
+{
 	size_t k = 0;
-	for (i = 0; b && i < n && k + 1 < len && k < 200; i++)
+	for (size_t i = 0; b && i < n && k + 1 < len && k < 200; i++)
 		out[k++] = b[i] >= 0x20 && b[i] < 0x7f ? (char)b[i] : ' ';
 	while (k && out[k - 1] == ' ')
 		k--;
 	out[k] = 0;
+}
+
+/* What the body of a refusal says: google.rpc.Status.message (field 2)
+ * of a protobuf body, or the text. */
+static void body_text(const struct resp *o, char *out, size_t len)
+{
+	const unsigned char *b = (const unsigned char *)o->body, *d, *m = NULL;
+	size_t n = o->nbody, i = 0, mlen = 0;
+	unsigned f, wt;
+	uint64_t v;
+	if (o->proto_body) {
+		while (pb_next(b, n, &i, &f, &wt, &v, &d))
+			if (f == 2 && wt == 2) {
+				m = d;
+				mlen = (size_t)v;
+			}
+		b = m;
+		n = mlen;
+	}
+	printable(b, n, out, len);
+}
+
+/* The spans a 2xx answer says it rejected (OTLP partial success:
+ * ExportTraceServiceResponse.partial_success = 1 { int64 rejected_spans
+ * = 1; string error_message = 2; }, or partialSuccess.rejectedSpans and
+ * errorMessage in JSON), with the message in MSG; 0 when none. */
+static int64_t rejected(const struct resp *o, char *msg, size_t len)
+{
+	const unsigned char *b = (const unsigned char *)o->body, *d, *d2;
+	size_t n = o->nbody, i = 0;
+	unsigned f, wt, f2, wt2;
+	uint64_t v, v2;
+	int64_t r = 0;
+	msg[0] = 0;
+	if (o->proto_body) {
+		while (pb_next(b, n, &i, &f, &wt, &v, &d)) {
+			if (f != 1 || wt != 2)
+				continue;
+			size_t j = 0;
+			while (pb_next(d, (size_t)v, &j, &f2, &wt2, &v2, &d2)) {
+				if (f2 == 1 && wt2 == 0)
+					r = (int64_t)v2;
+				else if (f2 == 2 && wt2 == 2)
+					printable(d2, (size_t)v2, msg, len);
+			}
+		}
+		return r;
+	}
+	const char *p = strstr(o->body, "\"rejectedSpans\"");
+	if (p) {
+		p += strlen("\"rejectedSpans\"");
+		p += strspn(p, " \t\r\n:\"");
+		r = strtoll(p, NULL, 10);
+	}
+	p = strstr(o->body, "\"errorMessage\"");
+	if (p) {
+		p += strlen("\"errorMessage\"");
+		p += strspn(p, " \t\r\n:");
+		if (*p == '"') {
+			const char *e = strchr(p + 1, '"');
+			if (e)
+				printable((const unsigned char *)p + 1, (size_t)(e - p - 1),
+					  msg, len);
+		}
+	}
+	return r;
 }
 
 /* One POST: 0 with the response in O, or -errno (WHY set). */
@@ -676,7 +757,19 @@ static int deliver(struct otlp_push *p, const struct batch *b)
 		}
 		int e = post(p, body, len, &o, why, sizeof why);
 		if (!e && o.status >= 200 && o.status < 300) {
-			p->st.spans += b->nspans;
+			char pm[160];
+			int64_t rej = rejected(&o, pm, sizeof pm);
+			if (rej > 0) {
+				if ((uint64_t)rej > b->nspans)
+					rej = (int64_t)b->nspans;
+				set_err(p, "%.200s accepted %zu of %zu spans, rejected %lld (partial success%s%s)",
+					p->o.url, b->nspans - (size_t)rej, b->nspans,
+					(long long)rej, pm[0] ? ": " : "", pm);
+				p->st.rejected += (uint64_t)rej;
+			} else {
+				rej = 0;
+			}
+			p->st.spans += b->nspans - (size_t)rej;
 			p->st.batches++;
 			p->st.bytes += len;
 			p->st.raw_bytes += b->len;

@@ -41,6 +41,7 @@ struct otlp_push_stats {
 	uint64_t batches;        /* requests delivered */
 	uint64_t retries;        /* attempts after the first, all requests */
 	uint64_t refused;        /* requests refused for good (dropped) */
+	uint64_t rejected;       /* spans a 2xx answer said it rejected */
 	uint64_t bytes;          /* request bodies sent, as on the wire */
 	uint64_t raw_bytes;      /* the same before compression */
 	double   secs;           /* from start to end */

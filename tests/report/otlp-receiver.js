@@ -3,7 +3,8 @@
 // .proto files, independently of bp-reconstruct's encoder.
 //
 //   node otlp-receiver.js PROTO_DIR DIR [--fail N] [--fail-status CODE]
-//        [--retry-after SECONDS]
+//        [--retry-after SECONDS] [--delay MS] [--chunked 1] [--close 1]
+//        [--partial N]
 //
 // Listens on 127.0.0.1, port chosen by the system, written to DIR/port.
 // POST /v1/traces: the first N requests are answered CODE (default 503,
@@ -14,7 +15,10 @@
 // same message), and written back as one line of OTLP/JSON to
 // DIR/batches.jsonl.  DIR/requests.jsonl gets a line per HTTP request
 // (status, headers, spans, connection).  A body that does not decode is
-// answered 400 and logged with the reason.
+// answered 400 and logged with the reason.  --delay: every answer waits
+// MS milliseconds; --chunked: answers without Content-Length (chunked);
+// --close: answers with Connection: close; --partial: the first batch
+// accepted is answered with an OTLP partial success rejecting N spans.
 'use strict';
 const fs = require('fs');
 const http = require('http');
@@ -28,7 +32,8 @@ if (args.length < 2) {
 	process.exit(2);
 }
 const protoDir = args[0], dir = args[1];
-const opt = { fail: 0, 'fail-status': 503, 'retry-after': null };
+const opt = { fail: 0, 'fail-status': 503, 'retry-after': null, delay: 0,
+	chunked: 0, close: 0, partial: 0 };
 for (let i = 2; i + 1 < args.length; i += 2)
 	opt[args[i].replace(/^--/, '')] = Number(args[i + 1]);
 
@@ -51,7 +56,7 @@ function convertIds(msg, from, to) {
 	return msg;
 }
 
-let n = 0;
+let n = 0, partialDone = false;
 const log = (f, o) => fs.appendFileSync(path.join(dir, f), JSON.stringify(o) + '\n');
 
 const server = http.createServer((req, res) => {
@@ -67,9 +72,20 @@ const server = http.createServer((req, res) => {
 		const answer = (status, type, body, extra) => {
 			rec.status = status;
 			log('requests.jsonl', rec);
-			res.writeHead(status, Object.assign({ 'Content-Type': type,
-				'Content-Length': body.length }, extra || {}));
-			res.end(body);
+			const h = Object.assign({ 'Content-Type': type }, extra || {});
+			if (!opt.chunked)
+				h['Content-Length'] = body.length;
+			if (opt.close)
+				h['Connection'] = 'close';
+			setTimeout(() => {
+				res.writeHead(status, h);
+				if (opt.chunked && body.length > 1) {
+					res.write(body.subarray(0, 1));
+					res.end(body.subarray(1));
+				} else {
+					res.end(body);
+				}
+			}, opt.delay);
 		};
 		if (n <= opt.fail) {
 			const extra = opt['retry-after'] !== null ?
@@ -110,7 +126,24 @@ const server = http.createServer((req, res) => {
 			for (const ss of rs.scopeSpans || [])
 				rec.spans += (ss.spans || []).length;
 		log('batches.jsonl', obj);
-		if (req.headers['content-type'] === 'application/json')
+		const json = req.headers['content-type'] === 'application/json';
+		if (opt.partial && !partialDone) {
+			// ExportTraceServiceResponse { partial_success = 1 {
+			// rejected_spans = 1; error_message = 2 } }, by hand: the
+			// .proto files of the npm package predate it
+			partialDone = true;
+			rec.rejected = opt.partial;
+			const m = Buffer.from('spans too old (test)');
+			const inner = Buffer.concat([Buffer.from([0x08, opt.partial]),
+				Buffer.from([0x12, m.length]), m]);
+			answer(200, json ? 'application/json' : 'application/x-protobuf', json ?
+				Buffer.from(JSON.stringify({ partialSuccess: {
+					rejectedSpans: String(opt.partial),
+					errorMessage: m.toString() } })) :
+				Buffer.concat([Buffer.from([0x0a, inner.length]), inner]));
+			return;
+		}
+		if (json)
 			answer(200, 'application/json', Buffer.from('{}'));
 		else
 			answer(200, 'application/x-protobuf', Buffer.from(Resp.encode({}).finish()));

@@ -6,8 +6,13 @@
 #   - protobuf + gzip in batches of 50, two auth headers, one kept-alive
 #     connection;
 #   - OTLP/JSON without compression, a receiver answering 503 with
-#     Retry-After for its first three requests: retried, all arrive once;
-#   - 429 without Retry-After: exponential backoff;
+#     Retry-After for its first three requests and closing every
+#     connection: retried, all arrive once;
+#   - 429 without Retry-After: exponential backoff; chunked answers;
+#   - a slow receiver: the queue fills, nothing is lost; and with a time
+#     bound: what was not sent in time is dropped and counted;
+#   - an OTLP partial success (protobuf and JSON): the rejected spans
+#     count as dropped;
 #   - a batch refused with 400: dropped and counted, the rest arrive,
 #     exit 4;
 #   - a receiver that is down: bounded retries, a clear error, exit 4,
@@ -60,6 +65,11 @@ sys.exit(1 if bad or not rs else 0)
 EOF
 }
 
+# conns DIR: the number of connections the requests came on
+conns() {
+	"$PY" -c "import json,sys; print(len({json.loads(l)['conn'] for l in open(sys.argv[1])}))" "$1/requests.jsonl"
+}
+
 count() {
 	grep -c . "$1" 2>/dev/null || echo 0
 }
@@ -85,14 +95,14 @@ grep -q "^bp-reconstruct: OTLP push: $spans spans sent in $nb batches, 0 retries
 reqs "$T/ok" "r['status'] == 200 and r['method'] == 'POST' and r['url'] == '/v1/traces' and r['httpVersion'] == '1.1'"
 reqs "$T/ok" "h['content-type'] == 'application/x-protobuf' and h['content-encoding'] == 'gzip' and r['spans'] <= 50"
 reqs "$T/ok" "h['authorization'] == 'Bearer t0ken' and h['x-scope-orgid'] == 'shop' and h['user-agent'].startswith('bp-reconstruct/')"
-conns=$("$PY" -c "import json,sys; print(len({json.loads(l)['conn'] for l in open(sys.argv[1])}))" "$T/ok/requests.jsonl")
+conns=$(conns "$T/ok")
 [ "$conns" = 1 ] || rp_fail "$nb batches over $conns connections: the connection is not kept alive"
 check "$T/shop.db" "$T/ok/batches.jsonl" --file "$T/shop.json"
 bp_note "protobuf+gzip: $spans spans in $nb batches over 1 connection, ${SECS}s"
 stop_rx
 
 # 2. OTLP/JSON, no compression, 503 with Retry-After: 1 three times
-rx busy --fail 3 --fail-status 503 --retry-after 1
+rx busy --fail 3 --fail-status 503 --retry-after 1 --close 1
 push busy "$T/three" -o "$T/three.db" --otlp "$T/three.json" \
 	--otlp-endpoint "$RX/v1/traces" --otlp-json --otlp-compression none
 [ "$RC" = 0 ] || rp_fail "push through 503s: exit $RC: $(cat "$ERR")"
@@ -101,20 +111,63 @@ grep -q "^bp-reconstruct: OTLP push: 1000 spans sent in 2 batches, 3 retries, 0 
 reqs "$T/busy" "h['content-type'] == 'application/json' and 'content-encoding' not in h"
 reqs "$T/busy" "r['status'] == (503 if r['n'] <= 3 else 200)"
 [ "$(count "$T/busy/requests.jsonl")" = 5 ] || rp_fail "3 refusals and 2 batches expected"
+[ "$(conns "$T/busy")" = 5 ] || rp_fail "Connection: close, yet not a connection per request"
 [ "$(echo "$SECS >= 3" | bc)" = 1 ] || rp_fail "Retry-After: 1 three times, yet done in ${SECS}s"
 check "$T/three.db" "$T/busy/batches.jsonl" --file "$T/three.json"
 bp_note "JSON through three 503s (Retry-After: 1): 1000 spans once each, ${SECS}s"
 stop_rx
 
-# 3. 429 without Retry-After: backoff 0.5 s then 1 s (less up to 20%)
-rx slow --fail 2 --fail-status 429
+# 3. 429 without Retry-After: backoff 0.5 s then 1 s (less up to 20%);
+# answers chunked, on one connection
+rx slow --fail 2 --fail-status 429 --chunked 1
 push slow "$T/three" -o "$T/three2.db" --otlp-endpoint "$RX" --otlp-batch 300
 [ "$RC" = 0 ] || rp_fail "push through 429s: exit $RC: $(cat "$ERR")"
 grep -q "^bp-reconstruct: OTLP push: 1000 spans sent in 4 batches, 2 retries, 0 dropped" "$ERR" ||
 	rp_fail "summary line after 429s: $(cat "$ERR")"
 [ "$(echo "$SECS >= 1.2" | bc)" = 1 ] || rp_fail "two backoffs took only ${SECS}s"
 check "$T/three2.db" "$T/slow/batches.jsonl"
+[ "$(conns "$T/slow")" = 1 ] || rp_fail "chunked answers: the connection was not kept"
 stop_rx
+
+# 3b. a slow receiver (40 ms an answer), 39 batches of 10: the queue of 8
+# fills and the reader waits; everything arrives once
+rx lag --delay 40
+push lag "$T/shop" -o "$T/lag.db" --otlp-endpoint "$RX" --otlp-batch 10
+[ "$RC" = 0 ] || rp_fail "push to a slow receiver: exit $RC: $(cat "$ERR")"
+grep -q "^bp-reconstruct: OTLP push: $spans spans sent in $(( (spans + 9) / 10 )) batches, 0 retries, 0 dropped" "$ERR" ||
+	rp_fail "summary line, slow receiver: $(cat "$ERR")"
+check "$T/lag.db" "$T/lag/batches.jsonl"
+stop_rx
+
+# ... and too slow for the time bound: what was not sent is dropped, counted
+rx crawl --delay 400
+push crawl "$T/shop" -o "$T/crawl.db" --otlp-endpoint "$RX" --otlp-batch 10 \
+	--otlp-timeout 2
+[ "$RC" = 4 ] || rp_fail "a push past its time bound: exit $RC, not 4: $(cat "$ERR")"
+grep -q "the time bound (2 s) ran out" "$ERR" || rp_fail "time bound message: $(cat "$ERR")"
+line=$(grep "^bp-reconstruct: OTLP push: " "$ERR")
+sent=$(echo "$line" | sed -n 's/^bp-reconstruct: OTLP push: \([0-9]*\) spans sent.*/\1/p')
+dropped=$(echo "$line" | sed -n 's/.* \([0-9]*\) dropped -> .*/\1/p')
+[ -n "$sent" ] && [ -n "$dropped" ] && [ "$sent" -gt 0 ] && [ "$dropped" -gt 0 ] &&
+	[ $((sent + dropped)) = "$spans" ] ||
+	rp_fail "sent $sent + dropped $dropped is not $spans: $line"
+[ "$(echo "$SECS < 6" | bc)" = 1 ] || rp_fail "--otlp-timeout 2 with a slow receiver took ${SECS}s"
+bp_note "time bound with a slow receiver: $sent sent, $dropped dropped, ${SECS}s"
+stop_rx
+
+# 3c. OTLP partial success: 7 spans of the first batch rejected
+for enc in protobuf json; do
+	if [ $enc = json ]; then flag=--otlp-json; else flag=--otlp-batch; fi
+	rx "partial-$enc" --partial 7
+	push partial "$T/shop" -o "$T/partial.db" --otlp-endpoint "$RX" \
+		$flag $([ $enc = json ] || echo 50)
+	[ "$RC" = 4 ] || rp_fail "a partial success ($enc): exit $RC, not 4: $(cat "$ERR")"
+	grep -q "^bp-reconstruct: error: OTLP push: $RX accepted [0-9]* of [0-9]* spans, rejected 7 (partial success: spans too old (test)): 7 of $spans spans not delivered" "$ERR" ||
+		rp_fail "partial success message ($enc): $(cat "$ERR")"
+	grep -q "^bp-reconstruct: OTLP push: $((spans - 7)) spans sent in [0-9]* batches, 0 retries, 7 dropped" "$ERR" ||
+		rp_fail "summary line after a partial success ($enc): $(cat "$ERR")"
+	stop_rx
+done
 
 # 4. the first batch refused for good: dropped and counted, the rest arrive
 rx refuse --fail 1 --fail-status 400
