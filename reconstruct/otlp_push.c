@@ -54,6 +54,7 @@ struct otlp_push {
 	int             fd;                    /* kept-alive connection, or -1 */
 	unsigned        seed;
 	struct otlp_push_stats st;
+	pthread_mutex_t err_mu;                /* both threads may fail */
 	char            err[700];
 };
 
@@ -69,11 +70,13 @@ static void set_err(struct otlp_push *p, const char *fmt, ...)
 static void set_err(struct otlp_push *p, const char *fmt, ...)
 {
 	va_list ap;
-	if (p->err[0])
-		return;                          /* the first one tells */
-	va_start(ap, fmt);
-	vsnprintf(p->err, sizeof p->err, fmt, ap);
-	va_end(ap);
+	pthread_mutex_lock(&p->err_mu);
+	if (!p->err[0]) {                        /* the first one tells */
+		va_start(ap, fmt);
+		vsnprintf(p->err, sizeof p->err, fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&p->err_mu);
 }
 
 /* ---- options ----------------------------------------------------------------- */
@@ -845,6 +848,7 @@ static void *sender(void *arg)
 
 static void push_free(struct otlp_push *p)
 {
+	pthread_mutex_destroy(&p->err_mu);
 	free(p->host);
 	free(p->port);
 	free(p->path);
@@ -863,6 +867,7 @@ struct otlp_push *otlp_push_start(const struct otlp_push_opts *o, char *err,
 	}
 	p->o = *o;
 	p->fd = -1;
+	pthread_mutex_init(&p->err_mu, NULL);
 	p->t0 = now();
 	p->deadline = p->t0 + o->timeout;
 	p->seed = (unsigned)getpid() ^ (unsigned)time(NULL);
