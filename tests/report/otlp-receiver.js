@@ -10,7 +10,8 @@
 // POST /v1/traces: the first N requests are answered CODE (default 503,
 // with Retry-After when given) without being read as traces; after that
 // the body is gunzipped when Content-Encoding is gzip, decoded as an
-// ExportTraceServiceRequest (application/x-protobuf: protobuf;
+// ExportTraceServiceRequest (application/x-protobuf: protobuf, which must
+// encode back to the same bytes;
 // application/json: the OTLP/JSON mapping, hex ids, converted through the
 // same message), and written back as one line of OTLP/JSON to
 // DIR/batches.jsonl.  DIR/requests.jsonl gets a line per HTTP request
@@ -105,6 +106,12 @@ const server = http.createServer((req, res) => {
 			const type = req.headers['content-type'];
 			if (type === 'application/x-protobuf') {
 				msg = Req.decode(body);
+				// strict: protobufjs encodes the message back to the
+				// very same bytes (fields in order, no defaults written,
+				// strings valid UTF-8: a bad byte would come back as
+				// U+FFFD and differ)
+				if (Buffer.compare(Buffer.from(Req.encode(msg).finish()), body))
+					throw new Error('the protobuf does not encode back to the same bytes');
 			} else if (type === 'application/json') {
 				const o = convertIds(JSON.parse(body.toString('utf8')), 'hex', 'base64');
 				const err = Req.verify(Req.fromObject(o));
