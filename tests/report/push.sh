@@ -3,6 +3,8 @@
 # receiver (otlp-receiver.js: node's http server, protobufjs with the
 # OpenTelemetry .proto files), every span checked against the database and
 # against the --otlp file (otlp-push-check.py):
+#   - the encoder's edge cases (otlpwire.c): protobuf and JSON alike, bytes
+#     that are not UTF-8 sent as U+FFFD (otlp-wire-check.js);
 #   - protobuf + gzip in batches of 50, two auth headers, one kept-alive
 #     connection;
 #   - OTLP/JSON without compression, a receiver answering 503 with
@@ -77,6 +79,12 @@ count() {
 check() {
 	"$PY" "$RP_DIR/otlp-push-check.py" "$@" || rp_fail "the spans received do not match $1"
 }
+
+# 0. the encoder's edge cases, both encodings, read back by protobufjs
+"$top_builddir/tests/report/otlpwire" "$T/wire.pb" "$T/wire.json" ||
+	rp_fail "tests/report/otlpwire"
+node "$RP_DIR/otlp-wire-check.js" "$PROTO_DIR" "$T/wire.pb" "$T/wire.json" ||
+	rp_fail "the encoder's edge cases do not read back"
 
 "$DEMOLOG" -2 -n 60 "$T/shop" >/dev/null || rp_fail "demolog"
 "$GENLOG" -3 -n 200 -w 4 "$T/three" >/dev/null || rp_fail "genlog"
