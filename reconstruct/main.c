@@ -64,12 +64,13 @@ static const char help[] =
 "        --otlp-endpoint=URL\n"
 "                           also send the paths to an OpenTelemetry\n"
 "                           collector or backend over OTLP/HTTP, after the\n"
-"                           database is written: http://HOST[:PORT][/PATH]\n"
-"                           (port 80 when none; path /v1/traces when none,\n"
-"                           e.g. http://localhost:4318).  https:// is\n"
-"                           refused: the client speaks HTTP/1.1 over plain\n"
-"                           TCP only (send to a local collector that\n"
-"                           forwards over TLS).  Protobuf\n"
+"                           database is written:\n"
+"                           http[s]://HOST[:PORT][/PATH] (port 80 or 443\n"
+"                           when none; path /v1/traces when none, e.g.\n"
+"                           http://localhost:4318).  HTTP/1.1 over TCP, or\n"
+"                           TLS 1.2+ for https:// (OpenSSL; the server's\n"
+"                           certificate must chain to a CA of the system\n"
+"                           or of --otlp-ca and name the host).  Protobuf\n"
 "                           (application/x-protobuf) and gzip by default;\n"
 "                           the same traces, ids and attributes as --otlp.\n"
 "                           A request that gets 429, 502, 503 or 504 or\n"
@@ -90,6 +91,8 @@ static const char help[] =
 "        --otlp-header='NAME: VALUE'\n"
 "                           add a header to every request, e.g.\n"
 "                           'Authorization: Bearer TOKEN' (repeatable).\n"
+"        --otlp-ca=FILE     trust the CA certificates in FILE (PEM) for an\n"
+"                           https:// endpoint instead of the system's.\n"
 "        --otlp-compression=gzip|none\n"
 "                           Content-Encoding of the requests (default gzip).\n"
 "        --otlp-batch=N     at most N spans per request (default 512).\n"
@@ -231,7 +234,7 @@ int main(int argc, char **argv)
 	enum { OPT_PROGRESS = 256, OPT_NO_PROGRESS, OPT_OTLP, OPT_PERFETTO,
 	       OPT_DOT, OPT_DOT_MAX, OPT_OTLP_ENDPOINT, OPT_OTLP_JSON,
 	       OPT_OTLP_HEADER, OPT_OTLP_COMPRESSION, OPT_OTLP_BATCH,
-	       OPT_OTLP_TIMEOUT, OPT_OTLP_RETRIES };
+	       OPT_OTLP_TIMEOUT, OPT_OTLP_RETRIES, OPT_OTLP_CA };
 	static const struct option longopts[] = {
 		{ "output",      required_argument, NULL, 'o' },
 		{ "reference",   required_argument, NULL, 'r' },
@@ -250,6 +253,7 @@ int main(int argc, char **argv)
 		{ "otlp-batch",  required_argument, NULL, OPT_OTLP_BATCH },
 		{ "otlp-timeout", required_argument, NULL, OPT_OTLP_TIMEOUT },
 		{ "otlp-retries", required_argument, NULL, OPT_OTLP_RETRIES },
+		{ "otlp-ca",     required_argument, NULL, OPT_OTLP_CA },
 		{ "help",        no_argument,       NULL, 'h' },
 		{ "version",     no_argument,       NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -305,6 +309,7 @@ int main(int argc, char **argv)
 			ex.push.url = optarg;
 			break;
 		case OPT_OTLP_JSON: ex.push.json = 1; push_opt = 1; break;
+		case OPT_OTLP_CA: ex.push.ca = optarg; push_opt = 1; break;
 		case OPT_OTLP_HEADER:
 			push_opt = 1;
 			if (otlp_push_check_header(optarg, err, sizeof err) < 0) {
@@ -363,7 +368,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (push_opt && !ex.push.url) {
-		usage_error("--otlp-json, --otlp-header, --otlp-compression, --otlp-batch, --otlp-timeout and --otlp-retries go with --otlp-endpoint URL", NULL);
+		usage_error("--otlp-json, --otlp-header, --otlp-ca, --otlp-compression, --otlp-batch, --otlp-timeout and --otlp-retries go with --otlp-endpoint URL", NULL);
 		return RC_EXIT_USAGE;
 	}
 	if (!o.output) {

@@ -23,9 +23,13 @@
 #include <time.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <zlib.h>
 
 #include "otlp_push.h"
@@ -52,6 +56,9 @@ struct otlp_push {
 	pthread_t       thread;
 	/* the sender's */
 	int             fd;                    /* kept-alive connection, or -1 */
+	int             tls;                   /* https:// */
+	SSL_CTX        *ctx;
+	SSL            *ssl;                   /* on FD when TLS */
 	unsigned        seed;
 	struct otlp_push_stats st;
 	pthread_mutex_t err_mu;                /* both threads may fail */
@@ -83,20 +90,16 @@ static void set_err(struct otlp_push *p, const char *fmt, ...)
 
 /* Split URL; the pieces are malloc'd.  0 or -1 with ERR. */
 static int parse_url(const char *url, char **host, char **port, char **path,
-		     char *err, size_t len)
+		     int *tls, char *err, size_t len)
 {
 	const char *h, *e, *pe;
 	*host = *port = *path = NULL;
-	if (!strncasecmp(url, "https://", 8)) {
-		snprintf(err, len, "%s: https:// is not supported (OTLP/HTTP over plain TCP only): give an http:// endpoint, e.g. a local collector that forwards over TLS",
-			 url);
+	*tls = !strncasecmp(url, "https://", 8);
+	if (!*tls && strncasecmp(url, "http://", 7)) {
+		snprintf(err, len, "%s: not an http:// or https:// URL (e.g. http://localhost:4318)", url);
 		return -1;
 	}
-	if (strncasecmp(url, "http://", 7)) {
-		snprintf(err, len, "%s: not an http:// URL (e.g. http://localhost:4318)", url);
-		return -1;
-	}
-	h = url + 7;
+	h = url + (*tls ? 8 : 7);
 	pe = h + strcspn(h, "/?#");
 	if (memchr(h, '@', (size_t)(pe - h))) {
 		snprintf(err, len, "%s: user:password in the URL is not supported: use --otlp-header 'Authorization: ...'", url);
@@ -134,7 +137,7 @@ static int parse_url(const char *url, char **host, char **port, char **path,
 		snprintf(err, len, "%s: cannot read the host", url);
 		goto bad;
 	} else {
-		*port = strdup("80");
+		*port = strdup(*tls ? "443" : "80");
 	}
 	if (*pe == '#') {
 		snprintf(err, len, "%s: a #fragment has no place in an endpoint", url);
@@ -169,7 +172,8 @@ bad:
 int otlp_push_check_url(const char *url, char *err, size_t len)
 {
 	char *h, *p, *q;
-	if (parse_url(url, &h, &p, &q, err, len) < 0)
+	int tls;
+	if (parse_url(url, &h, &p, &q, &tls, err, len) < 0)
 		return -1;
 	free(h);
 	free(p);
@@ -239,6 +243,11 @@ static int make_head(struct otlp_push *p)
 
 static void conn_close(struct otlp_push *p)
 {
+	if (p->ssl) {
+		SSL_shutdown(p->ssl);            /* a close_notify, not waited for */
+		SSL_free(p->ssl);
+		p->ssl = NULL;
+	}
 	if (p->fd >= 0)
 		close(p->fd);
 	p->fd = -1;
@@ -249,6 +258,85 @@ static int ms_left(double until)
 {
 	double l = until - now();
 	return l <= 0 ? 0 : l > 1e6 ? 1000000000 : (int)(l * 1000) + 1;
+}
+
+/* Wait until FD is ready for what SSL_get_error said it wants; 0 or
+ * -errno. */
+static int tls_wait(struct otlp_push *p, int err, double until)
+{
+	struct pollfd pf = { .fd = p->fd,
+			     .events = err == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN };
+	int pr = poll(&pf, 1, ms_left(until));
+	if (pr == 0)
+		return -ETIMEDOUT;
+	if (pr < 0 && errno != EINTR)
+		return -errno;
+	return 0;
+}
+
+/* OpenSSL's last error as text, or WHAT. */
+static const char *tls_why(const char *what)
+{
+	static __thread char b[256];
+	unsigned long e = ERR_get_error();
+	if (!e)
+		return what;
+	ERR_error_string_n(e, b, sizeof b);
+	ERR_clear_error();
+	return b;
+}
+
+/* The TLS handshake on P->fd: the server's certificate must chain to a
+ * trusted CA and name the endpoint's host (or IP address).  0, -errno
+ * (retryable), or -EKEYREJECTED when the certificate is not trusted
+ * (retrying will not help).  WHY is set on failure. */
+static int tls_open(struct otlp_push *p, double until, char *why, size_t len)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+	int ip = inet_pton(AF_INET, p->host, &a4) == 1 ||
+		 inet_pton(AF_INET6, p->host, &a6) == 1;
+	p->ssl = SSL_new(p->ctx);
+	if (!p->ssl || !SSL_set_fd(p->ssl, p->fd)) {
+		snprintf(why, len, "TLS: %.180s", tls_why("out of memory"));
+		conn_close(p);
+		return -ENOMEM;
+	}
+	if (ip) {
+		X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(p->ssl), p->host);
+	} else {
+		SSL_set_tlsext_host_name(p->ssl, p->host);
+		SSL_set1_host(p->ssl, p->host);
+	}
+	for (;;) {
+		ERR_clear_error();
+		int r = SSL_connect(p->ssl);
+		if (r == 1)
+			return 0;
+		int e = SSL_get_error(p->ssl, r);
+		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+			int w = tls_wait(p, e, until);
+			if (w < 0) {
+				snprintf(why, len, "TLS handshake with %s port %s: %s",
+					 p->host, p->port, strerror(-w));
+				conn_close(p);
+				return w;
+			}
+			continue;
+		}
+		long v = SSL_get_verify_result(p->ssl);
+		if (v != X509_V_OK) {
+			snprintf(why, len, "the certificate of %s port %s is not trusted: %s (give its CA with --otlp-ca FILE)",
+				 p->host, p->port, X509_verify_cert_error_string(v));
+			conn_close(p);
+			return -EKEYREJECTED;
+		}
+		snprintf(why, len, "TLS handshake with %.60s port %s failed: %.150s",
+			 p->host, p->port,
+			 tls_why(e == SSL_ERROR_SYSCALL ? "connection closed" : "protocol error"));
+		conn_close(p);
+		return -ECONNRESET;
+	}
 }
 
 /* Connect to the endpoint (every address it resolves to, in order).
@@ -293,7 +381,7 @@ static int conn_open(struct otlp_push *p, double until, char *why, size_t len)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 		p->fd = fd;
 		freeaddrinfo(ai);
-		return 0;
+		return p->tls ? tls_open(p, until, why, len) : 0;
 	}
 	freeaddrinfo(ai);
 	snprintf(why, len, "cannot connect to %s port %s: %s", p->host, p->port,
@@ -301,9 +389,24 @@ static int conn_open(struct otlp_push *p, double until, char *why, size_t len)
 	return -e;
 }
 
-static int send_all(int fd, const void *b, size_t n, double until)
+static int send_all(struct otlp_push *p, const void *b, size_t n, double until)
 {
 	const char *s = b;
+	int fd = p->fd;
+	while (n && p->ssl) {
+		ERR_clear_error();
+		int w = SSL_write(p->ssl, s, n > INT32_MAX ? INT32_MAX : (int)n);
+		if (w > 0) {
+			s += w;
+			n -= (size_t)w;
+			continue;
+		}
+		int e = SSL_get_error(p->ssl, w);
+		if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+			return -ECONNRESET;
+		if ((e = tls_wait(p, e, until)) < 0)
+			return e;
+	}
 	while (n) {
 		ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
 		if (w > 0) {
@@ -327,6 +430,7 @@ static int send_all(int fd, const void *b, size_t n, double until)
 
 /* A buffered reader of the response. */
 struct rd {
+	struct otlp_push *p;
 	int    fd;
 	double until;
 	char   buf[16384];
@@ -339,6 +443,22 @@ static int rd_fill(struct rd *r)
 {
 	if (r->off == r->len)
 		r->off = r->len = 0;
+	for (SSL *ssl = r->p->ssl; ssl;) {
+		ERR_clear_error();
+		int n = SSL_read(ssl, r->buf + r->len, (int)(sizeof r->buf - r->len));
+		if (n > 0) {
+			r->len += (size_t)n;
+			r->got += (size_t)n;
+			return 1;
+		}
+		int e = SSL_get_error(ssl, n);
+		if (e == SSL_ERROR_ZERO_RETURN)
+			return 0;
+		if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+			return -ECONNRESET;
+		if ((e = tls_wait(r->p, e, r->until)) < 0)
+			return e;
+	}
 	for (;;) {
 		ssize_t n = recv(r->fd, r->buf + r->len, sizeof r->buf - r->len, 0);
 		if (n > 0) {
@@ -667,13 +787,14 @@ static int post(struct otlp_push *p, const unsigned char *body, size_t len,
 			free(big);
 			return -ENOMEM;
 		}
+		r->p = p;
 		r->fd = p->fd;
 		r->until = until;
 		r->off = r->len = r->got = 0;
-		e = send_all(p->fd, h, (size_t)n, until);
+		e = send_all(p, h, (size_t)n, until);
 		free(big);
 		if (!e)
-			e = send_all(p->fd, body, len, until);
+			e = send_all(p, body, len, until);
 		if (!e)
 			e = read_resp(r, o);
 		size_t got = r->got;
@@ -759,6 +880,11 @@ static int deliver(struct otlp_push *p, const struct batch *b)
 			return -1;
 		}
 		int e = post(p, body, len, &o, why, sizeof why);
+		if (e == -EKEYREJECTED) {
+			set_err(p, "%.200s: %s", p->o.url, why);
+			free(z);
+			return -1;
+		}
 		if (!e && o.status >= 200 && o.status < 300) {
 			char pm[160];
 			int64_t rej = rejected(&o, pm, sizeof pm);
@@ -846,8 +972,36 @@ static void *sender(void *arg)
 	return NULL;
 }
 
+/* The client's TLS settings: TLS 1.2 or later, the server verified
+ * against the system's CAs or OPTS->ca. */
+static int tls_ctx(struct otlp_push *p, char *err, size_t len)
+{
+	p->ctx = SSL_CTX_new(TLS_client_method());
+	if (!p->ctx) {
+		snprintf(err, len, "TLS: %s", tls_why("cannot create a context"));
+		return -1;
+	}
+	SSL_CTX_set_min_proto_version(p->ctx, TLS1_2_VERSION);
+	SSL_CTX_set_verify(p->ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_options(p->ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+	if (p->o.ca) {
+		if (SSL_CTX_load_verify_locations(p->ctx, p->o.ca, NULL) != 1) {
+			snprintf(err, len, "--otlp-ca %s: %s (give a file of PEM certificates)",
+				 p->o.ca, tls_why("cannot be read"));
+			return -1;
+		}
+	} else if (SSL_CTX_set_default_verify_paths(p->ctx) != 1) {
+		snprintf(err, len, "TLS: the system's CA certificates: %s",
+			 tls_why("cannot be loaded"));
+		return -1;
+	}
+	return 0;
+}
+
 static void push_free(struct otlp_push *p)
 {
+	if (p->ctx)
+		SSL_CTX_free(p->ctx);
 	pthread_mutex_destroy(&p->err_mu);
 	free(p->host);
 	free(p->port);
@@ -871,7 +1025,11 @@ struct otlp_push *otlp_push_start(const struct otlp_push_opts *o, char *err,
 	p->t0 = now();
 	p->deadline = p->t0 + o->timeout;
 	p->seed = (unsigned)getpid() ^ (unsigned)time(NULL);
-	if (parse_url(o->url, &p->host, &p->port, &p->path, err, len) < 0) {
+	if (parse_url(o->url, &p->host, &p->port, &p->path, &p->tls, err, len) < 0) {
+		push_free(p);
+		return NULL;
+	}
+	if (p->tls && tls_ctx(p, err, len) < 0) {
 		push_free(p);
 		return NULL;
 	}

@@ -1,7 +1,7 @@
 /*
  * otlp_push.h - sending OTLP trace documents to a collector over OTLP/HTTP
- * (POST /v1/traces, HTTP/1.1 over plain TCP; see docs/report.md, "OTLP
- * push").
+ * (POST /v1/traces, HTTP/1.1 over TCP or TLS with OpenSSL; see
+ * docs/report.md, "OTLP push").
  *
  * The caller hands over finished documents (ExportTraceServiceRequest in
  * protobuf or OTLP/JSON, from otlp_wire.h); a sender thread compresses
@@ -26,7 +26,8 @@
 #define OTLP_PUSH_IO_MAX   30.0    /* seconds one attempt may take */
 
 struct otlp_push_opts {
-	const char         *url;       /* http://HOST[:PORT][/PATH] */
+	const char         *url;       /* http[s]://HOST[:PORT][/PATH] */
+	const char         *ca;        /* https: CA file (NULL: the system's) */
 	int                 json;      /* OTLP/JSON instead of protobuf */
 	int                 gzip;      /* Content-Encoding: gzip */
 	const char *const  *headers;   /* "Name: value" */
@@ -50,8 +51,8 @@ struct otlp_push_stats {
 struct otlp_push;
 
 /*
- * Check URL: http:// (https:// is refused: plain TCP only), a host, an
- * optional port (default 80), an optional path (default /v1/traces).
+ * Check URL: http:// or https://, a host, an optional port (default 80 or
+ * 443), an optional path (default /v1/traces).
  * Returns 0, or -1 with a one-line reason in ERR.
  */
 int otlp_push_check_url(const char *url, char *err, size_t len);

@@ -4,7 +4,7 @@
 //
 //   node otlp-receiver.js PROTO_DIR DIR [--fail N] [--fail-status CODE]
 //        [--retry-after SECONDS] [--delay MS] [--chunked 1] [--close 1]
-//        [--partial N]
+//        [--partial N] [--tls DIR]
 //
 // Listens on 127.0.0.1, port chosen by the system, written to DIR/port.
 // POST /v1/traces: the first N requests are answered CODE (default 503,
@@ -19,10 +19,12 @@
 // answered 400 and logged with the reason.  --delay: every answer waits
 // MS milliseconds; --chunked: answers without Content-Length (chunked);
 // --close: answers with Connection: close; --partial: the first batch
-// accepted is answered with an OTLP partial success rejecting N spans.
+// accepted is answered with an OTLP partial success rejecting N spans;
+// --tls: HTTPS with DIR/cert.pem and DIR/key.pem.
 'use strict';
 const fs = require('fs');
 const http = require('http');
+const https = require('https');
 const path = require('path');
 const zlib = require('zlib');
 const protobuf = require('protobufjs');
@@ -34,9 +36,9 @@ if (args.length < 2) {
 }
 const protoDir = args[0], dir = args[1];
 const opt = { fail: 0, 'fail-status': 503, 'retry-after': null, delay: 0,
-	chunked: 0, close: 0, partial: 0 };
+	chunked: 0, close: 0, partial: 0, tls: null };
 for (let i = 2; i + 1 < args.length; i += 2)
-	opt[args[i].replace(/^--/, '')] = Number(args[i + 1]);
+	opt[args[i].replace(/^--/, '')] = args[i] === '--tls' ? args[i + 1] : Number(args[i + 1]);
 
 const root = new protobuf.Root();
 root.resolvePath = (origin, target) => path.join(protoDir, target);
@@ -60,13 +62,14 @@ function convertIds(msg, from, to) {
 let n = 0, partialDone = false;
 const log = (f, o) => fs.appendFileSync(path.join(dir, f), JSON.stringify(o) + '\n');
 
-const server = http.createServer((req, res) => {
+const handler = (req, res) => {
 	const chunks = [];
 	req.on('data', (c) => chunks.push(c));
 	req.on('end', () => {
 		n++;
 		const rec = {
 			n, method: req.method, url: req.url, httpVersion: req.httpVersion,
+			tls: !!req.socket.encrypted,
 			headers: req.headers, conn: req.socket.remotePort,
 			bytes: chunks.reduce((a, c) => a + c.length, 0),
 		};
@@ -155,7 +158,12 @@ const server = http.createServer((req, res) => {
 		else
 			answer(200, 'application/x-protobuf', Buffer.from(Resp.encode({}).finish()));
 	});
-});
+};
+const server = opt.tls ?
+	https.createServer({ cert: fs.readFileSync(path.join(opt.tls, 'cert.pem')),
+		key: fs.readFileSync(path.join(opt.tls, 'key.pem')) }, handler) :
+	http.createServer(handler);
+server.on('tlsClientError', (e) => log('tls-errors.jsonl', { error: String(e.message || e) }));
 server.listen(0, '127.0.0.1', () => {
 	fs.writeFileSync(path.join(dir, 'port.tmp'), String(server.address().port));
 	fs.renameSync(path.join(dir, 'port.tmp'), path.join(dir, 'port'));

@@ -19,7 +19,10 @@
 #     exit 4;
 #   - a receiver that is down: bounded retries, a clear error, exit 4,
 #     the database and the --otlp file written; the time bound;
-#   - the option errors (https://, headers, options without an endpoint).
+#   - https:// (OpenSSL) to a receiver with a certificate of a test CA:
+#     trusted with --otlp-ca (by IP address and by name), refused at once
+#     without it and when the certificate names another host;
+#   - the option errors (schemes, headers, options without an endpoint).
 . "$(dirname "$0")/lib.sh"
 rp_init push
 rp_node
@@ -210,6 +213,52 @@ push bound "$T/shop" -o "$T/bound.db" --otlp-endpoint "$RX" --otlp-retries 100 \
 grep -q "the time bound (2 s) ran out" "$ERR" || rp_fail "time bound message: $(cat "$ERR")"
 [ "$(echo "$SECS < 8" | bc)" = 1 ] || rp_fail "--otlp-timeout 2 took ${SECS}s"
 
+# 5b. https: a self-signed certificate for localhost and 127.0.0.1, and
+# one for another name
+mkdir -p "$T/tls" "$T/tls-other" || rp_fail "mkdir"
+for d in tls tls-other; do
+	if [ $d = tls ]; then san="DNS:localhost,IP:127.0.0.1"; else san="DNS:elsewhere.invalid"; fi
+	timeout 60 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=bp-test \
+		-addext "subjectAltName=$san" -keyout "$T/$d/key.pem" \
+		-out "$T/$d/cert.pem" >"$T/$d/openssl.log" 2>&1 ||
+		rp_fail "openssl req: $(cat "$T/$d/openssl.log")"
+done
+rx tls --tls "$T/tls"
+HTTPS=https://127.0.0.1:${RX##*:}
+push tls "$T/shop" -o "$T/tls.db" --otlp "$T/tls.json" --otlp-endpoint "$HTTPS" \
+	--otlp-ca "$T/tls/cert.pem" --otlp-batch 50 --otlp-header 'Authorization: Bearer t0ken'
+[ "$RC" = 0 ] || rp_fail "https push: exit $RC: $(cat "$ERR")"
+grep -q "^bp-reconstruct: OTLP push: $spans spans sent in $nb batches, 0 retries, 0 dropped -> $HTTPS (protobuf, gzip, " "$ERR" ||
+	rp_fail "summary line over https: $(cat "$ERR")"
+reqs "$T/tls" "r['tls'] and r['status'] == 200 and h['authorization'] == 'Bearer t0ken'"
+[ "$(conns "$T/tls")" = 1 ] || rp_fail "https: the connection is not kept alive"
+check "$T/tls.db" "$T/tls/batches.jsonl" --file "$T/tls.json"
+n0=$(count "$T/tls/requests.jsonl")
+push tlsname "$T/shop" -o "$T/tls2.db" --otlp-endpoint "https://localhost:${RX##*:}" \
+	--otlp-ca "$T/tls/cert.pem" --otlp-json
+[ "$RC" = 0 ] || rp_fail "https push to localhost: exit $RC: $(cat "$ERR")"
+[ "$(count "$T/tls/requests.jsonl")" = $((n0 + 1)) ] || rp_fail "https to localhost: not one more request"
+# not trusted: no retries, the reason, exit 4
+push untrusted "$T/shop" -o "$T/tls3.db" --otlp-endpoint "$HTTPS"
+[ "$RC" = 4 ] || rp_fail "an untrusted certificate: exit $RC, not 4: $(cat "$ERR")"
+grep -q "^bp-reconstruct: error: OTLP push: $HTTPS: the certificate of 127.0.0.1 port ${RX##*:} is not trusted: self-signed certificate (give its CA with --otlp-ca FILE): $spans of $spans spans not delivered" "$ERR" ||
+	rp_fail "untrusted certificate message: $(cat "$ERR")"
+grep -q " 0 retries, $spans dropped" "$ERR" || rp_fail "an untrusted certificate was retried: $(cat "$ERR")"
+stop_rx
+rx tls-other --tls "$T/tls-other"
+push othername "$T/shop" -o "$T/tls4.db" --otlp-endpoint "https://127.0.0.1:${RX##*:}" \
+	--otlp-ca "$T/tls-other/cert.pem"
+[ "$RC" = 4 ] || rp_fail "a certificate for another host: exit $RC, not 4: $(cat "$ERR")"
+grep -q "is not trusted: IP address mismatch" "$ERR" ||
+	rp_fail "certificate for another host: $(cat "$ERR")"
+[ -s "$T/tls-other/requests.jsonl" ] && rp_fail "a request went to a host whose certificate names another"
+stop_rx
+push badca "$T/shop" -o "$T/tls5.db" --otlp-endpoint "$HTTPS" --otlp-ca "$T/nothere.pem"
+[ "$RC" = 4 ] || rp_fail "a missing --otlp-ca file: exit $RC: $(cat "$ERR")"
+grep -q "otlp-ca $T/nothere.pem: .*(give a file of PEM certificates)" "$ERR" ||
+	rp_fail "missing --otlp-ca message: $(cat "$ERR")"
+bp_note "https: verified by IP and by name, refused untrusted and misnamed certificates"
+
 # 6. the option errors: usage (exit 1), before any reading
 usage() {
 	local want=$1
@@ -220,15 +269,14 @@ usage() {
 	[ -e "$T/usage.db" ] && rp_fail "$*: a usage error wrote the database"
 	return 0
 }
-usage "https://localhost:4318: https:// is not supported (OTLP/HTTP over plain TCP only)" \
-	--otlp-endpoint https://localhost:4318
-usage "not an http:// URL" --otlp-endpoint localhost:4318
+usage "ftp://localhost:4318: not an http:// or https:// URL" --otlp-endpoint ftp://localhost:4318
+usage "not an http:// or https:// URL" --otlp-endpoint localhost:4318
 usage "the port is not a number from 1 to 65535" --otlp-endpoint http://localhost:99999
 usage "--otlp-header wants 'Name: value'" --otlp-endpoint "$RX" --otlp-header Bearer
 usage "bp-reconstruct sets Content-Length itself" --otlp-endpoint "$RX" --otlp-header 'Content-Length: 1'
 usage "go with --otlp-endpoint URL" --otlp-json
 usage "--otlp-compression wants gzip or none" --otlp-endpoint "$RX" --otlp-compression br
 usage "--otlp-batch wants a number of spans from 1 to 100000" --otlp-endpoint "$RX" --otlp-batch 0
-"$RECON" --help | grep -q 'https:// is$' || rp_fail "--help does not say https:// is refused"
+"$RECON" --help | grep -q -- '--otlp-ca=FILE' || rp_fail "--help does not tell --otlp-ca"
 echo "PASS: push"
 exit 0
