@@ -1,6 +1,7 @@
 /*
- * otlp_push.c - OTLP/HTTP export: a small HTTP/1.1 client, gzip, retries,
- * a bounded queue and a sender thread (see otlp_push.h).
+ * otlp_push.c - OTLP/HTTP export: a small HTTP/1.1 client (TCP, or TLS
+ * with OpenSSL), gzip, retries, a bounded queue and a sender thread (see
+ * otlp_push.h).
  *
  * OTLP/HTTP (opentelemetry-proto, docs/specification.md): POST the
  * ExportTraceServiceRequest to /v1/traces as application/x-protobuf or
