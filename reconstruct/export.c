@@ -170,8 +170,7 @@ void export_file_abort(struct export_file *o)
 
 /* ---- text --------------------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at S (1..4), or 0 if invalid. */
-static size_t utf8_len(const unsigned char *s)
+size_t export_utf8_len(const unsigned char *s)
 {
 	unsigned c = s[0];
 	if (c < 0x80)
@@ -208,7 +207,7 @@ void export_json_str(FILE *f, const char *s)
 	putc('"', f);
 	while (*p) {
 		unsigned c = *p;
-		size_t n = utf8_len(p);
+		size_t n = export_utf8_len(p);
 		if (c == '"' || c == '\\') {
 			putc('\\', f);
 			putc((int)c, f);
@@ -237,7 +236,7 @@ char *export_utf8_clean(char *s)
 {
 	unsigned char *p = (unsigned char *)s;
 	while (p && *p) {
-		size_t n = utf8_len(p);
+		size_t n = export_utf8_len(p);
 		if (!n) {
 			*p++ = '?';
 		} else {

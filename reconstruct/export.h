@@ -40,6 +40,19 @@ void export_close(struct export_db *x);
 int export_otlp(struct export_db *x, const char *file);
 
 /*
+ * The same traces sent to an OpenTelemetry collector or backend over
+ * OTLP/HTTP as OPTS says (otlp_push.h): protobuf or JSON, OPTS->batch
+ * spans per request.  ST gets what was sent and retried, TOTAL the spans
+ * there were to send.  Returns 0 when every span was delivered, or -1
+ * with X->err (the push failed or was refused in part; ST tells how far
+ * it went).
+ */
+struct otlp_push_opts;
+struct otlp_push_stats;
+int export_otlp_push(struct export_db *x, const struct otlp_push_opts *opts,
+		     struct otlp_push_stats *st, uint64_t *total);
+
+/*
  * Chrome trace-event JSON for ui.perfetto.dev into FILE: a complete event
  * per span and per fragment of work, a process per traced process, a
  * thread per thread (nested lanes where spans of a thread overlap), and a
@@ -78,6 +91,9 @@ void export_json_str(FILE *f, const char *s);
 /* S with every byte that is not part of valid UTF-8 replaced by '?' and
  * control characters by ' ', in place; returns S. */
 char *export_utf8_clean(char *s);
+/* Length of the valid UTF-8 sequence at S (1..4), or 0 if invalid (S is
+ * NUL-terminated). */
+size_t export_utf8_len(const unsigned char *s);
 /* The base name of PATH ("" for NULL). */
 const char *export_basename(const char *path);
 /* NS as "12.3 ms", "450 us", "1.25 s" into BUF (at least 32 bytes). */

@@ -9,6 +9,11 @@
  * field names, trace and span ids as lowercase hex (16 and 8 bytes), enums
  * as integers, 64-bit integers as decimal strings.
  *
+ * The same documents go to a collector over OTLP/HTTP (export_otlp_push):
+ * protobuf or OTLP/JSON, a batch of spans per request instead of a
+ * request per line.  The mapping from the database is written once, here;
+ * otlp_wire.c encodes it either way, otlp_push.c sends it.
+ *
  * Ids: the trace id is a 64-bit value derived from the database (its
  * hosts' boot ids and first request) followed by the request id; a span id
  * is a bijective mix of that value and the span id, so ids are stable for
@@ -21,18 +26,23 @@
 #include <string.h>
 
 #include "export.h"
+#include "otlp_push.h"
+#include "otlp_wire.h"
 
 #define MAX_EVENTS 128           /* span events (files opened) per span */
 
 struct otlp {
 	struct export_db *x;
-	FILE    *f;
+	struct ow w;                 /* the document being written */
+	size_t   batch;              /* spans per document; 0: per request */
+	FILE    *f;                  /* the file, or */
+	struct otlp_push *push;      /* the collector */
+	int      ended;              /* the push has ended: stop */
 	uint64_t seed;
 	/* channel id -> database name (PostgreSQL start-up), sorted */
 	struct chandb { int64_t ch; char *db; } *dbs;
 	size_t   ndbs;
-	sqlite3_stmt *attrs, *files;
-	int      first_attr;
+	sqlite3_stmt *reqs, *spans, *attrs, *files;
 };
 
 static uint64_t mix64(uint64_t v)
@@ -124,46 +134,27 @@ static const char *db_of(const struct otlp *o, int64_t ch)
 
 /* ---- attributes ----------------------------------------------------------------- */
 
-static void attr_sep(struct otlp *o)
+/* A string attribute; an empty or missing value is left out. */
+static void attr_strn(struct otlp *o, const char *k, const char *v, size_t n)
 {
-	if (!o->first_attr)
-		putc(',', o->f);
-	o->first_attr = 0;
+	if (v && n)
+		ow_attr_str(&o->w, k, v, n);
 }
 
 static void attr_str(struct otlp *o, const char *k, const char *v)
 {
-	if (!v || !*v)
-		return;
-	attr_sep(o);
-	fprintf(o->f, "{\"key\":\"%s\",\"value\":{\"stringValue\":", k);
-	export_json_str(o->f, v);
-	fputs("}}", o->f);
-}
-
-static void attr_strn(struct otlp *o, const char *k, const char *v, size_t n)
-{
-	char *c = malloc(n + 1);
-	if (!c)
-		return;
-	memcpy(c, v, n);
-	c[n] = 0;
-	attr_str(o, k, c);
-	free(c);
+	if (v)
+		attr_strn(o, k, v, strlen(v));
 }
 
 static void attr_int(struct otlp *o, const char *k, int64_t v)
 {
-	attr_sep(o);
-	fprintf(o->f, "{\"key\":\"%s\",\"value\":{\"intValue\":\"%" PRId64 "\"}}",
-		k, v);
+	ow_attr_int(&o->w, k, v);
 }
 
 static void attr_bool(struct otlp *o, const char *k, int v)
 {
-	attr_sep(o);
-	fprintf(o->f, "{\"key\":\"%s\",\"value\":{\"boolValue\":%s}}", k,
-		v ? "true" : "false");
+	ow_attr_bool(&o->w, k, v);
 }
 
 /* "addr:port", "[v6]:port", "unix:/path", "pipe:[ino]" */
@@ -326,7 +317,8 @@ static const char *span_error(const struct span_info *si, char *buf,
 	return NULL;
 }
 
-static void span_events(struct otlp *o, int64_t req, int64_t span)
+/* The files the span opened as events; returns how many were left out. */
+static int span_events(struct otlp *o, int64_t req, int64_t span)
 {
 	sqlite3_stmt *s = o->files;
 	int n = 0, dropped = 0;
@@ -338,26 +330,19 @@ static void span_events(struct otlp *o, int64_t req, int64_t span)
 			dropped++;
 			continue;
 		}
-		fputs(n ? "," : ",\"events\":[", o->f);
-		fprintf(o->f, "{\"timeUnixNano\":\"%lld\",\"name\":\"file.open\",\"attributes\":[",
-			(long long)sqlite3_column_int64(s, 0));
-		o->first_attr = 1;
+		ow_event_begin(&o->w, sqlite3_column_int64(s, 0), "file.open");
 		attr_str(o, "file.path", export_col(s, 1));
 		attr_int(o, "borderpatrol.result", sqlite3_column_int64(s, 2));
-		fputs("]}", o->f);
+		ow_event_end(&o->w);
 		n++;
 		o->x->n_events++;
 	}
-	if (n)
-		putc(']', o->f);
-	if (dropped)
-		fprintf(o->f, ",\"droppedEventsCount\":%d", dropped);
+	return dropped;
 }
 
 static void resource(struct otlp *o, sqlite3_stmt *s)
 {
-	fputs("{\"resource\":{\"attributes\":[", o->f);
-	o->first_attr = 1;
+	ow_res_begin(&o->w);
 	attr_str(o, "service.name", export_basename(export_col(s, 10)));
 	attr_str(o, "host.name", export_col(s, 7));
 	attr_int(o, "process.pid", sqlite3_column_int64(s, 8));
@@ -366,28 +351,56 @@ static void resource(struct otlp *o, sqlite3_stmt *s)
 	attr_str(o, "process.executable.path", export_col(s, 10));
 	attr_str(o, "process.command_line", export_col(s, 16));
 	attr_int(o, "borderpatrol.process_id", sqlite3_column_int64(s, 14));
-	fprintf(o->f, "]},\"scopeSpans\":[{\"scope\":{\"name\":\"borderpatrol\",\"version\":\"%s\"},\"spans\":[",
-		PACKAGE_VERSION);
+	ow_res_spans(&o->w, "borderpatrol", PACKAGE_VERSION);
+}
+
+/* The document is complete: into the file (a line), or to the collector. */
+static int doc_flush(struct otlp *o)
+{
+	size_t len;
+	ow_doc_end(&o->w);
+	if (ow_failed(&o->w)) {
+		snprintf(o->x->err, sizeof o->x->err, "out of memory");
+		return -1;
+	}
+	if (o->f) {
+		fwrite(o->w.p, 1, o->w.len, o->f);
+		putc('\n', o->f);
+		ow_reset(&o->w);
+		return 0;
+	}
+	size_t n = o->w.nspans;
+	unsigned char *b = ow_take(&o->w, &len);
+	if (!b) {
+		snprintf(o->x->err, sizeof o->x->err, "out of memory");
+		return -1;
+	}
+	if (otlp_push_send(o->push, b, len, n) < 0)
+		o->ended = 1;
+	return 0;
 }
 
 static int write_request(struct otlp *o, sqlite3_stmt *s, int64_t req)
 {
 	int64_t cur_proc = INT64_MIN;
-	int nres = 0, nspan = 0;
+	uint8_t trace[16];
 
+	for (int i = 0; i < 8; i++) {
+		trace[i] = (uint8_t)(o->seed >> (56 - 8 * i));
+		trace[8 + i] = (uint8_t)((uint64_t)req >> (56 - 8 * i));
+	}
 	sqlite3_reset(s);
 	sqlite3_bind_int64(s, 1, req);
-	fputs("{\"resourceSpans\":[", o->f);
+	if (!o->batch)
+		ow_doc_begin(&o->w);
 	int r;
-	while ((r = sqlite3_step(s)) == SQLITE_ROW) {
+	while (!o->ended && (r = sqlite3_step(s)) == SQLITE_ROW) {
 		int64_t proc = sqlite3_column_int64(s, 14);
-		if (proc != cur_proc) {
-			if (nres)
-				fputs("]}]},", o->f);
+		if (!o->w.in_doc)
+			ow_doc_begin(&o->w);
+		if (proc != cur_proc || !o->w.in_res) {
 			resource(o, s);
 			cur_proc = proc;
-			nres++;
-			nspan = 0;
 		}
 		struct span_info si = {
 			.span_id = sqlite3_column_int64(s, 0),
@@ -411,55 +424,43 @@ static int write_request(struct otlp *o, sqlite3_stmt *s, int64_t req)
 		if (end < start)
 			end = start;
 		load_attrs(o, &si);
-		if (nspan++)
-			putc(',', o->f);
-		fprintf(o->f, "{\"traceId\":\"%016" PRIx64 "%016" PRIx64 "\",\"spanId\":\"%016" PRIx64 "\"",
-			o->seed, (uint64_t)req, mix64(o->seed ^ (uint64_t)si.span_id) | 1);
-		if (sqlite3_column_type(s, 1) != SQLITE_NULL)
-			fprintf(o->f, ",\"parentSpanId\":\"%016" PRIx64 "\"",
-				mix64(o->seed ^ (uint64_t)sqlite3_column_int64(s, 1)) | 1);
-		fputs(",\"name\":", o->f);
-		export_json_str(o->f, si.name[0] ? si.name : si.protocol);
-		fprintf(o->f, ",\"kind\":%d,\"startTimeUnixNano\":\"%" PRId64 "\",\"endTimeUnixNano\":\"%" PRId64 "\",\"attributes\":[",
-			!strcmp(si.kind, "server") ? 2 : 3, start, end);
-		o->first_attr = 1;
+		uint64_t parent = sqlite3_column_type(s, 1) != SQLITE_NULL ?
+			mix64(o->seed ^ (uint64_t)sqlite3_column_int64(s, 1)) | 1 : 0;
+		ow_span_begin(&o->w, trace, mix64(o->seed ^ (uint64_t)si.span_id) | 1,
+			      parent, si.name[0] ? si.name : si.protocol,
+			      !strcmp(si.kind, "server") ? OW_KIND_SERVER : OW_KIND_CLIENT,
+			      start, end);
 		span_attrs(o, &si);
-		putc(']', o->f);
-		span_events(o, req, si.span_id);
+		ow_span_attrs_end(&o->w);
+		int dropped = span_events(o, req, si.span_id);
 		char why[160];
-		const char *err = span_error(&si, why, sizeof why);
-		if (err) {
-			fputs(",\"status\":{\"code\":2,\"message\":", o->f);
-			export_json_str(o->f, err);
-			putc('}', o->f);
-		}
-		putc('}', o->f);
+		ow_span_end(&o->w, (unsigned)dropped, span_error(&si, why, sizeof why));
 		free_info(&si);
 		o->x->n_spans++;
+		if (o->batch && o->w.nspans >= o->batch && doc_flush(o) < 0)
+			return -1;
 	}
+	if (o->ended)
+		return 0;
 	if (r != SQLITE_DONE)
 		return export_sql_fail(o->x, "spans");
-	if (nres)
-		fputs("]}]}", o->f);
-	fputs("]}\n", o->f);
+	if (!o->batch && doc_flush(o) < 0)
+		return -1;
 	o->x->n_traces++;
 	return 0;
 }
 
-int export_otlp(struct export_db *x, const char *file)
+/* Prepare what both the file and the push read. */
+static int otlp_open(struct otlp *o, struct export_db *x, enum ow_fmt fmt)
 {
-	struct otlp o;
-	struct export_file out;
-	sqlite3_stmt *reqs = NULL, *spans = NULL;
-	int r = -1;
-
-	memset(&o, 0, sizeof o);
-	o.x = x;
+	memset(o, 0, sizeof *o);
+	o->x = x;
+	ow_init(&o->w, fmt);
 	x->n_files = x->n_traces = x->n_spans = x->n_events = 0;
-	if (load_seed(&o) < 0 || load_dbs(&o) < 0)
-		goto out;
-	reqs = export_prep(x, "SELECT request_id FROM requests ORDER BY request_id");
-	spans = export_prep(x,
+	if (load_seed(o) < 0 || load_dbs(o) < 0)
+		return -1;
+	o->reqs = export_prep(x, "SELECT request_id FROM requests ORDER BY request_id");
+	o->spans = export_prep(x,
 		"SELECT s.span_id, s.parent_span_id, s.kind, s.protocol, s.name,\n"
 		"  s.target, s.status, s.host, s.pid, s.tid, s.exe, s.peer,\n"
 		"  s.start_ns, s.end_ns, s.process_id, s.channel_id, p.cmdline,\n"
@@ -468,22 +469,49 @@ int export_otlp(struct export_db *x, const char *file)
 		"  LEFT JOIN processes p ON p.process_id = s.process_id\n"
 		"WHERE s.request_id = ?\n"
 		"ORDER BY s.process_id, s.start_ns, s.span_id");
-	o.attrs = export_prep(x, "SELECT key, value FROM attrs WHERE span_id = ? ORDER BY rowid");
-	o.files = export_prep(x, "SELECT ts_ns, path, result FROM files WHERE request_id = ? AND span_id = ? ORDER BY ts_ns, file_id");
-	if (!reqs || !spans || !o.attrs || !o.files)
+	o->attrs = export_prep(x, "SELECT key, value FROM attrs WHERE span_id = ? ORDER BY rowid");
+	o->files = export_prep(x, "SELECT ts_ns, path, result FROM files WHERE request_id = ? AND span_id = ? ORDER BY ts_ns, file_id");
+	if (!o->reqs || !o->spans || !o->attrs || !o->files)
+		return -1;
+	return 0;
+}
+
+static void otlp_close(struct otlp *o)
+{
+	sqlite3_finalize(o->reqs);
+	sqlite3_finalize(o->spans);
+	sqlite3_finalize(o->attrs);
+	sqlite3_finalize(o->files);
+	for (size_t i = 0; i < o->ndbs; i++)
+		free(o->dbs[i].db);
+	free(o->dbs);
+	ow_free(&o->w);
+}
+
+/* Every request, in order of request id. */
+static int walk(struct otlp *o)
+{
+	int rc;
+	while (!o->ended && (rc = sqlite3_step(o->reqs)) == SQLITE_ROW)
+		if (write_request(o, o->spans, sqlite3_column_int64(o->reqs, 0)) < 0)
+			return -1;
+	if (!o->ended && rc != SQLITE_DONE)
+		return export_sql_fail(o->x, "requests");
+	return 0;
+}
+
+int export_otlp(struct export_db *x, const char *file)
+{
+	struct otlp o;
+	struct export_file out;
+	int r = -1;
+
+	if (otlp_open(&o, x, OW_JSON) < 0)
 		goto out;
 	if (export_file_open(x, &out, file) < 0)
 		goto out;
 	o.f = out.f;
-	int rc;
-	while ((rc = sqlite3_step(reqs)) == SQLITE_ROW) {
-		if (write_request(&o, spans, sqlite3_column_int64(reqs, 0)) < 0) {
-			export_file_abort(&out);
-			goto out;
-		}
-	}
-	if (rc != SQLITE_DONE) {
-		export_sql_fail(x, "requests");
+	if (walk(&o) < 0) {
 		export_file_abort(&out);
 		goto out;
 	}
@@ -492,12 +520,54 @@ int export_otlp(struct export_db *x, const char *file)
 	x->n_files = 1;
 	r = 0;
 out:
-	sqlite3_finalize(reqs);
-	sqlite3_finalize(spans);
-	sqlite3_finalize(o.attrs);
-	sqlite3_finalize(o.files);
-	for (size_t i = 0; i < o.ndbs; i++)
-		free(o.dbs[i].db);
-	free(o.dbs);
+	otlp_close(&o);
+	return r;
+}
+
+int export_otlp_push(struct export_db *x, const struct otlp_push_opts *opts,
+		     struct otlp_push_stats *st, uint64_t *total)
+{
+	struct otlp o;
+	char err[768];
+	int r = -1;
+
+	memset(st, 0, sizeof *st);
+	*total = 0;
+	if (otlp_open(&o, x, opts->json ? OW_JSON : OW_PROTO) < 0)
+		goto out;
+	/* what should arrive: the spans of requests (as walk() reads them) */
+	sqlite3_stmt *c = export_prep(x,
+		"SELECT COUNT(*) FROM spans s JOIN requests r ON r.request_id = s.request_id");
+	if (!c)
+		goto out;
+	if (sqlite3_step(c) != SQLITE_ROW) {
+		sqlite3_finalize(c);
+		export_sql_fail(x, "spans");
+		goto out;
+	}
+	*total = (uint64_t)sqlite3_column_int64(c, 0);
+	sqlite3_finalize(c);
+	o.batch = opts->batch ? opts->batch : OTLP_PUSH_BATCH;
+	o.push = otlp_push_start(opts, err, sizeof err);
+	if (!o.push) {
+		snprintf(x->err, sizeof x->err, "OTLP push: %s", err);
+		goto out;
+	}
+	int w = walk(&o);
+	if (!w && !o.ended && o.w.in_doc && o.w.nspans)
+		w = doc_flush(&o);
+	int e = otlp_push_end(o.push, st, err, sizeof err);
+	if (w < 0)
+		goto out;
+	if (e < 0 || st->spans != *total) {
+		snprintf(x->err, sizeof x->err, "OTLP push: %s: %llu of %llu spans not delivered",
+			 e < 0 ? err : "spans lost",
+			 (unsigned long long)(*total - st->spans),
+			 (unsigned long long)*total);
+		goto out;
+	}
+	r = 0;
+out:
+	otlp_close(&o);
 	return r;
 }

@@ -30,15 +30,18 @@ libbtrecon_la_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(SQLITE3_CFLAGS)
 libbtrecon_la_LIBADD = libbtproto.la libbtsegread.la libbtcommon.la $(SQLITE3_LIBS)
 
 # The exporters and what bp-report shares with them: they read a finished
-# database with SQL.
+# database with SQL.  The OTLP push (otlp_push.c) adds a sender thread,
+# zlib for gzip and OpenSSL for https.
 noinst_LTLIBRARIES += libbtexport.la
 libbtexport_la_SOURCES = \
 	reconstruct/export.c reconstruct/export.h \
 	reconstruct/export_dot.c \
 	reconstruct/export_otlp.c \
-	reconstruct/export_perfetto.c
-libbtexport_la_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(SQLITE3_CFLAGS)
-libbtexport_la_LIBADD = $(SQLITE3_LIBS)
+	reconstruct/export_perfetto.c \
+	reconstruct/otlp_push.c reconstruct/otlp_push.h \
+	reconstruct/otlp_wire.c reconstruct/otlp_wire.h
+libbtexport_la_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(SQLITE3_CFLAGS) $(ZLIB_CFLAGS) $(OPENSSL_CFLAGS)
+libbtexport_la_LIBADD = $(SQLITE3_LIBS) $(ZLIB_LIBS) $(OPENSSL_LIBS)
 
 bin_PROGRAMS += bp-reconstruct
 bp_reconstruct_SOURCES = reconstruct/main.c

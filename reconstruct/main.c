@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "export.h"
+#include "otlp_push.h"
 #include "recon.h"
 
 static const char help[] =
@@ -60,6 +61,47 @@ static const char help[] =
 "        --otlp=FILE        also write the paths as OpenTelemetry traces\n"
 "                           (OTLP/JSON, one line per request: the collector's\n"
 "                           otlpjsonfile receiver, Jaeger and Tempo read it).\n"
+"        --otlp-endpoint=URL\n"
+"                           also send the paths to an OpenTelemetry\n"
+"                           collector or backend over OTLP/HTTP, after the\n"
+"                           database is written:\n"
+"                           http[s]://HOST[:PORT][/PATH] (port 80 or 443\n"
+"                           when none; path /v1/traces when none, e.g.\n"
+"                           http://localhost:4318).  HTTP/1.1 over TCP, or\n"
+"                           TLS 1.2+ for https:// (OpenSSL; the server's\n"
+"                           certificate must chain to a CA of the system\n"
+"                           or of --otlp-ca and name the host).  Protobuf\n"
+"                           (application/x-protobuf) and gzip by default;\n"
+"                           the same traces, ids and attributes as --otlp.\n"
+"                           A request that gets 429, 502, 503 or 504 or\n"
+"                           cannot connect is retried after 0.5 s, 1 s,\n"
+"                           2 s ... (at most 30 s, less up to 20%; the\n"
+"                           server's Retry-After when it sends one); a\n"
+"                           request refused with another status is\n"
+"                           dropped; one still failing after its retries\n"
+"                           ends the push; spans a 2xx answer rejects\n"
+"                           (OTLP partial success) count as dropped.  Up\n"
+"                           to 8 requests wait in a queue while one is\n"
+"                           sent.  One line sums up spans sent, requests\n"
+"                           (batches), retries and spans dropped; when\n"
+"                           any span was not delivered the exit status\n"
+"                           is 4.\n"
+"        --otlp-json        send OTLP/JSON (application/json) instead of\n"
+"                           protobuf.\n"
+"        --otlp-header='NAME: VALUE'\n"
+"                           add a header to every request, e.g.\n"
+"                           'Authorization: Bearer TOKEN' (repeatable).\n"
+"        --otlp-ca=FILE     trust the CA certificates in FILE (PEM) for an\n"
+"                           https:// endpoint instead of the system's.\n"
+"        --otlp-compression=gzip|none\n"
+"                           Content-Encoding of the requests (default gzip).\n"
+"        --otlp-batch=N     at most N spans per request (default 512).\n"
+"        --otlp-timeout=SECONDS\n"
+"                           time bound of the whole push, retries\n"
+"                           included (default 60); what is not delivered\n"
+"                           by then is dropped.  One attempt waits at most\n"
+"                           30 s for its answer.\n"
+"        --otlp-retries=N   retries of one request (default 5).\n"
 "        --perfetto=FILE    also write a Chrome trace-event JSON file for\n"
 "                           ui.perfetto.dev: a track per thread, spans,\n"
 "                           fragments of work and messages as flow arrows.\n"
@@ -94,12 +136,16 @@ static const char help[] =
 "    1  usage error: bad option or missing argument\n"
 "    2  the input cannot be read: no directory or no readable log segment\n"
 "    3  the database or an export cannot be written (or memory ran out)\n"
+"    4  the database and the exports were written, but the OTLP push did\n"
+"       not deliver every span (refused, out of retries or out of time)\n"
 "\n"
 "EXAMPLES\n"
 "    bp-reconstruct logs/ -o paths.db\n"
 "    bp-reconstruct /var/log/bp/web /var/log/bp/db spool/ -o paths.db\n"
 "    sqlite3 paths.db 'SELECT * FROM slowest_requests LIMIT 10'\n"
 "    bp-reconstruct logs/ -o paths.db --otlp traces.json --dot graphs/\n"
+"    bp-reconstruct logs/ -o paths.db --otlp-endpoint http://localhost:4318 \\\n"
+"        --otlp-header 'Authorization: Bearer TOKEN'\n"
 "\n"
 "SEE ALSO\n"
 "    bp-logd(8), bp-run(1), bp-report(1), docs/reconstruct.md,\n"
@@ -116,13 +162,34 @@ static void usage_error(const char *what, const char *arg)
 struct exports {
 	const char *otlp, *perfetto, *dot;
 	long        dot_max;
+	struct otlp_push_opts push;         /* push.url NULL: no push */
+	const char *headers[64];
 };
+
+static int run_push(const struct exports *e, struct export_db *x, int quiet)
+{
+	struct otlp_push_stats st;
+	uint64_t total;
+	int r = export_otlp_push(x, &e->push, &st, &total);
+	if (r < 0)
+		fprintf(stderr, "bp-reconstruct: error: %s\n", x->err);
+	if (!quiet || r < 0)
+		fprintf(stderr, "bp-reconstruct: OTLP push: %llu spans sent in %llu batches, %llu retries, %llu dropped -> %s (%s%s, %.1f s, %llu KB)\n",
+			(unsigned long long)st.spans,
+			(unsigned long long)st.batches,
+			(unsigned long long)st.retries,
+			(unsigned long long)(total - st.spans), e->push.url,
+			e->push.json ? "JSON" : "protobuf",
+			e->push.gzip ? ", gzip" : "", st.secs,
+			(unsigned long long)(st.bytes + 1023) / 1024);
+	return r < 0 ? RC_EXIT_PUSH : RC_EXIT_OK;
+}
 
 static int run_exports(const struct exports *e, const char *db, int quiet)
 {
 	struct export_db x;
 
-	if (!e->otlp && !e->perfetto && !e->dot)
+	if (!e->otlp && !e->perfetto && !e->dot && !e->push.url)
 		return RC_EXIT_OK;
 	if (export_open(&x, db) < 0) {
 		fprintf(stderr, "bp-reconstruct: error: %s\n", x.err);
@@ -152,8 +219,10 @@ static int run_exports(const struct exports *e, const char *db, int quiet)
 				(unsigned long long)x.n_traces,
 				(unsigned long long)(x.n_files - x.n_traces), e->dot);
 	}
+	/* last: the files are written whatever happens to the network */
+	int r = e->push.url ? run_push(e, &x, quiet) : RC_EXIT_OK;
 	export_close(&x);
-	return RC_EXIT_OK;
+	return r;
 fail:
 	fprintf(stderr, "bp-reconstruct: error: %s\n", x.err);
 	export_close(&x);
@@ -163,7 +232,9 @@ fail:
 int main(int argc, char **argv)
 {
 	enum { OPT_PROGRESS = 256, OPT_NO_PROGRESS, OPT_OTLP, OPT_PERFETTO,
-	       OPT_DOT, OPT_DOT_MAX };
+	       OPT_DOT, OPT_DOT_MAX, OPT_OTLP_ENDPOINT, OPT_OTLP_JSON,
+	       OPT_OTLP_HEADER, OPT_OTLP_COMPRESSION, OPT_OTLP_BATCH,
+	       OPT_OTLP_TIMEOUT, OPT_OTLP_RETRIES, OPT_OTLP_CA };
 	static const struct option longopts[] = {
 		{ "output",      required_argument, NULL, 'o' },
 		{ "reference",   required_argument, NULL, 'r' },
@@ -175,13 +246,28 @@ int main(int argc, char **argv)
 		{ "perfetto",    required_argument, NULL, OPT_PERFETTO },
 		{ "dot",         required_argument, NULL, OPT_DOT },
 		{ "dot-max",     required_argument, NULL, OPT_DOT_MAX },
+		{ "otlp-endpoint", required_argument, NULL, OPT_OTLP_ENDPOINT },
+		{ "otlp-json",   no_argument,       NULL, OPT_OTLP_JSON },
+		{ "otlp-header", required_argument, NULL, OPT_OTLP_HEADER },
+		{ "otlp-compression", required_argument, NULL, OPT_OTLP_COMPRESSION },
+		{ "otlp-batch",  required_argument, NULL, OPT_OTLP_BATCH },
+		{ "otlp-timeout", required_argument, NULL, OPT_OTLP_TIMEOUT },
+		{ "otlp-retries", required_argument, NULL, OPT_OTLP_RETRIES },
+		{ "otlp-ca",     required_argument, NULL, OPT_OTLP_CA },
 		{ "help",        no_argument,       NULL, 'h' },
 		{ "version",     no_argument,       NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct rc_options o = { .progress = -1 };
 	struct exports ex = { .dot_max = 100 };
-	int ch;
+	char err[512];
+	int ch, push_opt = 0;
+
+	ex.push.gzip = 1;
+	ex.push.batch = OTLP_PUSH_BATCH;
+	ex.push.timeout = OTLP_PUSH_TIMEOUT;
+	ex.push.retries = OTLP_PUSH_RETRIES;
+	ex.push.headers = ex.headers;
 
 	/* what we write holds what the logs hold: private (docs/security.md) */
 	umask(077);
@@ -215,12 +301,75 @@ int main(int argc, char **argv)
 			ex.dot_max = n;
 			break;
 		}
+		case OPT_OTLP_ENDPOINT:
+			if (otlp_push_check_url(optarg, err, sizeof err) < 0) {
+				usage_error(err, NULL);
+				return RC_EXIT_USAGE;
+			}
+			ex.push.url = optarg;
+			break;
+		case OPT_OTLP_JSON: ex.push.json = 1; push_opt = 1; break;
+		case OPT_OTLP_CA: ex.push.ca = optarg; push_opt = 1; break;
+		case OPT_OTLP_HEADER:
+			push_opt = 1;
+			if (otlp_push_check_header(optarg, err, sizeof err) < 0) {
+				usage_error(err, NULL);
+				return RC_EXIT_USAGE;
+			}
+			if (ex.push.nheaders == sizeof ex.headers / sizeof *ex.headers) {
+				usage_error("too many --otlp-header options (at most 64)", NULL);
+				return RC_EXIT_USAGE;
+			}
+			ex.headers[ex.push.nheaders++] = optarg;
+			break;
+		case OPT_OTLP_COMPRESSION:
+			push_opt = 1;
+			if (strcmp(optarg, "gzip") && strcmp(optarg, "none")) {
+				usage_error("--otlp-compression wants gzip or none, not", optarg);
+				return RC_EXIT_USAGE;
+			}
+			ex.push.gzip = !strcmp(optarg, "gzip");
+			break;
+		case OPT_OTLP_BATCH:
+		case OPT_OTLP_RETRIES: {
+			push_opt = 1;
+			char *end;
+			long n = strtol(optarg, &end, 10);
+			long lo = ch == OPT_OTLP_BATCH ? 1 : 0;
+			long hi = ch == OPT_OTLP_BATCH ? 100000 : 100;
+			if (*end || end == optarg || n < lo || n > hi) {
+				usage_error(ch == OPT_OTLP_BATCH ?
+					    "--otlp-batch wants a number of spans from 1 to 100000, not" :
+					    "--otlp-retries wants a number from 0 to 100, not", optarg);
+				return RC_EXIT_USAGE;
+			}
+			if (ch == OPT_OTLP_BATCH)
+				ex.push.batch = (size_t)n;
+			else
+				ex.push.retries = (int)n;
+			break;
+		}
+		case OPT_OTLP_TIMEOUT: {
+			push_opt = 1;
+			char *end;
+			double t = strtod(optarg, &end);
+			if (*end || end == optarg || !(t > 0 && t <= 86400)) {
+				usage_error("--otlp-timeout wants seconds (more than 0, at most 86400), not", optarg);
+				return RC_EXIT_USAGE;
+			}
+			ex.push.timeout = t;
+			break;
+		}
 		case 'h': fputs(help, stdout); return RC_EXIT_OK;
 		case 'V': printf("bp-reconstruct %s\n", PACKAGE_VERSION); return RC_EXIT_OK;
 		default:
 			usage_error("unknown option or missing argument", NULL);
 			return RC_EXIT_USAGE;
 		}
+	}
+	if (push_opt && !ex.push.url) {
+		usage_error("--otlp-json, --otlp-header, --otlp-ca, --otlp-compression, --otlp-batch, --otlp-timeout and --otlp-retries go with --otlp-endpoint URL", NULL);
+		return RC_EXIT_USAGE;
 	}
 	if (!o.output) {
 		usage_error("no output database: add -o PATHS.db", NULL);

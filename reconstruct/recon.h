@@ -14,6 +14,7 @@ enum rc_exit {
 	RC_EXIT_USAGE  = 1,   /* bad command line */
 	RC_EXIT_INPUT  = 2,   /* no readable log segment in the input */
 	RC_EXIT_OUTPUT = 3,   /* the database could not be written */
+	RC_EXIT_PUSH   = 4,   /* written, but the OTLP push lost spans */
 };
 
 struct rc_options {
