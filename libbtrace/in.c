@@ -72,7 +72,7 @@ static int et_input(const struct bt_chan *ch)
 
 /* ---- the real read calls ----------------------------------------------- */
 
-enum rd_kind { RK_READ, RK_READV, RK_RECV, RK_RECVFROM, RK_RECVMSG };
+enum rd_kind { RK_READ, RK_READV, RK_RECV, RK_RECVFROM, RK_RECVMSG, RK_TLS };
 
 struct rd {
 	int              fd;
@@ -83,6 +83,10 @@ struct rd {
 	struct sockaddr *from;         /* recvfrom */
 	socklen_t       *fromlen;
 	struct msghdr   *mh;           /* recvmsg */
+	void            *ssl;          /* RK_TLS: the session (ssl.c), */
+	int              ex;           /* read through SSL_read_ex, */
+	int              tls_ret;      /* what the library's call returned */
+	int              faked;        /* out: -1 is the EAGAIN-once */
 };
 
 static inline ssize_t rd_real(struct rd *r, const struct iovec *iov, int cnt,
@@ -109,6 +113,9 @@ static inline ssize_t rd_real(struct rd *r, const struct iovec *iov, int cnt,
 		r->mh->msg_iovlen = savecnt;
 		return n;
 	}
+	case RK_TLS:
+		return bt_ssl_real_read(r->ssl, iov[0].iov_base, iov[0].iov_len,
+					flags & MSG_PEEK, r->ex, &r->tls_ret);
 	}
 	errno = EINVAL;
 	return -1;
@@ -272,11 +279,13 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 			 * may hold bytes or an end of file whose edge was
 			 * already reported; bytes that arrive later make their
 			 * own edge. */
-			if (ch->rd < ch->wr || ch->kfull || kernel_readable(fd)) {
+			if (ch->rd < ch->wr || ch->kfull || kernel_readable(fd) ||
+			    (r->kind == RK_TLS && bt_ssl_buffered(r->ssl))) {
 				ch->owed = 1;
 				bt_msg_ready_changed(ch);
 			}
 			bt_mutex_unlock(&ch->mu);
+			r->faked = 1;
 			errno = EAGAIN;
 			return -1;
 		}
@@ -542,6 +551,12 @@ static ssize_t do_read(struct rd *r)
 		bt_leave();
 		return n;
 	}
+	if (unlikely(ch->tls)) {
+		/* the ciphertext of a TLS session read on its plaintext */
+		n = rd_real(r, r->iov, r->iovcnt, r->flags);
+		bt_leave();
+		return n;
+	}
 	if (unlikely(!ch->announced)) {
 		e = errno;
 		bt_chan_announce(ch, r->fd);
@@ -611,6 +626,36 @@ ssize_t bt_recvmsg(int fd, struct msghdr *mh, int flags)
 	if (!mh || mh->msg_iovlen > IOV_MAX)
 		return REAL(recvmsg)(fd, mh, flags);
 	return do_read(&r);
+}
+
+/*
+ * A TLS library's read of plaintext (ssl.c): SSL_read, SSL_read_ex, or
+ * with PEEK SSL_peek(_ex), of session SSL whose ciphertext comes through
+ * FD, CH's descriptor (bound by bt_chan_tls_start).  Framed and isolated
+ * as a stream read, the library's call standing for the kernel's.
+ * Returns bytes handed over (> 0), or 0 / -1 with *TLS_RET the library's
+ * own return; *FAKED when -1 is the EAGAIN-once (errno then as on entry).
+ * Called inside bt_enter.
+ */
+ssize_t bt_in_tls(struct bt_chan *ch, int fd, void *ssl, int ex, void *buf,
+		  size_t len, int peek, int *tls_ret, int *faked)
+{
+	struct iovec iov = { buf, len };
+	struct rd r = { .fd = fd, .kind = RK_TLS, .flags = peek ? MSG_PEEK : 0,
+			.iov = &iov, .iovcnt = 1, .ssl = ssl, .ex = ex };
+	int e = errno;
+	ssize_t n;
+
+	if (unlikely(!ch->announced)) {
+		bt_chan_announce(ch, fd);
+		errno = e;
+	}
+	n = stream_read(ch, &r);
+	*tls_ret = r.tls_ret;
+	*faked = r.faked;
+	if (r.faked)
+		errno = e;
+	return n;
 }
 
 /* recvmmsg: datagram sockets only in practice; each message accounted. */

@@ -41,6 +41,7 @@ libbtcore_la_SOURCES = \
 	libbtrace/poll.c \
 	libbtrace/proc.c \
 	libbtrace/names.c \
+	libbtrace/ssl.c \
 	libbtrace/redact.c
 libbtcore_la_CFLAGS = $(AM_CFLAGS) $(PCRE2_CFLAGS) -fvisibility=hidden \
 	-fno-strict-aliasing -ftls-model=initial-exec
