@@ -526,6 +526,8 @@ static ssize_t do_read(struct rd *r)
 		}
 	}
 	if (!bt_enter()) {
+		if (unlikely(bt_ssl_cur) && bt_conf.enabled)
+			bt_ssl_learn(r->fd);
 		n = rd_real(r, r->iov, r->iovcnt, r->flags);
 		bt_leave_pass();
 		return n;

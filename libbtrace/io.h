@@ -34,6 +34,11 @@ BT_HIDDEN ssize_t bt_ssl_real_read(void *ssl, void *buf, size_t len, int peek,
 				   int ex, int *ret);
 /* Has the library plaintext or records of SSL buffered? (ssl.c) */
 BT_HIDDEN int bt_ssl_buffered(void *ssl);
+/* A handshake of a session with no descriptor BIO runs in this thread
+ * (ssl.c): the socket a nested read or write moves bytes on is its
+ * transport, bt_ssl_learn(fd) binds it. */
+BT_HIDDEN extern BT_TLS const void *bt_ssl_cur;
+BT_HIDDEN void bt_ssl_learn(int fd);
 /* A TLS library's plaintext (ssl.c): the read (in.c), see there. */
 BT_HIDDEN ssize_t bt_in_tls(struct bt_chan *ch, int fd, void *ssl, int ex,
 			    void *buf, size_t len, int peek, int *tls_ret,

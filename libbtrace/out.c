@@ -26,11 +26,18 @@
 /*
  * A write made while the thread was inside the shim (a signal handler)
  * passed straight through: count its bytes so offsets stay exact, and
- * count the record it could not have (reported by the next DROP).
+ * count the record it could not have (reported by the next DROP).  The
+ * ciphertext a TLS library writes inside an SSL_* call is neither (a
+ * channel read on its plaintext), and during a handshake of a session
+ * with no descriptor BIO it names the session's socket (bt_ssl_learn).
  */
 void bt_out_nested(int fd, ssize_t n)
 {
-	uintptr_t w = bt_fd_get(fd);
+	uintptr_t w;
+
+	if (unlikely(bt_ssl_cur))
+		bt_ssl_learn(fd);
+	w = bt_fd_get(fd);
 
 	if (n <= 0 || !BT_FD_IS_CHAN(w) || ((struct bt_chan *)w)->tls)
 		return;       /* (a TLS library's ciphertext: not counted) */

@@ -99,42 +99,91 @@ static int ssl_fd(const void *ssl, int wr)
 
 /* ---- the session table ------------------------------------------------- */
 
-#define NSESS 1024                  /* direct-mapped: a miss looks again */
+/*
+ * Open addressing keyed by the SSL pointer: a session lives in one of the
+ * NPROBE slots after its hash; SSL_free leaves a tombstone.  A session
+ * found by SSL_get_rfd is only a cache (a miss asks again); a session
+ * whose descriptor was learned (below) is not, so a full neighbourhood
+ * evicts a cached one first.
+ */
+#define NSESS  16384
+#define NPROBE 16
+#define GONE   ((const void *)1)
 
 struct sess {
 	const void *ssl;
-	uint64_t    fds;                /* rfd | wfd << 32, -1 none */
+	uint64_t    fds;                /* rfd | wfd << 32 */
+	uint32_t    learnt;             /* learned, not asked of the BIO */
 };
 static struct sess sessions[NSESS];
 
-static struct sess *sess_slot(const void *ssl)
+static unsigned sess_hash(const void *ssl)
 {
 	uintptr_t h = (uintptr_t)ssl;
 
 	h ^= h >> 17;
 	h *= 0x9e3779b97f4a7c15ull;
-	return &sessions[(h >> 40) % NSESS];
+	return (unsigned)(h >> 40) % NSESS;
+}
+
+static struct sess *sess_find(const void *ssl)
+{
+	unsigned h = sess_hash(ssl);
+
+	for (unsigned i = 0; i < NPROBE; i++) {
+		struct sess *s = &sessions[(h + i) % NSESS];
+		const void *k = __atomic_load_n(&s->ssl, __ATOMIC_ACQUIRE);
+		if (k == ssl)
+			return s;
+		if (!k)
+			return NULL;
+	}
+	return NULL;
 }
 
 static void sess_forget(const void *ssl)
 {
-	struct sess *s = sess_slot(ssl);
+	struct sess *s = sess_find(ssl);
 
-	if (__atomic_load_n(&s->ssl, __ATOMIC_ACQUIRE) == ssl)
-		__atomic_store_n(&s->ssl, NULL, __ATOMIC_RELEASE);
+	if (s)
+		__atomic_store_n(&s->ssl, GONE, __ATOMIC_RELEASE);
+}
+
+/* Remember SSL's descriptors (RFD, WFD; LEARNT: see bt_ssl_learn). */
+static void sess_put(const void *ssl, int rfd, int wfd, int learnt)
+{
+	unsigned h = sess_hash(ssl);
+	struct sess *s = sess_find(ssl), *victim = NULL;
+
+	for (unsigned i = 0; !s && i < NPROBE; i++) {
+		struct sess *t = &sessions[(h + i) % NSESS];
+		const void *k = __atomic_load_n(&t->ssl, __ATOMIC_ACQUIRE);
+		if (!k || k == GONE)
+			s = t;
+		else if (!victim && !__atomic_load_n(&t->learnt,
+						      __ATOMIC_RELAXED))
+			victim = t;
+	}
+	if (!s)
+		s = victim ? victim : &sessions[h];
+	__atomic_store_n(&s->ssl, GONE, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->fds, (uint64_t)(uint32_t)rfd |
+			 (uint64_t)(uint32_t)wfd << 32, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->learnt, (uint32_t)learnt, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->ssl, ssl, __ATOMIC_RELEASE);
 }
 
 /* The session's descriptor for reading (WR 0) or writing, -1 none. */
 static int sess_fd(const void *ssl, int wr)
 {
-	struct sess *s = sess_slot(ssl);
+	struct sess *s = sess_find(ssl);
 	uint64_t f;
 	int rfd, wfd, e;
 
-	if (__atomic_load_n(&s->ssl, __ATOMIC_ACQUIRE) == ssl) {
+	if (s) {
 		f = __atomic_load_n(&s->fds, __ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&s->ssl, __ATOMIC_ACQUIRE) == ssl)
-			return (int)(int32_t)(wr ? f >> 32 : f);
+			return (int)(int32_t)(uint32_t)(wr ? f >> 32 : f);
 	}
 	e = errno;
 	rfd = ssl_fd(ssl, 0);
@@ -142,10 +191,7 @@ static int sess_fd(const void *ssl, int wr)
 	errno = e;
 	if (rfd < 0 && wfd < 0)
 		return -1;      /* not remembered: a BIO may get its fd later */
-	__atomic_store_n(&s->ssl, NULL, __ATOMIC_RELEASE);
-	__atomic_store_n(&s->fds, (uint64_t)(uint32_t)rfd |
-			 (uint64_t)(uint32_t)wfd << 32, __ATOMIC_RELEASE);
-	__atomic_store_n(&s->ssl, ssl, __ATOMIC_RELEASE);
+	sess_put(ssl, rfd, wfd, 0);
 	return wr ? wfd : rfd;
 }
 
@@ -201,6 +247,10 @@ static void sess_bind(const void *ssl)
 	if (sess_fd(ssl, 1) >= 0)
 		sess_chan(ssl, 1, &fd);
 }
+
+/* The session whose handshake runs in this thread with no descriptor
+ * known yet (bt_ssl_learn). */
+BT_TLS const void *bt_ssl_cur;
 
 /* ---- reads --------------------------------------------------------------- */
 
@@ -414,6 +464,12 @@ ssize_t bt_ssl_sendfile(void *ssl, int fd, off_t off, size_t size, int flags)
 	return n;
 }
 
+static int real_handshake(void *ssl, int which)
+{
+	return which == 1 ? SREAL(SSL_connect)(ssl) :
+	       which == 2 ? SREAL(SSL_accept)(ssl) : SREAL(SSL_do_handshake)(ssl);
+}
+
 /* ---- binding and the session's life ----------------------------------------- */
 
 /* After a binding call: the session's descriptors are looked up again and
@@ -460,19 +516,58 @@ void bt_ssl_set_bio(void *ssl, void *rbio, void *wbio, int which)
  */
 int bt_ssl_handshake(void *ssl, int which)
 {
-	int e = errno, fd;
+	int e = errno, fd, r;
 
 	faked = NULL;
-	if (bt_enter()) {
+	if (!bt_enter()) {
+		bt_leave_pass();
+		return real_handshake(ssl, which);
+	}
+	if (bt_paused() || sess_fd(ssl, 0) >= 0 || sess_fd(ssl, 1) >= 0) {
 		sess_chan(ssl, 0, &fd);
 		sess_chan(ssl, 1, &fd);
 		bt_leave();
-	} else {
-		bt_leave_pass();
+		errno = e;
+		return real_handshake(ssl, which);
 	}
+	/* No descriptor BIO (curl's own BIO): the handshake runs inside the
+	 * shim, so the transport's I/O it makes is nested, and the first
+	 * socket it moves ciphertext on is the session's (bt_ssl_learn). */
 	errno = e;
-	return which == 1 ? SREAL(SSL_connect)(ssl) :
-	       which == 2 ? SREAL(SSL_accept)(ssl) : SREAL(SSL_do_handshake)(ssl);
+	bt_ssl_cur = ssl;
+	r = real_handshake(ssl, which);
+	bt_ssl_cur = NULL;
+	bt_leave();
+	return r;
+}
+
+/*
+ * A nested read or write on FD (in.c, out.c) while a handshake of a
+ * session with no descriptor BIO runs in this thread: FD carries that
+ * session's ciphertext.  Remembered (not evicted by the sessions asked of
+ * their BIO) and its channel read on the plaintext from now on.  A stream
+ * channel only, and not one another session already reads.
+ */
+void bt_ssl_learn(int fd)
+{
+	const void *ssl = bt_ssl_cur;
+	uintptr_t w = bt_fd_get(fd);
+	struct bt_chan *ch;
+	int e = errno;
+
+	bt_ssl_cur = NULL;
+	if (!ssl || !BT_FD_IS_CHAN(w))
+		return;
+	ch = (struct bt_chan *)w;
+	if (ch->transport != BT_TR_STREAM || ch->dark ||
+	    (ch->tls && ch->tls_ssl != ssl))
+		return;
+	sess_put(ssl, fd, fd, 1);
+	bt_mutex_lock(&ch->mu);
+	if (bt_fd_get(fd) == (uintptr_t)ch)
+		bt_chan_tls_start(ch, fd, ssl);
+	bt_mutex_unlock(&ch->mu);
+	errno = e;
 }
 
 int bt_ssl_shutdown(void *ssl)
