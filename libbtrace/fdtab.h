@@ -63,6 +63,7 @@ struct bt_chan {
 					     the ciphertext passes through */
 	uint8_t  tls_seen;                /* a TLS record was sniffed on it */
 	const void *tls_ssl;              /* the session that bound it */
+	uint64_t tls_off[2];              /* off[] when it was bound */
 
 	const struct bt_proto_ops *pp;
 	void    *pps;                     /* processor state */

@@ -553,7 +553,8 @@ static ssize_t do_read(struct rd *r)
 		bt_leave();
 		return n;
 	}
-	if (unlikely(ch->tls)) {
+	if (unlikely(ch->tls) &&
+	    (bt_ssl_inside || !bt_chan_tls_unseen(ch, r->fd))) {
 		/* the ciphertext of a TLS session read on its plaintext */
 		n = rd_real(r, r->iov, r->iovcnt, r->flags);
 		bt_leave();

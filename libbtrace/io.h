@@ -38,6 +38,9 @@ BT_HIDDEN int bt_ssl_buffered(void *ssl);
  * (ssl.c): the socket a nested read or write moves bytes on is its
  * transport, bt_ssl_learn(fd) binds it. */
 BT_HIDDEN extern BT_TLS const void *bt_ssl_cur;
+/* This thread runs an SSL_* call the shim wrapped: the ciphertext it moves
+ * outside the shim's nesting is expected (else bt_chan_tls_unseen). */
+BT_HIDDEN extern BT_TLS int bt_ssl_inside;
 BT_HIDDEN void bt_ssl_learn(int fd);
 /* A TLS library's plaintext (ssl.c): the read (in.c), see there. */
 BT_HIDDEN ssize_t bt_in_tls(struct bt_chan *ch, int fd, void *ssl, int ex,

@@ -142,6 +142,11 @@ static void out_done_as(int fd, const struct iovec *iov, int cnt, ssize_t n,
 		return;
 	}
 	uint64_t pc = bt_self.pause_lost;
+	/* ciphertext moved outside the SSL_* calls seen: read as it comes
+	 * again, or dark (bt_chan_tls_unseen) */
+	if (unlikely(ch && ch->tls && !plaintext && !bt_ssl_inside &&
+		     !ch->dark))
+		bt_chan_tls_unseen(ch, fd);
 	if (!ch || ch->dark || ch->tls != plaintext)
 		return;       /* (ciphertext of a TLS session: passes) */
 	if (unlikely(!ch->announced))

@@ -251,6 +251,7 @@ static void sess_bind(const void *ssl)
 /* The session whose handshake runs in this thread with no descriptor
  * known yet (bt_ssl_learn). */
 BT_TLS const void *bt_ssl_cur;
+BT_TLS int bt_ssl_inside;
 
 /* ---- reads --------------------------------------------------------------- */
 
@@ -528,7 +529,10 @@ int bt_ssl_handshake(void *ssl, int which)
 		sess_chan(ssl, 1, &fd);
 		bt_leave();
 		errno = e;
-		return real_handshake(ssl, which);
+		bt_ssl_inside++;
+		r = real_handshake(ssl, which);
+		bt_ssl_inside--;
+		return r;
 	}
 	/* No descriptor BIO (curl's own BIO): the handshake runs inside the
 	 * shim, so the transport's I/O it makes is nested, and the first
@@ -572,8 +576,13 @@ void bt_ssl_learn(int fd)
 
 int bt_ssl_shutdown(void *ssl)
 {
+	int r;
+
 	faked = NULL;
-	return SREAL(SSL_shutdown)(ssl);
+	bt_ssl_inside++;
+	r = SREAL(SSL_shutdown)(ssl);
+	bt_ssl_inside--;
+	return r;
 }
 
 int bt_ssl_clear(void *ssl)
