@@ -101,6 +101,19 @@ struct bt_chan {
 	struct bt_epreg ep[2];            /* epoll registrations (then ep_more) */
 };
 
+/* Is CH dark or bound to a TLS session?  One 16-bit load of the two
+ * adjacent flags, on every traced read and write. */
+_Static_assert(__builtin_offsetof(struct bt_chan, tls) ==
+	       __builtin_offsetof(struct bt_chan, dark) + 1,
+	       "dark and tls adjacent");
+static inline int bt_chan_dark_or_tls(const struct bt_chan *ch)
+{
+	uint16_t v;
+
+	__builtin_memcpy(&v, &ch->dark, sizeof v);
+	return v != 0;
+}
+
 /* Walking a channel's epoll registrations: ep[0], ep[1], then the chunks
  * of ep_more (BT_EPREG_EACH).  Free slots (epfd < 0) are included. */
 struct bt_epiter {

@@ -83,10 +83,15 @@ struct rd {
 	struct sockaddr *from;         /* recvfrom */
 	socklen_t       *fromlen;
 	struct msghdr   *mh;           /* recvmsg */
-	void            *ssl;          /* RK_TLS: the session (ssl.c), */
-	int              ex;           /* read through SSL_read_ex, */
-	int              tls_ret;      /* what the library's call returned */
-	int              faked;        /* out: -1 is the EAGAIN-once */
+	struct rd_tls   *tls;          /* RK_TLS: the library's read */
+};
+
+/* A TLS library's read (ssl.c) standing for the kernel's. */
+struct rd_tls {
+	void *ssl;                     /* the session */
+	int   ex;                      /* read through SSL_read_ex */
+	int   ret;                     /* what the library's call returned */
+	int   faked;                   /* out: -1 is the EAGAIN-once */
 };
 
 static inline ssize_t rd_real(struct rd *r, const struct iovec *iov, int cnt,
@@ -114,8 +119,9 @@ static inline ssize_t rd_real(struct rd *r, const struct iovec *iov, int cnt,
 		return n;
 	}
 	case RK_TLS:
-		return bt_ssl_real_read(r->ssl, iov[0].iov_base, iov[0].iov_len,
-					flags & MSG_PEEK, r->ex, &r->tls_ret);
+		return bt_ssl_real_read(r->tls->ssl, iov[0].iov_base,
+					iov[0].iov_len, flags & MSG_PEEK,
+					r->tls->ex, &r->tls->ret);
 	}
 	errno = EINVAL;
 	return -1;
@@ -280,12 +286,13 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 			 * already reported; bytes that arrive later make their
 			 * own edge. */
 			if (ch->rd < ch->wr || ch->kfull || kernel_readable(fd) ||
-			    (r->kind == RK_TLS && bt_ssl_buffered(r->ssl))) {
+			    (r->kind == RK_TLS && bt_ssl_buffered(r->tls->ssl))) {
 				ch->owed = 1;
 				bt_msg_ready_changed(ch);
 			}
 			bt_mutex_unlock(&ch->mu);
-			r->faked = 1;
+			if (r->kind == RK_TLS)
+				r->tls->faked = 1;
 			errno = EAGAIN;
 			return -1;
 		}
@@ -548,18 +555,19 @@ static ssize_t do_read(struct rd *r)
 		bt_leave();
 		return n;
 	}
-	if (unlikely(ch->dark)) {
-		n = untraced_read(r, (uintptr_t)ch);
+	if (unlikely(bt_chan_dark_or_tls(ch))) {
+		if (ch->dark)
+			n = untraced_read(r, (uintptr_t)ch);
+		else if (bt_ssl_inside || !bt_chan_tls_unseen(ch, r->fd))
+			/* the ciphertext of a TLS session read on its
+			 * plaintext */
+			n = rd_real(r, r->iov, r->iovcnt, r->flags);
+		else
+			goto framed;
 		bt_leave();
 		return n;
 	}
-	if (unlikely(ch->tls) &&
-	    (bt_ssl_inside || !bt_chan_tls_unseen(ch, r->fd))) {
-		/* the ciphertext of a TLS session read on its plaintext */
-		n = rd_real(r, r->iov, r->iovcnt, r->flags);
-		bt_leave();
-		return n;
-	}
+framed:
 	if (unlikely(!ch->announced)) {
 		e = errno;
 		bt_chan_announce(ch, r->fd);
@@ -644,8 +652,9 @@ ssize_t bt_in_tls(struct bt_chan *ch, int fd, void *ssl, int ex, void *buf,
 		  size_t len, int peek, int *tls_ret, int *faked)
 {
 	struct iovec iov = { buf, len };
+	struct rd_tls t = { .ssl = ssl, .ex = ex, .ret = -1 };
 	struct rd r = { .fd = fd, .kind = RK_TLS, .flags = peek ? MSG_PEEK : 0,
-			.iov = &iov, .iovcnt = 1, .ssl = ssl, .ex = ex };
+			.iov = &iov, .iovcnt = 1, .tls = &t };
 	int e = errno;
 	ssize_t n;
 
@@ -654,9 +663,9 @@ ssize_t bt_in_tls(struct bt_chan *ch, int fd, void *ssl, int ex, void *buf,
 		errno = e;
 	}
 	n = stream_read(ch, &r);
-	*tls_ret = r.tls_ret;
-	*faked = r.faked;
-	if (r.faked)
+	*tls_ret = t.ret;
+	*faked = t.faked;
+	if (t.faked)
 		errno = e;
 	return n;
 }

@@ -127,6 +127,16 @@ static void out_start(int fd)
 	bt_self.out_gen = bt_self.out_ch ? bt_self.out_ch->gen : 0;
 }
 
+/*
+ * A write on a dark channel or one bound to a TLS session: framed only
+ * when the ciphertext moved outside the SSL_* calls the shim sees and the
+ * channel was read as it comes again (bt_chan_tls_unseen).
+ */
+static __attribute__((noinline)) int out_framed(struct bt_chan *ch, int fd)
+{
+	return !ch->dark && !bt_ssl_inside && bt_chan_tls_unseen(ch, fd);
+}
+
 static void out_done_as(int fd, const struct iovec *iov, int cnt, ssize_t n,
 			int plaintext)
 {
@@ -142,13 +152,14 @@ static void out_done_as(int fd, const struct iovec *iov, int cnt, ssize_t n,
 		return;
 	}
 	uint64_t pc = bt_self.pause_lost;
-	/* ciphertext moved outside the SSL_* calls seen: read as it comes
-	 * again, or dark (bt_chan_tls_unseen) */
-	if (unlikely(ch && ch->tls && !plaintext && !bt_ssl_inside &&
-		     !ch->dark))
-		bt_chan_tls_unseen(ch, fd);
-	if (!ch || ch->dark || ch->tls != plaintext)
-		return;       /* (ciphertext of a TLS session: passes) */
+	if (!ch)
+		return;
+	if (plaintext) {
+		if (ch->dark || !ch->tls)
+			return;
+	} else if (unlikely(bt_chan_dark_or_tls(ch)) && !out_framed(ch, fd)) {
+		return;       /* dark, or the ciphertext of a TLS session */
+	}
 	if (unlikely(!ch->announced))
 		bt_chan_announce(ch, fd);
 	if (lock_gen(ch, bt_self.out_gen) == 0) {
