@@ -77,24 +77,59 @@ static __attribute__((noinline)) void *ssl_bind(void **slot, const char *name)
 						 #name); \
 	   f_; })
 
-/* Not wrapped: SSL_get_rfd and SSL_get_wfd, bound here the same way. */
-static int (*get_rfd)(const void *);
-static int (*get_wfd)(const void *);
+/*
+ * Not wrapped, bound here: SSL_get_rbio, SSL_get_wbio, SSL_get_rfd,
+ * SSL_get_wfd (libssl), ERR_set_mark and ERR_pop_to_mark (libcrypto).
+ * NULL when the library has none.
+ */
+#define LIBCRYPTO_SONAME "libcrypto.so.3"
 
+enum { F_RBIO, F_WBIO, F_RFD, F_WFD, F_MARK, F_POP, NFN };
+static void *fns[NFN];
+static const char *const fn_names[NFN] = {
+	"SSL_get_rbio", "SSL_get_wbio", "SSL_get_rfd", "SSL_get_wfd",
+	"ERR_set_mark", "ERR_pop_to_mark"
+};
+
+static void *fn(int i)
+{
+	void *p = __atomic_load_n(&fns[i], __ATOMIC_RELAXED), *h;
+
+	if (p)
+		return p;
+	p = dlsym(RTLD_NEXT, fn_names[i]);
+	if (!p) {
+		h = REAL(dlopen)(i >= F_MARK ? LIBCRYPTO_SONAME : LIBSSL_SONAME,
+				 RTLD_LAZY | RTLD_NOLOAD);
+		p = h ? dlsym(h, fn_names[i]) : NULL;
+	}
+	if (p)
+		__atomic_store_n(&fns[i], p, __ATOMIC_RELAXED);
+	return p;
+}
+
+/*
+ * SSL's descriptor for reading (WR 0) or writing, -1 none.  Never touches
+ * the thread's OpenSSL error queue (the program reads it after its own
+ * calls): no BIO yet (SSL_set_bio sets one, then the other) is asked no
+ * further, and what SSL_get_rfd might push is popped.
+ */
 static int ssl_fd(const void *ssl, int wr)
 {
-	int (**slot)(const void *) = wr ? &get_wfd : &get_rfd;
-	int (*f)(const void *) = __atomic_load_n(slot, __ATOMIC_RELAXED);
+	void *(*bio)(const void *) = (void *(*)(const void *))fn(wr ? F_WBIO : F_RBIO);
+	int (*get)(const void *) = (int (*)(const void *))fn(wr ? F_WFD : F_RFD);
+	int (*mark)(void) = (int (*)(void))fn(F_MARK);
+	int (*pop)(void) = (int (*)(void))fn(F_POP);
+	int fd;
 
-	if (!f) {
-		const char *name = wr ? "SSL_get_wfd" : "SSL_get_rfd";
-		void *h = REAL(dlopen)(LIBSSL_SONAME, RTLD_LAZY | RTLD_NOLOAD);
-		f = (int (*)(const void *))dlsym(h ? h : RTLD_NEXT, name);
-		if (!f)
-			return -1;
-		__atomic_store_n(slot, f, __ATOMIC_RELAXED);
-	}
-	return f(ssl);
+	if (!bio || !get || !bio(ssl))
+		return -1;
+	if (mark && pop)
+		mark();       /* 0 and no mark when the queue is empty: then */
+	fd = get(ssl);
+	if (mark && pop)
+		pop();        /* ... pops all, back to empty */
+	return fd;
 }
 
 /* ---- the session table ------------------------------------------------- */
@@ -475,6 +510,8 @@ static int real_handshake(void *ssl, int which)
 
 /* After a binding call: the session's descriptors are looked up again and
  * their channels read on the plaintext from now on. */
+static BT_TLS int binding;    /* inside a binding call of this thread */
+
 static void bound(void *ssl)
 {
 	int e = errno;
@@ -489,25 +526,34 @@ static void bound(void *ssl)
 	errno = e;
 }
 
+/* The binding calls: libssl's SSL_set_fd calls SSL_set_bio, which calls
+ * SSL_set0_rbio and SSL_set0_wbio, through the shim when libssl binds its
+ * own exported names: only the outermost looks the session up, once its
+ * BIOs are both set. */
 int bt_ssl_set_fd(void *ssl, int fd, int which)
 {
-	int r = which == 0 ? SREAL(SSL_set_fd)(ssl, fd) :
-		which == 1 ? SREAL(SSL_set_rfd)(ssl, fd) :
-			     SREAL(SSL_set_wfd)(ssl, fd);
+	int r;
 
-	bound(ssl);
+	binding++;
+	r = which == 0 ? SREAL(SSL_set_fd)(ssl, fd) :
+	    which == 1 ? SREAL(SSL_set_rfd)(ssl, fd) :
+			 SREAL(SSL_set_wfd)(ssl, fd);
+	if (--binding == 0)
+		bound(ssl);
 	return r;
 }
 
 void bt_ssl_set_bio(void *ssl, void *rbio, void *wbio, int which)
 {
+	binding++;
 	if (which == 0)
 		SREAL(SSL_set_bio)(ssl, rbio, wbio);
 	else if (which == 1)
 		SREAL(SSL_set0_rbio)(ssl, rbio);
 	else
 		SREAL(SSL_set0_wbio)(ssl, wbio);
-	bound(ssl);
+	if (--binding == 0)
+		bound(ssl);
 }
 
 /*

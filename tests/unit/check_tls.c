@@ -13,7 +13,8 @@
  * SSL_peek; SSL_pending counts the plaintext the shim holds; SSL_write's
  * plaintext framed; hostile orders: SSL_free before SSL_shutdown and a
  * new session on the reused descriptor, a session re-bound to another
- * descriptor, SSL_clear; a session with memory BIOs passes through.
+ * descriptor, SSL_clear; a session with memory BIOs passes through; the
+ * thread's OpenSSL error queue is never touched.
  */
 #include "config.h"
 
@@ -355,6 +356,33 @@ START_TEST(memory_bio_passes_through)
 }
 END_TEST
 
+/* The binding calls and lookups leave the thread's OpenSSL error queue
+ * as it was: a session given one BIO, then the other (SSL_get_rfd of a
+ * session with no read BIO pushes an error), and reads of a session whose
+ * descriptor is unknown. */
+START_TEST(error_queue_untouched)
+{
+	SSL *s;
+	char buf[16];
+	int r;
+
+	make_ctx();
+	s = SSL_new(sctx);
+	ERR_clear_error();
+	bt_ssl_set_bio(s, NULL, BIO_new(BIO_s_mem()), 2);
+	ck_assert_uint_eq(ERR_peek_error(), 0);
+	bt_ssl_set_bio(s, BIO_new(BIO_s_mem()), NULL, 1);
+	ck_assert_uint_eq(ERR_peek_error(), 0);
+	ck_assert_int_eq(bt_ssl_pending(s), 0);
+	ck_assert_uint_eq(ERR_peek_error(), 0);
+	SSL_set_accept_state(s);
+	r = bt_ssl_read(s, buf, sizeof buf);
+	ck_assert_int_eq(bt_ssl_get_error(s, r), SSL_ERROR_WANT_READ);
+	ck_assert_uint_eq(ERR_peek_error(), 0);
+	bt_ssl_free(s);
+}
+END_TEST
+
 static Suite *tls_suite(void)
 {
 	Suite *s = suite_create("tls");
@@ -366,6 +394,7 @@ static Suite *tls_suite(void)
 	tcase_add_test(t, free_before_shutdown_then_reuse);
 	tcase_add_test(t, rebound_and_cleared);
 	tcase_add_test(t, memory_bio_passes_through);
+	tcase_add_test(t, error_queue_untouched);
 	tcase_set_timeout(t, 30);
 	suite_add_tcase(s, t);
 	return s;
