@@ -76,8 +76,8 @@ tests_unit_check_shim_LDADD = libbtcore.la $(CHECK_LIBS)
 check_PROGRAMS += tests/unit/check_tls
 TESTS += tests/unit/check_tls
 tests_unit_check_tls_SOURCES = tests/unit/check_tls.c
-tests_unit_check_tls_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) -I$(srcdir)/libbtrace
-tests_unit_check_tls_LDADD = libbtcore.la $(CHECK_LIBS) -lssl -lcrypto
+tests_unit_check_tls_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(OPENSSL_CFLAGS) -I$(srcdir)/libbtrace
+tests_unit_check_tls_LDADD = libbtcore.la $(CHECK_LIBS) $(OPENSSL_LIBS)
 endif
 
 # a project function is declared once, in a header (issue 14)
