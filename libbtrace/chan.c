@@ -501,28 +501,25 @@ int bt_chan_tls_start(struct bt_chan *ch, int fd, const void *ssl)
 
 /*
  * Ciphertext moves on a channel bound to a TLS session outside every
- * SSL_* call the shim sees: the library is driven from inside another
- * library (an SSL BIO, BIO_f_ssl, calls SSL_read_ex within libssl), so
- * its plaintext will not be seen.  If no plaintext was counted since the
- * binding, the channel is read as it comes again (the ciphertext is
- * sniffed: TLS inside the program, as before interposition); otherwise
- * its offsets no longer match its peer's and it goes dark.  Returns 1
- * when the caller frames the bytes as usual.
+ * SSL_* call the shim sees.  Before any plaintext was counted since the
+ * binding, the library is driven from inside another library (an SSL
+ * BIO, BIO_f_ssl, calls SSL_read_ex within libssl), so its plaintext
+ * will not be seen: the channel is read as it comes again (the ciphertext
+ * is sniffed: TLS inside the program, as before interposition).  After
+ * plaintext was counted, it is the library's own ciphertext moved later
+ * (a program whose BIO queues it and writes it after the call returns):
+ * it passes.  Returns 1 when the caller frames the bytes as usual.
  */
 int bt_chan_tls_unseen(struct bt_chan *ch, int fd)
 {
 	int again = 0;
 
 	bt_mutex_lock(&ch->mu);
-	if (bt_fd_get(fd) == (uintptr_t)ch && ch->tls) {
-		if (ch->off[0] == ch->tls_off[0] &&
-		    ch->off[1] == ch->tls_off[1] && !ch->dark) {
-			ch->tls = 0;
-			ch->tls_ssl = NULL;
-			again = 1;
-		} else {
-			bt_chan_go_dark(ch, fd);
-		}
+	if (bt_fd_get(fd) == (uintptr_t)ch && ch->tls && !ch->dark &&
+	    ch->off[0] == ch->tls_off[0] && ch->off[1] == ch->tls_off[1]) {
+		ch->tls = 0;
+		ch->tls_ssl = NULL;
+		again = 1;
 	}
 	bt_mutex_unlock(&ch->mu);
 	return again;

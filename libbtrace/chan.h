@@ -45,7 +45,7 @@ BT_HIDDEN void bt_chan_go_dark(struct bt_chan *ch, int fd);
 BT_HIDDEN int bt_chan_tls_start(struct bt_chan *ch, int fd, const void *ssl);
 /* Ciphertext moved on CH outside the SSL_* calls the shim sees: 1 when
  * CH is read as it comes again (nothing counted since binding), 0 when it
- * went dark.  Takes the channel's lock. */
+ * stays bound.  Takes the channel's lock. */
 BT_HIDDEN int bt_chan_tls_unseen(struct bt_chan *ch, int fd);
 
 /* ---- channel objects (chan.c) ---- */
