@@ -92,6 +92,7 @@ struct rd_tls {
 	int   ex;                      /* read through SSL_read_ex */
 	int   ret;                     /* what the library's call returned */
 	int   faked;                   /* out: -1 is the EAGAIN-once */
+	int   nofake;                  /* never the EAGAIN-once (ssl.c) */
 };
 
 static inline ssize_t rd_real(struct rd *r, const struct iovec *iov, int cnt,
@@ -276,6 +277,8 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 		return n;
 	}
 
+	if (unlikely(r->kind == RK_TLS) && r->tls->nofake)
+		ch->eagain_armed = 0;
 	if (ch->eagain_armed) {
 		ch->eagain_armed = 0;
 		if (ch->eagain_tid == bt_self.tid &&
@@ -646,13 +649,15 @@ ssize_t bt_recvmsg(int fd, struct msghdr *mh, int flags)
  * as a stream read, the library's call standing for the kernel's.
  * Returns bytes handed over (> 0), or 0 / -1 with *TLS_RET the library's
  * own return; *FAKED when -1 is the EAGAIN-once (errno then as on entry).
- * Called inside bt_enter.
+ * *FAKED on entry: 1 never to fake it (reads are still cut at message
+ * boundaries).  Called inside bt_enter.
  */
 ssize_t bt_in_tls(struct bt_chan *ch, int fd, void *ssl, int ex, void *buf,
 		  size_t len, int peek, int *tls_ret, int *faked)
 {
 	struct iovec iov = { buf, len };
-	struct rd_tls t = { .ssl = ssl, .ex = ex, .ret = -1 };
+	struct rd_tls t = { .ssl = ssl, .ex = ex, .ret = -1,
+			    .nofake = *faked };
 	struct rd r = { .fd = fd, .kind = RK_TLS, .flags = peek ? MSG_PEEK : 0,
 			.iov = &iov, .iovcnt = 1, .tls = &t };
 	int e = errno;

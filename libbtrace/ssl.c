@@ -208,6 +208,15 @@ static void sess_put(const void *ssl, int rfd, int wfd, int learnt)
 	__atomic_store_n(&s->ssl, ssl, __ATOMIC_RELEASE);
 }
 
+/* Was SSL's descriptor learned from its handshake (bt_ssl_learn)? */
+static int sess_learnt(const void *ssl)
+{
+	struct sess *s = sess_find(ssl);
+
+	return s && __atomic_load_n(&s->learnt, __ATOMIC_RELAXED) &&
+	       __atomic_load_n(&s->ssl, __ATOMIC_ACQUIRE) == ssl;
+}
+
 /* The session's descriptor for reading (WR 0) or writing, -1 none. */
 static int sess_fd(const void *ssl, int wr)
 {
@@ -343,10 +352,15 @@ static int tls_read(void *ssl, void *buf, size_t len, int peek, int ex,
 		goto done;
 	}
 	ch = sess_chan(ssl, 0, &fd);
-	if (!ch)
+	if (!ch) {
 		n = bt_ssl_real_read(ssl, buf, len, peek, ex, &ret);
-	else
+	} else {
+		/* a socket learned from the handshake: a BIO of the program's
+		 * own, whose callers' handling of WANT_READ is not known
+		 * (apache's mod_ssl closes connections on it): no fake */
+		fake = sess_learnt(ssl);
 		n = bt_in_tls(ch, fd, ssl, ex, buf, len, peek, &ret, &fake);
+	}
 	bt_leave();
 	if (fake) {
 		faked = ssl;

@@ -484,6 +484,16 @@ MaxSpareThreads 160
 MaxRequestWorkers 160" ;;
 	*) bp_fail "unknown TB_MPM $TB_MPM" ;;
 	esac
+	local ssl=""
+	if [ "$TB_TLS" = 1 ]; then
+		[ -f "$T/tls/web.crt" ] || tb_tls_cert web root
+		ssl="LoadModule socache_shmcb_module /usr/lib/apache2/modules/mod_socache_shmcb.so
+LoadModule ssl_module /usr/lib/apache2/modules/mod_ssl.so
+SSLEngine on
+SSLCertificateFile $T/tls/web.crt
+SSLCertificateKeyFile $T/tls/web.key
+SSLSessionCache shmcb:$dir/ssl_scache(512000)"
+	fi
 	mkdir -p "$dir/apache"
 	cat >"$dir/apache.conf" <<-EOF
 	ServerRoot $dir/apache
@@ -499,6 +509,7 @@ MaxRequestWorkers 160" ;;
 	LoadModule mime_module /usr/lib/apache2/modules/mod_mime.so
 	LoadModule proxy_module /usr/lib/apache2/modules/mod_proxy.so
 	LoadModule proxy_fcgi_module /usr/lib/apache2/modules/mod_proxy_fcgi.so
+	$ssl
 	TypesConfig /etc/mime.types
 	KeepAlive On
 	MaxKeepAliveRequests 0
@@ -753,6 +764,35 @@ tb_run() {
 			"resolved-WRONG requests (see the certainty line above)"
 		bp_fail "$label: wrong request paths (see above)"
 	}
+}
+
+# tb_tls_check DIR: the encrypted channels of run DIR (TB_TLS) were read:
+# every HTTPS channel the front accepted framed as http, every PostgreSQL
+# TCP channel (both ends) as postgresql, no TCP channel unreadable, SQL
+# spans at both ends.
+tb_tls_check() {
+	local db=$1/paths.db out
+	out=$("$PY" - "$db" "$FRONT_PORT" "$PGPORT" <<-'PYEOF'
+	import sqlite3, sys
+	db, front, pg = sys.argv[1], sys.argv[2], sys.argv[3]
+	c = sqlite3.connect(db)
+	def one(q, *a):
+	    return c.execute(q, a).fetchone()[0]
+	https = one("SELECT count(*) FROM channels WHERE local LIKE ? AND role = 'accept'", "%:" + front)
+	https_read = one("SELECT count(*) FROM channels WHERE local LIKE ? AND role = 'accept' AND readable = 1 AND protocol = 'http'", "%:" + front)
+	pgc = one("SELECT count(*) FROM channels WHERE (local LIKE ? OR remote LIKE ?) AND kind = 'tcp'", "%:" + pg, "%:" + pg)
+	pg_read = one("SELECT count(*) FROM channels WHERE (local LIKE ? OR remote LIKE ?) AND kind = 'tcp' AND readable = 1 AND protocol = 'postgresql'", "%:" + pg, "%:" + pg)
+	unread = one("SELECT count(*) FROM channels WHERE readable = 0 AND kind = 'tcp'")
+	sql = one("SELECT count(*) FROM spans WHERE protocol = 'postgresql' AND kind = 'client'")
+	sqlsrv = one("SELECT count(*) FROM spans WHERE protocol = 'postgresql' AND kind = 'server'")
+	print("https channels %d read %d; postgresql tcp channels %d read %d; unreadable tcp %d; sql client spans %d server spans %d"
+	      % (https, https_read, pgc, pg_read, unread, sql, sqlsrv))
+	ok = https > 0 and https == https_read and pgc > 0 and pgc == pg_read and unread == 0 and sql > 0 and sqlsrv > 0
+	sys.exit(0 if ok else 1)
+	PYEOF
+	) || bp_fail "$1: encrypted channels not read: $out"
+	echo "$out"
+	bp_note "$(basename "$1"): $out"
 }
 
 # tb_testbed: the standard set of runs: client concurrency 1, 16 and 64,

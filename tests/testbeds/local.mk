@@ -25,6 +25,7 @@ TESTBED_TESTS = \
 	tests/testbeds/tb-apache-prefork.sh \
 	tests/testbeds/tb-apache-worker.sh \
 	tests/testbeds/tb-apache-event.sh \
+	tests/testbeds/tb-apache-tls.sh \
 	tests/testbeds/tb-nginx-fpm.sh \
 	tests/testbeds/tb-nginx-tls.sh \
 	tests/testbeds/tb-nginx-gunicorn.sh \

@@ -18,32 +18,6 @@ TB_TLS=1
 . "$(dirname "$0")/lib.sh"
 tb_init nginx-tls
 
-# tb_tls_check DIR: the encrypted channels of run DIR were read.
-tb_tls_check() {
-	local db=$1/paths.db out
-	out=$("$PY" - "$db" "$FRONT_PORT" "$PGPORT" <<-'PYEOF'
-	import sqlite3, sys
-	db, front, pg = sys.argv[1], sys.argv[2], sys.argv[3]
-	c = sqlite3.connect(db)
-	def one(q, *a):
-	    return c.execute(q, a).fetchone()[0]
-	https = one("SELECT count(*) FROM channels WHERE local LIKE ? AND role = 'accept'", "%:" + front)
-	https_read = one("SELECT count(*) FROM channels WHERE local LIKE ? AND role = 'accept' AND readable = 1 AND protocol = 'http'", "%:" + front)
-	pgc = one("SELECT count(*) FROM channels WHERE (local LIKE ? OR remote LIKE ?) AND kind = 'tcp'", "%:" + pg, "%:" + pg)
-	pg_read = one("SELECT count(*) FROM channels WHERE (local LIKE ? OR remote LIKE ?) AND kind = 'tcp' AND readable = 1 AND protocol = 'postgresql'", "%:" + pg, "%:" + pg)
-	unread = one("SELECT count(*) FROM channels WHERE readable = 0 AND kind = 'tcp'")
-	sql = one("SELECT count(*) FROM spans WHERE protocol = 'postgresql' AND kind = 'client'")
-	sqlsrv = one("SELECT count(*) FROM spans WHERE protocol = 'postgresql' AND kind = 'server'")
-	print("https channels %d read %d; postgresql tcp channels %d read %d; unreadable tcp %d; sql client spans %d server spans %d"
-	      % (https, https_read, pgc, pg_read, unread, sql, sqlsrv))
-	ok = https > 0 and https == https_read and pgc > 0 and pgc == pg_read and unread == 0 and sql > 0 and sqlsrv > 0
-	sys.exit(0 if ok else 1)
-	PYEOF
-	) || bp_fail "$1: encrypted channels not read: $out"
-	echo "$out"
-	bp_note "$(basename "$1"): $out"
-}
-
 for c in ${TB_ISO_CONCS:-1 16 64}; do
 	tb_run "$c" 4 1 assert
 	tb_tls_check "$T/run$TB_RUN_NO"
