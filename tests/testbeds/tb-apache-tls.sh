@@ -11,7 +11,7 @@ TB_MIX=php:8,static:2
 TB_TLS=1
 . "$(dirname "$0")/lib.sh"
 tb_init apache-tls
-for c in ${TB_ISO_CONCS-1 16 64}; do
+for c in ${TB_ISO_CONCS:-1 16 64}; do
 	tb_run "$c" 4 1 assert
 	tb_tls_check "$T/run$TB_RUN_NO"
 done
