@@ -12,9 +12,9 @@
  * SSL_get_wfd: they follow the BIO chain to the first descriptor BIO, so
  * a library's own socket BIO (libpq, the PostgreSQL server) is found too.
  * A session with no descriptor (memory BIOs: Python's asyncio, a program
- * that moves the ciphertext itself) passes through; its channel is then
- * named unreadable by the sniffer, as TLS inside the program, and the
- * process says so once (bt_unread_note).
+ * that moves the ciphertext itself) passes through; its socket carries
+ * TLS records, which the sniffer names unreadable (TLS inside the
+ * program, counted by bp-run's line).
  *
  * libssl is never linked: sessions are opaque pointers, the real
  * functions are bound when first called (real.h; a library loaded
@@ -247,18 +247,14 @@ static int sess_fd(const void *ssl, int wr)
  */
 static struct bt_chan *sess_chan(const void *ssl, int wr, int *fdp)
 {
-	static int noted;
 	struct bt_chan *ch;
 	uintptr_t w;
 	int fd = sess_fd(ssl, wr), e, ok;
 
 	*fdp = fd;
-	if (fd < 0) {
-		if (!__atomic_exchange_n(&noted, 1, __ATOMIC_RELAXED))
-			bt_unread_note('t');
-		return NULL;
-	}
-	if (bt_paused())
+	/* no descriptor: its socket, if any, carries TLS records, which the
+	 * sniffer names */
+	if (fd < 0 || bt_paused())
 		return NULL;
 	w = bt_fd_get(fd);
 	e = errno;
@@ -293,7 +289,8 @@ static void sess_bind(const void *ssl)
 }
 
 /* The session whose handshake runs in this thread with no descriptor
- * known yet (bt_ssl_learn). */
+ * known yet (bt_ssl_learn); the depth of wrapped SSL_* calls whose
+ * ciphertext moves outside the shim's nesting (handshakes, shutdown). */
 BT_TLS const void *bt_ssl_cur;
 BT_TLS int bt_ssl_inside;
 
