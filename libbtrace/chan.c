@@ -204,11 +204,13 @@ void bt_chan_sniff(struct bt_chan *ch, int fd, int dir, const uint8_t *p,
 						      &maybe);
 
 	if (o) {
-		bt_chan_attach(ch, fd, o, BT_PH_SNIFF, "sniffed");
+		bt_chan_attach(ch, fd, o, BT_PH_SNIFF,
+			       ch->tls ? "sniffed on the TLS plaintext" : "sniffed");
 	} else if (bt_conf.exe_proto && bt_protocols[bt_conf.exe_proto]) {
 		bt_chan_attach(ch, fd, bt_protocols[bt_conf.exe_proto],
 			       BT_PH_RULE, "exe");
 	} else if (bt_proto_looks_tls(p, n)) {
+		ch->tls_seen = 1;
 		bt_chan_attach(ch, fd, NULL, BT_PH_TLS,
 			       "a TLS record: encrypted inside the program");
 	} else {
@@ -460,6 +462,69 @@ void bt_chan_atfork_child(void)
  */
 
 /* CH stops being traced until it is closed (chan.h). */
+/*
+ * A TLS session (ssl.c) now reads and writes FD's channel: from here on
+ * its offsets count plaintext and its processor reads plaintext, starting
+ * over as on a new connection (PostgreSQL's StartupMessage follows the
+ * 'S' answer to SSLRequest as it would open an unencrypted connection;
+ * HTTPS is sniffed on its first plaintext bytes).  Held input (which
+ * would be ciphertext the library must read) or ciphertext already framed
+ * (a TLS record sniffed, a processor that lost sync on it) means the two
+ * ends may no longer count the same bytes: the channel goes dark instead.
+ * Channel locked; returns 1 if it is now read on the plaintext.
+ */
+int bt_chan_tls_start(struct bt_chan *ch, int fd, const void *ssl)
+{
+	const struct bt_proto_ops *p = ch->pp;
+
+	if (ch->tls || ch->transport != BT_TR_STREAM) {
+		ch->tls_ssl = ssl;
+		return ch->tls;
+	}
+	ch->tls = 1;
+	ch->tls_ssl = ssl;
+	ch->tls_off[0] = ch->off[0];
+	ch->tls_off[1] = ch->off[1];
+	if (ch->tls_seen || ch->lost || ch->rd != ch->wr ||
+	    ch->msg_open[0] || ch->msg_open[1]) {
+		bt_chan_go_dark(ch, fd);
+		return 0;
+	}
+	if (p && ch->pps) {
+		if (p->fini)
+			p->fini(ch->pps);
+		memset(ch->pps, 0, p->state_size);
+		p->init(ch->pps, ch->pp_role, ch->transport);
+	}
+	return 1;
+}
+
+/*
+ * Ciphertext moves on a channel bound to a TLS session outside every
+ * SSL_* call the shim sees.  Before any plaintext was counted since the
+ * binding, the library is driven from inside another library (an SSL
+ * BIO, BIO_f_ssl, calls SSL_read_ex within libssl), so its plaintext
+ * will not be seen: the channel is read as it comes again (the ciphertext
+ * is sniffed: TLS inside the program, as before interposition).  After
+ * plaintext was counted, it is the library's own ciphertext moved later
+ * (a program whose BIO queues it and writes it after the call returns):
+ * it passes.  Returns 1 when the caller frames the bytes as usual.
+ */
+int bt_chan_tls_unseen(struct bt_chan *ch, int fd)
+{
+	int again = 0;
+
+	bt_mutex_lock(&ch->mu);
+	if (bt_fd_get(fd) == (uintptr_t)ch && ch->tls && !ch->dark &&
+	    ch->off[0] == ch->tls_off[0] && ch->off[1] == ch->tls_off[1]) {
+		ch->tls = 0;
+		ch->tls_ssl = NULL;
+		again = 1;
+	}
+	bt_mutex_unlock(&ch->mu);
+	return again;
+}
+
 void bt_chan_go_dark(struct bt_chan *ch, int fd)
 {
 	struct bt_event ev;

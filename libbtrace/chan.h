@@ -37,6 +37,16 @@ BT_HIDDEN void bt_chan_atfork_child(void);
  * recorded.  Input it holds is still served first.
  */
 BT_HIDDEN void bt_chan_go_dark(struct bt_chan *ch, int fd);
+/*
+ * A TLS session SSL now moves FD's bytes (ssl.c): CH is framed on its
+ * plaintext from here on, its processor starting over; or it goes dark if
+ * ciphertext was already framed.  Channel locked.  1: read on plaintext.
+ */
+BT_HIDDEN int bt_chan_tls_start(struct bt_chan *ch, int fd, const void *ssl);
+/* Ciphertext moved on CH outside the SSL_* calls the shim sees: 1 when
+ * CH is read as it comes again (nothing counted since binding), 0 when it
+ * stays bound.  Takes the channel's lock. */
+BT_HIDDEN int bt_chan_tls_unseen(struct bt_chan *ch, int fd);
 
 /* ---- channel objects (chan.c) ---- */
 /* New channel object, zeroed, refs = 0, mutex ready. */

@@ -58,6 +58,12 @@ struct bt_chan {
 	uint8_t  eof[2];
 	uint8_t  ended;                   /* this call handed over a message end */
 	uint8_t  dark;                    /* untraced until closed (pausing) */
+	uint8_t  tls;                     /* bound to a TLS library's session
+					     (ssl.c): framed on its plaintext,
+					     the ciphertext passes through */
+	uint8_t  tls_seen;                /* a TLS record was sniffed on it */
+	const void *tls_ssl;              /* the session that bound it */
+	uint64_t tls_off[2];              /* off[] when it was bound */
 
 	const struct bt_proto_ops *pp;
 	void    *pps;                     /* processor state */
@@ -94,6 +100,19 @@ struct bt_chan {
 
 	struct bt_epreg ep[2];            /* epoll registrations (then ep_more) */
 };
+
+/* Is CH dark or bound to a TLS session?  One 16-bit load of the two
+ * adjacent flags, on every traced read and write. */
+_Static_assert(__builtin_offsetof(struct bt_chan, tls) ==
+	       __builtin_offsetof(struct bt_chan, dark) + 1,
+	       "dark and tls adjacent");
+static inline int bt_chan_dark_or_tls(const struct bt_chan *ch)
+{
+	uint16_t v;
+
+	__builtin_memcpy(&v, &ch->dark, sizeof v);
+	return v != 0;
+}
 
 /* Walking a channel's epoll registrations: ep[0], ep[1], then the chunks
  * of ep_more (BT_EPREG_EACH).  Free slots (epfd < 0) are included. */

@@ -75,5 +75,22 @@ BT_HIDDEN int bt_getnameinfo(const struct sockaddr *, socklen_t, char *, socklen
 BT_HIDDEN struct hostent *bt_gethostbyname2(const char *, int, int);
 BT_HIDDEN int bt_gethostbyname2_r(const char *, int, struct hostent *, char *, size_t,
 				  struct hostent **, int *, int);
+/* ssl.c: OpenSSL's plaintext calls (sessions and BIOs opaque) */
+BT_HIDDEN int bt_ssl_read(void *, void *, int);
+BT_HIDDEN int bt_ssl_read_ex(void *, void *, size_t, size_t *);
+BT_HIDDEN int bt_ssl_peek(void *, void *, int);
+BT_HIDDEN int bt_ssl_peek_ex(void *, void *, size_t, size_t *);
+BT_HIDDEN int bt_ssl_write(void *, const void *, int);
+BT_HIDDEN int bt_ssl_write_ex(void *, const void *, size_t, size_t *);
+BT_HIDDEN ssize_t bt_ssl_sendfile(void *, int, off_t, size_t, int);
+BT_HIDDEN int bt_ssl_set_fd(void *, int, int);       /* 0 fd, 1 rfd, 2 wfd */
+BT_HIDDEN void bt_ssl_set_bio(void *, void *, void *, int); /* 0 both, 1 r, 2 w */
+BT_HIDDEN int bt_ssl_handshake(void *, int);  /* 0 do_handshake, 1 connect, 2 accept */
+BT_HIDDEN int bt_ssl_shutdown(void *);
+BT_HIDDEN int bt_ssl_clear(void *);
+BT_HIDDEN void bt_ssl_free(void *);
+BT_HIDDEN int bt_ssl_pending(const void *);
+BT_HIDDEN int bt_ssl_has_pending(const void *);
+BT_HIDDEN int bt_ssl_get_error(const void *, int);
 
 #endif /* BT_IMPL_H */

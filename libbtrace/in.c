@@ -72,7 +72,7 @@ static int et_input(const struct bt_chan *ch)
 
 /* ---- the real read calls ----------------------------------------------- */
 
-enum rd_kind { RK_READ, RK_READV, RK_RECV, RK_RECVFROM, RK_RECVMSG };
+enum rd_kind { RK_READ, RK_READV, RK_RECV, RK_RECVFROM, RK_RECVMSG, RK_TLS };
 
 struct rd {
 	int              fd;
@@ -83,6 +83,16 @@ struct rd {
 	struct sockaddr *from;         /* recvfrom */
 	socklen_t       *fromlen;
 	struct msghdr   *mh;           /* recvmsg */
+	struct rd_tls   *tls;          /* RK_TLS: the library's read */
+};
+
+/* A TLS library's read (ssl.c) standing for the kernel's. */
+struct rd_tls {
+	void *ssl;                     /* the session */
+	int   ex;                      /* read through SSL_read_ex */
+	int   ret;                     /* what the library's call returned */
+	int   faked;                   /* out: -1 is the EAGAIN-once */
+	int   nofake;                  /* never the EAGAIN-once (ssl.c) */
 };
 
 static inline ssize_t rd_real(struct rd *r, const struct iovec *iov, int cnt,
@@ -109,6 +119,10 @@ static inline ssize_t rd_real(struct rd *r, const struct iovec *iov, int cnt,
 		r->mh->msg_iovlen = savecnt;
 		return n;
 	}
+	case RK_TLS:
+		return bt_ssl_real_read(r->tls->ssl, iov[0].iov_base,
+					iov[0].iov_len, flags & MSG_PEEK,
+					r->tls->ex, &r->tls->ret);
 	}
 	errno = EINVAL;
 	return -1;
@@ -263,6 +277,8 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 		return n;
 	}
 
+	if (unlikely(r->kind == RK_TLS) && r->tls->nofake)
+		ch->eagain_armed = 0;
 	if (ch->eagain_armed) {
 		ch->eagain_armed = 0;
 		if (ch->eagain_tid == bt_self.tid &&
@@ -272,11 +288,14 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 			 * may hold bytes or an end of file whose edge was
 			 * already reported; bytes that arrive later make their
 			 * own edge. */
-			if (ch->rd < ch->wr || ch->kfull || kernel_readable(fd)) {
+			if (ch->rd < ch->wr || ch->kfull || kernel_readable(fd) ||
+			    (r->kind == RK_TLS && bt_ssl_buffered(r->tls->ssl))) {
 				ch->owed = 1;
 				bt_msg_ready_changed(ch);
 			}
 			bt_mutex_unlock(&ch->mu);
+			if (r->kind == RK_TLS)
+				r->tls->faked = 1;
 			errno = EAGAIN;
 			return -1;
 		}
@@ -517,6 +536,8 @@ static ssize_t do_read(struct rd *r)
 		}
 	}
 	if (!bt_enter()) {
+		if (unlikely(bt_ssl_cur) && bt_conf.enabled)
+			bt_ssl_learn(r->fd);
 		n = rd_real(r, r->iov, r->iovcnt, r->flags);
 		bt_leave_pass();
 		return n;
@@ -537,11 +558,19 @@ static ssize_t do_read(struct rd *r)
 		bt_leave();
 		return n;
 	}
-	if (unlikely(ch->dark)) {
-		n = untraced_read(r, (uintptr_t)ch);
+	if (unlikely(bt_chan_dark_or_tls(ch))) {
+		if (ch->dark)
+			n = untraced_read(r, (uintptr_t)ch);
+		else if (bt_ssl_inside || !bt_chan_tls_unseen(ch, r->fd))
+			/* the ciphertext of a TLS session read on its
+			 * plaintext */
+			n = rd_real(r, r->iov, r->iovcnt, r->flags);
+		else
+			goto framed;
 		bt_leave();
 		return n;
 	}
+framed:
 	if (unlikely(!ch->announced)) {
 		e = errno;
 		bt_chan_announce(ch, r->fd);
@@ -611,6 +640,39 @@ ssize_t bt_recvmsg(int fd, struct msghdr *mh, int flags)
 	if (!mh || mh->msg_iovlen > IOV_MAX)
 		return REAL(recvmsg)(fd, mh, flags);
 	return do_read(&r);
+}
+
+/*
+ * A TLS library's read of plaintext (ssl.c): SSL_read, SSL_read_ex, or
+ * with PEEK SSL_peek(_ex), of session SSL whose ciphertext comes through
+ * FD, CH's descriptor (bound by bt_chan_tls_start).  Framed and isolated
+ * as a stream read, the library's call standing for the kernel's.
+ * Returns bytes handed over (> 0), or 0 / -1 with *TLS_RET the library's
+ * own return; *FAKED when -1 is the EAGAIN-once (errno then as on entry).
+ * *FAKED on entry: 1 never to fake it (reads are still cut at message
+ * boundaries).  Called inside bt_enter.
+ */
+ssize_t bt_in_tls(struct bt_chan *ch, int fd, void *ssl, int ex, void *buf,
+		  size_t len, int peek, int *tls_ret, int *faked)
+{
+	struct iovec iov = { buf, len };
+	struct rd_tls t = { .ssl = ssl, .ex = ex, .ret = -1,
+			    .nofake = *faked };
+	struct rd r = { .fd = fd, .kind = RK_TLS, .flags = peek ? MSG_PEEK : 0,
+			.iov = &iov, .iovcnt = 1, .tls = &t };
+	int e = errno;
+	ssize_t n;
+
+	if (unlikely(!ch->announced)) {
+		bt_chan_announce(ch, fd);
+		errno = e;
+	}
+	n = stream_read(ch, &r);
+	*tls_ret = t.ret;
+	*faked = t.faked;
+	if (t.faked)
+		errno = e;
+	return n;
 }
 
 /* recvmmsg: datagram sockets only in practice; each message accounted. */

@@ -41,6 +41,7 @@ libbtcore_la_SOURCES = \
 	libbtrace/poll.c \
 	libbtrace/proc.c \
 	libbtrace/names.c \
+	libbtrace/ssl.c \
 	libbtrace/redact.c
 libbtcore_la_CFLAGS = $(AM_CFLAGS) $(PCRE2_CFLAGS) -fvisibility=hidden \
 	-fno-strict-aliasing -ftls-model=initial-exec
@@ -71,6 +72,12 @@ TESTS += tests/unit/check_shim
 tests_unit_check_shim_SOURCES = tests/unit/check_shim.c
 tests_unit_check_shim_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) -I$(srcdir)/libbtrace
 tests_unit_check_shim_LDADD = libbtcore.la $(CHECK_LIBS)
+# ssl.c against real OpenSSL sessions: only this test links libssl
+check_PROGRAMS += tests/unit/check_tls
+TESTS += tests/unit/check_tls
+tests_unit_check_tls_SOURCES = tests/unit/check_tls.c
+tests_unit_check_tls_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(OPENSSL_CFLAGS) -I$(srcdir)/libbtrace
+tests_unit_check_tls_LDADD = libbtcore.la $(CHECK_LIBS) $(OPENSSL_LIBS)
 endif
 
 # a project function is declared once, in a header (issue 14)

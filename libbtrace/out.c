@@ -26,14 +26,21 @@
 /*
  * A write made while the thread was inside the shim (a signal handler)
  * passed straight through: count its bytes so offsets stay exact, and
- * count the record it could not have (reported by the next DROP).
+ * count the record it could not have (reported by the next DROP).  The
+ * ciphertext a TLS library writes inside an SSL_* call is neither (a
+ * channel read on its plaintext), and during a handshake of a session
+ * with no descriptor BIO it names the session's socket (bt_ssl_learn).
  */
 void bt_out_nested(int fd, ssize_t n)
 {
-	uintptr_t w = bt_fd_get(fd);
+	uintptr_t w;
 
-	if (n <= 0 || !BT_FD_IS_CHAN(w))
-		return;
+	if (unlikely(bt_ssl_cur))
+		bt_ssl_learn(fd);
+	w = bt_fd_get(fd);
+
+	if (n <= 0 || !BT_FD_IS_CHAN(w) || ((struct bt_chan *)w)->tls)
+		return;       /* (a TLS library's ciphertext: not counted) */
 	__atomic_add_fetch(&((struct bt_chan *)w)->unseen, (uint64_t)n,
 			   __ATOMIC_RELAXED);
 	bt_self.dropped++;
@@ -120,7 +127,18 @@ static void out_start(int fd)
 	bt_self.out_gen = bt_self.out_ch ? bt_self.out_ch->gen : 0;
 }
 
-static void out_done(int fd, const struct iovec *iov, int cnt, ssize_t n)
+/*
+ * A write on a dark channel or one bound to a TLS session: framed only
+ * when the ciphertext moved outside the SSL_* calls the shim sees and the
+ * channel was read as it comes again (bt_chan_tls_unseen).
+ */
+static __attribute__((noinline)) int out_framed(struct bt_chan *ch, int fd)
+{
+	return !ch->dark && !bt_ssl_inside && bt_chan_tls_unseen(ch, fd);
+}
+
+static void out_done_as(int fd, const struct iovec *iov, int cnt, ssize_t n,
+			int plaintext)
 {
 	struct bt_chan *ch = bt_self.out_ch;
 	int e = errno;
@@ -134,8 +152,14 @@ static void out_done(int fd, const struct iovec *iov, int cnt, ssize_t n)
 		return;
 	}
 	uint64_t pc = bt_self.pause_lost;
-	if (!ch || ch->dark)
+	if (!ch)
 		return;
+	if (plaintext) {
+		if (ch->dark || !ch->tls)
+			return;
+	} else if (unlikely(bt_chan_dark_or_tls(ch)) && !out_framed(ch, fd)) {
+		return;       /* dark, or the ciphertext of a TLS session */
+	}
 	if (unlikely(!ch->announced))
 		bt_chan_announce(ch, fd);
 	if (lock_gen(ch, bt_self.out_gen) == 0) {
@@ -146,6 +170,44 @@ static void out_done(int fd, const struct iovec *iov, int cnt, ssize_t n)
 	if (unlikely(bt_self.pause_lost != pc))
 		bt_chan_go_dark(ch, fd);
 	errno = e;
+}
+
+static void out_done(int fd, const struct iovec *iov, int cnt, ssize_t n)
+{
+	out_done_as(fd, iov, cnt, n, 0);
+}
+
+/*
+ * A TLS library's write of plaintext (ssl.c): bt_out_tls_begin before the
+ * library's call (its time, its channel), bt_out_tls_done after it with the
+ * N plaintext bytes written from BUF, framed as a write's would be.  The
+ * ciphertext written underneath passes through (out_done, bt_out_nested).
+ */
+void bt_out_tls_begin(int fd)
+{
+	out_start(fd);
+}
+
+void bt_out_tls_done(int fd, const void *buf, ssize_t n)
+{
+	struct iovec iov = { (void *)buf, n > 0 ? (size_t)n : 0 };
+
+	out_done_as(fd, &iov, 1, n, 1);
+}
+
+/* SSL_sendfile moved N bytes of a file as plaintext on FD: the processor
+ * did not see them (LOST_SYNC), offsets stay exact. */
+void bt_out_tls_unseen(int fd, ssize_t n)
+{
+	struct bt_chan *ch = bt_self.out_ch;
+
+	if (n <= 0 || !ch || ch->dark || !ch->tls ||
+	    lock_gen(ch, bt_self.out_gen) < 0)
+		return;
+	if (ch->pp)
+		bt_msg_lost(ch, fd, BT_DIR_OUT);
+	data(ch, fd, BT_DIR_OUT, (uint64_t)n);
+	bt_mutex_unlock(&ch->mu);
 }
 
 /* Fast check: is FD something whose output we account? */

@@ -4,7 +4,7 @@
  * bt_real holds one pointer per symbol of wrapped.def.  Each is bound
  * (dlsym RTLD_NEXT) the first time REAL(name) finds it NULL: a process
  * binds only the functions it calls (a CGI program about a dozen of the
- * 78, at some 870 instructions each).  Binding is idempotent and
+ * 100, at some 870 instructions each).  Binding is idempotent and
  * thread-safe (every thread stores the same pointer), and a forked child
  * inherits what its parent bound.  A symbol missing from this libc leaves
  * its pointer NULL (looked up once); its wrapper then fails with ENOSYS.

@@ -28,6 +28,30 @@ EXPORT ssize_t __recvfrom_chk(int, void *, size_t, size_t, int, struct sockaddr 
 EXPORT int __poll_chk(struct pollfd *, nfds_t, int, size_t);
 EXPORT int __ppoll_chk(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *, size_t);
 
+/* libssl's, its types opaque (no OpenSSL header: libssl is not linked) */
+EXPORT int SSL_read(void *, void *, int);
+EXPORT int SSL_read_ex(void *, void *, size_t, size_t *);
+EXPORT int SSL_peek(void *, void *, int);
+EXPORT int SSL_peek_ex(void *, void *, size_t, size_t *);
+EXPORT int SSL_write(void *, const void *, int);
+EXPORT int SSL_write_ex(void *, const void *, size_t, size_t *);
+EXPORT ssize_t SSL_sendfile(void *, int, off_t, size_t, int);
+EXPORT int SSL_set_fd(void *, int);
+EXPORT int SSL_set_rfd(void *, int);
+EXPORT int SSL_set_wfd(void *, int);
+EXPORT void SSL_set_bio(void *, void *, void *);
+EXPORT void SSL_set0_rbio(void *, void *);
+EXPORT void SSL_set0_wbio(void *, void *);
+EXPORT int SSL_connect(void *);
+EXPORT int SSL_accept(void *);
+EXPORT int SSL_do_handshake(void *);
+EXPORT int SSL_shutdown(void *);
+EXPORT int SSL_clear(void *);
+EXPORT void SSL_free(void *);
+EXPORT int SSL_pending(const void *);
+EXPORT int SSL_has_pending(const void *);
+EXPORT int SSL_get_error(const void *, int);
+
 /* ---- fd lifecycle ------------------------------------------------------ */
 
 EXPORT int socket(int d, int t, int p) { return bt_socket(d, t, p); }
@@ -415,3 +439,28 @@ EXPORT int gethostbyname2_r(const char *n, int af, struct hostent *r, char *b, s
  */
 EXPORT void *dlopen(const char *file, int flags)
 { return REAL(dlopen)(file, flags & ~RTLD_DEEPBIND); }
+
+/* ---- OpenSSL: plaintext framed (ssl.c) ---------------------------------- */
+
+EXPORT int SSL_read(void *s, void *b, int n) { return bt_ssl_read(s, b, n); }
+EXPORT int SSL_read_ex(void *s, void *b, size_t n, size_t *g) { return bt_ssl_read_ex(s, b, n, g); }
+EXPORT int SSL_peek(void *s, void *b, int n) { return bt_ssl_peek(s, b, n); }
+EXPORT int SSL_peek_ex(void *s, void *b, size_t n, size_t *g) { return bt_ssl_peek_ex(s, b, n, g); }
+EXPORT int SSL_write(void *s, const void *b, int n) { return bt_ssl_write(s, b, n); }
+EXPORT int SSL_write_ex(void *s, const void *b, size_t n, size_t *w) { return bt_ssl_write_ex(s, b, n, w); }
+EXPORT ssize_t SSL_sendfile(void *s, int fd, off_t o, size_t n, int f) { return bt_ssl_sendfile(s, fd, o, n, f); }
+EXPORT int SSL_set_fd(void *s, int fd) { return bt_ssl_set_fd(s, fd, 0); }
+EXPORT int SSL_set_rfd(void *s, int fd) { return bt_ssl_set_fd(s, fd, 1); }
+EXPORT int SSL_set_wfd(void *s, int fd) { return bt_ssl_set_fd(s, fd, 2); }
+EXPORT void SSL_set_bio(void *s, void *r, void *w) { bt_ssl_set_bio(s, r, w, 0); }
+EXPORT void SSL_set0_rbio(void *s, void *r) { bt_ssl_set_bio(s, r, NULL, 1); }
+EXPORT void SSL_set0_wbio(void *s, void *w) { bt_ssl_set_bio(s, NULL, w, 2); }
+EXPORT int SSL_connect(void *s) { return bt_ssl_handshake(s, 1); }
+EXPORT int SSL_accept(void *s) { return bt_ssl_handshake(s, 2); }
+EXPORT int SSL_do_handshake(void *s) { return bt_ssl_handshake(s, 0); }
+EXPORT int SSL_shutdown(void *s) { return bt_ssl_shutdown(s); }
+EXPORT int SSL_clear(void *s) { return bt_ssl_clear(s); }
+EXPORT void SSL_free(void *s) { bt_ssl_free(s); }
+EXPORT int SSL_pending(const void *s) { return bt_ssl_pending(s); }
+EXPORT int SSL_has_pending(const void *s) { return bt_ssl_has_pending(s); }
+EXPORT int SSL_get_error(const void *s, int r) { return bt_ssl_get_error(s, r); }

@@ -5,7 +5,8 @@
  * code: StartupMessage, SSLRequest, GSSENCRequest, CancelRequest); the
  * backend answers SSLRequest/GSSENCRequest with one untyped byte ('N'
  * refused; 'S'/'G': encryption follows, so after that byte every feed()
- * is BT_PP_LOST).  Everything else is typed: Byte1 type, Int32 length
+ * is BT_PP_LOST; when libbtrace reads the TLS plaintext instead, it
+ * starts this processor over on it, from the StartupMessage).  Everything else is typed: Byte1 type, Int32 length
  * (counting itself), body.  Lengths are checked (4..PG_MSG_MAX, startup
  * 8..PG_STARTUP_MAX), types must belong to their side, and bodies whose
  * last byte must be a NUL are verified.

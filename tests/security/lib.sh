@@ -67,13 +67,37 @@ sec_pg_init() {
 	log_min_messages = warning
 	password_encryption = 'scram-sha-256'
 	EOF
+	local host=host
+	if [ "${SEC_TLS:-0}" = 1 ]; then
+		# SEC_TLS: every TCP connection encrypted (ssl = on, hostssl)
+		sec_tls_cert pg postgres
+		cat >>"$T/pg/postgresql.conf" <<-EOF
+		ssl = on
+		ssl_cert_file = '$T/tls/pg.crt'
+		ssl_key_file = '$T/tls/pg.key'
+		EOF
+		host=hostssl
+	fi
 	cat >"$T/pg/pg_hba.conf" <<-EOF
 	local all all trust
-	host all pwuser 127.0.0.1/32 password
-	host all scramuser 127.0.0.1/32 scram-sha-256
-	host all all 127.0.0.1/32 trust
+	$host all pwuser 127.0.0.1/32 password
+	$host all scramuser 127.0.0.1/32 scram-sha-256
+	$host all all 127.0.0.1/32 trust
 	EOF
 	chown postgres:postgres "$T/pg/pg_hba.conf"
+}
+
+# sec_tls_cert NAME OWNER: a self-signed certificate and its key in
+# $T/tls/NAME.crt and NAME.key (SEC_TLS).
+sec_tls_cert() {
+	mkdir -p "$T/tls"
+	chmod 755 "$T/tls"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+		-nodes -days 2 -subj "/CN=$1.test" -keyout "$T/tls/$1.key" \
+		-out "$T/tls/$1.crt" >"$T/tls/$1.log" 2>&1 ||
+		bp_fail "openssl req failed: $(tail -n 3 "$T/tls/$1.log")"
+	chown "$2" "$T/tls/$1.key" "$T/tls/$1.crt"
+	chmod 600 "$T/tls/$1.key"
 }
 
 # sec_pg_start [PREFIX...]: PostgreSQL as postgres, run under PREFIX (the
@@ -89,9 +113,16 @@ sec_pg_start() {
 # (DIR/front.access, DIR/up.access), which shows that tracing changed
 # nothing on the wire.
 sec_nginx_start() {
-	local dir=$1
+	local dir=$1 ssl="" up=http certs=""
 	shift
 	mkdir -p "$dir/nginx"
+	if [ "${SEC_TLS:-0}" = 1 ]; then
+		# SEC_TLS: HTTPS on both server blocks, nginx a TLS client of
+		# its upstream too
+		[ -f "$T/tls/web.crt" ] || sec_tls_cert web root
+		ssl=" ssl" up=https
+		certs="ssl_certificate $T/tls/web.crt; ssl_certificate_key $T/tls/web.key;"
+	fi
 	cat >"$dir/nginx/nginx.conf" <<-EOF
 	daemon off;
 	master_process off;
@@ -103,15 +134,17 @@ sec_nginx_start() {
 	$(bp_nginx_temp_paths "$dir/nginx")
 	    log_format sec '\$request|\$http_authorization|\$http_cookie|\$http_proxy_authorization';
 	    server {
-	        listen 127.0.0.1:$NGX_PORT;
+	        listen 127.0.0.1:$NGX_PORT$ssl;
+	        $certs
 	        access_log $dir/front.access sec;
 	        location /app/ {
 	            add_header Set-Cookie "sid=SECRET_SETCOOKIE_$TAG";
-	            proxy_pass http://127.0.0.1:$UP_PORT;
+	            proxy_pass $up://127.0.0.1:$UP_PORT;
 	        }
 	    }
 	    server {
-	        listen 127.0.0.1:$UP_PORT;
+	        listen 127.0.0.1:$UP_PORT$ssl;
+	        $certs
 	        access_log $dir/up.access sec;
 	        location / {
 	            add_header Set-Cookie "up=SECRET_UPCOOKIE_$TAG";

@@ -6,6 +6,8 @@
 #   redaction.sh   curl, nginx, psql and PostgreSQL traced: secret headers
 #                  and passwords never reach the log; BTRACE_REDACT's
 #                  options fold SQL literals and cut query strings
+#   redaction-tls.sh  the same, every connection over OpenSSL TLS: the
+#                  plaintext is redacted alike, the keys never recorded
 #   pause.sh       pause and resume under load from the example servers:
 #                  after the resume new connections are traced right,
 #                  nothing is misattributed, what ran paused is absent
@@ -18,6 +20,7 @@
 
 SECURITY_TESTS = \
 	tests/security/redaction.sh \
+	tests/security/redaction-tls.sh \
 	tests/security/pause.sh \
 	tests/security/private.sh
 TESTS += $(SECURITY_TESTS)

@@ -20,14 +20,21 @@
 #    "... name = ? AND id = ?"), while without it they are recorded (the
 #    default keeps them: ground truths put ids there); the programs' own
 #    results show that the wire did not change.
+# With SEC_TLS=1 (redaction-tls.sh) every connection is encrypted with
+# OpenSSL (curl, nginx front and upstream over HTTPS, psql over
+# sslmode=require, PostgreSQL ssl = on): the plaintext read at
+# SSL_read/SSL_write is redacted the same, and no byte of the TLS keys
+# (their PEM files) is in the log or paths.db.
 . "$(dirname "$0")/lib.sh"
 
-sec_init redaction
+sec_init "${SEC_NAME:-redaction}"
 sec_pg_init
 bp_free_port NGX_PORT
 bp_free_port UP_PORT
 RULES="http port $NGX_PORT,$UP_PORT; postgresql port $PGPORT"
-export PGSSLMODE=disable PGCONNECT_TIMEOUT=10
+SCHEME=http PGSSLMODE=disable
+[ "${SEC_TLS:-0}" = 1 ] && SCHEME=https PGSSLMODE=require
+export PGSSLMODE PGCONNECT_TIMEOUT=10
 
 # run DIR [ENV=VALUE...]: one traced run of everything into DIR/logs
 run() {
@@ -76,8 +83,8 @@ run() {
 	Cookie: session=SECRET_COOKIE_$TAG
 	Proxy-Authorization: Basic $(printf 'proxy:SECRET_PROXY_%s' "$TAG" | base64 -w0)
 	EOF
-	"${SEC_PRE[@]}" timeout 30 curl -sS -D "$dir/curl.headers" -H "@$dir/hdrs" \
-		"http://127.0.0.1:$NGX_PORT/app/item?token=SECRETQ_$TAG&id=7" \
+	"${SEC_PRE[@]}" timeout 30 curl -sSk -D "$dir/curl.headers" -H "@$dir/hdrs" \
+		"$SCHEME://127.0.0.1:$NGX_PORT/app/item?token=SECRETQ_$TAG&id=7" \
 		>"$dir/curl.out" 2>&1 || bp_fail "curl failed: $(cat "$dir/curl.out")"
 	[ "$(cat "$dir/curl.out")" = item ] ||
 		bp_fail "curl got a wrong answer under tracing: $(cat "$dir/curl.out")"
@@ -119,6 +126,25 @@ n_pg=$(grep -c "exe=.*postgres\|postgres" "$D/dump.txt" || true)
 for s in $secrets; do
 	sec_absent "$s" "$D"/logs/*/*.btl "$D/dump.txt" "$D/paths.sql"
 done
+if [ "${SEC_TLS:-0}" = 1 ]; then
+	# the plaintext was read: every TCP channel framed, none unreadable
+	unread=$(sqlite3 "$D/paths.db" "SELECT count(*) FROM channels WHERE kind = 'tcp' AND readable = 0")
+	framed=$(sqlite3 "$D/paths.db" "SELECT count(*) FROM channels WHERE kind = 'tcp' AND readable = 1")
+	[ "$unread" = 0 ] && [ "$framed" -gt 0 ] ||
+		bp_fail "TLS channels not read: $framed framed, $unread unreadable"
+	# key material never read: no line of a private key's PEM body
+	keys=0
+	for k in "$T"/tls/*.key; do
+		while read -r line; do
+			case $line in -----*) continue ;; esac
+			[ "${#line}" -ge 16 ] || continue
+			sec_absent "$line" "$D"/logs/*/*.btl "$D/dump.txt" "$D/paths.sql"
+			keys=$((keys + 1))
+		done <"$k"
+	done
+	[ "$keys" -gt 0 ] || bp_fail "no key lines to look for (the test would prove nothing)"
+	bp_note "TLS: $framed TCP channels read on their plaintext, none unreadable; $keys lines of the private keys in none of the files"
+fi
 bp_note "defaults: 7 secrets crossed the wire, none of them in $(ls "$D"/logs/*/*.btl | wc -l) segment(s), bp-dump or paths.db; $(wc -l <"$D/targets.txt") distinct span targets"
 
 # ---- 2. the options -----------------------------------------------------------
@@ -137,4 +163,4 @@ grep -q -F "SELECT name FROM items WHERE name = ? AND id = ?" "$D/targets.txt" &
 sec_present "GET /app/item?token=SECRETQ_${TAG}&id=7 " "$R/front.access"
 sec_present "GET /app/item?token=SECRETQ_${TAG}&id=7 " "$R/up.access"
 bp_note "BTRACE_REDACT=sql-literals,query-strings: query string and literals gone from the log, unchanged on the wire"
-echo "PASS: redaction"
+echo "PASS: $BP_TEST"

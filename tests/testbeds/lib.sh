@@ -21,6 +21,10 @@
 #               its 127.0.0.1:53, /etc/netns/NAME/resolv.conf); every
 #               server and the client run in it; dynamic requests resolve
 #               r-ID.test
+#   TB_TLS      1: everything encrypted with OpenSSL: the front serves
+#               HTTPS (tb-client --tls), PostgreSQL runs with ssl = on and
+#               php-fpm connects over TCP with sslmode=require; both
+#               certificates are self-signed, made at test time (tb_tls_cert)
 #   TB_MULTIHOST  1: three hosts: network namespaces web (client, front),
 #               app (php-fpm) and db (PostgreSQL) joined by veth pairs,
 #               each with its own monotonic clock (a time namespace shifted
@@ -56,6 +60,7 @@ TB_CLIENT=$top_builddir/tests/testbeds/tb-client
 : "${TB_REQUESTS:=2000}"
 : "${TB_FRONT:=nginx}" "${TB_MPM:=event}" "${TB_APPS:=php}"
 : "${TB_MIX:=php:8,static:2}" "${TB_DNS:=0}" "${TB_EXPLAIN:=0}"
+: "${TB_TLS:=0}"
 TB_NETNS=""
 TB_NS=()                        # command prefix: ip netns exec NAME
 # Per role (web: client and front, app: application servers, db:
@@ -240,6 +245,20 @@ for k in range(1 + n * n * 6)))" "$i" >"$T/www/static/f$i.txt"
 	chmod -R a+rX "$T/www" "$T/app"
 }
 
+# tb_tls_cert NAME OWNER: a self-signed certificate and its key in
+# $T/tls/NAME.crt and NAME.key (the key 0600, owned by OWNER).
+tb_tls_cert() {
+	local name=$1 owner=$2
+	mkdir -p "$T/tls"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+		-nodes -days 2 -subj "/CN=$name.test" -keyout "$T/tls/$name.key" \
+		-out "$T/tls/$name.crt" >"$T/tls/$name.log" 2>&1 ||
+		bp_fail "openssl req failed: $(tail -n 3 "$T/tls/$name.log")"
+	chown "$owner" "$T/tls/$name.key" "$T/tls/$name.crt"
+	chmod 600 "$T/tls/$name.key"
+	chmod 755 "$T/tls"
+}
+
 # tb_pg_init: a database cluster in $T/pg (socket directory $T/pgsock, port
 # PGPORT) with user and database tb and the application's tables.
 tb_pg_init() {
@@ -258,6 +277,16 @@ tb_pg_init() {
 	log_min_messages = warning
 	EOF
 	[ -n "${TB_PG_HBA:-}" ] && echo "$TB_PG_HBA" >>"$T/pg/pg_hba.conf"
+	if [ "$TB_TLS" = 1 ]; then
+		# TCP only encrypted: a connection without SSL is refused
+		tb_tls_cert pg postgres
+		cat >>"$T/pg/postgresql.conf" <<-EOF
+		ssl = on
+		ssl_cert_file = '$T/tls/pg.crt'
+		ssl_key_file = '$T/tls/pg.key'
+		EOF
+		sed -i '1i hostnossl all all 0.0.0.0/0 reject' "$T/pg/pg_hba.conf"
+	fi
 	PRE_DB=()
 	tb_pg_start
 	"$PGBIN/psql" -X -q -h "$T/pgsock" -p "$PGPORT" -U postgres \
@@ -419,7 +448,13 @@ tb_dnsmasq_start() {
 # own resolver), /cgi-bin/ to fcgiwrap.
 tb_nginx_start() {
 	local dir=$1
+	local ssl="" certs=""
 	mkdir -p "$dir/nginx"
+	if [ "$TB_TLS" = 1 ]; then
+		[ -f "$T/tls/web.crt" ] || tb_tls_cert web root
+		ssl=" ssl"
+		certs="ssl_certificate $T/tls/web.crt; ssl_certificate_key $T/tls/web.key;"
+	fi
 	cat >"$dir/nginx.conf" <<-EOF
 	daemon off;
 	master_process on;
@@ -444,7 +479,8 @@ tb_nginx_start() {
 	        keepalive 4;
 	    }
 	    server {
-	        listen 127.0.0.1:$FRONT_PORT;
+	        listen 127.0.0.1:$FRONT_PORT$ssl;
+	        $certs
 	        root $T/www;
 	        location /static/ { }
 	        location = /app.php {
@@ -504,6 +540,16 @@ MaxSpareThreads 160
 MaxRequestWorkers 160" ;;
 	*) bp_fail "unknown TB_MPM $TB_MPM" ;;
 	esac
+	local ssl=""
+	if [ "$TB_TLS" = 1 ]; then
+		[ -f "$T/tls/web.crt" ] || tb_tls_cert web root
+		ssl="LoadModule socache_shmcb_module /usr/lib/apache2/modules/mod_socache_shmcb.so
+LoadModule ssl_module /usr/lib/apache2/modules/mod_ssl.so
+SSLEngine on
+SSLCertificateFile $T/tls/web.crt
+SSLCertificateKeyFile $T/tls/web.key
+SSLSessionCache shmcb:$dir/ssl_scache(512000)"
+	fi
 	mkdir -p "$dir/apache"
 	cat >"$dir/apache.conf" <<-EOF
 	ServerRoot $dir/apache
@@ -519,6 +565,7 @@ MaxRequestWorkers 160" ;;
 	LoadModule mime_module /usr/lib/apache2/modules/mod_mime.so
 	LoadModule proxy_module /usr/lib/apache2/modules/mod_proxy.so
 	LoadModule proxy_fcgi_module /usr/lib/apache2/modules/mod_proxy_fcgi.so
+	$ssl
 	TypesConfig /etc/mime.types
 	KeepAlive On
 	MaxKeepAliveRequests 0
@@ -604,6 +651,11 @@ tb_start_all() {
 				tb_fpm_start "$dir" "$TB_FPM_ADDR" 16 \
 					"host=10.77.2.2 port=$PGPORT dbname=tb user=tb" \
 					10.77.2.2
+			elif [ "$TB_TLS" = 1 ]; then
+				TB_FPM_ADDR=unix:$dir/run/php-fpm.sock
+				tb_fpm_start "$dir" "$dir/run/php-fpm.sock" 16 \
+					"host=127.0.0.1 port=$PGPORT dbname=tb user=tb sslmode=require" \
+					127.0.0.1
 			else
 				TB_FPM_ADDR=unix:$dir/run/php-fpm.sock
 				tb_fpm_start "$dir" "$dir/run/php-fpm.sock" 16 \
@@ -658,6 +710,7 @@ tb_stop_all() {
 tb_client() {
 	local dir=$1 conns=$2 depth=$3 dns=()
 	[ "$TB_DNS" = 1 ] && dns=(--dns)
+	[ "$TB_TLS" = 1 ] && dns+=(--tls)
 	"${NS_WEB[@]}" timeout 600 "$TB_CLIENT" --host 127.0.0.1 \
 		--port "$FRONT_PORT" --conns "$conns" --pipeline "$depth" \
 		--requests "$TB_REQUESTS" --mix "$TB_MIX" "${dns[@]}" \
@@ -767,6 +820,35 @@ tb_run() {
 			"resolved-WRONG requests (see the certainty line above)"
 		bp_fail "$label: wrong request paths (see above)"
 	}
+}
+
+# tb_tls_check DIR: the encrypted channels of run DIR (TB_TLS) were read:
+# every HTTPS channel the front accepted framed as http, every PostgreSQL
+# TCP channel (both ends) as postgresql, no TCP channel unreadable, SQL
+# spans at both ends.
+tb_tls_check() {
+	local db=$1/paths.db out
+	out=$("$PY" - "$db" "$FRONT_PORT" "$PGPORT" <<-'PYEOF'
+	import sqlite3, sys
+	db, front, pg = sys.argv[1], sys.argv[2], sys.argv[3]
+	c = sqlite3.connect(db)
+	def one(q, *a):
+	    return c.execute(q, a).fetchone()[0]
+	https = one("SELECT count(*) FROM channels WHERE local LIKE ? AND role = 'accept'", "%:" + front)
+	https_read = one("SELECT count(*) FROM channels WHERE local LIKE ? AND role = 'accept' AND readable = 1 AND protocol = 'http'", "%:" + front)
+	pgc = one("SELECT count(*) FROM channels WHERE (local LIKE ? OR remote LIKE ?) AND kind = 'tcp'", "%:" + pg, "%:" + pg)
+	pg_read = one("SELECT count(*) FROM channels WHERE (local LIKE ? OR remote LIKE ?) AND kind = 'tcp' AND readable = 1 AND protocol = 'postgresql'", "%:" + pg, "%:" + pg)
+	unread = one("SELECT count(*) FROM channels WHERE readable = 0 AND kind = 'tcp'")
+	sql = one("SELECT count(*) FROM spans WHERE protocol = 'postgresql' AND kind = 'client'")
+	sqlsrv = one("SELECT count(*) FROM spans WHERE protocol = 'postgresql' AND kind = 'server'")
+	print("https channels %d read %d; postgresql tcp channels %d read %d; unreadable tcp %d; sql client spans %d server spans %d"
+	      % (https, https_read, pgc, pg_read, unread, sql, sqlsrv))
+	ok = https > 0 and https == https_read and pgc > 0 and pgc == pg_read and unread == 0 and sql > 0 and sqlsrv > 0
+	sys.exit(0 if ok else 1)
+	PYEOF
+	) || bp_fail "$1: encrypted channels not read: $out"
+	echo "$out"
+	bp_note "$(basename "$1"): $out"
 }
 
 # tb_testbed: the standard set of runs: client concurrency 1, 16 and 64,

@@ -14,7 +14,9 @@
 # resolved whose path is wrong.
 noinst_PROGRAMS += tests/testbeds/tb-client
 tests_testbeds_tb_client_SOURCES = tests/testbeds/tb-client.c $(EX_UTIL)
-tests_testbeds_tb_client_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/examples
+# --tls (tb-nginx-tls.sh): the test client links libssl; the shim never does
+tests_testbeds_tb_client_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/examples $(OPENSSL_CFLAGS)
+tests_testbeds_tb_client_LDADD = $(OPENSSL_LIBS)
 noinst_PROGRAMS += tests/testbeds/tb-limits
 tests_testbeds_tb_limits_SOURCES = tests/testbeds/tb-limits.c $(EX_FRONT)
 tests_testbeds_tb_limits_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/examples
@@ -25,7 +27,9 @@ TESTBED_TESTS = \
 	tests/testbeds/tb-apache-prefork.sh \
 	tests/testbeds/tb-apache-worker.sh \
 	tests/testbeds/tb-apache-event.sh \
+	tests/testbeds/tb-apache-tls.sh \
 	tests/testbeds/tb-nginx-fpm.sh \
+	tests/testbeds/tb-nginx-tls.sh \
 	tests/testbeds/tb-nginx-gunicorn.sh \
 	tests/testbeds/tb-haproxy.sh \
 	tests/testbeds/tb-dns-cgi.sh \

@@ -57,6 +57,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include "ex_util.h"
 
 #define TB_MAX_CONNS   1024
@@ -88,6 +91,7 @@ struct tb_req {
 struct tb_conn {
 	int fd;
 	int connecting;             /* non-blocking connect in progress */
+	SSL *ssl;                   /* --tls: the connection's session */
 	unsigned index;
 	long fifo[TB_MAX_DEPTH];    /* request numbers in flight, oldest first */
 	unsigned head, count;
@@ -100,7 +104,7 @@ struct tb_conn {
 
 static struct {
 	const char *host, *truth, *static_dir, *dns_addr, *host_header;
-	int port, conns, depth, max_sql, timeout_ms, idle_ms, dns, calls;
+	int port, conns, depth, max_sql, timeout_ms, idle_ms, dns, calls, tls;
 	long requests;
 	unsigned weight[K_NKINDS], weight_sum, nstatic;
 	uint64_t seed;
@@ -153,6 +157,7 @@ static void usage(FILE *f)
 "  --truth FILE         write the ground truth there\n"
 "  --timeout-ms MS      bound on the whole run (default 300000)\n"
 "  --idle-ms MS         fail when nothing arrives for MS (default 60000)\n"
+"  --tls                HTTPS: each connection speaks HTTP/1.1 over TLS\n"
 "  -h, --help           this help\n"
 "\n"
 "Exit status: 0 every answer verified, 1 a failure (the first few are\n"
@@ -581,9 +586,86 @@ static int conn_open(struct tb_conn *c)
 
 static void conn_close(struct tb_conn *c)
 {
+	if (c->ssl) {
+		SSL_free(c->ssl);
+		c->ssl = NULL;
+	}
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
+}
+
+/* ---- --tls: HTTP/1.1 over TLS (OpenSSL; the certificate is not
+ * checked: the testbeds make a self-signed one) ---------------------------- */
+
+static SSL_CTX *tls_ctx;
+
+static void tls_init(void)
+{
+	static const unsigned char alpn[] = "\x08http/1.1";
+
+	tls_ctx = SSL_CTX_new(TLS_client_method());
+	if (!tls_ctx)
+		ex_fatal("SSL_CTX_new failed");
+	SSL_CTX_set_verify(tls_ctx, SSL_VERIFY_NONE, NULL);
+	SSL_CTX_set_alpn_protos(tls_ctx, alpn, sizeof alpn - 1);
+}
+
+/* The handshake of a connection just made, waiting at most 10 s. */
+static int conn_tls(struct tb_conn *c)
+{
+	uint64_t end = ex_now_ms() + 10000;
+
+	c->ssl = SSL_new(tls_ctx);
+	if (!c->ssl || !SSL_set_fd(c->ssl, c->fd)) {
+		fail("connection %u: SSL_new/SSL_set_fd failed", c->index);
+		return -1;
+	}
+	SSL_set_mode(c->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE |
+		     SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	for (;;) {
+		struct pollfd p = { .fd = c->fd };
+		int r = SSL_connect(c->ssl), e;
+
+		if (r == 1)
+			return 0;
+		e = SSL_get_error(c->ssl, r);
+		if (e == SSL_ERROR_WANT_READ)
+			p.events = POLLIN;
+		else if (e == SSL_ERROR_WANT_WRITE)
+			p.events = POLLOUT;
+		else
+			break;
+		if (ex_now_ms() > end)
+			break;
+		poll(&p, 1, 1000);
+	}
+	fail("connection %u: TLS handshake failed: %s", c->index,
+	     ERR_reason_error_string(ERR_get_error()));
+	return -1;
+}
+
+/* send/recv through the session: -1 with errno EAGAIN when it must wait,
+ * 0 at the peer's close. */
+static ssize_t tls_io(struct tb_conn *c, void *buf, size_t n, int wr)
+{
+	int r, e;
+
+	ERR_clear_error();
+	r = wr ? SSL_write(c->ssl, buf, (int)n) : SSL_read(c->ssl, buf, (int)n);
+	if (r > 0)
+		return r;
+	e = SSL_get_error(c->ssl, r);
+	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+		errno = EAGAIN;
+		return -1;
+	}
+	if (!wr && (e == SSL_ERROR_ZERO_RETURN ||
+		    (e == SSL_ERROR_SYSCALL && !ERR_peek_error() && !errno)))
+		return 0;
+	if (!errno)
+		errno = EPROTO;
+	return -1;
 }
 
 /* Queue as many new requests as the pipeline has room for. */
@@ -612,7 +694,9 @@ static void conn_fill(struct tb_conn *c)
 static int conn_write(struct tb_conn *c)
 {
 	while (c->out_off < c->out_len) {
-		ssize_t n = send(c->fd, c->out + c->out_off,
+		ssize_t n = c->ssl ? tls_io(c, c->out + c->out_off,
+					    c->out_len - c->out_off, 1) :
+			    send(c->fd, c->out + c->out_off,
 				 c->out_len - c->out_off, MSG_NOSIGNAL);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
@@ -634,7 +718,9 @@ static int conn_read(struct tb_conn *c)
 	static char body[TB_BODY_MAX + 1];
 
 	for (;;) {
-		ssize_t n = recv(c->fd, c->in + c->in_len,
+		ssize_t n = c->ssl ? tls_io(c, c->in + c->in_len,
+					    sizeof c->in - c->in_len, 0) :
+			    recv(c->fd, c->in + c->in_len,
 				 sizeof c->in - c->in_len, 0);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
@@ -795,6 +881,8 @@ static int run(void)
 					return -1;
 				}
 				k->connecting = 0;
+				if (opt.tls && conn_tls(k) < 0)
+					return -1;
 				conn_fill(k);
 			}
 			if ((pfd[c].revents & POLLOUT) && conn_write(k) < 0)
@@ -826,7 +914,7 @@ int main(int argc, char **argv)
 {
 	enum { O_HOST = 256, O_PORT, O_CONNS, O_REQS, O_PIPE, O_MIX, O_MAXSQL,
 	       O_DNS, O_DNSADDR, O_STATIC, O_HOSTHDR, O_SEED, O_TRUTH,
-	       O_TIMEOUT, O_IDLE, O_CALLS };
+	       O_TIMEOUT, O_IDLE, O_CALLS, O_TLS };
 	static const struct option lo[] = {
 		{ "host", 1, 0, O_HOST }, { "port", 1, 0, O_PORT },
 		{ "conns", 1, 0, O_CONNS }, { "requests", 1, 0, O_REQS },
@@ -837,7 +925,7 @@ int main(int argc, char **argv)
 		{ "host-header", 1, 0, O_HOSTHDR }, { "seed", 1, 0, O_SEED },
 		{ "truth", 1, 0, O_TRUTH }, { "timeout-ms", 1, 0, O_TIMEOUT },
 		{ "idle-ms", 1, 0, O_IDLE }, { "calls", 1, 0, O_CALLS },
-		{ "help", 0, 0, 'h' },
+		{ "tls", 0, 0, O_TLS }, { "help", 0, 0, 'h' },
 		{ 0, 0, 0, 0 }
 	};
 	uint64_t start;
@@ -857,6 +945,7 @@ int main(int argc, char **argv)
 		case O_MAXSQL: opt.max_sql = (int)ex_opt_num("--max-sql", optarg, 0, 5); break;
 		case O_CALLS: opt.calls = (int)ex_opt_num("--calls", optarg, 0, 8); break;
 		case O_DNS: opt.dns = 1; break;
+		case O_TLS: opt.tls = 1; break;
 		case O_DNSADDR: opt.dns_addr = optarg; break;
 		case O_STATIC: opt.static_dir = optarg; break;
 		case O_HOSTHDR: opt.host_header = optarg; break;
@@ -886,6 +975,8 @@ int main(int argc, char **argv)
 			ex_fatal("--mix with static needs --static-dir");
 		load_static();
 	}
+	if (opt.tls)
+		tls_init();
 	reqs = calloc((size_t)opt.requests, sizeof *reqs);
 	if (!reqs)
 		ex_fatal("out of memory for %ld requests", opt.requests);
