@@ -692,7 +692,14 @@ tb_stop_all() {
 			bp_stop gunicorn
 			[ "$TB_FRONT" = haproxy ] && bp_stop gunicorn2
 			;;
-		cgi) bp_stop fcgiwrap 143 ;;
+		cgi)
+			bp_stop fcgiwrap 143
+			# fcgiwrap -c 4's parent does not pass SIGTERM on to
+			# its pre-forked children (and forks new ones as they
+			# die): they would outlive the test
+			pkill -TERM -f "^fcgiwrap .*unix:$dir/run/fcgiwrap.sock" \
+				2>/dev/null
+			;;
 		esac
 	done
 	[ "$TB_DNS" = 1 ] && bp_stop dnsmasq
