@@ -614,7 +614,7 @@ static void shift_times(const struct rc_ctx *c, uint32_t k, void *row)
 /* The row of the spooled record at P (its strings point into P), with
  * corrected times, into U; its kind. */
 static uint32_t spool_row_of(const struct rc_ctx *c, const char *p,
-			     union spool_row *u)
+			     union spool_row *u, int shift)
 {
 	uint32_t k;
 
@@ -633,7 +633,8 @@ static uint32_t spool_row_of(const struct rc_ctx *c, const char *p,
 		}
 		memcpy((char *)u + f[i].ptr, &s, sizeof s);
 	}
-	shift_times(c, k, u);
+	if (shift)
+		shift_times(c, k, u);
 	return k;
 }
 
@@ -641,7 +642,7 @@ static uint32_t spool_row_of(const struct rc_ctx *c, const char *p,
 static void spool_apply(struct rc_ctx *c, const char *p)
 {
 	union spool_row u;
-	uint32_t k = spool_row_of(c, p, &u);
+	uint32_t k = spool_row_of(c, p, &u, 1);
 	batch_add(c, k, &u);
 }
 
@@ -732,13 +733,13 @@ struct dbq {
 	int             full[2];     /* handed to the thread */
 	int             cur;         /* the buffer the merge fills */
 	int             stop;
+	int             early;       /* rows with times were queued */
 	/* the thread's own */
-	sqlite3_stmt   *attr1, *attr_full, *warn, *cand;
-	struct rc_row_attr attr[BATCH];
-	unsigned        nattr;
+	sqlite3_stmt   *one[NKIND], *warn, *cand;
+	struct batch   *batch;       /* per kind, full statements in it */
 	int             failed;      /* read after the join */
 	char            what[32], msg[256];
-	const struct rc_ctx *c;      /* read only (time_desc needs none) */
+	const struct rc_ctx *c;      /* read only */
 };
 
 static void q_error(struct dbq *q, sqlite3_stmt *s, const char *what)
@@ -758,19 +759,21 @@ static void q_step(struct dbq *q, sqlite3_stmt *s, const char *what)
 	sqlite3_reset(s);
 }
 
-static void q_flush_attrs(struct dbq *q)
+static void q_flush(struct dbq *q, uint32_t k)
 {
-	if (q->nattr == BATCH) {
+	struct batch *b = &q->batch[k];
+	if (b->n == BATCH) {
+		int nc = sqlite3_bind_parameter_count(b->full) / BATCH;
 		for (unsigned i = 0; i < BATCH; i++)
-			bind_attr(q->attr_full, (int)i * 4, &q->attr[i]);
-		q_step(q, q->attr_full, "attrs");
+			bind_row(b->full, (int)i * nc, k, &b->row[i]);
+		q_step(q, b->full, kind_stmt[k].table);
 	} else {
-		for (unsigned i = 0; i < q->nattr; i++) {
-			bind_attr(q->attr1, 0, &q->attr[i]);
-			q_step(q, q->attr1, "attrs");
+		for (unsigned i = 0; i < b->n; i++) {
+			bind_row(q->one[k], 0, k, &b->row[i]);
+			q_step(q, q->one[k], kind_stmt[k].table);
 		}
 	}
-	q->nattr = 0;
+	b->n = 0;
 }
 
 /* Insert the records of buffer B (the thread's). */
@@ -781,12 +784,14 @@ static void q_apply(struct dbq *q, const char *p, size_t len)
 		uint32_t need, k;
 		union spool_row u;
 		memcpy(&need, p, 4);
-		k = spool_row_of(q->c, p, &u);
+		/* the times need no correction (see q_put) */
+		k = spool_row_of(q->c, p, &u, 0);
 		p += need;
-		if (k == K_ATTR) {
-			q->attr[q->nattr++] = u.attr;
-			if (q->nattr == BATCH)
-				q_flush_attrs(q);
+		if (k < NKIND) {
+			struct batch *b = &q->batch[k];
+			b->row[b->n++] = u;
+			if (b->n == BATCH)
+				q_flush(q, k);
 		} else if (k == K_WARNING) {
 			const struct rc_row_warning *r = &u.warning;
 			b_t(q->warn, 1, r->file);
@@ -802,7 +807,9 @@ static void q_apply(struct dbq *q, const char *p, size_t len)
 			q_step(q, q->cand, "span_candidates");
 		}
 	}
-	q_flush_attrs(q);
+	/* the rows waiting point into the buffer */
+	for (uint32_t k = 1; k < NKIND; k++)
+		q_flush(q, k);
 }
 
 static void *q_main(void *arg)
@@ -842,7 +849,10 @@ static void q_swap(struct dbq *q)
 
 static void q_free(struct dbq *q)
 {
-	sqlite3_finalize(q->attr_full);
+	if (q->batch)
+		for (uint32_t k = 1; k < NKIND; k++)
+			sqlite3_finalize(q->batch[k].full);
+	free(q->batch);
 	free(q->buf[0]);
 	free(q->buf[1]);
 	free(q);
@@ -857,16 +867,23 @@ int rc_db_queue_start(struct rc_ctx *c)
 	if (!q)
 		return -1;
 	q->c = c;
-	q->attr1 = d->st[S_ATTR];
 	q->warn = d->st[S_WARNING];
 	q->cand = d->st[S_CANDIDATE];
 	q->buf[0] = malloc(QBUF);
 	q->buf[1] = malloc(QBUF);
 	q->cap[0] = q->cap[1] = QBUF;
-	if (!q->buf[0] || !q->buf[1] ||
-	    !(q->attr_full = prep_rows(c, S_ATTR, BATCH, &ncols))) {
+	q->batch = calloc(NKIND, sizeof *q->batch);
+	if (!q->buf[0] || !q->buf[1] || !q->batch) {
 		q_free(q);
-		return d->failed ? RC_EXIT_OUTPUT : -1;
+		return -1;
+	}
+	for (uint32_t k = 1; k < NKIND; k++) {
+		q->one[k] = d->st[kind_stmt[k].id];
+		if (!(q->batch[k].full = prep_rows(c, kind_stmt[k].id, BATCH,
+						   &ncols))) {
+			q_free(q);
+			return RC_EXIT_OUTPUT;
+		}
 	}
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->cv, NULL);
@@ -915,6 +932,15 @@ void rc_db_queue_stop(struct rc_ctx *c)
 	pthread_mutex_destroy(&q->mu);
 	pthread_cond_destroy(&q->cv);
 	d->rows->q = NULL;
+	for (uint32_t k = 0; q->early && k < c->ndoms; k++)
+		if (c->doms[k].corr != 0 && !q->failed) {
+			/* never: one clock domain is its own reference */
+			q->failed = 1;
+			snprintf(q->what, sizeof q->what, "clock");
+			snprintf(q->msg, sizeof q->msg,
+				 "rows inserted before the clock correction of %s (%" PRId64 " ns) was known",
+				 c->doms[k].label, c->doms[k].corr);
+		}
 	if (q->failed && !d->failed) {
 		d->failed = 1;
 		rc_fail(c, RC_EXIT_OUTPUT, "cannot write %s (%s: %s): check free space and permissions of its directory",
@@ -967,39 +993,57 @@ int rc_db_queue_candidate(struct rc_ctx *c, uint64_t span, uint64_t req,
 	return q_put(c, K_CANDIDATE, &r);
 }
 
+/*
+ * A row with times: spooled until the clock corrections are known, but
+ * with one clock domain there is none to know (the only domain is the
+ * reference, its correction 0: rc_clock_solve), so it goes through the
+ * queue at once and the whole replay runs during the merge.  The
+ * domains are all known before the merge (pass 1); rc_db_queue_stop
+ * checks that the corrections are indeed 0.
+ */
+static void row_put(struct rc_ctx *c, enum spool_kind k, const void *row)
+{
+	if (c->ndoms == 1 && c->db && c->db->rows && c->db->rows->q &&
+	    q_put(c, k, row) == 0) {
+		c->db->rows->q->early = 1;
+		return;
+	}
+	spool_put(c, k, row);
+}
+
 void rc_db_request(struct rc_ctx *c, const struct rc_row_request *r)
 {
-	spool_put(c, K_REQUEST, r);
+	row_put(c, K_REQUEST, r);
 }
 
 void rc_db_span(struct rc_ctx *c, const struct rc_row_span *r)
 {
-	spool_put(c, K_SPAN, r);
+	row_put(c, K_SPAN, r);
 }
 
 void rc_db_message(struct rc_ctx *c, const struct rc_row_message *r)
 {
-	spool_put(c, K_MESSAGE, r);
+	row_put(c, K_MESSAGE, r);
 }
 
 void rc_db_fragment(struct rc_ctx *c, const struct rc_row_fragment *r)
 {
-	spool_put(c, K_FRAGMENT, r);
+	row_put(c, K_FRAGMENT, r);
 }
 
 void rc_db_file(struct rc_ctx *c, const struct rc_row_file *r)
 {
-	spool_put(c, K_FILE, r);
+	row_put(c, K_FILE, r);
 }
 
 void rc_db_process(struct rc_ctx *c, const struct rc_row_process *r)
 {
-	spool_put(c, K_PROCESS, r);
+	row_put(c, K_PROCESS, r);
 }
 
 void rc_db_channel(struct rc_ctx *c, const struct rc_row_channel *r)
 {
-	spool_put(c, K_CHANNEL, r);
+	row_put(c, K_CHANNEL, r);
 }
 
 void rc_db_attr(struct rc_ctx *c, uint64_t span, uint64_t message,
