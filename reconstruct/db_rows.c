@@ -718,8 +718,9 @@ int rc_db_rows_replay(struct rc_ctx *c)
  * (the main thread hands the connection over and takes it back at
  * those two points only).  The queue is two buffers of QBUF bytes: the
  * merge fills one in the spool's format while the thread inserts the
- * other; attrs go 64 per INSERT as in the replay, a part batch at the
- * end of each buffer (its rows point into it) a row at a time.  The
+ * other; rows go 64 per INSERT as in the replay, a part batch at the
+ * end of each buffer (its rows point into it) a row at a time.  With a
+ * single clock domain every row goes this way (row_put, below).  The
  * thread's first error is reported when it stops.
  */
 #define QBUF (1u << 20)
