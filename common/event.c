@@ -1003,14 +1003,42 @@ const char *bt_msg_kind_name(unsigned kind)
 	return kind < sizeof n / sizeof n[0] ? n[kind] : "unknown";
 }
 
+/* Decimal V at P; the number of digits. */
+static size_t put_dec(char *p, unsigned v)
+{
+	char t[10];
+	size_t n = 0;
+	do {
+		t[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		p[i] = t[n - 1 - i];
+	return n;
+}
+
 char *bt_addr_format(const struct bt_addr *a, char *buf, size_t len)
 {
 	const uint8_t *b = a->addr;
 	switch (a->family) {
-	case BT_AF_INET:
-		snprintf(buf, len, "%u.%u.%u.%u:%u", b[0], b[1], b[2], b[3],
-			 a->port);
+	case BT_AF_INET: {
+		/* "%u.%u.%u.%u:%u" without printf (bp-reconstruct formats
+		 * one per channel end), cut to LEN as snprintf would */
+		char t[24];
+		size_t n = 0;
+		for (int i = 0; i < 4; i++) {
+			n += put_dec(t + n, b[i]);
+			t[n++] = i < 3 ? '.' : ':';
+		}
+		n += put_dec(t + n, a->port);
+		if (len) {
+			if (n > len - 1)
+				n = len - 1;
+			memcpy(buf, t, n);
+			buf[n] = 0;
+		}
 		break;
+	}
 	case BT_AF_INET6: {
 		char *p = buf;
 		size_t left = len;

@@ -145,7 +145,8 @@ int rc_db_open(struct rc_ctx *c)
 	/* The spool (db_rows.c): unlinked at once, gone with the process. */
 	if (rc_db_rows_open(c) != 0)
 		return RC_EXIT_OUTPUT;
-	/* One thread writes: no mutexes. */
+	/* One thread at a time writes (the queue's, then this one): no
+	 * mutexes. */
 	if (sqlite3_open_v2(d->tmp, &d->h, SQLITE_OPEN_READWRITE |
 			    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
 			    NULL) != SQLITE_OK) {
@@ -172,6 +173,9 @@ int rc_db_open(struct rc_ctx *c)
 			return RC_EXIT_OUTPUT;
 		}
 	}
+	/* attrs, warnings and candidates: inserted while the merge runs */
+	if (rc_db_queue_start(c) == RC_EXIT_OUTPUT)
+		return RC_EXIT_OUTPUT;
 	return 0;
 }
 
@@ -188,6 +192,7 @@ void rc_db_abort(struct rc_ctx *c)
 	struct rc_db *d = c->db;
 	if (!d)
 		return;
+	rc_db_queue_abort(d);
 	finalize_all(d);
 	if (d->h)
 		sqlite3_close(d->h);
@@ -223,6 +228,8 @@ static void ins_warning(struct rc_ctx *c, const char *file, uint64_t off,
 void rc_db_candidate(struct rc_ctx *c, uint64_t span, uint64_t req,
 		     int chosen, const char *reason)
 {
+	if (rc_db_queue_candidate(c, span, req, chosen, reason) == 0)
+		return;
 	sqlite3_stmt *s = begin(c, S_CANDIDATE);
 	if (!s)
 		return;
@@ -237,6 +244,8 @@ void rc_db_candidate(struct rc_ctx *c, uint64_t span, uint64_t req,
 void rc_db_warning(struct rc_ctx *c, const char *file, uint64_t off,
 		   const char *text)
 {
+	if (rc_db_queue_warning(c, file, off, text) == 0)
+		return;
 	ins_warning(c, file, off, text);
 }
 

@@ -6,7 +6,9 @@
  * once complete.  Times come as provisional Unix-epoch ns (each domain's
  * own wall clock); rows are spooled to an unlinked temporary file and
  * inserted by rc_db_finish, in the order they came, times shifted by the
- * domains' estimated corrections (warnings go in at once).
+ * domains' estimated corrections.  Rows without times (attrs, warnings,
+ * span_candidates) are inserted while the merge runs, by a thread of
+ * their own (db_rows.c, "the queue").
  *
  * Integer fields equal to RC_DB_NULL and NULL strings are written as SQL
  * NULL.  After the first SQLite error every writer is a no-op and

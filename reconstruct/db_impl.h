@@ -91,4 +91,20 @@ int  rc_db_rows_replay(struct rc_ctx *c);
 /* Free the spool of D (after a failure; nothing when already freed). */
 void rc_db_rows_free(struct rc_db *d);
 
+/* The queue (db_rows.c): attrs, warnings and span_candidates inserted by
+ * a thread of their own while the merge runs.  rc_db_queue_start (once
+ * the statements are prepared) returns 0, -1 when no thread could be
+ * started (they are then spooled or inserted at once), or RC_EXIT_OUTPUT
+ * with the error recorded; from then on only that thread uses the
+ * connection, until rc_db_queue_stop (every queued row inserted, the
+ * thread's first error recorded in C) or rc_db_queue_abort (after a
+ * failure).  The rc_db_queue_ writers return -1 when no queue runs. */
+int  rc_db_queue_start(struct rc_ctx *c);
+void rc_db_queue_stop(struct rc_ctx *c);
+void rc_db_queue_abort(struct rc_db *d);
+int  rc_db_queue_warning(struct rc_ctx *c, const char *file, uint64_t off,
+			 const char *text);
+int  rc_db_queue_candidate(struct rc_ctx *c, uint64_t span, uint64_t req,
+			   int chosen, const char *reason);
+
 #endif /* RC_DB_IMPL_H */

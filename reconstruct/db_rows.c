@@ -7,6 +7,8 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,7 +195,21 @@ static void bind_channel(sqlite3_stmt *s, int o, const struct rc_row_channel *r)
  */
 
 enum spool_kind { K_REQUEST = 1, K_SPAN, K_MESSAGE, K_FRAGMENT, K_FILE,
-		  K_PROCESS, K_CHANNEL, K_ATTR };
+		  K_PROCESS, K_CHANNEL, K_ATTR,
+		  /* only through the queue (below) */
+		  K_WARNING, K_CANDIDATE };
+
+/* A warnings row and a span_candidates row, queued (see "the queue"). */
+struct rc_row_warning {
+	const char *file, *text;
+	uint64_t    off;
+};
+
+struct rc_row_candidate {
+	uint64_t    span, req;
+	int64_t     chosen;
+	const char *reason;
+};
 
 /* A string field of a row struct: its pointer, and its length field or
  * -1 when NUL-terminated. */
@@ -228,6 +244,11 @@ static const struct sfield sf_channel[] = {
 	SF(struct rc_row_channel, remote), SF(struct rc_row_channel, path),
 	SF(struct rc_row_channel, unreadable_reason) };
 
+static const struct sfield sf_warning[] = {
+	SF(struct rc_row_warning, file), SF(struct rc_row_warning, text) };
+static const struct sfield sf_candidate[] = {
+	SF(struct rc_row_candidate, reason) };
+
 #define NF(a) (sizeof a / sizeof a[0])
 
 static const struct {
@@ -242,6 +263,8 @@ static const struct {
 	[K_PROCESS] = { sf_process, NF(sf_process), sizeof(struct rc_row_process) },
 	[K_CHANNEL] = { sf_channel, NF(sf_channel), sizeof(struct rc_row_channel) },
 	[K_ATTR] = { sf_attr, NF(sf_attr), sizeof(struct rc_row_attr) },
+	[K_WARNING] = { sf_warning, NF(sf_warning), sizeof(struct rc_row_warning) },
+	[K_CANDIDATE] = { sf_candidate, NF(sf_candidate), sizeof(struct rc_row_candidate) },
 };
 
 union spool_row {
@@ -253,6 +276,8 @@ union spool_row {
 	struct rc_row_process  process;
 	struct rc_row_channel  channel;
 	struct rc_row_attr     attr;
+	struct rc_row_warning  warning;
+	struct rc_row_candidate candidate;
 };
 
 #define SPOOL_NULL UINT32_MAX
@@ -266,6 +291,7 @@ struct rc_db_rows {
 	size_t        len, cap;
 	uint64_t      bytes;         /* written to f */
 	struct batch *batch;         /* replay: rows waiting, per kind */
+	struct dbq   *q;             /* the queue, while its thread runs */
 };
 
 static void batch_free(struct rc_db_rows *w);
@@ -294,6 +320,7 @@ void rc_db_rows_free(struct rc_db *d)
 	struct rc_db_rows *w = d->rows;
 	if (!w)
 		return;
+	rc_db_queue_abort(d);
 	rc_spill_close(&w->f);
 	batch_free(w);
 	free(w->buf);
@@ -356,26 +383,26 @@ static const char *sf_str(const void *row, const struct sfield *f,
 	return s;
 }
 
-static void spool_put(struct rc_ctx *c, enum spool_kind k, const void *row)
+/* The bytes of ROW (kind K) spooled; its strings' lengths into LEN. */
+static size_t spool_size(enum spool_kind k, const void *row, uint32_t *len)
 {
-	struct rc_db *d = c->db;
 	const struct sfield *f = spool_desc[k].f;
-	size_t nf = spool_desc[k].nf, size = spool_desc[k].size;
-	size_t need = 8 + size;
-	uint32_t len[8];
-
-	if (!d || d->failed)
-		return;
-	struct rc_db_rows *w = d->rows;
-	for (size_t i = 0; i < nf; i++) {
+	size_t need = 8 + spool_desc[k].size;
+	for (size_t i = 0; i < spool_desc[k].nf; i++) {
 		if (sf_str(row, &f[i], &len[i]))
 			need += 4 + (size_t)len[i] + 1;
 		else
 			need += 4;
 	}
-	if (spool_reserve(c, need) < 0)
-		return;
-	char *p = w->buf + w->len;
+	return need;
+}
+
+/* Write ROW (kind K, NEED bytes, LEN from spool_size) at P. */
+static void spool_encode(char *p, enum spool_kind k, const void *row,
+			 size_t need, uint32_t *len)
+{
+	const struct sfield *f = spool_desc[k].f;
+	size_t nf = spool_desc[k].nf, size = spool_desc[k].size;
 	uint32_t n32 = (uint32_t)need, k32 = k;
 	memcpy(p, &n32, 4);
 	memcpy(p + 4, &k32, 4);
@@ -392,6 +419,20 @@ static void spool_put(struct rc_ctx *c, enum spool_kind k, const void *row)
 			p += len[i] + 1;
 		}
 	}
+}
+
+static void spool_put(struct rc_ctx *c, enum spool_kind k, const void *row)
+{
+	struct rc_db *d = c->db;
+	uint32_t len[8];
+
+	if (!d || d->failed)
+		return;
+	struct rc_db_rows *w = d->rows;
+	size_t need = spool_size(k, row, len);
+	if (spool_reserve(c, need) < 0)
+		return;
+	spool_encode(w->buf + w->len, k, row, need, len);
 	w->len += need;
 }
 
@@ -551,6 +592,8 @@ static const struct {
 	[K_PROCESS] = TD(struct rc_row_process, start, end),
 	[K_CHANNEL] = TD(struct rc_row_channel, open, close),
 	[K_ATTR] = { 0, 0, { 0, 0 } },
+	[K_WARNING] = { 0, 0, { 0, 0 } },
+	[K_CANDIDATE] = { 0, 0, { 0, 0 } },
 #undef TD
 };
 
@@ -568,15 +611,16 @@ static void shift_times(const struct rc_ctx *c, uint32_t k, void *row)
 	}
 }
 
-/* Insert one spooled record (at P, NEED bytes) with corrected times. */
-static void spool_apply(struct rc_ctx *c, const char *p)
+/* The row of the spooled record at P (its strings point into P), with
+ * corrected times, into U; its kind. */
+static uint32_t spool_row_of(const struct rc_ctx *c, const char *p,
+			     union spool_row *u, int shift)
 {
 	uint32_t k;
-	union spool_row u;
 
 	memcpy(&k, p + 4, 4);
 	const struct sfield *f = spool_desc[k].f;
-	memcpy(&u, p + 8, spool_desc[k].size);
+	memcpy(u, p + 8, spool_desc[k].size);
 	p += 8 + spool_desc[k].size;
 	for (size_t i = 0; i < spool_desc[k].nf; i++) {
 		uint32_t l;
@@ -587,9 +631,18 @@ static void spool_apply(struct rc_ctx *c, const char *p)
 			s = p;
 			p += l + 1;
 		}
-		memcpy((char *)&u + f[i].ptr, &s, sizeof s);
+		memcpy((char *)u + f[i].ptr, &s, sizeof s);
 	}
-	shift_times(c, k, &u);
+	if (shift)
+		shift_times(c, k, u);
+	return k;
+}
+
+/* Insert one spooled record (at P) with corrected times. */
+static void spool_apply(struct rc_ctx *c, const char *p)
+{
+	union spool_row u;
+	uint32_t k = spool_row_of(c, p, &u, 1);
 	batch_add(c, k, &u);
 }
 
@@ -601,7 +654,8 @@ int rc_db_rows_replay(struct rc_ctx *c)
 	size_t have = 0, pos = 0;
 	uint64_t left, off = 0;
 
-	if (w->len && spool_flush(c) < 0)
+	rc_db_queue_stop(c);
+	if (d->failed || (w->len && spool_flush(c) < 0))
 		return -1;
 	left = w->bytes;
 	w->batch = calloc(NKIND, sizeof *w->batch);
@@ -653,45 +707,351 @@ int rc_db_rows_replay(struct rc_ctx *c)
 	return d->failed ? -1 : 0;
 }
 
+/* ---- the queue -----------------------------------------------------------------
+ *
+ * Rows without times (attrs, warnings, span_candidates) need no clock
+ * correction, and the order of each table's rows is all that matters to
+ * it (its rowids).  So they do not wait for the end of the merge: they go
+ * through a queue to a thread of their own that inserts them while the
+ * merge runs on the other core (attrs are 30% of the rows).  Nothing
+ * else uses the connection until rc_db_rows_replay stops the thread
+ * (the main thread hands the connection over and takes it back at
+ * those two points only).  The queue is two buffers of QBUF bytes: the
+ * merge fills one in the spool's format while the thread inserts the
+ * other; rows go 64 per INSERT as in the replay, a part batch at the
+ * end of each buffer (its rows point into it) a row at a time.  With a
+ * single clock domain every row goes this way (row_put, below).  The
+ * thread's first error is reported when it stops.
+ */
+#define QBUF (1u << 20)
+
+struct dbq {
+	pthread_t       th;
+	pthread_mutex_t mu;
+	pthread_cond_t  cv;
+	char           *buf[2];
+	size_t          len[2], cap[2];
+	int             full[2];     /* handed to the thread */
+	int             cur;         /* the buffer the merge fills */
+	int             stop;
+	int             early;       /* rows with times were queued */
+	/* the thread's own */
+	sqlite3_stmt   *one[NKIND], *warn, *cand;
+	struct batch   *batch;       /* per kind, full statements in it */
+	int             failed;      /* read after the join */
+	char            what[32], msg[256];
+	const struct rc_ctx *c;      /* read only */
+};
+
+static void q_error(struct dbq *q, sqlite3_stmt *s, const char *what)
+{
+	if (q->failed)
+		return;
+	q->failed = 1;
+	snprintf(q->what, sizeof q->what, "%s", what);
+	snprintf(q->msg, sizeof q->msg, "%s",
+		 sqlite3_errmsg(sqlite3_db_handle(s)));
+}
+
+static void q_step(struct dbq *q, sqlite3_stmt *s, const char *what)
+{
+	if (!q->failed && sqlite3_step(s) != SQLITE_DONE)
+		q_error(q, s, what);
+	sqlite3_reset(s);
+}
+
+static void q_flush(struct dbq *q, uint32_t k)
+{
+	struct batch *b = &q->batch[k];
+	if (b->n == BATCH) {
+		int nc = sqlite3_bind_parameter_count(b->full) / BATCH;
+		for (unsigned i = 0; i < BATCH; i++)
+			bind_row(b->full, (int)i * nc, k, &b->row[i]);
+		q_step(q, b->full, kind_stmt[k].table);
+	} else {
+		for (unsigned i = 0; i < b->n; i++) {
+			bind_row(q->one[k], 0, k, &b->row[i]);
+			q_step(q, q->one[k], kind_stmt[k].table);
+		}
+	}
+	b->n = 0;
+}
+
+/* Insert the records of buffer B (the thread's). */
+static void q_apply(struct dbq *q, const char *p, size_t len)
+{
+	const char *end = p + len;
+	while (p < end && !q->failed) {
+		uint32_t need, k;
+		union spool_row u;
+		memcpy(&need, p, 4);
+		/* the times need no correction (see q_put) */
+		k = spool_row_of(q->c, p, &u, 0);
+		p += need;
+		if (k < NKIND) {
+			struct batch *b = &q->batch[k];
+			b->row[b->n++] = u;
+			if (b->n == BATCH)
+				q_flush(q, k);
+		} else if (k == K_WARNING) {
+			const struct rc_row_warning *r = &u.warning;
+			b_t(q->warn, 1, r->file);
+			b_i(q->warn, 2, r->file ? (int64_t)r->off : RC_DB_NULL);
+			b_t(q->warn, 3, r->text);
+			q_step(q, q->warn, "warnings");
+		} else if (k == K_CANDIDATE) {
+			const struct rc_row_candidate *r = &u.candidate;
+			b_id(q->cand, 1, r->span);
+			b_id(q->cand, 2, r->req);
+			b_i(q->cand, 3, r->chosen);
+			b_t(q->cand, 4, r->reason);
+			q_step(q, q->cand, "span_candidates");
+		}
+	}
+	/* the rows waiting point into the buffer */
+	for (uint32_t k = 1; k < NKIND; k++)
+		q_flush(q, k);
+}
+
+static void *q_main(void *arg)
+{
+	struct dbq *q = arg;
+	int i = 0;
+	for (;;) {
+		pthread_mutex_lock(&q->mu);
+		while (!q->full[i] && !q->stop)
+			pthread_cond_wait(&q->cv, &q->mu);
+		if (!q->full[i]) {           /* stopped, all done */
+			pthread_mutex_unlock(&q->mu);
+			return NULL;
+		}
+		pthread_mutex_unlock(&q->mu);
+		q_apply(q, q->buf[i], q->len[i]);
+		pthread_mutex_lock(&q->mu);
+		q->full[i] = 0;
+		q->len[i] = 0;
+		pthread_cond_broadcast(&q->cv);
+		pthread_mutex_unlock(&q->mu);
+		i ^= 1;
+	}
+}
+
+/* Hand the buffer being filled to the thread and wait for the other. */
+static void q_swap(struct dbq *q)
+{
+	pthread_mutex_lock(&q->mu);
+	q->full[q->cur] = 1;
+	pthread_cond_broadcast(&q->cv);
+	q->cur ^= 1;
+	while (q->full[q->cur])
+		pthread_cond_wait(&q->cv, &q->mu);
+	pthread_mutex_unlock(&q->mu);
+}
+
+static void q_free(struct dbq *q)
+{
+	if (q->batch)
+		for (uint32_t k = 1; k < NKIND; k++)
+			sqlite3_finalize(q->batch[k].full);
+	free(q->batch);
+	free(q->buf[0]);
+	free(q->buf[1]);
+	free(q);
+}
+
+int rc_db_queue_start(struct rc_ctx *c)
+{
+	struct rc_db *d = c->db;
+	struct dbq *q = calloc(1, sizeof *q);
+	int ncols;
+
+	if (!q)
+		return -1;
+	q->c = c;
+	q->warn = d->st[S_WARNING];
+	q->cand = d->st[S_CANDIDATE];
+	q->buf[0] = malloc(QBUF);
+	q->buf[1] = malloc(QBUF);
+	q->cap[0] = q->cap[1] = QBUF;
+	q->batch = calloc(NKIND, sizeof *q->batch);
+	if (!q->buf[0] || !q->buf[1] || !q->batch) {
+		q_free(q);
+		return -1;
+	}
+	for (uint32_t k = 1; k < NKIND; k++) {
+		q->one[k] = d->st[kind_stmt[k].id];
+		if (!(q->batch[k].full = prep_rows(c, kind_stmt[k].id, BATCH,
+						   &ncols))) {
+			q_free(q);
+			return RC_EXIT_OUTPUT;
+		}
+	}
+	pthread_mutex_init(&q->mu, NULL);
+	pthread_cond_init(&q->cv, NULL);
+	if (pthread_create(&q->th, NULL, q_main, q) != 0) {
+		/* no thread: these rows are spooled and inserted at once */
+		pthread_mutex_destroy(&q->mu);
+		pthread_cond_destroy(&q->cv);
+		q_free(q);
+		return -1;
+	}
+	d->rows->q = q;
+	return 0;
+}
+
+void rc_db_queue_abort(struct rc_db *d)
+{
+	struct dbq *q = d->rows ? d->rows->q : NULL;
+	if (!q)
+		return;
+	/* after a failure: the thread inserts what it was given (the
+	 * database is dropped), its error unreported */
+	pthread_mutex_lock(&q->mu);
+	q->stop = 1;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+	pthread_join(q->th, NULL);
+	pthread_mutex_destroy(&q->mu);
+	pthread_cond_destroy(&q->cv);
+	d->rows->q = NULL;
+	q_free(q);
+}
+
+void rc_db_queue_stop(struct rc_ctx *c)
+{
+	struct rc_db *d = c->db;
+	struct dbq *q = d && d->rows ? d->rows->q : NULL;
+	if (!q)
+		return;
+	pthread_mutex_lock(&q->mu);
+	if (q->len[q->cur])
+		q->full[q->cur] = 1;
+	q->stop = 1;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+	pthread_join(q->th, NULL);
+	pthread_mutex_destroy(&q->mu);
+	pthread_cond_destroy(&q->cv);
+	d->rows->q = NULL;
+	for (uint32_t k = 0; q->early && k < c->ndoms; k++)
+		if (c->doms[k].corr != 0 && !q->failed) {
+			/* never: one clock domain is its own reference */
+			q->failed = 1;
+			snprintf(q->what, sizeof q->what, "clock");
+			snprintf(q->msg, sizeof q->msg,
+				 "rows inserted before the clock correction of %s (%" PRId64 " ns) was known",
+				 c->doms[k].label, c->doms[k].corr);
+		}
+	if (q->failed && !d->failed) {
+		d->failed = 1;
+		rc_fail(c, RC_EXIT_OUTPUT, "cannot write %s (%s: %s): check free space and permissions of its directory",
+			c->opt->output, q->what, q->msg);
+	}
+	q_free(q);
+}
+
+/* Queue ROW of kind K; 0, or -1 when there is no queue. */
+static int q_put(struct rc_ctx *c, enum spool_kind k, const void *row)
+{
+	struct rc_db *d = c->db;
+	struct dbq *q = d && d->rows ? d->rows->q : NULL;
+	uint32_t len[8];
+
+	if (!q)
+		return -1;
+	if (d->failed)
+		return 0;
+	size_t need = spool_size(k, row, len);
+	if (q->len[q->cur] + need > q->cap[q->cur]) {
+		if (q->len[q->cur])
+			q_swap(q);
+		if (need > q->cap[q->cur]) {
+			char *b = realloc(q->buf[q->cur], need);
+			if (!b) {
+				spool_error(c, "buffer", ENOMEM);
+				return 0;
+			}
+			q->buf[q->cur] = b;
+			q->cap[q->cur] = need;
+		}
+	}
+	spool_encode(q->buf[q->cur] + q->len[q->cur], k, row, need, len);
+	q->len[q->cur] += need;
+	return 0;
+}
+
+int rc_db_queue_warning(struct rc_ctx *c, const char *file, uint64_t off,
+			const char *text)
+{
+	struct rc_row_warning r = { file, text, off };
+	return q_put(c, K_WARNING, &r);
+}
+
+int rc_db_queue_candidate(struct rc_ctx *c, uint64_t span, uint64_t req,
+			  int chosen, const char *reason)
+{
+	struct rc_row_candidate r = { span, req, chosen, reason };
+	return q_put(c, K_CANDIDATE, &r);
+}
+
+/*
+ * A row with times: spooled until the clock corrections are known, but
+ * with one clock domain there is none to know (the only domain is the
+ * reference, its correction 0: rc_clock_solve), so it goes through the
+ * queue at once and the whole replay runs during the merge.  The
+ * domains are all known before the merge (pass 1); rc_db_queue_stop
+ * checks that the corrections are indeed 0.
+ */
+static void row_put(struct rc_ctx *c, enum spool_kind k, const void *row)
+{
+	if (c->ndoms == 1 && c->db && c->db->rows && c->db->rows->q &&
+	    q_put(c, k, row) == 0) {
+		c->db->rows->q->early = 1;
+		return;
+	}
+	spool_put(c, k, row);
+}
+
 void rc_db_request(struct rc_ctx *c, const struct rc_row_request *r)
 {
-	spool_put(c, K_REQUEST, r);
+	row_put(c, K_REQUEST, r);
 }
 
 void rc_db_span(struct rc_ctx *c, const struct rc_row_span *r)
 {
-	spool_put(c, K_SPAN, r);
+	row_put(c, K_SPAN, r);
 }
 
 void rc_db_message(struct rc_ctx *c, const struct rc_row_message *r)
 {
-	spool_put(c, K_MESSAGE, r);
+	row_put(c, K_MESSAGE, r);
 }
 
 void rc_db_fragment(struct rc_ctx *c, const struct rc_row_fragment *r)
 {
-	spool_put(c, K_FRAGMENT, r);
+	row_put(c, K_FRAGMENT, r);
 }
 
 void rc_db_file(struct rc_ctx *c, const struct rc_row_file *r)
 {
-	spool_put(c, K_FILE, r);
+	row_put(c, K_FILE, r);
 }
 
 void rc_db_process(struct rc_ctx *c, const struct rc_row_process *r)
 {
-	spool_put(c, K_PROCESS, r);
+	row_put(c, K_PROCESS, r);
 }
 
 void rc_db_channel(struct rc_ctx *c, const struct rc_row_channel *r)
 {
-	spool_put(c, K_CHANNEL, r);
+	row_put(c, K_CHANNEL, r);
 }
 
 void rc_db_attr(struct rc_ctx *c, uint64_t span, uint64_t message,
 		const char *key, const char *val, uint32_t len)
 {
 	struct rc_row_attr r = { span, message, key, val, len };
-	spool_put(c, K_ATTR, &r);
+	if (q_put(c, K_ATTR, &r) < 0)
+		spool_put(c, K_ATTR, &r);
 }
 

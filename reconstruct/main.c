@@ -381,8 +381,10 @@ int main(int argc, char **argv)
 	}
 	o.inputs = (const char *const *)(argv + optind);
 	o.ninputs = argc - optind;
-	/* One thread uses SQLite here: no mutexes, no memory accounting
-	 * (both cost on every row). */
+	/* One thread at a time uses SQLite here (the queue's thread during
+	 * the merge, then the main thread: db_rows.c, handed over under a
+	 * mutex): no mutexes, no memory accounting (both cost on every
+	 * row). */
 	sqlite3_config(SQLITE_CONFIG_SINGLETHREAD);
 	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 	int r = rc_run(&o, NULL);

@@ -57,6 +57,34 @@ struct pspan {                   /* one span of the current request */
 	char   *line;                /* "kind\tprotocol\tservice\tlabel" */
 };
 
+/*
+ * Rows written by the patterns (span_patterns, and the temporary
+ * span_self and request_pattern) go in PBATCH per INSERT statement, as
+ * the other tables' rows do (db_rows.c): a statement per row cost about
+ * 3,800 instructions for a two-column row, most of it opening the
+ * table's cursor and ending the statement.  A part batch at the end
+ * goes in a row at a time.  Texts are copied (their spans are freed
+ * before the batch may be written).
+ */
+#define PBATCH 64
+#define PCOLS  6
+
+struct pval {
+	int64_t  i;
+	uint32_t off, len;       /* text: in txt */
+	uint8_t  type;           /* SQLITE_INTEGER, SQLITE_TEXT, SQLITE_NULL */
+};
+
+struct pbatch {
+	const char   *table;
+	sqlite3_stmt *one, *full;
+	int           ncol;
+	unsigned      n;
+	struct pval   v[PBATCH][PCOLS];
+	char          txt[PBATCH * LABEL_MAX];
+	size_t        ntxt;
+};
+
 struct builder {
 	struct rc_sql  x;
 	struct pattern *pat;
@@ -69,8 +97,111 @@ struct builder {
 	char           *sig;
 	size_t          siglen, capsig;
 	struct rc_map   idx;         /* span id -> index in sp + 1 */
-	sqlite3_stmt   *ins_span, *ins_req;
+	struct pbatch  ins_span, ins_req, ins_self;
 };
+
+/* Prepare B for TABLE (NCOL columns); 0 or -1 (failed recorded). */
+static int pbatch_init(struct builder *bl, struct pbatch *b, const char *table,
+		       int ncol)
+{
+	char sql[PBATCH * (2 * PCOLS + 4) + 64];
+	size_t n = (size_t)snprintf(sql, sizeof sql, "INSERT INTO %s VALUES", table);
+	b->table = table;
+	b->ncol = ncol;
+	for (unsigned r = 0; r < PBATCH; r++) {
+		sql[n++] = r ? ',' : ' ';
+		sql[n++] = '(';
+		for (int k = 0; k < ncol; k++) {
+			if (k)
+				sql[n++] = ',';
+			sql[n++] = '?';
+		}
+		sql[n++] = ')';
+		sql[n] = 0;
+		if (r == 0 && !(b->one = rc_sql_prep(&bl->x, sql)))
+			return -1;
+	}
+	return (b->full = rc_sql_prep(&bl->x, sql)) ? 0 : -1;
+}
+
+static void pbatch_bind(struct pbatch *b, sqlite3_stmt *st, int o,
+			const struct pval *v)
+{
+	for (int k = 0; k < b->ncol; k++) {
+		if (v[k].type == SQLITE_INTEGER)
+			sqlite3_bind_int64(st, o + k + 1, v[k].i);
+		else if (v[k].type == SQLITE_TEXT)
+			sqlite3_bind_text(st, o + k + 1, b->txt + v[k].off,
+					  (int)v[k].len, SQLITE_STATIC);
+		else
+			sqlite3_bind_null(st, o + k + 1);
+	}
+}
+
+/* Insert B's waiting rows; 0 or -1 (failed recorded). */
+static int pbatch_flush(struct builder *bl, struct pbatch *b)
+{
+	int r = 0;
+	if (b->n == PBATCH) {
+		for (unsigned i = 0; i < PBATCH; i++)
+			pbatch_bind(b, b->full, (int)i * b->ncol, b->v[i]);
+		if (sqlite3_step(b->full) != SQLITE_DONE)
+			r = rc_sql_fail_db(&bl->x, b->table);
+		sqlite3_reset(b->full);
+	} else {
+		for (unsigned i = 0; i < b->n && !r; i++) {
+			pbatch_bind(b, b->one, 0, b->v[i]);
+			if (sqlite3_step(b->one) != SQLITE_DONE)
+				r = rc_sql_fail_db(&bl->x, b->table);
+			sqlite3_reset(b->one);
+		}
+	}
+	b->n = 0;
+	b->ntxt = 0;
+	return r;
+}
+
+/* The values of B's next row (filled by the caller, then pbatch_add). */
+static struct pval *pbatch_row(struct pbatch *b)
+{
+	return b->v[b->n];
+}
+
+static void pv_int(struct pval *v, int64_t i)
+{
+	v->type = SQLITE_INTEGER;
+	v->i = i;
+}
+
+static void pv_null(struct pval *v)
+{
+	v->type = SQLITE_NULL;
+}
+
+static void pv_text(struct pbatch *b, struct pval *v, const char *t)
+{
+	size_t l = strlen(t);
+	if (l > LABEL_MAX - 1)
+		l = LABEL_MAX - 1;   /* never: labels are cut to LABEL_MAX */
+	memcpy(b->txt + b->ntxt, t, l);
+	v->type = SQLITE_TEXT;
+	v->off = (uint32_t)b->ntxt;
+	v->len = (uint32_t)l;
+	b->ntxt += l;
+}
+
+/* The row from pbatch_row is complete; 0 or -1 (failed recorded). */
+static int pbatch_add(struct builder *bl, struct pbatch *b)
+{
+	return ++b->n == PBATCH ? pbatch_flush(bl, b) : 0;
+}
+
+static void pbatch_free(struct pbatch *b)
+{
+	sqlite3_finalize(b->one);
+	sqlite3_finalize(b->full);
+	b->one = b->full = NULL;
+}
 
 static const char *basename_of(const char *p)
 {
@@ -118,12 +249,18 @@ static char *span_line(const char *kind, const char *proto, const char *exe,
 	}
 	/* Tabs and newlines separate fields and lines: none in the values
 	 * (the normaliser turned them into spaces). */
-	size_t l = strlen(kind ? kind : "") + strlen(proto ? proto : "") +
-		   strlen(svc) + strlen(label) + 4;
-	char *line = malloc(l);
-	if (line)
-		snprintf(line, l, "%s\t%s\t%s\t%s", kind ? kind : "",
-			 proto ? proto : "", svc, label);
+	const char *f[4] = { kind ? kind : "", proto ? proto : "", svc, label };
+	size_t fl[4], l = 0;
+	for (int i = 0; i < 4; i++)
+		l += (fl[i] = strlen(f[i])) + 1;
+	char *line = malloc(l), *p = line;
+	if (!line)
+		return NULL;
+	for (int i = 0; i < 4; i++) {
+		memcpy(p, f[i], fl[i]);
+		p += fl[i];
+		*p++ = i < 3 ? '\t' : 0;
+	}
 	return line;
 }
 
@@ -340,9 +477,14 @@ static int finish_request(struct builder *b, int64_t req, int64_t root_span)
 	b->siglen = 0;
 	for (size_t k = 0; k < no; k++) {
 		const struct pspan *s = &b->sp[b->order[k]];
-		char d[16];
-		int dl = snprintf(d, sizeof d, "%d\t", (int)s->depth);
-		sig_put(b, d, (size_t)dl);
+		char d[16], *e = d + sizeof d;
+		unsigned dv = (unsigned)s->depth;   /* >= 0 */
+		*--e = '\t';
+		do {
+			*--e = (char)('0' + dv % 10);
+			dv /= 10;
+		} while (dv);
+		sig_put(b, e, (size_t)(d + sizeof d - e));
 		sig_put(b, s->line, strlen(s->line));
 		sig_put(b, "\n", 1);
 	}
@@ -361,27 +503,25 @@ static int finish_request(struct builder *b, int64_t req, int64_t root_span)
 			p->node[k].sum_self_ns += s->has_self ? s->self : 0;
 			p->node[k].n_timed++;
 		}
-		sqlite3_stmt *st = b->ins_span;
+		struct pbatch *pb = &b->ins_span;
+		struct pval *pv = pbatch_row(pb);
 		const char *label = strrchr(s->line, '\t');
-		sqlite3_bind_int64(st, 1, s->id);
-		sqlite3_bind_int64(st, 2, req);
-		sqlite3_bind_int64(st, 3, pid);
-		sqlite3_bind_int64(st, 4, (int64_t)k);
-		sqlite3_bind_text(st, 5, label ? label + 1 : "", -1, SQLITE_STATIC);
+		pv_int(&pv[0], s->id);
+		pv_int(&pv[1], req);
+		pv_int(&pv[2], pid);
+		pv_int(&pv[3], (int64_t)k);
+		pv_text(pb, &pv[4], label ? label + 1 : "");
 		if (s->has_self)
-			sqlite3_bind_int64(st, 6, s->self);
+			pv_int(&pv[5], s->self);
 		else
-			sqlite3_bind_null(st, 6);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			return rc_sql_fail_db(&b->x, "span_patterns");
-		sqlite3_reset(st);
+			pv_null(&pv[5]);
+		if (pbatch_add(b, pb) < 0)
+			return -1;
 	}
-	sqlite3_bind_int64(b->ins_req, 1, req);
-	sqlite3_bind_int64(b->ins_req, 2, pid);
-	if (sqlite3_step(b->ins_req) != SQLITE_DONE)
-		return rc_sql_fail_db(&b->x, "request patterns");
-	sqlite3_reset(b->ins_req);
-	return 0;
+	struct pval *rv = pbatch_row(&b->ins_req);
+	pv_int(&rv[0], req);
+	pv_int(&rv[1], pid);
+	return pbatch_add(b, &b->ins_req);
 }
 
 static int add_span(struct builder *b, sqlite3_stmt *s)
@@ -416,14 +556,161 @@ static int add_span(struct builder *b, sqlite3_stmt *s)
 }
 
 /* Every span's self time, by the one definition the view span_self_time
- * uses (RC_SELF_COVER_CTE, views.h): children of any request count. */
+ * uses (RC_SELF_COVER_CTE, views.h): children of any request count.
+ * self_fill computes the same in C; this statement is what it falls back
+ * to when a sum would overflow (SQLite's arithmetic decides then). */
 static const char self_sql[] =
-	"CREATE TEMP TABLE span_self(span_id INTEGER PRIMARY KEY,\n"
-	"  self_ns INTEGER);\n"
 	RC_SELF_COVER_CTE
 	"INSERT INTO temp.span_self\n"
 	"SELECT s.span_id, " RC_SELF_NS " FROM spans s\n"
 	"LEFT JOIN cov ON cov.sid = s.span_id;\n";
+
+/* One child's interval, clipped to its parent's (RC_SELF_COVER_CTE's c). */
+struct ival { int64_t s, e; };
+
+static int cmp_ival(const void *a, const void *b)
+{
+	const struct ival *x = a, *y = b;
+	return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* The time N intervals IV cover (their union: RC_SELF_COVER_CTE's
+ * islands, merged when one starts at or before the end of those before
+ * it); 0, or -1 when a sum overflows. */
+static int covered_ns(struct ival *iv, size_t n, int64_t *out)
+{
+	int64_t cov = 0, is = 0, ie = 0, d;
+	qsort(iv, n, sizeof *iv, cmp_ival);
+	for (size_t i = 0; i < n; i++) {
+		if (i && iv[i].s <= ie) {
+			if (iv[i].e > ie)
+				ie = iv[i].e;
+			continue;
+		}
+		if (i && (__builtin_sub_overflow(ie, is, &d) ||
+			  __builtin_add_overflow(cov, d, &cov)))
+			return -1;
+		is = iv[i].s;
+		ie = iv[i].e;
+	}
+	if (n && (__builtin_sub_overflow(ie, is, &d) ||
+		  __builtin_add_overflow(cov, d, &cov)))
+		return -1;
+	*out = cov;
+	return 0;
+}
+
+/* Write the self time of span ID (START, END; HS, HE: not NULL) with
+ * its N children's intervals IV into temp.span_self; 1 when a sum
+ * overflows, -1 on an error. */
+static int self_put(struct builder *b, int64_t id,
+		    int hs, int64_t start, int he, int64_t end,
+		    struct ival *iv, size_t n)
+{
+	int64_t cov = 0, self;
+	struct pval *v = pbatch_row(&b->ins_self);
+	if (covered_ns(iv, n, &cov) < 0)
+		return 1;
+	pv_int(&v[0], id);
+	if (hs && he) {
+		if (__builtin_sub_overflow(end, start, &self) ||
+		    __builtin_sub_overflow(self, cov, &self))
+			return 1;
+		pv_int(&v[1], self);
+	} else {
+		pv_null(&v[1]);
+	}
+	return pbatch_add(b, &b->ins_self);
+}
+
+/*
+ * temp.span_self: every span's self time as RC_SELF_COVER_CTE and
+ * RC_SELF_NS define it, in one pass over the spans with their children
+ * (through the index spans_parent): a child's interval is its own
+ * clipped to its parent's (a missing start or end is the parent's), and
+ * only non-empty ones count.  The window functions of the CTE cost about
+ * fifteen times as much.  A span's children's intervals are held while
+ * it is read (16 bytes each).  On an overflow the CTE itself is run.
+ */
+static int self_fill(struct builder *b)
+{
+	sqlite3_stmt *q = rc_sql_prep(&b->x,
+		"SELECT p.span_id, p.start_ns, p.end_ns, ch.span_id,\n"
+		"  ch.start_ns, ch.end_ns\n"
+		"FROM spans p LEFT JOIN spans ch ON ch.parent_span_id = p.span_id\n"
+		"ORDER BY p.span_id");
+	struct ival *iv = NULL;
+	size_t n = 0, cap = 0;
+	int64_t cur = 0, start = 0, end = 0;
+	int have = 0, hs = 0, he = 0, r = -1, rc, over = 0;
+
+	if (!q || pbatch_init(b, &b->ins_self, "temp.span_self", 2) < 0)
+		goto out;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(q, 0);
+		if (!have || id != cur) {
+			if (have && (over = self_put(b, cur, hs, start, he,
+						     end, iv, n)) != 0)
+				break;
+			have = 1;
+			cur = id;
+			n = 0;
+			hs = sqlite3_column_type(q, 1) != SQLITE_NULL;
+			start = sqlite3_column_int64(q, 1);
+			he = sqlite3_column_type(q, 2) != SQLITE_NULL;
+			end = sqlite3_column_int64(q, 2);
+		}
+		/* no child (LEFT JOIN), or no interval: the CTE's c needs
+		 * the parent's start and end */
+		if (sqlite3_column_type(q, 3) == SQLITE_NULL || !hs || !he)
+			continue;
+		struct ival v = {
+			sqlite3_column_type(q, 4) == SQLITE_NULL ? start :
+				sqlite3_column_int64(q, 4),
+			sqlite3_column_type(q, 5) == SQLITE_NULL ? end :
+				sqlite3_column_int64(q, 5) };
+		if (v.s < start)
+			v.s = start;
+		if (v.e > end)
+			v.e = end;
+		if (v.e <= v.s)
+			continue;
+		if (n == cap) {
+			size_t c = cap ? cap * 2 : 64;
+			struct ival *p = realloc(iv, c * sizeof *p);
+			if (!p) {
+				rc_sql_fail(&b->x, "patterns: out of memory");
+				goto out;
+			}
+			iv = p;
+			cap = c;
+		}
+		iv[n++] = v;
+	}
+	if (over < 0)
+		goto out;
+	if (!over && rc != SQLITE_DONE) {
+		rc_sql_fail_db(&b->x, "reading spans");
+		goto out;
+	}
+	if (!over && have &&
+	    (over = self_put(b, cur, hs, start, he, end, iv, n)) < 0)
+		goto out;
+	if (!over && pbatch_flush(b, &b->ins_self) < 0)
+		goto out;
+	r = 0;
+	if (over) {
+		b->ins_self.n = 0;
+		b->ins_self.ntxt = 0;
+		sqlite3_reset(q);
+		r = rc_sql_exec(&b->x, "DELETE FROM temp.span_self;\n") < 0 ||
+		    rc_sql_exec(&b->x, self_sql) < 0 ? -1 : 0;
+	}
+out:
+	sqlite3_finalize(q);
+	free(iv);
+	return r;
+}
 
 static const char tables_sql[] =
 	"CREATE TABLE patterns(\n"
@@ -441,7 +728,9 @@ static const char tables_sql[] =
 	"  span_id INTEGER PRIMARY KEY, request_id INTEGER,\n"
 	"  pattern_id INTEGER, node INTEGER, label TEXT, self_ns INTEGER);\n"
 	"CREATE TEMP TABLE request_pattern(request_id INTEGER PRIMARY KEY,\n"
-	"  pattern_id INTEGER);\n";
+	"  pattern_id INTEGER);\n"
+	"CREATE TEMP TABLE span_self(span_id INTEGER PRIMARY KEY,\n"
+	"  self_ns INTEGER);\n";
 
 static const char finish_sql[] =
 	"ALTER TABLE requests ADD COLUMN pattern_id INTEGER;\n"
@@ -633,8 +922,9 @@ static void builder_free(struct builder *b)
 	free(b->sig);
 	rc_map_free(&b->by_hash);
 	rc_map_free(&b->idx);
-	sqlite3_finalize(b->ins_span);
-	sqlite3_finalize(b->ins_req);
+	pbatch_free(&b->ins_span);
+	pbatch_free(&b->ins_req);
+	pbatch_free(&b->ins_self);
 }
 
 int rc_patterns_build(sqlite3 *h, char *err, size_t errlen)
@@ -650,13 +940,11 @@ int rc_patterns_build(sqlite3 *h, char *err, size_t errlen)
 	b.x.errlen = errlen;
 	rc_map_init(&b.by_hash);
 	rc_map_init(&b.idx);
-	if (rc_sql_exec(&b.x, tables_sql) < 0 ||
-	    rc_sql_exec(&b.x, self_sql) < 0)
+	if (rc_sql_exec(&b.x, tables_sql) < 0 || self_fill(&b) < 0)
 		goto out;
-	b.ins_span = rc_sql_prep(&b.x,
-				 "INSERT INTO span_patterns VALUES(?,?,?,?,?,?)");
-	b.ins_req = rc_sql_prep(&b.x,
-				"INSERT INTO temp.request_pattern VALUES(?,?)");
+	if (pbatch_init(&b, &b.ins_span, "span_patterns", 6) < 0 ||
+	    pbatch_init(&b, &b.ins_req, "temp.request_pattern", 2) < 0)
+		goto out;
 	q = rc_sql_prep(&b.x,
 		 "SELECT s.span_id, s.request_id, s.parent_span_id, s.kind,\n"
 		 "  s.protocol, s.name, s.target, s.exe, s.start_ns, s.end_ns,\n"
@@ -664,7 +952,7 @@ int rc_patterns_build(sqlite3 *h, char *err, size_t errlen)
 		 "FROM requests r CROSS JOIN spans s ON s.request_id = r.request_id\n"
 		 "LEFT JOIN temp.span_self ss ON ss.span_id = s.span_id\n"
 		 "ORDER BY r.request_id");
-	if (!b.ins_span || !b.ins_req || !q)
+	if (!q)
 		goto out;
 	int64_t cur = 0, root = 0;
 	int rc;
@@ -684,7 +972,9 @@ int rc_patterns_build(sqlite3 *h, char *err, size_t errlen)
 		rc_sql_fail_db(&b.x, "reading spans");
 		goto out;
 	}
-	if (finish_request(&b, cur, root) < 0)
+	if (finish_request(&b, cur, root) < 0 ||
+	    pbatch_flush(&b, &b.ins_span) < 0 ||
+	    pbatch_flush(&b, &b.ins_req) < 0)
 		goto out;
 	sqlite3_finalize(q);
 	q = NULL;

@@ -595,6 +595,40 @@ static uint64_t int_field(const struct bt_event *ev, unsigned f)
  * then referred to), short and long (2-byte length) bodies: the same
  * bytes, time base and dictionary.  And the special encoders the shim
  * uses (bt_ev_encode_ints, _msg, _open) write the same bytes too. */
+/* bt_addr_format's IPv4 form is written without printf: the same text
+ * as "%u.%u.%u.%u:%u", cut as snprintf cuts it, for every buffer size. */
+START_TEST(addr_format_ipv4)
+{
+	static const uint8_t ips[][4] = { { 0, 0, 0, 0 }, { 127, 0, 0, 1 },
+		{ 255, 255, 255, 255 }, { 10, 9, 100, 99 }, { 1, 20, 200, 5 } };
+	static const uint16_t ports[] = { 0, 9, 10, 80, 65535, 5432, 1000 };
+	for (size_t i = 0; i < sizeof ips / sizeof ips[0]; i++)
+		for (size_t j = 0; j < sizeof ports / sizeof ports[0]; j++) {
+			struct bt_addr a = { .family = BT_AF_INET,
+					     .port = ports[j] };
+			memcpy(a.addr, ips[i], 4);
+			char want[64];
+			snprintf(want, sizeof want, "%u.%u.%u.%u:%u", ips[i][0],
+				 ips[i][1], ips[i][2], ips[i][3], ports[j]);
+			for (size_t len = 1; len <= 24; len++) {
+				char got[32], cut[32];
+				memset(got, 'x', sizeof got);
+				size_t m = strlen(want) < len - 1 ?
+					   strlen(want) : len - 1;
+				memcpy(cut, want, m);
+				cut[m] = 0;
+				ck_assert_ptr_eq(bt_addr_format(&a, got, len), got);
+				ck_assert_str_eq(got, cut);
+				ck_assert_int_eq(got[len], 'x');
+			}
+		}
+	char untouched = 'x';
+	struct bt_addr a = { .family = BT_AF_INET, .port = 1 };
+	bt_addr_format(&a, &untouched, 0);
+	ck_assert_int_eq(untouched, 'x');
+}
+END_TEST
+
 START_TEST(enc_all_types)
 {
 	static char big[300];
@@ -1667,6 +1701,7 @@ static Suite *segment_suite(void)
 	t = tcase_create("records");
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, ev_round_trip_all_types);
+	tcase_add_test(t, addr_format_ipv4);
 	tcase_add_test(t, ev_fast_equals_careful);
 	tcase_add_test(t, ev_ints_equals_encode);
 	tcase_add_test(t, ev_open_equals_encode);
