@@ -41,7 +41,10 @@ libbtcore_la_SOURCES = \
 	libbtrace/poll.c \
 	libbtrace/proc.c \
 	libbtrace/names.c \
+	libbtrace/tls.h \
+	libbtrace/tls.c \
 	libbtrace/ssl.c \
+	libbtrace/gnutls.c \
 	libbtrace/redact.c
 libbtcore_la_CFLAGS = $(AM_CFLAGS) $(PCRE2_CFLAGS) -fvisibility=hidden \
 	-fno-strict-aliasing -ftls-model=initial-exec
