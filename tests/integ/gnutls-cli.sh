@@ -11,7 +11,9 @@
 # readable and read as http; its N requests are client spans of gnutls-cli with
 # the targets sent, each paired with nginx's server span of the same
 # target in the same request (the server span's parent); nothing
-# unreadable on the HTTPS port; every request exact.
+# unreadable on the HTTPS port; every request exact; the secret headers
+# each request carries and the private key's lines are in no log segment
+# nor the database.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../lib/servers.sh"
 bp_setup gnutls-cli
@@ -68,8 +70,10 @@ cli() {
 		for ((k = 1; k <= N; k++)); do
 			c=""
 			[ "$k" = "$N" ] && c=$'Connection: close\r\n'
-			printf 'GET /x?id=%s%d HTTP/1.1\r\nHost: localhost\r\n%s\r\n' \
-				"$tag" "$k" "$c"
+			# secret header values: redacted on the plaintext
+			# as on cleartext (docs/security.md)
+			printf 'GET /x?id=%s%d HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer SECRET_AUTH_%s%d\r\nCookie: session=SECRET_COOKIE_%s%d\r\n%s\r\n' \
+				"$tag" "$k" "$tag" "$k" "$tag" "$k" "$c"
 			sleep 0.2
 		done
 		for ((i = 0; i < 100; i++)); do
@@ -95,8 +99,31 @@ cli h NORMAL:-VERS-ALL:+VERS-TLS1.2 TLS1.2
 bp_stop nginx
 bp_logd_stop
 
+# redaction: no secret header value and no line of the private key in the
+# log segments or the database
 "$BP_RECONSTRUCT" "$T/logs" -o "$T/paths.db" 2>"$T/recon.err" ||
 	bp_fail "bp-reconstruct failed: $(cat "$T/recon.err")"
+sqlite3 "$T/paths.db" .dump >"$T/paths.sql" || bp_fail "sqlite3 .dump failed"
+nseg=$(ls "$T"/logs/*/*.btl 2>/dev/null | wc -l)
+[ "$nseg" -gt 0 ] || bp_fail "no log segments in $T/logs"
+secrets=0
+for tag in g h; do
+	for ((k = 1; k <= N; k++)); do
+		for s in "SECRET_AUTH_$tag$k" "SECRET_COOKIE_$tag$k"; do
+			grep -q -a -F "$s" "$T"/logs/*/*.btl "$T/paths.sql" &&
+				bp_fail "the secret $s was recorded"
+			secrets=$((secrets + 1))
+		done
+	done
+done
+while read -r line; do
+	case $line in -----*) continue ;; esac
+	grep -q -a -F "$line" "$T"/logs/*/*.btl "$T/paths.sql" &&
+		bp_fail "a line of the private key was recorded"
+	secrets=$((secrets + 1))
+done <"$T/key.pem"
+bp_note "redaction: $secrets secrets (header values, key lines) in none of $nseg segments nor paths.db"
+
 out=$("$PY" - "$T/paths.db" "$PORT" "$N" <<'PYEOF'
 import sqlite3, sys
 db, port, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
