@@ -338,10 +338,12 @@ void bt_tls_handshake(const struct bt_tls_lib *lib, void *s, bt_tls_call call,
 
 /*
  * A nested read or write on FD (in.c, out.c) while a handshake of a
- * session with no descriptor runs in this thread: FD carries that
- * session's ciphertext.  Remembered (not evicted by the sessions asked of
- * their library) and its channel read on the plaintext from now on.  A
- * stream channel only, and not one another session already reads.
+ * session with no descriptor runs in this thread: the first socket it
+ * touches carries that session's ciphertext (files and pipes, a log the
+ * program's transport functions or callbacks write, are passed over).
+ * Remembered (not evicted by the sessions asked of their library) and its
+ * channel read on the plaintext from now on.  A stream socket only, and
+ * not one another session already reads.
  */
 void bt_tls_learn(int fd)
 {
@@ -350,9 +352,10 @@ void bt_tls_learn(int fd)
 	struct bt_chan *ch;
 	int e = errno;
 
-	bt_tls_cur = NULL;
-	if (!s || !BT_FD_IS_CHAN(w))
+	if (!s || !BT_FD_IS_CHAN(w) ||
+	    ((struct bt_chan *)w)->kind == BT_CK_PIPE)
 		return;
+	bt_tls_cur = NULL;
 	ch = (struct bt_chan *)w;
 	if (ch->transport != BT_TR_STREAM || ch->dark ||
 	    (ch->tls && ch->tls_ssl != s))

@@ -23,6 +23,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -399,17 +400,23 @@ END_TEST
 
 /* The program's own transport functions, moving the ciphertext through
  * the (traced) socket calls: the descriptor is learned from the handshake. */
-static int custom_fd;
+static int custom_fd, log_fd = -1;
 
+/* the program's push and pull: a line to its log (a pipe), then the
+ * socket */
 static ssize_t my_push(gnutls_transport_ptr_t t, const void *b, size_t n)
 {
 	(void)t;
+	if (log_fd >= 0)
+		ck_assert_int_eq(bt_write(log_fd, "push\n", 5), 5);
 	return bt_send(custom_fd, b, n, 0);
 }
 
 static ssize_t my_pull(gnutls_transport_ptr_t t, void *b, size_t n)
 {
 	(void)t;
+	if (log_fd >= 0)
+		ck_assert_int_eq(bt_write(log_fd, "pull\n", 5), 5);
 	return bt_recv(custom_fd, b, n, 0);
 }
 
@@ -420,14 +427,18 @@ static int my_timeout(gnutls_transport_ptr_t t, unsigned ms)
 	return poll(&pf, 1, (int)ms);
 }
 
-/* Learned from the handshake: framed, and never the fake GNUTLS_E_AGAIN
- * (the three messages come one per call, back to back). */
+/* Learned from the handshake (the socket, not the log pipe written
+ * first): framed, and never the fake GNUTLS_E_AGAIN (the three messages
+ * come one per call, back to back). */
 START_TEST(custom_transport_learned)
 {
 	struct pair p;
 	char buf[64];
 	static int ctx;
+	int lp[2];
 
+	ck_assert_int_eq(bt_pipe2(lp, O_NONBLOCK, 1), 0);
+	log_fd = lp[1];
 	pair_open_bare(&p);
 	custom_fd = p.sv[0];
 	/* a pointer that is no descriptor, then the functions */
@@ -448,6 +459,10 @@ START_TEST(custom_transport_learned)
 	msgs_at(p.sv[0], BT_DIR_IN, off3, len3, 3);
 	ck_assert_int_eq(ev_count(BT_EV_MSG, p.sv[0], BT_DIR_OUT), 1);
 	ck_assert_int_eq(ev_count(BT_EV_DATA, p.sv[0], -1), 0);
+	ck_assert_int_gt(read(lp[0], buf, sizeof buf), 0);   /* it logged */
+	log_fd = -1;
+	bt_close(lp[0]);
+	bt_close(lp[1]);
 	pair_close(&p);
 }
 END_TEST
