@@ -11,7 +11,8 @@
  * gnutls_record_recv, each followed by GNUTLS_E_AGAIN once (errno
  * untouched) and a readable descriptor in poll; gnutls_record_check_pending
  * counts the plaintext the shim holds; gnutls_record_send's plaintext
- * framed; gnutls_transport_set_ptr with the descriptor cast; hostile
+ * framed, a retry with NULL, 0 after GNUTLS_E_AGAIN counted unseen;
+ * gnutls_transport_set_ptr with the descriptor cast; hostile
  * orders: gnutls_deinit before gnutls_bye and a new session on the reused
  * descriptor, a session re-bound to another descriptor after its
  * handshake; push/pull functions of the program's own: the socket is
@@ -320,6 +321,38 @@ START_TEST(plaintext_write_framed)
 }
 END_TEST
 
+/* gnutls_record_send after GNUTLS_E_AGAIN, called again with NULL, 0:
+ * GnuTLS answers the first call's length; the bytes are counted, not
+ * seen (LOST_SYNC), and nothing reads the NULL buffer. */
+START_TEST(send_retry_null)
+{
+	struct pair p;
+	static char big[16000], sink[16384];
+	ssize_t r = 0;
+	int i;
+
+	memset(big, 'x', sizeof big);
+	pair_open(&p);
+	pair_handshake(&p);
+	ev_reset();
+	for (i = 0; i < 1000; i++) {
+		r = bt_gnutls_record_send(p.srv, big, sizeof big);
+		if (r == GNUTLS_E_AGAIN)
+			break;
+		ck_assert_int_eq(r, (ssize_t)sizeof big);
+	}
+	ck_assert_int_eq(r, GNUTLS_E_AGAIN);
+	for (i = 0; i < 10000 && r == GNUTLS_E_AGAIN; i++) {
+		gnutls_record_recv(p.cli, sink, sizeof sink);
+		r = bt_gnutls_record_send(p.srv, NULL, 0);
+	}
+	ck_assert_int_eq(r, (ssize_t)sizeof big);
+	ev_read();
+	ck_assert_int_eq(ev_count(BT_EV_LOST_SYNC, p.sv[0], BT_DIR_OUT), 1);
+	pair_close(&p);
+}
+END_TEST
+
 /* gnutls_transport_set_ptr with the descriptor cast, as older programs
  * give it. */
 START_TEST(set_ptr_descriptor_cast)
@@ -520,6 +553,7 @@ static Suite *gnutls_suite(void)
 	tcase_add_test(t, plaintext_one_message_per_read);
 	tcase_add_test(t, check_pending_counts_held);
 	tcase_add_test(t, plaintext_write_framed);
+	tcase_add_test(t, send_retry_null);
 	tcase_add_test(t, set_ptr_descriptor_cast);
 	tcase_add_test(t, deinit_before_bye_then_reuse);
 	tcase_add_test(t, rebound_after_handshake);
