@@ -11,8 +11,9 @@
  * descriptors cast, read back with gnutls_transport_get_ptr2 when the
  * session is first used.  A session given push or pull functions of the
  * program's own (gnutls_transport_set_push_function, _pull_function,
- * _vec_push_function) is remembered as such: its pointers are not
- * descriptors, and its socket is learned from the transport I/O of its
+ * _vec_push_function; not GnuTLS's own defaults, which gnutls_init
+ * installs through the same setters) is remembered as such: its pointers
+ * are not descriptors, and its socket is learned from the transport I/O of its
  * handshake (tls.c), or, if it moves none, the session passes through
  * and its socket's TLS records are named unreadable by the sniffer.  The
  * binding calls only forget the session's descriptors: they are looked
@@ -35,6 +36,7 @@
  */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <limits.h>
 #include <stdint.h>
 
@@ -212,6 +214,24 @@ void bt_gnutls_transport_set_ptr2(void *s, void *r, void *w, int two)
 	rebound(s, 0);
 }
 
+/*
+ * Is F one of libgnutls's own functions?  gnutls_init installs its
+ * default transport (system_writev ...) through the exported setters, so
+ * every session passes here once with GnuTLS's own functions: those are
+ * no transport of the program's.
+ */
+static int gnutls_own(void *f)
+{
+	void *ref = (void *)GREAL(gnutls_deinit);
+	Dl_info a, b;
+	int e = errno, own;
+
+	own = f && ref && dladdr(f, &a) && dladdr(ref, &b) &&
+	      a.dli_fbase == b.dli_fbase;
+	errno = e;
+	return own;
+}
+
 /* WHICH: 0 push, 1 pull, 2 vec_push */
 void bt_gnutls_transport_set_function(void *s, void *f, int which)
 {
@@ -221,7 +241,7 @@ void bt_gnutls_transport_set_function(void *s, void *f, int which)
 		GREAL(gnutls_transport_set_pull_function)(s, f);
 	else
 		GREAL(gnutls_transport_set_vec_push_function)(s, f);
-	rebound(s, 1);
+	rebound(s, f && !gnutls_own(f));
 }
 
 struct hcall {

@@ -1,19 +1,21 @@
 #!/bin/bash
 # gnutls-cli.sh - a GnuTLS client read on its plaintext (issue 12, GnuTLS;
-# docs/libbtrace.md, "TLS").  gnutls-cli (Debian's gnutls-bin, linked with
-# libgnutls) talks HTTPS to nginx (OpenSSL, a self-signed certificate made
-# at test time with openssl), both traced: N requests on one connection,
-# written to gnutls-cli's stdin, the last with "Connection: close", once
-# with TLS 1.3 and once with TLS 1.2.
-# gnutls-cli gives its session push and pull functions of its own, so the
-# shim learns its socket from the handshake (libbtrace/tls.c).  Asserted:
-# every answer arrived; each of the client's connections is one channel,
-# readable and read as http; its N requests are client spans of gnutls-cli with
-# the targets sent, each paired with nginx's server span of the same
-# target in the same request (the server span's parent); nothing
-# unreadable on the HTTPS port; every request exact; the secret headers
-# each request carries and the private key's lines are in no log segment
-# nor the database.
+# docs/libbtrace.md, "TLS (GnuTLS)").  gnutls-cli (Debian's gnutls-bin,
+# linked with libgnutls) talks HTTPS to nginx (OpenSSL, a self-signed
+# certificate made at test time with openssl), both traced: N requests on
+# one connection, written to gnutls-cli's stdin, the last with
+# "Connection: close", twice: TLS 1.3 with --save-client-trace and
+# --save-server-trace, where gnutls-cli gives its session push and pull
+# functions of its own (the shim learns the socket from the handshake,
+# libbtrace/tls.c), and TLS 1.2 without, where it gives GnuTLS the
+# descriptor (gnutls_transport_set_int2, GnuTLS's own transport).
+# Asserted: every answer arrived; each of the client's connections is one
+# channel, readable and read as http; its N requests are client spans of
+# gnutls-cli with the targets sent, each paired with nginx's server span
+# of the same target in the same request (the server span's parent);
+# nothing unreadable on the HTTPS port; every request exact; the secret
+# headers each request carries and the private key's lines are in no log
+# segment nor the database.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../lib/servers.sh"
 bp_setup gnutls-cli
@@ -61,11 +63,12 @@ EOC
 bp_nginx_start "$T/nginx" "$T/nginx.conf" "$T/run/nginx.pid" \
 	"127.0.0.1:$PORT" "$BP_RUN" --exec -s "$BP_LOGD_SOCK" -r "$RULES" --
 
-# cli TAG PRIORITY: N requests /x?id=TAGk on one connection of a traced
+# cli TAG PRIORITY VERSION [OPTION...]: N requests /x?id=TAGk on one connection of a traced
 # gnutls-cli, written while it runs; stdin stays open until every answer
 # is in (gnutls-cli ends the session at stdin's end), bounded
 cli() {
-	local tag=$1 prio=$2 k i c rc
+	local tag=$1 prio=$2 vers=$3 k i c rc
+	shift 3
 	{
 		for ((k = 1; k <= N; k++)); do
 			c=""
@@ -82,7 +85,7 @@ cli() {
 			sleep 0.1
 		done
 	} | timeout 30 "$BP_RUN" -s "$BP_LOGD_SOCK" -r "$RULES" -- "$GNUTLS_CLI" \
-		--insecure --priority "$prio" -p "$PORT" 127.0.0.1 \
+		--insecure --priority "$prio" "$@" -p "$PORT" 127.0.0.1 \
 		>"$T/cli-$tag.out" 2>"$T/cli-$tag.err"
 	rc=$?
 	for ((k = 1; k <= N; k++)); do
@@ -90,11 +93,16 @@ cli() {
 			bp_fail "gnutls-cli $prio (status $rc) did not get answer $k:" \
 				"$(tail -n 20 "$T/cli-$tag.out" "$T/cli-$tag.err")"
 	done
-	grep -q "^- Description: ($3-" "$T/cli-$tag.out" ||
-		bp_fail "gnutls-cli $prio did not negotiate $3: $(grep Description "$T/cli-$tag.out")"
+	grep -q "^- Description: ($vers-" "$T/cli-$tag.out" ||
+		bp_fail "gnutls-cli $prio did not negotiate $vers: $(grep Description "$T/cli-$tag.out")"
 }
-# TLS 1.3 (session tickets read inside gnutls_record_recv), then 1.2
-cli g NORMAL:-VERS-ALL:+VERS-TLS1.3 TLS1.3
+# TLS 1.3 (session tickets read inside gnutls_record_recv) through
+# gnutls-cli's own push and pull functions (they copy the records to the
+# trace files), then 1.2 through GnuTLS's own transport
+cli g NORMAL:-VERS-ALL:+VERS-TLS1.3 TLS1.3 \
+	--save-client-trace="$T/client.trace" --save-server-trace="$T/server.trace"
+[ -s "$T/client.trace" ] && [ -s "$T/server.trace" ] ||
+	bp_fail "gnutls-cli wrote no trace files: its push/pull functions were not used"
 cli h NORMAL:-VERS-ALL:+VERS-TLS1.2 TLS1.2
 bp_stop nginx
 bp_logd_stop
@@ -160,7 +168,7 @@ req = h.execute("""SELECT count(*), sum(certainty = 'exact') FROM requests
   WHERE request_id IN (SELECT request_id FROM spans WHERE exe LIKE '%/gnutls-cli')""").fetchone()
 if req[0] != 2 * n or req[1] != 2 * n:
     bad.append("gnutls-cli's requests: %d, %s exact (want %d)" % (req[0], req[1], 2 * n))
-print("gnutls-cli's channels (TLS 1.3, 1.2) readable as http: %d; %d of %d requests paired client -> nginx, %s exact"
+print("gnutls-cli's channels (TLS 1.3 learned, 1.2 set_int2) readable as http: %d; %d of %d requests paired client -> nginx, %s exact"
       % (sum(c[1] == 1 and c[3] == 'http' for c in cli), paired, 2 * n, req[1]))
 if bad:
     print("\n".join(bad))

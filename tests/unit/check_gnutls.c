@@ -18,7 +18,8 @@
  * handshake; push/pull functions of the program's own: the socket is
  * learned from the handshake's transport I/O, framed, never the fake
  * GNUTLS_E_AGAIN; push/pull functions that touch no socket: passes
- * through.
+ * through; libgnutls's own functions (gnutls_init's defaults) are no
+ * transport of the program's.
  */
 #include "config.h"
 
@@ -548,6 +549,27 @@ START_TEST(custom_transport_unseen_passes)
 }
 END_TEST
 
+/* gnutls_init installs GnuTLS's own transport functions through the
+ * exported setters (through the shim when it is preloaded): a function of
+ * libgnutls is no transport of the program's; the program's own is. */
+START_TEST(own_functions_are_not_custom)
+{
+	gnutls_session_t s;
+
+	make_creds();
+	s = new_session(GNUTLS_SERVER);
+	bt_gnutls_transport_set_function(s, (void *)gnutls_record_recv, 2);
+	ck_assert_uint_eq(bt_tls_flags(s) & BT_TLS_CUSTOM, 0);
+	bt_gnutls_transport_set_function(s, (void *)my_push, 0);
+	ck_assert_uint_eq(bt_tls_flags(s) & BT_TLS_CUSTOM, BT_TLS_CUSTOM);
+	/* ... and stays so when the pointers are set after */
+	bt_gnutls_transport_set_int2(s, 0, 0);
+	ck_assert_uint_eq(bt_tls_flags(s) & BT_TLS_CUSTOM, BT_TLS_CUSTOM);
+	bt_gnutls_deinit(s);
+	ck_assert_uint_eq(bt_tls_flags(s), 0);
+}
+END_TEST
+
 static Suite *gnutls_suite(void)
 {
 	Suite *s = suite_create("gnutls");
@@ -562,6 +584,7 @@ static Suite *gnutls_suite(void)
 	tcase_add_test(t, rebound_after_handshake);
 	tcase_add_test(t, custom_transport_learned);
 	tcase_add_test(t, custom_transport_unseen_passes);
+	tcase_add_test(t, own_functions_are_not_custom);
 	tcase_set_timeout(t, 30);
 	suite_add_tcase(s, t);
 	return s;
