@@ -66,6 +66,9 @@ bp_nginx_start "$T/nginx" "$T/nginx.conf" "$T/run/nginx.pid" \
 # cli TAG PRIORITY VERSION [OPTION...]: N requests /x?id=TAGk on one connection of a traced
 # gnutls-cli, written while it runs; stdin stays open until every answer
 # is in (gnutls-cli ends the session at stdin's end), bounded
+# (the writer reads gnutls-cli's output while gnutls-cli writes it: on
+# purpose, to keep stdin open until the answers are in)
+# shellcheck disable=SC2094
 cli() {
 	local tag=$1 prio=$2 vers=$3 k i c rc
 	shift 3
