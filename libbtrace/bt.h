@@ -20,6 +20,8 @@
  *   epoll.c  epoll sets and calls: held input, one event per call
  *   poll.c   poll, ppoll, select, pselect: the same
  *   names.c  getaddrinfo and friends as DNS client spans
+ *   tls.c    TLS sessions: channels read on their plaintext (tls.h);
+ *            ssl.c OpenSSL's calls, gnutls.c GnuTLS's
  *   redact.c secrets taken out of message attributes before logging
  *   emit.c   records into the per-thread ring slots, pausing, drops
  *   ring.c   memfd chunks shared with bp-logd, slots (logpath.h)
@@ -28,7 +30,7 @@
  *   own.c    the shim's own descriptors, hidden from the application
  *
  * Each module's header (core.h conf.h redact.h proc.h emit.h fdtab.h
- * chan.h io.h ready.h) declares what it offers; this file includes them
+ * chan.h io.h ready.h tls.h) declares what it offers; this file includes them
  * all.  impl.h declares the wrappers' implementations, iopath.h, iov.h and
  * logpath.h what the I/O and the record files share among themselves.
  *
@@ -50,5 +52,6 @@
 #include "chan.h"
 #include "io.h"
 #include "ready.h"
+#include "tls.h"
 
 #endif /* BT_BT_H */

@@ -463,7 +463,7 @@ void bt_chan_atfork_child(void)
 
 /* CH stops being traced until it is closed (chan.h). */
 /*
- * A TLS session (ssl.c) now reads and writes FD's channel: from here on
+ * A TLS session (tls.c) now reads and writes FD's channel: from here on
  * its offsets count plaintext and its processor reads plaintext, starting
  * over as on a new connection (PostgreSQL's StartupMessage follows the
  * 'S' answer to SSLRequest as it would open an unencrypted connection;
@@ -501,7 +501,7 @@ int bt_chan_tls_start(struct bt_chan *ch, int fd, const void *ssl)
 
 /*
  * Ciphertext moves on a channel bound to a TLS session outside every
- * SSL_* call the shim sees.  Before any plaintext was counted since the
+ * TLS library call the shim sees.  Before any plaintext was counted since the
  * binding, the library is driven from inside another library (an SSL
  * BIO, BIO_f_ssl, calls SSL_read_ex within libssl), so its plaintext
  * will not be seen: the channel is read as it comes again (the ciphertext

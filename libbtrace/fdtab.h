@@ -59,7 +59,7 @@ struct bt_chan {
 	uint8_t  ended;                   /* this call handed over a message end */
 	uint8_t  dark;                    /* untraced until closed (pausing) */
 	uint8_t  tls;                     /* bound to a TLS library's session
-					     (ssl.c): framed on its plaintext,
+					     (tls.c): framed on its plaintext,
 					     the ciphertext passes through */
 	uint8_t  tls_seen;                /* a TLS record was sniffed on it */
 	const void *tls_ssl;              /* the session that bound it */

@@ -92,5 +92,17 @@ BT_HIDDEN void bt_ssl_free(void *);
 BT_HIDDEN int bt_ssl_pending(const void *);
 BT_HIDDEN int bt_ssl_has_pending(const void *);
 BT_HIDDEN int bt_ssl_get_error(const void *, int);
+/* gnutls.c: GnuTLS's plaintext calls (sessions opaque) */
+BT_HIDDEN ssize_t bt_gnutls_record_recv(void *, void *, size_t);
+BT_HIDDEN size_t bt_gnutls_record_check_pending(void *);
+BT_HIDDEN ssize_t bt_gnutls_record_send(void *, const void *, size_t);
+BT_HIDDEN ssize_t bt_gnutls_record_send2(void *, const void *, size_t, size_t, unsigned);
+BT_HIDDEN ssize_t bt_gnutls_record_send_range(void *, const void *, size_t, const void *);
+BT_HIDDEN void bt_gnutls_transport_set_int2(void *, int, int);
+BT_HIDDEN void bt_gnutls_transport_set_ptr2(void *, void *, void *, int); /* 0 _ptr, 1 _ptr2 */
+BT_HIDDEN void bt_gnutls_transport_set_function(void *, void *, int); /* 0 push, 1 pull, 2 vec_push */
+BT_HIDDEN int bt_gnutls_handshake(void *);
+BT_HIDDEN int bt_gnutls_bye(void *, int);
+BT_HIDDEN void bt_gnutls_deinit(void *);
 
 #endif /* BT_IMPL_H */

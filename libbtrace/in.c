@@ -88,6 +88,7 @@ struct rd {
 
 /* A TLS library's read (ssl.c) standing for the kernel's. */
 struct rd_tls {
+	const struct bt_tls_lib *lib;  /* its library (tls.h) */
 	void *ssl;                     /* the session */
 	int   ex;                      /* read through SSL_read_ex */
 	int   ret;                     /* what the library's call returned */
@@ -120,9 +121,9 @@ static inline ssize_t rd_real(struct rd *r, const struct iovec *iov, int cnt,
 		return n;
 	}
 	case RK_TLS:
-		return bt_ssl_real_read(r->tls->ssl, iov[0].iov_base,
-					iov[0].iov_len, flags & MSG_PEEK,
-					r->tls->ex, &r->tls->ret);
+		return r->tls->lib->read(r->tls->ssl, iov[0].iov_base,
+					 iov[0].iov_len, flags & MSG_PEEK,
+					 r->tls->ex, &r->tls->ret);
 	}
 	errno = EINVAL;
 	return -1;
@@ -289,7 +290,7 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 			 * already reported; bytes that arrive later make their
 			 * own edge. */
 			if (ch->rd < ch->wr || ch->kfull || kernel_readable(fd) ||
-			    (r->kind == RK_TLS && bt_ssl_buffered(r->tls->ssl))) {
+			    (r->kind == RK_TLS && r->tls->lib->buffered(r->tls->ssl))) {
 				ch->owed = 1;
 				bt_msg_ready_changed(ch);
 			}
@@ -536,8 +537,8 @@ static ssize_t do_read(struct rd *r)
 		}
 	}
 	if (!bt_enter()) {
-		if (unlikely(bt_ssl_cur) && bt_conf.enabled)
-			bt_ssl_learn(r->fd);
+		if (unlikely(bt_tls_cur) && bt_conf.enabled)
+			bt_tls_learn(r->fd);
 		n = rd_real(r, r->iov, r->iovcnt, r->flags);
 		bt_leave_pass();
 		return n;
@@ -561,7 +562,7 @@ static ssize_t do_read(struct rd *r)
 	if (unlikely(bt_chan_dark_or_tls(ch))) {
 		if (ch->dark)
 			n = untraced_read(r, (uintptr_t)ch);
-		else if (bt_ssl_inside || !bt_chan_tls_unseen(ch, r->fd))
+		else if (bt_tls_inside || !bt_chan_tls_unseen(ch, r->fd))
 			/* the ciphertext of a TLS session read on its
 			 * plaintext */
 			n = rd_real(r, r->iov, r->iovcnt, r->flags);
@@ -643,20 +644,22 @@ ssize_t bt_recvmsg(int fd, struct msghdr *mh, int flags)
 }
 
 /*
- * A TLS library's read of plaintext (ssl.c): SSL_read, SSL_read_ex, or
- * with PEEK SSL_peek(_ex), of session SSL whose ciphertext comes through
- * FD, CH's descriptor (bound by bt_chan_tls_start).  Framed and isolated
+ * A TLS library's read of plaintext (tls.c): LIB's read (SSL_read,
+ * SSL_read_ex, with PEEK SSL_peek(_ex), gnutls_record_recv) of session SSL
+ * whose ciphertext comes through FD, CH's descriptor (bound by
+ * bt_chan_tls_start).  Framed and isolated
  * as a stream read, the library's call standing for the kernel's.
  * Returns bytes handed over (> 0), or 0 / -1 with *TLS_RET the library's
  * own return; *FAKED when -1 is the EAGAIN-once (errno then as on entry).
  * *FAKED on entry: 1 never to fake it (reads are still cut at message
  * boundaries).  Called inside bt_enter.
  */
-ssize_t bt_in_tls(struct bt_chan *ch, int fd, void *ssl, int ex, void *buf,
-		  size_t len, int peek, int *tls_ret, int *faked)
+ssize_t bt_in_tls(struct bt_chan *ch, int fd, const struct bt_tls_lib *lib,
+		  void *ssl, int ex, void *buf, size_t len, int peek,
+		  int *tls_ret, int *faked)
 {
 	struct iovec iov = { buf, len };
-	struct rd_tls t = { .ssl = ssl, .ex = ex, .ret = -1,
+	struct rd_tls t = { .lib = lib, .ssl = ssl, .ex = ex, .ret = -1,
 			    .nofake = *faked };
 	struct rd r = { .fd = fd, .kind = RK_TLS, .flags = peek ? MSG_PEEK : 0,
 			.iov = &iov, .iovcnt = 1, .tls = &t };

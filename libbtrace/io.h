@@ -28,26 +28,14 @@ static inline int bt_fd_dark(uintptr_t w)
  * passed straight through: count its N bytes on FD so offsets stay exact. */
 BT_HIDDEN void bt_out_nested(int fd, ssize_t n);
 
-/* The TLS library's own read of session SSL (ssl.c): bytes (> 0), 0 at
- * SSL_read's 0, else -1; *RET what it returned. */
-BT_HIDDEN ssize_t bt_ssl_real_read(void *ssl, void *buf, size_t len, int peek,
-				   int ex, int *ret);
-/* Has the library plaintext or records of SSL buffered? (ssl.c) */
-BT_HIDDEN int bt_ssl_buffered(void *ssl);
-/* A handshake of a session with no descriptor BIO runs in this thread
- * (ssl.c): the socket a nested read or write moves bytes on is its
- * transport, bt_ssl_learn(fd) binds it. */
-BT_HIDDEN extern BT_TLS const void *bt_ssl_cur;
-/* This thread runs an SSL_* call the shim wrapped: the ciphertext it moves
- * outside the shim's nesting is expected (else bt_chan_tls_unseen). */
-BT_HIDDEN extern BT_TLS int bt_ssl_inside;
-BT_HIDDEN void bt_ssl_learn(int fd);
-/* A TLS library's plaintext (ssl.c): the read (in.c), see there. */
-BT_HIDDEN ssize_t bt_in_tls(struct bt_chan *ch, int fd, void *ssl, int ex,
+/* A TLS library's plaintext (tls.c): the read (in.c), see there. */
+struct bt_tls_lib;
+BT_HIDDEN ssize_t bt_in_tls(struct bt_chan *ch, int fd,
+			    const struct bt_tls_lib *lib, void *ssl, int ex,
 			    void *buf, size_t len, int peek, int *tls_ret,
 			    int *faked);
 /* ... and the write (out.c): begin before the library's call, done after
- * it with the N plaintext bytes it wrote; unseen for SSL_sendfile. */
+ * it with the N plaintext bytes it wrote; unseen for bytes the processor cannot see. */
 BT_HIDDEN void bt_out_tls_begin(int fd);
 BT_HIDDEN void bt_out_tls_done(int fd, const void *buf, ssize_t n);
 BT_HIDDEN void bt_out_tls_unseen(int fd, ssize_t n);

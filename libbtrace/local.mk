@@ -41,7 +41,10 @@ libbtcore_la_SOURCES = \
 	libbtrace/poll.c \
 	libbtrace/proc.c \
 	libbtrace/names.c \
+	libbtrace/tls.h \
+	libbtrace/tls.c \
 	libbtrace/ssl.c \
+	libbtrace/gnutls.c \
 	libbtrace/redact.c
 libbtcore_la_CFLAGS = $(AM_CFLAGS) $(PCRE2_CFLAGS) -fvisibility=hidden \
 	-fno-strict-aliasing -ftls-model=initial-exec
@@ -75,9 +78,15 @@ tests_unit_check_shim_LDADD = libbtcore.la $(CHECK_LIBS)
 # ssl.c against real OpenSSL sessions: only this test links libssl
 check_PROGRAMS += tests/unit/check_tls
 TESTS += tests/unit/check_tls
-tests_unit_check_tls_SOURCES = tests/unit/check_tls.c
+tests_unit_check_tls_SOURCES = tests/unit/check_tls.c tests/unit/check_tlsrec.h
 tests_unit_check_tls_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(OPENSSL_CFLAGS) -I$(srcdir)/libbtrace
 tests_unit_check_tls_LDADD = libbtcore.la $(CHECK_LIBS) $(OPENSSL_LIBS)
+# gnutls.c against real GnuTLS sessions: only this test links libgnutls
+check_PROGRAMS += tests/unit/check_gnutls
+TESTS += tests/unit/check_gnutls
+tests_unit_check_gnutls_SOURCES = tests/unit/check_gnutls.c tests/unit/check_tlsrec.h
+tests_unit_check_gnutls_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(GNUTLS_CFLAGS) -I$(srcdir)/libbtrace
+tests_unit_check_gnutls_LDADD = libbtcore.la $(CHECK_LIBS) $(GNUTLS_LIBS)
 endif
 
 # a project function is declared once, in a header (issue 14)

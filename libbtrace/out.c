@@ -29,14 +29,14 @@
  * count the record it could not have (reported by the next DROP).  The
  * ciphertext a TLS library writes inside an SSL_* call is neither (a
  * channel read on its plaintext), and during a handshake of a session
- * with no descriptor BIO it names the session's socket (bt_ssl_learn).
+ * with no descriptor BIO it names the session's socket (bt_tls_learn).
  */
 void bt_out_nested(int fd, ssize_t n)
 {
 	uintptr_t w;
 
-	if (unlikely(bt_ssl_cur))
-		bt_ssl_learn(fd);
+	if (unlikely(bt_tls_cur))
+		bt_tls_learn(fd);
 	w = bt_fd_get(fd);
 
 	if (n <= 0 || !BT_FD_IS_CHAN(w) || ((struct bt_chan *)w)->tls)
@@ -134,7 +134,7 @@ static void out_start(int fd)
  */
 static __attribute__((noinline)) int out_framed(struct bt_chan *ch, int fd)
 {
-	return !ch->dark && !bt_ssl_inside && bt_chan_tls_unseen(ch, fd);
+	return !ch->dark && !bt_tls_inside && bt_chan_tls_unseen(ch, fd);
 }
 
 static void out_done_as(int fd, const struct iovec *iov, int cnt, ssize_t n,
@@ -178,7 +178,7 @@ static void out_done(int fd, const struct iovec *iov, int cnt, ssize_t n)
 }
 
 /*
- * A TLS library's write of plaintext (ssl.c): bt_out_tls_begin before the
+ * A TLS library's write of plaintext (tls.c): bt_out_tls_begin before the
  * library's call (its time, its channel), bt_out_tls_done after it with the
  * N plaintext bytes written from BUF, framed as a write's would be.  The
  * ciphertext written underneath passes through (out_done, bt_out_nested).
@@ -195,8 +195,9 @@ void bt_out_tls_done(int fd, const void *buf, ssize_t n)
 	out_done_as(fd, &iov, 1, n, 1);
 }
 
-/* SSL_sendfile moved N bytes of a file as plaintext on FD: the processor
- * did not see them (LOST_SYNC), offsets stay exact. */
+/* A TLS library moved N bytes of plaintext on FD that the processor
+ * cannot see (SSL_sendfile's file, a GnuTLS retry naming no buffer):
+ * LOST_SYNC, offsets stay exact. */
 void bt_out_tls_unseen(int fd, ssize_t n)
 {
 	struct bt_chan *ch = bt_self.out_ch;

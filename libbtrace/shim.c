@@ -51,6 +51,21 @@ EXPORT void SSL_free(void *);
 EXPORT int SSL_pending(const void *);
 EXPORT int SSL_has_pending(const void *);
 EXPORT int SSL_get_error(const void *, int);
+/* libgnutls's, its types opaque (no GnuTLS header: libgnutls is not linked) */
+EXPORT ssize_t gnutls_record_recv(void *, void *, size_t);
+EXPORT size_t gnutls_record_check_pending(void *);
+EXPORT ssize_t gnutls_record_send(void *, const void *, size_t);
+EXPORT ssize_t gnutls_record_send2(void *, const void *, size_t, size_t, unsigned int);
+EXPORT ssize_t gnutls_record_send_range(void *, const void *, size_t, const void *);
+EXPORT void gnutls_transport_set_int2(void *, int, int);
+EXPORT void gnutls_transport_set_ptr(void *, void *);
+EXPORT void gnutls_transport_set_ptr2(void *, void *, void *);
+EXPORT void gnutls_transport_set_push_function(void *, void *);
+EXPORT void gnutls_transport_set_pull_function(void *, void *);
+EXPORT void gnutls_transport_set_vec_push_function(void *, void *);
+EXPORT int gnutls_handshake(void *);
+EXPORT int gnutls_bye(void *, int);
+EXPORT void gnutls_deinit(void *);
 
 /* ---- fd lifecycle ------------------------------------------------------ */
 
@@ -464,3 +479,20 @@ EXPORT void SSL_free(void *s) { bt_ssl_free(s); }
 EXPORT int SSL_pending(const void *s) { return bt_ssl_pending(s); }
 EXPORT int SSL_has_pending(const void *s) { return bt_ssl_has_pending(s); }
 EXPORT int SSL_get_error(const void *s, int r) { return bt_ssl_get_error(s, r); }
+
+/* ---- GnuTLS: plaintext framed (gnutls.c) ---------------------------------- */
+
+EXPORT ssize_t gnutls_record_recv(void *s, void *b, size_t n) { return bt_gnutls_record_recv(s, b, n); }
+EXPORT size_t gnutls_record_check_pending(void *s) { return bt_gnutls_record_check_pending(s); }
+EXPORT ssize_t gnutls_record_send(void *s, const void *b, size_t n) { return bt_gnutls_record_send(s, b, n); }
+EXPORT ssize_t gnutls_record_send2(void *s, const void *b, size_t n, size_t p, unsigned int f) { return bt_gnutls_record_send2(s, b, n, p, f); }
+EXPORT ssize_t gnutls_record_send_range(void *s, const void *b, size_t n, const void *r) { return bt_gnutls_record_send_range(s, b, n, r); }
+EXPORT void gnutls_transport_set_int2(void *s, int r, int w) { bt_gnutls_transport_set_int2(s, r, w); }
+EXPORT void gnutls_transport_set_ptr(void *s, void *p) { bt_gnutls_transport_set_ptr2(s, p, p, 0); }
+EXPORT void gnutls_transport_set_ptr2(void *s, void *r, void *w) { bt_gnutls_transport_set_ptr2(s, r, w, 1); }
+EXPORT void gnutls_transport_set_push_function(void *s, void *f) { bt_gnutls_transport_set_function(s, f, 0); }
+EXPORT void gnutls_transport_set_pull_function(void *s, void *f) { bt_gnutls_transport_set_function(s, f, 1); }
+EXPORT void gnutls_transport_set_vec_push_function(void *s, void *f) { bt_gnutls_transport_set_function(s, f, 2); }
+EXPORT int gnutls_handshake(void *s) { return bt_gnutls_handshake(s); }
+EXPORT int gnutls_bye(void *s, int h) { return bt_gnutls_bye(s, h); }
+EXPORT void gnutls_deinit(void *s) { bt_gnutls_deinit(s); }

@@ -11,7 +11,8 @@ INTEG_TESTS = \
 	tests/integ/trace-epoll.sh \
 	tests/integ/trace-libevent.sh \
 	tests/integ/faults.sh \
-	tests/integ/unread-tls.sh
+	tests/integ/unread-tls.sh \
+	tests/integ/gnutls-cli.sh
 
 TESTS += $(INTEG_TESTS)
 EXTRA_DIST += $(INTEG_TESTS) tests/integ/lib.sh tests/integ/check-paths.py

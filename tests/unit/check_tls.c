@@ -31,65 +31,13 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
-#include "bt.h"
-#include "impl.h"
+#include "check_tlsrec.h"
 
 static char spool[] = "/tmp/check_tls.XXXXXX";
 
 __attribute__((constructor(150))) static void test_env(void)
 {
-	if (!mkdtemp(spool))
-		abort();
-	setenv("BTRACE_LOGD", "/nonexistent/check_tls.sock", 1);
-	setenv("BTRACE_SPOOL", spool, 1);
-	unsetenv("BTRACE_RULES");
-	unsetenv("BTRACE_CONF");
-	unsetenv("BTRACE_DISABLE");
-	unsetenv("BTRACE_ISOLATION");
-}
-
-/* ---- records ------------------------------------------------------------- */
-
-#define MAXEV 1024
-static struct {
-	int n;
-	struct { uint8_t type, dir; int fd; uint64_t off, len; } e[MAXEV];
-} L;
-
-static void collect(const struct bt_event *ev, void *ctx)
-{
-	(void)ctx;
-	if (L.n >= MAXEV)
-		return;
-	L.e[L.n].type = ev->type;
-	L.e[L.n].dir = ev->dir;
-	L.e[L.n].fd = ev->fd;
-	L.e[L.n].off = ev->off;
-	L.e[L.n].len = ev->len;
-	L.n++;
-}
-
-static void ev_reset(void)
-{
-	bt_emit_claim();
-	bt_emit_test_events(NULL, NULL, 1);
-	memset(&L, 0, sizeof L);
-}
-
-static void ev_read(void)
-{
-	memset(&L, 0, sizeof L);
-	ck_assert_int_ge(bt_emit_test_events(collect, &L, 1), 0);
-}
-
-/* Count TYPE records of FD in DIR (-1 any). */
-static int ev_count(uint8_t type, int fd, int dir)
-{
-	int c = 0;
-	for (int i = 0; i < L.n; i++)
-		c += L.e[i].type == type && L.e[i].fd == fd &&
-		     (dir < 0 || L.e[i].dir == dir);
-	return c;
+	tls_test_env(spool, "/nonexistent/check_tls.sock");
 }
 
 /* ---- an OpenSSL pair over a socketpair ---------------------------------- */
@@ -179,12 +127,6 @@ static void pair_close(struct pair *p)
 	bt_close(p->sv[0]);
 	close(p->sv[1]);
 	p->srv = p->cli = NULL;
-}
-
-static int readable(int fd, int ms)
-{
-	struct pollfd pf = { .fd = fd, .events = POLLIN };
-	return bt_poll(&pf, 1, ms) == 1 && (pf.revents & POLLIN);
 }
 
 /* ---- tests ----------------------------------------------------------------- */
@@ -402,13 +344,5 @@ static Suite *tls_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(tls_suite());
-	int failed;
-
-	bt_idle_spool = 0;      /* records stay in the ring for ev_read() */
-	srunner_set_fork_status(sr, CK_NOFORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return tls_run_suite(tls_suite());
 }
