@@ -9,7 +9,7 @@
 # (static files, a CGI that reads its body), PostgreSQL (a private
 # cluster, ssl = on), dnsmasq (names from a hosts file), redis-server (no
 # persistence), mariadbd (a data directory of its own, no grant tables)
-# and, for glibc's resolver, a
+# (with a certificate: TLS on request) and, for glibc's resolver, a
 # second dnsmasq on 127.0.0.1:53 of a network namespace of the test's own.
 # Clients: curl (keep-alive, HEAD, POST, chunked request body, 404,
 # Expect: 100-continue), ab -k, pipeline.py (HTTP pipelining), psql
@@ -21,7 +21,9 @@
 # (statements one by one, a result set) and pymysql (a multi-statement
 # query with two result sets, an error); tlsclient.py (Python's ssl over
 # OpenSSL: HTTPS keep-alive, a POST, pipelining; PostgreSQL over SSL:
-# SSLRequest, then simple and extended queries).  Every program runs
+# SSLRequest, then simple and extended queries; MariaDB over TLS: an SSL
+# request, then the handshake response and queries, by hand and through
+# pymysql).  Every program runs
 # under bp-run; the clients also under strace, whose logs are the ground
 # truth; a TLS client logs the plaintext it sent and received itself
 # (strace sees ciphertext), and that log is its ground truth.  e2e_check.py then compares the messages table with the wire on
@@ -259,6 +261,7 @@ bp_start mariadb "$T/run/mariadb.pid" "${BP_PREFIX[@]}" /usr/sbin/mariadbd \
 	--socket="$T/my/mysqld.sock" --port="$P_MY" --bind-address=127.0.0.1 \
 	--pid-file="$T/run/mariadb.pid" --skip-log-bin --skip-name-resolve \
 	--skip-grant-tables --innodb-buffer-pool-size=16M \
+	--ssl-cert="$T/tls/cert.pem" --ssl-key="$T/tls/key.pem" \
 	--log-error="$T/my/error.log"
 
 bp_wait_listen "$P_DNS" dnsmasq 150
@@ -375,7 +378,8 @@ truth redis-py redis "$P_REDIS" "rp1-$R*2" "rp2-$R" "rp3-$R" "rp4-$R"
 # MariaDB: the mariadb client, one COM_QUERY per statement (a table, an
 # insert, a result set); pymysql: a multi-statement query (two result
 # sets in one reply) and an error (ERR packet: status 1146)
-st mariadb-cli mariadb --no-defaults -h 127.0.0.1 -P "$P_MY" -uroot -e "
+st mariadb-cli mariadb --no-defaults --skip-ssl -h 127.0.0.1 -P "$P_MY" \
+	-uroot -e "
 	CREATE DATABASE e2e; CREATE TABLE e2e.t (k VARCHAR(40), v INT);
 	INSERT INTO e2e.t VALUES ('mk1-$R', 1), ('mk2-$R', 2);
 	SELECT * FROM e2e.t WHERE k = 'mk1-$R'"
@@ -399,6 +403,12 @@ else:
 c.close()
 ' "$P_MY" "$R"
 truth mariadb-py mysql "$P_MY" "mp1-$R" "mp2-$R"
+# MariaDB over TLS (mariadbd --ssl-cert, OpenSSL): tlsclient.py's SSL
+# request, then the handshake response and queries on the plaintext
+tls mysql "$P_MY" "$R"
+truth tls-mysql mysql "$P_MY" "tm1-$R" "tm2-$R" "tm3-$R" "tm4-$R" "tm5-$R"
+tls pymysql "$P_MY" "$R"
+truth tls-pymysql mysql "$P_MY" "tp1-$R" "tp2-$R" "tp3-$R"
 
 # ---- stop, rebuild, check -----------------------------------------------
 for s in nginx apache dnsmasq dnsmasq-ns redis mariadb; do bp_alive "$s"; done

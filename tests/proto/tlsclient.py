@@ -21,6 +21,13 @@ Modes:
          (user and database postgres, trust), simple queries (one an
          error), an extended query (Parse/Bind/Describe/Execute/Sync),
          two simple queries in one write, Terminate.
+  mysql  to MariaDB with a certificate: the greeting, an SSL request
+         (CLIENT_SSL, sequence id 1), TLS, the handshake response
+         (sequence id 2, user root), COM_QUERY: a result set, an error,
+         a 30,000-byte row, two queries in one write; COM_QUIT.
+  pymysql  the same server through pymysql (ssl=): its sockets, the
+         plain one and the SSLSocket, log what they move (recv_into,
+         sendall); a query, a multi-statement query, an error.
 """
 import socket
 import ssl
@@ -170,10 +177,123 @@ def pg(port, tag, log):
     c.close()
 
 
+def my_packet(c):
+    h = c.take(4)
+    return h[3], c.take(int.from_bytes(h[:3], 'little'))
+
+
+def my_result(c):
+    """One command's answer (no CLIENT_DEPRECATE_EOF): OK, ERR, or
+    column count, definitions, EOF, rows, EOF.  Returns the first byte
+    of its first packet."""
+    seq, b = my_packet(c)
+    if b[0] in (0x00, 0xff):
+        return b[0]
+    for _ in range(b[0]):
+        my_packet(c)
+    assert my_packet(c)[1][0] == 0xfe
+    while True:
+        seq, r = my_packet(c)
+        if r[0] == 0xfe and len(r) < 9:
+            return 1
+
+
+def mysql(port, tag, log):
+    c = Conn(port, log)
+    seq, g = my_packet(c)
+    assert g[0] == 0x0a, 'no greeting'
+    # LONG_PASSWORD, PROTOCOL_41, SSL, TRANSACTIONS, SECURE_CONNECTION,
+    # PLUGIN_AUTH
+    caps = 0x1 | 0x200 | 0x800 | 0x2000 | 0x8000 | 0x80000
+    head = struct.pack('<IIB23s', caps, 1 << 24, 45, b'')
+    c.send(struct.pack('<I', len(head))[:3] + b'\x01' + head)
+    c.wrap()
+    resp = head + b'root\0' + b'\0' + b'mysql_native_password\0'
+    c.send(struct.pack('<I', len(resp))[:3] + b'\x02' + resp)
+    seq, b = my_packet(c)
+    if b[0] == 0xfe:                    # auth switch: an empty answer
+        c.send(b'\0\0\0' + bytes([seq + 1]))
+        seq, b = my_packet(c)
+    assert b[0] == 0x00, 'login failed: %r' % b
+
+    def q(sql):
+        sql = sql.encode()
+        return struct.pack('<I', len(sql) + 1)[:3] + b'\0\x03' + sql
+    c.send(q("SELECT 'tm1-%s'" % tag))
+    assert my_result(c) == 1
+    c.send(q("SELECT 'tm2-%s' FROM nosuch_tls.t" % tag))
+    assert my_result(c) == 0xff
+    c.send(q("SELECT REPEAT('x', 30000), 'tm3-%s'" % tag))
+    assert my_result(c) == 1
+    c.send(q("SELECT 'tm4-%s'" % tag) + q("DO 'tm5-%s'" % tag))
+    assert my_result(c) == 1 and my_result(c) == 0
+    c.send(b'\x01\0\0\0\x01')
+    c.close()
+
+
+def pymysql_run(port, tag, log):
+    import pymysql
+    from pymysql.constants import CLIENT
+    lport = []
+
+    def note(d, data):
+        log.write('%d %d %s %s\n' % (lport[0], port, d, bytes(data).hex()))
+        log.flush()
+
+    class Plain(socket.socket):
+        def recv_into(self, b, n=0, flags=0):
+            k = super().recv_into(b, n, flags)
+            note('in', memoryview(b)[:k])
+            return k
+
+        def sendall(self, data, flags=0):
+            super().sendall(data, flags)
+            note('out', data)
+
+    class Tls(ssl.SSLSocket):
+        def recv_into(self, b, n=0, flags=0):
+            k = super().recv_into(b, n, flags)
+            note('in', memoryview(b)[:k])
+            return k
+
+        def sendall(self, data, flags=0):
+            super().sendall(data, flags)
+            note('out', data)
+
+    def connect(addr, timeout=None, *a, **kw):
+        s = Plain(socket.AF_INET, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        s.connect(addr)
+        lport.append(s.getsockname()[1])
+        return s
+    socket.create_connection = connect
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.sslsocket_class = Tls
+    c = pymysql.connect(host='127.0.0.1', port=port, user='root', ssl=ctx,
+                        client_flag=CLIENT.MULTI_STATEMENTS)
+    assert isinstance(c._sock, Tls), 'pymysql did not use TLS'
+    cur = c.cursor()
+    cur.execute("SELECT 'tp1-%s'" % tag)
+    assert cur.fetchall() == (('tp1-' + tag,),)
+    cur.execute("SELECT 'tp2-%s'; SELECT 'tp2b-%s'" % (tag, tag))
+    assert cur.fetchall() == (('tp2-' + tag,),)
+    assert cur.nextset() and cur.fetchall() == (('tp2b-' + tag,),)
+    try:
+        cur.execute("SELECT 'tp3-%s' FROM nosuch_tls.t" % tag)
+    except pymysql.err.MySQLError as e:
+        assert e.args[0] in (1049, 1146), e
+    else:
+        raise SystemExit('no error')
+    c.close()
+
+
 def main():
     mode, port, tag, path = sys.argv[1:5]
     with open(path, 'w') as log:
-        {'https': https, 'pg': pg}[mode](int(port), tag, log)
+        {'https': https, 'pg': pg, 'mysql': mysql,
+         'pymysql': pymysql_run}[mode](int(port), tag, log)
 
 
 if __name__ == '__main__':
