@@ -10,8 +10,12 @@
  * 12 % 4) with their argument bytes:
  *   open P K B    a socketpair, the traced end given processor K (line,
  *                 http, postgresql, mysql, redis, fastcgi, oneshot) and
- *                 bound by B (SSL_set_fd, SSL_set_rfd + SSL_set_wfd, a
- *                 socket BIO by SSL_set_bio), both handshakes
+ *                 bound by B % 3 (SSL_set_fd, SSL_set_rfd + SSL_set_wfd, a
+ *                 socket BIO by SSL_set_bio), both handshakes; with B & 4
+ *                 the cleartext that asks for TLS first (PostgreSQL's
+ *                 SSLRequest and 'S', MySQL's greeting and SSL request;
+ *                 nothing for the others), so the processor is started
+ *                 over on the plaintext
  *   cwrite P N .. the client writes N plaintext bytes (one record)
  *   read P L M    the server reads up to L bytes by SSL_read, SSL_read_ex,
  *                 SSL_peek or SSL_peek_ex (M)
@@ -37,6 +41,11 @@
  * the server's writes unchanged); a fake WANT_READ leaves errno alone;
  * while plaintext is sent and not read, the descriptor is readable or
  * libssl itself holds it (SSL_has_pending).  A breach aborts.
+ *
+ * FUZZ_SSL_STATS=1 prints at exit how much was checked (bytes read,
+ * peeked and written back, readiness checks, messages framed);
+ * FUZZ_SSL_EVENTS=1 prints every record and every read's result (to see
+ * what one input does).
  */
 #include "config.h"
 
@@ -80,13 +89,13 @@ struct pair {
 static struct pair P[NPAIR];
 /* bytes checked: read by the server, peeked, read back by the client;
  * readiness checks made (printed at exit with FUZZ_SSL_STATS set) */
-static unsigned long long st_read, st_peek, st_back, st_ready;
+static unsigned long long st_read, st_peek, st_back, st_ready, st_msg;
 
 static void stats(void)
 {
 	fprintf(stderr, "fuzz-ssl: checked %llu bytes read, %llu peeked, "
-		"%llu written, %llu readiness checks\n", st_read, st_peek,
-		st_back, st_ready);
+		"%llu written, %llu readiness checks, %llu messages framed\n",
+		st_read, st_peek, st_back, st_ready, st_msg);
 }
 static SSL_CTX *sctx, *cctx;
 
@@ -94,10 +103,15 @@ static SSL_CTX *sctx, *cctx;
 	fprintf(stderr, "fuzz-ssl: %s:%d: %s: ", __FILE__, __LINE__, #c); \
 	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); abort(); } } while (0)
 
+
 static void discard(const struct bt_event *ev, void *ctx)
 {
-	(void)ev;
 	(void)ctx;
+	st_msg += ev->type == BT_EV_MSG;
+	if (getenv("FUZZ_SSL_EVENTS"))
+		fprintf(stderr, "fuzz-ssl: event %u fd %d dir %u off %llu len "
+			"%llu\n", ev->type, ev->fd, ev->dir,
+			(unsigned long long)ev->off, (unsigned long long)ev->len);
 }
 
 /* Before the shim's constructor: no bp-logd, a spool of our own. */
@@ -207,10 +221,66 @@ static void bind_srv(struct pair *p, int how)
 	}
 }
 
+static void pair_close(struct pair *p, int free_srv);
+
+/* Exactly N bytes of FD, a non-blocking socket, with read (R_SHIM: the
+ * shim's) or the kernel's; 0 when they came. */
+static int read_n(int fd, void *buf, size_t n, int r_shim)
+{
+	size_t got = 0;
+
+	for (int i = 0; i < 64 && got < n; i++) {
+		ssize_t r = r_shim ? bt_read(fd, (char *)buf + got, n - got)
+				   : read(fd, (char *)buf + got, n - got);
+		if (r > 0)
+			got += (size_t)r;
+		else if (r == 0 || errno != EAGAIN)
+			break;
+	}
+	return got == n ? 0 : -1;
+}
+
+/* The cleartext before TLS for processor K: the traced end is the
+ * server.  Returns 0, or -1 when it did not go through. */
+static int cleartext_first(struct pair *p, int k)
+{
+	static const uint8_t ssl_request[8] = { 0, 0, 0, 8, 4, 0xd2, 0x16, 0x2f };
+	static const uint8_t greeting[] =
+		"\x49\x00\x00\x00\x0a" "8.0.1\x00" "\x01\x00\x00\x00"
+		"abcdefgh\x00" "\x08\x8a\x21\x02\x00\x08\x00\x15"
+		"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" "ijklmnopqrst\x00"
+		"mysql_native_password\x00";
+	static const uint8_t my_ssl[36] = { 0x20, 0, 0, 1, 0x08, 0x8a, 0x08, 0,
+					    0, 0, 0, 1, 0x21 };
+	uint8_t buf[128];
+	const struct bt_proto_ops *o = procs[k % (sizeof procs / sizeof *procs)];
+
+	if (o == &bt_proto_pgsql) {
+		if (write(p->sv[1], ssl_request, 8) != 8 ||
+		    read_n(p->sv[0], buf, 8, 1) < 0 ||
+		    bt_write(p->sv[0], "S", 1) != 1 ||
+		    read_n(p->sv[1], buf, 1, 0) < 0)
+			return -1;
+	} else if (o == &bt_proto_mysql) {
+		if (bt_write(p->sv[0], greeting, sizeof greeting - 1) !=
+		    (ssize_t)(sizeof greeting - 1) ||
+		    read_n(p->sv[1], buf, sizeof greeting - 1, 0) < 0 ||
+		    write(p->sv[1], my_ssl, sizeof my_ssl) != sizeof my_ssl ||
+		    read_n(p->sv[0], buf, 4, 1) < 0 ||
+		    read_n(p->sv[0], buf, 32, 1) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static void pair_open(struct pair *p, int k, int how)
 {
 	if (p->open || new_sockets(p, k) < 0)
 		return;
+	if ((how & 4) && cleartext_first(p, k) < 0) {
+		pair_close(p, 1);
+		return;
+	}
 	p->srv = SSL_new(sctx);
 	bind_srv(p, how);
 	p->healthy = handshake(p);
@@ -291,6 +361,9 @@ static void sread(struct pair *p, size_t len, int mode)
 	e = errno;
 	if (r <= 0) {
 		int err = bt_ssl_get_error(p->srv, r);
+		if (getenv("FUZZ_SSL_EVENTS"))
+			fprintf(stderr, "fuzz-ssl: read mode %d: %d, error %d, "
+				"errno %d\n", mode & 3, r, err, e);
 		if (err == SSL_ERROR_WANT_READ && p->healthy)
 			CHECK(e == 4242 || e == EAGAIN, "errno %d after a "
 			      "WANT_READ", e);
@@ -299,6 +372,9 @@ static void sread(struct pair *p, size_t len, int mode)
 		ERR_clear_error();
 		return;
 	}
+	if (getenv("FUZZ_SSL_EVENTS"))
+		fprintf(stderr, "fuzz-ssl: read mode %d: %zu bytes\n", mode & 3,
+			got);
 	if (!p->healthy)
 		return;
 	CHECK(got <= len && got <= p->nsent, "got %zu of %zu, %zu sent", got,
