@@ -26,7 +26,8 @@
 # pymysql).  Every program runs
 # under bp-run; the clients also under strace, whose logs are the ground
 # truth; a TLS client logs the plaintext it sent and received itself
-# (strace sees ciphertext), and that log is its ground truth.  e2e_check.py then compares the messages table with the wire on
+# (strace sees ciphertext), and that log is its ground truth.
+# e2e_check.py then compares the messages table with the wire on
 # the client side and, through peer_message_id, on the server side
 # (docs/protocols.md, "End to end with real programs").
 #
@@ -302,8 +303,8 @@ st curl-expect curl -sS -o /dev/null -H 'Expect: 100-continue' \
 truth curl-expect http "$P_APACHE" "expect-$R"
 
 # PostgreSQL: psql (no SSL: strace must see the plaintext; simple
-# queries, an error,
-# PREPARE/EXECUTE, COPY in and out), then libpq's extended query
+# queries, an error, PREPARE/EXECUTE, COPY in and out), then libpq's
+# extended query
 C="host=127.0.0.1 port=$P_PG user=postgres dbname=postgres"
 printf '1\tcopy-%s-a\n2\tcopy-%s-b\n' "$R" "$R" >"$T/copy.txt"
 st psql psql -X -q "$C sslmode=disable" \
@@ -321,8 +322,8 @@ truth psql postgresql "$P_PG" "q1-$R" "q2-$R" "q3-$R" "q4-$R" "q5-$R" \
 st pgclient "$T/pgclient" "$C sslmode=disable" "pgc-$R"
 truth pgclient postgresql "$P_PG" "pgc-$R"
 
-# TLS: Python's ssl (OpenSSL) logging its plaintext: HTTPS to nginx,
-# PostgreSQL over SSL
+# TLS: Python's ssl (OpenSSL) logging its plaintext (tlsclient.py): HTTPS
+# to nginx, PostgreSQL over SSL (MariaDB below)
 tls() {
 	timeout 60 "${BP_PREFIX[@]}" "$PY" "$HERE/tlsclient.py" "$@" \
 		"$T/st/tls-$1.plain" >"$T/tls-$1.out" 2>&1 ||
