@@ -49,6 +49,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -114,13 +115,28 @@ static void discard(const struct bt_event *ev, void *ctx)
 			(unsigned long long)ev->off, (unsigned long long)ev->len);
 }
 
+static char spool[] = "/tmp/fuzz_ssl.XXXXXX";
+
+/* The spool directory and what the shim may have left in it, at exit. */
+static void spool_remove(void)
+{
+	DIR *d = opendir(spool);
+	struct dirent *e;
+
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.')
+			unlinkat(dirfd(d), e->d_name, 0);
+	if (d)
+		closedir(d);
+	rmdir(spool);
+}
+
 /* Before the shim's constructor: no bp-logd, a spool of our own. */
 __attribute__((constructor(150))) static void fuzz_env(void)
 {
-	static char spool[] = "/tmp/fuzz_ssl.XXXXXX";
-
 	if (!mkdtemp(spool))
 		abort();
+	atexit(spool_remove);
 	setenv("BTRACE_LOGD", "/nonexistent/fuzz_ssl.sock", 1);
 	setenv("BTRACE_SPOOL", spool, 1);
 	unsetenv("BTRACE_RULES");
