@@ -24,9 +24,15 @@
  *   send-plain  send 1 byte on that socket
  *   poll-plain  poll an eventfd whose counter is set (returns 1)
  *   epoll-plain epoll_wait on a set holding that eventfd
+ *   ssl-read-chan   SSL_read 1 byte of an OpenSSL session (TLS 1.3, a
+ *               P-256 certificate made at start) over a unix stream
+ *               socketpair (blocking), its peer session (same process)
+ *               having written the batch's newlines in one SSL_write
+ *   ssl-write-chan  SSL_write "\n" on that session (one record each)
  *
  * Refilling and draining between batches uses syscall(2) directly, so the
- * shim never sees it and it is not timed.  Run it bare, under the floor
+ * shim never sees it and it is not timed (the ssl cases refill and drain
+ * through the peer session: untimed, but traced).  Run it bare, under the floor
  * shim (bench/.libs/libbtfloor.so) and under libbtrace.so (with a bp-logd
  * and BTRACE_RULES='line exe bp-calls' so the pipes and socketpairs get
  * the line processor: every traced call moves one message).  -l lists
@@ -50,6 +56,11 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #define MAX_BATCH 32768               /* fits a pipe/socket buffer */
 
@@ -95,10 +106,12 @@ static void raw_drain(int fd, size_t n)
 struct fixture {
 	int a, b;             /* a: the end the timed calls use */
 	int ep;
+	SSL *sa, *sb;         /* the ssl cases: a's session, b's */
 };
 
-enum kind { K_READ, K_WRITE, K_RECV, K_SEND, K_POLL, K_EPOLL };
-enum fdk { FK_PIPE, FK_PAIR, FK_FILE, FK_NETLINK, FK_EVENTFD };
+enum kind { K_READ, K_WRITE, K_RECV, K_SEND, K_POLL, K_EPOLL,
+	    K_SSL_READ, K_SSL_WRITE };
+enum fdk { FK_PIPE, FK_PAIR, FK_FILE, FK_NETLINK, FK_EVENTFD, FK_TLS };
 
 struct bcase {
 	const char *name;
@@ -121,8 +134,81 @@ static const struct bcase cases[] = {
 	{ "send-plain",  K_SEND,  FK_NETLINK, 128 },
 	{ "poll-plain",  K_POLL,  FK_EVENTFD, 0 },
 	{ "epoll-plain", K_EPOLL, FK_EVENTFD, 0 },
+	{ "ssl-read-chan",  K_SSL_READ,  FK_TLS, 0 },
+	{ "ssl-write-chan", K_SSL_WRITE, FK_TLS, 128 },
 };
 #define NCASES (sizeof cases / sizeof cases[0])
+
+/* A server (a) and a client (b) session over a non-blocking unix
+ * socketpair, both handshakes done (TLS 1.3, no session tickets). */
+static void tls_pair(struct fixture *f)
+{
+	static SSL_CTX *sctx, *cctx;
+	int p[2], sd = 0, cd = 0;
+
+	if (!sctx) {
+		EVP_PKEY *key = EVP_EC_gen("P-256");
+		X509 *crt = X509_new();
+		if (!key || !crt)
+			die("EVP_EC_gen");
+		ASN1_INTEGER_set(X509_get_serialNumber(crt), 1);
+		X509_gmtime_adj(X509_getm_notBefore(crt), 0);
+		X509_gmtime_adj(X509_getm_notAfter(crt), 86400);
+		X509_set_pubkey(crt, key);
+		X509_set_issuer_name(crt, X509_get_subject_name(crt));
+		if (X509_sign(crt, key, EVP_sha256()) <= 0)
+			die("X509_sign");
+		sctx = SSL_CTX_new(TLS_server_method());
+		cctx = SSL_CTX_new(TLS_client_method());
+		if (!sctx || !cctx || SSL_CTX_use_certificate(sctx, crt) != 1 ||
+		    SSL_CTX_use_PrivateKey(sctx, key) != 1)
+			die("SSL_CTX");
+		SSL_CTX_set_num_tickets(sctx, 0);
+		SSL_CTX_set_verify(cctx, SSL_VERIFY_NONE, NULL);
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, p) < 0)
+		die("socketpair");
+	f->a = p[0];
+	f->b = p[1];
+	f->sa = SSL_new(sctx);
+	f->sb = SSL_new(cctx);
+	if (!f->sa || !f->sb || SSL_set_fd(f->sa, f->a) != 1 ||
+	    SSL_set_fd(f->sb, f->b) != 1)
+		die("SSL_new");
+	for (int i = 0; i < 100 && !(sd && cd); i++) {
+		if (!cd)
+			cd = SSL_connect(f->sb) == 1;
+		if (!sd)
+			sd = SSL_accept(f->sa) == 1;
+	}
+	if (!sd || !cd) {
+		errno = EPROTO;
+		die("TLS handshake");
+	}
+	ERR_clear_error();
+	/* the timed end blocks, as a thread-per-connection server's: a read
+	 * at a message end is not told WANT_READ (docs/libbtrace.md) */
+	if (fcntl(f->a, F_SETFL, fcntl(f->a, F_GETFL) & ~O_NONBLOCK) < 0)
+		die("fcntl");
+}
+
+/* Read N plaintext bytes from session S (a non-blocking socket: the
+ * bytes are already there; a WANT_READ is retried, a bounded number of
+ * times). */
+static void ssl_drain(SSL *s, size_t n)
+{
+	for (int tries = 0; n && tries < 1000000; tries++) {
+		int r = SSL_read(s, sink, n < sizeof sink ? (int)n : (int)sizeof sink);
+		if (r > 0)
+			n -= (size_t)r;
+		else if (SSL_get_error(s, r) != SSL_ERROR_WANT_READ)
+			break;
+	}
+	if (n) {
+		errno = EIO;
+		die("SSL drain");
+	}
+}
 
 static void setup(const struct bcase *c, struct fixture *f)
 {
@@ -131,6 +217,9 @@ static void setup(const struct bcase *c, struct fixture *f)
 	memset(f, 0, sizeof *f);
 	f->a = f->b = f->ep = -1;
 	switch (c->fdk) {
+	case FK_TLS:
+		tls_pair(f);
+		break;
 	case FK_PIPE:
 		if (pipe(p) < 0)
 			die("pipe");
@@ -187,10 +276,12 @@ static void before(const struct bcase *c, struct fixture *f, int n)
 		raw_write_all(f->b, fill, (size_t)n);
 	else if (c->kind == K_RECV && c->fdk == FK_PAIR)
 		raw_write_all(f->b, fill, (size_t)n);
-	else if (c->kind == K_RECV && c->fdk == FK_NETLINK)
+	else if (c->kind == K_RECV && c->fdk == FK_NETLINK) {
 		for (int i = 0; i < n; i++)
 			if (syscall(SYS_sendto, f->a, "x", 1, 0, NULL, 0) != 1)
 				die("netlink refill");
+	} else if (c->kind == K_SSL_READ && SSL_write(f->sb, fill, n) != n)
+		die("SSL refill");
 }
 
 /* After a batch (untimed). */
@@ -200,11 +291,13 @@ static void after(const struct bcase *c, struct fixture *f, int n)
 		raw_drain(f->b, (size_t)n);
 	else if (c->kind == K_SEND && c->fdk == FK_PAIR)
 		raw_drain(f->b, (size_t)n);
-	else if (c->kind == K_SEND && c->fdk == FK_NETLINK)
+	else if (c->kind == K_SEND && c->fdk == FK_NETLINK) {
 		for (int i = 0; i < n; i++)
 			if (syscall(SYS_recvfrom, f->a, sink, sizeof sink, 0, NULL,
 				    NULL) != 1)
 				die("netlink drain");
+	} else if (c->kind == K_SSL_WRITE)
+		ssl_drain(f->sb, (size_t)n);
 }
 
 /* N timed calls; returns elapsed ns. */
@@ -242,6 +335,14 @@ static uint64_t batch(const struct bcase *c, struct fixture *f, int n)
 		for (int i = 0; i < n; i++)
 			bad |= epoll_wait(f->ep, evs, 8, 0) != 1;
 		break;
+	case K_SSL_READ:
+		for (int i = 0; i < n; i++)
+			bad |= SSL_read(f->sa, &b1, 1) != 1;
+		break;
+	case K_SSL_WRITE:
+		for (int i = 0; i < n; i++)
+			bad |= SSL_write(f->sa, "\n", 1) != 1;
+		break;
 	}
 	t1 = now_ns();
 	if (bad) {
@@ -269,7 +370,8 @@ static void usage(FILE *f)
 "prints\n"
 "  CASE MEDIAN_NS_PER_CALL MIN_NS_PER_CALL CALLS\n"
 "Cases: read write recv send poll epoll, each -chan (a traced pipe or\n"
-"socketpair) or -plain (/dev/zero, /dev/null, netlink, eventfd).\n"
+"socketpair) or -plain (/dev/zero, /dev/null, netlink, eventfd);\n"
+"ssl-read-chan and ssl-write-chan (an OpenSSL session over a socketpair).\n"
 "-l lists them.  Benchmark 5 of BENCHMARKS.md runs it bare, under the\n"
 "floor shim and under libbtrace.so.\n", MAX_BATCH);
 }
@@ -329,6 +431,10 @@ int main(int argc, char **argv)
 		       (double)t[rounds / 2] / bn, (double)t[0] / bn, bn);
 		fflush(stdout);
 		free(t);
+		if (f.sa) {
+			SSL_free(f.sa);
+			SSL_free(f.sb);
+		}
 		if (f.ep >= 0)
 			close(f.ep);
 		close(f.a);

@@ -23,6 +23,8 @@ noinst_PROGRAMS += \
 	bench/bp-nesting
 
 bench_bp_calls_SOURCES = bench/calls.c
+bench_bp_calls_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS)
+bench_bp_calls_LDADD = $(OPENSSL_LIBS)
 bench_bp_echo_SOURCES = bench/echo.c
 bench_bp_hello_cgi_SOURCES = bench/hello-cgi.c
 bench_bp_logstat_SOURCES = bench/logstat.c

@@ -39,3 +39,19 @@ fuzz_fuzz_logd_peer_LDFLAGS = $(FUZZ_FLAGS)
 fuzz_fuzz_logd_peer_LDADD = $(LIBEVENT_LIBS)
 endif
 EXTRA_DIST += fuzz/logd-peer-seeds.py
+
+# libbtrace's OpenSSL bookkeeping (libbtrace/ssl.c), its plaintext read
+# path and the processors reading plaintext, against hostile call orders:
+# real libssl sessions over socketpairs (fuzz/fuzz_ssl.c).  The shim's
+# core and the processors are built into the target, instrumented.
+if ENABLE_FUZZING
+noinst_PROGRAMS += fuzz/fuzz-ssl
+fuzz_fuzz_ssl_SOURCES = fuzz/fuzz_ssl.c $(libbtcore_la_SOURCES) \
+	$(BTPROTO_SOURCES)
+fuzz_fuzz_ssl_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/libbtrace
+fuzz_fuzz_ssl_CFLAGS = $(libbtcore_la_CFLAGS) $(FUZZ_FLAGS) $(OPENSSL_CFLAGS)
+fuzz_fuzz_ssl_LDFLAGS = $(FUZZ_FLAGS)
+fuzz_fuzz_ssl_LDADD = libbtcommon.la $(PCRE2_LIBS) $(OPENSSL_LIBS) -ldl \
+	-lpthread
+endif
+EXTRA_DIST += fuzz/ssl-seeds.py

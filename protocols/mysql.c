@@ -12,8 +12,13 @@
  *
  * Phases: the server greets (protocol version 10), the client answers
  * with its handshake response (or a 32-byte SSL request: TLS follows, so
- * after that message every feed() is BT_PP_LOST; the TLS framing will
- * take over from there), then authentication packets go back and forth
+ * after that message every feed() is BT_PP_LOST until libbtrace binds the
+ * channel to the TLS session and starts the processor over on the
+ * plaintext, docs/libbtrace.md "TLS (OpenSSL)": a fresh state whose first
+ * packet is the client's, sequence id 2, with CLIENT_SSL, takes it for
+ * the handshake response that follows an SSL request; the server's
+ * capabilities, sent in the clear, are not known then: the client's are
+ * used), then authentication packets go back and forth
  * (auth switch 0xfe, more data 0x01, the client's auth data) until the
  * server's OK (command phase) or ERR.  The auth data is never kept; the
  * user name and the database of the handshake response are.  A client
@@ -528,9 +533,24 @@ static int command(struct my_state *s, struct my_dir *d, struct bt_msg *m)
 	return 1;
 }
 
+/* Is the packet in D the handshake response that follows an SSL request
+ * (sequence id 2, CLIENT_PROTOCOL_41 and CLIENT_SSL, longer than the
+ * request)?  The first plaintext packet of a restarted state. */
+static int after_ssl_request(const struct my_dir *d)
+{
+	return d->seq0 == 2 && d->pos > 32 && d->hl >= 32 &&
+	       (le32(d->head) & (CAP_PROTOCOL_41 | CAP_SSL)) ==
+	       (CAP_PROTOCOL_41 | CAP_SSL);
+}
+
 static int client_end(struct my_state *s, struct my_dir *d, struct bt_msg *m)
 {
 	switch (s->phase) {
+	case PH_GREET:
+		if (!after_ssl_request(d))
+			return -1;
+		s->phase = PH_AUTH;     /* on TLS plaintext, no greeting seen */
+		return handshake_response(s, d, m);
 	case PH_AUTH:
 		if (!s->hs_done)
 			return handshake_response(s, d, m);
@@ -806,10 +826,14 @@ static int packet_end(struct my_state *s, int dir, struct my_dir *d,
 {
 	int r;
 	if (s->cl_dir < 0) {
-		/* no role: only a greeting tells who is who */
-		if (d->seq0 != 0 || !d->hl || d->head[0] != 0x0a)
+		/* no role: only a greeting tells who is who, or on TLS
+		 * plaintext the handshake response after an SSL request */
+		if (s->phase == PH_GREET && after_ssl_request(d))
+			s->cl_dir = (int8_t)dir;
+		else if (d->seq0 != 0 || !d->hl || d->head[0] != 0x0a)
 			return -1;
-		s->cl_dir = (int8_t)!dir;
+		else
+			s->cl_dir = (int8_t)!dir;
 	}
 	if (dir == s->cl_dir)
 		r = client_end(s, d, m);

@@ -156,9 +156,9 @@ def pg_units(s, frontend):
             pos += n
             out.append((pos, 'startup' if code >> 16 == 3 else 'packet'))
             typed = code >> 16 == 3
-        elif not frontend and pos == 0 and s[0:1] == b'N':
-            pos += 1
-            out.append((pos, 'N'))
+        elif not frontend and pos == 0 and s[0:1] in (b'N', b'S'):
+            pos += 1        # the answer to SSLRequest: refused, or TLS
+            out.append((pos, chr(s[0])))
         elif not frontend and s[pos:pos + 1] == b'N' and \
                 len(s) - pos > 1 and out and out[-1][1] == 'N':
             pos += 1

@@ -4,11 +4,12 @@
 # message of the reconstruction checked against the bytes on the wire.
 #
 # Servers (Debian's packages, in a temporary directory, ports
-# BP_E2E_PORT..+5, default 18700): nginx (static files), apache2 prefork
+# BP_E2E_PORT+1..+7, default 18700): nginx (static files, over HTTP and
+# HTTPS with a self-signed certificate made at test time), apache2 prefork
 # (static files, a CGI that reads its body), PostgreSQL (a private
-# cluster), dnsmasq (names from a hosts file), redis-server (no
+# cluster, ssl = on), dnsmasq (names from a hosts file), redis-server (no
 # persistence), mariadbd (a data directory of its own, no grant tables)
-# and, for glibc's resolver, a
+# (with a certificate: TLS on request) and, for glibc's resolver, a
 # second dnsmasq on 127.0.0.1:53 of a network namespace of the test's own.
 # Clients: curl (keep-alive, HEAD, POST, chunked request body, 404,
 # Expect: 100-continue), ab -k, pipeline.py (HTTP pipelining), psql
@@ -18,9 +19,15 @@
 # HELLO 3, COMMAND DOCS, strings, a map, an error), redis-py (a
 # pipeline and MULTI/EXEC in one write each), the mariadb client
 # (statements one by one, a result set) and pymysql (a multi-statement
-# query with two result sets, an error).  Every program runs
+# query with two result sets, an error); tlsclient.py (Python's ssl over
+# OpenSSL: HTTPS keep-alive, a POST, pipelining; PostgreSQL over SSL:
+# SSLRequest, then simple and extended queries; MariaDB over TLS: an SSL
+# request, then the handshake response and queries, by hand and through
+# pymysql).  Every program runs
 # under bp-run; the clients also under strace, whose logs are the ground
-# truth.  e2e_check.py then compares the messages table with the wire on
+# truth; a TLS client logs the plaintext it sent and received itself
+# (strace sees ciphertext), and that log is its ground truth.
+# e2e_check.py then compares the messages table with the wire on
 # the client side and, through peer_message_id, on the server side
 # (docs/protocols.md, "End to end with real programs").
 #
@@ -38,6 +45,7 @@ APT="apt-get install -y nginx-light apache2 apache2-utils curl postgresql postgr
 BASE=${BP_E2E_PORT:-18700}
 P_NGINX=$((BASE + 1)) P_APACHE=$((BASE + 2)) P_PG=$((BASE + 3))
 P_DNS=$((BASE + 4)) P_REDIS=$((BASE + 5)) P_MY=$((BASE + 6))
+P_NGINXS=$((BASE + 7))
 NETNS=""
 TRACE=read,write,readv,writev,recvfrom,sendto,recvmsg,sendmsg,recvmmsg,sendmmsg,sendfile,close,shutdown
 
@@ -79,7 +87,7 @@ chmod 755 "$T"
 bp_require_tracing
 for p in nginx apache2 ab curl psql dnsmasq dig strace ip setpriv getent cc \
 	 pg_config redis-server redis-cli mariadb-install-db mariadb \
-	 /usr/sbin/mariadbd; do
+	 /usr/sbin/mariadbd openssl; do
 	need "$p"
 done
 bp_find_pgbin
@@ -91,7 +99,7 @@ id www-data >/dev/null 2>&1 && id postgres >/dev/null 2>&1 ||
 "$PY" -c 'import redis' 2>/dev/null || bp_fail "$PY cannot import redis: $APT"
 "$PY" -c 'import pymysql' 2>/dev/null ||
 	bp_fail "$PY cannot import pymysql: $APT"
-for p in $P_NGINX $P_APACHE $P_PG $P_DNS $P_REDIS $P_MY; do
+for p in $P_NGINX $P_APACHE $P_PG $P_DNS $P_REDIS $P_MY $P_NGINXS; do
 	if (exec 3<>/dev/tcp/127.0.0.1/"$p") 2>/dev/null ||
 		grep -q "$(printf ':%04X ' "$p")" /proc/net/udp 2>/dev/null; then
 		bp_fail "port $p is in use: choose other ports with BP_E2E_PORT"
@@ -124,9 +132,24 @@ chmod -R a+rX "$T/www" "$T/cgi"
 	echo "::9 dig2-$R.e2e.test"
 } >"$T/hosts"
 
+# one self-signed certificate for nginx's HTTPS and PostgreSQL's SSL
+mkdir -p "$T/tls"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+	-days 2 -subj /CN=e2e.test -keyout "$T/tls/key.pem" \
+	-out "$T/tls/cert.pem" >"$T/tls/req.log" 2>&1 ||
+	bp_fail "openssl req failed: $(tail -n 3 "$T/tls/req.log")"
+chown postgres "$T/tls/key.pem" "$T/tls/cert.pem"
+chmod 600 "$T/tls/key.pem"
+chmod 755 "$T/tls"
+for n in 1 2 3 4 5 6 7 8; do
+	printf '<html><body><p>tls%s %s</p></body></html>\n' "$n" "$R" \
+		>"$T/www/tls$n-$R.html"
+done
+chmod -R a+rX "$T/www"
+
 # ---- logd and the tracing prefix ------------------------------------------
 bp_logd_start "$T" -u www-data -u postgres
-RULES="http port $P_NGINX,$P_APACHE; postgresql port $P_PG; dns port $P_DNS;
+RULES="http port $P_NGINX,$P_APACHE,$P_NGINXS; postgresql port $P_PG; dns port $P_DNS;
 	redis port $P_REDIS; mysql port $P_MY"
 bp_trace_prefix "$BP_LOGD_SOCK" "$RULES" 1
 
@@ -146,6 +169,13 @@ $(bp_nginx_temp_paths "$T/nginx")
   keepalive_requests 1000;
   server {
     listen 127.0.0.1:$P_NGINX;
+    root $T/www;
+    error_page 405 =200 \$uri;
+  }
+  server {
+    listen 127.0.0.1:$P_NGINXS ssl;
+    ssl_certificate $T/tls/cert.pem;
+    ssl_certificate_key $T/tls/key.pem;
     root $T/www;
     error_page 405 =200 \$uri;
   }
@@ -189,7 +219,9 @@ cat >>"$T/pg/postgresql.conf" <<EOF
 port = $P_PG
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$T/pgsock'
-ssl = off
+ssl = on
+ssl_cert_file = '$T/tls/cert.pem'
+ssl_key_file = '$T/tls/key.pem'
 fsync = off
 EOF
 bp_pg_start -h "$T/pgsock" "$T/pg" "$P_PG" "${BP_PREFIX[@]}"
@@ -230,6 +262,7 @@ bp_start mariadb "$T/run/mariadb.pid" "${BP_PREFIX[@]}" /usr/sbin/mariadbd \
 	--socket="$T/my/mysqld.sock" --port="$P_MY" --bind-address=127.0.0.1 \
 	--pid-file="$T/run/mariadb.pid" --skip-log-bin --skip-name-resolve \
 	--skip-grant-tables --innodb-buffer-pool-size=16M \
+	--ssl-cert="$T/tls/cert.pem" --ssl-key="$T/tls/key.pem" \
 	--log-error="$T/my/error.log"
 
 bp_wait_listen "$P_DNS" dnsmasq 150
@@ -269,11 +302,12 @@ st curl-expect curl -sS -o /dev/null -H 'Expect: 100-continue' \
 	--data-binary @"$T/post.bin" "$A/cgi-bin/count.sh?expect-$R"
 truth curl-expect http "$P_APACHE" "expect-$R"
 
-# PostgreSQL: psql (SSLRequest refused, simple queries, an error,
-# PREPARE/EXECUTE, COPY in and out), then libpq's extended query
+# PostgreSQL: psql (no SSL: strace must see the plaintext; simple
+# queries, an error, PREPARE/EXECUTE, COPY in and out), then libpq's
+# extended query
 C="host=127.0.0.1 port=$P_PG user=postgres dbname=postgres"
 printf '1\tcopy-%s-a\n2\tcopy-%s-b\n' "$R" "$R" >"$T/copy.txt"
-st psql psql -X -q "$C sslmode=prefer" \
+st psql psql -X -q "$C sslmode=disable" \
 	-c "/* q1-$R */ CREATE TABLE t_$R (a int, b text)" \
 	-c "/* q2-$R */ INSERT INTO t_$R VALUES (0, 'ins')" \
 	-c "/* q3-$R */ SELECT b FROM t_$R" \
@@ -287,6 +321,19 @@ truth psql postgresql "$P_PG" "q1-$R" "q2-$R" "q3-$R" "q4-$R" "q5-$R" \
 	"q6-$R" "q7-$R" "q8-$R"
 st pgclient "$T/pgclient" "$C sslmode=disable" "pgc-$R"
 truth pgclient postgresql "$P_PG" "pgc-$R"
+
+# TLS: Python's ssl (OpenSSL) logging its plaintext (tlsclient.py): HTTPS
+# to nginx, PostgreSQL over SSL (MariaDB below)
+tls() {
+	timeout 60 "${BP_PREFIX[@]}" "$PY" "$HERE/tlsclient.py" "$@" \
+		"$T/st/tls-$1.plain" >"$T/tls-$1.out" 2>&1 ||
+		bp_fail "tlsclient.py $1 failed: $(tail -n 3 "$T/tls-$1.out")"
+}
+tls https "$P_NGINXS" "$R"
+truth tls-https http "$P_NGINXS" "tls1-$R" "tls2-$R" "tlsmissing-$R" \
+	"tls3-$R" "tls4-$R" "tls5-$R" "tls6-$R" "tls7-$R" "tls8-$R"
+tls pg "$P_PG" "$R"
+truth tls-pg postgresql "$P_PG" "tq1-$R" "tq2-$R" "tq3-$R" "tq4-$R" "tq5-$R"
 
 # DNS: dig over UDP (A, AAAA, a refused name) and TCP (two queries on
 # one connection)
@@ -332,7 +379,8 @@ truth redis-py redis "$P_REDIS" "rp1-$R*2" "rp2-$R" "rp3-$R" "rp4-$R"
 # MariaDB: the mariadb client, one COM_QUERY per statement (a table, an
 # insert, a result set); pymysql: a multi-statement query (two result
 # sets in one reply) and an error (ERR packet: status 1146)
-st mariadb-cli mariadb --no-defaults -h 127.0.0.1 -P "$P_MY" -uroot -e "
+st mariadb-cli mariadb --no-defaults --skip-ssl -h 127.0.0.1 -P "$P_MY" \
+	-uroot -e "
 	CREATE DATABASE e2e; CREATE TABLE e2e.t (k VARCHAR(40), v INT);
 	INSERT INTO e2e.t VALUES ('mk1-$R', 1), ('mk2-$R', 2);
 	SELECT * FROM e2e.t WHERE k = 'mk1-$R'"
@@ -356,6 +404,12 @@ else:
 c.close()
 ' "$P_MY" "$R"
 truth mariadb-py mysql "$P_MY" "mp1-$R" "mp2-$R"
+# MariaDB over TLS (mariadbd --ssl-cert, OpenSSL): tlsclient.py's SSL
+# request, then the handshake response and queries on the plaintext
+tls mysql "$P_MY" "$R"
+truth tls-mysql mysql "$P_MY" "tm1-$R" "tm2-$R" "tm3-$R" "tm4-$R" "tm5-$R"
+tls pymysql "$P_MY" "$R"
+truth tls-pymysql mysql "$P_MY" "tp1-$R" "tp2-$R" "tp3-$R"
 
 # ---- stop, rebuild, check -----------------------------------------------
 for s in nginx apache dnsmasq dnsmasq-ns redis mariadb; do bp_alive "$s"; done

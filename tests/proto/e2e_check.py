@@ -29,6 +29,12 @@ database:
 * every ID of the line is in the key attribute (target, sql, dns_name) of
   exactly COUNT (default 1) requests on each side.
 
+A run whose only log is DIR/NAME.plain is a TLS client's (tlsclient.py):
+its connections are rebuilt from the plaintext it logged, call by call,
+the bytes before the handshake included (the channel counts plaintext
+from the binding on, docs/libbtrace.md, "TLS (OpenSSL)"); both ends are
+checked the same way.
+
 Each --lookup NAME:QLOG:CALLS is a name glibc's resolver looked up inside libc
 (getaddrinfo, gethostbyname2: traced at the API level) from a dnsmasq
 that logged its queries to QLOG (--log-queries): the database must hold
@@ -81,6 +87,24 @@ def connections(logs, port):
             c['st'][d] += p
             c['grams'][d].append(bytes(p))
             c['order'].append((d, len(c['st'][d])))
+    return conns
+
+
+def plain_connections(path, port):
+    """connections() from the plaintext log of tlsclient.py (a TLS client
+    logging every plaintext chunk it moved: strace sees ciphertext)."""
+    conns = {}
+    for line in open(path):
+        lport, peer, d, data = line.split()
+        if int(peer) != port:
+            continue
+        ann = 'TCP:[127.0.0.1:%s->127.0.0.1:%d]' % (lport, port)
+        c = conns.setdefault(ann, {'st': [bytearray(), bytearray()],
+                                   'grams': [[], []], 'tr': 'TCP',
+                                   'lport': int(lport), 'order': []})
+        d = 0 if d == 'in' else 1
+        c['st'][d] += bytes.fromhex(data)
+        c['order'].append((d, len(c['st'][d])))
     return conns
 
 
@@ -180,7 +204,7 @@ def frame_pg(c):
     msgs = pg_messages(st[0], False)
     start, started = 0, False
     for t, s0, e0, b in msgs:
-        if t == 'N' and not started and e0 - s0 == 1:
+        if t in 'NS' and not started and e0 - s0 == 1:
             out.append(dict(dir='in', off=s0, len=1, kind='control',
                             status=None, attrs={}, key=None))
             start = e0
@@ -343,7 +367,10 @@ class Checker:
         self.errors.append(text)
 
     def check_run(self, name, proto, port, ids, logs):
-        conns = connections(logs, port)
+        if len(logs) == 1 and logs[0].endswith('.plain'):
+            conns = plain_connections(logs[0], port)
+        else:
+            conns = connections(logs, port)
         if not conns:
             self.err('%s: strace shows no connection to port %d' %
                      (name, port))

@@ -250,6 +250,10 @@ struct pcase {
 #define MY_HSR(hi) "\x56\x00\x00\x01" "\x08\x82\x08" hi "\x00\x00\x00\x01" \
 	"\x21" MY_Z23 "alice\x00" "\x14" "01234567890123456789" "shop\x00" \
 	"mysql_native_password\x00"
+/* the same response after an SSL request: CLIENT_SSL, sequence id 2 */
+#define MY_HSR_SSL "\x56\x00\x00\x02" "\x08\x8a\x08\x00\x00\x00\x00\x01" \
+	"\x21" MY_Z23 "alice\x00" "\x14" "01234567890123456789" "shop\x00" \
+	"mysql_native_password\x00"
 #define MY_OK(seq) "\x07\x00\x00" seq "\x00\x00\x00\x02\x00\x00\x00"
 #define MY_DEF(seq) "\x04\x00\x00" seq "\x03" "def"
 #define MY_EOF(seq, st) "\x05\x00\x00" seq "\xfe\x00\x00" st "\x00"
@@ -716,6 +720,29 @@ static const struct pcase cases[] = {
 	OUT("\x20\x00\x00\x01" "\x08\x8a\x08\x00" "\x00\x00\x00\x01" "\x21"
 	    MY_Z23, "control info=\"ssl\""),
 	OUT("\x16\x03\x01\x00\x05" "hello", "lost"),
+} },
+/* libbtrace starts the processor over on the TLS plaintext after the SSL
+ * request: the first packet is the handshake response, sequence id 2 */
+{ "mysql: restarted on TLS plaintext after an SSL request", "mysql",
+  CLIENT, STREAM, {
+	OUT(MY_HSR_SSL, "control user=\"alice\" database=\"shop\""),
+	IN(MY_OK("\x03"), "control"),
+	OUT("\x09\x00\x00\x00\x03" "SELECT 1", "request method=\"query\" "
+	    "sql=\"SELECT 1\""),
+	IN(MY_OK("\x01"), "reply"),
+} },
+{ "mysql: restarted on TLS plaintext, no role: the response tells", "mysql",
+  UNKNOWN, STREAM, {
+	IN(MY_HSR_SSL, "control user=\"alice\" database=\"shop\""),
+	OUT(MY_OK("\x03"), "control"),
+	IN("\x01\x00\x00\x00\x0e", "request method=\"ping\""),
+	OUT(MY_OK("\x01"), "reply"),
+} },
+{ "mysql: a response with sequence id 2 but no CLIENT_SSL first", "mysql",
+  CLIENT, STREAM, {
+	OUT("\x56\x00\x00\x02" "\x08\x82\x08\x00\x00\x00\x00\x01"
+	    "\x21" MY_Z23 "alice\x00" "\x14" "01234567890123456789" "shop\x00"
+	    "mysql_native_password\x00", "lost"),
 } },
 { "mysql: no role: the greeting tells", "mysql", UNKNOWN, STREAM, {
 	OUT(MY_GREET("\x00"), "control info=\"8.0.1\""),
