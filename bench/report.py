@@ -164,7 +164,7 @@ def table(res):
                 ir = ''
                 if 'ir_shim' in d and 'ir_floor' in d:
                     ir = ', %+.0f instr' % (d['ir_shim'] - d['ir_floor'])
-                parts.append('%s %+.0f ns%s' % (c.split('-')[0], d['added'], ir))
+                parts.append('%s %+.0f ns%s' % (c.rsplit('-', 1)[0], d['added'], ir))
             label = ('traced channel' if fam == 'chan' else 'untraced fd')
             row(5, 'ns added per call, %s (vs floor shim)' % label,
                 '; '.join(parts), '<= %d ns' % lim, worst <= lim)
