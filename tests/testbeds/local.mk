@@ -52,4 +52,5 @@ EXTRA_DIST += $(TESTBED_TESTS) tests/testbeds/lib.sh \
 	tests/testbeds/app/tbpyclient.py tests/testbeds/app/tbaio.py \
 	tests/testbeds/app/TbJava.java tests/testbeds/app/tbpyfront.py \
 	tests/testbeds/app/TbServlet.java \
-	tests/testbeds/app/tbredis.py tests/testbeds/app/tbmyfront.py
+	tests/testbeds/app/tbredis.py tests/testbeds/app/tbmyfront.py \
+	tests/testbeds/app/tbserve.py

@@ -28,7 +28,7 @@ TB_DB=mariadb
 TB_FRONT=none
 tb_init mariadb
 PYEXE=$(basename "$(readlink -f "$PY")")
-cp "$TB_SRC/app/tbmyfront.py" "$T/app/tbmyfront.py"
+cp "$TB_SRC/app/tbmyfront.py" "$TB_SRC/app/tbserve.py" "$T/app/"
 
 tb_app_start() {
 	local dir=$1

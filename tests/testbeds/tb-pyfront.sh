@@ -27,7 +27,7 @@ tb_init pyfront
 	bp_fail "$PY cannot import psycopg2 and requests: apt-get install -y" \
 		"python3-psycopg2 python3-requests"
 PYEXE=$(basename "$(readlink -f "$PY")")
-cp "$TB_SRC/app/tbpyfront.py" "$T/app/tbpyfront.py"
+cp "$TB_SRC/app/tbpyfront.py" "$TB_SRC/app/tbserve.py" "$T/app/"
 
 tb_app_start() {
 	local dir=$1

@@ -28,7 +28,7 @@ REDIS_SERVER=$(command -v redis-server) ||
 PYEXE=$(basename "$(readlink -f "$PY")")
 # the executable the kernel runs (Debian's redis-server is a symlink)
 REDISEXE=$(basename "$(readlink -f "$REDIS_SERVER")")
-cp "$TB_SRC/app/tbredis.py" "$T/app/tbredis.py"
+cp "$TB_SRC/app/tbredis.py" "$TB_SRC/app/tbserve.py" "$T/app/"
 
 # tb_redis_run CONNS [untraced]: one run (tb_app_run with redis-server in
 # place of PostgreSQL): a fresh bp-logd, redis-server and the front

@@ -28,17 +28,15 @@ PIDFILE once it does, exits 0 on SIGTERM.
 """
 import os
 import queue
-import re
-import signal
 import struct
 import sys
-import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pymysql
 
-ID_RE = re.compile(r'^[a-z0-9]{1,40}$')
+import tbserve
+from tbserve import ID_RE
+
 COM_STMT_PREPARE, COM_STMT_EXECUTE, COM_STMT_CLOSE = 0x16, 0x17, 0x19
 MORE_RESULTS = 0x0008
 
@@ -119,20 +117,7 @@ def run(conn, rid, n):
     return out
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = 'HTTP/1.1'
-
-    def log_message(self, *args):
-        pass
-
-    def answer(self, status, text):
-        body = text.encode()
-        self.send_response(status)
-        self.send_header('Content-Type', 'text/plain')
-        self.send_header('Content-Length', str(len(body)))
-        self._headers_buffer.append(b'\r\n' + body)
-        self.flush_headers()
-
+class Handler(tbserve.Handler):
     def do_GET(self):
         url = urllib.parse.urlsplit(self.path)
         q = urllib.parse.parse_qs(url.query)
@@ -155,33 +140,18 @@ class Handler(BaseHTTPRequestHandler):
         self.answer(200, '\n'.join(out) + '\n')
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 511
-
-
 def main():
     if len(sys.argv) != 3:
         print('usage: tbmyfront.py PORT PIDFILE', file=sys.stderr)
         return 2
     port, pidfile = int(sys.argv[1]), sys.argv[2]
-    srv = Server(('127.0.0.1', port), Handler)
+    srv = tbserve.Server(('127.0.0.1', port), Handler)
     srv.pool = queue.Queue()
     for _ in range(int(os.environ.get('TB_POOL', '') or 4)):
         srv.pool.put(pymysql.connect(
             unix_socket=os.environ['TB_MY_SOCKET'], user='root',
             database=os.environ.get('TB_MY_DB', 'tb'), autocommit=True))
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    with open(pidfile, 'w') as f:
-        f.write('%d\n' % os.getpid())
-    while not stop.wait(1):
-        pass
-    srv.shutdown()
-    srv.server_close()
-    return 0
+    return tbserve.serve(srv, pidfile)
 
 
 if __name__ == '__main__':

@@ -37,48 +37,20 @@ SIGTERM.
 import http.client
 import os
 import queue
-import re
-import signal
 import socket
 import sys
-import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import tbserve
+from tbserve import ID_RE, NOTED, noting_getaddrinfo
 
 SQL = (
     "SELECT v FROM tb_kv WHERE k = '%s'",
     "INSERT INTO tb_hits (id, n) VALUES ('%s', 1)",
     "SELECT v FROM tb_kv WHERE k = '%s'",
 )
-ID_RE = re.compile(r'^[a-z0-9]{1,40}$')
 TIMEOUT = 30
-NOTED = threading.local()
-_getaddrinfo = socket.getaddrinfo
-
-
-def noting_getaddrinfo(host, *args, **kw):
-    """socket.getaddrinfo, noting HOST for the request of this thread."""
-    lookups = getattr(NOTED, 'lookups', None)
-    if lookups is not None:
-        lookups.append(host)
-    return _getaddrinfo(host, *args, **kw)
-
-
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = 'HTTP/1.1'
-
-    def log_message(self, *args):
-        pass
-
-    def answer(self, status, text):
-        body = text.encode()
-        self.send_response(status)
-        self.send_header('Content-Type', 'text/plain')
-        self.send_header('Content-Length', str(len(body)))
-        # head and body in one send (two would meet delayed ACKs)
-        self._headers_buffer.append(b'\r\n' + body)
-        self.flush_headers()
-
+class Handler(tbserve.Handler):
     def do_GET(self):
         url = urllib.parse.urlsplit(self.path)
         q = urllib.parse.parse_qs(url.query)
@@ -121,11 +93,6 @@ class Handler(BaseHTTPRequestHandler):
         out.append('call ' + path)
         out.append('end ' + rid)
         self.answer(200, '\n'.join(out) + '\n')
-
-
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 511
 
 
 def http_pool(port, size, mode):
@@ -175,7 +142,7 @@ def main():
               'httpclient|requests|blocking | backend PORT PIDFILE',
               file=sys.stderr)
         return 2
-    srv = Server(('127.0.0.1', port), Handler)
+    srv = tbserve.Server(('127.0.0.1', port), Handler)
     srv.role = role
     if role == 'front':
         import psycopg2
@@ -187,17 +154,7 @@ def main():
             c.autocommit = True
             srv.pg.put(c)
         srv.call = http_pool(int(sys.argv[3]), size, sys.argv[5])
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    with open(pidfile, 'w') as f:
-        f.write('%d\n' % os.getpid())
-    while not stop.wait(1):
-        pass
-    srv.shutdown()
-    srv.server_close()
-    return 0
+    return tbserve.serve(srv, pidfile)
 
 
 if __name__ == '__main__':

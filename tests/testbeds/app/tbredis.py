@@ -26,44 +26,16 @@ application's own ground truth.  Listens on 127.0.0.1, writes PIDFILE
 once it does, exits 0 on SIGTERM.
 """
 import os
-import re
-import signal
 import socket
 import sys
-import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import redis
 
-ID_RE = re.compile(r'^[a-z0-9]{1,40}$')
-NOTED = threading.local()
-_getaddrinfo = socket.getaddrinfo
+import tbserve
+from tbserve import ID_RE, NOTED, noting_getaddrinfo
 
-
-def noting_getaddrinfo(host, *args, **kw):
-    """socket.getaddrinfo, noting HOST for the request of this thread."""
-    lookups = getattr(NOTED, 'lookups', None)
-    if lookups is not None:
-        lookups.append(host)
-    return _getaddrinfo(host, *args, **kw)
-
-
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = 'HTTP/1.1'
-
-    def log_message(self, *args):
-        pass
-
-    def answer(self, status, text):
-        body = text.encode()
-        self.send_response(status)
-        self.send_header('Content-Type', 'text/plain')
-        self.send_header('Content-Length', str(len(body)))
-        # head and body in one send (two would meet delayed ACKs)
-        self._headers_buffer.append(b'\r\n' + body)
-        self.flush_headers()
-
+class Handler(tbserve.Handler):
     def work(self, rid):
         """The commands of request RID: (ops, None) or (ops, what went
         wrong)."""
@@ -118,32 +90,17 @@ class Handler(BaseHTTPRequestHandler):
                     '\n')
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 511
-
-
 def main():
     if len(sys.argv) != 4:
         print('usage: tbredis.py PORT REDIS_PORT PIDFILE', file=sys.stderr)
         return 2
     port, rport, pidfile = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-    srv = Server(('127.0.0.1', port), Handler)
+    srv = tbserve.Server(('127.0.0.1', port), Handler)
     socket.getaddrinfo = noting_getaddrinfo
     size = int(os.environ.get('TB_POOL', '') or 4)
     srv.redis = redis.Redis(connection_pool=redis.BlockingConnectionPool(
         host='127.0.0.1', port=rport, max_connections=size, timeout=30))
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    with open(pidfile, 'w') as f:
-        f.write('%d\n' % os.getpid())
-    while not stop.wait(1):
-        pass
-    srv.shutdown()
-    srv.server_close()
-    return 0
+    return tbserve.serve(srv, pidfile)
 
 
 if __name__ == '__main__':
