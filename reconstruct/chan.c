@@ -350,24 +350,47 @@ static const char *unreadable_reason(const struct rc_end *e, int *readable)
 	return "no-processor";     /* pipes without one: never sniffed */
 }
 
+/* Finish SP, open when its end goes; uncertain when a receive of the end
+ * still waits (UNREAD, docs/reconstruct.md "Closed while a read waits"). */
+static void end_span_finish(struct rc_ctx *c, struct rc_span *sp, int unread)
+{
+	if (unread && sp->certainty != RC_CT_UNCERTAIN) {
+		sp->certainty = RC_CT_UNCERTAIN;
+		sp->reason = "closed-unread";
+		c->st.closed_unread++;
+	}
+	rc_span_finish(c, sp);
+}
+
 static void end_destroy(struct rc_ctx *c, struct rc_end *e, int64_t t)
 {
 	char local[64], remote[64];
 	struct rc_span *sp;
 
+	/*
+	 * A receive of this end still waits for its send, or a thread of
+	 * the process was held back at a record older than the close: a
+	 * record of the end logged before its close (by another thread)
+	 * comes after it, when no fd leads here any more.  What it read is
+	 * lost to the exchanges still open on the end: they end unanswered
+	 * here although an answer may have come, so they are uncertain.
+	 */
+	int unread = e->closed_lagging ||
+		     (e->conn && e->side < 2 && e->conn->dir[!e->side].parked);
+
 	/* A request answered before its last byte came, which never came. */
 	sp = e->begun[RC_DIN].sp;
 	if (sp && sp->end != RC_DB_NULL)
-		rc_span_finish(c, sp);
+		end_span_finish(c, sp, unread);
 	e->begun[RC_DIN].sp = NULL;
 	/* Exchanges never answered: written open (end_ns NULL). */
 	while ((sp = e->srv)) {
 		e->srv = sp->next;
-		rc_span_finish(c, sp);
+		end_span_finish(c, sp, unread);
 	}
 	while ((sp = e->cli)) {
 		e->cli = sp->next;
-		rc_span_finish(c, sp);
+		end_span_finish(c, sp, unread);
 	}
 	int readable;
 	const char *why = unreadable_reason(e, &readable);

@@ -70,6 +70,9 @@ struct rc_end {
 	uint8_t  side, kind, role, proto, oneway, dgram, lost_sync;
 	uint8_t  how;            /* PROTO's how (enum bt_proto_how); 0: none */
 	uint8_t  entry_unknown;  /* pass 1 did not know its side */
+	uint8_t  closed_lagging; /* closed while another thread of its
+				    process had records of before the close
+				    still to come (end_destroy) */
 	uint32_t dom, pid;
 	uint64_t process_id;
 	int32_t  fd;

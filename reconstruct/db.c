@@ -431,6 +431,7 @@ static int write_stats(struct rc_ctx *c)
 		{ "unattributed_data_bytes", t->unattr_data_bytes },
 		{ "released_waits", t->released },
 		{ "unlogged_senders", t->unlogged },
+		{ "closed_unread_spans", t->closed_unread },
 		{ "unpaired_receives", t->unpaired_recv },
 		{ "unmatched_replies", t->unmatched_replies },
 		{ "reply_designation_mismatch", t->reply_mismatch },

@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -472,6 +473,38 @@ static void on_dup(struct ap *a)
 	}
 }
 
+/*
+ * Is another thread of P held back (parked on a wait) at a record older
+ * than T?  Its records that follow, logged before T, may be on an fd
+ * closed at T: they will find no binding (docs/reconstruct.md, "Closed
+ * while a read waits").
+ */
+static int proc_lagging(const struct ap *a, const struct rc_proc *p,
+			int64_t t)
+{
+	for (const struct rc_thr *o = p->threads; o; o = o->pnext) {
+		if (o == a->th)
+			continue;
+		const struct rc_run *r = (const struct rc_run *)
+			(const void *)((const char *)o -
+				       offsetof(struct rc_run, thr));
+		if (r->state == RC_SS_PARKED && r->head_t < t)
+			return 1;
+	}
+	return 0;
+}
+
+static void on_close(struct ap *a)
+{
+	struct rc_proc *p = rc_lineage_proc_of(a);
+	if (!p)
+		return;
+	struct rc_fdent *fe = rc_chan_fd_get(p, a->ev->fd, a->rt);
+	if (fe && (fe->end->cli || fe->end->srv) && proc_lagging(a, p, a->rt))
+		fe->end->closed_lagging = 1;
+	rc_chan_fd_drop(a->c, p, a->ev->fd, a->rt);
+}
+
 static void on_logd(struct ap *a)
 {
 	const struct bt_event *ev = a->ev;
@@ -494,7 +527,6 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 		.ev = &s->ev,
 	};
 	const struct bt_event *ev = &s->ev;
-	struct rc_proc *p;
 
 	if (!rc_lineage_imrun(c, im))
 		return;
@@ -520,10 +552,7 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 				NULL, NULL);
 		break;
 	case BT_EV_OPEN:          on_open(&a); break;
-	case BT_EV_CLOSE:
-		if ((p = rc_lineage_proc_of(&a)))
-			rc_chan_fd_drop(c, p, ev->fd, a.rt);
-		break;
+	case BT_EV_CLOSE:         on_close(&a); break;
 	case BT_EV_DUP:           on_dup(&a); break;
 	case BT_EV_CHAN:          on_chan(&a); break;
 	case BT_EV_PROTO: {

@@ -271,6 +271,9 @@ struct rc_stats {
 	uint64_t unlogged;           /* requests and replies from a traced
 					sender that did not log the send
 					(uncertain) */
+	uint64_t closed_unread;      /* spans open on an end closed while
+					one of its receives waited
+					(uncertain) */
 	uint64_t unpaired_recv;      /* receives with no send record */
 	uint64_t unmatched_replies;
 	uint64_t reply_mismatch;     /* sender's and matcher's request differ */

@@ -15,7 +15,8 @@
 #            preemptions
 #   uring    all socket I/O through io_uring: the shim sees no byte of the
 #            front; asserted: no front server span at all, the backends'
-#            calls arrive "from an untraced peer" as requests of their own
+#            calls arrive as requests of their own, uncertain, and no
+#            request of the client is silently wrong
 #
 # Every run must have the client's verification pass (the servers are
 # correct; only the paths are not).  Needs nothing but the build.
@@ -161,6 +162,7 @@ B_UNLOGGED=$(sql "$DIR/paths.db" "SELECT count(*) FROM spans
 	bp_fail "uring: $B_UNLOGGED of $B_ALL backend spans marked" \
 		"'unlogged-send'"
 bp_note "uring: $B_UNLOGGED backend spans uncertain, 'unlogged-send'"
+no_silent uring
 W='without logging the send|never logged'
 grep -Eq "$W" "$T/reconstruct.log" ||
 	bp_fail "uring: bp-reconstruct did not warn that the backends" \

@@ -292,6 +292,46 @@ START_TEST(unlogged_send_uncertain)
 }
 END_TEST
 
+/*
+ * A traced client reads its reply (thread 500) and another of its
+ * threads (501) closes the socket.  The front answered past the shim, so
+ * the read waits for a send that never comes and is let go only when the
+ * front closes; the close, logged later but merged first, has dropped
+ * the fd: the reply finds no channel.  The exchange ends unanswered,
+ * uncertain 'closed-unread' (and the front's span under it), never
+ * exact.
+ */
+START_TEST(closed_while_read_waits)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 300, "/usr/bin/front", 0);
+	struct gen_thr *cl = gen_proc_main(h, 500, "/usr/bin/cli", 0);
+
+	gen_thread_create(cl, 1, 7);
+	struct gen_thr *cl2 = gen_thread(gen_thr_proc(cl), 2, 501, 500, 7);
+	gen_tcp(cl, 110, 3, BT_CR_CONNECT, "10.0.0.5:50030", "10.0.0.1:80");
+	gen_accept(w, 111, 7, 3, "10.0.0.1:80", "10.0.0.5:50030");
+	gen_msg(cl, 112, 3, OUT, REQ, BT_PROTO_HTTP, 70, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/c"), 0);
+	http_in(w, 113, 7, "/c");
+	gen_msg(cl, 120, 3, IN, REP, BT_PROTO_HTTP, 90, 0, 200, 0, 0);
+	gen_close(cl2, 150, 3);
+	gen_close(w, 300, 7);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_q(&t, "SELECT group_concat(l, '\n') FROM (SELECT s.target || ' ' || s.kind || ' ' || s.certainty || ' ' || IFNULL(s.certainty_reason, '-') AS l FROM spans s JOIN requests r USING (request_id) WHERE r.target = '/c' ORDER BY s.start_ns, s.span_id)"),
+		"/c client uncertain closed-unread\n"
+		"/c server uncertain closed-unread");
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM requests WHERE certainty = 'exact'"), 0);
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'closed_unread_spans'"), 1);
+	rt_done(&t);
+}
+END_TEST
+
 /* Two static requests in one read: the loop opens /a's file in /b's
  * designation.  Both requests are marked (span_candidates, span_id
  * NULL); the one-request fragment after them stays exact. */
@@ -1450,6 +1490,7 @@ Suite *recon_certainty_suite(void)
 	tcase_add_test(tc, values_mysql_redis);
 	tcase_add_test(tc, batched_file_fires);
 	tcase_add_test(tc, ready_reply_parent_here);
+	tcase_add_test(tc, closed_while_read_waits);
 	suite_add_tcase(s, tc);
 	return s;
 }
