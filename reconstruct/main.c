@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +198,65 @@ static void usage_error(const char *what, const char *arg)
 	fprintf(stderr, "\nUsage: bp-reconstruct [OPTION]... LOGDIR... -o PATHS.db (see bp-reconstruct --help)\n");
 }
 
+/* ARG as a whole number from LO to HI into *N; -1 after a usage error
+ * (WHAT, then ARG). */
+static int opt_num(const char *arg, long lo, long hi, const char *what, long *n)
+{
+	char *end;
+	*n = strtol(arg, &end, 10);
+	if (*end || end == arg || *n < lo || *n > hi) {
+		usage_error(what, arg);
+		return -1;
+	}
+	return 0;
+}
+
+/* ARG as seconds (more than 0, at most a day) for OPTION into *T. */
+static int opt_secs(const char *arg, const char *option, double *t)
+{
+	char *end, what[128];
+	double v = strtod(arg, &end);
+	if (*end || end == arg || !(v > 0 && v <= 86400)) {
+		snprintf(what, sizeof what, "%s wants seconds (more than 0, at most 86400), not", option);
+		usage_error(what, arg);
+		return -1;
+	}
+	*t = v;
+	return 0;
+}
+
+/* ARG gzip or none for OPTION into *GZIP. */
+static int opt_gzip(const char *arg, const char *option, int *gzip)
+{
+	char what[128];
+	if (strcmp(arg, "gzip") && strcmp(arg, "none")) {
+		snprintf(what, sizeof what, "%s wants gzip or none, not", option);
+		usage_error(what, arg);
+		return -1;
+	}
+	*gzip = !strcmp(arg, "gzip");
+	return 0;
+}
+
+/* Header ARG of OPTION, checked by CHECK, appended to LIST (64 at most,
+ * *N of them). */
+static int opt_header(const char *arg, int (*check)(const char *, char *, size_t),
+		      const char *option, const char **list, size_t *n)
+{
+	char err[512];
+	if (check(arg, err, sizeof err) < 0) {
+		usage_error(err, NULL);
+		return -1;
+	}
+	if (*n == 64) {
+		snprintf(err, sizeof err, "too many %s options (at most 64)", option);
+		usage_error(err, NULL);
+		return -1;
+	}
+	list[(*n)++] = arg;
+	return 0;
+}
+
 /* The exports asked for, run on the finished database. */
 struct exports {
 	const char *otlp, *perfetto, *dot;
@@ -333,6 +393,7 @@ int main(int argc, char **argv)
 	struct exports ex = { .dot_max = 100 };
 	char err[512];
 	int ch, push_opt = 0, ch_opt = 0;
+	long n;
 
 	ex.push.gzip = 1;
 	ex.push.batch = OTLP_PUSH_BATCH;
@@ -352,31 +413,21 @@ int main(int argc, char **argv)
 		case 'o': o.output = optarg; break;
 		case 'r': o.reference = optarg; break;
 		case 'q': o.quiet = 1; break;
-		case 'w': {
-			char *end;
-			long n = strtol(optarg, &end, 10);
-			if (*end || n < 0 || n > 1000000) {
-				usage_error("--warnings wants a number from 0 to 1000000, not", optarg);
+		case 'w':
+			if (opt_num(optarg, 0, 1000000, "--warnings wants a number from 0 to 1000000, not", &n) < 0)
 				return RC_EXIT_USAGE;
-			}
 			o.max_warn_lines = n ? (int)n : -1;
 			break;
-		}
 		case OPT_PROGRESS: o.progress = 1; break;
 		case OPT_NO_PROGRESS: o.progress = 0; break;
 		case OPT_OTLP: ex.otlp = optarg; break;
 		case OPT_PERFETTO: ex.perfetto = optarg; break;
 		case OPT_DOT: ex.dot = optarg; break;
-		case OPT_DOT_MAX: {
-			char *end;
-			long n = strtol(optarg, &end, 10);
-			if (*end || n < 0 || end == optarg) {
-				usage_error("--dot-max wants a number (0: all), not", optarg);
+		case OPT_DOT_MAX:
+			if (opt_num(optarg, 0, LONG_MAX, "--dot-max wants a number (0: all), not", &n) < 0)
 				return RC_EXIT_USAGE;
-			}
 			ex.dot_max = n;
 			break;
-		}
 		case OPT_OTLP_ENDPOINT:
 			if (otlp_push_check_url(optarg, err, sizeof err) < 0) {
 				usage_error(err, NULL);
@@ -388,54 +439,32 @@ int main(int argc, char **argv)
 		case OPT_OTLP_CA: ex.push.ca = optarg; push_opt = 1; break;
 		case OPT_OTLP_HEADER:
 			push_opt = 1;
-			if (otlp_push_check_header(optarg, err, sizeof err) < 0) {
-				usage_error(err, NULL);
+			if (opt_header(optarg, otlp_push_check_header, "--otlp-header",
+				       ex.headers, &ex.push.nheaders) < 0)
 				return RC_EXIT_USAGE;
-			}
-			if (ex.push.nheaders == sizeof ex.headers / sizeof *ex.headers) {
-				usage_error("too many --otlp-header options (at most 64)", NULL);
-				return RC_EXIT_USAGE;
-			}
-			ex.headers[ex.push.nheaders++] = optarg;
 			break;
 		case OPT_OTLP_COMPRESSION:
 			push_opt = 1;
-			if (strcmp(optarg, "gzip") && strcmp(optarg, "none")) {
-				usage_error("--otlp-compression wants gzip or none, not", optarg);
+			if (opt_gzip(optarg, "--otlp-compression", &ex.push.gzip) < 0)
 				return RC_EXIT_USAGE;
-			}
-			ex.push.gzip = !strcmp(optarg, "gzip");
 			break;
 		case OPT_OTLP_BATCH:
-		case OPT_OTLP_RETRIES: {
 			push_opt = 1;
-			char *end;
-			long n = strtol(optarg, &end, 10);
-			long lo = ch == OPT_OTLP_BATCH ? 1 : 0;
-			long hi = ch == OPT_OTLP_BATCH ? 100000 : 100;
-			if (*end || end == optarg || n < lo || n > hi) {
-				usage_error(ch == OPT_OTLP_BATCH ?
-					    "--otlp-batch wants a number of spans from 1 to 100000, not" :
-					    "--otlp-retries wants a number from 0 to 100, not", optarg);
+			if (opt_num(optarg, 1, 100000, "--otlp-batch wants a number of spans from 1 to 100000, not", &n) < 0)
 				return RC_EXIT_USAGE;
-			}
-			if (ch == OPT_OTLP_BATCH)
-				ex.push.batch = (size_t)n;
-			else
-				ex.push.retries = (int)n;
+			ex.push.batch = (size_t)n;
 			break;
-		}
-		case OPT_OTLP_TIMEOUT: {
+		case OPT_OTLP_RETRIES:
 			push_opt = 1;
-			char *end;
-			double t = strtod(optarg, &end);
-			if (*end || end == optarg || !(t > 0 && t <= 86400)) {
-				usage_error("--otlp-timeout wants seconds (more than 0, at most 86400), not", optarg);
+			if (opt_num(optarg, 0, 100, "--otlp-retries wants a number from 0 to 100, not", &n) < 0)
 				return RC_EXIT_USAGE;
-			}
-			ex.push.timeout = t;
+			ex.push.retries = (int)n;
 			break;
-		}
+		case OPT_OTLP_TIMEOUT:
+			push_opt = 1;
+			if (opt_secs(optarg, "--otlp-timeout", &ex.push.timeout) < 0)
+				return RC_EXIT_USAGE;
+			break;
 		case OPT_CH:
 			if (ch_check_url(optarg, err, sizeof err) < 0) {
 				usage_error(err, NULL);
@@ -454,54 +483,32 @@ int main(int argc, char **argv)
 		case OPT_CH_CA: ex.ch.ca = optarg; ch_opt = 1; break;
 		case OPT_CH_HEADER:
 			ch_opt = 1;
-			if (ch_check_header(optarg, err, sizeof err) < 0) {
-				usage_error(err, NULL);
+			if (opt_header(optarg, ch_check_header, "--clickhouse-header",
+				       ex.ch_headers, &ex.ch.nheaders) < 0)
 				return RC_EXIT_USAGE;
-			}
-			if (ex.ch.nheaders == sizeof ex.ch_headers / sizeof *ex.ch_headers) {
-				usage_error("too many --clickhouse-header options (at most 64)", NULL);
-				return RC_EXIT_USAGE;
-			}
-			ex.ch_headers[ex.ch.nheaders++] = optarg;
 			break;
 		case OPT_CH_COMPRESSION:
 			ch_opt = 1;
-			if (strcmp(optarg, "gzip") && strcmp(optarg, "none")) {
-				usage_error("--clickhouse-compression wants gzip or none, not", optarg);
+			if (opt_gzip(optarg, "--clickhouse-compression", &ex.ch.gzip) < 0)
 				return RC_EXIT_USAGE;
-			}
-			ex.ch.gzip = !strcmp(optarg, "gzip");
 			break;
 		case OPT_CH_BATCH:
-		case OPT_CH_RETRIES: {
 			ch_opt = 1;
-			char *end;
-			long n = strtol(optarg, &end, 10);
-			long lo = ch == OPT_CH_BATCH ? 1 : 0;
-			long hi = ch == OPT_CH_BATCH ? 10000000 : 100;
-			if (*end || end == optarg || n < lo || n > hi) {
-				usage_error(ch == OPT_CH_BATCH ?
-					    "--clickhouse-batch wants a number of rows from 1 to 10000000, not" :
-					    "--clickhouse-retries wants a number from 0 to 100, not", optarg);
+			if (opt_num(optarg, 1, 10000000, "--clickhouse-batch wants a number of rows from 1 to 10000000, not", &n) < 0)
 				return RC_EXIT_USAGE;
-			}
-			if (ch == OPT_CH_BATCH)
-				ex.ch.batch = (size_t)n;
-			else
-				ex.ch.retries = (int)n;
+			ex.ch.batch = (size_t)n;
 			break;
-		}
-		case OPT_CH_TIMEOUT: {
+		case OPT_CH_RETRIES:
 			ch_opt = 1;
-			char *end;
-			double t = strtod(optarg, &end);
-			if (*end || end == optarg || !(t > 0 && t <= 86400)) {
-				usage_error("--clickhouse-timeout wants seconds (more than 0, at most 86400), not", optarg);
+			if (opt_num(optarg, 0, 100, "--clickhouse-retries wants a number from 0 to 100, not", &n) < 0)
 				return RC_EXIT_USAGE;
-			}
-			ex.ch.timeout = t;
+			ex.ch.retries = (int)n;
 			break;
-		}
+		case OPT_CH_TIMEOUT:
+			ch_opt = 1;
+			if (opt_secs(optarg, "--clickhouse-timeout", &ex.ch.timeout) < 0)
+				return RC_EXIT_USAGE;
+			break;
 		case 'h': fputs(help, stdout); return RC_EXIT_OK;
 		case 'V': printf("bp-reconstruct %s\n", PACKAGE_VERSION); return RC_EXIT_OK;
 		default:

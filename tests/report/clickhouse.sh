@@ -109,17 +109,9 @@ q() {
 	curl -sS -m 30 "$CH" --data-binary "$1" || rp_fail "ClickHouse query: $1"
 }
 
-# recon LABEL ARGS...: bp-reconstruct, bounded; RC, ERR, SECS
+# recon LABEL ARGS...: bp-reconstruct, bounded; RC, ERR, SECS (lib.sh)
 recon() {
-	local label=$1 t0
-	shift
-	t0=$(date +%s.%N)
-	timeout 300 "$RECON" "$@" 2>"$T/$label.err"
-	RC=$?
-	SECS=$(echo "$(date +%s.%N) - $t0" | bc)
-	ERR=$T/$label.err
-	[ "$RC" = 124 ] && rp_fail "$label: bp-reconstruct did not finish in 300 s"
-	return 0
+	rp_recon "$@"
 }
 
 # run_of ERRFILE: the run id the summary line names
@@ -297,13 +289,7 @@ bp_note "throughput: $rows rows in $secs s ($(echo "$rows / ($secs + 0.001)" | b
 
 # 10. the option errors: usage (exit 1), nothing written
 usage() {
-	local want=$1
-	shift
-	recon usage "$T/shop" -o "$T/usage.db" "$@"
-	[ "$RC" = 1 ] || rp_fail "$* did not exit 1 (exit $RC)"
-	grep -qF -e "$want" "$ERR" || rp_fail "$*: $(cat "$ERR")"
-	[ -e "$T/usage.db" ] && rp_fail "$*: a usage error wrote the database"
-	return 0
+	rp_usage "$T/shop" "$@"
 }
 usage "not an http:// or https:// URL (e.g. http://localhost:8123)" --clickhouse localhost:8123
 usage "the database name 'a-b' is not" --clickhouse "$CH?database=a-b"
