@@ -558,12 +558,46 @@ static int list_tables(struct ch *c, struct table **out, int *n)
 	return 0;
 }
 
+/* O's headers and the credentials of the environment (BP_CLICKHOUSE_USER,
+ * BP_CLICKHOUSE_PASSWORD: X-ClickHouse-User and X-ClickHouse-Key), into
+ * H; the strings added are malloc'd into ENV[0..1].  0 or -1 (ERR). */
+static int env_headers(const struct ch_opts *o, struct http_opts *h,
+		       const char **list, char *env[2], char *err, size_t len)
+{
+	static const char *const var[2] = { "BP_CLICKHOUSE_USER",
+					    "BP_CLICKHOUSE_PASSWORD" };
+	static const char *const name[2] = { "X-ClickHouse-User",
+					     "X-ClickHouse-Key" };
+	size_t n = 0;
+	for (size_t i = 0; i < o->nheaders; i++)
+		list[n++] = o->headers[i];
+	for (int i = 0; i < 2; i++) {
+		const char *v = getenv(var[i]);
+		if (!v || !*v)
+			continue;
+		if (strpbrk(v, "\r\n")) {
+			snprintf(err, len, "%s has a line break", var[i]);
+			return -1;
+		}
+		env[i] = malloc(strlen(name[i]) + strlen(v) + 3);
+		if (!env[i]) {
+			snprintf(err, len, "out of memory");
+			return -1;
+		}
+		sprintf(env[i], "%s: %s", name[i], v);
+		list[n++] = env[i];
+	}
+	h->headers = list;
+	h->nheaders = n;
+	return 0;
+}
+
 int export_clickhouse(struct export_db *x, const struct ch_opts *o,
 		      struct ch_stats *st)
 {
 	struct ch c = { .x = x, .o = o, .st = st };
 	struct table *t = NULL;
-	char *url = NULL, sql[300];
+	char *url = NULL, sql[300], *env[2] = { NULL, NULL };
 	int nt = 0, r = -1;
 	double t0 = http_now();
 
@@ -573,6 +607,13 @@ int export_clickhouse(struct export_db *x, const struct ch_opts *o,
 		return -1;
 	c.db = st->database;
 	struct http_opts h = http_opts(o, url, st->shown);
+	const char **list = calloc(o->nheaders + 2, sizeof *list);
+	if (!list) {
+		snprintf(x->err, sizeof x->err, "out of memory");
+		goto out;
+	}
+	if (env_headers(o, &h, list, env, x->err, sizeof x->err) < 0)
+		goto out;
 	c.h = http_open(&h, x->err, sizeof x->err);
 	if (!c.h)
 		goto out;
@@ -599,6 +640,9 @@ out:
 		table_free(&t[i]);
 	free(t);
 	http_close(c.h);
+	free(list);
+	free(env[0]);
+	free(env[1]);
 	free(url);
 	return r;
 }

@@ -17,7 +17,8 @@
 #     URL, exit 4, the SQLite database complete; the time bound;
 #   - a server answering an error (a read-only user): ClickHouse's
 #     message, exit 4 at once, no retries;
-#   - USER:PASSWORD@ in the URL (Basic), the password never printed;
+#   - USER:PASSWORD@ in the URL (Basic), BP_CLICKHOUSE_USER and
+#     BP_CLICKHOUSE_PASSWORD, the password never printed;
 #   - the option errors.
 # Running 18.16 by hand: the root element is <yandex>; every path (data,
 # tmp, user_files, format_schemas, logs) must point into the temporary
@@ -270,6 +271,14 @@ grep -q "s3cret" "$ERR" && rp_fail "the password was printed: $(cat "$ERR")"
 grep -q -- "-> http://bpw:\*\*\*@127.0.0.1:$CH_HTTP/ database bppw run $RUN2 " "$ERR" ||
 	rp_fail "user:password: summary: $(cat "$ERR")"
 [ "$(q "SELECT count() FROM bppw.requests FINAL")" = 60 ] || rp_fail "user:password: rows missing"
+BP_CLICKHOUSE_USER=bpw BP_CLICKHOUSE_PASSWORD=s3cret \
+	recon envpw "$T/shop" -o "$T/pw3.db" --clickhouse "$CH?database=bppw"
+[ "$RC" = 0 ] || rp_fail "BP_CLICKHOUSE_USER and _PASSWORD: exit $RC: $(cat "$ERR")"
+grep -q "s3cret" "$ERR" && rp_fail "the password was printed: $(cat "$ERR")"
+BP_CLICKHOUSE_USER=bpw BP_CLICKHOUSE_PASSWORD=wrong \
+	recon envbad "$T/shop" -o "$T/pw4.db" --clickhouse "$CH?database=bppw"
+[ "$RC" = 4 ] || rp_fail "a wrong BP_CLICKHOUSE_PASSWORD: exit $RC: $(cat "$ERR")"
+grep -q "Code: 193" "$ERR" || rp_fail "a wrong BP_CLICKHOUSE_PASSWORD: message: $(cat "$ERR")"
 recon badpw "$T/shop" -o "$T/pw2.db" --clickhouse "http://bpw:wrong@127.0.0.1:$CH_HTTP/?database=bppw&password=wrong2"
 [ "$RC" = 4 ] || rp_fail "wrong password: exit $RC: $(cat "$ERR")"
 grep -q "wrong" "$ERR" && rp_fail "the wrong password was printed: $(cat "$ERR")"
