@@ -305,9 +305,11 @@ static int table_cols(struct ch *c, struct table *t)
 		/* NOT NULL, or the INTEGER PRIMARY KEY (the rowid) */
 		k->notnull = sqlite3_column_int(s, 3) ||
 			     (sqlite3_column_int(s, 5) && k->type == 'i');
-		if (!k->name) {
+		if (!k->name || !name_ok(k->name, strlen(k->name), "")) {
 			sqlite3_finalize(s);
-			snprintf(c->x->err, sizeof c->x->err, "out of memory");
+			snprintf(c->x->err, sizeof c->x->err, k->name ?
+				 "ClickHouse: the column name %.80s.'%.80s' cannot be sent" :
+				 "out of memory", t->name, k->name);
 			return -1;
 		}
 	}
