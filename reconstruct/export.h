@@ -53,6 +53,18 @@ int export_otlp_push(struct export_db *x, const struct otlp_push_opts *opts,
 		     struct otlp_push_stats *st, uint64_t *total);
 
 /*
+ * Every table of the database into ClickHouse as OPTS says (clickhouse.h,
+ * docs/clickhouse.md): tables created when missing, rows in batched
+ * INSERTs, keyed by (run, row_id) so a row sent twice counts once.  ST
+ * gets what was sent.  Returns 0, or -1 with X->err naming the URL (its
+ * password hidden) and ClickHouse's message.
+ */
+struct ch_opts;
+struct ch_stats;
+int export_clickhouse(struct export_db *x, const struct ch_opts *opts,
+		      struct ch_stats *st);
+
+/*
  * Chrome trace-event JSON for ui.perfetto.dev into FILE: a complete event
  * per span and per fragment of work, a process per traced process, a
  * thread per thread (nested lanes where spans of a thread overlap), and a

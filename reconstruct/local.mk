@@ -35,9 +35,11 @@ libbtrecon_la_LIBADD = libbtproto.la libbtsegread.la libbtcommon.la $(SQLITE3_LI
 noinst_LTLIBRARIES += libbtexport.la
 libbtexport_la_SOURCES = \
 	reconstruct/export.c reconstruct/export.h \
+	reconstruct/export_clickhouse.c reconstruct/clickhouse.h \
 	reconstruct/export_dot.c \
 	reconstruct/export_otlp.c \
 	reconstruct/export_perfetto.c \
+	reconstruct/http_client.c reconstruct/http_client.h \
 	reconstruct/otlp_push.c reconstruct/otlp_push.h \
 	reconstruct/otlp_wire.c reconstruct/otlp_wire.h
 libbtexport_la_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(SQLITE3_CFLAGS) $(ZLIB_CFLAGS) $(OPENSSL_CFLAGS)

@@ -7,10 +7,12 @@
 #include <sys/stat.h>
 
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "clickhouse.h"
 #include "export.h"
 #include "otlp_push.h"
 #include "recon.h"
@@ -102,6 +104,43 @@ static const char help[] =
 "                           by then is dropped.  One attempt waits at most\n"
 "                           30 s for its answer.\n"
 "        --otlp-retries=N   retries of one request (default 5).\n"
+"        --clickhouse=URL   also write every table of the database into\n"
+"                           ClickHouse over its HTTP interface, after the\n"
+"                           database is written (docs/clickhouse.md):\n"
+"                           http[s]://[USER[:PASSWORD]@]HOST[:PORT]/[?database=DB]\n"
+"                           (database default when none; other parameters,\n"
+"                           e.g. user= and password=, are passed on; the\n"
+"                           password is never printed; the environment's\n"
+"                           BP_CLICKHOUSE_USER and BP_CLICKHOUSE_PASSWORD\n"
+"                           are sent as X-ClickHouse-User and\n"
+"                           X-ClickHouse-Key).  The database and\n"
+"                           ReplacingMergeTree tables of the same names and\n"
+"                           columns are created when missing, with two more\n"
+"                           columns, run and row_id, the key: several runs\n"
+"                           share the tables, and a row sent twice (a\n"
+"                           retry, the same logs reconstructed again) is\n"
+"                           one row to queries with FINAL.  Batched\n"
+"                           INSERTs in TabSeparated, gzip; retried like the\n"
+"                           OTLP push (503 and the others, connection\n"
+"                           errors); any other answer ends the sink with\n"
+"                           ClickHouse's message and exit status 4.\n"
+"        --clickhouse-run=NAME\n"
+"                           the run id of the rows (default: 16 hex digits\n"
+"                           hashed from the hosts and requests, the same\n"
+"                           for the same logs).\n"
+"        --clickhouse-header='NAME: VALUE'\n"
+"                           add a header to every request (repeatable).\n"
+"        --clickhouse-ca=FILE\n"
+"                           trust the CA certificates in FILE (PEM) for an\n"
+"                           https:// URL instead of the system's.\n"
+"        --clickhouse-compression=gzip|none\n"
+"                           Content-Encoding of the requests (default gzip).\n"
+"        --clickhouse-batch=N\n"
+"                           at most N rows per INSERT (default 100000).\n"
+"        --clickhouse-timeout=SECONDS\n"
+"                           time bound of the whole sink (default 300).\n"
+"        --clickhouse-retries=N\n"
+"                           retries of one request (default 5).\n"
 "        --perfetto=FILE    also write a Chrome trace-event JSON file for\n"
 "                           ui.perfetto.dev: a track per thread, spans,\n"
 "                           fragments of work and messages as flow arrows.\n"
@@ -137,7 +176,8 @@ static const char help[] =
 "    2  the input cannot be read: no directory or no readable log segment\n"
 "    3  the database or an export cannot be written (or memory ran out)\n"
 "    4  the database and the exports were written, but the OTLP push did\n"
-"       not deliver every span (refused, out of retries or out of time)\n"
+"       not deliver every span (refused, out of retries or out of time),\n"
+"       or the ClickHouse sink did not finish\n"
 "\n"
 "EXAMPLES\n"
 "    bp-reconstruct logs/ -o paths.db\n"
@@ -146,10 +186,12 @@ static const char help[] =
 "    bp-reconstruct logs/ -o paths.db --otlp traces.json --dot graphs/\n"
 "    bp-reconstruct logs/ -o paths.db --otlp-endpoint http://localhost:4318 \\\n"
 "        --otlp-header 'Authorization: Bearer TOKEN'\n"
+"    bp-reconstruct logs/ -o paths.db \\\n"
+"        --clickhouse 'http://127.0.0.1:8123/?database=bp'\n"
 "\n"
 "SEE ALSO\n"
 "    bp-logd(8), bp-run(1), bp-report(1), docs/reconstruct.md,\n"
-"    docs/schema.md, docs/report.md\n";
+"    docs/schema.md, docs/report.md, docs/clickhouse.md\n";
 
 static void usage_error(const char *what, const char *arg)
 {
@@ -158,13 +200,92 @@ static void usage_error(const char *what, const char *arg)
 	fprintf(stderr, "\nUsage: bp-reconstruct [OPTION]... LOGDIR... -o PATHS.db (see bp-reconstruct --help)\n");
 }
 
+/* ARG as a whole number from LO to HI into *N; -1 after a usage error
+ * (WHAT, then ARG). */
+static int opt_num(const char *arg, long lo, long hi, const char *what, long *n)
+{
+	char *end;
+	*n = strtol(arg, &end, 10);
+	if (*end || end == arg || *n < lo || *n > hi) {
+		usage_error(what, arg);
+		return -1;
+	}
+	return 0;
+}
+
+/* ARG as seconds (more than 0, at most a day) for OPTION into *T. */
+static int opt_secs(const char *arg, const char *option, double *t)
+{
+	char *end, what[128];
+	double v = strtod(arg, &end);
+	if (*end || end == arg || !(v > 0 && v <= 86400)) {
+		snprintf(what, sizeof what, "%s wants seconds (more than 0, at most 86400), not", option);
+		usage_error(what, arg);
+		return -1;
+	}
+	*t = v;
+	return 0;
+}
+
+/* ARG gzip or none for OPTION into *GZIP. */
+static int opt_gzip(const char *arg, const char *option, int *gzip)
+{
+	char what[128];
+	if (strcmp(arg, "gzip") && strcmp(arg, "none")) {
+		snprintf(what, sizeof what, "%s wants gzip or none, not", option);
+		usage_error(what, arg);
+		return -1;
+	}
+	*gzip = !strcmp(arg, "gzip");
+	return 0;
+}
+
+/* Header ARG of OPTION, checked by CHECK, appended to LIST (64 at most,
+ * *N of them). */
+static int opt_header(const char *arg, int (*check)(const char *, char *, size_t),
+		      const char *option, const char **list, size_t *n)
+{
+	char err[512];
+	if (check(arg, err, sizeof err) < 0) {
+		usage_error(err, NULL);
+		return -1;
+	}
+	if (*n == 64) {
+		snprintf(err, sizeof err, "too many %s options (at most 64)", option);
+		usage_error(err, NULL);
+		return -1;
+	}
+	list[(*n)++] = arg;
+	return 0;
+}
+
 /* The exports asked for, run on the finished database. */
 struct exports {
 	const char *otlp, *perfetto, *dot;
 	long        dot_max;
 	struct otlp_push_opts push;         /* push.url NULL: no push */
 	const char *headers[64];
+	struct ch_opts ch;                  /* ch.url NULL: no ClickHouse */
+	const char *ch_headers[64];
 };
+
+static int run_clickhouse(const struct exports *e, struct export_db *x, int quiet)
+{
+	struct ch_stats st;
+	int r = export_clickhouse(x, &e->ch, &st);
+	if (r < 0)
+		fprintf(stderr, "bp-reconstruct: error: %s\n", x->err);
+	if (!quiet || r < 0)
+		fprintf(stderr, "bp-reconstruct: ClickHouse: %s%llu rows of %llu tables in %llu inserts, %llu retries -> %s database %s run %s (%.1f s, %llu KB)\n",
+			r < 0 ? "stopped after " : "",
+			(unsigned long long)st.rows,
+			(unsigned long long)st.tables,
+			(unsigned long long)st.inserts,
+			(unsigned long long)st.retries, st.shown, st.database,
+			st.run, st.secs,
+			(unsigned long long)(st.bytes + 1023) / 1024);
+	return r < 0 ? RC_EXIT_PUSH : RC_EXIT_OK;
+}
 
 static int run_push(const struct exports *e, struct export_db *x, int quiet)
 {
@@ -189,7 +310,7 @@ static int run_exports(const struct exports *e, const char *db, int quiet)
 {
 	struct export_db x;
 
-	if (!e->otlp && !e->perfetto && !e->dot && !e->push.url)
+	if (!e->otlp && !e->perfetto && !e->dot && !e->push.url && !e->ch.url)
 		return RC_EXIT_OK;
 	if (export_open(&x, db) < 0) {
 		fprintf(stderr, "bp-reconstruct: error: %s\n", x.err);
@@ -221,6 +342,8 @@ static int run_exports(const struct exports *e, const char *db, int quiet)
 	}
 	/* last: the files are written whatever happens to the network */
 	int r = e->push.url ? run_push(e, &x, quiet) : RC_EXIT_OK;
+	if (e->ch.url && run_clickhouse(e, &x, quiet) != RC_EXIT_OK)
+		r = RC_EXIT_PUSH;
 	export_close(&x);
 	return r;
 fail:
@@ -234,7 +357,9 @@ int main(int argc, char **argv)
 	enum { OPT_PROGRESS = 256, OPT_NO_PROGRESS, OPT_OTLP, OPT_PERFETTO,
 	       OPT_DOT, OPT_DOT_MAX, OPT_OTLP_ENDPOINT, OPT_OTLP_JSON,
 	       OPT_OTLP_HEADER, OPT_OTLP_COMPRESSION, OPT_OTLP_BATCH,
-	       OPT_OTLP_TIMEOUT, OPT_OTLP_RETRIES, OPT_OTLP_CA };
+	       OPT_OTLP_TIMEOUT, OPT_OTLP_RETRIES, OPT_OTLP_CA, OPT_CH,
+	       OPT_CH_RUN, OPT_CH_HEADER, OPT_CH_CA, OPT_CH_COMPRESSION,
+	       OPT_CH_BATCH, OPT_CH_TIMEOUT, OPT_CH_RETRIES };
 	static const struct option longopts[] = {
 		{ "output",      required_argument, NULL, 'o' },
 		{ "reference",   required_argument, NULL, 'r' },
@@ -254,6 +379,14 @@ int main(int argc, char **argv)
 		{ "otlp-timeout", required_argument, NULL, OPT_OTLP_TIMEOUT },
 		{ "otlp-retries", required_argument, NULL, OPT_OTLP_RETRIES },
 		{ "otlp-ca",     required_argument, NULL, OPT_OTLP_CA },
+		{ "clickhouse",  required_argument, NULL, OPT_CH },
+		{ "clickhouse-run", required_argument, NULL, OPT_CH_RUN },
+		{ "clickhouse-header", required_argument, NULL, OPT_CH_HEADER },
+		{ "clickhouse-ca", required_argument, NULL, OPT_CH_CA },
+		{ "clickhouse-compression", required_argument, NULL, OPT_CH_COMPRESSION },
+		{ "clickhouse-batch", required_argument, NULL, OPT_CH_BATCH },
+		{ "clickhouse-timeout", required_argument, NULL, OPT_CH_TIMEOUT },
+		{ "clickhouse-retries", required_argument, NULL, OPT_CH_RETRIES },
 		{ "help",        no_argument,       NULL, 'h' },
 		{ "version",     no_argument,       NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -261,13 +394,19 @@ int main(int argc, char **argv)
 	struct rc_options o = { .progress = -1 };
 	struct exports ex = { .dot_max = 100 };
 	char err[512];
-	int ch, push_opt = 0;
+	int ch, push_opt = 0, ch_opt = 0;
+	long n;
 
 	ex.push.gzip = 1;
 	ex.push.batch = OTLP_PUSH_BATCH;
 	ex.push.timeout = OTLP_PUSH_TIMEOUT;
 	ex.push.retries = OTLP_PUSH_RETRIES;
 	ex.push.headers = ex.headers;
+	ex.ch.gzip = 1;
+	ex.ch.batch = CH_BATCH;
+	ex.ch.timeout = CH_TIMEOUT;
+	ex.ch.retries = CH_RETRIES;
+	ex.ch.headers = ex.ch_headers;
 
 	/* what we write holds what the logs hold: private (docs/security.md) */
 	umask(077);
@@ -276,31 +415,21 @@ int main(int argc, char **argv)
 		case 'o': o.output = optarg; break;
 		case 'r': o.reference = optarg; break;
 		case 'q': o.quiet = 1; break;
-		case 'w': {
-			char *end;
-			long n = strtol(optarg, &end, 10);
-			if (*end || n < 0 || n > 1000000) {
-				usage_error("--warnings wants a number from 0 to 1000000, not", optarg);
+		case 'w':
+			if (opt_num(optarg, 0, 1000000, "--warnings wants a number from 0 to 1000000, not", &n) < 0)
 				return RC_EXIT_USAGE;
-			}
 			o.max_warn_lines = n ? (int)n : -1;
 			break;
-		}
 		case OPT_PROGRESS: o.progress = 1; break;
 		case OPT_NO_PROGRESS: o.progress = 0; break;
 		case OPT_OTLP: ex.otlp = optarg; break;
 		case OPT_PERFETTO: ex.perfetto = optarg; break;
 		case OPT_DOT: ex.dot = optarg; break;
-		case OPT_DOT_MAX: {
-			char *end;
-			long n = strtol(optarg, &end, 10);
-			if (*end || n < 0 || end == optarg) {
-				usage_error("--dot-max wants a number (0: all), not", optarg);
+		case OPT_DOT_MAX:
+			if (opt_num(optarg, 0, LONG_MAX, "--dot-max wants a number (0: all), not", &n) < 0)
 				return RC_EXIT_USAGE;
-			}
 			ex.dot_max = n;
 			break;
-		}
 		case OPT_OTLP_ENDPOINT:
 			if (otlp_push_check_url(optarg, err, sizeof err) < 0) {
 				usage_error(err, NULL);
@@ -312,54 +441,76 @@ int main(int argc, char **argv)
 		case OPT_OTLP_CA: ex.push.ca = optarg; push_opt = 1; break;
 		case OPT_OTLP_HEADER:
 			push_opt = 1;
-			if (otlp_push_check_header(optarg, err, sizeof err) < 0) {
-				usage_error(err, NULL);
+			if (opt_header(optarg, otlp_push_check_header, "--otlp-header",
+				       ex.headers, &ex.push.nheaders) < 0)
 				return RC_EXIT_USAGE;
-			}
-			if (ex.push.nheaders == sizeof ex.headers / sizeof *ex.headers) {
-				usage_error("too many --otlp-header options (at most 64)", NULL);
-				return RC_EXIT_USAGE;
-			}
-			ex.headers[ex.push.nheaders++] = optarg;
 			break;
 		case OPT_OTLP_COMPRESSION:
 			push_opt = 1;
-			if (strcmp(optarg, "gzip") && strcmp(optarg, "none")) {
-				usage_error("--otlp-compression wants gzip or none, not", optarg);
+			if (opt_gzip(optarg, "--otlp-compression", &ex.push.gzip) < 0)
 				return RC_EXIT_USAGE;
-			}
-			ex.push.gzip = !strcmp(optarg, "gzip");
 			break;
 		case OPT_OTLP_BATCH:
-		case OPT_OTLP_RETRIES: {
 			push_opt = 1;
-			char *end;
-			long n = strtol(optarg, &end, 10);
-			long lo = ch == OPT_OTLP_BATCH ? 1 : 0;
-			long hi = ch == OPT_OTLP_BATCH ? 100000 : 100;
-			if (*end || end == optarg || n < lo || n > hi) {
-				usage_error(ch == OPT_OTLP_BATCH ?
-					    "--otlp-batch wants a number of spans from 1 to 100000, not" :
-					    "--otlp-retries wants a number from 0 to 100, not", optarg);
+			if (opt_num(optarg, 1, 100000, "--otlp-batch wants a number of spans from 1 to 100000, not", &n) < 0)
+				return RC_EXIT_USAGE;
+			ex.push.batch = (size_t)n;
+			break;
+		case OPT_OTLP_RETRIES:
+			push_opt = 1;
+			if (opt_num(optarg, 0, 100, "--otlp-retries wants a number from 0 to 100, not", &n) < 0)
+				return RC_EXIT_USAGE;
+			ex.push.retries = (int)n;
+			break;
+		case OPT_OTLP_TIMEOUT:
+			push_opt = 1;
+			if (opt_secs(optarg, "--otlp-timeout", &ex.push.timeout) < 0)
+				return RC_EXIT_USAGE;
+			break;
+		case OPT_CH:
+			if (ch_check_url(optarg, err, sizeof err) < 0) {
+				usage_error(err, NULL);
 				return RC_EXIT_USAGE;
 			}
-			if (ch == OPT_OTLP_BATCH)
-				ex.push.batch = (size_t)n;
-			else
-				ex.push.retries = (int)n;
+			ex.ch.url = optarg;
 			break;
-		}
-		case OPT_OTLP_TIMEOUT: {
-			push_opt = 1;
-			char *end;
-			double t = strtod(optarg, &end);
-			if (*end || end == optarg || !(t > 0 && t <= 86400)) {
-				usage_error("--otlp-timeout wants seconds (more than 0, at most 86400), not", optarg);
+		case OPT_CH_RUN:
+			ch_opt = 1;
+			if (ch_check_run(optarg, err, sizeof err) < 0) {
+				usage_error(err, NULL);
 				return RC_EXIT_USAGE;
 			}
-			ex.push.timeout = t;
+			ex.ch.run = optarg;
 			break;
-		}
+		case OPT_CH_CA: ex.ch.ca = optarg; ch_opt = 1; break;
+		case OPT_CH_HEADER:
+			ch_opt = 1;
+			if (opt_header(optarg, ch_check_header, "--clickhouse-header",
+				       ex.ch_headers, &ex.ch.nheaders) < 0)
+				return RC_EXIT_USAGE;
+			break;
+		case OPT_CH_COMPRESSION:
+			ch_opt = 1;
+			if (opt_gzip(optarg, "--clickhouse-compression", &ex.ch.gzip) < 0)
+				return RC_EXIT_USAGE;
+			break;
+		case OPT_CH_BATCH:
+			ch_opt = 1;
+			if (opt_num(optarg, 1, 10000000, "--clickhouse-batch wants a number of rows from 1 to 10000000, not", &n) < 0)
+				return RC_EXIT_USAGE;
+			ex.ch.batch = (size_t)n;
+			break;
+		case OPT_CH_RETRIES:
+			ch_opt = 1;
+			if (opt_num(optarg, 0, 100, "--clickhouse-retries wants a number from 0 to 100, not", &n) < 0)
+				return RC_EXIT_USAGE;
+			ex.ch.retries = (int)n;
+			break;
+		case OPT_CH_TIMEOUT:
+			ch_opt = 1;
+			if (opt_secs(optarg, "--clickhouse-timeout", &ex.ch.timeout) < 0)
+				return RC_EXIT_USAGE;
+			break;
 		case 'h': fputs(help, stdout); return RC_EXIT_OK;
 		case 'V': printf("bp-reconstruct %s\n", PACKAGE_VERSION); return RC_EXIT_OK;
 		default:
@@ -369,6 +520,10 @@ int main(int argc, char **argv)
 	}
 	if (push_opt && !ex.push.url) {
 		usage_error("--otlp-json, --otlp-header, --otlp-ca, --otlp-compression, --otlp-batch, --otlp-timeout and --otlp-retries go with --otlp-endpoint URL", NULL);
+		return RC_EXIT_USAGE;
+	}
+	if (ch_opt && !ex.ch.url) {
+		usage_error("--clickhouse-run, --clickhouse-header, --clickhouse-ca, --clickhouse-compression, --clickhouse-batch, --clickhouse-timeout and --clickhouse-retries go with --clickhouse URL", NULL);
 		return RC_EXIT_USAGE;
 	}
 	if (!o.output) {

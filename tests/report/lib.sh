@@ -9,6 +9,11 @@
 #   rp_check_otlp FILE [--traces N --spans N --errors N]
 #   rp_check_perfetto DB FILE
 #   rp_check_dot DIR   every .dot file renders with dot -Tsvg
+#   rp_recon LABEL ARGS...  bp-reconstruct ARGS, bounded (180 s); sets RC,
+#                      ERR (its stderr, $T/LABEL.err) and SECS
+#   rp_usage LOGDIR WANT ARGS...  bp-reconstruct LOGDIR -o $T/usage.db ARGS
+#                      must be a usage error (exit 1) saying WANT, and
+#                      write nothing
 #   (temporary directory, trap, failing: tests/lib/core.sh)
 # shellcheck source=../lib/core.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/core.sh"
@@ -65,6 +70,28 @@ rp_node() {
 	PROTO_DIR=$dir/package/build/protos
 	[ -f "$PROTO_DIR/opentelemetry/proto/trace/v1/trace.proto" ] ||
 		rp_fail "$PROTO_DIR has no trace.proto: remove $dir and rerun"
+}
+
+rp_recon() {
+	local label=$1 t0
+	shift
+	t0=$(date +%s.%N)
+	timeout 180 "$RECON" "$@" 2>"$T/$label.err"
+	RC=$?
+	SECS=$(echo "$(date +%s.%N) - $t0" | bc)
+	ERR=$T/$label.err
+	[ "$RC" = 124 ] && rp_fail "$label: bp-reconstruct did not finish in 180 s"
+	return 0
+}
+
+rp_usage() {
+	local logs=$1 want=$2
+	shift 2
+	rp_recon usage "$logs" -o "$T/usage.db" "$@"
+	[ "$RC" = 1 ] || rp_fail "$* did not exit 1 (exit $RC)"
+	grep -qF -e "$want" "$ERR" || rp_fail "$*: $(cat "$ERR")"
+	[ -e "$T/usage.db" ] && rp_fail "$*: a usage error wrote the database"
+	return 0
 }
 
 rp_check_otlp() {

@@ -33,14 +33,16 @@ endif
 
 # The exporters read back by independent readers (protobufjs with the
 # OpenTelemetry .proto files from npm, Python's json, dot -Tsvg), the OTLP
-# push by a receiver built on the same (push.sh), and bp-report in
+# push by a receiver built on the same (push.sh), the ClickHouse sink by
+# a ClickHouse server started by hand (clickhouse.sh), and bp-report in
 # headless Chromium (tests/report/lib.sh).
 REPORT_TESTS = tests/report/exports.sh tests/report/report.sh \
-	tests/report/traced.sh tests/report/push.sh
+	tests/report/traced.sh tests/report/push.sh tests/report/clickhouse.sh
 TESTS += $(REPORT_TESTS)
 EXTRA_DIST += $(REPORT_TESTS) tests/report/lib.sh tests/report/otlp-check.js \
 	tests/report/perfetto-check.py tests/report/otlp-receiver.js \
-	tests/report/otlp-push-check.py tests/report/otlp-wire-check.js
+	tests/report/otlp-push-check.py tests/report/otlp-wire-check.js \
+	tests/report/clickhouse-check.py tests/report/ch-flaky.py
 CLEANFILES += tests/report/report.png
 clean-local: clean-report-node
 clean-report-node:

@@ -47,15 +47,7 @@ stop_rx() {
 
 # push LABEL ARGS...: bp-reconstruct, bounded; RC, ERR (stderr file), SECS
 push() {
-	local label=$1 t0
-	shift
-	t0=$(date +%s.%N)
-	timeout 180 "$RECON" "$@" 2>"$T/$label.err"
-	RC=$?
-	SECS=$(echo "$(date +%s.%N) - $t0" | bc)
-	ERR=$T/$label.err
-	[ "$RC" = 124 ] && rp_fail "$label: bp-reconstruct did not finish in 180 s"
-	return 0
+	rp_recon "$@"
 }
 
 # reqs DIR PYTHON-EXPR-OVER-r: every request logged in DIR satisfies it
@@ -261,13 +253,7 @@ bp_note "https: verified by IP and by name, refused untrusted and misnamed certi
 
 # 6. the option errors: usage (exit 1), before any reading
 usage() {
-	local want=$1
-	shift
-	push usage "$T/shop" -o "$T/usage.db" "$@"
-	[ "$RC" = 1 ] || rp_fail "$* did not exit 1 (exit $RC)"
-	grep -qF -e "$want" "$ERR" || rp_fail "$*: $(cat "$ERR")"
-	[ -e "$T/usage.db" ] && rp_fail "$*: a usage error wrote the database"
-	return 0
+	rp_usage "$T/shop" "$@"
 }
 usage "ftp://localhost:4318: not an http:// or https:// URL" --otlp-endpoint ftp://localhost:4318
 usage "not an http:// or https:// URL" --otlp-endpoint localhost:4318

@@ -1,0 +1,311 @@
+#!/bin/bash
+# clickhouse.sh - bp-reconstruct --clickhouse against a real ClickHouse:
+# Debian's clickhouse-server (18.16) started by hand in $T with its own
+# configuration (docs/clickhouse.md, "Running ClickHouse by hand"), never
+# as a service.  Every table written is read back and compared with the
+# SQLite database column by column, and the views of docs/clickhouse.md
+# with SQLite's (clickhouse-check.py):
+#   - a traced run of the example servers through tb-limits preempt
+#     (some requests uncertain) and the scripted
+#     web shop (PostgreSQL queries, patterns, errors);
+#   - the same reconstruction written twice: no row counts twice with
+#     FINAL (ReplacingMergeTree keyed by run and row_id);
+#   - a proxy that fails the first requests with 503 before ClickHouse
+#     (retried, then all arrive) and one that lets ClickHouse store them
+#     and then answers 503 (sent again: still no duplicates);
+#   - a server that is down: bounded retries, a clear error naming the
+#     URL, exit 4, the SQLite database complete; the time bound;
+#   - a server answering an error (a read-only user): ClickHouse's
+#     message, exit 4 at once, no retries;
+#   - USER:PASSWORD@ in the URL (Basic), BP_CLICKHOUSE_USER and
+#     BP_CLICKHOUSE_PASSWORD, the password never printed;
+#   - the option errors.
+# Running 18.16 by hand: the root element is <yandex>; every path (data,
+# tmp, user_files, format_schemas, logs) must point into the temporary
+# directory or it writes under /var/lib/clickhouse; no
+# interserver_http_port, so it opens no replication port; a small
+# mark_cache_size (the default is 5 GB); /ping answers "Ok." within about
+# a second; SIGTERM stops it in a few seconds.
+. "$(dirname "$0")/../integ/lib.sh"
+. "$(dirname "$0")/lib.sh"
+RP_TEST=clickhouse
+: "${BP_REQUESTS:=100}"
+bp_init report-clickhouse
+bp_require_tracing
+for p in "$RECON" "$DEMOLOG" "$GENLOG"; do
+	[ -x "$p" ] || bp_fail "$p is not built (run make check)"
+done
+CHSERVER=$(command -v clickhouse-server || echo /usr/sbin/clickhouse-server)
+[ -x "$CHSERVER" ] ||
+	bp_fail "no clickhouse-server (apt-get install clickhouse-server clickhouse-client)"
+command -v curl >/dev/null || bp_fail "no curl (apt-get install curl)"
+CHECK=$RP_DIR/clickhouse-check.py
+
+# ch_start: ClickHouse in $T/ch on two free loopback ports; CH is the
+# HTTP URL.  Users: default (no password), ro (read-only), bpw (password
+# s3cret).
+ch_start() {
+	local d=$T/ch
+	mkdir -p "$d/data" "$d/tmp" "$d/user_files" "$d/format_schemas" "$d/log" ||
+		bp_fail "mkdir $d"
+	bp_free_port CH_HTTP
+	bp_free_port CH_TCP
+	cat >"$d/config.xml" <<EOF
+<?xml version="1.0"?>
+<yandex>
+  <logger>
+    <level>warning</level>
+    <log>$d/log/server.log</log>
+    <errorlog>$d/log/server.err.log</errorlog>
+  </logger>
+  <listen_host>127.0.0.1</listen_host>
+  <http_port>$CH_HTTP</http_port>
+  <tcp_port>$CH_TCP</tcp_port>
+  <path>$d/data/</path>
+  <tmp_path>$d/tmp/</tmp_path>
+  <user_files_path>$d/user_files/</user_files_path>
+  <format_schema_path>$d/format_schemas/</format_schema_path>
+  <users_config>$d/users.xml</users_config>
+  <default_profile>default</default_profile>
+  <default_database>default</default_database>
+  <mark_cache_size>5368709</mark_cache_size>
+  <max_concurrent_queries>20</max_concurrent_queries>
+</yandex>
+EOF
+	cat >"$d/users.xml" <<EOF
+<?xml version="1.0"?>
+<yandex>
+  <profiles>
+    <default><max_memory_usage>2000000000</max_memory_usage></default>
+    <readonly><readonly>1</readonly></readonly>
+  </profiles>
+  <users>
+    <default><password></password><networks><ip>127.0.0.1</ip></networks>
+      <profile>default</profile><quota>default</quota></default>
+    <ro><password></password><networks><ip>127.0.0.1</ip></networks>
+      <profile>readonly</profile><quota>default</quota></ro>
+    <bpw><password>s3cret</password><networks><ip>127.0.0.1</ip></networks>
+      <profile>default</profile><quota>default</quota></bpw>
+  </users>
+  <quotas><default></default></quotas>
+</yandex>
+EOF
+	"$CHSERVER" --config-file="$d/config.xml" >"$d/log/stdout" 2>&1 &
+	CH_PID=$!
+	bp_track "$CH_PID"
+	local i=0
+	until curl -fsS -m 2 "http://127.0.0.1:$CH_HTTP/ping" >/dev/null 2>&1; do
+		i=$((i + 1))
+		bp_running "$CH_PID" ||
+			bp_fail "clickhouse-server exited: $(tail -n 5 "$d/log/stdout" "$d/log/server.err.log" 2>/dev/null)"
+		[ "$i" -gt 300 ] && bp_fail "clickhouse-server did not answer /ping in 30 s"
+		sleep 0.1
+	done
+	CH=http://127.0.0.1:$CH_HTTP/
+	bp_note "ClickHouse $(curl -sS -m 5 "$CH" --data-binary 'SELECT version()') on port $CH_HTTP, ready in $((i / 10)).$((i % 10)) s"
+}
+
+# q SQL: ClickHouse's answer
+q() {
+	curl -sS -m 30 "$CH" --data-binary "$1" || rp_fail "ClickHouse query: $1"
+}
+
+# recon LABEL ARGS...: bp-reconstruct, bounded; RC, ERR, SECS (lib.sh)
+recon() {
+	rp_recon "$@"
+}
+
+# run_of ERRFILE: the run id the summary line names
+run_of() {
+	sed -n 's/^bp-reconstruct: ClickHouse: .* run \([^ ]*\) (.*/\1/p' "$1"
+}
+
+# check DB DATABASE RUN: every table and every view against SQLite
+check() {
+	"$PY" "$CHECK" tables "$1" "$CH" "$2" "$3" ||
+		rp_fail "the tables in ClickHouse ($2, run $3) are not those of $1"
+	"$PY" "$CHECK" views "$1" "$CH" "$2" "$3" "$top_srcdir/docs/clickhouse.md" ||
+		rp_fail "the views of docs/clickhouse.md do not give the answers of $1's"
+}
+
+# sqlite_complete DB: a finished paths database (integrity, views, rows)
+sqlite_complete() {
+	[ "$(sqlite3 "$1" 'PRAGMA integrity_check')" = ok ] || rp_fail "$1 is damaged"
+	[ "$(sqlite3 "$1" 'SELECT COUNT(*) FROM requests')" = "$2" ] ||
+		rp_fail "$1: not $2 requests"
+	sqlite3 "$1" 'SELECT COUNT(*) FROM uncertain_requests' >/dev/null ||
+		rp_fail "$1 has no views"
+}
+
+ch_start
+
+# 1. a traced run: ex-client -> tb-limits preempt (user-level threads
+# preempted by a timer, tests/testbeds/tb-limits.sh) -> ex-backend, all
+# traced through bp-logd; the preempted threads' paths are ambiguous, so
+# some requests are uncertain
+TL=$top_builddir/tests/testbeds/tb-limits
+[ -x "$TL" ] || bp_fail "$TL is not built: run make"
+dir=$T/run1
+mkdir -p "$dir"
+bp_logd_start "$dir"
+bp_free_port BACKEND_PORT
+bp_free_port FRONT_PORT
+bp_trace_prefix "$BP_LOGD_SOCK" "line port $FRONT_PORT,$BACKEND_PORT; line unix $dir/*.sock" 1
+bp_start backend "$dir/backend.pid" "${BP_PREFIX[@]}" "$EX/ex-backend" \
+	--port "$BACKEND_PORT" --unix "$dir/backend.sock" \
+	--pidfile "$dir/backend.pid" --delay-us 100
+bp_start front "$dir/front.pid" "${BP_PREFIX[@]}" "$TL" preempt \
+	--port "$FRONT_PORT" --backend-port "$BACKEND_PORT" \
+	--backend-unix "$dir/backend.sock" --pidfile "$dir/front.pid" \
+	--workers 4 --timeout-ms 20000
+bp_client "$dir" 16 4 || bp_fail "the client failed: $(cat "$dir/client.out")"
+bp_stop front
+bp_stop backend
+bp_stop logd
+logs=$dir/logs
+recon traced "$logs" -o "$T/traced.db" --clickhouse "$CH?database=bp"
+[ "$RC" = 0 ] || rp_fail "traced: exit $RC: $(cat "$ERR")"
+grep -q "^bp-reconstruct: ClickHouse: [0-9]* rows of [0-9]* tables in [0-9]* inserts, 0 retries -> $CH database bp run [0-9a-f]\{16\} (" "$ERR" ||
+	rp_fail "traced: summary line: $(cat "$ERR")"
+RUN1=$(run_of "$ERR")
+check "$T/traced.db" bp "$RUN1"
+nreq=$(sqlite3 "$T/traced.db" 'SELECT COUNT(*) FROM requests')
+nunc=$(sqlite3 "$T/traced.db" 'SELECT COUNT(*) FROM uncertain_requests')
+[ "$nunc" -gt 0 ] || bp_fail "no uncertain request in the preempt run: nothing to compare in uncertain_requests"
+bp_note "traced run: $nreq requests ($nunc uncertain) in SQLite and ClickHouse alike, $SECS s"
+
+# 2. the web shop, into the same tables as another run; small batches
+"$DEMOLOG" -2 -n 60 "$T/shop" >/dev/null || rp_fail "demolog"
+recon shop "$T/shop" -o "$T/shop.db" --clickhouse "$CH?database=bp" \
+	--clickhouse-batch 50 --clickhouse-compression none
+[ "$RC" = 0 ] || rp_fail "shop: exit $RC: $(cat "$ERR")"
+RUN2=$(run_of "$ERR")
+[ -n "$RUN2" ] && [ "$RUN2" != "$RUN1" ] || rp_fail "the shop got the run id of the traced run"
+check "$T/shop.db" bp "$RUN2"
+check "$T/traced.db" bp "$RUN1"
+[ "$(q "SELECT count() FROM bp.runs FINAL")" = 2 ] || rp_fail "not 2 runs in bp.runs"
+
+# 3. idempotence: the same reconstruction again gives the same run id and
+# no duplicate in FINAL; the raw count shows the copies were sent
+recon shop2 "$T/shop" -o "$T/shop2.db" --clickhouse "$CH?database=bp"
+[ "$RC" = 0 ] || rp_fail "shop again: exit $RC: $(cat "$ERR")"
+[ "$(run_of "$ERR")" = "$RUN2" ] || rp_fail "the same logs got another run id: $(cat "$ERR")"
+check "$T/shop2.db" bp "$RUN2"
+spans=$(sqlite3 "$T/shop.db" 'SELECT COUNT(*) FROM spans')
+raw=$(q "SELECT count() FROM bp.spans WHERE run = '$RUN2'")
+fin=$(q "SELECT count() FROM bp.spans FINAL WHERE run = '$RUN2'")
+[ "$fin" = "$spans" ] || rp_fail "after two runs $fin spans with FINAL, $spans in SQLite"
+bp_note "written twice: $raw span rows stored, $fin with FINAL ($spans in SQLite)"
+q "OPTIMIZE TABLE bp.spans FINAL" >/dev/null
+[ "$(q "SELECT count() FROM bp.spans WHERE run = '$RUN2'")" = "$spans" ] ||
+	rp_fail "OPTIMIZE FINAL did not merge the copies"
+
+# 4. 503 for the first three requests, before ClickHouse: retried
+flaky() {
+	local d=$T/$1
+	mkdir -p "$d"
+	"$PY" "$RP_DIR/ch-flaky.py" "$d" "http://127.0.0.1:$CH_HTTP" "$2" "$3" \
+		>"$d/log" 2>&1 &
+	FL_PID=$!
+	bp_track "$FL_PID"
+	bp_wait_for "the proxy in $d" 100 test -s "$d/port"
+	FL=http://127.0.0.1:$(cat "$d/port")/
+}
+"$GENLOG" -3 -n 200 -w 4 "$T/three" >/dev/null || rp_fail "genlog"
+flaky busy before 3
+recon busy "$T/three" -o "$T/three.db" --clickhouse "$FL?database=bp3" --clickhouse-batch 500
+[ "$RC" = 0 ] || rp_fail "503 three times: exit $RC: $(cat "$ERR")"
+grep -q "^bp-reconstruct: ClickHouse: [0-9]* rows of [0-9]* tables in [0-9]* inserts, 3 retries -> $FL database bp3 run " "$ERR" ||
+	rp_fail "503 three times: summary: $(cat "$ERR")"
+[ "$(grep -c '^[0-9]* 503 - ' "$T/busy/requests.log")" = 3 ] || rp_fail "not 3 refusals: $(cat "$T/busy/requests.log")"
+RUN3=$(run_of "$ERR")
+check "$T/three.db" bp3 "$RUN3"
+bp_note "503 three times before ClickHouse: 3 retries in $SECS s, every row once"
+
+# 5. ClickHouse stores the first two INSERTs but the answers are lost
+flaky lost after 2
+q "DROP DATABASE IF EXISTS bp3" >/dev/null
+recon lost "$T/three" -o "$T/three2.db" --clickhouse "$FL?database=bp3" --clickhouse-batch 500
+[ "$RC" = 0 ] || rp_fail "answers lost: exit $RC: $(cat "$ERR")"
+grep -q " 2 retries -> " "$ERR" || rp_fail "answers lost: not 2 retries: $(cat "$ERR")"
+[ "$(grep -c '^[0-9]* 503 200 INSERT' "$T/lost/requests.log")" = 2 ] ||
+	rp_fail "not 2 INSERTs stored and then refused: $(cat "$T/lost/requests.log")"
+check "$T/three2.db" bp3 "$RUN3"
+bp_note "answers lost after ClickHouse stored 2 INSERTs: both sent again, every row once with FINAL"
+
+# 6. the server is down: bounded retries, exit 4, SQLite complete
+bp_free_port DEAD
+recon down "$T/shop" -o "$T/down.db" --clickhouse "http://127.0.0.1:$DEAD/?database=bp" \
+	--clickhouse-retries 2 --otlp "$T/down.json"
+[ "$RC" = 4 ] || rp_fail "server down: exit $RC (want 4): $(cat "$ERR")"
+grep -q "^bp-reconstruct: error: ClickHouse: CREATE DATABASE: http://127.0.0.1:$DEAD/ after 2 retries: cannot connect to 127.0.0.1 port $DEAD: Connection refused" "$ERR" ||
+	rp_fail "server down: message: $(cat "$ERR")"
+grep -q "^bp-reconstruct: ClickHouse: stopped after 0 rows of 0 tables in 0 inserts, 2 retries" "$ERR" ||
+	rp_fail "server down: summary: $(cat "$ERR")"
+sqlite_complete "$T/down.db" 60
+[ -s "$T/down.json" ] || rp_fail "server down: the --otlp file was not written"
+bp_note "server down: exit 4 after 2 retries in $SECS s, the database and the OTLP file written"
+
+# the time bound: a server answering 503 for ever
+flaky always always 0
+recon bound "$T/shop" -o "$T/bound.db" --clickhouse "$FL?database=bp" \
+	--clickhouse-timeout 2 --clickhouse-retries 100
+[ "$RC" = 4 ] || rp_fail "503 for ever: exit $RC: $(cat "$ERR")"
+grep -q "ran out while retrying (HTTP 503 Service Unavailable: busy (test)" "$ERR" ||
+	rp_fail "503 for ever: message: $(cat "$ERR")"
+(( $(echo "$SECS < 10" | bc) )) || rp_fail "the 2 s time bound took $SECS s"
+sqlite_complete "$T/bound.db" 60
+
+# 7. an error answer (read-only user): ClickHouse's message, no retry
+recon ro "$T/shop" -o "$T/ro.db" --clickhouse "$CH?database=bpro&user=ro"
+[ "$RC" = 4 ] || rp_fail "read-only: exit $RC: $(cat "$ERR")"
+grep -q "^bp-reconstruct: error: ClickHouse $CH?user=ro refused CREATE DATABASE: HTTP [45][0-9][0-9] .*Code: 164.*readonly" "$ERR" ||
+	rp_fail "read-only: message: $(cat "$ERR")"
+grep -q " 0 retries " "$ERR" || rp_fail "read-only: an error answer was retried: $(cat "$ERR")"
+sqlite_complete "$T/ro.db" 60
+
+# 8. USER:PASSWORD@ (Basic), never printed; a wrong password is refused
+recon pw "$T/shop" -o "$T/pw.db" --clickhouse "http://bpw:s3cret@127.0.0.1:$CH_HTTP/?database=bppw"
+[ "$RC" = 0 ] || rp_fail "user:password: exit $RC: $(cat "$ERR")"
+grep -q "s3cret" "$ERR" && rp_fail "the password was printed: $(cat "$ERR")"
+grep -q -- "-> http://bpw:\*\*\*@127.0.0.1:$CH_HTTP/ database bppw run $RUN2 " "$ERR" ||
+	rp_fail "user:password: summary: $(cat "$ERR")"
+[ "$(q "SELECT count() FROM bppw.requests FINAL")" = 60 ] || rp_fail "user:password: rows missing"
+BP_CLICKHOUSE_USER=bpw BP_CLICKHOUSE_PASSWORD=s3cret \
+	recon envpw "$T/shop" -o "$T/pw3.db" --clickhouse "$CH?database=bppw"
+[ "$RC" = 0 ] || rp_fail "BP_CLICKHOUSE_USER and _PASSWORD: exit $RC: $(cat "$ERR")"
+grep -q "s3cret" "$ERR" && rp_fail "the password was printed: $(cat "$ERR")"
+BP_CLICKHOUSE_USER=bpw BP_CLICKHOUSE_PASSWORD=wrong \
+	recon envbad "$T/shop" -o "$T/pw4.db" --clickhouse "$CH?database=bppw"
+[ "$RC" = 4 ] || rp_fail "a wrong BP_CLICKHOUSE_PASSWORD: exit $RC: $(cat "$ERR")"
+grep -q "Code: 193" "$ERR" || rp_fail "a wrong BP_CLICKHOUSE_PASSWORD: message: $(cat "$ERR")"
+recon badpw "$T/shop" -o "$T/pw2.db" --clickhouse "http://bpw:wrong@127.0.0.1:$CH_HTTP/?database=bppw&password=wrong2"
+[ "$RC" = 4 ] || rp_fail "wrong password: exit $RC: $(cat "$ERR")"
+grep -q "wrong" "$ERR" && rp_fail "the wrong password was printed: $(cat "$ERR")"
+grep -q "bpw:\*\*\*@.*password=\*\*\*.*refused" "$ERR" || rp_fail "wrong password: message: $(cat "$ERR")"
+
+# 9. throughput: 2,000 requests of three hosts
+"$GENLOG" -3 -n 2000 -w 8 "$T/big" >/dev/null || rp_fail "genlog big"
+recon big "$T/big" -o "$T/big.db" --clickhouse "$CH?database=bpbig" -q
+[ "$RC" = 0 ] || rp_fail "big: exit $RC: $(cat "$ERR")"
+recon bigv "$T/big" -o "$T/big2.db" --clickhouse "$CH?database=bpbig"
+line=$(grep "^bp-reconstruct: ClickHouse: " "$ERR")
+rows=$(echo "$line" | sed 's/.*ClickHouse: \([0-9]*\) rows.*/\1/')
+secs=$(echo "$line" | sed 's/.*(\([0-9.]*\) s, .*/\1/')
+"$PY" "$CHECK" tables "$T/big2.db" "$CH" bpbig "$(run_of "$ERR")" >/dev/null ||
+	rp_fail "big: tables differ"
+bp_note "throughput: $rows rows in $secs s ($(echo "$rows / ($secs + 0.001)" | bc) rows/s)"
+
+# 10. the option errors: usage (exit 1), nothing written
+usage() {
+	rp_usage "$T/shop" "$@"
+}
+usage "not an http:// or https:// URL (e.g. http://localhost:8123)" --clickhouse localhost:8123
+usage "the database name 'a-b' is not" --clickhouse "$CH?database=a-b"
+usage "go with --clickhouse URL" --clickhouse-run x
+usage "--clickhouse-run wants 1-64 letters" --clickhouse "$CH" --clickhouse-run 'a b'
+usage "--clickhouse-header wants 'Name: value'" --clickhouse "$CH" --clickhouse-header x
+usage "--clickhouse-batch wants a number of rows" --clickhouse "$CH" --clickhouse-batch 0
+"$RECON" --help | grep -q -- '--clickhouse=URL' || rp_fail "--help does not tell --clickhouse"
+echo "PASS: clickhouse"
+exit 0
