@@ -855,7 +855,9 @@ static int join_rows(struct join *j, const char *tmp, char **indexes)
 			  " ORDER BY offset_ns = 0 DESC, events DESC LIMIT 1)",
 			  (long long)j->in[i].host_lo, (long long)j->in[i].host_hi) < 0)
 			return RC_EXIT_OUTPUT;
-	if (input_hosts(j) < 0 || load_links(j) < 0 || clocks(j) < 0 ||
+	if (input_hosts(j) < 0)
+		return RC_EXIT_INPUT;
+	if (load_links(j) < 0 || clocks(j) < 0 ||
 	    pair_links(j) < 0 || jexec(j, "%s", peers_sql) < 0 ||
 	    (*indexes && jexec(j, "%s", *indexes) < 0) ||
 	    jexec(j, "ALTER TABLE hosts DROP COLUMN reference_of_input") < 0)
