@@ -21,7 +21,7 @@
 #include "sql.h"
 #include "views.h"
 
-#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION RC_SCHEMA_VERSION
 
 static const char schema_sql[] =
 	"CREATE TABLE requests(\n"

@@ -23,6 +23,9 @@
 
 #include "rc.h"
 
+/* stats.schema_version of what this version writes (docs/schema.md). */
+#define RC_SCHEMA_VERSION 3
+
 #define RC_DB_NULL INT64_MIN
 
 struct rc_row_request {

@@ -1,12 +1,17 @@
 /*
  * join.c - host-local databases and their join (see join.h).
  *
- * The join works on SQLite alone: the first input is copied (backup API)
- * to OUTPUT.tmp-PID, every other input is attached and its rows appended
- * with their ids moved past the ones already there, then the links are
- * paired, the clocks related, the requests merged, and certainty,
- * patterns and views made again.  Memory: the links and one request id
- * per request (union-find).
+ * Two passes over the inputs, each attached in turn.  The first reads
+ * what the join decides from: each input's largest ids (so the ids its
+ * rows will have in the output are known before any is written), its
+ * hosts and its link ends; then the links are paired, the clocks
+ * related and the requests merged, in memory.  The second appends every
+ * input's rows to OUTPUT.tmp-PID once, transformed on the way: ids moved
+ * past the inputs before, times moved by the input's clock offset, a
+ * linked server span put under its client span, merged requests renamed
+ * (and their rows in requests left out), ambiguous spans marked.  Then
+ * the indexes, certainty, patterns and views, as the writer makes them.
+ * Memory: the link ends and one request id per request (union-find).
  */
 #include "config.h"
 
@@ -112,20 +117,23 @@ out:
 
 /* Id families: a column holding an id of the family is moved by the
  * family's offset when its input's rows are appended. */
+
+/* Id families: a column holding an id of the family is moved by the
+ * family's offset when its input's rows are appended. */
 enum fam { F_REQ, F_SPAN, F_MSG, F_FRAG, F_FILE, F_PROC, F_CHAN, F_CONN,
 	   F_HOST, F_WARN, F_N };
 
 static const char *const fam_max[F_N] = {
-	"SELECT COALESCE(MAX(request_id), 0) FROM requests",
-	"SELECT COALESCE(MAX(span_id), 0) FROM spans",
-	"SELECT COALESCE(MAX(message_id), 0) FROM messages",
-	"SELECT COALESCE(MAX(fragment_id), 0) FROM fragments",
-	"SELECT COALESCE(MAX(file_id), 0) FROM files",
-	"SELECT COALESCE(MAX(process_id), 0) FROM processes",
-	"SELECT COALESCE(MAX(channel_id), 0) FROM channels",
-	"SELECT COALESCE(MAX(conn_id), 0) FROM channels",
-	"SELECT COALESCE(MAX(host_id), 0) FROM hosts",
-	"SELECT COALESCE(MAX(warning_id), 0) FROM warnings",
+	"SELECT COALESCE(MAX(request_id), 0) FROM src.requests",
+	"SELECT COALESCE(MAX(span_id), 0) FROM src.spans",
+	"SELECT COALESCE(MAX(message_id), 0) FROM src.messages",
+	"SELECT COALESCE(MAX(fragment_id), 0) FROM src.fragments",
+	"SELECT COALESCE(MAX(file_id), 0) FROM src.files",
+	"SELECT COALESCE(MAX(process_id), 0) FROM src.processes",
+	"SELECT COALESCE(MAX(channel_id), 0) FROM src.channels",
+	"SELECT COALESCE(MAX(conn_id), 0) FROM src.channels",
+	"SELECT COALESCE(MAX(host_id), 0) FROM src.hosts",
+	"SELECT COALESCE(MAX(warning_id), 0) FROM src.warnings",
 };
 
 static const struct { const char *col; int fam; } id_cols[] = {
@@ -143,37 +151,36 @@ static const struct { const char *col; int fam; } id_cols[] = {
 static const char *const row_tables[] = {
 	"requests", "spans", "span_candidates", "messages", "attrs",
 	"fragments", "files", "processes", "channels", "hosts", "warnings",
-	"span_links",
+	"span_links", "stats",
 };
 
-/* The times moved by a host's clock offset, per table. */
-static const struct { const char *table, *cols[2]; } time_cols[] = {
-	{ "requests",  { "start_ns", "end_ns" } },
-	{ "spans",     { "start_ns", "end_ns" } },
-	{ "messages",  { "begin_ns", "ts_ns" } },
-	{ "fragments", { "start_ns", "end_ns" } },
-	{ "files",     { "ts_ns", NULL } },
-	{ "processes", { "start_ns", "end_ns" } },
-	{ "channels",  { "open_ns", "close_ns" } },
-};
-
-/* The tables whose request_id a merge rewrites. */
-static const char *const req_tables[] = {
-	"spans", "span_candidates", "messages", "fragments", "files",
-	"processes", "channels",
+/* The times moved by an input's clock offset. */
+static const struct { const char *table, *col; } time_cols[] = {
+	{ "requests", "start_ns" }, { "requests", "end_ns" },
+	{ "spans", "start_ns" }, { "spans", "end_ns" },
+	{ "messages", "begin_ns" }, { "messages", "ts_ns" },
+	{ "fragments", "start_ns" }, { "fragments", "end_ns" },
+	{ "files", "ts_ns" },
+	{ "processes", "start_ns" }, { "processes", "end_ns" },
+	{ "channels", "open_ns" }, { "channels", "close_ns" },
 };
 
 struct input {
 	const char *path;
-	int64_t host_lo, host_hi;    /* its host ids in the output */
-	int64_t rd;                  /* its reference's wall - monotonic */
+	int64_t max[F_N];            /* its largest ids */
+	int64_t off[F_N];            /* what its ids are moved by */
+	int64_t ref_host;            /* its reference host, as in the output */
+	int64_t rd;                  /* that host's wall - monotonic clock */
 	int     aligned;
-	int64_t d;                   /* how far its times were moved */
+	int64_t d;                   /* how far its times are moved */
 	int64_t lo, hi;              /* bounds on d (INT64_MIN/MAX: none) */
 	int64_t samples;
+	char  **hosts;               /* its host names */
+	int     nhosts;
 };
 
-/* A span of span_links, with what the pairing needs. */
+/* A span of span_links, with what the pairing needs (ids as in the
+ * output, times as in its input). */
 struct lend {
 	char   *link;
 	int64_t span, req, start, end;   /* end INT64_MIN: none */
@@ -186,8 +193,10 @@ struct join {
 	char err[512];
 	struct input *in;
 	int nin;
+	char *schema;                /* CREATE TABLE of the row tables */
+	char *indexes;               /* CREATE INDEX of the first input */
 	struct lend *e;
-	size_t ne;
+	size_t ne, cap;
 	int64_t *uf;                 /* request id -> its representative */
 	int64_t nreq;
 	uint64_t links, ambiguous, unmatched, inconsistent;
@@ -239,148 +248,208 @@ static int jint(struct join *j, int64_t *v, const char *fmt, ...)
 	return r < 0 ? rc_sql_fail_db(&j->x, "query") : 0;
 }
 
-/* Is SCHEMA.TABLE there? */
-static int has_table(struct join *j, const char *schema, const char *table)
+/* Prepare FMT (sqlite3_mprintf's). */
+static sqlite3_stmt *jprep(struct join *j, const char *fmt, ...)
+{
+	va_list ap;
+	char *sql;
+
+	va_start(ap, fmt);
+	sql = sqlite3_vmprintf(fmt, ap);
+	va_end(ap);
+	if (!sql) {
+		jfail(j, "out of memory");
+		return NULL;
+	}
+	sqlite3_stmt *q = rc_sql_prep(&j->x, sql);
+	sqlite3_free(sql);
+	return q;
+}
+
+/* Is src.TABLE there? */
+static int has_table(struct join *j, const char *table)
 {
 	int64_t n = 0;
-	if (jint(j, &n, "SELECT COUNT(*) FROM %s.sqlite_master"
-		 " WHERE type = 'table' AND name = %Q", schema, table) < 0)
+	if (jint(j, &n, "SELECT COUNT(*) FROM src.sqlite_master"
+		 " WHERE type = 'table' AND name = %Q", table) < 0)
 		return -1;
 	return n > 0;
 }
 
-/* INPUT (attached as SCHEMA) must be a host-local database. */
-static int check_input(struct join *j, const char *schema, const char *path)
+/* Input I, attached as src, must be a host-local database of this
+ * version; the first one's schema is kept. */
+static int check_input(struct join *j, int i)
 {
-	int r = has_table(j, schema, "span_links");
+	const char *path = j->in[i].path;
+	int r = has_table(j, "span_links");
 	if (r < 0)
 		return -1;
-	if (!r || has_table(j, schema, "requests") != 1)
+	if (!r || has_table(j, "requests") != 1)
 		return jfail(j, "%s is not a database of bp-reconstruct --host-local (no span_links table): reconstruct each host's logs with --host-local first",
 			     path);
-	int64_t v = 0, v0 = 0;
-	if (jint(j, &v, "SELECT COALESCE((SELECT value FROM %s.stats WHERE"
-		 " key = 'schema_version'), 0)", schema) < 0 ||
-	    jint(j, &v0, "SELECT COALESCE((SELECT value FROM main.stats WHERE"
+	int64_t v = 0;
+	if (jint(j, &v, "SELECT COALESCE((SELECT value FROM src.stats WHERE"
 		 " key = 'schema_version'), 0)") < 0)
 		return -1;
-	if (v != v0)
-		return jfail(j, "%s was written by another version of bp-reconstruct (schema %" PRId64 ", the first database's %" PRId64 "): reconstruct it again",
-			     path, v, v0);
+	if (v != RC_SCHEMA_VERSION)
+		return jfail(j, "%s was written by another version of bp-reconstruct (schema %" PRId64 ", this one writes %d): reconstruct it again",
+			     path, v, RC_SCHEMA_VERSION);
 	return 0;
 }
 
-/* Append the rows of table T of schema src to main, ids moved by OFF. */
-static int append_table(struct join *j, const char *t, const int64_t *off)
+/* The first input's tables and indexes, to make the output's. */
+static int keep_schema(struct join *j)
 {
-	sqlite3_stmt *q;
-	char *cols = NULL, *exprs = NULL;
-	int r = -1;
-	char *sql = sqlite3_mprintf("SELECT name FROM pragma_table_info(%Q,"
-				    " 'main')", t);
-
-	if (!sql || sqlite3_prepare_v2(j->h, sql, -1, &q, NULL) != SQLITE_OK) {
-		sqlite3_free(sql);
-		return rc_sql_fail_db(&j->x, t);
-	}
-	sqlite3_free(sql);
+	sqlite3_stmt *q = jprep(j, "SELECT type, sql FROM src.sqlite_master"
+		" WHERE sql IS NOT NULL AND ((type = 'table' AND name IN"
+		" ('requests', 'spans', 'span_candidates', 'messages', 'attrs',"
+		" 'fragments', 'files', 'processes', 'channels', 'hosts',"
+		" 'warnings', 'span_links', 'stats')) OR (type = 'index' AND"
+		" tbl_name NOT IN ('patterns', 'pattern_nodes', 'span_patterns',"
+		" 'script_extensions') AND name <> 'requests_pattern'))");
+	if (!q)
+		return -1;
 	while (sqlite3_step(q) == SQLITE_ROW) {
-		const char *c = (const char *)sqlite3_column_text(q, 0);
-		char *e = NULL;
-		if (!c)
-			continue;
-		for (size_t i = 0; i < sizeof id_cols / sizeof *id_cols; i++)
-			if (!strcmp(c, id_cols[i].col))
-				e = sqlite3_mprintf("\"%w\" + %lld", c,
-						    (long long)off[id_cols[i].fam]);
-		if (!e && !strcmp(t, "hosts") && !strcmp(c, "reference"))
-			e = sqlite3_mprintf("0");
-		if (!e && !strcmp(c, "pattern_id"))
-			e = sqlite3_mprintf("NULL");
-		if (!e)
-			e = sqlite3_mprintf("\"%w\"", c);
-		char *nc = sqlite3_mprintf("%z%s\"%w\"", cols, cols ? ", " : "", c);
-		char *ne = sqlite3_mprintf("%z%s%z", exprs, exprs ? ", " : "", e);
-		cols = nc;
-		exprs = ne;
-		if (!cols || !exprs)
-			goto out;
+		char **to = !strcmp((const char *)sqlite3_column_text(q, 0),
+				    "table") ? &j->schema : &j->indexes;
+		*to = sqlite3_mprintf("%z%s;\n", *to,
+				      (const char *)sqlite3_column_text(q, 1));
+		if (!*to) {
+			sqlite3_finalize(q);
+			return jfail(j, "out of memory");
+		}
 	}
-	if (cols)
-		r = jexec(j, "INSERT INTO main.\"%w\"(%s) SELECT %s FROM src.\"%w\"",
-			  t, cols, exprs, t);
-	else
-		r = 0;
-out:
 	sqlite3_finalize(q);
-	sqlite3_free(cols);
-	sqlite3_free(exprs);
-	if (r < 0 && !j->x.failed)
-		jfail(j, "out of memory");
-	return r;
+	return 0;
 }
 
-static int add_input(struct join *j, int i)
+static int add_end(struct join *j, const struct lend *e)
+{
+	if (j->ne == j->cap) {
+		size_t n = j->cap ? j->cap * 2 : 1024;
+		struct lend *ne = realloc(j->e, n * sizeof *ne);
+		if (!ne)
+			return jfail(j, "out of memory (%zu link ends)", j->ne);
+		j->e = ne;
+		j->cap = n;
+	}
+	j->e[j->ne] = *e;
+	if (!(j->e[j->ne].link = strdup(e->link)))
+		return jfail(j, "out of memory (%zu link ends)", j->ne);
+	j->ne++;
+	return 0;
+}
+
+/* Input I's link ends, ids as they will be in the output. */
+static int load_links(struct join *j, int i)
+{
+	const struct input *in = &j->in[i];
+	sqlite3_stmt *q;
+	int rc;
+
+	q = jprep(j, "SELECT l.link, s.span_id, s.request_id, s.start_ns,"
+		  " s.end_ns, s.kind = 'server' FROM src.span_links l"
+		  " JOIN src.spans s ON s.span_id = l.span_id"
+		  " WHERE s.request_id IS NOT NULL AND s.start_ns IS NOT NULL");
+	if (!q)
+		return -1;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		struct lend e = {
+			.link = (char *)sqlite3_column_text(q, 0),
+			.span = sqlite3_column_int64(q, 1) + in->off[F_SPAN],
+			.req = sqlite3_column_int64(q, 2) + in->off[F_REQ],
+			.start = sqlite3_column_int64(q, 3),
+			.end = sqlite3_column_type(q, 4) == SQLITE_NULL ?
+			       INT64_MIN : sqlite3_column_int64(q, 4),
+			.input = i, .server = sqlite3_column_int(q, 5),
+		};
+		if (!e.link || add_end(j, &e) < 0) {
+			sqlite3_finalize(q);
+			return jfail(j, "out of memory");
+		}
+	}
+	sqlite3_finalize(q);
+	if (rc != SQLITE_DONE)
+		return rc_sql_fail_db(&j->x, "span_links");
+	return 0;
+}
+
+/* Input I's hosts: its reference's clock, and no host in two inputs. */
+static int load_hosts(struct join *j, int i)
 {
 	struct input *in = &j->in[i];
-	int64_t off[F_N];
+	sqlite3_stmt *q;
 
-	if (jexec(j, "ATTACH %Q AS src", in->path) < 0)
-		return jfail(j, "cannot open %s: %s", in->path, j->err);
-	if (check_input(j, "src", in->path) < 0 || jexec(j, "BEGIN") < 0)
-		goto fail;
-	for (int f = 0; f < F_N; f++)
-		if (jint(j, &off[f], "%s", fam_max[f]) < 0)
-			goto fail;
-	for (size_t t = 0; t < sizeof row_tables / sizeof *row_tables; t++)
-		if (append_table(j, row_tables[t], off) < 0)
-			goto fail;
-	if (jexec(j, "INSERT INTO main.stats SELECT key, value FROM src.stats"
-		  " WHERE key <> 'schema_version' AND true"
-		  " ON CONFLICT(key) DO UPDATE SET value = value + excluded.value") < 0)
-		goto fail;
-	in->host_lo = off[F_HOST] + 1;
-	if (jint(j, &in->host_hi, "SELECT MAX(host_id) FROM main.hosts") < 0 ||
-	    jexec(j, "COMMIT") < 0)
-		goto fail;
-	return jexec(j, "DETACH src");
-fail:
-	sqlite3_exec(j->h, "ROLLBACK; DETACH src", NULL, NULL, NULL);
-	return -1;
+	if (jint(j, &in->ref_host, "SELECT COALESCE((SELECT host_id FROM"
+		 " src.hosts ORDER BY reference DESC, host_id LIMIT 1), 1)") < 0 ||
+	    jint(j, &in->rd, "SELECT COALESCE((SELECT realtime_delta_ns FROM"
+		 " src.hosts WHERE host_id = %lld), 0)", (long long)in->ref_host) < 0)
+		return -1;
+	in->ref_host += in->off[F_HOST];
+	if (!(q = jprep(j, "SELECT DISTINCT name FROM src.hosts")))
+		return -1;
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		const char *n = (const char *)sqlite3_column_text(q, 0);
+		if (!n)
+			continue;
+		for (int k = 0; k < i; k++)
+			for (int m = 0; m < j->in[k].nhosts; m++)
+				if (!strcmp(j->in[k].hosts[m], n)) {
+					sqlite3_finalize(q);
+					return jfail(j, "%s holds a host that another input holds too (%s, also in %s): join databases of different hosts",
+						     in->path, n, j->in[k].path);
+				}
+		char **nh = realloc(in->hosts, (size_t)(in->nhosts + 1) * sizeof *nh);
+		if (!nh || !(nh[in->nhosts] = strdup(n))) {
+			if (nh)
+				in->hosts = nh;
+			sqlite3_finalize(q);
+			return jfail(j, "out of memory");
+		}
+		in->hosts = nh;
+		in->nhosts++;
+	}
+	sqlite3_finalize(q);
+	in->lo = INT64_MIN;
+	in->hi = INT64_MAX;
+	return 0;
 }
 
-/* The hosts of the inputs: their ids, the reference's wall-clock delta,
- * and no host in two inputs. */
-static int input_hosts(struct join *j)
+static int attach(struct join *j, int i)
+{
+	if (jexec(j, "ATTACH %Q AS src", j->in[i].path) < 0)
+		return jfail(j, "cannot open %s: %s", j->in[i].path, j->err);
+	return 0;
+}
+
+static void detach(struct join *j)
+{
+	sqlite3_exec(j->h, "DETACH src", NULL, NULL, NULL);
+}
+
+/* The first pass: ids, hosts and link ends of every input. */
+static int survey(struct join *j)
 {
 	for (int i = 0; i < j->nin; i++) {
 		struct input *in = &j->in[i];
-		int64_t dup = 0;
-		if (jint(j, &in->rd, "SELECT COALESCE((SELECT realtime_delta_ns"
-			 " FROM hosts WHERE host_id BETWEEN %lld AND %lld"
-			 " ORDER BY reference DESC, offset_ns = 0 DESC LIMIT 1), 0)",
-			 (long long)in->host_lo, (long long)in->host_hi) < 0 ||
-		    jint(j, &dup, "SELECT COUNT(*) FROM hosts a JOIN hosts b"
-			 " ON a.name = b.name WHERE a.host_id BETWEEN %lld AND %lld"
-			 " AND b.host_id NOT BETWEEN %lld AND %lld",
-			 (long long)in->host_lo, (long long)in->host_hi,
-			 (long long)in->host_lo, (long long)in->host_hi) < 0)
+		if (attach(j, i) < 0)
 			return -1;
-		if (dup)
-			return jfail(j, "%s holds a host that another input holds too: join databases of different hosts",
-				     in->path);
-		in->lo = INT64_MIN;
-		in->hi = INT64_MAX;
+		int r = check_input(j, i);
+		if (!r && i == 0)
+			r = keep_schema(j);
+		for (int f = 0; f < F_N && !r; f++)
+			r = jint(j, &in->max[f], "%s", fam_max[f]);
+		for (int f = 0; f < F_N && !r && i > 0; f++)
+			in->off[f] = j->in[i - 1].off[f] + j->in[i - 1].max[f];
+		if (!r)
+			r = load_hosts(j, i);
+		if (!r)
+			r = load_links(j, i);
+		detach(j);
+		if (r < 0)
+			return -1;
 	}
 	return 0;
-}
-
-static int input_of_host(const struct join *j, int64_t host)
-{
-	for (int i = 0; i < j->nin; i++)
-		if (host >= j->in[i].host_lo && host <= j->in[i].host_hi)
-			return i;
-	return -1;
 }
 
 static int lend_cmp(const void *a, const void *b)
@@ -394,50 +463,7 @@ static int lend_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static int load_links(struct join *j)
-{
-	sqlite3_stmt *q;
-	size_t cap = 0;
-
-	q = rc_sql_prep(&j->x,
-		"SELECT l.link, s.span_id, s.request_id, s.start_ns, s.end_ns,\n"
-		"  s.host_id, s.kind = 'server' FROM span_links l\n"
-		"JOIN spans s ON s.span_id = l.span_id\n"
-		"WHERE s.request_id IS NOT NULL AND s.start_ns IS NOT NULL");
-	if (!q)
-		return -1;
-	int rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		if (j->ne == cap) {
-			size_t n = cap ? cap * 2 : 1024;
-			struct lend *ne = realloc(j->e, n * sizeof *ne);
-			if (!ne)
-				break;
-			j->e = ne;
-			cap = n;
-		}
-		struct lend *e = &j->e[j->ne];
-		e->link = strdup((const char *)sqlite3_column_text(q, 0));
-		if (!e->link)
-			break;
-		e->span = sqlite3_column_int64(q, 1);
-		e->req = sqlite3_column_int64(q, 2);
-		e->start = sqlite3_column_int64(q, 3);
-		e->end = sqlite3_column_type(q, 4) == SQLITE_NULL ? INT64_MIN :
-			 sqlite3_column_int64(q, 4);
-		e->input = input_of_host(j, sqlite3_column_int64(q, 5));
-		e->server = sqlite3_column_int(q, 6);
-		j->ne++;
-	}
-	sqlite3_finalize(q);
-	if (rc != SQLITE_DONE && !j->x.failed)
-		return jfail(j, "reading span_links: out of memory or %s",
-			     sqlite3_errmsg(j->h));
-	qsort(j->e, j->ne, sizeof *j->e, lend_cmp);
-	return 0;
-}
-
-/* The group of link ends from E[*I] on with its link: [*I, end) with
+/* The group of link ends from E[I] on with its link: [I, end) with
  * clients first; *NC clients. */
 static size_t link_group(const struct join *j, size_t i, size_t *nc)
 {
@@ -451,8 +477,8 @@ static size_t link_group(const struct join *j, size_t i, size_t *nc)
 	return k;
 }
 
-/* Bound input S's offset with the pair client C (input aligned), server
- * V (input S), or the other way round. */
+/* Bound input S's offset with the pair client C, server V: one of them
+ * in S, the other in an input placed already. */
 static void bound(struct input *s, const struct lend *c, const struct lend *v,
 		  const struct join *j, int server_in_s)
 {
@@ -476,63 +502,25 @@ static void bound(struct input *s, const struct lend *c, const struct lend *v,
 	s->samples++;
 }
 
-/* Move every input's times by its offset: one pass per table. */
-static int shift_times(struct join *j)
-{
-	sqlite3_stmt *ins;
-	int any = 0;
-
-	if (jexec(j, "CREATE TEMP TABLE hoff(lo INTEGER, hi INTEGER, d INTEGER)") < 0 ||
-	    !(ins = rc_sql_prep(&j->x, "INSERT INTO temp.hoff VALUES(?1, ?2, ?3)")))
-		return -1;
-	for (int i = 0; i < j->nin; i++) {
-		if (!j->in[i].d)
-			continue;
-		any = 1;
-		sqlite3_bind_int64(ins, 1, j->in[i].host_lo);
-		sqlite3_bind_int64(ins, 2, j->in[i].host_hi);
-		sqlite3_bind_int64(ins, 3, j->in[i].d);
-		int r = sqlite3_step(ins);
-		sqlite3_reset(ins);
-		if (r != SQLITE_DONE) {
-			sqlite3_finalize(ins);
-			return rc_sql_fail_db(&j->x, "hoff");
-		}
-	}
-	sqlite3_finalize(ins);
-	for (size_t t = 0; any && t < sizeof time_cols / sizeof *time_cols; t++) {
-		const char *tb = time_cols[t].table, *a = time_cols[t].cols[0],
-			   *b = time_cols[t].cols[1] ? time_cols[t].cols[1] : a;
-		/* (b = a when the table has one time: set twice, the same) */
-		if (jexec(j, "UPDATE \"%w\" SET \"%w\" = \"%w\" + o.d, \"%w\" = \"%w\" + o.d"
-			  " FROM temp.hoff o WHERE \"%w\".host_id BETWEEN o.lo AND o.hi",
-			  tb, a, a, b, b, tb) < 0)
-			return -1;
-	}
-	return jexec(j, "DROP TABLE temp.hoff");
-}
-
 /*
- * Relate the clocks: from the first input, each input linked by
- * one-to-one links to inputs already placed gets the offset in the middle
- * of the bounds they give (docs/reconstruct.md); inputs no link reaches
- * keep their own wall clocks.
+ * Relate the clocks: from the first input, in rounds, each input linked
+ * by one-to-one keys to inputs already placed gets the offset in the
+ * middle of the bounds they give (docs/reconstruct.md); inputs no link
+ * reaches keep their own wall clocks.
  */
-static int clocks(struct join *j)
+static void clocks(struct join *j)
 {
 	int progress = 1;
 
 	j->in[0].aligned = 1;
 	while (progress) {
-		/* one pass: every one-to-one link between an input placed
-		 * and one not yet bounds the latter */
 		progress = 0;
 		for (size_t i = 0, k, nc; i < j->ne; i = k) {
 			k = link_group(j, i, &nc);
 			if (nc != 1 || k - i != 2)
 				continue;
 			const struct lend *c = &j->e[i], *v = &j->e[i + 1];
-			if (c->input < 0 || v->input < 0 || c->input == v->input)
+			if (c->input == v->input)
 				continue;
 			struct input *ci = &j->in[c->input], *vi = &j->in[v->input];
 			if (ci->aligned && !vi->aligned)
@@ -554,38 +542,6 @@ static int clocks(struct join *j)
 			progress = 1;
 		}
 	}
-	if (shift_times(j) < 0)
-		return -1;
-	/* the hosts table: offsets to the first input's reference */
-	int64_t rd0 = j->in[0].rd;
-	for (int s = 1; s < j->nin; s++) {
-		const struct input *in = &j->in[s];
-		int64_t m = in->rd + in->d - rd0;
-		if (jexec(j, "UPDATE hosts SET offset_ns = offset_ns + %lld,"
-			  " correction_ns = COALESCE(correction_ns, 0) + %lld"
-			  " WHERE host_id BETWEEN %lld AND %lld",
-			  (long long)m, (long long)in->d, (long long)in->host_lo,
-			  (long long)in->host_hi) < 0)
-			return -1;
-		if (!in->samples) {
-			if (jexec(j, "UPDATE hosts SET method = 'realtime', lo_ns = NULL,"
-				  " hi_ns = NULL, samples = 0 WHERE host_id = %lld",
-				  (long long)in->host_lo) < 0)
-				return -1;
-			continue;
-		}
-		char lo[32] = "NULL", hi[32] = "NULL";
-		if (in->lo != INT64_MIN)
-			snprintf(lo, sizeof lo, "%lld", (long long)(in->rd + in->lo - rd0));
-		if (in->hi != INT64_MAX)
-			snprintf(hi, sizeof hi, "%lld", (long long)(in->rd + in->hi - rd0));
-		if (jexec(j, "UPDATE hosts SET method = 'links', lo_ns = %s,"
-			  " hi_ns = %s, samples = %lld WHERE host_id = %lld"
-			  " AND reference_of_input", lo, hi,
-			  (long long)in->samples, (long long)in->host_lo) < 0)
-			return -1;
-	}
-	return 0;
 }
 
 static int64_t uf_find(struct join *j, int64_t r)
@@ -597,112 +553,237 @@ static int64_t uf_find(struct join *j, int64_t r)
 	return r;
 }
 
-/* Mark span SPAN uncertain, 'join:ambiguous'. */
-static int mark_ambiguous(struct join *j, int64_t span)
-{
-	j->ambiguous++;
-	return jexec(j, "UPDATE spans SET certainty = 'uncertain',"
-		     " certainty_reason = 'join:ambiguous' WHERE span_id = %lld",
-		     (long long)span);
-}
-
-static int link_pair(struct join *j, sqlite3_stmt *up, const struct lend *c,
-		     const struct lend *v)
-{
-	sqlite3_bind_int64(up, 1, c->span);
-	sqlite3_bind_int64(up, 2, v->span);
-	int r = sqlite3_step(up);
-	sqlite3_reset(up);
-	if (r != SQLITE_DONE)
-		return rc_sql_fail_db(&j->x, "spans");
-	int64_t a = uf_find(j, c->req), b = uf_find(j, v->req);
-	if (a != b)
-		j->uf[b] = a;
-	j->links++;
-	return 0;
-}
-
 /* Do the ends of group [I, K) (NC clients first) pair one to one, k-th
- * client with k-th server by start, each server inside its client? */
+ * client with k-th server by start, each server inside its client on the
+ * estimated clocks, one connection after the other? */
 static int group_fits(const struct join *j, size_t i, size_t k, size_t nc)
 {
 	if (nc * 2 != k - i)
 		return 0;
 	for (size_t n = 0; n < nc; n++) {
 		const struct lend *c = &j->e[i + n], *v = &j->e[i + nc + n];
-		int64_t cs = c->start + j->in[c->input].d;
-		int64_t vs = v->start + j->in[v->input].d;
-		if (c->input == v->input || vs + JOIN_TOL_NS < cs)
+		int64_t cd = j->in[c->input].d, vd = j->in[v->input].d;
+		if (c->input == v->input || v->start + vd + JOIN_TOL_NS < c->start + cd)
 			return 0;
 		if (c->end != INT64_MIN && v->end != INT64_MIN &&
-		    v->end + j->in[v->input].d > c->end + j->in[c->input].d +
-		    JOIN_TOL_NS)
+		    v->end + vd > c->end + cd + JOIN_TOL_NS)
 			return 0;
-		if (n + 1 < nc && j->e[i + n + 1].start + j->in[j->e[i + n + 1].input].d <
-		    (c->end == INT64_MIN ? cs : c->end + j->in[c->input].d))
-			return 0;           /* the connections overlap in time */
+		if (n + 1 < nc) {
+			const struct lend *c2 = &j->e[i + n + 1];
+			int64_t last = c->end == INT64_MIN ? c->start : c->end;
+			if (c2->start + j->in[c2->input].d < last + cd)
+				return 0;   /* connections overlapping in time */
+		}
 	}
 	return 1;
 }
 
+/* Pair the link ends into temp.link (server span -> client span) and
+ * temp.amb (ambiguous spans), merge the requests into temp.remap. */
 static int pair_links(struct join *j)
 {
-	sqlite3_stmt *up;
+	sqlite3_stmt *ln, *am, *rm;
 
-	if (jint(j, &j->nreq, "SELECT COALESCE(MAX(request_id), 0) FROM requests") < 0)
-		return -1;
+	j->nreq = j->in[j->nin - 1].off[F_REQ] + j->in[j->nin - 1].max[F_REQ];
 	j->uf = malloc((size_t)(j->nreq + 1) * sizeof *j->uf);
 	if (!j->uf)
 		return jfail(j, "out of memory (%lld requests)", (long long)j->nreq);
 	for (int64_t r = 0; r <= j->nreq; r++)
 		j->uf[r] = r;
-	up = rc_sql_prep(&j->x, "UPDATE spans SET parent_span_id = ?1 WHERE span_id = ?2");
-	if (!up)
+	if (jexec(j, "CREATE TEMP TABLE link(s INTEGER PRIMARY KEY, c INTEGER);"
+		  " CREATE TEMP TABLE amb(span_id INTEGER PRIMARY KEY);"
+		  " CREATE TEMP TABLE remap(old INTEGER PRIMARY KEY, new INTEGER)") < 0)
 		return -1;
-	for (size_t i = 0, k, nc; i < j->ne && !j->x.failed; i = k) {
+	ln = rc_sql_prep(&j->x, "INSERT INTO temp.link VALUES(?1, ?2)");
+	am = rc_sql_prep(&j->x, "INSERT OR IGNORE INTO temp.amb VALUES(?1)");
+	rm = rc_sql_prep(&j->x, "INSERT INTO temp.remap VALUES(?1, ?2)");
+	for (size_t i = 0, k, nc; ln && am && rm && i < j->ne && !j->x.failed; i = k) {
 		k = link_group(j, i, &nc);
 		if (nc == 0 || nc == k - i) {
 			j->unmatched += k - i;   /* the other end is not here */
 			continue;
 		}
 		if (group_fits(j, i, k, nc)) {
-			for (size_t n = 0; n < nc; n++)
-				link_pair(j, up, &j->e[i + n], &j->e[i + nc + n]);
+			for (size_t n = 0; n < nc; n++) {
+				const struct lend *c = &j->e[i + n], *v = &j->e[i + nc + n];
+				sqlite3_bind_int64(ln, 1, v->span);
+				sqlite3_bind_int64(ln, 2, c->span);
+				if (sqlite3_step(ln) != SQLITE_DONE)
+					rc_sql_fail_db(&j->x, "link");
+				sqlite3_reset(ln);
+				int64_t a = uf_find(j, c->req), b = uf_find(j, v->req);
+				if (a != b)
+					j->uf[b] = a;
+				j->links++;
+			}
 			continue;
 		}
-		for (size_t n = i; n < k; n++)
-			mark_ambiguous(j, j->e[n].span);
+		for (size_t n = i; n < k; n++) {
+			sqlite3_bind_int64(am, 1, j->e[n].span);
+			if (sqlite3_step(am) != SQLITE_DONE)
+				rc_sql_fail_db(&j->x, "amb");
+			sqlite3_reset(am);
+			j->ambiguous++;
+		}
 	}
-	sqlite3_finalize(up);
-	if (j->x.failed)
-		return -1;
-	/* one request per linked tree */
-	if (jexec(j, "CREATE TEMP TABLE remap(old INTEGER PRIMARY KEY, new INTEGER)") < 0)
-		return -1;
-	up = rc_sql_prep(&j->x, "INSERT INTO temp.remap VALUES(?1, ?2)");
-	if (!up)
-		return -1;
-	for (int64_t r = 1; r <= j->nreq; r++) {
+	for (int64_t r = 1; rm && r <= j->nreq && !j->x.failed; r++) {
 		int64_t f = uf_find(j, r);
 		if (f == r)
 			continue;
-		sqlite3_bind_int64(up, 1, r);
-		sqlite3_bind_int64(up, 2, f);
-		int s = sqlite3_step(up);
-		sqlite3_reset(up);
-		if (s != SQLITE_DONE) {
-			sqlite3_finalize(up);
-			return rc_sql_fail_db(&j->x, "remap");
-		}
+		sqlite3_bind_int64(rm, 1, r);
+		sqlite3_bind_int64(rm, 2, f);
+		if (sqlite3_step(rm) != SQLITE_DONE)
+			rc_sql_fail_db(&j->x, "remap");
+		sqlite3_reset(rm);
 	}
-	sqlite3_finalize(up);
-	for (size_t t = 0; t < sizeof req_tables / sizeof *req_tables; t++)
-		if (jexec(j, "UPDATE \"%w\" SET request_id = r.new FROM temp.remap r"
-			  " WHERE r.old = \"%w\".request_id", req_tables[t],
-			  req_tables[t]) < 0)
+	sqlite3_finalize(ln);
+	sqlite3_finalize(am);
+	sqlite3_finalize(rm);
+	return j->x.failed ? -1 : 0;
+}
+
+static int is_time(const char *t, const char *c)
+{
+	for (size_t i = 0; i < sizeof time_cols / sizeof *time_cols; i++)
+		if (!strcmp(time_cols[i].table, t) && !strcmp(time_cols[i].col, c))
+			return 1;
+	return 0;
+}
+
+/* The expression that appends column C of table T of input IN. */
+static char *col_expr(const struct input *in, int first, const char *t,
+		      const char *c)
+{
+	for (size_t i = 0; i < sizeof id_cols / sizeof *id_cols; i++) {
+		if (strcmp(c, id_cols[i].col))
+			continue;
+		long long o = (long long)in->off[id_cols[i].fam];
+		if (id_cols[i].fam == F_REQ)
+			return sqlite3_mprintf("COALESCE((SELECT new FROM temp.remap"
+					       " WHERE old = \"%w\" + %lld), \"%w\" + %lld)",
+					       c, o, c, o);
+		if (!strcmp(t, "spans") && !strcmp(c, "parent_span_id"))
+			return sqlite3_mprintf("COALESCE((SELECT c FROM temp.link"
+					       " WHERE s = span_id + %lld), \"%w\" + %lld)",
+					       o, c, o);
+		return sqlite3_mprintf("\"%w\" + %lld", c, o);
+	}
+	if (is_time(t, c))
+		return sqlite3_mprintf("\"%w\" + %lld", c, (long long)in->d);
+	if (!strcmp(t, "hosts") && !strcmp(c, "reference"))
+		return sqlite3_mprintf(first ? "reference" : "0");
+	if (!strcmp(t, "spans") && !strcmp(c, "certainty"))
+		return sqlite3_mprintf("CASE WHEN span_id + %lld IN temp.amb THEN"
+				       " 'uncertain' ELSE certainty END",
+				       (long long)in->off[F_SPAN]);
+	if (!strcmp(t, "spans") && !strcmp(c, "certainty_reason"))
+		return sqlite3_mprintf("CASE WHEN span_id + %lld IN temp.amb THEN"
+				       " 'join:ambiguous' ELSE certainty_reason END",
+				       (long long)in->off[F_SPAN]);
+	return sqlite3_mprintf("\"%w\"", c);
+}
+
+/* Append table T of input I (attached as src), transformed. */
+static int append_table(struct join *j, int i, const char *t)
+{
+	const struct input *in = &j->in[i];
+	sqlite3_stmt *q;
+	char *cols = NULL, *exprs = NULL;
+	int r = -1;
+
+	if (!strcmp(t, "stats"))
+		return jexec(j, "INSERT INTO main.stats SELECT key, value FROM"
+			     " src.stats WHERE key <> 'schema_version' OR %d"
+			     " ON CONFLICT(key) DO UPDATE SET value = CASE key"
+			     " WHEN 'schema_version' THEN value"
+			     " ELSE value + excluded.value END", i == 0);
+	if (!(q = jprep(j, "SELECT name FROM pragma_table_info(%Q, 'main')", t)))
+		return -1;
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		const char *c = (const char *)sqlite3_column_text(q, 0);
+		if (!c)
+			continue;
+		char *e = col_expr(in, i == 0, t, c);
+		if (!e)
+			goto out;
+		cols = sqlite3_mprintf("%z%s\"%w\"", cols, cols ? ", " : "", c);
+		exprs = sqlite3_mprintf("%z%s%z", exprs, exprs ? ", " : "", e);
+		if (!cols || !exprs)
+			goto out;
+	}
+	if (!cols) {
+		r = 0;
+		goto out;
+	}
+	/* a merged request's row goes: the request it joined stays */
+	if (!strcmp(t, "requests"))
+		r = jexec(j, "INSERT INTO main.\"%w\"(%s) SELECT %s FROM src.\"%w\""
+			  " WHERE request_id + %lld NOT IN (SELECT old FROM temp.remap)",
+			  t, cols, exprs, t, (long long)in->off[F_REQ]);
+	else
+		r = jexec(j, "INSERT INTO main.\"%w\"(%s) SELECT %s FROM src.\"%w\"",
+			  t, cols, exprs, t);
+out:
+	sqlite3_finalize(q);
+	sqlite3_free(cols);
+	sqlite3_free(exprs);
+	if (r < 0 && !j->x.failed)
+		jfail(j, "out of memory");
+	return r;
+}
+
+/* The second pass: every input's rows, transformed. */
+static int append(struct join *j)
+{
+	for (int i = 0; i < j->nin; i++) {
+		if (attach(j, i) < 0)
 			return -1;
-	return jexec(j, "DELETE FROM requests WHERE request_id IN"
-		     " (SELECT old FROM temp.remap); DROP TABLE temp.remap");
+		int r = jexec(j, "BEGIN");
+		for (size_t t = 0; !r && t < sizeof row_tables / sizeof *row_tables; t++)
+			r = append_table(j, i, row_tables[t]);
+		if (!r)
+			r = jexec(j, "COMMIT");
+		else
+			sqlite3_exec(j->h, "ROLLBACK", NULL, NULL, NULL);
+		detach(j);
+		if (r < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The hosts table: offsets to the first input's reference. */
+static int hosts_update(struct join *j)
+{
+	int64_t rd0 = j->in[0].rd;
+
+	for (int s = 1; s < j->nin; s++) {
+		const struct input *in = &j->in[s];
+		long long lo = in->off[F_HOST] + 1, hi = in->off[F_HOST] + in->max[F_HOST];
+		if (jexec(j, "UPDATE hosts SET offset_ns = offset_ns + %lld,"
+			  " correction_ns = COALESCE(correction_ns, 0) + %lld"
+			  " WHERE host_id BETWEEN %lld AND %lld",
+			  (long long)(in->rd + in->d - rd0), (long long)in->d,
+			  lo, hi) < 0)
+			return -1;
+		if (!in->samples) {
+			if (jexec(j, "UPDATE hosts SET method = 'realtime', lo_ns = NULL,"
+				  " hi_ns = NULL, samples = 0 WHERE host_id = %lld",
+				  (long long)in->ref_host) < 0)
+				return -1;
+			continue;
+		}
+		char l[32] = "NULL", h[32] = "NULL";
+		if (in->lo != INT64_MIN)
+			snprintf(l, sizeof l, "%lld", (long long)(in->rd + in->lo - rd0));
+		if (in->hi != INT64_MAX)
+			snprintf(h, sizeof h, "%lld", (long long)(in->rd + in->hi - rd0));
+		if (jexec(j, "UPDATE hosts SET method = 'links', lo_ns = %s,"
+			  " hi_ns = %s, samples = %lld WHERE host_id = %lld", l, h,
+			  (long long)in->samples, (long long)in->ref_host) < 0)
+			return -1;
+	}
+	return 0;
 }
 
 /* The peers of TCP channels whose ends are both in the join (one
@@ -720,36 +801,6 @@ static const char peers_sql[] =
 	"  FROM temp.peer p WHERE p.id = channels.channel_id AND p.n = 1;\n"
 	"DROP TABLE temp.peer; DROP TABLE temp.ends;\n";
 
-/* What the inputs' own patterns and views were: made again. */
-static int drop_derived(struct join *j)
-{
-	sqlite3_stmt *q;
-	char *drops = NULL;
-
-	q = rc_sql_prep(&j->x, "SELECT type, name FROM sqlite_master"
-			" WHERE type = 'view' OR (type = 'table' AND name IN"
-			" ('patterns', 'pattern_nodes', 'span_patterns',"
-			" 'script_extensions')) OR (type = 'index' AND name IN"
-			" ('requests_pattern'))");
-	if (!q)
-		return -1;
-	while (sqlite3_step(q) == SQLITE_ROW)
-		drops = sqlite3_mprintf("%z DROP %s IF EXISTS \"%w\";", drops,
-					(const char *)sqlite3_column_text(q, 0),
-					(const char *)sqlite3_column_text(q, 1));
-	sqlite3_finalize(q);
-	if (drops && jexec(j, "%s", drops) < 0) {
-		sqlite3_free(drops);
-		return -1;
-	}
-	sqlite3_free(drops);
-	int64_t has = 0;
-	if (jint(j, &has, "SELECT COUNT(*) FROM pragma_table_info('requests')"
-		 " WHERE name = 'pattern_id'") < 0)
-		return -1;
-	return has ? jexec(j, "ALTER TABLE requests DROP COLUMN pattern_id") : 0;
-}
-
 static const char stats_sql[] =
 	"INSERT OR REPLACE INTO stats VALUES('requests',\n"
 	"  (SELECT COUNT(*) FROM requests));\n"
@@ -760,115 +811,36 @@ static const char stats_sql[] =
 	"  (SELECT COUNT(*) FROM requests WHERE certainty = 'resolved'));\n"
 	"INSERT OR REPLACE INTO stats VALUES('requests_uncertain',\n"
 	"  (SELECT COUNT(*) FROM requests WHERE certainty = 'uncertain'));\n"
-	"INSERT OR REPLACE INTO stats VALUES('hosts', (SELECT COUNT(*) FROM hosts));\n"
 	"INSERT OR REPLACE INTO stats VALUES('span_links',\n"
 	"  (SELECT COUNT(*) FROM span_links));\n";
 
-/* The first input's indexes, dropped while the rows go in (kept in
- * *SAVED, to be run again). */
-static int indexes_drop(struct join *j, char **saved)
-{
-	sqlite3_stmt *q;
-	char *drops = NULL;
-
-	*saved = NULL;
-	q = rc_sql_prep(&j->x, "SELECT name, sql FROM sqlite_master"
-			" WHERE type = 'index' AND sql IS NOT NULL");
-	if (!q)
-		return -1;
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		drops = sqlite3_mprintf("%z DROP INDEX \"%w\";", drops,
-					(const char *)sqlite3_column_text(q, 0));
-		*saved = sqlite3_mprintf("%z%s;\n", *saved,
-					 (const char *)sqlite3_column_text(q, 1));
-		if (!drops || !*saved)
-			break;
-	}
-	sqlite3_finalize(q);
-	int r = drops ? jexec(j, "%s", drops) : 0;
-	sqlite3_free(drops);
-	return r;
-}
-
-static int join_rows(struct join *j, const char *tmp, char **indexes);
-
 static int join_run(struct join *j, const char *tmp)
 {
-	char *indexes = NULL;
-	int r = join_rows(j, tmp, &indexes);
-	sqlite3_free(indexes);
-	return r;
-}
-
-static int join_rows(struct join *j, const char *tmp, char **indexes)
-{
-	sqlite3 *src = NULL;
-	sqlite3_backup *b;
-	int r;
-
-	/* the first input, whole, is where the others go */
-	if (sqlite3_open_v2(j->in[0].path, &src, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-		jfail(j, "cannot open %s: %s", j->in[0].path,
-		      src ? sqlite3_errmsg(src) : "out of memory");
-		sqlite3_close(src);
-		return RC_EXIT_INPUT;
-	}
 	if (sqlite3_open(tmp, &j->h) != SQLITE_OK) {
-		sqlite3_close(src);
 		jfail(j, "cannot create %s: %s", tmp,
 		      j->h ? sqlite3_errmsg(j->h) : "out of memory");
 		return RC_EXIT_OUTPUT;
 	}
 	j->x.h = j->h;
-	b = sqlite3_backup_init(j->h, "main", src, "main");
-	r = b ? sqlite3_backup_step(b, -1) : SQLITE_ERROR;
-	if (b)
-		sqlite3_backup_finish(b);
-	if (r != SQLITE_DONE) {
-		jfail(j, "cannot copy %s to %s: %s", j->in[0].path, tmp,
-		      sqlite3_errmsg(b ? j->h : src));
-		sqlite3_close(src);
-		return RC_EXIT_OUTPUT;
-	}
-	sqlite3_close(src);
-	if (check_input(j, "main", j->in[0].path) < 0)
-		return RC_EXIT_INPUT;
-	if (indexes_drop(j, indexes) < 0)
-		return RC_EXIT_OUTPUT;
 	if (jexec(j, "PRAGMA synchronous = OFF; PRAGMA journal_mode = OFF;"
-		  " PRAGMA temp_store = FILE") < 0)
+		  " PRAGMA temp_store = FILE; PRAGMA cache_size = -32768") < 0)
 		return RC_EXIT_OUTPUT;
-	j->in[0].host_lo = 1;
-	if (jint(j, &j->in[0].host_hi, "SELECT MAX(host_id) FROM hosts") < 0)
-		return RC_EXIT_OUTPUT;
-	for (int i = 1; i < j->nin; i++)
-		if (add_input(j, i) < 0)
-			return RC_EXIT_INPUT;
-	if (jexec(j, "BEGIN") < 0)
-		return RC_EXIT_OUTPUT;
-	/* the reference of each input (its row with offset 0) */
-	if (jexec(j, "ALTER TABLE hosts ADD COLUMN reference_of_input INTEGER") < 0)
-		return RC_EXIT_OUTPUT;
-	for (int i = 0; i < j->nin; i++)
-		if (jexec(j, "UPDATE hosts SET reference_of_input = 1 WHERE host_id ="
-			  " (SELECT host_id FROM hosts WHERE host_id BETWEEN %lld AND %lld"
-			  " ORDER BY offset_ns = 0 DESC, events DESC LIMIT 1)",
-			  (long long)j->in[i].host_lo, (long long)j->in[i].host_hi) < 0)
-			return RC_EXIT_OUTPUT;
-	if (input_hosts(j) < 0)
+	if (survey(j) < 0)
 		return RC_EXIT_INPUT;
-	if (load_links(j) < 0 || clocks(j) < 0 ||
-	    pair_links(j) < 0 || jexec(j, "%s", peers_sql) < 0 ||
-	    (*indexes && jexec(j, "%s", *indexes) < 0) ||
-	    jexec(j, "ALTER TABLE hosts DROP COLUMN reference_of_input") < 0)
+	qsort(j->e, j->ne, sizeof *j->e, lend_cmp);
+	clocks(j);
+	/* the tables (as the first input has them, without the patterns'
+	 * column: made again), the decisions, the rows */
+	if (jexec(j, "%s", j->schema) < 0 ||
+	    jexec(j, "ALTER TABLE requests DROP COLUMN pattern_id") < 0 ||
+	    pair_links(j) < 0 || append(j) < 0)
 		return RC_EXIT_OUTPUT;
-	if (rc_db_certainty_apply(j->h, j->err, sizeof j->err) < 0) {
-		j->x.failed = 1;
+	if (jexec(j, "BEGIN") < 0 || hosts_update(j) < 0 ||
+	    (j->indexes && jexec(j, "%s", j->indexes) < 0) ||
+	    jexec(j, "%s", peers_sql) < 0)
 		return RC_EXIT_OUTPUT;
-	}
-	if (drop_derived(j) < 0)
-		return RC_EXIT_OUTPUT;
-	if (rc_patterns_build(j->h, j->err, sizeof j->err) < 0 ||
+	if (rc_db_certainty_apply(j->h, j->err, sizeof j->err) < 0 ||
+	    rc_patterns_build(j->h, j->err, sizeof j->err) < 0 ||
 	    rc_views_create(j->h, j->err, sizeof j->err) < 0) {
 		j->x.failed = 1;
 		return RC_EXIT_OUTPUT;
@@ -877,7 +849,9 @@ static int join_rows(struct join *j, const char *tmp, char **indexes)
 	    jexec(j, "INSERT OR REPLACE INTO stats VALUES('join_inputs', %d);"
 		  " INSERT OR REPLACE INTO stats VALUES('join_links', %llu);"
 		  " INSERT OR REPLACE INTO stats VALUES('join_ambiguous', %llu);"
-		  " COMMIT", j->nin, (unsigned long long)j->links,
+		  " DROP TABLE temp.link; DROP TABLE temp.amb;"
+		  " DROP TABLE temp.remap; COMMIT", j->nin,
+		  (unsigned long long)j->links,
 		  (unsigned long long)j->ambiguous) < 0)
 		return RC_EXIT_OUTPUT;
 	return RC_EXIT_OK;
@@ -902,7 +876,7 @@ static void summary(struct join *j)
 			fprintf(stderr, "bp-reconstruct: clock of %s: no link to the others, its own wall clock kept\n",
 				in->path);
 	}
-	fprintf(stderr, "bp-reconstruct: joined %d databases: %lld requests (%lld exact, %lld resolved, %lld uncertain), %lld spans; %llu links across hosts, %llu spans ambiguous, %llu with no other end in the join\n",
+	fprintf(stderr, "bp-reconstruct: joined %d databases: %lld requests (%lld exact, %lld resolved, %lld uncertain), %lld spans; %llu links across hosts, %llu spans ambiguous, %llu whose other end is not in the join\n",
 		j->nin, (long long)n, (long long)ex, (long long)rs,
 		(long long)un, (long long)sp, (unsigned long long)j->links,
 		(unsigned long long)j->ambiguous,
@@ -916,7 +890,6 @@ int rc_join(const struct rc_join_opts *o)
 	int r;
 
 	memset(&j, 0, sizeof j);
-	j.x.who = NULL;
 	j.x.err = j.err;
 	j.x.errlen = sizeof j.err;
 	if (o->ninputs < 1) {
@@ -950,9 +923,16 @@ int rc_join(const struct rc_join_opts *o)
 	sqlite3_close(j.h);
 	for (size_t i = 0; i < j.ne; i++)
 		free(j.e[i].link);
+	for (int i = 0; i < j.nin; i++) {
+		for (int k = 0; k < j.in[i].nhosts; k++)
+			free(j.in[i].hosts[k]);
+		free(j.in[i].hosts);
+	}
 	free(j.e);
 	free(j.uf);
 	free(j.in);
+	sqlite3_free(j.schema);
+	sqlite3_free(j.indexes);
 	if (r != RC_EXIT_OK) {
 		fprintf(stderr, "bp-reconstruct: --join: %s\n",
 			j.err[0] ? j.err : "failed");
