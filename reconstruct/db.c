@@ -21,7 +21,7 @@
 #include "sql.h"
 #include "views.h"
 
-#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION RC_SCHEMA_VERSION
 
 static const char schema_sql[] =
 	"CREATE TABLE requests(\n"
@@ -331,50 +331,45 @@ static void reasons_add(char *buf, size_t len, const char *why)
 	}
 }
 
-static void mark_request(struct rc_ctx *c, sqlite3_stmt *up, int64_t req,
-			 int level, const char *why)
+static int mark_request(sqlite3_stmt *up, int64_t req, int level,
+			const char *why)
 {
 	if (!level)
-		return;
+		return 0;
 	sqlite3_bind_text(up, 1, certainty_name[level], -1, SQLITE_STATIC);
 	if (why[0])
 		sqlite3_bind_text(up, 2, why, -1, SQLITE_TRANSIENT);
 	else
 		sqlite3_bind_null(up, 2);
 	sqlite3_bind_int64(up, 3, req);
-	step(c, up, "requests");
+	int r = sqlite3_step(up);
+	sqlite3_reset(up);
+	return r == SQLITE_DONE ? 0 : -1;
 }
 
-static int certainty_finish(struct rc_ctx *c)
+int rc_db_certainty_apply(sqlite3 *h, char *err, size_t errlen)
 {
-	struct rc_db *d = c->db;
+	struct rc_sql x = { h, "certainty", err, errlen, 0 };
 	sqlite3_stmt *q = NULL, *up = NULL;
 	int64_t cur = -1;
-	int level = 0;
+	int level = 0, rc, bad = 0;
 	char why[256] = "";
 
-	if (!c->st.marked_spans && !c->st.ambiguous_files) {
-		c->st.req_exact = c->st.requests;
-		return 0;
-	}
-	if (exec(c, inherit_sql) < 0)
-		return -1;
-	if (sqlite3_prepare_v2(d->h, marks_sql, -1, &q, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(d->h, "UPDATE requests SET certainty = ?,"
-			       " certainty_reason = ? WHERE request_id = ?",
-			       -1, &up, NULL) != SQLITE_OK) {
-		rc_db_error(c, "certainty");
+	if (rc_sql_exec(&x, inherit_sql) < 0 ||
+	    !(q = rc_sql_prep(&x, marks_sql)) ||
+	    !(up = rc_sql_prep(&x, "UPDATE requests SET certainty = ?,"
+			       " certainty_reason = ? WHERE request_id = ?"))) {
 		sqlite3_finalize(q);
 		return -1;
 	}
-	while (sqlite3_step(q) == SQLITE_ROW) {
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
 		int64_t req = sqlite3_column_int64(q, 0);
 		const char *ct = (const char *)sqlite3_column_text(q, 1);
 		const char *r = (const char *)sqlite3_column_text(q, 2);
 		int l = ct && !strcmp(ct, "uncertain") ? 2 :
 			ct && !strcmp(ct, "resolved") ? 1 : 0;
 		if (req != cur) {
-			mark_request(c, up, cur, level, why);
+			bad |= mark_request(up, cur, level, why);
 			cur = req;
 			level = 0;
 			why[0] = 0;
@@ -383,9 +378,30 @@ static int certainty_finish(struct rc_ctx *c)
 			level = l;
 		reasons_add(why, sizeof why, r);
 	}
-	mark_request(c, up, cur, level, why);
+	if (rc != SQLITE_DONE)
+		bad = -1;
+	bad |= mark_request(up, cur, level, why);
+	if (bad)
+		rc_sql_fail_db(&x, "requests");
 	sqlite3_finalize(q);
 	sqlite3_finalize(up);
+	return bad ? -1 : 0;
+}
+
+static int certainty_finish(struct rc_ctx *c)
+{
+	struct rc_db *d = c->db;
+	sqlite3_stmt *q = NULL;
+	char what[256];
+
+	if (!c->st.marked_spans && !c->st.ambiguous_files) {
+		c->st.req_exact = c->st.requests;
+		return 0;
+	}
+	if (rc_db_certainty_apply(d->h, what, sizeof what) < 0) {
+		rc_db_error(c, what);
+		return -1;
+	}
 	if (sqlite3_prepare_v2(d->h, "SELECT certainty, count(*) FROM requests"
 			       " GROUP BY 1", -1, &q, NULL) != SQLITE_OK) {
 		rc_db_error(c, "certainty");

@@ -17,7 +17,14 @@
 #ifndef RC_DB_H
 #define RC_DB_H
 
+#include <stddef.h>
+
+#include <sqlite3.h>
+
 #include "rc.h"
+
+/* stats.schema_version of what this version writes (docs/schema.md). */
+#define RC_SCHEMA_VERSION 3
 
 #define RC_DB_NULL INT64_MIN
 
@@ -116,5 +123,16 @@ void rc_db_warning(struct rc_ctx *c, const char *file, uint64_t off,
  * to.  REASON is a static string. */
 void rc_db_candidate(struct rc_ctx *c, uint64_t span, uint64_t req,
 		     int chosen, const char *reason);
+
+/*
+ * rc_db_certainty_apply - the certainty of database H's requests from its
+ * spans' marks and span_candidates (docs/schema.md): spans below an
+ * uncertain span inherit its mark; a request is uncertain if a span of it
+ * is or it was a candidate owner, resolved if a span of it was resolved,
+ * with every reason once.  Requests with no mark are left as they are.
+ * Returns 0, or -1 with a message in ERR (ERRLEN bytes).  Used by the
+ * writer and by bp-reconstruct --join.
+ */
+int rc_db_certainty_apply(sqlite3 *h, char *err, size_t errlen);
 
 #endif /* RC_DB_H */

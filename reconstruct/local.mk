@@ -7,6 +7,7 @@ libbtrecon_la_SOURCES = \
 	reconstruct/db.c reconstruct/db.h reconstruct/db_impl.h \
 	reconstruct/db_rows.c \
 	reconstruct/input.c reconstruct/input.h \
+	reconstruct/join.c reconstruct/join.h \
 	reconstruct/lineage.c reconstruct/lineage.h \
 	reconstruct/map.c reconstruct/map.h \
 	reconstruct/merge.c reconstruct/merge.h \

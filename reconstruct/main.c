@@ -14,6 +14,7 @@
 
 #include "clickhouse.h"
 #include "export.h"
+#include "join.h"
 #include "otlp_push.h"
 #include "recon.h"
 
@@ -23,6 +24,8 @@ static const char help[] =
 "\n"
 "SYNOPSIS\n"
 "    bp-reconstruct [OPTION]... LOGDIR... -o PATHS.db\n"
+"    bp-reconstruct --host-local [OPTION]... HOSTLOGDIR -o HOST.db\n"
+"    bp-reconstruct --join [OPTION]... HOST.db... -o PATHS.db\n"
 "\n"
 "DESCRIPTION\n"
 "    Reads the event logs that bp-logd (and the shim's spool) wrote on every\n"
@@ -150,6 +153,30 @@ static const char help[] =
 "                           common path patterns); dot -Tsvg renders them.\n"
 "        --dot-max=N        at most N request graphs and N pattern graphs\n"
 "                           (default 100; 0: all).\n"
+"        --host-local       the logs are one host's: reconstruct them alone\n"
+"                           (the other hosts are like untraced peers) and\n"
+"                           add the table span_links, a key per span that\n"
+"                           crossed to another host over TCP, which the\n"
+"                           other end computes alone (the connection's\n"
+"                           addresses, client first, and the request's\n"
+"                           byte offset).  Each host can so reconstruct\n"
+"                           its own logs, in parallel; exit status 1 when\n"
+"                           the logs hold more than one host.\n"
+"        --join             the arguments are databases written with\n"
+"                           --host-local, one per host: join them into\n"
+"                           one (-o).  A server span that started a\n"
+"                           request (its client was on another host) is\n"
+"                           put under the client span with the same key\n"
+"                           and its request merged into the client's; the\n"
+"                           clocks are related by the linked spans (the\n"
+"                           first database's host is the reference); a\n"
+"                           key that more than one connection used, whose\n"
+"                           ends cannot be paired one to one in time, is\n"
+"                           left unlinked and its spans marked uncertain\n"
+"                           ('join:ambiguous').  Certainty, patterns and\n"
+"                           views are made again; the exports work on\n"
+"                           the result.  docs/reconstruct.md, \"Hosts\n"
+"                           reconstructed apart\".\n"
 "    -h, --help             show this help and exit.\n"
 "    -V, --version          show the version and exit.\n"
 "\n"
@@ -184,6 +211,8 @@ static const char help[] =
 "    bp-reconstruct /var/log/bp/web /var/log/bp/db spool/ -o paths.db\n"
 "    sqlite3 paths.db 'SELECT * FROM slowest_requests LIMIT 10'\n"
 "    bp-reconstruct logs/ -o paths.db --otlp traces.json --dot graphs/\n"
+"    bp-reconstruct --host-local logs/web -o web.db    (on each host)\n"
+"    bp-reconstruct --join web.db app.db db.db -o paths.db\n"
 "    bp-reconstruct logs/ -o paths.db --otlp-endpoint http://localhost:4318 \\\n"
 "        --otlp-header 'Authorization: Bearer TOKEN'\n"
 "    bp-reconstruct logs/ -o paths.db \\\n"
@@ -359,7 +388,8 @@ int main(int argc, char **argv)
 	       OPT_OTLP_HEADER, OPT_OTLP_COMPRESSION, OPT_OTLP_BATCH,
 	       OPT_OTLP_TIMEOUT, OPT_OTLP_RETRIES, OPT_OTLP_CA, OPT_CH,
 	       OPT_CH_RUN, OPT_CH_HEADER, OPT_CH_CA, OPT_CH_COMPRESSION,
-	       OPT_CH_BATCH, OPT_CH_TIMEOUT, OPT_CH_RETRIES };
+	       OPT_CH_BATCH, OPT_CH_TIMEOUT, OPT_CH_RETRIES,
+	       OPT_HOST_LOCAL, OPT_JOIN };
 	static const struct option longopts[] = {
 		{ "output",      required_argument, NULL, 'o' },
 		{ "reference",   required_argument, NULL, 'r' },
@@ -387,6 +417,8 @@ int main(int argc, char **argv)
 		{ "clickhouse-batch", required_argument, NULL, OPT_CH_BATCH },
 		{ "clickhouse-timeout", required_argument, NULL, OPT_CH_TIMEOUT },
 		{ "clickhouse-retries", required_argument, NULL, OPT_CH_RETRIES },
+		{ "host-local",  no_argument,       NULL, OPT_HOST_LOCAL },
+		{ "join",        no_argument,       NULL, OPT_JOIN },
 		{ "help",        no_argument,       NULL, 'h' },
 		{ "version",     no_argument,       NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -394,7 +426,7 @@ int main(int argc, char **argv)
 	struct rc_options o = { .progress = -1 };
 	struct exports ex = { .dot_max = 100 };
 	char err[512];
-	int ch, push_opt = 0, ch_opt = 0;
+	int ch, push_opt = 0, ch_opt = 0, host_local = 0, join = 0;
 	long n;
 
 	ex.push.gzip = 1;
@@ -511,6 +543,8 @@ int main(int argc, char **argv)
 			if (opt_secs(optarg, "--clickhouse-timeout", &ex.ch.timeout) < 0)
 				return RC_EXIT_USAGE;
 			break;
+		case OPT_HOST_LOCAL: host_local = 1; break;
+		case OPT_JOIN: join = 1; break;
 		case 'h': fputs(help, stdout); return RC_EXIT_OK;
 		case 'V': printf("bp-reconstruct %s\n", PACKAGE_VERSION); return RC_EXIT_OK;
 		default:
@@ -530,9 +564,23 @@ int main(int argc, char **argv)
 		usage_error("no output database: add -o PATHS.db", NULL);
 		return RC_EXIT_USAGE;
 	}
-	if (optind >= argc) {
-		usage_error("no LOGDIR given: name the logs/ directory bp-logd writes", NULL);
+	if (host_local && join) {
+		usage_error("--host-local and --join go apart: reconstruct each host with --host-local, then --join the databases", NULL);
 		return RC_EXIT_USAGE;
+	}
+	if (optind >= argc) {
+		usage_error(join ? "no database given: name the databases written with --host-local" :
+			    "no LOGDIR given: name the logs/ directory bp-logd writes", NULL);
+		return RC_EXIT_USAGE;
+	}
+	if (join) {
+		struct rc_join_opts jo = {
+			.inputs = (const char *const *)(argv + optind),
+			.ninputs = argc - optind, .output = o.output,
+			.quiet = o.quiet,
+		};
+		int r = rc_join(&jo);
+		return r != RC_EXIT_OK ? r : run_exports(&ex, o.output, o.quiet);
 	}
 	o.inputs = (const char *const *)(argv + optind);
 	o.ninputs = argc - optind;
@@ -545,5 +593,9 @@ int main(int argc, char **argv)
 	int r = rc_run(&o, NULL);
 	if (r != RC_EXIT_OK)
 		return r;
+	if (host_local && (r = rc_links_write(o.output, err, sizeof err)) != RC_EXIT_OK) {
+		fprintf(stderr, "bp-reconstruct: %s\n", err);
+		return r;
+	}
 	return run_exports(&ex, o.output, o.quiet);
 }

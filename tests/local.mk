@@ -15,7 +15,8 @@ INTEG_TESTS = \
 	tests/integ/gnutls-cli.sh
 
 TESTS += $(INTEG_TESTS)
-EXTRA_DIST += $(INTEG_TESTS) tests/integ/lib.sh tests/integ/check-paths.py
+EXTRA_DIST += $(INTEG_TESTS) tests/integ/lib.sh tests/integ/check-paths.py \
+	tests/integ/compare-trees.py
 # the fixtures every test library builds on (tests/README.md)
 EXTRA_DIST += tests/lib/core.sh tests/lib/logd.sh tests/lib/servers.sh \
 	tests/README.md

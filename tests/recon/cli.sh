@@ -69,6 +69,60 @@ grep -q 'clock: app monotonic offset -5.000' "$tmp/err" ||
 [ "$(sqlite3 "$tmp/p3.db" 'SELECT COUNT(*) FROM requests WHERE complete = 1')" = 40 ] || fail "40 requests over three hosts"
 expect 0 "reference by name" -- $bin -r db "$tmp/logs3" -o "$tmp/p4.db"
 [ "$(sqlite3 "$tmp/p4.db" 'SELECT name FROM hosts WHERE reference = 1')" = db ] || fail "-r db"
+# Hosts reconstructed apart (--host-local) and joined (--join): the same
+# spans under the same parents, and the clocks related again.
+edges() {   # edges DB: one line per span: it, its parent, its request
+	sqlite3 "$1" "SELECT c.kind || ' ' || c.protocol || ' ' ||
+		IFNULL(c.target, '') || ' ' || c.host || ' ' || c.exe || ' ' ||
+		c.certainty || ' <- ' || IFNULL(p.kind || ' ' || IFNULL(p.target, '')
+		|| ' ' || p.host, 'root') || ' in ' || IFNULL(r.target, '-')
+		FROM spans c LEFT JOIN spans p ON p.span_id = c.parent_span_id
+		LEFT JOIN requests r ON r.request_id = c.request_id ORDER BY 1"
+}
+expect 1 "--host-local on three hosts" -- $bin --host-local "$tmp/logs3" -o "$tmp/hl.db"
+grep -q -- '--host-local: the logs hold 3 hosts (.*): give the logs of one host' "$tmp/err" ||
+	fail "--host-local message for three hosts"
+[ ! -e "$tmp/hl.db" ] || fail "a refused --host-local left its database"
+expect 1 "--host-local with --join" -- $bin --host-local --join "$tmp/p3.db" -o "$tmp/j.db"
+for h in front app db; do
+	expect 0 "--host-local $h" -- $bin -q --host-local "$tmp/logs3/$h" -o "$tmp/hl-$h.db"
+done
+[ "$(sqlite3 "$tmp/hl-app.db" 'SELECT COUNT(*) FROM requests')" = 40 ] ||
+	fail "app alone: its requests from front should be requests of their own"
+[ "$(sqlite3 "$tmp/hl-app.db" 'SELECT COUNT(*) FROM span_links')" = 80 ] ||
+	fail "app alone: a link per server span from front and per call to db"
+expect 0 "--join" -- $bin --join "$tmp/hl-front.db" "$tmp/hl-app.db" "$tmp/hl-db.db" -o "$tmp/j.db"
+grep -q '^bp-reconstruct: joined 3 databases: 40 requests (40 exact, 0 resolved, 0 uncertain), ' "$tmp/err" ||
+	fail "--join summary line"
+edges "$tmp/p3.db" >"$tmp/e-central"
+edges "$tmp/j.db" >"$tmp/e-joined"
+[ "$(wc -l <"$tmp/e-central")" -ge 200 ] || fail "few spans in the central database"
+cmp -s "$tmp/e-central" "$tmp/e-joined" ||
+	fail "the join differs from the central reconstruction: $(diff "$tmp/e-central" "$tmp/e-joined" | head -5)"
+[ "$(sqlite3 "$tmp/j.db" "SELECT COUNT(*) FROM spans s JOIN spans p ON s.parent_span_id = p.span_id WHERE s.start_ns < p.start_ns OR s.end_ns > p.end_ns")" = 0 ] ||
+	fail "joined spans not nested in their parents (clocks)"
+sqlite3 "$tmp/j.db" "SELECT method FROM hosts WHERE name = 'app'" | grep -qx links ||
+	fail "app's clock not related by links"
+expect 2 "--join of a central database" -- $bin --join "$tmp/p3.db" "$tmp/hl-app.db" -o "$tmp/j2.db"
+grep -q "p3.db is not a database of bp-reconstruct --host-local" "$tmp/err" || fail "--join message for a central database"
+expect 2 "--join of one host twice" -- $bin --join "$tmp/hl-app.db" "$tmp/hl-app.db" -o "$tmp/j2.db"
+grep -q "holds a host that another input holds too" "$tmp/err" || fail "--join message for a host twice"
+expect 2 "--join of a missing database" -- $bin --join "$tmp/hl-app.db" "$tmp/nope.db" -o "$tmp/j2.db"
+[ ! -e "$tmp/j2.db" ] || fail "a failed --join left its database"
+ls "$tmp" | grep -q 'j2.db.tmp-' && fail "a failed --join left a temporary database"
+# A key two connections claim that cannot be paired one to one: no link,
+# the spans uncertain ('join:ambiguous'), never a guess.
+cp "$tmp/hl-app.db" "$tmp/hl-app2.db"
+sqlite3 "$tmp/hl-app2.db" "UPDATE span_links SET link = (SELECT link FROM span_links ORDER BY span_id LIMIT 1)
+	WHERE span_id = (SELECT l.span_id FROM span_links l JOIN spans s USING (span_id)
+	WHERE s.kind = 'server' ORDER BY l.span_id LIMIT 1 OFFSET 1)" || fail "sqlite3 update"
+expect 0 "--join, an ambiguous key" -- $bin --join "$tmp/hl-front.db" "$tmp/hl-app2.db" "$tmp/hl-db.db" -o "$tmp/j3.db"
+[ "$(sqlite3 "$tmp/j3.db" "SELECT value FROM stats WHERE key = 'join_ambiguous'")" -ge 3 ] ||
+	fail "ambiguous key: join_ambiguous $(sqlite3 "$tmp/j3.db" "SELECT value FROM stats WHERE key = 'join_ambiguous'")"
+[ "$(sqlite3 "$tmp/j3.db" "SELECT COUNT(*) FROM requests WHERE certainty_reason LIKE '%join:ambiguous%'")" -ge 2 ] ||
+	fail "ambiguous key: requests not marked"
+[ "$(sqlite3 "$tmp/j3.db" "SELECT COUNT(*) FROM requests WHERE certainty = 'exact'")" -lt 40 ] || fail "ambiguous key: all exact"
+
 # The same logs with each stream's repeated values written as references
 # to its dictionary, as libbtrace writes them: the same database but for
 # the bytes read.  (Many requests: slots get reused within a record.)
