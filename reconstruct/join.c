@@ -217,52 +217,58 @@ static int jfail(struct join *j, const char *fmt, ...)
 	return -1;
 }
 
-/* FMT is sqlite3_mprintf's (%Q, %w): not checked as printf's. */
-static int jexec(struct join *j, const char *fmt, ...)
-{
-	va_list ap;
-	char *sql;
+/*
+ * The statements below are formatted by sqlite3_vmprintf (%Q, %w: not
+ * checked as printf's): what they do with the SQL text, JX_*.
+ */
+enum { JX_EXEC, JX_INT, JX_PREP };
 
-	va_start(ap, fmt);
-	sql = sqlite3_vmprintf(fmt, ap);
-	va_end(ap);
+static int jsql(struct join *j, int what, int64_t *v, sqlite3_stmt **q,
+		const char *fmt, va_list ap)
+{
+	char *sql = sqlite3_vmprintf(fmt, ap);
+	int r;
+
 	if (!sql)
 		return jfail(j, "out of memory");
-	int r = rc_sql_exec(&j->x, sql);
+	if (what == JX_EXEC)
+		r = rc_sql_exec(&j->x, sql);
+	else if (what == JX_INT)
+		r = one_int(j->h, sql, v) < 0 ? rc_sql_fail_db(&j->x, "query") : 0;
+	else
+		r = (*q = rc_sql_prep(&j->x, sql)) ? 0 : -1;
 	sqlite3_free(sql);
 	return r;
 }
 
+/* Run the statements FMT. */
+static int jexec(struct join *j, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = jsql(j, JX_EXEC, NULL, NULL, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+/* The integer the query FMT answers, in *V. */
 static int jint(struct join *j, int64_t *v, const char *fmt, ...)
 {
 	va_list ap;
-	char *sql;
-
 	va_start(ap, fmt);
-	sql = sqlite3_vmprintf(fmt, ap);
+	int r = jsql(j, JX_INT, v, NULL, fmt, ap);
 	va_end(ap);
-	if (!sql)
-		return jfail(j, "out of memory");
-	int r = one_int(j->h, sql, v);
-	sqlite3_free(sql);
-	return r < 0 ? rc_sql_fail_db(&j->x, "query") : 0;
+	return r;
 }
 
-/* Prepare FMT (sqlite3_mprintf's). */
+/* Prepare FMT; NULL on error. */
 static sqlite3_stmt *jprep(struct join *j, const char *fmt, ...)
 {
 	va_list ap;
-	char *sql;
-
+	sqlite3_stmt *q = NULL;
 	va_start(ap, fmt);
-	sql = sqlite3_vmprintf(fmt, ap);
+	jsql(j, JX_PREP, NULL, &q, fmt, ap);
 	va_end(ap);
-	if (!sql) {
-		jfail(j, "out of memory");
-		return NULL;
-	}
-	sqlite3_stmt *q = rc_sql_prep(&j->x, sql);
-	sqlite3_free(sql);
 	return q;
 }
 
