@@ -401,9 +401,10 @@ static int load_hosts(struct join *j, int i)
 		for (int k = 0; k < i; k++)
 			for (int m = 0; m < j->in[k].nhosts; m++)
 				if (!strcmp(j->in[k].hosts[m], n)) {
+					jfail(j, "%s holds a host that another input holds too (%s, also in %s): join databases of different hosts",
+					      in->path, n, j->in[k].path);
 					sqlite3_finalize(q);
-					return jfail(j, "%s holds a host that another input holds too (%s, also in %s): join databases of different hosts",
-						     in->path, n, j->in[k].path);
+					return -1;
 				}
 		char **nh = realloc(in->hosts, (size_t)(in->nhosts + 1) * sizeof *nh);
 		if (!nh || !(nh[in->nhosts] = strdup(n))) {
