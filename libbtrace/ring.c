@@ -56,6 +56,21 @@ void bt_ring_chunk_register(struct bt_chunk *c)
 	c->sent = bt_link_send(&m, sizeof m, c->memfd) == 0;
 }
 
+/* The census count of this process image (a forked child inherits it
+ * with the rest of memory and publishes it in its own chunk 0). */
+static uint32_t census_socks;
+
+void bt_census_sock(void)
+{
+	uint32_t n = __atomic_add_fetch(&census_socks, 1, __ATOMIC_RELAXED);
+	struct bt_chunk_hdr *h = __atomic_load_n(&bt_ring_chunks[0].hdr,
+						 __ATOMIC_ACQUIRE);
+
+	/* a plain store: bp-logd only asks whether it is still 0 */
+	if (h)
+		h->census_socks = n;
+}
+
 /* Create chunk number bt_ring_nchunks.  Called with bt_ring_mu held. */
 struct bt_chunk *bt_ring_chunk_create(void)
 {
@@ -97,6 +112,11 @@ struct bt_chunk *bt_ring_chunk_create(void)
 	c->hdr->chunk = index;
 	c->hdr->nslots = nslots;
 	c->hdr->slot_size = size;
+	if (index == 0) {
+		c->hdr->census_socks = __atomic_load_n(&census_socks,
+						       __ATOMIC_RELAXED);
+		c->hdr->census_magic = BT_CENSUS_MAGIC;
+	}
 	/* paused as bp-logd said in its WELCOME (chunk 0), or as chunk 0 is */
 	if (index == 0 ? (bt_link_logd_flags & BT_CF_PAUSED) :
 	    (bt_ring_chunks[0].hdr && (bt_ring_chunks[0].hdr->flags & BT_CF_PAUSED)))
