@@ -13,7 +13,8 @@ INTEG_TESTS = \
 	tests/integ/faults.sh \
 	tests/integ/unread-tls.sh \
 	tests/integ/gnutls-cli.sh \
-	tests/integ/rawsys.sh
+	tests/integ/rawsys.sh \
+	tests/integ/rawsys-go.sh
 
 TESTS += $(INTEG_TESTS)
 EXTRA_DIST += $(INTEG_TESTS) tests/integ/lib.sh tests/integ/check-paths.py
