@@ -434,16 +434,40 @@ static int look(struct server *srv, struct peer *p)
 	return 1;
 }
 
+/* Still to be looked at: live, its census on, not named yet. */
+static int wanted(const struct peer *p)
+{
+	return p->state == PEER_LIVE && p->census && !p->census->off &&
+	       !p->census->named;
+}
+
 void census_tick(struct server *srv)
 {
-	unsigned looked = 0;
+	static unsigned start;   /* where the last tick stopped, round robin */
+	unsigned n = 0, k = 0, looked = 0;
 	struct peer *p;
 
-	TAILQ_FOREACH(p, &srv->peers, entry) {
-		if (p->state != PEER_LIVE)
-			continue;
-		looked += (unsigned)look(srv, p);
-		if (looked >= CENSUS_PER_TICK)
-			break;
+	TAILQ_FOREACH(p, &srv->peers, entry)
+		n += (unsigned)wanted(p);
+	if (!n)
+		return;
+	if (start >= n)
+		start = 0;
+	/* from the START-th wanted peer to the end, then from the first:
+	 * CENSUS_PER_TICK /proc looks a second, every peer in its turn */
+	for (int pass = 0; pass < 2 && looked < CENSUS_PER_TICK; pass++) {
+		k = 0;
+		TAILQ_FOREACH(p, &srv->peers, entry) {
+			if (!wanted(p))
+				continue;
+			if (pass == 0 ? k++ < start : k++ >= start)
+				continue;
+			looked += (unsigned)look(srv, p);
+			if (looked >= CENSUS_PER_TICK) {
+				start = k;
+				return;
+			}
+		}
 	}
+	start = 0;
 }
