@@ -143,7 +143,10 @@ void census_hello(struct peer *p)
 		return;
 	}
 	qsort(ino, (size_t)n, sizeof *ino, cmp_u64);
-	c->base = ino;
+	/* keep only what it holds (most hold a few sockets, if any) */
+	c->base = realloc(ino, (size_t)(n ? n : 1) * sizeof *ino);
+	if (!c->base)
+		c->base = ino;
 	c->nbase = (unsigned)n;
 	c->off = 0;
 }
@@ -386,6 +389,9 @@ static int look(struct server *srv, struct peer *p)
 		/* an older shim, or one that saw a socket call: never named
 		 * (the count never goes back to 0 in this process image) */
 		c->off = 1;
+		free(c->base);
+		c->base = NULL;
+		c->nbase = 0;
 		return 0;
 	}
 	got = socket_inodes(p->cred_pid, ino, CENSUS_CAND_MAX * 2);
