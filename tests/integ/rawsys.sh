@@ -7,6 +7,8 @@
 # named by program and pid in bp-reconstruct's summary, in its last line,
 # in the untraced_programs table, in bp-report's section "Programs that
 # could not be traced", and in bp-run's line at its exit.
+# bp-logd's note for bp-run goes only to a regular file called
+# bp-run-unread.* (not through a symbolic link, not to another file).
 # Never named (no false positives):
 #  - the same client going through libc (rawsys --libc), traced;
 #  - a program handed a connected socket at exec that it never touches
@@ -57,6 +59,19 @@ grep -q "^rawsys: [1-9][0-9]* round trips" "$T/raw.out" ||
 grep -q "^bp-run: 1 process of rawsys did its network I/O past the C library (raw system calls: Go, io_uring, ...): not traced" "$T/raw.err" ||
 	bp_fail "bp-run did not say that rawsys could not be traced: $(cat "$T/raw.err")"
 
+# bp-logd writes bp-run's note only to a regular file called
+# bp-run-unread.* of the tracer's uid, never through a symbolic link
+: >"$T/victim"
+ln -s "$T/victim" "$T/bp-run-unread.link"
+: >"$T/not-a-note"
+for note in "$T/bp-run-unread.link" "$T/not-a-note"; do
+	timeout 30 env "LD_PRELOAD=$BP_SHIM" "BTRACE_LOGD=$BP_LOGD_SOCK" \
+		"BTRACE_UNREAD=$note" "$RAW" "$PORT" 2.5 >"$T/note.out" 2>&1 ||
+		bp_fail "rawsys with BTRACE_UNREAD=$note failed: $(cat "$T/note.out")"
+done
+[ ! -s "$T/victim" ] && [ ! -s "$T/not-a-note" ] ||
+	bp_fail "bp-logd wrote a note through a symbolic link or to a file not bp-run's"
+
 # 2. the control: the same through libc, traced
 timeout 30 "$BP_RUN" --wait -s "$BP_LOGD_SOCK" -- "$RAW" --libc "$PORT" "$SECS" \
 	>"$T/libc.out" 2>"$T/libc.err" ||
@@ -83,11 +98,11 @@ bp_logd_stop
 
 "$BP_RECONSTRUCT" "$T/logs" -o "$T/paths.db" 2>"$T/recon.err" ||
 	bp_fail "bp-reconstruct failed: $(cat "$T/recon.err")"
-grep -q "^bp-reconstruct: rawsys ($RAW, pid [0-9]*) does its network I/O past libc (raw system calls: Go, io_uring, ...): 1 socket the tracer never saw, e.g. tcp 127.0.0.1:[0-9]*->127.0.0.1:$PORT: not traced$" "$T/recon.err" ||
+grep -q "^bp-reconstruct: rawsys ($RAW, pids [0-9]*, [0-9]*, [0-9]*) does its network I/O past libc (raw system calls: Go, io_uring, ...): 3 sockets the tracer never saw, e.g. tcp 127.0.0.1:[0-9]*->127.0.0.1:$PORT: not traced$" "$T/recon.err" ||
 	bp_fail "the summary does not name rawsys: $(cat "$T/recon.err")"
 n=$(grep -c "past libc (raw system calls" "$T/recon.err")
 [ "$n" = 1 ] || bp_fail "$n programs named in the summary, not 1: $(cat "$T/recon.err")"
-grep -q "^bp-reconstruct: .* -> .*look at: .*1 process not traced (network I/O past libc" "$T/recon.err" ||
+grep -q "^bp-reconstruct: .* -> .*look at: .*3 processes not traced (network I/O past libc" "$T/recon.err" ||
 	bp_fail "the summary line does not point at the untraced process: $(cat "$T/recon.err")"
 got=$("$PY" - "$T/paths.db" <<'PYEOF'
 import sqlite3, sys
@@ -98,12 +113,13 @@ print(len(rows), ' '.join('%s:%s:%d:%d:%s' % (r[0].rsplit('/', 1)[-1], r[1], r[2
                                               (r[4] or 'none').rsplit('/', 1)[-1]) for r in rows))
 PYEOF
 ) || bp_fail "reading $T/paths.db failed"
-[ "$got" = "1 rawsys:rawsys:1:1:rawsys" ] ||
-	bp_fail "untraced_programs (count, exe:comm:sockets:tcp:process exe): $got, not 1 rawsys:rawsys:1:1:rawsys"
+want="3 rawsys:rawsys:1:1:rawsys rawsys:rawsys:1:1:rawsys rawsys:rawsys:1:1:rawsys"
+[ "$got" = "$want" ] ||
+	bp_fail "untraced_programs (count, exe:comm:sockets:tcp:process exe): $got, not $want"
 
 "$REPORT" "$T/paths.db" -o "$T/report.html" 2>"$T/report.err" ||
 	bp_fail "bp-report failed: $(cat "$T/report.err")"
-grep -q ", 1 process not traced (network I/O past libc) -> " "$T/report.err" ||
+grep -q ", 3 processes not traced (network I/O past libc) -> " "$T/report.err" ||
 	bp_fail "bp-report's summary does not count the process: $(cat "$T/report.err")"
 "$PY" - "$T/report.html" <<'PYEOF' || bp_fail "the report lacks the untraced program"
 import re, sys
@@ -115,4 +131,4 @@ rows = re.findall(r'<tr><td>([^<]*)</td>', m.group(1))
 if rows != ['rawsys']:
     sys.exit("rows %s, not ['rawsys']: %s" % (rows, m.group(1)[:2000]))
 PYEOF
-echo "PASS: $BP_TEST: rawsys (socket calls by number) named in bp-run's line, the summary, untraced_programs and the report; its libc twin, a process with an inherited untouched socket and an idle traced client not named"
+echo "PASS: $BP_TEST: rawsys (socket calls by number) named in bp-run's line, the summary, untraced_programs and the report (three runs, one line); bp-run's note never written through a symbolic link or to another file; its libc twin, a process with an inherited untouched socket and an idle traced client not named"
