@@ -36,7 +36,10 @@
 
 #include "logd.h"
 
-#define CENSUS_BASE_MAX 4096u   /* sockets held at HELLO we remember */
+#define CENSUS_BASE_MAX 256u    /* sockets held at HELLO we remember */
+#define CENSUS_HELLO_FD 256u    /* descriptors we look at at HELLO (the
+				   tracer waits: a forked child of a busy
+				   server must not wait long) */
 #define CENSUS_FD_MAX   16384u  /* descriptors we look at per process */
 #define CENSUS_CAND_MAX 64u     /* new sockets we classify per look */
 #define CENSUS_LINES    200000u /* lines read of each /proc/PID/net file */
@@ -69,9 +72,10 @@ static int cmp_u64(const void *a, const void *b)
 /*
  * The socket inodes of /proc/PID/fd: up to MAX into OUT (may be NULL to
  * count).  Returns how many, or -errno (the process is gone or not ours
- * to look at), -E2BIG when it holds more than CENSUS_FD_MAX descriptors.
+ * to look at), -E2BIG when it holds more than FDMAX descriptors.
  */
-static long socket_inodes(pid_t pid, uint64_t *out, unsigned max)
+static long socket_inodes(pid_t pid, uint64_t *out, unsigned max,
+			  unsigned fdmax)
 {
 	char path[64], link[64];
 	struct dirent *d;
@@ -90,7 +94,7 @@ static long socket_inodes(pid_t pid, uint64_t *out, unsigned max)
 
 		if (d->d_name[0] == '.')
 			continue;
-		if (++fds > CENSUS_FD_MAX) {
+		if (++fds > fdmax) {
 			closedir(dir);
 			return -E2BIG;
 		}
@@ -133,7 +137,8 @@ void census_hello(struct peer *p)
 		return;
 	}
 	ino = malloc(CENSUS_BASE_MAX * sizeof *ino);
-	n = ino ? socket_inodes(p->cred_pid, ino, CENSUS_BASE_MAX) : -ENOMEM;
+	n = ino ? socket_inodes(p->cred_pid, ino, CENSUS_BASE_MAX,
+				CENSUS_HELLO_FD) : -ENOMEM;
 	if (n < 0 || n > (long)CENSUS_BASE_MAX) {
 		/* what it held cannot be known: never name it */
 		log_debug("census: pid %u not looked at: %s", p->pid,
@@ -394,7 +399,8 @@ static int look(struct server *srv, struct peer *p)
 		c->nbase = 0;
 		return 0;
 	}
-	got = socket_inodes(p->cred_pid, ino, CENSUS_CAND_MAX * 2);
+	got = socket_inodes(p->cred_pid, ino, CENSUS_CAND_MAX * 2,
+			    CENSUS_FD_MAX);
 	if (got < 0) {
 		c->nprev = 0;
 		return 1;
