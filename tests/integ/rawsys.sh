@@ -66,7 +66,7 @@ ln -s "$T/victim" "$T/bp-run-unread.link"
 : >"$T/not-a-note"
 for note in "$T/bp-run-unread.link" "$T/not-a-note"; do
 	timeout 30 env "LD_PRELOAD=$BP_SHIM" "BTRACE_LOGD=$BP_LOGD_SOCK" \
-		"BTRACE_UNREAD=$note" "$RAW" "$PORT" 2.5 >"$T/note.out" 2>&1 ||
+		"BTRACE_UNREAD=$note" "$RAW" "$PORT" "$SECS" >"$T/note.out" 2>&1 ||
 		bp_fail "rawsys with BTRACE_UNREAD=$note failed: $(cat "$T/note.out")"
 done
 [ ! -s "$T/victim" ] && [ ! -s "$T/not-a-note" ] ||
