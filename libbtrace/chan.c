@@ -633,8 +633,10 @@ struct bt_chan *bt_chan_of(int fd)
 	}
 	errno = e;
 	if (S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode)) {
-		struct bt_chan *ch = bt_chan_open(fd, BT_CR_INHERITED, -1, NULL,
-						  0, 0);
+		struct bt_chan *ch;
+		if (S_ISSOCK(st.st_mode))
+			bt_census_sock();
+		ch = bt_chan_open(fd, BT_CR_INHERITED, -1, NULL, 0, 0);
 		return ch;
 	}
 	bt_fd_set(fd, BT_FD_PLAIN);   /* was BT_FD_NONE: no channel to drop */

@@ -51,6 +51,16 @@ static inline void bt_paused_call(void)
 {
 	bt_self.paused_calls++;
 }
+/*
+ * The socket census (docs/logd.md, "Programs that cannot be traced"): a
+ * socket, socketpair, accept(4) or connect call went through a wrapper, or
+ * a wrapped call met a socket for the first time.  Counted in this process
+ * and published in chunk 0's header, where bp-logd reads it: a process
+ * whose count stays 0 while it holds sockets does its network I/O past
+ * libc.  Called where a descriptor is made or classified, never per read
+ * or write.  errno preserved.
+ */
+BT_HIDDEN void bt_census_sock(void);
 /* Record EV even while paused (only CLOSE: the log's descriptors stay
  * true across a pause). */
 BT_HIDDEN void bt_emit_always(struct bt_event *ev);

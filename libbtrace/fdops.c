@@ -82,6 +82,8 @@ BT_HIDDEN int bt_socket(int domain, int type, int proto)
 	int fd = REAL(socket)(domain, type, proto);
 	int e = errno;
 
+	if (fd >= 0)
+		bt_census_sock();
 	if (fd < 0 || !bt_enter()) {
 		if (fd >= 0)
 			bt_leave_pass();
@@ -100,6 +102,7 @@ int bt_socketpair(int d, int t, int p, int sv[2])
 
 	if (r < 0)
 		return r;
+	bt_census_sock();
 	if (!bt_enter()) {
 		bt_leave_pass();
 		return r;
@@ -136,6 +139,8 @@ int bt_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags,
 	if (!bt_enter()) {
 		n = with_flags ? REAL(accept4)(fd, addr, len, flags)
 			       : REAL(accept)(fd, addr, len);
+		if (n >= 0)
+			bt_census_sock();
 		bt_leave_pass();
 		return n;
 	}
@@ -144,6 +149,7 @@ int bt_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags,
 		       : REAL(accept)(fd, addr, len);
 	if (n >= 0) {
 		e = errno;
+		bt_census_sock();
 		if (!bt_paused()) {
 			socklen_t l = len ? (*len < given ? *len : given) : 0;
 			uint64_t pc = bt_self.pause_lost;
@@ -173,6 +179,7 @@ int bt_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		errno = EBADF;
 		return -1;
 	}
+	bt_census_sock();
 	if (!bt_enter()) {
 		r = REAL(connect)(fd, addr, len);
 		bt_leave_pass();

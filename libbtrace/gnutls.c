@@ -30,15 +30,20 @@
  * gnutls_record_check_pending counts).  Never for a socket learned from
  * the handshake (a transport of the program's own), as with OpenSSL.
  *
+ * gnutls_record_recv_seq is read as gnutls_record_recv is, the record's
+ * sequence number kept for the plaintext held back from it.
+ *
  * Not wrapped (their plaintext is not seen; the channel's ciphertext
  * moved outside a wrapped call is handled by bt_chan_tls_unseen):
- * gnutls_record_recv_seq, gnutls_record_recv_packet, the early data calls.
+ * gnutls_record_recv_packet (zero-copy: the plaintext stays in the
+ * library's packet), the early data calls.
  */
 #include "config.h"
 
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "bt.h"
 #include "impl.h"
@@ -75,6 +80,17 @@ static int gt_fd(const void *s, int wr)
 	return p >= 0 && p <= INT_MAX ? (int)p : -1;
 }
 
+/*
+ * gnutls_record_recv_seq also hands over the sequence number of the record
+ * the plaintext came from.  Inside its wrapper the library is read with it
+ * (seq_want); the number of the record last read so, with its session, is
+ * kept per thread: plaintext the shim held back from that record and hands
+ * over later carries the same number.
+ */
+static BT_TLS int seq_want, seq_got;
+static BT_TLS const void *seq_sess;
+static BT_TLS unsigned char seq_last[8];
+
 static ssize_t gt_real_read(void *s, void *buf, size_t len, int peek,
 			    int ex, int *ret)
 {
@@ -82,7 +98,19 @@ static ssize_t gt_real_read(void *s, void *buf, size_t len, int peek,
 
 	(void)peek;
 	(void)ex;
-	r = GREAL(gnutls_record_recv)(s, buf, len);
+	if (seq_want) {
+		unsigned char q[8];
+		r = GREAL(gnutls_record_recv_seq)(s, buf, len, q);
+		if (r > 0) {
+			memcpy(seq_last, q, sizeof q);
+			seq_sess = s;
+			seq_got = 1;
+		}
+	} else {
+		r = GREAL(gnutls_record_recv)(s, buf, len);
+		if (r > 0 && seq_sess == s)
+			seq_sess = NULL;   /* a record of unknown number */
+	}
 	*ret = r > INT_MAX ? INT_MAX : (int)r;
 	return r > 0 ? r : r == 0 ? 0 : -1;
 }
@@ -105,6 +133,32 @@ ssize_t bt_gnutls_record_recv(void *s, void *buf, size_t len)
 
 	if (fake)
 		return GNUTLS_E_AGAIN;
+	return n > 0 ? n : ret;
+}
+
+/*
+ * gnutls_record_recv_seq: read as gnutls_record_recv is (framed, one
+ * message per call, GNUTLS_E_AGAIN once), SEQ set to the number of the
+ * record the bytes came from: the library's when it was read now, the
+ * one remembered when the bytes are the rest of a record the shim held
+ * back.  Bytes held back from a record read with gnutls_record_recv (a
+ * program mixing the two calls on one session) or in another thread have
+ * no number the shim knows: SEQ is then left as the program gave it.
+ */
+ssize_t bt_gnutls_record_recv_seq(void *s, void *buf, size_t len,
+				  unsigned char *seq)
+{
+	int ret, fake;
+	ssize_t n;
+
+	seq_want = 1;
+	seq_got = 0;
+	n = bt_tls_read(&gnutls, s, buf, len, 0, 0, &ret, &fake);
+	seq_want = 0;
+	if (fake)
+		return GNUTLS_E_AGAIN;
+	if (n > 0 && seq && (seq_got || seq_sess == s))
+		memcpy(seq, seq_last, sizeof seq_last);
 	return n > 0 ? n : ret;
 }
 

@@ -94,6 +94,7 @@ BT_HIDDEN int bt_ssl_has_pending(const void *);
 BT_HIDDEN int bt_ssl_get_error(const void *, int);
 /* gnutls.c: GnuTLS's plaintext calls (sessions opaque) */
 BT_HIDDEN ssize_t bt_gnutls_record_recv(void *, void *, size_t);
+BT_HIDDEN ssize_t bt_gnutls_record_recv_seq(void *, void *, size_t, unsigned char *);
 BT_HIDDEN size_t bt_gnutls_record_check_pending(void *);
 BT_HIDDEN ssize_t bt_gnutls_record_send(void *, const void *, size_t);
 BT_HIDDEN ssize_t bt_gnutls_record_send2(void *, const void *, size_t, size_t, unsigned);

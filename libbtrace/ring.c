@@ -56,6 +56,23 @@ void bt_ring_chunk_register(struct bt_chunk *c)
 	c->sent = bt_link_send(&m, sizeof m, c->memfd) == 0;
 }
 
+/* The census count of this process image (a forked child inherits it
+ * with the rest of memory and publishes it in its own chunk 0). */
+static uint32_t census_socks;
+
+void bt_census_sock(void)
+{
+	uint32_t n = __atomic_add_fetch(&census_socks, 1, __ATOMIC_SEQ_CST);
+	struct bt_chunk_hdr *h;
+
+	/* chunk 0 once it is published (its creation stores the count
+	 * again after publishing it: an increment racing it is not lost);
+	 * a plain store: bp-logd only asks whether it is still 0 */
+	if (__atomic_load_n(&bt_ring_nchunks, __ATOMIC_SEQ_CST) &&
+	    (h = __atomic_load_n(&bt_ring_chunks[0].hdr, __ATOMIC_ACQUIRE)))
+		h->census_socks = n;
+}
+
 /* Create chunk number bt_ring_nchunks.  Called with bt_ring_mu held. */
 struct bt_chunk *bt_ring_chunk_create(void)
 {
@@ -97,6 +114,11 @@ struct bt_chunk *bt_ring_chunk_create(void)
 	c->hdr->chunk = index;
 	c->hdr->nslots = nslots;
 	c->hdr->slot_size = size;
+	if (index == 0) {
+		c->hdr->census_socks = __atomic_load_n(&census_socks,
+						       __ATOMIC_RELAXED);
+		c->hdr->census_magic = BT_CENSUS_MAGIC;
+	}
 	/* paused as bp-logd said in its WELCOME (chunk 0), or as chunk 0 is */
 	if (index == 0 ? (bt_link_logd_flags & BT_CF_PAUSED) :
 	    (bt_ring_chunks[0].hdr && (bt_ring_chunks[0].hdr->flags & BT_CF_PAUSED)))
@@ -106,7 +128,10 @@ struct bt_chunk *bt_ring_chunk_create(void)
 	bt_own_register(&c->memfd);
 	if (index == 0)
 		__atomic_store_n(&bt_pause_word, &c->hdr->flags, __ATOMIC_RELEASE);
-	__atomic_store_n(&bt_ring_nchunks, index + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&bt_ring_nchunks, index + 1, __ATOMIC_SEQ_CST);
+	if (index == 0)
+		c->hdr->census_socks = __atomic_load_n(&census_socks,
+						       __ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&bt_link_mu);
 	/* a bt_link_connect since the store above registered it already */
 	if (bt_link_state == LINK_UP && !c->sent)

@@ -53,6 +53,7 @@ EXPORT int SSL_has_pending(const void *);
 EXPORT int SSL_get_error(const void *, int);
 /* libgnutls's, its types opaque (no GnuTLS header: libgnutls is not linked) */
 EXPORT ssize_t gnutls_record_recv(void *, void *, size_t);
+EXPORT ssize_t gnutls_record_recv_seq(void *, void *, size_t, unsigned char *);
 EXPORT size_t gnutls_record_check_pending(void *);
 EXPORT ssize_t gnutls_record_send(void *, const void *, size_t);
 EXPORT ssize_t gnutls_record_send2(void *, const void *, size_t, size_t, unsigned int);
@@ -483,6 +484,7 @@ EXPORT int SSL_get_error(const void *s, int r) { return bt_ssl_get_error(s, r); 
 /* ---- GnuTLS: plaintext framed (gnutls.c) ---------------------------------- */
 
 EXPORT ssize_t gnutls_record_recv(void *s, void *b, size_t n) { return bt_gnutls_record_recv(s, b, n); }
+EXPORT ssize_t gnutls_record_recv_seq(void *s, void *b, size_t n, unsigned char *q) { return bt_gnutls_record_recv_seq(s, b, n, q); }
 EXPORT size_t gnutls_record_check_pending(void *s) { return bt_gnutls_record_check_pending(s); }
 EXPORT ssize_t gnutls_record_send(void *s, const void *b, size_t n) { return bt_gnutls_record_send(s, b, n); }
 EXPORT ssize_t gnutls_record_send2(void *s, const void *b, size_t n, size_t p, unsigned int f) { return bt_gnutls_record_send2(s, b, n, p, f); }

@@ -302,6 +302,21 @@ int chunk_stats(struct chunk *c, uint64_t *lost, uint64_t *pending)
 	return 0;
 }
 
+int chunk_census(struct chunk *c, uint32_t *socks)
+{
+	struct bt_chunk_hdr *h = hdr_of(c);
+	uint32_t magic, n;
+
+	SHM_BEGIN();
+	magic = h->census_magic;
+	n = h->census_socks;
+	SHM_END();
+	if (magic != BT_CENSUS_MAGIC)
+		return -ENOENT;
+	*socks = n;
+	return 0;
+}
+
 int chunk_lost_list(struct chunk *c, char *buf, size_t len)
 {
 	struct bt_chunk_hdr *h = hdr_of(c);

@@ -19,7 +19,8 @@ bp_logd_SOURCES = \
 	logd/peer.c \
 	logd/chunk.c \
 	logd/store.c \
-	logd/notes.c
+	logd/notes.c \
+	logd/census.c
 bp_logd_CFLAGS = $(LOGD_COMPILE_FLAGS) $(LIBEVENT_CFLAGS)
 bp_logd_LDFLAGS = $(LOGD_LINK_FLAGS)
 bp_logd_LDADD = libbtcommon.la $(LIBEVENT_LIBS)

@@ -144,6 +144,9 @@ int chunk_ack(struct chunk *c, unsigned i, uint64_t head);
 int chunk_set_flags(struct chunk *c, uint32_t set, uint32_t clear);
 /* Sum of the slots' lost counters; pending (undrained) bytes. */
 int chunk_stats(struct chunk *c, uint64_t *lost, uint64_t *pending);
+/* The socket census count of chunk 0's header (btrace/ring.h): 0 and
+ * *SOCKS, -ENOENT when the tracer keeps none (an older shim), -EFAULT. */
+int chunk_census(struct chunk *c, uint32_t *socks);
 /* Append " slotN=LOST" to the NUL-terminated BUF (size LEN) for every
  * slot with a non-zero lost counter (N as in log blocks).  0 or -EFAULT. */
 int chunk_lost_list(struct chunk *c, char *buf, size_t len);
@@ -182,6 +185,7 @@ struct peer {
 	unsigned nchunks;
 	uint64_t bytes;           /* drained from this peer */
 	uint64_t blocks;
+	struct census *census;    /* census.c: its sockets, if it is looked at */
 };
 
 TAILQ_HEAD(peer_list, peer);
@@ -225,6 +229,16 @@ long server_drain_slot(struct server *srv, struct peer *p, struct chunk *c,
 void server_disk_error(struct server *srv, int err);
 /* Control commands: fill TEXT with the reply; returns 0 or -errno. */
 int server_control(struct server *srv, unsigned cmd, char *text, size_t len);
+
+/* census.c: naming tracers that do their network I/O past libc
+ * (docs/logd.md, "Programs that cannot be traced") */
+/* P said HELLO: remember the sockets it holds now (inherited, its own). */
+void census_hello(struct peer *p);
+/* Forget P's census state. */
+void census_free(struct peer *p);
+/* Once a second: look at the live tracers whose shim saw no socket call,
+ * and name those that hold new sockets in two consecutive looks. */
+void census_tick(struct server *srv);
 
 /* peer.c */
 /* Accept a new connection FD (already non-blocking). */

@@ -116,6 +116,7 @@ void peer_free(struct peer *p)
 	struct server *srv = p->srv;
 
 	close_socket(p);
+	census_free(p);
 	for (unsigned i = 0; i < BT_RING_MAX_CHUNKS; i++)
 		chunk_unmap(p->chunk[i]);
 	TAILQ_REMOVE(&srv->peers, p, entry);
@@ -297,6 +298,9 @@ static int on_hello(struct peer *p, const uint8_t *pkt, size_t len)
 		return 1;
 	}
 	p->ring_id = m.ring_id;
+	/* before the WELCOME: the tracer's constructor waits for it, so
+	 * these are the sockets it held before its program ran */
+	census_hello(p);
 	memset(&w, 0, sizeof w);
 	w.h.type = BT_LM_WELCOME;
 	w.h.len = sizeof w;

@@ -200,6 +200,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (!srv->disk_err)
 		notes_time(&srv->notes);
+	census_tick(srv);
 }
 
 static void accept_retry_cb(evutil_socket_t fd, short what, void *arg)

@@ -71,6 +71,10 @@ static const char schema_sql[] =
 	"  bytes_in INTEGER, bytes_out INTEGER, msgs_in INTEGER,\n"
 	"  msgs_out INTEGER, lost_sync INTEGER, readable INTEGER,\n"
 	"  unreadable_reason TEXT);\n"
+	"CREATE TABLE untraced_programs(\n"
+	"  process_id INTEGER, host TEXT, pid INTEGER, exe TEXT, comm TEXT,\n"
+	"  sockets INTEGER, tcp_listen INTEGER, tcp INTEGER, udp INTEGER,\n"
+	"  unix_listen INTEGER, examples TEXT);\n"
 	"CREATE TABLE hosts(\n"
 	"  host_id INTEGER PRIMARY KEY, name TEXT, domain TEXT, boot_id TEXT,\n"
 	"  reference INTEGER, offset_ns INTEGER, lo_ns INTEGER, hi_ns INTEGER,\n"
@@ -500,6 +504,10 @@ int rc_db_finish(struct rc_ctx *c)
 	}
 	if (rc_notes_unread_collect(c, d->h) < 0) {
 		rc_db_error(c, "reading the unread channels");
+		return RC_EXIT_OUTPUT;
+	}
+	if (rc_notes_rawio_write(c, d->h) < 0) {
+		rc_db_error(c, "untraced_programs");
 		return RC_EXIT_OUTPUT;
 	}
 	if (exec(c, "COMMIT") < 0)

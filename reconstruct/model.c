@@ -508,6 +508,11 @@ static void on_close(struct ap *a)
 static void on_logd(struct ap *a)
 {
 	const struct bt_event *ev = a->ev;
+	if (ev->flags == BT_LN_RAW_IO) {
+		rc_notes_rawio(a->c, a->c->hosts[a->im->host].name, ev->pid,
+			       ev->result, ev->str, ev->str_len);
+		return;
+	}
 	/* bp-logd notes that say something was lost: a peer dropped (5),
 	 * the disk refusing writes (7), notes lost (12); see bp-logd's
 	 * enum bt_logd_note */

@@ -1,7 +1,8 @@
 /*
  * notes.c - what a person should read after a run: warnings grouped by
- * kind (a count, one example, whether it is expected or costs paths) and
- * the channels that could not be read, counted by program and port.
+ * kind (a count, one example, whether it is expected or costs paths), the
+ * channels that could not be read, counted by program and port, and the
+ * programs bp-logd named as doing their network I/O past libc.
  * Every warning stays in the warnings table; every channel in channels.
  */
 #include "config.h"
@@ -71,6 +72,21 @@ struct rc_unread {
 	uint64_t    n;
 };
 
+/* A program bp-logd named: it holds sockets its shim never saw (a
+ * BT_LN_RAW_IO note, docs/logd.md "Programs that cannot be traced"). */
+struct rc_rawio {
+	char     host[64];
+	uint32_t pid;
+	int64_t  sockets;
+	char     ring[20];
+	char     exe[256];
+	char     comm[32];
+	unsigned tcp_listen, tcp, udp, unix_listen;
+	char     examples[600];
+};
+
+#define MAX_RAWIO 256
+
 struct rc_notes {
 	struct rc_wkind kinds[MAX_KINDS];
 	uint32_t nkinds;
@@ -79,6 +95,9 @@ struct rc_notes {
 	uint32_t nunread;
 	uint64_t unread_more;    /* channels in groups past MAX_UNREAD */
 	uint64_t unread_total;
+	struct rc_rawio *raw;    /* MAX_RAWIO, allocated at the first */
+	uint32_t nraw;
+	uint64_t raw_more;       /* named past MAX_RAWIO */
 };
 
 static char *shape_of(const char *text)
@@ -298,10 +317,163 @@ void rc_notes_print_unread(const struct rc_ctx *c, FILE *f)
 			nt->unread_more);
 }
 
+/* ---- programs that do their network I/O past libc -------------------------- */
+
+/* Copy the value after KEY= in TEXT up to STOP (or the end) into OUT. */
+static void field(const char *text, const char *key, const char *stop,
+		  char *out, size_t len)
+{
+	const char *v = strstr(text, key), *e;
+	size_t n;
+
+	out[0] = 0;
+	if (!v)
+		return;
+	v += strlen(key);
+	e = stop ? strstr(v, stop) : NULL;
+	n = e ? (size_t)(e - v) : strlen(v);
+	if (n >= len)
+		n = len - 1;
+	memcpy(out, v, n);
+	out[n] = 0;
+}
+
+void rc_notes_rawio(struct rc_ctx *c, const char *host, uint32_t pid,
+		    int64_t sockets, const char *str, size_t len)
+{
+	struct rc_notes *nt = notes(c);
+	struct rc_rawio r;
+	char text[1200], num[16];
+	const char *ex;
+
+	if (!nt)
+		return;
+	if (len >= sizeof text)
+		len = sizeof text - 1;
+	memcpy(text, str ? str : "", str ? len : 0);
+	text[str ? len : 0] = 0;
+	memset(&r, 0, sizeof r);
+	snprintf(r.host, sizeof r.host, "%s", host ? host : "");
+	r.pid = pid;
+	r.sockets = sockets;
+	field(text, "ring=", " ", r.ring, sizeof r.ring);
+	field(text, " exe=", " comm=", r.exe, sizeof r.exe);
+	field(text, " comm=", " tcp_listen=", r.comm, sizeof r.comm);
+	field(text, " tcp_listen=", " ", num, sizeof num);
+	r.tcp_listen = (unsigned)strtoul(num, NULL, 10);
+	field(text, " tcp=", " ", num, sizeof num);
+	r.tcp = (unsigned)strtoul(num, NULL, 10);
+	field(text, " udp=", " ", num, sizeof num);
+	r.udp = (unsigned)strtoul(num, NULL, 10);
+	field(text, " unix_listen=", ":", num, sizeof num);
+	r.unix_listen = (unsigned)strtoul(num, NULL, 10);
+	ex = strstr(text, ": ");
+	snprintf(r.examples, sizeof r.examples, "%s", ex ? ex + 2 : "");
+	for (uint32_t i = 0; i < nt->nraw; i++)
+		if (nt->raw[i].pid == pid && !strcmp(nt->raw[i].host, r.host) &&
+		    !strcmp(nt->raw[i].ring, r.ring))
+			return;          /* named again (a log read twice) */
+	if (!nt->raw && !(nt->raw = calloc(MAX_RAWIO, sizeof *nt->raw)))
+		return;
+	if (nt->nraw == MAX_RAWIO) {
+		nt->raw_more++;
+		return;
+	}
+	nt->raw[nt->nraw++] = r;
+}
+
+int rc_notes_rawio_write(struct rc_ctx *c, sqlite3 *h)
+{
+	static const char q[] =
+		"INSERT INTO untraced_programs VALUES("
+		" (SELECT process_id FROM processes WHERE host = ?1 AND pid = ?2"
+		"  AND ring_id = ?3 ORDER BY process_id LIMIT 1),"
+		" ?1, ?2, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+	const struct rc_notes *nt = c->notes;
+	sqlite3_stmt *s;
+	int r = SQLITE_DONE;
+
+	if (!nt || !nt->nraw)
+		return 0;
+	if (sqlite3_prepare_v2(h, q, -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	for (uint32_t i = 0; i < nt->nraw && r == SQLITE_DONE; i++) {
+		const struct rc_rawio *w = &nt->raw[i];
+		sqlite3_bind_text(s, 1, w->host, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 2, w->pid);
+		sqlite3_bind_text(s, 3, w->ring, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 4, w->exe, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 5, w->comm, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 6, w->sockets);
+		sqlite3_bind_int64(s, 7, w->tcp_listen);
+		sqlite3_bind_int64(s, 8, w->tcp);
+		sqlite3_bind_int64(s, 9, w->udp);
+		sqlite3_bind_int64(s, 10, w->unix_listen);
+		sqlite3_bind_text(s, 11, w->examples, -1, SQLITE_STATIC);
+		r = sqlite3_step(s);
+		sqlite3_reset(s);
+	}
+	sqlite3_finalize(s);
+	return r == SQLITE_DONE ? 0 : -1;
+}
+
+uint64_t rc_notes_untraced(const struct rc_ctx *c)
+{
+	return c->notes ? c->notes->nraw + c->notes->raw_more : 0;
+}
+
+static const char *base_of(const char *exe)
+{
+	const char *b = strrchr(exe, '/');
+	return b ? b + 1 : exe;
+}
+
+void rc_notes_print_untraced(const struct rc_ctx *c, FILE *f)
+{
+	const struct rc_notes *nt = c->notes;
+	uint8_t done[MAX_RAWIO] = { 0 };
+
+	if (!nt)
+		return;
+	/* one line per program (executable), with its processes */
+	for (uint32_t i = 0; i < nt->nraw; i++) {
+		const struct rc_rawio *w = &nt->raw[i];
+		char pids[200];
+		unsigned n = 0;
+		int64_t socks = 0;
+		size_t o = 0;
+
+		if (done[i])
+			continue;
+		for (uint32_t j = i; j < nt->nraw; j++) {
+			if (done[j] || strcmp(nt->raw[j].exe, w->exe))
+				continue;
+			done[j] = 1;
+			n++;
+			socks += nt->raw[j].sockets;
+			if (o < sizeof pids - 16)
+				o += (size_t)snprintf(pids + o, sizeof pids - o,
+						      "%s%u", n > 1 ? ", " : "",
+						      nt->raw[j].pid);
+			else if (o < sizeof pids - 4)
+				o += (size_t)snprintf(pids + o, sizeof pids - o,
+						      ", ...");
+		}
+		fprintf(f, "bp-reconstruct: %s (%s, %s %s) does its network I/O past libc (raw system calls: Go, io_uring, ...): %" PRId64 " socket%s the tracer never saw, e.g. %s: not traced\n",
+			base_of(w->exe), w->exe, n == 1 ? "pid" : "pids", pids,
+			socks, socks == 1 ? "" : "s",
+			w->examples[0] ? w->examples : "?");
+	}
+	if (nt->raw_more)
+		fprintf(f, "bp-reconstruct: %" PRIu64 " more processes do their network I/O past libc (table untraced_programs)\n",
+			nt->raw_more);
+}
+
 void rc_notes_free(struct rc_ctx *c)
 {
 	if (!c->notes)
 		return;
+	free(c->notes->raw);
 	for (uint32_t i = 0; i < c->notes->nkinds; i++) {
 		free(c->notes->kinds[i].shape);
 		free(c->notes->kinds[i].example);

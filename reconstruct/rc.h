@@ -371,6 +371,15 @@ void     rc_notes_print_warnings(const struct rc_ctx *c, FILE *f);
 int      rc_notes_unread_collect(struct rc_ctx *c, struct sqlite3 *h);
 uint64_t rc_notes_unread(const struct rc_ctx *c);
 void     rc_notes_print_unread(const struct rc_ctx *c, FILE *f);
+/* rc_notes_rawio keeps a BT_LN_RAW_IO note of bp-logd (a program that
+ * holds sockets its shim never saw); rc_notes_rawio_write fills the
+ * untraced_programs table of H (before COMMIT); rc_notes_untraced counts
+ * them; rc_notes_print_untraced says them, one line per program. */
+void     rc_notes_rawio(struct rc_ctx *c, const char *host, uint32_t pid,
+			int64_t sockets, const char *str, size_t len);
+int      rc_notes_rawio_write(struct rc_ctx *c, struct sqlite3 *h);
+uint64_t rc_notes_untraced(const struct rc_ctx *c);
+void     rc_notes_print_untraced(const struct rc_ctx *c, FILE *f);
 void     rc_notes_free(struct rc_ctx *c);
 /* Record a fatal error (first one wins); returns ERR (a negative errno or
  * an RC_EXIT_* code, as the caller chooses). */

@@ -134,6 +134,10 @@ static void look_at(const struct rc_ctx *c, uint64_t costly, uint64_t unread,
 	if (unread)
 		ADD("%s%" PRIu64 " channels not read (above; channels.readable = 0)",
 		    n ? ", " : "look at: ", unread);
+	if (rc_notes_untraced(c))
+		ADD("%s%" PRIu64 " process%s not traced (network I/O past libc, above; table untraced_programs)",
+		    n ? ", " : "look at: ", rc_notes_untraced(c),
+		    rc_notes_untraced(c) == 1 ? "" : "es");
 	if (c->st.lost_records + c->st.dropped)
 		ADD("%sthe lost events", n ? ", " : "look at: ");
 #undef ADD
@@ -205,6 +209,7 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 		rc_clock_report(&c, errf(&c));
 		rc_notes_print_warnings(&c, errf(&c));
 		rc_notes_print_unread(&c, errf(&c));
+		rc_notes_print_untraced(&c, errf(&c));
 		look_at(&c, costly, unread, look, sizeof look);
 		fprintf(errf(&c),
 			"bp-reconstruct: %" PRIu64 " events read (%" PRIu64 " lost), %" PRIu64 " requests (%" PRIu64 " exact, %" PRIu64 " resolved, %" PRIu64 " uncertain), %" PRIu64 " spans, %" PRIu64 " unattributed, %" PRIu64 " warnings -> %s (%.2f s, %.0f events/s); %s\n",
@@ -231,6 +236,7 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 		sum->uncertain = c.st.req_uncertain;
 		sum->unreadable = unread;
 		sum->costly_warnings = costly;
+		sum->untraced = rc_notes_untraced(&c);
 	}
 	r = RC_EXIT_OK;
 	goto out;

@@ -41,6 +41,9 @@ struct rc_summary {
 	/* channels that could not be read (tls-in-program, unknown-protocol,
 	 * lost-sync: channels.readable = 0) and warnings not expected */
 	uint64_t unreadable, costly_warnings;
+	/* processes bp-logd named as doing their network I/O past libc
+	 * (table untraced_programs) */
+	uint64_t untraced;
 };
 
 /*

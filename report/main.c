@@ -185,14 +185,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bp-report: error: %s\n", x.err);
 		rc = 3;
 	} else if (!o.quiet) {
-		fprintf(stderr, "bp-report: %llu requests, %llu timelines, %llu patterns, %llu histograms, %llu requests with errors, %llu uncertain, %llu channels not read -> %s\n",
+		char untraced[96] = "";
+		if (sum.untraced)
+			snprintf(untraced, sizeof untraced,
+				 ", %llu process%s not traced (network I/O past libc)",
+				 (unsigned long long)sum.untraced,
+				 sum.untraced == 1 ? "" : "es");
+		fprintf(stderr, "bp-report: %llu requests, %llu timelines, %llu patterns, %llu histograms, %llu requests with errors, %llu uncertain, %llu channels not read%s -> %s\n",
 			(unsigned long long)sum.requests,
 			(unsigned long long)sum.timelines,
 			(unsigned long long)sum.patterns,
 			(unsigned long long)sum.histograms,
 			(unsigned long long)sum.errors,
 			(unsigned long long)sum.uncertain,
-			(unsigned long long)sum.unreadable, o.output);
+			(unsigned long long)sum.unreadable, untraced, o.output);
 	}
 	if (!rc && otlp && export_otlp(&x, otlp) < 0)
 		rc = 3;

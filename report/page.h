@@ -39,6 +39,9 @@ void page_certainty_td(FILE *f, const char *label, const char *why);
  * 0, or -1 on a database error (reported). */
 int report_uncertain(struct page *p);
 int report_unreadable(struct page *p);
+/* The programs that could not be traced section (trust.c): network I/O
+ * past libc (table untraced_programs).  0, or -1 on a database error. */
+int report_untraced(struct page *p);
 /* The latency histograms section (hist.c): 0, or -1 on a database error
  * (reported). */
 int report_histograms(struct page *p);

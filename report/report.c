@@ -704,12 +704,13 @@ int report_write(struct export_db *x, const struct report_options *o,
 	      "<nav><a href=\"#summary\">Summary</a><a href=\"#slowest\">Slowest</a><a href=\"#errors\">Errors</a><a href=\"#uncertain\">Uncertain</a>"
 	      "<a href=\"#patterns\">Patterns</a><a href=\"#latency\">Latency</a><a href=\"#tiers\">Tiers</a>"
 	      "<a href=\"#static\">Static</a><a href=\"#repeated\">Repeated queries</a><a href=\"#timelines\">Timelines</a>"
-	      "<a href=\"#unreadable\">Unreadable</a><a href=\"#warnings\">Warnings</a></nav>\n<main>\n", p.f);
+	      "<a href=\"#unreadable\">Unreadable</a><a href=\"#untraced\">Untraced</a><a href=\"#warnings\">Warnings</a></nav>\n<main>\n", p.f);
 	if (summary(&p) < 0 || slowest(&p) < 0 || errors(&p) < 0 ||
 	    report_uncertain(&p) < 0 ||
 	    patterns(&p) < 0 || report_histograms(&p) < 0 || tiers(&p) < 0 ||
 	    statics(&p) < 0 || repeated(&p) < 0 ||
 	    timelines(&p, order, norder) < 0 || report_unreadable(&p) < 0 ||
+	    report_untraced(&p) < 0 ||
 	    warnings(&p) < 0) {
 		export_file_abort(&out);
 		goto out;

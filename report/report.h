@@ -29,6 +29,8 @@ struct report_summary {
 	uint64_t requests, timelines, patterns, histograms, errors;
 	uint64_t uncertain;          /* requests labelled 'uncertain' */
 	uint64_t unreadable;         /* channels that could not be read */
+	uint64_t untraced;           /* processes doing network I/O past
+					libc (table untraced_programs) */
 };
 
 /*

@@ -105,3 +105,55 @@ int report_unreadable(struct page *p)
 	fputs("</tbody></table></section>\n", f);
 	return 0;
 }
+
+/*
+ * The programs bp-logd named as doing their network I/O past libc (table
+ * untraced_programs): by program, with their processes and an example of
+ * the sockets the tracer never saw.  Nothing they did is in the paths.
+ */
+int report_untraced(struct page *p)
+{
+	FILE *f = p->f;
+	static const char head[] =
+		"<section id=\"untraced\"><h2>Programs that could not be traced</h2><p class=\"muted\">"
+		"Processes that held sockets the tracer never saw created, accepted or used: they make their system calls themselves, "
+		"past the C library (a Go binary, even one linked through cgo; io_uring), so nothing they do is in the paths and their peers look untraced. "
+		"bp-logd names a process only when its tracer saw no socket call at all and the same socket, made after the process started, "
+		"was there one second apart (docs/accuracy.md, \"Programs that cannot be traced\").";
+
+	if (page_q_int(p, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'untraced_programs'", 0) == 0) {
+		fprintf(f, "%s This database was written before bp-reconstruct kept them.</p></section>\n", head);
+		return 0;
+	}
+	int64_t n = page_q_int(p, "SELECT COUNT(*) FROM untraced_programs", 0);
+	sqlite3_stmt *s = export_prep(p->x,
+		"SELECT replace(exe, rtrim(exe, replace(exe, '/', '')), '') AS program,\n"
+		"  exe, COUNT(*), group_concat(pid, ', '), SUM(sockets),\n"
+		"  SUM(tcp_listen), SUM(tcp), SUM(udp), SUM(unix_listen), MIN(examples)\n"
+		"FROM untraced_programs GROUP BY exe ORDER BY 3 DESC, 1 LIMIT ?");
+	if (!s)
+		return -1;
+	p->sum->untraced = (uint64_t)n;
+	sqlite3_bind_int64(s, 1, p->o->rows);
+	fprintf(f, "%s %" PRId64 " processes (table untraced_programs).</p>", head, n);
+	if (!n) {
+		sqlite3_finalize(s);
+		fputs("<p class=\"ok\">None: every traced process that held sockets went through the C library for them.</p></section>\n", f);
+		return 0;
+	}
+	fputs("<table><thead><tr><th>program</th><th>executable</th><th>processes</th><th>pids</th><th>sockets</th><th>tcp listening</th><th>tcp</th><th>udp</th><th>unix listening</th><th>e.g.</th></tr></thead><tbody>", f);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		fputs("<tr>", f);
+		page_td_text(f, NULL, export_col(s, 0), 60);
+		page_td_text(f, "t", export_col(s, 1), 120);
+		fprintf(f, "<td class=\"n\">%s</td>", export_col(s, 2));
+		page_td_text(f, "t", export_col(s, 3), 80);
+		for (int i = 4; i <= 8; i++)
+			fprintf(f, "<td class=\"n\">%s</td>", export_col(s, i));
+		page_td_text(f, "t", export_col(s, 9), 160);
+		fputs("</tr>\n", f);
+	}
+	sqlite3_finalize(s);
+	fputs("</tbody></table></section>\n", f);
+	return 0;
+}

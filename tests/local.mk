@@ -12,7 +12,9 @@ INTEG_TESTS = \
 	tests/integ/trace-libevent.sh \
 	tests/integ/faults.sh \
 	tests/integ/unread-tls.sh \
-	tests/integ/gnutls-cli.sh
+	tests/integ/gnutls-cli.sh \
+	tests/integ/rawsys.sh \
+	tests/integ/rawsys-go.sh
 
 TESTS += $(INTEG_TESTS)
 EXTRA_DIST += $(INTEG_TESTS) tests/integ/lib.sh tests/integ/check-paths.py \
@@ -26,6 +28,10 @@ EXTRA_DIST += tests/bounded
 AM_TESTS_ENVIRONMENT = \
 	top_builddir='$(abs_top_builddir)'; top_srcdir='$(abs_top_srcdir)'; \
 	export top_builddir top_srcdir;
+
+# rawsys.sh's client that makes its socket calls by number, past libc
+check_PROGRAMS += tests/integ/rawsys
+tests_integ_rawsys_SOURCES = tests/integ/rawsys.c
 
 # faults.sh's burst of threads
 check_PROGRAMS += tests/integ/thread-burst

@@ -13,7 +13,9 @@
  * as its child, passes on the signals sent to bp-run, and when it exits
  * says in one line how many of its channels could not be read (the shim
  * appends a byte per such channel to the file named by BTRACE_UNREAD:
- * conf.c bt_unread_note), then exits as the command did.  Otherwise (a
+ * conf.c bt_unread_note) and in one line how many of its processes did
+ * their network I/O past libc (bp-logd appends an 'r' per process it
+ * named: logd/census.c), then exits as the command did.  Otherwise (a
  * script, a service: --exec) bp-run execs the command and keeps its pid.
  */
 #include "config.h"
@@ -72,7 +74,9 @@ static void usage(FILE *f)
 "                      then the installed one)\n"
 "      --wait          run COMMAND as a child and, when it exits, say in\n"
 "                      one line how many of its channels could not be read\n"
-"                      (encrypted inside the program, unknown protocol):\n"
+"                      (encrypted inside the program, unknown protocol),\n"
+"                      and how many processes did their network I/O past\n"
+"                      the C library (raw system calls: Go):\n"
 "                      the default when stderr is a terminal\n"
 "      --exec          become COMMAND (keep bp-run's pid; no line at exit):\n"
 "                      the default otherwise\n"
@@ -133,19 +137,22 @@ static void forward(int sig, siginfo_t *si, void *uc)
 		kill(child_pid, sig);
 }
 
-/* Counts of the notes the shim wrote: t, u, l (bt_unread_note). */
-static void read_notes(const char *path, unsigned long n[3])
+/* Counts of the notes the shim wrote: t, u, l (bt_unread_note), and
+ * bp-logd's r, one per process it named as doing its network I/O past
+ * libc (logd/census.c). */
+static void read_notes(const char *path, unsigned long n[4])
 {
 	char buf[4096];
 	ssize_t r;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	n[0] = n[1] = n[2] = 0;
+	n[0] = n[1] = n[2] = n[3] = 0;
 	if (fd < 0)
 		return;
 	while ((r = read(fd, buf, sizeof buf)) > 0)
 		for (ssize_t i = 0; i < r; i++)
-			n[buf[i] == 't' ? 0 : buf[i] == 'u' ? 1 : 2]++;
+			n[buf[i] == 't' ? 0 : buf[i] == 'u' ? 1 :
+			  buf[i] == 'r' ? 3 : 2]++;
 	close(fd);
 }
 
@@ -155,12 +162,16 @@ static void read_notes(const char *path, unsigned long n[3])
  */
 static void say_unread(const char *cmd, const char *path)
 {
-	unsigned long n[3];
+	unsigned long n[4];
 	const char *base = strrchr(cmd, '/');
 	char parts[256];
 	int o = 0;
 
 	read_notes(path, n);
+	if (n[3])
+		fprintf(stderr, "%s: %lu process%s of %s did %s network I/O past the C library (raw system calls: Go, io_uring, ...): not traced (bp-reconstruct names %s)\n",
+			prog, n[3], n[3] == 1 ? "" : "es", base ? base + 1 : cmd,
+			n[3] == 1 ? "its" : "their", n[3] == 1 ? "it" : "them");
 	if (!n[0] && !n[1] && !n[2])
 		return;
 	parts[0] = 0;

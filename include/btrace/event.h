@@ -151,6 +151,11 @@ enum bt_logd_note {
 	BT_LN_PAUSE      = 10,
 	BT_LN_RESUME     = 11,
 	BT_LN_NOTES_LOST = 12, /* result = notes that did not fit the buffer */
+	BT_LN_RAW_IO     = 13, /* pid = a tracer that holds sockets its shim
+				  never saw (network I/O past libc: not
+				  traced); result = how many, str = "ring=%llx
+				  exe=... comm=... tcp_listen=N tcp=N udp=N
+				  unix_listen=N: examples" */
 };
 
 /* Message attribute keys (u8 on disk; never renumber) */

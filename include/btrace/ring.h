@@ -100,7 +100,24 @@ struct bt_chunk_hdr {
 	uint32_t pad0;
 	uint8_t  pad1[32];
 	struct bt_slot_hdr slot[BT_RING_MAX_SLOTS];
+	/* ---- the socket census (chunk 0 only; zero in older tracers) ----
+	 * bp-logd names a program that holds sockets the shim never saw
+	 * (raw system calls past libc: a Go binary) by comparing
+	 * /proc/PID/fd with what the shim publishes here (docs/logd.md,
+	 * "Programs that cannot be traced").  The tracer writes these
+	 * fields; bp-logd only reads them. */
+	uint32_t census_magic;       /* BT_CENSUS_MAGIC once the fields count */
+	volatile uint32_t census_socks; /* socket, socketpair, accept(4) and
+					   connect calls through the shim's
+					   wrappers, and sockets it met first
+					   in a wrapped call, in this process
+					   image (a forked child starts from
+					   its parent's count) */
 };
+
+#define BT_CENSUS_MAGIC 0x534e4543u  /* "CENS" little-endian */
+_Static_assert(sizeof(struct bt_chunk_hdr) <= BT_RING_PAGE,
+	       "the chunk header fits its page");
 
 /*
  * The slot number of a stream in log blocks (btrace/segment.h): slot I of

@@ -21,7 +21,8 @@
 # (statements one by one, a result set) and pymysql (a multi-statement
 # query with two result sets, an error); tlsclient.py (Python's ssl over
 # OpenSSL: HTTPS keep-alive, a POST, pipelining; PostgreSQL over SSL:
-# SSLRequest, then simple and extended queries; MariaDB over TLS: an SSL
+# SSLRequest, then simple and extended queries; PostgreSQL refusing SSL:
+# psql with sslmode=prefer answered 'N', then plaintext; MariaDB over TLS: an SSL
 # request, then the handshake response and queries, by hand and through
 # pymysql).  Every program runs
 # under bp-run; the clients also under strace, whose logs are the ground
@@ -334,6 +335,28 @@ truth tls-https http "$P_NGINXS" "tls1-$R" "tls2-$R" "tlsmissing-$R" \
 	"tls3-$R" "tls4-$R" "tls5-$R" "tls6-$R" "tls7-$R" "tls8-$R"
 tls pg "$P_PG" "$R"
 truth tls-pg postgresql "$P_PG" "tq1-$R" "tq2-$R" "tq3-$R" "tq4-$R" "tq5-$R"
+
+# PostgreSQL refusing SSL: ssl turned off by a reload, psql with
+# sslmode=prefer sends an SSLRequest, is answered 'N' and goes on in
+# plaintext on the same connection (strace sees it all)
+echo "ssl = off" >>"$T/pg/postgresql.conf"
+kill -HUP "$(head -n 1 "$T/pg/postmaster.pid")" ||
+	bp_fail "cannot signal PostgreSQL to reload"
+for ((i = 0; i < 100; i++)); do
+	[ "$(psql -X -At "$C sslmode=disable" -c "SHOW ssl" 2>/dev/null)" = off ] &&
+		break
+	sleep 0.1
+done
+[ "$i" -lt 100 ] || bp_fail "PostgreSQL still has ssl on 10 s after a reload"
+st psql-nossl psql -X -q "$C sslmode=prefer" \
+	-c "/* nq1-$R */ SELECT 'nossl-$R'" \
+	-c "/* nq2-$R */ SELECT count(*) FROM t_$R"
+grep -q "nossl-$R" "$T/psql-nossl.out" ||
+	bp_fail "psql with sslmode=prefer did not get its answer: $(cat "$T/psql-nossl.out" "$T/psql-nossl.log")"
+grep -q 'read([0-9]*<TCP:.*>, "\\x4e", ' "$T"/st/psql-nossl* ||
+	grep -q 'recvfrom([0-9]*<TCP:.*>, "\\x4e", ' "$T"/st/psql-nossl* ||
+	bp_fail "psql-nossl: no 'N' answer to the SSLRequest on the wire"
+truth psql-nossl postgresql "$P_PG" "nq1-$R" "nq2-$R"
 
 # DNS: dig over UDP (A, AAAA, a refused name) and TCP (two queries on
 # one connection)

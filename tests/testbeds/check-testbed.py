@@ -176,6 +176,15 @@ class Db:
                 self.files[rid].append((path or '', pid))
             self.n_unattr = con.execute('SELECT count(*) FROM spans WHERE '
                                         'request_id IS NULL').fetchone()[0]
+            # programs bp-logd named as doing their network I/O past
+            # libc (docs/accuracy.md): every testbed program goes through
+            # libc, so any row is a wrongly named program
+            self.untraced = []
+            if con.execute("SELECT count(*) FROM sqlite_master WHERE "
+                           "name = 'untraced_programs'").fetchone()[0]:
+                self.untraced = con.execute(
+                    'SELECT exe, pid, examples FROM untraced_programs'
+                ).fetchall()
         except sqlite3.Error as e:
             fatal('%s: %s (it must have the tables of docs/schema.md)'
                   % (path, e))
@@ -566,12 +575,18 @@ def main():
         100.0 * (counts['exact-right'] + counts['resolved-right']) / total,
         'requests.certainty' if db.has_certainty else
         'no certainty column, every request counts as exact'))
+    print('%s: programs named as not traced (network I/O past libc): %s'
+          % (a.label, ', '.join('%s[%d] (%s)' % r for r in db.untraced)
+             or 'none'))
     for t, why in wrong[:SHOW_WRONG]:
         print('  wrong %s (%s, %s): %s' % (t.id, t.kind, cls_of[t.id], why))
     if len(wrong) > SHOW_WRONG:
         print('  ... and %d more' % (len(wrong) - SHOW_WRONG))
     for t, _ in wrong[:a.explain]:
         ck.explain(t)
+    if db.untraced:
+        print('%s: FAIL: a testbed program named as not traced' % a.label)
+        return 1
     if a.report_only:
         return 0
     if a.certainty:

@@ -10,7 +10,9 @@
  * record holding three messages is handed over one message per
  * gnutls_record_recv, each followed by GNUTLS_E_AGAIN once (errno
  * untouched) and a readable descriptor in poll; gnutls_record_check_pending
- * counts the plaintext the shim holds; gnutls_record_send's plaintext
+ * counts the plaintext the shim holds; gnutls_record_recv_seq framed the
+ * same way, each message with its record's sequence number (the same for
+ * the messages held back from one record); gnutls_record_send's plaintext
  * framed, a retry with NULL, 0 after GNUTLS_E_AGAIN counted unseen;
  * gnutls_transport_set_ptr with the descriptor cast; hostile
  * orders: gnutls_deinit before gnutls_bye and a new session on the reused
@@ -216,6 +218,53 @@ START_TEST(plaintext_one_message_per_read)
 	ev_read();
 	msgs_at(p.sv[0], BT_DIR_IN, off3, len3, 3);
 	ck_assert_int_eq(ev_count(BT_EV_DATA, p.sv[0], -1), 0);
+	pair_close(&p);
+}
+END_TEST
+
+/* gnutls_record_recv_seq reads as gnutls_record_recv does (one message
+ * per call, GNUTLS_E_AGAIN once, MSG records at plaintext offsets), and
+ * hands over the number of the record the bytes came from, the same for
+ * the messages the shim held back from it; the next record's is one more.
+ */
+START_TEST(recv_seq_framed_with_numbers)
+{
+	struct pair p;
+	unsigned char q[8], q0[8], want[8];
+	char buf[64];
+
+	pair_open(&p);
+	pair_handshake(&p);
+	ev_reset();
+	ck_assert_int_eq(gnutls_record_send(p.cli, "aa\nbbb\nc\n", 9), 9);
+	for (int m = 0; m < 3; m++) {
+		ssize_t n;
+		ck_assert(readable(p.sv[0], 1000));
+		memset(q, 0xee, sizeof q);
+		n = bt_gnutls_record_recv_seq(p.srv, buf, sizeof buf, q);
+		ck_assert_int_eq(n, (ssize_t)len3[m]);
+		if (m == 0)
+			memcpy(q0, q, sizeof q);
+		else
+			ck_assert_mem_eq(q, q0, sizeof q);
+		errno = 4242;
+		n = bt_gnutls_record_recv_seq(p.srv, buf, sizeof buf, q);
+		ck_assert_int_eq(n, GNUTLS_E_AGAIN);
+		ck_assert_int_eq(errno, 4242);
+	}
+	ev_read();
+	msgs_at(p.sv[0], BT_DIR_IN, off3, len3, 3);
+	/* a second record: its number follows the first's */
+	ck_assert_int_eq(gnutls_record_send(p.cli, "dd\n", 3), 3);
+	ck_assert(readable(p.sv[0], 1000));
+	ck_assert_int_eq(bt_gnutls_record_recv_seq(p.srv, buf, sizeof buf, q), 3);
+	memcpy(want, q0, sizeof want);
+	for (int i = 7; i >= 0 && ++want[i] == 0; i--)
+		;
+	ck_assert_mem_eq(q, want, sizeof q);
+	/* written at all (the buffer was filled with 0xee), and the first
+	 * application record of its epoch: a small number */
+	ck_assert_uint_eq(q0[0], 0);
 	pair_close(&p);
 }
 END_TEST
@@ -519,6 +568,7 @@ static Suite *gnutls_suite(void)
 
 	tcase_add_test(t, plaintext_one_message_per_read);
 	tcase_add_test(t, check_pending_counts_held);
+	tcase_add_test(t, recv_seq_framed_with_numbers);
 	tcase_add_test(t, plaintext_write_framed);
 	tcase_add_test(t, send_retry_null);
 	tcase_add_test(t, set_ptr_descriptor_cast);

@@ -205,6 +205,66 @@ START_TEST(only_expected)
 }
 END_TEST
 
+/* bp-logd's note naming a process (BT_LN_RAW_IO, logd/census.c). */
+static void raw_io(struct gen_thr *w, int64_t at, uint32_t pid,
+		   uint64_t ring, const char *exe, int64_t socks,
+		   const char *rest)
+{
+	char text[512];
+	struct bt_event ev;
+
+	snprintf(text, sizeof text, "ring=%llx exe=%s comm=goserver %s",
+		 (unsigned long long)ring, exe, rest);
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_LOGD;
+	ev.pid = pid;
+	ev.flags = BT_LN_RAW_IO;
+	ev.result = socks;
+	ev.str = text;
+	ev.str_len = (uint32_t)strlen(text);
+	gen_ev(w, at, &ev);
+}
+
+/*
+ * A program named as doing its network I/O past libc: a row of
+ * untraced_programs joined to its process, one line per program in the
+ * summary (two processes of one executable in one line), counted in the
+ * last line; a note repeated (a log read twice) counts once.
+ */
+START_TEST(untraced_programs)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *a = gen_proc_main(h, 300, "/srv/goserver", 0);
+	struct gen_thr *b = gen_proc_main(h, 301, "/srv/goserver", 0);
+	/* gen.c's ring ids: process index << 16 | pid */
+	uint64_t ra = 0x5a00000000000000ull | 0ull << 16 | 300;
+	uint64_t rb = 0x5a00000000000000ull | 1ull << 16 | 301;
+
+	raw_io(a, 2000000, 300, ra, "/srv/goserver", 2,
+	       "tcp_listen=1 tcp=1 udp=0 unix_listen=0: tcp 127.0.0.1:8080 listening, tcp 127.0.0.1:8080->127.0.0.1:40000");
+	raw_io(a, 2000001, 300, ra, "/srv/goserver", 2,
+	       "tcp_listen=1 tcp=1 udp=0 unix_listen=0: tcp 127.0.0.1:8080 listening, tcp 127.0.0.1:8080->127.0.0.1:40000");
+	raw_io(b, 2000002, 301, rb, "/srv/goserver", 1,
+	       "tcp_listen=0 tcp=0 udp=1 unix_listen=0: udp 127.0.0.1:9999");
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), 0);
+	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM untraced_programs"), 2);
+	ck_assert_str_eq(rt_q(&t, "SELECT u.pid || ' ' || u.comm || ' ' || u.sockets || ' ' || u.tcp_listen || ' ' || u.tcp || ' ' || u.udp || ' ' || p.exe FROM untraced_programs u JOIN processes p USING (process_id) WHERE u.pid = 300"),
+			 "300 goserver 2 1 1 0 /srv/goserver");
+	ck_assert_str_eq(rt_q(&t, "SELECT examples FROM untraced_programs WHERE pid = 301"),
+			 "udp 127.0.0.1:9999");
+	ck_assert_uint_eq(t.sum.untraced, 2);
+	const char *err = rt_stderr(&t);
+	ck_assert_msg(strstr(err, "bp-reconstruct: goserver (/srv/goserver, pids 300, 301) does its network I/O past libc (raw system calls: Go, io_uring, ...): 3 sockets the tracer never saw, e.g. tcp 127.0.0.1:8080 listening, tcp 127.0.0.1:8080->127.0.0.1:40000: not traced\n"),
+		      "%s", err);
+	ck_assert_msg(strstr(err, "look at: 2 processes not traced (network I/O past libc"), "%s", err);
+	rt_done(&t);
+}
+END_TEST
+
 Suite *recon_unread_suite(void)
 {
 	Suite *s = suite_create("recon_unread");
@@ -212,6 +272,7 @@ Suite *recon_unread_suite(void)
 	tcase_add_test(tc, channel_reasons);
 	tcase_add_test(tc, warnings_by_kind);
 	tcase_add_test(tc, only_expected);
+	tcase_add_test(tc, untraced_programs);
 	suite_add_tcase(s, tc);
 	return s;
 }
