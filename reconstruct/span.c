@@ -36,7 +36,7 @@ static const char *const proto_names[BT_PROTO_MAX] = {
 	[BT_PROTO_ONESHOT] = "oneshot", [BT_PROTO_HTTP] = "http",
 	[BT_PROTO_FASTCGI] = "fastcgi", [BT_PROTO_PGSQL] = "postgresql",
 	[BT_PROTO_DNS] = "dns", [BT_PROTO_REDIS] = "redis",
-	[BT_PROTO_MYSQL] = "mysql",
+	[BT_PROTO_MYSQL] = "mysql", [BT_PROTO_HTTP2] = "http2",
 };
 
 const char *rc_proto_name(unsigned p)
@@ -526,6 +526,7 @@ void rc_span_label(struct rc_span *sp, const struct bt_event *ev)
 		sp->tok_partial = (uint8_t)!rc_tok_inbound_whole(ev);
 	switch (ev->proto) {
 	case BT_PROTO_HTTP:
+	case BT_PROTO_HTTP2:
 		sp->target = attr_dup(ev, BT_AK_TARGET);
 		if (sp->target) {
 			size_t n = strcspn(sp->target, "?");

@@ -9,8 +9,10 @@
  *
  * Contract (every processor, checked by tests/unit/check_proto_*.c and the
  * fuzz targets):
- *  - per-channel state is a fixed-size block (ops->state_size bytes) that
- *    libbtrace allocates zeroed and passes to init; no allocation ever;
+ *  - per-channel state is a fixed-size block (ops->state_size bytes, at
+ *    most 8192: HTTP/2's HPACK tables and streams take 7-8 KiB; the others
+ *    stay within 4096) that libbtrace allocates zeroed (calloc, once per
+ *    channel) and passes to init; no allocation ever;
  *  - feed() sees each byte of a direction exactly once, in order, in chunks
  *    of any size (1 byte at a time must give the same result as all at
  *    once); it never reads outside [p, p+n);
@@ -37,6 +39,7 @@ enum bt_proto_id {
 	BT_PROTO_DNS     = 6,
 	BT_PROTO_REDIS   = 7,
 	BT_PROTO_MYSQL   = 8,
+	BT_PROTO_HTTP2   = 9,
 	BT_PROTO_MAX
 };
 
@@ -55,6 +58,16 @@ enum bt_transport {
 
 /* feed() results */
 #define BT_PP_LOST   (-1L)
+
+/*
+ * MSG->kind for a boundary that ends no message (multiplexed protocols:
+ * the end of an HTTP/2 frame whose stream's message goes on).  feed()
+ * returns there as at a message end; libbtrace cuts a read there (event
+ * isolation: one read hands over frames of one stream) and logs nothing:
+ * the open message goes on.  Never in the log; processors of protocols
+ * that are not multiplexed never return it.
+ */
+#define BT_MK_CUT    0x7f
 
 /* Sniff results */
 enum bt_sniff { BT_SNIFF_NO = 0, BT_SNIFF_YES = 1, BT_SNIFF_MAYBE = 2 };
@@ -129,7 +142,7 @@ struct bt_proto_ops {
 	const char *name;       /* "http": the name used in rules and logs */
 	uint8_t     id;         /* enum bt_proto_id */
 	uint8_t     flags;      /* BT_PPF_* */
-	uint16_t    state_size; /* bytes of per-channel state (<= 4096) */
+	uint16_t    state_size; /* bytes of per-channel state (<= 8192) */
 
 	/*
 	 * sniff - could a channel whose first bytes in direction DIR are
@@ -148,8 +161,9 @@ struct bt_proto_ops {
 	 * feed - consume a prefix of the N > 0 bytes at P flowing in
 	 * direction DIR (enum bt_dir).  Returns the number of bytes consumed,
 	 * 1..N, or BT_PP_LOST.  If a message ends exactly after the consumed
-	 * bytes, MSG->kind is set (non-zero) and MSG describes it; otherwise
-	 * MSG->kind is left 0 and all N bytes must have been consumed.
+	 * bytes, MSG->kind is set (non-zero) and MSG describes it (or it is
+	 * BT_MK_CUT: a boundary only, see above); otherwise MSG->kind is
+	 * left 0 and all N bytes must have been consumed.
 	 * MSG is zeroed by the caller before every call.
 	 * For BT_TR_DGRAM each call is exactly one datagram, which is one
 	 * message (or BT_PP_LOST).
@@ -212,5 +226,6 @@ extern const struct bt_proto_ops bt_proto_pgsql;
 extern const struct bt_proto_ops bt_proto_dns;
 extern const struct bt_proto_ops bt_proto_redis;
 extern const struct bt_proto_ops bt_proto_mysql;
+extern const struct bt_proto_ops bt_proto_http2;
 
 #endif /* BTRACE_PROTO_H */

@@ -220,6 +220,11 @@ struct pcase {
 #define STREAM     BT_TR_STREAM
 #define DGRAM      BT_TR_DGRAM
 
+/* HTTP/2: the client preface, a frame header (3-byte length, type, flags,
+   4-byte stream id, all as escaped strings), an empty SETTINGS */
+#define H2_PRI "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+#define H2F(len, type, flags, sid) "\x00\x00" len type flags "\x00\x00\x00" sid
+#define H2_SETTINGS H2F("\x00", "\x04", "\x00", "\x00")
 /* FastCGI records used below (version 1) */
 #define FC_BEGIN(id, role) "\x01\x01\x00" id "\x00\x08\x00\x00\x00" role \
 	"\x01\x00\x00\x00\x00\x00"
@@ -1012,6 +1017,88 @@ static const struct pcase cases[] = {
 	EOFIN("reply flags=eof body_len=\"10\""),
 	OUT("again", "lost"),
 } },
+/* --------------------------------------------------------------- http2 */
+{ "http2: RFC 7541 C.4 (Huffman, dynamic table across requests), "
+  "SETTINGS and WINDOW_UPDATE are no messages", "http2", CLIENT, STREAM, {
+	OUT(H2_PRI H2_SETTINGS, NULL),
+	IN(H2_SETTINGS, NULL),
+	OUT(H2F("\x11", "\x01", "\x05", "\x01")
+	    "\x82\x86\x84\x41\x8c\xf1\xe3\xc2\xe5\xf2\x3a\x6b\xa0\xab\x90"
+	    "\xf4\xff", "request witness=1 method=\"GET\" target=\"/\" "
+	    "host=\"www.example.com\""),
+	OUT(H2F("\x0c", "\x01", "\x05", "\x03")
+	    "\x82\x86\x84\xbe\x58\x86\xa8\xeb\x10\x64\x9c\xbf",
+	    "request witness=3 method=\"GET\" target=\"/\" "
+	    "host=\"www.example.com\""),
+	OUT(H2F("\x04", "\x08", "\x00", "\x00") "\x00\x01\x00\x00"
+	    H2F("\x18", "\x01", "\x05", "\x05")
+	    "\x82\x87\x85\xbf\x40\x88\x25\xa8\x49\xe9\x5b\xa9\x7d\x7f\x89"
+	    "\x25\xa8\x49\xe9\x5b\xb8\xe8\xb4\xbf",
+	    "request witness=5 method=\"GET\" target=\"/index.html\" "
+	    "host=\"www.example.com\""),
+	IN(H2F("\x05", "\x01", "\x04", "\x03") "\x48\x83\x64\x0e\xff", NULL),
+	IN(H2F("\x00", "\x00", "\x01", "\x03"), "reply status=307 witness=3"),
+	IN(H2F("\x01", "\x01", "\x05", "\x01") "\xbe",
+	   "reply status=307 witness=1"),
+	IN(H2F("\x01", "\x01", "\x05", "\x05") "\x88",
+	   "reply status=200 witness=5"),
+	EOFIN(NULL),
+} },
+{ "http2: interleaved streams, gRPC trailers, RST_STREAM, padding, "
+  "PRIORITY, CONTINUATION (server end)", "http2", SERVER, STREAM, {
+	IN(H2_PRI H2_SETTINGS
+	   H2F("\x26", "\x01", "\x04", "\x01") "\x83\x86\x04\x0f/pkg.Svc/Method"
+	   "\x0f\x10\x10" "application/grpc"
+	   H2F("\x03", "\x01", "\x05", "\x03") "\x82\x86\x84",
+	   "request witness=3 method=\"GET\" target=\"/\""),
+	IN(H2F("\x05", "\x00", "\x01", "\x01") "\x00\x00\x00\x00\x00",
+	   "request witness=1 method=\"POST\" target=\"/pkg.Svc/Method\""),
+	OUT(H2_SETTINGS H2F("\x01", "\x01", "\x05", "\x03") "\x88",
+	    "reply status=200 witness=3"),
+	OUT(H2F("\x14", "\x01", "\x04", "\x01") "\x88\x0f\x10\x10"
+	    "application/grpc" H2F("\x05", "\x00", "\x00", "\x01")
+	    "\x00\x00\x00\x00\x00", NULL),
+	OUT(H2F("\x0f", "\x01", "\x05", "\x01") "\x00\x0bgrpc-status\x01" "5",
+	    "reply status=200 witness=1 tag=\"grpc-status 5\" "
+	    "error=\"grpc-status 5\""),
+	IN(H2F("\x08", "\x06", "\x00", "\x00") "12345678"
+	   H2F("\x0a", "\x01", "\x29", "\x07") "\x02\x00\x00\x00\x00\x10"
+	   "\x82\x86\x00\x00" H2F("\x01", "\x09", "\x04", "\x07") "\x84",
+	   "request witness=7 method=\"GET\" target=\"/\""),
+	IN(H2F("\x01", "\x01", "\x04", "\x09") "\x83", NULL),
+	IN(H2F("\x04", "\x03", "\x00", "\x09") "\x00\x00\x00\x08",
+	   "request witness=9 method=\"POST\" error=\"RST_STREAM 8\""),
+	OUT(H2F("\x04", "\x03", "\x00", "\x07") "\x00\x00\x00\x02",
+	    "reply witness=7 error=\"RST_STREAM 2\""),
+	OUT(H2F("\x04", "\x03", "\x00", "\x07") "\x00\x00\x00\x02", NULL),
+	OUT(H2F("\x08", "\x07", "\x00", "\x00") "\x00\x00\x00\x07\x00\x00\x00"
+	    "\x00", NULL),
+	EOFIN(NULL),
+} },
+{ "http2: a query string and a size update; an index past the table "
+  "flags the message", "http2", SERVER, STREAM, {
+	IN(H2_PRI H2F("\x0d", "\x01", "\x05", "\x01") "\x20\x82\x86\x04\x08"
+	   "/a?b=c&d",
+	   "request witness=1 method=\"GET\" target=\"/a?b=c&d\""),
+	IN(H2F("\x02", "\x01", "\x05", "\x03") "\x82\xbe",
+	   "request witness=3 flags=trunc method=\"GET\""),
+	OUT(H2F("\x01", "\x01", "\x05", "\x01") "\x8d",
+	    "reply status=404 witness=1"),
+} },
+{ "http2: no preface", "http2", SERVER, STREAM, {
+	IN("PRI * HTTP/1.1\r\n", "lost"),
+} },
+{ "http2: CONTINUATION continuing nothing", "http2", SERVER, STREAM, {
+	IN(H2_PRI H2F("\x01", "\x09", "\x04", "\x01") "\x82", "lost"),
+} },
+{ "http2: DATA on stream 0", "http2", CLIENT, STREAM, {
+	OUT(H2_PRI, NULL),
+	IN(H2F("\x00", "\x00", "\x01", "\x00"), "lost"),
+} },
+{ "http2: padding longer than the frame", "http2", CLIENT, STREAM, {
+	OUT(H2_PRI, NULL),
+	IN(H2F("\x02", "\x00", "\x09", "\x01") "\x05\x00", "lost"),
+} },
 { "oneshot: datagrams", "oneshot", SERVER, DGRAM, {
 	IN("q", "request flags=dgram body_len=\"1\""),
 	OUT("r", "reply flags=dgram body_len=\"1\""),
@@ -1451,7 +1538,7 @@ START_TEST(test_registry)
 		ck_assert_msg(o, "no processor %s", names[i]);
 		ck_assert_uint_eq(o->id, i + 1);
 		ck_assert_ptr_eq(bt_protocols[o->id], o);
-		ck_assert_msg(o->state_size > 0 && o->state_size <= 4096,
+		ck_assert_msg(o->state_size > 0 && o->state_size <= 8192,
 			      "%s: state_size %u", o->name, o->state_size);
 		ck_assert(o->init && o->fini && o->feed);
 	}

@@ -307,8 +307,8 @@ int replay_chunks(const struct bt_proto_ops *o, int role, int transport,
 	int dgram = transport == BT_TR_DGRAM;
 	struct bt_msg m;
 
-	if (o->state_size == 0 || o->state_size > 4096) {
-		snprintf(err, elen, "%s: state_size %u outside 1..4096",
+	if (o->state_size == 0 || o->state_size > 8192) {
+		snprintf(err, elen, "%s: state_size %u outside 1..8192",
 			 o->name, o->state_size);
 		return -1;
 	}
@@ -376,7 +376,8 @@ int replay_chunks(const struct bt_proto_ops *o, int role, int transport,
 					 o->name, dir_name[dir], r, n);
 				return -1;
 			}
-			if (m.kind > BT_MK_CONTROL ||
+			if ((m.kind > BT_MK_CONTROL && m.kind != BT_MK_CUT) ||
+			    (m.kind == BT_MK_CUT && m.nattr) ||
 			    !attrs_ok(&m, st, o->state_size, p, n)) {
 				snprintf(err, elen, "%s: feed(%s): bad message "
 					 "(kind %u, %u attributes)", o->name,
@@ -395,7 +396,9 @@ int replay_chunks(const struct bt_proto_ops *o, int role, int transport,
 				break;
 			}
 			off[dir] += (uint64_t)r;
-			if (m.kind) {
+			/* a cut (BT_MK_CUT) ends no message: as libbtrace,
+			 * nothing logged, the message goes on */
+			if (m.kind && m.kind != BT_MK_CUT) {
 				log_msg(out, dir, &m, start[dir],
 					off[dir] - start[dir]);
 				start[dir] = off[dir];
