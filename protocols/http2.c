@@ -23,13 +23,15 @@
  *            error attribute.  Interim (1xx) HEADERS are part of the reply.
  *            A stream the server opened (PUSH_PROMISE) ends as a CONTROL
  *            message: no request asked for it.
- * SETTINGS, PING, GOAWAY, WINDOW_UPDATE, PRIORITY and frames of unknown
- * types are connection-level: not messages; their bytes count towards
- * the next message of their direction.  A HEADERS or DATA frame that does
- * not end its stream's message ends with BT_MK_CUT (proto.h): no message
- * ends there, but a read is shortened, so that one read hands over frames
- * of one stream and a fragment works for one request (docs/protocols.md,
- * "Multiplexed connections").
+ * SETTINGS, PING, GOAWAY, WINDOW_UPDATE, PRIORITY, PUSH_PROMISE, a
+ * RST_STREAM that ends nothing and frames of unknown types are
+ * connection-level: each is a CONTROL message of its own, no exchange's
+ * (left inside the next exchange's bytes, the last ones of a connection
+ * would open a request that never ends).  A HEADERS, CONTINUATION or DATA
+ * frame that does not end its stream's message ends with BT_MK_CUT
+ * (proto.h): no message ends there, but a read is shortened, so that one
+ * read hands over frames of one stream and a fragment works for one
+ * request (docs/protocols.md, "Multiplexed connections").
  *
  * HPACK: each direction's header blocks are decoded with that direction's
  * dynamic table.  The table is followed by size only (every entry's size
@@ -995,13 +997,14 @@ static void frame_end(struct h2_state *s, struct h2_dir *d, int dir,
 	case F_HEADERS:
 	case F_PUSH:
 	case F_CONT:
-		if (d->flags & FL_END_HEADERS) {
+		if (d->flags & FL_END_HEADERS)
 			block_end(s, d, dir, m);
-			if (!m->kind && d->type != F_PUSH) {
-				m->kind = BT_MK_CUT;
-				m->flags = BT_MF_WITNESS;
-				m->witness = sid;
-			}
+		if (!m->kind && !d->blk_push) {
+			m->kind = BT_MK_CUT;
+			m->flags = BT_MF_WITNESS;
+			m->witness = sid;
+		} else if (!m->kind) {
+			m->kind = BT_MK_CONTROL;
 		}
 		break;
 	case F_DATA:
@@ -1031,9 +1034,14 @@ static void frame_end(struct h2_state *s, struct h2_dir *d, int dir,
 		} else if (t ? t->rep_open : s->streams_full) {
 			rep_end(s, sid, m, code);
 		}
+		if (!m->kind)
+			m->kind = BT_MK_CONTROL;
 		break;
 	}
 	default:
+		/* connection-level: SETTINGS, PING, GOAWAY, WINDOW_UPDATE,
+		 * PRIORITY, unknown types */
+		m->kind = BT_MK_CONTROL;
 		break;
 	}
 }

@@ -6,7 +6,7 @@ usage: check-testbed.py --truth FILE --db paths.db --label TEXT
                         [--front EXE] [--php EXE] [--py EXE] [--cgi EXE]
                         [--psql EXE] [--getent EXE] [--db-exe EXE]
                         [--shape front|app] [--client EXE] [--via EXE]
-                        [--backend EXE] [--redis EXE]
+                        [--backend EXE] [--redis EXE] [--front-proto P]
                         [--certainty] [--report-only] [--explain N]
 
 The truth file has one line per request, tab-separated: ID, KIND (php, py,
@@ -25,8 +25,8 @@ A request is correct when its spans in the database are exactly these and
 nothing else (EXE names are basenames of spans.exe):
 
   front   server http   target URL, the root of request R (no parent);
-          the requests row R says protocol http, method GET, target URL,
-          status 200
+          the requests row R says protocol http (--front-proto: http2
+          for a front read as HTTP/2), method GET, target URL, status 200
   static  nothing else in R; the front opened the file (files row in R)
   php     front client fastcgi (target URL) under the root; php-fpm
           server fastcgi (URL) under it
@@ -310,7 +310,7 @@ class Checker:
         self.req = None
         mine = db.by_id.get(t.id, [])
         roots = [s for s in mine if s.kind == 'server' and
-                 s.protocol == 'http' and s.exe == x['front'] and
+                 s.protocol == x['front_proto'] and s.exe == x['front'] and
                  s.target == t.url]
         if len(roots) != 1:
             return 'found %d front server spans "%s" in %s (want 1)' % (
@@ -325,9 +325,9 @@ class Checker:
         row = db.reqs.get(r)
         if row is None:
             return 'request %s of "%s" has no row in requests' % (r, t.url)
-        if row != ('http', 'GET', t.url, 200):
+        if row != (x['front_proto'], 'GET', t.url, 200):
             return 'requests row %s is %r, want %r' % (
-                r, row, ('http', 'GET', t.url, 200))
+                r, row, (x['front_proto'], 'GET', t.url, 200))
         for s in mine:
             if s.request_id != r:
                 return '%s, not in request %s' % (s, r)
@@ -511,6 +511,7 @@ def main():
     ap.add_argument('--db', required=True)
     ap.add_argument('--label', default='run')
     ap.add_argument('--front', default='nginx')
+    ap.add_argument('--front-proto', default='http')
     ap.add_argument('--php', default='php-fpm8.2')
     ap.add_argument('--py', default='python3.11')
     ap.add_argument('--cgi', default='fcgiwrap')
@@ -534,7 +535,7 @@ def main():
                   'cgi': a.cgi, 'psql': a.psql, 'getent': a.getent,
                   'db': a.db_exe, 'client': a.client,
                   'backend': a.backend, 'via': a.via,
-                  'redis': a.redis})
+                  'redis': a.redis, 'front_proto': a.front_proto})
     wrong = []
     per_kind = defaultdict(lambda: [0, 0])
     counts = dict.fromkeys(CLASSES, 0)

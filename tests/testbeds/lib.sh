@@ -479,7 +479,7 @@ tb_nginx_start() {
 	        keepalive 4;
 	    }
 	    server {
-	        listen 127.0.0.1:$FRONT_PORT$ssl;
+	        listen 127.0.0.1:$FRONT_PORT$ssl${TB_NGINX_LISTEN:-};
 	        $certs
 	        root $T/www;
 	        location /static/ { }
@@ -738,7 +738,8 @@ tb_check() {
 		--front "$(case $TB_FRONT in apache) echo apache2 ;;
 			haproxy) echo haproxy ;; *) echo nginx ;; esac)" \
 		--php "$(basename "${PHPFPM:-php-fpm}")" \
-		--py "${PYEXE:-python3}" --explain "$TB_EXPLAIN" "${flag[@]}" |
+		--py "${PYEXE:-python3}" --explain "$TB_EXPLAIN" \
+		--front-proto "${TB_FRONT_PROTO:-http}" "${flag[@]}" |
 		tee -a "$T/results.txt"
 	return "${PIPESTATUS[0]}"
 }

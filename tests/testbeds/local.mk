@@ -42,7 +42,8 @@ TESTBED_TESTS = \
 	tests/testbeds/tb-pyfront.sh \
 	tests/testbeds/tb-tomcat.sh \
 	tests/testbeds/tb-redis.sh \
-	tests/testbeds/tb-mariadb.sh
+	tests/testbeds/tb-mariadb.sh \
+	tests/testbeds/tb-nginx-h2.sh
 
 TESTS += $(TESTBED_TESTS)
 EXTRA_DIST += $(TESTBED_TESTS) tests/testbeds/lib.sh \

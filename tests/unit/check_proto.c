@@ -1019,9 +1019,10 @@ static const struct pcase cases[] = {
 } },
 /* --------------------------------------------------------------- http2 */
 { "http2: RFC 7541 C.4 (Huffman, dynamic table across requests), "
-  "SETTINGS and WINDOW_UPDATE are no messages", "http2", CLIENT, STREAM, {
-	OUT(H2_PRI H2_SETTINGS, NULL),
-	IN(H2_SETTINGS, NULL),
+  "SETTINGS and WINDOW_UPDATE are control messages", "http2", CLIENT,
+  STREAM, {
+	OUT(H2_PRI H2_SETTINGS, "control"),
+	IN(H2_SETTINGS, "control"),
 	OUT(H2F("\x11", "\x01", "\x05", "\x01")
 	    "\x82\x86\x84\x41\x8c\xf1\xe3\xc2\xe5\xf2\x3a\x6b\xa0\xab\x90"
 	    "\xf4\xff", "request witness=1 method=\"GET\" target=\"/\" "
@@ -1030,8 +1031,8 @@ static const struct pcase cases[] = {
 	    "\x82\x86\x84\xbe\x58\x86\xa8\xeb\x10\x64\x9c\xbf",
 	    "request witness=3 method=\"GET\" target=\"/\" "
 	    "host=\"www.example.com\""),
-	OUT(H2F("\x04", "\x08", "\x00", "\x00") "\x00\x01\x00\x00"
-	    H2F("\x18", "\x01", "\x05", "\x05")
+	OUT(H2F("\x04", "\x08", "\x00", "\x00") "\x00\x01\x00\x00", "control"),
+	OUT(H2F("\x18", "\x01", "\x05", "\x05")
 	    "\x82\x87\x85\xbf\x40\x88\x25\xa8\x49\xe9\x5b\xa9\x7d\x7f\x89"
 	    "\x25\xa8\x49\xe9\x5b\xb8\xe8\xb4\xbf",
 	    "request witness=5 method=\"GET\" target=\"/index.html\" "
@@ -1046,14 +1047,15 @@ static const struct pcase cases[] = {
 } },
 { "http2: interleaved streams, gRPC trailers, RST_STREAM, padding, "
   "PRIORITY, CONTINUATION (server end)", "http2", SERVER, STREAM, {
-	IN(H2_PRI H2_SETTINGS
-	   H2F("\x26", "\x01", "\x04", "\x01") "\x83\x86\x04\x0f/pkg.Svc/Method"
+	IN(H2_PRI H2_SETTINGS, "control"),
+	IN(H2F("\x26", "\x01", "\x04", "\x01") "\x83\x86\x04\x0f/pkg.Svc/Method"
 	   "\x0f\x10\x10" "application/grpc"
 	   H2F("\x03", "\x01", "\x05", "\x03") "\x82\x86\x84",
 	   "request witness=3 method=\"GET\" target=\"/\""),
 	IN(H2F("\x05", "\x00", "\x01", "\x01") "\x00\x00\x00\x00\x00",
 	   "request witness=1 method=\"POST\" target=\"/pkg.Svc/Method\""),
-	OUT(H2_SETTINGS H2F("\x01", "\x01", "\x05", "\x03") "\x88",
+	OUT(H2_SETTINGS, "control"),
+	OUT(H2F("\x01", "\x01", "\x05", "\x03") "\x88",
 	    "reply status=200 witness=3"),
 	OUT(H2F("\x14", "\x01", "\x04", "\x01") "\x88\x0f\x10\x10"
 	    "application/grpc" H2F("\x05", "\x00", "\x00", "\x01")
@@ -1061,8 +1063,8 @@ static const struct pcase cases[] = {
 	OUT(H2F("\x0f", "\x01", "\x05", "\x01") "\x00\x0bgrpc-status\x01" "5",
 	    "reply status=200 witness=1 tag=\"grpc-status 5\" "
 	    "error=\"grpc-status 5\""),
-	IN(H2F("\x08", "\x06", "\x00", "\x00") "12345678"
-	   H2F("\x0a", "\x01", "\x29", "\x07") "\x02\x00\x00\x00\x00\x10"
+	IN(H2F("\x08", "\x06", "\x00", "\x00") "12345678", "control"),
+	IN(H2F("\x0a", "\x01", "\x29", "\x07") "\x02\x00\x00\x00\x00\x10"
 	   "\x82\x86\x00\x00" H2F("\x01", "\x09", "\x04", "\x07") "\x84",
 	   "request witness=7 method=\"GET\" target=\"/\""),
 	IN(H2F("\x01", "\x01", "\x04", "\x09") "\x83", NULL),
@@ -1070,9 +1072,9 @@ static const struct pcase cases[] = {
 	   "request witness=9 method=\"POST\" error=\"RST_STREAM 8\""),
 	OUT(H2F("\x04", "\x03", "\x00", "\x07") "\x00\x00\x00\x02",
 	    "reply witness=7 error=\"RST_STREAM 2\""),
-	OUT(H2F("\x04", "\x03", "\x00", "\x07") "\x00\x00\x00\x02", NULL),
+	OUT(H2F("\x04", "\x03", "\x00", "\x07") "\x00\x00\x00\x02", "control"),
 	OUT(H2F("\x08", "\x07", "\x00", "\x00") "\x00\x00\x00\x07\x00\x00\x00"
-	    "\x00", NULL),
+	    "\x00", "control"),
 	EOFIN(NULL),
 } },
 { "http2: a query string and a size update; an index past the table "
