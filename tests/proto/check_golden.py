@@ -472,6 +472,69 @@ def redis(meta, st, order):
     return out
 
 
+# ---- HTTP/2 ---------------------------------------------------------------
+
+H2_PRI = b'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'
+
+
+def h2_frames(s, client):
+    """(offset after, type, flags, stream) of every whole frame."""
+    pos = len(H2_PRI) if client else 0
+    out = []
+    while pos + 9 <= len(s):
+        n = int.from_bytes(s[pos:pos + 3], 'big')
+        if pos + 9 + n > len(s):
+            break
+        sid = int.from_bytes(s[pos + 5:pos + 9], 'big') & 0x7fffffff
+        pos += 9 + n
+        out.append((pos, s[pos - 9 - n + 3], s[pos - 9 - n + 4], sid))
+    return out
+
+
+def http2(meta, st, order):
+    """Messages: END_STREAM ends a stream's request (client) or reply
+    (server, odd streams; a stream the server opened ends as control), a
+    RST_STREAM ends the one still open, every other frame outside a
+    stream's HEADERS/CONTINUATION/DATA is a control message."""
+    cl = 1 if meta['role'] == 'client' else 0
+    out = [None, None]
+    asked = set()
+    for client, d in ((True, cl), (False, 1 - cl)):
+        msgs, start, blk_es, done = [], 0, False, set()
+        for end, t, fl, sid in h2_frames(st[d], client):
+            kind = None
+            if t in (1, 9, 5):                  # HEADERS CONTINUATION PUSH
+                if t == 1:
+                    blk_es = bool(fl & 1)
+                    if client:
+                        asked.add(sid)
+                if t == 5:
+                    blk_es = None
+                if fl & 4 and blk_es is None:
+                    kind = 'control'
+                elif fl & 4 and blk_es:
+                    kind = 'request' if client else 'reply'
+            elif t == 0:
+                if fl & 1:
+                    kind = 'request' if client else 'reply'
+            elif t == 3:
+                # open: the client's HEADERS came, this side did not end it
+                open_ = sid in asked and sid not in done
+                kind = ('request' if client else 'reply') if open_ \
+                    else 'control'
+            else:
+                kind = 'control'
+            if kind in ('request', 'reply'):
+                done.add(sid)
+                if not client and sid % 2 == 0:
+                    kind = 'control'
+            if kind:
+                msgs.append((start, end - start, kind, None))
+                start = end
+        out[d] = msgs
+    return out
+
+
 def compare(name, want, got):
     errs = []
     for d in (0, 1):
@@ -518,6 +581,10 @@ def main():
             errs += compare(name, redis(meta, st, order), golden)
         elif p == 'mysql':
             errs += compare(name, mysql(meta, st, order), golden)
+        elif p == 'http2':
+            errs += compare(name, http2(meta, st, order),
+                            [[(o, l, k, None) for o, l, k, s in golden[d]]
+                             for d in (0, 1)])
         else:
             n -= 1
     for e in errs:
