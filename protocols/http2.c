@@ -1075,7 +1075,7 @@ static long h2_feed(void *st, int dir, const uint8_t *p, size_t n,
 	if (d->pre) {
 		size_t off = H2_PREFACE_LEN - d->pre;
 		k = d->pre < n ? d->pre : n;
-		if (memcmp(p, H2_PREFACE + off, k) != 0)
+		if (memcmp(p, &H2_PREFACE[off], k) != 0)
 			return BT_PP_LOST;
 		d->pre = (uint8_t)(d->pre - k);
 		i = k;
