@@ -54,9 +54,7 @@ static inline void log_simple(struct bt_chan *ch, int type, int fd, int dir,
 
 /*
  * N bytes of DIR moved (handed to the application, or written).  MSG, if
- * it has a kind, ends exactly after them.  Logs MSG at message ends; a
- * BT_MK_CUT (proto.h) is a boundary that ends no message: a read is cut
- * there as at a message end, nothing is logged.
+ * it has a kind, ends exactly after them.  Logs MSG at message ends.
  */
 static __attribute__((unused)) void track(struct bt_chan *ch, int fd,
 		int dir, uint64_t n, const struct bt_msg *m,
@@ -71,8 +69,6 @@ static __attribute__((unused)) void track(struct bt_chan *ch, int fd,
 	if (m && m->kind) {
 		if (dir == BT_DIR_IN)
 			ch->ended = 1;
-		if (unlikely(m->kind == BT_MK_CUT))
-			return;         /* a boundary only: the message goes on */
 		bt_msg_log(ch, fd, dir, m, ch->msg_start[dir],
 			ch->off[dir] - ch->msg_start[dir], peer);
 		ch->msg_open[dir] = 0;

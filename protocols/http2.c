@@ -12,26 +12,27 @@
  * Framing: after the client's preface both directions are frames, a 9-byte
  * header (24-bit length, type, flags, 31-bit stream id) and a payload.  No
  * limit is put on the length beyond its 24 bits: framing never depends on
- * SETTINGS_MAX_FRAME_SIZE.  Each stream is one exchange:
- *   client   HEADERS (+ CONTINUATION) and DATA up to the frame carrying
- *            END_STREAM: a REQUEST, witness the stream id.  A RST_STREAM
- *            from the client on a stream whose request has not ended ends
- *            it (a REQUEST with an error attribute "RST_STREAM <code>").
- *   server   response HEADERS, DATA, trailers up to END_STREAM: a REPLY,
- *            witness the stream id.  A RST_STREAM from the server on a
- *            stream whose reply has not ended ends it: a REPLY with the
- *            error attribute.  Interim (1xx) HEADERS are part of the reply.
- *            A stream the server opened (PUSH_PROMISE) ends as a CONTROL
- *            message: no request asked for it.
+ * SETTINGS_MAX_FRAME_SIZE.  Every frame is a message of its own (a header
+ * block with its CONTINUATION frames is one), so that one read hands over
+ * frames of one stream and every message's bytes belong to one stream
+ * (docs/protocols.md, "Multiplexed connections").  Each stream is one
+ * exchange, every message of it carries the stream id as witness:
+ *   client   the stream's first header block is the REQUEST (the server
+ *            starts work on it: nginx opens its upstream call there); its
+ *            DATA frames and trailers are ONEWAY messages of the exchange
+ *            (END_STREAM ends the request body).  A RST_STREAM from the
+ *            client on an open stream is ONEWAY with an error attribute
+ *            "RST_STREAM <code>".
+ *   server   the response's frames are ONEWAY messages of the exchange up
+ *            to the frame carrying END_STREAM, the REPLY (trailers
+ *            included; interim 1xx blocks are ONEWAY).  A RST_STREAM from
+ *            the server on a stream whose reply has not ended is the REPLY,
+ *            with the error attribute.  A stream the server opened
+ *            (PUSH_PROMISE, even ids) is CONTROL throughout: no request
+ *            asked for it.
  * SETTINGS, PING, GOAWAY, WINDOW_UPDATE, PRIORITY, PUSH_PROMISE, a
  * RST_STREAM that ends nothing and frames of unknown types are
- * connection-level: each is a CONTROL message of its own, no exchange's
- * (left inside the next exchange's bytes, the last ones of a connection
- * would open a request that never ends).  A HEADERS, CONTINUATION or DATA
- * frame that does not end its stream's message ends with BT_MK_CUT
- * (proto.h): no message ends there, but a read is shortened, so that one
- * read hands over frames of one stream and a fragment works for one
- * request (docs/protocols.md, "Multiplexed connections").
+ * connection-level: each is a CONTROL message, no exchange's.
  *
  * HPACK: each direction's header blocks are decoded with that direction's
  * dynamic table.  The table is followed by size only (every entry's size
@@ -49,7 +50,7 @@
  *
  * Attributes: a request carries method, target (:path; gRPC:
  * "/package.Service/Method") and host (:authority), from the stream's first
- * HEADERS (kept per stream in H2_REQ slots while its DATA comes); a reply
+ * header block; a reply
  * has status = :status and, for gRPC (content-type application/grpc...),
  * the grpc-status of the trailers (or of a trailers-only reply) as a tag
  * attribute "grpc-status N", and for N != 0 an error attribute with the
@@ -74,7 +75,6 @@
 #define H2_POOL        4       /* kept values of dynamic entries, per dir */
 #define H2_VAL         128     /* bytes of a kept value */
 #define H2_NAME        16      /* bytes of a header name looked at */
-#define H2_REQ         8       /* requests whose DATA is still coming */
 #define H2_STREAMS     128     /* streams with an open reply */
 #define H2_METHOD      16
 #define H2_AUTH        48
@@ -213,16 +213,6 @@ struct h2_dir {
 	struct h2_val pool[H2_POOL];
 };
 
-struct h2_req {
-	uint32_t sid;              /* 0 free */
-	uint8_t  trunc;
-	uint8_t  mlen, alen;
-	uint8_t  plen;
-	char     method[H2_METHOD];
-	char     auth[H2_AUTH];
-	char     path[H2_VAL];
-};
-
 struct h2_stream {
 	uint32_t sid;              /* 0 free */
 	uint16_t status;
@@ -243,7 +233,6 @@ struct h2_state {
 	char     tag[24];
 	char     err[32];
 	struct h2_dir d[2];
-	struct h2_req req[H2_REQ];
 	struct h2_stream st[H2_STREAMS];
 };
 
@@ -667,25 +656,6 @@ static void stream_drop(struct h2_stream *t)
 		t->sid = 0;
 }
 
-static struct h2_req *req_find(struct h2_state *s, uint32_t sid)
-{
-	for (int i = 0; i < H2_REQ; i++)
-		if (s->req[i].sid == sid)
-			return &s->req[i];
-	return NULL;
-}
-
-static size_t cpy(char *dst, size_t cap, const struct h2_val *v, uint8_t *trunc)
-{
-	size_t n = v->len < cap ? v->len : cap;
-	memcpy(dst, v->b, n);
-	if (v->trunc || n < v->len)
-		*trunc = 1;
-	return n;
-}
-
-/* ---- messages ---------------------------------------------------------- */
-
 static void msg_attr_val(struct bt_msg *m, uint8_t key,
 			 const struct h2_val *v, size_t cap)
 {
@@ -697,85 +667,38 @@ static void msg_attr_val(struct bt_msg *m, uint8_t key,
 		bt_msg_attr(m, key, v->b, v->len < cap ? v->len : cap);
 }
 
-static void msg_req_attrs(struct bt_msg *m, const struct h2_req *q)
+/* M: a message of the exchange on stream SID. */
+static void msg_of(struct bt_msg *m, uint8_t kind, uint32_t sid)
 {
-	if (q->mlen)
-		bt_msg_attr(m, BT_AK_METHOD, q->method, q->mlen);
-	if (q->plen)
-		bt_msg_attr(m, BT_AK_TARGET, q->path, q->plen);
-	if (q->alen)
-		bt_msg_attr(m, BT_AK_HOST, q->auth, q->alen);
-	if (q->trunc)
-		m->flags |= BT_MF_TRUNC;
-}
-
-/* The client's request on SID ends here (END_STREAM or RST). */
-static void req_end(struct h2_state *s, uint32_t sid, struct bt_msg *m)
-{
-	struct h2_stream *t = stream_find(s, sid);
-	struct h2_req *q = req_find(s, sid);
-
-	m->kind = BT_MK_REQUEST;
+	m->kind = kind;
 	m->flags |= BT_MF_WITNESS;
 	m->witness = sid;
-	if (t)
-		t->req_open = 0;
-	if (q) {
-		q->sid = 0;             /* free; its bytes stay until reused */
-		msg_req_attrs(m, q);
-	} else {
-		m->flags |= BT_MF_TRUNC;
-	}
 }
 
-/* The client's header block of SID ended; ES: the request ends too. */
+/* The client's header block of SID ended; ES: its request's last frame. */
 static void req_headers(struct h2_state *s, struct h2_dir *d, uint32_t sid,
 			int es, struct bt_msg *m)
 {
 	struct h2_stream *t = stream_find(s, sid);
-	int trailers = t && t->hdrs;
 
-	if (!t)
-		t = stream_new(s, sid);
-	if (!trailers) {
-		t->hdrs = 1;
-		t->req_open = 1;
-		t->rep_open = 1;
-	}
-	if (es && !trailers) {
-		/* the whole request in one block: attributes straight from
-		 * the block's values (valid until the next feed) */
-		m->kind = BT_MK_REQUEST;
-		m->flags |= BT_MF_WITNESS;
-		m->witness = sid;
-		t->req_open = 0;
-		msg_attr_val(m, BT_AK_METHOD, &d->need[HN_METHOD - 1], H2_METHOD);
-		msg_attr_val(m, BT_AK_TARGET, &d->need[HN_PATH - 1], H2_VAL);
-		msg_attr_val(m, BT_AK_HOST, &d->need[HN_AUTH - 1], H2_AUTH);
-		if (d->broken || d->blk_trunc)
-			m->flags |= BT_MF_TRUNC;
+	if (t && t->hdrs) {             /* trailers: part of the body */
+		msg_of(m, BT_MK_ONEWAY, sid);
+		if (es)
+			t->req_open = 0;
 		return;
 	}
-	if (trailers) {
-		if (es && t->req_open)
-			req_end(s, sid, m);
-		return;
-	}
-	struct h2_req *q = req_find(s, 0);
-	if (!q)
-		return;                 /* no room: the request ends TRUNC */
-	memset(q, 0, offsetof(struct h2_req, method));
-	q->sid = sid;
-	q->trunc = (uint8_t)(d->broken || d->blk_trunc);
-	if (d->need[HN_METHOD - 1].set)
-		q->mlen = (uint8_t)cpy(q->method, H2_METHOD, &d->need[HN_METHOD - 1],
-				       &q->trunc);
-	if (d->need[HN_PATH - 1].set)
-		q->plen = (uint8_t)cpy(q->path, H2_VAL, &d->need[HN_PATH - 1],
-				       &q->trunc);
-	if (d->need[HN_AUTH - 1].set)
-		q->alen = (uint8_t)cpy(q->auth, H2_AUTH, &d->need[HN_AUTH - 1],
-				       &q->trunc);
+	t = stream_new(s, sid);
+	t->hdrs = 1;
+	t->req_open = !es;
+	t->rep_open = 1;
+	/* the request: its first header block; attributes straight from
+	 * the block's values (valid until the next feed) */
+	msg_of(m, BT_MK_REQUEST, sid);
+	msg_attr_val(m, BT_AK_METHOD, &d->need[HN_METHOD - 1], H2_METHOD);
+	msg_attr_val(m, BT_AK_TARGET, &d->need[HN_PATH - 1], H2_VAL);
+	msg_attr_val(m, BT_AK_HOST, &d->need[HN_AUTH - 1], H2_AUTH);
+	if (d->broken || d->blk_trunc)
+		m->flags |= BT_MF_TRUNC;
 }
 
 /* The server's header block of SID ended. */
@@ -823,9 +746,7 @@ static void rep_end(struct h2_state *s, uint32_t sid, struct bt_msg *m,
 {
 	struct h2_stream *t = stream_find(s, sid);
 
-	m->kind = (sid & 1) ? BT_MK_REPLY : BT_MK_CONTROL;
-	m->flags |= BT_MF_WITNESS;
-	m->witness = sid;
+	msg_of(m, (sid & 1) ? BT_MK_REPLY : BT_MK_CONTROL, sid);
 	if (t) {
 		m->status = t->status;
 		if (t->gset) {
@@ -883,6 +804,8 @@ static void block_end(struct h2_state *s, struct h2_dir *d, int dir,
 		rep_headers(s, d, sid);
 		if (d->blk_es)
 			rep_end(s, sid, m, -1);
+		else
+			msg_of(m, (sid & 1) ? BT_MK_ONEWAY : BT_MK_CONTROL, sid);
 	}
 }
 
@@ -986,47 +909,49 @@ static void frame_body(struct h2_state *s, struct h2_dir *d, int dir,
 	}
 }
 
-/* The frame ended.  Sets M if a message ends (or a cut). */
+/* The frame ended: every frame ends a message. */
 static void frame_end(struct h2_state *s, struct h2_dir *d, int dir,
 		      struct bt_msg *m)
 {
 	int client = is_client_dir(s, dir);
 	uint32_t sid = d->sid;
+	struct h2_stream *t;
 
 	switch (d->type) {
 	case F_HEADERS:
-	case F_PUSH:
 	case F_CONT:
-		if (d->flags & FL_END_HEADERS)
-			block_end(s, d, dir, m);
-		if (!m->kind && !d->blk_push) {
-			m->kind = BT_MK_CUT;
-			m->flags = BT_MF_WITNESS;
-			m->witness = sid;
-		} else if (!m->kind) {
+		if (d->blk_push) {              /* a PUSH_PROMISE's block */
+			if (d->flags & FL_END_HEADERS)
+				block_end(s, d, dir, m);
 			m->kind = BT_MK_CONTROL;
+		} else if (d->flags & FL_END_HEADERS) {
+			block_end(s, d, dir, m);
+		} else {        /* the block goes on: a frame of its stream */
+			msg_of(m, client || (sid & 1) ? BT_MK_ONEWAY :
+			       BT_MK_CONTROL, sid);
 		}
 		break;
 	case F_DATA:
-		if (d->flags & FL_END_STREAM) {
-			if (client)
-				req_end(s, sid, m);
-			else
-				rep_end(s, sid, m, -1);
-		} else {
-			m->kind = BT_MK_CUT;
-			m->flags = BT_MF_WITNESS;
-			m->witness = sid;
+		if (!client && (d->flags & FL_END_STREAM)) {
+			rep_end(s, sid, m, -1);
+			break;
 		}
+		if (client && (d->flags & FL_END_STREAM) &&
+		    (t = stream_find(s, sid)) != NULL)
+			t->req_open = 0;
+		msg_of(m, client || (sid & 1) ? BT_MK_ONEWAY : BT_MK_CONTROL,
+		       sid);
 		break;
 	case F_RST: {
 		long code = d->sn == 4 ? (long)((uint32_t)d->small[0] << 24 |
 			(uint32_t)d->small[1] << 16 |
 			(uint32_t)d->small[2] << 8 | d->small[3]) : 0;
-		struct h2_stream *t = stream_find(s, sid);
+		t = stream_find(s, sid);
 		if (client) {
-			if (t && t->req_open) {
-				req_end(s, sid, m);
+			if (t && (t->req_open || t->rep_open)) {
+				/* the client gives its exchange up */
+				msg_of(m, BT_MK_ONEWAY, sid);
+				t->req_open = 0;
 				int k = snprintf(s->err, sizeof s->err,
 						 "RST_STREAM %ld", code);
 				bt_msg_attr(m, BT_AK_ERROR, s->err, (size_t)k);
@@ -1040,7 +965,10 @@ static void frame_end(struct h2_state *s, struct h2_dir *d, int dir,
 	}
 	default:
 		/* connection-level: SETTINGS, PING, GOAWAY, WINDOW_UPDATE,
-		 * PRIORITY, unknown types */
+		 * PRIORITY, PUSH_PROMISE (its block continues in
+		 * CONTINUATION frames, above), unknown types */
+		if (d->type == F_PUSH && (d->flags & FL_END_HEADERS))
+			block_end(s, d, dir, m);
 		m->kind = BT_MK_CONTROL;
 		break;
 	}

@@ -480,6 +480,14 @@ struct rc_span *rc_span_match(struct rc_span **head, const struct bt_event *ev)
 	return sp;
 }
 
+struct rc_span *rc_span_witness(struct rc_span *head, uint64_t w)
+{
+	for (; head; head = head->next)
+		if (head->has_witness && head->witness == w)
+			return head;
+	return NULL;
+}
+
 /* First word of S, upper-cased, at most 24 characters. */
 static char *first_word(const char *s, size_t n)
 {

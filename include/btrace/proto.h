@@ -59,16 +59,6 @@ enum bt_transport {
 /* feed() results */
 #define BT_PP_LOST   (-1L)
 
-/*
- * MSG->kind for a boundary that ends no message (multiplexed protocols:
- * the end of an HTTP/2 frame whose stream's message goes on).  feed()
- * returns there as at a message end; libbtrace cuts a read there (event
- * isolation: one read hands over frames of one stream) and logs nothing:
- * the open message goes on.  Never in the log; processors of protocols
- * that are not multiplexed never return it.
- */
-#define BT_MK_CUT    0x7f
-
 /* Sniff results */
 enum bt_sniff { BT_SNIFF_NO = 0, BT_SNIFF_YES = 1, BT_SNIFF_MAYBE = 2 };
 
@@ -161,9 +151,8 @@ struct bt_proto_ops {
 	 * feed - consume a prefix of the N > 0 bytes at P flowing in
 	 * direction DIR (enum bt_dir).  Returns the number of bytes consumed,
 	 * 1..N, or BT_PP_LOST.  If a message ends exactly after the consumed
-	 * bytes, MSG->kind is set (non-zero) and MSG describes it (or it is
-	 * BT_MK_CUT: a boundary only, see above); otherwise MSG->kind is
-	 * left 0 and all N bytes must have been consumed.
+	 * bytes, MSG->kind is set (non-zero) and MSG describes it; otherwise
+	 * MSG->kind is left 0 and all N bytes must have been consumed.
 	 * MSG is zeroed by the caller before every call.
 	 * For BT_TR_DGRAM each call is exactly one datagram, which is one
 	 * message (or BT_PP_LOST).

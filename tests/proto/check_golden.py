@@ -492,48 +492,49 @@ def h2_frames(s, client):
 
 
 def http2(meta, st, order):
-    """Messages: END_STREAM ends a stream's request (client) or reply
-    (server, odd streams; a stream the server opened ends as control), a
-    RST_STREAM ends the one still open, every other frame outside a
-    stream's HEADERS/CONTINUATION/DATA is a control message."""
+    """Every frame is a message (a header block with its CONTINUATION
+    frames one): the client's first header block of a stream is its
+    request, its other frames oneway; the server's frames of a stream are
+    oneway up to the one with END_STREAM, the reply (a RST_STREAM ends an
+    open reply too; streams the server opened, even ids, are control);
+    everything else is control."""
     cl = 1 if meta['role'] == 'client' else 0
     out = [None, None]
     asked = set()
     for client, d in ((True, cl), (False, 1 - cl)):
-        msgs, start, blk_es, done = [], 0, False, set()
+        msgs, start, blk, done = [], 0, None, set()
         for end, t, fl, sid in h2_frames(st[d], client):
-            kind = None
-            if t in (1, 9, 5):                  # HEADERS CONTINUATION PUSH
-                if t == 1:
-                    blk_es = bool(fl & 1)
-                    if client:
-                        asked.add(sid)
-                if t == 5:
-                    blk_es = None
-                if fl & 4 and blk_es is None:
+            if t in (1, 5):                     # HEADERS, PUSH_PROMISE
+                blk = (t, fl & 1)
+            if t in (1, 9):
+                if not fl & 4:
+                    continue                    # the block goes on
+                first, es = blk
+                if first == 5:
                     kind = 'control'
-                elif fl & 4 and blk_es:
-                    kind = 'request' if client else 'reply'
+                elif client:
+                    kind = 'oneway' if sid in asked else 'request'
+                    asked.add(sid)
+                else:
+                    kind = 'reply' if es else 'oneway'
             elif t == 0:
-                if fl & 1:
-                    kind = 'request' if client else 'reply'
+                kind = ('oneway' if client or not fl & 1 else 'reply')
             elif t == 3:
-                # open: the client's HEADERS came, this side did not end it
-                open_ = sid in asked and sid not in done
-                kind = ('request' if client else 'reply') if open_ \
-                    else 'control'
+                if client:
+                    kind = 'oneway' if sid in asked else 'control'
+                else:
+                    kind = 'reply' if sid in asked and sid not in done \
+                        else 'control'
             else:
                 kind = 'control'
-            if kind in ('request', 'reply'):
+            if not client and kind == 'reply':
                 done.add(sid)
-                if not client and sid % 2 == 0:
-                    kind = 'control'
-            if kind:
-                msgs.append((start, end - start, kind, None))
-                start = end
+            if not client and sid % 2 == 0 and kind != 'control':
+                kind = 'control'
+            msgs.append((start, end - start, kind, None))
+            start = end
         out[d] = msgs
     return out
-
 
 def compare(name, want, got):
     errs = []

@@ -32,6 +32,10 @@
 #               directory (tb_mh_setup)
 #   TB_DB       postgresql (default) | mariadb: the database of the
 #               tb_app_* runs (mariadb: mariadbd on $T/my/mysqld.sock)
+#   TB_NGINX_LISTEN  appended to nginx's listen directive (" http2": h2c)
+#   TB_FRONT_PROTO, TB_APP_PROTO, TB_METHOD  what check-testbed.py wants
+#               of the front's server span, of its call and the app's
+#               server span, and the request's method (http, http, GET)
 #
 # Environment:
 #   TB_REQUESTS   requests per run (default 2000; the figures of
@@ -739,7 +743,9 @@ tb_check() {
 			haproxy) echo haproxy ;; *) echo nginx ;; esac)" \
 		--php "$(basename "${PHPFPM:-php-fpm}")" \
 		--py "${PYEXE:-python3}" --explain "$TB_EXPLAIN" \
-		--front-proto "${TB_FRONT_PROTO:-http}" "${flag[@]}" |
+		--front-proto "${TB_FRONT_PROTO:-http}" \
+		--app-proto "${TB_APP_PROTO:-http}" --method "${TB_METHOD:-GET}" \
+		"${flag[@]}" |
 		tee -a "$T/results.txt"
 	return "${PIPESTATUS[0]}"
 }

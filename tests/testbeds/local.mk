@@ -43,7 +43,8 @@ TESTBED_TESTS = \
 	tests/testbeds/tb-tomcat.sh \
 	tests/testbeds/tb-redis.sh \
 	tests/testbeds/tb-mariadb.sh \
-	tests/testbeds/tb-nginx-h2.sh
+	tests/testbeds/tb-nginx-h2.sh \
+	tests/testbeds/tb-grpc.sh
 
 TESTS += $(TESTBED_TESTS)
 EXTRA_DIST += $(TESTBED_TESTS) tests/testbeds/lib.sh \
@@ -54,4 +55,4 @@ EXTRA_DIST += $(TESTBED_TESTS) tests/testbeds/lib.sh \
 	tests/testbeds/app/TbJava.java tests/testbeds/app/tbpyfront.py \
 	tests/testbeds/app/TbServlet.java \
 	tests/testbeds/app/tbredis.py tests/testbeds/app/tbmyfront.py \
-	tests/testbeds/app/tbserve.py
+	tests/testbeds/app/tbserve.py tests/testbeds/app/tbgrpc.py

@@ -1037,7 +1037,8 @@ static const struct pcase cases[] = {
 	    "\x25\xa8\x49\xe9\x5b\xb8\xe8\xb4\xbf",
 	    "request witness=5 method=\"GET\" target=\"/index.html\" "
 	    "host=\"www.example.com\""),
-	IN(H2F("\x05", "\x01", "\x04", "\x03") "\x48\x83\x64\x0e\xff", NULL),
+	IN(H2F("\x05", "\x01", "\x04", "\x03") "\x48\x83\x64\x0e\xff",
+	   "oneway witness=3"),
 	IN(H2F("\x00", "\x00", "\x01", "\x03"), "reply status=307 witness=3"),
 	IN(H2F("\x01", "\x01", "\x05", "\x01") "\xbe",
 	   "reply status=307 witness=1"),
@@ -1045,31 +1046,36 @@ static const struct pcase cases[] = {
 	   "reply status=200 witness=5"),
 	EOFIN(NULL),
 } },
-{ "http2: interleaved streams, gRPC trailers, RST_STREAM, padding, "
-  "PRIORITY, CONTINUATION (server end)", "http2", SERVER, STREAM, {
+{ "http2: interleaved streams, each frame a message of its stream; gRPC "
+  "trailers, RST_STREAM, padding, PRIORITY, CONTINUATION (server end)",
+  "http2", SERVER, STREAM, {
 	IN(H2_PRI H2_SETTINGS, "control"),
 	IN(H2F("\x26", "\x01", "\x04", "\x01") "\x83\x86\x04\x0f/pkg.Svc/Method"
-	   "\x0f\x10\x10" "application/grpc"
-	   H2F("\x03", "\x01", "\x05", "\x03") "\x82\x86\x84",
+	   "\x0f\x10\x10" "application/grpc",
+	   "request witness=1 method=\"POST\" target=\"/pkg.Svc/Method\""),
+	IN(H2F("\x03", "\x01", "\x05", "\x03") "\x82\x86\x84",
 	   "request witness=3 method=\"GET\" target=\"/\""),
 	IN(H2F("\x05", "\x00", "\x01", "\x01") "\x00\x00\x00\x00\x00",
-	   "request witness=1 method=\"POST\" target=\"/pkg.Svc/Method\""),
+	   "oneway witness=1"),
 	OUT(H2_SETTINGS, "control"),
 	OUT(H2F("\x01", "\x01", "\x05", "\x03") "\x88",
 	    "reply status=200 witness=3"),
 	OUT(H2F("\x14", "\x01", "\x04", "\x01") "\x88\x0f\x10\x10"
-	    "application/grpc" H2F("\x05", "\x00", "\x00", "\x01")
-	    "\x00\x00\x00\x00\x00", NULL),
+	    "application/grpc", "oneway witness=1"),
+	OUT(H2F("\x05", "\x00", "\x00", "\x01") "\x00\x00\x00\x00\x00",
+	    "oneway witness=1"),
 	OUT(H2F("\x0f", "\x01", "\x05", "\x01") "\x00\x0bgrpc-status\x01" "5",
 	    "reply status=200 witness=1 tag=\"grpc-status 5\" "
 	    "error=\"grpc-status 5\""),
 	IN(H2F("\x08", "\x06", "\x00", "\x00") "12345678", "control"),
 	IN(H2F("\x0a", "\x01", "\x29", "\x07") "\x02\x00\x00\x00\x00\x10"
-	   "\x82\x86\x00\x00" H2F("\x01", "\x09", "\x04", "\x07") "\x84",
+	   "\x82\x86\x00\x00", "oneway witness=7"),
+	IN(H2F("\x01", "\x09", "\x04", "\x07") "\x84",
 	   "request witness=7 method=\"GET\" target=\"/\""),
-	IN(H2F("\x01", "\x01", "\x04", "\x09") "\x83", NULL),
+	IN(H2F("\x01", "\x01", "\x04", "\x09") "\x83",
+	   "request witness=9 method=\"POST\""),
 	IN(H2F("\x04", "\x03", "\x00", "\x09") "\x00\x00\x00\x08",
-	   "request witness=9 method=\"POST\" error=\"RST_STREAM 8\""),
+	   "oneway witness=9 error=\"RST_STREAM 8\""),
 	OUT(H2F("\x04", "\x03", "\x00", "\x07") "\x00\x00\x00\x02",
 	    "reply witness=7 error=\"RST_STREAM 2\""),
 	OUT(H2F("\x04", "\x03", "\x00", "\x07") "\x00\x00\x00\x02", "control"),
@@ -1079,7 +1085,8 @@ static const struct pcase cases[] = {
 } },
 { "http2: a query string and a size update; an index past the table "
   "flags the message", "http2", SERVER, STREAM, {
-	IN(H2_PRI H2F("\x0d", "\x01", "\x05", "\x01") "\x20\x82\x86\x04\x08"
+	IN(H2_PRI, NULL),
+	IN(H2F("\x0d", "\x01", "\x05", "\x01") "\x20\x82\x86\x04\x08"
 	   "/a?b=c&d",
 	   "request witness=1 method=\"GET\" target=\"/a?b=c&d\""),
 	IN(H2F("\x02", "\x01", "\x05", "\x03") "\x82\xbe",

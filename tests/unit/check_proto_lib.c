@@ -376,8 +376,7 @@ int replay_chunks(const struct bt_proto_ops *o, int role, int transport,
 					 o->name, dir_name[dir], r, n);
 				return -1;
 			}
-			if ((m.kind > BT_MK_CONTROL && m.kind != BT_MK_CUT) ||
-			    (m.kind == BT_MK_CUT && m.nattr) ||
+			if (m.kind > BT_MK_CONTROL ||
 			    !attrs_ok(&m, st, o->state_size, p, n)) {
 				snprintf(err, elen, "%s: feed(%s): bad message "
 					 "(kind %u, %u attributes)", o->name,
@@ -396,9 +395,7 @@ int replay_chunks(const struct bt_proto_ops *o, int role, int transport,
 				break;
 			}
 			off[dir] += (uint64_t)r;
-			/* a cut (BT_MK_CUT) ends no message: as libbtrace,
-			 * nothing logged, the message goes on */
-			if (m.kind && m.kind != BT_MK_CUT) {
+			if (m.kind) {
 				log_msg(out, dir, &m, start[dir],
 					off[dir] - start[dir]);
 				start[dir] = off[dir];
