@@ -10,7 +10,7 @@
  * Contract (every processor, checked by tests/unit/check_proto_*.c and the
  * fuzz targets):
  *  - per-channel state is a fixed-size block (ops->state_size bytes, at
- *    most 8192: HTTP/2's HPACK tables and streams take 7-8 KiB; the others
+ *    most 8192: HTTP/2's HPACK tables and streams take 5.7 KiB; the others
  *    stay within 4096) that libbtrace allocates zeroed (calloc, once per
  *    channel) and passes to init; no allocation ever;
  *  - feed() sees each byte of a direction exactly once, in order, in chunks
