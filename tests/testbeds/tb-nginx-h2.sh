@@ -12,7 +12,9 @@
 # the first N of its statements with ID in each), so the truth is written
 # from the URIs, and h2load must report every request succeeded with a
 # 2xx.  Every path must be exact-right (100%); the run without event
-# isolation is reported.  See docs/accuracy.md.
+# isolation is reported.  TB_TLS=1: nginx serves h2 over TLS (OpenSSL,
+# ALPN h2; the http2 processor reads the plaintext), h2load uses https.
+# See docs/accuracy.md.
 TB_FRONT=nginx
 TB_APPS=py
 TB_MIX=py:1
@@ -29,9 +31,10 @@ tb_rules() { echo "http2 port $FRONT_PORT; $(tb_rules_h1 "$@")"; }
 # (DEPTH unused), bounded to 600 s; the truth from the URIs.
 tb_client() {
 	local dir=$1 conns=$2 out
-	"$PY" - "$dir" "$FRONT_PORT" "$TB_REQUESTS" <<-'PYEOF' || return 1
+	"$PY" - "$dir" "$FRONT_PORT" "$TB_REQUESTS" \
+		"$([ "$TB_TLS" = 1 ] && echo https || echo http)" <<-'PYEOF' || return 1
 	import os, random, sys
-	d, port, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+	d, port, n, scheme = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 	SQL = ("SELECT v FROM tb_kv WHERE k = '%s'",
 	       "INSERT INTO tb_hits (id, n) VALUES ('%s', 1)",
 	       "SELECT v FROM tb_kv WHERE k = '%s'")
@@ -42,7 +45,7 @@ tb_client() {
 	        rid = 'q%dx%s' % (i, run)
 	        k = 1 + rnd.randrange(3)
 	        url = '/py/app?id=%s&n=%d' % (rid, k)
-	        u.write(('http://127.0.0.1:%s%s\n' % (port, url)) if i == 0
+	        u.write(('%s://127.0.0.1:%s%s\n' % (scheme, port, url)) if i == 0
 	                else url + '\n')
 	        t.write('\t'.join([rid, 'py', url] +
 	                          ['sql ' + SQL[j] % rid for j in range(k)]) + '\n')
