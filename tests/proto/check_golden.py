@@ -491,7 +491,7 @@ def h2_frames(s, client):
     return out
 
 
-def http2(meta, st, order):
+def http2(meta, st, order, with_sid=False):
     """Every frame is a message (a header block with its CONTINUATION
     frames one): the client's first header block of a stream is its
     request, its other frames oneway; the server's frames of a stream are
@@ -531,7 +531,9 @@ def http2(meta, st, order):
                 done.add(sid)
             if not client and sid % 2 == 0 and kind != 'control':
                 kind = 'control'
-            msgs.append((start, end - start, kind, None))
+            msgs.append((start, end - start, kind, None) +
+                        ((sid if kind != 'control' else None,)
+                         if with_sid else ()))
             start = end
         out[d] = msgs
     return out
