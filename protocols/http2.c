@@ -130,6 +130,19 @@ static const uint16_t huff_sym[257] = {
 	249, 10, 13, 22, 256,
 };
 
+/* The canonical code's first code and first index into huff_sym of
+ * each length (derived from huff_count). */
+static const uint32_t huff_first[31] = {
+	0, 0, 0, 0, 0, 0, 0x14, 0x5c, 0xf8, 0x1fc, 0x3f8, 0x7fa, 0xffa,
+	0x1ff8, 0x3ffc, 0x7ffc, 0xfffe, 0x1fffc, 0x3fff8, 0x7fff0, 0xfffe6,
+	0x1fffdc, 0x3fffd2, 0x7fffd8, 0xffffea, 0x1ffffec, 0x3ffffe0,
+	0x7ffffde, 0xfffffe2, 0x1ffffffe, 0x3ffffffc,
+};
+static const uint16_t huff_off[31] = {
+	0, 0, 0, 0, 0, 0, 10, 36, 68, 74, 74, 79, 82, 84, 90, 92, 95, 95, 95,
+	95, 98, 106, 119, 145, 174, 186, 190, 205, 224, 253, 253,
+};
+
 /* RFC 7541 Appendix A: the static table, the headers we need (HN_*) and
  * for those the value it holds ("" none). */
 struct h2_static { uint8_t hn; const char *val; };
@@ -197,8 +210,8 @@ struct h2_dir {
 	uint32_t ival;
 	uint32_t slen;             /* string bytes left */
 	uint32_t nlen, vlen;       /* decoded lengths */
-	uint32_t hcode, hfirst, hoff;
-	uint8_t  hbits;            /* Huffman: code bits collected */
+	uint64_t hacc;             /* Huffman: bits not decoded yet (low */
+	uint8_t  hbits;            /* hbits of hacc) */
 	uint8_t  name_idx_hn;
 	uint8_t  nseen;
 	char     name[H2_NAME];
@@ -415,41 +428,43 @@ static void hp_out(struct h2_dir *d, uint8_t c)
 
 static void huff_reset(struct h2_dir *d)
 {
-	d->hcode = 0;
+	d->hacc = 0;
 	d->hbits = 0;
-	d->hfirst = 0;
-	d->hoff = 0;
 }
 
-/* One Huffman-coded byte.  -1 on a code that decodes to EOS. */
+/* One Huffman-coded byte: every symbol its bits complete.  -1 on EOS or
+ * on 30 bits that start no code. */
 static int huff_byte(struct h2_dir *d, uint8_t b)
 {
-	for (int k = 7; k >= 0; k--) {
-		if (d->hbits) {
-			d->hfirst = (d->hfirst + huff_count[d->hbits - 1]) << 1;
-			d->hoff += huff_count[d->hbits - 1];
+	d->hacc = d->hacc << 8 | b;
+	d->hbits = (uint8_t)(d->hbits + 8);
+	for (;;) {
+		unsigned len;
+		uint32_t code = 0;
+		for (len = 5; len <= d->hbits && len <= 30; len++) {
+			code = (uint32_t)(d->hacc >> (d->hbits - len)) &
+			       ((1u << len) - 1);
+			if (code - huff_first[len] < huff_count[len - 1])
+				break;
 		}
-		d->hcode = d->hcode << 1 | ((b >> k) & 1u);
-		d->hbits++;
-		if (d->hbits > 30)
+		if (len > 30)
 			return -1;
-		uint32_t c = huff_count[d->hbits - 1];
-		if (d->hcode - d->hfirst < c) {
-			uint16_t s = huff_sym[d->hoff + d->hcode - d->hfirst];
-			if (s == 256)
-				return -1;
-			hp_out(d, (uint8_t)s);
-			huff_reset(d);
-		}
+		if (len > d->hbits)
+			return 0;               /* the symbol goes on */
+		uint16_t sym = huff_sym[huff_off[len] + code - huff_first[len]];
+		if (sym == 256)
+			return -1;
+		hp_out(d, (uint8_t)sym);
+		d->hbits = (uint8_t)(d->hbits - len);
+		d->hacc &= (UINT64_C(1) << d->hbits) - 1;
 	}
-	return 0;
 }
 
 /* The end of a Huffman string: at most 7 bits of EOS's prefix (ones). */
 static int huff_end(struct h2_dir *d)
 {
-	uint32_t ones = (1u << d->hbits) - 1;
-	return d->hbits <= 7 && d->hcode == ones ? 0 : -1;
+	return d->hbits <= 7 && d->hacc == (UINT64_C(1) << d->hbits) - 1 ?
+	       0 : -1;
 }
 
 /* A whole representation decoded: the header is known. */
@@ -601,6 +616,14 @@ static void hp_feed(struct h2_dir *d, const uint8_t *p, size_t n)
 			break;
 		case HP_STR: {
 			size_t k = n - i < d->slen ? n - i : d->slen;
+			if (d->sflag && !d->cur_hn && d->op != 0x40) {
+				/* a value neither kept nor indexed: its
+				 * decoded length matters to no one */
+				d->huff = 0;
+				i += k;
+				d->slen -= (uint32_t)k;
+				break;
+			}
 			for (size_t j = 0; j < k && !d->broken; j++) {
 				if (d->huff) {
 					if (huff_byte(d, p[i + j]) < 0)
