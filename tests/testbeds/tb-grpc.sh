@@ -90,10 +90,12 @@ tb_stop_all() {
 	return 0
 }
 
-# the grpcio client, untraced: CONNS calls in flight on one channel
+# the grpcio client, untraced (TB_GRPC_CLIENT_TRACED=1: traced): CONNS
+# calls in flight on one channel
 tb_client() {
-	local dir=$1 conns=$2
-	timeout 600 "$PY" "$TB_SRC/app/tbgrpc.py" client "$FRONT_PORT" \
+	local dir=$1 conns=$2 pre=()
+	[ "${TB_GRPC_CLIENT_TRACED:-0}" = 1 ] && pre=("${PRE_WEB[@]}")
+	timeout 600 "${pre[@]}" "$PY" "$TB_SRC/app/tbgrpc.py" client "$FRONT_PORT" \
 		"$TB_REQUESTS" "$conns" "$dir/truth" "$dir/client.out" \
 		2>>"$T/client.log"
 }
@@ -122,29 +124,36 @@ tb_grpc_errors() {
 }
 
 # the HTTP/2 part of every successful call's path, whatever its SQL: nginx's
-# server span (the root), its client span under it, the app's server span
-# under that, all three in one request
+# server span (the root; under the client's call when the client is
+# traced), its client span under it, the app's server span under that, all
+# in one request
 tb_grpc_h2paths() {
 	local dir=$1 out
-	out=$("$PY" - "$dir/paths.db" "$dir/truth" <<-'PYEOF'
+	out=$("$PY" - "$dir/paths.db" "$dir/truth" "${TB_GRPC_CLIENT_TRACED:-0}" <<-'PYEOF'
 	import sqlite3, sys
 	c = sqlite3.connect(sys.argv[1])
 	ids = [l.split('\t')[0] for l in open(sys.argv[2]) if l.strip()]
+	traced = sys.argv[3] == '1'
 	ok = 0
 	for rid in ids:
 	    rows = c.execute("SELECT span_id, parent_span_id, kind, exe, request_id"
 	                     " FROM spans WHERE protocol = 'http2' AND target = ?"
 	                     " ORDER BY start_ns", ('/tb.Svc/' + rid,)).fetchall()
-	    if len(rows) != 3:
+	    top = None
+	    if traced and rows and rows[0][2] == 'client' and 'python' in rows[0][3]:
+	        top = rows.pop(0)
+	    if len(rows) != 3 or (traced and top is None):
 	        continue
 	    (a, pa, ka, xa, ra), (b, pb, kb, xb, rb), (d, pd, kd, xd, rd) = rows
-	    if (pa is None and ka == 'server' and xa.endswith('nginx') and
+	    if ((pa == top[0] and top[1] is None and top[4] == ra if traced
+	         else pa is None) and
+	            ka == 'server' and xa.endswith('nginx') and
 	            pb == a and kb == 'client' and xb.endswith('nginx') and
 	            pd == b and kd == 'server' and 'python' in xd and
 	            ra is not None and ra == rb == rd):
 	        ok += 1
-	print("http2 paths (nginx server, nginx client, app server) right: %d of %d"
-	      % (ok, len(ids)))
+	print("http2 paths (%snginx server, nginx client, app server) right: "
+	      "%d of %d" % ("the client's call, " if traced else "", ok, len(ids)))
 	sys.exit(0 if ok == len(ids) else 1)
 	PYEOF
 	) || bp_fail "$1: $out"
