@@ -23,9 +23,16 @@ TB_FRONT_PROTO=http2
 . "$(dirname "$0")/lib.sh"
 tb_need h2load nghttp2-client
 
-# the front's port is HTTP/2: that rule first (the first match wins)
+# the front's port is HTTP/2: that rule first (the first match wins);
+# TB_H2_SNIFF=1: no rule names the front's port, sniffing finds the preface
 eval "$(declare -f tb_rules | sed '1s/tb_rules/tb_rules_h1/')"
-tb_rules() { echo "http2 port $FRONT_PORT; $(tb_rules_h1 "$@")"; }
+tb_rules() {
+	if [ "${TB_H2_SNIFF:-0}" = 1 ]; then
+		tb_rules_h1 "$@" | sed "s/port $FRONT_PORT,/port /"
+	else
+		echo "http2 port $FRONT_PORT; $(tb_rules_h1 "$@")"
+	fi
+}
 
 # tb_client DIR CONNS DEPTH: h2load, one connection, CONNS streams at once
 # (DEPTH unused), bounded to 600 s; the truth from the URIs.
