@@ -54,7 +54,8 @@ static inline void log_simple(struct bt_chan *ch, int type, int fd, int dir,
 
 /*
  * N bytes of DIR moved (handed to the application, or written).  MSG, if
- * it has a kind, ends exactly after them.  Logs MSG at message ends.
+ * it has a kind, ends exactly after them.  Logs MSG at message ends, and
+ * hands the channel to the message's next processor if it names one.
  */
 static __attribute__((unused)) void track(struct bt_chan *ch, int fd,
 		int dir, uint64_t n, const struct bt_msg *m,
@@ -72,6 +73,8 @@ static __attribute__((unused)) void track(struct bt_chan *ch, int fd,
 		bt_msg_log(ch, fd, dir, m, ch->msg_start[dir],
 			ch->off[dir] - ch->msg_start[dir], peer);
 		ch->msg_open[dir] = 0;
+		if (unlikely(m->next_proto))   /* after the message: */
+			bt_chan_switch(ch, fd, m->next_proto);
 	}
 }
 

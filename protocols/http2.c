@@ -728,6 +728,13 @@ static void req_headers(struct h2_state *s, struct h2_dir *d, uint32_t sid,
 static void rep_headers(struct h2_state *s, struct h2_dir *d, uint32_t sid)
 {
 	struct h2_stream *t = stream_find(s, sid);
+	if (!t && (sid & 1)) {
+		/* a stream whose request we did not see: stream 1 after an
+		 * HTTP/1.1 Upgrade: h2c (the request went as HTTP/1.1) */
+		t = stream_new(s, sid);
+		t->hdrs = 1;
+		t->rep_open = 1;
+	}
 	if (!t)
 		return;
 	if (d->broken || d->blk_trunc)

@@ -12,7 +12,8 @@ INTEG_TESTS = \
 	tests/integ/trace-libevent.sh \
 	tests/integ/faults.sh \
 	tests/integ/unread-tls.sh \
-	tests/integ/gnutls-cli.sh
+	tests/integ/gnutls-cli.sh \
+	tests/integ/h2c-upgrade.sh
 
 TESTS += $(INTEG_TESTS)
 EXTRA_DIST += $(INTEG_TESTS) tests/integ/lib.sh tests/integ/check-paths.py

@@ -71,6 +71,11 @@ struct bt_msg {
 	uint8_t  kind;          /* enum bt_msg_kind; 0 = no message ended */
 	uint8_t  flags;         /* BT_MF_WITNESS, BT_MF_TRUNC */
 	uint8_t  nattr;
+	uint8_t  next_proto;    /* 0, or enum bt_proto_id: after this message
+				   both directions speak that protocol (an
+				   HTTP/1.1 Upgrade: h2c answered by 101);
+				   libbtrace starts its processor afresh on
+				   the bytes that follow (not logged) */
 	uint32_t status;        /* HTTP status, DNS rcode, 0 if none */
 	uint64_t witness;       /* FastCGI request id, DNS id, ... */
 	struct bt_attr attr[BT_EV_MAX_ATTR];
@@ -83,6 +88,7 @@ static inline void bt_msg_init(struct bt_msg *m)
 	m->kind = 0;
 	m->flags = 0;
 	m->nattr = 0;
+	m->next_proto = 0;
 	m->status = 0;
 	m->witness = 0;
 }

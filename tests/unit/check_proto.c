@@ -1158,6 +1158,27 @@ static const struct pcase cases[] = {
 	IN(H2F("\x06", "\x01", "\x05", "\x05") "\x20\x3f\xe1\x1f\x82\xbe",
 	   "request witness=5 flags=trunc method=\"GET\""),
 } },
+{ "http: Upgrade: h2c answered by 101 hands the channel to http2 "
+  "(stream 1 answers the HTTP/1.1 request)", "http", CLIENT, STREAM, {
+	OUT("GET /up HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings"
+	    "\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n",
+	    "request method=\"GET\" target=\"/up\" host=\"x\" body_len=\"0\""),
+	IN("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
+	   "Upgrade: h2c\r\n\r\n", "oneway status=101 body_len=\"0\""),
+	IN(H2_SETTINGS, "control"),
+	OUT(H2_PRI H2_SETTINGS, "control"),
+	IN(H2F("\x01", "\x01", "\x04", "\x01") "\x88", "oneway witness=1"),
+	IN(H2F("\x02", "\x00", "\x01", "\x01") "ok", "reply status=200 witness=1"),
+	OUT(H2F("\x03", "\x01", "\x05", "\x03") "\x82\x86\x84",
+	    "request witness=3 method=\"GET\" target=\"/\""),
+} },
+{ "http: a 101 to another upgrade is a tunnel", "http", CLIENT, STREAM, {
+	OUT("GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n\r\n",
+	    "request method=\"GET\" target=\"/ws\" host=\"x\" body_len=\"0\""),
+	IN("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
+	   "reply status=101 body_len=\"0\""),
+	IN("\x81\x02hi", "lost"),
+} },
 { "http2: no preface", "http2", SERVER, STREAM, {
 	IN("PRI * HTTP/1.1\r\n", "lost"),
 } },
