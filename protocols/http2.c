@@ -5,9 +5,11 @@
  * Reached as h2c with prior knowledge (the client's first bytes are the
  * preface "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", which sniffing knows) and as
  * h2 over TLS (the TLS framing hands the plaintext to the sniffer, which
- * sees the same preface after ALPN chose h2).  "Upgrade: h2c" from HTTP/1.1
- * is not followed (the HTTP processor keeps the channel and loses sync on
- * the frames after the 101).
+ * sees the same preface after ALPN chose h2), and after an HTTP/1.1
+ * "Upgrade: h2c" answered by 101 (http.c hands the channel over: this
+ * processor starts afresh, the client's preface first, and stream 1's
+ * answer, whose request went as HTTP/1.1, gets its entry with its response
+ * headers).
  *
  * Framing: after the client's preface both directions are frames, a 9-byte
  * header (24-bit length, type, flags, 31-bit stream id) and a payload.  No
