@@ -52,11 +52,13 @@
  *
  * Attributes: a request carries method, target (:path; gRPC:
  * "/package.Service/Method") and host (:authority), from the stream's first
- * header block; a reply
- * has status = :status and, for gRPC (content-type application/grpc...),
- * the grpc-status of the trailers (or of a trailers-only reply) as a tag
- * attribute "grpc-status N", and for N != 0 an error attribute with the
- * same text.  Targets are redacted by libbtrace as HTTP's.
+ * header block; a reply has status = :status and, for gRPC (content-type
+ * application/grpc...), the grpc-status of the trailers (or of a
+ * trailers-only reply) as a tag attribute "grpc-status N", and for N != 0
+ * an error attribute with the same text.  Targets are redacted by
+ * libbtrace as HTTP's.  State: the streams with an open exchange are
+ * followed in H2_STREAMS entries (a new one takes the lowest stream id's
+ * when all are in use).
  *
  * Garbage (a client that does not start with the preface, a frame on
  * stream 0 that needs a stream, a CONTINUATION that continues nothing, a
@@ -77,7 +79,7 @@
 #define H2_POOL        4       /* kept values of dynamic entries, per dir */
 #define H2_VAL         128     /* bytes of a kept value */
 #define H2_NAME        16      /* bytes of a header name looked at */
-#define H2_STREAMS     128     /* streams with an open reply */
+#define H2_STREAMS     128     /* streams with an open exchange */
 #define H2_METHOD      16
 #define H2_AUTH        48
 
