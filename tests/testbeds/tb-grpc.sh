@@ -14,10 +14,10 @@
 # follow: the whole paths are classified and printed (exact-right ...
 # silently-WRONG) but, by default, do not decide the test
 # (TB_GRPC_MODE=certainty makes a silently-WRONG or resolved-WRONG path
-# fail it: 1 of 480 at c=16 in one run, docs/accuracy.md); what must hold
-# is the HTTP/2 part of every path (nginx's server and client spans, the
-# app's server span, one request), the error calls' status, and every
-# call answered.  See docs/accuracy.md.
+# fail it: 1 of 5,280 calls over 11 runs at c=16, docs/accuracy.md);
+# what must hold is the HTTP/2 part of every path (nginx's server and
+# client spans, the app's server span, one request), the error calls'
+# status, and every call answered.  See docs/accuracy.md.
 TB_FRONT=nginx
 TB_APPS=""
 TB_FRONT_PROTO=http2
