@@ -4,11 +4,11 @@
 # directory, drives them with tb-client and checks every request's path
 # against the client's ground truth (check-testbed.py).  They need root
 # and the packages run-tests installs; a missing one fails the test.
-# tb-node.sh, tb-pyclient.sh, tb-aiohttp.sh, tb-jdk.sh, tb-pyfront.sh,
 # tb-nginx-h2.sh (nginx serving HTTP/2 to h2load, many streams on one
 # connection) and tb-grpc.sh (grpcio through nginx's grpc_pass) read
-# HTTP/2.  tb-tomcat.sh, tb-redis.sh and tb-mariadb.sh are the testbeds of the
-# certainty contract: applications that are their own front (node,
+# HTTP/2.  tb-node.sh, tb-pyclient.sh, tb-aiohttp.sh, tb-jdk.sh,
+# tb-pyfront.sh, tb-tomcat.sh, tb-redis.sh and tb-mariadb.sh are the
+# testbeds of the certainty contract: applications that are their own front (node,
 # aiohttp, the JDK, a threaded Python server, Tomcat, a Python server
 # sharing a pool of Redis or of MariaDB connections) or traced clients,
 # each request classified
