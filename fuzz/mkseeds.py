@@ -2,7 +2,7 @@
 """mkseeds.py CAPTURE_DIR OUT_DIR - write fuzz seed inputs (the format of
 fuzz/fuzz_proto.c) from the capture files: OUT_DIR/<proto>/<capture>,
 one directory per processor name as used by the fuzz targets (http,
-fastcgi, postgresql, dns, line, oneshot, redis, mysql).  Every capture seeds its own
+fastcgi, postgresql, dns, line, oneshot, redis, mysql, http2).  Every capture seeds its own
 processor; the HTTP captures also seed line, and all seed oneshot."""
 import os
 import sys

@@ -9,7 +9,7 @@
 # -max_total_time on a scratch corpus in a temporary directory, and prints
 # per target the executions, the time, executions per second, the corpus
 # size and new coverage features.  TARGETs default to all of http fastcgi
-# postgresql dns line oneshot redis mysql.  A crash leaves its reproducer (crash-*,
+# postgresql dns line oneshot redis mysql http2.  A crash leaves its reproducer (crash-*,
 # timeout-*, leak-*) in fuzz/artifacts/ and makes the exit status 1.
 # FUZZ_BIN names the directory of the built targets (default: fuzz/ of the
 # source tree, an in-tree build).  FUZZ_MAX_LEN (default 8192) caps the input length (longer seeds are cut,
@@ -21,7 +21,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/.." && pwd)
 SECS=${1:-60}
 [ $# -gt 0 ] && shift
-TARGETS=${*:-http fastcgi postgresql dns line oneshot redis mysql}
+TARGETS=${*:-http fastcgi postgresql dns line oneshot redis mysql http2}
 case $SECS in *[!0-9]*|'') echo "run.sh: SECONDS must be a number" >&2; exit 2 ;; esac
 
 W=$(mktemp -d /tmp/bp-fuzz.XXXXXX)

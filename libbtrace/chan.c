@@ -162,6 +162,21 @@ void bt_chan_attach(struct bt_chan *ch, int fd, const struct bt_proto_ops *p,
 		bt_unread_note(how == BT_PH_TLS ? 't' : 'u');
 }
 
+void bt_chan_switch(struct bt_chan *ch, int fd, unsigned id)
+{
+	const struct bt_proto_ops *p = id < BT_PROTO_MAX ? bt_protocols[id] :
+				       NULL;
+
+	if (!p || !ch->pp)
+		return;
+	if (ch->pp->fini)
+		ch->pp->fini(ch->pps);
+	free(ch->pps);
+	ch->pps = NULL;
+	ch->pp = NULL;
+	bt_chan_attach(ch, fd, p, BT_PH_UPGRADE, "upgrade");
+}
+
 /* Choose by rules at creation.  Channel not yet visible to others. */
 static void choose(struct bt_chan *ch, int fd, const struct bt_event *ce,
 		   const char *path)

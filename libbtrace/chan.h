@@ -17,6 +17,10 @@ BT_HIDDEN void bt_chan_socketpair(int fd0, int fd1, int type);
 BT_HIDDEN void bt_chan_attach(struct bt_chan *ch, int fd,
 			      const struct bt_proto_ops *p, int how,
 			      const char *why);
+/* The processor hands CH over to processor ID (bt_msg.next_proto): the
+ * old one's state freed, ID's started afresh and logged (BT_PH_UPGRADE).
+ * Channel locked. */
+BT_HIDDEN void bt_chan_switch(struct bt_chan *ch, int fd, unsigned id);
 /* Choose by sniffing the first bytes (channel locked). */
 BT_HIDDEN void bt_chan_sniff(struct bt_chan *ch, int fd, int dir,
 			     const uint8_t *p, size_t n);

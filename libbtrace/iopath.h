@@ -13,7 +13,8 @@
 #include "bt.h"
 
 /* MSG ended (or began) on CH: its MSG record, OFF/LEN its stream bytes,
- * PEER (if any) one more attribute; redacted if need be (msg.c). */
+ * PEER (if any) one more attribute; redacted if need be; then, if MSG
+ * names a next processor (next_proto), CH is handed to it (msg.c). */
 BT_HIDDEN void bt_msg_log(struct bt_chan *ch, int fd, int dir,
 			  const struct bt_msg *m, uint64_t off,
 			  uint64_t len, const struct bt_addr *peer);
@@ -54,7 +55,9 @@ static inline void log_simple(struct bt_chan *ch, int type, int fd, int dir,
 
 /*
  * N bytes of DIR moved (handed to the application, or written).  MSG, if
- * it has a kind, ends exactly after them.  Logs MSG at message ends.
+ * it has a kind, ends exactly after them.  Logs MSG at message ends (and
+ * bt_msg_log hands the channel to the message's next processor if it
+ * names one).
  */
 static __attribute__((unused)) void track(struct bt_chan *ch, int fd,
 		int dir, uint64_t n, const struct bt_msg *m,

@@ -39,7 +39,7 @@ void bt_msg_log(struct bt_chan *ch, int fd, int dir, const struct bt_msg *m,
 	char pbuf[64];
 
 	if (unlikely(ch->dark))
-		return;
+		goto next;
 	r.ts = dir == BT_DIR_OUT ? bt_self.out_ts : 0;
 	r.fd = fd;
 	r.dir = (uint8_t)dir;
@@ -69,6 +69,11 @@ void bt_msg_log(struct bt_chan *ch, int fd, int dir, const struct bt_msg *m,
 		msg_redact_emit(&r);
 	else
 		bt_emit_msg(&r);
+next:
+	/* the processor hands the channel over after this message (here,
+	 * not in the inlined track(): the hot path stays as it was) */
+	if (unlikely(m->next_proto))
+		bt_chan_switch(ch, fd, m->next_proto);
 }
 
 static void log_lost(struct bt_chan *ch, int fd, int dir)

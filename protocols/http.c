@@ -17,7 +17,9 @@
  * methods that change a response's framing); every other pending request is
  * just counted.  1xx responses other than 101 are interim: ONEWAY messages
  * that answer nothing.  After a tunnel opens every feed() is BT_PP_LOST, so
- * the channel passes through.
+ * the channel passes through; except a 101 to a request with "Upgrade: h2c"
+ * (RFC 7540 3.2): that 101 is ONEWAY (the answer comes as HTTP/2's stream
+ * 1) and names http2 as the channel's next processor (bt_msg.next_proto).
  *
  * HTTP runs over streams only: on a datagram transport feed() is
  * BT_PP_LOST at once.
@@ -66,6 +68,7 @@ enum { M_OTHER, M_HEAD, M_CONNECT };
 #define F_HEX      0x100u   /* chunk: a hex digit seen */
 #define F_EXT      0x200u   /* chunk: in extensions */
 #define F_TOK      0x400u   /* start line: its first token has ended */
+#define F_H2C      0x800u   /* request: Upgrade: h2c */
 
 struct http_dir {
 	uint8_t  st;
@@ -87,6 +90,7 @@ struct http_dir {
 struct http_state {
 	int8_t   req_dir;        /* -1 until known */
 	uint8_t  tunnel;         /* or a datagram transport: not followed */
+	uint8_t  h2c;            /* a request asked to upgrade to h2c */
 	uint8_t  sp_head, sp_n;  /* queue of pending HEAD/CONNECT */
 	uint8_t  sp_kind[HTTP_SPECIAL_MAX];
 	uint32_t sp_seq[HTTP_SPECIAL_MAX];
@@ -302,6 +306,18 @@ static int field_line(struct http_dir *d, const char *l, size_t n)
 	}
 	if (d->f & F_REPLY)
 		return 0;
+	if (tok_is(l, nl, "upgrade")) {
+		/* "h2c" among the protocols asked for (RFC 7540 section
+		 * 3.2): a 101 hands the channel to HTTP/2 */
+		for (size_t i = 0; i + 3 <= vl; i++)
+			if ((v[i] | 0x20) == 'h' && v[i + 1] == '2' &&
+			    (v[i + 2] | 0x20) == 'c' &&
+			    (i + 3 == vl || v[i + 3] == ',' ||
+			     is_sp(v[i + 3]) || v[i + 3] == '\r') &&
+			    (i == 0 || v[i - 1] == ',' || is_sp(v[i - 1])))
+				d->f |= F_H2C;
+		return 0;
+	}
 	uint8_t key = tok_is(l, nl, "host") ? BT_AK_HOST :
 		      tok_is(l, nl, "traceparent") ? BT_AK_TRACEPARENT :
 		      tok_is(l, nl, "x-request-id") ? BT_AK_REQUEST_ID : 0;
@@ -319,6 +335,8 @@ static int field_line(struct http_dir *d, const char *l, size_t n)
 static int head_done(struct http_state *s, struct http_dir *d)
 {
 	if (!(d->f & F_REPLY)) {
+		if (d->f & F_H2C)
+			s->h2c = 1;
 		if (d->method != M_OTHER) {
 			if (s->sp_n >= HTTP_SPECIAL_MAX)
 				return -1;
@@ -377,7 +395,12 @@ static void emit(struct http_state *s, struct http_dir *d, struct bt_msg *m)
 		m->kind = d->status < 200 && d->status != 101 ? BT_MK_ONEWAY :
 			  BT_MK_REPLY;
 		m->status = d->status;
-		if (d->status == 101 ||
+		if (d->status == 101 && s->h2c) {
+			/* h2c: the answer comes as HTTP/2's stream 1, an
+			 * interim message until then; HTTP/2 from here on */
+			m->kind = BT_MK_ONEWAY;
+			m->next_proto = BT_PROTO_HTTP2;
+		} else if (d->status == 101 ||
 		    (d->method == M_CONNECT && d->status >= 200 &&
 		     d->status < 300))
 			s->tunnel = 1;

@@ -11,7 +11,8 @@ BTPROTO_SOURCES = \
 	protocols/pgsql.c \
 	protocols/dns.c \
 	protocols/redis.c \
-	protocols/mysql.c
+	protocols/mysql.c \
+	protocols/http2.c
 
 noinst_LTLIBRARIES += libbtproto.la
 libbtproto_la_SOURCES = $(BTPROTO_SOURCES)
@@ -57,7 +58,7 @@ FUZZ_SOURCES = fuzz/fuzz_proto.c tests/unit/check_proto_lib.c \
 FUZZ_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 noinst_PROGRAMS += fuzz/fuzz-http fuzz/fuzz-fastcgi fuzz/fuzz-postgresql \
 	fuzz/fuzz-dns fuzz/fuzz-line fuzz/fuzz-oneshot fuzz/fuzz-redis \
-	fuzz/fuzz-mysql
+	fuzz/fuzz-mysql fuzz/fuzz-http2
 fuzz_fuzz_http_SOURCES = $(FUZZ_SOURCES)
 fuzz_fuzz_http_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_PROTO=bt_proto_http
 fuzz_fuzz_http_CFLAGS = $(AM_CFLAGS) $(FUZZ_FLAGS)
@@ -98,6 +99,11 @@ fuzz_fuzz_mysql_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_PROTO=bt_proto_mysql
 fuzz_fuzz_mysql_CFLAGS = $(AM_CFLAGS) $(FUZZ_FLAGS)
 fuzz_fuzz_mysql_LDFLAGS = $(FUZZ_FLAGS)
 fuzz_fuzz_mysql_LDADD = libbtcommon.la
+fuzz_fuzz_http2_SOURCES = $(FUZZ_SOURCES)
+fuzz_fuzz_http2_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_PROTO=bt_proto_http2
+fuzz_fuzz_http2_CFLAGS = $(AM_CFLAGS) $(FUZZ_FLAGS)
+fuzz_fuzz_http2_LDFLAGS = $(FUZZ_FLAGS)
+fuzz_fuzz_http2_LDADD = libbtcommon.la
 endif
 EXTRA_DIST += fuzz/run.sh fuzz/mkseeds.py tests/proto/README.md \
 	tests/proto/captures tests/proto/golden tests/proto/record.sh \

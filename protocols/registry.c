@@ -16,6 +16,7 @@ const struct bt_proto_ops *const bt_protocols[BT_PROTO_MAX] = {
 	[BT_PROTO_DNS]     = &bt_proto_dns,
 	[BT_PROTO_REDIS]   = &bt_proto_redis,
 	[BT_PROTO_MYSQL]   = &bt_proto_mysql,
+	[BT_PROTO_HTTP2]   = &bt_proto_http2,
 };
 
 /*
@@ -28,7 +29,9 @@ const struct bt_proto_ops *const bt_protocols[BT_PROTO_MAX] = {
  * below 1024, sequence id 0, protocol 10, a version starting with a digit)
  * goes before DNS: a DNS message with those five bytes is very unlikely
  * (a length and id of 1-3 / 0 and flags 0x0a), the other way round
- * a greeting could be taken for DNS.  line and oneshot have no signature and
+ * a greeting could be taken for DNS.  HTTP/2's client preface ("PRI *
+ * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24 bytes) is no HTTP/1 method (http.c
+ * says NO to "PRI") and goes before DNS too.  line and oneshot have no signature and
  * are never chosen by sniffing.
  */
 static const struct bt_proto_ops *const sniff_order[] = {
@@ -37,6 +40,7 @@ static const struct bt_proto_ops *const sniff_order[] = {
 	&bt_proto_fastcgi,
 	&bt_proto_redis,
 	&bt_proto_mysql,
+	&bt_proto_http2,
 	&bt_proto_dns,
 };
 

@@ -604,9 +604,20 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 		break;
 	default:
 	oneway:
-		if (x)
+		if (x) {
 			desig_set(d, x->req, x->span, x->client_root);
-		else if (e->cli)
+		} else if ((ev->flags & BT_MF_WITNESS) &&
+			   (sp = rc_span_witness(e->srv, ev->witness)) != NULL) {
+			/* a multiplexed exchange's frame (HTTP/2: a request
+			 * body) from an untraced peer: its own exchange */
+			desig_set(d, sp->req, sp->id, sp->client_root);
+			sp = NULL;
+		} else if ((ev->flags & BT_MF_WITNESS) &&
+			   (sp = rc_span_witness(e->cli, ev->witness)) != NULL) {
+			/* (a reply's frame before its last) */
+			desig_set(d, sp->req, sp->parent, sp->client_root);
+			sp = NULL;
+		} else if (e->cli)
 			desig_set(d, e->cli->req, e->cli->parent,
 				  e->cli->client_root);
 		else

@@ -36,7 +36,7 @@ static const char *const proto_names[BT_PROTO_MAX] = {
 	[BT_PROTO_ONESHOT] = "oneshot", [BT_PROTO_HTTP] = "http",
 	[BT_PROTO_FASTCGI] = "fastcgi", [BT_PROTO_PGSQL] = "postgresql",
 	[BT_PROTO_DNS] = "dns", [BT_PROTO_REDIS] = "redis",
-	[BT_PROTO_MYSQL] = "mysql",
+	[BT_PROTO_MYSQL] = "mysql", [BT_PROTO_HTTP2] = "http2",
 };
 
 const char *rc_proto_name(unsigned p)
@@ -480,6 +480,14 @@ struct rc_span *rc_span_match(struct rc_span **head, const struct bt_event *ev)
 	return sp;
 }
 
+struct rc_span *rc_span_witness(struct rc_span *head, uint64_t w)
+{
+	for (; head; head = head->next)
+		if (head->has_witness && head->witness == w)
+			return head;
+	return NULL;
+}
+
 /* First word of S, upper-cased, at most 24 characters. */
 static char *first_word(const char *s, size_t n)
 {
@@ -526,6 +534,7 @@ void rc_span_label(struct rc_span *sp, const struct bt_event *ev)
 		sp->tok_partial = (uint8_t)!rc_tok_inbound_whole(ev);
 	switch (ev->proto) {
 	case BT_PROTO_HTTP:
+	case BT_PROTO_HTTP2:
 		sp->target = attr_dup(ev, BT_AK_TARGET);
 		if (sp->target) {
 			size_t n = strcspn(sp->target, "?");

@@ -96,6 +96,9 @@ void rc_span_push(struct rc_span **head, struct rc_span *sp, uint64_t off);
  * of the exchanges that have one). */
 struct rc_span *rc_span_match(struct rc_span **head, const struct bt_event *ev);
 
+/* The open exchange in HEAD with witness W (left in the list), or NULL. */
+struct rc_span *rc_span_witness(struct rc_span *head, uint64_t w);
+
 /*
  * The parked detector (docs/reconstruct.md, "Certainty").  Open server
  * spans are found by id (rc_span_srv: NULL if SPAN is none, or ended).

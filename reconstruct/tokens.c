@@ -448,6 +448,7 @@ static int target_values(unsigned proto, const char *s, size_t n,
 		return 1;
 	switch (proto) {
 	case BT_PROTO_HTTP:
+	case BT_PROTO_HTTP2:
 	case BT_PROTO_FASTCGI:
 		return url_values(s, n, t);
 	case BT_PROTO_PGSQL:
@@ -521,6 +522,7 @@ static const struct bt_attr *msg_text(const struct bt_event *ev)
 {
 	switch (ev->proto) {
 	case BT_PROTO_HTTP:
+	case BT_PROTO_HTTP2:
 		return rc_attr(ev, BT_AK_TARGET);
 	case BT_PROTO_FASTCGI: {
 		const struct bt_attr *a = rc_attr(ev, BT_AK_FCGI_URI);

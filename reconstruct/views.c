@@ -29,7 +29,7 @@
 
 /* The condition "span S carries an error" (see the errors view). */
 #define SPAN_ERROR(s) \
-	"((" s ".protocol = 'http' AND " s ".status >= 500)\n" \
+	"((" s ".protocol IN ('http', 'http2') AND " s ".status >= 500)\n" \
 	"   OR (" s ".protocol = 'dns' AND " s ".status != 0)\n" \
 	"   OR " s ".end_ns IS NULL\n" \
 	"   OR EXISTS (SELECT 1 FROM attrs a WHERE a.span_id = " s ".span_id\n" \
@@ -164,7 +164,7 @@ const char rc_views_sql[] =
 	"         THEN substr(target, 1, instr(target, '?') - 1)\n"
 	"         ELSE target END AS path\n"
 	"  FROM requests\n"
-	"  WHERE protocol IN ('http', 'fastcgi') AND target IS NOT NULL),\n"
+	"  WHERE protocol IN ('http', 'http2', 'fastcgi') AND target IS NOT NULL),\n"
 	"g AS (SELECT *, " BASENAME("path") " AS seg FROM p),\n"
 	"e AS (\n"
 	"  SELECT *, CASE WHEN instr(seg, '.') > 0\n"
@@ -204,7 +204,8 @@ const char rc_views_sql[] =
 	"  WHERE key = 'error' AND span_id IS NOT NULL GROUP BY span_id),\n"
 	"e AS (\n"
 	"  SELECT s.*, CASE\n"
-	"    WHEN s.protocol = 'http' AND s.status >= 500 THEN 'http ' || s.status\n"
+	"    WHEN s.protocol IN ('http', 'http2') AND s.status >= 500\n"
+	"      THEN s.protocol || ' ' || s.status\n"
 	"    WHEN ea.value IS NOT NULL THEN s.protocol || ' ' || ea.value\n"
 	"    WHEN s.protocol = 'dns' AND s.status != 0 THEN 'dns ' || s.status\n"
 	"    WHEN s.end_ns IS NULL THEN 'no reply' END AS error\n"

@@ -14,7 +14,8 @@ INTEG_TESTS = \
 	tests/integ/unread-tls.sh \
 	tests/integ/gnutls-cli.sh \
 	tests/integ/rawsys.sh \
-	tests/integ/rawsys-go.sh
+	tests/integ/rawsys-go.sh \
+	tests/integ/h2c-upgrade.sh
 
 TESTS += $(INTEG_TESTS)
 EXTRA_DIST += $(INTEG_TESTS) tests/integ/lib.sh tests/integ/check-paths.py \

@@ -123,9 +123,12 @@ enum bt_msg_kind {
 /* BT_EV_PROTO flags: how the processor was chosen */
 enum bt_proto_how { BT_PH_RULE = 1, BT_PH_DEFAULT = 2, BT_PH_SNIFF = 3,
 		    BT_PH_NONE = 4,  /* sniffing recognised nothing */
-		    BT_PH_TLS = 5    /* no processor: the first bytes are a
+		    BT_PH_TLS = 5,   /* no processor: the first bytes are a
 					TLS handshake record, encrypted
-					inside the program */ };
+					inside the program */
+		    BT_PH_UPGRADE = 6 /* the previous processor handed the
+					 channel over (HTTP/1.1 Upgrade:
+					 h2c answered by 101) */ };
 
 /* BT_EV_PROC_START flags */
 #define BT_PF_FORKED    0x01u  /* started by fork in a traced parent */

@@ -9,8 +9,10 @@
  *
  * Contract (every processor, checked by tests/unit/check_proto_*.c and the
  * fuzz targets):
- *  - per-channel state is a fixed-size block (ops->state_size bytes) that
- *    libbtrace allocates zeroed and passes to init; no allocation ever;
+ *  - per-channel state is a fixed-size block (ops->state_size bytes, at
+ *    most 8192: HTTP/2's HPACK tables and streams take 5.7 KiB; the others
+ *    stay within 4096) that libbtrace allocates zeroed (calloc, once per
+ *    channel) and passes to init; no allocation ever;
  *  - feed() sees each byte of a direction exactly once, in order, in chunks
  *    of any size (1 byte at a time must give the same result as all at
  *    once); it never reads outside [p, p+n);
@@ -37,6 +39,7 @@ enum bt_proto_id {
 	BT_PROTO_DNS     = 6,
 	BT_PROTO_REDIS   = 7,
 	BT_PROTO_MYSQL   = 8,
+	BT_PROTO_HTTP2   = 9,
 	BT_PROTO_MAX
 };
 
@@ -68,6 +71,11 @@ struct bt_msg {
 	uint8_t  kind;          /* enum bt_msg_kind; 0 = no message ended */
 	uint8_t  flags;         /* BT_MF_WITNESS, BT_MF_TRUNC */
 	uint8_t  nattr;
+	uint8_t  next_proto;    /* 0, or enum bt_proto_id: after this message
+				   both directions speak that protocol (an
+				   HTTP/1.1 Upgrade: h2c answered by 101);
+				   libbtrace starts its processor afresh on
+				   the bytes that follow (not logged) */
 	uint32_t status;        /* HTTP status, DNS rcode, 0 if none */
 	uint64_t witness;       /* FastCGI request id, DNS id, ... */
 	struct bt_attr attr[BT_EV_MAX_ATTR];
@@ -80,6 +88,7 @@ static inline void bt_msg_init(struct bt_msg *m)
 	m->kind = 0;
 	m->flags = 0;
 	m->nattr = 0;
+	m->next_proto = 0;
 	m->status = 0;
 	m->witness = 0;
 }
@@ -129,7 +138,7 @@ struct bt_proto_ops {
 	const char *name;       /* "http": the name used in rules and logs */
 	uint8_t     id;         /* enum bt_proto_id */
 	uint8_t     flags;      /* BT_PPF_* */
-	uint16_t    state_size; /* bytes of per-channel state (<= 4096) */
+	uint16_t    state_size; /* bytes of per-channel state (<= 8192) */
 
 	/*
 	 * sniff - could a channel whose first bytes in direction DIR are
@@ -212,5 +221,6 @@ extern const struct bt_proto_ops bt_proto_pgsql;
 extern const struct bt_proto_ops bt_proto_dns;
 extern const struct bt_proto_ops bt_proto_redis;
 extern const struct bt_proto_ops bt_proto_mysql;
+extern const struct bt_proto_ops bt_proto_http2;
 
 #endif /* BTRACE_PROTO_H */

@@ -472,6 +472,72 @@ def redis(meta, st, order):
     return out
 
 
+# ---- HTTP/2 ---------------------------------------------------------------
+
+H2_PRI = b'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'
+
+
+def h2_frames(s, client):
+    """(offset after, type, flags, stream) of every whole frame."""
+    pos = len(H2_PRI) if client else 0
+    out = []
+    while pos + 9 <= len(s):
+        n = int.from_bytes(s[pos:pos + 3], 'big')
+        if pos + 9 + n > len(s):
+            break
+        sid = int.from_bytes(s[pos + 5:pos + 9], 'big') & 0x7fffffff
+        pos += 9 + n
+        out.append((pos, s[pos - 9 - n + 3], s[pos - 9 - n + 4], sid))
+    return out
+
+
+def http2(meta, st, order, with_sid=False):
+    """Every frame is a message (a header block with its CONTINUATION
+    frames one): the client's first header block of a stream is its
+    request, its other frames oneway; the server's frames of a stream are
+    oneway up to the one with END_STREAM, the reply (a RST_STREAM ends an
+    open reply too; streams the server opened, even ids, are control);
+    everything else is control."""
+    cl = 1 if meta['role'] == 'client' else 0
+    out = [None, None]
+    asked = set()
+    for client, d in ((True, cl), (False, 1 - cl)):
+        msgs, start, blk, done = [], 0, None, set()
+        for end, t, fl, sid in h2_frames(st[d], client):
+            if t in (1, 5):                     # HEADERS, PUSH_PROMISE
+                blk = (t, fl & 1)
+            if t in (1, 9):
+                if not fl & 4:
+                    continue                    # the block goes on
+                first, es = blk
+                if first == 5:
+                    kind = 'control'
+                elif client:
+                    kind = 'oneway' if sid in asked else 'request'
+                    asked.add(sid)
+                else:
+                    kind = 'reply' if es else 'oneway'
+            elif t == 0:
+                kind = ('oneway' if client or not fl & 1 else 'reply')
+            elif t == 3:
+                if client:
+                    kind = 'oneway' if sid in asked else 'control'
+                else:
+                    kind = 'reply' if sid in asked and sid not in done \
+                        else 'control'
+            else:
+                kind = 'control'
+            if not client and kind == 'reply':
+                done.add(sid)
+            if not client and sid % 2 == 0 and kind != 'control':
+                kind = 'control'
+            msgs.append((start, end - start, kind, None) +
+                        ((sid if kind != 'control' else None,)
+                         if with_sid else ()))
+            start = end
+        out[d] = msgs
+    return out
+
 def compare(name, want, got):
     errs = []
     for d in (0, 1):
@@ -518,6 +584,10 @@ def main():
             errs += compare(name, redis(meta, st, order), golden)
         elif p == 'mysql':
             errs += compare(name, mysql(meta, st, order), golden)
+        elif p == 'http2':
+            errs += compare(name, http2(meta, st, order),
+                            [[(o, l, k, None) for o, l, k, s in golden[d]]
+                             for d in (0, 1)])
         else:
             n -= 1
     for e in errs:

@@ -318,10 +318,24 @@ def frame_mysql(c):
     return out
 
 
+def frame_http2(c):
+    """check_golden.py's HTTP/2 framing (every frame a message, the
+    stream id its witness); HPACK is not decoded here: no attributes."""
+    st = [bytes(s) for s in c['st']]
+    framed = check_golden.http2({'role': 'client'}, st, c['order'], True)
+    out = []
+    for d, name in ((1, 'out'), (0, 'in')):
+        for o, n, k, s, sid in framed[d]:
+            out.append({'dir': name, 'off': o, 'len': n, 'kind': k,
+                        'status': None, 'attrs': {}, 'key': None,
+                        'witness': sid})
+    return out
+
+
 FRAMERS = {'http': frame_http, 'postgresql': frame_pg, 'dns': frame_dns,
-           'redis': frame_redis, 'mysql': frame_mysql}
+           'redis': frame_redis, 'mysql': frame_mysql, 'http2': frame_http2}
 KEY = {'http': 'target', 'postgresql': 'sql', 'dns': 'dns_name',
-       'redis': 'target', 'mysql': 'sql'}
+       'redis': 'target', 'mysql': 'sql', 'http2': 'target'}
 
 
 # ---- the database --------------------------------------------------------
@@ -344,7 +358,7 @@ def pairs(proto, msgs):
     """[(request, reply)] of a framed or stored list of messages."""
     reqs = [m for m in msgs if m['kind'] == 'request']
     reps = [m for m in msgs if m['kind'] == 'reply']
-    if proto == 'dns':
+    if proto in ('dns', 'http2'):
         byid = {}
         for m in reqs:
             byid.setdefault(m['witness'], []).append(m)

@@ -1,7 +1,7 @@
 #!/bin/bash
 # record.sh - record the captures of tests/proto/captures from real servers.
 #
-# Usage: tests/proto/record.sh [web|pg|dns|line|redis|my|all] [OUTDIR]
+# Usage: tests/proto/record.sh [web|pg|dns|line|redis|my|h2|all] [OUTDIR]
 #
 # Starts nginx, apache2 (prefork, proxy_fcgi), php-fpm, PostgreSQL and
 # dnsmasq on loopback in a temporary directory, drives them with curl, ab, a
@@ -15,7 +15,9 @@
 # Environment: BP_KEEP=1 keeps the temporary directory (its path is
 # printed); BP_PORT_BASE (default 18480) is the first of the ports used:
 # +1 nginx, +2 apache, +3 PostgreSQL, +4 dnsmasq, +5 smtpd, +6 redis,
-# +7 mariadbd.
+# +7 mariadbd, +8 nginx serving h2c.
+# h2: nginx with "listen ... http2" (h2c) driven by nghttp (nghttp2-client):
+# concurrent GETs on one connection, a POST.
 # my: mariadbd (mariadb-install-db in the temporary directory, run as
 # root) driven by the mariadb client, pymysql (myclient.py) and
 # Connector/C (mycapi.py).
@@ -111,7 +113,7 @@ peer_ino_of() {
 }
 
 mkdir -p "$OUT"
-for p in $P_NGINX $P_APACHE $P_PG $P_DNS $((BASE + 5)) $((BASE + 6)) $((BASE + 7)); do
+for p in $P_NGINX $P_APACHE $P_PG $P_DNS $((BASE + 5)) $((BASE + 6)) $((BASE + 7)) $((BASE + 8)); do
 	if (exec 3<>/dev/tcp/127.0.0.1/"$p") 2>/dev/null; then
 		die "port $p is in use: choose other ports with BP_PORT_BASE"
 	fi
@@ -538,6 +540,8 @@ s.close()
 	cap redis-server-py redis "^TCP:\[127.0.0.1:$P_REDIS->127.0.0.1:[0-9]+\]" \
 		redis server stream 2 \
 		"redis-server 7.0: the redis-py connection of the pipeline, MULTI/EXEC and BLPOP, server side"
+}
+
 # ----------------------------------------------------------------- my ---
 my() {
 	local D=$T/my P_MY=$((BASE + 7))
@@ -596,6 +600,59 @@ EOF
 		stream 1 "mariadb 10.11 client over the unix socket: access denied (ERR 1045 in the handshake)"
 }
 
+# ---------------------------------------------------------------- h2 ---
+# nginx serving h2c (prior knowledge), a worker of its own under strace;
+# nghttp: four GETs at once on one connection (a query string with a
+# token, a 52 KiB file, a 404, "return 444", which HTTP/2 answers with
+# RST_STREAM), then a POST with a body on a second connection.
+h2() {
+	local P_H2=$((BASE + 8)) D=$T/h2
+	mkdir -p "$D/www" "$D/tmp"
+	echo hello >"$D/www/a.txt"
+	head -c 40000 /dev/urandom | base64 >"$D/www/big.txt"
+	echo "some body data" >"$D/body.txt"
+	chmod -R a+rX "$D"
+	cat >"$D/nginx.conf" <<-EOF
+	daemon off;
+	master_process off;
+	worker_processes 1;
+	pid $D/nginx.pid;
+	error_log $D/error.log warn;
+	events { worker_connections 64; }
+	http {
+	    access_log off;
+	    client_body_temp_path $D/tmp/body;
+	    proxy_temp_path $D/tmp/proxy;
+	    fastcgi_temp_path $D/tmp/fcgi;
+	    uwsgi_temp_path $D/tmp/uwsgi;
+	    scgi_temp_path $D/tmp/scgi;
+	    server {
+	        listen 127.0.0.1:$P_H2 http2;
+	        root $D/www;
+	        location /post { return 201 "made\n"; }
+	        location /rst { return 444; }
+	    }
+	}
+	EOF
+	st_bg nginx-h2 nginx -c "$D/nginx.conf" -p "$D" &
+	PIDS+=($!)
+	wait_port "$P_H2"
+	local U=http://127.0.0.1:$P_H2 HC="^TCP:\[127.0.0.1:[0-9]+->127.0.0.1:$P_H2\]"
+	local HS="^TCP:\[127.0.0.1:$P_H2->127.0.0.1:"
+	st nghttp nghttp -n "$U/a.txt?x=1&token=s3cret" "$U/big.txt" \
+		"$U/missing" "$U/rst" >/dev/null || true
+	cap h2-nghttp-client nghttp "$HC" http2 client stream 1 \
+		"nghttp 1.52 h2c prior knowledge, 4 concurrent GETs on one connection (a query string with a token, 52 KiB body, 404, nginx return 444 = RST_STREAM), priority anchor streams"
+	cap h2-nginx-server nginx-h2 "$HS$(lport_of h2-nghttp-client)\]" http2 \
+		server stream 1 "nginx 1.22 listen http2 (h2c), nghttp 1.52: 4 concurrent GETs on one connection (a query string with a token, 52 KiB body, 404, return 444 = RST_STREAM)"
+	st nghttp-post nghttp -n -d "$D/body.txt" "$U/post" >/dev/null
+	cap h2-nghttp-post-client nghttp-post "$HC" http2 client stream 1 \
+		"nghttp 1.52 -d: a POST with a body (HEADERS, DATA with END_STREAM), 201"
+	cap h2-nginx-post-server nginx-h2 \
+		"$HS$(lport_of h2-nghttp-post-client)\]" http2 server stream 1 \
+		"nginx 1.22 listen http2 (h2c): a POST with a body from nghttp -d, 201"
+}
+
 case $WHAT in
 web) web ;;
 pg) pg ;;
@@ -603,6 +660,7 @@ dns) dns ;;
 line) line ;;
 redis) redis ;;
 my) my ;;
-all) web; pg; dns; line; redis; my ;;
-*) die "unknown part '$WHAT' (web, pg, dns, line, redis, my, all)" ;;
+h2) h2 ;;
+all) web; pg; dns; line; redis; my; h2 ;;
+*) die "unknown part '$WHAT' (web, pg, dns, line, redis, my, h2, all)" ;;
 esac

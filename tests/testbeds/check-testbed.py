@@ -6,7 +6,8 @@ usage: check-testbed.py --truth FILE --db paths.db --label TEXT
                         [--front EXE] [--php EXE] [--py EXE] [--cgi EXE]
                         [--psql EXE] [--getent EXE] [--db-exe EXE]
                         [--shape front|app] [--client EXE] [--via EXE]
-                        [--backend EXE] [--redis EXE]
+                        [--backend EXE] [--redis EXE] [--front-proto P]
+                        [--app-proto P] [--method M]
                         [--certainty] [--report-only] [--explain N]
 
 The truth file has one line per request, tab-separated: ID, KIND (php, py,
@@ -25,13 +26,15 @@ A request is correct when its spans in the database are exactly these and
 nothing else (EXE names are basenames of spans.exe):
 
   front   server http   target URL, the root of request R (no parent);
-          the requests row R says protocol http, method GET, target URL,
+          the requests row R says protocol http (--front-proto: http2
+          for a front read as HTTP/2), method GET (--method), target URL,
           status 200
   static  nothing else in R; the front opened the file (files row in R)
   php     front client fastcgi (target URL) under the root; php-fpm
           server fastcgi (URL) under it
   py      front client http (URL) under the root; python server http (URL)
-          under it
+          under it (--app-proto: another protocol for both, http2 for
+          gRPC)
   pyr     first a front client dns span "r-ID.test" under the root, then
           the same as py
   cgi     front client fastcgi (URL) under the root; fcgiwrap server
@@ -319,7 +322,7 @@ class Checker:
         self.req = None
         mine = db.by_id.get(t.id, [])
         roots = [s for s in mine if s.kind == 'server' and
-                 s.protocol == 'http' and s.exe == x['front'] and
+                 s.protocol == x['front_proto'] and s.exe == x['front'] and
                  s.target == t.url]
         if len(roots) != 1:
             return 'found %d front server spans "%s" in %s (want 1)' % (
@@ -334,9 +337,9 @@ class Checker:
         row = db.reqs.get(r)
         if row is None:
             return 'request %s of "%s" has no row in requests' % (r, t.url)
-        if row != ('http', 'GET', t.url, 200):
-            return 'requests row %s is %r, want %r' % (
-                r, row, ('http', 'GET', t.url, 200))
+        want = (x['front_proto'], x['method'], t.url, 200)
+        if row != want:
+            return 'requests row %s is %r, want %r' % (r, row, want)
         for s in mine:
             if s.request_id != r:
                 return '%s, not in request %s' % (s, r)
@@ -350,7 +353,7 @@ class Checker:
             if why:
                 return why
         if t.kind != 'static':
-            proto = 'http' if t.kind in ('py', 'pyr') else 'fastcgi'
+            proto = x['app_proto'] if t.kind in ('py', 'pyr') else 'fastcgi'
             app = {'php': x['php'], 'py': x['py'], 'pyr': x['py'],
                    'cgi': x['cgi']}[t.kind]
             call, why = take(pick('client', proto, x['front'], t.url),
@@ -520,6 +523,9 @@ def main():
     ap.add_argument('--db', required=True)
     ap.add_argument('--label', default='run')
     ap.add_argument('--front', default='nginx')
+    ap.add_argument('--front-proto', default='http')
+    ap.add_argument('--app-proto', default='http')
+    ap.add_argument('--method', default='GET')
     ap.add_argument('--php', default='php-fpm8.2')
     ap.add_argument('--py', default='python3.11')
     ap.add_argument('--cgi', default='fcgiwrap')
@@ -543,7 +549,8 @@ def main():
                   'cgi': a.cgi, 'psql': a.psql, 'getent': a.getent,
                   'db': a.db_exe, 'client': a.client,
                   'backend': a.backend, 'via': a.via,
-                  'redis': a.redis})
+                  'redis': a.redis, 'front_proto': a.front_proto,
+                  'app_proto': a.app_proto, 'method': a.method})
     wrong = []
     per_kind = defaultdict(lambda: [0, 0])
     counts = dict.fromkeys(CLASSES, 0)

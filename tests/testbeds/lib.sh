@@ -32,6 +32,10 @@
 #               directory (tb_mh_setup)
 #   TB_DB       postgresql (default) | mariadb: the database of the
 #               tb_app_* runs (mariadb: mariadbd on $T/my/mysqld.sock)
+#   TB_NGINX_LISTEN  appended to nginx's listen directive (" http2": h2c)
+#   TB_FRONT_PROTO, TB_APP_PROTO, TB_METHOD  what check-testbed.py wants
+#               of the front's server span, of its call and the app's
+#               server span, and the request's method (http, http, GET)
 #
 # Environment:
 #   TB_REQUESTS   requests per run (default 2000; the figures of
@@ -479,7 +483,7 @@ tb_nginx_start() {
 	        keepalive 4;
 	    }
 	    server {
-	        listen 127.0.0.1:$FRONT_PORT$ssl;
+	        listen 127.0.0.1:$FRONT_PORT$ssl${TB_NGINX_LISTEN:-};
 	        $certs
 	        root $T/www;
 	        location /static/ { }
@@ -738,7 +742,10 @@ tb_check() {
 		--front "$(case $TB_FRONT in apache) echo apache2 ;;
 			haproxy) echo haproxy ;; *) echo nginx ;; esac)" \
 		--php "$(basename "${PHPFPM:-php-fpm}")" \
-		--py "${PYEXE:-python3}" --explain "$TB_EXPLAIN" "${flag[@]}" |
+		--py "${PYEXE:-python3}" --explain "$TB_EXPLAIN" \
+		--front-proto "${TB_FRONT_PROTO:-http}" \
+		--app-proto "${TB_APP_PROTO:-http}" --method "${TB_METHOD:-GET}" \
+		"${flag[@]}" |
 		tee -a "$T/results.txt"
 	return "${PIPESTATUS[0]}"
 }

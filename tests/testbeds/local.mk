@@ -4,9 +4,11 @@
 # directory, drives them with tb-client and checks every request's path
 # against the client's ground truth (check-testbed.py).  They need root
 # and the packages run-tests installs; a missing one fails the test.
-# tb-node.sh, tb-pyclient.sh, tb-aiohttp.sh, tb-jdk.sh, tb-pyfront.sh,
-# tb-tomcat.sh, tb-redis.sh and tb-mariadb.sh are the testbeds of the
-# certainty contract: applications that are their own front (node,
+# tb-nginx-h2.sh (nginx serving HTTP/2 to h2load, many streams on one
+# connection) and tb-grpc.sh (grpcio through nginx's grpc_pass) read
+# HTTP/2.  tb-node.sh, tb-pyclient.sh, tb-aiohttp.sh, tb-jdk.sh,
+# tb-pyfront.sh, tb-tomcat.sh, tb-redis.sh and tb-mariadb.sh are the
+# testbeds of the certainty contract: applications that are their own front (node,
 # aiohttp, the JDK, a threaded Python server, Tomcat, a Python server
 # sharing a pool of Redis or of MariaDB connections) or traced clients,
 # each request classified
@@ -42,7 +44,9 @@ TESTBED_TESTS = \
 	tests/testbeds/tb-pyfront.sh \
 	tests/testbeds/tb-tomcat.sh \
 	tests/testbeds/tb-redis.sh \
-	tests/testbeds/tb-mariadb.sh
+	tests/testbeds/tb-mariadb.sh \
+	tests/testbeds/tb-nginx-h2.sh \
+	tests/testbeds/tb-grpc.sh
 
 TESTS += $(TESTBED_TESTS)
 EXTRA_DIST += $(TESTBED_TESTS) tests/testbeds/lib.sh \
@@ -53,4 +57,4 @@ EXTRA_DIST += $(TESTBED_TESTS) tests/testbeds/lib.sh \
 	tests/testbeds/app/TbJava.java tests/testbeds/app/tbpyfront.py \
 	tests/testbeds/app/TbServlet.java \
 	tests/testbeds/app/tbredis.py tests/testbeds/app/tbmyfront.py \
-	tests/testbeds/app/tbserve.py
+	tests/testbeds/app/tbserve.py tests/testbeds/app/tbgrpc.py

@@ -220,6 +220,11 @@ struct pcase {
 #define STREAM     BT_TR_STREAM
 #define DGRAM      BT_TR_DGRAM
 
+/* HTTP/2: the client preface, a frame header (3-byte length, type, flags,
+   4-byte stream id, all as escaped strings), an empty SETTINGS */
+#define H2_PRI "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+#define H2F(len, type, flags, sid) "\x00\x00" len type flags "\x00\x00\x00" sid
+#define H2_SETTINGS H2F("\x00", "\x04", "\x00", "\x00")
 /* FastCGI records used below (version 1) */
 #define FC_BEGIN(id, role) "\x01\x01\x00" id "\x00\x08\x00\x00\x00" role \
 	"\x01\x00\x00\x00\x00\x00"
@@ -1012,6 +1017,182 @@ static const struct pcase cases[] = {
 	EOFIN("reply flags=eof body_len=\"10\""),
 	OUT("again", "lost"),
 } },
+/* --------------------------------------------------------------- http2 */
+{ "http2: RFC 7541 C.4 (Huffman, dynamic table across requests), "
+  "SETTINGS and WINDOW_UPDATE are control messages", "http2", CLIENT,
+  STREAM, {
+	OUT(H2_PRI H2_SETTINGS, "control"),
+	IN(H2_SETTINGS, "control"),
+	OUT(H2F("\x11", "\x01", "\x05", "\x01")
+	    "\x82\x86\x84\x41\x8c\xf1\xe3\xc2\xe5\xf2\x3a\x6b\xa0\xab\x90"
+	    "\xf4\xff", "request witness=1 method=\"GET\" target=\"/\" "
+	    "host=\"www.example.com\""),
+	OUT(H2F("\x0c", "\x01", "\x05", "\x03")
+	    "\x82\x86\x84\xbe\x58\x86\xa8\xeb\x10\x64\x9c\xbf",
+	    "request witness=3 method=\"GET\" target=\"/\" "
+	    "host=\"www.example.com\""),
+	OUT(H2F("\x04", "\x08", "\x00", "\x00") "\x00\x01\x00\x00", "control"),
+	OUT(H2F("\x18", "\x01", "\x05", "\x05")
+	    "\x82\x87\x85\xbf\x40\x88\x25\xa8\x49\xe9\x5b\xa9\x7d\x7f\x89"
+	    "\x25\xa8\x49\xe9\x5b\xb8\xe8\xb4\xbf",
+	    "request witness=5 method=\"GET\" target=\"/index.html\" "
+	    "host=\"www.example.com\""),
+	IN(H2F("\x05", "\x01", "\x04", "\x03") "\x48\x83\x64\x0e\xff",
+	   "oneway witness=3"),
+	IN(H2F("\x00", "\x00", "\x01", "\x03"), "reply status=307 witness=3"),
+	IN(H2F("\x01", "\x01", "\x05", "\x01") "\xbe",
+	   "reply status=307 witness=1"),
+	IN(H2F("\x01", "\x01", "\x05", "\x05") "\x88",
+	   "reply status=200 witness=5"),
+	EOFIN(NULL),
+} },
+{ "http2: interleaved streams, each frame a message of its stream; gRPC "
+  "trailers, RST_STREAM, padding, PRIORITY, CONTINUATION (server end)",
+  "http2", SERVER, STREAM, {
+	IN(H2_PRI H2_SETTINGS, "control"),
+	IN(H2F("\x26", "\x01", "\x04", "\x01") "\x83\x86\x04\x0f/pkg.Svc/Method"
+	   "\x0f\x10\x10" "application/grpc",
+	   "request witness=1 method=\"POST\" target=\"/pkg.Svc/Method\""),
+	IN(H2F("\x03", "\x01", "\x05", "\x03") "\x82\x86\x84",
+	   "request witness=3 method=\"GET\" target=\"/\""),
+	IN(H2F("\x05", "\x00", "\x01", "\x01") "\x00\x00\x00\x00\x00",
+	   "oneway witness=1"),
+	OUT(H2_SETTINGS, "control"),
+	OUT(H2F("\x01", "\x01", "\x05", "\x03") "\x88",
+	    "reply status=200 witness=3"),
+	OUT(H2F("\x14", "\x01", "\x04", "\x01") "\x88\x0f\x10\x10"
+	    "application/grpc", "oneway witness=1"),
+	OUT(H2F("\x05", "\x00", "\x00", "\x01") "\x00\x00\x00\x00\x00",
+	    "oneway witness=1"),
+	OUT(H2F("\x0f", "\x01", "\x05", "\x01") "\x00\x0bgrpc-status\x01" "5",
+	    "reply status=200 witness=1 tag=\"grpc-status 5\" "
+	    "error=\"grpc-status 5\""),
+	IN(H2F("\x08", "\x06", "\x00", "\x00") "12345678", "control"),
+	IN(H2F("\x0a", "\x01", "\x29", "\x07") "\x02\x00\x00\x00\x00\x10"
+	   "\x82\x86\x00\x00", "oneway witness=7"),
+	IN(H2F("\x01", "\x09", "\x04", "\x07") "\x84",
+	   "request witness=7 method=\"GET\" target=\"/\""),
+	IN(H2F("\x01", "\x01", "\x04", "\x09") "\x83",
+	   "request witness=9 method=\"POST\""),
+	IN(H2F("\x04", "\x03", "\x00", "\x09") "\x00\x00\x00\x08",
+	   "oneway witness=9 error=\"RST_STREAM 8\""),
+	OUT(H2F("\x04", "\x03", "\x00", "\x07") "\x00\x00\x00\x02",
+	    "reply witness=7 error=\"RST_STREAM 2\""),
+	OUT(H2F("\x04", "\x03", "\x00", "\x07") "\x00\x00\x00\x02", "control"),
+	OUT(H2F("\x08", "\x07", "\x00", "\x00") "\x00\x00\x00\x07\x00\x00\x00"
+	    "\x00", "control"),
+	EOFIN(NULL),
+} },
+{ "http2: a query string and a size update; an index past the table "
+  "flags the message", "http2", SERVER, STREAM, {
+	IN(H2_PRI, NULL),
+	IN(H2F("\x0d", "\x01", "\x05", "\x01") "\x20\x82\x86\x04\x08"
+	   "/a?b=c&d",
+	   "request witness=1 method=\"GET\" target=\"/a?b=c&d\""),
+	IN(H2F("\x02", "\x01", "\x05", "\x03") "\x82\xbe",
+	   "request witness=3 flags=trunc method=\"GET\""),
+	OUT(H2F("\x01", "\x01", "\x05", "\x01") "\x8d",
+	    "reply status=404 witness=1"),
+} },
+{ "http2: RFC 7541 C.6 (Huffman responses, a 256-byte table after a size update: evictions)", "http2", CLIENT, STREAM, {
+	OUT(H2_PRI H2F("\x03", "\x01", "\x05", "\x01") "\x82\x86\x84",
+	    "request witness=1 method=\"GET\" target=\"/\""),
+	OUT(H2F("\x03", "\x01", "\x05", "\x03") "\x82\x86\x84",
+	    "request witness=3 method=\"GET\" target=\"/\""),
+	OUT(H2F("\x03", "\x01", "\x05", "\x05") "\x82\x86\x84",
+	    "request witness=5 method=\"GET\" target=\"/\""),
+	IN(H2F("\x39", "\x01", "\x05", "\x01")
+	   "\x3f\xe1\x01\x48\x82\x64\x02\x58\x85\xae\xc3\x77\x1a\x4b"
+	   "\x61\x96\xd0\x7a\xbe\x94\x10\x54\xd4\x44\xa8\x20\x05\x95"
+	   "\x04\x0b\x81\x66\xe0\x82\xa6\x2d\x1b\xff\x6e\x91\x9d\x29"
+	   "\xad\x17\x18\x63\xc7\x8f\x0b\x97\xc8\xe9\xae\x82\xae\x43"
+	   "\xd3",
+	   "reply status=302 witness=1"),
+	IN(H2F("\x08", "\x01", "\x05", "\x03")
+	   "\x48\x83\x64\x0e\xff\xc1\xc0\xbf",
+	   "reply status=307 witness=3"),
+	IN(H2F("\x4f", "\x01", "\x05", "\x05")
+	   "\x88\xc1\x61\x96\xd0\x7a\xbe\x94\x10\x54\xd4\x44\xa8\x20"
+	   "\x05\x95\x04\x0b\x81\x66\xe0\x84\xa6\x2d\x1b\xff\xc0\x5a"
+	   "\x83\x9b\xd9\xab\x77\xad\x94\xe7\x82\x1d\xd7\xf2\xe6\xc7"
+	   "\xb3\x35\xdf\xdf\xcd\x5b\x39\x60\xd5\xaf\x27\x08\x7f\x36"
+	   "\x72\xc1\xab\x27\x0f\xb5\x29\x1f\x95\x87\x31\x60\x65\xc0"
+	   "\x03\xed\x4e\xe5\xb1\x06\x3d\x50\x07",
+	   "reply status=200 witness=5"),
+} },
+{ "http2: RFC 7541 C.5 (the same responses without Huffman coding)", "http2", CLIENT, STREAM, {
+	OUT(H2_PRI H2F("\x03", "\x01", "\x05", "\x01") "\x82\x86\x84",
+	    "request witness=1 method=\"GET\" target=\"/\""),
+	OUT(H2F("\x03", "\x01", "\x05", "\x03") "\x82\x86\x84",
+	    "request witness=3 method=\"GET\" target=\"/\""),
+	OUT(H2F("\x03", "\x01", "\x05", "\x05") "\x82\x86\x84",
+	    "request witness=5 method=\"GET\" target=\"/\""),
+	IN(H2F("\x49", "\x01", "\x05", "\x01")
+	   "\x3f\xe1\x01\x48\x03\x33\x30\x32\x58\x07\x70\x72\x69\x76"
+	   "\x61\x74\x65\x61\x1d\x4d\x6f\x6e\x2c\x20\x32\x31\x20\x4f"
+	   "\x63\x74\x20\x32\x30\x31\x33\x20\x32\x30\x3a\x31\x33\x3a"
+	   "\x32\x31\x20\x47\x4d\x54\x6e\x17\x68\x74\x74\x70\x73\x3a"
+	   "\x2f\x2f\x77\x77\x77\x2e\x65\x78\x61\x6d\x70\x6c\x65\x2e"
+	   "\x63\x6f\x6d",
+	   "reply status=302 witness=1"),
+	IN(H2F("\x08", "\x01", "\x05", "\x03")
+	   "\x48\x03\x33\x30\x37\xc1\xc0\xbf",
+	   "reply status=307 witness=3"),
+	IN(H2F("\x62", "\x01", "\x05", "\x05")
+	   "\x88\xc1\x61\x1d\x4d\x6f\x6e\x2c\x20\x32\x31\x20\x4f\x63"
+	   "\x74\x20\x32\x30\x31\x33\x20\x32\x30\x3a\x31\x33\x3a\x32"
+	   "\x32\x20\x47\x4d\x54\xc0\x5a\x04\x67\x7a\x69\x70\x77\x38"
+	   "\x66\x6f\x6f\x3d\x41\x53\x44\x4a\x4b\x48\x51\x4b\x42\x5a"
+	   "\x58\x4f\x51\x57\x45\x4f\x50\x49\x55\x41\x58\x51\x57\x45"
+	   "\x4f\x49\x55\x3b\x20\x6d\x61\x78\x2d\x61\x67\x65\x3d\x33"
+	   "\x36\x30\x30\x3b\x20\x76\x65\x72\x73\x69\x6f\x6e\x3d\x31",
+	   "reply status=200 witness=5"),
+} },
+{ "http2: a :path kept from the dynamic table, gone after a size update "
+  "to 0", "http2", SERVER, STREAM, {
+	IN(H2_PRI, NULL),
+	IN(H2F("\x06", "\x01", "\x05", "\x01") "\x82\x44\x02/x\x86",
+	   "request witness=1 method=\"GET\" target=\"/x\""),
+	IN(H2F("\x03", "\x01", "\x05", "\x03") "\x82\xbe\x86",
+	   "request witness=3 method=\"GET\" target=\"/x\""),
+	IN(H2F("\x06", "\x01", "\x05", "\x05") "\x20\x3f\xe1\x1f\x82\xbe",
+	   "request witness=5 flags=trunc method=\"GET\""),
+} },
+{ "http: Upgrade: h2c answered by 101 hands the channel to http2 "
+  "(stream 1 answers the HTTP/1.1 request)", "http", CLIENT, STREAM, {
+	OUT("GET /up HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings"
+	    "\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n",
+	    "request method=\"GET\" target=\"/up\" host=\"x\" body_len=\"0\""),
+	IN("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
+	   "Upgrade: h2c\r\n\r\n", "oneway status=101 body_len=\"0\""),
+	IN(H2_SETTINGS, "control"),
+	OUT(H2_PRI H2_SETTINGS, "control"),
+	IN(H2F("\x01", "\x01", "\x04", "\x01") "\x88", "oneway witness=1"),
+	IN(H2F("\x02", "\x00", "\x01", "\x01") "ok", "reply status=200 witness=1"),
+	OUT(H2F("\x03", "\x01", "\x05", "\x03") "\x82\x86\x84",
+	    "request witness=3 method=\"GET\" target=\"/\""),
+} },
+{ "http: a 101 to another upgrade is a tunnel", "http", CLIENT, STREAM, {
+	OUT("GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n\r\n",
+	    "request method=\"GET\" target=\"/ws\" host=\"x\" body_len=\"0\""),
+	IN("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
+	   "reply status=101 body_len=\"0\""),
+	IN("\x81\x02hi", "lost"),
+} },
+{ "http2: no preface", "http2", SERVER, STREAM, {
+	IN("PRI * HTTP/1.1\r\n", "lost"),
+} },
+{ "http2: CONTINUATION continuing nothing", "http2", SERVER, STREAM, {
+	IN(H2_PRI H2F("\x01", "\x09", "\x04", "\x01") "\x82", "lost"),
+} },
+{ "http2: DATA on stream 0", "http2", CLIENT, STREAM, {
+	OUT(H2_PRI, NULL),
+	IN(H2F("\x00", "\x00", "\x01", "\x00"), "lost"),
+} },
+{ "http2: padding longer than the frame", "http2", CLIENT, STREAM, {
+	OUT(H2_PRI, NULL),
+	IN(H2F("\x02", "\x00", "\x09", "\x01") "\x05\x00", "lost"),
+} },
 { "oneshot: datagrams", "oneshot", SERVER, DGRAM, {
 	IN("q", "request flags=dgram body_len=\"1\""),
 	OUT("r", "reply flags=dgram body_len=\"1\""),
@@ -1451,7 +1632,7 @@ START_TEST(test_registry)
 		ck_assert_msg(o, "no processor %s", names[i]);
 		ck_assert_uint_eq(o->id, i + 1);
 		ck_assert_ptr_eq(bt_protocols[o->id], o);
-		ck_assert_msg(o->state_size > 0 && o->state_size <= 4096,
+		ck_assert_msg(o->state_size > 0 && o->state_size <= 8192,
 			      "%s: state_size %u", o->name, o->state_size);
 		ck_assert(o->init && o->fini && o->feed);
 	}

@@ -297,6 +297,20 @@ static int attrs_ok(const struct bt_msg *m, const void *st, size_t stn,
 	return 1;
 }
 
+/* The canary below state ST is intact.  0, or -1 (ERR). */
+static int check_guard(const uint8_t *st, size_t below,
+		       const struct bt_proto_ops *o, char *err, size_t elen)
+{
+	(void)st;
+	for (size_t i = 0; i < below; i++)
+		if (g_state.map[i] != 0xa5) {
+			snprintf(err, elen, "%s: wrote %zu bytes before its "
+				 "state", o->name, below - i);
+			return -1;
+		}
+	return 0;
+}
+
 int replay_chunks(const struct bt_proto_ops *o, int role, int transport,
 		  size_t nchunk, const uint8_t *type, const uint32_t *len,
 		  const uint8_t *const *data, int front, struct sbuf *out,
@@ -307,8 +321,8 @@ int replay_chunks(const struct bt_proto_ops *o, int role, int transport,
 	int dgram = transport == BT_TR_DGRAM;
 	struct bt_msg m;
 
-	if (o->state_size == 0 || o->state_size > 4096) {
-		snprintf(err, elen, "%s: state_size %u outside 1..4096",
+	if (o->state_size == 0 || o->state_size > 8192) {
+		snprintf(err, elen, "%s: state_size %u outside 1..8192",
 			 o->name, o->state_size);
 		return -1;
 	}
@@ -402,6 +416,25 @@ int replay_chunks(const struct bt_proto_ops *o, int role, int transport,
 			}
 			p += r;
 			n -= (size_t)r;
+			if (m.kind && m.next_proto) {
+				/* handed over (HTTP/1.1 Upgrade: h2c): as
+				 * libbtrace, the next processor afresh */
+				if (m.next_proto >= BT_PROTO_MAX ||
+				    !bt_protocols[m.next_proto]) {
+					snprintf(err, elen, "%s: next processor %u "
+						 "unknown", o->name, m.next_proto);
+					return -1;
+				}
+				o->fini(st);
+				o = bt_protocols[m.next_proto];
+				if (check_guard(st, below, o, err, elen) < 0)
+					return -1;
+				st = guard_get(&g_state, o->state_size, 0);
+				below = (size_t)(st - g_state.map);
+				memset(g_state.map, 0xa5, below);
+				memset(st, 0, o->state_size);
+				o->init(st, role, transport);
+			}
 		}
 	}
 	/* the channel closes: both directions end */
@@ -418,13 +451,7 @@ int replay_chunks(const struct bt_proto_ops *o, int role, int transport,
 	}
 done:
 	o->fini(st);
-	for (size_t i = 0; i < below; i++)
-		if (g_state.map[i] != 0xa5) {
-			snprintf(err, elen, "%s: wrote %zu bytes before its "
-				 "state", o->name, below - i);
-			return -1;
-		}
-	return 0;
+	return check_guard(st, below, o, err, elen);
 }
 
 const char *replay_mode_name(int mode)

@@ -716,6 +716,83 @@ START_TEST(untraced_backend_witness)
 }
 END_TEST
 
+/* ---- HTTP/2: frames of two streams interleaved on one connection ------- */
+
+/*
+ * nginx reads HEADERS of streams 1 and 3 (two requests from an untraced
+ * client), opens an upstream stream for each on one HTTP/2 connection to
+ * an untraced backend, then reads the DATA frames (oneway, witness = the
+ * stream id) and forwards each on its stream; the backend answers stream
+ * 3 first.  Each oneway frame designates the exchange of its witness, not
+ * the request that last used the channel: each forwarded frame is in its
+ * own request, and each reply closes its own spans.
+ */
+START_TEST(http2_streams_by_witness)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 900, "/usr/sbin/nginx", 0);
+	const int ONE = BT_MK_ONEWAY, H2 = BT_PROTO_HTTP2;
+
+	gen_tcp(w, 5, 9, BT_CR_CONNECT, "10.0.0.1:50040", "10.0.0.40:50051");
+	gen_ready(w, 10, 3, POLLIN);
+	gen_accept(w, 11, 5, 3, "10.0.0.1:80", "10.0.0.2:1000");
+	gen_ready(w, 20, 5, POLLIN);
+	gen_msg(w, 21, 5, IN, REQ, H2, 40, WIT, 0, 1,
+		GEN_A(BT_AK_METHOD, "POST"), GEN_A(BT_AK_TARGET, "/p.S/A"), 0);
+	gen_msg(w, 22, 9, OUT, REQ, H2, 40, WIT, 0, 1,
+		GEN_A(BT_AK_METHOD, "POST"), GEN_A(BT_AK_TARGET, "/p.S/A"), 0);
+	gen_ready(w, 30, 5, POLLIN);
+	gen_msg(w, 31, 5, IN, REQ, H2, 40, WIT, 0, 3,
+		GEN_A(BT_AK_METHOD, "POST"), GEN_A(BT_AK_TARGET, "/p.S/B"), 0);
+	gen_msg(w, 32, 9, OUT, REQ, H2, 40, WIT, 0, 3,
+		GEN_A(BT_AK_METHOD, "POST"), GEN_A(BT_AK_TARGET, "/p.S/B"), 0);
+	gen_ready(w, 40, 5, POLLIN);
+	gen_msg(w, 41, 5, IN, ONE, H2, 20, WIT, 0, 1, 0);
+	gen_msg(w, 42, 9, OUT, ONE, H2, 20, WIT, 0, 1, 0);
+	gen_ready(w, 50, 5, POLLIN);
+	gen_msg(w, 51, 5, IN, ONE, H2, 20, WIT, 0, 3, 0);
+	gen_msg(w, 52, 9, OUT, ONE, H2, 20, WIT, 0, 3, 0);
+	/* the backend answers stream 3 first: headers, then the trailers */
+	gen_ready(w, 60, 9, POLLIN);
+	gen_msg(w, 61, 9, IN, ONE, H2, 30, WIT, 0, 3, 0);
+	gen_msg(w, 62, 5, OUT, ONE, H2, 30, WIT, 0, 3, 0);
+	gen_ready(w, 63, 9, POLLIN);
+	gen_msg(w, 64, 9, IN, REP, H2, 20, WIT, 200, 3, 0);
+	gen_msg(w, 65, 5, OUT, REP, H2, 20, WIT, 200, 3, 0);
+	gen_ready(w, 70, 9, POLLIN);
+	gen_msg(w, 71, 9, IN, ONE, H2, 30, WIT, 0, 1, 0);
+	gen_msg(w, 72, 5, OUT, ONE, H2, 30, WIT, 0, 1, 0);
+	gen_ready(w, 73, 9, POLLIN);
+	gen_msg(w, 74, 9, IN, REP, H2, 20, WIT, 200, 1, 0);
+	gen_msg(w, 75, 5, OUT, REP, H2, 20, WIT, 200, 1, 0);
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http2 POST /p.S/A st=200 client=10.0.0.2:1000\n"
+		"  server http2 'POST /p.S/A' /p.S/A web/900/900 st=200\n"
+		"    client http2 'POST /p.S/A' /p.S/A web/900/900 st=200\n"
+		"R http2 POST /p.S/B st=200 client=10.0.0.2:1000\n"
+		"  server http2 'POST /p.S/B' /p.S/B web/900/900 st=200\n"
+		"    client http2 'POST /p.S/B' /p.S/B web/900/900 st=200\n"
+		"unattributed:\n");
+	/* every frame nginx forwarded is in its own stream's request */
+	static const struct { int at; const char *req; } fw[] = {
+		{ 42, "/p.S/A" }, { 52, "/p.S/B" }, { 62, "/p.S/B" },
+		{ 72, "/p.S/A" },
+	};
+	for (unsigned i = 0; i < sizeof fw / sizeof fw[0]; i++)
+		ck_assert_str_eq(rt_q(&t, "SELECT r.target FROM messages m JOIN requests r USING (request_id) WHERE m.ts_ns = %lld",
+				      (long long)gen_epoch(fw[i].at)), fw[i].req);
+	ck_assert_int_eq(rt_qi(&t, "SELECT end_ns FROM spans WHERE target = '/p.S/B' AND kind = 'client'"),
+			 gen_epoch(64));
+	rt_done(&t);
+}
+END_TEST
+
 /* ---- a request answered before its last byte is read (php-fpm) --------- */
 
 /*
@@ -1151,6 +1228,7 @@ Suite *recon_paths_suite(void)
 	tcase_add_test(tc, fork_exec_cgi);
 	tcase_add_test(tc, pthread_worker);
 	tcase_add_test(tc, untraced_backend_witness);
+	tcase_add_test(tc, http2_streams_by_witness);
 	tcase_add_test(tc, reply_before_request_end);
 	tcase_add_test(tc, reply_before_request_end_split);
 	tcase_add_test(tc, shared_connection_byte_order);

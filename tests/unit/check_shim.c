@@ -411,6 +411,50 @@ START_TEST(isolation_one_message_per_read)
 }
 END_TEST
 
+/* HTTP/2 (a multiplexed protocol): every frame is a message of its
+ * stream, so a read holding frames of streams 1 and 3 is cut where
+ * stream 1's HEADERS end and stream 3's begin. */
+START_TEST(isolation_http2_frames_of_one_stream)
+{
+	static const char in[] =
+		"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+		"\x00\x00\x00\x04\x00\x00\x00\x00\x00"          /* SETTINGS */
+		"\x00\x00\x03\x01\x04\x00\x00\x00\x01\x83\x86\x84" /* 1: POST */
+		"\x00\x00\x03\x01\x05\x00\x00\x00\x03\x82\x86\x84" /* 3: GET, ES */
+		"\x00\x00\x00\x00\x01\x00\x00\x00\x01";          /* 1: DATA ES */
+	static const ssize_t reads[] = { 33, 12, 12, 9 };
+	static const uint8_t kind[] = { BT_MK_CONTROL, BT_MK_REQUEST,
+					BT_MK_REQUEST, BT_MK_ONEWAY };
+	int sv[2];
+	char buf[256];
+	struct bt_chan *ch;
+	uint64_t off = 0;
+
+	ck_assert_int_eq(bt_socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ch = bt_chan_of(sv[0]);
+	ck_assert_ptr_nonnull(ch);
+	bt_mutex_lock(&ch->mu);
+	bt_chan_attach(ch, sv[0], &bt_proto_http2, BT_PH_RULE, "test");
+	bt_mutex_unlock(&ch->mu);
+	ev_reset();
+	ck_assert_int_eq(write(sv[1], in, sizeof in - 1), (ssize_t)sizeof in - 1);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(bt_read(sv[0], buf, sizeof buf), reads[i]);
+	ev_read();
+	ck_assert_int_eq(ev_count(BT_EV_MSG), 4);
+	for (int i = 0; i < 4; i++) {
+		typeof(L.e[0]) *m = ev_nth(BT_EV_MSG, i);
+		ck_assert_uint_eq(m->kind, kind[i]);
+		ck_assert_uint_eq(m->off, off);
+		ck_assert_uint_eq(m->len, (uint64_t)reads[i]);
+		off += (uint64_t)reads[i];
+	}
+	ck_assert_int_eq(ev_count(BT_EV_ISOLATE), 3);
+	bt_close(sv[0]);
+	bt_close(sv[1]);
+}
+END_TEST
+
 /* Repeated values through the thread's dictionary: the second and third
  * messages with the same line take fewer ring bytes than the first, and
  * read back the same; after a TIME (a new slot, here) the first is full
@@ -1267,6 +1311,7 @@ static Suite *shim_suite(void)
 	t = tcase_create("isolation");
 	tcase_add_test(t, isolation_every_split_every_size);
 	tcase_add_test(t, isolation_one_message_per_read);
+	tcase_add_test(t, isolation_http2_frames_of_one_stream);
 	tcase_add_test(t, dictionary_repeats_are_shorter);
 	tcase_add_test(t, isolation_off_passes_whole_reads);
 	tcase_add_test(t, eagain_once_and_poll);

@@ -1,0 +1,170 @@
+#!/bin/bash
+# tb-grpc.sh - gRPC: a grpcio client (untraced, one channel: one HTTP/2
+# connection, C calls in flight, C = 1, 16, 64) -> nginx (h2c, grpc_pass,
+# traced) -> a Python grpcio server (traced: the C core's threads read the
+# sockets, a pool of 8 threads runs the handlers) whose handlers share a
+# psycopg2 pool of 4 -> PostgreSQL (traced).  The method name is the
+# request id (/tb.Svc/ID, a generic handler: no protoc), so every span of
+# the path carries it: nginx's server and client http2 spans, the app's
+# server http2 span, its SQL.  Every 25th call is answered NOT_FOUND
+# (grpc-status 5); those are checked to end with that status, the others
+# against the truth (check-testbed.py --front-proto http2 --app-proto
+# http2 --method POST).  The grpcio server hands each call from the thread
+# that read it to a handler thread, whose SQL the reconstructor cannot
+# follow: the whole paths are classified and printed (exact-right ...
+# silently-WRONG) but, by default, do not decide the test
+# (TB_GRPC_MODE=certainty makes a silently-WRONG or resolved-WRONG path
+# fail it: 1 of 5,280 calls over 11 runs at c=16, docs/accuracy.md);
+# what must hold is the HTTP/2 part of every path (nginx's server and
+# client spans, the app's server span, one request), the error calls'
+# status, and every call answered.  See docs/accuracy.md.
+TB_FRONT=nginx
+TB_APPS=""
+TB_FRONT_PROTO=http2
+TB_APP_PROTO=http2
+TB_METHOD=POST
+: "${TB_REQUESTS:=500}"
+. "$(dirname "$0")/lib.sh"
+"$PY" -c 'import grpc, psycopg2' 2>/dev/null ||
+	bp_fail "$PY cannot import grpc and psycopg2: apt-get install -y" \
+		"python3-grpcio python3-psycopg2"
+PYEXE=$(basename "$(readlink -f "$PY")")
+
+eval "$(declare -f tb_rules | sed '1s/tb_rules/tb_rules_h1/')"
+tb_rules() { echo "http2 port $FRONT_PORT,$PY_PORT; $(tb_rules_h1 "$@")"; }
+
+# nginx: h2c on FRONT_PORT, everything to the gRPC server (keep-alive
+# upstream: calls of different requests share its connections)
+tb_nginx_start() {
+	local dir=$1
+	mkdir -p "$dir/nginx"
+	cat >"$dir/nginx.conf" <<-NGINX
+	daemon off;
+	master_process on;
+	worker_processes 2;
+	user www-data www-data;
+	pid $dir/run/nginx.pid;
+	error_log $dir/nginx-error.log warn;
+	events { worker_connections 1024; }
+	http {
+	    access_log off;
+	$(bp_nginx_temp_paths "$dir/nginx")
+	    keepalive_requests 1000000;
+	    keepalive_timeout 300s;
+	    http2_max_concurrent_streams 256;
+	    upstream grpcapp {
+	        server 127.0.0.1:$PY_PORT;
+	        keepalive 4;
+	    }
+	    server {
+	        listen 127.0.0.1:$FRONT_PORT http2;
+	        location / { grpc_pass grpc://grpcapp; }
+	    }
+	}
+	NGINX
+	bp_nginx_start -n front -w NS_WEB "$dir/nginx" "$dir/nginx.conf" \
+		"$dir/run/nginx.pid" "127.0.0.1:$FRONT_PORT" "${PRE_WEB[@]}"
+}
+
+tb_start_all() {
+	local dir=$1
+	tb_pg_start
+	cp "$TB_SRC/app/tbgrpc.py" "$dir/tbgrpc.py"
+	bp_start grpcapp "$dir/run/grpc.pid" env \
+		TB_PG="host=$T/pgsock port=$PGPORT dbname=tb user=tb" TB_POOL=4 \
+		"${PRE_APP[@]}" "$PY" "$dir/tbgrpc.py" server "$PY_PORT" \
+		"$dir/run/grpc.pid"
+	tb_nginx_start "$dir"
+}
+
+tb_stop_all() {
+	local dir=$1 name
+	bp_alive front
+	bp_stop front
+	bp_stop grpcapp
+	bp_stop pg
+	for name in front grpcapp pg logd; do
+		[ -f "$T/$name.log" ] && mv "$T/$name.log" "$dir/$name.log"
+		[ -f "$T/$name.out" ] && mv "$T/$name.out" "$dir/$name.out"
+	done
+	return 0
+}
+
+# the grpcio client, untraced (TB_GRPC_CLIENT_TRACED=1: traced): CONNS
+# calls in flight on one channel
+tb_client() {
+	local dir=$1 conns=$2 pre=()
+	[ "${TB_GRPC_CLIENT_TRACED:-0}" = 1 ] && pre=("${PRE_WEB[@]}")
+	timeout 600 "${pre[@]}" "$PY" "$TB_SRC/app/tbgrpc.py" client "$FRONT_PORT" \
+		"$TB_REQUESTS" "$conns" "$dir/truth" "$dir/client.out" \
+		2>>"$T/client.log"
+}
+
+# the error calls: nginx's server span of each ends with grpc-status 5
+tb_grpc_errors() {
+	local dir=$1 out
+	out=$("$PY" - "$dir/paths.db" "$TB_REQUESTS" <<-'PYEOF'
+	import sqlite3, sys
+	c = sqlite3.connect(sys.argv[1])
+	want = sum(1 for i in range(int(sys.argv[2])) if i % 25 == 24)
+	rows = c.execute("SELECT s.span_id FROM spans s WHERE s.kind = 'server'"
+	                 " AND s.protocol = 'http2' AND s.exe LIKE '%nginx'"
+	                 " AND s.target LIKE '/tb.Svc/e%'").fetchall()
+	err = c.execute("SELECT count(*) FROM attrs a JOIN spans s USING (span_id)"
+	                " WHERE s.kind = 'server' AND s.protocol = 'http2' AND"
+	                " s.exe LIKE '%nginx' AND s.target LIKE '/tb.Svc/e%'"
+	                " AND a.key = 'error' AND a.value = 'grpc-status 5'"
+	                ).fetchone()[0]
+	print("error calls %d, nginx server spans %d, with grpc-status 5 %d"
+	      % (want, len(rows), err))
+	sys.exit(0 if want == len(rows) == err else 1)
+	PYEOF
+	) || bp_fail "$1: $out"
+	echo "$out"
+}
+
+# the HTTP/2 part of every successful call's path, whatever its SQL: nginx's
+# server span (the root; under the client's call when the client is
+# traced), its client span under it, the app's server span under that, all
+# in one request
+tb_grpc_h2paths() {
+	local dir=$1 out
+	out=$("$PY" - "$dir/paths.db" "$dir/truth" "${TB_GRPC_CLIENT_TRACED:-0}" <<-'PYEOF'
+	import sqlite3, sys
+	c = sqlite3.connect(sys.argv[1])
+	ids = [l.split('\t')[0] for l in open(sys.argv[2]) if l.strip()]
+	traced = sys.argv[3] == '1'
+	ok = 0
+	for rid in ids:
+	    rows = c.execute("SELECT span_id, parent_span_id, kind, exe, request_id"
+	                     " FROM spans WHERE protocol = 'http2' AND target = ?"
+	                     " ORDER BY start_ns", ('/tb.Svc/' + rid,)).fetchall()
+	    top = None
+	    if traced and rows and rows[0][2] == 'client' and 'python' in rows[0][3]:
+	        top = rows.pop(0)
+	    if len(rows) != 3 or (traced and top is None):
+	        continue
+	    (a, pa, ka, xa, ra), (b, pb, kb, xb, rb), (d, pd, kd, xd, rd) = rows
+	    if ((pa == top[0] and top[1] is None and top[4] == ra if traced
+	         else pa is None) and
+	            ka == 'server' and xa.endswith('nginx') and
+	            pb == a and kb == 'client' and xb.endswith('nginx') and
+	            pd == b and kd == 'server' and 'python' in xd and
+	            ra is not None and ra == rb == rd):
+	        ok += 1
+	print("http2 paths (%snginx server, nginx client, app server) right: "
+	      "%d of %d" % ("the client's call, " if traced else "", ok, len(ids)))
+	sys.exit(0 if ok == len(ids) else 1)
+	PYEOF
+	) || bp_fail "$1: $out"
+	echo "$out"
+	bp_note "$(basename "$1"): $out"
+}
+
+tb_init grpc
+for c in ${TB_ISO_CONCS:-1 16 64}; do
+	tb_run "$c" 1 1 "${TB_GRPC_MODE:-behaviour}"
+	tb_grpc_errors "$T/run$TB_RUN_NO"
+	tb_grpc_h2paths "$T/run$TB_RUN_NO"
+done
+echo "PASS: tb-grpc"
