@@ -185,11 +185,13 @@ void rc_lineage_thread_start(struct ap *a)
 	th->started = 1;
 	th->tid = ev->tid;
 	memset(&th->d, 0, sizeof th->d);
+	th->inherited = 0;
 	if (ev->cookie) {
 		struct rc_snap *sn = snap_take(a->m,
 				rc_scan_thread_key(a->s->st->image, ev->cookie));
 		if (sn) {
 			th->d = sn->d;
+			th->inherited = sn->d.req != 0;
 			if (sn->dom == a->im->domain && sn->t > a->t)
 				a->t = sn->t;
 			free(sn);

@@ -128,6 +128,8 @@ void rc_frag_input(struct ap *a, struct rc_end *e, uint8_t trigger,
 	int32_t fd = a->ev->fd;
 	int cont = 0;
 
+	a->th->inherited = 0;       /* designated by input from now on */
+
 	if (f->open && f->fd == fd) {
 		/* the first read after READY on the fd, or after accepting
 		 * it, is the input that fragment was waiting for */

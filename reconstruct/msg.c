@@ -259,6 +259,7 @@ static struct rc_span *msg_out_request(struct ap *a, struct rc_end *e,
 		if (!sp)
 			return NULL;
 		sp->client_root = d0->client_root;
+		sp->inherited = a->th->inherited;
 	}
 	span_request_head(sp, e, ev, t0, 0);
 	rc_park_waiting(a);
@@ -604,12 +605,11 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 		break;
 	default:
 	oneway:
-		if (x) {
-			desig_set(d, x->req, x->span, x->client_root);
-		} else if ((ev->flags & BT_MF_WITNESS) &&
-			   (sp = rc_span_witness(e->srv, ev->witness)) != NULL) {
+		if ((ev->flags & BT_MF_WITNESS) &&
+		    (sp = rc_span_witness(e->srv, ev->witness)) != NULL) {
 			/* a multiplexed exchange's frame (HTTP/2: a request
-			 * body) from an untraced peer: its own exchange */
+			 * body): its own exchange here, whoever sent it (the
+			 * sender's designation is a span of the sender's) */
 			desig_set(d, sp->req, sp->id, sp->client_root);
 			sp = NULL;
 		} else if ((ev->flags & BT_MF_WITNESS) &&
@@ -617,6 +617,8 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 			/* (a reply's frame before its last) */
 			desig_set(d, sp->req, sp->parent, sp->client_root);
 			sp = NULL;
+		} else if (x) {
+			desig_set(d, x->req, x->span, x->client_root);
 		} else if (e->cli)
 			desig_set(d, e->cli->req, e->cli->parent,
 				  e->cli->client_root);

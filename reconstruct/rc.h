@@ -198,6 +198,8 @@ struct rc_thr {
 	struct rc_lookup *lookups;
 	struct rc_span  *frag_span;  /* server span that lasts one fragment */
 	int64_t  floor;          /* causal time floor (same-domain clamps) */
+	uint8_t  inherited;      /* its designation is its creator's and no
+				    input has come since (rule 3) */
 };
 
 /* ---- streams --------------------------------------------------------- */

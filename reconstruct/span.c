@@ -23,6 +23,7 @@ struct rc_spans {
 };
 
 static const char ambiguous_answered[] = "ambiguous:answered";
+static const char ambiguous_inherited[] = "ambiguous:inherited";
 
 static const char *const park_reason[] = {
 	[RC_PARK_WAIT] = "ambiguous:parked",
@@ -283,6 +284,33 @@ static uint32_t sent_unowned(struct rc_ctx *c, const struct rc_span *sp)
 	return n;
 }
 
+/*
+ * SP was sent by a thread that has read no input since it was created, so
+ * its request is the creator's (rule 3): a pool thread started while its
+ * creator worked for one request may run another's job first, handed over
+ * in memory.  Every other request open in the process that may own it is
+ * a candidate (docs/reconstruct.md, "Inherited designations").
+ */
+static uint32_t sent_inherited(struct rc_ctx *c, const struct rc_span *sp)
+{
+	const struct rc_map *srv = &c->spans->srv;
+	uint32_t n = 0;
+
+	if (!sp->inherited)
+		return 0;
+	for (size_t i = 0; i < srv->cap; i++) {
+		if (!srv->used[i])
+			continue;
+		struct rc_span *q = (struct rc_span *)(uintptr_t)srv->vals[i];
+		if (q->host != sp->host || q->pid != sp->pid ||
+		    q->req == sp->req || q->parked || !rc_span_may_own(q))
+			continue;
+		rc_db_candidate(c, sp->id, q->req, 0, ambiguous_inherited);
+		n++;
+	}
+	return n;
+}
+
 void rc_span_sent(struct rc_ctx *c, struct rc_span *sp)
 {
 	struct rc_spans *m = c->spans;
@@ -306,13 +334,16 @@ void rc_span_sent(struct rc_ctx *c, struct rc_span *sp)
 		batched |= q->parked == RC_PARK_BATCHED;
 		n++;
 	}
-	uint32_t nparked = n;
-	n += sent_unowned(c, sp);
+	uint32_t nparked = n, nunowned = sent_unowned(c, sp);
+	n += nunowned;
+	if (!nunowned)
+		n += sent_inherited(c, sp);
 	if (!n)
 		return;
 	sp->certainty = RC_CT_UNCERTAIN;
 	sp->reason = batched ? park_reason[RC_PARK_BATCHED] :
-		     nparked ? park_reason[RC_PARK_WAIT] : ambiguous_answered;
+		     nparked ? park_reason[RC_PARK_WAIT] :
+		     nunowned ? ambiguous_answered : ambiguous_inherited;
 	rc_db_candidate(c, sp->id, sp->req, 1, sp->reason);
 	c->st.ambiguous_spans++;
 }

@@ -44,6 +44,10 @@ struct rc_span {
 	uint8_t  unowned;        /* client: sent by a fragment whose request
 				    was answered here, or for none, while
 				    other requests were open (tokens.c) */
+	uint8_t  inherited;      /* client: sent by a thread that read no
+				    input since it was created: its request
+				    is its creator's (rule 3), which a pool
+				    thread's work need not be (span.c) */
 	uint32_t ncalls;         /* server: calls its process made for it
 				    that await their reply */
 	uint32_t caller;         /* server: the thread of its process that

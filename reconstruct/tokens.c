@@ -761,6 +761,10 @@ int rc_tok_resolve(struct rc_ctx *c, struct rc_span *sp,
 	if (!c->tokens && !(c->tokens = calloc(1, sizeof *c->tokens)))
 		return 0;
 	int amb = sp->unowned = (uint8_t)tok_unowned(c, sp);
+	/* a thread's first work since its creation: its creator's request
+	 * may not be the one it works for (span.c, sent_inherited) */
+	int inh = sp->inherited &&
+		  rc_span_owners_in(c, sp->host, sp->pid, sp->req, NULL, 0) > 0;
 	const struct bt_attr *a = msg_text(ev);
 	if (!a || msg_values(ev, a, &q))
 		return 0;          /* nothing to learn, nothing to decide */
@@ -785,7 +789,7 @@ int rc_tok_resolve(struct rc_ctx *c, struct rc_span *sp,
 	 * hand-off the detector missed.
 	 */
 	struct rc_tokens *tk = c->tokens;
-	if (!c->st.parks && !amb)
+	if (!c->st.parks && !amb && !inh)
 		return 0;
 	uint32_t np = rc_span_parked_in(c, sp->host, sp->pid, sp->req, NULL, 0);
 	if (!tk->cands && !(tk->cands = malloc((TOK_MAXC + 1) *
@@ -797,8 +801,8 @@ int rc_tok_resolve(struct rc_ctx *c, struct rc_span *sp,
 	cand_fill(&k[0], par, sp->req);
 	if (unknown)
 		k[0].hidden = 1;  /* it may carry anything: never decides */
-	if (!np && ((k[0].hidden && !unknown) ||
-		    cand_shares(&k[0], qv, usable, q.n)))
+	if (!np && !inh && ((k[0].hidden && !unknown) ||
+			    cand_shares(&k[0], qv, usable, q.n)))
 		return 0;         /* nothing says the rules are wrong */
 	uint32_t no = rc_span_open_in(c, sp->host, sp->pid, sp->req, tk->open,
 				      TOK_MAXC);
@@ -811,18 +815,18 @@ int rc_tok_resolve(struct rc_ctx *c, struct rc_span *sp,
 		other |= !k[i + 1].hidden &&
 			 cand_shares(&k[i + 1], qv, usable, q.n);
 	}
-	if (!np && !amb && !other)
+	if (!np && !amb && !inh && !other)
 		return 0;
 	int owner = hidden ? -1 : decide(k, no + 1, qv, usable, q.n);
 	if (owner < 0) {
-		if (!np && !amb) {
+		if (!np && !amb && !inh) {
 			/* not parked, but not its fragment's either */
 			sp->certainty = RC_CT_UNCERTAIN;
 			sp->reason = ambiguous_content;
 			rc_db_candidate(c, sp->id, sp->req, 1, sp->reason);
 			c->st.ambiguous_spans++;
 		}
-		mark_matches(c, sp, k, no + 1, qv, usable, q.n, amb);
+		mark_matches(c, sp, k, no + 1, qv, usable, q.n, amb || inh);
 		return 0;
 	}
 	span_move(c, sp, k[owner].sp);

@@ -661,6 +661,68 @@ START_TEST(thread_handoff_fires)
 END_TEST
 
 /*
+ * A pool thread started while its creator worked for /a (rule 3 gives it
+ * /a) runs /b's job, handed over in memory, before it reads any input:
+ * /a is still being served (a call of its own awaits its reply, so it is
+ * not parked), /b is open and read whole.  The worker's query may be
+ * /b's: uncertain, 'ambiguous:inherited', with /b a candidate; never
+ * exact in /a.  With the query naming /b's value it is resolved to /b.
+ */
+static void inherited_run(struct rt *t, const char *sql)
+{
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *r = front(h, &b);
+	struct gen_thr *d = gen_thread(gen_thr_proc(r), 2, 302, 300, 0);
+
+	gen_accept(r, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_accept(d, 101, 6, 3, "10.0.0.1:80", "10.0.0.6:2222");
+	gen_pipe(d, 102, 12, 11, 7777);              /* a pipe of its own */
+	gen_ready(r, 110, 5, POLLIN);
+	http_in(r, 111, 5, "/a/k1x");
+	gen_thread_create(r, 112, 1);                /* the pool grows */
+	struct gen_thr *wk = gen_thread(gen_thr_proc(r), 113, 301, 300, 1);
+	sql_out(r, 114, 9, "SELECT 'k1x'");          /* /a's own call */
+	sql_in(b, 115, 4, "SELECT 'k1x'");
+	gen_ready(d, 120, 6, POLLIN);
+	http_in(d, 121, 6, "/b/k2x");                /* read by another thread */
+	gen_tcp(wk, 130, 10, BT_CR_CONNECT, "10.0.0.1:50011", "10.0.0.2:5432");
+	struct gen_thr *b2 = gen_thread(gen_thr_proc(b), 131, 401, 400, 0);
+	gen_tcp(b2, 132, 7, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50011");
+	sql_out(wk, 140, 10, sql);                   /* the worker's first */
+	sql_in(b2, 141, 7, sql);
+	rep_out(b2, 142, 7);
+	rep_in(wk, 143, 10);
+	rep_out(b, 150, 4);
+	rep_in(r, 151, 9);
+	http_out(r, 152, 5);
+	http_out(wk, 153, 6);
+	gen_data(d, 160, 11, OUT, 8);  /* d goes on (its next record no wait:
+					 * /b not parked) */
+	rt_init(t);
+	rt_write(t, g, NULL);
+	ck_assert_int_eq(rt_run(t), RC_EXIT_OK);
+}
+
+START_TEST(inherited_designation_fires)
+{
+	struct rt t;
+
+	inherited_run(&t, "SELECT 1");
+	ck_assert_str_eq(rt_q(&t, "SELECT certainty || ' ' || certainty_reason FROM spans WHERE target = 'SELECT 1' AND kind = 'client'"),
+			 "uncertain ambiguous:inherited");
+	ck_assert_str_eq(labels(&t),
+		"/a/k1x uncertain ambiguous:inherited\n"
+		"/b/k2x uncertain ambiguous:inherited");
+	rt_done(&t);
+	inherited_run(&t, "SELECT 'k2x'");
+	ck_assert_str_eq(rt_q(&t, "SELECT s.certainty || ' ' || s.certainty_reason || ' ' || r.target FROM spans s JOIN requests r USING (request_id) WHERE s.target = 'SELECT ''k2x''' AND s.kind = 'client'"),
+			 "resolved handoff:content /b/k2x");
+	rt_done(&t);
+}
+END_TEST
+
+/*
  * Not parked: a request whose fragment opened a backend connection that
  * is still connecting (its query is sent from the writable event), and a
  * request whose body is still arriving.  Another request's query sent
@@ -1491,6 +1553,7 @@ Suite *recon_certainty_suite(void)
 	tcase_add_test(tc, batched_file_fires);
 	tcase_add_test(tc, ready_reply_parent_here);
 	tcase_add_test(tc, closed_while_read_waits);
+	tcase_add_test(tc, inherited_designation_fires);
 	suite_add_tcase(s, tc);
 	return s;
 }
