@@ -372,7 +372,7 @@ static void name_it(struct server *srv, struct peer *p, struct sock *s,
 	log_info("pid %u (%s, %s) holds %u socket%s the tracer never saw (network I/O past libc: not traced): %s",
 		 p->pid, p->exe, comm, total, total == 1 ? "" : "s", list);
 	notes_add(&srv->notes, BT_LN_RAW_IO, p->pid, (int64_t)total,
-		  "ring=%llx exe=%s comm=%s tcp_listen=%u tcp=%u udp=%u unix_listen=%u: %s",
+		  "ring=%016llx exe=%s comm=%s tcp_listen=%u tcp=%u udp=%u unix_listen=%u: %s",
 		  (unsigned long long)p->ring_id, p->exe, comm, k[K_TCP_LISTEN],
 		  k[K_TCP], k[K_UDP], k[K_UNIX_LISTEN], list);
 	note_for_bp_run(p);

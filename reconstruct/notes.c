@@ -357,6 +357,14 @@ void rc_notes_rawio(struct rc_ctx *c, const char *host, uint32_t pid,
 	r.pid = pid;
 	r.sockets = sockets;
 	field(text, "ring=", " ", r.ring, sizeof r.ring);
+	{       /* as processes.ring_id: 16 hex digits (a bp-logd that
+		 * wrote it unpadded: a ring id from 0 to 0fff...) */
+		size_t l = strlen(r.ring);
+		if (l && l < 16 && sizeof r.ring > 16) {
+			memmove(r.ring + 16 - l, r.ring, l + 1);
+			memset(r.ring, '0', 16 - l);
+		}
+	}
 	field(text, " exe=", " comm=", r.exe, sizeof r.exe);
 	field(text, " comm=", " tcp_listen=", r.comm, sizeof r.comm);
 	field(text, " tcp_listen=", " ", num, sizeof num);

@@ -156,7 +156,7 @@ enum bt_logd_note {
 	BT_LN_NOTES_LOST = 12, /* result = notes that did not fit the buffer */
 	BT_LN_RAW_IO     = 13, /* pid = a tracer that holds sockets its shim
 				  never saw (network I/O past libc: not
-				  traced); result = how many, str = "ring=%llx
+				  traced); result = how many, str = "ring=%016llx
 				  exe=... comm=... tcp_listen=N tcp=N udp=N
 				  unix_listen=N: examples" */
 };
