@@ -82,6 +82,8 @@
 #define H2_STREAMS     128     /* streams with an open exchange */
 #define H2_METHOD      16
 #define H2_AUTH        48
+#define H2_SCANS       4       /* gRPC request bodies scanned at once */
+#define H2_NVAL        8       /* values kept of one request body */
 
 enum {
 	F_DATA = 0, F_HEADERS, F_PRIORITY, F_RST, F_SETTINGS, F_PUSH,
@@ -240,6 +242,41 @@ struct h2_stream {
 	uint8_t  gset : 1;
 	uint8_t  trunc : 1;
 	uint8_t  hdrs : 1;         /* the request's headers came */
+	uint8_t  gscan : 1;        /* a gRPC request: its body is scanned */
+	uint8_t  gbody : 1;        /* its body has begun */
+};
+
+/*
+ * The values of a gRPC request's message (docs/protocols.md, "http2"):
+ * the first message of the request body (5-byte prefix: compressed flag,
+ * length), its top-level protobuf fields walked without a schema.  A
+ * varint is a value as its decimal text, a length-delimited field as its
+ * bytes when they are all printable; each is hashed (bt_value_hash, as
+ * PostgreSQL's bound parameters).  The values are complete only when
+ * every field was one of those (no fixed-size field, no binary or nested
+ * message, at most H2_NVAL values, not compressed) and the request held
+ * that one message: then, and only then, its last frame carries them
+ * (BT_AK_PARAMS: "0:HASH 1:HASH ...", or "-" for none), so that
+ * bp-reconstruct may compare them.  Redaction (sql-literals) empties the
+ * attribute: then they are unknown again.
+ */
+enum { SC_PREFIX = 0, SC_KEY, SC_VARINT, SC_LEN, SC_STR, SC_SKIP, SC_DONE };
+
+struct h2_scan {
+	uint32_t sid;              /* 0 free */
+	uint8_t  ph;               /* SC_* */
+	uint8_t  pn;               /* prefix bytes seen */
+	uint8_t  shift;            /* varint bits read */
+	uint8_t  printable;
+	uint8_t  nval;
+	uint8_t  over;             /* a value not kept: incomplete */
+	uint8_t  wt;
+	uint32_t mleft;            /* message bytes left */
+	uint32_t slen;             /* string or skipped bytes left */
+	uint32_t shashed;          /* string bytes hashed */
+	uint64_t acc;              /* varint being read */
+	uint64_t hash;
+	uint64_t val[H2_NVAL];
 };
 
 struct h2_state {
@@ -251,6 +288,8 @@ struct h2_state {
 	char     err[32];
 	struct h2_dir d[2];
 	struct h2_stream st[H2_STREAMS];
+	struct h2_scan sc[H2_SCANS];
+	char     params[H2_NVAL * 19 + 1];
 };
 
 /* ---- HPACK: dynamic table ---------------------------------------------- */
@@ -647,6 +686,204 @@ static void hp_feed(struct h2_dir *d, const uint8_t *p, size_t n)
 	}
 }
 
+/* ---- gRPC request values ------------------------------------------------ */
+
+static struct h2_stream *stream_find(struct h2_state *s, uint32_t sid);
+
+static void scan_value(struct h2_scan *c, uint64_t h)
+{
+	if (c->nval < H2_NVAL)
+		c->val[c->nval++] = h;
+	else
+		c->over = 1;
+}
+
+/* A varint field's value, as its decimal text (shorter than 3 digits it
+ * can never decide: not kept, nothing hidden). */
+static void scan_varint(struct h2_scan *c, uint64_t v)
+{
+	char b[24];
+	int n = snprintf(b, sizeof b, "%llu", (unsigned long long)v);
+	if (n >= 3)
+		scan_value(c, bt_value_hash(b, (size_t)n));
+}
+
+/* One byte of a varint into C->acc; 1 when it ends (0: more to come,
+ * -1: longer than 10 bytes). */
+static int scan_vbyte(struct h2_scan *c, uint8_t b)
+{
+	if (c->shift >= 64)
+		return -1;
+	c->acc |= (uint64_t)(b & 0x7f) << c->shift;
+	c->shift = (uint8_t)(c->shift + 7);
+	return (b & 0x80) ? 0 : 1;
+}
+
+/* The next field's key (or the message's end). */
+static void scan_next(struct h2_scan *c)
+{
+	c->acc = 0;
+	c->shift = 0;
+	c->ph = c->mleft ? SC_KEY : SC_DONE;
+}
+
+static void scan_feed(struct h2_scan *c, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint8_t b = p[i];
+		int r;
+
+		if (c->ph == SC_DONE) {
+			c->over = 1;           /* a second message */
+			return;
+		}
+		if (c->ph == SC_PREFIX) {
+			if (c->pn == 0 && b != 0) {
+				c->over = 1;   /* compressed */
+				c->ph = SC_DONE;
+				return;
+			}
+			if (c->pn > 0)
+				c->mleft = c->mleft << 8 | b;
+			if (++c->pn == 5)
+				scan_next(c);
+			continue;
+		}
+		if (!c->mleft) {
+			c->over = 1;
+			c->ph = SC_DONE;
+			return;
+		}
+		c->mleft--;
+		switch (c->ph) {
+		case SC_KEY:
+			r = scan_vbyte(c, b);
+			if (r < 0)
+				goto bad;
+			if (!r)
+				break;
+			c->wt = (uint8_t)(c->acc & 7);
+			c->acc = 0;
+			c->shift = 0;
+			if (c->wt == 0)
+				c->ph = SC_VARINT;
+			else if (c->wt == 2)
+				c->ph = SC_LEN;
+			else if (c->wt == 1 || c->wt == 5) {
+				c->over = 1;   /* fixed64/fixed32: not kept */
+				c->slen = c->wt == 1 ? 8 : 4;
+				c->ph = SC_SKIP;
+			} else
+				goto bad;
+			break;
+		case SC_VARINT:
+			r = scan_vbyte(c, b);
+			if (r < 0)
+				goto bad;
+			if (r) {
+				scan_varint(c, c->acc);
+				scan_next(c);
+			}
+			break;
+		case SC_LEN:
+			r = scan_vbyte(c, b);
+			if (r < 0 || (r && c->acc > c->mleft))
+				goto bad;
+			if (!r)
+				break;
+			c->slen = (uint32_t)c->acc;
+			c->hash = BT_VALUE_HASH_BASIS;
+			c->shashed = 0;
+			c->printable = 1;
+			if (c->slen)
+				c->ph = SC_STR;
+			else
+				scan_next(c);
+			break;
+		case SC_STR:
+			if (c->shashed < BT_VALUE_HASH_MAX) {
+				c->hash = bt_value_hash_more(c->hash, &b, 1);
+				c->shashed++;
+			}
+			if (b < 0x20 || b > 0x7e)
+				c->printable = 0;
+			if (--c->slen)
+				break;
+			if (!c->printable)
+				c->over = 1;   /* bytes or a nested message */
+			else if (c->shashed >= 3)
+				scan_value(c, c->hash);
+			scan_next(c);
+			break;
+		default:                       /* SC_SKIP */
+			if (!--c->slen)
+				scan_next(c);
+			break;
+		}
+		continue;
+bad:
+		c->over = 1;
+		c->ph = SC_DONE;
+		return;
+	}
+}
+
+/* The scanner of stream SID; a new one when NEW (NULL: none free). */
+static struct h2_scan *scan_of(struct h2_state *s, uint32_t sid, int new)
+{
+	struct h2_scan *f = NULL;
+	for (int i = 0; i < H2_SCANS; i++) {
+		if (s->sc[i].sid == sid)
+			return &s->sc[i];
+		if (!s->sc[i].sid && !f)
+			f = &s->sc[i];
+	}
+	if (!new || !f)
+		return NULL;
+	memset(f, 0, sizeof *f);
+	f->sid = sid;
+	return f;
+}
+
+/* Body bytes P[0..K) of the client's stream SID. */
+static void scan_body(struct h2_state *s, uint32_t sid, const uint8_t *p,
+		      size_t k)
+{
+	struct h2_stream *t = stream_find(s, sid);
+	if (!t || !t->gscan)
+		return;
+	struct h2_scan *c = scan_of(s, sid, !t->gbody);
+	t->gbody = 1;
+	if (!c) {
+		t->gscan = 0;              /* no room, or lost: no values */
+		return;
+	}
+	scan_feed(c, p, k);
+}
+
+/* The client's stream SID ended (END_STREAM): its values on M when they
+ * are complete; the scanner freed. */
+static void scan_end(struct h2_state *s, uint32_t sid, struct bt_msg *m)
+{
+	struct h2_stream *t = stream_find(s, sid);
+	struct h2_scan *c = scan_of(s, sid, 0);
+	size_t n = 0;
+
+	if (c && t && t->gscan && c->ph == SC_DONE && !c->over) {
+		for (unsigned i = 0; i < c->nval; i++)
+			n += (size_t)snprintf(s->params + n, sizeof s->params - n,
+					      "%u:%016llx ", i,
+					      (unsigned long long)c->val[i]);
+		if (!n)                /* complete, and no value in it */
+			n = (size_t)snprintf(s->params, sizeof s->params, "- ");
+		bt_msg_attr(m, BT_AK_PARAMS, s->params, n - 1);
+	}
+	if (c)
+		c->sid = 0;
+	if (t)
+		t->gscan = 0;
+}
+
 /* ---- streams ----------------------------------------------------------- */
 
 static struct h2_stream *stream_find(struct h2_state *s, uint32_t sid)
@@ -726,6 +963,10 @@ static void req_headers(struct h2_state *s, struct h2_dir *d, uint32_t sid,
 	msg_attr_val(m, BT_AK_HOST, &d->need[HN_AUTH - 1], H2_AUTH);
 	if (d->broken || d->blk_trunc)
 		m->flags |= BT_MF_TRUNC;
+	const struct h2_val *ct = &d->need[HN_CTYPE - 1];
+	if (!es && ct->set && ct->len >= 16 &&
+	    memcmp(ct->b, "application/grpc", 16) == 0)
+		t->gscan = 1;
 }
 
 /* The server's header block of SID ended. */
@@ -914,6 +1155,10 @@ static void frame_body(struct h2_state *s, struct h2_dir *d, int dir,
 	case F_CONT:
 		hp_feed(d, p, k);
 		break;
+	case F_DATA:
+		if (is_client_dir(s, dir))
+			scan_body(s, d->sid, p, k);
+		break;
 	case F_RST:
 		for (size_t i = 0; i < k && d->sn < 4; i++)
 			d->small[d->sn++] = p[i];
@@ -975,6 +1220,8 @@ static void frame_end(struct h2_state *s, struct h2_dir *d, int dir,
 			t->req_open = 0;
 		msg_of(m, client || (sid & 1) ? BT_MK_ONEWAY : BT_MK_CONTROL,
 		       sid);
+		if (client && (d->flags & FL_END_STREAM))
+			scan_end(s, sid, m);
 		break;
 	case F_RST: {
 		long code = d->sn == 4 ? (long)((uint32_t)d->small[0] << 24 |

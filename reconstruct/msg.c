@@ -537,6 +537,21 @@ static void msg_in_place(struct ap *a, struct rc_end *e, struct rc_span *sp,
 	}
 }
 
+/* The last frame of SP's request brought the complete values of its body
+ * (a gRPC message, protocols/http2.c): what it received is known whole,
+ * and content may now decide by it (tokens.c). */
+static void body_values(struct rc_span *sp, const struct bt_event *ev)
+{
+	const struct bt_attr *p = rc_attr(ev, BT_AK_PARAMS);
+
+	/* empty: redacted (sql-literals), what it held is unknown */
+	if (!p || !p->len || !sp->tok_body || sp->body_params)
+		return;
+	sp->body_params = strndup(p->val, p->len);
+	if (sp->body_params)
+		sp->tok_partial = 0;
+}
+
 static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 {
 	struct rc_ctx *c = a->c;
@@ -611,6 +626,7 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 			 * body): its own exchange here, whoever sent it (the
 			 * sender's designation is a span of the sender's) */
 			desig_set(d, sp->req, sp->id, sp->client_root);
+			body_values(sp, ev);
 			sp = NULL;
 		} else if ((ev->flags & BT_MF_WITNESS) &&
 			   (sp = rc_span_witness(e->cli, ev->witness)) != NULL) {

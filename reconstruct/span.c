@@ -457,6 +457,7 @@ void rc_span_finish(struct rc_ctx *c, struct rc_span *sp)
 	free(sp->method);
 	free(sp->peer);
 	free(sp->client);
+	free(sp->body_params);
 	sp->next = m->pool;
 	m->pool = sp;
 }
@@ -479,6 +480,7 @@ void rc_span_discard(struct rc_ctx *c, struct rc_span **head,
 	free(sp->method);
 	free(sp->peer);
 	free(sp->client);
+	free(sp->body_params);
 	sp->next = m->pool;
 	m->pool = sp;
 }
@@ -561,8 +563,12 @@ void rc_span_label(struct rc_span *sp, const struct bt_event *ev)
 	const struct bt_attr *t;
 
 	sp->method = attr_dup(ev, BT_AK_METHOD);
-	if (sp->kind == RC_SK_SERVER)
+	if (sp->kind == RC_SK_SERVER) {
 		sp->tok_partial = (uint8_t)!rc_tok_inbound_whole(ev);
+		/* HTTP/2: whole once its body's values came (msg.c) */
+		sp->tok_body = ev->proto == BT_PROTO_HTTP2 &&
+			       !(ev->flags & BT_MF_TRUNC);
+	}
 	switch (ev->proto) {
 	case BT_PROTO_HTTP:
 	case BT_PROTO_HTTP2:

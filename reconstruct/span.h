@@ -41,6 +41,9 @@ struct rc_span {
 	uint8_t  call;           /* client: counted in its parent's ncalls */
 	uint8_t  tok_partial;    /* server: its request's target does not
 				    show all it carried (tokens.c) */
+	uint8_t  tok_body;       /* server: its target is whole but for a
+				    body whose values may come later
+				    (HTTP/2: a gRPC message, body_params) */
 	uint8_t  unowned;        /* client: sent by a fragment whose request
 				    was answered here, or for none, while
 				    other requests were open (tokens.c) */
@@ -57,6 +60,9 @@ struct rc_span {
 	const char *reason;      /* certainty_reason (a static string) */
 	const char *exe;         /* owned by the image (lives to the end) */
 	char    *name, *target, *method, *peer, *client;
+	char    *body_params;    /* server: the values of its request's
+				    body (BT_AK_PARAMS of an HTTP/2 frame
+				    that ended it), complete */
 };
 
 int  rc_span_init(struct rc_ctx *c);

@@ -610,6 +610,10 @@ static void cand_fill(struct cand *k, const struct rc_span *sp, uint64_t req)
 		k->hidden = target_values(sp->proto, sp->target,
 					  sp->target ? strlen(sp->target) : 0,
 					  &k->t) || k->t.over;
+	if (!k->hidden && sp->body_params) {
+		param_values(sp->body_params, strlen(sp->body_params), &k->t);
+		k->hidden = k->t.over;
+	}
 }
 
 static int cand_has(const struct cand *k, uint64_t val)

@@ -1056,7 +1056,7 @@ static const struct pcase cases[] = {
 	IN(H2F("\x03", "\x01", "\x05", "\x03") "\x82\x86\x84",
 	   "request witness=3 method=\"GET\" target=\"/\""),
 	IN(H2F("\x05", "\x00", "\x01", "\x01") "\x00\x00\x00\x00\x00",
-	   "oneway witness=1"),
+	   "oneway witness=1 params=\"-\""),
 	OUT(H2_SETTINGS, "control"),
 	OUT(H2F("\x01", "\x01", "\x05", "\x03") "\x88",
 	    "reply status=200 witness=3"),
@@ -1082,6 +1082,34 @@ static const struct pcase cases[] = {
 	OUT(H2F("\x08", "\x07", "\x00", "\x00") "\x00\x00\x00\x07\x00\x00\x00"
 	    "\x00", "control"),
 	EOFIN(NULL),
+} },
+{ "http2: a gRPC request's values (a string and a varint), and none when "
+  "a field is binary, the message compressed, or a second one follows",
+  "http2", SERVER, STREAM, {
+	IN(H2_PRI H2_SETTINGS, "control"),
+	IN(H2F("\x26", "\x01", "\x04", "\x01") "\x83\x86\x04\x0f/pkg.Svc/Method"
+	   "\x0f\x10\x10" "application/grpc",
+	   "request witness=1 method=\"POST\" target=\"/pkg.Svc/Method\""),
+	IN(H2F("\x08", "\x00", "\x00", "\x01") "\x00\x00\x00\x00\x0a\x0a\x05q",
+	   "oneway witness=1"),
+	IN(H2F("\x07", "\x00", "\x01", "\x01") "12x7\x10\x92\x21",
+	   "oneway witness=1 params=\"0:5259061e96f15bb6 1:317ca9d88928e945\""),
+	IN(H2F("\x26", "\x01", "\x04", "\x03") "\x83\x86\x04\x0f/pkg.Svc/Method"
+	   "\x0f\x10\x10" "application/grpc",
+	   "request witness=3 method=\"POST\" target=\"/pkg.Svc/Method\""),
+	IN(H2F("\x09", "\x00", "\x01", "\x03") "\x00\x00\x00\x00\x04\x1a\x02\x08\x01",
+	   "oneway witness=3"),
+	IN(H2F("\x26", "\x01", "\x04", "\x05") "\x83\x86\x04\x0f/pkg.Svc/Method"
+	   "\x0f\x10\x10" "application/grpc",
+	   "request witness=5 method=\"POST\" target=\"/pkg.Svc/Method\""),
+	IN(H2F("\x0c", "\x00", "\x01", "\x05") "\x01\x00\x00\x00\x07\x0a\x05q12x7",
+	   "oneway witness=5"),
+	IN(H2F("\x26", "\x01", "\x04", "\x07") "\x83\x86\x04\x0f/pkg.Svc/Method"
+	   "\x0f\x10\x10" "application/grpc",
+	   "request witness=7 method=\"POST\" target=\"/pkg.Svc/Method\""),
+	IN(H2F("\x0e", "\x00", "\x01", "\x07") "\x00\x00\x00\x00\x02\x10\x01"
+	   "\x00\x00\x00\x00\x02\x10\x02",
+	   "oneway witness=7"),
 } },
 { "http2: a query string and a size update; an index past the table "
   "flags the message", "http2", SERVER, STREAM, {

@@ -52,9 +52,9 @@ class Handler(grpc.GenericRpcHandler):
     def call(self, name, req, ctx):
         err = name.startswith('e')
         rid = name[1:] if err else name
-        try:
-            n = 1 if err else int(req.decode())
-        except ValueError:
+        body = pb_decode(req)
+        n = 1 if err else body.get(2, 0)
+        if not err and body.get(1) != rid.encode():
             n = 0
         if not 1 <= n <= 3 or not rid.isalnum():
             ctx.abort(grpc.StatusCode.INVALID_ARGUMENT, 'bad request')
@@ -72,6 +72,34 @@ class Handler(grpc.GenericRpcHandler):
         if err:
             ctx.abort(grpc.StatusCode.NOT_FOUND, 'no such thing')
         return ('id %s\n' % rid).encode()
+
+
+def pb_encode(rid, k):
+    """The request message, protobuf without a schema: field 1 the id
+    (a string), field 2 the number of queries (a varint)."""
+    b = rid.encode()
+    return b'\x0a' + bytes([len(b)]) + b + b'\x10' + bytes([k])
+
+
+def pb_decode(m):
+    """{field: bytes or int} of a message pb_encode made (short fields)."""
+    out, i = {}, 0
+    try:
+        while i < len(m):
+            key = m[i]
+            i += 1
+            if key & 7 == 2:
+                n = m[i]
+                out[key >> 3] = m[i + 1:i + 1 + n]
+                i += 1 + n
+            elif key & 7 == 0:
+                out[key >> 3] = m[i]
+                i += 1
+            else:
+                return {}
+    except IndexError:
+        return {}
+    return out
 
 
 def server(port, pidfile):
@@ -105,7 +133,7 @@ def client(port, n, conc, truth, out):
         k = 1 + (i * 7 + 3) % 3
         path = '/tb.Svc/%s%s' % ('e' if err else '', rid)
         sem.acquire()
-        f = ch.unary_unary(path).future(str(k).encode(), timeout=60)
+        f = ch.unary_unary(path).future(pb_encode(rid, k), timeout=60)
         f.add_done_callback(lambda _f: sem.release())
         results.append((rid, err, f))
         if not err:
