@@ -723,6 +723,68 @@ START_TEST(inherited_designation_fires)
 END_TEST
 
 /*
+ * gRPC: two calls /S/Get on one HTTP/2 connection, their ids only in
+ * their messages (the http2 processor's params on each call's last
+ * frame).  A handler thread created while the reader served the first
+ * sends the second's SQL: decided by the body's value (handoff:content).
+ * With the values redacted (params empty) the bodies are unknown: the
+ * call stays uncertain (the first, read ahead of, is parked), never
+ * given to the first by its thread.
+ */
+static void grpc_body_run(struct rt *t, int redacted)
+{
+	char p1[40], p2[40];
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *r = front(h, &b);
+
+	snprintf(p1, sizeof p1, "0:%016llx",
+		 (unsigned long long)bt_value_hash("id-one", 6));
+	snprintf(p2, sizeof p2, "0:%016llx",
+		 (unsigned long long)bt_value_hash("id-two", 6));
+	gen_accept(r, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_ready(r, 110, 5, POLLIN);
+	gen_msg(r, 111, 5, IN, REQ, BT_PROTO_HTTP2, 40, BT_MF_WITNESS, 0, 1,
+		GEN_A(BT_AK_METHOD, "POST"), GEN_A(BT_AK_TARGET, "/S/Get"), 0);
+	gen_thread_create(r, 112, 1);
+	struct gen_thr *wk = gen_thread(gen_thr_proc(r), 113, 301, 300, 1);
+	gen_msg(r, 114, 5, IN, BT_MK_ONEWAY, BT_PROTO_HTTP2, 20,
+		BT_MF_WITNESS, 0, 1, GEN_A(BT_AK_PARAMS, redacted ? "" : p1), 0);
+	gen_msg(r, 115, 5, IN, REQ, BT_PROTO_HTTP2, 40, BT_MF_WITNESS, 0, 3,
+		GEN_A(BT_AK_METHOD, "POST"), GEN_A(BT_AK_TARGET, "/S/Get"), 0);
+	gen_msg(r, 116, 5, IN, BT_MK_ONEWAY, BT_PROTO_HTTP2, 20,
+		BT_MF_WITNESS, 0, 3, GEN_A(BT_AK_PARAMS, redacted ? "" : p2), 0);
+	gen_data(r, 117, 5, OUT, 9);     /* the reader goes on (no wait) */
+	sql_out(wk, 120, 9, "SELECT v FROM t WHERE k = 'id-two'");
+	sql_in(b, 121, 4, "SELECT v FROM t WHERE k = 'id-two'");
+	rep_out(b, 122, 4);
+	rep_in(wk, 123, 9);
+	/* the same query with another value later: its literal carries
+	 * data (a constant would decide nothing) */
+	sql_out(wk, 130, 9, "SELECT v FROM t WHERE k = 'id-one'");
+	sql_in(b, 131, 4, "SELECT v FROM t WHERE k = 'id-one'");
+	rep_out(b, 132, 4);
+	rep_in(wk, 133, 9);
+	rt_init(t);
+	rt_write(t, g, NULL);
+	ck_assert_int_eq(rt_run(t), RC_EXIT_OK);
+}
+
+START_TEST(grpc_body_values_decide)
+{
+	struct rt t;
+	const char *q = "SELECT s.certainty || ' ' || IFNULL(s.certainty_reason, '-') || ' ' || r.request_id FROM spans s JOIN requests r USING (request_id) WHERE s.protocol = 'postgresql' AND s.kind = 'client' AND s.target LIKE '%id-two%'";
+
+	grpc_body_run(&t, 0);
+	ck_assert_str_eq(rt_q(&t, "%s", q), "resolved handoff:content 2");
+	rt_done(&t);
+	grpc_body_run(&t, 1);
+	ck_assert_str_eq(rt_q(&t, "%s", q), "uncertain ambiguous:parked 1");
+	rt_done(&t);
+}
+END_TEST
+
+/*
  * Not parked: a request whose fragment opened a backend connection that
  * is still connecting (its query is sent from the writable event), and a
  * request whose body is still arriving.  Another request's query sent
@@ -1554,6 +1616,7 @@ Suite *recon_certainty_suite(void)
 	tcase_add_test(tc, ready_reply_parent_here);
 	tcase_add_test(tc, closed_while_read_waits);
 	tcase_add_test(tc, inherited_designation_fires);
+	tcase_add_test(tc, grpc_body_values_decide);
 	suite_add_tcase(s, tc);
 	return s;
 }
