@@ -19,6 +19,10 @@
 #     message, exit 4 at once, no retries;
 #   - USER:PASSWORD@ in the URL (Basic), BP_CLICKHOUSE_USER and
 #     BP_CLICKHOUSE_PASSWORD, the password never printed;
+#   - hosts reconstructed apart (--host-local, a run each) and joined by
+#     the join_* views of docs/clickhouse.md: the same spans, parents,
+#     requests, clocks and certainty as bp-reconstruct --join
+#     (clickhouse-join-check.py), a key of two servers ambiguous in both;
 #   - the option errors.
 # Running 18.16 by hand: the root element is <yandex>; every path (data,
 # tmp, user_files, format_schemas, logs) must point into the temporary
@@ -296,7 +300,60 @@ secs=$(echo "$line" | sed 's/.*(\([0-9.]*\) s, .*/\1/')
 	rp_fail "big: tables differ"
 bp_note "throughput: $rows rows in $secs s ($(echo "$rows / ($secs + 0.001)" | bc) rows/s)"
 
-# 10. the option errors: usage (exit 1), nothing written
+# 10. hosts reconstructed apart, joined in ClickHouse by the join_* views
+# of docs/clickhouse.md: each host of genlog -3 a run of its own
+# (--host-local), the views against bp-reconstruct --join of the same
+# databases (spans, parents, requests, clocks, certainty); then a key two
+# server spans claim: ambiguous in both, never linked.
+JCHECK=$RP_DIR/clickhouse-join-check.py
+"$GENLOG" -3 -n 40 "$T/multi" >/dev/null || rp_fail "genlog -3"
+for h in front app db; do
+	recon "hl-$h" --host-local "$T/multi/$h" -o "$T/hl-$h.db" \
+		--clickhouse "$CH?database=bpj" --clickhouse-run "hl-$h"
+	[ "$RC" = 0 ] || rp_fail "--host-local $h: exit $RC: $(cat "$ERR")"
+done
+recon join --join "$T/hl-front.db" "$T/hl-app.db" "$T/hl-db.db" -o "$T/joined.db"
+[ "$RC" = 0 ] || rp_fail "--join: exit $RC: $(cat "$ERR")"
+"$PY" "$JCHECK" create "$CH" bpj "$top_srcdir/docs/clickhouse.md" ||
+	rp_fail "the join_* views of docs/clickhouse.md"
+q "INSERT INTO bpj.join_runs VALUES ('three', 1, 'hl-front'), ('three', 2, 'hl-app'), ('three', 3, 'hl-db')" >/dev/null
+t0=$(date +%s.%N)
+"$PY" "$JCHECK" "$T/joined.db" "$CH" bpj three ||
+	rp_fail "the join in ClickHouse differs from bp-reconstruct --join"
+bp_note "join_spans against --join: $(echo "$(date +%s.%N) - $t0" | bc) s"
+[ "$(q "SELECT status, count() FROM bpj.join_pairs WHERE joined = 'three' GROUP BY status ORDER BY status" | tr '\t\n' ' ')" = "linked 80 unmatched 40 " ] ||
+	rp_fail "join_pairs: $(q "SELECT status, count() FROM bpj.join_pairs GROUP BY status")"
+[ "$(q "SELECT max(hops) FROM bpj.join_request_roots WHERE joined = 'three'")" = 2 ] ||
+	rp_fail "join_request_roots: not two hops from db to front"
+[ "$(q "SELECT run, placed, intDiv(offset_ns, 1000000) FROM bpj.join_clocks WHERE joined = 'three' ORDER BY pos" | tr '\t\n' '  ')" = "hl-front 1 0 hl-app 1 -250 hl-db 1 1500 " ] ||
+	rp_fail "join_clocks: $(q "SELECT * FROM bpj.join_clocks")"
+# app's second server span given the first client's key (in SQLite and
+# as the newer row of run hl-app2 in ClickHouse)
+cp "$T/hl-app.db" "$T/hl-app2.db" || rp_fail "cp"
+sid=$(sqlite3 "$T/hl-app.db" "SELECT l.span_id FROM span_links l JOIN spans s USING (span_id) WHERE s.kind = 'server' ORDER BY l.span_id LIMIT 1 OFFSET 1")
+key=$(sqlite3 "$T/hl-app.db" "SELECT link FROM span_links ORDER BY span_id LIMIT 1")
+[ -n "$sid" ] && [ -n "$key" ] || rp_fail "no server span in hl-app.db"
+sqlite3 "$T/hl-app2.db" "UPDATE span_links SET link = '$key' WHERE span_id = $sid" || rp_fail "sqlite3 update"
+recon hl-app2 --host-local "$T/multi/app" -o "$T/hl-app2-ch.db" \
+	--clickhouse "$CH?database=bpj" --clickhouse-run hl-app2
+[ "$RC" = 0 ] || rp_fail "--host-local app again: exit $RC: $(cat "$ERR")"
+q "INSERT INTO bpj.span_links (run, row_id, span_id, link) VALUES ('hl-app2', $sid, $sid, '$key')" >/dev/null
+q "INSERT INTO bpj.join_runs VALUES ('amb', 1, 'hl-front'), ('amb', 2, 'hl-app2'), ('amb', 3, 'hl-db')" >/dev/null
+recon join2 --join "$T/hl-front.db" "$T/hl-app2.db" "$T/hl-db.db" -o "$T/joined2.db"
+[ "$RC" = 0 ] || rp_fail "--join, an ambiguous key: exit $RC: $(cat "$ERR")"
+[ "$(sqlite3 "$T/joined2.db" "SELECT value FROM stats WHERE key = 'join_ambiguous'")" = 3 ] ||
+	rp_fail "--join: not 3 ambiguous spans"
+[ "$(q "SELECT count() FROM bpj.join_pairs WHERE joined = 'amb' AND status = 'ambiguous' AND link = '$key'")" = 1 ] ||
+	rp_fail "join_pairs: the key of two servers is not ambiguous"
+[ "$(q "SELECT countIf(linked), countIf(certainty_reason = 'join:ambiguous') FROM bpj.join_spans WHERE joined = 'amb'" | tr '\t' ' ')" = "78 7" ] ||
+	rp_fail "join_spans, an ambiguous key: $(q "SELECT countIf(linked), countIf(certainty_reason = 'join:ambiguous') FROM bpj.join_spans WHERE joined = 'amb'")"
+"$PY" "$JCHECK" "$T/joined2.db" "$CH" bpj amb ||
+	rp_fail "an ambiguous key: the join in ClickHouse differs from bp-reconstruct --join"
+# the first set is untouched by the second
+"$PY" "$JCHECK" "$T/joined.db" "$CH" bpj three >/dev/null ||
+	rp_fail "the set 'three' changed when 'amb' was added"
+
+# 11. the option errors: usage (exit 1), nothing written
 usage() {
 	rp_usage "$T/shop" "$@"
 }
