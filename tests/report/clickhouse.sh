@@ -22,7 +22,8 @@
 #   - hosts reconstructed apart (--host-local, a run each) and joined by
 #     the join_* views of docs/clickhouse.md: the same spans, parents,
 #     requests, clocks and certainty as bp-reconstruct --join
-#     (clickhouse-join-check.py), a key of two servers ambiguous in both;
+#     (clickhouse-join-check.py), a key of two servers ambiguous in both,
+#     a key two connections used one after the other linked in both;
 #   - the option errors.
 # Running 18.16 by hand: the root element is <yandex>; every path (data,
 # tmp, user_files, format_schemas, logs) must point into the temporary
@@ -304,7 +305,8 @@ bp_note "throughput: $rows rows in $secs s ($(echo "$rows / ($secs + 0.001)" | b
 # of docs/clickhouse.md: each host of genlog -3 a run of its own
 # (--host-local), the views against bp-reconstruct --join of the same
 # databases (spans, parents, requests, clocks, certainty); then a key two
-# server spans claim: ambiguous in both, never linked.
+# server spans claim: ambiguous in both, never linked; and a key two
+# connections used one after the other: paired by time in both.
 JCHECK=$RP_DIR/clickhouse-join-check.py
 "$GENLOG" -3 -n 40 "$T/multi" >/dev/null || rp_fail "genlog -3"
 for h in front app db; do
@@ -352,6 +354,29 @@ recon join2 --join "$T/hl-front.db" "$T/hl-app2.db" "$T/hl-db.db" -o "$T/joined2
 # the first set is untouched by the second
 "$PY" "$JCHECK" "$T/joined.db" "$CH" bpj three >/dev/null ||
 	rp_fail "the set 'three' changed when 'amb' was added"
+# a key two connections used one after the other (the second client
+# starts after the first ended): paired in start order by both
+k1=$(sqlite3 "$T/hl-front.db" "SELECT l.link FROM span_links l JOIN spans s USING (span_id) WHERE s.kind = 'client' ORDER BY s.start_ns LIMIT 1")
+k2=$(sqlite3 "$T/hl-front.db" "SELECT l.link FROM span_links l JOIN spans s USING (span_id) WHERE s.kind = 'client' AND s.start_ns > (SELECT s2.end_ns FROM span_links l2 JOIN spans s2 USING (span_id) WHERE l2.link = '$k1' AND s2.kind = 'client') ORDER BY s.start_ns LIMIT 1")
+[ -n "$k1" ] && [ -n "$k2" ] || rp_fail "no two client spans one after the other in hl-front.db"
+for h in front app; do
+	cp "$T/hl-$h.db" "$T/hl-${h}3.db" || rp_fail "cp"
+	sqlite3 "$T/hl-${h}3.db" "UPDATE span_links SET link = '$k1' WHERE link = '$k2'" || rp_fail "sqlite3 update"
+	recon "hl-${h}3" --host-local "$T/multi/$h" -o "$T/hl-${h}3-ch.db" \
+		--clickhouse "$CH?database=bpj" --clickhouse-run "hl-${h}3"
+	[ "$RC" = 0 ] || rp_fail "--host-local $h again: exit $RC: $(cat "$ERR")"
+	for sid in $(sqlite3 "$T/hl-${h}3.db" "SELECT span_id FROM span_links WHERE link = '$k1'"); do
+		q "INSERT INTO bpj.span_links (run, row_id, span_id, link) VALUES ('hl-${h}3', $sid, $sid, '$k1')" >/dev/null
+	done
+done
+q "INSERT INTO bpj.join_runs VALUES ('reuse', 1, 'hl-front3'), ('reuse', 2, 'hl-app3'), ('reuse', 3, 'hl-db')" >/dev/null
+recon join3 --join "$T/hl-front3.db" "$T/hl-app3.db" "$T/hl-db.db" -o "$T/joined3.db"
+[ "$RC" = 0 ] || rp_fail "--join, a key used twice: exit $RC: $(cat "$ERR")"
+grep -q ' 80 links across hosts, 0 spans ambiguous' "$ERR" || rp_fail "--join, a key used twice: $(cat "$ERR")"
+[ "$(q "SELECT count() FROM bpj.join_pairs WHERE joined = 'reuse' AND status = 'linked' AND link = '$k1' AND clients = 2 AND servers = 2")" = 2 ] ||
+	rp_fail "join_pairs: the key used twice is not two linked pairs: $(q "SELECT * FROM bpj.join_pairs WHERE joined = 'reuse' AND link = '$k1'")"
+"$PY" "$JCHECK" "$T/joined3.db" "$CH" bpj reuse ||
+	rp_fail "a key used twice: the join in ClickHouse differs from bp-reconstruct --join"
 
 # 11. the option errors: usage (exit 1), nothing written
 usage() {
