@@ -12,7 +12,9 @@ the same databases (tests/report/clickhouse-join.sh).
       (kind, target, host, start) and its request's (the root request's
       target and start); the lines compared as multisets; then each
       request's tree (its spans' lines nested under their parents)
-      compared as multisets.  Prints the counts.
+      compared as multisets; then the requests (join_requests against
+      the requests table: target, times, spans, certainty, the set of
+      reasons).  Prints the counts.
 """
 import sqlite3
 import sys
@@ -90,9 +92,27 @@ def main(path, http, database, joined):
     if ta != tb:
         sys.exit('clickhouse-join-check: the request trees differ (%d from --join, %d from ClickHouse): %r'
                  % (len(ta), len(tb), sorted(set(ta) ^ set(tb))[:2]))
+    nspans = {}
+    for sp in sspans.values():
+        nspans[sp[1]] = nspans.get(sp[1], 0) + 1
+    def why(w):
+        return ','.join(sorted(set(w.split(',')))) if w else None
+    ra = sorted((r[0], r[1], r[2], nspans.get(k, 0), r[3], why(r[4])) for k, r in
+                ((r[0], r[1:]) for r in db.execute(
+                    'SELECT request_id, target, start_ns, end_ns, certainty,'
+                    ' certainty_reason FROM requests')))
+    rb = sorted((dec(r[0]), num(r[1]), num(r[2]), int(r[3]), dec(r[4]), why(dec(r[5])))
+                for r in chk.ch_rows(http,
+                    "SELECT target, start_ns, end_ns, spans, certainty,"
+                    " certainty_reason FROM `%s`.join_requests WHERE joined = '%s'"
+                    % (database, joined)))
+    ra = [tuple(x) for x in ra]
+    if ra != rb:
+        sys.exit('clickhouse-join-check: the requests differ (%d from --join, %d in join_requests): %r'
+                 % (len(ra), len(rb), sorted(set(ra) ^ set(rb))[:3]))
     unc = sum(1 for s in sspans.values() if s[7] == 'uncertain')
-    print('clickhouse-join-check: %d spans and %d request trees equal (%d spans uncertain)'
-          % (len(a), len(ta), unc))
+    print('clickhouse-join-check: %d spans, %d request trees and %d requests equal (%d spans uncertain, %d requests)'
+          % (len(a), len(ta), len(ra), unc, sum(1 for r in ra if r[4] == 'uncertain')))
 
 
 def create(http, database, doc):
@@ -113,7 +133,7 @@ def create(http, database, doc):
             chk.ch(http, 'DROP TABLE IF EXISTS `%s`.`%s`' % (database, name[3:]))
         chk.ch(http, st.replace('bp.', '`%s`.' % database))
         n += 1
-    if n < 8:
+    if n < 10:
         sys.exit('clickhouse-join-check: only %d join_* statements in %s' % (n, doc))
     print('clickhouse-join-check: %d join_* tables and views created' % n)
 
