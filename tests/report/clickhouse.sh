@@ -23,7 +23,8 @@
 #     the join_* views of docs/clickhouse.md: the same spans, parents,
 #     requests, clocks and certainty as bp-reconstruct --join
 #     (clickhouse-join-check.py), a key of two servers ambiguous in both,
-#     a key two connections used one after the other linked in both;
+#     a key two connections used one after the other linked in both,
+#     an uncertain client span whose mark the other hosts' spans inherit;
 #   - the option errors.
 # Running 18.16 by hand: the root element is <yandex>; every path (data,
 # tmp, user_files, format_schemas, logs) must point into the temporary
@@ -377,6 +378,29 @@ grep -q ' 80 links across hosts, 0 spans ambiguous' "$ERR" || rp_fail "--join, a
 	rp_fail "join_pairs: the key used twice is not two linked pairs: $(q "SELECT * FROM bpj.join_pairs WHERE joined = 'reuse' AND link = '$k1'")"
 "$PY" "$JCHECK" "$T/joined3.db" "$CH" bpj reuse ||
 	rp_fail "a key used twice: the join in ClickHouse differs from bp-reconstruct --join"
+# a front client span uncertain (as a parked request's call is): the
+# spans below it on app and db inherit the mark across hosts, in both
+sid=$(sqlite3 "$T/hl-front.db" "SELECT l.span_id FROM span_links l JOIN spans s USING (span_id) WHERE s.kind = 'client' ORDER BY s.start_ns LIMIT 1 OFFSET 3")
+[ -n "$sid" ] || rp_fail "no fourth client span in hl-front.db"
+cp "$T/hl-front.db" "$T/hl-front4.db" || rp_fail "cp"
+sqlite3 "$T/hl-front4.db" "UPDATE spans SET certainty = 'uncertain', certainty_reason = 'ambiguous:parked' WHERE span_id = $sid" ||
+	rp_fail "sqlite3 update"
+recon hl-front4 --host-local "$T/multi/front" -o "$T/hl-front4-ch.db" \
+	--clickhouse "$CH?database=bpj" --clickhouse-run hl-front4
+[ "$RC" = 0 ] || rp_fail "--host-local front again: exit $RC: $(cat "$ERR")"
+cols=$(q "SELECT name FROM system.columns WHERE database = 'bpj' AND table = 'spans'" | tr '\n' ',' | sed 's/,$//')
+sel=$(echo "$cols" | sed "s/,certainty,certainty_reason/,'uncertain','ambiguous:parked'/")
+[ "$sel" != "$cols" ] || rp_fail "spans columns: $cols"
+q "INSERT INTO bpj.spans ($cols) SELECT $sel FROM bpj.spans FINAL WHERE run = 'hl-front4' AND span_id = $sid" >/dev/null
+q "INSERT INTO bpj.join_runs VALUES ('unc', 1, 'hl-front4'), ('unc', 2, 'hl-app'), ('unc', 3, 'hl-db')" >/dev/null
+recon join4 --join "$T/hl-front4.db" "$T/hl-app.db" "$T/hl-db.db" -o "$T/joined4.db"
+[ "$RC" = 0 ] || rp_fail "--join, an uncertain span: exit $RC: $(cat "$ERR")"
+[ "$(sqlite3 "$T/joined4.db" "SELECT COUNT(*) FROM spans WHERE certainty_reason = 'ambiguous:parked'")" = 4 ] ||
+	rp_fail "--join: the mark not inherited by 3 spans on app and db"
+[ "$(q "SELECT groupArray(host) FROM (SELECT host FROM bpj.join_spans WHERE joined = 'unc' AND certainty = 'uncertain' ORDER BY start_ns)")" = "['front','app','app','db']" ] ||
+	rp_fail "join_spans: the mark not inherited across hosts: $(q "SELECT run, span_id, host, certainty_reason FROM bpj.join_spans WHERE joined = 'unc' AND certainty = 'uncertain'")"
+"$PY" "$JCHECK" "$T/joined4.db" "$CH" bpj unc ||
+	rp_fail "an uncertain span: the join in ClickHouse differs from bp-reconstruct --join"
 
 # 11. the option errors: usage (exit 1), nothing written
 usage() {
