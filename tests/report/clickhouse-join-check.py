@@ -8,7 +8,7 @@ the same databases (tests/report/clickhouse-join.sh).
       that makes a join_* table or view ("bp." replaced by DATABASE).
   clickhouse-join-check.py DB HTTP DATABASE JOINED
       one line per span from both: the span (kind, protocol, target, host,
-      exe, certainty, start and end on the joined clocks), its parent's
+      exe, certainty, start and end on the joined clocks, reason), its parent's
       (kind, target, host, start) and its request's (the root request's
       target and start); the lines compared as multisets; then each
       request's tree (its spans' lines nested under their parents)
@@ -37,7 +37,7 @@ def num(v):
 
 def lines(spans, reqs):
     """SPANS: {key: (parent_key, request_key, kind, protocol, target, host,
-    exe, certainty, start, end)}; REQS: {request_key: (target, start)}.
+    exe, certainty, start, end, reason)}; REQS: {request_key: (target, start)}.
     The span lines, and the request trees."""
     out, kids, byreq = {}, {}, {}
     for k, s in spans.items():
@@ -62,20 +62,21 @@ def main(path, http, database, joined):
     db = chk.sqlite_db(path)
     sspans = {r[0]: r[1:] for r in db.execute(
         'SELECT span_id, parent_span_id, request_id, kind, protocol, target,'
-        ' host, exe, certainty, start_ns, end_ns FROM spans')}
+        ' host, exe, certainty, start_ns, end_ns, certainty_reason FROM spans')}
     sreqs = {r[0]: r[1:] for r in db.execute(
         'SELECT request_id, target, start_ns FROM requests')}
     cspans, creqs = {}, {}
     for r in chk.ch_rows(http,
             "SELECT run, span_id, parent_run, parent_span_id, request_run,"
             " global_request_id, kind, protocol, target, host, exe, certainty,"
-            " start_ns, end_ns FROM `%s`.join_spans WHERE joined = '%s'"
+            " start_ns, end_ns, certainty_reason FROM `%s`.join_spans"
+            " WHERE joined = '%s'"
             % (database, joined)):
         k = (dec(r[0]), int(r[1]))
         par = None if r[3] is None else (dec(r[2]), int(r[3]))
         req = None if r[5] is None else (dec(r[4]), int(r[5]))
         cspans[k] = (par, req, dec(r[6]), dec(r[7]), dec(r[8]), dec(r[9]),
-                     dec(r[10]), dec(r[11]), num(r[12]), num(r[13]))
+                     dec(r[10]), dec(r[11]), num(r[12]), num(r[13]), dec(r[14]))
     for r in chk.ch_rows(http,
             "SELECT run, request_id, target, start_ns + offset_ns FROM"
             " (SELECT run, request_id, target, start_ns FROM `%s`.requests FINAL)"
@@ -97,19 +98,19 @@ def main(path, http, database, joined):
         nspans[sp[1]] = nspans.get(sp[1], 0) + 1
     def why(w):
         return ','.join(sorted(set(w.split(',')))) if w else None
-    ra = sorted((r[0], r[1], r[2], nspans.get(k, 0), r[3], why(r[4])) for k, r in
-                ((r[0], r[1:]) for r in db.execute(
-                    'SELECT request_id, target, start_ns, end_ns, certainty,'
-                    ' certainty_reason FROM requests')))
-    rb = sorted((dec(r[0]), num(r[1]), num(r[2]), int(r[3]), dec(r[4]), why(dec(r[5])))
-                for r in chk.ch_rows(http,
-                    "SELECT target, start_ns, end_ns, spans, certainty,"
-                    " certainty_reason FROM `%s`.join_requests WHERE joined = '%s'"
-                    % (database, joined)))
+    ra = sorted(((r[0], r[1], r[2], nspans.get(k, 0), r[3], why(r[4])) for k, r in
+                 ((r[0], r[1:]) for r in db.execute(
+                     'SELECT request_id, target, start_ns, end_ns, certainty,'
+                     ' certainty_reason FROM requests'))), key=repr)
+    rb = sorted(((dec(r[0]), num(r[1]), num(r[2]), int(r[3]), dec(r[4]), why(dec(r[5])))
+                 for r in chk.ch_rows(http,
+                     "SELECT target, start_ns, end_ns, spans, certainty,"
+                     " certainty_reason FROM `%s`.join_requests WHERE joined = '%s'"
+                     % (database, joined))), key=repr)
     ra = [tuple(x) for x in ra]
     if ra != rb:
         sys.exit('clickhouse-join-check: the requests differ (%d from --join, %d in join_requests): %r'
-                 % (len(ra), len(rb), sorted(set(ra) ^ set(rb))[:3]))
+                 % (len(ra), len(rb), sorted(set(ra) ^ set(rb), key=repr)[:3]))
     unc = sum(1 for s in sspans.values() if s[7] == 'uncertain')
     print('clickhouse-join-check: %d spans, %d request trees and %d requests equal (%d spans uncertain, %d requests)'
           % (len(a), len(ta), len(ra), unc, sum(1 for r in ra if r[4] == 'uncertain')))
