@@ -24,7 +24,8 @@
 #     requests, clocks and certainty as bp-reconstruct --join
 #     (clickhouse-join-check.py), a key of two servers ambiguous in both,
 #     a key two connections used one after the other linked in both,
-#     an uncertain client span whose mark the other hosts' spans inherit;
+#     an uncertain client span whose mark the other hosts' spans inherit,
+#     a client span in no request (not an end of its key);
 #   - the option errors.
 # Running 18.16 by hand: the root element is <yandex>; every path (data,
 # tmp, user_files, format_schemas, logs) must point into the temporary
@@ -401,6 +402,26 @@ recon join4 --join "$T/hl-front4.db" "$T/hl-app.db" "$T/hl-db.db" -o "$T/joined4
 	rp_fail "join_spans: the mark not inherited across hosts: $(q "SELECT run, span_id, host, certainty_reason FROM bpj.join_spans WHERE joined = 'unc' AND certainty = 'uncertain'")"
 "$PY" "$JCHECK" "$T/joined4.db" "$CH" bpj unc ||
 	rp_fail "an uncertain span: the join in ClickHouse differs from bp-reconstruct --join"
+# a front client span in no request (as an unattributed call is): not an
+# end of its key, so app's server span stays a request of its own
+sid=$(sqlite3 "$T/hl-front.db" "SELECT l.span_id FROM span_links l JOIN spans s USING (span_id) WHERE s.kind = 'client' ORDER BY s.start_ns LIMIT 1 OFFSET 5")
+[ -n "$sid" ] || rp_fail "no sixth client span in hl-front.db"
+cp "$T/hl-front.db" "$T/hl-front5.db" || rp_fail "cp"
+sqlite3 "$T/hl-front5.db" "UPDATE spans SET request_id = NULL WHERE span_id = $sid" || rp_fail "sqlite3 update"
+recon hl-front5 --host-local "$T/multi/front" -o "$T/hl-front5-ch.db" \
+	--clickhouse "$CH?database=bpj" --clickhouse-run hl-front5
+[ "$RC" = 0 ] || rp_fail "--host-local front again: exit $RC: $(cat "$ERR")"
+sel=$(echo "$cols" | sed "s/,request_id,/,NULL,/")
+[ "$sel" != "$cols" ] || rp_fail "spans columns: $cols"
+q "INSERT INTO bpj.spans ($cols) SELECT $sel FROM bpj.spans FINAL WHERE run = 'hl-front5' AND span_id = $sid" >/dev/null
+q "INSERT INTO bpj.join_runs VALUES ('noreq', 1, 'hl-front5'), ('noreq', 2, 'hl-app'), ('noreq', 3, 'hl-db')" >/dev/null
+recon join5 --join "$T/hl-front5.db" "$T/hl-app.db" "$T/hl-db.db" -o "$T/joined5.db"
+[ "$RC" = 0 ] || rp_fail "--join, a span in no request: exit $RC: $(cat "$ERR")"
+grep -q ': 41 requests .* 79 links across hosts' "$ERR" || rp_fail "--join, a span in no request: $(cat "$ERR")"
+[ "$(q "SELECT count() FROM bpj.join_requests WHERE joined = 'noreq'")" = 41 ] ||
+	rp_fail "join_requests, a span in no request: not 41 requests"
+"$PY" "$JCHECK" "$T/joined5.db" "$CH" bpj noreq ||
+	rp_fail "a span in no request: the join in ClickHouse differs from bp-reconstruct --join"
 
 # 11. the option errors: usage (exit 1), nothing written
 usage() {
