@@ -25,7 +25,8 @@
 #     (clickhouse-join-check.py), a key of two servers ambiguous in both,
 #     a key two connections used one after the other linked in both,
 #     an uncertain client span whose mark the other hosts' spans inherit,
-#     a client span in no request (not an end of its key);
+#     a client span in no request (not an end of its key), sets no link
+#     holds together (a run on its own clock) and a set of one run;
 #   - the option errors.
 # Running 18.16 by hand: the root element is <yandex>; every path (data,
 # tmp, user_files, format_schemas, logs) must point into the temporary
@@ -422,6 +423,19 @@ grep -q ': 41 requests .* 79 links across hosts' "$ERR" || rp_fail "--join, a sp
 	rp_fail "join_requests, a span in no request: not 41 requests"
 "$PY" "$JCHECK" "$T/joined5.db" "$CH" bpj noreq ||
 	rp_fail "a span in no request: the join in ClickHouse differs from bp-reconstruct --join"
+# sets no link holds together: front and db (db keeps its own clock),
+# app alone
+q "INSERT INTO bpj.join_runs VALUES ('apart', 1, 'hl-front'), ('apart', 2, 'hl-db'), ('solo', 1, 'hl-app')" >/dev/null
+[ "$(q "SELECT run, placed FROM bpj.join_clocks WHERE joined = 'apart' ORDER BY pos" | tr '\t\n' '  ')" = "hl-front 1 hl-db 0 " ] ||
+	rp_fail "join_clocks, no link: $(q "SELECT * FROM bpj.join_clocks WHERE joined = 'apart'")"
+recon join6 --join "$T/hl-front.db" "$T/hl-db.db" -o "$T/joined6.db"
+[ "$RC" = 0 ] || rp_fail "--join of front and db: exit $RC: $(cat "$ERR")"
+"$PY" "$JCHECK" "$T/joined6.db" "$CH" bpj apart ||
+	rp_fail "front and db: the join in ClickHouse differs from bp-reconstruct --join"
+recon join7 --join "$T/hl-app.db" -o "$T/joined7.db"
+[ "$RC" = 0 ] || rp_fail "--join of app alone: exit $RC: $(cat "$ERR")"
+"$PY" "$JCHECK" "$T/joined7.db" "$CH" bpj solo ||
+	rp_fail "app alone: the join in ClickHouse differs from bp-reconstruct --join"
 
 # 11. the option errors: usage (exit 1), nothing written
 usage() {
