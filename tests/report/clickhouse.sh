@@ -19,6 +19,14 @@
 #     message, exit 4 at once, no retries;
 #   - USER:PASSWORD@ in the URL (Basic), BP_CLICKHOUSE_USER and
 #     BP_CLICKHOUSE_PASSWORD, the password never printed;
+#   - hosts reconstructed apart (--host-local, a run each) and joined by
+#     the join_* views of docs/clickhouse.md: the same spans, parents,
+#     requests, clocks and certainty as bp-reconstruct --join
+#     (clickhouse-join-check.py), a key of two servers ambiguous in both,
+#     a key two connections used one after the other linked in both,
+#     an uncertain client span whose mark the other hosts' spans inherit,
+#     a client span in no request (not an end of its key), sets no link
+#     holds together (a run on its own clock) and a set of one run;
 #   - the option errors.
 # Running 18.16 by hand: the root element is <yandex>; every path (data,
 # tmp, user_files, format_schemas, logs) must point into the temporary
@@ -296,7 +304,140 @@ secs=$(echo "$line" | sed 's/.*(\([0-9.]*\) s, .*/\1/')
 	rp_fail "big: tables differ"
 bp_note "throughput: $rows rows in $secs s ($(echo "$rows / ($secs + 0.001)" | bc) rows/s)"
 
-# 10. the option errors: usage (exit 1), nothing written
+# 10. hosts reconstructed apart, joined in ClickHouse by the join_* views
+# of docs/clickhouse.md: each host of genlog -3 a run of its own
+# (--host-local), the views against bp-reconstruct --join of the same
+# databases (spans, parents, requests, clocks, certainty); then a key two
+# server spans claim: ambiguous in both, never linked; and a key two
+# connections used one after the other: paired by time in both.
+JCHECK=$RP_DIR/clickhouse-join-check.py
+"$GENLOG" -3 -n 40 "$T/multi" >/dev/null || rp_fail "genlog -3"
+for h in front app db; do
+	recon "hl-$h" --host-local "$T/multi/$h" -o "$T/hl-$h.db" \
+		--clickhouse "$CH?database=bpj" --clickhouse-run "hl-$h"
+	[ "$RC" = 0 ] || rp_fail "--host-local $h: exit $RC: $(cat "$ERR")"
+done
+recon join --join "$T/hl-front.db" "$T/hl-app.db" "$T/hl-db.db" -o "$T/joined.db"
+[ "$RC" = 0 ] || rp_fail "--join: exit $RC: $(cat "$ERR")"
+"$PY" "$JCHECK" create "$CH" bpj "$top_srcdir/docs/clickhouse.md" ||
+	rp_fail "the join_* views of docs/clickhouse.md"
+q "INSERT INTO bpj.join_runs VALUES ('three', 1, 'hl-front'), ('three', 2, 'hl-app'), ('three', 3, 'hl-db')" >/dev/null
+t0=$(date +%s.%N)
+"$PY" "$JCHECK" "$T/joined.db" "$CH" bpj three ||
+	rp_fail "the join in ClickHouse differs from bp-reconstruct --join"
+bp_note "join_spans against --join: $(echo "$(date +%s.%N) - $t0" | bc) s"
+[ "$(q "SELECT status, count() FROM bpj.join_pairs WHERE joined = 'three' GROUP BY status ORDER BY status" | tr '\t\n' ' ')" = "linked 80 unmatched 40 " ] ||
+	rp_fail "join_pairs: $(q "SELECT status, count() FROM bpj.join_pairs GROUP BY status")"
+[ "$(q "SELECT max(hops) FROM bpj.join_request_roots WHERE joined = 'three'")" = 2 ] ||
+	rp_fail "join_request_roots: not two hops from db to front"
+[ "$(q "SELECT run, placed, intDiv(offset_ns, 1000000) FROM bpj.join_clocks WHERE joined = 'three' ORDER BY pos" | tr '\t\n' '  ')" = "hl-front 1 0 hl-app 1 -250 hl-db 1 1500 " ] ||
+	rp_fail "join_clocks: $(q "SELECT * FROM bpj.join_clocks")"
+# app's second server span given the first client's key (in SQLite and
+# as the newer row of run hl-app2 in ClickHouse)
+cp "$T/hl-app.db" "$T/hl-app2.db" || rp_fail "cp"
+sid=$(sqlite3 "$T/hl-app.db" "SELECT l.span_id FROM span_links l JOIN spans s USING (span_id) WHERE s.kind = 'server' ORDER BY l.span_id LIMIT 1 OFFSET 1")
+key=$(sqlite3 "$T/hl-app.db" "SELECT link FROM span_links ORDER BY span_id LIMIT 1")
+[ -n "$sid" ] && [ -n "$key" ] || rp_fail "no server span in hl-app.db"
+sqlite3 "$T/hl-app2.db" "UPDATE span_links SET link = '$key' WHERE span_id = $sid" || rp_fail "sqlite3 update"
+recon hl-app2 --host-local "$T/multi/app" -o "$T/hl-app2-ch.db" \
+	--clickhouse "$CH?database=bpj" --clickhouse-run hl-app2
+[ "$RC" = 0 ] || rp_fail "--host-local app again: exit $RC: $(cat "$ERR")"
+q "INSERT INTO bpj.span_links (run, row_id, span_id, link) VALUES ('hl-app2', $sid, $sid, '$key')" >/dev/null
+q "INSERT INTO bpj.join_runs VALUES ('amb', 1, 'hl-front'), ('amb', 2, 'hl-app2'), ('amb', 3, 'hl-db')" >/dev/null
+recon join2 --join "$T/hl-front.db" "$T/hl-app2.db" "$T/hl-db.db" -o "$T/joined2.db"
+[ "$RC" = 0 ] || rp_fail "--join, an ambiguous key: exit $RC: $(cat "$ERR")"
+[ "$(sqlite3 "$T/joined2.db" "SELECT value FROM stats WHERE key = 'join_ambiguous'")" = 3 ] ||
+	rp_fail "--join: not 3 ambiguous spans"
+[ "$(q "SELECT count() FROM bpj.join_pairs WHERE joined = 'amb' AND status = 'ambiguous' AND link = '$key'")" = 1 ] ||
+	rp_fail "join_pairs: the key of two servers is not ambiguous"
+[ "$(q "SELECT countIf(linked), countIf(certainty_reason = 'join:ambiguous') FROM bpj.join_spans WHERE joined = 'amb'" | tr '\t' ' ')" = "78 7" ] ||
+	rp_fail "join_spans, an ambiguous key: $(q "SELECT countIf(linked), countIf(certainty_reason = 'join:ambiguous') FROM bpj.join_spans WHERE joined = 'amb'")"
+"$PY" "$JCHECK" "$T/joined2.db" "$CH" bpj amb ||
+	rp_fail "an ambiguous key: the join in ClickHouse differs from bp-reconstruct --join"
+# the first set is untouched by the second
+"$PY" "$JCHECK" "$T/joined.db" "$CH" bpj three >/dev/null ||
+	rp_fail "the set 'three' changed when 'amb' was added"
+# a key two connections used one after the other (the second client
+# starts after the first ended): paired in start order by both
+k1=$(sqlite3 "$T/hl-front.db" "SELECT l.link FROM span_links l JOIN spans s USING (span_id) WHERE s.kind = 'client' ORDER BY s.start_ns LIMIT 1")
+k2=$(sqlite3 "$T/hl-front.db" "SELECT l.link FROM span_links l JOIN spans s USING (span_id) WHERE s.kind = 'client' AND s.start_ns > (SELECT s2.end_ns FROM span_links l2 JOIN spans s2 USING (span_id) WHERE l2.link = '$k1' AND s2.kind = 'client') ORDER BY s.start_ns LIMIT 1")
+[ -n "$k1" ] && [ -n "$k2" ] || rp_fail "no two client spans one after the other in hl-front.db"
+for h in front app; do
+	cp "$T/hl-$h.db" "$T/hl-${h}3.db" || rp_fail "cp"
+	sqlite3 "$T/hl-${h}3.db" "UPDATE span_links SET link = '$k1' WHERE link = '$k2'" || rp_fail "sqlite3 update"
+	recon "hl-${h}3" --host-local "$T/multi/$h" -o "$T/hl-${h}3-ch.db" \
+		--clickhouse "$CH?database=bpj" --clickhouse-run "hl-${h}3"
+	[ "$RC" = 0 ] || rp_fail "--host-local $h again: exit $RC: $(cat "$ERR")"
+	for sid in $(sqlite3 "$T/hl-${h}3.db" "SELECT span_id FROM span_links WHERE link = '$k1'"); do
+		q "INSERT INTO bpj.span_links (run, row_id, span_id, link) VALUES ('hl-${h}3', $sid, $sid, '$k1')" >/dev/null
+	done
+done
+q "INSERT INTO bpj.join_runs VALUES ('reuse', 1, 'hl-front3'), ('reuse', 2, 'hl-app3'), ('reuse', 3, 'hl-db')" >/dev/null
+recon join3 --join "$T/hl-front3.db" "$T/hl-app3.db" "$T/hl-db.db" -o "$T/joined3.db"
+[ "$RC" = 0 ] || rp_fail "--join, a key used twice: exit $RC: $(cat "$ERR")"
+grep -q ' 80 links across hosts, 0 spans ambiguous' "$ERR" || rp_fail "--join, a key used twice: $(cat "$ERR")"
+[ "$(q "SELECT count() FROM bpj.join_pairs WHERE joined = 'reuse' AND status = 'linked' AND link = '$k1' AND clients = 2 AND servers = 2")" = 2 ] ||
+	rp_fail "join_pairs: the key used twice is not two linked pairs: $(q "SELECT * FROM bpj.join_pairs WHERE joined = 'reuse' AND link = '$k1'")"
+"$PY" "$JCHECK" "$T/joined3.db" "$CH" bpj reuse ||
+	rp_fail "a key used twice: the join in ClickHouse differs from bp-reconstruct --join"
+# a front client span uncertain (as a parked request's call is): the
+# spans below it on app and db inherit the mark across hosts, in both
+sid=$(sqlite3 "$T/hl-front.db" "SELECT l.span_id FROM span_links l JOIN spans s USING (span_id) WHERE s.kind = 'client' ORDER BY s.start_ns LIMIT 1 OFFSET 3")
+[ -n "$sid" ] || rp_fail "no fourth client span in hl-front.db"
+cp "$T/hl-front.db" "$T/hl-front4.db" || rp_fail "cp"
+sqlite3 "$T/hl-front4.db" "UPDATE spans SET certainty = 'uncertain', certainty_reason = 'ambiguous:parked' WHERE span_id = $sid" ||
+	rp_fail "sqlite3 update"
+recon hl-front4 --host-local "$T/multi/front" -o "$T/hl-front4-ch.db" \
+	--clickhouse "$CH?database=bpj" --clickhouse-run hl-front4
+[ "$RC" = 0 ] || rp_fail "--host-local front again: exit $RC: $(cat "$ERR")"
+cols=$(q "SELECT name FROM system.columns WHERE database = 'bpj' AND table = 'spans'" | tr '\n' ',' | sed 's/,$//')
+sel=$(echo "$cols" | sed "s/,certainty,certainty_reason/,'uncertain','ambiguous:parked'/")
+[ "$sel" != "$cols" ] || rp_fail "spans columns: $cols"
+q "INSERT INTO bpj.spans ($cols) SELECT $sel FROM bpj.spans FINAL WHERE run = 'hl-front4' AND span_id = $sid" >/dev/null
+q "INSERT INTO bpj.join_runs VALUES ('unc', 1, 'hl-front4'), ('unc', 2, 'hl-app'), ('unc', 3, 'hl-db')" >/dev/null
+recon join4 --join "$T/hl-front4.db" "$T/hl-app.db" "$T/hl-db.db" -o "$T/joined4.db"
+[ "$RC" = 0 ] || rp_fail "--join, an uncertain span: exit $RC: $(cat "$ERR")"
+[ "$(sqlite3 "$T/joined4.db" "SELECT COUNT(*) FROM spans WHERE certainty_reason = 'ambiguous:parked'")" = 4 ] ||
+	rp_fail "--join: the mark not inherited by 3 spans on app and db"
+[ "$(q "SELECT groupArray(host) FROM (SELECT host FROM bpj.join_spans WHERE joined = 'unc' AND certainty = 'uncertain' ORDER BY start_ns)")" = "['front','app','app','db']" ] ||
+	rp_fail "join_spans: the mark not inherited across hosts: $(q "SELECT run, span_id, host, certainty_reason FROM bpj.join_spans WHERE joined = 'unc' AND certainty = 'uncertain'")"
+"$PY" "$JCHECK" "$T/joined4.db" "$CH" bpj unc ||
+	rp_fail "an uncertain span: the join in ClickHouse differs from bp-reconstruct --join"
+# a front client span in no request (as an unattributed call is): not an
+# end of its key, so app's server span stays a request of its own
+sid=$(sqlite3 "$T/hl-front.db" "SELECT l.span_id FROM span_links l JOIN spans s USING (span_id) WHERE s.kind = 'client' ORDER BY s.start_ns LIMIT 1 OFFSET 5")
+[ -n "$sid" ] || rp_fail "no sixth client span in hl-front.db"
+cp "$T/hl-front.db" "$T/hl-front5.db" || rp_fail "cp"
+sqlite3 "$T/hl-front5.db" "UPDATE spans SET request_id = NULL WHERE span_id = $sid" || rp_fail "sqlite3 update"
+recon hl-front5 --host-local "$T/multi/front" -o "$T/hl-front5-ch.db" \
+	--clickhouse "$CH?database=bpj" --clickhouse-run hl-front5
+[ "$RC" = 0 ] || rp_fail "--host-local front again: exit $RC: $(cat "$ERR")"
+sel=$(echo "$cols" | sed "s/,request_id,/,NULL,/")
+[ "$sel" != "$cols" ] || rp_fail "spans columns: $cols"
+q "INSERT INTO bpj.spans ($cols) SELECT $sel FROM bpj.spans FINAL WHERE run = 'hl-front5' AND span_id = $sid" >/dev/null
+q "INSERT INTO bpj.join_runs VALUES ('noreq', 1, 'hl-front5'), ('noreq', 2, 'hl-app'), ('noreq', 3, 'hl-db')" >/dev/null
+recon join5 --join "$T/hl-front5.db" "$T/hl-app.db" "$T/hl-db.db" -o "$T/joined5.db"
+[ "$RC" = 0 ] || rp_fail "--join, a span in no request: exit $RC: $(cat "$ERR")"
+grep -q ': 41 requests .* 79 links across hosts' "$ERR" || rp_fail "--join, a span in no request: $(cat "$ERR")"
+[ "$(q "SELECT count() FROM bpj.join_requests WHERE joined = 'noreq'")" = 41 ] ||
+	rp_fail "join_requests, a span in no request: not 41 requests"
+"$PY" "$JCHECK" "$T/joined5.db" "$CH" bpj noreq ||
+	rp_fail "a span in no request: the join in ClickHouse differs from bp-reconstruct --join"
+# sets no link holds together: front and db (db keeps its own clock),
+# app alone
+q "INSERT INTO bpj.join_runs VALUES ('apart', 1, 'hl-front'), ('apart', 2, 'hl-db'), ('solo', 1, 'hl-app')" >/dev/null
+[ "$(q "SELECT run, placed FROM bpj.join_clocks WHERE joined = 'apart' ORDER BY pos" | tr '\t\n' '  ')" = "hl-front 1 hl-db 0 " ] ||
+	rp_fail "join_clocks, no link: $(q "SELECT * FROM bpj.join_clocks WHERE joined = 'apart'")"
+recon join6 --join "$T/hl-front.db" "$T/hl-db.db" -o "$T/joined6.db"
+[ "$RC" = 0 ] || rp_fail "--join of front and db: exit $RC: $(cat "$ERR")"
+"$PY" "$JCHECK" "$T/joined6.db" "$CH" bpj apart ||
+	rp_fail "front and db: the join in ClickHouse differs from bp-reconstruct --join"
+recon join7 --join "$T/hl-app.db" -o "$T/joined7.db"
+[ "$RC" = 0 ] || rp_fail "--join of app alone: exit $RC: $(cat "$ERR")"
+"$PY" "$JCHECK" "$T/joined7.db" "$CH" bpj solo ||
+	rp_fail "app alone: the join in ClickHouse differs from bp-reconstruct --join"
+
+# 11. the option errors: usage (exit 1), nothing written
 usage() {
 	rp_usage "$T/shop" "$@"
 }

@@ -42,7 +42,8 @@ TESTS += $(REPORT_TESTS)
 EXTRA_DIST += $(REPORT_TESTS) tests/report/lib.sh tests/report/otlp-check.js \
 	tests/report/perfetto-check.py tests/report/otlp-receiver.js \
 	tests/report/otlp-push-check.py tests/report/otlp-wire-check.js \
-	tests/report/clickhouse-check.py tests/report/ch-flaky.py
+	tests/report/clickhouse-check.py tests/report/ch-flaky.py \
+	tests/report/clickhouse-join-check.py
 CLEANFILES += tests/report/report.png
 clean-local: clean-report-node
 clean-report-node:
