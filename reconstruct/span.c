@@ -259,18 +259,16 @@ void rc_span_unpark_req(struct rc_ctx *c, uint32_t host, uint32_t pid,
 }
 
 /*
- * SP is unowned (tokens.c): its fragment's request was answered here, or
- * it works for none, so the requests open in its process that may own it
- * are its candidates.  Those not parked (rc_span_sent lists those) are
- * listed ('ambiguous:answered'); returns how many.
+ * Every other request open in SP's process that may own it (read whole,
+ * not being answered, no call awaiting a reply, not parked: those are
+ * listed as parked) is a candidate, for REASON.  The number listed.
  */
-static uint32_t sent_unowned(struct rc_ctx *c, const struct rc_span *sp)
+static uint32_t owners_listed(struct rc_ctx *c, const struct rc_span *sp,
+			      const char *reason)
 {
 	const struct rc_map *srv = &c->spans->srv;
 	uint32_t n = 0;
 
-	if (!sp->unowned)
-		return 0;
 	for (size_t i = 0; i < srv->cap; i++) {
 		if (!srv->used[i])
 			continue;
@@ -278,37 +276,31 @@ static uint32_t sent_unowned(struct rc_ctx *c, const struct rc_span *sp)
 		if (q->host != sp->host || q->pid != sp->pid ||
 		    q->req == sp->req || q->parked || !rc_span_may_own(q))
 			continue;
-		rc_db_candidate(c, sp->id, q->req, 0, ambiguous_answered);
+		rc_db_candidate(c, sp->id, q->req, 0, reason);
 		n++;
 	}
 	return n;
 }
 
 /*
+ * SP is unowned (tokens.c): its fragment's request was answered here, or
+ * it works for none, so the requests open in its process that may own it
+ * are its candidates ('ambiguous:answered'); returns how many.
+ */
+static uint32_t sent_unowned(struct rc_ctx *c, const struct rc_span *sp)
+{
+	return sp->unowned ? owners_listed(c, sp, ambiguous_answered) : 0;
+}
+
+/*
  * SP was sent by a thread that has read no input since it was created, so
  * its request is the creator's (rule 3): a pool thread started while its
  * creator worked for one request may run another's job first, handed over
- * in memory.  Every other request open in the process that may own it is
- * a candidate (docs/reconstruct.md, "Inherited designations").
+ * in memory (docs/reconstruct.md, "Inherited designations").
  */
 static uint32_t sent_inherited(struct rc_ctx *c, const struct rc_span *sp)
 {
-	const struct rc_map *srv = &c->spans->srv;
-	uint32_t n = 0;
-
-	if (!sp->inherited)
-		return 0;
-	for (size_t i = 0; i < srv->cap; i++) {
-		if (!srv->used[i])
-			continue;
-		struct rc_span *q = (struct rc_span *)(uintptr_t)srv->vals[i];
-		if (q->host != sp->host || q->pid != sp->pid ||
-		    q->req == sp->req || q->parked || !rc_span_may_own(q))
-			continue;
-		rc_db_candidate(c, sp->id, q->req, 0, ambiguous_inherited);
-		n++;
-	}
-	return n;
+	return sp->inherited ? owners_listed(c, sp, ambiguous_inherited) : 0;
 }
 
 void rc_span_sent(struct rc_ctx *c, struct rc_span *sp)
