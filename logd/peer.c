@@ -146,7 +146,7 @@ void peer_drop(struct peer *p, int err, const char *fmt, ...)
 	log_warn("dropping peer pid %u (%s): %s", p->pid,
 		 p->exe[0] ? p->exe : "before HELLO", why);
 	notes_add(&srv->notes, BT_LN_PEER_DROP, p->pid, err < 0 ? err : -err,
-		  "ring=%llx bytes=%llu: %s", (unsigned long long)p->ring_id,
+		  "ring=%016llx bytes=%llu: %s", (unsigned long long)p->ring_id,
 		  (unsigned long long)p->bytes, why);
 	srv->peers_dropped++;
 	peer_free(p);
@@ -171,7 +171,7 @@ int peer_reap(struct peer *p)
 				chunk_lost_list(p->chunk[i], per_slot,
 						sizeof per_slot);
 		notes_add(&srv->notes, BT_LN_PEER_GONE, p->pid,
-			  (int64_t)p->bytes, "ring=%llx blocks=%llu lost=%llu%s",
+			  (int64_t)p->bytes, "ring=%016llx blocks=%llu lost=%llu%s",
 			  (unsigned long long)p->ring_id,
 			  (unsigned long long)p->blocks,
 			  (unsigned long long)lost, per_slot);
@@ -316,7 +316,7 @@ static int on_hello(struct peer *p, const uint8_t *pkt, size_t len)
 	srv->peers_seen++;
 	log_info("peer pid %u (%s) connected, ring %llx", p->pid, p->exe,
 		 (unsigned long long)p->ring_id);
-	notes_add(&srv->notes, BT_LN_PEER_UP, p->pid, 0, "ring=%llx exe=%s",
+	notes_add(&srv->notes, BT_LN_PEER_UP, p->pid, 0, "ring=%016llx exe=%s",
 		  (unsigned long long)p->ring_id, p->exe);
 	return 0;
 }

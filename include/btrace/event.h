@@ -144,7 +144,7 @@ enum bt_drop_reason { BT_DR_REENTRANT = 1, BT_DR_RING_FULL = 2,
 enum bt_logd_note {
 	BT_LN_START      = 1,  /* bp-logd started; pid = its pid, str = dir */
 	BT_LN_STOP       = 2,  /* clean shutdown; result = bytes written */
-	BT_LN_PEER_UP    = 3,  /* pid = peer, str = "ring=%llx exe=..." */
+	BT_LN_PEER_UP    = 3,  /* pid = peer, str = "ring=%016llx exe=..." */
 	BT_LN_PEER_GONE  = 4,  /* result = bytes drained, str = lost counts */
 	BT_LN_PEER_DROP  = 5,  /* result = -errno, str = why it was dropped */
 	BT_LN_REFUSED    = 6,  /* pid = peer, result = its uid */
