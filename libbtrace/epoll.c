@@ -468,9 +468,9 @@ ep_took(struct bt_epset *es, int epfd, const struct epoll_event *ev)
 
 enum ep_kind { EPK_WAIT, EPK_PWAIT, EPK_PWAIT2 };
 
-static inline int ep_real(int kind, int epfd, struct epoll_event *ev, int max,
-		   int timeout_ms, const struct timespec *ts,
-		   const sigset_t *sig)
+static inline int ep_real_call(int kind, int epfd, struct epoll_event *ev,
+				int max, int timeout_ms,
+				const struct timespec *ts, const sigset_t *sig)
 {
 	switch (kind) {
 	case EPK_WAIT:
@@ -484,6 +484,20 @@ static inline int ep_real(int kind, int epfd, struct epoll_event *ev, int max,
 		}
 		return REAL(epoll_pwait2)(epfd, ev, max, ts, sig);
 	}
+}
+
+/* The real wait: an event loop's, so a signal handler's calls during it
+ * are recorded (bt_wait_begin). */
+static inline int ep_real(int kind, int epfd, struct epoll_event *ev, int max,
+		   int timeout_ms, const struct timespec *ts,
+		   const sigset_t *sig)
+{
+	int r;
+
+	bt_wait_begin();
+	r = ep_real_call(kind, epfd, ev, max, timeout_ms, ts, sig);
+	bt_wait_end();
+	return r;
 }
 
 /* Drop our bt_epoll_wake-up events from a batch (isolation off). */

@@ -82,9 +82,16 @@ static int poll_common(int kind, struct pollfd *fds, nfds_t n, int tmo,
 				fds[i].revents |= fds[i].events & (POLLIN | POLLRDNORM);
 			}
 	} else {
-		if (tmo != 0 || (kind == PK_PPOLL && (!ts || ts->tv_sec || ts->tv_nsec)))
+		int sleeps = tmo != 0 || (kind == PK_PPOLL &&
+					  (!ts || ts->tv_sec || ts->tv_nsec));
+		if (sleeps)
 			bt_emit_idle();
+		/* an event loop's wait, or one that begins no work: a
+		 * signal handler's calls are recorded (bt_wait_begin) */
+		if (sleeps && (bt_noreq_current() || !poll_alone(fds, n)))
+			bt_wait_begin();
 		r = poll_real(kind, fds, n, tmo, ts, sig);
+		bt_wait_end();
 	}
 	if (r < 0) {
 		bt_leave();
@@ -180,9 +187,12 @@ int bt_poll(struct pollfd *fds, nfds_t n, int tmo)
 		int r;
 		bt_self.depth++;
 		bt_self.epoch++;
-		if (tmo != 0)
+		if (tmo != 0) {
 			bt_emit_idle();
+			bt_wait_begin();     /* works for no request */
+		}
 		r = REAL(poll)(fds, 1, tmo);
+		bt_wait_end();
 		if (r > 0)
 			bt_self.ready_rr = (uint32_t)fds[0].fd;
 		bt_leave();
@@ -264,7 +274,10 @@ static int select_common(int pselect_, int nfds, fd_set *rd, fd_set *wr,
 				FD_SET(f, rd);
 	} else {
 		bt_emit_idle();
+		if (!alone || bt_noreq_current())
+			bt_wait_begin();     /* as poll_common */
 		r = SEL_REAL(tv, ts);
+		bt_wait_end();
 	}
 #undef SEL_REAL
 	if (r < 0) {

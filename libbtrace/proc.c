@@ -270,6 +270,8 @@ static pid_t fork_common(int is_vfork)
 		 * at once (a thread that exits before the link is up would
 		 * spool its events) and announce ourselves */
 		bt_self.depth = 0;
+		bt_self.wait_depth = 0;
+		bt_self.in_sig = 0;
 		bt_emit_start();
 		bt_emit_claim();
 		errno = e;

@@ -55,6 +55,19 @@ struct bt_thread {
 				       (0: none); its OUT records carry it */
 	struct bt_chan *out_ch;     /* the channel that call writes to, and */
 	uint32_t    out_gen;        /* its generation, taken before the call */
+	/* Signal handlers (bt_sig_enter): */
+	int         wait_depth;     /* !0: the wrapper at this depth sleeps in
+				       an event loop's readiness wait, holding
+				       nothing: a handler's calls are recorded */
+	int         in_sig;         /* a handler's call is being recorded */
+	int         sig_marked;     /* its READY -1 (BT_RF_SIGNAL) is written
+				       for this wait */
+	struct {
+		int             depth, wait_depth;
+		uint64_t        out_ts;
+		struct bt_chan *out_ch;
+		uint32_t        out_gen;
+	} sig_saved;                /* the interrupted wrapper's state */
 };
 BT_HIDDEN extern BT_TLS struct bt_thread bt_self;
 
@@ -83,22 +96,58 @@ static inline uint64_t bt_now(void)
 }
 
 /*
+ * A wrapper re-entered (depth was > 0): 1 when it is a signal handler's
+ * call while the interrupted wrapper sleeps in an event loop's readiness
+ * wait (bt_wait_begin), which is then recorded as a call of its own
+ * (proc.c); else 0, the call passes through.
+ */
+BT_HIDDEN int bt_sig_enter(void);
+/* The handler's recorded call is over: the interrupted wrapper's state back. */
+BT_HIDDEN void bt_sig_leave(void);
+
+/*
  * Wrapper entry/exit.  BT_ENTER returns 0 when the shim must pass this call
- * straight through: tracing disabled, or re-entered (a signal handler, or
- * libc calling back into a wrapper while the shim is working).
+ * straight through: tracing disabled, or re-entered (libc calling back into
+ * a wrapper while the shim is working, or a signal handler that interrupted
+ * the shim anywhere but in an event loop's wait).
  */
 static inline int bt_enter(void)
 {
 	if (unlikely(!bt_conf.enabled))
 		return 0;
 	if (unlikely(bt_self.depth++ > 0))
-		return 0;
+		return bt_sig_enter();
 	return 1;
 }
 static inline void bt_leave(void)
 {
 	bt_self.depth--;
 	bt_self.out_ts = 0;
+	if (unlikely(bt_self.in_sig) && bt_self.depth == 0)
+		bt_sig_leave();
+}
+
+/*
+ * Around the real call of a readiness wait that ends the thread's
+ * fragment (an event loop's: epoll, a poll or select of several fds; or
+ * any wait by a thread that works for no request already): the shim holds
+ * no lock and is in no record there, so a signal handler's calls can be
+ * recorded, as work for no request (docs/libbtrace.md "Safety").
+ * errno is not touched.  A no-op in a wrapper called from another.
+ */
+static inline void bt_wait_begin(void)
+{
+	/* only a wrapper the application called: one called from inside a
+	 * wrapped library function (a TLS library's pull timeout) may
+	 * interrupt that function's bookkeeping */
+	if (bt_self.depth == 1) {
+		bt_self.wait_depth = 1;
+		bt_self.sig_marked = 0;
+	}
+}
+static inline void bt_wait_end(void)
+{
+	bt_self.wait_depth = 0;
 }
 /* bt_enter() returned 0: undo its count only if it made one. */
 static inline void bt_leave_pass(void)

@@ -140,3 +140,54 @@ void bt_ready_log_rec(int fd, uintptr_t w, uint32_t pollbits, int nready)
 	}
 	bt_emit_ints(BT_EV_READY, 0, 3, v);
 }
+
+/* ---- signal handlers at a wait ------------------------------------------ */
+
+/*
+ * A wrapper re-entered: depth was > 0 and is now one more.  When the
+ * wrapper it interrupted sleeps in an event loop's readiness wait
+ * (bt_wait_begin: no lock held, no record half written, the thread's
+ * fragment over), this is a signal handler's call at a safe point: it is
+ * recorded as a call of its own.  The interrupted wrapper's per-thread
+ * state is kept aside until the call leaves (bt_sig_leave).  A handler's
+ * first recorded call in a wait writes a READY -1 flagged BT_RF_SIGNAL
+ * (unless the thread works for no request already): a signal arrives
+ * from outside the thread's work, so its calls work for no request.
+ * Anywhere else (a handler that interrupted a read, a write, the shim's
+ * own bookkeeping; a handler interrupted by another) the call passes
+ * through and its events are counted in the next DROP, as before.
+ */
+int bt_sig_enter(void)
+{
+	if (likely(!bt_self.wait_depth) || bt_self.in_sig ||
+	    bt_self.depth != bt_self.wait_depth + 1)
+		return 0;
+	bt_self.sig_saved.depth = bt_self.depth - 1;
+	bt_self.sig_saved.wait_depth = bt_self.wait_depth;
+	bt_self.sig_saved.out_ts = bt_self.out_ts;
+	bt_self.sig_saved.out_ch = bt_self.out_ch;
+	bt_self.sig_saved.out_gen = bt_self.out_gen;
+	bt_self.in_sig = 1;
+	bt_self.wait_depth = 0;
+	bt_self.depth = 1;
+	bt_self.out_ts = 0;
+	bt_self.out_ch = NULL;
+	if (!bt_self.sig_marked) {
+		int e = errno;
+		bt_self.sig_marked = 1;
+		if (!bt_noreq_current())
+			bt_ready_log_rec(-1, BT_FD_NONE, BT_RF_SIGNAL, 0);
+		errno = e;
+	}
+	return 1;
+}
+
+void bt_sig_leave(void)
+{
+	bt_self.depth = bt_self.sig_saved.depth;
+	bt_self.wait_depth = bt_self.sig_saved.wait_depth;
+	bt_self.out_ts = bt_self.sig_saved.out_ts;
+	bt_self.out_ch = bt_self.sig_saved.out_ch;
+	bt_self.out_gen = bt_self.sig_saved.out_gen;
+	bt_self.in_sig = 0;
+}

@@ -41,6 +41,7 @@ static const char *const trigger_names[] = {
 	[RC_TR_START] = "start", [RC_TR_READY] = "ready",
 	[RC_TR_TIMEOUT] = "timeout", [RC_TR_MSG] = "message",
 	[RC_TR_DATA] = "data", [RC_TR_ACCEPT] = "accept",
+	[RC_TR_SIGNAL] = "signal",
 };
 
 /* List the thread in its process's threads (once the image has one). */
@@ -323,7 +324,10 @@ static void on_ready(struct ap *a)
 		return;
 	}
 	if (ev->fd < 0) {
-		rc_frag_open(a, RC_TR_TIMEOUT, -1, 0);
+		/* a timeout, or a signal handler's calls made during the wait
+		 * (BT_RF_SIGNAL): work for no request */
+		rc_frag_open(a, (ev->flags & BT_RF_SIGNAL) ? RC_TR_SIGNAL :
+			     RC_TR_TIMEOUT, -1, 0);
 		a->th->frag.noreq = 1;
 		memset(&a->th->d, 0, sizeof a->th->d);
 		return;

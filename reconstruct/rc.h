@@ -164,7 +164,7 @@ struct rc_desig {
 };
 
 enum rc_trigger { RC_TR_START = 1, RC_TR_READY, RC_TR_TIMEOUT, RC_TR_MSG,
-		  RC_TR_DATA, RC_TR_ACCEPT };
+		  RC_TR_DATA, RC_TR_ACCEPT, RC_TR_SIGNAL };
 
 struct rc_frag {
 	int      open;

@@ -15,7 +15,8 @@ INTEG_TESTS = \
 	tests/integ/gnutls-cli.sh \
 	tests/integ/rawsys.sh \
 	tests/integ/rawsys-go.sh \
-	tests/integ/h2c-upgrade.sh
+	tests/integ/h2c-upgrade.sh \
+	tests/integ/sigwait.sh
 
 TESTS += $(INTEG_TESTS)
 EXTRA_DIST += $(INTEG_TESTS) tests/integ/lib.sh tests/integ/check-paths.py \
@@ -33,6 +34,10 @@ AM_TESTS_ENVIRONMENT = \
 # rawsys.sh's client that makes its socket calls by number, past libc
 check_PROGRAMS += tests/integ/rawsys
 tests_integ_rawsys_SOURCES = tests/integ/rawsys.c
+
+# sigwait.sh's signal handler writing during the waits
+check_PROGRAMS += tests/integ/sigwait
+tests_integ_sigwait_SOURCES = tests/integ/sigwait.c
 
 # faults.sh's burst of threads
 check_PROGRAMS += tests/integ/thread-burst

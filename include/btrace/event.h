@@ -119,6 +119,10 @@ enum bt_msg_kind {
 #define BT_RF_ALONE     0x10000u /* the readiness call waited on this fd
 				    alone (poll of one fd): a blocking wait
 				    with a timeout, not an event loop */
+#define BT_RF_SIGNAL    0x20000u /* READY -1: a signal handler's calls
+				    follow, made while the thread slept in
+				    an event loop's wait: work for no
+				    request (docs/events.md "READY") */
 
 /* BT_EV_PROTO flags: how the processor was chosen */
 enum bt_proto_how { BT_PH_RULE = 1, BT_PH_DEFAULT = 2, BT_PH_SNIFF = 3,
