@@ -452,6 +452,7 @@ static int write_stats(struct rc_ctx *c)
 		{ "released_waits", t->released },
 		{ "unlogged_senders", t->unlogged },
 		{ "closed_unread_spans", t->closed_unread },
+		{ "lost_event_spans", t->lost_in_span },
 		{ "unpaired_receives", t->unpaired_recv },
 		{ "unmatched_replies", t->unmatched_replies },
 		{ "reply_designation_mismatch", t->reply_mismatch },

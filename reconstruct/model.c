@@ -305,6 +305,28 @@ static int ready_alone_within(const struct ap *a)
 	return ev->fd < 0 || (!(ev->flags & 1) && (ev->flags & 4));
 }
 
+/*
+ * The tracer could not record some events of this thread (DROP, written
+ * before its next record: the loss is in the thread's current fragment).
+ * The request that fragment works for may miss a span or have one too
+ * many: its server span here, if still open, is uncertain ('lost-events').
+ * A pause's calls (BT_DR_PAUSED) are not: their channels go dark.
+ */
+static void drop_uncertain(struct ap *a)
+{
+	struct rc_span *sp;
+
+	if (a->ev->flags == BT_DR_PAUSED || !a->th->frag.open ||
+	    !a->th->d.req)
+		return;
+	sp = rc_span_srv(a->c, a->th->d.span);
+	if (!sp || sp->certainty == RC_CT_UNCERTAIN)
+		return;
+	sp->certainty = RC_CT_UNCERTAIN;
+	sp->reason = "lost-events";
+	a->c->st.lost_in_span++;
+}
+
 static void on_ready(struct ap *a)
 {
 	const struct bt_event *ev = a->ev;
@@ -595,6 +617,7 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 	case BT_EV_NAME_END:      on_name_end(&a); break;
 	case BT_EV_DROP:
 		c->st.dropped += ev->len;
+		drop_uncertain(&a);
 		rc_warn(c, rc_file_path(c, s->rec.file), s->rec.file_off,
 			"host %s pid %u: the tracer could not record %" PRIu64 " events (reason %u); byte offsets stay exact",
 			c->hosts[im->host].name, im->pid, ev->len, ev->flags);

@@ -276,6 +276,8 @@ struct rc_stats {
 	uint64_t closed_unread;      /* spans open on an end closed while
 					one of its receives waited
 					(uncertain) */
+	uint64_t lost_in_span;       /* server spans whose work lost
+					events (DROP; uncertain) */
 	uint64_t unpaired_recv;      /* receives with no send record */
 	uint64_t unmatched_replies;
 	uint64_t reply_mismatch;     /* sender's and matcher's request differ */

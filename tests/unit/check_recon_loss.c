@@ -242,16 +242,20 @@ START_TEST(blocked_receive_released)
 	rt_init(&t);
 	rt_write(&t, g, NULL);
 	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	/* /x lost its second query's record (it shows as a request of its
+	 * own): the request whose fragment lost it is uncertain, never
+	 * labelled exact with a span missing. */
 	ck_assert_str_eq(rt_paths(&t),
-		"R http GET /x st=200 client=10.0.0.9:1234\n"
-		"  server http 'GET /x' /x web/100/100 st=200\n"
-		"    client postgresql 'SELECT' SELECT 1 web/100/100 st=NULL\n"
-		"      server postgresql 'SELECT' SELECT 1 web/200/200 st=NULL\n"
+		"R http GET /x st=200 client=10.0.0.9:1234 [uncertain lost-events]\n"
+		"  server http 'GET /x' /x web/100/100 st=200 [uncertain lost-events]\n"
+		"    client postgresql 'SELECT' SELECT 1 web/100/100 st=NULL [uncertain lost-events]\n"
+		"      server postgresql 'SELECT' SELECT 1 web/200/200 st=NULL [uncertain lost-events]\n"
 		"R postgresql NULL SELECT 2 st=NULL client=10.0.0.1:50000 [uncertain unlogged-send]\n"
 		"  server postgresql 'SELECT' SELECT 2 web/200/200 st=NULL [uncertain unlogged-send]\n"
 		"unattributed:\n");
 	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'released_waits'"), 1);
 	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'dropped_by_tracer'"), 1);
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'lost_event_spans'"), 1);
 	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM warnings"), 2);
 	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM warnings WHERE text LIKE 'host web pid 200 tid 200: receive on fd 4 at offset 20 waited for a send that was never logged%%' AND file LIKE '%%.btl' AND offset > 0"), 1);
 	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM warnings WHERE text LIKE 'host web pid 100: the tracer could not record 1 events%%'"), 1);
