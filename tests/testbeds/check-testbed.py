@@ -188,6 +188,14 @@ class Db:
                 self.untraced = con.execute(
                     'SELECT exe, pid, examples FROM untraced_programs'
                 ).fetchall()
+            # events the tracers could not record (DROP records: a
+            # call re-entered the shim, a full ring): none may be lost
+            stats = {}
+            if con.execute("SELECT count(*) FROM sqlite_master WHERE "
+                           "name = 'stats'").fetchone()[0]:
+                stats = dict(con.execute('SELECT key, value FROM stats'))
+            self.lost = (int(stats.get('dropped_by_tracer', 0) or 0),
+                         int(stats.get('lost_records', 0) or 0))
         except sqlite3.Error as e:
             fatal('%s: %s (it must have the tables of docs/schema.md)'
                   % (path, e))
@@ -585,6 +593,8 @@ def main():
     print('%s: programs named as not traced (network I/O past libc): %s'
           % (a.label, ', '.join('%s[%d] (%s)' % r for r in db.untraced)
              or 'none'))
+    print('%s: events the tracers could not record: %d, records lost: %d'
+          % ((a.label,) + db.lost))
     for t, why in wrong[:SHOW_WRONG]:
         print('  wrong %s (%s, %s): %s' % (t.id, t.kind, cls_of[t.id], why))
     if len(wrong) > SHOW_WRONG:
@@ -593,6 +603,9 @@ def main():
         ck.explain(t)
     if db.untraced:
         print('%s: FAIL: a testbed program named as not traced' % a.label)
+        return 1
+    if sum(db.lost):
+        print('%s: FAIL: events lost by the tracers' % a.label)
         return 1
     if a.report_only:
         return 0

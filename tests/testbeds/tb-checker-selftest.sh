@@ -4,7 +4,8 @@
 # repeated statement seen once, operations out of order, a span outside
 # its parent, a static request with backend work, an unattributed span
 # and a wrong requests row are each caught and named, for Redis
-# operations too; --report-only
+# operations too; events the tracers could not record fail a run;
+# --report-only
 # reports without failing.  (A checker that cannot fail would make the
 # testbeds worthless.)  Needs no server.
 . "$(dirname "$0")/../integ/lib.sh"
@@ -96,6 +97,14 @@ for r, (proto, method, target, status) in reqs.items():
         con.execute('UPDATE requests SET certainty = ?, certainty_reason = ? '
                     'WHERE request_id = ?', (req_label[r], 'handoff:sync'
                     if req_label[r] == 'resolved' else 'ambiguous:parked', r))
+if case == 'lost':           # a tracer could not record an event
+    con.executescript("CREATE TABLE stats(key TEXT PRIMARY KEY, value INTEGER);"
+                      "INSERT INTO stats VALUES ('dropped_by_tracer', 1),"
+                      " ('lost_records', 0);")
+elif case == 'good':
+    con.executescript("CREATE TABLE stats(key TEXT PRIMARY KEY, value INTEGER);"
+                      "INSERT INTO stats VALUES ('dropped_by_tracer', 0),"
+                      " ('lost_records', 0);")
 if case == 'badlabel':
     con.execute("UPDATE requests SET certainty = 'maybe' WHERE request_id = 2")
 for r, path, pid in files:
@@ -131,6 +140,8 @@ expect() {
 }
 
 expect good 0 0 'precision 100.00%'
+expect good 0 0 'could not record: 0, records lost: 0'
+expect lost 1 0 'FAIL: events lost by the tracers'
 expect missing 1 1 'no postgres server span "INSERT'
 expect mixup 1 2 'not in request 1'
 expect mixup 0 2 'request 2 also holds' --report-only
