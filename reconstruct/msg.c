@@ -438,6 +438,11 @@ static void on_msg_begin_in(struct ap *a, struct rc_end *e, uint64_t o)
 	rc_frag_input(a, e, RC_TR_MSG, o, 0);
 	e->begun[RC_DIN].valid = 1;
 	e->begun[RC_DIN].off = o;
+	/* a frame read in pieces, its stream not known yet: a unary call's
+	 * message may end before the frame does (padding), so every call on
+	 * this end counts as having received body (the unary rule, span.h) */
+	for (struct rc_span *b = e->srv; b; b = b->next)
+		b->body_seen = 1;
 	if (x && x->resolved) {
 		if (x->dom == a->im->domain && x->t_begin > a->t) {
 			a->t = x->t_begin;

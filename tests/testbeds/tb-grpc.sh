@@ -13,15 +13,20 @@
 # that read it to a handler thread, whose SQL the reconstructor cannot
 # follow by the rules; it is decided by content when the call's gRPC
 # message (protobuf: field 1 the id, field 2 the number of queries) holds
-# a value the SQL carries and no other open call does (100% right at c=1,
-# asserted >= 95%): the whole paths are classified and printed (exact-right ...
-# silently-WRONG) and any silently-WRONG or resolved-WRONG one fails the
-# test (uncertain ones pass: the hand-off is marked, 'ambiguous:inherited',
-# 'ambiguous:answered', 'ambiguous:parked'; TB_GRPC_MODE=behaviour checks
-# only what follows); what must hold besides is the HTTP/2 part of every
-# path (nginx's server and client spans, the app's server span, one
-# request), the error calls' status, and every call answered.  See
-# docs/accuracy.md.
+# a value the SQL carries and no other open call may.  Each run's logs are
+# reconstructed three times: with the service's .proto (the client writes
+# it: every method unary; bp-reconstruct --grpc-proto), with the pattern
+# --grpc-unary '/tb.Svc/*', and with neither.  Named unary, a call whose
+# body has not come cannot own a handler's SQL: 100% of the whole paths
+# right (exact or resolved) is asserted at every C.  Unnamed (the sound
+# default: a streaming handler may start before its body ends), the rest
+# is uncertain: >= 95% asserted at c=1 only.  Every reconstruction fails
+# the test on any silently-WRONG or resolved-WRONG whole path
+# (TB_GRPC_MODE=behaviour checks only what follows); what must hold
+# besides is the HTTP/2 part of every path (nginx's server and client
+# spans, the app's server span, one request), the error calls' status,
+# and every call answered.  See docs/accuracy.md, docs/reconstruct.md
+# "Unary gRPC methods".
 TB_FRONT=nginx
 TB_APPS=""
 TB_FRONT_PROTO=http2
@@ -182,11 +187,11 @@ for c in ${TB_ISO_CONCS:-1 16 64}; do
 	# methods"): 100% right (exact or resolved) asserted, none wrong
 	dir=$T/run$((TB_RUN_NO + 1))
 	TB_RECON_OPTS=(--grpc-proto "$dir/tbgrpc.proto")
-	tb_run "$c" 1 1 "$mode"
 	label="c=$c d=1 isolation"
+	tb_run "$c" 1 1 "$mode" "$label, --grpc-proto"
 	tb_grpc_errors "$dir"
 	tb_grpc_h2paths "$dir"
-	pct=$(tb_grpc_right "$label")
+	pct=$(tb_grpc_right "$label, --grpc-proto")
 	bp_note "$label, --grpc-proto: ${pct:-no}% of the whole paths right"
 	if [ "$mode" = certainty ]; then
 		awk -v p="${pct:-0}" 'BEGIN { exit !(p == 100) }' ||
