@@ -230,7 +230,12 @@ static void span_request_head(struct rc_ctx *c, struct rc_span *sp,
 
 /*
  * May the unary rule (grpc.h) judge the request message being applied?
- * Only when methods were named, nothing was lost from the log so far (a
+ * Only when methods were named; in a program that sends no HTTP/2
+ * request (pass 1): a relay of gRPC calls (nginx's grpc_pass, a proxy)
+ * works for a call from its header block on, before its body, whatever
+ * the method; only the server that runs the method's handler waits for
+ * the message (a gRPC server whose handlers call gRPC services is judged
+ * without the rule too); when nothing was lost from the log so far (a
  * lost body frame would leave its call looking unstarted), and every
  * other thread of the sending process has applied its records up to
  * this one's time: one held back in the merge (a read waiting for its
@@ -242,8 +247,8 @@ static int unary_settled(struct ap *a)
 	const struct rc_ctx *c = a->c;
 	const struct rc_proc *p;
 
-	if (!c->opt->ngrpc_unary || c->st.lost_records || c->st.lost_bytes ||
-	    c->st.dropped || !(p = rc_lineage_proc_of(a)))
+	if (!c->opt->ngrpc_unary || a->im->h2_sends || c->st.lost_records ||
+	    c->st.lost_bytes || c->st.dropped || !(p = rc_lineage_proc_of(a)))
 		return 0;
 	for (const struct rc_thr *o = p->threads; o; o = o->pnext) {
 		if (o == a->th)

@@ -109,6 +109,9 @@ struct rc_image {
 	uint32_t host, domain, pid, nstreams;
 	uint32_t ppid, ptid, pflags;
 	uint8_t  has_delta, has_start;
+	uint8_t  h2_sends;       /* it sent an HTTP/2 request (pass 1, only
+				    with unary gRPC methods named: a relay
+				    such as nginx's grpc_pass, see msg.c) */
 	struct rc_imrun *run;    /* pass 2, while its streams run */
 };
 

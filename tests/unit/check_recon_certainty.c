@@ -796,10 +796,11 @@ END_TEST
  * its body ends): uncertain.  With /S/Get named unary, the third cannot
  * have started: the SQL is decided by content, for the second.  When the
  * third's body frame was read before the SQL but its values are unknown
- * (redacted), it may have started: uncertain again, named or not.
+ * (redacted), it may have started: uncertain again, named or not; so
+ * in a program that sends HTTP/2 requests (a relay).
  */
 static void grpc_unary_run(struct rt *t, const char *const *unary,
-			   int nunary, int body_first)
+			   int nunary, int body_first, int relay)
 {
 	char p[3][40];
 	const char *id[3] = { "id-one", "id-two", "id-six" };
@@ -845,6 +846,13 @@ static void grpc_unary_run(struct rt *t, const char *const *unary,
 	sql_in(b, 141, 4, "SELECT v FROM t WHERE k = 'id-six'");
 	rep_out(b, 142, 4);
 	rep_in(wk, 143, 9);
+	if (relay) {         /* later, the process sends an HTTP/2 request */
+		gen_tcp(r, 150, 12, BT_CR_CONNECT, "10.0.0.1:50099",
+			"10.0.0.9:50051");
+		gen_msg(r, 151, 12, OUT, REQ, BT_PROTO_HTTP2, 40,
+			BT_MF_WITNESS, 0, 1, GEN_A(BT_AK_METHOD, "POST"),
+			GEN_A(BT_AK_TARGET, "/S/Get"), 0);
+	}
 	rt_init(t);
 	t->unary = unary;
 	t->nunary = nunary;
@@ -860,23 +868,29 @@ START_TEST(grpc_unary_excludes_unstarted)
 	const char *q = "SELECT s.certainty || ' ' || IFNULL(s.certainty_reason, '-') || ' ' || r.request_id FROM spans s JOIN requests r USING (request_id) WHERE s.protocol = 'postgresql' AND s.kind = 'client' AND s.target LIKE '%id-two%'";
 	const char *third = "SELECT certainty FROM requests WHERE request_id = 3";
 
-	grpc_unary_run(&t, NULL, 0, 0);          /* the sound default */
+	grpc_unary_run(&t, NULL, 0, 0, 0);          /* the sound default */
 	ck_assert_str_eq(rt_q(&t, "%s", q), "uncertain ambiguous:parked 1");
 	ck_assert_str_eq(rt_q(&t, "%s", third), "uncertain");
 	rt_done(&t);
-	grpc_unary_run(&t, other, 1, 0);         /* another service named */
+	grpc_unary_run(&t, other, 1, 0, 0);         /* another service named */
 	ck_assert_str_eq(rt_q(&t, "%s", q), "uncertain ambiguous:parked 1");
 	rt_done(&t);
-	grpc_unary_run(&t, exact, 1, 0);
+	grpc_unary_run(&t, exact, 1, 0, 0);
 	ck_assert_str_eq(rt_q(&t, "%s", q), "resolved handoff:content 2");
 	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM span_candidates c JOIN spans s USING (span_id) WHERE s.target LIKE '%%id-two%%' AND c.request_id = 3"), 0);
 	rt_done(&t);
-	grpc_unary_run(&t, glob, 1, 0);
+	grpc_unary_run(&t, glob, 1, 0, 0);
 	ck_assert_str_eq(rt_q(&t, "%s", q), "resolved handoff:content 2");
 	rt_done(&t);
-	grpc_unary_run(&t, glob, 1, 1);          /* its body came first */
+	grpc_unary_run(&t, glob, 1, 1, 0);       /* its body came first */
 	ck_assert_str_eq(rt_q(&t, "%s", q), "uncertain ambiguous:parked 1");
 	ck_assert_str_eq(rt_q(&t, "%s", third), "uncertain");
+	rt_done(&t);
+	/* a program that sends HTTP/2 requests may relay calls (nginx's
+	 * grpc_pass works for a call from its header block on): the rule
+	 * is not applied in it, even before its first such request */
+	grpc_unary_run(&t, glob, 1, 0, 1);
+	ck_assert_str_eq(rt_q(&t, "%s", q), "uncertain ambiguous:parked 1");
 	rt_done(&t);
 }
 END_TEST
