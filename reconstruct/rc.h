@@ -293,6 +293,9 @@ struct rc_stats {
 	uint64_t ambiguous_files;    /* files opened with candidates */
 	uint64_t content_resolved;   /* ambiguous spans resolved by content
 					(tokens.c) */
+	uint64_t grpc_unary_calls;   /* server spans of methods named unary */
+	uint64_t grpc_unary_excluded; /* request messages for which the unary
+					 rule left out a call (span.c) */
 	uint64_t req_exact, req_resolved, req_uncertain;  /* db.c, at the end */
 };
 

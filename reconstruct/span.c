@@ -22,6 +22,7 @@ struct rc_spans {
 	uint32_t nparked, capparked;
 	uint64_t next_req, next_span;
 	uint8_t  unary_gate;     /* rc_span_unary_gate */
+	uint8_t  unary_hit;      /* the gate left a call out */
 };
 
 static const char ambiguous_answered[] = "ambiguous:answered";
@@ -186,7 +187,12 @@ void rc_span_unpark(struct rc_ctx *c, struct rc_span *sp)
 
 void rc_span_unary_gate(struct rc_ctx *c, int on)
 {
-	c->spans->unary_gate = (uint8_t)!!on;
+	struct rc_spans *m = c->spans;
+
+	if (!on && m->unary_hit)
+		c->st.grpc_unary_excluded++;
+	m->unary_hit = 0;
+	m->unary_gate = (uint8_t)!!on;
 }
 
 /*
@@ -197,7 +203,10 @@ void rc_span_unary_gate(struct rc_ctx *c, int on)
  */
 static int unstarted(const struct rc_ctx *c, const struct rc_span *q)
 {
-	return q->unary && !q->body_seen && c->spans->unary_gate;
+	if (!q->unary || q->body_seen || !c->spans->unary_gate)
+		return 0;
+	c->spans->unary_hit = 1;
+	return 1;
 }
 
 /* The server spans of process HOST/PID, other than request REQ's, that
@@ -598,6 +607,7 @@ void rc_span_label(struct rc_ctx *c, struct rc_span *sp,
 			    sp->target && rc_grpc_unary_match(
 				c->opt->grpc_unary, c->opt->ngrpc_unary,
 				sp->target);
+		c->st.grpc_unary_calls += sp->unary;
 		break;
 	case BT_PROTO_FASTCGI: {
 		const struct bt_attr *sc = rc_attr(ev, BT_AK_FCGI_SCRIPT);

@@ -67,6 +67,8 @@ expect 1 "--grpc-unary with --join" -- $bin --join --grpc-unary '/tb.S/*' "$tmp/
 grep -q -- "--grpc-unary and --grpc-proto go with the reconstruction" "$tmp/err" || fail "--join message"
 expect 0 "--grpc-proto" -- $bin --grpc-proto "$tmp/ok.proto" --grpc-unary '/tb.T/*' "$tmp/logs" -o "$tmp/g.db"
 grep -q ' 50 requests (50 exact, 0 resolved, 0 uncertain)' "$tmp/err" || fail "--grpc-proto run"
+grep -q '^bp-reconstruct: gRPC methods named unary: 0 calls of them; 0 request messages judged without a call whose body had not come (no call matched a name' "$tmp/err" ||
+	fail "--grpc-proto summary line"
 
 # The output is replaced atomically: a second run over the same file.
 expect 0 "rerun, quiet" -- $bin -q "$tmp/logs" -o "$tmp/p.db"

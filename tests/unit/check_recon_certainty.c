@@ -878,6 +878,8 @@ START_TEST(grpc_unary_excludes_unstarted)
 	grpc_unary_run(&t, exact, 1, 0, 0);
 	ck_assert_str_eq(rt_q(&t, "%s", q), "resolved handoff:content 2");
 	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM span_candidates c JOIN spans s USING (span_id) WHERE s.target LIKE '%%id-two%%' AND c.request_id = 3"), 0);
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'grpc_unary_calls'"), 3);
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'grpc_unary_excluded'"), 1);
 	rt_done(&t);
 	grpc_unary_run(&t, glob, 1, 0, 0);
 	ck_assert_str_eq(rt_q(&t, "%s", q), "resolved handoff:content 2");
