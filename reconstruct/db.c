@@ -467,6 +467,8 @@ static int write_stats(struct rc_ctx *c)
 		{ "parked_spans", t->parks },
 		{ "ambiguous_spans", t->ambiguous_spans },
 		{ "content_resolved", t->content_resolved },
+		{ "grpc_unary_calls", t->grpc_unary_calls },
+		{ "grpc_unary_excluded", t->grpc_unary_excluded },
 	};
 	sqlite3_stmt *s = NULL;
 	if (sqlite3_prepare_v2(c->db->h, "INSERT INTO stats VALUES(?,?)", -1,

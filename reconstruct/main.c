@@ -14,6 +14,7 @@
 
 #include "clickhouse.h"
 #include "export.h"
+#include "grpc.h"
 #include "join.h"
 #include "otlp_push.h"
 #include "recon.h"
@@ -153,6 +154,35 @@ static const char help[] =
 "                           common path patterns); dot -Tsvg renders them.\n"
 "        --dot-max=N        at most N request graphs and N pattern graphs\n"
 "                           (default 100; 0: all).\n"
+"        --grpc-unary=PATTERN\n"
+"                           name the gRPC methods whose path matches\n"
+"                           PATTERN ('/package.Service/Method'; shell\n"
+"                           wildcards: '/package.Service/*') as unary:\n"
+"                           one request message, one reply (repeatable).\n"
+"                           A unary handler cannot start before its\n"
+"                           request message came, so a call of such a\n"
+"                           method whose body the server has not read yet\n"
+"                           is no candidate owner of what its process\n"
+"                           sends (a pool thread's SQL): more handler calls\n"
+"                           are decided by content (handoff:content).\n"
+"                           Not applied in a program that sends HTTP/2\n"
+"                           requests (a relay such as nginx's grpc_pass\n"
+"                           works for a call before its body).  The\n"
+"                           declaration is trusted: a method named unary\n"
+"                           that in fact streams its request, or whose\n"
+"                           server sends work for a call before its message\n"
+"                           came (an interceptor run at the call's headers),\n"
+"                           can have that work given to another call,\n"
+"                           labelled resolved yet wrong.  Methods not named\n"
+"                           are treated as possibly streaming (the sound\n"
+"                           default).  docs/reconstruct.md, \"Unary gRPC\n"
+"                           methods\".\n"
+"        --grpc-proto=FILE  name as unary every rpc of the services in the\n"
+"                           .proto FILE neither of whose sides is 'stream'\n"
+"                           ('/package.Service/Method'; repeatable); the\n"
+"                           same trust as --grpc-unary.  A file this reader\n"
+"                           cannot read (no rpc in a service, an rpc of\n"
+"                           another form) is a usage error.\n"
 "        --host-local       the logs are one host's: reconstruct them alone\n"
 "                           (the other hosts are like untraced peers) and\n"
 "                           add the table span_links, a key per span that\n"
@@ -390,7 +420,7 @@ int main(int argc, char **argv)
 	       OPT_OTLP_TIMEOUT, OPT_OTLP_RETRIES, OPT_OTLP_CA, OPT_CH,
 	       OPT_CH_RUN, OPT_CH_HEADER, OPT_CH_CA, OPT_CH_COMPRESSION,
 	       OPT_CH_BATCH, OPT_CH_TIMEOUT, OPT_CH_RETRIES,
-	       OPT_HOST_LOCAL, OPT_JOIN };
+	       OPT_HOST_LOCAL, OPT_JOIN, OPT_GRPC_UNARY, OPT_GRPC_PROTO };
 	static const struct option longopts[] = {
 		{ "output",      required_argument, NULL, 'o' },
 		{ "reference",   required_argument, NULL, 'r' },
@@ -418,6 +448,8 @@ int main(int argc, char **argv)
 		{ "clickhouse-batch", required_argument, NULL, OPT_CH_BATCH },
 		{ "clickhouse-timeout", required_argument, NULL, OPT_CH_TIMEOUT },
 		{ "clickhouse-retries", required_argument, NULL, OPT_CH_RETRIES },
+		{ "grpc-unary",  required_argument, NULL, OPT_GRPC_UNARY },
+		{ "grpc-proto",  required_argument, NULL, OPT_GRPC_PROTO },
 		{ "host-local",  no_argument,       NULL, OPT_HOST_LOCAL },
 		{ "join",        no_argument,       NULL, OPT_JOIN },
 		{ "help",        no_argument,       NULL, 'h' },
@@ -428,6 +460,8 @@ int main(int argc, char **argv)
 	struct exports ex = { .dot_max = 100 };
 	char err[512];
 	int ch, push_opt = 0, ch_opt = 0, host_local = 0, join = 0;
+	char **unary = NULL;                /* --grpc-unary, --grpc-proto */
+	int nunary = 0, grpc_opt = 0, nall;
 	long n;
 
 	ex.push.gzip = 1;
@@ -544,6 +578,32 @@ int main(int argc, char **argv)
 			if (opt_secs(optarg, "--clickhouse-timeout", &ex.ch.timeout) < 0)
 				return RC_EXIT_USAGE;
 			break;
+		case OPT_GRPC_UNARY: {
+			grpc_opt = 1;
+			if (rc_grpc_pattern_check(optarg, err, sizeof err) < 0) {
+				usage_error(err, NULL);
+				return RC_EXIT_USAGE;
+			}
+			char **l = realloc(unary, (size_t)(nunary + 1) * sizeof *l);
+			if (!l || !(l[nunary] = strdup(optarg))) {
+				fprintf(stderr, "bp-reconstruct: out of memory\n");
+				return RC_EXIT_OUTPUT;
+			}
+			unary = l;
+			nunary++;
+			break;
+		}
+		case OPT_GRPC_PROTO: {
+			char what[600];
+			grpc_opt = 1;
+			if (rc_grpc_proto_read(optarg, &unary, &nunary, &nall,
+					       err, sizeof err) < 0) {
+				snprintf(what, sizeof what, "--grpc-proto: %s", err);
+				usage_error(what, NULL);
+				return RC_EXIT_USAGE;
+			}
+			break;
+		}
 		case OPT_HOST_LOCAL: host_local = 1; break;
 		case OPT_JOIN: join = 1; break;
 		case 'h': fputs(help, stdout); return RC_EXIT_OK;
@@ -574,6 +634,10 @@ int main(int argc, char **argv)
 			    "no LOGDIR given: name the logs/ directory bp-logd writes", NULL);
 		return RC_EXIT_USAGE;
 	}
+	if (join && grpc_opt) {
+		usage_error("--grpc-unary and --grpc-proto go with the reconstruction (with --host-local on each host), not --join", NULL);
+		return RC_EXIT_USAGE;
+	}
 	if (join) {
 		struct rc_join_opts jo = {
 			.inputs = (const char *const *)(argv + optind),
@@ -585,6 +649,8 @@ int main(int argc, char **argv)
 	}
 	o.inputs = (const char *const *)(argv + optind);
 	o.ninputs = argc - optind;
+	o.grpc_unary = (const char *const *)unary;
+	o.ngrpc_unary = nunary;
 	/* One thread at a time uses SQLite here (the queue's thread during
 	 * the merge, then the main thread: db_rows.c, handed over under a
 	 * mutex): no mutexes, no memory accounting (both cost on every

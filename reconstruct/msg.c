@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,7 @@
 #include "chan.h"
 #include "clock.h"
 #include "db.h"
+#include "lineage.h"
 #include "merge.h"
 #include "msg.h"
 #include "park.h"
@@ -207,14 +209,15 @@ static void recv_clock(struct ap *a, const struct rc_sent *last)
 
 /* A request span's start T0, label, peer (also its client when
  * CLIENT_PEER) and witness, from request message EV on E. */
-static void span_request_head(struct rc_span *sp, const struct rc_end *e,
+static void span_request_head(struct rc_ctx *c, struct rc_span *sp,
+			      const struct rc_end *e,
 			      const struct bt_event *ev, int64_t t0,
 			      int client_peer)
 {
 	char peer[128];
 
 	sp->start = t0;
-	rc_span_label(sp, ev);
+	rc_span_label(c, sp, ev);
 	rc_chan_end_peer(e, ev, peer, sizeof peer);
 	sp->peer = strdup(peer);
 	if (client_peer)
@@ -223,6 +226,41 @@ static void span_request_head(struct rc_span *sp, const struct rc_end *e,
 		sp->has_witness = 1;
 		sp->witness = ev->witness;
 	}
+}
+
+/*
+ * May the unary rule (grpc.h) judge the request message being applied?
+ * Only when methods were named; in a program that sends no HTTP/2
+ * request (pass 1): a relay of gRPC calls (nginx's grpc_pass, a proxy)
+ * works for a call from its header block on, before its body, whatever
+ * the method; only the server that runs the method's handler waits for
+ * the message (a gRPC server whose handlers call gRPC services is judged
+ * without the rule too); when nothing was lost from the log so far (a
+ * lost body frame would leave its call looking unstarted), and every
+ * other thread of the sending process has applied its records up to
+ * this one's time: one held back in the merge (a read waiting for its
+ * send) may hold the body frame a handler's call followed; one at the
+ * same time may too.
+ */
+static int unary_settled(struct ap *a)
+{
+	const struct rc_ctx *c = a->c;
+	const struct rc_proc *p;
+
+	if (!c->opt->ngrpc_unary || a->im->h2_sends || c->st.lost_records ||
+	    c->st.lost_bytes || c->st.dropped || !(p = rc_lineage_proc_of(a)))
+		return 0;
+	for (const struct rc_thr *o = p->threads; o; o = o->pnext) {
+		if (o == a->th)
+			continue;
+		const struct rc_run *r = (const struct rc_run *)
+			(const void *)((const char *)o -
+				       offsetof(struct rc_run, thr));
+		if ((r->state == RC_SS_PARKED || r->state == RC_SS_READY) &&
+		    r->head_t <= a->s->head_t)
+			return 0;
+	}
+	return 1;
 }
 
 /* A request message sent at O on E, begun at T0 by work designated D0
@@ -261,11 +299,13 @@ static struct rc_span *msg_out_request(struct ap *a, struct rc_end *e,
 		sp->client_root = d0->client_root;
 		sp->inherited = a->th->inherited;
 	}
-	span_request_head(sp, e, ev, t0, 0);
+	span_request_head(c, sp, e, ev, t0, 0);
 	rc_park_waiting(a);
 	rc_park_connect_taken(a, e, o, sp->req);
+	rc_span_unary_gate(c, unary_settled(a));
 	rc_tok_resolve(c, sp, ev, begun);
 	rc_span_sent(c, sp);
+	rc_span_unary_gate(c, 0);
 	desig_set(&e->last, sp->req, sp->parent, sp->client_root);
 	return sp;
 }
@@ -403,6 +443,11 @@ static void on_msg_begin_in(struct ap *a, struct rc_end *e, uint64_t o)
 	rc_frag_input(a, e, RC_TR_MSG, o, 0);
 	e->begun[RC_DIN].valid = 1;
 	e->begun[RC_DIN].off = o;
+	/* a frame read in pieces, its stream not known yet: a unary call's
+	 * message may end before the frame does (padding), so every call on
+	 * this end counts as having received body (the unary rule, span.h) */
+	for (struct rc_span *b = e->srv; b; b = b->next)
+		b->body_seen = 1;
 	if (x && x->resolved) {
 		if (x->dom == a->im->domain && x->t_begin > a->t) {
 			a->t = x->t_begin;
@@ -496,7 +541,7 @@ static struct rc_span *msg_in_request(struct ap *a, struct rc_end *e,
 	}
 	if (!sp)
 		return NULL;
-	span_request_head(sp, e, ev, t0, sp->is_root);
+	span_request_head(a->c, sp, e, ev, t0, sp->is_root);
 	if (!x && sp->is_root && peer_unlogged(a, e)) {
 		/* not rule 4: the peer is traced, its send is not in the
 		 * log, so what it was doing when it sent is unknown (the
@@ -626,6 +671,7 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 			 * body): its own exchange here, whoever sent it (the
 			 * sender's designation is a span of the sender's) */
 			desig_set(d, sp->req, sp->id, sp->client_root);
+			sp->body_seen = 1;
 			body_values(sp, ev);
 			sp = NULL;
 		} else if ((ev->flags & BT_MF_WITNESS) &&

@@ -109,6 +109,9 @@ struct rc_image {
 	uint32_t host, domain, pid, nstreams;
 	uint32_t ppid, ptid, pflags;
 	uint8_t  has_delta, has_start;
+	uint8_t  h2_sends;       /* it sent an HTTP/2 request (pass 1, only
+				    with unary gRPC methods named: a relay
+				    such as nginx's grpc_pass, see msg.c) */
 	struct rc_imrun *run;    /* pass 2, while its streams run */
 };
 
@@ -292,6 +295,9 @@ struct rc_stats {
 	uint64_t ambiguous_files;    /* files opened with candidates */
 	uint64_t content_resolved;   /* ambiguous spans resolved by content
 					(tokens.c) */
+	uint64_t grpc_unary_calls;   /* server spans of methods named unary */
+	uint64_t grpc_unary_excluded; /* request messages for which the unary
+					 rule left out a call (span.c) */
 	uint64_t req_exact, req_resolved, req_uncertain;  /* db.c, at the end */
 };
 

@@ -211,6 +211,12 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 		rc_notes_print_unread(&c, errf(&c));
 		rc_notes_print_untraced(&c, errf(&c));
 		look_at(&c, costly, unread, look, sizeof look);
+		if (o->ngrpc_unary)
+			fprintf(errf(&c),
+				"bp-reconstruct: gRPC methods named unary: %" PRIu64 " calls of them; %" PRIu64 " request messages judged without a call whose body had not come%s\n",
+				c.st.grpc_unary_calls, c.st.grpc_unary_excluded,
+				c.st.grpc_unary_calls ? "" :
+				" (no call matched a name: check --grpc-unary and --grpc-proto)");
 		fprintf(errf(&c),
 			"bp-reconstruct: %" PRIu64 " events read (%" PRIu64 " lost), %" PRIu64 " requests (%" PRIu64 " exact, %" PRIu64 " resolved, %" PRIu64 " uncertain), %" PRIu64 " spans, %" PRIu64 " unattributed, %" PRIu64 " warnings -> %s (%.2f s, %.0f events/s); %s\n",
 			c.st.events, c.st.lost_records + c.st.dropped,

@@ -28,6 +28,10 @@ struct rc_options {
 					(0: none, -1: none); they are
 					always summed up by kind at the end */
 	FILE       *err;             /* diagnostics (NULL: stderr) */
+	/* gRPC methods the user names unary (--grpc-unary, --grpc-proto):
+	 * shell patterns of "/package.Service/Method" (grpc.h) */
+	const char *const *grpc_unary;
+	int         ngrpc_unary;
 };
 
 /* What rc_run found, for the caller's summary and the tests. */

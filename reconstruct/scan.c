@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "btrace/proto.h"
 #include "clock.h"
 #include "input.h"
 #include "pair.h"
@@ -52,6 +53,7 @@ static int skim_stream(struct rc_ctx *c, struct rc_pair *pr,
 	unsigned learn = SCAN_LEARN;
 	while (rc_input_cur_next(c, run, &r)) {
 		uint64_t prev = r.prev_ts;
+		int h2;
 
 		if (!s->has_first && r.type != BT_EV_TIME) {
 			s->has_first = 1;
@@ -68,11 +70,21 @@ static int skim_stream(struct rc_ctx *c, struct rc_pair *pr,
 			 * SCAN_LEARN such records: what matters is the start
 			 * of the run, before pass 2 has seen any shape vary
 			 * (decoding them all cost pass 1 ~9% more time) */
-			if (learn == 0)
+			/* with unary gRPC methods named, every MSG until one
+			 * shows the image sends HTTP/2 requests (msg.c,
+			 * unary_settled) */
+			h2 = r.type == BT_EV_MSG && c->opt->ngrpc_unary &&
+			     !im->h2_sends;
+			if (learn == 0 && !h2)
 				continue;
-			learn--;
-			if (bt_ev_decode_dict(r.p, r.len, &ev, &prev, dict) > 0 &&
-			    r.type == BT_EV_MSG && !ev.dict_miss)
+			int lrn = learn > 0;
+			learn -= (unsigned)lrn;
+			if (bt_ev_decode_dict(r.p, r.len, &ev, &prev, dict) <= 0)
+				continue;
+			if (h2 && ev.proto == BT_PROTO_HTTP2 &&
+			    ev.dir == BT_DIR_OUT && ev.kind == BT_MK_REQUEST)
+				im->h2_sends = 1;
+			if (lrn && r.type == BT_EV_MSG && !ev.dict_miss)
 				rc_tok_learn(c, &ev);
 			continue;
 		case BT_EV_TIME:

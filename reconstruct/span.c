@@ -10,6 +10,7 @@
 
 #include "btrace/proto.h"
 #include "db.h"
+#include "grpc.h"
 #include "span.h"
 #include "tokens.h"
 
@@ -20,6 +21,8 @@ struct rc_spans {
 	struct rc_span **parked; /* parked server spans, any order */
 	uint32_t nparked, capparked;
 	uint64_t next_req, next_span;
+	uint8_t  unary_gate;     /* rc_span_unary_gate */
+	uint8_t  unary_hit;      /* the gate left a call out */
 };
 
 static const char ambiguous_answered[] = "ambiguous:answered";
@@ -182,10 +185,35 @@ void rc_span_unpark(struct rc_ctx *c, struct rc_span *sp)
 		}
 }
 
+void rc_span_unary_gate(struct rc_ctx *c, int on)
+{
+	struct rc_spans *m = c->spans;
+
+	if (!on && m->unary_hit)
+		c->st.grpc_unary_excluded++;
+	m->unary_hit = 0;
+	m->unary_gate = (uint8_t)!!on;
+}
+
+/*
+ * Q is a call of a method named unary whose body the server has not read
+ * a frame of: its handler, which takes the whole request message, cannot
+ * have started, so Q owns nothing its process sends (while the gate is
+ * open).
+ */
+static int unstarted(const struct rc_ctx *c, const struct rc_span *q)
+{
+	if (!q->unary || q->body_seen || !c->spans->unary_gate)
+		return 0;
+	c->spans->unary_hit = 1;
+	return 1;
+}
+
 /* The server spans of process HOST/PID, other than request REQ's, that
  * OK accepts: into OUT (at most MAX); returns how many there are. */
 static uint32_t spans_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
-			 uint64_t req, int (*ok)(const struct rc_span *),
+			 uint64_t req,
+			 int (*ok)(const struct rc_ctx *, const struct rc_span *),
 			 struct rc_span **out, uint32_t max)
 {
 	const struct rc_map *srv = &c->spans->srv;
@@ -195,7 +223,8 @@ static uint32_t spans_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
 		if (!srv->used[i])
 			continue;
 		struct rc_span *q = (struct rc_span *)(uintptr_t)srv->vals[i];
-		if (q->host != host || q->pid != pid || q->req == req || !ok(q))
+		if (q->host != host || q->pid != pid || q->req == req ||
+		    !ok(c, q))
 			continue;
 		if (n < max)
 			out[n] = q;
@@ -204,9 +233,9 @@ static uint32_t spans_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
 	return n;
 }
 
-static int span_open(const struct rc_span *q)
+static int span_open(const struct rc_ctx *c, const struct rc_span *q)
 {
-	return q->req && q->end == RC_DB_NULL;
+	return q->req && q->end == RC_DB_NULL && !unstarted(c, q);
 }
 
 uint32_t rc_span_open_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
@@ -215,10 +244,10 @@ uint32_t rc_span_open_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
 	return spans_in(c, host, pid, req, span_open, out, max);
 }
 
-int rc_span_may_own(const struct rc_span *q)
+int rc_span_may_own(const struct rc_ctx *c, const struct rc_span *q)
 {
 	return q->kind == RC_SK_SERVER && q->req && q->end == RC_DB_NULL &&
-	       !q->pending && !q->answering && !q->ncalls;
+	       !q->pending && !q->answering && !q->ncalls && !unstarted(c, q);
 }
 
 uint32_t rc_span_owners_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
@@ -235,7 +264,8 @@ uint32_t rc_span_parked_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
 
 	for (uint32_t i = 0; i < m->nparked; i++) {
 		struct rc_span *q = m->parked[i];
-		if (q->host != host || q->pid != pid || q->req == req)
+		if (q->host != host || q->pid != pid || q->req == req ||
+		    unstarted(c, q))
 			continue;
 		if (n < max)
 			out[n] = q;
@@ -274,7 +304,7 @@ static uint32_t owners_listed(struct rc_ctx *c, const struct rc_span *sp,
 			continue;
 		struct rc_span *q = (struct rc_span *)(uintptr_t)srv->vals[i];
 		if (q->host != sp->host || q->pid != sp->pid ||
-		    q->req == sp->req || q->parked || !rc_span_may_own(q))
+		    q->req == sp->req || q->parked || !rc_span_may_own(c, q))
 			continue;
 		rc_db_candidate(c, sp->id, q->req, 0, reason);
 		n++;
@@ -320,7 +350,8 @@ void rc_span_sent(struct rc_ctx *c, struct rc_span *sp)
 		return;           /* a sound rule placed it (tokens.c) */
 	for (uint32_t i = 0; i < m->nparked; i++) {
 		struct rc_span *q = m->parked[i];
-		if (q->host != sp->host || q->pid != sp->pid || q->req == sp->req)
+		if (q->host != sp->host || q->pid != sp->pid ||
+		    q->req == sp->req || unstarted(c, q))
 			continue;
 		rc_db_candidate(c, sp->id, q->req, 0, park_reason[q->parked]);
 		batched |= q->parked == RC_PARK_BATCHED;
@@ -550,7 +581,8 @@ static char *joined(const char *a, const char *b, size_t bn)
 	return p;
 }
 
-void rc_span_label(struct rc_span *sp, const struct bt_event *ev)
+void rc_span_label(struct rc_ctx *c, struct rc_span *sp,
+		   const struct bt_event *ev)
 {
 	const struct bt_attr *t;
 
@@ -569,6 +601,13 @@ void rc_span_label(struct rc_span *sp, const struct bt_event *ev)
 			size_t n = strcspn(sp->target, "?");
 			sp->name = joined(sp->method, sp->target, n);
 		}
+		/* a call of a method named unary (a whole, untruncated
+		 * :path): its handler starts once its message came */
+		sp->unary = sp->kind == RC_SK_SERVER && sp->tok_body &&
+			    sp->target && rc_grpc_unary_match(
+				c->opt->grpc_unary, c->opt->ngrpc_unary,
+				sp->target);
+		c->st.grpc_unary_calls += sp->unary;
 		break;
 	case BT_PROTO_FASTCGI: {
 		const struct bt_attr *sc = rc_attr(ev, BT_AK_FCGI_SCRIPT);

@@ -51,6 +51,10 @@ struct rc_span {
 				    input since it was created: its request
 				    is its creator's (rule 3), which a pool
 				    thread's work need not be (span.c) */
+	uint8_t  unary;          /* server: a call of a gRPC method the
+				    user named unary (grpc.h) */
+	uint8_t  body_seen;      /* server: a frame of its request's body
+				    was read after its header block */
 	uint32_t ncalls;         /* server: calls its process made for it
 				    that await their reply */
 	uint32_t caller;         /* server: the thread of its process that
@@ -90,8 +94,18 @@ void rc_span_discard(struct rc_ctx *c, struct rc_span **head,
  * with its root span (rule 5): after that its designation starts anew.
  */
 int  rc_span_live(struct rc_ctx *c, const struct rc_desig *d);
-/* Name, target and method from SP's request message EV. */
-void rc_span_label(struct rc_span *sp, const struct bt_event *ev);
+/* Name, target and method from SP's request message EV; a server span
+ * of a gRPC method named unary (C's options) is marked so. */
+void rc_span_label(struct rc_ctx *c, struct rc_span *sp,
+		   const struct bt_event *ev);
+/*
+ * The unary rule (grpc.h, docs/reconstruct.md "Unary gRPC methods") is
+ * applied to the candidates of the request message being sent when ON:
+ * the caller opens it only while every record of the sending process
+ * older than the message has been applied and no record was lost, and
+ * closes it after rc_tok_resolve and rc_span_sent.
+ */
+void rc_span_unary_gate(struct rc_ctx *c, int on);
 /* Write SP (and its request, if it is a root) and free it. */
 void rc_span_finish(struct rc_ctx *c, struct rc_span *sp);
 
@@ -137,9 +151,11 @@ uint32_t rc_span_open_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
 /*
  * Could open server span Q own a request message its process sends from
  * a fragment whose request is answered (or none)?  Its request was read
- * whole, is not being answered, and no call it made awaits a reply.
+ * whole, is not being answered, no call it made awaits a reply, and it
+ * is not a call of a unary method whose body has not come (while the
+ * unary gate is open).
  */
-int rc_span_may_own(const struct rc_span *q);
+int rc_span_may_own(const struct rc_ctx *c, const struct rc_span *q);
 /* The open server spans of process (HOST, PID) other than those of REQ
  * that may own such a message (rc_span_may_own), as rc_span_open_in. */
 uint32_t rc_span_owners_in(struct rc_ctx *c, uint32_t host, uint32_t pid,

@@ -677,7 +677,7 @@ static void mark_matches(struct rc_ctx *c, const struct rc_span *sp,
 {
 	for (unsigned j = 1; j < nk; j++)
 		if (!k[j].sp->parked && !k[j].hidden &&
-		    !(unowned && rc_span_may_own(k[j].sp)) &&
+		    !(unowned && rc_span_may_own(c, k[j].sp)) &&
 		    cand_shares(&k[j], q, usable, nq))
 			rc_db_candidate(c, sp->id, k[j].req, 0,
 					ambiguous_content);

@@ -54,6 +54,22 @@ grep -q '^bp-reconstruct: [0-9]* events read (0 lost), 50 requests (50 exact, 0 
 [ "$(sqlite3 "$tmp/p.db" "SELECT COUNT(*) FROM spans s JOIN spans p ON s.parent_span_id = p.span_id WHERE s.start_ns < p.start_ns OR s.end_ns > p.end_ns")" = 0 ] ||
 	fail "spans nested in their parents"
 
+# Unary gRPC methods named (docs/reconstruct.md, "Unary gRPC methods"):
+# a pattern, a .proto; what cannot be read is a usage error.
+expect 1 "bad --grpc-unary" -- $bin --grpc-unary 'tb.Svc/*' "$tmp/logs" -o "$tmp/g.db"
+grep -q -- "--grpc-unary wants a gRPC method path" "$tmp/err" || fail "--grpc-unary message"
+printf 'package tb;\nservice S {\n  rpc A (B) returns C;\n}\n' >"$tmp/bad.proto"
+expect 1 "unreadable --grpc-proto" -- $bin --grpc-proto "$tmp/bad.proto" "$tmp/logs" -o "$tmp/g.db"
+grep -q -- "--grpc-proto: $tmp/bad.proto:3: rpc: '(' expected" "$tmp/err" || fail "--grpc-proto message"
+expect 1 "missing --grpc-proto" -- $bin --grpc-proto "$tmp/none.proto" "$tmp/logs" -o "$tmp/g.db"
+printf 'syntax = "proto3";\npackage tb; // x\nservice S { rpc A (B) returns (C); rpc W (stream B) returns (C); }\n' >"$tmp/ok.proto"
+expect 1 "--grpc-unary with --join" -- $bin --join --grpc-unary '/tb.S/*' "$tmp/a.db" -o "$tmp/g.db"
+grep -q -- "--grpc-unary and --grpc-proto go with the reconstruction" "$tmp/err" || fail "--join message"
+expect 0 "--grpc-proto" -- $bin --grpc-proto "$tmp/ok.proto" --grpc-unary '/tb.T/*' "$tmp/logs" -o "$tmp/g.db"
+grep -q ' 50 requests (50 exact, 0 resolved, 0 uncertain)' "$tmp/err" || fail "--grpc-proto run"
+grep -q '^bp-reconstruct: gRPC methods named unary: 0 calls of them; 0 request messages judged without a call whose body had not come (no call matched a name' "$tmp/err" ||
+	fail "--grpc-proto summary line"
+
 # The output is replaced atomically: a second run over the same file.
 expect 0 "rerun, quiet" -- $bin -q "$tmp/logs" -o "$tmp/p.db"
 [ -s "$tmp/err" ] && fail "-q printed something"

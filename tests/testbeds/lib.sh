@@ -76,6 +76,7 @@ PRE_WEB=() PRE_APP=() PRE_DB=()
 : "${TB_MONO_DB:=4000}"
 TB_MH_NS=()
 TB_RUN_NO=0
+TB_RECON_OPTS=()                # bp-reconstruct's options (tb_recon)
 
 APT_FIX="apt-get install -y nginx-light apache2 haproxy php-fpm php-pgsql postgresql postgresql-client dnsmasq-base gunicorn python3-psycopg2 fcgiwrap iproute2 util-linux"
 
@@ -813,7 +814,17 @@ tb_run() {
 		bp_note "$label: the client failed (status $rc) under tracing"
 	fi
 	[ -s "$dir/truth" ] || bp_fail "$label: the client wrote no truth"
-	timeout 300 "$BP_RECONSTRUCT" "${TB_LOGDIRS[@]}" -o "$dir/paths.db" \
+	tb_recon "$dir" "$label" "$mode"
+}
+
+# tb_recon DIR LABEL MODE: bp-reconstruct on run DIR's logs into
+# DIR/paths.db (options: the array TB_RECON_OPTS), then the paths checked
+# against the client's truth (tb_check) as MODE says (see tb_run).  A
+# testbed may call it again on the same logs with other options.
+tb_recon() {
+	local dir=$1 label=$2 mode=$3
+	timeout 300 "$BP_RECONSTRUCT" "${TB_RECON_OPTS[@]}" "${TB_LOGDIRS[@]}" \
+		-o "$dir/paths.db" \
 		>"$dir/reconstruct.out" 2>"$dir/reconstruct.log" ||
 		bp_fail "bp-reconstruct failed (status $?) on ${TB_LOGDIRS[*]}:" \
 			"$(tail -n 3 "$dir/reconstruct.log")"

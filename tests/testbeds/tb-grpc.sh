@@ -13,15 +13,20 @@
 # that read it to a handler thread, whose SQL the reconstructor cannot
 # follow by the rules; it is decided by content when the call's gRPC
 # message (protobuf: field 1 the id, field 2 the number of queries) holds
-# a value the SQL carries and no other open call does (100% right at c=1,
-# asserted >= 95%): the whole paths are classified and printed (exact-right ...
-# silently-WRONG) and any silently-WRONG or resolved-WRONG one fails the
-# test (uncertain ones pass: the hand-off is marked, 'ambiguous:inherited',
-# 'ambiguous:answered', 'ambiguous:parked'; TB_GRPC_MODE=behaviour checks
-# only what follows); what must hold besides is the HTTP/2 part of every
-# path (nginx's server and client spans, the app's server span, one
-# request), the error calls' status, and every call answered.  See
-# docs/accuracy.md.
+# a value the SQL carries and no other open call may.  Each run's logs are
+# reconstructed three times: with the service's .proto (the client writes
+# it: every method unary; bp-reconstruct --grpc-proto), with the pattern
+# --grpc-unary '/tb.Svc/*', and with neither.  Named unary, a call whose
+# body has not come cannot own a handler's SQL: 100% of the whole paths
+# right (exact or resolved) is asserted at every C.  Unnamed (the sound
+# default: a streaming handler may start before its body ends), the rest
+# is uncertain: >= 95% asserted at c=1 only.  Every reconstruction fails
+# the test on any silently-WRONG or resolved-WRONG whole path
+# (TB_GRPC_MODE=behaviour checks only what follows); what must hold
+# besides is the HTTP/2 part of every path (nginx's server and client
+# spans, the app's server span, one request), the error calls' status,
+# and every call answered.  See docs/accuracy.md, docs/reconstruct.md
+# "Unary gRPC methods".
 TB_FRONT=nginx
 TB_APPS=""
 TB_FRONT_PROTO=http2
@@ -101,7 +106,14 @@ tb_client() {
 	[ "${TB_GRPC_CLIENT_TRACED:-0}" = 1 ] && pre=("${PRE_WEB[@]}")
 	timeout 600 "${pre[@]}" "$PY" "$TB_SRC/app/tbgrpc.py" client "$FRONT_PORT" \
 		"$TB_REQUESTS" "$conns" "$dir/truth" "$dir/client.out" \
-		2>>"$T/client.log"
+		"$dir/tbgrpc.proto" 2>>"$T/client.log"
+}
+
+# the share of whole paths right (exact or resolved) check-testbed.py
+# printed last for LABEL
+tb_grpc_right() {
+	grep -F "$1: certainty " "$T/results.txt" | tail -n 1 |
+		sed -n 's/.* right \([0-9.]*\)%.*/\1/p'
 }
 
 # the error calls: nginx's server span of each ends with grpc-status 5
@@ -166,19 +178,48 @@ tb_grpc_h2paths() {
 }
 
 tb_init grpc
+mode=${TB_GRPC_MODE:-certainty}
 for c in ${TB_ISO_CONCS:-1 16 64}; do
-	tb_run "$c" 1 1 "${TB_GRPC_MODE:-certainty}"
-	tb_grpc_errors "$T/run$TB_RUN_NO"
-	tb_grpc_h2paths "$T/run$TB_RUN_NO"
-	# one call at a time: every handler's SQL is decided by what the
-	# call's gRPC message carried (its id, docs/protocols.md "gRPC
-	# request values"): 100% right in every run seen; asserted >= 95%
-	if [ "$c" = 1 ] && [ "${TB_GRPC_MODE:-certainty}" = certainty ]; then
-		pct=$(grep -o "c=1 d=1 isolation: certainty .* right [0-9.]*%" \
-			"$T/results.txt" | tail -n 1 | sed 's/.* right \([0-9.]*\)%/\1/')
+	# the service's methods named unary by the .proto the client writes
+	# (tb_client): a call whose body has not come is no candidate owner
+	# of a handler's SQL, so every handler's SQL is decided by what its
+	# call's gRPC message carried (docs/reconstruct.md, "Unary gRPC
+	# methods"): 100% right (exact or resolved) asserted, none wrong
+	dir=$T/run$((TB_RUN_NO + 1))
+	TB_RECON_OPTS=(--grpc-proto "$dir/tbgrpc.proto")
+	label="c=$c d=1 isolation"
+	tb_run "$c" 1 1 "$mode" "$label, --grpc-proto"
+	tb_grpc_errors "$dir"
+	tb_grpc_h2paths "$dir"
+	pct=$(tb_grpc_right "$label, --grpc-proto")
+	bp_note "$label, --grpc-proto: ${pct:-no}% of the whole paths right"
+	if [ "$mode" = certainty ]; then
+		awk -v p="${pct:-0}" 'BEGIN { exit !(p == 100) }' ||
+			bp_fail "$label, --grpc-proto: ${pct:-no}% of the whole" \
+				"paths right, not 100%"
+	fi
+	# the same methods named by a pattern: the same answer
+	TB_RECON_OPTS=(--grpc-unary '/tb.Svc/*')
+	tb_recon "$dir" "$label, --grpc-unary" "$mode"
+	pct=$(tb_grpc_right "$label, --grpc-unary")
+	bp_note "$label, --grpc-unary: ${pct:-no}% of the whole paths right"
+	if [ "$mode" = certainty ]; then
+		awk -v p="${pct:-0}" 'BEGIN { exit !(p == 100) }' ||
+			bp_fail "$label, --grpc-unary: ${pct:-no}% of the whole" \
+				"paths right, not 100%"
+	fi
+	# the same logs without the methods named (the sound default: a
+	# streaming handler may start before its body ends): never wrong, the
+	# rest uncertain; one call at a time still all decided by content
+	# (asserted >= 95%, 100% in every run seen)
+	TB_RECON_OPTS=()
+	tb_recon "$dir" "$label, unnamed" "$mode"
+	pct=$(tb_grpc_right "$label, unnamed")
+	bp_note "$label, methods not named: ${pct:-no}% of the whole paths right"
+	if [ "$c" = 1 ] && [ "$mode" = certainty ]; then
 		awk -v p="${pct:-0}" 'BEGIN { exit !(p >= 95) }' ||
-			bp_fail "c=1: ${pct:-no}% of the whole paths right," \
-				"not >= 95% (content: the calls' gRPC values)"
+			bp_fail "c=1, unnamed: ${pct:-no}% of the whole paths" \
+				"right, not >= 95% (content: the calls' gRPC values)"
 	fi
 done
 echo "PASS: tb-grpc"

@@ -44,6 +44,7 @@ int rt_run(struct rt *t)
 		.inputs = in, .ninputs = t->extra ? 2 : 1, .output = t->db,
 		.progress = 0,
 		.max_warn_lines = 50, .err = err,
+		.grpc_unary = t->unary, .ngrpc_unary = t->nunary,
 	};
 	t->rc = rc_run(&o, &t->sum);
 	fclose(err);

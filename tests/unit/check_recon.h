@@ -19,6 +19,8 @@ struct rt {
 	char db[300];
 	char err[300];            /* the run's stderr */
 	const char *extra;        /* a second LOGDIR for rt_run, or NULL */
+	const char *const *unary; /* gRPC methods named unary (NULL: none) */
+	int nunary;
 	struct rc_summary sum;
 	int rc;
 	sqlite3 *h;

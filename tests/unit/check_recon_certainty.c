@@ -7,12 +7,14 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "btrace/proto.h"
 #include "check_recon.h"
+#include "grpc.h"
 #include "tokens.h"
 
 #define IN   BT_DIR_IN
@@ -781,6 +783,180 @@ START_TEST(grpc_body_values_decide)
 	grpc_body_run(&t, 1);
 	ck_assert_str_eq(rt_q(&t, "%s", q), "uncertain ambiguous:parked 1");
 	rt_done(&t);
+}
+END_TEST
+
+/*
+ * Unary gRPC methods (--grpc-unary, docs/reconstruct.md "Unary gRPC
+ * methods").  Three calls of /S/Get on one HTTP/2 connection: the first
+ * and the second read whole (their ids in their messages), the third's
+ * header block read but not its body.  A handler thread created while
+ * the reader served the first sends the second's SQL.  Without the
+ * methods named, the third may own it (a streaming handler starts before
+ * its body ends): uncertain.  With /S/Get named unary, the third cannot
+ * have started: the SQL is decided by content, for the second.  When the
+ * third's body frame was read before the SQL but its values are unknown
+ * (redacted), it may have started: uncertain again, named or not; so
+ * in a program that sends HTTP/2 requests (a relay).
+ */
+static void grpc_unary_run(struct rt *t, const char *const *unary,
+			   int nunary, int body_first, int relay)
+{
+	char p[3][40];
+	const char *id[3] = { "id-one", "id-two", "id-six" };
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *r = front(h, &b);
+
+	for (int i = 0; i < 3; i++)
+		snprintf(p[i], sizeof p[i], "0:%016llx",
+			 (unsigned long long)bt_value_hash(id[i], 6));
+	gen_accept(r, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_ready(r, 110, 5, POLLIN);
+	gen_msg(r, 111, 5, IN, REQ, BT_PROTO_HTTP2, 40, BT_MF_WITNESS, 0, 1,
+		GEN_A(BT_AK_METHOD, "POST"), GEN_A(BT_AK_TARGET, "/S/Get"), 0);
+	gen_thread_create(r, 112, 1);
+	struct gen_thr *wk = gen_thread(gen_thr_proc(r), 113, 301, 300, 1);
+	gen_msg(r, 114, 5, IN, BT_MK_ONEWAY, BT_PROTO_HTTP2, 20,
+		BT_MF_WITNESS, 0, 1, GEN_A(BT_AK_PARAMS, p[0]), 0);
+	gen_msg(r, 115, 5, IN, REQ, BT_PROTO_HTTP2, 40, BT_MF_WITNESS, 0, 3,
+		GEN_A(BT_AK_METHOD, "POST"), GEN_A(BT_AK_TARGET, "/S/Get"), 0);
+	gen_msg(r, 116, 5, IN, BT_MK_ONEWAY, BT_PROTO_HTTP2, 20,
+		BT_MF_WITNESS, 0, 3, GEN_A(BT_AK_PARAMS, p[1]), 0);
+	gen_msg(r, 117, 5, IN, REQ, BT_PROTO_HTTP2, 40, BT_MF_WITNESS, 0, 5,
+		GEN_A(BT_AK_METHOD, "POST"), GEN_A(BT_AK_TARGET, "/S/Get"), 0);
+	if (body_first)      /* the third's body, its values unknown */
+		gen_msg(r, 118, 5, IN, BT_MK_ONEWAY, BT_PROTO_HTTP2, 20,
+			BT_MF_WITNESS, 0, 5, GEN_A(BT_AK_PARAMS, ""), 0);
+	gen_data(r, 119, 5, OUT, 9);     /* the reader goes on (no wait) */
+	sql_out(wk, 120, 9, "SELECT v FROM t WHERE k = 'id-two'");
+	sql_in(b, 121, 4, "SELECT v FROM t WHERE k = 'id-two'");
+	rep_out(b, 122, 4);
+	rep_in(wk, 123, 9);
+	if (!body_first)
+		gen_msg(r, 125, 5, IN, BT_MK_ONEWAY, BT_PROTO_HTTP2, 20,
+			BT_MF_WITNESS, 0, 5, GEN_A(BT_AK_PARAMS, p[2]), 0);
+	/* the same query with other values later: its literal carries
+	 * data (a constant would decide nothing) */
+	sql_out(wk, 130, 9, "SELECT v FROM t WHERE k = 'id-one'");
+	sql_in(b, 131, 4, "SELECT v FROM t WHERE k = 'id-one'");
+	rep_out(b, 132, 4);
+	rep_in(wk, 133, 9);
+	sql_out(wk, 140, 9, "SELECT v FROM t WHERE k = 'id-six'");
+	sql_in(b, 141, 4, "SELECT v FROM t WHERE k = 'id-six'");
+	rep_out(b, 142, 4);
+	rep_in(wk, 143, 9);
+	if (relay) {         /* later, the process sends an HTTP/2 request */
+		gen_tcp(r, 150, 12, BT_CR_CONNECT, "10.0.0.1:50099",
+			"10.0.0.9:50051");
+		gen_msg(r, 151, 12, OUT, REQ, BT_PROTO_HTTP2, 40,
+			BT_MF_WITNESS, 0, 1, GEN_A(BT_AK_METHOD, "POST"),
+			GEN_A(BT_AK_TARGET, "/S/Get"), 0);
+	}
+	rt_init(t);
+	t->unary = unary;
+	t->nunary = nunary;
+	rt_write(t, g, NULL);
+	ck_assert_int_eq(rt_run(t), RC_EXIT_OK);
+}
+
+START_TEST(grpc_unary_excludes_unstarted)
+{
+	struct rt t;
+	const char *exact[] = { "/S/Get" }, *glob[] = { "/S/*" };
+	const char *other[] = { "/T/*" };
+	const char *q = "SELECT s.certainty || ' ' || IFNULL(s.certainty_reason, '-') || ' ' || r.request_id FROM spans s JOIN requests r USING (request_id) WHERE s.protocol = 'postgresql' AND s.kind = 'client' AND s.target LIKE '%id-two%'";
+	const char *third = "SELECT certainty FROM requests WHERE request_id = 3";
+
+	grpc_unary_run(&t, NULL, 0, 0, 0);          /* the sound default */
+	ck_assert_str_eq(rt_q(&t, "%s", q), "uncertain ambiguous:parked 1");
+	ck_assert_str_eq(rt_q(&t, "%s", third), "uncertain");
+	rt_done(&t);
+	grpc_unary_run(&t, other, 1, 0, 0);         /* another service named */
+	ck_assert_str_eq(rt_q(&t, "%s", q), "uncertain ambiguous:parked 1");
+	rt_done(&t);
+	grpc_unary_run(&t, exact, 1, 0, 0);
+	ck_assert_str_eq(rt_q(&t, "%s", q), "resolved handoff:content 2");
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM span_candidates c JOIN spans s USING (span_id) WHERE s.target LIKE '%%id-two%%' AND c.request_id = 3"), 0);
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'grpc_unary_calls'"), 3);
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'grpc_unary_excluded'"), 1);
+	rt_done(&t);
+	grpc_unary_run(&t, glob, 1, 0, 0);
+	ck_assert_str_eq(rt_q(&t, "%s", q), "resolved handoff:content 2");
+	rt_done(&t);
+	grpc_unary_run(&t, glob, 1, 1, 0);       /* its body came first */
+	ck_assert_str_eq(rt_q(&t, "%s", q), "uncertain ambiguous:parked 1");
+	ck_assert_str_eq(rt_q(&t, "%s", third), "uncertain");
+	rt_done(&t);
+	/* a program that sends HTTP/2 requests may relay calls (nginx's
+	 * grpc_pass works for a call from its header block on): the rule
+	 * is not applied in it, even before its first such request */
+	grpc_unary_run(&t, glob, 1, 0, 1);
+	ck_assert_str_eq(rt_q(&t, "%s", q), "uncertain ambiguous:parked 1");
+	rt_done(&t);
+}
+END_TEST
+
+/* The .proto reader: package, services, rpcs with and without stream,
+ * comments, options with braces and strings; errors with their line. */
+START_TEST(grpc_proto_reader)
+{
+	static const char proto[] =
+		"// rpc Fake (A) returns (B);\n"
+		"syntax = \"proto3\";\n"
+		"package tb.v1;\n"
+		"import \"google/api/annotations.proto\";\n"
+		"option go_package = \"x/y;tb\";  /* block\n"
+		"   comment } { rpc No (A) returns (B); */\n"
+		"message Req { string id = 1; map<string, int32> m = 3;\n"
+		"  message In { int32 x = 1; } }\n"
+		"service Svc {\n"
+		"  option (o) = { a: \"}\" };\n"
+		"  rpc Get (Req) returns (.tb.v1.Resp);\n"
+		"  rpc Up (stream Req) returns (Resp) {}\n"
+		"  rpc Down(Req)returns(stream Resp){ option (h) = { get: \"/v1/{id}\" }; };\n"
+		"  rpc Both (stream Req) returns (stream Resp);\n"
+		"  rpc Odd (stream) returns (Resp);\n"
+		"}\n"
+		"enum E { A = 0; B = -1; }\n"
+		"service Other { rpc Ping (Req) returns (Resp); }\n";
+	char **l = NULL, err[256];
+	int n = 0, nall = 0;
+
+	ck_assert_int_eq(rc_grpc_proto_parse("t.proto", proto, sizeof proto - 1,
+					     &l, &n, &nall, err, sizeof err), 3);
+	ck_assert_int_eq(n, 3);
+	ck_assert_int_eq(nall, 6);
+	ck_assert_str_eq(l[0], "/tb.v1.Svc/Get");
+	ck_assert_str_eq(l[1], "/tb.v1.Svc/Odd");   /* a type named stream */
+	ck_assert_str_eq(l[2], "/tb.v1.Other/Ping");
+	ck_assert(rc_grpc_unary_match((const char *const *)l, n, "/tb.v1.Svc/Get"));
+	ck_assert(!rc_grpc_unary_match((const char *const *)l, n, "/tb.v1.Svc/Up"));
+	ck_assert(!rc_grpc_unary_match((const char *const *)l, n, "/tb.v1.Svc/Gets"));
+	for (int i = 0; i < n; i++)
+		free(l[i]);
+	free(l);
+	l = NULL;
+	n = 0;
+	/* no package: "/Service/Method" */
+	ck_assert_int_eq(rc_grpc_proto_parse("p", "service S{rpc A(B)returns(C);}", 30,
+					     &l, &n, &nall, err, sizeof err), 1);
+	ck_assert_str_eq(l[0], "/S/A");
+	free(l[0]);
+	free(l);
+	l = NULL;
+	n = 0;
+	ck_assert_int_eq(rc_grpc_proto_parse("b.proto", "service S {\n rpc A (B) returns C;\n}", 34,
+					     &l, &n, &nall, err, sizeof err), -EINVAL);
+	ck_assert_str_eq(err, "b.proto:2: rpc: '(' expected");
+	ck_assert_int_eq(rc_grpc_proto_parse("m.proto", "message M { int32 a = 1; }", 26,
+					     &l, &n, &nall, err, sizeof err), -EINVAL);
+	ck_assert_int_eq(rc_grpc_proto_parse("c.proto", "/* open", 7,
+					     &l, &n, &nall, err, sizeof err), -EINVAL);
+	ck_assert_int_eq(n, 0);
+	free(l);
+	ck_assert_int_eq(rc_grpc_pattern_check("/a.B/*", err, sizeof err), 0);
+	ck_assert_int_eq(rc_grpc_pattern_check("a.B/C", err, sizeof err), -EINVAL);
 }
 END_TEST
 
@@ -1617,6 +1793,8 @@ Suite *recon_certainty_suite(void)
 	tcase_add_test(tc, closed_while_read_waits);
 	tcase_add_test(tc, inherited_designation_fires);
 	tcase_add_test(tc, grpc_body_values_decide);
+	tcase_add_test(tc, grpc_unary_excludes_unstarted);
+	tcase_add_test(tc, grpc_proto_reader);
 	suite_add_tcase(s, tc);
 	return s;
 }

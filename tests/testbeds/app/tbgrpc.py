@@ -2,7 +2,7 @@
 """tbgrpc.py - the gRPC server and client of tb-grpc.sh (docs/accuracy.md).
 
   tbgrpc.py server PORT PIDFILE            (TB_PG, TB_POOL)
-  tbgrpc.py client PORT N CONC TRUTH OUT
+  tbgrpc.py client PORT N CONC TRUTH OUT [PROTO]
 
 server: grpcio (python3-grpcio; the C core's threads read the socket, a
 ThreadPoolExecutor of 8 runs the handlers), unary calls with raw bytes
@@ -19,7 +19,10 @@ client: grpcio on one channel (so one HTTP/2 connection) to 127.0.0.1:PORT
 (futures); every 25th is an error call.  The truth file gets one line per
 call that must succeed: ID, py, /tb.Svc/ID, "sql TEXT" per statement.  OUT
 gets "calls N ok K errors E" and the exit status is 1 unless every call
-answered as expected.
+answered as expected.  PROTO, when given, gets the service as a .proto
+would declare it (package tb, service Svc, every method called, all
+unary, and one streaming method never called): what bp-reconstruct
+--grpc-proto reads (docs/reconstruct.md, "Unary gRPC methods").
 """
 import os
 import signal
@@ -121,8 +124,27 @@ def server(port, pidfile):
     return 0
 
 
-def client(port, n, conc, truth, out):
+def write_proto(path, names):
+    """The service's .proto: the messages pb_encode makes, every method
+    in NAMES unary, a streaming one besides."""
+    with open(path, 'w') as f:
+        f.write('// tb-grpc: the service tbgrpc.py serves (generic handler)\n'
+                'syntax = "proto3";\npackage tb;\n\n'
+                'message Req {\n  string id = 1;  // the request id\n'
+                '  uint32 n = 2;   /* statements to run */\n}\n'
+                'message Resp { bytes text = 1; }\n\n'
+                'service Svc {\n'
+                '  rpc Watch (stream Req) returns (stream Resp);  // never called\n')
+        for name in names:
+            f.write('  rpc %s (Req) returns (Resp);\n' % name)
+        f.write('}\n')
+
+
+def client(port, n, conc, truth, out, proto=None):
     run = os.urandom(3).hex()
+    if proto:
+        write_proto(proto, [('e' if i % 25 == 24 else '') + 'q%dx%s' % (i, run)
+                            for i in range(n)])
     ch = grpc.insecure_channel('127.0.0.1:%s' % port)
     grpc.channel_ready_future(ch).result(timeout=30)
     sem = threading.Semaphore(conc)
@@ -165,4 +187,5 @@ if __name__ == '__main__':
     if sys.argv[1] == 'server':
         sys.exit(server(sys.argv[2], sys.argv[3]))
     sys.exit(client(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
-                    sys.argv[5], sys.argv[6]))
+                    sys.argv[5], sys.argv[6],
+                    sys.argv[7] if len(sys.argv) > 7 else None))
