@@ -14,9 +14,9 @@
 # 2xx.  Then one run at 16 each (400 requests; TB_H2_MORE=0: none) with
 # the other clients (TB_H2_CLIENT, below): nghttp and curl
 # --http2-prior-knowledge.  Every path must be exact-right (100%); the
-# run without event
-# isolation is reported.  TB_TLS=1: nginx serves h2 over TLS (OpenSSL,
-# ALPN h2; the http2 processor reads the plaintext), h2load uses https.
+# run without event isolation is reported.  TB_TLS=1: nginx serves h2
+# over TLS (OpenSSL, ALPN h2; the http2 processor reads the plaintext),
+# the clients use https.
 # See docs/accuracy.md.
 TB_FRONT=nginx
 TB_APPS=py
