@@ -303,7 +303,9 @@ int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		errno = op == EPOLL_CTL_ADD ? EBADF : ENOENT;
 		return -1;
 	}
+	bt_safe_begin();
 	r = REAL(epoll_ctl)(epfd, op, fd, ev);
+	bt_wait_end();
 	if (r < 0 || !(es = epset_of(epfd))) {
 		bt_leave();
 		return r;

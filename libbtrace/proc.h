@@ -149,6 +149,7 @@ static inline void bt_wait_end(void)
 {
 	bt_self.wait_depth = 0;
 }
+
 /* bt_enter() returned 0: undo its count only if it made one. */
 static inline void bt_leave_pass(void)
 {

@@ -120,6 +120,22 @@ static inline void log_timeout(int alone)
 	bt_emit_ints(BT_EV_READY, 0, 3, v);
 }
 
+/*
+ * Around the real call of a wrapper that holds no lock and has no state
+ * the application's other calls could disturb (epoll_ctl), by a thread
+ * that works for no request already: a signal handler's calls then work
+ * for no request too, and are recorded in that fragment (no READY needed).
+ * Ended by bt_wait_end.  (php-fpm's master: SIGCHLD while it removes a
+ * dead child's pipes from its epoll set.)
+ */
+static inline void bt_safe_begin(void)
+{
+	if (bt_self.depth == 1 && bt_noreq_current()) {
+		bt_self.wait_depth = 1;
+		bt_self.sig_marked = 1;
+	}
+}
+
 static inline uint32_t epoll_to_poll(uint32_t e)
 {
 	uint32_t p = 0;
