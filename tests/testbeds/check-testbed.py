@@ -189,7 +189,9 @@ class Db:
                     'SELECT exe, pid, examples FROM untraced_programs'
                 ).fetchall()
             # events the tracers could not record (DROP records: a
-            # call re-entered the shim, a full ring): none may be lost
+            # call re-entered the shim, a full ring): printed; a loss that
+            # could cost a path makes its request uncertain ('lost-events',
+            # docs/reconstruct.md), which the checks of the paths catch
             stats = {}
             if con.execute("SELECT count(*) FROM sqlite_master WHERE "
                            "name = 'stats'").fetchone()[0]:
@@ -603,9 +605,6 @@ def main():
         ck.explain(t)
     if db.untraced:
         print('%s: FAIL: a testbed program named as not traced' % a.label)
-        return 1
-    if sum(db.lost):
-        print('%s: FAIL: events lost by the tracers' % a.label)
         return 1
     if a.report_only:
         return 0
