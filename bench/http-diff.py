@@ -57,7 +57,7 @@ def mutate(recs):
     for _ in range(rng.randint(1, 4)):
         r = rng.choice(data)
         d = bytearray(r[1])
-        k = rng.randint(0, 9)
+        k = rng.randint(0, 11)
         pos = rng.randint(0, len(d))
         if k <= 2:          # a header line inserted at a line start
             starts = [0] + [i + 1 for i in range(len(d)) if d[i] == 10]
@@ -85,6 +85,11 @@ def mutate(recs):
             continue
         elif k == 8:        # a long line
             d[pos:pos] = rng.choice([b'a' * 40, b'G' * 1700, b'/' * 800])
+        elif k >= 10:       # a byte of a start line (mostly near its end)
+            e = d.find(b'\n')
+            if e > 0:
+                at = max(0, e - rng.randint(1, 12)) if k == 10 else rng.randint(0, e)
+                d[at] = rng.choice(list(range(0, 32)) + [0x7f, 0x80, 0xff, 0x20])
         else:               # records merged
             i = recs.index(r)
             if i + 1 < len(recs) and recs[i + 1][0] == r[0]:

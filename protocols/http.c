@@ -40,9 +40,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 #include "btrace/proto.h"
 #include "http.h"
@@ -282,24 +279,15 @@ static int start_line(struct http_state *s, struct http_dir *d, int dir,
 	return 0;
 }
 
-/* The names field_named looks at, by length: host 4, upgrade 7,
- * traceparent 11, x-request-id 12, content-length 14, transfer-encoding
- * 17.  A line whose name has another length is ignored at once. */
-#define NAME_LENS ((1u << 4) | (1u << 7) | (1u << 11) | (1u << 12) | \
-		   (1u << 14) | (1u << 17))
-
-/* A header field line L[0..N) whose first ':' is at C (NULL: none).  0 ok,
- * -1 lost. */
-static inline int field_colon(struct http_dir *d, const char *l, size_t n,
-			      const char *c)
+/* A header field line.  0 ok, -1 lost. */
+static int field_line(struct http_dir *d, const char *l, size_t n)
 {
 	if (is_sp(l[0]))
 		return 0;                   /* obs-fold: ignored */
+	const char *c = memchr(l, ':', n);
 	if (!c)
 		return -1;
 	size_t nl = (size_t)(c - l);
-	if (nl > 17 || !(NAME_LENS >> nl & 1))
-		return 0;
 	const char *v = c + 1;
 	size_t vl = n - nl - 1;
 	/* the value is trimmed only for the names that use it */
@@ -338,14 +326,6 @@ static inline int field_colon(struct http_dir *d, const char *l, size_t n,
 		keep(d, key, v, vl, HTTP_KEEP_VALUE);
 	}
 	return 0;
-}
-
-/* A header field line.  0 ok, -1 lost. */
-static int field_line(struct http_dir *d, const char *l, size_t n)
-{
-	if (is_sp(l[0]))
-		return 0;
-	return field_colon(d, l, n, memchr(l, ':', n));
 }
 
 /*
@@ -471,6 +451,18 @@ static const uint8_t start_cls[256] = {
 	['/'] = C_TOK, ['\r'] = C_TOK, ['\n'] = C_TOK,
 };
 
+/* Has word W a byte below 0x20 or equal to 0x7f?  (Exact for 0x7f and
+ * for bytes below 0x20 with no byte >= 0x80 below them: may say yes
+ * wrongly otherwise, never no wrongly; the caller then looks byte by
+ * byte.) */
+static inline uint64_t ctl_word(uint64_t w)
+{
+	const uint64_t ones = 0x0101010101010101ull, high = ones * 0x80;
+	uint64_t x = w ^ ones * 0x7f;
+
+	return ((w - ones * 0x20) & ~w & high) | ((x - ones) & ~x & high);
+}
+
 /*
  * Can bytes L[from..n) continue a start line?  The first token (method or
  * "HTTP/1.x") is at most 32 token characters; no control characters but
@@ -478,10 +470,22 @@ static const uint8_t start_cls[256] = {
  */
 static int start_ok(struct http_dir *d, const char *l, size_t from, size_t n)
 {
-	const uint64_t ones = 0x0101010101010101ull, high = ones * 0x80;
 	size_t i = from;
 
 	if (!(d->f & F_TOK)) {
+		/* the common first tokens, as the loop below would take them */
+		if (i == 0 && n >= 9) {
+			if (ld4(l) == ld4("GET ")) {
+				d->f |= F_TOK;
+				i = 4;
+				goto rest;
+			}
+			if (ld8(l) == ld8("HTTP/1.1") && l[8] == ' ') {
+				d->f |= F_TOK;
+				i = 9;
+				goto rest;
+			}
+		}
 		for (; i < n; i++) {
 			unsigned c = (unsigned char)l[i];
 			unsigned k = start_cls[c];
@@ -497,15 +501,22 @@ static int start_ok(struct http_dir *d, const char *l, size_t from, size_t n)
 			return 0;               /* i >= 32, or not a token byte */
 		}
 	}
+rest:
 	/* the rest: eight bytes at a time while none of them is below 0x20
-	 * or 0x7f (a word with one is looked at byte by byte) */
+	 * or 0x7f (a word with one is looked at byte by byte); the bytes
+	 * left, when the line ends in [CR] LF there, by the word before
+	 * those (overlapping bytes checked already) */
 	for (; i + 8 <= n; i += 8) {
-		uint64_t w = ld8(l + i), x = w ^ ones * 0x7f;
-		if (!(((w - ones * 0x20) & ~w & high) | ((x - ones) & ~x & high)))
+		if (!ctl_word(ld8(l + i)))
 			continue;
 		for (size_t j = i; j < i + 8; j++)
 			if (start_cls[(unsigned char)l[j]] & C_CTL)
 				return 0;
+	}
+	if (i < n && n - from >= 10 && l[n - 1] == '\n') {
+		size_t e = l[n - 2] == '\r' ? n - 2 : n - 1;
+		if (!ctl_word(ld8(l + e - 8)))
+			return 1;
 	}
 	for (; i < n; i++)
 		if (start_cls[(unsigned char)l[i]] & C_CTL)
@@ -655,61 +666,6 @@ static int chunk_byte(struct http_dir *d, uint8_t c)
 }
 
 /*
- * The first LF in P[I..N) (NULL: none), and in *COLON the first ':' before
- * it (NULL: none).  One pass for both, 16 bytes a step (SSE2, part of
- * every x86-64): the last step loads the input's last 16 bytes again,
- * its bytes before I masked off, so nothing outside P[0..N) is read and
- * no line ends in a byte-by-byte or memchr tail.  N < 16: two memchr.
- */
-static inline const uint8_t *scan_line(const uint8_t *p, size_t i, size_t n,
-				       const char **colon)
-{
-#ifdef __SSE2__
-	if (n >= 16) {
-		const __m128i lf = _mm_set1_epi8('\n'), co = _mm_set1_epi8(':');
-		unsigned mc = 0;
-		size_t base = 0;
-
-		*colon = NULL;
-		for (;;) {
-			size_t j = i;
-			unsigned drop = 0;
-			if (i + 16 > n) {
-				if (i >= n)
-					return NULL;
-				j = n - 16;
-				drop = (unsigned)(i - j);
-			}
-			__m128i x = _mm_loadu_si128((const __m128i *)(p + j));
-			unsigned ml = (unsigned)_mm_movemask_epi8(
-					_mm_cmpeq_epi8(x, lf)) >> drop << drop;
-			if (!mc) {
-				mc = (unsigned)_mm_movemask_epi8(
-					_mm_cmpeq_epi8(x, co)) >> drop << drop;
-				base = j;
-				if (mc && ml && (unsigned)__builtin_ctz(mc) >
-						(unsigned)__builtin_ctz(ml))
-					mc = 0;        /* after the LF */
-			}
-			if (ml) {
-				if (mc)
-					*colon = (const char *)p + base +
-						 __builtin_ctz(mc);
-				return p + j + __builtin_ctz(ml);
-			}
-			if (j + 16 >= n)
-				return NULL;
-			i = j + 16;
-		}
-	}
-#endif
-	const uint8_t *nl = memchr(p + i, '\n', n - i);
-	if (nl)
-		*colon = memchr(p + i, ':', (size_t)(nl - (p + i)));
-	return nl;
-}
-
-/*
  * The field lines of a head that lie whole in P[*I..N), none of them begun
  * before (D->cur and D->line 0, the start line seen): each is parsed where
  * it is, as line_in_place and head_line would, without their bookkeeping
@@ -725,8 +681,7 @@ static int fields_in_place(struct http_state *s, struct http_dir *d,
 	int r = 0;
 
 	while (i < n) {
-		const char *c;
-		const uint8_t *nl = scan_line(p, i, n, &c);
+		const uint8_t *nl = memchr(p + i, '\n', n - i);
 		if (!nl)
 			break;
 		size_t take = (size_t)(nl - (p + i)) + 1;
@@ -743,7 +698,7 @@ static int fields_in_place(struct http_state *s, struct http_dir *d,
 		if (len == 0 && take <= 2)
 			r = head_done(s, d);
 		else
-			r = field_colon(d, l, len, c);
+			r = field_line(d, l, len);
 		if (r != 0 || d->st != ST_HEAD)
 			break;
 	}
