@@ -279,14 +279,17 @@ static int start_line(struct http_state *s, struct http_dir *d, int dir,
 	return 0;
 }
 
-/* A header field line.  0 ok, -1 lost. */
-static int field_line(struct http_dir *d, const char *l, size_t n)
+/* The names field_named looks at, by length: host 4, upgrade 7,
+ * traceparent 11, x-request-id 12, content-length 14, transfer-encoding
+ * 17.  Every other line is ignored without a call. */
+#define NAME_LENS ((1u << 4) | (1u << 7) | (1u << 11) | (1u << 12) | \
+		   (1u << 14) | (1u << 17))
+#define NAME_LEN_USED(nl) ((nl) <= 17 && (NAME_LENS >> (nl) & 1))
+
+/* A header field line L[0..N) whose first ':' is at C.  0 ok, -1 lost. */
+static int field_named(struct http_dir *d, const char *l, size_t n,
+		       const char *c)
 {
-	if (is_sp(l[0]))
-		return 0;                   /* obs-fold: ignored */
-	const char *c = memchr(l, ':', n);
-	if (!c)
-		return -1;
 	size_t nl = (size_t)(c - l);
 	const char *v = c + 1;
 	size_t vl = n - nl - 1;
@@ -326,6 +329,17 @@ static int field_line(struct http_dir *d, const char *l, size_t n)
 		keep(d, key, v, vl, HTTP_KEEP_VALUE);
 	}
 	return 0;
+}
+
+/* A header field line.  0 ok, -1 lost. */
+static int field_line(struct http_dir *d, const char *l, size_t n)
+{
+	if (is_sp(l[0]))
+		return 0;                   /* obs-fold: ignored */
+	const char *c = memchr(l, ':', n);
+	if (!c)
+		return -1;
+	return NAME_LEN_USED((size_t)(c - l)) ? field_named(d, l, n, c) : 0;
 }
 
 /*
@@ -677,31 +691,48 @@ static int chunk_byte(struct http_dir *d, uint8_t c)
 static int fields_in_place(struct http_state *s, struct http_dir *d,
 			   const uint8_t *p, size_t n, size_t *ip)
 {
-	size_t i = *ip;
+	size_t i = *ip, room = HTTP_ARENA - d->used;
+	uint32_t head = d->head;
 	int r = 0;
 
+	/* field_line inlined: a line whose name no kept field has costs
+	 * two memchr and a few tests, with the head's count in a register */
 	while (i < n) {
-		const uint8_t *nl = memchr(p + i, '\n', n - i);
-		if (!nl)
-			break;
-		size_t take = (size_t)(nl - (p + i)) + 1;
-		if (take > HTTP_ARENA - d->used)
-			break;
-		d->head += (uint32_t)take;
-		if (d->head > HTTP_HEAD_MAX)
-			return -1;              /* (a line here is < HTTP_LINE_MAX) */
 		const char *l = (const char *)(p + i);
+		const char *e = memchr(l, '\n', n - i);
+		if (!e)
+			break;
+		size_t take = (size_t)(e - l) + 1;
+		if (take > room)
+			break;
+		head += (uint32_t)take;
+		if (head > HTTP_HEAD_MAX) {
+			r = -1;                 /* (a line here is < HTTP_LINE_MAX) */
+			break;
+		}
 		size_t len = take - 1;
 		if (len && l[len - 1] == '\r')
 			len--;
 		i += take;
-		if (len == 0 && take <= 2)
-			r = head_done(s, d);
-		else
-			r = field_line(d, l, len);
-		if (r != 0 || d->st != ST_HEAD)
+		if (len == 0 && take <= 2) {
+			d->head = head;
+			r = head_done(s, d);    /* the body's state, or the end */
 			break;
+		}
+		if (is_sp(l[0]))
+			continue;               /* obs-fold: ignored */
+		const char *c = memchr(l, ':', len);
+		if (!c) {
+			r = -1;
+			break;
+		}
+		if (NAME_LEN_USED((size_t)(c - l))) {
+			if ((r = field_named(d, l, len, c)) != 0)
+				break;
+			room = HTTP_ARENA - d->used;
+		}
 	}
+	d->head = head;
 	*ip = i;
 	return r;
 }
