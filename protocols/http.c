@@ -249,15 +249,27 @@ static int start_line(struct http_state *s, struct http_dir *d, int dir,
 		return -1;
 	/* method SP request-target SP HTTP/1.x */
 	size_t m = 0, t, te;
-	while (m < n && m < 32 && l[m] > ' ' && l[m] < 127 && l[m] != '/')
-		m++;
+	if (n >= 4 && ld4(l) == ld4("GET "))
+		m = 3;                      /* as the loop would find it */
+	else
+		while (m < n && m < 32 && l[m] > ' ' && l[m] < 127 &&
+		       l[m] != '/')
+			m++;
 	if (m == 0 || m >= n || l[m] != ' ')
 		return -1;
 	t = m + 1;
-	te = t;
-	while (te < n && l[te] != ' ')
-		te++;
-	if (cut) {
+	if (!cut) {
+		/* the target ends at the first SP after it, which must be
+		 * the one of " HTTP/1.x" at the end: none before that */
+		if (n < t + 10 || memcmp(l + n - 9, " HTTP/1.", 8) != 0 ||
+		    l[n - 1] < '0' || l[n - 1] > '9' ||
+		    memchr(l + t, ' ', n - 9 - t))
+			return -1;
+		te = n - 9;
+	} else {
+		te = t;
+		while (te < n && l[te] != ' ')
+			te++;
 		/* tail: ... " HTTP/1.x" CR? LF */
 		const char *e = d->tail + sizeof d->tail - 1;
 		if (e[-1] == '\r')
@@ -266,10 +278,6 @@ static int start_line(struct http_state *s, struct http_dir *d, int dir,
 		    e[-1] > '9' || te != n)
 			return -1;
 		d->f |= F_TRUNC;
-	} else if (te == t || n - te != 9 ||
-		   memcmp(l + te, " HTTP/1.", 8) != 0 ||
-		   l[n - 1] < '0' || l[n - 1] > '9') {
-		return -1;
 	}
 	s->req_dir = (int8_t)dir;
 	d->method = m == 4 && memcmp(l, "HEAD", 4) == 0 ? M_HEAD :
