@@ -287,12 +287,16 @@ static int start_line(struct http_state *s, struct http_dir *d, int dir,
 	return 0;
 }
 
-/* The names field_named looks at, by length: host 4, upgrade 7,
- * traceparent 11, x-request-id 12, content-length 14, transfer-encoding
- * 17.  Every other line is ignored without a call. */
-#define NAME_LENS ((1u << 4) | (1u << 7) | (1u << 11) | (1u << 12) | \
-		   (1u << 14) | (1u << 17))
-#define NAME_LEN_USED(nl) ((nl) <= 17 && (NAME_LENS >> (nl) & 1))
+/* The names field_named looks at, by length, as their first letters:
+ * host 4, upgrade 7, traceparent 11, x-request-id 12, content-length 14,
+ * transfer-encoding 17.  A line whose name has another length or first
+ * letter is ignored without a call (C | 0x20 is one of these letters
+ * only for the letter in either case, as tok_eq compares it). */
+static const char name_first[18] = {
+	[4] = 'h', [7] = 'u', [11] = 't', [12] = 'x', [14] = 'c', [17] = 't',
+};
+#define NAME_USED(l, nl) ((nl) < sizeof name_first && name_first[nl] && \
+			  ((l)[0] | 0x20) == name_first[nl])
 
 /* A header field line L[0..N) whose first ':' is at C.  0 ok, -1 lost. */
 static int field_named(struct http_dir *d, const char *l, size_t n,
@@ -347,7 +351,7 @@ static int field_line(struct http_dir *d, const char *l, size_t n)
 	const char *c = memchr(l, ':', n);
 	if (!c)
 		return -1;
-	return NAME_LEN_USED((size_t)(c - l)) ? field_named(d, l, n, c) : 0;
+	return NAME_USED(l, (size_t)(c - l)) ? field_named(d, l, n, c) : 0;
 }
 
 /*
@@ -524,10 +528,12 @@ static int start_ok(struct http_dir *d, const char *l, size_t from, size_t n)
 		}
 	}
 rest:
-	/* the rest: eight bytes at a time while none of them is below 0x20
-	 * or 0x7f (a word with one is looked at byte by byte); the bytes
-	 * left, when the line ends in [CR] LF there, by the word before
-	 * those (overlapping bytes checked already) */
+	/* the rest up to a final [CR] LF (not control characters here):
+	 * eight bytes at a time while none of them is below 0x20 or 0x7f
+	 * (a word with one is looked at byte by byte), the bytes left by
+	 * the word that ends there (overlapping bytes checked already) */
+	if (n >= 2 && l[n - 1] == '\n')
+		n -= l[n - 2] == '\r' ? 2 : 1;
 	for (; i + 8 <= n; i += 8) {
 		if (!ctl_word(ld8(l + i)))
 			continue;
@@ -535,11 +541,8 @@ rest:
 			if (start_cls[(unsigned char)l[j]] & C_CTL)
 				return 0;
 	}
-	if (i < n && n - from >= 10 && l[n - 1] == '\n') {
-		size_t e = l[n - 2] == '\r' ? n - 2 : n - 1;
-		if (!ctl_word(ld8(l + e - 8)))
-			return 1;
-	}
+	if (i < n && n >= from + 8 && !ctl_word(ld8(l + n - 8)))
+		return 1;
 	for (; i < n; i++)
 		if (start_cls[(unsigned char)l[i]] & C_CTL)
 			return 0;
@@ -734,7 +737,7 @@ static int fields_in_place(struct http_state *s, struct http_dir *d,
 			r = -1;
 			break;
 		}
-		if (NAME_LEN_USED((size_t)(c - l))) {
+		if (NAME_USED(l, (size_t)(c - l))) {
 			if ((r = field_named(d, l, len, c)) != 0)
 				break;
 			room = HTTP_ARENA - d->used;
