@@ -143,7 +143,7 @@ static inline int tok_eq(const char *p, const char *s, size_t n)
 
 static int is_sp(char c) { return c == ' ' || c == '\t'; }
 
-static void trim(const char **v, size_t *n)
+static inline void trim(const char **v, size_t *n)
 {
 	while (*n && is_sp(**v)) { (*v)++; (*n)--; }
 	while (*n && is_sp((*v)[*n - 1])) (*n)--;
@@ -174,6 +174,19 @@ static void keep(struct http_dir *d, uint8_t key, const char *v, size_t n,
 static int parse_cl(struct http_dir *d, const char *v, size_t n)
 {
 	size_t start = 0;
+
+	if (n && n <= 17 && !(d->f & F_CL)) {
+		/* one number, the usual value: as the loop below takes it */
+		uint64_t x = 0;
+		size_t j = 0;
+		for (; j < n && v[j] >= '0' && v[j] <= '9'; j++)
+			x = x * 10 + (uint64_t)(v[j] - '0');
+		if (j == n) {
+			d->cl = x;
+			d->f |= F_CL;
+			return 0;
+		}
+	}
 	for (size_t i = 0; i <= n; i++) {
 		if (i < n && v[i] != ',')
 			continue;
