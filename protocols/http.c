@@ -52,6 +52,7 @@
 #define HTTP_KEEP_TARGET     768u
 #define HTTP_KEEP_VALUE      160u    /* host, traceparent, x-request-id */
 #define HTTP_NATTR           6
+_Static_assert(HTTP_NATTR + 1 <= BT_EV_MAX_ATTR, "emit: room for body_len");
 
 enum { ST_HEAD, ST_LEN, ST_CLOSE, ST_CSIZE, ST_CDATA, ST_CCRLF, ST_TRAILER };
 enum { M_OTHER, M_HEAD, M_CONNECT };
@@ -446,9 +447,21 @@ static void emit(struct http_state *s, struct http_dir *d, struct bt_msg *m)
 	} else {
 		m->kind = BT_MK_REQUEST;
 	}
-	for (unsigned i = 0; i < d->nat; i++)
-		bt_msg_attr(m, d->at[i].key, d->arena + d->at[i].off,
-			    d->at[i].len);
+	if (m->nattr == 0) {
+		/* bt_msg_attr's tests hold already: at most HTTP_NATTR + 1
+		 * attributes, none NULL, none longer than the arena */
+		struct bt_attr *a = m->attr;
+		for (unsigned i = 0; i < d->nat; i++, a++) {
+			a->key = d->at[i].key;
+			a->val = d->arena + d->at[i].off;
+			a->len = d->at[i].len;
+		}
+		m->nattr = d->nat;
+	} else {
+		for (unsigned i = 0; i < d->nat; i++)
+			bt_msg_attr(m, d->at[i].key, d->arena + d->at[i].off,
+				    d->at[i].len);
+	}
 	{       /* decimal, as "%llu" would write it: backwards from the end
 		 * of blen (2^64 has 20 digits), NUL-terminated */
 		char *e = d->blen + sizeof d->blen - 1, *q = e;
