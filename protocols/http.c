@@ -301,16 +301,19 @@ static int start_line(struct http_state *s, struct http_dir *d, int dir,
 	return 0;
 }
 
-/* The names field_named looks at, by length, as their first letters:
- * host 4, upgrade 7, traceparent 11, x-request-id 12, content-length 14,
- * transfer-encoding 17.  A line whose name has another length or first
- * letter is ignored without a call (C | 0x20 is one of these letters
- * only for the letter in either case, as tok_eq compares it). */
-static const char name_first[18] = {
-	[4] = 'h', [7] = 'u', [11] = 't', [12] = 'x', [14] = 'c', [17] = 't',
+/* The names field_named looks at, by first letter (either case, as
+ * tok_eq compares it), as a set of lengths: host 4, upgrade 7,
+ * traceparent 11, x-request-id 12, content-length 14, transfer-encoding
+ * 17.  A line whose name has another first letter or length is ignored
+ * without a call.  Bit 31: SP or HT, an obs-fold line. */
+#define NAME_OBS (1u << 31)
+static const uint32_t name_first[256] = {
+	['h'] = 1u << 4, ['H'] = 1u << 4, ['u'] = 1u << 7, ['U'] = 1u << 7,
+	['t'] = 1u << 11 | 1u << 17, ['T'] = 1u << 11 | 1u << 17,
+	['x'] = 1u << 12, ['X'] = 1u << 12, ['c'] = 1u << 14, ['C'] = 1u << 14,
+	[' '] = NAME_OBS, ['\t'] = NAME_OBS,
 };
-#define NAME_USED(l, nl) ((nl) < sizeof name_first && name_first[nl] && \
-			  ((l)[0] | 0x20) == name_first[nl])
+#define NAME_USED(fc, nl) ((nl) < 31 && ((fc) >> (nl) & 1))
 
 /* A header field line L[0..N) whose first ':' is at C.  0 ok, -1 lost. */
 static int field_named(struct http_dir *d, const char *l, size_t n,
@@ -365,7 +368,8 @@ static int field_line(struct http_dir *d, const char *l, size_t n)
 	const char *c = memchr(l, ':', n);
 	if (!c)
 		return -1;
-	return NAME_USED(l, (size_t)(c - l)) ? field_named(d, l, n, c) : 0;
+	return NAME_USED(name_first[(uint8_t)l[0]], (size_t)(c - l)) ?
+	       field_named(d, l, n, c) : 0;
 }
 
 /*
@@ -756,14 +760,15 @@ static int fields_in_place(struct http_state *s, struct http_dir *d,
 			r = head_done(s, d);    /* the body's state, or the end */
 			break;
 		}
-		if (is_sp(l[0]))
+		uint32_t fc = name_first[(uint8_t)l[0]];
+		if (fc & NAME_OBS)
 			continue;               /* obs-fold: ignored */
 		const char *c = memchr(l, ':', len);
 		if (!c) {
 			r = -1;
 			break;
 		}
-		if (NAME_USED(l, (size_t)(c - l))) {
+		if (NAME_USED(fc, (size_t)(c - l))) {
 			if ((r = field_named(d, l, len, c)) != 0)
 				break;
 			room = HTTP_ARENA - d->used;
