@@ -35,7 +35,7 @@ bench_bp_nesting_SOURCES = bench/nesting.c
 bench_bp_nesting_LDADD = libbtsegread.la libbtcommon.la -lm
 
 BENCH_FILES = bench/run bench/lib.sh bench/report.py bench/smoke.sh \
-	bench/nginx-ir.sh
+	bench/nginx-ir.sh bench/http-diff.py
 EXTRA_DIST += $(BENCH_FILES)
 
 # The smoke run: every benchmark once, short; asserts only that each

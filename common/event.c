@@ -474,8 +474,9 @@ static inline uint8_t *p_addr(uint8_t *p, const struct bt_addr *a)
 /* Attribute A, through dictionary D (NULL: a plain literal).  At most
  * 4 + A->len bytes (key, varint length, value; or key, slot, length,
  * value of at most BT_DICT_MAXVAL bytes; or key, slot). */
-static __attribute__((noinline)) uint8_t *p_attr_dict(uint8_t *p,
-		const struct bt_attr *a, struct bt_ev_dict *d, uint64_t *used)
+static inline __attribute__((always_inline)) uint8_t *p_attr_dict_in(
+		uint8_t *p, const struct bt_attr *a, struct bt_ev_dict *d,
+		uint64_t *used)
 {
 	int hit = 0, s = dict_attr(d, a, &hit, used);
 
@@ -488,6 +489,12 @@ static __attribute__((noinline)) uint8_t *p_attr_dict(uint8_t *p,
 	if (hit)
 		return p;
 	return p_str(p, a->val, a->len);
+}
+
+static __attribute__((noinline)) uint8_t *p_attr_dict(uint8_t *p,
+		const struct bt_attr *a, struct bt_ev_dict *d, uint64_t *used)
+{
+	return p_attr_dict_in(p, a, d, used);
 }
 
 static inline __attribute__((always_inline)) uint8_t *p_attr(uint8_t *p,
@@ -654,8 +661,17 @@ size_t bt_ev_encode_msg_fit(uint8_t *dst, const struct bt_msg_rec *m,
 	p = p_u(p, m->witness);
 	uint64_t used = 0;
 	*p++ = (uint8_t)n;
-	for (unsigned i = 0; i < n; i++)
-		p = p_attr(p, &m->attr[i], d, &used);
+	for (unsigned i = 0; i < n; i++) {
+		const struct bt_attr *a = &m->attr[i];
+		/* p_attr, its dictionary part inlined: MSG is the record
+		 * with the most values (about 18 instructions a value) */
+		if (!d || a->len < 2 || a->len > BT_DICT_MAXVAL) {
+			*p++ = a->key;
+			p = p_str(p, a->val, a->len);
+		} else {
+			p = p_attr_dict_in(p, a, d, &used);
+		}
+	}
 	if (m->ts > *prev_ts)
 		*prev_ts = m->ts;
 	return finish_body(dst, p, BT_EV_MSG);

@@ -52,6 +52,7 @@
 #define HTTP_KEEP_TARGET     768u
 #define HTTP_KEEP_VALUE      160u    /* host, traceparent, x-request-id */
 #define HTTP_NATTR           6
+_Static_assert(HTTP_NATTR + 1 <= BT_EV_MAX_ATTR, "emit: room for body_len");
 
 enum { ST_HEAD, ST_LEN, ST_CLOSE, ST_CSIZE, ST_CDATA, ST_CCRLF, ST_TRAILER };
 enum { M_OTHER, M_HEAD, M_CONNECT };
@@ -143,7 +144,7 @@ static inline int tok_eq(const char *p, const char *s, size_t n)
 
 static int is_sp(char c) { return c == ' ' || c == '\t'; }
 
-static void trim(const char **v, size_t *n)
+static inline void trim(const char **v, size_t *n)
 {
 	while (*n && is_sp(**v)) { (*v)++; (*n)--; }
 	while (*n && is_sp((*v)[*n - 1])) (*n)--;
@@ -174,6 +175,19 @@ static void keep(struct http_dir *d, uint8_t key, const char *v, size_t n,
 static int parse_cl(struct http_dir *d, const char *v, size_t n)
 {
 	size_t start = 0;
+
+	if (n && n <= 17 && !(d->f & F_CL)) {
+		/* one number, the usual value: as the loop below takes it */
+		uint64_t x = 0;
+		size_t j = 0;
+		for (; j < n && v[j] >= '0' && v[j] <= '9'; j++)
+			x = x * 10 + (uint64_t)(v[j] - '0');
+		if (j == n) {
+			d->cl = x;
+			d->f |= F_CL;
+			return 0;
+		}
+	}
 	for (size_t i = 0; i <= n; i++) {
 		if (i < n && v[i] != ',')
 			continue;
@@ -249,15 +263,27 @@ static int start_line(struct http_state *s, struct http_dir *d, int dir,
 		return -1;
 	/* method SP request-target SP HTTP/1.x */
 	size_t m = 0, t, te;
-	while (m < n && m < 32 && l[m] > ' ' && l[m] < 127 && l[m] != '/')
-		m++;
+	if (n >= 4 && ld4(l) == ld4("GET "))
+		m = 3;                      /* as the loop would find it */
+	else
+		while (m < n && m < 32 && l[m] > ' ' && l[m] < 127 &&
+		       l[m] != '/')
+			m++;
 	if (m == 0 || m >= n || l[m] != ' ')
 		return -1;
 	t = m + 1;
-	te = t;
-	while (te < n && l[te] != ' ')
-		te++;
-	if (cut) {
+	if (!cut) {
+		/* the target ends at the first SP after it, which must be
+		 * the one of " HTTP/1.x" at the end: none before that */
+		if (n < t + 10 || memcmp(l + n - 9, " HTTP/1.", 8) != 0 ||
+		    l[n - 1] < '0' || l[n - 1] > '9' ||
+		    memchr(l + t, ' ', n - 9 - t))
+			return -1;
+		te = n - 9;
+	} else {
+		te = t;
+		while (te < n && l[te] != ' ')
+			te++;
 		/* tail: ... " HTTP/1.x" CR? LF */
 		const char *e = d->tail + sizeof d->tail - 1;
 		if (e[-1] == '\r')
@@ -266,10 +292,6 @@ static int start_line(struct http_state *s, struct http_dir *d, int dir,
 		    e[-1] > '9' || te != n)
 			return -1;
 		d->f |= F_TRUNC;
-	} else if (te == t || n - te != 9 ||
-		   memcmp(l + te, " HTTP/1.", 8) != 0 ||
-		   l[n - 1] < '0' || l[n - 1] > '9') {
-		return -1;
 	}
 	s->req_dir = (int8_t)dir;
 	d->method = m == 4 && memcmp(l, "HEAD", 4) == 0 ? M_HEAD :
@@ -279,14 +301,24 @@ static int start_line(struct http_state *s, struct http_dir *d, int dir,
 	return 0;
 }
 
-/* A header field line.  0 ok, -1 lost. */
-static int field_line(struct http_dir *d, const char *l, size_t n)
+/* The names field_named looks at, by first letter (either case, as
+ * tok_eq compares it), as a set of lengths: host 4, upgrade 7,
+ * traceparent 11, x-request-id 12, content-length 14, transfer-encoding
+ * 17.  A line whose name has another first letter or length is ignored
+ * without a call.  Bit 31: SP or HT, an obs-fold line. */
+#define NAME_OBS (1u << 31)
+static const uint32_t name_first[256] = {
+	['h'] = 1u << 4, ['H'] = 1u << 4, ['u'] = 1u << 7, ['U'] = 1u << 7,
+	['t'] = 1u << 11 | 1u << 17, ['T'] = 1u << 11 | 1u << 17,
+	['x'] = 1u << 12, ['X'] = 1u << 12, ['c'] = 1u << 14, ['C'] = 1u << 14,
+	[' '] = NAME_OBS, ['\t'] = NAME_OBS,
+};
+#define NAME_USED(fc, nl) ((nl) < 31 && ((fc) >> (nl) & 1))
+
+/* A header field line L[0..N) whose first ':' is at C.  0 ok, -1 lost. */
+static int field_named(struct http_dir *d, const char *l, size_t n,
+		       const char *c)
 {
-	if (is_sp(l[0]))
-		return 0;                   /* obs-fold: ignored */
-	const char *c = memchr(l, ':', n);
-	if (!c)
-		return -1;
 	size_t nl = (size_t)(c - l);
 	const char *v = c + 1;
 	size_t vl = n - nl - 1;
@@ -326,6 +358,18 @@ static int field_line(struct http_dir *d, const char *l, size_t n)
 		keep(d, key, v, vl, HTTP_KEEP_VALUE);
 	}
 	return 0;
+}
+
+/* A header field line.  0 ok, -1 lost. */
+static int field_line(struct http_dir *d, const char *l, size_t n)
+{
+	if (is_sp(l[0]))
+		return 0;                   /* obs-fold: ignored */
+	const char *c = memchr(l, ':', n);
+	if (!c)
+		return -1;
+	return NAME_USED(name_first[(uint8_t)l[0]], (size_t)(c - l)) ?
+	       field_named(d, l, n, c) : 0;
 }
 
 /*
@@ -407,9 +451,21 @@ static void emit(struct http_state *s, struct http_dir *d, struct bt_msg *m)
 	} else {
 		m->kind = BT_MK_REQUEST;
 	}
-	for (unsigned i = 0; i < d->nat; i++)
-		bt_msg_attr(m, d->at[i].key, d->arena + d->at[i].off,
-			    d->at[i].len);
+	if (m->nattr == 0) {
+		/* bt_msg_attr's tests hold already: at most HTTP_NATTR + 1
+		 * attributes, none NULL, none longer than the arena */
+		struct bt_attr *a = m->attr;
+		for (unsigned i = 0; i < d->nat; i++, a++) {
+			a->key = d->at[i].key;
+			a->val = d->arena + d->at[i].off;
+			a->len = d->at[i].len;
+		}
+		m->nattr = d->nat;
+	} else {
+		for (unsigned i = 0; i < d->nat; i++)
+			bt_msg_attr(m, d->at[i].key, d->arena + d->at[i].off,
+				    d->at[i].len);
+	}
 	{       /* decimal, as "%llu" would write it: backwards from the end
 		 * of blen (2^64 has 20 digits), NUL-terminated */
 		char *e = d->blen + sizeof d->blen - 1, *q = e;
@@ -451,6 +507,18 @@ static const uint8_t start_cls[256] = {
 	['/'] = C_TOK, ['\r'] = C_TOK, ['\n'] = C_TOK,
 };
 
+/* Has word W a byte below 0x20 or equal to 0x7f?  (Exact for 0x7f and
+ * for bytes below 0x20 with no byte >= 0x80 below them: may say yes
+ * wrongly otherwise, never no wrongly; the caller then looks byte by
+ * byte.) */
+static inline uint64_t ctl_word(uint64_t w)
+{
+	const uint64_t ones = 0x0101010101010101ull, high = ones * 0x80;
+	uint64_t x = w ^ ones * 0x7f;
+
+	return ((w - ones * 0x20) & ~w & high) | ((x - ones) & ~x & high);
+}
+
 /*
  * Can bytes L[from..n) continue a start line?  The first token (method or
  * "HTTP/1.x") is at most 32 token characters; no control characters but
@@ -458,10 +526,22 @@ static const uint8_t start_cls[256] = {
  */
 static int start_ok(struct http_dir *d, const char *l, size_t from, size_t n)
 {
-	const uint64_t ones = 0x0101010101010101ull, high = ones * 0x80;
 	size_t i = from;
 
 	if (!(d->f & F_TOK)) {
+		/* the common first tokens, as the loop below would take them */
+		if (i == 0 && n >= 9) {
+			if (ld4(l) == ld4("GET ")) {
+				d->f |= F_TOK;
+				i = 4;
+				goto rest;
+			}
+			if (ld8(l) == ld8("HTTP/1.1") && l[8] == ' ') {
+				d->f |= F_TOK;
+				i = 9;
+				goto rest;
+			}
+		}
 		for (; i < n; i++) {
 			unsigned c = (unsigned char)l[i];
 			unsigned k = start_cls[c];
@@ -477,16 +557,22 @@ static int start_ok(struct http_dir *d, const char *l, size_t from, size_t n)
 			return 0;               /* i >= 32, or not a token byte */
 		}
 	}
-	/* the rest: eight bytes at a time while none of them is below 0x20
-	 * or 0x7f (a word with one is looked at byte by byte) */
+rest:
+	/* the rest up to a final [CR] LF (not control characters here):
+	 * eight bytes at a time while none of them is below 0x20 or 0x7f
+	 * (a word with one is looked at byte by byte), the bytes left by
+	 * the word that ends there (overlapping bytes checked already) */
+	if (n >= 2 && l[n - 1] == '\n')
+		n -= l[n - 2] == '\r' ? 2 : 1;
 	for (; i + 8 <= n; i += 8) {
-		uint64_t w = ld8(l + i), x = w ^ ones * 0x7f;
-		if (!(((w - ones * 0x20) & ~w & high) | ((x - ones) & ~x & high)))
+		if (!ctl_word(ld8(l + i)))
 			continue;
 		for (size_t j = i; j < i + 8; j++)
 			if (start_cls[(unsigned char)l[j]] & C_CTL)
 				return 0;
 	}
+	if (i < n && n >= from + 8 && !ctl_word(ld8(l + n - 8)))
+		return 1;
 	for (; i < n; i++)
 		if (start_cls[(unsigned char)l[i]] & C_CTL)
 			return 0;
@@ -646,31 +732,49 @@ static int chunk_byte(struct http_dir *d, uint8_t c)
 static int fields_in_place(struct http_state *s, struct http_dir *d,
 			   const uint8_t *p, size_t n, size_t *ip)
 {
-	size_t i = *ip;
+	size_t i = *ip, room = HTTP_ARENA - d->used;
+	uint32_t head = d->head;
 	int r = 0;
 
+	/* field_line inlined: a line whose name no kept field has costs
+	 * two memchr and a few tests, with the head's count in a register */
 	while (i < n) {
-		const uint8_t *nl = memchr(p + i, '\n', n - i);
-		if (!nl)
-			break;
-		size_t take = (size_t)(nl - (p + i)) + 1;
-		if (take > HTTP_ARENA - d->used)
-			break;
-		d->head += (uint32_t)take;
-		if (d->head > HTTP_HEAD_MAX)
-			return -1;              /* (a line here is < HTTP_LINE_MAX) */
 		const char *l = (const char *)(p + i);
+		const char *e = memchr(l, '\n', n - i);
+		if (!e)
+			break;
+		size_t take = (size_t)(e - l) + 1;
+		if (take > room)
+			break;
+		head += (uint32_t)take;
+		if (head > HTTP_HEAD_MAX) {
+			r = -1;                 /* (a line here is < HTTP_LINE_MAX) */
+			break;
+		}
 		size_t len = take - 1;
 		if (len && l[len - 1] == '\r')
 			len--;
 		i += take;
-		if (len == 0 && take <= 2)
-			r = head_done(s, d);
-		else
-			r = field_line(d, l, len);
-		if (r != 0 || d->st != ST_HEAD)
+		if (len == 0 && take <= 2) {
+			d->head = head;
+			r = head_done(s, d);    /* the body's state, or the end */
 			break;
+		}
+		uint32_t fc = name_first[(uint8_t)l[0]];
+		if (fc & NAME_OBS)
+			continue;               /* obs-fold: ignored */
+		const char *c = memchr(l, ':', len);
+		if (!c) {
+			r = -1;
+			break;
+		}
+		if (NAME_USED(fc, (size_t)(c - l))) {
+			if ((r = field_named(d, l, len, c)) != 0)
+				break;
+			room = HTTP_ARENA - d->used;
+		}
 	}
+	d->head = head;
 	*ip = i;
 	return r;
 }

@@ -310,6 +310,33 @@ static const struct pcase cases[] = {
 { "http: DEL late in a long start line", "http", SERVER, STREAM, {
 	IN("GET /abcdefghijklmnopqrstuvw\x7f HTTP/1.1\r\n\r\n", "lost"),
 } },
+{ "http: names of a kept name's length but not its first letter; "
+  "Content-Length with leading zeros, twice; CR in a reason phrase",
+  "http", SERVER, STREAM, {
+	IN("GET /a HTTP/1.1\r\nDate: x\r\nETag: y\r\nXost: z\r\n"
+	   "Content-Type: t\r\nHost: h\r\nContent-Length: 0003\r\n"
+	   "content-length: 3\r\n\r\nabc",
+	   "request method=\"GET\" target=\"/a\" host=\"h\" "
+	   "body_len=\"3\""),
+	OUT("HTTP/1.1 200 O\rK\r\nContent-Length: 1\r\n\r\nA",
+	    "reply status=200 body_len=\"1\""),
+} },
+{ "http: a control byte in a status line's last word", "http", CLIENT,
+  STREAM, {
+	IN("HTTP/1.1 200 O\x01\r\n\r\n", "lost"),
+} },
+{ "http: a control byte just before a request line's CR LF", "http",
+  SERVER, STREAM, {
+	IN("GET /abcdefghijklmnopqrstuv HTTP/1.1\x0b\r\n\r\n", "lost"),
+} },
+{ "http: two different Content-Lengths", "http", SERVER, STREAM, {
+	IN("GET / HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n",
+	   "lost"),
+} },
+{ "http: a Content-Length of 18 digits", "http", SERVER, STREAM, {
+	IN("GET / HTTP/1.1\r\nContent-Length: 123456789012345678\r\n\r\n",
+	   "lost"),
+} },
 { "http: a long start line of token bytes only", "http", SERVER, STREAM, {
 	IN("GET /abcdefghijklmnopqrstuvwxyz0123456789 HTTP/1.1\r\n\r\n",
 	   "request method=\"GET\" target=\"/abcdefghijklmnopqrstuvwxyz0123456789\" "
