@@ -21,6 +21,12 @@
 
 static uint64_t ep_gen;
 
+/* Every set (for a close, which does not know the sets of its fd), and
+ * how many of them are busy: events queued or a batch being taken. */
+static pthread_mutex_t ep_sets_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct bt_epset *ep_sets;
+static int epq_busy;
+
 /* The map of ES is about to change (ES locked). */
 static void epmap_changed(struct bt_epset *es)
 {
@@ -52,6 +58,7 @@ static int epmap_get(struct bt_epset *es, uint64_t data)
 }
 
 static void epmap_put(struct bt_epset *es, uint64_t data, int fd);
+static void epq_purge_locked(struct bt_epset *es, int lo, int hi);
 
 /*
  * Rehash into a table sized for the live entries (a quarter full at most),
@@ -181,6 +188,13 @@ void bt_epoll_created(int epfd)
 			bt_own_var(&es->wake_fd, 1);
 		}
 	}
+	pthread_mutex_lock(&ep_sets_mu);
+	es->next = ep_sets;
+	if (ep_sets)
+		ep_sets->pprev = &es->next;
+	es->pprev = &ep_sets;
+	ep_sets = es;
+	pthread_mutex_unlock(&ep_sets_mu);
 	bt_fd_set(epfd, (uintptr_t)es | 1);
 }
 
@@ -191,6 +205,13 @@ void bt_epoll_set_free(struct bt_epset *es)
 		bt_fd_set(es->wake_fd, BT_FD_NONE);
 		REAL(close)(es->wake_fd);
 	}
+	pthread_mutex_lock(&ep_sets_mu);
+	*es->pprev = es->next;
+	if (es->next)
+		es->next->pprev = es->pprev;
+	if (es->busy)
+		__atomic_sub_fetch(&epq_busy, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&ep_sets_mu);
 	free(es->map);
 	/* Type-stable like channels would be safer; epoll sets are few and
 	 * closed rarely: a racing epoll_wait on a closing epfd is an
@@ -314,6 +335,9 @@ int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		bt_epoll_map_del_fd(es, fd);
 	else if (ev)
 		epmap_put(es, ev->data.u64, fd);
+	/* DEL, MOD: queued events of FD are void (the readiness queue) */
+	if (op != EPOLL_CTL_ADD)
+		epq_purge_locked(es, fd, fd);
 	bt_mutex_unlock(&es->mu);
 
 	/* (while paused, no descriptor is classified: see in.c) */
@@ -439,14 +463,12 @@ static inline int epoll_synth(struct bt_epset *es, struct epoll_event *out,
 	       epoll_synth_held(es, out, fdp);
 }
 
-/* The kernel handed over EV (not our bt_epoll_wake-up): bookkeeping and READY. */
+/* The kernel handed over EV (not our bt_epoll_wake-up) for FD (its data
+ * looked up in the map): bookkeeping and READY. */
 static inline __attribute__((always_inline)) void
-ep_took(struct bt_epset *es, int epfd, const struct epoll_event *ev)
+ep_took_fd(struct bt_epset *es, int epfd, const struct epoll_event *ev, int fd)
 {
-	int fd;
-
 	es->last_synth = 0;
-	fd = epmap_lookup(es, ev->data.u64);
 	if (fd < 0) {
 		log_ready_ep(-2, BT_FD_NONE, ev->events);
 		return;
@@ -464,6 +486,12 @@ ep_took(struct bt_epset *es, int epfd, const struct epoll_event *ev)
 		w = bt_fd_get(fd);        /* classified by bt_chan_of */
 	}
 	log_ready_ep(fd, w, ev->events);
+}
+
+static inline __attribute__((always_inline)) void
+ep_took(struct bt_epset *es, int epfd, const struct epoll_event *ev)
+{
+	ep_took_fd(es, epfd, ev, epmap_lookup(es, ev->data.u64));
 }
 
 enum ep_kind { EPK_WAIT, EPK_PWAIT, EPK_PWAIT2 };
@@ -484,6 +512,284 @@ static inline int ep_real(int kind, int epfd, struct epoll_event *ev, int max,
 		}
 		return REAL(epoll_pwait2)(epfd, ev, max, ts, sig);
 	}
+}
+
+/* ---- the readiness queue ------------------------------------------------ */
+
+/*
+ * Isolation hands the program one ready fd per call; asking the kernel
+ * for one event per call costs a system call per event.  So a call that
+ * may return several (maxevents > 1) takes up to BT_EPQ_CAP from the
+ * kernel at once, hands the first over and queues the rest in the set;
+ * the next calls on the set hand them over one each, without a system
+ * call, before the kernel is asked again.  Why this is what the program
+ * would have seen (docs/libbtrace.md, "The readiness queue"):
+ *
+ * - A queued event is one the kernel reported in a batch the program
+ *   asked for.  Without the shim the program would have had the whole
+ *   batch in its array and handled it in order, an event made stale by
+ *   handling an earlier one included: handing the batch over one event
+ *   per call is that same order.
+ * - What the program does between two calls that the kernel would have
+ *   answered differently is honoured: EPOLL_CTL_DEL and EPOLL_CTL_MOD of
+ *   an fd drop its queued events (after MOD the kernel looks at the fd
+ *   again and reports it if still ready), and so do close() and a dup2
+ *   over it (the kernel forgets the fd with its last descriptor).
+ *   Events are queued with the fd their data maps to when taken, so the
+ *   map changing later never makes one name another fd.
+ * - EPOLLONESHOT: the kernel disarmed the registration when it reported
+ *   it; the shim's copy is disarmed at once too (no held input of it is
+ *   reported while its kernel event waits in the queue).  EPOLLET: the
+ *   kernel reported the edge once; it is handed over once.  Level-
+ *   triggered: the kernel will report it again while it stays ready; a
+ *   queued one is handed over once, as in the batch.
+ * - Several threads on one set share its queue (under the set's lock):
+ *   a thread that queued events while others sleep in epoll_wait on the
+ *   set wakes them (the set's eventfd), and each thread that takes one
+ *   wakes the next while more remain, so no event waits for the taker.
+ *   A batch is never larger than the room left: nothing is ever dropped
+ *   for want of room.  A DEL, MOD or close that runs while another
+ *   thread is in the kernel taking a batch is remembered (PURGED, the
+ *   last BT_EPQ_RING of them): that thread drops the fd's events it got
+ *   instead of queueing them.
+ * - A queue that holds events makes a call return at once, whatever its
+ *   timeout, as the kernel does with events ready; with a signal mask
+ *   (epoll_pwait) too: the kernel returns ready events without looking
+ *   at signals.  Input held by the shim still alternates with the
+ *   kernel's events, queued ones being the kernel's.
+ * - fork: the child starts with empty queues (the parent's batch is the
+ *   parent's).  Closing the epfd frees the queue.
+ */
+
+/* ES's busy state may have changed (ES locked): keep epq_busy right. */
+static void epq_busy_update(struct bt_epset *es)
+{
+	int b = es->qlen > 0 || es->inflight > 0;
+
+	if (b == es->busy)
+		return;
+	es->busy = b;
+	if (b)
+		__atomic_add_fetch(&epq_busy, 1, __ATOMIC_SEQ_CST);
+	else
+		__atomic_sub_fetch(&epq_busy, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Descriptors LO..HI left set ES or changed there (ES locked): their
+ * queued events are dropped, a thread taking a batch is told. */
+static void epq_purge_locked(struct bt_epset *es, int lo, int hi)
+{
+	unsigned k = 0;
+
+	if (!es->busy)
+		return;
+	for (unsigned i = 0; i < es->qlen; i++) {
+		struct bt_epq_ent *e = &es->q[(es->qhead + i) % BT_EPQ_CAP];
+		if (e->fd >= lo && e->fd <= hi)
+			continue;
+		es->q[(es->qhead + k) % BT_EPQ_CAP] = *e;
+		k++;
+	}
+	__atomic_store_n(&es->qlen, k, __ATOMIC_RELEASE);
+	if (es->inflight) {
+		es->purged[es->pseq % BT_EPQ_RING].lo = lo;
+		es->purged[es->pseq % BT_EPQ_RING].hi = hi;
+		es->pseq++;
+	}
+	epq_busy_update(es);
+}
+
+void bt_epq_fds_gone(int lo, int hi)
+{
+	if (!__atomic_load_n(&epq_busy, __ATOMIC_SEQ_CST) || lo > hi)
+		return;
+	pthread_mutex_lock(&ep_sets_mu);
+	for (struct bt_epset *es = ep_sets; es; es = es->next) {
+		bt_mutex_lock(&es->mu);
+		epq_purge_locked(es, lo, hi);
+		bt_mutex_unlock(&es->mu);
+	}
+	pthread_mutex_unlock(&ep_sets_mu);
+}
+
+void bt_epq_atfork_prepare(void)
+{
+	pthread_mutex_lock(&ep_sets_mu);
+}
+
+void bt_epq_atfork_parent(void)
+{
+	pthread_mutex_unlock(&ep_sets_mu);
+}
+
+void bt_epq_atfork_child(void)
+{
+	pthread_mutex_init(&ep_sets_mu, NULL);
+	epq_busy = 0;
+	for (struct bt_epset *es = ep_sets; es; es = es->next) {
+		bt_mutex_init(&es->mu);
+		es->qhead = es->qlen = 0;
+		es->inflight = es->reserved = es->busy = 0;
+		es->sleepers = 0;
+	}
+}
+
+/* Was an event of FD, taken by a batch that began at purge count SEQ0,
+ * made void meanwhile (ES locked)?  FD -1: its data left the map (a DEL,
+ * a close of its channel). */
+static int epq_raced(const struct bt_epset *es, uint64_t seq0, int fd)
+{
+	if (es->pseq == seq0)
+		return 0;
+	if (fd == -1)
+		return 1;
+	for (uint64_t q = es->pseq - seq0 > BT_EPQ_RING ? es->pseq - BT_EPQ_RING
+							: seq0;
+	     q < es->pseq; q++) {
+		const struct bt_epq_purge *p = &es->purged[q % BT_EPQ_RING];
+		if (fd >= p->lo && fd <= p->hi)
+			return 1;
+	}
+	return 0;
+}
+
+static void ep_wake_set(struct bt_epset *es)
+{
+	uint64_t one = 1;
+
+	if (es->wake_fd >= 0 &&
+	    __atomic_load_n(&es->sleepers, __ATOMIC_SEQ_CST) > 0)
+		(void)!REAL(write)(es->wake_fd, &one, sizeof one);
+}
+
+/* The oldest queued event of ES into EV, its fd in *FDP: 1, or 0 when the
+ * queue is empty.  Threads asleep on the set are woken while more wait. */
+static inline int epq_pop(struct bt_epset *es, struct epoll_event *ev, int *fdp)
+{
+	struct bt_epq_ent e;
+	unsigned more;
+
+	if (likely(!__atomic_load_n(&es->qlen, __ATOMIC_ACQUIRE)))
+		return 0;
+	bt_mutex_lock(&es->mu);
+	if (!es->qlen) {
+		bt_mutex_unlock(&es->mu);
+		return 0;
+	}
+	e = es->q[es->qhead];
+	es->qhead = (es->qhead + 1) % BT_EPQ_CAP;
+	more = es->qlen - 1;
+	__atomic_store_n(&es->qlen, more, __ATOMIC_RELEASE);
+	epq_busy_update(es);
+	bt_mutex_unlock(&es->mu);
+	ev->events = e.events;
+	ev->data.u64 = e.data;
+	*fdp = e.fd;
+	if (more)
+		ep_wake_set(es);
+	return 1;
+}
+
+/* The kernel reported FD's registration in set EPFD: an EPOLLONESHOT one
+ * is disarmed (it is until EPOLL_CTL_MOD). */
+static void ep_disarm(int epfd, int fd)
+{
+	uintptr_t w;
+
+	if (fd < 0)
+		return;
+	w = bt_fd_get(fd);
+	if (BT_FD_IS_CHAN(w)) {
+		struct bt_chan *ch = (struct bt_chan *)w;
+		struct bt_epiter it;
+		BT_EPREG_EACH(ch, r, it)
+			if (r->epfd == epfd && (r->events & EPOLLONESHOT))
+				r->armed = 0;
+	}
+}
+
+/*
+ * The real call of a round.  With MAX > 1 (and the queue on) it takes a
+ * batch of up to MAX, BT_EPQ_CAP and the room left in the queue: the
+ * first event goes to the caller in EV[0] (1 is returned), the others
+ * are queued.  0: nothing for the caller: a timeout, or our wake-up
+ * (*WOKE set; the events that came with it queued).  < 0: the call
+ * failed (errno).
+ */
+static int ep_fetch(int kind, struct bt_epset *es, int epfd,
+		    struct epoll_event *ev, int max, int tmo,
+		    const struct timespec *ts, const sigset_t *sig, int *woke)
+{
+	int want = max < BT_EPQ_CAP ? max : BT_EPQ_CAP, r, e, n = 0, first;
+	int fds[BT_EPQ_CAP];
+	uint64_t seq0;
+
+	*woke = 0;
+	if (want > 1 && bt_conf.epq) {
+		bt_mutex_lock(&es->mu);
+		int room = BT_EPQ_CAP - (int)es->qlen - es->reserved;
+		if (want > room + 1)
+			want = room + 1;
+		if (want > 1) {
+			es->reserved += want - 1;
+			es->inflight++;
+			epq_busy_update(es);
+			seq0 = es->pseq;
+		}
+		bt_mutex_unlock(&es->mu);
+	} else {
+		want = 1;
+	}
+	if (want <= 1) {
+		r = ep_real(kind, epfd, ev, 1, tmo, ts, sig);
+		if (r == 1 && ev[0].data.u64 == es->cookie) {
+			uint64_t v;
+			(void)!REAL(read)(es->wake_fd, &v, sizeof v);
+			*woke = 1;
+			return 0;
+		}
+		return r;
+	}
+	r = ep_real(kind, epfd, ev, want, tmo, ts, sig);
+	e = errno;
+	for (int i = 0; i < r; i++) {
+		if (ev[i].data.u64 == es->cookie) {
+			uint64_t v;
+			(void)!REAL(read)(es->wake_fd, &v, sizeof v);
+			*woke = 1;
+			continue;
+		}
+		ev[n++] = ev[i];
+	}
+	/* woken: everything is queued (held input may come first) */
+	first = *woke || n == 0 ? 0 : 1;
+	bt_mutex_lock(&es->mu);
+	es->inflight--;
+	es->reserved -= want - 1;
+	for (int i = first; i < n; i++) {
+		int fd = epmap_get(es, ev[i].data.u64);
+		fds[i] = fd;
+		if (epq_raced(es, seq0, fd))
+			continue;
+		struct bt_epq_ent *q =
+			&es->q[(es->qhead + es->qlen) % BT_EPQ_CAP];
+		q->data = ev[i].data.u64;
+		q->events = ev[i].events;
+		q->fd = fd;
+		__atomic_store_n(&es->qlen, es->qlen + 1, __ATOMIC_RELEASE);
+	}
+	epq_busy_update(es);
+	bt_mutex_unlock(&es->mu);
+	for (int i = first; i < n; i++)
+		ep_disarm(epfd, fds[i]);
+	if (n > first)
+		ep_wake_set(es);
+	if (r < 0) {
+		errno = e;
+		return r;
+	}
+	errno = e;
+	return first;
 }
 
 /* Drop our bt_epoll_wake-up events from a batch (isolation off). */
@@ -515,22 +821,19 @@ static int epoll_common(int kind, struct bt_epset *es, int epfd,
  * handled as there.
  */
 static int epoll_peek(int kind, struct bt_epset *es, int epfd,
-		      struct epoll_event *events, const sigset_t *sig)
+		      struct epoll_event *events, int max, const sigset_t *sig)
 {
-	int r;
+	int r, woke;
 
 	bt_self.depth++;
 	bt_self.epoch++;
-	r = kind == EPK_WAIT ? REAL(epoll_wait)(epfd, events, 1, 0)
-			     : REAL(epoll_pwait)(epfd, events, 1, 0, sig);
-	if (r == 1 && events[0].data.u64 == es->cookie) {
+	r = ep_fetch(kind, es, epfd, events, max, 0, NULL, sig, &woke);
+	if (woke) {
 		/* a bt_epoll_wake-up meant for a sleeper that saw the input first:
 		 * consumed, then the whole round (which peeks again) */
-		uint64_t v;
-		(void)!REAL(read)(es->wake_fd, &v, sizeof v);
 		es->last_synth = 0;
 		bt_leave();
-		return epoll_common(kind, es, epfd, events, 1, 0, NULL, sig);
+		return epoll_common(kind, es, epfd, events, max, 0, NULL, sig);
 	}
 	if (r == 1)
 		ep_took(es, epfd, &events[0]);
@@ -546,6 +849,7 @@ static inline int epoll_peek_ok(struct bt_epset *es, int maxevents,
 	return timeout_ms == 0 && es && bt_noreq_current() && maxevents >= 1 &&
 	       likely(bt_conf.enabled) && bt_self.depth == 0 &&
 	       bt_conf.isolation && !es->last_synth &&
+	       !__atomic_load_n(&es->qlen, __ATOMIC_RELAXED) &&
 	       !__atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE);
 }
 
@@ -556,7 +860,7 @@ static int epoll_common(int kind, struct bt_epset *es, int epfd,
 			const sigset_t *sig)
 {
 	uint64_t deadline = 0, now0 = 0;
-	int infinite, zero, r, fd;
+	int infinite, zero, r, fd, woke;
 
 	if (!bt_enter()) {
 		r = ep_real(kind, epfd, events, maxevents, timeout_ms, ts, sig);
@@ -570,6 +874,11 @@ static int epoll_common(int kind, struct bt_epset *es, int epfd,
 	    (bt_paused() && !__atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE))) {
 		if (bt_paused())
 			bt_paused_call();
+		/* events queued before the pause are still the program's */
+		if (es && maxevents >= 1 && epq_pop(es, events, &fd)) {
+			bt_leave();
+			return 1;
+		}
 		r = ep_real(kind, epfd, events, maxevents, timeout_ms, ts, sig);
 		if (es && r > 0)
 			r = strip_cookie(es, events, r);
@@ -623,6 +932,12 @@ static int epoll_common(int kind, struct bt_epset *es, int epfd,
 			bt_leave();
 			return 1;
 		}
+		/* then the kernel's: those of the last batch first */
+		if (epq_pop(es, events, &fd)) {
+			ep_took_fd(es, epfd, &events[0], fd);
+			r = 1;
+			break;
+		}
 		if (zero) {
 			tmo = 0;        /* tts is zero */
 		} else if (!infinite) {
@@ -652,17 +967,23 @@ static int epoll_common(int kind, struct bt_epset *es, int epfd,
 				r = 1;
 				break;
 			}
+			/* events queued by another thread meanwhile: it
+			 * wakes sleepers only, and this one is not asleep yet */
+			if (epq_pop(es, events, &fd)) {
+				__atomic_sub_fetch(&es->sleepers, 1, __ATOMIC_SEQ_CST);
+				ep_took_fd(es, epfd, &events[0], fd);
+				r = 1;
+				break;
+			}
 		}
-		r = ep_real(kind, epfd, events, 1, tmo,
-			    kind == EPK_PWAIT2 ? (infinite && !es->last_synth ? NULL : &tts) : NULL,
-			    sig);
+		r = ep_fetch(kind, es, epfd, events, maxevents, tmo,
+			     kind == EPK_PWAIT2 ? (infinite && !es->last_synth ? NULL : &tts) : NULL,
+			     sig, &woke);
 		if (tmo != 0)
 			__atomic_sub_fetch(&es->sleepers, 1, __ATOMIC_SEQ_CST);
 		if (r < 0)
 			break;
-		if (r == 1 && events[0].data.u64 == es->cookie) {
-			uint64_t v;
-			(void)!REAL(read)(es->wake_fd, &v, sizeof v);
+		if (woke) {
 			es->last_synth = 0;
 			continue;
 		}
@@ -693,7 +1014,7 @@ int bt_epoll_wait(int epfd, struct epoll_event *ev, int max, int tmo)
 	struct bt_epset *es = epset_of(epfd);
 
 	if (epoll_peek_ok(es, max, tmo))
-		return epoll_peek(EPK_WAIT, es, epfd, ev, NULL);
+		return epoll_peek(EPK_WAIT, es, epfd, ev, max, NULL);
 	return epoll_common(EPK_WAIT, es, epfd, ev, max, tmo, NULL, NULL);
 }
 
@@ -703,7 +1024,7 @@ int bt_epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo,
 	struct bt_epset *es = epset_of(epfd);
 
 	if (epoll_peek_ok(es, max, tmo))
-		return epoll_peek(EPK_PWAIT, es, epfd, ev, sig);
+		return epoll_peek(EPK_PWAIT, es, epfd, ev, max, sig);
 	return epoll_common(EPK_PWAIT, es, epfd, ev, max, tmo, NULL, sig);
 }
 

@@ -14,5 +14,12 @@ BT_HIDDEN void bt_ready_del(struct bt_chan *ch);
 /* FD was closed: forget its epoll registrations / epoll set. */
 BT_HIDDEN void bt_ready_fd_closed(int fd, uintptr_t word);
 BT_HIDDEN void bt_ready_atfork_child(void);
+/* Descriptors LO..HI were closed or replaced (dup2): events of them
+ * queued by any epoll set are dropped (epoll.c, "The readiness queue"). */
+BT_HIDDEN void bt_epq_fds_gone(int lo, int hi);
+/* fork: the sets' locks held around it; the child's queues emptied. */
+BT_HIDDEN void bt_epq_atfork_prepare(void);
+BT_HIDDEN void bt_epq_atfork_parent(void);
+BT_HIDDEN void bt_epq_atfork_child(void);
 
 #endif /* BT_READY_H */

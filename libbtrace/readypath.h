@@ -25,6 +25,12 @@ BT_HIDDEN void bt_ready_log_rec(int fd, uintptr_t w, uint32_t pollbits,
 /* ---- epoll.c ---- */
 struct epmap_ent { uint64_t data; int fd; };
 
+/* The readiness queue of a set (epoll.c, "The readiness queue"). */
+#define BT_EPQ_CAP  64              /* events taken from the kernel at once */
+#define BT_EPQ_RING 64              /* purges remembered for takers in flight */
+struct bt_epq_ent { uint64_t data; uint32_t events; int fd; };
+struct bt_epq_purge { int lo, hi; };
+
 struct bt_epset {
 	bt_mutex_t mu;
 	int      epfd;
@@ -36,6 +42,15 @@ struct bt_epset {
 	uint32_t cap, n;
 	uint64_t gen;               /* changes with every change of the map:
 				       unique among all sets (ep_gen) */
+	/* the readiness queue, under mu (qlen also read alone as a hint) */
+	unsigned qhead, qlen;
+	int      inflight;          /* threads in a batch-taking kernel call */
+	int      reserved;          /* queue room they may fill */
+	int      busy;              /* counted in epq_busy (qlen || inflight) */
+	uint64_t pseq;              /* purges while busy, PURGED's index */
+	struct bt_epq_purge purged[BT_EPQ_RING];   /* fds purged */
+	struct bt_epset *next, **pprev;   /* every set (ep_sets) */
+	struct bt_epq_ent q[BT_EPQ_CAP];
 } __attribute__((aligned(64)));
 
 /* Wake the threads asleep in epoll_wait on EPFD (input became held). */
