@@ -57,7 +57,7 @@ static int epmap_get(struct bt_epset *es, uint64_t data)
 	return -1;
 }
 
-static void epmap_put(struct bt_epset *es, uint64_t data, int fd);
+static int epmap_put(struct bt_epset *es, uint64_t data, int fd);
 static void epq_purge_locked(struct bt_epset *es, int lo, int hi);
 
 /*
@@ -92,27 +92,37 @@ static void epmap_grow(struct bt_epset *es)
 	free(old);
 }
 
-static void epmap_put(struct bt_epset *es, uint64_t data, int fd)
+/* Map DATA to FD: 1 if DATA was not in the map, else 0. */
+static int epmap_put(struct bt_epset *es, uint64_t data, int fd)
 {
 	epmap_changed(es);
 	if ((es->n + 1) * 2 > es->cap)
 		epmap_grow(es);
 	if (!es->cap)
-		return;
+		return 0;
 	for (uint32_t i = hash64(data) & (es->cap - 1);;
 	     i = (i + 1) & (es->cap - 1)) {
 		if (es->map[i].fd == -1 || es->map[i].fd == -3) {
 			es->map[i].data = data;
 			es->map[i].fd = fd;
 			es->n++;
-			return;
+			return 1;
 		}
 		if (es->map[i].data == data) {
 			if (es->map[i].fd != fd)
 				es->map[i].fd = -2;   /* ambiguous */
-			return;
+			return 0;
 		}
 	}
+}
+
+/* Forget DATA (put by a registration the kernel refused). */
+static void epmap_forget(struct bt_epset *es, uint64_t data)
+{
+	epmap_changed(es);
+	for (uint32_t i = 0; i < es->cap; i++)
+		if (es->map[i].data == data && es->map[i].fd != -1)
+			es->map[i].fd = -3;
 }
 
 void bt_epoll_map_del_fd(struct bt_epset *es, int fd)
@@ -324,8 +334,28 @@ int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		errno = op == EPOLL_CTL_ADD ? EBADF : ENOENT;
 		return -1;
 	}
+	/*
+	 * The data of an ADD or MOD is mapped before the kernel has the
+	 * registration: a batch that takes its first event finds its fd
+	 * (an event whose data is not mapped, taken while the set changed,
+	 * is dropped as one of a deleted registration: ep_fetch).
+	 */
+	es = epset_of(epfd);
+	int fresh = 0;
+	if (es && op != EPOLL_CTL_DEL && ev) {
+		bt_mutex_lock(&es->mu);
+		fresh = epmap_put(es, ev->data.u64, fd);
+		bt_mutex_unlock(&es->mu);
+	}
 	r = REAL(epoll_ctl)(epfd, op, fd, ev);
-	if (r < 0 || !(es = epset_of(epfd))) {
+	if (r < 0 || !es) {
+		if (es && fresh) {
+			e = errno;
+			bt_mutex_lock(&es->mu);
+			epmap_forget(es, ev->data.u64);
+			bt_mutex_unlock(&es->mu);
+			errno = e;
+		}
 		bt_leave();
 		return r;
 	}
@@ -333,8 +363,6 @@ int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	bt_mutex_lock(&es->mu);
 	if (op == EPOLL_CTL_DEL)
 		bt_epoll_map_del_fd(es, fd);
-	else if (ev)
-		epmap_put(es, ev->data.u64, fd);
 	/* DEL, MOD: queued events of FD are void (the readiness queue) */
 	if (op != EPOLL_CTL_ADD)
 		epq_purge_locked(es, fd, fd);
@@ -549,9 +577,9 @@ static inline int ep_real(int kind, int epfd, struct epoll_event *ev, int max,
  *   wakes the next while more remain, so no event waits for the taker.
  *   A batch is never larger than the room left: nothing is ever dropped
  *   for want of room.  A DEL, MOD or close that runs while another
- *   thread is in the kernel taking a batch is remembered (PURGED, the
- *   last BT_EPQ_RING of them): that thread drops the fd's events it got
- *   instead of queueing them.
+ *   thread is in the kernel taking a batch is counted (pseq): that
+ *   thread drops the events it took of registrations gone meanwhile
+ *   (epq_raced).
  * - A queue that holds events makes a call return at once, whatever its
  *   timeout, as the kernel does with events ready; with a signal mask
  *   (epoll_pwait) too: the kernel returns ready events without looking
@@ -591,11 +619,8 @@ static void epq_purge_locked(struct bt_epset *es, int lo, int hi)
 		k++;
 	}
 	__atomic_store_n(&es->qlen, k, __ATOMIC_RELEASE);
-	if (es->inflight) {
-		es->purged[es->pseq % BT_EPQ_RING].lo = lo;
-		es->purged[es->pseq % BT_EPQ_RING].hi = hi;
+	if (es->inflight)
 		es->pseq++;
-	}
 	epq_busy_update(es);
 }
 
@@ -634,23 +659,22 @@ void bt_epq_atfork_child(void)
 	}
 }
 
-/* Was an event of FD, taken by a batch that began at purge count SEQ0,
- * made void meanwhile (ES locked)?  FD -1: its data left the map (a DEL,
- * a close of its channel). */
-static int epq_raced(const struct bt_epset *es, uint64_t seq0, int fd)
+/*
+ * Was an event of FD, taken by a batch that began at purge count SEQ0,
+ * made void meanwhile (ES locked)?  When the set changed while the batch
+ * was taken, an event whose data is no longer mapped (FD -1) is one of a
+ * registration deleted (or of a channel closed) after the kernel
+ * reported it: dropped.  One whose data is mapped may be of the
+ * registration that replaced it (an ADD or MOD after a DEL, maps its
+ * data before the kernel has it): kept, since dropping a new
+ * registration's edge would lose it; it may then be a stale one of the
+ * old registration, as an event in the batch of a thread whose call ran
+ * alongside the change is, in any epoll program.
+ */
+static inline int epq_raced(const struct bt_epset *es, uint64_t seq0,
+			    int fd)
 {
-	if (es->pseq == seq0)
-		return 0;
-	if (fd == -1)
-		return 1;
-	for (uint64_t q = es->pseq - seq0 > BT_EPQ_RING ? es->pseq - BT_EPQ_RING
-							: seq0;
-	     q < es->pseq; q++) {
-		const struct bt_epq_purge *p = &es->purged[q % BT_EPQ_RING];
-		if (fd >= p->lo && fd <= p->hi)
-			return 1;
-	}
-	return 0;
+	return es->pseq != seq0 && fd == -1;
 }
 
 static void ep_wake_set(struct bt_epset *es)

@@ -27,9 +27,7 @@ struct epmap_ent { uint64_t data; int fd; };
 
 /* The readiness queue of a set (epoll.c, "The readiness queue"). */
 #define BT_EPQ_CAP  64              /* events taken from the kernel at once */
-#define BT_EPQ_RING 64              /* purges remembered for takers in flight */
 struct bt_epq_ent { uint64_t data; uint32_t events; int fd; };
-struct bt_epq_purge { int lo, hi; };
 
 struct bt_epset {
 	bt_mutex_t mu;
@@ -47,8 +45,7 @@ struct bt_epset {
 	int      inflight;          /* threads in a batch-taking kernel call */
 	int      reserved;          /* queue room they may fill */
 	int      busy;              /* counted in epq_busy (qlen || inflight) */
-	uint64_t pseq;              /* purges while busy, PURGED's index */
-	struct bt_epq_purge purged[BT_EPQ_RING];   /* fds purged */
+	uint64_t pseq;              /* purges while a batch was taken */
 	struct bt_epset *next, **pprev;   /* every set (ep_sets) */
 	struct bt_epq_ent q[BT_EPQ_CAP];
 } __attribute__((aligned(64)));
