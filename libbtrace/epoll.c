@@ -127,6 +127,9 @@ static void epmap_forget(struct bt_epset *es, uint64_t data)
 
 void bt_epoll_map_del_fd(struct bt_epset *es, int fd)
 {
+	/* a batch being taken drops what it got of FD (epq_raced) */
+	if (__atomic_load_n(&es->taking, __ATOMIC_SEQ_CST))
+		__atomic_add_fetch(&es->pseq, 1, __ATOMIC_SEQ_CST);
 	epmap_changed(es);
 	for (uint32_t i = 0; i < es->cap; i++)
 		if (es->map[i].fd == fd)
@@ -592,7 +595,7 @@ static inline int ep_real(int kind, int epfd, struct epoll_event *ev, int max,
 /* ES's busy state may have changed (ES locked): keep epq_busy right. */
 static void epq_busy_update(struct bt_epset *es)
 {
-	int b = es->qlen > 0 || es->inflight > 0;
+	int b = es->qlen > 0;
 
 	if (b == es->busy)
 		return;
@@ -609,7 +612,7 @@ static void epq_purge_locked(struct bt_epset *es, int lo, int hi)
 {
 	unsigned k = 0;
 
-	if (!es->busy)
+	if (!es->busy && !__atomic_load_n(&es->taking, __ATOMIC_SEQ_CST))
 		return;
 	for (unsigned i = 0; i < es->qlen; i++) {
 		struct bt_epq_ent *e = &es->q[(es->qhead + i) % BT_EPQ_CAP];
@@ -619,8 +622,8 @@ static void epq_purge_locked(struct bt_epset *es, int lo, int hi)
 		k++;
 	}
 	__atomic_store_n(&es->qlen, k, __ATOMIC_RELEASE);
-	if (es->inflight)
-		es->pseq++;
+	if (__atomic_load_n(&es->taking, __ATOMIC_SEQ_CST))
+		__atomic_add_fetch(&es->pseq, 1, __ATOMIC_SEQ_CST);
 	epq_busy_update(es);
 }
 
@@ -654,7 +657,7 @@ void bt_epq_atfork_child(void)
 	for (struct bt_epset *es = ep_sets; es; es = es->next) {
 		bt_mutex_init(&es->mu);
 		es->qhead = es->qlen = 0;
-		es->inflight = es->reserved = es->busy = 0;
+		es->taking = es->busy = 0;
 		es->sleepers = 0;
 	}
 }
@@ -677,6 +680,7 @@ static inline int epq_raced(const struct bt_epset *es, uint64_t seq0,
 	return es->pseq != seq0 && fd == -1;
 }
 
+/* Wake the threads asleep on ES, if any. */
 static void ep_wake_set(struct bt_epset *es)
 {
 	uint64_t one = 1;
@@ -732,64 +736,32 @@ static void ep_disarm(int epfd, int fd)
 	}
 }
 
-/*
- * The real call of a round.  With MAX > 1 (and the queue on) it takes a
- * batch of up to MAX, BT_EPQ_CAP and the room left in the queue: the
- * first event goes to the caller in EV[0] (1 is returned), the others
- * are queued.  0: nothing for the caller: a timeout, or our wake-up
- * (*WOKE set; the events that came with it queued).  < 0: the call
- * failed (errno).
- */
-static int ep_fetch(int kind, struct bt_epset *es, int epfd,
-		    struct epoll_event *ev, int max, int tmo,
-		    const struct timespec *ts, const sigset_t *sig, int *woke)
+/* A wake-up of ours among EV's N events: consumed and dropped from EV;
+ * returns how many are left. */
+static int ep_strip_wake(struct bt_epset *es, struct epoll_event *ev, int n,
+			 int *woke)
 {
-	int want = max < BT_EPQ_CAP ? max : BT_EPQ_CAP, r, e, n = 0, first;
-	int fds[BT_EPQ_CAP];
-	uint64_t seq0;
+	int k = 0;
 
-	*woke = 0;
-	if (want > 1 && bt_conf.epq) {
-		bt_mutex_lock(&es->mu);
-		int room = BT_EPQ_CAP - (int)es->qlen - es->reserved;
-		if (want > room + 1)
-			want = room + 1;
-		if (want > 1) {
-			es->reserved += want - 1;
-			es->inflight++;
-			epq_busy_update(es);
-			seq0 = es->pseq;
-		}
-		bt_mutex_unlock(&es->mu);
-	} else {
-		want = 1;
-	}
-	if (want <= 1) {
-		r = ep_real(kind, epfd, ev, 1, tmo, ts, sig);
-		if (r == 1 && ev[0].data.u64 == es->cookie) {
-			uint64_t v;
-			(void)!REAL(read)(es->wake_fd, &v, sizeof v);
-			*woke = 1;
-			return 0;
-		}
-		return r;
-	}
-	r = ep_real(kind, epfd, ev, want, tmo, ts, sig);
-	e = errno;
-	for (int i = 0; i < r; i++) {
+	for (int i = 0; i < n; i++) {
 		if (ev[i].data.u64 == es->cookie) {
 			uint64_t v;
 			(void)!REAL(read)(es->wake_fd, &v, sizeof v);
 			*woke = 1;
 			continue;
 		}
-		ev[n++] = ev[i];
+		ev[k++] = ev[i];
 	}
-	/* woken: everything is queued (held input may come first) */
-	first = *woke || n == 0 ? 0 : 1;
+	return k;
+}
+
+/* Queue EV[FIRST..N) of a batch begun at purge count SEQ0 (ES's taker). */
+static void epq_push(struct bt_epset *es, int epfd, struct epoll_event *ev,
+		     int first, int n, uint64_t seq0)
+{
+	int fds[BT_EPQ_CAP];
+
 	bt_mutex_lock(&es->mu);
-	es->inflight--;
-	es->reserved -= want - 1;
 	for (int i = first; i < n; i++) {
 		int fd = epmap_get(es, ev[i].data.u64);
 		fds[i] = fd;
@@ -806,14 +778,71 @@ static int ep_fetch(int kind, struct bt_epset *es, int epfd,
 	bt_mutex_unlock(&es->mu);
 	for (int i = first; i < n; i++)
 		ep_disarm(epfd, fds[i]);
+	ep_wake_set(es);
+}
+
+/* The end of ep_fetch's batch of R events (begun at purge count SEQ0):
+ * all but the first queued. */
+static __attribute__((noinline)) int
+ep_fetch_rest(struct bt_epset *es, int epfd, struct epoll_event *ev, int r,
+	      uint64_t seq0, int *woke)
+{
+	int e = errno, n, first;
+
+	n = r > 0 ? ep_strip_wake(es, ev, r, woke) : 0;
+	/* woken: everything is queued (held input may come first) */
+	first = *woke || n == 0 ? 0 : 1;
 	if (n > first)
-		ep_wake_set(es);
-	if (r < 0) {
-		errno = e;
+		epq_push(es, epfd, ev, first, n, seq0);
+	__atomic_store_n(&es->taking, 0, __ATOMIC_RELEASE);
+	errno = e;
+	return r < 0 ? r : first;
+}
+
+/*
+ * The real call of a round.  With MAX > 1 (and the queue on) it takes a
+ * batch of up to MAX, BT_EPQ_CAP and the room left in the queue: the
+ * first event goes to the caller in EV[0] (1 is returned), the others
+ * are queued.  One thread of a set takes batches at a time (the others
+ * ask for one event, as without the queue): only the taker adds to the
+ * queue, so the room it sees can only grow until it adds.  0: nothing
+ * for the caller: a timeout, or our wake-up (*WOKE set; the events that
+ * came with it queued).  < 0: the call failed (errno).
+ */
+static int ep_fetch(int kind, struct bt_epset *es, int epfd,
+		    struct epoll_event *ev, int max, int tmo,
+		    const struct timespec *ts, const sigset_t *sig, int *woke)
+{
+	int want = max < BT_EPQ_CAP ? max : BT_EPQ_CAP, r;
+	uint64_t seq0 = 0;
+
+	*woke = 0;
+	if (want > 1 && bt_conf.epq &&
+	    !__atomic_exchange_n(&es->taking, 1, __ATOMIC_SEQ_CST)) {
+		int room = BT_EPQ_CAP -
+			   (int)__atomic_load_n(&es->qlen, __ATOMIC_ACQUIRE);
+		if (want > room + 1)
+			want = room + 1;
+		seq0 = __atomic_load_n(&es->pseq, __ATOMIC_SEQ_CST);
+	} else {
+		want = 1;
+	}
+	r = ep_real(kind, epfd, ev, want, tmo, ts, sig);
+	if (want == 1) {
+		if (r == 1 && ev[0].data.u64 == es->cookie) {
+			uint64_t v;
+			(void)!REAL(read)(es->wake_fd, &v, sizeof v);
+			*woke = 1;
+			return 0;
+		}
 		return r;
 	}
-	errno = e;
-	return first;
+	if (likely(r == 1 && ev[0].data.u64 != es->cookie)) {
+		/* one event, for the caller: nothing to queue */
+		__atomic_store_n(&es->taking, 0, __ATOMIC_RELEASE);
+		return 1;
+	}
+	return ep_fetch_rest(es, epfd, ev, r, seq0, woke);
 }
 
 /* Drop our bt_epoll_wake-up events from a batch (isolation off). */

@@ -42,9 +42,8 @@ struct bt_epset {
 				       unique among all sets (ep_gen) */
 	/* the readiness queue, under mu (qlen also read alone as a hint) */
 	unsigned qhead, qlen;
-	int      inflight;          /* threads in a batch-taking kernel call */
-	int      reserved;          /* queue room they may fill */
-	int      busy;              /* counted in epq_busy (qlen || inflight) */
+	int      taking;            /* a thread is taking a batch (one at a time) */
+	int      busy;              /* counted in epq_busy (qlen > 0) */
 	uint64_t pseq;              /* purges while a batch was taken */
 	struct bt_epset *next, **pprev;   /* every set (ep_sets) */
 	struct bt_epq_ent q[BT_EPQ_CAP];
