@@ -574,14 +574,16 @@ static inline int ep_real(int kind, int epfd, struct epoll_event *ev, int max,
  *   kernel reported the edge once; it is handed over once.  Level-
  *   triggered: the kernel will report it again while it stays ready; a
  *   queued one is handed over once, as in the batch.
- * - Several threads on one set share its queue (under the set's lock):
- *   a thread that queued events while others sleep in epoll_wait on the
+ * - Several threads on one set share its queue (under the set's lock).
+ *   One of them at a time takes batches (the others ask the kernel for
+ *   one event, as without the queue, so none waits for the taker); a
+ *   thread that queued events while others sleep in epoll_wait on the
  *   set wakes them (the set's eventfd), and each thread that takes one
- *   wakes the next while more remain, so no event waits for the taker.
- *   A batch is never larger than the room left: nothing is ever dropped
- *   for want of room.  A DEL, MOD or close that runs while another
- *   thread is in the kernel taking a batch is counted (pseq): that
- *   thread drops the events it took of registrations gone meanwhile
+ *   and leaves more wakes the next, so no queued event waits for the
+ *   taker either.  A batch is never larger than the room left: nothing
+ *   is ever dropped for want of room.  A DEL, MOD or close of a
+ *   channel made while a batch is being taken is counted (pseq): the taker
+ *   drops the events it took of registrations gone meanwhile
  *   (epq_raced).
  * - A queue that holds events makes a call return at once, whatever its
  *   timeout, as the kernel does with events ready; with a signal mask
