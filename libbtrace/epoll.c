@@ -715,8 +715,11 @@ static inline int epq_pop(struct bt_epset *es, struct epoll_event *ev, int *fdp)
 	ev->events = e.events;
 	ev->data.u64 = e.data;
 	*fdp = e.fd;
-	if (more)
+	if (more) {
+		int er = errno;
 		ep_wake_set(es);
+		errno = er;
+	}
 	return 1;
 }
 
