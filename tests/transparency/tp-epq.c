@@ -14,6 +14,9 @@
  * threads at once, no event of a deleted registration from a later call.
  * EXCLUSIVE: three threads with a set each and one listening socket
  * added with EPOLLEXCLUSIVE: every connection accepted.
+ * RANDOM (level-triggered, EPOLLET, EPOLLONESHOT): random writes and,
+ * while a batch is handled, random DEL, MOD, close and reuse, and writes:
+ * the events handled, in order, equal the untraced run's.
  * FORK: a child of a process that took an edge-triggered batch must not
  * see the parent's events (the kernel gave them to the parent).
  *
@@ -168,6 +171,131 @@ static void batch(const char *name, uint32_t mode)
 			 tp_res(n, errno));
 	}
 	for (int i = 0; i < NP; i++) {
+		close(p[i][0]);
+		close(p[i][1]);
+	}
+	close(ep);
+}
+
+/* ---- a random differential ------------------------------------------------ */
+
+/*
+ * RANDOM: 32 pipes, 40 rounds of random writes, each round's events read
+ * 16 at a time until none is ready; handling one event, by a fixed
+ * pseudo-random sequence, deletes, modifies, closes and reuses, or
+ * writes to another pipe.  Events of a registration that changed are
+ * skipped (as stale) without drawing.  Untraced the kernel's batches are
+ * handled whole; traced they come one per call from the queue, with the
+ * changed registrations' events dropped: the events handled, in order,
+ * must be the same (every line is compared).
+ */
+#define NR 32
+
+static uint32_t rnd_state;
+
+static uint32_t rnd(uint32_t n)
+{
+	rnd_state = rnd_state * 1103515245u + 12345u;
+	return (rnd_state >> 16) % n;
+}
+
+static void random_diff(const char *name, uint32_t mode)
+{
+	int ep = epoll_create1(EPOLL_CLOEXEC), p[NR][2], alive[NR];
+	uint32_t gen[NR];
+	int handled = 0, calls = 0;
+
+	rnd_state = 12345;
+	for (int i = 0; i < NR; i++) {
+		if (pipe2(p[i], O_NONBLOCK | O_CLOEXEC) < 0) {
+			tp_skip("RANDOM %s: no pipes", name);
+			return;
+		}
+		gen[i] = 1;
+		alive[i] = 1;
+		reg(ep, EPOLL_CTL_ADD, p[i][0], EPOLLIN | mode, mkdata(1, (uint32_t)i));
+	}
+	for (int round = 0; round < 40; round++) {
+		for (int i = 0; i < NR; i++) {
+			if (!alive[i]) {        /* deleted last round: back */
+				alive[i] = 1;
+				gen[i]++;
+				reg(ep, EPOLL_CTL_ADD, p[i][0], EPOLLIN | mode,
+				    mkdata(gen[i], (uint32_t)i));
+			}
+			if (rnd(3) == 0)
+				tp_write_all(p[i][1], "w", 1);
+		}
+		for (int guard = 0; guard < 1000; guard++) {
+			struct epoll_event out[16];
+			int n = epoll_wait(ep, out, 16, 0);
+			calls++;
+			if (n <= 0)
+				break;
+			for (int k = 0; k < n; k++) {
+				uint32_t i = (uint32_t)out[k].data.u64;
+				uint32_t g = (uint32_t)(out[k].data.u64 >> 32);
+				char buf[64];
+				size_t len = 0;
+				uint32_t j;
+
+				if (i >= NR || g != gen[i] || !alive[i])
+					continue;       /* stale */
+				drain(p[i][0], buf, &len, sizeof buf);
+				handled++;
+				if (mode & EPOLLONESHOT)
+					reg(ep, EPOLL_CTL_MOD, p[i][0], EPOLLIN | mode,
+					    mkdata(gen[i], i));
+				j = rnd(NR);
+				switch (rnd(8)) {
+				case 0:
+					if (alive[j]) {
+						reg(ep, EPOLL_CTL_DEL, p[j][0], 0, 0);
+						alive[j] = 0;
+					}
+					tp_say("RANDOM %s %d: pipe %u %zu bytes, del %u",
+					       name, round, i, len, j);
+					break;
+				case 1:
+					if (alive[j]) {
+						gen[j]++;
+						reg(ep, EPOLL_CTL_MOD, p[j][0], EPOLLIN | mode,
+						    mkdata(gen[j], j));
+					}
+					tp_say("RANDOM %s %d: pipe %u %zu bytes, mod %u",
+					       name, round, i, len, j);
+					break;
+				case 2:
+					if (alive[j] && j != i) {
+						int np[2];
+						close(p[j][0]);
+						close(p[j][1]);
+						if (pipe2(np, O_NONBLOCK | O_CLOEXEC) < 0)
+							break;
+						p[j][0] = np[0];
+						p[j][1] = np[1];
+						gen[j]++;
+						reg(ep, EPOLL_CTL_ADD, np[0], EPOLLIN | mode,
+						    mkdata(gen[j], j));
+					}
+					tp_say("RANDOM %s %d: pipe %u %zu bytes, reopen %u",
+					       name, round, i, len, j);
+					break;
+				case 3:
+					tp_write_all(p[j][1], "x", 1);
+					tp_say("RANDOM %s %d: pipe %u %zu bytes, write %u",
+					       name, round, i, len, j);
+					break;
+				default:
+					tp_say("RANDOM %s %d: pipe %u %zu bytes",
+					       name, round, i, len);
+				}
+			}
+		}
+	}
+	tp_say("RANDOM %s: %d events handled", name, handled);
+	tp_vary("RANDOM %s: %d calls", name, calls);
+	for (int i = 0; i < NR; i++) {
 		close(p[i][0]);
 		close(p[i][1]);
 	}
@@ -419,6 +547,9 @@ int main(void)
 	batch("LT", 0);
 	batch("ET", EPOLLET);
 	batch("ONESHOT", EPOLLONESHOT);
+	random_diff("LT", 0);
+	random_diff("ET", EPOLLET);
+	random_diff("ONESHOT", EPOLLONESHOT);
 	threads();
 	exclusive();
 	forked();
