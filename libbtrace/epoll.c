@@ -25,7 +25,7 @@ static uint64_t ep_gen;
  * how many of them are busy: events queued or a batch being taken. */
 static pthread_mutex_t ep_sets_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct bt_epset *ep_sets;
-static int epq_busy;
+int bt_epq_busy;
 
 /* The map of ES is about to change (ES locked). */
 static void epmap_changed(struct bt_epset *es)
@@ -223,7 +223,7 @@ void bt_epoll_set_free(struct bt_epset *es)
 	if (es->next)
 		es->next->pprev = es->pprev;
 	if (es->busy)
-		__atomic_sub_fetch(&epq_busy, 1, __ATOMIC_SEQ_CST);
+		__atomic_sub_fetch(&bt_epq_busy, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&ep_sets_mu);
 	free(es->map);
 	/* Type-stable like channels would be safer; epoll sets are few and
@@ -594,7 +594,7 @@ static inline int ep_real(int kind, int epfd, struct epoll_event *ev, int max,
  *   parent's).  Closing the epfd frees the queue.
  */
 
-/* ES's busy state may have changed (ES locked): keep epq_busy right. */
+/* ES's busy state may have changed (ES locked): keep bt_epq_busy right. */
 static void epq_busy_update(struct bt_epset *es)
 {
 	int b = es->qlen > 0;
@@ -603,9 +603,9 @@ static void epq_busy_update(struct bt_epset *es)
 		return;
 	es->busy = b;
 	if (b)
-		__atomic_add_fetch(&epq_busy, 1, __ATOMIC_SEQ_CST);
+		__atomic_add_fetch(&bt_epq_busy, 1, __ATOMIC_SEQ_CST);
 	else
-		__atomic_sub_fetch(&epq_busy, 1, __ATOMIC_SEQ_CST);
+		__atomic_sub_fetch(&bt_epq_busy, 1, __ATOMIC_SEQ_CST);
 }
 
 /* Descriptors LO..HI left set ES or changed there (ES locked): their
@@ -629,9 +629,9 @@ static void epq_purge_locked(struct bt_epset *es, int lo, int hi)
 	epq_busy_update(es);
 }
 
-void bt_epq_fds_gone(int lo, int hi)
+void bt_epq_fds_gone_slow(int lo, int hi)
 {
-	if (!__atomic_load_n(&epq_busy, __ATOMIC_SEQ_CST) || lo > hi)
+	if (lo > hi)
 		return;
 	pthread_mutex_lock(&ep_sets_mu);
 	for (struct bt_epset *es = ep_sets; es; es = es->next) {
@@ -655,7 +655,7 @@ void bt_epq_atfork_parent(void)
 void bt_epq_atfork_child(void)
 {
 	pthread_mutex_init(&ep_sets_mu, NULL);
-	epq_busy = 0;
+	bt_epq_busy = 0;
 	for (struct bt_epset *es = ep_sets; es; es = es->next) {
 		bt_mutex_init(&es->mu);
 		es->qhead = es->qlen = 0;
@@ -814,9 +814,10 @@ ep_fetch_rest(struct bt_epset *es, int epfd, struct epoll_event *ev, int r,
  * for the caller: a timeout, or our wake-up (*WOKE set; the events that
  * came with it queued).  < 0: the call failed (errno).
  */
-static int ep_fetch(int kind, struct bt_epset *es, int epfd,
-		    struct epoll_event *ev, int max, int tmo,
-		    const struct timespec *ts, const sigset_t *sig, int *woke)
+static inline __attribute__((always_inline)) int
+ep_fetch(int kind, struct bt_epset *es, int epfd, struct epoll_event *ev,
+	 int max, int tmo, const struct timespec *ts, const sigset_t *sig,
+	 int *woke)
 {
 	int want = max < BT_EPQ_CAP ? max : BT_EPQ_CAP, r;
 	uint64_t seq0 = 0;

@@ -43,7 +43,7 @@ struct bt_epset {
 	/* the readiness queue, under mu (qlen also read alone as a hint) */
 	unsigned qhead, qlen;
 	int      taking;            /* a thread is taking a batch (one at a time) */
-	int      busy;              /* counted in epq_busy (qlen > 0) */
+	int      busy;              /* counted in bt_epq_busy (qlen > 0) */
 	uint64_t pseq;              /* purges while a batch was taken */
 	struct bt_epset *next, **pprev;   /* every set (ep_sets) */
 	struct bt_epq_ent q[BT_EPQ_CAP];
