@@ -1,7 +1,7 @@
 /*
- * epoll.c - epoll sets (their data -> fd map, the hidden wake-up eventfd)
- * and the epoll calls: held input reported, one event per call (ready.c
- * has the whole story).
+ * epoll.c - epoll sets (their data -> fd map, the hidden wake-up eventfd,
+ * the readiness queue) and the epoll calls: held input reported, one
+ * event per call (ready.c has the whole story).
  */
 #include "config.h"
 
