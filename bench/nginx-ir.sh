@@ -7,7 +7,10 @@
 # Runs nginx (master_process off, daemon off) under callgrind twice, with
 # one keep-alive connection fetching a 1 KB file N1 (default 200) and N2
 # (default 1200) times, and prints the difference of the two totals per
-# request.  Traced: LD_PRELOAD=BUILD_DIR/.libs/libbtrace.so with no
+# request.  NGINX_IR_CONNS=C: C keep-alive connections instead of one,
+# each sent a request at once, round after round (N1 and N2 requests in
+# all; multiples of C): the worker then finds several ready at each wait,
+# as under load.  Traced: LD_PRELOAD=BUILD_DIR/.libs/libbtrace.so with no
 # bp-logd, so the shim writes its own spool.  Needs nginx, valgrind and
 # python3.  Works in a temporary directory under /tmp (removed at the
 # end unless NGINX_IR_KEEP=1); the callgrind files are DIR/N/cg.out.
@@ -17,6 +20,7 @@ B=$(cd "${1:?usage: nginx-ir.sh BUILD_DIR [traced|untraced] [N1 N2]}" && pwd)
 MODE=${2:-traced}
 N1=${3:-200}
 N2=${4:-1200}
+CONNS=${NGINX_IR_CONNS:-1}
 W=$(mktemp -d /tmp/bp-nginx-ir.XXXXXX)
 trap '[ "${NGINX_IR_KEEP:-0}" = 1 ] && echo "nginx-ir.sh: kept $W" >&2 || rm -rf "$W"' EXIT
 
@@ -57,27 +61,34 @@ one() {   # one N -> total instructions
 			2>/dev/null && break
 		sleep 0.1
 	done
-	python3 - "$port" "$n" <<-'EOP'
+	python3 - "$port" "$n" "$CONNS" <<-'EOP'
 	import socket, sys
-	port, n = int(sys.argv[1]), int(sys.argv[2])
-	s = socket.create_connection(("127.0.0.1", port), timeout=30)
+	port, n, c = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+	ss = [socket.create_connection(("127.0.0.1", port), timeout=30)
+	      for _ in range(c)]
 	req = (b"GET /1k.html HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 	       b"User-Agent: bp-cg/1.0\r\nAccept: */*\r\n\r\n")
-	buf = b""
-	for _ in range(n):
-	    s.sendall(req)
-	    while True:
-	        h = buf.find(b"\r\n\r\n")
-	        if h >= 0:
-	            cl = [int(l.split(b":", 1)[1]) for l in buf[:h].split(b"\r\n")
-	                  if l.lower().startswith(b"content-length:")][0]
-	            if len(buf) >= h + 4 + cl:
-	                buf = buf[h + 4 + cl:]
-	                break
-	        d = s.recv(65536)
-	        if not d:
-	            sys.exit("connection closed")
-	        buf += d
+	bufs = [b""] * c
+	for _ in range(n // c):
+	    # a request on every connection at once: with C > 1 the worker
+	    # finds several ready at each wait, as under load
+	    for s in ss:
+	        s.sendall(req)
+	    for k, s in enumerate(ss):
+	        buf = bufs[k]
+	        while True:
+	            h = buf.find(b"\r\n\r\n")
+	            if h >= 0:
+	                cl = [int(l.split(b":", 1)[1]) for l in buf[:h].split(b"\r\n")
+	                      if l.lower().startswith(b"content-length:")][0]
+	                if len(buf) >= h + 4 + cl:
+	                    buf = buf[h + 4 + cl:]
+	                    break
+	            d = s.recv(65536)
+	            if not d:
+	                sys.exit("connection closed")
+	            buf += d
+	        bufs[k] = buf
 	EOP
 	sleep 0.3
 	kill -QUIT "$vp"

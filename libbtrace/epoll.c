@@ -1,7 +1,7 @@
 /*
- * epoll.c - epoll sets (their data -> fd map, the hidden wake-up eventfd)
- * and the epoll calls: held input reported, one event per call (ready.c
- * has the whole story).
+ * epoll.c - epoll sets (their data -> fd map, the hidden wake-up eventfd,
+ * the readiness queue) and the epoll calls: held input reported, one
+ * event per call (ready.c has the whole story).
  */
 #include "config.h"
 
@@ -20,6 +20,12 @@
 /* ---- epoll sets ------------------------------------------------------ */
 
 static uint64_t ep_gen;
+
+/* Every set (for a close, which does not know the sets of its fd), and
+ * how many of them are busy: events queued or a batch being taken. */
+static pthread_mutex_t ep_sets_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct bt_epset *ep_sets;
+int bt_epq_busy;
 
 /* The map of ES is about to change (ES locked). */
 static void epmap_changed(struct bt_epset *es)
@@ -51,7 +57,8 @@ static int epmap_get(struct bt_epset *es, uint64_t data)
 	return -1;
 }
 
-static void epmap_put(struct bt_epset *es, uint64_t data, int fd);
+static int epmap_put(struct bt_epset *es, uint64_t data, int fd);
+static void epq_purge_locked(struct bt_epset *es, int lo, int hi);
 
 /*
  * Rehash into a table sized for the live entries (a quarter full at most),
@@ -85,31 +92,44 @@ static void epmap_grow(struct bt_epset *es)
 	free(old);
 }
 
-static void epmap_put(struct bt_epset *es, uint64_t data, int fd)
+/* Map DATA to FD: 1 if DATA was not in the map, else 0. */
+static int epmap_put(struct bt_epset *es, uint64_t data, int fd)
 {
 	epmap_changed(es);
 	if ((es->n + 1) * 2 > es->cap)
 		epmap_grow(es);
 	if (!es->cap)
-		return;
+		return 0;
 	for (uint32_t i = hash64(data) & (es->cap - 1);;
 	     i = (i + 1) & (es->cap - 1)) {
 		if (es->map[i].fd == -1 || es->map[i].fd == -3) {
 			es->map[i].data = data;
 			es->map[i].fd = fd;
 			es->n++;
-			return;
+			return 1;
 		}
 		if (es->map[i].data == data) {
 			if (es->map[i].fd != fd)
 				es->map[i].fd = -2;   /* ambiguous */
-			return;
+			return 0;
 		}
 	}
 }
 
+/* Forget DATA (put by a registration the kernel refused). */
+static void epmap_forget(struct bt_epset *es, uint64_t data)
+{
+	epmap_changed(es);
+	for (uint32_t i = 0; i < es->cap; i++)
+		if (es->map[i].data == data && es->map[i].fd != -1)
+			es->map[i].fd = -3;
+}
+
 void bt_epoll_map_del_fd(struct bt_epset *es, int fd)
 {
+	/* a batch being taken drops what it got of FD (epq_raced) */
+	if (__atomic_load_n(&es->taking, __ATOMIC_SEQ_CST))
+		__atomic_add_fetch(&es->pseq, 1, __ATOMIC_SEQ_CST);
 	epmap_changed(es);
 	for (uint32_t i = 0; i < es->cap; i++)
 		if (es->map[i].fd == fd)
@@ -181,6 +201,13 @@ void bt_epoll_created(int epfd)
 			bt_own_var(&es->wake_fd, 1);
 		}
 	}
+	pthread_mutex_lock(&ep_sets_mu);
+	es->next = ep_sets;
+	if (ep_sets)
+		ep_sets->pprev = &es->next;
+	es->pprev = &ep_sets;
+	ep_sets = es;
+	pthread_mutex_unlock(&ep_sets_mu);
 	bt_fd_set(epfd, (uintptr_t)es | 1);
 }
 
@@ -191,6 +218,13 @@ void bt_epoll_set_free(struct bt_epset *es)
 		bt_fd_set(es->wake_fd, BT_FD_NONE);
 		REAL(close)(es->wake_fd);
 	}
+	pthread_mutex_lock(&ep_sets_mu);
+	*es->pprev = es->next;
+	if (es->next)
+		es->next->pprev = es->pprev;
+	if (es->busy)
+		__atomic_sub_fetch(&bt_epq_busy, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&ep_sets_mu);
 	free(es->map);
 	/* Type-stable like channels would be safer; epoll sets are few and
 	 * closed rarely: a racing epoll_wait on a closing epfd is an
@@ -303,10 +337,30 @@ int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		errno = op == EPOLL_CTL_ADD ? EBADF : ENOENT;
 		return -1;
 	}
+	/*
+	 * The data of an ADD or MOD is mapped before the kernel has the
+	 * registration: a batch that takes its first event finds its fd
+	 * (an event whose data is not mapped, taken while the set changed,
+	 * is dropped as one of a deleted registration: ep_fetch).
+	 */
+	es = epset_of(epfd);
+	int fresh = 0;
+	if (es && op != EPOLL_CTL_DEL && ev) {
+		bt_mutex_lock(&es->mu);
+		fresh = epmap_put(es, ev->data.u64, fd);
+		bt_mutex_unlock(&es->mu);
+	}
 	bt_safe_begin();
 	r = REAL(epoll_ctl)(epfd, op, fd, ev);
 	bt_wait_end();
-	if (r < 0 || !(es = epset_of(epfd))) {
+	if (r < 0 || !es) {
+		if (es && fresh) {
+			e = errno;
+			bt_mutex_lock(&es->mu);
+			epmap_forget(es, ev->data.u64);
+			bt_mutex_unlock(&es->mu);
+			errno = e;
+		}
 		bt_leave();
 		return r;
 	}
@@ -314,8 +368,9 @@ int bt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	bt_mutex_lock(&es->mu);
 	if (op == EPOLL_CTL_DEL)
 		bt_epoll_map_del_fd(es, fd);
-	else if (ev)
-		epmap_put(es, ev->data.u64, fd);
+	/* DEL, MOD: queued events of FD are void (the readiness queue) */
+	if (op != EPOLL_CTL_ADD)
+		epq_purge_locked(es, fd, fd);
 	bt_mutex_unlock(&es->mu);
 
 	/* (while paused, no descriptor is classified: see in.c) */
@@ -441,14 +496,12 @@ static inline int epoll_synth(struct bt_epset *es, struct epoll_event *out,
 	       epoll_synth_held(es, out, fdp);
 }
 
-/* The kernel handed over EV (not our bt_epoll_wake-up): bookkeeping and READY. */
+/* The kernel handed over EV (not our bt_epoll_wake-up) for FD (its data
+ * looked up in the map): bookkeeping and READY. */
 static inline __attribute__((always_inline)) void
-ep_took(struct bt_epset *es, int epfd, const struct epoll_event *ev)
+ep_took_fd(struct bt_epset *es, int epfd, const struct epoll_event *ev, int fd)
 {
-	int fd;
-
 	es->last_synth = 0;
-	fd = epmap_lookup(es, ev->data.u64);
 	if (fd < 0) {
 		log_ready_ep(-2, BT_FD_NONE, ev->events);
 		return;
@@ -466,6 +519,12 @@ ep_took(struct bt_epset *es, int epfd, const struct epoll_event *ev)
 		w = bt_fd_get(fd);        /* classified by bt_chan_of */
 	}
 	log_ready_ep(fd, w, ev->events);
+}
+
+static inline __attribute__((always_inline)) void
+ep_took(struct bt_epset *es, int epfd, const struct epoll_event *ev)
+{
+	ep_took_fd(es, epfd, ev, epmap_lookup(es, ev->data.u64));
 }
 
 enum ep_kind { EPK_WAIT, EPK_PWAIT, EPK_PWAIT2 };
@@ -502,6 +561,312 @@ static inline int ep_real(int kind, int epfd, struct epoll_event *ev, int max,
 	return r;
 }
 
+/* ---- the readiness queue ------------------------------------------------ */
+
+/*
+ * Isolation hands the program one ready fd per call; asking the kernel
+ * for one event per call costs a system call per event.  So a call that
+ * may return several (maxevents > 1) takes up to BT_EPQ_CAP from the
+ * kernel at once, hands the first over and queues the rest in the set;
+ * the next calls on the set hand them over one each, without a system
+ * call, before the kernel is asked again.  Why this is what the program
+ * would have seen (docs/libbtrace.md, "The readiness queue"):
+ *
+ * - A queued event is one the kernel reported in a batch the program
+ *   asked for.  Without the shim the program would have had the whole
+ *   batch in its array and handled it in order, an event made stale by
+ *   handling an earlier one included: handing the batch over one event
+ *   per call is that same order.
+ * - What the program does between two calls that the kernel would have
+ *   answered differently is honoured: EPOLL_CTL_DEL and EPOLL_CTL_MOD of
+ *   an fd drop its queued events (after MOD the kernel looks at the fd
+ *   again and reports it if still ready), and so do close() and a dup2
+ *   over it (the kernel forgets the fd with its last descriptor).
+ *   Events are queued with the fd their data maps to when taken, so the
+ *   map changing later never makes one name another fd.
+ * - EPOLLONESHOT: the kernel disarmed the registration when it reported
+ *   it; the shim's copy is disarmed at once too (no held input of it is
+ *   reported while its kernel event waits in the queue).  EPOLLET: the
+ *   kernel reported the edge once; it is handed over once.  Level-
+ *   triggered: the kernel will report it again while it stays ready; a
+ *   queued one is handed over once, as in the batch.
+ * - Several threads on one set share its queue (under the set's lock).
+ *   One of them at a time takes batches (the others ask the kernel for
+ *   one event, as without the queue, so none waits for the taker); a
+ *   thread that queued events while others sleep in epoll_wait on the
+ *   set wakes them (the set's eventfd), and each thread that takes one
+ *   and leaves more wakes the next, so no queued event waits for the
+ *   taker either.  A batch is never larger than the room left: nothing
+ *   is ever dropped for want of room.  A DEL, MOD or close of a
+ *   channel made while a batch is being taken is counted (pseq): the taker
+ *   drops the events it took of registrations gone meanwhile
+ *   (epq_raced).
+ * - A queue that holds events makes a call return at once, whatever its
+ *   timeout, as the kernel does with events ready; with a signal mask
+ *   (epoll_pwait) too: the kernel returns ready events without looking
+ *   at signals.  Input held by the shim still alternates with the
+ *   kernel's events, queued ones being the kernel's.
+ * - fork: the child starts with empty queues (the parent's batch is the
+ *   parent's).  Closing the epfd frees the queue.
+ */
+
+/* ES's busy state may have changed (ES locked): keep bt_epq_busy right. */
+static void epq_busy_update(struct bt_epset *es)
+{
+	int b = es->qlen > 0;
+
+	if (b == es->busy)
+		return;
+	es->busy = b;
+	if (b)
+		__atomic_add_fetch(&bt_epq_busy, 1, __ATOMIC_SEQ_CST);
+	else
+		__atomic_sub_fetch(&bt_epq_busy, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Descriptors LO..HI left set ES or changed there (ES locked): their
+ * queued events are dropped, a thread taking a batch is told. */
+static void epq_purge_locked(struct bt_epset *es, int lo, int hi)
+{
+	unsigned k = 0;
+
+	if (!es->busy && !__atomic_load_n(&es->taking, __ATOMIC_SEQ_CST))
+		return;
+	for (unsigned i = 0; i < es->qlen; i++) {
+		struct bt_epq_ent *e = &es->q[(es->qhead + i) % BT_EPQ_CAP];
+		if (e->fd >= lo && e->fd <= hi)
+			continue;
+		es->q[(es->qhead + k) % BT_EPQ_CAP] = *e;
+		k++;
+	}
+	__atomic_store_n(&es->qlen, k, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&es->taking, __ATOMIC_SEQ_CST))
+		__atomic_add_fetch(&es->pseq, 1, __ATOMIC_SEQ_CST);
+	epq_busy_update(es);
+}
+
+void bt_epq_fds_gone_slow(int lo, int hi)
+{
+	if (lo > hi)
+		return;
+	pthread_mutex_lock(&ep_sets_mu);
+	for (struct bt_epset *es = ep_sets; es; es = es->next) {
+		bt_mutex_lock(&es->mu);
+		epq_purge_locked(es, lo, hi);
+		bt_mutex_unlock(&es->mu);
+	}
+	pthread_mutex_unlock(&ep_sets_mu);
+}
+
+void bt_epq_atfork_prepare(void)
+{
+	pthread_mutex_lock(&ep_sets_mu);
+}
+
+void bt_epq_atfork_parent(void)
+{
+	pthread_mutex_unlock(&ep_sets_mu);
+}
+
+void bt_epq_atfork_child(void)
+{
+	pthread_mutex_init(&ep_sets_mu, NULL);
+	bt_epq_busy = 0;
+	for (struct bt_epset *es = ep_sets; es; es = es->next) {
+		bt_mutex_init(&es->mu);
+		es->qhead = es->qlen = 0;
+		es->taking = es->busy = 0;
+		es->sleepers = 0;
+	}
+}
+
+/*
+ * Was an event of FD, taken by a batch that began at purge count SEQ0,
+ * made void meanwhile (ES locked)?  When the set changed while the batch
+ * was taken, an event whose data is no longer mapped (FD -1) is one of a
+ * registration deleted (or of a channel closed) after the kernel
+ * reported it: dropped.  One whose data is mapped may be of the
+ * registration that replaced it (an ADD or MOD after a DEL, maps its
+ * data before the kernel has it): kept, since dropping a new
+ * registration's edge would lose it; it may then be a stale one of the
+ * old registration, as an event in the batch of a thread whose call ran
+ * alongside the change is, in any epoll program.
+ */
+static inline int epq_raced(const struct bt_epset *es, uint64_t seq0,
+			    int fd)
+{
+	return es->pseq != seq0 && fd == -1;
+}
+
+/* Wake the threads asleep on ES, if any. */
+static void ep_wake_set(struct bt_epset *es)
+{
+	uint64_t one = 1;
+
+	if (es->wake_fd >= 0 &&
+	    __atomic_load_n(&es->sleepers, __ATOMIC_SEQ_CST) > 0)
+		(void)!REAL(write)(es->wake_fd, &one, sizeof one);
+}
+
+/* The oldest queued event of ES into EV, its fd in *FDP: 1, or 0 when the
+ * queue is empty.  Threads asleep on the set are woken while more wait. */
+static inline int epq_pop(struct bt_epset *es, struct epoll_event *ev, int *fdp)
+{
+	struct bt_epq_ent e;
+	unsigned more;
+
+	if (likely(!__atomic_load_n(&es->qlen, __ATOMIC_ACQUIRE)))
+		return 0;
+	bt_mutex_lock(&es->mu);
+	if (!es->qlen) {
+		bt_mutex_unlock(&es->mu);
+		return 0;
+	}
+	e = es->q[es->qhead];
+	es->qhead = (es->qhead + 1) % BT_EPQ_CAP;
+	more = es->qlen - 1;
+	__atomic_store_n(&es->qlen, more, __ATOMIC_RELEASE);
+	epq_busy_update(es);
+	bt_mutex_unlock(&es->mu);
+	ev->events = e.events;
+	ev->data.u64 = e.data;
+	*fdp = e.fd;
+	if (more) {
+		int er = errno;
+		ep_wake_set(es);
+		errno = er;
+	}
+	return 1;
+}
+
+/* The kernel reported FD's registration in set EPFD: an EPOLLONESHOT one
+ * is disarmed (it is until EPOLL_CTL_MOD). */
+static void ep_disarm(int epfd, int fd)
+{
+	uintptr_t w;
+
+	if (fd < 0)
+		return;
+	w = bt_fd_get(fd);
+	if (BT_FD_IS_CHAN(w)) {
+		struct bt_chan *ch = (struct bt_chan *)w;
+		struct bt_epiter it;
+		BT_EPREG_EACH(ch, r, it)
+			if (r->epfd == epfd && (r->events & EPOLLONESHOT))
+				r->armed = 0;
+	}
+}
+
+/* A wake-up of ours among EV's N events: consumed and dropped from EV;
+ * returns how many are left. */
+static int ep_strip_wake(struct bt_epset *es, struct epoll_event *ev, int n,
+			 int *woke)
+{
+	int k = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (ev[i].data.u64 == es->cookie) {
+			uint64_t v;
+			(void)!REAL(read)(es->wake_fd, &v, sizeof v);
+			*woke = 1;
+			continue;
+		}
+		ev[k++] = ev[i];
+	}
+	return k;
+}
+
+/* Queue EV[FIRST..N) of a batch begun at purge count SEQ0 (ES's taker). */
+static void epq_push(struct bt_epset *es, int epfd, struct epoll_event *ev,
+		     int first, int n, uint64_t seq0)
+{
+	int fds[BT_EPQ_CAP];
+
+	bt_mutex_lock(&es->mu);
+	for (int i = first; i < n; i++) {
+		int fd = epmap_get(es, ev[i].data.u64);
+		fds[i] = fd;
+		if (epq_raced(es, seq0, fd))
+			continue;
+		struct bt_epq_ent *q =
+			&es->q[(es->qhead + es->qlen) % BT_EPQ_CAP];
+		q->data = ev[i].data.u64;
+		q->events = ev[i].events;
+		q->fd = fd;
+		__atomic_store_n(&es->qlen, es->qlen + 1, __ATOMIC_RELEASE);
+	}
+	epq_busy_update(es);
+	bt_mutex_unlock(&es->mu);
+	for (int i = first; i < n; i++)
+		ep_disarm(epfd, fds[i]);
+	ep_wake_set(es);
+}
+
+/* The end of ep_fetch's batch of R events (begun at purge count SEQ0):
+ * all but the first queued. */
+static __attribute__((noinline)) int
+ep_fetch_rest(struct bt_epset *es, int epfd, struct epoll_event *ev, int r,
+	      uint64_t seq0, int *woke)
+{
+	int e = errno, n, first;
+
+	n = r > 0 ? ep_strip_wake(es, ev, r, woke) : 0;
+	/* woken: everything is queued (held input may come first) */
+	first = *woke || n == 0 ? 0 : 1;
+	if (n > first)
+		epq_push(es, epfd, ev, first, n, seq0);
+	__atomic_store_n(&es->taking, 0, __ATOMIC_RELEASE);
+	errno = e;
+	return r < 0 ? r : first;
+}
+
+/*
+ * The real call of a round.  With MAX > 1 (and the queue on) it takes a
+ * batch of up to MAX, BT_EPQ_CAP and the room left in the queue: the
+ * first event goes to the caller in EV[0] (1 is returned), the others
+ * are queued.  One thread of a set takes batches at a time (the others
+ * ask for one event, as without the queue): only the taker adds to the
+ * queue, so the room it sees can only grow until it adds.  0: nothing
+ * for the caller: a timeout, or our wake-up (*WOKE set; the events that
+ * came with it queued).  < 0: the call failed (errno).
+ */
+static inline __attribute__((always_inline)) int
+ep_fetch(int kind, struct bt_epset *es, int epfd, struct epoll_event *ev,
+	 int max, int tmo, const struct timespec *ts, const sigset_t *sig,
+	 int *woke)
+{
+	int want = max < BT_EPQ_CAP ? max : BT_EPQ_CAP, r;
+	uint64_t seq0 = 0;
+
+	*woke = 0;
+	if (want > 1 && bt_conf.epq &&
+	    !__atomic_exchange_n(&es->taking, 1, __ATOMIC_SEQ_CST)) {
+		int room = BT_EPQ_CAP -
+			   (int)__atomic_load_n(&es->qlen, __ATOMIC_ACQUIRE);
+		if (want > room + 1)
+			want = room + 1;
+		seq0 = __atomic_load_n(&es->pseq, __ATOMIC_SEQ_CST);
+	} else {
+		want = 1;
+	}
+	r = ep_real(kind, epfd, ev, want, tmo, ts, sig);
+	if (want == 1) {
+		if (r == 1 && ev[0].data.u64 == es->cookie) {
+			uint64_t v;
+			(void)!REAL(read)(es->wake_fd, &v, sizeof v);
+			*woke = 1;
+			return 0;
+		}
+		return r;
+	}
+	if (likely(r == 1 && ev[0].data.u64 != es->cookie)) {
+		/* one event, for the caller: nothing to queue */
+		__atomic_store_n(&es->taking, 0, __ATOMIC_RELEASE);
+		return 1;
+	}
+	return ep_fetch_rest(es, epfd, ev, r, seq0, woke);
+}
+
 /* Drop our bt_epoll_wake-up events from a batch (isolation off). */
 static int strip_cookie(struct bt_epset *es, struct epoll_event *ev, int n)
 {
@@ -531,22 +896,19 @@ static int epoll_common(int kind, struct bt_epset *es, int epfd,
  * handled as there.
  */
 static int epoll_peek(int kind, struct bt_epset *es, int epfd,
-		      struct epoll_event *events, const sigset_t *sig)
+		      struct epoll_event *events, int max, const sigset_t *sig)
 {
-	int r;
+	int r, woke;
 
 	bt_self.depth++;
 	bt_self.epoch++;
-	r = kind == EPK_WAIT ? REAL(epoll_wait)(epfd, events, 1, 0)
-			     : REAL(epoll_pwait)(epfd, events, 1, 0, sig);
-	if (r == 1 && events[0].data.u64 == es->cookie) {
+	r = ep_fetch(kind, es, epfd, events, max, 0, NULL, sig, &woke);
+	if (woke) {
 		/* a bt_epoll_wake-up meant for a sleeper that saw the input first:
 		 * consumed, then the whole round (which peeks again) */
-		uint64_t v;
-		(void)!REAL(read)(es->wake_fd, &v, sizeof v);
 		es->last_synth = 0;
 		bt_leave();
-		return epoll_common(kind, es, epfd, events, 1, 0, NULL, sig);
+		return epoll_common(kind, es, epfd, events, max, 0, NULL, sig);
 	}
 	if (r == 1)
 		ep_took(es, epfd, &events[0]);
@@ -562,6 +924,7 @@ static inline int epoll_peek_ok(struct bt_epset *es, int maxevents,
 	return timeout_ms == 0 && es && bt_noreq_current() && maxevents >= 1 &&
 	       likely(bt_conf.enabled) && bt_self.depth == 0 &&
 	       bt_conf.isolation && !es->last_synth &&
+	       !__atomic_load_n(&es->qlen, __ATOMIC_RELAXED) &&
 	       !__atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE);
 }
 
@@ -572,7 +935,7 @@ static int epoll_common(int kind, struct bt_epset *es, int epfd,
 			const sigset_t *sig)
 {
 	uint64_t deadline = 0, now0 = 0;
-	int infinite, zero, r, fd;
+	int infinite, zero, r, fd, woke;
 
 	if (!bt_enter()) {
 		r = ep_real(kind, epfd, events, maxevents, timeout_ms, ts, sig);
@@ -586,6 +949,11 @@ static int epoll_common(int kind, struct bt_epset *es, int epfd,
 	    (bt_paused() && !__atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE))) {
 		if (bt_paused())
 			bt_paused_call();
+		/* events queued before the pause are still the program's */
+		if (es && maxevents >= 1 && epq_pop(es, events, &fd)) {
+			bt_leave();
+			return 1;
+		}
 		r = ep_real(kind, epfd, events, maxevents, timeout_ms, ts, sig);
 		if (es && r > 0)
 			r = strip_cookie(es, events, r);
@@ -639,6 +1007,12 @@ static int epoll_common(int kind, struct bt_epset *es, int epfd,
 			bt_leave();
 			return 1;
 		}
+		/* then the kernel's: those of the last batch first */
+		if (epq_pop(es, events, &fd)) {
+			ep_took_fd(es, epfd, &events[0], fd);
+			r = 1;
+			break;
+		}
 		if (zero) {
 			tmo = 0;        /* tts is zero */
 		} else if (!infinite) {
@@ -668,17 +1042,23 @@ static int epoll_common(int kind, struct bt_epset *es, int epfd,
 				r = 1;
 				break;
 			}
+			/* events queued by another thread meanwhile: it
+			 * wakes sleepers only, and this one is not asleep yet */
+			if (epq_pop(es, events, &fd)) {
+				__atomic_sub_fetch(&es->sleepers, 1, __ATOMIC_SEQ_CST);
+				ep_took_fd(es, epfd, &events[0], fd);
+				r = 1;
+				break;
+			}
 		}
-		r = ep_real(kind, epfd, events, 1, tmo,
-			    kind == EPK_PWAIT2 ? (infinite && !es->last_synth ? NULL : &tts) : NULL,
-			    sig);
+		r = ep_fetch(kind, es, epfd, events, maxevents, tmo,
+			     kind == EPK_PWAIT2 ? (infinite && !es->last_synth ? NULL : &tts) : NULL,
+			     sig, &woke);
 		if (tmo != 0)
 			__atomic_sub_fetch(&es->sleepers, 1, __ATOMIC_SEQ_CST);
 		if (r < 0)
 			break;
-		if (r == 1 && events[0].data.u64 == es->cookie) {
-			uint64_t v;
-			(void)!REAL(read)(es->wake_fd, &v, sizeof v);
+		if (woke) {
 			es->last_synth = 0;
 			continue;
 		}
@@ -709,7 +1089,7 @@ int bt_epoll_wait(int epfd, struct epoll_event *ev, int max, int tmo)
 	struct bt_epset *es = epset_of(epfd);
 
 	if (epoll_peek_ok(es, max, tmo))
-		return epoll_peek(EPK_WAIT, es, epfd, ev, NULL);
+		return epoll_peek(EPK_WAIT, es, epfd, ev, max, NULL);
 	return epoll_common(EPK_WAIT, es, epfd, ev, max, tmo, NULL, NULL);
 }
 
@@ -719,7 +1099,7 @@ int bt_epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo,
 	struct bt_epset *es = epset_of(epfd);
 
 	if (epoll_peek_ok(es, max, tmo))
-		return epoll_peek(EPK_PWAIT, es, epfd, ev, sig);
+		return epoll_peek(EPK_PWAIT, es, epfd, ev, max, sig);
 	return epoll_common(EPK_PWAIT, es, epfd, ev, max, tmo, NULL, sig);
 }
 

@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -330,14 +331,20 @@ int bt_dup3(int old, int nfd, int flags, int with_flags)
 		r = with_flags ? REAL(dup3)(old, nfd, flags)
 			       : REAL(dup2)(old, nfd);
 		e = errno;
-		if (r >= 0 && old != nfd)
+		if (r >= 0 && old != nfd) {
 			dup_to(old, nfd);
+			bt_epq_fds_gone(nfd, nfd);
+		}
 		bt_leave();
 		errno = e;
 		return r;
 	}
 	r = with_flags ? REAL(dup3)(old, nfd, flags) : REAL(dup2)(old, nfd);
+	e = errno;
+	if (r >= 0 && old != nfd)
+		bt_epq_fds_gone(nfd, nfd);
 	bt_leave_pass();
+	errno = e;
 	return r;
 }
 
@@ -378,13 +385,21 @@ int bt_close(int fd)
 		errno = EBADF;
 		return -1;
 	}
+	int r, e;
+
 	if (bt_enter()) {
 		forget(fd, 1);
 		bt_leave();
 	} else {
 		bt_leave_pass();
 	}
-	return REAL(close)(fd);
+	r = REAL(close)(fd);
+	e = errno;
+	/* after the kernel dropped FD from its sets: an event a batch took
+	 * before that is dropped now (epoll.c, "The readiness queue") */
+	bt_epq_fds_gone(fd, fd);
+	errno = e;
+	return r;
 }
 
 static void range_cb(int fd, uintptr_t w, void *ctx)
@@ -429,6 +444,7 @@ int bt_close_range(unsigned lo, unsigned hi, int flags)
 			break;
 		a = (unsigned)o + 1;
 	}
+	bt_epq_fds_gone((int)lo, hi > (unsigned)INT_MAX ? INT_MAX : (int)hi);
 	if (r < 0)
 		errno = e;
 	return r;
@@ -460,7 +476,13 @@ int bt_fclose(FILE *f)
 	} else if (fd >= 0) {
 		bt_leave_pass();
 	}
-	return REAL(fclose)(f);
+	{
+		int r = REAL(fclose)(f), e = errno;
+		if (fd >= 0)
+			bt_epq_fds_gone(fd, fd);
+		errno = e;
+		return r;
+	}
 }
 
 int bt_shutdown(int fd, int how)

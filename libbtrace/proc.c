@@ -158,10 +158,12 @@ static void atfork_prepare(void)
 {
 	fork_parent_tid = bt_proc_gettid();
 	bt_emit_atfork_prepare();
+	bt_epq_atfork_prepare();
 }
 
 static void atfork_parent(void)
 {
+	bt_epq_atfork_parent();
 	bt_emit_atfork_parent();
 }
 
@@ -171,6 +173,7 @@ static void atfork_child(void)
 	bt_emit_atfork_child();
 	bt_chan_pool_atfork_child();
 	bt_ready_atfork_child();
+	bt_epq_atfork_child();
 	bt_chan_atfork_child();
 	bt_self.tid = 0;
 	bt_self.epoch = 0;

@@ -14,12 +14,12 @@
  *    while it sleeps (a pipelined request left over by a worker thread, for
  *    instance); the bt_epoll_wake-up is consumed inside the wrapper.
  *
- * 2. One ready fd per call.  epoll_wait asks the kernel for one event
- *    (maxevents 1): the kernel keeps the rest queued, in order, with
- *    edge-triggered and EPOLLONESHOT semantics intact, and rotates
- *    level-triggered fds.  poll and select return one ready entry, chosen
- *    round-robin; the others are reported again by the next call, since
- *    poll and select are level-triggered.  The fd handed over is logged
+ * 2. One ready fd per call.  epoll_wait takes the kernel's batch once and
+ *    hands it over one event per call from the set's readiness queue
+ *    (epoll.c, "the readiness queue": events of an fd deleted, modified
+ *    or closed meanwhile are dropped).  poll and select return one ready
+ *    entry, chosen round-robin; the others are reported again by the
+ *    next call, since poll and select are level-triggered.  The fd handed over is logged
  *    (BT_EV_READY): the fragment that follows starts from it.
  *
  * With BTRACE_ISOLATION=0 calls are passed through whole and every ready fd

@@ -25,6 +25,10 @@ BT_HIDDEN void bt_ready_log_rec(int fd, uintptr_t w, uint32_t pollbits,
 /* ---- epoll.c ---- */
 struct epmap_ent { uint64_t data; int fd; };
 
+/* The readiness queue of a set (epoll.c, "The readiness queue"). */
+#define BT_EPQ_CAP  64              /* events taken from the kernel at once */
+struct bt_epq_ent { uint64_t data; uint32_t events; int fd; };
+
 struct bt_epset {
 	bt_mutex_t mu;
 	int      epfd;
@@ -36,6 +40,13 @@ struct bt_epset {
 	uint32_t cap, n;
 	uint64_t gen;               /* changes with every change of the map:
 				       unique among all sets (ep_gen) */
+	/* the readiness queue, under mu (qlen also read alone as a hint) */
+	unsigned qhead, qlen;
+	int      taking;            /* a thread is taking a batch (one at a time) */
+	int      busy;              /* counted in bt_epq_busy (qlen > 0) */
+	uint64_t pseq;              /* purges while a batch was taken */
+	struct bt_epset *next, **pprev;   /* every set (ep_sets) */
+	struct bt_epq_ent q[BT_EPQ_CAP];
 } __attribute__((aligned(64)));
 
 /* Wake the threads asleep in epoll_wait on EPFD (input became held). */

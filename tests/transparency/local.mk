@@ -15,6 +15,7 @@ TP_PROGS = \
 	tests/transparency/tp-daemon \
 	tests/transparency/tp-dup2 \
 	tests/transparency/tp-epoll \
+	tests/transparency/tp-epq \
 	tests/transparency/tp-fork-threads \
 	tests/transparency/tp-halfclose \
 	tests/transparency/tp-highfd \
@@ -52,6 +53,10 @@ tests_transparency_tp_dup2_LDADD = $(TP_LIBS)
 tests_transparency_tp_epoll_SOURCES = tests/transparency/tp-epoll.c $(TP_COMMON)
 tests_transparency_tp_epoll_CFLAGS = $(TP_CFLAGS)
 tests_transparency_tp_epoll_LDADD = $(TP_LIBS)
+
+tests_transparency_tp_epq_SOURCES = tests/transparency/tp-epq.c $(TP_COMMON)
+tests_transparency_tp_epq_CFLAGS = $(TP_CFLAGS)
+tests_transparency_tp_epq_LDADD = $(TP_LIBS)
 
 tests_transparency_tp_fork_threads_SOURCES = tests/transparency/tp-fork-threads.c $(TP_COMMON)
 tests_transparency_tp_fork_threads_CFLAGS = $(TP_CFLAGS)
