@@ -186,6 +186,7 @@ struct peer {
 	uint64_t bytes;           /* drained from this peer */
 	uint64_t blocks;
 	struct census *census;    /* census.c: its sockets, if it is looked at */
+	int      welcome_due;     /* HELLO read, WELCOME not sent yet (peer.c) */
 };
 
 TAILQ_HEAD(peer_list, peer);
@@ -232,7 +233,8 @@ int server_control(struct server *srv, unsigned cmd, char *text, size_t len);
 
 /* census.c: naming tracers that do their network I/O past libc
  * (docs/logd.md, "Programs that cannot be traced") */
-/* P said HELLO: remember the sockets it holds now (inherited, its own). */
+/* P said HELLO: remember the sockets it holds now (inherited, its own),
+ * unless its chunk 0, already mapped, says it can never be named. */
 void census_hello(struct peer *p);
 /* Forget P's census state. */
 void census_free(struct peer *p);

@@ -253,7 +253,6 @@ static int on_hello(struct peer *p, const uint8_t *pkt, size_t len)
 {
 	struct server *srv = p->srv;
 	struct bt_lm_hello m;
-	struct bt_lm_welcome w;
 	struct peer *q;
 
 	if (len != sizeof m) {
@@ -298,20 +297,9 @@ static int on_hello(struct peer *p, const uint8_t *pkt, size_t len)
 		return 1;
 	}
 	p->ring_id = m.ring_id;
-	/* before the WELCOME: the tracer's constructor waits for it, so
-	 * these are the sockets it held before its program ran */
-	census_hello(p);
-	memset(&w, 0, sizeof w);
-	w.h.type = BT_LM_WELCOME;
-	w.h.len = sizeof w;
-	w.h.version = BT_RING_VERSION;
-	w.flags = srv->flags;
-	snprintf(w.logdir, sizeof w.logdir, "%s", srv->logdir);
-	int r = send_pkt(p, &w, sizeof w);
-	if (r < 0) {
-		peer_drop(p, r, "cannot send WELCOME: %s", strerror(-r));
-		return 1;
-	}
+	/* the WELCOME once the packets queued behind the HELLO are read
+	 * (peer_welcome): chunk 0's CHUNK is usually among them */
+	p->welcome_due = 1;
 	peer_set_state(p, PEER_LIVE);
 	srv->peers_seen++;
 	log_info("peer pid %u (%s) connected, ring %llx", p->pid, p->exe,
@@ -580,6 +568,37 @@ out:
 	return gone;
 }
 
+/*
+ * The WELCOME of a HELLO read earlier, sent once the packets queued
+ * behind it have been read: a tracer sends chunk 0's CHUNK right behind
+ * its HELLO, so chunk 0 is mapped (and its flags set, BT_CF_LOGD) by
+ * then, and the census knows whether the tracer can ever be named.  The
+ * tracer waits for the WELCOME before its program runs, so the sockets
+ * the census lists now are still the ones it held at HELLO.  Returns 1
+ * when P was dropped.
+ */
+static int peer_welcome(struct peer *p)
+{
+	struct server *srv = p->srv;
+	struct bt_lm_welcome w;
+	int r;
+
+	p->welcome_due = 0;
+	census_hello(p);
+	memset(&w, 0, sizeof w);
+	w.h.type = BT_LM_WELCOME;
+	w.h.len = sizeof w;
+	w.h.version = BT_RING_VERSION;
+	w.flags = srv->flags;
+	snprintf(w.logdir, sizeof w.logdir, "%s", srv->logdir);
+	r = send_pkt(p, &w, sizeof w);
+	if (r < 0) {
+		peer_drop(p, r, "cannot send WELCOME: %s", strerror(-r));
+		return 1;
+	}
+	return 0;
+}
+
 /* Returns 1 when P is gone or closing. */
 static int peer_read_some(struct peer *p, unsigned max)
 {
@@ -591,7 +610,7 @@ static int peer_read_some(struct peer *p, unsigned max)
 		long r = peer_recv(p, buf, &fd, &why);
 
 		if (r == -EAGAIN)
-			return 0;
+			return p->welcome_due && peer_welcome(p);
 		if (r == 0) {
 			peer_eof(p);
 			return 1;
@@ -603,6 +622,9 @@ static int peer_read_some(struct peer *p, unsigned max)
 		if (peer_dispatch(p, buf, (size_t)r, fd))
 			return 1;
 	}
+	/* MAX packets read and more may be queued, or closing */
+	if (p->state != PEER_CLOSING && p->welcome_due)
+		return peer_welcome(p);
 	return 0;
 }
 
