@@ -149,7 +149,13 @@ void census_hello(struct peer *p)
 	c->base = NULL;
 	c->nbase = 0;
 	c->nprev = 0;
-	if (p->cred_pid <= 0 || !census_may_name(p)) {
+	if (p->cred_pid <= 0) {
+		c->off = 1;
+		return;
+	}
+	if (!census_may_name(p)) {
+		log_debug("census: pid %u not looked at: its shim counts socket calls already",
+			  p->pid);
 		c->off = 1;
 		return;
 	}
