@@ -196,6 +196,7 @@ struct server {
 	struct event_base *base;
 	struct evconnlistener *lst;
 	struct event *ev_drain, *ev_more, *ev_tick, *ev_accept;
+	struct event *ev_welcome;   /* peer.c: WELCOMEs still owed */
 	struct event *ev_sig[3];
 	struct peer_list peers;
 	unsigned npeers;
@@ -252,6 +253,8 @@ void peer_drop(struct peer *p, int err, const char *fmt, ...)
 int peer_reap(struct peer *p);
 /* Read and handle every packet already queued on P's socket (shutdown). */
 void peer_read_pending(struct peer *p);
+/* The timer of HELLOs whose chunk 0 did not follow: answer them now. */
+void peer_welcome_late(struct server *srv);
 /* Free P and everything it holds, unconditionally. */
 void peer_free(struct peer *p);
 /* Set P's state (every transition goes through here). */

@@ -23,6 +23,7 @@
 #include "logd.h"
 
 #define PEER_MAX_PACKETS 64    /* per read callback: fairness */
+#define WELCOME_WAIT_US 1000   /* for chunk 0's CHUNK before the WELCOME */
 #define PEER_PKT_MAX     2048  /* larger than any message */
 
 const char *peer_state_name(enum peer_state st)
@@ -599,6 +600,25 @@ static int peer_welcome(struct peer *p)
 	return 0;
 }
 
+/*
+ * P's queue is read up to a HELLO not answered yet.  Answer now if chunk
+ * 0 is mapped; else its CHUNK is usually on its way (the tracer sends it
+ * in the same sendmmsg, and we read between the two messages): its
+ * arrival wakes us again, and a tracer that sends it only after the
+ * WELCOME (an older one) is answered by peer_welcome_late within
+ * WELCOME_WAIT_US.  Returns 1 when P was dropped.
+ */
+static int welcome_when_ready(struct peer *p)
+{
+	struct timeval tv = { 0, WELCOME_WAIT_US };
+
+	if (p->chunk[0])
+		return peer_welcome(p);
+	if (!evtimer_pending(p->srv->ev_welcome, NULL))
+		evtimer_add(p->srv->ev_welcome, &tv);
+	return 0;
+}
+
 /* Returns 1 when P is gone or closing. */
 static int peer_read_some(struct peer *p, unsigned max)
 {
@@ -610,7 +630,7 @@ static int peer_read_some(struct peer *p, unsigned max)
 		long r = peer_recv(p, buf, &fd, &why);
 
 		if (r == -EAGAIN)
-			return p->welcome_due && peer_welcome(p);
+			return p->welcome_due && welcome_when_ready(p);
 		if (r == 0) {
 			peer_eof(p);
 			return 1;
@@ -624,8 +644,19 @@ static int peer_read_some(struct peer *p, unsigned max)
 	}
 	/* MAX packets read and more may be queued, or closing */
 	if (p->state != PEER_CLOSING && p->welcome_due)
-		return peer_welcome(p);
+		return welcome_when_ready(p);
 	return 0;
+}
+
+void peer_welcome_late(struct server *srv)
+{
+	struct peer *p, *next;
+
+	for (p = TAILQ_FIRST(&srv->peers); p; p = next) {
+		next = TAILQ_NEXT(p, entry);
+		if (p->welcome_due && p->state == PEER_LIVE)
+			peer_welcome(p);
+	}
 }
 
 static void peer_read_cb(evutil_socket_t fd, short what, void *arg)

@@ -3,10 +3,11 @@
 # docs/logd.md "Programs that cannot be traced") is skipped exactly when
 # the tracer can never be named, and naming is unchanged:
 #  - a traced python makes a socket through libc (its shim counts it) and
-#    forks; the child makes a TCP connection with syscall(2) by number and
-#    holds it past two looks: never named (its count is its parent's), and
-#    bp-logd says (-vv) that it did not read the child's /proc/PID/fd at
-#    HELLO (chunk 0, sent with the HELLO, already showed the count);
+#    forks three children; each makes a TCP connection with syscall(2) by
+#    number and holds it past two looks: never named (their count is their
+#    parent's), and bp-logd says (-vv) that it did not read a child's
+#    /proc/PID/fd at HELLO (chunk 0, sent with the HELLO, already showed
+#    the count);
 #  - the parent, whose count was 0 at HELLO, was looked at then;
 #  - tests/integ/rawsys (every socket call by number, count 0) is still
 #    named, so the census still runs for the tracers it can name.
@@ -45,8 +46,7 @@ import ctypes, os, socket, struct, sys, time
 port, secs = int(sys.argv[1]), float(sys.argv[2])
 s = socket.socket()            # counted by the parent's shim
 s.close()
-pid = os.fork()
-if pid == 0:
+def child():
     libc = ctypes.CDLL(None, use_errno=True)
     L = ctypes.c_long
     fd = libc.syscall(L(41), L(socket.AF_INET), L(socket.SOCK_STREAM), L(0))
@@ -57,9 +57,18 @@ if pid == 0:
         os._exit(3)
     time.sleep(secs)
     os._exit(0)
-_, st = os.waitpid(pid, 0)
-print('parent %d child %d status %d' % (os.getpid(), pid, st))
-sys.exit(0 if st == 0 else 1)
+kids = []
+for i in range(3):
+    pid = os.fork()
+    if pid == 0:
+        child()
+    kids.append(pid)
+bad = 0
+for pid in kids:
+    _, st = os.waitpid(pid, 0)
+    bad += st != 0
+print('parent %d children %s' % (os.getpid(), ' '.join(map(str, kids))))
+sys.exit(1 if bad else 0)
 PYEOF
 
 bp_logd_start "$T" -vv
@@ -69,16 +78,25 @@ bp_start echo "$T/echo.pid" "$PY" "$T/echo.py" "$PORT" "$T/echo.pid"
 timeout 30 env "LD_PRELOAD=$BP_SHIM" "BTRACE_LOGD=$BP_LOGD_SOCK" \
 	"$PY" "$T/fork.py" "$PORT" "$SECS" >"$T/fork.out" 2>"$T/fork.err" ||
 	bp_fail "the forking client failed: $(cat "$T/fork.out" "$T/fork.err")"
-read -r _ ppid _ cpid _ < "$T/fork.out" ||
+read -r _ ppid _ cpids < "$T/fork.out" ||
 	bp_fail "no pids from the forking client: $(cat "$T/fork.out")"
+[ -n "$cpids" ] || bp_fail "no children from the forking client: $(cat "$T/fork.out")"
 timeout 30 env "LD_PRELOAD=$BP_SHIM" "BTRACE_LOGD=$BP_LOGD_SOCK" \
 	"$RAW" "$PORT" "$SECS" >"$T/raw.out" 2>"$T/raw.err" ||
 	bp_fail "rawsys failed: $(cat "$T/raw.out" "$T/raw.err")"
 bp_stop echo any
 bp_logd_stop
 
-grep -q "census: pid $cpid not looked at: its shim counts socket calls already" "$T/logd.log" ||
-	bp_fail "bp-logd looked at the sockets of the forked child $cpid, whose count was its parent's: $(grep census "$T/logd.log" | head -20)"
+# (bp-logd waits up to 1 ms for chunk 0's CHUNK behind a HELLO; a child
+# whose CHUNK took longer, its CPU taken away between the two messages
+# of one sendmmsg, is looked at, as before: two of three at least)
+skipped=0
+for c in $cpids; do
+	grep -q "census: pid $c not looked at: its shim counts socket calls already" "$T/logd.log" &&
+		skipped=$((skipped + 1))
+done
+[ "$skipped" -ge 2 ] ||
+	bp_fail "bp-logd looked at the sockets of $((3 - skipped)) of the forked children ($cpids), whose count was their parent's: $(grep "census:" "$T/logd.log" | head -20)"
 if grep -q "census: pid $ppid not looked at" "$T/logd.log"; then
 	bp_fail "bp-logd skipped the look at the parent $ppid, whose count was 0 at HELLO"
 fi
@@ -90,4 +108,4 @@ grep -q "^bp-reconstruct: rawsys ($RAW, pid [0-9]*) does its network I/O past li
 n=$(grep -c "does its network I/O past libc" "$T/recon.err")
 [ "$n" = 1 ] || bp_fail "$n programs named in the summary, not 1 (the forked child must not be): $(cat "$T/recon.err")"
 
-echo "PASS: $BP_TEST: the forked child ($cpid) of a counting parent not looked at at HELLO and never named; the parent looked at; rawsys named"
+echo "PASS: $BP_TEST: $skipped of the forked children ($cpids) of a counting parent not looked at at HELLO, none named; the parent looked at; rawsys named"
