@@ -298,8 +298,8 @@ static int on_hello(struct peer *p, const uint8_t *pkt, size_t len)
 		return 1;
 	}
 	p->ring_id = m.ring_id;
-	/* the WELCOME once the packets queued behind the HELLO are read
-	 * (peer_welcome): chunk 0's CHUNK is usually among them */
+	/* the WELCOME once chunk 0's CHUNK, sent right behind the HELLO,
+	 * is read and mapped (welcome_when_ready) */
 	p->welcome_due = 1;
 	peer_set_state(p, PEER_LIVE);
 	srv->peers_seen++;
@@ -570,13 +570,12 @@ out:
 }
 
 /*
- * The WELCOME of a HELLO read earlier, sent once the packets queued
- * behind it have been read: a tracer sends chunk 0's CHUNK right behind
- * its HELLO, so chunk 0 is mapped (and its flags set, BT_CF_LOGD) by
- * then, and the census knows whether the tracer can ever be named.  The
- * tracer waits for the WELCOME before its program runs, so the sockets
- * the census lists now are still the ones it held at HELLO.  Returns 1
- * when P was dropped.
+ * The WELCOME of a HELLO read earlier, sent once chunk 0 is mapped (and
+ * its flags set, BT_CF_LOGD) or given up for (welcome_when_ready): the
+ * census then knows whether the tracer can ever be named.  The tracer
+ * waits for the WELCOME before its program runs, so the sockets the
+ * census lists now are still the ones it held at HELLO.  Returns 1 when
+ * P was dropped.
  */
 static int peer_welcome(struct peer *p)
 {
