@@ -120,6 +120,23 @@ static struct census *census_of(struct peer *p)
 	return p->census;
 }
 
+/*
+ * Can P ever be named?  Not once its shim has counted a socket call
+ * (census_socks, monotonic) or when it is an older shim without a count:
+ * census_look sets such a peer off at its first look.  A forked child of
+ * a server inherits its parent's count, so the sockets it holds need not
+ * be listed (readlink of each of /proc/PID/fd, the larger part of what a
+ * HELLO costs bp-logd).  Unknown while chunk 0 is not mapped: 1.
+ */
+static int census_may_name(struct peer *p)
+{
+	uint32_t socks;
+
+	if (!p->chunk[0])
+		return 1;
+	return chunk_census(p->chunk[0], &socks) == 0 && !socks;
+}
+
 void census_hello(struct peer *p)
 {
 	struct census *c = census_of(p);
@@ -133,6 +150,12 @@ void census_hello(struct peer *p)
 	c->nbase = 0;
 	c->nprev = 0;
 	if (p->cred_pid <= 0) {
+		c->off = 1;
+		return;
+	}
+	if (!census_may_name(p)) {
+		log_debug("census: pid %u not looked at: its shim counts socket calls already",
+			  p->pid);
 		c->off = 1;
 		return;
 	}

@@ -186,6 +186,7 @@ struct peer {
 	uint64_t bytes;           /* drained from this peer */
 	uint64_t blocks;
 	struct census *census;    /* census.c: its sockets, if it is looked at */
+	int      welcome_due;     /* HELLO read, WELCOME not sent yet (peer.c) */
 };
 
 TAILQ_HEAD(peer_list, peer);
@@ -195,6 +196,7 @@ struct server {
 	struct event_base *base;
 	struct evconnlistener *lst;
 	struct event *ev_drain, *ev_more, *ev_tick, *ev_accept;
+	struct event *ev_welcome;   /* peer.c: WELCOMEs still owed */
 	struct event *ev_sig[3];
 	struct peer_list peers;
 	unsigned npeers;
@@ -232,7 +234,8 @@ int server_control(struct server *srv, unsigned cmd, char *text, size_t len);
 
 /* census.c: naming tracers that do their network I/O past libc
  * (docs/logd.md, "Programs that cannot be traced") */
-/* P said HELLO: remember the sockets it holds now (inherited, its own). */
+/* P said HELLO: remember the sockets it holds now (inherited, its own),
+ * unless its chunk 0, already mapped, says it can never be named. */
 void census_hello(struct peer *p);
 /* Forget P's census state. */
 void census_free(struct peer *p);
@@ -250,6 +253,8 @@ void peer_drop(struct peer *p, int err, const char *fmt, ...)
 int peer_reap(struct peer *p);
 /* Read and handle every packet already queued on P's socket (shutdown). */
 void peer_read_pending(struct peer *p);
+/* The timer of HELLOs whose chunk 0 did not follow: answer them now. */
+void peer_welcome_late(struct server *srv);
 /* Free P and everything it holds, unconditionally. */
 void peer_free(struct peer *p);
 /* Set P's state (every transition goes through here). */

@@ -23,6 +23,7 @@
 #include "logd.h"
 
 #define PEER_MAX_PACKETS 64    /* per read callback: fairness */
+#define WELCOME_WAIT_US 1000   /* for chunk 0's CHUNK before the WELCOME */
 #define PEER_PKT_MAX     2048  /* larger than any message */
 
 const char *peer_state_name(enum peer_state st)
@@ -253,7 +254,6 @@ static int on_hello(struct peer *p, const uint8_t *pkt, size_t len)
 {
 	struct server *srv = p->srv;
 	struct bt_lm_hello m;
-	struct bt_lm_welcome w;
 	struct peer *q;
 
 	if (len != sizeof m) {
@@ -298,20 +298,9 @@ static int on_hello(struct peer *p, const uint8_t *pkt, size_t len)
 		return 1;
 	}
 	p->ring_id = m.ring_id;
-	/* before the WELCOME: the tracer's constructor waits for it, so
-	 * these are the sockets it held before its program ran */
-	census_hello(p);
-	memset(&w, 0, sizeof w);
-	w.h.type = BT_LM_WELCOME;
-	w.h.len = sizeof w;
-	w.h.version = BT_RING_VERSION;
-	w.flags = srv->flags;
-	snprintf(w.logdir, sizeof w.logdir, "%s", srv->logdir);
-	int r = send_pkt(p, &w, sizeof w);
-	if (r < 0) {
-		peer_drop(p, r, "cannot send WELCOME: %s", strerror(-r));
-		return 1;
-	}
+	/* the WELCOME once chunk 0's CHUNK, sent right behind the HELLO,
+	 * is read and mapped (welcome_when_ready) */
+	p->welcome_due = 1;
 	peer_set_state(p, PEER_LIVE);
 	srv->peers_seen++;
 	log_info("peer pid %u (%s) connected, ring %llx", p->pid, p->exe,
@@ -580,6 +569,55 @@ out:
 	return gone;
 }
 
+/*
+ * The WELCOME of a HELLO read earlier, sent once chunk 0 is mapped (and
+ * its flags set, BT_CF_LOGD) or given up for (welcome_when_ready): the
+ * census then knows whether the tracer can ever be named.  The tracer
+ * waits for the WELCOME before its program runs, so the sockets the
+ * census lists now are still the ones it held at HELLO.  Returns 1 when
+ * P was dropped.
+ */
+static int peer_welcome(struct peer *p)
+{
+	struct server *srv = p->srv;
+	struct bt_lm_welcome w;
+	int r;
+
+	p->welcome_due = 0;
+	census_hello(p);
+	memset(&w, 0, sizeof w);
+	w.h.type = BT_LM_WELCOME;
+	w.h.len = sizeof w;
+	w.h.version = BT_RING_VERSION;
+	w.flags = srv->flags;
+	snprintf(w.logdir, sizeof w.logdir, "%s", srv->logdir);
+	r = send_pkt(p, &w, sizeof w);
+	if (r < 0) {
+		peer_drop(p, r, "cannot send WELCOME: %s", strerror(-r));
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * P's queue is read up to a HELLO not answered yet.  Answer now if chunk
+ * 0 is mapped; else its CHUNK is usually on its way (the tracer sends it
+ * in the same sendmmsg, and we read between the two messages): its
+ * arrival wakes us again, and a tracer that sends it only after the
+ * WELCOME (an older one) is answered by peer_welcome_late within
+ * WELCOME_WAIT_US.  Returns 1 when P was dropped.
+ */
+static int welcome_when_ready(struct peer *p)
+{
+	struct timeval tv = { 0, WELCOME_WAIT_US };
+
+	if (p->chunk[0])
+		return peer_welcome(p);
+	if (!evtimer_pending(p->srv->ev_welcome, NULL))
+		evtimer_add(p->srv->ev_welcome, &tv);
+	return 0;
+}
+
 /* Returns 1 when P is gone or closing. */
 static int peer_read_some(struct peer *p, unsigned max)
 {
@@ -591,7 +629,7 @@ static int peer_read_some(struct peer *p, unsigned max)
 		long r = peer_recv(p, buf, &fd, &why);
 
 		if (r == -EAGAIN)
-			return 0;
+			return p->welcome_due && welcome_when_ready(p);
 		if (r == 0) {
 			peer_eof(p);
 			return 1;
@@ -603,7 +641,21 @@ static int peer_read_some(struct peer *p, unsigned max)
 		if (peer_dispatch(p, buf, (size_t)r, fd))
 			return 1;
 	}
+	/* MAX packets read and more may be queued, or closing */
+	if (p->state != PEER_CLOSING && p->welcome_due)
+		return welcome_when_ready(p);
 	return 0;
+}
+
+void peer_welcome_late(struct server *srv)
+{
+	struct peer *p, *next;
+
+	for (p = TAILQ_FIRST(&srv->peers); p; p = next) {
+		next = TAILQ_NEXT(p, entry);
+		if (p->welcome_due && p->state == PEER_LIVE)
+			peer_welcome(p);
+	}
 }
 
 static void peer_read_cb(evutil_socket_t fd, short what, void *arg)

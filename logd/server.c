@@ -192,6 +192,14 @@ static void drain_cb(evutil_socket_t fd, short what, void *arg)
 		event_active(srv->ev_more, EV_TIMEOUT, 0);
 }
 
+/* HELLOs whose chunk 0 has not come within WELCOME_WAIT_US (peer.c). */
+static void welcome_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	peer_welcome_late(arg);
+}
+
 static void tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct server *srv = arg;
@@ -455,7 +463,9 @@ int server_run(const struct logd_opts *o, int lfd, struct store *store)
 	srv->ev_drain = event_new(srv->base, -1, EV_PERSIST, drain_cb, srv);
 	srv->ev_more = event_new(srv->base, -1, 0, drain_cb, srv);
 	srv->ev_tick = event_new(srv->base, -1, EV_PERSIST, tick_cb, srv);
-	if (!srv->ev_accept || !srv->ev_drain || !srv->ev_more || !srv->ev_tick)
+	srv->ev_welcome = evtimer_new(srv->base, welcome_cb, srv);
+	if (!srv->ev_accept || !srv->ev_drain || !srv->ev_more || !srv->ev_tick ||
+	    !srv->ev_welcome)
 		fatal("cannot create timers (out of memory?)");
 	event_priority_set(srv->ev_more, 1);
 	event_add(srv->ev_drain, &iv);
@@ -483,6 +493,7 @@ int server_run(const struct logd_opts *o, int lfd, struct store *store)
 	event_free(srv->ev_drain);
 	event_free(srv->ev_more);
 	event_free(srv->ev_tick);
+	event_free(srv->ev_welcome);
 	event_base_free(srv->base);
 	store_close(srv->store);
 	free(srv->buf);

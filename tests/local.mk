@@ -15,6 +15,7 @@ INTEG_TESTS = \
 	tests/integ/gnutls-cli.sh \
 	tests/integ/rawsys.sh \
 	tests/integ/rawsys-go.sh \
+	tests/integ/census-fork.sh \
 	tests/integ/h2c-upgrade.sh \
 	tests/integ/sigwait.sh
 
