@@ -478,6 +478,12 @@ static int write_stats(struct rc_ctx *c)
 		sqlite3_bind_int64(s, 2, (int64_t)kv[i].v);
 		step(c, s, "stats");
 	}
+	/* --detail=spans says so (a full database has no such row) */
+	if (c->opt->detail == RC_DETAIL_SPANS) {
+		b_t(s, 1, "detail_spans_only");
+		sqlite3_bind_int64(s, 2, 1);
+		step(c, s, "stats");
+	}
 	sqlite3_finalize(s);
 	return c->db->failed ? -1 : 0;
 }
