@@ -1022,14 +1022,18 @@ void rc_db_span(struct rc_ctx *c, const struct rc_row_span *r)
 	row_put(c, K_SPAN, r);
 }
 
+/* With --detail=spans the messages and fragments rows are not written
+ * (their ids are still given out, so the other rows are the same). */
 void rc_db_message(struct rc_ctx *c, const struct rc_row_message *r)
 {
-	row_put(c, K_MESSAGE, r);
+	if (c->opt->detail != RC_DETAIL_SPANS)
+		row_put(c, K_MESSAGE, r);
 }
 
 void rc_db_fragment(struct rc_ctx *c, const struct rc_row_fragment *r)
 {
-	row_put(c, K_FRAGMENT, r);
+	if (c->opt->detail != RC_DETAIL_SPANS)
+		row_put(c, K_FRAGMENT, r);
 }
 
 void rc_db_file(struct rc_ctx *c, const struct rc_row_file *r)

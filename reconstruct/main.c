@@ -207,6 +207,19 @@ static const char help[] =
 "                           views are made again; the exports work on\n"
 "                           the result.  docs/reconstruct.md, \"Hosts\n"
 "                           reconstructed apart\".\n"
+"        --detail=LEVEL     which tables are written: full (the default)\n"
+"                           writes every table; spans leaves the per-event\n"
+"                           tables messages and fragments empty (created,\n"
+"                           no rows) and writes everything else as full\n"
+"                           does: requests, spans, attrs, files,\n"
+"                           processes, channels, the patterns and the\n"
+"                           views (unattributed then counts no messages\n"
+"                           or fragments; stats.detail_spans_only is 1).\n"
+"                           About a third fewer rows: about 30% less CPU\n"
+"                           and a file 37% smaller on bp-genbig's logs.\n"
+"                           Not with --host-local, --join, --otlp,\n"
+"                           --otlp-endpoint or --perfetto, which read\n"
+"                           messages or fragments.\n"
 "    -h, --help             show this help and exit.\n"
 "    -V, --version          show the version and exit.\n"
 "\n"
@@ -420,7 +433,8 @@ int main(int argc, char **argv)
 	       OPT_OTLP_TIMEOUT, OPT_OTLP_RETRIES, OPT_OTLP_CA, OPT_CH,
 	       OPT_CH_RUN, OPT_CH_HEADER, OPT_CH_CA, OPT_CH_COMPRESSION,
 	       OPT_CH_BATCH, OPT_CH_TIMEOUT, OPT_CH_RETRIES,
-	       OPT_HOST_LOCAL, OPT_JOIN, OPT_GRPC_UNARY, OPT_GRPC_PROTO };
+	       OPT_HOST_LOCAL, OPT_JOIN, OPT_GRPC_UNARY, OPT_GRPC_PROTO,
+	       OPT_DETAIL };
 	static const struct option longopts[] = {
 		{ "output",      required_argument, NULL, 'o' },
 		{ "reference",   required_argument, NULL, 'r' },
@@ -452,6 +466,7 @@ int main(int argc, char **argv)
 		{ "grpc-proto",  required_argument, NULL, OPT_GRPC_PROTO },
 		{ "host-local",  no_argument,       NULL, OPT_HOST_LOCAL },
 		{ "join",        no_argument,       NULL, OPT_JOIN },
+		{ "detail",      required_argument, NULL, OPT_DETAIL },
 		{ "help",        no_argument,       NULL, 'h' },
 		{ "version",     no_argument,       NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -606,6 +621,16 @@ int main(int argc, char **argv)
 		}
 		case OPT_HOST_LOCAL: host_local = 1; break;
 		case OPT_JOIN: join = 1; break;
+		case OPT_DETAIL:
+			if (!strcmp(optarg, "full"))
+				o.detail = RC_DETAIL_FULL;
+			else if (!strcmp(optarg, "spans"))
+				o.detail = RC_DETAIL_SPANS;
+			else {
+				usage_error("--detail is full or spans, not", optarg);
+				return RC_EXIT_USAGE;
+			}
+			break;
 		case 'h': fputs(help, stdout); return RC_EXIT_OK;
 		case 'V': printf("bp-reconstruct %s\n", PACKAGE_VERSION); return RC_EXIT_OK;
 		default:
@@ -627,6 +652,11 @@ int main(int argc, char **argv)
 	}
 	if (host_local && join) {
 		usage_error("--host-local and --join go apart: reconstruct each host with --host-local, then --join the databases", NULL);
+		return RC_EXIT_USAGE;
+	}
+	if (o.detail == RC_DETAIL_SPANS &&
+	    (host_local || join || ex.otlp || ex.push.url || ex.perfetto)) {
+		usage_error("--detail=spans leaves the messages and fragments tables empty, which --host-local, --join, --otlp, --otlp-endpoint and --perfetto read: use --detail=full (the default) with them", NULL);
 		return RC_EXIT_USAGE;
 	}
 	if (optind >= argc) {

@@ -32,7 +32,15 @@ struct rc_options {
 	 * shell patterns of "/package.Service/Method" (grpc.h) */
 	const char *const *grpc_unary;
 	int         ngrpc_unary;
+	int         detail;          /* enum rc_detail: which tables are
+					written (docs/reconstruct.md,
+					"Detail") */
 };
+
+/* --detail: RC_DETAIL_FULL (the default) writes every table;
+ * RC_DETAIL_SPANS leaves messages and fragments empty (their rows are
+ * the per-event detail; everything else is written as with full). */
+enum rc_detail { RC_DETAIL_FULL = 0, RC_DETAIL_SPANS = 1 };
 
 /* What rc_run found, for the caller's summary and the tests. */
 struct rc_summary {

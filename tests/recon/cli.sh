@@ -85,6 +85,36 @@ grep -q 'clock: app monotonic offset -5.000' "$tmp/err" ||
 [ "$(sqlite3 "$tmp/p3.db" 'SELECT COUNT(*) FROM requests WHERE complete = 1')" = 40 ] || fail "40 requests over three hosts"
 expect 0 "reference by name" -- $bin -r db "$tmp/logs3" -o "$tmp/p4.db"
 [ "$(sqlite3 "$tmp/p4.db" 'SELECT name FROM hosts WHERE reference = 1')" = db ] || fail "-r db"
+# --detail=spans: messages and fragments created empty, every other
+# table (and view) the same rows as the full database, whose dump has no
+# trace of the option; usage errors for bad levels and the readers of
+# the missing tables.
+expect 0 "--detail=spans" -- $bin -q --detail=spans "$tmp/logs3/front" "$tmp/logs3/app" "$tmp/logs3/db" -o "$tmp/ds.db"
+expect 0 "--detail=full" -- $bin -q --detail=full "$tmp/logs3/front" "$tmp/logs3/app" "$tmp/logs3/db" -o "$tmp/df.db"
+sqlite3 "$tmp/p3.db" .dump >"$tmp/p3.sql"
+sqlite3 "$tmp/df.db" .dump >"$tmp/df.sql"
+cmp -s "$tmp/p3.sql" "$tmp/df.sql" || fail "--detail=full differs from the default"
+[ "$(sqlite3 "$tmp/p3.db" 'SELECT COUNT(*) FROM messages')" -gt 100 ] || fail "few messages in the full database"
+[ "$(sqlite3 "$tmp/p3.db" 'SELECT COUNT(*) FROM fragments')" -gt 100 ] || fail "few fragments in the full database"
+[ "$(sqlite3 "$tmp/ds.db" 'SELECT COUNT(*) FROM messages') $(sqlite3 "$tmp/ds.db" 'SELECT COUNT(*) FROM fragments')" = "0 0" ] ||
+	fail "--detail=spans wrote messages or fragments"
+[ "$(sqlite3 "$tmp/ds.db" "SELECT value FROM stats WHERE key = 'detail_spans_only'")" = 1 ] || fail "stats.detail_spans_only"
+[ -z "$(sqlite3 "$tmp/p3.db" "SELECT value FROM stats WHERE key = 'detail_spans_only'")" ] || fail "detail_spans_only in a full database"
+for q in requests spans attrs files processes channels hosts warnings span_candidates \
+	 patterns pattern_nodes span_patterns latency_per_target request_paths errors \
+	 span_self_time uncertain_requests; do
+	a=$(sqlite3 "$tmp/p3.db" "SELECT * FROM $q ORDER BY 1" | md5sum)
+	b=$(sqlite3 "$tmp/ds.db" "SELECT * FROM $q ORDER BY 1" | md5sum)
+	[ "$a" = "$b" ] || fail "--detail=spans changed $q"
+done
+expect 1 "bad --detail" -- $bin --detail=some "$tmp/logs3" -o "$tmp/x.db"
+grep -q -- "--detail is full or spans, not 'some'" "$tmp/err" || fail "bad --detail message"
+for o in --host-local "--otlp=$tmp/o.json" "--perfetto=$tmp/p.json" --otlp-endpoint=http://127.0.0.1:9/; do
+	expect 1 "--detail=spans $o" -- $bin --detail=spans $o "$tmp/logs3/app" -o "$tmp/x.db"
+	grep -q -- '--detail=spans leaves the messages and fragments tables empty' "$tmp/err" ||
+		fail "--detail=spans $o: message"
+done
+[ ! -e "$tmp/x.db" ] || fail "a refused --detail left its database"
 # Hosts reconstructed apart (--host-local) and joined (--join): the same
 # spans under the same parents, and the clocks related again.
 edges() {   # edges DB: one line per span: it, its parent, its request
