@@ -18,7 +18,8 @@
  *
  *   op & 15: 0 connect, 1 HELLO, 2 CHUNK, 3 KICK, 4 BYE, 5 CTL,
  *            6 raw packet, 7 write into a slot, 8 shrink a memfd,
- *            9 drain pass, 10 hang up, 11 pause/resume, 12 header scribble
+ *            9 drain pass, 10 hang up, 11 pause/resume, 12 header scribble,
+ *            13 the timer of WELCOMEs owed fires (peer_welcome_late)
  *   op >> 4 & 3: which of four connections
  *
  * After every input, besides ASan/UBSan/LSan:
@@ -769,6 +770,10 @@ static void setup(void)
 	if (!srv->buf || !srv->base)
 		abort();
 	srv->ev_sig[0] = event_new(srv->base, -1, 0, noop_cb, NULL);
+	/* the timer of WELCOMEs owed (server.c): op 13 fires it */
+	srv->ev_welcome = evtimer_new(srv->base, noop_cb, NULL);
+	if (!srv->ev_welcome)
+		abort();
 	notes_init(&srv->notes);
 
 	/* the well-behaved tracer: one chunk of one 4 KiB slot */
@@ -867,6 +872,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 10: op_hangup(c); break;
 		case 11: op_pause(&in); break;
 		case 12: op_scribble(c, &in); break;
+		case 13: peer_welcome_late(srv); break;   /* its timer fires */
 		default: break;
 		}
 		reconcile(cs);
