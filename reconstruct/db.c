@@ -169,7 +169,7 @@ int rc_db_open(struct rc_ctx *c)
 	 * (2 million bp-genbig events: 70% fewer pread/pwrite calls, about
 	 * 15% less CPU); with a 16 MiB page cache the peak RSS is lower
 	 * too (57 MiB instead of 82; 16 KiB pages with 32 MiB: 175, the
-	 * sorter's buffers grow with it).  BENCHMARKS.md, phase 13. */
+	 * sorter's buffers grow with it).  BENCHMARKS.md, phase 16. */
 	if (exec(c, "PRAGMA page_size=16384;"
 		    "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
 		    "PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size=-16384;"
