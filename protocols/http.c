@@ -40,6 +40,9 @@
 
 #include <stdio.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "btrace/proto.h"
 #include "http.h"
@@ -70,6 +73,7 @@ enum { M_OTHER, M_HEAD, M_CONNECT };
 #define F_EXT      0x200u   /* chunk: in extensions */
 #define F_TOK      0x400u   /* start line: its first token has ended */
 #define F_H2C      0x800u   /* request: Upgrade: h2c */
+#define F_INPLACE  0x1000u  /* head_whole: kept values stay in the input */
 
 struct http_dir {
 	uint8_t  st;
@@ -84,6 +88,7 @@ struct http_dir {
 	uint64_t cl, remain, body;
 	char     tail[12];       /* the last bytes of a long start line */
 	struct { uint8_t key; uint16_t off, len; } at[HTTP_NATTR];
+	const char *src;         /* F_INPLACE: at[].off counts from here */
 	char     blen[24];
 	char     arena[HTTP_ARENA];
 };
@@ -150,7 +155,9 @@ static inline void trim(const char **v, size_t *n)
 	while (*n && is_sp((*v)[*n - 1])) (*n)--;
 }
 
-/* Keep [v, v+n) (inside the current line) as attribute KEY, at most MAX. */
+/* Keep [v, v+n) (inside the current line) as attribute KEY, at most MAX:
+ * copied into the arena, or with F_INPLACE (head_whole) only its offset
+ * from d->src noted. */
 static void keep(struct http_dir *d, uint8_t key, const char *v, size_t n,
 		 size_t max)
 {
@@ -163,9 +170,13 @@ static void keep(struct http_dir *d, uint8_t key, const char *v, size_t n,
 		n = n < max ? n : max;
 		d->f |= F_TRUNC;
 	}
-	memmove(d->arena + d->used, v, n);
 	d->at[d->nat].key = key;
-	d->at[d->nat].off = d->used;
+	if (d->f & F_INPLACE) {
+		d->at[d->nat].off = (uint16_t)(v - d->src);
+	} else {
+		memmove(d->arena + d->used, v, n);
+		d->at[d->nat].off = d->used;
+	}
 	d->at[d->nat].len = (uint16_t)n;
 	d->nat++;
 	d->used = (uint16_t)(d->used + n);
@@ -432,8 +443,11 @@ static int head_done(struct http_state *s, struct http_dir *d)
 	return 0;
 }
 
-/* Fill M with the message just ended in D and reset D for the next one. */
-static void emit(struct http_state *s, struct http_dir *d, struct bt_msg *m)
+/* Fill M with the message just ended in D and reset D for the next one.
+ * The kept values are at BASE + their offsets: the arena, or the input
+ * (head_whole). */
+static void emit(struct http_state *s, struct http_dir *d, struct bt_msg *m,
+		 const char *base)
 {
 	if (d->f & F_REPLY) {
 		m->kind = d->status < 200 && d->status != 101 ? BT_MK_ONEWAY :
@@ -457,13 +471,13 @@ static void emit(struct http_state *s, struct http_dir *d, struct bt_msg *m)
 		struct bt_attr *a = m->attr;
 		for (unsigned i = 0; i < d->nat; i++, a++) {
 			a->key = d->at[i].key;
-			a->val = d->arena + d->at[i].off;
+			a->val = base + d->at[i].off;
 			a->len = d->at[i].len;
 		}
 		m->nattr = d->nat;
 	} else {
 		for (unsigned i = 0; i < d->nat; i++)
-			bt_msg_attr(m, d->at[i].key, d->arena + d->at[i].off,
+			bt_msg_attr(m, d->at[i].key, base + d->at[i].off,
 				    d->at[i].len);
 	}
 	{       /* decimal, as "%llu" would write it: backwards from the end
@@ -779,6 +793,209 @@ static int fields_in_place(struct http_state *s, struct http_dir *d,
 	return r;
 }
 
+/*
+ * Bit J of *LF (*COL) set: byte B+J of P[0..N) is LF (':'), for the 64
+ * bytes from B that lie below N (B < N, N >= 64).  SSE2 (the x86-64
+ * baseline): four 16-byte loads; a block that would cross N is loaded
+ * from N - 64 instead and its bits shifted down, so no byte outside
+ * P[0..N) is read.  Elsewhere a byte loop.
+ */
+static inline __attribute__((always_inline)) void head_masks(const uint8_t *p, size_t n, size_t b,
+			      uint64_t *lf, uint64_t *col)
+{
+	size_t o = b + 64 <= n ? b : n - 64;
+	unsigned sh = (unsigned)(b - o);
+#if defined(__SSE2__)
+	const __m128i vl = _mm_set1_epi8('\n'), vc = _mm_set1_epi8(':');
+	const __m128i *q = (const __m128i *)(const void *)(p + o);
+	__m128i x0 = _mm_loadu_si128(q), x1 = _mm_loadu_si128(q + 1);
+	__m128i x2 = _mm_loadu_si128(q + 2), x3 = _mm_loadu_si128(q + 3);
+	uint64_t l0 = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(x0, vl));
+	uint64_t l1 = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(x1, vl));
+	uint64_t l2 = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(x2, vl));
+	uint64_t l3 = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(x3, vl));
+	uint64_t c0 = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(x0, vc));
+	uint64_t c1 = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(x1, vc));
+	uint64_t c2 = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(x2, vc));
+	uint64_t c3 = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(x3, vc));
+	*lf = (l0 | l1 << 16 | l2 << 32 | l3 << 48) >> sh;
+	*col = (c0 | c1 << 16 | c2 << 32 | c3 << 48) >> sh;
+#else
+	uint64_t ml = 0, mc = 0;
+	for (unsigned j = 0; j < 64; j++) {
+		ml |= (uint64_t)(p[o + j] == '\n') << j;
+		mc |= (uint64_t)(p[o + j] == ':') << j;
+	}
+	*lf = ml >> sh;
+	*col = mc >> sh;
+#endif
+}
+
+/*
+ * head_whole's scan.  Per block of 64 bytes at B: LF, the LF bits; and
+ * BAD, the LFs that end a line with no ':' before them.  A line's first
+ * LF-or-':' is found for all lines of the block at once: with M the bits
+ * of both and A the bits of the lines' starts, M - A borrows from each
+ * start up to the first bit of M at or after it and clears that bit, so
+ * M & ~(M - A) is those first bits (every line but the block's last has
+ * its LF in the block, which stops its borrow; the last one's borrow
+ * goes out of the word when it has neither yet: CIN, a start at bit 0
+ * of the next block).
+ */
+struct hscan {
+	const uint8_t *p;
+	size_t n, b;
+	uint64_t lf, bad, cin;
+};
+
+static inline __attribute__((always_inline)) void hs_block(struct hscan *h)
+{
+	uint64_t col, m, r, a;
+	head_masks(h->p, h->n, h->b, &h->lf, &col);
+	a = h->lf << 1 | h->cin;
+	m = h->lf | col;
+	h->cin = (uint64_t)__builtin_usubll_overflow(m, a,
+		(unsigned long long *)&r) | h->lf >> 63;
+	h->bad = m & ~r & h->lf;
+}
+
+/* The next LF of the scan (*E); *BAD: no ':' before it in its line.
+ * 0 when P[0..N) has no more LF. */
+static inline __attribute__((always_inline)) int hs_next(struct hscan *h,
+							 size_t *e, int *bad)
+{
+	while (!h->lf) {
+		h->b += 64;
+		if (h->b >= h->n)
+			return 0;
+		hs_block(h);
+	}
+	unsigned j = (unsigned)__builtin_ctzll(h->lf);
+	h->lf &= h->lf - 1;
+	*e = h->b + j;
+	*bad = (int)(h->bad >> j & 1);
+	return 1;
+}
+
+/*
+ * A whole head at the start of P[0..N), D fresh (no byte of this message
+ * taken, D->f 0): found and parsed in one pass, as the line by line path
+ * below would parse it, its kept values left in the input (F_INPLACE).
+ * The lines' ends come from bit masks of 64 bytes at a time (hs_block),
+ * each a tzcnt; a field line with a ':' whose name cannot be a kept one
+ * (its first byte, name_first) costs a few tests; one whose name can is
+ * given to field_named if a ':' is where a kept name of its first letter
+ * would end (then it is the line's first ':', as a kept name has none).
+ * Only heads of at most HTTP_ARENA bytes that end in P are taken, so no
+ * line is cut and no limit is reached (a kept value is a part of an
+ * earlier line, so the arena's room for a line never runs out).
+ * Anything else -- a head not whole in P, an empty line before it, a
+ * line the general path refuses (it then refuses it again) -- returns 0
+ * with D and S as they were, for the general path to take from the
+ * start.  Else the head's length, with *R head_done's result: 1 the
+ * message ended (emitted into M, its values pointing into P), 0 a body
+ * follows (values copied into the arena, as keep() would have).
+ */
+static size_t head_whole(struct http_state *s, struct http_dir *d, int dir,
+			 const uint8_t *p, size_t n, struct bt_msg *m, int *rp)
+{
+	struct hscan h;
+	uint8_t small[64];
+	size_t ls, e;
+	int bad;
+	int8_t req_dir = s->req_dir;
+
+	if (n < 16 || p[0] == '\r' || p[0] == '\n')
+		return 0;
+	h.p = p;
+	h.n = n < HTTP_ARENA ? n : HTTP_ARENA;
+	if (h.n < 64) {
+		/* a short input: scanned in a copy padded with NULs */
+		memcpy(small, p, h.n);
+		memset(small + h.n, 0, sizeof small - h.n);
+		h.p = small;
+		h.n = sizeof small;
+	}
+	h.b = 0;
+	h.cin = 1;
+	hs_block(&h);
+	d->f = F_INPLACE;
+	d->src = (const char *)p;
+	/* the start line */
+	if (!hs_next(&h, &e, &bad))
+		goto refuse;
+	{
+		const char *l = (const char *)p;
+		size_t len = e - (p[e - 1] == '\r');
+		if (!start_ok(d, l, 0, e + 1))
+			goto refuse;
+		d->f |= F_START;
+		if (start_line(s, d, dir, l, len, 0) < 0)
+			goto refuse;
+	}
+	ls = e + 1;
+	/* the field lines */
+	while (hs_next(&h, &e, &bad)) {
+		const char *l = (const char *)(p + ls);
+		size_t at = ls;
+		ls = e + 1;
+		if (bad) {
+			if (e == at || (e == at + 1 && l[0] == '\r'))
+				goto end;       /* the empty line */
+			if (is_sp(l[0]))
+				continue;       /* obs-fold: ignored */
+			goto refuse;            /* no ':' */
+		}
+		uint32_t fc = name_first[(uint8_t)l[0]];
+		if (!fc)
+			continue;
+		if (fc & NAME_OBS)
+			continue;               /* obs-fold: ignored */
+		do {
+			unsigned k = (unsigned)__builtin_ctz(fc);
+			if (k < e - at && l[k] == ':') {
+				size_t len = e - at - (p[e - 1] == '\r');
+				if (field_named(d, l, len, l + k) < 0)
+					goto refuse;
+				break;
+			}
+			fc &= fc - 1;
+		} while (fc);
+	}
+refuse:
+	s->req_dir = req_dir;
+	d->f = 0;
+	d->nat = 0;
+	d->used = 0;
+	d->cl = 0;
+	d->status = 0;
+	d->method = M_OTHER;
+	return 0;
+end:
+	/* head_done's refusals, which change S before they refuse */
+	if (!(d->f & F_REPLY) && (d->f & F_TE) && !(d->f & F_CHUNKED))
+		goto refuse;
+	if (!(d->f & F_REPLY) && d->method != M_OTHER &&
+	    s->sp_n >= HTTP_SPECIAL_MAX)
+		goto refuse;
+	d->head = (uint32_t)ls;
+	d->f &= (uint16_t)~F_INPLACE;
+	*rp = head_done(s, d);
+	if (*rp > 0) {
+		emit(s, d, m, (const char *)p);
+		return ls;
+	}
+	/* a body follows: the values into the arena, as keep() puts them */
+	uint16_t used = 0;
+	for (unsigned i = 0; i < d->nat; i++) {
+		memcpy(d->arena + used, p + d->at[i].off, d->at[i].len);
+		d->at[i].off = used;
+		used = (uint16_t)(used + d->at[i].len);
+	}
+	d->used = used;
+	return ls;
+}
+
 static long http_feed(void *st, int dir, const uint8_t *p, size_t n,
 		      struct bt_msg *m)
 {
@@ -790,6 +1007,9 @@ static long http_feed(void *st, int dir, const uint8_t *p, size_t n,
 	dir &= 1;
 	if (s->tunnel)
 		return BT_PP_LOST;
+	if (d->st == ST_HEAD && d->f == 0 && d->cur == 0 && d->line == 0 &&
+	    (i = head_whole(s, d, dir, p, n, m, &r)) != 0 && r > 0)
+		return (long)i;
 	while (i < n) {
 		switch (d->st) {
 		case ST_HEAD:
@@ -801,7 +1021,7 @@ static long http_feed(void *st, int dir, const uint8_t *p, size_t n,
 				if (r < 0)
 					return BT_PP_LOST;
 				if (r > 0) {
-					emit(s, d, m);
+					emit(s, d, m, d->arena);
 					return (long)i;
 				}
 				if (i != i0)
@@ -826,7 +1046,7 @@ static long http_feed(void *st, int dir, const uint8_t *p, size_t n,
 			if (r < 0)
 				return BT_PP_LOST;
 			if (r > 0) {
-				emit(s, d, m);
+				emit(s, d, m, d->arena);
 				return (long)i;
 			}
 			break;
@@ -836,7 +1056,7 @@ static long http_feed(void *st, int dir, const uint8_t *p, size_t n,
 			d->remain -= k;
 			d->body += k;
 			if (!d->remain) {
-				emit(s, d, m);
+				emit(s, d, m, d->arena);
 				return (long)i;
 			}
 			break;
@@ -894,7 +1114,7 @@ static long http_skip(void *st, int dir, size_t n, struct bt_msg *m)
 		d->remain -= k;
 		d->body += k;
 		if (!d->remain)
-			emit(s, d, m);
+			emit(s, d, m, d->arena);
 		return (long)k;
 	case ST_CDATA:
 		k = n < d->remain ? n : (size_t)d->remain;
@@ -917,7 +1137,7 @@ static void http_eof(void *st, int dir, struct bt_msg *m)
 	struct http_dir *d = &s->d[dir & 1];
 	if (d->st != ST_CLOSE || s->tunnel)
 		return;
-	emit(s, d, m);
+	emit(s, d, m, d->arena);
 	m->flags |= BT_MF_EOF;
 }
 
