@@ -56,6 +56,9 @@
 #define HTTP_KEEP_VALUE      160u    /* host, traceparent, x-request-id */
 #define HTTP_NATTR           6
 _Static_assert(HTTP_NATTR + 1 <= BT_EV_MAX_ATTR, "emit: room for body_len");
+_Static_assert(BT_AK_HOST < 16 && BT_AK_TRACEPARENT < 16 &&
+	       BT_AK_REQUEST_ID < 16 && BT_AK_METHOD < 16 &&
+	       BT_AK_TARGET < 16, "http_dir.keys");
 
 enum { ST_HEAD, ST_LEN, ST_CLOSE, ST_CSIZE, ST_CDATA, ST_CCRLF, ST_TRAILER };
 enum { M_OTHER, M_HEAD, M_CONNECT };
@@ -80,6 +83,7 @@ struct http_dir {
 	uint8_t  method;         /* M_*: of this request / of the answered one */
 	uint8_t  nat;
 	uint16_t f;
+	uint16_t keys;           /* bit K: attribute K kept (keys < 16) */
 	uint16_t used;           /* arena bytes of kept values */
 	uint16_t cur;            /* arena bytes of the current line */
 	uint32_t line;           /* bytes of the current line */
@@ -158,14 +162,14 @@ static inline void trim(const char **v, size_t *n)
 /* Keep [v, v+n) (inside the current line) as attribute KEY, at most MAX:
  * copied into the arena, or with F_INPLACE (head_whole) only its offset
  * from d->src noted. */
-static void keep(struct http_dir *d, uint8_t key, const char *v, size_t n,
-		 size_t max)
+static inline void keep(struct http_dir *d, uint8_t key, const char *v,
+			size_t n, size_t max)
 {
-	for (unsigned i = 0; i < d->nat; i++)
-		if (d->at[i].key == key)
-			return;             /* first occurrence wins */
+	if (d->keys & 1u << key)
+		return;                     /* first occurrence wins */
 	if (d->nat >= HTTP_NATTR)
 		return;
+	d->keys = (uint16_t)(d->keys | 1u << key);
 	if (n > max || (d->f & F_CUT)) {   /* cut here, or the line was */
 		n = n < max ? n : max;
 		d->f |= F_TRUNC;
@@ -387,7 +391,8 @@ static int field_line(struct http_dir *d, const char *l, size_t n)
  * The head is complete: choose the body framing.  Returns 1 if the message
  * ends here, 0 if a body follows, -1 lost.
  */
-static int head_done(struct http_state *s, struct http_dir *d)
+static inline __attribute__((always_inline)) int
+head_done(struct http_state *s, struct http_dir *d)
 {
 	if (!(d->f & F_REPLY)) {
 		if (d->f & F_H2C)
@@ -443,6 +448,12 @@ static int head_done(struct http_state *s, struct http_dir *d)
 	return 0;
 }
 
+/* "00" to "99" */
+static const char digits2[201] =
+	"00010203040506070809101112131415161718192021222324252627282930313233"
+	"34353637383940414243444546474849505152535455565758596061626364656667"
+	"6869707172737475767778798081828384858687888990919293949596979899";
+
 /* Fill M with the message just ended in D and reset D for the next one.
  * The kept values are at BASE + their offsets: the arena, or the input
  * (head_whole). */
@@ -485,10 +496,18 @@ static void emit(struct http_state *s, struct http_dir *d, struct bt_msg *m,
 		char *e = d->blen + sizeof d->blen - 1, *q = e;
 		unsigned long long v = (unsigned long long)d->body;
 		*e = 0;
-		do {
-			*--q = (char)('0' + v % 10);
-			v /= 10;
-		} while (v);
+		while (v >= 100) {          /* two digits a step */
+			unsigned r = (unsigned)(v % 100);
+			v /= 100;
+			q -= 2;
+			memcpy(q, digits2 + 2 * r, 2);
+		}
+		if (v >= 10) {
+			q -= 2;
+			memcpy(q, digits2 + 2 * v, 2);
+		} else {
+			*--q = (char)('0' + v);
+		}
 		bt_msg_attr(m, BT_AK_BODY_LEN, q, (size_t)(e - q));
 	}
 	if (d->f & F_TRUNC)
@@ -496,6 +515,7 @@ static void emit(struct http_state *s, struct http_dir *d, struct bt_msg *m,
 	d->st = ST_HEAD;
 	d->f = 0;
 	d->nat = 0;
+	d->keys = 0;
 	d->used = d->cur = 0;
 	d->line = d->head = 0;
 	d->cl = d->remain = d->body = 0;
@@ -591,6 +611,85 @@ rest:
 		if (start_cls[(unsigned char)l[i]] & C_CTL)
 			return 0;
 	return 1;
+}
+
+/*
+ * Are the bytes L[I..N) (I <= N) sure to hold no control character
+ * (start_cls C_CTL) and, if NOSP, no SP?  A word at a time; 0 may also
+ * mean "not sure" (ctl_word's bytes >= 0x80, HT or CR): the caller then
+ * takes the general path, which looks byte by byte.
+ */
+static inline int start_plain(const char *l, size_t i, size_t n, int nosp)
+{
+	const uint64_t ones = 0x0101010101010101ull, high = ones * 0x80;
+	uint64_t bad = 0, w, x;
+
+	if (i == n)
+		return 1;
+	if (n - i < 8 && n >= 8 &&
+	    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) {
+		/* the word that ends at N, its bytes before I masked off
+		 * (a borrow from them can only say yes wrongly) */
+		w = ld8(l + n - 8);
+		x = w ^ ones * ' ';
+		bad = ctl_word(w) | (nosp ? (x - ones) & ~x & high : 0);
+		return !(bad & ~0ull << 8 * (8 - (n - i)));
+	}
+	if (n - i < 8) {
+		for (; i < n; i++)
+			if ((start_cls[(unsigned char)l[i]] & C_CTL) ||
+			    (nosp && l[i] == ' '))
+				return 0;
+		return 1;
+	}
+	for (;; i += 8) {
+		if (i + 8 > n)
+			i = n - 8;          /* the last word overlaps */
+		w = ld8(l + i);
+		x = w ^ ones * ' ';
+		bad |= ctl_word(w) | (nosp ? (x - ones) & ~x & high : 0);
+		if (i + 8 == n)
+			return !bad;
+	}
+}
+
+/*
+ * head_whole's start line L[0..N) (without its CR LF) when it is one of
+ * the common ones, "GET " target " HTTP/1.x" or "HTTP/1.1 " status:
+ * what start_ok and start_line would do with it, done (1).  0 when it is
+ * not sure, with nothing done: the caller then calls them.
+ */
+static inline int start_common(struct http_state *s, struct http_dir *d,
+			       int dir, const char *l, size_t n)
+{
+	if (n >= 14 && ld4(l) == ld4("GET ")) {
+		/* start_ok: "GET " then no control character up to the end;
+		 * start_line: no SP in the target, " HTTP/1.x" at the end */
+		size_t tl = n - 13;
+		if (s->req_dir == !dir || ld8(l + n - 9) != ld8(" HTTP/1.") ||
+		    l[n - 1] < '0' || l[n - 1] > '9' ||
+		    !start_plain(l, 4, n - 9, 1))
+			return 0;
+		d->f |= F_TOK | F_START;
+		s->req_dir = (int8_t)dir;
+		d->method = M_OTHER;
+		keep(d, BT_AK_METHOD, l, 3, 32);
+		keep(d, BT_AK_TARGET, l + 4, tl, HTTP_KEEP_TARGET);
+		return 1;
+	}
+	if (n >= 12 && ld8(l) == ld8("HTTP/1.1") && l[8] == ' ') {
+		unsigned a = (unsigned char)l[9] - '0',
+			 b = (unsigned char)l[10] - '0',
+			 c = (unsigned char)l[11] - '0';
+		if (s->req_dir == dir || a > 9 || b > 9 || c > 9 || a == 0 ||
+		    (n > 12 && l[12] != ' ') || !start_plain(l, 9, n, 0))
+			return 0;
+		d->f |= F_TOK | F_START | F_REPLY;
+		d->status = a * 100 + b * 10 + c;
+		s->req_dir = (int8_t)!dir;
+		return 1;
+	}
+	return 0;
 }
 
 /* TAKE bytes of the current line at P were taken: counted, and while it
@@ -927,11 +1026,13 @@ static size_t head_whole(struct http_state *s, struct http_dir *d, int dir,
 	{
 		const char *l = (const char *)p;
 		size_t len = e - (p[e - 1] == '\r');
-		if (!start_ok(d, l, 0, e + 1))
-			goto refuse;
-		d->f |= F_START;
-		if (start_line(s, d, dir, l, len, 0) < 0)
-			goto refuse;
+		if (!start_common(s, d, dir, l, len)) {
+			if (!start_ok(d, l, 0, e + 1))
+				goto refuse;
+			d->f |= F_START;
+			if (start_line(s, d, dir, l, len, 0) < 0)
+				goto refuse;
+		}
 	}
 	ls = e + 1;
 	/* the field lines */
@@ -966,6 +1067,7 @@ refuse:
 	s->req_dir = req_dir;
 	d->f = 0;
 	d->nat = 0;
+	d->keys = 0;
 	d->used = 0;
 	d->cl = 0;
 	d->status = 0;
