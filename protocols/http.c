@@ -38,6 +38,7 @@
  */
 #include "config.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #if defined(__SSE2__)
@@ -187,7 +188,7 @@ static inline void keep(struct http_dir *d, uint8_t key, const char *v,
 }
 
 /* Content-Length: 1#DIGIT, all list members equal.  -1 if invalid. */
-static int parse_cl(struct http_dir *d, const char *v, size_t n)
+static inline __attribute__((always_inline)) int parse_cl(struct http_dir *d, const char *v, size_t n)
 {
 	size_t start = 0;
 
@@ -195,8 +196,9 @@ static int parse_cl(struct http_dir *d, const char *v, size_t n)
 		/* one number, the usual value: as the loop below takes it */
 		uint64_t x = 0;
 		size_t j = 0;
-		for (; j < n && v[j] >= '0' && v[j] <= '9'; j++)
-			x = x * 10 + (uint64_t)(v[j] - '0');
+		unsigned dg;
+		for (; j < n && (dg = (unsigned char)v[j] - '0') <= 9; j++)
+			x = x * 10 + dg;
 		if (j == n) {
 			d->cl = x;
 			d->f |= F_CL;
@@ -512,15 +514,10 @@ static void emit(struct http_state *s, struct http_dir *d, struct bt_msg *m,
 	}
 	if (d->f & F_TRUNC)
 		m->flags |= BT_MF_TRUNC;
-	d->st = ST_HEAD;
-	d->f = 0;
-	d->nat = 0;
-	d->keys = 0;
-	d->used = d->cur = 0;
-	d->line = d->head = 0;
-	d->cl = d->remain = d->body = 0;
-	d->status = 0;
-	d->method = M_OTHER;
+	/* st ST_HEAD, method M_OTHER, and every count 0: all that
+	 * precedes tail */
+	_Static_assert(ST_HEAD == 0 && M_OTHER == 0, "emit: a fresh head is 0");
+	memset(d, 0, offsetof(struct http_dir, tail));
 }
 
 /*
@@ -1056,8 +1053,23 @@ static size_t head_whole(struct http_state *s, struct http_dir *d, int dir,
 			unsigned k = (unsigned)__builtin_ctz(fc);
 			if (k < e - at && l[k] == ':') {
 				size_t len = e - at - (p[e - 1] == '\r');
-				if (field_named(d, l, len, l + k) < 0)
+				const char *v = l + k + 1;
+				size_t vl = len - k - 1;
+				/* field_named's two common names at once */
+				if (k == 4 && tok_eq(l, "host", 4)) {
+					if (!(d->f & F_REPLY)) {
+						trim(&v, &vl);
+						keep(d, BT_AK_HOST, v, vl,
+						     HTTP_KEEP_VALUE);
+					}
+				} else if (k == 14 &&
+					   tok_eq(l, "content-length", 14)) {
+					trim(&v, &vl);
+					if (parse_cl(d, v, vl) < 0)
+						goto refuse;
+				} else if (field_named(d, l, len, l + k) < 0) {
 					goto refuse;
+				}
 				break;
 			}
 			fc &= fc - 1;
