@@ -188,7 +188,8 @@ static inline void keep(struct http_dir *d, uint8_t key, const char *v,
 }
 
 /* Content-Length: 1#DIGIT, all list members equal.  -1 if invalid. */
-static inline __attribute__((always_inline)) int parse_cl(struct http_dir *d, const char *v, size_t n)
+static inline __attribute__((always_inline)) int
+parse_cl(struct http_dir *d, const char *v, size_t n)
 {
 	size_t start = 0;
 
@@ -896,8 +897,8 @@ static int fields_in_place(struct http_state *s, struct http_dir *d,
  * from N - 64 instead and its bits shifted down, so no byte outside
  * P[0..N) is read.  Elsewhere a byte loop.
  */
-static inline __attribute__((always_inline)) void head_masks(const uint8_t *p, size_t n, size_t b,
-			      uint64_t *lf, uint64_t *col)
+static inline __attribute__((always_inline)) void
+head_masks(const uint8_t *p, size_t n, size_t b, uint64_t *lf, uint64_t *col)
 {
 	size_t o = b + 64 <= n ? b : n - 64;
 	unsigned sh = (unsigned)(b - o);
