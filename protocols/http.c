@@ -28,10 +28,14 @@
  * HTTP_LINE_MAX, a chunk-size line of HTTP_CHUNK_LINE_MAX, HTTP_SPECIAL_MAX
  * pending HEAD/CONNECT requests: beyond any of them, BT_PP_LOST.
  *
+ * A head that arrives whole in one feed() (the common case) is read in
+ * one pass by head_whole; one split across calls, and anything that pass
+ * is not sure of, line by line, with the same result.
+ *
  * The sniffer, which decides whether a channel speaks HTTP, is
  * http_sniff.c.  The parser stays whole in this file although it is
- * about 800 lines: feed() runs for every byte the traced program sends
- * or receives, and its head-line scanner, field parser and body framing
+ * about 1,300 lines: feed() runs for every byte the traced program sends
+ * or receives, and its head scanners, field parser and body framing
  * are static functions the compiler inlines into it; in other files
  * (without link-time optimisation) each would be a call per line or per
  * chunk byte, on the hot path measured by bench/nginx-ir.sh.
