@@ -56,3 +56,14 @@ fuzz_fuzz_ssl_LDADD = libbtcommon.la $(PCRE2_LIBS) $(OPENSSL_LIBS) -ldl \
 	-lpthread
 endif
 EXTRA_DIST += fuzz/ssl-seeds.py
+
+# bp-reconstruct's .proto reader and method patterns (reconstruct/grpc.c:
+# --grpc-proto, --grpc-unary) from hostile text.
+if ENABLE_FUZZING
+noinst_PROGRAMS += fuzz/fuzz-grpc-proto
+fuzz_fuzz_grpc_proto_SOURCES = fuzz/fuzz_grpc_proto.c reconstruct/grpc.c
+fuzz_fuzz_grpc_proto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir) -I$(top_srcdir)/reconstruct
+fuzz_fuzz_grpc_proto_CFLAGS = $(AM_CFLAGS) $(FUZZ_FLAGS)
+fuzz_fuzz_grpc_proto_LDFLAGS = $(FUZZ_FLAGS)
+endif
+EXTRA_DIST += fuzz/grpc-proto-seeds
