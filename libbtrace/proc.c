@@ -107,9 +107,10 @@ static char **ctor_argv;
  * The first bytes of /proc/self/cmdline into bt_proc.cmdline, N of them.
  * From the constructor's ARGV when there is one: the same bytes (the
  * kernel's copy of the arguments, each followed by a NUL, which argv
- * points into; nothing has run yet that could have rewritten them)
- * without the three system calls and the look-up in /proc of reading
- * the file.
+ * points into; main has not run, and only an earlier constructor that
+ * moved them elsewhere and wrote a new title in their place, as
+ * setproctitle does, would make the two differ) without the three
+ * system calls and the look-up in /proc of reading the file.
  */
 static ssize_t cmdline_bytes(void)
 {
