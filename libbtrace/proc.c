@@ -97,16 +97,50 @@ void bt_proc_first_records(void)
 	bt_emit_always(&ev);
 }
 
+/* The arguments glibc passes to the constructor (argc < 0: bt_init was
+ * called from elsewhere first, e.g. a wrapped call in an earlier
+ * constructor). */
+static int ctor_argc = -1;
+static char **ctor_argv;
+
+/*
+ * The first bytes of /proc/self/cmdline into bt_proc.cmdline, N of them.
+ * From the constructor's ARGV when there is one: the same bytes (the
+ * kernel's copy of the arguments, each followed by a NUL, which argv
+ * points into; main has not run, and only an earlier constructor that
+ * moved them elsewhere and wrote a new title in their place, as
+ * setproctitle does, would make the two differ) without the three
+ * system calls and the look-up in /proc of reading the file.
+ */
+static ssize_t cmdline_bytes(void)
+{
+	size_t cap = sizeof bt_proc.cmdline - 1, n = 0;
+	ssize_t r;
+	int fd;
+
+	if (ctor_argc >= 0 && ctor_argv) {
+		for (int i = 0; i < ctor_argc && ctor_argv[i] && n < cap; i++) {
+			size_t l = strlen(ctor_argv[i]) + 1;
+			if (l > cap - n)
+				l = cap - n;
+			memcpy(bt_proc.cmdline + n, ctor_argv[i], l);
+			n += l;
+		}
+		return (ssize_t)n;
+	}
+	fd = REAL(open)("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	r = REAL(read)(fd, bt_proc.cmdline, cap);
+	REAL(close)(fd);
+	return r;
+}
+
 static void read_cmdline(void)
 {
-	int fd = REAL(open)("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	ssize_t n = 0;
+	ssize_t n = cmdline_bytes();
 
 	bt_proc.cmdline_len = 0;
-	if (fd < 0)
-		return;
-	n = REAL(read)(fd, bt_proc.cmdline, sizeof bt_proc.cmdline - 1);
-	REAL(close)(fd);
 	if (n <= 0)
 		return;
 	while (n > 0 && bt_proc.cmdline[n - 1] == 0)
@@ -241,9 +275,17 @@ void bt_init(void)
 	bt_emit_claim();
 }
 
-__attribute__((constructor(200))) static void bt_ctor(void)
+/* glibc calls constructors with the program's arguments and
+ * environment (read_cmdline uses the arguments). */
+__attribute__((constructor(200))) static void bt_ctor(int argc, char **argv,
+						    char **envp)
 {
+	(void)envp;
+	ctor_argc = argc;
+	ctor_argv = argv;
 	bt_init();
+	ctor_argc = -1;
+	ctor_argv = NULL;
 }
 
 __attribute__((destructor)) static void bt_dtor(void)

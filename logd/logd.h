@@ -194,9 +194,10 @@ TAILQ_HEAD(peer_list, peer);
 struct server {
 	const struct logd_opts *o;
 	struct event_base *base;
-	struct evconnlistener *lst;
+	struct event *ev_listen;    /* the listening socket (server.c) */
 	struct event *ev_drain, *ev_more, *ev_tick, *ev_accept;
 	struct event *ev_welcome;   /* peer.c: WELCOMEs still owed */
+	unsigned welcomes_owed;     /* peers with welcome_due set */
 	struct event *ev_sig[3];
 	struct peer_list peers;
 	unsigned npeers;

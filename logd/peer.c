@@ -53,7 +53,7 @@ void peer_set_state(struct peer *p, enum peer_state st)
 }
 
 static void peer_read_cb(evutil_socket_t fd, short what, void *arg);
-static int peer_read_some(struct peer *p, unsigned max);
+static int peer_read_some(struct peer *p, unsigned max, int stop);
 
 void peer_accept(struct server *srv, int fd)
 {
@@ -97,7 +97,7 @@ void peer_accept(struct server *srv, int fd)
 	/* A tracer sends HELLO and its CHUNKs right after connecting: they
 	 * are usually queued by now, and reading them in this pass saves
 	 * the daemon a wake-up per traced process (EAGAIN if not). */
-	peer_read_some(p, PEER_MAX_PACKETS);
+	peer_read_some(p, PEER_MAX_PACKETS, 1);
 }
 
 static void close_socket(struct peer *p)
@@ -112,10 +112,26 @@ static void close_socket(struct peer *p)
 	}
 }
 
+/* P's WELCOME is no longer owed (sent, or P is going): the timer that
+ * waits for late chunks is stopped when no other peer is owed one, so
+ * that it does not wake the loop for nothing. */
+static void welcome_settled(struct peer *p)
+{
+	struct server *srv = p->srv;
+
+	if (!p->welcome_due)
+		return;
+	p->welcome_due = 0;
+	if (srv->welcomes_owed && --srv->welcomes_owed == 0 &&
+	    srv->ev_welcome && evtimer_pending(srv->ev_welcome, NULL))
+		evtimer_del(srv->ev_welcome);
+}
+
 void peer_free(struct peer *p)
 {
 	struct server *srv = p->srv;
 
+	welcome_settled(p);
 	close_socket(p);
 	census_free(p);
 	for (unsigned i = 0; i < BT_RING_MAX_CHUNKS; i++)
@@ -203,6 +219,19 @@ static int send_pkt(struct peer *p, const void *m, size_t len)
 	return (size_t)w == len ? 0 : -EMSGSIZE;
 }
 
+/* bp-logd's effective uid: it never changes it, so one system call. */
+static uid_t logd_euid(void)
+{
+	static uid_t euid;
+	static int known;
+
+	if (!known) {
+		euid = geteuid();
+		known = 1;
+	}
+	return euid;
+}
+
 static int uid_allowed(const struct server *srv, const struct peer *p)
 {
 	const struct logd_opts *o = srv->o;
@@ -210,7 +239,7 @@ static int uid_allowed(const struct server *srv, const struct peer *p)
 	socklen_t gl = sizeof groups;
 	int ng = 0;
 
-	if (p->cred_uid == geteuid())
+	if (p->cred_uid == logd_euid())
 		return 1;
 	for (unsigned i = 0; i < o->n_allow_uid; i++)
 		if (o->allow_uid[i] == p->cred_uid)
@@ -273,7 +302,7 @@ static int on_hello(struct peer *p, const uint8_t *pkt, size_t len)
 	if (!uid_allowed(srv, p)) {
 		log_warn("refusing pid %u (%s): uid %u is not this daemon's uid %u and not allowed by -u/-g",
 			 m.pid, p->exe, (unsigned)p->cred_uid,
-			 (unsigned)geteuid());
+			 (unsigned)logd_euid());
 		notes_add(&srv->notes, BT_LN_REFUSED, m.pid,
 			  (int64_t)p->cred_uid, "exe=%s", p->exe);
 		srv->peers_refused++;
@@ -301,6 +330,7 @@ static int on_hello(struct peer *p, const uint8_t *pkt, size_t len)
 	/* the WELCOME once chunk 0's CHUNK, sent right behind the HELLO,
 	 * is read and mapped (welcome_when_ready) */
 	p->welcome_due = 1;
+	srv->welcomes_owed++;
 	peer_set_state(p, PEER_LIVE);
 	srv->peers_seen++;
 	log_info("peer pid %u (%s) connected, ring %llx", p->pid, p->exe,
@@ -402,7 +432,7 @@ static void on_ctl(struct peer *p, const uint8_t *pkt, size_t len)
 	size_t tl, off = 0;
 	int st;
 
-	if (p->cred_uid != geteuid() && p->cred_uid != 0) {
+	if (p->cred_uid != logd_euid() && p->cred_uid != 0) {
 		log_warn("refusing control command from pid %d: uid %u is not this daemon's uid",
 			 (int)p->cred_pid, (unsigned)p->cred_uid);
 		peer_free(p);
@@ -583,7 +613,7 @@ static int peer_welcome(struct peer *p)
 	struct bt_lm_welcome w;
 	int r;
 
-	p->welcome_due = 0;
+	welcome_settled(p);
 	census_hello(p);
 	memset(&w, 0, sizeof w);
 	w.h.type = BT_LM_WELCOME;
@@ -618,8 +648,15 @@ static int welcome_when_ready(struct peer *p)
 	return 0;
 }
 
-/* Returns 1 when P is gone or closing. */
-static int peer_read_some(struct peer *p, unsigned max)
+/*
+ * Read and handle up to MAX packets.  With STOP, return as soon as the
+ * WELCOME went (after chunk 0's CHUNK, usually the last packet queued):
+ * the tracer waits for it, and the loop's level-triggered watch brings us
+ * back for anything queued behind, which saves the read that finds the
+ * queue empty for each traced process.  Returns 1 when P is gone or
+ * closing.
+ */
+static int peer_read_some(struct peer *p, unsigned max, int stop)
 {
 	uint8_t buf[PEER_PKT_MAX] __attribute__((aligned(8)));
 
@@ -640,6 +677,12 @@ static int peer_read_some(struct peer *p, unsigned max)
 		}
 		if (peer_dispatch(p, buf, (size_t)r, fd))
 			return 1;
+		if (p->welcome_due && p->chunk[0]) {
+			if (peer_welcome(p))
+				return 1;
+			if (stop)
+				return 0;
+		}
 	}
 	/* MAX packets read and more may be queued, or closing */
 	if (p->state != PEER_CLOSING && p->welcome_due)
@@ -662,12 +705,12 @@ static void peer_read_cb(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
 	(void)what;
-	peer_read_some(arg, PEER_MAX_PACKETS);
+	peer_read_some(arg, PEER_MAX_PACKETS, 1);
 }
 
 void peer_read_pending(struct peer *p)
 {
 	/* Bounded: a peer cannot queue more than its socket buffer holds. */
 	if (p->fd >= 0 && p->state != PEER_CLOSING)
-		peer_read_some(p, 100000);
+		peer_read_some(p, 100000, 0);
 }

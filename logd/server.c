@@ -30,7 +30,6 @@
 #include <unistd.h>
 
 #include <event2/event.h>
-#include <event2/listener.h>
 
 #include "logd.h"
 
@@ -218,30 +217,34 @@ static void accept_retry_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	log_info("accepting connections again");
-	evconnlistener_enable(srv->lst);
+	event_add(srv->ev_listen, NULL);
 }
 
-static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
-		      struct sockaddr *sa, int salen, void *arg)
-{
-	(void)l;
-	(void)sa;
-	(void)salen;
-	peer_accept(arg, fd);
-}
-
-static void accept_error_cb(struct evconnlistener *l, void *arg)
+/*
+ * The listening socket is readable: accept one connection.  One per
+ * wake-up, not until EAGAIN: the watch is level-triggered, so connections
+ * still queued wake the loop again at once, and a lone one (a traced
+ * process starting) costs no accept that finds the queue empty.
+ */
+static void accept_cb(evutil_socket_t lfd, short what, void *arg)
 {
 	struct server *srv = arg;
-	int e = EVUTIL_SOCKET_ERROR();
 	struct timeval tv = { ACCEPT_RETRY_S, 0 };
+	int fd, e;
 
+	(void)what;
+	fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd >= 0) {
+		peer_accept(srv, fd);
+		return;
+	}
+	e = errno;
 	if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
 		/* Stop accepting until fds are free again (else the listener
 		 * spins on a readable socket it cannot accept from). */
 		log_warn("accept: %s: not accepting for %d s", strerror(e),
 			 ACCEPT_RETRY_S);
-		evconnlistener_disable(l);
+		event_del(srv->ev_listen);
 		evtimer_add(srv->ev_accept, &tv);
 		return;
 	}
@@ -259,7 +262,7 @@ static void shutdown_now(struct server *srv, const char *why)
 		return;
 	srv->stopping = 1;
 	log_info("%s: draining and stopping", why);
-	evconnlistener_disable(srv->lst);
+	event_del(srv->ev_listen);
 	for (p = TAILQ_FIRST(&srv->peers); p; p = next) {
 		next = TAILQ_NEXT(p, entry);
 		peer_read_pending(p);
@@ -453,12 +456,11 @@ int server_run(const struct logd_opts *o, int lfd, struct store *store)
 	notes_add(&srv->notes, BT_LN_START, srv->notes.pid, 0, "%s",
 		  store_dir(store));
 
-	srv->lst = evconnlistener_new(srv->base, accept_cb, srv,
-				      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
-				      0, lfd);
-	if (!srv->lst)
+	/* (LFD is non-blocking and close-on-exec: main.c made it so) */
+	srv->ev_listen = event_new(srv->base, lfd, EV_READ | EV_PERSIST,
+				   accept_cb, srv);
+	if (!srv->ev_listen || event_add(srv->ev_listen, NULL) < 0)
 		fatal("cannot listen on %s", o->sock_path);
-	evconnlistener_set_error_cb(srv->lst, accept_error_cb);
 	srv->ev_accept = evtimer_new(srv->base, accept_retry_cb, srv);
 	srv->ev_drain = event_new(srv->base, -1, EV_PERSIST, drain_cb, srv);
 	srv->ev_more = event_new(srv->base, -1, 0, drain_cb, srv);
@@ -486,7 +488,8 @@ int server_run(const struct logd_opts *o, int lfd, struct store *store)
 	code = srv->exit_code;
 	while ((p = TAILQ_FIRST(&srv->peers)) != NULL)
 		peer_free(p);
-	evconnlistener_free(srv->lst);
+	event_free(srv->ev_listen);
+	close(lfd);
 	for (int i = 0; i < 3; i++)
 		event_free(srv->ev_sig[i]);
 	event_free(srv->ev_accept);
