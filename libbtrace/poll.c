@@ -174,25 +174,43 @@ static int poll_common(int kind, struct pollfd *fds, nfds_t n, int tmo,
  */
 static inline int poll_one_noreq(const struct pollfd *fds, nfds_t n)
 {
-	return n == 1 && bt_noreq_current() && likely(bt_conf.enabled) &&
-	       bt_self.depth == 0 && bt_conf.isolation &&
-	       !__atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE) &&
-	       ready_noreq(fds[0].fd, fds[0].fd >= 0 ? bt_fd_get(fds[0].fd) :
-						     BT_FD_NONE);
+	int fd;
+
+	if (n != 1 || !ready_fast_ok())
+		return 0;
+	fd = fds[0].fd;
+	return ready_noreq(fd, fd >= 0 ? bt_fd_get(fd) : BT_FD_NONE);
+}
+
+/* poll_one_noreq's call that may sleep (TMO not 0): the thread's
+ * records are spooled without bp-logd, and a signal handler's calls
+ * during the wait are recorded (it works for no request). */
+static __attribute__((noinline)) int poll_one_sleep(struct pollfd *fds,
+						    int tmo)
+{
+	int r;
+
+	bt_emit_idle();
+	bt_wait_begin();
+	r = REAL(poll)(fds, 1, tmo);
+	bt_wait_end();
+	if (r > 0)
+		bt_self.ready_rr = (uint32_t)fds[0].fd;
+	bt_leave();
+	return r;
 }
 
 int bt_poll(struct pollfd *fds, nfds_t n, int tmo)
 {
 	if (poll_one_noreq(fds, n)) {
 		int r;
-		bt_self.depth++;
+		bt_self.depth = 1;       /* bt_enter's count: it was 0 */
 		bt_self.epoch++;
-		if (tmo != 0) {
-			bt_emit_idle();
-			bt_wait_begin();     /* works for no request */
-		}
-		r = REAL(poll)(fds, 1, tmo);
-		bt_wait_end();
+		if (tmo != 0)
+			return poll_one_sleep(fds, tmo);
+		/* a peek: no wait marks (bt_wait_end would store the 0
+		 * that wait_depth is at depth 0) */
+		r = REAL(poll)(fds, 1, 0);
 		if (r > 0)
 			bt_self.ready_rr = (uint32_t)fds[0].fd;
 		bt_leave();

@@ -56,12 +56,19 @@ struct bt_thread {
 	struct bt_chan *out_ch;     /* the channel that call writes to, and */
 	uint32_t    out_gen;        /* its generation, taken before the call */
 	/* Signal handlers (bt_sig_enter): */
-	int         wait_depth;     /* !0: the wrapper at this depth sleeps in
-				       an event loop's readiness wait, holding
-				       nothing: a handler's calls are recorded */
+	union {
+		struct {
+			int wait_depth; /* !0: the wrapper at this depth
+					   sleeps in an event loop's
+					   readiness wait, holding nothing:
+					   a handler's calls are recorded */
+			int sig_marked; /* its READY -1 (BT_RF_SIGNAL) is
+					   written for this wait (or a
+					   handler's call was recorded) */
+		};
+		uint64_t wait_marks;    /* both, set at once (bt_wait_begin) */
+	};
 	int         in_sig;         /* a handler's call is being recorded */
-	int         sig_marked;     /* its READY -1 (BT_RF_SIGNAL) is written
-				       for this wait */
 	struct {
 		int             depth, wait_depth;
 		uint64_t        out_ts;
@@ -128,6 +135,21 @@ static inline void bt_leave(void)
 }
 
 /*
+ * bt_wait_begin in a wrapper known to be the application's own call
+ * (depth 1): wait_depth 1 and sig_marked 0 in one store, so a signal
+ * arriving in between never sees one without the other.
+ */
+static inline void bt_wait_begin_top(void)
+{
+	const union { struct { int d, m; } f; uint64_t w; } v = { .f = { 1, 0 } };
+
+	_Static_assert(__builtin_offsetof(struct bt_thread, sig_marked) ==
+		       __builtin_offsetof(struct bt_thread, wait_depth) + sizeof(int),
+		       "wait_depth and sig_marked make wait_marks");
+	bt_self.wait_marks = v.w;
+}
+
+/*
  * Around the real call of a readiness wait that ends the thread's
  * fragment (an event loop's: epoll, a poll or select of several fds; or
  * any wait by a thread that works for no request already): the shim holds
@@ -140,10 +162,8 @@ static inline void bt_wait_begin(void)
 	/* only a wrapper the application called: one called from inside a
 	 * wrapped library function (a TLS library's pull timeout) may
 	 * interrupt that function's bookkeeping */
-	if (bt_self.depth == 1) {
-		bt_self.wait_depth = 1;
-		bt_self.sig_marked = 0;
-	}
+	if (bt_self.depth == 1)
+		bt_wait_begin_top();
 }
 static inline void bt_wait_end(void)
 {

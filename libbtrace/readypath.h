@@ -97,6 +97,19 @@ static inline int ready_noreq(int fd, uintptr_t w)
 }
 
 /*
+ * The test the readiness wrappers' fast paths begin with: an
+ * application's call (depth 0), traced (enabled), with event isolation,
+ * by a thread that works for no request already (bt_noreq_current), no
+ * input held by the shim for anyone (bt_ready_count).
+ */
+static inline int ready_fast_ok(void)
+{
+	return bt_noreq_current() && likely(bt_conf.enabled) &&
+	       bt_self.depth == 0 && bt_conf.isolation &&
+	       !__atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE);
+}
+
+/*
  * Log the fd handed over.  When the thread works for no request already
  * (its last record began that, nothing recorded since) and this one would
  * begin the same, nothing is written: a second empty fragment for no
