@@ -1043,7 +1043,7 @@ epoll_wait_kind(int kind, int epfd, struct epoll_event *events, int max,
 	if (unlikely(fd < 0) || (w = bt_fd_get(fd), BT_FD_IS_CHAN(w)) ||
 	    w == BT_FD_NONE || w == BT_FD_OWN || unlikely(!peek_still_noreq()))
 		epoll_peek_log(es, epfd, &events[0], 1, fd);
-	bt_leave();
+	bt_leave_top();
 	return 1;
 }
 

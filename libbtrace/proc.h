@@ -134,6 +134,16 @@ static inline void bt_leave(void)
 		bt_sig_leave();
 }
 
+/* bt_leave of a wrapper's fast path that took depth from 0 to 1 itself
+ * (without bt_enter): every call nested in it has given depth back. */
+static inline void bt_leave_top(void)
+{
+	bt_self.depth = 0;
+	bt_self.out_ts = 0;
+	if (unlikely(bt_self.in_sig))
+		bt_sig_leave();
+}
+
 /*
  * bt_wait_begin in a wrapper known to be the application's own call
  * (depth 1): wait_depth 1 and sig_marked 0 in one store, so a signal

@@ -98,14 +98,15 @@ static inline int ready_noreq(int fd, uintptr_t w)
 
 /*
  * The test the readiness wrappers' fast paths begin with: an
- * application's call (depth 0), traced (enabled), with event isolation,
- * by a thread that works for no request already (bt_noreq_current), no
- * input held by the shim for anyone (bt_ready_count).
+ * application's call (depth 0), with event isolation, by a thread that
+ * works for no request already (bt_noreq_current), no input held by the
+ * shim for anyone (bt_ready_count).  Tracing is on: a thread has a slot
+ * (bt_noreq_current) only if bt_conf.enabled was set at start-up, and it
+ * is never cleared after.
  */
 static inline int ready_fast_ok(void)
 {
-	return bt_noreq_current() && likely(bt_conf.enabled) &&
-	       bt_self.depth == 0 && bt_conf.isolation &&
+	return bt_noreq_current() && bt_self.depth == 0 && bt_conf.isolation &&
 	       !__atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE);
 }
 
