@@ -497,41 +497,27 @@ static inline int epoll_synth(struct bt_epset *es, struct epoll_event *out,
 	       epoll_synth_held(es, out, fdp);
 }
 
-/* ep_took_fd's work for a descriptor that is, or may become, a channel
- * (its word W: a channel, or never seen): out of line. */
-static __attribute__((noinline)) void
-ep_took_chan(int epfd, const struct epoll_event *ev, int fd, uintptr_t w)
+/* The kernel handed over EV (not our bt_epoll_wake-up) for FD (its data
+ * looked up in the map): bookkeeping and READY. */
+static inline __attribute__((always_inline)) void
+ep_took_fd(struct bt_epset *es, int epfd, const struct epoll_event *ev, int fd)
 {
+	es->last_synth = 0;
+	if (fd < 0) {
+		log_ready_ep(-2, BT_FD_NONE, ev->events);
+		return;
+	}
+	uintptr_t w = bt_fd_get(fd);
 	struct bt_chan *ch = BT_FD_IS_CHAN(w) ? (struct bt_chan *)w :
-			     bt_chan_of(fd);
+			     w == BT_FD_NONE ? bt_chan_of(fd) : NULL;
 	if (ch) {
 		struct bt_epiter it;
 		w = (uintptr_t)ch;
 		BT_EPREG_EACH(ch, r, it)
 			if (r->epfd == epfd && (r->events & EPOLLONESHOT))
 				r->armed = 0;
-	} else {
+	} else if (w == BT_FD_NONE) {
 		w = bt_fd_get(fd);        /* classified by bt_chan_of */
-	}
-	log_ready_ep(fd, w, ev->events);
-}
-
-/* The kernel handed over EV (not our bt_epoll_wake-up) for FD (its data
- * looked up in the map): bookkeeping and READY.  For a descriptor seen
- * and no channel (an eventfd, a timer, a file) that is the word's look
- * and log_ready_ep's test, inline. */
-static inline __attribute__((always_inline)) void
-ep_took_fd(struct bt_epset *es, int epfd, const struct epoll_event *ev, int fd)
-{
-	es->last_synth = 0;
-	if (unlikely(fd < 0)) {
-		log_ready_ep(-2, BT_FD_NONE, ev->events);
-		return;
-	}
-	uintptr_t w = bt_fd_get(fd);
-	if (unlikely(BT_FD_IS_CHAN(w) || w == BT_FD_NONE)) {
-		ep_took_chan(epfd, ev, fd, w);
-		return;
 	}
 	log_ready_ep(fd, w, ev->events);
 }
@@ -977,7 +963,7 @@ static inline int epoll_peek_ok(struct bt_epset *es, int maxevents,
 }
 
 /* The wrappers' calls of epoll_common, each a tail call of few
- * arguments (so the wrapper itself needs no frame for it). */
+ * arguments (so the wrapper itself needs no frame). */
 static __attribute__((noinline)) int
 epoll_common_wait(struct bt_epset *es, int epfd, struct epoll_event *ev,
 		  int max, int tmo)
@@ -993,29 +979,24 @@ epoll_common_pwait(struct bt_epset *es, int epfd, struct epoll_event *ev,
 }
 
 /*
- * epoll_wait and epoll_pwait (KIND, a constant).  A zero timeout (a
- * peek), by a thread that works for no request already
- * (bt_noreq_current), nothing queued and no input held by the shim for
- * anyone (nothing to hand over first), is what epoll_common would do
- * without its rounds, inline: one event of a descriptor that is no
- * traced channel (seen: an eventfd, a timer, a file, an epoll set), the
- * thread still working for no request, is handed over with no record
- * and costs only this; anything else goes to epoll_peek_rest or
+ * An epoll_wait or epoll_pwait peek (KIND, a constant) that
+ * epoll_peek_ok let through: a zero timeout, by a thread that works for
+ * no request already (bt_noreq_current), nothing queued and no input held
+ * by the shim for anyone (nothing to hand over first).  What
+ * epoll_common would do without its rounds: one event of a descriptor
+ * that is no traced channel (seen: an eventfd, a timer, a file, an epoll
+ * set), the thread still working for no request, is handed over with no
+ * record and costs only this; anything else goes to epoll_peek_rest or
  * epoll_peek_log, which do what ep_fetch and epoll_common would.
  */
 static inline __attribute__((always_inline)) int
-epoll_wait_kind(int kind, int epfd, struct epoll_event *events, int max,
-		int tmo, const sigset_t *sig)
+epoll_peek(int kind, struct bt_epset *es, int epfd,
+	   struct epoll_event *events, int max, const sigset_t *sig)
 {
-	struct bt_epset *es = epset_of(epfd);
 	uint64_t seq0 = 0;
 	uintptr_t w;
 	int r, fd, want = 1;
 
-	if (!epoll_peek_ok(es, max, tmo))
-		return kind == EPK_WAIT ?
-		       epoll_common_wait(es, epfd, events, max, tmo) :
-		       epoll_common_pwait(es, epfd, events, max, tmo, sig);
 	bt_self.depth = 1;        /* bt_enter's count: it was 0 */
 	bt_self.epoch++;
 	/* ep_fetch: a batch when this thread may take one */
@@ -1045,6 +1026,22 @@ epoll_wait_kind(int kind, int epfd, struct epoll_event *events, int max,
 		epoll_peek_log(es, epfd, &events[0], 1, fd);
 	bt_leave_top();
 	return 1;
+}
+
+/* The peeks' frames, out of line: the wrappers themselves need none,
+ * whichever way they go. */
+static __attribute__((noinline)) int
+epoll_peek_wait(struct bt_epset *es, int epfd, struct epoll_event *ev,
+		int max)
+{
+	return epoll_peek(EPK_WAIT, es, epfd, ev, max, NULL);
+}
+
+static __attribute__((noinline)) int
+epoll_peek_pwait(struct bt_epset *es, int epfd, struct epoll_event *ev,
+		 int max, const sigset_t *sig)
+{
+	return epoll_peek(EPK_PWAIT, es, epfd, ev, max, sig);
 }
 
 /* ES: epset_of(EPFD), looked up by the caller */
@@ -1205,13 +1202,21 @@ static int epoll_common(int kind, struct bt_epset *es, int epfd,
 
 int bt_epoll_wait(int epfd, struct epoll_event *ev, int max, int tmo)
 {
-	return epoll_wait_kind(EPK_WAIT, epfd, ev, max, tmo, NULL);
+	struct bt_epset *es = epset_of(epfd);
+
+	if (epoll_peek_ok(es, max, tmo))
+		return epoll_peek_wait(es, epfd, ev, max);
+	return epoll_common_wait(es, epfd, ev, max, tmo);
 }
 
 int bt_epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo,
 		   const sigset_t *sig)
 {
-	return epoll_wait_kind(EPK_PWAIT, epfd, ev, max, tmo, sig);
+	struct bt_epset *es = epset_of(epfd);
+
+	if (epoll_peek_ok(es, max, tmo))
+		return epoll_peek_pwait(es, epfd, ev, max, sig);
+	return epoll_common_pwait(es, epfd, ev, max, tmo, sig);
 }
 
 int bt_epoll_pwait2(int epfd, struct epoll_event *ev, int max,
