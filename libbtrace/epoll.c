@@ -137,10 +137,32 @@ void bt_epoll_map_del_fd(struct bt_epset *es, int fd)
 }
 
 /*
+ * Where bt_fd_get(FD) reads FD's word: its place in the table (the
+ * second-level arrays are never freed), or a constant word holding what
+ * bt_fd_get returns without one (PLAIN beyond the table; NONE for a
+ * negative descriptor or one whose array is not there yet).
+ */
+static const uintptr_t fd_word_plain = BT_FD_PLAIN, fd_word_none = BT_FD_NONE;
+
+static const uintptr_t *fd_word_place(int fd)
+{
+	uintptr_t *l2;
+
+	if (fd < 0)
+		return &fd_word_none;
+	if ((unsigned)fd >= BT_FDTAB_LIMIT)
+		return &fd_word_plain;
+	l2 = __atomic_load_n(&bt_fdtab[(unsigned)fd >> BT_FDTAB_L2_BITS],
+			     __ATOMIC_ACQUIRE);
+	return l2 ? &l2[(unsigned)fd & (BT_FDTAB_L2 - 1)] : &fd_word_none;
+}
+
+/*
  * data -> fd as epmap_get, for the event an epoll_wait returns.  The
  * thread keeps its last answer, with the set's generation it was true
  * in: a server waiting on the same descriptor again and again (its
- * listening socket, its eventfd) takes no lock.
+ * listening socket, its eventfd) takes no lock.  With the answer it
+ * keeps where the descriptor's word is (fd_word_place), for the peek.
  */
 static __attribute__((noinline)) int
 epmap_lookup_locked(struct bt_epset *es, uint64_t data)
@@ -156,6 +178,7 @@ epmap_lookup_locked(struct bt_epset *es, uint64_t data)
 	bt_self.epc_gen = g;
 	bt_self.epc_data = data;
 	bt_self.epc_fd = fd;
+	bt_self.epc_word = fd_word_place(fd);
 	return fd;
 }
 
@@ -905,10 +928,14 @@ static __attribute__((noinline)) void
 epoll_peek_log(struct bt_epset *es, int epfd, const struct epoll_event *ev,
 	       int r, int fd)
 {
-	if (r == 1)
+	if (r == 1) {
 		ep_took_fd(es, epfd, ev, fd);
-	else
+		/* the descriptor's array may be new (classified) */
+		if (bt_self.epc_set == es && bt_self.epc_fd == fd)
+			bt_self.epc_word = fd_word_place(fd);
+	} else {
 		log_ready(-1, 0, 0);
+	}
 }
 
 /*
@@ -1020,12 +1047,14 @@ epoll_peek(int kind, struct bt_epset *es, int epfd,
 		__atomic_store_n(&es->taking, 0, __ATOMIC_RELEASE);
 	fd = epmap_lookup(es, events[0].data.u64);
 	es->last_synth = 0;
-	/* ready_noreq of a descriptor seen and no channel: no READY */
-	if (unlikely(fd < 0) || (w = bt_fd_get(fd), BT_FD_IS_CHAN(w)) ||
-	    w == BT_FD_NONE || w == BT_FD_OWN || unlikely(!peek_still_noreq()))
+	/* ready_noreq of a descriptor seen and no channel: no READY (its
+	 * word read where bt_fd_get would, the place kept with the answer;
+	 * a negative descriptor's is NONE) */
+	w = __atomic_load_n(bt_self.epc_word, __ATOMIC_ACQUIRE);
+	if (BT_FD_IS_CHAN(w) || w == BT_FD_NONE || w == BT_FD_OWN ||
+	    unlikely(!peek_still_noreq()))
 		epoll_peek_log(es, epfd, &events[0], 1, fd);
-	bt_leave_top();
-	return 1;
+	return bt_leave_top(1);
 }
 
 /* The peeks' frames, out of line: the wrappers themselves need none,

@@ -213,8 +213,7 @@ int bt_poll(struct pollfd *fds, nfds_t n, int tmo)
 		r = REAL(poll)(fds, 1, 0);
 		if (r > 0)
 			bt_self.ready_rr = (uint32_t)fds[0].fd;
-		bt_leave_top();
-		return r;
+		return bt_leave_top(r);
 	}
 	return poll_common(PK_POLL, fds, n, tmo, NULL, NULL);
 }

@@ -43,6 +43,7 @@ struct bt_thread {
 	uint64_t    epc_gen;        /* (ready.c epmap_lookup) */
 	uint64_t    epc_data;
 	int         epc_fd;
+	const uintptr_t *epc_word;  /* where bt_fd_get(epc_fd) reads */
 	uint64_t    paused_calls;   /* calls not traced while paused, not yet
 				       reported (DROP, then READY -1) */
 	uint64_t    noreq_mark;     /* slot head just after our last READY
@@ -134,14 +135,20 @@ static inline void bt_leave(void)
 		bt_sig_leave();
 }
 
+/* bt_sig_leave, then R (ready.c): bt_leave_top's tail. */
+BT_HIDDEN int bt_sig_leave_ret(int r);
+
 /* bt_leave of a wrapper's fast path that took depth from 0 to 1 itself
- * (without bt_enter): every call nested in it has given depth back. */
-static inline void bt_leave_top(void)
+ * (without bt_enter): every call nested in it has given depth back.
+ * Returns R, the wrapper's result (so that nothing has to outlive a
+ * call of bt_sig_leave in the wrapper's frame). */
+static inline int bt_leave_top(int r)
 {
 	bt_self.depth = 0;
 	bt_self.out_ts = 0;
 	if (unlikely(bt_self.in_sig))
-		bt_sig_leave();
+		return bt_sig_leave_ret(r);
+	return r;
 }
 
 /*
