@@ -137,27 +137,6 @@ void bt_epoll_map_del_fd(struct bt_epset *es, int fd)
 }
 
 /*
- * Where bt_fd_get(FD) reads FD's word: its place in the table (the
- * second-level arrays are never freed), or a constant word holding what
- * bt_fd_get returns without one (PLAIN beyond the table; NONE for a
- * negative descriptor or one whose array is not there yet).
- */
-static const uintptr_t fd_word_plain = BT_FD_PLAIN, fd_word_none = BT_FD_NONE;
-
-static const uintptr_t *fd_word_place(int fd)
-{
-	uintptr_t *l2;
-
-	if (fd < 0)
-		return &fd_word_none;
-	if ((unsigned)fd >= BT_FDTAB_LIMIT)
-		return &fd_word_plain;
-	l2 = __atomic_load_n(&bt_fdtab[(unsigned)fd >> BT_FDTAB_L2_BITS],
-			     __ATOMIC_ACQUIRE);
-	return l2 ? &l2[(unsigned)fd & (BT_FDTAB_L2 - 1)] : &fd_word_none;
-}
-
-/*
  * data -> fd as epmap_get, for the event an epoll_wait returns.  The
  * thread keeps its last answer, with the set's generation it was true
  * in: a server waiting on the same descriptor again and again (its

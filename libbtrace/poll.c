@@ -172,6 +172,29 @@ static int poll_common(int kind, struct pollfd *fds, nfds_t n, int tmo,
  * done: a server loop polling its idle eventfd or listening socket costs
  * about the call itself.
  */
+/*
+ * FD's table word (FD >= 0), what bt_fd_get returns: read where the
+ * thread's last look at FD found it (the second-level arrays are never
+ * freed), else looked up, and kept unless FD's array is not there yet.
+ */
+static __attribute__((noinline)) uintptr_t poll_word_slow(int fd)
+{
+	const uintptr_t *p = fd_word_place(fd);
+
+	if (p != &fd_word_none) {
+		bt_self.pc_key = (unsigned)fd + 1;
+		bt_self.pc_word = p;
+	}
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static inline uintptr_t poll_word(int fd)
+{
+	if (likely((unsigned)fd + 1 == bt_self.pc_key))
+		return __atomic_load_n(bt_self.pc_word, __ATOMIC_ACQUIRE);
+	return poll_word_slow(fd);
+}
+
 static inline int poll_one_noreq(const struct pollfd *fds, nfds_t n)
 {
 	int fd;
@@ -179,7 +202,7 @@ static inline int poll_one_noreq(const struct pollfd *fds, nfds_t n)
 	if (n != 1 || !ready_fast_ok())
 		return 0;
 	fd = fds[0].fd;
-	return ready_noreq(fd, fd >= 0 ? bt_fd_get(fd) : BT_FD_NONE);
+	return ready_noreq(fd, fd >= 0 ? poll_word(fd) : BT_FD_NONE);
 }
 
 /* poll_one_noreq's call that may sleep (TMO not 0): the thread's

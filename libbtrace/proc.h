@@ -39,6 +39,9 @@ struct bt_thread {
 	struct bt_slot slot;
 	int         have_slot;
 	uint32_t    ready_rr;       /* rotation cursor for poll/select */
+	unsigned    pc_key;         /* 1 + the fd poll's fast path last
+				       looked at (0: none), and where */
+	const uintptr_t *pc_word;   /* bt_fd_get reads its word (poll.c) */
 	const void *epc_set;        /* the last epoll data -> fd answer */
 	uint64_t    epc_gen;        /* (ready.c epmap_lookup) */
 	uint64_t    epc_data;

@@ -62,6 +62,27 @@ static inline struct bt_epset *epset_of(int epfd)
 	return BT_FD_IS_EPSET(w) ? (struct bt_epset *)(w & ~(uintptr_t)1) : NULL;
 }
 
+/*
+ * Where bt_fd_get(FD) reads FD's word: its place in the table (the
+ * second-level arrays are never freed), or a constant word holding what
+ * bt_fd_get returns without one (PLAIN beyond the table; NONE for a
+ * negative descriptor or one whose array is not there yet).
+ */
+static const uintptr_t fd_word_plain = BT_FD_PLAIN, fd_word_none = BT_FD_NONE;
+
+static inline const uintptr_t *fd_word_place(int fd)
+{
+	uintptr_t *l2;
+
+	if (fd < 0)
+		return &fd_word_none;
+	if ((unsigned)fd >= BT_FDTAB_LIMIT)
+		return &fd_word_plain;
+	l2 = __atomic_load_n(&bt_fdtab[(unsigned)fd >> BT_FDTAB_L2_BITS],
+			     __ATOMIC_ACQUIRE);
+	return l2 ? &l2[(unsigned)fd & (BT_FDTAB_L2 - 1)] : &fd_word_none;
+}
+
 static inline int chan_has_input(const struct bt_chan *ch)
 {
 	return ch->rd < ch->wr || ch->owed;
