@@ -165,14 +165,6 @@ static int poll_common(int kind, struct pollfd *fds, nfds_t n, int tmo,
 }
 
 /*
- * poll of one descriptor that is no traced channel (or of none), by a
- * thread that works for no request already (bt_noreq_current): whatever
- * it returns, the READY would not be written, and with one entry there is
- * nothing to choose.  So only the bookkeeping poll_common would do is
- * done: a server loop polling its idle eventfd or listening socket costs
- * about the call itself.
- */
-/*
  * FD's table word (FD >= 0), what bt_fd_get returns: read where the
  * thread's last look at FD found it (the second-level arrays are never
  * freed), else looked up, and kept unless FD's array is not there yet.
@@ -195,6 +187,14 @@ static inline uintptr_t poll_word(int fd)
 	return poll_word_slow(fd);
 }
 
+/*
+ * poll of one descriptor that is no traced channel (or of none), by a
+ * thread that works for no request already (bt_noreq_current): whatever
+ * it returns, the READY would not be written, and with one entry there is
+ * nothing to choose.  So only the bookkeeping poll_common would do is
+ * done: a server loop polling its idle eventfd or listening socket costs
+ * about the call itself.
+ */
 static inline int poll_one_noreq(const struct pollfd *fds, nfds_t n)
 {
 	int fd;
