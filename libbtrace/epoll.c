@@ -140,9 +140,11 @@ void bt_epoll_map_del_fd(struct bt_epset *es, int fd)
  * data -> fd as epmap_get, for the event an epoll_wait returns.  The
  * thread keeps its last answer, with the set's generation it was true
  * in: a server waiting on the same descriptor again and again (its
- * listening socket, its eventfd) takes no lock.
+ * listening socket, its eventfd) takes no lock.  With the answer it
+ * keeps where the descriptor's word is (fd_word_place), for the peek.
  */
-static int epmap_lookup_locked(struct bt_epset *es, uint64_t data)
+static __attribute__((noinline)) int
+epmap_lookup_locked(struct bt_epset *es, uint64_t data)
 {
 	uint64_t g;
 	int fd;
@@ -155,6 +157,7 @@ static int epmap_lookup_locked(struct bt_epset *es, uint64_t data)
 	bt_self.epc_gen = g;
 	bt_self.epc_data = data;
 	bt_self.epc_fd = fd;
+	bt_self.epc_word = fd_word_place(fd);
 	return fd;
 }
 
@@ -529,9 +532,9 @@ ep_took(struct bt_epset *es, int epfd, const struct epoll_event *ev)
 
 enum ep_kind { EPK_WAIT, EPK_PWAIT, EPK_PWAIT2 };
 
-static inline int ep_real_call(int kind, int epfd, struct epoll_event *ev,
-				int max, int timeout_ms,
-				const struct timespec *ts, const sigset_t *sig)
+static inline __attribute__((always_inline)) int
+ep_real_call(int kind, int epfd, struct epoll_event *ev, int max,
+	     int timeout_ms, const struct timespec *ts, const sigset_t *sig)
 {
 	switch (kind) {
 	case EPK_WAIT:
@@ -549,9 +552,9 @@ static inline int ep_real_call(int kind, int epfd, struct epoll_event *ev,
 
 /* The real wait: an event loop's, so a signal handler's calls during it
  * are recorded (bt_wait_begin). */
-static inline int ep_real(int kind, int epfd, struct epoll_event *ev, int max,
-		   int timeout_ms, const struct timespec *ts,
-		   const sigset_t *sig)
+static inline __attribute__((always_inline)) int
+ep_real(int kind, int epfd, struct epoll_event *ev, int max, int timeout_ms,
+	const struct timespec *ts, const sigset_t *sig)
 {
 	int r;
 
@@ -887,31 +890,70 @@ static int epoll_common(int kind, struct bt_epset *es, int epfd,
 			int timeout_ms, const struct timespec *ts,
 			const sigset_t *sig);
 
-/*
- * epoll_wait or epoll_pwait with a zero timeout (a peek), by a thread
- * that works for no request already (bt_noreq_current), no input held by
- * the shim for anyone (nothing to hand over first): what epoll_common
- * would do, without its rounds.  An event of a descriptor that is no
- * traced channel is then handed over with no record; anything else is
- * handled as there.
- */
-static int epoll_peek(int kind, struct bt_epset *es, int epfd,
-		      struct epoll_event *events, int max, const sigset_t *sig)
+/* A peek's wake-up of ours, meant for a sleeper that saw the input
+ * first: consumed, then the whole round (which peeks again). */
+static __attribute__((noinline)) int
+epoll_peek_woke(int kind, struct bt_epset *es, int epfd,
+		struct epoll_event *events, int max, const sigset_t *sig)
 {
-	int r, woke;
+	es->last_synth = 0;
+	bt_leave();
+	return epoll_common(kind, es, epfd, events, max, 0, NULL, sig);
+}
 
-	bt_self.depth++;
-	bt_self.epoch++;
-	r = ep_fetch(kind, es, epfd, events, max, 0, NULL, sig, &woke);
-	if (woke) {
-		/* a bt_epoll_wake-up meant for a sleeper that saw the input first:
-		 * consumed, then the whole round (which peeks again) */
-		es->last_synth = 0;
-		bt_leave();
-		return epoll_common(kind, es, epfd, events, max, 0, NULL, sig);
+/* The end of a peek whose result may need a record (R 1: EV's event of
+ * FD, -1 unknown; 0: nothing): ep_took_fd's or the timeout's work. */
+static __attribute__((noinline)) void
+epoll_peek_log(struct bt_epset *es, int epfd, const struct epoll_event *ev,
+	       int r, int fd)
+{
+	if (r == 1) {
+		ep_took_fd(es, epfd, ev, fd);
+		/* the descriptor's array may be new (classified) */
+		if (bt_self.epc_set == es && bt_self.epc_fd == fd)
+			bt_self.epc_word = fd_word_place(fd);
+	} else {
+		log_ready(-1, 0, 0);
 	}
+}
+
+/*
+ * Is the thread still working for no request after a wait its
+ * epoll_peek_ok found it doing so?  Its records move only in a signal
+ * handler's call recorded during the wait, which marks it (bt_sig_enter
+ * sets sig_marked; bt_wait_begin_top cleared it); a pause may have
+ * begun.  Then bt_noreq_current() is what it was.
+ */
+static inline int peek_still_noreq(void)
+{
+	return !bt_self.sig_marked && !bt_paused();
+}
+
+/* What a peek does with the kernel's answer R to a call for WANT events
+ * (WANT > 1: a batch begun at purge count SEQ0, ES's taking flag held)
+ * when it is not one event for the caller: ep_fetch's end, then what
+ * epoll_wait_kind's end would be. */
+static __attribute__((noinline)) int
+epoll_peek_rest(int kind, struct bt_epset *es, int epfd,
+		struct epoll_event *ev, int max, const sigset_t *sig, int r,
+		int want, uint64_t seq0)
+{
+	int woke = 0;
+
+	if (want == 1) {
+		if (r == 1 && ev[0].data.u64 == es->cookie) {
+			uint64_t v;
+			(void)!REAL(read)(es->wake_fd, &v, sizeof v);
+			woke = 1;
+			r = 0;
+		}
+	} else {
+		r = ep_fetch_rest(es, epfd, ev, r, seq0, &woke);
+	}
+	if (woke)
+		return epoll_peek_woke(kind, es, epfd, ev, max, sig);
 	if (r == 1)
-		ep_took(es, epfd, &events[0]);
+		ep_took(es, epfd, &ev[0]);
 	else if (r == 0)
 		log_ready(-1, 0, 0);
 	bt_leave();
@@ -921,11 +963,93 @@ static int epoll_peek(int kind, struct bt_epset *es, int epfd,
 static inline int epoll_peek_ok(struct bt_epset *es, int maxevents,
 				int timeout_ms)
 {
-	return timeout_ms == 0 && es && bt_noreq_current() && maxevents >= 1 &&
-	       likely(bt_conf.enabled) && bt_self.depth == 0 &&
-	       bt_conf.isolation && !es->last_synth &&
-	       !__atomic_load_n(&es->qlen, __ATOMIC_RELAXED) &&
-	       !__atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE);
+	return timeout_ms == 0 && es && maxevents >= 1 && ready_fast_ok() &&
+	       !es->last_synth &&
+	       !__atomic_load_n(&es->qlen, __ATOMIC_RELAXED);
+}
+
+/* The wrappers' calls of epoll_common, each a tail call of few
+ * arguments (so the wrapper itself needs no frame). */
+static __attribute__((noinline)) int
+epoll_common_wait(struct bt_epset *es, int epfd, struct epoll_event *ev,
+		  int max, int tmo)
+{
+	return epoll_common(EPK_WAIT, es, epfd, ev, max, tmo, NULL, NULL);
+}
+
+static __attribute__((noinline)) int
+epoll_common_pwait(struct bt_epset *es, int epfd, struct epoll_event *ev,
+		   int max, int tmo, const sigset_t *sig)
+{
+	return epoll_common(EPK_PWAIT, es, epfd, ev, max, tmo, NULL, sig);
+}
+
+/*
+ * An epoll_wait or epoll_pwait peek (KIND, a constant) that
+ * epoll_peek_ok let through: a zero timeout, by a thread that works for
+ * no request already (bt_noreq_current), nothing queued and no input held
+ * by the shim for anyone (nothing to hand over first).  What
+ * epoll_common would do without its rounds: one event of a descriptor
+ * that is no traced channel (seen: an eventfd, a timer, a file, an epoll
+ * set), the thread still working for no request, is handed over with no
+ * record and costs only this; anything else goes to epoll_peek_rest or
+ * epoll_peek_log, which do what ep_fetch and epoll_common would.
+ */
+static inline __attribute__((always_inline)) int
+epoll_peek(int kind, struct bt_epset *es, int epfd,
+	   struct epoll_event *events, int max, const sigset_t *sig)
+{
+	uint64_t seq0 = 0;
+	uintptr_t w;
+	int r, fd, want = 1;
+
+	bt_self.depth = 1;        /* bt_enter's count: it was 0 */
+	bt_self.epoch++;
+	/* ep_fetch: a batch when this thread may take one */
+	if (max > 1 && bt_conf.epq &&
+	    !__atomic_exchange_n(&es->taking, 1, __ATOMIC_SEQ_CST)) {
+		int room = BT_EPQ_CAP -
+			   (int)__atomic_load_n(&es->qlen, __ATOMIC_ACQUIRE);
+		want = max < BT_EPQ_CAP ? max : BT_EPQ_CAP;
+		if (want > room + 1)
+			want = room + 1;
+		seq0 = __atomic_load_n(&es->pseq, __ATOMIC_SEQ_CST);
+	}
+	bt_wait_begin_top();
+	r = ep_real_call(kind, epfd, events, want, 0, NULL, sig);
+	bt_wait_end();
+	if (unlikely(r != 1 || events[0].data.u64 == es->cookie))
+		return epoll_peek_rest(kind, es, epfd, events, max, sig, r,
+				       want, seq0);
+	/* one event, for the caller: nothing to queue */
+	if (want > 1)
+		__atomic_store_n(&es->taking, 0, __ATOMIC_RELEASE);
+	fd = epmap_lookup(es, events[0].data.u64);
+	es->last_synth = 0;
+	/* ready_noreq of a descriptor seen and no channel: no READY (its
+	 * word read where bt_fd_get would, the place kept with the answer;
+	 * a negative descriptor's is NONE) */
+	w = __atomic_load_n(bt_self.epc_word, __ATOMIC_ACQUIRE);
+	if (BT_FD_IS_CHAN(w) || w == BT_FD_NONE || w == BT_FD_OWN ||
+	    unlikely(!peek_still_noreq()))
+		epoll_peek_log(es, epfd, &events[0], 1, fd);
+	return bt_leave_top(1);
+}
+
+/* The peeks' frames, out of line: the wrappers themselves need none,
+ * whichever way they go. */
+static __attribute__((noinline)) int
+epoll_peek_wait(struct bt_epset *es, int epfd, struct epoll_event *ev,
+		int max)
+{
+	return epoll_peek(EPK_WAIT, es, epfd, ev, max, NULL);
+}
+
+static __attribute__((noinline)) int
+epoll_peek_pwait(struct bt_epset *es, int epfd, struct epoll_event *ev,
+		 int max, const sigset_t *sig)
+{
+	return epoll_peek(EPK_PWAIT, es, epfd, ev, max, sig);
 }
 
 /* ES: epset_of(EPFD), looked up by the caller */
@@ -1089,8 +1213,8 @@ int bt_epoll_wait(int epfd, struct epoll_event *ev, int max, int tmo)
 	struct bt_epset *es = epset_of(epfd);
 
 	if (epoll_peek_ok(es, max, tmo))
-		return epoll_peek(EPK_WAIT, es, epfd, ev, max, NULL);
-	return epoll_common(EPK_WAIT, es, epfd, ev, max, tmo, NULL, NULL);
+		return epoll_peek_wait(es, epfd, ev, max);
+	return epoll_common_wait(es, epfd, ev, max, tmo);
 }
 
 int bt_epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo,
@@ -1099,8 +1223,8 @@ int bt_epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo,
 	struct bt_epset *es = epset_of(epfd);
 
 	if (epoll_peek_ok(es, max, tmo))
-		return epoll_peek(EPK_PWAIT, es, epfd, ev, max, sig);
-	return epoll_common(EPK_PWAIT, es, epfd, ev, max, tmo, NULL, sig);
+		return epoll_peek_pwait(es, epfd, ev, max, sig);
+	return epoll_common_pwait(es, epfd, ev, max, tmo, sig);
 }
 
 int bt_epoll_pwait2(int epfd, struct epoll_event *ev, int max,

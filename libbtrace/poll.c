@@ -165,6 +165,29 @@ static int poll_common(int kind, struct pollfd *fds, nfds_t n, int tmo,
 }
 
 /*
+ * FD's table word (FD >= 0), what bt_fd_get returns: read where the
+ * thread's last look at FD found it (the second-level arrays are never
+ * freed), else looked up, and kept unless FD's array is not there yet.
+ */
+static __attribute__((noinline)) uintptr_t poll_word_slow(int fd)
+{
+	const uintptr_t *p = fd_word_place(fd);
+
+	if (p != &fd_word_none) {
+		bt_self.pc_key = (unsigned)fd + 1;
+		bt_self.pc_word = p;
+	}
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static inline uintptr_t poll_word(int fd)
+{
+	if (likely((unsigned)fd + 1 == bt_self.pc_key))
+		return __atomic_load_n(bt_self.pc_word, __ATOMIC_ACQUIRE);
+	return poll_word_slow(fd);
+}
+
+/*
  * poll of one descriptor that is no traced channel (or of none), by a
  * thread that works for no request already (bt_noreq_current): whatever
  * it returns, the READY would not be written, and with one entry there is
@@ -174,29 +197,46 @@ static int poll_common(int kind, struct pollfd *fds, nfds_t n, int tmo,
  */
 static inline int poll_one_noreq(const struct pollfd *fds, nfds_t n)
 {
-	return n == 1 && bt_noreq_current() && likely(bt_conf.enabled) &&
-	       bt_self.depth == 0 && bt_conf.isolation &&
-	       !__atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE) &&
-	       ready_noreq(fds[0].fd, fds[0].fd >= 0 ? bt_fd_get(fds[0].fd) :
-						     BT_FD_NONE);
+	int fd;
+
+	if (n != 1 || !ready_fast_ok())
+		return 0;
+	fd = fds[0].fd;
+	return ready_noreq(fd, fd >= 0 ? poll_word(fd) : BT_FD_NONE);
+}
+
+/* poll_one_noreq's call that may sleep (TMO not 0): the thread's
+ * records are spooled without bp-logd, and a signal handler's calls
+ * during the wait are recorded (it works for no request). */
+static __attribute__((noinline)) int poll_one_sleep(struct pollfd *fds,
+						    int tmo)
+{
+	int r;
+
+	bt_emit_idle();
+	bt_wait_begin();
+	r = REAL(poll)(fds, 1, tmo);
+	bt_wait_end();
+	if (r > 0)
+		bt_self.ready_rr = (uint32_t)fds[0].fd;
+	bt_leave();
+	return r;
 }
 
 int bt_poll(struct pollfd *fds, nfds_t n, int tmo)
 {
 	if (poll_one_noreq(fds, n)) {
 		int r;
-		bt_self.depth++;
+		bt_self.depth = 1;       /* bt_enter's count: it was 0 */
 		bt_self.epoch++;
-		if (tmo != 0) {
-			bt_emit_idle();
-			bt_wait_begin();     /* works for no request */
-		}
-		r = REAL(poll)(fds, 1, tmo);
-		bt_wait_end();
+		if (tmo != 0)
+			return poll_one_sleep(fds, tmo);
+		/* a peek: no wait marks (bt_wait_end would store the 0
+		 * that wait_depth is at depth 0) */
+		r = REAL(poll)(fds, 1, 0);
 		if (r > 0)
 			bt_self.ready_rr = (uint32_t)fds[0].fd;
-		bt_leave();
-		return r;
+		return bt_leave_top(r);
 	}
 	return poll_common(PK_POLL, fds, n, tmo, NULL, NULL);
 }

@@ -39,10 +39,14 @@ struct bt_thread {
 	struct bt_slot slot;
 	int         have_slot;
 	uint32_t    ready_rr;       /* rotation cursor for poll/select */
+	unsigned    pc_key;         /* 1 + the fd poll's fast path last
+				       looked at (0: none), and where */
+	const uintptr_t *pc_word;   /* bt_fd_get reads its word (poll.c) */
 	const void *epc_set;        /* the last epoll data -> fd answer */
 	uint64_t    epc_gen;        /* (ready.c epmap_lookup) */
 	uint64_t    epc_data;
 	int         epc_fd;
+	const uintptr_t *epc_word;  /* where bt_fd_get(epc_fd) reads */
 	uint64_t    paused_calls;   /* calls not traced while paused, not yet
 				       reported (DROP, then READY -1) */
 	uint64_t    noreq_mark;     /* slot head just after our last READY
@@ -56,12 +60,19 @@ struct bt_thread {
 	struct bt_chan *out_ch;     /* the channel that call writes to, and */
 	uint32_t    out_gen;        /* its generation, taken before the call */
 	/* Signal handlers (bt_sig_enter): */
-	int         wait_depth;     /* !0: the wrapper at this depth sleeps in
-				       an event loop's readiness wait, holding
-				       nothing: a handler's calls are recorded */
+	union {
+		struct {
+			int wait_depth; /* !0: the wrapper at this depth
+					   sleeps in an event loop's
+					   readiness wait, holding nothing:
+					   a handler's calls are recorded */
+			int sig_marked; /* its READY -1 (BT_RF_SIGNAL) is
+					   written for this wait (or a
+					   handler's call was recorded) */
+		};
+		uint64_t wait_marks;    /* both, set at once (bt_wait_begin) */
+	};
 	int         in_sig;         /* a handler's call is being recorded */
-	int         sig_marked;     /* its READY -1 (BT_RF_SIGNAL) is written
-				       for this wait */
 	struct {
 		int             depth, wait_depth;
 		uint64_t        out_ts;
@@ -127,6 +138,37 @@ static inline void bt_leave(void)
 		bt_sig_leave();
 }
 
+/* bt_sig_leave, then R (ready.c): bt_leave_top's tail. */
+BT_HIDDEN int bt_sig_leave_ret(int r);
+
+/* bt_leave of a wrapper's fast path that took depth from 0 to 1 itself
+ * (without bt_enter): every call nested in it has given depth back.
+ * Returns R, the wrapper's result (so that nothing has to outlive a
+ * call of bt_sig_leave in the wrapper's frame). */
+static inline int bt_leave_top(int r)
+{
+	bt_self.depth = 0;
+	bt_self.out_ts = 0;
+	if (unlikely(bt_self.in_sig))
+		return bt_sig_leave_ret(r);
+	return r;
+}
+
+/*
+ * bt_wait_begin in a wrapper known to be the application's own call
+ * (depth 1): wait_depth 1 and sig_marked 0 in one store, so a signal
+ * arriving in between never sees one without the other.
+ */
+static inline void bt_wait_begin_top(void)
+{
+	const union { struct { int d, m; } f; uint64_t w; } v = { .f = { 1, 0 } };
+
+	_Static_assert(__builtin_offsetof(struct bt_thread, sig_marked) ==
+		       __builtin_offsetof(struct bt_thread, wait_depth) + sizeof(int),
+		       "wait_depth and sig_marked make wait_marks");
+	bt_self.wait_marks = v.w;
+}
+
 /*
  * Around the real call of a readiness wait that ends the thread's
  * fragment (an event loop's: epoll, a poll or select of several fds; or
@@ -140,10 +182,8 @@ static inline void bt_wait_begin(void)
 	/* only a wrapper the application called: one called from inside a
 	 * wrapped library function (a TLS library's pull timeout) may
 	 * interrupt that function's bookkeeping */
-	if (bt_self.depth == 1) {
-		bt_self.wait_depth = 1;
-		bt_self.sig_marked = 0;
-	}
+	if (bt_self.depth == 1)
+		bt_wait_begin_top();
 }
 static inline void bt_wait_end(void)
 {

@@ -191,3 +191,9 @@ void bt_sig_leave(void)
 	bt_self.out_gen = bt_self.sig_saved.out_gen;
 	bt_self.in_sig = 0;
 }
+
+int bt_sig_leave_ret(int r)
+{
+	bt_sig_leave();
+	return r;
+}

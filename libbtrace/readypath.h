@@ -62,6 +62,27 @@ static inline struct bt_epset *epset_of(int epfd)
 	return BT_FD_IS_EPSET(w) ? (struct bt_epset *)(w & ~(uintptr_t)1) : NULL;
 }
 
+/*
+ * Where bt_fd_get(FD) reads FD's word: its place in the table (the
+ * second-level arrays are never freed), or a constant word holding what
+ * bt_fd_get returns without one (PLAIN beyond the table; NONE for a
+ * negative descriptor or one whose array is not there yet).
+ */
+static const uintptr_t fd_word_plain = BT_FD_PLAIN, fd_word_none = BT_FD_NONE;
+
+static inline const uintptr_t *fd_word_place(int fd)
+{
+	uintptr_t *l2;
+
+	if (fd < 0)
+		return &fd_word_none;
+	if ((unsigned)fd >= BT_FDTAB_LIMIT)
+		return &fd_word_plain;
+	l2 = __atomic_load_n(&bt_fdtab[(unsigned)fd >> BT_FDTAB_L2_BITS],
+			     __ATOMIC_ACQUIRE);
+	return l2 ? &l2[(unsigned)fd & (BT_FDTAB_L2 - 1)] : &fd_word_none;
+}
+
 static inline int chan_has_input(const struct bt_chan *ch)
 {
 	return ch->rd < ch->wr || ch->owed;
@@ -94,6 +115,20 @@ static inline int ready_noreq(int fd, uintptr_t w)
 		return !ch->announced || ch->dark;
 	}
 	return w != BT_FD_NONE && w != BT_FD_OWN;
+}
+
+/*
+ * The test the readiness wrappers' fast paths begin with: an
+ * application's call (depth 0), with event isolation, by a thread that
+ * works for no request already (bt_noreq_current), no input held by the
+ * shim for anyone (bt_ready_count).  Tracing is on: a thread has a slot
+ * (bt_noreq_current) only if bt_conf.enabled was set at start-up, and it
+ * is never cleared after.
+ */
+static inline int ready_fast_ok(void)
+{
+	return bt_noreq_current() && bt_self.depth == 0 && bt_conf.isolation &&
+	       !__atomic_load_n(&bt_ready_count, __ATOMIC_ACQUIRE);
 }
 
 /*

@@ -1066,6 +1066,100 @@ START_TEST(ready_for_no_request_once_per_run)
 }
 END_TEST
 
+struct dup_over { int from, to, r; };
+
+static void *dup_over_thread(void *p)
+{
+	struct dup_over *d = p;
+	d->r = bt_dup3(d->from, d->to, 0, 0);
+	return NULL;
+}
+
+/*
+ * An epoll peek's fast path (a descriptor that is no channel, a thread
+ * that works for no request) reads the descriptor's word each time: when
+ * another thread makes its number name a traced channel while the set
+ * goes on reporting the old registration (its file kept open by a dup;
+ * the set's map did not change), the READY is written, as by the full
+ * path.
+ */
+START_TEST(epoll_peek_reads_the_word_each_time)
+{
+	pthread_t th;
+	struct dup_over d;
+	int efd = eventfd(1, EFD_NONBLOCK), keep, sv[2], ep = new_epoll();
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 7 }, out[4];
+
+	ck_assert_int_ge(efd, 0);
+	line_pair(sv, 0);
+	ck_assert_int_eq(bt_write(sv[0], "x\n", 2), 2);   /* announced */
+	ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev), 0);
+	ev_reset();
+	for (int i = 0; i < 4; i++) {           /* both wrappers' peeks */
+		ck_assert_int_eq(i % 2 ? bt_epoll_pwait(ep, out, 4, 0, NULL) :
+				 bt_epoll_wait(ep, out, 4, 0), 1);
+		ck_assert_uint_eq(out[0].data.u64, 7);
+	}
+	ev_read();
+	ck_assert_int_eq(ev_count(BT_EV_READY), 1);
+	ck_assert_int_eq(ev_nth(BT_EV_READY, 0)->fd, efd);
+
+	keep = dup(efd);
+	ck_assert_int_ge(keep, 0);
+	d.from = sv[0];
+	d.to = efd;
+	ck_assert_int_eq(pthread_create(&th, NULL, dup_over_thread, &d), 0);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_eq(d.r, efd);
+	ck_assert_int_eq(bt_epoll_pwait(ep, out, 4, 0, NULL), 1);
+	ck_assert_uint_eq(out[0].data.u64, 7);
+	ev_read();
+	ck_assert_int_eq(L.n, 1);             /* nothing else: the fast path */
+	ck_assert_int_eq(ev_count(BT_EV_READY), 1);
+	ck_assert_int_eq(ev_nth(BT_EV_READY, 0)->fd, efd);
+	bt_close(efd);
+	bt_close(sv[0]);
+	bt_close(sv[1]);
+	bt_close(ep);
+	close(keep);
+}
+END_TEST
+
+/* The same for poll of one descriptor: its fast path reads the word
+ * where it found it the last time, never a remembered value. */
+START_TEST(poll_fast_reads_the_word_each_time)
+{
+	int efd = eventfd(1, EFD_NONBLOCK), sv[2];
+	struct pollfd pf = { .fd = efd, .events = POLLIN };
+	pthread_t th;
+	struct dup_over d;
+
+	ck_assert_int_ge(efd, 0);
+	line_pair(sv, 0);
+	ck_assert_int_eq(bt_write(sv[0], "x\n", 2), 2);   /* announced */
+	ev_reset();
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(bt_poll(&pf, 1, 0), 1);
+	ev_read();
+	ck_assert_int_eq(ev_count(BT_EV_READY), 1);
+	ck_assert_int_eq(ev_nth(BT_EV_READY, 0)->fd, efd);
+
+	d.from = sv[0];
+	d.to = efd;
+	ck_assert_int_eq(pthread_create(&th, NULL, dup_over_thread, &d), 0);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_eq(d.r, efd);
+	ck_assert_int_eq(write(sv[1], "y\n", 2), 2);
+	ck_assert_int_eq(bt_poll(&pf, 1, 0), 1);
+	ev_read();
+	ck_assert_int_eq(ev_count(BT_EV_READY), 1);
+	ck_assert_int_eq(ev_nth(BT_EV_READY, 0)->fd, efd);
+	bt_close(efd);
+	bt_close(sv[0]);
+	bt_close(sv[1]);
+}
+END_TEST
+
 struct waiter { int ep; int got; uint64_t data; };
 
 static void *wait_thread(void *p)
@@ -1332,6 +1426,8 @@ static Suite *shim_suite(void)
 	tcase_add_test(t, ready_alone_timeout_and_select);
 	tcase_add_test(t, want_out_given_up_by_del);
 	tcase_add_test(t, ready_for_no_request_once_per_run);
+	tcase_add_test(t, epoll_peek_reads_the_word_each_time);
+	tcase_add_test(t, poll_fast_reads_the_word_each_time);
 	tcase_add_test(t, epoll_wakes_sleeping_thread);
 	tcase_set_timeout(t, 20);
 	suite_add_tcase(s, t);
