@@ -458,6 +458,49 @@ static inline uint8_t *p_str(uint8_t *p, const char *s, uint32_t n)
 	return p;
 }
 
+/*
+ * N bytes of S to P, as memcpy, without its call for a value of up to 16
+ * bytes (most attribute values): two overlapping words, or the first,
+ * middle and last byte.  The MSG encoder's values only (p_val): the other
+ * encoders keep p_str, whose copies are longer and rarer.
+ */
+static inline __attribute__((always_inline)) void copy_val(uint8_t *p,
+		const char *s, uint32_t n)
+{
+	if (n >= 8 && n <= 16) {
+		uint64_t x, y;
+		memcpy(&x, s, 8);
+		memcpy(&y, s + n - 8, 8);
+		memcpy(p, &x, 8);
+		memcpy(p + n - 8, &y, 8);
+	} else if (n >= 4 && n < 8) {
+		uint32_t x, y;
+		memcpy(&x, s, 4);
+		memcpy(&y, s + n - 4, 4);
+		memcpy(p, &x, 4);
+		memcpy(p + n - 4, &y, 4);
+	} else if (n && n < 4) {
+		uint8_t a = (uint8_t)s[0], b = (uint8_t)s[n >> 1],
+			c = (uint8_t)s[n - 1];
+		p[0] = a;
+		p[n >> 1] = b;
+		p[n - 1] = c;
+	} else if (n) {
+		memcpy(p, s, n);
+	}
+}
+
+/* p_str of an attribute value (copy_val) */
+static inline __attribute__((always_inline)) uint8_t *p_val(uint8_t *p,
+		const char *s, uint32_t n)
+{
+	if (!s)
+		n = 0;
+	p = p_u(p, n);
+	copy_val(p, s, n);
+	return p + n;
+}
+
 static inline uint8_t *p_addr(uint8_t *p, const struct bt_addr *a)
 {
 	*p++ = a->family;                        /* < 0x80 */
@@ -623,7 +666,7 @@ static size_t encode_fast(uint8_t *dst, const struct bt_event *ev,
 size_t bt_ev_msg_bound(const struct bt_msg_rec *m)
 {
 	unsigned n = m->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : m->nattr;
-	size_t bound = 10 * 10 + 1 + 4 * n;     /* dt, 9 fields, attrs */
+	size_t bound = BT_EV_MSG_BOUND(n, 0);   /* dt, 9 fields, attrs */
 
 	for (unsigned i = 0; i < n; i++) {
 		if (m->attr[i].len > BT_EV_MAX_STR)
@@ -667,7 +710,7 @@ size_t bt_ev_encode_msg_fit(uint8_t *dst, const struct bt_msg_rec *m,
 		 * with the most values (about 18 instructions a value) */
 		if (!d || a->len < 2 || a->len > BT_DICT_MAXVAL) {
 			*p++ = a->key;
-			p = p_str(p, a->val, a->len);
+			p = p_val(p, a->val, a->len);
 		} else {
 			p = p_attr_dict_in(p, a, d, &used);
 		}

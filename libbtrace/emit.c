@@ -354,10 +354,11 @@ static inline int fast_begin(uint64_t *ts)
 	return 0;
 }
 
-void bt_emit_msg(struct bt_msg_rec *m)
+void bt_emit_msg(struct bt_msg_rec *m, size_t vlen)
 {
 	struct bt_slot *s = &bt_self.slot;
-	size_t bound = bt_ev_msg_bound(m);
+	unsigned n = m->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : m->nattr;
+	size_t bound = BT_EV_MSG_BOUND(n, vlen);  /* >= bt_ev_msg_bound(m) */
 
 	if (unlikely(bound > 2048)) {
 		/* long (or too long: the careful encoder cuts it, and a ring

@@ -64,11 +64,20 @@ void bt_msg_log(struct bt_chan *ch, int fd, int dir, const struct bt_msg *m,
 		r.nattr = (uint8_t)(m->nattr + 1);
 		r.attr = at;
 	}
-	/* secrets out of the attributes (redact.c); the wire is untouched */
-	if (r.nattr && unlikely(bt_redact_needed(r.attr, r.nattr, bt_conf.redact)))
+	/* One look at each attribute: the sum of the lengths (the record's
+	 * bound) and whether one has secrets to take out (redact.c; the wire
+	 * is untouched). */
+	size_t vlen = 0;
+	int redact = 0;
+	unsigned rdf = bt_conf.redact;
+	for (unsigned i = 0; i < r.nattr; i++) {
+		vlen += r.attr[i].len;
+		redact |= bt_redact_attr_needed(&r.attr[i], rdf);
+	}
+	if (unlikely(redact))
 		msg_redact_emit(&r);
 	else
-		bt_emit_msg(&r);
+		bt_emit_msg(&r, vlen);
 next:
 	/* the processor hands the channel over after this message (here,
 	 * not in the inlined track(): the hot path stays as it was) */
