@@ -29,12 +29,15 @@
  */
 #include "config.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "btrace/event.h"
 
 #define unlikely_ev(x) __builtin_expect(!!(x), 0)
+/* a little-endian host (x86-64, arm64): a word's first byte is its low */
+#define likely_le() (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
 
 enum field {
 	F_END = 0,
@@ -127,29 +130,69 @@ static inline void dict_key(const char *v, uint32_t n, uint64_t *a,
 	}
 }
 
-static inline unsigned dict_slot(uint64_t a, uint64_t b, uint32_t n)
+/* The hash of a value's words and length: its first slot is bits 40-45,
+ * its second (always another) the first with bits 46-51 (odd) flipped. */
+static inline uint64_t dict_hash(uint64_t a, uint64_t b, uint32_t n)
 {
-	a = (a ^ (b * 0x9e3779b97f4a7c15ull) ^ n) * 0xff51afd7ed558ccdull;
-	return (unsigned)(a >> 40) % BT_DICT_SLOTS;
+	return (a ^ (b * 0x9e3779b97f4a7c15ull) ^ n) * 0xff51afd7ed558ccdull;
 }
 
-/* Where value V (N bytes) goes in D: -1 if it is not remembered at all
- * (no dictionary, too short to gain, too long to keep), else its slot;
- * *HIT says the slot holds it already.  Changes nothing; *A, *B are its
- * words for dict_store. */
-static inline int dict_find(const struct bt_ev_dict *d, const char *v,
-			    uint32_t n, int *hit, uint64_t *a, uint64_t *b)
+static inline unsigned dict_slot(uint64_t h)
 {
-	unsigned s;
+	return (unsigned)(h >> 40) % BT_DICT_SLOTS;
+}
+
+static inline unsigned dict_slot2(uint64_t h)
+{
+	return dict_slot(h) ^ ((unsigned)(h >> 46 & (BT_DICT_SLOTS - 1)) | 1);
+}
+
+/* Does slot S of D hold value V (N bytes, words A and B)? */
+static inline int dict_holds(const struct bt_ev_dict *d, unsigned s,
+			     const char *v, uint32_t n, uint64_t a, uint64_t b)
+{
+	return d->ent[s].gen == d->gen && d->ent[s].len == n &&
+	       d->ent[s].ka == a && d->ent[s].kb == b &&
+	       (n <= 16 || memcmp(d->ent[s].val + 8, v + 8, n - 16) == 0);
+}
+
+/*
+ * Where value V (N bytes) goes in D: -1 if it is not remembered at all
+ * (no dictionary, too short to gain, too long to keep, or both its slots
+ * are in USED), else its slot; *HIT says the slot holds it already.  A
+ * value has two slots (two values that share the first, as "GET" and
+ * "/1k.html" do, both stay): it is looked for in both, and remembered in
+ * the first unless that holds a value and the second is empty, or the
+ * record used the first already (USED: the slots the record referred to
+ * or remembered in so far; docs/log-format.md).  Changes nothing; *A, *B
+ * are its words for dict_store.
+ */
+static inline int dict_find(const struct bt_ev_dict *d, const char *v,
+			    uint32_t n, int *hit, uint64_t *a, uint64_t *b,
+			    uint64_t used)
+{
+	unsigned s1, s2;
+	uint64_t h;
+	int free1, free2;
 
 	if (!d || !v || n < 2 || n > BT_DICT_MAXVAL)
 		return -1;
 	dict_key(v, n, a, b);
-	s = dict_slot(*a, *b, n);
-	*hit = d->ent[s].gen == d->gen && d->ent[s].len == n &&
-	       d->ent[s].ka == *a && d->ent[s].kb == *b &&
-	       (n <= 16 || memcmp(d->ent[s].val + 8, v + 8, n - 16) == 0);
-	return (int)s;
+	h = dict_hash(*a, *b, n);
+	s1 = dict_slot(h);
+	*hit = 1;
+	if (dict_holds(d, s1, v, n, *a, *b))
+		return (int)s1;
+	s2 = dict_slot2(h);
+	if (dict_holds(d, s2, v, n, *a, *b))
+		return (int)s2;
+	*hit = 0;
+	free1 = !(used >> s1 & 1);
+	free2 = !(used >> s2 & 1);
+	if (free1 && (!free2 || d->ent[s1].gen != d->gen ||
+		      d->ent[s2].gen == d->gen))
+		return (int)s1;
+	return free2 ? (int)s2 : -1;
 }
 
 static inline void dict_store(struct bt_ev_dict *d, unsigned s,
@@ -178,15 +221,12 @@ static inline int dict_attr(struct bt_ev_dict *d, const struct bt_attr *a,
 
 	if (!d || a->key > BT_AK_KEY_MASK || (DICT_NEVER >> a->key & 1))
 		return -1;
-	s = dict_find(d, a->val, a->len, hit, &ka, &kb);
+	s = dict_find(d, a->val, a->len, hit, &ka, &kb, *used);
 	if (s < 0)
 		return -1;
 	bit = 1ull << s;
-	if (!*hit) {
-		if (*used & bit)
-			return -1;
+	if (!*hit)
 		dict_store(d, (unsigned)s, a->val, a->len, ka, kb);
-	}
 	*used |= bit;
 	return s;
 }
@@ -260,7 +300,8 @@ static int w_attrs(struct wbuf *w, const struct bt_event *ev,
 		int hit = 0, s = -1;
 		uint64_t ka, kb;
 		if (d && a->key <= BT_AK_KEY_MASK && !(DICT_NEVER >> a->key & 1))
-			s = dict_find(d, a->val, a->len, &hit, &ka, &kb);
+			s = dict_find(d, a->val, a->len, &hit, &ka, &kb,
+				      used);
 		if (s >= 0 && (hit ? 2 : 3 + (size_t)len) <= room) {
 			/* through the dictionary, as the fast encoders */
 			w->p = p_attr(w->p, a, d, &used);
@@ -306,7 +347,7 @@ static size_t encode_careful(uint8_t *dst, size_t cap,
 
 	if (ev->type == BT_EV_OPEN && d &&
 	    !(flags & (BT_OPEN_PATH_KEEP | BT_OPEN_PATH_REF)) &&
-	    (ps = dict_find(d, ev->str, ev->str_len, &phit, &pa, &pb)) >= 0)
+	    (ps = dict_find(d, ev->str, ev->str_len, &phit, &pa, &pb, 0)) >= 0)
 		flags |= phit ? BT_OPEN_PATH_REF : BT_OPEN_PATH_KEEP;
 
 	if (ev->type != BT_EV_TIME) {
@@ -587,7 +628,7 @@ static inline int open_path_dict(struct bt_ev_dict *d, const char *path,
 
 	*hit = 0;
 	if (!d || (*flags & (BT_OPEN_PATH_KEEP | BT_OPEN_PATH_REF)) ||
-	    (ps = dict_find(d, path, len, hit, &pa, &pb)) < 0)
+	    (ps = dict_find(d, path, len, hit, &pa, &pb, 0)) < 0)
 		return -1;
 	*flags |= *hit ? BT_OPEN_PATH_REF : BT_OPEN_PATH_KEEP;
 	if (!*hit)
@@ -686,33 +727,99 @@ size_t bt_ev_encode_msg(uint8_t *dst, size_t cap, const struct bt_msg_rec *m,
 	return bt_ev_encode_msg_fit(dst, m, prev_ts, d);
 }
 
+/*
+ * The MSG encoder's attributes through dictionary D: p_attr for each,
+ * written for the common case, a value of 2 to 16 bytes that its first
+ * slot holds already (a reference): the dictionary's generation read
+ * once, and what is rarer (a longer value, its second slot, a value to
+ * remember) out of line in msg_attr_slow, so that the loop keeps its
+ * state in registers.  The same bytes and the same dictionary as p_attr.
+ */
+static __attribute__((noinline)) uint8_t *msg_attr_slow(uint8_t *p,
+		const struct bt_attr *a, struct bt_ev_dict *d, uint64_t *used)
+{
+	return p_attr_dict_in(p, a, d, used);
+}
+
+static inline __attribute__((always_inline)) uint8_t *msg_attrs_dict(
+		uint8_t *p, const struct bt_attr *at, unsigned n,
+		struct bt_ev_dict *d)
+{
+	const uint32_t gen = d->gen;
+	uint64_t used = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct bt_attr *a = &at[i];
+		const char *v = a->val;
+		uint32_t len = a->len;
+		unsigned key = a->key;
+
+		if (len - 2 > BT_DICT_MAXVAL - 2 || !v || key > BT_AK_KEY_MASK ||
+		    (DICT_NEVER >> key & 1)) {
+			*p++ = (uint8_t)key;             /* a plain literal */
+			p = p_val(p, v, len);
+			continue;
+		}
+		uint64_t ka, kb, h;
+		dict_key(v, len, &ka, &kb);
+		h = dict_hash(ka, kb, len);
+		unsigned sl = dict_slot(h);
+		if (len <= 16 && d->ent[sl].gen == gen && d->ent[sl].len == len &&
+		    d->ent[sl].ka == ka && d->ent[sl].kb == kb)
+			goto ref;
+		sl = dict_slot2(h);
+		if (len <= 16 && d->ent[sl].gen == gen && d->ent[sl].len == len &&
+		    d->ent[sl].ka == ka && d->ent[sl].kb == kb)
+			goto ref;
+		p = msg_attr_slow(p, a, d, &used);
+		continue;
+ref:
+		p[0] = (uint8_t)(key | BT_AK_REF);          /* a reference */
+		p[1] = (uint8_t)sl;
+		p += 2;
+		used |= 1ull << sl;
+	}
+	return p;
+}
+
 size_t bt_ev_encode_msg_fit(uint8_t *dst, const struct bt_msg_rec *m,
 			    uint64_t *prev_ts, struct bt_ev_dict *d)
 {
 	unsigned n = m->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : m->nattr;
 	uint8_t *p = dst + 2;
+	uint32_t dkp;
 
 	p = p_u(p, m->ts >= *prev_ts ? m->ts - *prev_ts : 0);
 	p = p_u(p, bt_zigzag(m->fd));
-	p = p_u(p, m->dir);
-	p = p_u(p, m->kind);
-	p = p_u(p, m->proto);
+	/* dir, kind and proto, each < 0x80 (always, in practice): one
+	 * varint byte each, stored at once (the fourth byte, nattr, is
+	 * overwritten by the next field) */
+	_Static_assert(offsetof(struct bt_msg_rec, kind) ==
+		       offsetof(struct bt_msg_rec, dir) + 1 &&
+		       offsetof(struct bt_msg_rec, proto) ==
+		       offsetof(struct bt_msg_rec, dir) + 2,
+		       "dir, kind, proto adjacent");
+	memcpy(&dkp, &m->dir, 4);
+	if (likely_le() && !(dkp & 0x808080u)) {
+		memcpy(p, &dkp, 4);
+		p += 3;
+	} else {
+		p = p_u(p, m->dir);
+		p = p_u(p, m->kind);
+		p = p_u(p, m->proto);
+	}
 	p = p_u(p, m->flags);
 	p = p_u(p, m->off);
 	p = p_u(p, m->len);
 	p = p_u(p, m->status);
 	p = p_u(p, m->witness);
-	uint64_t used = 0;
 	*p++ = (uint8_t)n;
-	for (unsigned i = 0; i < n; i++) {
-		const struct bt_attr *a = &m->attr[i];
-		/* p_attr, its dictionary part inlined: MSG is the record
-		 * with the most values (about 18 instructions a value) */
-		if (!d || a->len < 2 || a->len > BT_DICT_MAXVAL) {
-			*p++ = a->key;
-			p = p_val(p, a->val, a->len);
-		} else {
-			p = p_attr_dict_in(p, a, d, &used);
+	if (d) {
+		p = msg_attrs_dict(p, m->attr, n, d);
+	} else {
+		for (unsigned i = 0; i < n; i++) {
+			*p++ = m->attr[i].key;
+			p = p_val(p, m->attr[i].val, m->attr[i].len);
 		}
 	}
 	if (m->ts > *prev_ts)

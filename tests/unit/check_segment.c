@@ -1022,6 +1022,33 @@ static uint8_t dict_key_byte(const uint8_t *p, size_t n, unsigned i)
 	return *q;
 }
 
+/* The slot byte of attribute I (a reference or a value remembered). */
+static uint8_t dict_slot_byte(const uint8_t *p, size_t n, unsigned i)
+{
+	uint8_t key = dict_key_byte(p, n, i);
+	ck_assert(key & (BT_AK_KEEP | BT_AK_REF));
+	/* dict_key_byte's walk again, one byte further */
+	const uint8_t *q = p + 2;
+	for (int f = 0; f < 10; f++) {
+		while (*q & 0x80)
+			q++;
+		q++;
+	}
+	q++;
+	for (unsigned k = 0; k < i; k++) {
+		uint8_t kk = *q++;
+		uint64_t v = 0;
+		q += bt_get_varint(q, 10, &v);
+		if (kk & BT_AK_KEEP) {
+			q += bt_get_varint(q, 10, &v);
+			q += v;
+		} else if (!(kk & BT_AK_REF)) {
+			q += v;
+		}
+	}
+	return q[1];
+}
+
 /* Encode, then decode against a guard page with the reader's dictionary:
  * the values come back, repeats as references, a TIME empties both sides. */
 START_TEST(dict_round_trip)
@@ -1321,57 +1348,106 @@ START_TEST(dict_fast_equals_careful)
 END_TEST
 
 /* A record never remembers a value in a slot it used before: the value an
- * earlier reference of the record resolved to must stay.  The writer
- * writes such a value plain; a reader takes a record that does otherwise
- * as malformed. */
+ * earlier reference of the record resolved to must stay.  A value has two
+ * slots: the writer remembers it in the second when the record used the
+ * first, and writes it plain when the record used both; a reader takes a
+ * record that does otherwise as malformed. */
+static void dict_one(struct bt_ev_dict *d, uint64_t *prev, uint8_t key,
+		     const char *v, uint8_t *buf, size_t *n)
+{
+	struct bt_event ev;
+	const uint8_t k[] = { key };
+	const char *vv[] = { v };
+
+	dict_msg(&ev, 10, 1, k, vv);
+	*n = bt_ev_encode_dict(buf, 512, &ev, prev, d);
+	ck_assert_uint_gt(*n, 2);
+}
+
+/* A value whose first slot (in an empty dictionary) is SLOT, into BUF. */
+static int dict_value_for(int slot, const char *fmt, char *buf, size_t cap)
+{
+	uint8_t rec[512];
+	size_t m;
+
+	for (int i = 0; i < 100000; i++) {
+		struct bt_ev_dict fresh;
+		uint64_t p = 0;
+		snprintf(buf, cap, fmt, i);
+		bt_ev_dict_init(&fresh);
+		dict_one(&fresh, &p, BT_AK_TARGET, buf, rec, &m);
+		if (dict_slot_byte(rec, m, 0) == slot)
+			return 1;
+	}
+	return 0;
+}
+
 START_TEST(dict_slot_reused_in_record)
 {
-	static const uint8_t k1[] = { BT_AK_METHOD }, k2[] = { BT_AK_METHOD,
-							       BT_AK_TARGET };
+	static const uint8_t k2[] = { BT_AK_METHOD, BT_AK_TARGET },
+			     k3[] = { BT_AK_METHOD, BT_AK_HOST, BT_AK_TARGET };
 	struct bt_ev_dict wd, rd;
 	uint8_t buf[512];
-	char other[32];
+	char other[32], third[32];
 	uint64_t wp = 0, rp = 0;
 	struct bt_event ev, out;
 	size_t n;
-	int slot_a = -1, found = 0;
+	int slot_a, slot_b;
 
-	/* the slot of "GET", then another value with the same slot */
+	/* the slot of "GET", then another value with the same first slot */
 	bt_ev_dict_init(&wd);
-	const char *va[] = { "GET" };
-	dict_msg(&ev, 10, 1, k1, va);
-	n = bt_ev_encode_dict(buf, sizeof buf, &ev, &wp, &wd);
+	dict_one(&wd, &wp, BT_AK_METHOD, "GET", buf, &n);
 	ck_assert_uint_eq(dict_key_byte(buf, n, 0), BT_AK_METHOD | BT_AK_KEEP);
-	slot_a = buf[n - 5];                      /* key, slot, len, "GET" */
-	for (int i = 0; i < 100000 && !found; i++) {
-		struct bt_ev_dict fresh;
-		uint64_t p = 0;
-		const char *vb[] = { other };
-		snprintf(other, sizeof other, "/v%d", i);
-		bt_ev_dict_init(&fresh);
-		dict_msg(&ev, 10, 1, k1, vb);
-		size_t m = bt_ev_encode_dict(buf, sizeof buf, &ev, &p, &fresh);
-		found = buf[m - strlen(other) - 2] == slot_a;
-	}
-	ck_assert_msg(found, "no value shares the slot of GET");
+	slot_a = dict_slot_byte(buf, n, 0);
+	ck_assert_msg(dict_value_for(slot_a, "/v%d", other, sizeof other),
+		      "no value shares the slot of GET");
 
 	/* "GET" remembered; then a record referring to it and holding the
-	 * other value: that one goes out plain */
+	 * other value: that one goes to its second slot */
 	bt_ev_dict_init(&wd);
 	bt_ev_dict_init(&rd);
 	wp = 0;
-	dict_msg(&ev, 10, 1, k1, va);
-	n = bt_ev_encode_dict(buf, sizeof buf, &ev, &wp, &wd);
+	dict_one(&wd, &wp, BT_AK_METHOD, "GET", buf, &n);
 	ck_assert_int_eq(bt_ev_decode_dict(buf, n, &out, &rp, &rd), (long)n);
 	const char *v2[] = { "GET", other };
 	dict_msg(&ev, 20, 2, k2, v2);
 	n = bt_ev_encode_dict(buf, sizeof buf, &ev, &wp, &wd);
 	ck_assert_uint_eq(dict_key_byte(buf, n, 0), BT_AK_METHOD | BT_AK_REF);
-	ck_assert_uint_eq(dict_key_byte(buf, n, 1), BT_AK_TARGET);
+	ck_assert_uint_eq(dict_key_byte(buf, n, 1), BT_AK_TARGET | BT_AK_KEEP);
+	slot_b = dict_slot_byte(buf, n, 1);
+	ck_assert_int_ne(slot_b, slot_a);
 	ck_assert_int_eq(bt_ev_decode_dict(buf, n, &out, &rp, &rd), (long)n);
 	ck_assert_uint_eq(out.attr[0].len, 3);
 	ck_assert_mem_eq(out.attr[0].val, "GET", 3);
 	ck_assert_mem_eq(out.attr[1].val, other, strlen(other));
+	/* both stay: the next such record refers to both */
+	n = bt_ev_encode_dict(buf, sizeof buf, &ev, &wp, &wd);
+	ck_assert_uint_eq(dict_key_byte(buf, n, 0), BT_AK_METHOD | BT_AK_REF);
+	ck_assert_uint_eq(dict_key_byte(buf, n, 1), BT_AK_TARGET | BT_AK_REF);
+	ck_assert_int_eq(dict_slot_byte(buf, n, 1), slot_b);
+	ck_assert_int_eq(bt_ev_decode_dict(buf, n, &out, &rp, &rd), (long)n);
+	ck_assert_mem_eq(out.attr[1].val, other, strlen(other));
+
+	/* a record that used both slots of the other value (GET in the
+	 * first, a third value, whose first slot is the other's second, in
+	 * that): the other value goes out plain */
+	ck_assert_msg(dict_value_for(slot_b, "h%d", third, sizeof third),
+		      "no value has the other's second slot first");
+	bt_ev_dict_init(&wd);
+	bt_ev_dict_init(&rd);
+	wp = rp = 0;
+	dict_one(&wd, &wp, BT_AK_METHOD, "GET", buf, &n);
+	ck_assert_int_eq(bt_ev_decode_dict(buf, n, &out, &rp, &rd), (long)n);
+	const char *v3[] = { "GET", third, other };
+	dict_msg(&ev, 30, 3, k3, v3);
+	n = bt_ev_encode_dict(buf, sizeof buf, &ev, &wp, &wd);
+	ck_assert_uint_eq(dict_key_byte(buf, n, 0), BT_AK_METHOD | BT_AK_REF);
+	ck_assert_uint_eq(dict_key_byte(buf, n, 1), BT_AK_HOST | BT_AK_KEEP);
+	ck_assert_int_eq(dict_slot_byte(buf, n, 1), slot_b);
+	ck_assert_uint_eq(dict_key_byte(buf, n, 2), BT_AK_TARGET);
+	ck_assert_int_eq(bt_ev_decode_dict(buf, n, &out, &rp, &rd), (long)n);
+	ck_assert_mem_eq(out.attr[1].val, third, strlen(third));
+	ck_assert_mem_eq(out.attr[2].val, other, strlen(other));
 
 	/* the same record written against the rule: malformed */
 	uint8_t bad[64];
