@@ -1470,6 +1470,124 @@ START_TEST(dict_slot_reused_in_record)
 }
 END_TEST
 
+/* Pseudo-random MSG records (small and large fields, values from a small
+ * pool so that they repeat and share slots, up to eight attributes, keys
+ * never remembered, resets): the MSG encoder, the fast and the careful
+ * one write the same bytes and leave the same dictionary, and the reader
+ * gets every field and value back, never an unknown one. */
+static uint64_t rnd_state = 0x2545f4914f6cdd1dull;
+static uint64_t rnd64(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return rnd_state;
+}
+
+static uint64_t rnd_field(void)
+{
+	switch (rnd64() % 5) {
+	case 0:  return 0;
+	case 1:  return rnd64() % 128;
+	case 2:  return rnd64() % 20000;
+	case 3:  return rnd64() % (1ull << 30);
+	default: return rnd64() >> (rnd64() % 64);
+	}
+}
+
+START_TEST(dict_random_msgs)
+{
+	static char pool[48][112];
+	struct bt_ev_dict *d1 = malloc(sizeof *d1), *d2 = malloc(sizeof *d2),
+			  *d3 = malloc(sizeof *d3), *rd = malloc(sizeof *rd);
+	uint64_t p1 = 0, p2 = 0, p3 = 0, pr = 0, ts = 1;
+	uint8_t a[2048], b[2048], c[BT_EV_MAX_RECORD];
+
+	for (int i = 0; i < 48; i++)
+		for (int j = 0; j < 112; j++)
+			pool[i][j] = (char)(rnd64() % 4 ? 'a' + rnd64() % 3
+						       : (int)rnd64());
+	bt_ev_dict_init(d1);
+	bt_ev_dict_init(d2);
+	bt_ev_dict_init(d3);
+	bt_ev_dict_init(rd);
+	for (int i = 0; i < 20000; i++) {
+		struct bt_attr at[BT_EV_MAX_ATTR];
+		struct bt_event ev, out;
+		memset(&ev, 0, sizeof ev);
+		ev.type = BT_EV_MSG;
+		ts += rnd64() % 8 ? rnd64() % 100000 : rnd_field() % (1ull << 40);
+		ev.ts = ts;
+		ev.fd = (int32_t)(rnd64() % 70) * (rnd64() % 9 ? 1 : -1);
+		ev.dir = (uint8_t)(rnd64() % 2);
+		ev.kind = (uint8_t)(rnd64() % 8 ? rnd64() % 4 : rnd64());
+		ev.proto = (uint8_t)(rnd64() % 8 ? rnd64() % 10 : rnd64());
+		ev.flags = (uint32_t)(rnd64() % 4 ? rnd64() % 8 : rnd_field());
+		ev.status = (uint32_t)(rnd64() % 3 ? rnd64() % 600 : rnd_field());
+		ev.off = rnd_field();
+		ev.len = rnd_field();
+		ev.witness = rnd64() % 3 ? 0 : rnd_field();
+		ev.nattr = (uint8_t)(rnd64() % (BT_EV_MAX_ATTR + 1));
+		for (unsigned k = 0; k < ev.nattr; k++) {
+			at[k].key = (uint8_t)(rnd64() % 8 ? 1 + rnd64() % 20
+							  : rnd64() % 64);
+			at[k].val = pool[rnd64() % (rnd64() % 2 ? 6 : 48)] +
+				    rnd64() % 8;
+			at[k].len = (uint16_t)(rnd64() % 4 ? rnd64() % 20
+							   : rnd64() % 100);
+			ev.attr[k] = at[k];
+		}
+		if (rnd64() % 400 == 0) {
+			/* a TIME: every dictionary empties */
+			struct bt_event te;
+			dict_time(&te, ts);
+			size_t n1 = bt_ev_encode_dict(a, sizeof a, &te, &p1, d1);
+			ck_assert_uint_eq(bt_ev_encode_dict(b, sizeof b, &te, &p2, d2), n1);
+			ck_assert_uint_eq(bt_ev_encode_dict(c, sizeof c, &te, &p3, d3), n1);
+			ck_assert_int_eq(bt_ev_decode_dict(a, n1, &out, &pr, rd), (long)n1);
+		}
+		struct bt_msg_rec mr = {
+			.ts = ev.ts, .fd = ev.fd, .dir = ev.dir, .kind = ev.kind,
+			.proto = ev.proto, .nattr = ev.nattr, .flags = ev.flags,
+			.status = ev.status, .off = ev.off, .len = ev.len,
+			.witness = ev.witness, .attr = at,
+		};
+		size_t n1 = bt_ev_encode_msg(a, sizeof a, &mr, &p1, d1);
+		size_t n2 = bt_ev_encode_careful(b, sizeof b, &ev, &p2, d2);
+		size_t n3 = bt_ev_encode_fast(c, &ev, &p3, d3);
+		ck_assert_uint_gt(n1, 2);
+		ck_assert_uint_eq(n2, n1);
+		ck_assert_uint_eq(n3, n1);
+		ck_assert_mem_eq(a, b, n1);
+		ck_assert_mem_eq(a, c, n1);
+		ck_assert_mem_eq(d1, d2, sizeof *d1);
+		ck_assert_mem_eq(d1, d3, sizeof *d1);
+		ck_assert_int_eq(bt_ev_decode_dict(a, n1, &out, &pr, rd), (long)n1);
+		ck_assert_uint_eq(out.dict_miss, 0);
+		ck_assert_uint_eq(out.ts, ev.ts);
+		ck_assert_int_eq(out.fd, ev.fd);
+		ck_assert_uint_eq(out.dir, ev.dir);
+		ck_assert_uint_eq(out.kind, ev.kind);
+		ck_assert_uint_eq(out.proto, ev.proto);
+		ck_assert_uint_eq(out.flags, ev.flags);
+		ck_assert_uint_eq(out.status, ev.status);
+		ck_assert_uint_eq(out.off, ev.off);
+		ck_assert_uint_eq(out.len, ev.len);
+		ck_assert_uint_eq(out.witness, ev.witness);
+		ck_assert_uint_eq(out.nattr, ev.nattr);
+		for (unsigned k = 0; k < ev.nattr; k++) {
+			ck_assert_uint_eq(out.attr[k].key, at[k].key);
+			ck_assert_uint_eq(out.attr[k].len, at[k].len);
+			ck_assert_mem_eq(out.attr[k].val, at[k].val, at[k].len);
+		}
+	}
+	free(d1);
+	free(d2);
+	free(d3);
+	free(rd);
+}
+END_TEST
+
 /* bp-dump's reader (readlog): references resolve across blocks; one whose
  * value was remembered in bytes the reader never got (a lost block) is
  * reported and read as unknown, never guessed. */
@@ -1788,6 +1906,7 @@ static Suite *segment_suite(void)
 	tcase_add_test(t, dict_long_values);
 	tcase_add_test(t, dict_damage);
 	tcase_add_test(t, dict_slot_reused_in_record);
+	tcase_add_test(t, dict_random_msgs);
 	tcase_add_test(t, readlog_dictionary_across_blocks);
 	tcase_add_test(t, readlog_block_in_a_later_file);
 	tcase_add_test(t, dict_fast_equals_careful);
