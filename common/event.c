@@ -156,6 +156,29 @@ static inline int dict_holds(const struct bt_ev_dict *d, unsigned s,
 	       (n <= 16 || memcmp(d->ent[s].val + 8, v + 8, n - 16) == 0);
 }
 
+/* dict_find past the first slot, which does not hold the value: its
+ * second slot, or where to remember it (out of line: the first slot is
+ * where a repeat is found, in the encoders' inlined part). */
+static __attribute__((noinline)) int dict_find_rest(
+		const struct bt_ev_dict *d, const char *v, uint32_t n, int *hit,
+		uint64_t a, uint64_t b, uint64_t h, uint64_t used)
+{
+	unsigned s1 = dict_slot(h), s2 = dict_slot2(h);
+	int free1, free2;
+
+	if (dict_holds(d, s2, v, n, a, b)) {
+		*hit = 1;
+		return (int)s2;
+	}
+	*hit = 0;
+	free1 = !(used >> s1 & 1);
+	free2 = !(used >> s2 & 1);
+	if (free1 && (!free2 || d->ent[s1].gen != d->gen ||
+		      d->ent[s2].gen == d->gen))
+		return (int)s1;
+	return free2 ? (int)s2 : -1;
+}
+
 /*
  * Where value V (N bytes) goes in D: -1 if it is not remembered at all
  * (no dictionary, too short to gain, too long to keep, or both its slots
@@ -171,28 +194,19 @@ static inline int dict_find(const struct bt_ev_dict *d, const char *v,
 			    uint32_t n, int *hit, uint64_t *a, uint64_t *b,
 			    uint64_t used)
 {
-	unsigned s1, s2;
+	unsigned s1;
 	uint64_t h;
-	int free1, free2;
 
 	if (!d || !v || n < 2 || n > BT_DICT_MAXVAL)
 		return -1;
 	dict_key(v, n, a, b);
 	h = dict_hash(*a, *b, n);
 	s1 = dict_slot(h);
-	*hit = 1;
-	if (dict_holds(d, s1, v, n, *a, *b))
+	if (dict_holds(d, s1, v, n, *a, *b)) {
+		*hit = 1;
 		return (int)s1;
-	s2 = dict_slot2(h);
-	if (dict_holds(d, s2, v, n, *a, *b))
-		return (int)s2;
-	*hit = 0;
-	free1 = !(used >> s1 & 1);
-	free2 = !(used >> s2 & 1);
-	if (free1 && (!free2 || d->ent[s1].gen != d->gen ||
-		      d->ent[s2].gen == d->gen))
-		return (int)s1;
-	return free2 ? (int)s2 : -1;
+	}
+	return dict_find_rest(d, v, n, hit, *a, *b, h, used);
 }
 
 static inline void dict_store(struct bt_ev_dict *d, unsigned s,
