@@ -9,8 +9,9 @@
  * Besides the time, a stream carries one more state: its attribute
  * dictionary (btrace/event.h, docs/log-format.md), a struct bt_ev_dict the
  * caller owns per stream.  The encoders remember attribute values (and
- * OPEN paths) of 2 to BT_DICT_MAXVAL bytes in a slot chosen by a hash and
- * write a repeat as a slot reference; a TIME empties the dictionary.
+ * OPEN paths) of 2 to BT_DICT_MAXVAL bytes in one of two slots chosen by
+ * a hash and write a repeat as a slot reference; a TIME empties the
+ * dictionary.
  * Three encoders write the same bytes for the same record and dictionary:
  * bt_ev_encode_msg (MSG from its fields; libbtrace's bt_emit_msg),
  * encode_fast (any type whose upper bound fits) and encode_careful
@@ -743,11 +744,12 @@ size_t bt_ev_encode_msg(uint8_t *dst, size_t cap, const struct bt_msg_rec *m,
 
 /*
  * The MSG encoder's attributes through dictionary D: p_attr for each,
- * written for the common case, a value of 2 to 16 bytes that its first
- * slot holds already (a reference): the dictionary's generation read
- * once, and what is rarer (a longer value, its second slot, a value to
- * remember) out of line in msg_attr_slow, so that the loop keeps its
- * state in registers.  The same bytes and the same dictionary as p_attr.
+ * written for the common case, a value of 2 to 16 bytes that one of its
+ * two slots holds already (a reference): the dictionary's generation
+ * read once, both slots looked at inline, and what is rarer (a longer
+ * value, a value to remember) out of line in msg_attr_slow, so that the
+ * loop keeps its state in registers.  The same bytes and the same
+ * dictionary as p_attr.
  */
 static __attribute__((noinline)) uint8_t *msg_attr_slow(uint8_t *p,
 		const struct bt_attr *a, struct bt_ev_dict *d, uint64_t *used)
