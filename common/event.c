@@ -751,6 +751,16 @@ size_t bt_ev_encode_msg(uint8_t *dst, size_t cap, const struct bt_msg_rec *m,
  * loop keeps its state in registers.  The same bytes and the same
  * dictionary as p_attr.
  */
+/* dict_holds for a value of at most 16 bytes (its words are all of it),
+ * GEN being D's generation */
+static inline int dict_holds_short(const struct bt_ev_dict *d, unsigned s,
+				   uint32_t gen, uint32_t n, uint64_t a,
+				   uint64_t b)
+{
+	return d->ent[s].gen == gen && d->ent[s].len == n &&
+	       d->ent[s].ka == a && d->ent[s].kb == b;
+}
+
 static __attribute__((noinline)) uint8_t *msg_attr_slow(uint8_t *p,
 		const struct bt_attr *a, struct bt_ev_dict *d, uint64_t *used)
 {
@@ -770,8 +780,8 @@ static inline __attribute__((always_inline)) uint8_t *msg_attrs_dict(
 		uint32_t len = a->len;
 		unsigned key = a->key;
 
-		if (len - 2 > BT_DICT_MAXVAL - 2 || !v || key > BT_AK_KEY_MASK ||
-		    (DICT_NEVER >> key & 1)) {
+		if (len - 2 > BT_DICT_MAXVAL - 2 || !v ||
+		    key > BT_AK_KEY_MASK || (DICT_NEVER >> key & 1)) {
 			*p++ = (uint8_t)key;             /* a plain literal */
 			p = p_val(p, v, len);
 			continue;
@@ -780,12 +790,10 @@ static inline __attribute__((always_inline)) uint8_t *msg_attrs_dict(
 		dict_key(v, len, &ka, &kb);
 		h = dict_hash(ka, kb, len);
 		unsigned sl = dict_slot(h);
-		if (len <= 16 && d->ent[sl].gen == gen && d->ent[sl].len == len &&
-		    d->ent[sl].ka == ka && d->ent[sl].kb == kb)
+		if (len <= 16 && dict_holds_short(d, sl, gen, len, ka, kb))
 			goto ref;
 		sl = dict_slot2(h);
-		if (len <= 16 && d->ent[sl].gen == gen && d->ent[sl].len == len &&
-		    d->ent[sl].ka == ka && d->ent[sl].kb == kb)
+		if (len <= 16 && dict_holds_short(d, sl, gen, len, ka, kb))
 			goto ref;
 		p = msg_attr_slow(p, a, d, &used);
 		continue;

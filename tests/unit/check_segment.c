@@ -1516,14 +1516,16 @@ START_TEST(dict_random_msgs)
 		struct bt_event ev, out;
 		memset(&ev, 0, sizeof ev);
 		ev.type = BT_EV_MSG;
-		ts += rnd64() % 8 ? rnd64() % 100000 : rnd_field() % (1ull << 40);
+		ts += rnd64() % 8 ? rnd64() % 100000
+				  : rnd_field() % (1ull << 40);
 		ev.ts = ts;
 		ev.fd = (int32_t)(rnd64() % 70) * (rnd64() % 9 ? 1 : -1);
 		ev.dir = (uint8_t)(rnd64() % 2);
 		ev.kind = (uint8_t)(rnd64() % 8 ? rnd64() % 4 : rnd64());
 		ev.proto = (uint8_t)(rnd64() % 8 ? rnd64() % 10 : rnd64());
 		ev.flags = (uint32_t)(rnd64() % 4 ? rnd64() % 8 : rnd_field());
-		ev.status = (uint32_t)(rnd64() % 3 ? rnd64() % 600 : rnd_field());
+		ev.status = (uint32_t)(rnd64() % 3 ? rnd64() % 600
+						   : rnd_field());
 		ev.off = rnd_field();
 		ev.len = rnd_field();
 		ev.witness = rnd64() % 3 ? 0 : rnd_field();
@@ -1541,14 +1543,19 @@ START_TEST(dict_random_msgs)
 			/* a TIME: every dictionary empties */
 			struct bt_event te;
 			dict_time(&te, ts);
-			size_t n1 = bt_ev_encode_dict(a, sizeof a, &te, &p1, d1);
-			ck_assert_uint_eq(bt_ev_encode_dict(b, sizeof b, &te, &p2, d2), n1);
-			ck_assert_uint_eq(bt_ev_encode_dict(c, sizeof c, &te, &p3, d3), n1);
-			ck_assert_int_eq(bt_ev_decode_dict(a, n1, &out, &pr, rd), (long)n1);
+			size_t t1 = bt_ev_encode_dict(a, sizeof a, &te, &p1,
+						      d1);
+			ck_assert_uint_eq(bt_ev_encode_dict(b, sizeof b, &te,
+							    &p2, d2), t1);
+			ck_assert_uint_eq(bt_ev_encode_dict(c, sizeof c, &te,
+							    &p3, d3), t1);
+			ck_assert_int_eq(bt_ev_decode_dict(a, t1, &out, &pr,
+							   rd), (long)t1);
 		}
 		struct bt_msg_rec mr = {
-			.ts = ev.ts, .fd = ev.fd, .dir = ev.dir, .kind = ev.kind,
-			.proto = ev.proto, .nattr = ev.nattr, .flags = ev.flags,
+			.ts = ev.ts, .fd = ev.fd, .dir = ev.dir,
+			.kind = ev.kind, .proto = ev.proto,
+			.nattr = ev.nattr, .flags = ev.flags,
 			.status = ev.status, .off = ev.off, .len = ev.len,
 			.witness = ev.witness, .attr = at,
 		};
@@ -1562,7 +1569,8 @@ START_TEST(dict_random_msgs)
 		ck_assert_mem_eq(a, c, n1);
 		ck_assert_mem_eq(d1, d2, sizeof *d1);
 		ck_assert_mem_eq(d1, d3, sizeof *d1);
-		ck_assert_int_eq(bt_ev_decode_dict(a, n1, &out, &pr, rd), (long)n1);
+		ck_assert_int_eq(bt_ev_decode_dict(a, n1, &out, &pr, rd),
+				 (long)n1);
 		ck_assert_uint_eq(out.dict_miss, 0);
 		ck_assert_uint_eq(out.ts, ev.ts);
 		ck_assert_int_eq(out.fd, ev.fd);
