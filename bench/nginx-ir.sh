@@ -14,6 +14,9 @@
 # bp-logd, so the shim writes its own spool.  Needs nginx, valgrind and
 # python3.  Works in a temporary directory under /tmp (removed at the
 # end unless NGINX_IR_KEEP=1); the callgrind files are DIR/N/cg.out.
+# NGINX_IR_DIR=DIR: work in DIR (made; it must not exist) instead, so
+# that two builds compared run with the same file paths: a path's
+# dictionary slots, and so what it collides with, depend on it.
 set -eu
 
 B=$(cd "${1:?usage: nginx-ir.sh BUILD_DIR [traced|untraced] [N1 N2]}" && pwd)
@@ -21,7 +24,12 @@ MODE=${2:-traced}
 N1=${3:-200}
 N2=${4:-1200}
 CONNS=${NGINX_IR_CONNS:-1}
-W=$(mktemp -d /tmp/bp-nginx-ir.XXXXXX)
+if [ -n "${NGINX_IR_DIR:-}" ]; then
+	W=$NGINX_IR_DIR
+	mkdir "$W"
+else
+	W=$(mktemp -d /tmp/bp-nginx-ir.XXXXXX)
+fi
 trap '[ "${NGINX_IR_KEEP:-0}" = 1 ] && echo "nginx-ir.sh: kept $W" >&2 || rm -rf "$W"' EXIT
 
 one() {   # one N -> total instructions

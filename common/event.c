@@ -9,8 +9,9 @@
  * Besides the time, a stream carries one more state: its attribute
  * dictionary (btrace/event.h, docs/log-format.md), a struct bt_ev_dict the
  * caller owns per stream.  The encoders remember attribute values (and
- * OPEN paths) of 2 to BT_DICT_MAXVAL bytes in a slot chosen by a hash and
- * write a repeat as a slot reference; a TIME empties the dictionary.
+ * OPEN paths) of 2 to BT_DICT_MAXVAL bytes in one of two slots chosen by
+ * a hash and write a repeat as a slot reference; a TIME empties the
+ * dictionary.
  * Three encoders write the same bytes for the same record and dictionary:
  * bt_ev_encode_msg (MSG from its fields; libbtrace's bt_emit_msg),
  * encode_fast (any type whose upper bound fits) and encode_careful
@@ -29,12 +30,15 @@
  */
 #include "config.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "btrace/event.h"
 
 #define unlikely_ev(x) __builtin_expect(!!(x), 0)
+/* a little-endian host (x86-64, arm64): a word's first byte is its low */
+#define likely_le() (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
 
 enum field {
 	F_END = 0,
@@ -127,29 +131,83 @@ static inline void dict_key(const char *v, uint32_t n, uint64_t *a,
 	}
 }
 
-static inline unsigned dict_slot(uint64_t a, uint64_t b, uint32_t n)
+/* The hash of a value's words and length: its first slot is bits 40-45,
+ * its second (always another) the first with bits 46-51 (odd) flipped. */
+static inline uint64_t dict_hash(uint64_t a, uint64_t b, uint32_t n)
 {
-	a = (a ^ (b * 0x9e3779b97f4a7c15ull) ^ n) * 0xff51afd7ed558ccdull;
-	return (unsigned)(a >> 40) % BT_DICT_SLOTS;
+	return (a ^ (b * 0x9e3779b97f4a7c15ull) ^ n) * 0xff51afd7ed558ccdull;
 }
 
-/* Where value V (N bytes) goes in D: -1 if it is not remembered at all
- * (no dictionary, too short to gain, too long to keep), else its slot;
- * *HIT says the slot holds it already.  Changes nothing; *A, *B are its
- * words for dict_store. */
-static inline int dict_find(const struct bt_ev_dict *d, const char *v,
-			    uint32_t n, int *hit, uint64_t *a, uint64_t *b)
+static inline unsigned dict_slot(uint64_t h)
 {
-	unsigned s;
+	return (unsigned)(h >> 40) % BT_DICT_SLOTS;
+}
+
+static inline unsigned dict_slot2(uint64_t h)
+{
+	return dict_slot(h) ^ ((unsigned)(h >> 46 & (BT_DICT_SLOTS - 1)) | 1);
+}
+
+/* Does slot S of D hold value V (N bytes, words A and B)? */
+static inline int dict_holds(const struct bt_ev_dict *d, unsigned s,
+			     const char *v, uint32_t n, uint64_t a, uint64_t b)
+{
+	return d->ent[s].gen == d->gen && d->ent[s].len == n &&
+	       d->ent[s].ka == a && d->ent[s].kb == b &&
+	       (n <= 16 || memcmp(d->ent[s].val + 8, v + 8, n - 16) == 0);
+}
+
+/* dict_find past the first slot, which does not hold the value: its
+ * second slot, or where to remember it (out of line: the first slot is
+ * where a repeat is found, in the encoders' inlined part). */
+static __attribute__((noinline)) int dict_find_rest(
+		const struct bt_ev_dict *d, const char *v, uint32_t n, int *hit,
+		uint64_t a, uint64_t b, uint64_t h, uint64_t used)
+{
+	unsigned s1 = dict_slot(h), s2 = dict_slot2(h);
+	int free1, free2;
+
+	if (dict_holds(d, s2, v, n, a, b)) {
+		*hit = 1;
+		return (int)s2;
+	}
+	*hit = 0;
+	free1 = !(used >> s1 & 1);
+	free2 = !(used >> s2 & 1);
+	if (free1 && (!free2 || d->ent[s1].gen != d->gen ||
+		      d->ent[s2].gen == d->gen))
+		return (int)s1;
+	return free2 ? (int)s2 : -1;
+}
+
+/*
+ * Where value V (N bytes) goes in D: -1 if it is not remembered at all
+ * (no dictionary, too short to gain, too long to keep, or both its slots
+ * are in USED), else its slot; *HIT says the slot holds it already.  A
+ * value has two slots (two values that share the first, as "GET" and
+ * "/1k.html" do, both stay): it is looked for in both, and remembered in
+ * the first unless that holds a value and the second is empty, or the
+ * record used the first already (USED: the slots the record referred to
+ * or remembered in so far; docs/log-format.md).  Changes nothing; *A, *B
+ * are its words for dict_store.
+ */
+static inline int dict_find(const struct bt_ev_dict *d, const char *v,
+			    uint32_t n, int *hit, uint64_t *a, uint64_t *b,
+			    uint64_t used)
+{
+	unsigned s1;
+	uint64_t h;
 
 	if (!d || !v || n < 2 || n > BT_DICT_MAXVAL)
 		return -1;
 	dict_key(v, n, a, b);
-	s = dict_slot(*a, *b, n);
-	*hit = d->ent[s].gen == d->gen && d->ent[s].len == n &&
-	       d->ent[s].ka == *a && d->ent[s].kb == *b &&
-	       (n <= 16 || memcmp(d->ent[s].val + 8, v + 8, n - 16) == 0);
-	return (int)s;
+	h = dict_hash(*a, *b, n);
+	s1 = dict_slot(h);
+	if (dict_holds(d, s1, v, n, *a, *b)) {
+		*hit = 1;
+		return (int)s1;
+	}
+	return dict_find_rest(d, v, n, hit, *a, *b, h, used);
 }
 
 static inline void dict_store(struct bt_ev_dict *d, unsigned s,
@@ -178,15 +236,12 @@ static inline int dict_attr(struct bt_ev_dict *d, const struct bt_attr *a,
 
 	if (!d || a->key > BT_AK_KEY_MASK || (DICT_NEVER >> a->key & 1))
 		return -1;
-	s = dict_find(d, a->val, a->len, hit, &ka, &kb);
+	s = dict_find(d, a->val, a->len, hit, &ka, &kb, *used);
 	if (s < 0)
 		return -1;
 	bit = 1ull << s;
-	if (!*hit) {
-		if (*used & bit)
-			return -1;
+	if (!*hit)
 		dict_store(d, (unsigned)s, a->val, a->len, ka, kb);
-	}
 	*used |= bit;
 	return s;
 }
@@ -260,7 +315,8 @@ static int w_attrs(struct wbuf *w, const struct bt_event *ev,
 		int hit = 0, s = -1;
 		uint64_t ka, kb;
 		if (d && a->key <= BT_AK_KEY_MASK && !(DICT_NEVER >> a->key & 1))
-			s = dict_find(d, a->val, a->len, &hit, &ka, &kb);
+			s = dict_find(d, a->val, a->len, &hit, &ka, &kb,
+				      used);
 		if (s >= 0 && (hit ? 2 : 3 + (size_t)len) <= room) {
 			/* through the dictionary, as the fast encoders */
 			w->p = p_attr(w->p, a, d, &used);
@@ -306,7 +362,7 @@ static size_t encode_careful(uint8_t *dst, size_t cap,
 
 	if (ev->type == BT_EV_OPEN && d &&
 	    !(flags & (BT_OPEN_PATH_KEEP | BT_OPEN_PATH_REF)) &&
-	    (ps = dict_find(d, ev->str, ev->str_len, &phit, &pa, &pb)) >= 0)
+	    (ps = dict_find(d, ev->str, ev->str_len, &phit, &pa, &pb, 0)) >= 0)
 		flags |= phit ? BT_OPEN_PATH_REF : BT_OPEN_PATH_KEEP;
 
 	if (ev->type != BT_EV_TIME) {
@@ -458,6 +514,49 @@ static inline uint8_t *p_str(uint8_t *p, const char *s, uint32_t n)
 	return p;
 }
 
+/*
+ * N bytes of S to P, as memcpy, without its call for a value of up to 16
+ * bytes (most attribute values): two overlapping words, or the first,
+ * middle and last byte.  The MSG encoder's values only (p_val): the other
+ * encoders keep p_str, whose copies are longer and rarer.
+ */
+static inline __attribute__((always_inline)) void copy_val(uint8_t *p,
+		const char *s, uint32_t n)
+{
+	if (n >= 8 && n <= 16) {
+		uint64_t x, y;
+		memcpy(&x, s, 8);
+		memcpy(&y, s + n - 8, 8);
+		memcpy(p, &x, 8);
+		memcpy(p + n - 8, &y, 8);
+	} else if (n >= 4 && n < 8) {
+		uint32_t x, y;
+		memcpy(&x, s, 4);
+		memcpy(&y, s + n - 4, 4);
+		memcpy(p, &x, 4);
+		memcpy(p + n - 4, &y, 4);
+	} else if (n && n < 4) {
+		uint8_t a = (uint8_t)s[0], b = (uint8_t)s[n >> 1],
+			c = (uint8_t)s[n - 1];
+		p[0] = a;
+		p[n >> 1] = b;
+		p[n - 1] = c;
+	} else if (n) {
+		memcpy(p, s, n);
+	}
+}
+
+/* p_str of an attribute value (copy_val) */
+static inline __attribute__((always_inline)) uint8_t *p_val(uint8_t *p,
+		const char *s, uint32_t n)
+{
+	if (!s)
+		n = 0;
+	p = p_u(p, n);
+	copy_val(p, s, n);
+	return p + n;
+}
+
 static inline uint8_t *p_addr(uint8_t *p, const struct bt_addr *a)
 {
 	*p++ = a->family;                        /* < 0x80 */
@@ -544,7 +643,7 @@ static inline int open_path_dict(struct bt_ev_dict *d, const char *path,
 
 	*hit = 0;
 	if (!d || (*flags & (BT_OPEN_PATH_KEEP | BT_OPEN_PATH_REF)) ||
-	    (ps = dict_find(d, path, len, hit, &pa, &pb)) < 0)
+	    (ps = dict_find(d, path, len, hit, &pa, &pb, 0)) < 0)
 		return -1;
 	*flags |= *hit ? BT_OPEN_PATH_REF : BT_OPEN_PATH_KEEP;
 	if (!*hit)
@@ -623,7 +722,7 @@ static size_t encode_fast(uint8_t *dst, const struct bt_event *ev,
 size_t bt_ev_msg_bound(const struct bt_msg_rec *m)
 {
 	unsigned n = m->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : m->nattr;
-	size_t bound = 10 * 10 + 1 + 4 * n;     /* dt, 9 fields, attrs */
+	size_t bound = BT_EV_MSG_BOUND(n, 0);   /* dt, 9 fields, attrs */
 
 	for (unsigned i = 0; i < n; i++) {
 		if (m->attr[i].len > BT_EV_MAX_STR)
@@ -643,33 +742,108 @@ size_t bt_ev_encode_msg(uint8_t *dst, size_t cap, const struct bt_msg_rec *m,
 	return bt_ev_encode_msg_fit(dst, m, prev_ts, d);
 }
 
+/*
+ * The MSG encoder's attributes through dictionary D: p_attr for each,
+ * written for the common case, a value of 2 to 16 bytes that one of its
+ * two slots holds already (a reference): the dictionary's generation
+ * read once, both slots looked at inline, and what is rarer (a longer
+ * value, a value to remember) out of line in msg_attr_slow, so that the
+ * loop keeps its state in registers.  The same bytes and the same
+ * dictionary as p_attr.
+ */
+/* dict_holds for a value of at most 16 bytes (its words are all of it),
+ * GEN being D's generation */
+static inline int dict_holds_short(const struct bt_ev_dict *d, unsigned s,
+				   uint32_t gen, uint32_t n, uint64_t a,
+				   uint64_t b)
+{
+	return d->ent[s].gen == gen && d->ent[s].len == n &&
+	       d->ent[s].ka == a && d->ent[s].kb == b;
+}
+
+static __attribute__((noinline)) uint8_t *msg_attr_slow(uint8_t *p,
+		const struct bt_attr *a, struct bt_ev_dict *d, uint64_t *used)
+{
+	return p_attr_dict_in(p, a, d, used);
+}
+
+static inline __attribute__((always_inline)) uint8_t *msg_attrs_dict(
+		uint8_t *p, const struct bt_attr *at, unsigned n,
+		struct bt_ev_dict *d)
+{
+	const uint32_t gen = d->gen;
+	uint64_t used = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct bt_attr *a = &at[i];
+		const char *v = a->val;
+		uint32_t len = a->len;
+		unsigned key = a->key;
+
+		if (len - 2 > BT_DICT_MAXVAL - 2 || !v ||
+		    key > BT_AK_KEY_MASK || (DICT_NEVER >> key & 1)) {
+			*p++ = (uint8_t)key;             /* a plain literal */
+			p = p_val(p, v, len);
+			continue;
+		}
+		uint64_t ka, kb, h;
+		dict_key(v, len, &ka, &kb);
+		h = dict_hash(ka, kb, len);
+		unsigned sl = dict_slot(h);
+		if (len <= 16 && dict_holds_short(d, sl, gen, len, ka, kb))
+			goto ref;
+		sl = dict_slot2(h);
+		if (len <= 16 && dict_holds_short(d, sl, gen, len, ka, kb))
+			goto ref;
+		p = msg_attr_slow(p, a, d, &used);
+		continue;
+ref:
+		p[0] = (uint8_t)(key | BT_AK_REF);          /* a reference */
+		p[1] = (uint8_t)sl;
+		p += 2;
+		used |= 1ull << sl;
+	}
+	return p;
+}
+
 size_t bt_ev_encode_msg_fit(uint8_t *dst, const struct bt_msg_rec *m,
 			    uint64_t *prev_ts, struct bt_ev_dict *d)
 {
 	unsigned n = m->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : m->nattr;
 	uint8_t *p = dst + 2;
+	uint32_t dkp;
 
 	p = p_u(p, m->ts >= *prev_ts ? m->ts - *prev_ts : 0);
 	p = p_u(p, bt_zigzag(m->fd));
-	p = p_u(p, m->dir);
-	p = p_u(p, m->kind);
-	p = p_u(p, m->proto);
+	/* dir, kind and proto, each < 0x80 (always, in practice): one
+	 * varint byte each, stored at once (the fourth byte, nattr, is
+	 * overwritten by the next field) */
+	_Static_assert(offsetof(struct bt_msg_rec, kind) ==
+		       offsetof(struct bt_msg_rec, dir) + 1 &&
+		       offsetof(struct bt_msg_rec, proto) ==
+		       offsetof(struct bt_msg_rec, dir) + 2,
+		       "dir, kind, proto adjacent");
+	memcpy(&dkp, &m->dir, 4);
+	if (likely_le() && !(dkp & 0x808080u)) {
+		memcpy(p, &dkp, 4);
+		p += 3;
+	} else {
+		p = p_u(p, m->dir);
+		p = p_u(p, m->kind);
+		p = p_u(p, m->proto);
+	}
 	p = p_u(p, m->flags);
 	p = p_u(p, m->off);
 	p = p_u(p, m->len);
 	p = p_u(p, m->status);
 	p = p_u(p, m->witness);
-	uint64_t used = 0;
 	*p++ = (uint8_t)n;
-	for (unsigned i = 0; i < n; i++) {
-		const struct bt_attr *a = &m->attr[i];
-		/* p_attr, its dictionary part inlined: MSG is the record
-		 * with the most values (about 18 instructions a value) */
-		if (!d || a->len < 2 || a->len > BT_DICT_MAXVAL) {
-			*p++ = a->key;
-			p = p_str(p, a->val, a->len);
-		} else {
-			p = p_attr_dict_in(p, a, d, &used);
+	if (d) {
+		p = msg_attrs_dict(p, m->attr, n, d);
+	} else {
+		for (unsigned i = 0; i < n; i++) {
+			*p++ = m->attr[i].key;
+			p = p_val(p, m->attr[i].val, m->attr[i].len);
 		}
 	}
 	if (m->ts > *prev_ts)

@@ -222,6 +222,23 @@ static inline uint8_t *slot_reserve(struct bt_slot *s, size_t need,
 	return slot_reserve_slow(s, need, ts, capp);
 }
 
+/* Slot S is past half full (FILL bytes): kick bp-logd if it is owed one
+ * (out of line: the commit of a record tests one thing). */
+static __attribute__((noinline)) void slot_kick(struct bt_slot *s,
+						uint64_t fill)
+{
+	uint32_t k = s->sh->kicked;
+
+	if (k == 0 || (fill > s->size / 4 * 3 && k == 1)) {
+		if (bt_link_ensure()) {
+			s->sh->kicked = k + 1;
+			bt_link_kick(s);
+		} else {
+			bt_spool_drain(s->chunk, s->idx);
+		}
+	}
+}
+
 /* N bytes were written where slot_reserve said: publish them. */
 static inline void slot_commit(struct bt_slot *s, size_t n)
 {
@@ -234,16 +251,8 @@ static inline void slot_commit(struct bt_slot *s, size_t n)
 	 * failed send is how its death is noticed.  bp-logd clears the
 	 * flag. */
 	uint64_t fill = nh - t;
-	uint32_t k = s->sh->kicked;
-	if (unlikely((fill > s->size / 2 && k == 0) ||
-		     (fill > s->size / 4 * 3 && k == 1))) {
-		if (bt_link_ensure()) {
-			s->sh->kicked = k + 1;
-			bt_link_kick(s);
-		} else {
-			bt_spool_drain(s->chunk, s->idx);
-		}
-	}
+	if (unlikely(fill > s->size / 2))          /* past 3/4 is past 1/2 */
+		slot_kick(s, fill);
 }
 
 /* Encode EV into the slot.  0 ok, -1 not recorded.  The encoder cuts
@@ -354,10 +363,11 @@ static inline int fast_begin(uint64_t *ts)
 	return 0;
 }
 
-void bt_emit_msg(struct bt_msg_rec *m)
+void bt_emit_msg(struct bt_msg_rec *m, size_t vlen)
 {
 	struct bt_slot *s = &bt_self.slot;
-	size_t bound = bt_ev_msg_bound(m);
+	unsigned n = m->nattr > BT_EV_MAX_ATTR ? BT_EV_MAX_ATTR : m->nattr;
+	size_t bound = BT_EV_MSG_BOUND(n, vlen);  /* >= bt_ev_msg_bound(m) */
 
 	if (unlikely(bound > 2048)) {
 		/* long (or too long: the careful encoder cuts it, and a ring

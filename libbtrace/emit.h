@@ -18,9 +18,10 @@ BT_HIDDEN void bt_emit(struct bt_event *ev);
  * see bt_ev_encode_ints); TS 0 means now.  Same bytes as bt_emit. */
 BT_HIDDEN void bt_emit_ints(unsigned type, uint64_t ts, unsigned n,
 			    const uint64_t *v);
-/* Record a MSG from its fields (M->ts 0 means now).  Same bytes as
- * bt_emit of the same MSG. */
-BT_HIDDEN void bt_emit_msg(struct bt_msg_rec *m);
+/* Record a MSG from its fields (M->ts 0 means now); VLEN is the sum of
+ * the lengths of its M->nattr attributes (its bound: BT_EV_MSG_BOUND).
+ * Same bytes as bt_emit of the same MSG. */
+BT_HIDDEN void bt_emit_msg(struct bt_msg_rec *m, size_t vlen);
 /* Record an OPEN of FD (its result too) now: LEN bytes of PATH, LEN <=
  * BT_EV_MAX_STR.  Same bytes as bt_emit of the same OPEN. */
 BT_HIDDEN void bt_emit_open(int fd, uint32_t flags, const char *path,

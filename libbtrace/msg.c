@@ -31,12 +31,48 @@ static __attribute__((noinline)) void msg_redact_emit(const struct bt_msg_rec *r
 	bt_redact_emit(&ev);
 }
 
+/* R into the ring.  One look at each attribute: the sum of the lengths
+ * (the record's bound) and whether one has secrets to take out
+ * (redact.c; the wire is untouched). */
+static inline void msg_emit(struct bt_msg_rec *r)
+{
+	size_t vlen = 0;
+	int redact = 0;
+	unsigned rdf = bt_conf.redact;
+
+	for (unsigned i = 0; i < r->nattr; i++) {
+		vlen += r->attr[i].len;
+		redact |= bt_redact_attr_needed(&r->attr[i], rdf);
+	}
+	if (unlikely(redact))
+		msg_redact_emit(r);
+	else
+		bt_emit_msg(r, vlen);
+}
+
+/* R with one more attribute, the peer's address (a datagram's): out of
+ * line, so that the common message needs neither the copy of the list
+ * nor its room on the stack. */
+static __attribute__((noinline)) void msg_emit_peer(struct bt_msg_rec *r,
+						    const struct bt_addr *peer)
+{
+	struct bt_attr at[BT_EV_MAX_ATTR];
+	char pbuf[64];
+
+	memcpy(at, r->attr, sizeof at[0] * r->nattr);
+	bt_addr_format(peer, pbuf, sizeof pbuf);
+	at[r->nattr].key = BT_AK_PEER;
+	at[r->nattr].val = pbuf;
+	at[r->nattr].len = (uint16_t)strlen(pbuf);
+	r->nattr = (uint8_t)(r->nattr + 1);
+	r->attr = at;
+	msg_emit(r);
+}
+
 void bt_msg_log(struct bt_chan *ch, int fd, int dir, const struct bt_msg *m,
 		uint64_t off, uint64_t len, const struct bt_addr *peer)
 {
 	struct bt_msg_rec r;
-	struct bt_attr at[BT_EV_MAX_ATTR];
-	char pbuf[64];
 
 	if (unlikely(ch->dark))
 		goto next;
@@ -54,21 +90,10 @@ void bt_msg_log(struct bt_chan *ch, int fd, int dir, const struct bt_msg *m,
 	r.witness = m->witness;
 	r.nattr = m->nattr;
 	r.attr = m->attr;
-	if (peer && peer->family && m->nattr < BT_EV_MAX_ATTR) {
-		/* one more attribute: the processor's list and the peer */
-		memcpy(at, m->attr, sizeof at[0] * m->nattr);
-		bt_addr_format(peer, pbuf, sizeof pbuf);
-		at[m->nattr].key = BT_AK_PEER;
-		at[m->nattr].val = pbuf;
-		at[m->nattr].len = (uint16_t)strlen(pbuf);
-		r.nattr = (uint8_t)(m->nattr + 1);
-		r.attr = at;
-	}
-	/* secrets out of the attributes (redact.c); the wire is untouched */
-	if (r.nattr && unlikely(bt_redact_needed(r.attr, r.nattr, bt_conf.redact)))
-		msg_redact_emit(&r);
+	if (peer && peer->family && m->nattr < BT_EV_MAX_ATTR)
+		msg_emit_peer(&r, peer);
 	else
-		bt_emit_msg(&r);
+		msg_emit(&r);
 next:
 	/* the processor hands the channel over after this message (here,
 	 * not in the inlined track(): the hot path stays as it was) */

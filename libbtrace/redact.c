@@ -454,19 +454,9 @@ int bt_redact_parse(const char *spec, unsigned *flags, char *bad,
 
 int bt_redact_needed(const struct bt_attr *attr, unsigned nattr, unsigned flags)
 {
-	for (unsigned i = 0; i < nattr; i++) {
-		const struct bt_attr *a = &attr[i];
-		switch (a->key) {
-		case BT_AK_SQL:
+	for (unsigned i = 0; i < nattr; i++)
+		if (bt_redact_attr_needed(&attr[i], flags))
 			return 1;
-		case BT_AK_TARGET:
-		case BT_AK_FCGI_URI:
-			if ((flags & BT_RD_QUERY_STRINGS) ||
-			    (a->len && a->val[0] != '/'))
-				return 1;
-			break;
-		}
-	}
 	return 0;
 }
 

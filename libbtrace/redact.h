@@ -36,6 +36,22 @@ BT_HIDDEN size_t bt_redact_cmdline(char *s, size_t n, unsigned flags);
 /* Does EV carry an attribute the rules may rewrite (cheap test)? */
 BT_HIDDEN int bt_redact_needed(const struct bt_attr *attr, unsigned nattr,
 			       unsigned flags);
+/* bt_redact_needed's test of one attribute A (inlined into the MSG path,
+ * which looks at each attribute once for this and for the record's
+ * bound: libbtrace/msg.c). */
+static inline int bt_redact_attr_needed(const struct bt_attr *a,
+					unsigned flags)
+{
+	switch (a->key) {
+	case BT_AK_SQL:
+		return 1;
+	case BT_AK_TARGET:
+	case BT_AK_FCGI_URI:
+		return (flags & BT_RD_QUERY_STRINGS) ||
+		       (a->len && a->val[0] != '/');
+	}
+	return 0;
+}
 /* Point EV's rewritten attributes into BUF; 1 if any changed. */
 BT_HIDDEN int bt_redact_attrs(struct bt_event *ev, char *buf, size_t cap,
 			      unsigned flags);

@@ -386,8 +386,9 @@ static inline size_t bt_ev_encode_ints(uint8_t *dst, unsigned type,
  * bt_ev_encode_msg - a MSG record from its fields alone (no struct
  * bt_event): the bytes bt_ev_encode writes for the same MSG.  Returns the
  * record's size, or 0 when it may not fit CAP or an attribute is longer
- * than BT_EV_MAX_STR (bt_ev_encode then cuts it).  BT_EV_MSG_BOUND is an
- * upper bound of its size.
+ * than BT_EV_MAX_STR (bt_ev_encode then cuts it).  bt_ev_msg_bound, or
+ * BT_EV_MSG_BOUND of its attribute count and the sum of their lengths, is
+ * an upper bound of its body (the header adds at most 3 bytes).
  */
 struct bt_msg_rec {
 	uint64_t ts;
@@ -400,6 +401,13 @@ struct bt_msg_rec {
 size_t bt_ev_encode_msg(uint8_t *dst, size_t cap, const struct bt_msg_rec *m,
 			uint64_t *prev_ts, struct bt_ev_dict *dict);
 size_t bt_ev_msg_bound(const struct bt_msg_rec *m);
+/* A MSG body of N attributes (N <= BT_EV_MAX_ATTR) whose lengths add up
+ * to VLEN: the time delta and nine fields of at most 10 bytes, the count,
+ * each attribute's key, slot and length (4) and its value.  Never less
+ * than bt_ev_msg_bound; at most 2048 means no attribute is longer than
+ * BT_EV_MAX_STR. */
+#define BT_EV_MSG_BOUND(n, vlen) ((size_t)(10 * 10 + 1) + 4 * (size_t)(n) + \
+				  (size_t)(vlen))
 /* OPEN from its fields alone: the bytes bt_ev_encode_dict writes for the
  * same record (the path through dictionary DICT, or plain without one).
  * DST needs 46 + LEN bytes; LEN <= BT_EV_MAX_STR.  Returns the size. */

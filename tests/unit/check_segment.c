@@ -1022,6 +1022,33 @@ static uint8_t dict_key_byte(const uint8_t *p, size_t n, unsigned i)
 	return *q;
 }
 
+/* The slot byte of attribute I (a reference or a value remembered). */
+static uint8_t dict_slot_byte(const uint8_t *p, size_t n, unsigned i)
+{
+	uint8_t key = dict_key_byte(p, n, i);
+	ck_assert(key & (BT_AK_KEEP | BT_AK_REF));
+	/* dict_key_byte's walk again, one byte further */
+	const uint8_t *q = p + 2;
+	for (int f = 0; f < 10; f++) {
+		while (*q & 0x80)
+			q++;
+		q++;
+	}
+	q++;
+	for (unsigned k = 0; k < i; k++) {
+		uint8_t kk = *q++;
+		uint64_t v = 0;
+		q += bt_get_varint(q, 10, &v);
+		if (kk & BT_AK_KEEP) {
+			q += bt_get_varint(q, 10, &v);
+			q += v;
+		} else if (!(kk & BT_AK_REF)) {
+			q += v;
+		}
+	}
+	return q[1];
+}
+
 /* Encode, then decode against a guard page with the reader's dictionary:
  * the values come back, repeats as references, a TIME empties both sides. */
 START_TEST(dict_round_trip)
@@ -1321,57 +1348,106 @@ START_TEST(dict_fast_equals_careful)
 END_TEST
 
 /* A record never remembers a value in a slot it used before: the value an
- * earlier reference of the record resolved to must stay.  The writer
- * writes such a value plain; a reader takes a record that does otherwise
- * as malformed. */
+ * earlier reference of the record resolved to must stay.  A value has two
+ * slots: the writer remembers it in the second when the record used the
+ * first, and writes it plain when the record used both; a reader takes a
+ * record that does otherwise as malformed. */
+static void dict_one(struct bt_ev_dict *d, uint64_t *prev, uint8_t key,
+		     const char *v, uint8_t *buf, size_t *n)
+{
+	struct bt_event ev;
+	const uint8_t k[] = { key };
+	const char *vv[] = { v };
+
+	dict_msg(&ev, 10, 1, k, vv);
+	*n = bt_ev_encode_dict(buf, 512, &ev, prev, d);
+	ck_assert_uint_gt(*n, 2);
+}
+
+/* A value whose first slot (in an empty dictionary) is SLOT, into BUF. */
+static int dict_value_for(int slot, const char *fmt, char *buf, size_t cap)
+{
+	uint8_t rec[512];
+	size_t m;
+
+	for (int i = 0; i < 100000; i++) {
+		struct bt_ev_dict fresh;
+		uint64_t p = 0;
+		snprintf(buf, cap, fmt, i);
+		bt_ev_dict_init(&fresh);
+		dict_one(&fresh, &p, BT_AK_TARGET, buf, rec, &m);
+		if (dict_slot_byte(rec, m, 0) == slot)
+			return 1;
+	}
+	return 0;
+}
+
 START_TEST(dict_slot_reused_in_record)
 {
-	static const uint8_t k1[] = { BT_AK_METHOD }, k2[] = { BT_AK_METHOD,
-							       BT_AK_TARGET };
+	static const uint8_t k2[] = { BT_AK_METHOD, BT_AK_TARGET },
+			     k3[] = { BT_AK_METHOD, BT_AK_HOST, BT_AK_TARGET };
 	struct bt_ev_dict wd, rd;
 	uint8_t buf[512];
-	char other[32];
+	char other[32], third[32];
 	uint64_t wp = 0, rp = 0;
 	struct bt_event ev, out;
 	size_t n;
-	int slot_a = -1, found = 0;
+	int slot_a, slot_b;
 
-	/* the slot of "GET", then another value with the same slot */
+	/* the slot of "GET", then another value with the same first slot */
 	bt_ev_dict_init(&wd);
-	const char *va[] = { "GET" };
-	dict_msg(&ev, 10, 1, k1, va);
-	n = bt_ev_encode_dict(buf, sizeof buf, &ev, &wp, &wd);
+	dict_one(&wd, &wp, BT_AK_METHOD, "GET", buf, &n);
 	ck_assert_uint_eq(dict_key_byte(buf, n, 0), BT_AK_METHOD | BT_AK_KEEP);
-	slot_a = buf[n - 5];                      /* key, slot, len, "GET" */
-	for (int i = 0; i < 100000 && !found; i++) {
-		struct bt_ev_dict fresh;
-		uint64_t p = 0;
-		const char *vb[] = { other };
-		snprintf(other, sizeof other, "/v%d", i);
-		bt_ev_dict_init(&fresh);
-		dict_msg(&ev, 10, 1, k1, vb);
-		size_t m = bt_ev_encode_dict(buf, sizeof buf, &ev, &p, &fresh);
-		found = buf[m - strlen(other) - 2] == slot_a;
-	}
-	ck_assert_msg(found, "no value shares the slot of GET");
+	slot_a = dict_slot_byte(buf, n, 0);
+	ck_assert_msg(dict_value_for(slot_a, "/v%d", other, sizeof other),
+		      "no value shares the slot of GET");
 
 	/* "GET" remembered; then a record referring to it and holding the
-	 * other value: that one goes out plain */
+	 * other value: that one goes to its second slot */
 	bt_ev_dict_init(&wd);
 	bt_ev_dict_init(&rd);
 	wp = 0;
-	dict_msg(&ev, 10, 1, k1, va);
-	n = bt_ev_encode_dict(buf, sizeof buf, &ev, &wp, &wd);
+	dict_one(&wd, &wp, BT_AK_METHOD, "GET", buf, &n);
 	ck_assert_int_eq(bt_ev_decode_dict(buf, n, &out, &rp, &rd), (long)n);
 	const char *v2[] = { "GET", other };
 	dict_msg(&ev, 20, 2, k2, v2);
 	n = bt_ev_encode_dict(buf, sizeof buf, &ev, &wp, &wd);
 	ck_assert_uint_eq(dict_key_byte(buf, n, 0), BT_AK_METHOD | BT_AK_REF);
-	ck_assert_uint_eq(dict_key_byte(buf, n, 1), BT_AK_TARGET);
+	ck_assert_uint_eq(dict_key_byte(buf, n, 1), BT_AK_TARGET | BT_AK_KEEP);
+	slot_b = dict_slot_byte(buf, n, 1);
+	ck_assert_int_ne(slot_b, slot_a);
 	ck_assert_int_eq(bt_ev_decode_dict(buf, n, &out, &rp, &rd), (long)n);
 	ck_assert_uint_eq(out.attr[0].len, 3);
 	ck_assert_mem_eq(out.attr[0].val, "GET", 3);
 	ck_assert_mem_eq(out.attr[1].val, other, strlen(other));
+	/* both stay: the next such record refers to both */
+	n = bt_ev_encode_dict(buf, sizeof buf, &ev, &wp, &wd);
+	ck_assert_uint_eq(dict_key_byte(buf, n, 0), BT_AK_METHOD | BT_AK_REF);
+	ck_assert_uint_eq(dict_key_byte(buf, n, 1), BT_AK_TARGET | BT_AK_REF);
+	ck_assert_int_eq(dict_slot_byte(buf, n, 1), slot_b);
+	ck_assert_int_eq(bt_ev_decode_dict(buf, n, &out, &rp, &rd), (long)n);
+	ck_assert_mem_eq(out.attr[1].val, other, strlen(other));
+
+	/* a record that used both slots of the other value (GET in the
+	 * first, a third value, whose first slot is the other's second, in
+	 * that): the other value goes out plain */
+	ck_assert_msg(dict_value_for(slot_b, "h%d", third, sizeof third),
+		      "no value has the other's second slot first");
+	bt_ev_dict_init(&wd);
+	bt_ev_dict_init(&rd);
+	wp = rp = 0;
+	dict_one(&wd, &wp, BT_AK_METHOD, "GET", buf, &n);
+	ck_assert_int_eq(bt_ev_decode_dict(buf, n, &out, &rp, &rd), (long)n);
+	const char *v3[] = { "GET", third, other };
+	dict_msg(&ev, 30, 3, k3, v3);
+	n = bt_ev_encode_dict(buf, sizeof buf, &ev, &wp, &wd);
+	ck_assert_uint_eq(dict_key_byte(buf, n, 0), BT_AK_METHOD | BT_AK_REF);
+	ck_assert_uint_eq(dict_key_byte(buf, n, 1), BT_AK_HOST | BT_AK_KEEP);
+	ck_assert_int_eq(dict_slot_byte(buf, n, 1), slot_b);
+	ck_assert_uint_eq(dict_key_byte(buf, n, 2), BT_AK_TARGET);
+	ck_assert_int_eq(bt_ev_decode_dict(buf, n, &out, &rp, &rd), (long)n);
+	ck_assert_mem_eq(out.attr[1].val, third, strlen(third));
+	ck_assert_mem_eq(out.attr[2].val, other, strlen(other));
 
 	/* the same record written against the rule: malformed */
 	uint8_t bad[64];
@@ -1391,6 +1467,132 @@ START_TEST(dict_slot_reused_in_record)
 	body = k - 2;
 	bad[1] = (uint8_t)body;
 	ck_assert_int_eq(bt_ev_decode_dict(bad, k, &out, &rp, &rd), -1);
+}
+END_TEST
+
+/* Pseudo-random MSG records (small and large fields, values from a small
+ * pool so that they repeat and share slots, up to eight attributes, keys
+ * never remembered, resets): the MSG encoder, the fast and the careful
+ * one write the same bytes and leave the same dictionary, and the reader
+ * gets every field and value back, never an unknown one. */
+static uint64_t rnd_state = 0x2545f4914f6cdd1dull;
+static uint64_t rnd64(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return rnd_state;
+}
+
+static uint64_t rnd_field(void)
+{
+	switch (rnd64() % 5) {
+	case 0:  return 0;
+	case 1:  return rnd64() % 128;
+	case 2:  return rnd64() % 20000;
+	case 3:  return rnd64() % (1ull << 30);
+	default: return rnd64() >> (rnd64() % 64);
+	}
+}
+
+START_TEST(dict_random_msgs)
+{
+	static char pool[48][112];
+	struct bt_ev_dict *d1 = malloc(sizeof *d1), *d2 = malloc(sizeof *d2),
+			  *d3 = malloc(sizeof *d3), *rd = malloc(sizeof *rd);
+	uint64_t p1 = 0, p2 = 0, p3 = 0, pr = 0, ts = 1;
+	uint8_t a[2048], b[2048], c[BT_EV_MAX_RECORD];
+
+	for (int i = 0; i < 48; i++)
+		for (int j = 0; j < 112; j++)
+			pool[i][j] = (char)(rnd64() % 4 ? 'a' + rnd64() % 3
+						       : (int)rnd64());
+	bt_ev_dict_init(d1);
+	bt_ev_dict_init(d2);
+	bt_ev_dict_init(d3);
+	bt_ev_dict_init(rd);
+	for (int i = 0; i < 20000; i++) {
+		struct bt_attr at[BT_EV_MAX_ATTR];
+		struct bt_event ev, out;
+		memset(&ev, 0, sizeof ev);
+		ev.type = BT_EV_MSG;
+		ts += rnd64() % 8 ? rnd64() % 100000
+				  : rnd_field() % (1ull << 40);
+		ev.ts = ts;
+		ev.fd = (int32_t)(rnd64() % 70) * (rnd64() % 9 ? 1 : -1);
+		ev.dir = (uint8_t)(rnd64() % 2);
+		ev.kind = (uint8_t)(rnd64() % 8 ? rnd64() % 4 : rnd64());
+		ev.proto = (uint8_t)(rnd64() % 8 ? rnd64() % 10 : rnd64());
+		ev.flags = (uint32_t)(rnd64() % 4 ? rnd64() % 8 : rnd_field());
+		ev.status = (uint32_t)(rnd64() % 3 ? rnd64() % 600
+						   : rnd_field());
+		ev.off = rnd_field();
+		ev.len = rnd_field();
+		ev.witness = rnd64() % 3 ? 0 : rnd_field();
+		ev.nattr = (uint8_t)(rnd64() % (BT_EV_MAX_ATTR + 1));
+		for (unsigned k = 0; k < ev.nattr; k++) {
+			at[k].key = (uint8_t)(rnd64() % 8 ? 1 + rnd64() % 20
+							  : rnd64() % 64);
+			at[k].val = pool[rnd64() % (rnd64() % 2 ? 6 : 48)] +
+				    rnd64() % 8;
+			at[k].len = (uint16_t)(rnd64() % 4 ? rnd64() % 20
+							   : rnd64() % 100);
+			ev.attr[k] = at[k];
+		}
+		if (rnd64() % 400 == 0) {
+			/* a TIME: every dictionary empties */
+			struct bt_event te;
+			dict_time(&te, ts);
+			size_t t1 = bt_ev_encode_dict(a, sizeof a, &te, &p1,
+						      d1);
+			ck_assert_uint_eq(bt_ev_encode_dict(b, sizeof b, &te,
+							    &p2, d2), t1);
+			ck_assert_uint_eq(bt_ev_encode_dict(c, sizeof c, &te,
+							    &p3, d3), t1);
+			ck_assert_int_eq(bt_ev_decode_dict(a, t1, &out, &pr,
+							   rd), (long)t1);
+		}
+		struct bt_msg_rec mr = {
+			.ts = ev.ts, .fd = ev.fd, .dir = ev.dir,
+			.kind = ev.kind, .proto = ev.proto,
+			.nattr = ev.nattr, .flags = ev.flags,
+			.status = ev.status, .off = ev.off, .len = ev.len,
+			.witness = ev.witness, .attr = at,
+		};
+		size_t n1 = bt_ev_encode_msg(a, sizeof a, &mr, &p1, d1);
+		size_t n2 = bt_ev_encode_careful(b, sizeof b, &ev, &p2, d2);
+		size_t n3 = bt_ev_encode_fast(c, &ev, &p3, d3);
+		ck_assert_uint_gt(n1, 2);
+		ck_assert_uint_eq(n2, n1);
+		ck_assert_uint_eq(n3, n1);
+		ck_assert_mem_eq(a, b, n1);
+		ck_assert_mem_eq(a, c, n1);
+		ck_assert_mem_eq(d1, d2, sizeof *d1);
+		ck_assert_mem_eq(d1, d3, sizeof *d1);
+		ck_assert_int_eq(bt_ev_decode_dict(a, n1, &out, &pr, rd),
+				 (long)n1);
+		ck_assert_uint_eq(out.dict_miss, 0);
+		ck_assert_uint_eq(out.ts, ev.ts);
+		ck_assert_int_eq(out.fd, ev.fd);
+		ck_assert_uint_eq(out.dir, ev.dir);
+		ck_assert_uint_eq(out.kind, ev.kind);
+		ck_assert_uint_eq(out.proto, ev.proto);
+		ck_assert_uint_eq(out.flags, ev.flags);
+		ck_assert_uint_eq(out.status, ev.status);
+		ck_assert_uint_eq(out.off, ev.off);
+		ck_assert_uint_eq(out.len, ev.len);
+		ck_assert_uint_eq(out.witness, ev.witness);
+		ck_assert_uint_eq(out.nattr, ev.nattr);
+		for (unsigned k = 0; k < ev.nattr; k++) {
+			ck_assert_uint_eq(out.attr[k].key, at[k].key);
+			ck_assert_uint_eq(out.attr[k].len, at[k].len);
+			ck_assert_mem_eq(out.attr[k].val, at[k].val, at[k].len);
+		}
+	}
+	free(d1);
+	free(d2);
+	free(d3);
+	free(rd);
 }
 END_TEST
 
@@ -1712,6 +1914,7 @@ static Suite *segment_suite(void)
 	tcase_add_test(t, dict_long_values);
 	tcase_add_test(t, dict_damage);
 	tcase_add_test(t, dict_slot_reused_in_record);
+	tcase_add_test(t, dict_random_msgs);
 	tcase_add_test(t, readlog_dictionary_across_blocks);
 	tcase_add_test(t, readlog_block_in_a_later_file);
 	tcase_add_test(t, dict_fast_equals_careful);
