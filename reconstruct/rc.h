@@ -239,6 +239,8 @@ struct rc_run {
 	/* merge */
 	uint8_t  state;          /* enum rc_sstate */
 	uint8_t  released;       /* enum rc_release, for the head record */
+	uint8_t  fresh;          /* no record of it applied yet (merge.c:
+				    parked so, it keeps only a stub) */
 	uint32_t heap_pos;
 	int64_t  head_t;         /* provisional epoch time of the head */
 	struct rc_rec   rec;     /* head record */
