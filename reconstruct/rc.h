@@ -350,7 +350,8 @@ struct rc_ctx {
 	struct rc_stats st;
 	struct rc_notes *notes;    /* warnings by kind, unread channels (notes.c) */
 	uint64_t map_read;       /* block bytes read since the log mappings'
-				  * pages were last given back (input.c) */
+				  * pages were last given back (input.c;
+				  * merge.c adds streams' first records) */
 	uint64_t spill_read;     /* the same for the tables in spill files */
 
 	/* progress */
