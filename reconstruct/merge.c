@@ -494,6 +494,11 @@ int rc_merge_run(struct rc_ctx *c)
 	sort_ctx = c;
 	qsort(g->order, c->nstreams, sizeof *g->order, cmp_first);
 	sort_ctx = NULL;
+	/* The sort read every stream and image, and pass 1 left its last
+	 * logs' pages and its pairing's heap: give them back before the
+	 * merge faults in its own (at 50 million events they made a peak of
+	 * 115 MB as the merge began, 80 without). */
+	rc_input_release(c);
 	c->phase = "merging";
 
 	for (;;) {
