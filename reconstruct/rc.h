@@ -336,8 +336,9 @@ struct rc_ctx {
 	char              **strs;     uint32_t nstrs;
 	uint32_t            nconns;
 	struct rc_spill     ent_spill;
-	struct rc_map lin_parents;    /* lineage key -> parent records left */
-	struct rc_map lin_children;   /* lineage key -> child images left */
+	struct rc_map lineage;        /* lineage key -> parent records left
+				       | child images left << 32 (scan.h,
+				       rc_lin_left); absent when both are 0 */
 
 	struct rc_db    *db;
 	struct rc_model *model;      /* model.c: designations, lineage */
