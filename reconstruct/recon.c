@@ -182,7 +182,7 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 	if ((r = rc_merge_run(&c)) != 0)
 		goto fail;
 	rc_model_finish(&c);
-	/* What pass 1 learnt of each channel end, the lineage maps and the
+	/* What pass 1 learnt of each channel end, the lineage map and the
 	 * merge's runs (as many as streams were ever active at once) are no
 	 * longer needed: give them back before SQLite inserts the rows and
 	 * builds the indexes. */

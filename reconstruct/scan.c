@@ -4,7 +4,7 @@
  * Only the record types pass 1 needs are decoded in full; the others are
  * skipped by their length after the cursor has read their time delta, so
  * this pass costs a fraction of the merge.  What the skim finds goes to
- * the images (clock samples, PROC_START), the lineage maps, and the
+ * the images (clock samples, PROC_START), the lineage map, and the
  * channel ends to pair (pair.c); once every stream is read, the clock
  * domains are made (clock.c), the lineage chosen and the ends paired.
  */

@@ -31,7 +31,7 @@ void rc_scan_free(struct rc_ctx *c);
  * at a time; 0, or -1 with the error recorded (rc_fail). */
 int rc_scan_entry(struct rc_ctx *c, struct rc_run *r, uint32_t ei,
 		  struct rc_entry *out);
-/* Give back the entries' temporary file and the lineage maps once the
+/* Give back the entries' temporary file and the lineage map once the
  * merge is over. */
 void rc_scan_drop_ends(struct rc_ctx *c);
 
