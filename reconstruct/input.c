@@ -49,9 +49,11 @@ static void block_done(const struct bt_sr_block *b)
  * of other streams, often ones already read): left alone, the mapped logs'
  * resident pages grow with their size.  So every RC_MAP_RELEASE bytes of
  * blocks read, every file's pages are given back at once; the blocks
- * being read fault theirs in again from the page cache.
+ * being read fault theirs in again from the page cache.  (16 MiB kept 12
+ * MB more resident at 20 million bp-genbig events than 4: BENCHMARKS.md,
+ * phase 20.)
  */
-#define RC_MAP_RELEASE (16u << 20)
+#define RC_MAP_RELEASE (4u << 20)
 
 /* The block, image and stream tables (mapped temporary files, see
  * build_streams) are touched by every record: a page per image or stream

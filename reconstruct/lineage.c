@@ -61,13 +61,12 @@ void rc_lineage_parent_record(struct ap *a, uint64_t key,
 			      struct rc_proc *proc, const char *how)
 {
 	struct rc_ctx *c = a->c;
-	uint64_t left;
 
-	rc_map_add(&c->lin_parents, key, -1);
-	if (rc_map_get(&c->lin_children, key, &left) && left > 0) {
+	rc_lin_add(c, key, 0, -1);
+	if (rc_lin_left(c, key, 1) > 0) {
 		struct rc_snap *sn = calloc(1, sizeof *sn);
 		if (sn) {
-			rc_map_add(&c->lin_children, key, -1);
+			rc_lin_add(c, key, 1, -1);
 			sn->d = a->th->d;
 			sn->proc = proc;
 			if (proc)
@@ -89,7 +88,7 @@ int rc_lineage_ready(struct rc_ctx *c, uint64_t key)
 {
 	if (rc_map_get(&c->model->snaps, key, NULL))
 		return 1;
-	return !rc_map_get(&c->lin_parents, key, NULL);
+	return !rc_lin_left(c, key, 0);
 }
 
 static void image_attach(struct ap *a, struct rc_proc *p,
@@ -240,10 +239,9 @@ void rc_lineage_fork_like(struct ap *a, unsigned kind)
 		return;
 	uint32_t child = (uint32_t)ev->result;
 	uint64_t key = rc_scan_proc_key(a->im->host, child, kind);
-	uint64_t left;
 	struct rc_proc *np = NULL;
 
-	if (rc_map_get(&a->c->lin_children, key, &left) && left > 0)
+	if (rc_lin_left(a->c, key, 1) > 0)
 		np = rc_chan_proc_copy(a->c, p, child, a->t);
 	rc_lineage_parent_record(a, key, np,
 				 kind == RC_LIN_SPAWN ? "spawn" :
@@ -276,7 +274,7 @@ void rc_lineage_exec(struct ap *a)
 			rc_map_put(&a->m->snaps, key, (uint64_t)(uintptr_t)sn->next);
 		else
 			rc_map_del(&a->m->snaps, key);
-		rc_map_add(&a->c->lin_children, key, 1);
+		rc_lin_add(a->c, key, 1, 1);
 		rc_chan_proc_unref(a->c, sn->proc, a->t);
 		free(sn);
 		break;

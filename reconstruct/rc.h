@@ -239,6 +239,8 @@ struct rc_run {
 	/* merge */
 	uint8_t  state;          /* enum rc_sstate */
 	uint8_t  released;       /* enum rc_release, for the head record */
+	uint8_t  fresh;          /* no record of it applied yet (merge.c:
+				    parked so, it keeps only a stub) */
 	uint32_t heap_pos;
 	int64_t  head_t;         /* provisional epoch time of the head */
 	struct rc_rec   rec;     /* head record */
@@ -334,8 +336,9 @@ struct rc_ctx {
 	char              **strs;     uint32_t nstrs;
 	uint32_t            nconns;
 	struct rc_spill     ent_spill;
-	struct rc_map lin_parents;    /* lineage key -> parent records left */
-	struct rc_map lin_children;   /* lineage key -> child images left */
+	struct rc_map lineage;        /* lineage key -> parent records left
+				       | child images left << 32 (scan.h,
+				       rc_lin_left); absent when both are 0 */
 
 	struct rc_db    *db;
 	struct rc_model *model;      /* model.c: designations, lineage */
@@ -348,7 +351,8 @@ struct rc_ctx {
 	struct rc_stats st;
 	struct rc_notes *notes;    /* warnings by kind, unread channels (notes.c) */
 	uint64_t map_read;       /* block bytes read since the log mappings'
-				  * pages were last given back (input.c) */
+				  * pages were last given back (input.c;
+				  * merge.c adds streams' first records) */
 	uint64_t spill_read;     /* the same for the tables in spill files */
 
 	/* progress */

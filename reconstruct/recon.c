@@ -162,12 +162,10 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 	memset(&c, 0, sizeof c);
 	c.opt = o;
 	c.progress_tty = o->progress < 0 ? (!o->quiet && isatty(2)) : o->progress;
-	rc_map_init(&c.lin_parents);
-	rc_map_init(&c.lin_children);
-	/* They hold every parent record and child until the merge meets
-	 * them: let them shrink as it does. */
-	c.lin_parents.shrink = 1;
-	c.lin_children.shrink = 1;
+	rc_map_init(&c.lineage);
+	/* It holds every parent record and child until the merge meets
+	 * them: let it shrink as it does. */
+	c.lineage.shrink = 1;
 
 	if ((r = rc_db_open(&c)) != 0)
 		goto fail;
@@ -184,7 +182,7 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 	if ((r = rc_merge_run(&c)) != 0)
 		goto fail;
 	rc_model_finish(&c);
-	/* What pass 1 learnt of each channel end, the lineage maps and the
+	/* What pass 1 learnt of each channel end, the lineage map and the
 	 * merge's runs (as many as streams were ever active at once) are no
 	 * longer needed: give them back before SQLite inserts the rows and
 	 * builds the indexes. */

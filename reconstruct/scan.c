@@ -4,7 +4,7 @@
  * Only the record types pass 1 needs are decoded in full; the others are
  * skipped by their length after the cursor has read their time delta, so
  * this pass costs a fraction of the merge.  What the skim finds goes to
- * the images (clock samples, PROC_START), the lineage maps, and the
+ * the images (clock samples, PROC_START), the lineage map, and the
  * channel ends to pair (pair.c); once every stream is read, the clock
  * domains are made (clock.c), the lineage chosen and the ends paired.
  */
@@ -31,6 +31,30 @@ uint64_t rc_scan_thread_key(uint32_t image, uint64_t cookie)
 {
 	uint64_t h = rc_hash64(image, &cookie, sizeof cookie);
 	return (uint64_t)RC_LIN_THREAD << 56 | (h & 0x00ffffffffffffffull);
+}
+
+uint32_t rc_lin_left(const struct rc_ctx *c, uint64_t key, int child)
+{
+	uint64_t v = 0;
+
+	rc_map_get(&c->lineage, key, &v);
+	return (uint32_t)(child ? v >> 32 : v);
+}
+
+uint32_t rc_lin_add(struct rc_ctx *c, uint64_t key, int child, int32_t delta)
+{
+	uint64_t v = 0;
+
+	rc_map_get(&c->lineage, key, &v);
+	uint32_t n[2] = { (uint32_t)v, (uint32_t)(v >> 32) };
+	uint32_t old = n[child];
+	n[child] += (uint32_t)delta;
+	uint64_t nv = (uint64_t)n[1] << 32 | n[0];
+	if (nv == 0)
+		rc_map_del(&c->lineage, key);
+	else if (rc_map_put(&c->lineage, key, nv) < 0)
+		return old;
+	return n[child];
 }
 
 /* ---- the skim ----------------------------------------------------------- */
@@ -129,31 +153,28 @@ static int skim_stream(struct rc_ctx *c, struct rc_pair *pr,
 			break;
 		case BT_EV_THREAD_START:
 			if (ev.cookie)
-				rc_map_add(&c->lin_children,
-					   rc_scan_thread_key(s->image, ev.cookie), 1);
+				rc_lin_add(c, rc_scan_thread_key(s->image,
+							ev.cookie), 1, 1);
 			break;
 		case BT_EV_FORK:
 			if (ev.result > 0)
-				rc_map_add(&c->lin_parents,
-					   rc_scan_proc_key(im->host,
-						(uint32_t)ev.result, RC_LIN_FORK), 1);
+				rc_lin_add(c, rc_scan_proc_key(im->host,
+						(uint32_t)ev.result, RC_LIN_FORK), 0, 1);
 			break;
 		case BT_EV_EXEC:
 			if (ev.flags == 0)
-				rc_map_add(&c->lin_parents,
-					   rc_scan_proc_key(im->host, im->pid,
-							    RC_LIN_EXEC), 1);
+				rc_lin_add(c, rc_scan_proc_key(im->host, im->pid,
+							RC_LIN_EXEC), 0, 1);
 			break;
 		case BT_EV_SPAWN:
 			if (ev.result > 0)
-				rc_map_add(&c->lin_parents,
-					   rc_scan_proc_key(im->host,
-						(uint32_t)ev.result, RC_LIN_SPAWN), 1);
+				rc_lin_add(c, rc_scan_proc_key(im->host,
+						(uint32_t)ev.result, RC_LIN_SPAWN), 0, 1);
 			break;
 		case BT_EV_THREAD_CREATE:
 			if (ev.result >= 0)
-				rc_map_add(&c->lin_parents,
-					   rc_scan_thread_key(s->image, ev.cookie), 1);
+				rc_lin_add(c, rc_scan_thread_key(s->image,
+							ev.cookie), 0, 1);
 			break;
 		case BT_EV_CHAN: {
 			int e = rc_pair_add(c, pr, s->image, &ev);
@@ -189,9 +210,9 @@ static void choose_lineage(struct rc_ctx *c)
 		}
 		for (int k = 0; k < 2 && order[k]; k++) {
 			uint64_t key = rc_scan_proc_key(im->host, im->pid, order[k]);
-			if (rc_map_get(&c->lin_parents, key, NULL)) {
+			if (rc_lin_left(c, key, 0)) {
 				im->lineage_key = key;
-				rc_map_add(&c->lin_children, key, 1);
+				rc_lin_add(c, key, 1, 1);
 				break;
 			}
 		}
@@ -246,8 +267,7 @@ void rc_scan_drop_ends(struct rc_ctx *c)
 {
 	rc_spill_close(&c->ent_spill);
 	c->entries = NULL;
-	rc_map_free(&c->lin_parents);
-	rc_map_free(&c->lin_children);
+	rc_map_free(&c->lineage);
 }
 
 void rc_scan_free(struct rc_ctx *c)
@@ -255,6 +275,5 @@ void rc_scan_free(struct rc_ctx *c)
 	rc_scan_drop_ends(c);
 	free(c->doms);
 	c->doms = NULL;
-	rc_map_free(&c->lin_parents);
-	rc_map_free(&c->lin_children);
+	rc_map_free(&c->lineage);
 }

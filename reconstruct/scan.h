@@ -21,7 +21,7 @@
 
 /*
  * rc_scan_run - pass 1 over all streams of C.  Fills the images' pass-1
- * fields, C->lin_parents and C->lin_children; then C->doms and C->ref_dom
+ * fields and C->lineage; then C->doms and C->ref_dom
  * (rc_clock_domains, clock.c) and the entries (rc_pair_all, pair.c).
  * Returns 0 or a negative errno (rc_fail set).
  */
@@ -31,9 +31,17 @@ void rc_scan_free(struct rc_ctx *c);
  * at a time; 0, or -1 with the error recorded (rc_fail). */
 int rc_scan_entry(struct rc_ctx *c, struct rc_run *r, uint32_t ei,
 		  struct rc_entry *out);
-/* Give back the entries' temporary file and the lineage maps once the
+/* Give back the entries' temporary file and the lineage map once the
  * merge is over. */
 void rc_scan_drop_ends(struct rc_ctx *c);
+
+/* The lineage map (one map for both counts: a slot is 17 bytes, and the
+ * map holds a key per fork from pass 1 on).  rc_lin_left: how many parent
+ * records (CHILD 0) or child images (CHILD 1) are left for KEY;
+ * rc_lin_add: add DELTA to that count and return it (the old one if out
+ * of memory). */
+uint32_t rc_lin_left(const struct rc_ctx *c, uint64_t key, int child);
+uint32_t rc_lin_add(struct rc_ctx *c, uint64_t key, int child, int32_t delta);
 
 /* The lineage key of the record that creates process PID on HOST by KIND
  * (RC_LIN_FORK, _EXEC, _SPAWN). */
