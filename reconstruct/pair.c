@@ -589,7 +589,8 @@ int rc_pair_all(struct rc_ctx *c, struct rc_pair *pr)
 	if (pr->nruns == 0) {
 		/* All in memory: one sort. */
 		set_times(c, pr->v, pr->n);
-		qsort(pr->v, pr->n, sizeof *pr->v, cmp_p1);
+		if (pr->n)
+			qsort(pr->v, pr->n, sizeof *pr->v, cmp_p1);
 		for (uint32_t k = 0; k < pr->n && r == 0; k++)
 			r = group_add(c, &g, &pr->v[k]);
 		goto done;

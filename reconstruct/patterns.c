@@ -580,7 +580,8 @@ static int cmp_ival(const void *a, const void *b)
 static int covered_ns(struct ival *iv, size_t n, int64_t *out)
 {
 	int64_t cov = 0, is = 0, ie = 0, d;
-	qsort(iv, n, sizeof *iv, cmp_ival);
+	if (n)
+		qsort(iv, n, sizeof *iv, cmp_ival);
 	for (size_t i = 0; i < n; i++) {
 		if (i && iv[i].s <= ie) {
 			if (iv[i].e > ie)

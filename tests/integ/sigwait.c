@@ -13,7 +13,8 @@
  * The handler's write happens inside the shim's wait wrapper (the shim is
  * re-entered); sigwait.sh checks that it is recorded, not dropped.
  */
-#define _GNU_SOURCE
+#include "config.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>

@@ -4,7 +4,8 @@
  * blocks) and every fsync/fdatasync, SLOWIO_MS and SLOWIO_SYNC_MS
  * milliseconds, then does the real call.  Nothing else changes.
  */
-#define _GNU_SOURCE
+#include "config.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>

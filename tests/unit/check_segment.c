@@ -1364,8 +1364,9 @@ static void dict_one(struct bt_ev_dict *d, uint64_t *prev, uint8_t key,
 	ck_assert_uint_gt(*n, 2);
 }
 
-/* A value whose first slot (in an empty dictionary) is SLOT, into BUF. */
-static int dict_value_for(int slot, const char *fmt, char *buf, size_t cap)
+/* A value PREFIX followed by a number whose first slot (in an empty
+ * dictionary) is SLOT, into BUF. */
+static int dict_value_for(int slot, const char *prefix, char *buf, size_t cap)
 {
 	uint8_t rec[512];
 	size_t m;
@@ -1373,7 +1374,7 @@ static int dict_value_for(int slot, const char *fmt, char *buf, size_t cap)
 	for (int i = 0; i < 100000; i++) {
 		struct bt_ev_dict fresh;
 		uint64_t p = 0;
-		snprintf(buf, cap, fmt, i);
+		snprintf(buf, cap, "%s%d", prefix, i);
 		bt_ev_dict_init(&fresh);
 		dict_one(&fresh, &p, BT_AK_TARGET, buf, rec, &m);
 		if (dict_slot_byte(rec, m, 0) == slot)
@@ -1399,7 +1400,7 @@ START_TEST(dict_slot_reused_in_record)
 	dict_one(&wd, &wp, BT_AK_METHOD, "GET", buf, &n);
 	ck_assert_uint_eq(dict_key_byte(buf, n, 0), BT_AK_METHOD | BT_AK_KEEP);
 	slot_a = dict_slot_byte(buf, n, 0);
-	ck_assert_msg(dict_value_for(slot_a, "/v%d", other, sizeof other),
+	ck_assert_msg(dict_value_for(slot_a, "/v", other, sizeof other),
 		      "no value shares the slot of GET");
 
 	/* "GET" remembered; then a record referring to it and holding the
@@ -1431,7 +1432,7 @@ START_TEST(dict_slot_reused_in_record)
 	/* a record that used both slots of the other value (GET in the
 	 * first, a third value, whose first slot is the other's second, in
 	 * that): the other value goes out plain */
-	ck_assert_msg(dict_value_for(slot_b, "h%d", third, sizeof third),
+	ck_assert_msg(dict_value_for(slot_b, "h", third, sizeof third),
 		      "no value has the other's second slot first");
 	bt_ev_dict_init(&wd);
 	bt_ev_dict_init(&rd);
@@ -1505,7 +1506,7 @@ START_TEST(dict_random_msgs)
 
 	for (int i = 0; i < 48; i++)
 		for (int j = 0; j < 112; j++)
-			pool[i][j] = (char)(rnd64() % 4 ? 'a' + rnd64() % 3
+			pool[i][j] = (char)(rnd64() % 4 ? (int)('a' + rnd64() % 3)
 						       : (int)rnd64());
 	bt_ev_dict_init(d1);
 	bt_ev_dict_init(d2);
