@@ -873,16 +873,9 @@ ep_fetch(int kind, struct bt_epset *es, int epfd, struct epoll_event *ev,
 /* Drop our bt_epoll_wake-up events from a batch (isolation off). */
 static int strip_cookie(struct bt_epset *es, struct epoll_event *ev, int n)
 {
-	int k = 0;
-	for (int i = 0; i < n; i++) {
-		if (ev[i].data.u64 == es->cookie) {
-			uint64_t v;
-			(void)!REAL(read)(es->wake_fd, &v, sizeof v);
-			continue;
-		}
-		ev[k++] = ev[i];
-	}
-	return k;
+	int woke = 0;
+
+	return ep_strip_wake(es, ev, n, &woke);
 }
 
 static int epoll_common(int kind, struct bt_epset *es, int epfd,
