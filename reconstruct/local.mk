@@ -6,6 +6,7 @@ libbtrecon_la_SOURCES = \
 	reconstruct/clock.c reconstruct/clock.h \
 	reconstruct/db.c reconstruct/db.h reconstruct/db_impl.h \
 	reconstruct/db_rows.c \
+	reconstruct/follow.c reconstruct/follow.h \
 	reconstruct/grpc.c reconstruct/grpc.h \
 	reconstruct/input.c reconstruct/input.h \
 	reconstruct/join.c reconstruct/join.h \
