@@ -80,5 +80,5 @@ tests_recon_genlog_SOURCES = tests/recon/genlog.c tests/recon/gen.c tests/recon/
 tests_recon_genlog_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS)
 tests_recon_genlog_LDFLAGS = $(SAN_CFLAGS)
 tests_recon_genlog_LDADD = libbtcommon.la
-TESTS += tests/recon/cli.sh
-EXTRA_DIST += tests/recon/cli.sh
+TESTS += tests/recon/cli.sh tests/recon/follow.sh
+EXTRA_DIST += tests/recon/cli.sh tests/recon/follow.sh
