@@ -102,7 +102,8 @@ static int xsql(struct fl *f, const char *fmt, ...)
 		return ffail(f, "out of memory");
 	int64_t t0 = now_ns(CLOCK_MONOTONIC);
 	int rc = sqlite3_exec(f->h, sql, NULL, NULL, &e);
-	if (getenv("BP_FOLLOW_TIMING"))
+	const char *tm = getenv("BP_FOLLOW_TIMING");
+	if (tm && *tm)
 		fprintf(stderr, "%8.1f ms %.60s\n", (now_ns(CLOCK_MONOTONIC) - t0) / 1e6, sql + strspn(sql, " \n"));
 	if (rc != SQLITE_OK) {
 		char head[81];
