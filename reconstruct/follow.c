@@ -61,10 +61,11 @@ struct fl {
 	char    *pass;              /* PATHS.db.pass */
 	int      ino;               /* inotify fd, -1: poll every interval */
 	int      tty;
-	uint64_t passes, written, revised, waiting, missing;
+	uint64_t passes, written, revised, waiting, missing, withdrawn;
 	int64_t  lag_max_ns;        /* of the requests the last pass wrote */
 	int64_t  newest_ns;         /* the newest event of the last pass */
 	int64_t  refreshed_ns;      /* when patterns were last written */
+	int64_t  read_ns;           /* Unix time the last pass began reading */
 	uint64_t events;
 	struct rc_summary sum;      /* of the last reconstruction */
 	char     err[1024];
@@ -196,7 +197,7 @@ static const char follow_tables[] =
 	"  PRIMARY KEY(kind, key)) WITHOUT ROWID;\n"
 	"CREATE TABLE follow_state(key TEXT PRIMARY KEY, value INTEGER);\n"
 	"INSERT INTO follow_state VALUES('span', 0), ('message', 0),\n"
-	"  ('fragment', 0), ('file', 0);\n";
+	"  ('fragment', 0), ('file', 0), ('withdrawn', 0);\n";
 
 static int open_out(struct fl *f)
 {
@@ -371,17 +372,32 @@ static const char renew_sql[] =
 	"UPDATE temp.w SET l = n.l FROM (SELECT e, %lld + row_number() OVER (ORDER BY e) AS l\n"
 	"  FROM temp.w WHERE new) n WHERE n.e = w.e;\n"
 	"UPDATE temp.rm SET l = w.l FROM temp.w WHERE w.e = rm.e AND w.new;\n"
+	/* withdrawn: written before, and no request of this pass has the
+	 * key, though the pass reads the logs of its time (a request that
+	 * began before the pass's first one is kept: its logs may have been
+	 * removed) */
+	"DROP TABLE IF EXISTS temp.gone; DROP TABLE IF EXISTS temp.del;\n"
+	"CREATE TEMP TABLE gone(l INTEGER PRIMARY KEY);\n"
+	"INSERT INTO temp.gone SELECT f.request_id FROM follow_requests f\n"
+	"  JOIN requests r ON r.request_id = f.request_id\n"
+	"  WHERE NOT EXISTS (SELECT 1 FROM temp.rm WHERE rm.key = f.key)\n"
+	"  AND r.start_ns >= (SELECT min(start_ns) FROM e.requests);\n"
+	"CREATE TEMP TABLE del(l INTEGER PRIMARY KEY);\n"
+	"INSERT INTO temp.del SELECT l FROM temp.w WHERE NOT new UNION SELECT l FROM temp.gone;\n"
 	"DELETE FROM attrs WHERE span_id IN (SELECT span_id FROM spans WHERE request_id IN\n"
-	"  (SELECT l FROM temp.w WHERE NOT new));\n"
+	"  (SELECT l FROM temp.del));\n"
 	"DELETE FROM attrs WHERE message_id IN (SELECT message_id FROM messages WHERE request_id IN\n"
-	"  (SELECT l FROM temp.w WHERE NOT new));\n"
+	"  (SELECT l FROM temp.del));\n"
 	"DELETE FROM span_candidates WHERE span_id IN (SELECT span_id FROM spans WHERE request_id IN\n"
-	"  (SELECT l FROM temp.w WHERE NOT new));\n"
-	"DELETE FROM spans WHERE request_id IN (SELECT l FROM temp.w WHERE NOT new);\n"
-	"DELETE FROM messages WHERE request_id IN (SELECT l FROM temp.w WHERE NOT new);\n"
-	"DELETE FROM fragments WHERE request_id IN (SELECT l FROM temp.w WHERE NOT new);\n"
-	"DELETE FROM files WHERE request_id IN (SELECT l FROM temp.w WHERE NOT new);\n"
-	"DELETE FROM requests WHERE request_id IN (SELECT l FROM temp.w WHERE NOT new);\n"
+	"  (SELECT l FROM temp.del));\n"
+	"DELETE FROM spans WHERE request_id IN (SELECT l FROM temp.del);\n"
+	"DELETE FROM messages WHERE request_id IN (SELECT l FROM temp.del);\n"
+	"DELETE FROM fragments WHERE request_id IN (SELECT l FROM temp.del);\n"
+	"DELETE FROM files WHERE request_id IN (SELECT l FROM temp.del);\n"
+	"DELETE FROM requests WHERE request_id IN (SELECT l FROM temp.del);\n"
+	"DELETE FROM follow_requests WHERE request_id IN (SELECT l FROM temp.gone);\n"
+	"UPDATE follow_state SET value = value + (SELECT count(*) FROM temp.gone)\n"
+	"  WHERE key = 'withdrawn';\n"
 	"CREATE TEMP TABLE sm(e INTEGER PRIMARY KEY, l INTEGER);\n"
 	"CREATE TEMP TABLE mm(e INTEGER PRIMARY KEY, l INTEGER);\n";
 
@@ -587,10 +603,12 @@ static int bump_state(struct fl *f, const char *key, const char *table,
  * everything (the last pass). */
 static int write_pass(struct fl *f, int final)
 {
+	/* the logs were read when the last reconstruction began: what was
+	 * not in them by then cannot be waited for from a later time */
 	int refresh = final || f->passes == 0 ||
 		now_ns(CLOCK_MONOTONIC) - f->refreshed_ns >= FOLLOW_REFRESH_NS;
 	int64_t now = now_ns(CLOCK_REALTIME);
-	int64_t cut = now - (int64_t)(f->o->grace * 1e9);
+	int64_t cut = f->read_ns - (int64_t)(f->o->grace * 1e9);
 	int64_t base, sbase, mbase, gbase, ibase, v;
 
 	if (xsql(f, "ATTACH %Q AS e", f->pass) < 0)
@@ -617,7 +635,7 @@ static int write_pass(struct fl *f, int final)
 		goto rollback;
 
 	/* what this pass did, for the progress line and the stats table */
-	int64_t nw, nnew, lag, waiting, missing, total, revised;
+	int64_t nw, nnew, lag, waiting, missing, total, revised, withdrawn;
 	if (one_i64(f, "SELECT count(*) FROM temp.w", &nw) < 0 ||
 	    one_i64(f, "SELECT count(*) FROM temp.w WHERE new", &nnew) < 0 ||
 	    one_i64(f, "SELECT max(f.emitted_ns - rm.endn) FROM temp.w JOIN temp.rm ON rm.e = w.e"
@@ -627,6 +645,7 @@ static int write_pass(struct fl *f, int final)
 		    " (SELECT 1 FROM temp.rm WHERE rm.key = f.key)", &missing) < 0 ||
 	    one_i64(f, "SELECT count(*) FROM follow_requests", &total) < 0 ||
 	    one_i64(f, "SELECT sum(revised) FROM follow_requests", &revised) < 0 ||
+	    get_state(f, "withdrawn", &withdrawn) < 0 ||
 	    one_i64(f, "SELECT max(end_ns) FROM e.fragments", &v) < 0)
 		goto rollback;
 	f->passes++;
@@ -636,16 +655,18 @@ static int write_pass(struct fl *f, int final)
 		 "INSERT INTO stats SELECT key, value FROM e.stats;\n"
 		 "INSERT OR REPLACE INTO stats VALUES('follow_passes', %lld),\n"
 		 "  ('follow_requests', %lld), ('follow_revised', %lld),\n"
-		 "  ('follow_waiting', %lld), ('follow_missing', %lld);\n"
+		 "  ('follow_waiting', %lld), ('follow_missing', %lld),\n"
+		 "  ('follow_withdrawn', %lld);\n"
 		 "COMMIT",
 		 (long long)f->passes, (long long)total, (long long)revised,
-		 (long long)waiting, (long long)missing) < 0)
+		 (long long)waiting, (long long)missing, (long long)withdrawn) < 0)
 		goto rollback;
 	f->written = (uint64_t)total;
 	f->revised = (uint64_t)revised;
 	f->waiting = (uint64_t)waiting;
+	f->withdrawn = (uint64_t)withdrawn;
 	if ((uint64_t)missing > f->missing)
-		fprintf(stderr, "%sbp-reconstruct: warning: %" PRId64 " requests written before are not in the logs any more (their keys changed, or their logs were removed); they stay in %s\n",
+		fprintf(stderr, "%sbp-reconstruct: warning: %" PRId64 " requests written before began before the logs' first request now (their logs were removed?); they stay in %s\n",
 			f->tty ? "\r\033[K" : "", missing, f->o->rc->output);
 	f->missing = (uint64_t)missing;
 	f->lag_max_ns = nnew ? lag : -1;
@@ -730,8 +751,9 @@ static void progress(struct fl *f, double pass_s)
 	if (f->lag_max_ns >= 0)
 		snprintf(lag, sizeof lag, ", written %.1f s after their end", f->lag_max_ns / 1e9);
 	fprintf(stderr, "\r\033[Kbp-reconstruct: follow: %" PRIu64 " events, %" PRIu64
-		" requests written (%" PRIu64 " revised), %" PRIu64 " waiting%s; newest event %.1f s ago, pass %.2f s",
-		f->events, f->written, f->revised, f->waiting, lag, age, pass_s);
+		" requests written (%" PRIu64 " revised, %" PRIu64 " withdrawn), %" PRIu64 " waiting%s; newest event %.1f s ago, pass %.2f s",
+		f->events, f->written, f->revised, f->withdrawn, f->waiting, lag,
+		age, pass_s);
 	fflush(stderr);
 }
 
@@ -748,6 +770,7 @@ static int one_pass(struct fl *f, int recon, int final)
 		o.quiet = 1;
 		o.progress = 0;
 		o.err = err;
+		int64_t read_ns = now_ns(CLOCK_REALTIME);
 		int r = rc_run(&o, &sum);
 		if (r == RC_EXIT_INPUT && !final) {
 			if (err)
@@ -769,6 +792,7 @@ static int one_pass(struct fl *f, int recon, int final)
 			fclose(err);
 		f->events = sum.events;
 		f->sum = sum;
+		f->read_ns = read_ns;
 	}
 	if (access(f->pass, F_OK) != 0)
 		return 1;
@@ -842,9 +866,10 @@ int rc_follow(const struct rc_follow_opts *o)
 	if (f.tty)
 		fputc('\n', stderr);
 	if (!o->rc->quiet)
-		fprintf(stderr, "bp-reconstruct: follow: %" PRIu64 " events read (%" PRIu64 " lost), %" PRIu64 " requests in %s (%" PRIu64 " exact, %" PRIu64 " resolved, %" PRIu64 " uncertain; %" PRIu64 " revised after they were first written), %" PRIu64 " warnings, %" PRIu64 " passes%s\n",
+		fprintf(stderr, "bp-reconstruct: follow: %" PRIu64 " events read (%" PRIu64 " lost), %" PRIu64 " requests in %s (%" PRIu64 " exact, %" PRIu64 " resolved, %" PRIu64 " uncertain; %" PRIu64 " revised after they were first written, %" PRIu64 " withdrawn), %" PRIu64 " warnings, %" PRIu64 " passes%s\n",
 			f.sum.events, f.sum.lost, f.written, o->rc->output,
 			f.sum.exact, f.sum.resolved, f.sum.uncertain, f.revised,
+			f.withdrawn,
 			f.sum.warnings, f.passes,
 			f.sum.uncertain || f.sum.costly_warnings || f.sum.unreadable ?
 			"; look at: the views uncertain_requests and the tables warnings and channels (readable = 0)" : "");

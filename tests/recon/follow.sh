@@ -4,9 +4,9 @@
 # host at a time while --follow runs, and it is killed (SIGKILL) and
 # started again on the same database between them.  The requests first
 # written without their downstream hosts must be replaced (revised) as
-# the hosts arrive, and at the end the database must hold what the
-# offline run holds - each request once, the same spans, by content - and
-# the command-line errors must be clear.  Run from the build directory
+# the hosts arrive, or withdrawn when their root changed; at the end the
+# database must hold what the offline run holds - each request once, the
+# same spans, by content - and the command-line errors must be clear.  Run from the build directory
 # (make check does); keeps nothing unless KEEP=1.
 set -u
 bin=./bp-reconstruct
@@ -98,17 +98,22 @@ until grep -q "waiting for the logs" "$tmp/err"; do
 	i=$((i + 1)); [ $i -le 100 ] || fail "no 'waiting for the logs' in 10 s"
 	sleep 0.1
 done
-# the front host alone: its requests are final without their downstream
-cp -r "$tmp/logs/front" "$tmp/live/front"
+# the app host alone: its client (the front) is not in the logs, so each
+# of its requests is a request of its own, final without the database
+cp -r "$tmp/logs/app" "$tmp/live/app"
 wait_for "SELECT count(*) FROM requests" 300
-[ "$(q "SELECT count(*) FROM spans")" = 600 ] || fail "front alone: $(q "SELECT count(*) FROM spans") spans, wanted 600 (server and client span per request)"
+[ "$(q "SELECT count(*) FROM spans")" = 600 ] || fail "app alone: $(q "SELECT count(*) FROM spans") spans, wanted 600 (server and client span per request)"
 [ "$(q "PRAGMA journal_mode")" = wal ] || fail "the database is not in WAL mode"
 
-# killed, then the app host, then started again on the same database
+# killed, then the front host, then started again on the same database:
+# the app's requests are now the front's, and the 300 written with the
+# app's server span as their root are withdrawn, not left beside them
 kill -9 $pid; wait $pid 2>/dev/null; pid=
-cp -r "$tmp/logs/app" "$tmp/live/app"
+cp -r "$tmp/logs/front" "$tmp/live/front"
 start
 wait_for "SELECT count(*) FROM spans" 1200
+wait_for "SELECT value FROM stats WHERE key = 'follow_withdrawn'" 300
+[ "$(q "SELECT count(*) FROM requests")" = 300 ] || fail "front and app: $(q "SELECT count(*) FROM requests") requests, wanted 300"
 kill -9 $pid; wait $pid 2>/dev/null; pid=
 start
 cp -r "$tmp/logs/db" "$tmp/live/db"
@@ -118,8 +123,8 @@ wait $pid
 st=$?
 pid=
 [ $st -eq 0 ] || fail "SIGINT: exit status $st, wanted 0"
-grep -q "^bp-reconstruct: follow: [0-9]* events read (0 lost), 300 requests in $tmp/live.db (300 exact, 0 resolved, 0 uncertain; [1-9][0-9]* revised" "$tmp/err" ||
-	fail "the last line does not say 300 requests, some revised"
+grep -q "^bp-reconstruct: follow: [0-9]* events read (0 lost), 300 requests in $tmp/live.db (300 exact, 0 resolved, 0 uncertain; [1-9][0-9]* revised after they were first written, 300 withdrawn)" "$tmp/err" ||
+	fail "the last line does not say 300 requests, some revised, 300 withdrawn"
 [ ! -e "$tmp/live.db.pass" ] || fail "the pass database was left behind"
 
 [ "$(q "SELECT count(*) FROM requests")" = 300 ] || fail "$(q "SELECT count(*) FROM requests") requests, wanted 300 (each once)"
@@ -138,4 +143,4 @@ done
 [ "$(q "SELECT count(*) FROM spans s LEFT JOIN processes p USING (process_id) WHERE s.process_id IS NOT NULL AND p.process_id IS NULL")" = 0 ] ||
 	fail "spans name processes that are not in processes"
 [ "$(q "SELECT count(*) FROM requests WHERE pattern_id IS NULL")" = 0 ] || fail "requests without a pattern"
-echo "PASS: --follow: 300 requests over three hosts arriving one by one, two kills, the same paths as offline"
+echo "PASS: --follow: 300 requests over three hosts arriving one by one (300 withdrawn, 300 revised), two kills, the same paths as offline"
