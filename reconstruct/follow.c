@@ -39,7 +39,9 @@
 
 #include <sqlite3.h>
 
+#include "export.h"
 #include "follow.h"
+#include "otlp_push.h"
 
 /* How often the patterns and the rows of no request are written again
  * (they are of the whole run: each costs as much as the whole log). */
@@ -67,6 +69,8 @@ struct fl {
 	int64_t  refreshed_ns;      /* when patterns were last written */
 	int64_t  read_ns;           /* Unix time the last pass began reading */
 	uint64_t events;
+	uint64_t push_spans, push_retries, push_batches, push_failed;
+	uint64_t unpushed;          /* requests written, not pushed yet */
 	struct rc_summary sum;      /* of the last reconstruction */
 	char     err[1024];
 };
@@ -192,12 +196,16 @@ static void h_func(sqlite3_context *cx, int argc, sqlite3_value **argv)
 static const char follow_tables[] =
 	"CREATE TABLE follow_requests(key TEXT PRIMARY KEY,\n"
 	"  request_id INTEGER UNIQUE, fingerprint INTEGER,\n"
-	"  emitted_ns INTEGER, revised INTEGER);\n"
+	"  emitted_ns INTEGER, revised INTEGER, written_ns INTEGER,\n"
+	"  pushed INTEGER NOT NULL DEFAULT 0, push_pass INTEGER);\n"
+	"CREATE INDEX follow_requests_push ON follow_requests(pushed, push_pass);\n"
 	"CREATE TABLE follow_ids(kind INTEGER, key TEXT, id INTEGER,\n"
 	"  PRIMARY KEY(kind, key)) WITHOUT ROWID;\n"
 	"CREATE TABLE follow_state(key TEXT PRIMARY KEY, value INTEGER);\n"
 	"INSERT INTO follow_state VALUES('span', 0), ('message', 0),\n"
-	"  ('fragment', 0), ('file', 0), ('withdrawn', 0);\n";
+	"  ('fragment', 0), ('file', 0), ('withdrawn', 0),\n"
+	"  ('otlp_seed', random()), ('push_pass', 0), ('push_withdrawn', 0),\n"
+	"  ('request', 0);\n";
 
 static int open_out(struct fl *f)
 {
@@ -395,6 +403,9 @@ static const char renew_sql[] =
 	"DELETE FROM fragments WHERE request_id IN (SELECT l FROM temp.del);\n"
 	"DELETE FROM files WHERE request_id IN (SELECT l FROM temp.del);\n"
 	"DELETE FROM requests WHERE request_id IN (SELECT l FROM temp.del);\n"
+	"UPDATE follow_state SET value = value + (SELECT count(*) FROM follow_requests\n"
+	"  WHERE request_id IN (SELECT l FROM temp.gone) AND pushed <> 0)\n"
+	"  WHERE key = 'push_withdrawn';\n"
 	"DELETE FROM follow_requests WHERE request_id IN (SELECT l FROM temp.gone);\n"
 	"UPDATE follow_state SET value = value + (SELECT count(*) FROM temp.gone)\n"
 	"  WHERE key = 'withdrawn';\n"
@@ -482,9 +493,13 @@ static const char rows_sql[] =
 	"  LEFT JOIN temp.sm ON sm.e = i.span_id LEFT JOIN temp.hm ON hm.e = i.host_id\n"
 	"  LEFT JOIN temp.pm ON pm.e = i.process_id;\n"
 	/* %lld: now */
-	"INSERT INTO follow_requests(key, request_id, fingerprint, emitted_ns, revised)\n"
-	"  SELECT rm.key, w.l, rm.fp, %lld, 0 FROM temp.w JOIN temp.rm ON rm.e = w.e WHERE w.new;\n"
-	"UPDATE follow_requests SET fingerprint = x.fp, revised = revised + 1\n"
+	"INSERT INTO follow_requests(key, request_id, fingerprint, emitted_ns, revised,\n"
+	"  written_ns)\n"
+	"  SELECT rm.key, w.l, rm.fp, %lld, 0, %lld FROM temp.w JOIN temp.rm ON rm.e = w.e\n"
+	"  WHERE w.new;\n"
+	/* pushed, then changed: the receiver keeps the old version (2) */
+	"UPDATE follow_requests SET fingerprint = x.fp, revised = revised + 1,\n"
+	"  written_ns = %lld, pushed = CASE pushed WHEN 1 THEN 2 ELSE pushed END\n"
 	"  FROM (SELECT w.l, rm.fp FROM temp.w JOIN temp.rm ON rm.e = w.e WHERE NOT w.new) x\n"
 	"  WHERE follow_requests.request_id = x.l;\n";
 
@@ -619,15 +634,17 @@ static int write_pass(struct fl *f, int final)
 	    xsql(f, "%s", proc_sql) < 0 || map_ids(f, 1, "pm") < 0 ||
 	    xsql(f, "%s", chan_sql) < 0 || map_ids(f, 2, "cm") < 0 ||
 	    xsql(f, req_sql, (long long)final, (long long)cut, (long long)cut) < 0 ||
-	    one_i64(f, "SELECT max(request_id) FROM follow_requests", &base) < 0 ||
+	    get_state(f, "request", &base) < 0 ||
 	    xsql(f, renew_sql, (long long)base) < 0 ||
 	    (refresh && xsql(f, "%s", ordinal_sql) < 0) ||
 	    get_state(f, "span", &sbase) < 0 || get_state(f, "message", &mbase) < 0 ||
 	    get_state(f, "fragment", &gbase) < 0 || get_state(f, "file", &ibase) < 0 ||
 	    xsql(f, fresh_sql, (long long)sbase, (long long)mbase) < 0 ||
-	    xsql(f, rows_sql, (long long)gbase, (long long)ibase, (long long)now) < 0 ||
+	    xsql(f, rows_sql, (long long)gbase, (long long)ibase, (long long)now,
+		 (long long)now, (long long)now) < 0 ||
 	    xsql(f, "%s", global_sql) < 0 ||
 	    (refresh && xsql(f, "%s", refresh_sql) < 0) ||
+	    bump_state(f, "request", "requests", "request_id") < 0 ||
 	    bump_state(f, "span", "spans", "span_id") < 0 ||
 	    bump_state(f, "message", "messages", "message_id") < 0 ||
 	    bump_state(f, "fragment", "fragments", "fragment_id") < 0 ||
@@ -679,6 +696,80 @@ rollback:
 detach:
 	sqlite3_exec(f->h, "DETACH e", NULL, NULL, NULL);
 	return -1;
+}
+
+/* --- the OTLP push --- */
+
+/*
+ * Push the requests not pushed yet that this pass found as an earlier
+ * one wrote them (FINAL: all of them), then mark them.  A receiver that
+ * took nothing leaves them for the next pass; one that took a part has
+ * them marked 3 (the rest was refused or timed out: not sent again, so
+ * nothing arrives twice).  0, or -1 with f->err on a database error.
+ */
+static int push_pass(struct fl *f, int final)
+{
+	int64_t pass, n;
+	if (!f->o->push)
+		return 0;
+	if (get_state(f, "push_pass", &pass) < 0 ||
+	    xsql(f, "UPDATE follow_requests SET push_pass = %lld\n"
+		 "  WHERE pushed = 0 AND (%d OR written_ns < %lld);\n"
+		 "UPDATE follow_state SET value = %lld WHERE key = 'push_pass';",
+		 (long long)pass + 1, final, (long long)f->read_ns,
+		 (long long)pass + 1) < 0)
+		return -1;
+	pass++;
+	char q[160];
+	snprintf(q, sizeof q, "SELECT count(*) FROM follow_requests WHERE pushed = 0 AND push_pass = %lld",
+		 (long long)pass);
+	if (one_i64(f, q, &n) < 0)
+		return -1;
+	if (!n) {
+		if (one_i64(f, "SELECT count(*) FROM follow_requests WHERE pushed = 0", &n) < 0)
+			return -1;
+		f->unpushed = (uint64_t)n;
+		return 0;
+	}
+
+	struct export_db x;
+	struct otlp_push_stats st;
+	uint64_t total = 0;
+	char filter[160];
+	snprintf(filter, sizeof filter,
+		 "r.request_id IN (SELECT request_id FROM follow_requests WHERE pushed = 0 AND push_pass = %lld)",
+		 (long long)pass);
+	memset(&st, 0, sizeof st);
+	int r = export_open(&x, f->o->rc->output);
+	if (r == 0) {
+		x.req_filter = filter;
+		r = export_otlp_push(&x, f->o->push, &st, &total);
+	}
+	f->push_spans += st.spans;
+	f->push_retries += st.retries;
+	f->push_batches += st.batches;
+	int mark = r == 0 ? 1 : st.spans ? 3 : 0;
+	if (r < 0) {
+		f->push_failed++;
+		if (!f->o->rc->quiet && (mark || f->push_failed == 1 ||
+					 f->push_failed % 10 == 0))
+			fprintf(stderr, "%sbp-reconstruct: warning: %s%s\n",
+				f->tty ? "\r\033[K" : "", x.err,
+				mark ? " (those requests are not sent again)" :
+				"; the requests wait for the next pass");
+	} else {
+		f->push_failed = 0;
+	}
+	if (x.h)
+		export_close(&x);
+	if (mark && xsql(f, "UPDATE follow_requests SET pushed = %d\n"
+			 "  WHERE pushed = 0 AND push_pass = %lld", mark,
+			 (long long)pass) < 0)
+		return -1;
+	if (one_i64(f, "SELECT count(*) FROM follow_requests WHERE pushed = 0", &n) < 0)
+		return -1;
+	f->unpushed = (uint64_t)n;
+	return 0;
 }
 
 /* --- watching the logs --- */
@@ -796,7 +887,7 @@ static int one_pass(struct fl *f, int recon, int final)
 	}
 	if (access(f->pass, F_OK) != 0)
 		return 1;
-	if (write_pass(f, final) < 0)
+	if (write_pass(f, final) < 0 || push_pass(f, final) < 0)
 		return -1;
 	progress(f, now_ns(CLOCK_MONOTONIC) / 1e9 - t0);
 	return 0;
@@ -835,8 +926,10 @@ int rc_follow(const struct rc_follow_opts *o)
 	int changed = 1;
 	while (!stop_sig) {
 		watch_all(&f);
-		/* nothing new and nothing waiting for its grace: no pass */
-		int p = changed || f.waiting ? one_pass(&f, changed, 0) : 0;
+		/* nothing new, nothing waiting for its grace or its push: no
+		 * pass */
+		int p = changed || f.waiting || f.unpushed ?
+			one_pass(&f, changed, 0) : 0;
 		if (p < 0)
 			goto out;
 		if (p == 1 && !waited && !o->rc->quiet) {
@@ -856,6 +949,10 @@ int rc_follow(const struct rc_follow_opts *o)
 			if (left <= 0)
 				break;
 		}
+		/* the logs did not change while it waited: as good as read
+		 * now (the grace and the push count from here) */
+		if (!changed && f.ino >= 0 && f.read_ns)
+			f.read_ns = now_ns(CLOCK_REALTIME);
 	}
 	if (f.tty)
 		fputc('\n', stderr);
@@ -874,6 +971,23 @@ int rc_follow(const struct rc_follow_opts *o)
 			f.sum.uncertain || f.sum.costly_warnings || f.sum.unreadable ?
 			"; look at: the views uncertain_requests and the tables warnings and channels (readable = 0)" : "");
 	r = RC_EXIT_OK;
+	if (o->push) {
+		int64_t ok, stale, part, left, gone;
+		if (one_i64(&f, "SELECT count(*) FROM follow_requests WHERE pushed = 1", &ok) < 0 ||
+		    one_i64(&f, "SELECT count(*) FROM follow_requests WHERE pushed = 2", &stale) < 0 ||
+		    one_i64(&f, "SELECT count(*) FROM follow_requests WHERE pushed = 3", &part) < 0 ||
+		    one_i64(&f, "SELECT count(*) FROM follow_requests WHERE pushed = 0", &left) < 0 ||
+		    get_state(&f, "push_withdrawn", &gone) < 0) {
+			r = RC_EXIT_OUTPUT;
+			goto out;
+		}
+		if (!o->rc->quiet)
+			fprintf(stderr, "bp-reconstruct: OTLP push: %" PRIu64 " spans sent in %" PRIu64 " batches, %" PRIu64 " retries -> %s; requests: %" PRId64 " pushed, %" PRId64 " pushed then revised, %" PRId64 " in part, %" PRId64 " not pushed, %" PRId64 " pushed then withdrawn\n",
+				f.push_spans, f.push_batches, f.push_retries,
+				o->push->url, ok + stale, stale, part, left, gone);
+		if (part || left)
+			r = RC_EXIT_PUSH;
+	}
 out:
 	if (r != RC_EXIT_OK && f.err[0])
 		fprintf(stderr, "\nbp-reconstruct: error: %s\n", f.err);

@@ -24,12 +24,16 @@ struct rc_follow_opts {
 	const struct rc_options *rc; /* inputs, output, reference, ... */
 	double interval;             /* seconds between passes */
 	double grace;                /* seconds a final request waits */
+	/* push each request to an OTLP receiver once a later pass found it
+	 * unchanged (NULL: no push) */
+	const struct otlp_push_opts *push;
 };
 
 /*
  * rc_follow - follow O->rc->inputs into O->rc->output until SIGINT or
  * SIGTERM, then make a last pass that writes every request (also the
- * incomplete ones, as the offline run does) and return an enum rc_exit.
+ * incomplete ones, as the offline run does) and return an enum rc_exit
+ * (RC_EXIT_PUSH when requests were left unpushed or in part).
  */
 int rc_follow(const struct rc_follow_opts *o);
 

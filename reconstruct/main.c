@@ -241,8 +241,12 @@ static const char help[] =
 "                           on: nothing is written twice or lost.  Each\n"
 "                           pass reads the logs from their start (memory\n"
 "                           and time grow with them: docs/reconstruct.md,\n"
-"                           \"Live\").  Not with --host-local, --join or\n"
-"                           the exports (run them on PATHS.db after).\n"
+"                           \"Live\").  With --otlp-endpoint, each request\n"
+"                           is pushed once a later pass found it\n"
+"                           unchanged (exit status 4 if some were not).\n"
+"                           Not with --host-local, --join, --clickhouse\n"
+"                           or the file exports (bp-report makes those\n"
+"                           from PATHS.db).\n"
 "        --follow-interval=SECONDS\n"
 "                           the time between passes (default 0.5).\n"
 "        --follow-grace=SECONDS\n"
@@ -702,8 +706,8 @@ int main(int argc, char **argv)
 		return RC_EXIT_USAGE;
 	}
 	if (follow && (host_local || join || ex.otlp || ex.perfetto || ex.dot ||
-		       ex.push.url || ex.ch.url)) {
-		usage_error("--follow writes PATHS.db only: not with --host-local, --join, --otlp, --otlp-endpoint, --clickhouse, --perfetto or --dot (run those on PATHS.db once --follow has stopped)", NULL);
+		       ex.ch.url)) {
+		usage_error("--follow writes PATHS.db and pushes to --otlp-endpoint only: not with --host-local, --join, --clickhouse, --otlp, --perfetto or --dot (bp-report PATHS.db --otlp FILE --perfetto FILE --dot DIR exports once --follow has stopped)", NULL);
 		return RC_EXIT_USAGE;
 	}
 	if (host_local && join) {
@@ -745,6 +749,7 @@ int main(int argc, char **argv)
 	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 	if (follow) {
 		fo.rc = &o;
+		fo.push = ex.push.url ? &ex.push : NULL;
 		return rc_follow(&fo);
 	}
 	int r = rc_run(&o, NULL);
