@@ -52,8 +52,15 @@
 
 static volatile sig_atomic_t stop_sig;
 
+/* The first SIGINT or SIGTERM asks for the last pass; a second one ends
+ * the process at once (PATHS.db holds the passes committed). */
 static void on_stop(int sig)
 {
+	if (stop_sig) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
 	stop_sig = sig;
 }
 
@@ -64,6 +71,7 @@ struct fl {
 	int      ino;               /* inotify fd, -1: poll every interval */
 	int      tty;
 	uint64_t passes, written, revised, waiting, missing, withdrawn;
+	uint64_t pending;           /* complete, waiting for the grace */
 	int64_t  lag_max_ns;        /* of the requests the last pass wrote */
 	int64_t  newest_ns;         /* the newest event of the last pass */
 	int64_t  refreshed_ns;      /* when patterns were last written */
@@ -618,11 +626,11 @@ static int bump_state(struct fl *f, const char *key, const char *table,
  * everything (the last pass). */
 static int write_pass(struct fl *f, int final)
 {
-	/* the logs were read when the last reconstruction began: what was
-	 * not in them by then cannot be waited for from a later time */
 	int refresh = final || f->passes == 0 ||
 		now_ns(CLOCK_MONOTONIC) - f->refreshed_ns >= FOLLOW_REFRESH_NS;
 	int64_t now = now_ns(CLOCK_REALTIME);
+	/* the logs were read when the last reconstruction began: what was
+	 * not in them by then cannot be waited for from a later time */
 	int64_t cut = f->read_ns - (int64_t)(f->o->grace * 1e9);
 	int64_t base, sbase, mbase, gbase, ibase, v;
 
@@ -652,12 +660,13 @@ static int write_pass(struct fl *f, int final)
 		goto rollback;
 
 	/* what this pass did, for the progress line and the stats table */
-	int64_t nw, nnew, lag, waiting, missing, total, revised, withdrawn;
-	if (one_i64(f, "SELECT count(*) FROM temp.w", &nw) < 0 ||
-	    one_i64(f, "SELECT count(*) FROM temp.w WHERE new", &nnew) < 0 ||
+	int64_t nnew, lag, waiting, pending, missing, total, revised, withdrawn;
+	if (one_i64(f, "SELECT count(*) FROM temp.w WHERE new", &nnew) < 0 ||
 	    one_i64(f, "SELECT max(f.emitted_ns - rm.endn) FROM temp.w JOIN temp.rm ON rm.e = w.e"
 		    " JOIN follow_requests f ON f.request_id = w.l WHERE w.new", &lag) < 0 ||
 	    one_i64(f, "SELECT count(*) FROM temp.rm WHERE l IS NULL", &waiting) < 0 ||
+	    one_i64(f, "SELECT count(*) FROM temp.rm JOIN e.requests r ON r.request_id = rm.e"
+		    " WHERE rm.l IS NULL AND r.complete = 1", &pending) < 0 ||
 	    one_i64(f, "SELECT count(*) FROM follow_requests f WHERE NOT EXISTS"
 		    " (SELECT 1 FROM temp.rm WHERE rm.key = f.key)", &missing) < 0 ||
 	    one_i64(f, "SELECT count(*) FROM follow_requests", &total) < 0 ||
@@ -681,6 +690,7 @@ static int write_pass(struct fl *f, int final)
 	f->written = (uint64_t)total;
 	f->revised = (uint64_t)revised;
 	f->waiting = (uint64_t)waiting;
+	f->pending = (uint64_t)pending;
 	f->withdrawn = (uint64_t)withdrawn;
 	if ((uint64_t)missing > f->missing)
 		fprintf(stderr, "%sbp-reconstruct: warning: %" PRId64 " requests written before began before the logs' first request now (their logs were removed?); they stay in %s\n",
@@ -688,7 +698,6 @@ static int write_pass(struct fl *f, int final)
 	f->missing = (uint64_t)missing;
 	f->lag_max_ns = nnew ? lag : -1;
 	f->newest_ns = v;
-	(void)nw;
 	xsql(f, "DETACH e");
 	return 0;
 rollback:
@@ -927,8 +936,8 @@ int rc_follow(const struct rc_follow_opts *o)
 	while (!stop_sig) {
 		watch_all(&f);
 		/* nothing new, nothing waiting for its grace or its push: no
-		 * pass */
-		int p = changed || f.waiting || f.unpushed ?
+		 * pass (an incomplete request waits for new log data) */
+		int p = changed || f.pending || f.unpushed ?
 			one_pass(&f, changed, 0) : 0;
 		if (p < 0)
 			goto out;
