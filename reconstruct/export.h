@@ -20,6 +20,9 @@ struct export_db {
 	sqlite3    *h;
 	const char *path;
 	char        err[1024];
+	/* the OTLP exports: only the requests r for which this SQL
+	 * condition holds ("r.request_id IN (...)"); NULL: all of them */
+	const char *req_filter;
 	/* what the last export wrote, for the caller's summary line */
 	uint64_t    n_files, n_traces, n_spans, n_events;
 };

@@ -64,6 +64,18 @@ static uint64_t fnv(uint64_t h, const char *s)
 
 static int load_seed(struct otlp *o)
 {
+	/* --follow keeps one seed for the whole run: its database grows
+	 * while the requests are pushed a few at a time */
+	sqlite3_stmt *f;
+	if (sqlite3_prepare_v2(o->x->h, "SELECT value FROM follow_state WHERE key = 'otlp_seed'",
+			       -1, &f, NULL) == SQLITE_OK) {
+		int got = sqlite3_step(f) == SQLITE_ROW;
+		if (got)
+			o->seed = (uint64_t)sqlite3_column_int64(f, 0) | 1;
+		sqlite3_finalize(f);
+		if (got)
+			return 0;
+	}
 	sqlite3_stmt *s = export_prep(o->x,
 		"SELECT (SELECT group_concat(boot_id || name, ',') FROM hosts),\n"
 		"       (SELECT MIN(start_ns) FROM requests)");
@@ -459,7 +471,10 @@ static int otlp_open(struct otlp *o, struct export_db *x, enum ow_fmt fmt)
 	x->n_files = x->n_traces = x->n_spans = x->n_events = 0;
 	if (load_seed(o) < 0 || load_dbs(o) < 0)
 		return -1;
-	o->reqs = export_prep(x, "SELECT request_id FROM requests ORDER BY request_id");
+	char *q = sqlite3_mprintf("SELECT r.request_id FROM requests r WHERE %s ORDER BY r.request_id",
+				  x->req_filter ? x->req_filter : "1");
+	o->reqs = q ? export_prep(x, q) : NULL;
+	sqlite3_free(q);
 	o->spans = export_prep(x,
 		"SELECT s.span_id, s.parent_span_id, s.kind, s.protocol, s.name,\n"
 		"  s.target, s.status, s.host, s.pid, s.tid, s.exe, s.peer,\n"
@@ -536,8 +551,10 @@ int export_otlp_push(struct export_db *x, const struct otlp_push_opts *opts,
 	if (otlp_open(&o, x, opts->json ? OW_JSON : OW_PROTO) < 0)
 		goto out;
 	/* what should arrive: the spans of requests (as walk() reads them) */
-	sqlite3_stmt *c = export_prep(x,
-		"SELECT COUNT(*) FROM spans s JOIN requests r ON r.request_id = s.request_id");
+	char *q = sqlite3_mprintf("SELECT COUNT(*) FROM spans s JOIN requests r ON r.request_id = s.request_id WHERE %s",
+				  x->req_filter ? x->req_filter : "1");
+	sqlite3_stmt *c = q ? export_prep(x, q) : NULL;
+	sqlite3_free(q);
 	if (!c)
 		goto out;
 	if (sqlite3_step(c) != SQLITE_ROW) {

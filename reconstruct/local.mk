@@ -6,6 +6,7 @@ libbtrecon_la_SOURCES = \
 	reconstruct/clock.c reconstruct/clock.h \
 	reconstruct/db.c reconstruct/db.h reconstruct/db_impl.h \
 	reconstruct/db_rows.c \
+	reconstruct/follow.c reconstruct/follow.h \
 	reconstruct/grpc.c reconstruct/grpc.h \
 	reconstruct/input.c reconstruct/input.h \
 	reconstruct/join.c reconstruct/join.h \
@@ -79,5 +80,5 @@ tests_recon_genlog_SOURCES = tests/recon/genlog.c tests/recon/gen.c tests/recon/
 tests_recon_genlog_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS)
 tests_recon_genlog_LDFLAGS = $(SAN_CFLAGS)
 tests_recon_genlog_LDADD = libbtcommon.la
-TESTS += tests/recon/cli.sh
-EXTRA_DIST += tests/recon/cli.sh
+TESTS += tests/recon/cli.sh tests/recon/follow.sh
+EXTRA_DIST += tests/recon/cli.sh tests/recon/follow.sh

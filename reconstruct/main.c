@@ -15,6 +15,7 @@
 #include "clickhouse.h"
 #include "export.h"
 #include "grpc.h"
+#include "follow.h"
 #include "join.h"
 #include "otlp_push.h"
 #include "recon.h"
@@ -27,6 +28,7 @@ static const char help[] =
 "    bp-reconstruct [OPTION]... LOGDIR... -o PATHS.db\n"
 "    bp-reconstruct --host-local [OPTION]... HOSTLOGDIR -o HOST.db\n"
 "    bp-reconstruct --join [OPTION]... HOST.db... -o PATHS.db\n"
+"    bp-reconstruct --follow [OPTION]... LOGDIR... -o PATHS.db\n"
 "\n"
 "DESCRIPTION\n"
 "    Reads the event logs that bp-logd (and the shim's spool) wrote on every\n"
@@ -220,6 +222,38 @@ static const char help[] =
 "                           Not with --host-local, --join, --otlp,\n"
 "                           --otlp-endpoint or --perfetto, which read\n"
 "                           messages or fragments.\n"
+"        --follow           live: read the logs while bp-logd writes them\n"
+"                           and add each request to PATHS.db once it is\n"
+"                           final - complete (its root answered), every\n"
+"                           span ended, and ended more than the grace\n"
+"                           period ago - until SIGINT or SIGTERM; then\n"
+"                           one last pass writes every request, also the\n"
+"                           incomplete ones, as the offline run does, and\n"
+"                           it exits 0.  A pass runs when the logs\n"
+"                           changed (inotify), at most once an interval.\n"
+"                           PATHS.db is in WAL mode and never replaced:\n"
+"                           sqlite3 and bp-report may read it at any time.\n"
+"                           A request is written once; if a later pass\n"
+"                           finds it changed (a late span), its rows are\n"
+"                           replaced under the same request_id (counted in\n"
+"                           follow_requests.revised).  Run again on the\n"
+"                           same PATHS.db after a stop or a crash, it goes\n"
+"                           on: nothing is written twice or lost.  Each\n"
+"                           pass reads the logs from their start (memory\n"
+"                           and time grow with them: docs/reconstruct.md,\n"
+"                           \"Live\").  With --otlp-endpoint, each request\n"
+"                           is pushed once a later pass found it\n"
+"                           unchanged (exit status 4 if some were not).\n"
+"                           Not with --host-local, --join, --clickhouse\n"
+"                           or the file exports (bp-report makes those\n"
+"                           from PATHS.db).\n"
+"        --follow-interval=SECONDS\n"
+"                           the time between passes (default 0.5).\n"
+"        --follow-grace=SECONDS\n"
+"                           how long a final request waits before it is\n"
+"                           written (default 0.5): for the records of\n"
+"                           other processes that bp-logd has not yet\n"
+"                           drained (it drains every 50 ms).\n"
 "    -h, --help             show this help and exit.\n"
 "    -V, --version          show the version and exit.\n"
 "\n"
@@ -257,6 +291,7 @@ static const char help[] =
 "    bp-reconstruct logs/ -o paths.db --otlp traces.json --dot graphs/\n"
 "    bp-reconstruct --host-local logs/web -o web.db    (on each host)\n"
 "    bp-reconstruct --join web.db app.db db.db -o paths.db\n"
+"    bp-reconstruct --follow logs/ -o live.db    (until Ctrl-C)\n"
 "    bp-reconstruct logs/ -o paths.db --otlp-endpoint http://localhost:4318 \\\n"
 "        --otlp-header 'Authorization: Bearer TOKEN'\n"
 "    bp-reconstruct logs/ -o paths.db \\\n"
@@ -434,7 +469,7 @@ int main(int argc, char **argv)
 	       OPT_CH_RUN, OPT_CH_HEADER, OPT_CH_CA, OPT_CH_COMPRESSION,
 	       OPT_CH_BATCH, OPT_CH_TIMEOUT, OPT_CH_RETRIES,
 	       OPT_HOST_LOCAL, OPT_JOIN, OPT_GRPC_UNARY, OPT_GRPC_PROTO,
-	       OPT_DETAIL };
+	       OPT_DETAIL, OPT_FOLLOW, OPT_FOLLOW_INTERVAL, OPT_FOLLOW_GRACE };
 	static const struct option longopts[] = {
 		{ "output",      required_argument, NULL, 'o' },
 		{ "reference",   required_argument, NULL, 'r' },
@@ -467,6 +502,9 @@ int main(int argc, char **argv)
 		{ "host-local",  no_argument,       NULL, OPT_HOST_LOCAL },
 		{ "join",        no_argument,       NULL, OPT_JOIN },
 		{ "detail",      required_argument, NULL, OPT_DETAIL },
+		{ "follow",      no_argument,       NULL, OPT_FOLLOW },
+		{ "follow-interval", required_argument, NULL, OPT_FOLLOW_INTERVAL },
+		{ "follow-grace", required_argument, NULL, OPT_FOLLOW_GRACE },
 		{ "help",        no_argument,       NULL, 'h' },
 		{ "version",     no_argument,       NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -475,6 +513,8 @@ int main(int argc, char **argv)
 	struct exports ex = { .dot_max = 100 };
 	char err[512];
 	int ch, push_opt = 0, ch_opt = 0, host_local = 0, join = 0;
+	int follow = 0, follow_opt = 0;
+	struct rc_follow_opts fo = { .interval = 0.5, .grace = 0.5 };
 	char **unary = NULL;                /* --grpc-unary, --grpc-proto */
 	int nunary = 0, grpc_opt = 0, nall;
 	long n;
@@ -621,6 +661,17 @@ int main(int argc, char **argv)
 		}
 		case OPT_HOST_LOCAL: host_local = 1; break;
 		case OPT_JOIN: join = 1; break;
+		case OPT_FOLLOW: follow = 1; break;
+		case OPT_FOLLOW_INTERVAL:
+			follow_opt = 1;
+			if (opt_secs(optarg, "--follow-interval", &fo.interval) < 0)
+				return RC_EXIT_USAGE;
+			break;
+		case OPT_FOLLOW_GRACE:
+			follow_opt = 1;
+			if (opt_secs(optarg, "--follow-grace", &fo.grace) < 0)
+				return RC_EXIT_USAGE;
+			break;
 		case OPT_DETAIL:
 			if (!strcmp(optarg, "full"))
 				o.detail = RC_DETAIL_FULL;
@@ -648,6 +699,15 @@ int main(int argc, char **argv)
 	}
 	if (!o.output) {
 		usage_error("no output database: add -o PATHS.db", NULL);
+		return RC_EXIT_USAGE;
+	}
+	if (follow_opt && !follow) {
+		usage_error("--follow-interval and --follow-grace go with --follow", NULL);
+		return RC_EXIT_USAGE;
+	}
+	if (follow && (host_local || join || ex.otlp || ex.perfetto || ex.dot ||
+		       ex.ch.url)) {
+		usage_error("--follow writes PATHS.db and pushes to --otlp-endpoint only: not with --host-local, --join, --clickhouse, --otlp, --perfetto or --dot (bp-report PATHS.db --otlp FILE --perfetto FILE --dot DIR exports once --follow has stopped)", NULL);
 		return RC_EXIT_USAGE;
 	}
 	if (host_local && join) {
@@ -687,6 +747,11 @@ int main(int argc, char **argv)
 	 * row). */
 	sqlite3_config(SQLITE_CONFIG_SINGLETHREAD);
 	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+	if (follow) {
+		fo.rc = &o;
+		fo.push = ex.push.url ? &ex.push : NULL;
+		return rc_follow(&fo);
+	}
 	int r = rc_run(&o, NULL);
 	if (r != RC_EXIT_OK)
 		return r;

@@ -37,6 +37,7 @@ endif
 # a ClickHouse server started by hand (clickhouse.sh), and bp-report in
 # headless Chromium (tests/report/lib.sh).
 REPORT_TESTS = tests/report/exports.sh tests/report/report.sh \
+	tests/report/follow-push.sh \
 	tests/report/traced.sh tests/report/push.sh tests/report/clickhouse.sh
 TESTS += $(REPORT_TESTS)
 EXTRA_DIST += $(REPORT_TESTS) tests/report/lib.sh tests/report/otlp-check.js \

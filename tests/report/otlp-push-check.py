@@ -1,13 +1,15 @@
 #!/usr/bin/python3
 """otlp-push-check.py - what an OTLP receiver got, against the paths database.
 
-    otlp-push-check.py DB BATCHES [--file OTLP.json] [--missing N]
+    otlp-push-check.py DB BATCHES [--file OTLP.json] [--missing N] [--extra N]
 
 BATCHES is the receiver's batches.jsonl (tests/report/otlp-receiver.js:
 each line an ExportTraceServiceRequest decoded by protobufjs, written as
 OTLP/JSON).  Checks, for every span of a request in DB:
   - it arrived exactly once (no span id twice, no span that is not in DB);
-    with --missing N, exactly N spans of DB did not arrive;
+    with --missing N, exactly N spans of DB did not arrive; with --extra N,
+    exactly N spans arrived that DB no longer has (bp-reconstruct --follow
+    withdrew their requests);
   - its ids: one trace id per request ending in the request id, distinct
     traces for distinct requests, its parentSpanId the span id the
     parent span arrived with (none for a root);
@@ -87,12 +89,15 @@ def main():
     db, batches = args[0], args[1]
     file = None
     missing = 0
+    extra = 0
     i = 2
     while i + 1 < len(args):
         if args[i] == '--file':
             file = args[i + 1]
         elif args[i] == '--missing':
             missing = int(args[i + 1])
+        elif args[i] == '--extra':
+            extra = int(args[i + 1])
         i += 2
     with open(batches) as f:
         got = spans_of([json.loads(l) for l in f if l.strip()], 'receiver')
@@ -115,9 +120,10 @@ def main():
         by_bp[int(b)] = (sid, c)
     ndb = len(rows)
     known = {r[0] for r in rows}
-    for b in by_bp:
-        if b not in known:
-            fail('span_id %d arrived but is not a span of a request in %s' % (b, db))
+    unknown = [b for b in by_bp if b not in known]
+    if len(unknown) != extra:
+        fail('%d spans arrived that are not spans of a request in %s (expected %d), e.g. span_id %s' %
+             (len(unknown), db, extra, unknown[:5]))
     absent = [r[0] for r in rows if r[0] not in by_bp]
     if len(absent) != missing:
         fail('%d of %d spans did not arrive (expected %d), e.g. span_id %s' %
@@ -207,8 +213,8 @@ def main():
         for p in problems:
             print('otlp-push-check: ' + p, file=sys.stderr)
         return 1
-    print('otlp-push-check: %d spans of %d requests arrived once each (%d in %s, %d not sent), ids, parents, names, times and attributes as in the database%s' %
-          (len(got), len(traces), ndb, os.path.basename(db), missing,
+    print('otlp-push-check: %d spans of %d requests arrived once each (%d in %s, %d not sent, %d no longer in it), ids, parents, names, times and attributes as in the database%s' %
+          (len(got), len(traces), ndb, os.path.basename(db), missing, extra,
            ', identical to ' + os.path.basename(file) if file else ''))
     return 0
 

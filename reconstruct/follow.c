@@ -1,0 +1,1010 @@
+/*
+ * follow.c - bp-reconstruct --follow (see follow.h).
+ *
+ * The loop: wait for the logs to change (inotify on the log directories
+ * and their host directories; a pass every interval when inotify cannot
+ * watch them), reconstruct them into PATHS.db.pass with rc_run, attach
+ * that database and write what is final into PATHS.db in one
+ * transaction (write_pass).  A pass also runs without new log data when
+ * requests wait for their grace period to end: it then only writes.
+ *
+ * Ids.  PATHS.db's ids are its own.  Hosts, processes and channels get
+ * theirs once, from a key that names them in any pass (table follow_ids):
+ * host name and clock domain; the process image's ring id, pid and first
+ * event; the channel's process, fd, kind, role and open time.  Times in
+ * keys are monotonic (the row's Unix time less its domain's realtime
+ * difference and correction), which no clock estimate of a later pass
+ * moves.  Requests are keyed by their root span the same way
+ * (follow_requests) and keep their request_id for ever; spans, messages,
+ * fragments and files get new ids each time their request is written.
+ * Rows of no request are replaced on every pass, with ids UNATTR + the
+ * pass's id.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#include <sqlite3.h>
+
+#include "export.h"
+#include "follow.h"
+#include "otlp_push.h"
+
+/* How often the patterns and the rows of no request are written again
+ * (they are of the whole run: each costs as much as the whole log). */
+#define FOLLOW_REFRESH_NS (10 * 1000000000LL)
+
+/* Ids of rows of no request: above every id a request's row gets. */
+#define UNATTR "1099511627776"
+
+static volatile sig_atomic_t stop_sig;
+
+/* The first SIGINT or SIGTERM asks for the last pass; a second one ends
+ * the process at once (PATHS.db holds the passes committed). */
+static void on_stop(int sig)
+{
+	if (stop_sig) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
+	stop_sig = sig;
+}
+
+struct fl {
+	const struct rc_follow_opts *o;
+	sqlite3 *h;                 /* PATHS.db */
+	char    *pass;              /* PATHS.db.pass */
+	int      ino;               /* inotify fd, -1: poll every interval */
+	int      tty;
+	uint64_t passes, written, revised, waiting, missing, withdrawn;
+	uint64_t pending;           /* complete, waiting for the grace */
+	int64_t  lag_max_ns;        /* of the requests the last pass wrote */
+	int64_t  newest_ns;         /* the newest event of the last pass */
+	int64_t  refreshed_ns;      /* when patterns were last written */
+	int64_t  read_ns;           /* Unix time the last pass began reading */
+	uint64_t events;
+	uint64_t push_spans, push_retries, push_batches, push_failed;
+	uint64_t unpushed;          /* requests written, not pushed yet */
+	struct rc_summary sum;      /* of the last reconstruction */
+	char     err[1024];
+};
+
+static int64_t now_ns(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int ffail(struct fl *f, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int ffail(struct fl *f, const char *fmt, ...)
+{
+	va_list ap;
+	if (f->err[0])
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(f->err, sizeof f->err, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Run SQL (a printf format for sqlite3_vmprintf: %lld, %q); 0 or -1. */
+static int xsql(struct fl *f, const char *fmt, ...)
+{
+	va_list ap;
+	char *e = NULL;
+	va_start(ap, fmt);
+	char *sql = sqlite3_vmprintf(fmt, ap);
+	va_end(ap);
+	if (!sql)
+		return ffail(f, "out of memory");
+	int64_t t0 = now_ns(CLOCK_MONOTONIC);
+	int rc = sqlite3_exec(f->h, sql, NULL, NULL, &e);
+	const char *tm = getenv("BP_FOLLOW_TIMING");
+	if (tm && *tm)
+		fprintf(stderr, "%8.1f ms %.60s\n", (now_ns(CLOCK_MONOTONIC) - t0) / 1e6, sql + strspn(sql, " \n"));
+	if (rc != SQLITE_OK) {
+		char head[81];
+		snprintf(head, sizeof head, "%s", sql + strspn(sql, " \n"));
+		ffail(f, "%s: %s (in: %s...)", f->o->rc->output,
+		      e ? e : sqlite3_errstr(rc), head);
+	}
+	sqlite3_free(e);
+	sqlite3_free(sql);
+	return rc == SQLITE_OK ? 0 : -1;
+}
+
+/* The integer SQL answers (0 when NULL or no row); 0 or -1. */
+static int one_i64(struct fl *f, const char *sql, int64_t *v)
+{
+	sqlite3_stmt *s;
+	*v = 0;
+	if (sqlite3_prepare_v2(f->h, sql, -1, &s, NULL) != SQLITE_OK)
+		return ffail(f, "%s: %s", f->o->rc->output, sqlite3_errmsg(f->h));
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return ffail(f, "%s: %s", f->o->rc->output, sqlite3_errmsg(f->h));
+	return 0;
+}
+
+/* --- the fingerprint: FNV-1a 64 of each row's values, rows summed (the
+ * order of the rows does not matter) --- */
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static uint64_t row_hash(int argc, sqlite3_value **argv)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (int i = 0; i < argc; i++) {
+		unsigned char t = (unsigned char)sqlite3_value_type(argv[i]);
+		h = fnv(h, &t, 1);
+		if (t == SQLITE_INTEGER) {
+			int64_t v = sqlite3_value_int64(argv[i]);
+			h = fnv(h, &v, sizeof v);
+		} else if (t == SQLITE_FLOAT) {
+			double v = sqlite3_value_double(argv[i]);
+			h = fnv(h, &v, sizeof v);
+		} else if (t != SQLITE_NULL) {
+			const void *p = sqlite3_value_blob(argv[i]);
+			int n = sqlite3_value_bytes(argv[i]);
+			h = fnv(h, &n, sizeof n);
+			if (p)
+				h = fnv(h, p, (size_t)n);
+		}
+	}
+	return h;
+}
+
+static void fp_step(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+	uint64_t *acc = sqlite3_aggregate_context(cx, sizeof *acc);
+	if (acc)
+		*acc += row_hash(argc, argv);
+}
+
+static void fp_final(sqlite3_context *cx)
+{
+	uint64_t *acc = sqlite3_aggregate_context(cx, 0);
+	sqlite3_result_int64(cx, acc ? (int64_t)*acc : 0);
+}
+
+static void h_func(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+	sqlite3_result_int64(cx, (int64_t)row_hash(argc, argv));
+}
+
+/* --- PATHS.db --- */
+
+static const char follow_tables[] =
+	"CREATE TABLE follow_requests(key TEXT PRIMARY KEY,\n"
+	"  request_id INTEGER UNIQUE, fingerprint INTEGER,\n"
+	"  emitted_ns INTEGER, revised INTEGER, written_ns INTEGER,\n"
+	"  pushed INTEGER NOT NULL DEFAULT 0, push_pass INTEGER);\n"
+	"CREATE INDEX follow_requests_push ON follow_requests(pushed, push_pass);\n"
+	"CREATE TABLE follow_ids(kind INTEGER, key TEXT, id INTEGER,\n"
+	"  PRIMARY KEY(kind, key)) WITHOUT ROWID;\n"
+	"CREATE TABLE follow_state(key TEXT PRIMARY KEY, value INTEGER);\n"
+	"INSERT INTO follow_state VALUES('span', 0), ('message', 0),\n"
+	"  ('fragment', 0), ('file', 0), ('withdrawn', 0),\n"
+	"  ('otlp_seed', random()), ('push_pass', 0), ('push_withdrawn', 0),\n"
+	"  ('request', 0);\n";
+
+static int open_out(struct fl *f)
+{
+	const char *path = f->o->rc->output;
+	int rc = sqlite3_open_v2(path, &f->h, SQLITE_OPEN_READWRITE |
+				 SQLITE_OPEN_CREATE, NULL);
+	if (rc != SQLITE_OK)
+		return ffail(f, "%s: %s: name a file in a directory you can write",
+			     path, f->h ? sqlite3_errmsg(f->h) : sqlite3_errstr(rc));
+	sqlite3_busy_timeout(f->h, 10000);
+	if (sqlite3_create_function(f->h, "bp_fp", -1, SQLITE_UTF8 |
+				    SQLITE_DETERMINISTIC, NULL, NULL, fp_step,
+				    fp_final) != SQLITE_OK ||
+	    sqlite3_create_function(f->h, "bp_h", -1, SQLITE_UTF8 |
+				    SQLITE_DETERMINISTIC, NULL, h_func, NULL,
+				    NULL) != SQLITE_OK)
+		return ffail(f, "%s: %s", path, sqlite3_errmsg(f->h));
+	if (xsql(f, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;") < 0)
+		return -1;
+	int64_t n_req, n_follow;
+	if (one_i64(f, "SELECT count(*) FROM sqlite_master WHERE name = 'requests'", &n_req) < 0 ||
+	    one_i64(f, "SELECT count(*) FROM sqlite_master WHERE name = 'follow_requests'", &n_follow) < 0)
+		return -1;
+	if (n_req && !n_follow)
+		return ffail(f, "%s was written by an offline run, not by --follow: name another file (or remove this one)", path);
+	return 0;
+}
+
+/* On the first pass into a new PATHS.db: the tables, indexes and views
+ * of the pass's database, and the follow tables. */
+static int make_schema(struct fl *f)
+{
+	int64_t n;
+	if (one_i64(f, "SELECT count(*) FROM main.sqlite_master WHERE name = 'follow_requests'", &n) < 0)
+		return -1;
+	if (n)
+		return 0;
+	if (xsql(f, "BEGIN") < 0)
+		return -1;
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(f->h,
+			       "SELECT sql FROM e.sqlite_master WHERE sql IS NOT NULL"
+			       " AND name NOT LIKE 'sqlite_%'"
+			       " ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 ELSE 2 END, rowid",
+			       -1, &s, NULL) != SQLITE_OK)
+		return ffail(f, "%s: %s", f->pass, sqlite3_errmsg(f->h));
+	/* Read all first: a statement may not run while its schema changes. */
+	char **sql = NULL;
+	size_t nsql = 0;
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		char **g = realloc(sql, (nsql + 1) * sizeof *sql);
+		if (!g || !(g[nsql] = strdup((const char *)sqlite3_column_text(s, 0)))) {
+			free(g ? g : sql);
+			sqlite3_finalize(s);
+			return ffail(f, "out of memory");
+		}
+		sql = g;
+		nsql++;
+	}
+	sqlite3_finalize(s);
+	int r = rc == SQLITE_DONE ? 0 : ffail(f, "%s: %s", f->pass, sqlite3_errmsg(f->h));
+	for (size_t i = 0; i < nsql; i++) {
+		if (!r)
+			r = xsql(f, "%s", sql[i]);
+		free(sql[i]);
+	}
+	free(sql);
+	if (r < 0 || xsql(f, "%s", follow_tables) < 0 ||
+	    xsql(f, "INSERT INTO script_extensions SELECT * FROM e.script_extensions;"
+		 "COMMIT") < 0) {
+		sqlite3_exec(f->h, "ROLLBACK", NULL, NULL, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+/* Give the rows of temp table T (columns e, l, key) their ids of kind
+ * KIND: the key's id if it has one, else a new one. */
+static int map_ids(struct fl *f, int kind, const char *t)
+{
+	int64_t base;
+	char q[128];
+	snprintf(q, sizeof q, "SELECT max(id) FROM follow_ids WHERE kind = %d", kind);
+	if (one_i64(f, q, &base) < 0)
+		return -1;
+	return xsql(f,
+		"INSERT INTO follow_ids(kind, key, id)\n"
+		"  SELECT %d, key, %lld + row_number() OVER (ORDER BY e) FROM temp.%s x\n"
+		"  WHERE NOT EXISTS (SELECT 1 FROM follow_ids i WHERE i.kind = %d AND i.key = x.key);\n"
+		"UPDATE temp.%s SET l = i.id FROM follow_ids i\n"
+		"  WHERE i.kind = %d AND i.key = %s.key;\n",
+		kind, (long long)base, t, kind, t, kind, t);
+}
+
+/* The maps of the pass's hosts, processes, channels and requests to
+ * PATHS.db's ids, and which requests this pass writes (temp.w). */
+static const char maps_sql[] =
+	"DROP TABLE IF EXISTS temp.hm; DROP TABLE IF EXISTS temp.pm;\n"
+	"DROP TABLE IF EXISTS temp.cm; DROP TABLE IF EXISTS temp.ccm;\n"
+	"DROP TABLE IF EXISTS temp.rs; DROP TABLE IF EXISTS temp.rm;\n"
+	"DROP TABLE IF EXISTS temp.w; DROP TABLE IF EXISTS temp.sm;\n"
+	"DROP TABLE IF EXISTS temp.mm;\n"
+	"CREATE TEMP TABLE hm(e INTEGER PRIMARY KEY, l INTEGER, key TEXT, sh INTEGER);\n"
+	"INSERT INTO temp.hm(e, key, sh)\n"
+	"  SELECT host_id, bk || '#' || row_number() OVER (PARTITION BY bk ORDER BY host_id), sh\n"
+	"  FROM (SELECT host_id, COALESCE(name, '') || '/' || COALESCE(domain, '') AS bk,\n"
+	"        COALESCE(realtime_delta_ns, 0) + COALESCE(correction_ns, 0) AS sh FROM e.hosts);\n"
+	"CREATE TEMP TABLE pm(e INTEGER PRIMARY KEY, l INTEGER, key TEXT);\n"
+	"CREATE TEMP TABLE cm(e INTEGER PRIMARY KEY, l INTEGER, key TEXT, conn INTEGER);\n"
+	"CREATE TEMP TABLE ccm(e INTEGER PRIMARY KEY, l INTEGER);\n";
+
+static const char proc_sql[] =
+	"INSERT INTO temp.pm(e, key)\n"
+	"  SELECT process_id, bk || '#' || row_number() OVER (PARTITION BY bk ORDER BY process_id)\n"
+	"  FROM (SELECT p.process_id, COALESCE(h.key, '') || '/' || COALESCE(p.ring_id, '') || '/'\n"
+	"        || COALESCE(p.pid, '') || '/' || COALESCE(p.start_ns - h.sh, '') AS bk\n"
+	"        FROM e.processes p LEFT JOIN temp.hm h ON h.e = p.host_id);\n";
+
+static const char chan_sql[] =
+	"INSERT INTO temp.cm(e, key, conn)\n"
+	"  SELECT channel_id, bk || '#' || row_number() OVER (PARTITION BY bk ORDER BY channel_id), conn_id\n"
+	"  FROM (SELECT c.channel_id, c.conn_id, COALESCE(p.key, '') || '/' || COALESCE(c.fd, '')\n"
+	"        || '/' || COALESCE(c.kind, '') || '/' || COALESCE(c.role, '') || '/'\n"
+	"        || COALESCE(c.open_ns - h.sh, '') AS bk\n"
+	"        FROM e.channels c LEFT JOIN temp.pm p ON p.e = c.process_id\n"
+	"        LEFT JOIN temp.hm h ON h.e = c.host_id);\n";
+
+/* Per request of the pass: its key, fingerprint, whether it is final
+ * (%1$lld: the last pass; %2$lld: the cut-off), its PATHS.db id if it
+ * has one and the fingerprint written then. */
+static const char req_sql[] =
+	"INSERT INTO temp.ccm SELECT conn, min(l) FROM temp.cm WHERE conn IS NOT NULL GROUP BY conn;\n"
+	"CREATE TEMP TABLE rs(e INTEGER PRIMARY KEY, fp INTEGER, mx INTEGER, nopen INTEGER);\n"
+	"INSERT INTO temp.rs\n"
+	"  SELECT s.request_id, bp_fp(s.kind, s.protocol, s.name, s.target, s.status,\n"
+	"    s.host, s.pid, s.tid, s.exe, s.peer, s.start_ns - h.sh, s.end_ns - h.sh,\n"
+	"    s.certainty, s.certainty_reason, p.name, p.pid, p.tid, p.start_ns - ph.sh),\n"
+	"    max(s.end_ns), sum(s.end_ns IS NULL)\n"
+	"  FROM e.spans s LEFT JOIN temp.hm h ON h.e = s.host_id\n"
+	"  LEFT JOIN e.spans p ON p.span_id = s.parent_span_id\n"
+	"  LEFT JOIN temp.hm ph ON ph.e = p.host_id\n"
+	"  WHERE s.request_id IS NOT NULL GROUP BY s.request_id;\n"
+	"CREATE TEMP TABLE rm(e INTEGER PRIMARY KEY, l INTEGER, key TEXT UNIQUE,\n"
+	"  fp INTEGER, fin INTEGER, endn INTEGER, old INTEGER);\n"
+	"INSERT INTO temp.rm(e, key, fp, fin, endn)\n"
+	"  SELECT e, bk || '#' || row_number() OVER (PARTITION BY bk ORDER BY e), fp, fin, endn\n"
+	"  FROM (SELECT r.request_id AS e,\n"
+	"    COALESCE(h.key || '/' || s.pid || '/' || s.tid || '/' || (s.start_ns - h.sh),\n"
+	"      'r/' || COALESCE(rh.key, '') || '/' || COALESCE(r.start_ns - rh.sh, '')) AS bk,\n"
+	"    bp_h(x.fp, r.protocol, r.method, r.target, r.status, r.client, r.complete,\n"
+	"      r.certainty, r.certainty_reason, r.start_ns - rh.sh, r.end_ns - rh.sh,\n"
+	"      (SELECT count(*) FROM e.messages m WHERE m.request_id = r.request_id),\n"
+	"      (SELECT count(*) FROM e.fragments g WHERE g.request_id = r.request_id),\n"
+	"      (SELECT count(*) FROM e.files i WHERE i.request_id = r.request_id)) AS fp,\n"
+	"    (%lld OR (r.complete = 1 AND COALESCE(x.nopen, 0) = 0 AND r.end_ns IS NOT NULL\n"
+	"      AND r.end_ns <= %lld AND COALESCE(x.mx, 0) <= %lld)) AS fin,\n"
+	"    r.end_ns AS endn\n"
+	"    FROM e.requests r LEFT JOIN temp.rs x ON x.e = r.request_id\n"
+	"    LEFT JOIN e.spans s ON s.span_id = r.root_span_id\n"
+	"    LEFT JOIN temp.hm h ON h.e = s.host_id\n"
+	"    LEFT JOIN temp.hm rh ON rh.e = r.host_id);\n"
+	"UPDATE temp.rm SET l = f.request_id, old = f.fingerprint\n"
+	"  FROM follow_requests f WHERE f.key = rm.key;\n"
+	"CREATE TEMP TABLE w(e INTEGER PRIMARY KEY, l INTEGER, new INTEGER);\n"
+	"INSERT INTO temp.w SELECT e, l, l IS NULL FROM temp.rm\n"
+	"  WHERE fin AND (l IS NULL OR old IS NOT fp);\n";
+
+/* New request ids (%lld: the largest so far), and the old rows of the
+ * requests written again removed. */
+static const char renew_sql[] =
+	"UPDATE temp.w SET l = n.l FROM (SELECT e, %lld + row_number() OVER (ORDER BY e) AS l\n"
+	"  FROM temp.w WHERE new) n WHERE n.e = w.e;\n"
+	"UPDATE temp.rm SET l = w.l FROM temp.w WHERE w.e = rm.e AND w.new;\n"
+	/* withdrawn: written before, and no request of this pass has the
+	 * key, though the pass reads the logs of its time (a request that
+	 * began before the pass's first one is kept: its logs may have been
+	 * removed) */
+	"DROP TABLE IF EXISTS temp.gone; DROP TABLE IF EXISTS temp.del;\n"
+	"CREATE TEMP TABLE gone(l INTEGER PRIMARY KEY);\n"
+	"INSERT INTO temp.gone SELECT f.request_id FROM follow_requests f\n"
+	"  JOIN requests r ON r.request_id = f.request_id\n"
+	"  WHERE NOT EXISTS (SELECT 1 FROM temp.rm WHERE rm.key = f.key)\n"
+	"  AND r.start_ns >= (SELECT min(start_ns) FROM e.requests);\n"
+	"CREATE TEMP TABLE del(l INTEGER PRIMARY KEY);\n"
+	"INSERT INTO temp.del SELECT l FROM temp.w WHERE NOT new UNION SELECT l FROM temp.gone;\n"
+	"DELETE FROM attrs WHERE span_id IN (SELECT span_id FROM spans WHERE request_id IN\n"
+	"  (SELECT l FROM temp.del));\n"
+	"DELETE FROM attrs WHERE message_id IN (SELECT message_id FROM messages WHERE request_id IN\n"
+	"  (SELECT l FROM temp.del));\n"
+	"DELETE FROM span_candidates WHERE span_id IN (SELECT span_id FROM spans WHERE request_id IN\n"
+	"  (SELECT l FROM temp.del));\n"
+	"DELETE FROM spans WHERE request_id IN (SELECT l FROM temp.del);\n"
+	"DELETE FROM messages WHERE request_id IN (SELECT l FROM temp.del);\n"
+	"DELETE FROM fragments WHERE request_id IN (SELECT l FROM temp.del);\n"
+	"DELETE FROM files WHERE request_id IN (SELECT l FROM temp.del);\n"
+	"DELETE FROM requests WHERE request_id IN (SELECT l FROM temp.del);\n"
+	"UPDATE follow_state SET value = value + (SELECT count(*) FROM follow_requests\n"
+	"  WHERE request_id IN (SELECT l FROM temp.gone) AND pushed <> 0)\n"
+	"  WHERE key = 'push_withdrawn';\n"
+	"DELETE FROM follow_requests WHERE request_id IN (SELECT l FROM temp.gone);\n"
+	"UPDATE follow_state SET value = value + (SELECT count(*) FROM temp.gone)\n"
+	"  WHERE key = 'withdrawn';\n"
+	"CREATE TEMP TABLE sm(e INTEGER PRIMARY KEY, l INTEGER);\n"
+	"CREATE TEMP TABLE mm(e INTEGER PRIMARY KEY, l INTEGER);\n";
+
+/* On a refresh pass: the span and message ids already written, of the
+ * requests written before and unchanged (their rows went in in the
+ * pass's order, so the n-th of a request is the n-th again). */
+static const char ordinal_sql[] =
+	"INSERT INTO temp.sm SELECT a.e, b.l FROM\n"
+	"  (SELECT s.span_id AS e, rm.l AS rq, row_number() OVER (PARTITION BY s.request_id ORDER BY s.span_id) AS o\n"
+	"   FROM e.spans s JOIN temp.rm ON rm.e = s.request_id WHERE rm.old = rm.fp) a\n"
+	"  JOIN (SELECT span_id AS l, request_id AS rq, row_number() OVER (PARTITION BY request_id ORDER BY span_id) AS o\n"
+	"   FROM main.spans WHERE request_id IS NOT NULL) b ON a.rq = b.rq AND a.o = b.o;\n"
+	"INSERT INTO temp.mm SELECT a.e, b.l FROM\n"
+	"  (SELECT m.message_id AS e, rm.l AS rq, row_number() OVER (PARTITION BY m.request_id ORDER BY m.message_id) AS o\n"
+	"   FROM e.messages m JOIN temp.rm ON rm.e = m.request_id WHERE rm.old = rm.fp) a\n"
+	"  JOIN (SELECT message_id AS l, request_id AS rq, row_number() OVER (PARTITION BY request_id ORDER BY message_id) AS o\n"
+	"   FROM main.messages WHERE request_id IS NOT NULL) b ON a.rq = b.rq AND a.o = b.o;\n";
+
+/* Fresh span and message ids for the requests written now (%lld: the
+ * last span id, %lld: the last message id). */
+static const char fresh_sql[] =
+	"INSERT INTO temp.sm SELECT s.span_id, %lld + row_number() OVER (ORDER BY s.span_id)\n"
+	"  FROM temp.w JOIN e.spans s ON s.request_id = w.e;\n"
+	"INSERT INTO temp.mm SELECT m.message_id, %lld + row_number() OVER (ORDER BY m.message_id)\n"
+	"  FROM temp.w JOIN e.messages m ON m.request_id = w.e;\n";
+
+/* The rows of the requests written now (%lld %lld: the last fragment
+ * and file ids). */
+static const char rows_sql[] =
+	"INSERT INTO requests(request_id, start_ns, end_ns, duration_ns, protocol, method,\n"
+	"  target, status, client, root_span_id, host_id, complete, certainty,\n"
+	"  certainty_reason, pattern_id)\n"
+	"  SELECT w.l, r.start_ns, r.end_ns, r.duration_ns, r.protocol, r.method, r.target,\n"
+	"    r.status, r.client, sm.l, hm.l, r.complete, r.certainty, r.certainty_reason,\n"
+	"    NULL\n"
+	"  FROM temp.w JOIN e.requests r ON r.request_id = w.e\n"
+	"  LEFT JOIN temp.sm ON sm.e = r.root_span_id LEFT JOIN temp.hm ON hm.e = r.host_id;\n"
+	"INSERT INTO spans(span_id, request_id, parent_span_id, kind, protocol, name, target,\n"
+	"  status, host, pid, tid, exe, peer, start_ns, end_ns, host_id, process_id,\n"
+	"  channel_id, certainty, certainty_reason)\n"
+	"  SELECT sm.l, w.l, ps.l, s.kind, s.protocol, s.name, s.target, s.status, s.host,\n"
+	"    s.pid, s.tid, s.exe, s.peer, s.start_ns, s.end_ns, hm.l, pm.l, cm.l,\n"
+	"    s.certainty, s.certainty_reason\n"
+	"  FROM temp.w JOIN e.spans s ON s.request_id = w.e JOIN temp.sm ON sm.e = s.span_id\n"
+	"  LEFT JOIN temp.sm ps ON ps.e = s.parent_span_id LEFT JOIN temp.hm ON hm.e = s.host_id\n"
+	"  LEFT JOIN temp.pm ON pm.e = s.process_id LEFT JOIN temp.cm ON cm.e = s.channel_id;\n"
+	"INSERT INTO span_candidates(span_id, request_id, chosen, reason)\n"
+	"  SELECT sm.l, rm.l, c.chosen, c.reason\n"
+	"  FROM temp.w JOIN e.spans s ON s.request_id = w.e\n"
+	"  JOIN e.span_candidates c ON c.span_id = s.span_id JOIN temp.sm ON sm.e = s.span_id\n"
+	"  LEFT JOIN temp.rm ON rm.e = c.request_id;\n"
+	"INSERT INTO messages(message_id, request_id, span_id, channel_id, host_id,\n"
+	"  process_id, pid, tid, begin_ns, ts_ns, dir, kind, protocol, flags, off, len,\n"
+	"  status, witness, peer_message_id)\n"
+	"  SELECT mm.l, w.l, sm.l, cm.l, hm.l, pm.l, m.pid, m.tid, m.begin_ns, m.ts_ns,\n"
+	"    m.dir, m.kind, m.protocol, m.flags, m.off, m.len, m.status, m.witness, pmm.l\n"
+	"  FROM temp.w JOIN e.messages m ON m.request_id = w.e JOIN temp.mm ON mm.e = m.message_id\n"
+	"  LEFT JOIN temp.sm ON sm.e = m.span_id LEFT JOIN temp.cm ON cm.e = m.channel_id\n"
+	"  LEFT JOIN temp.hm ON hm.e = m.host_id LEFT JOIN temp.pm ON pm.e = m.process_id\n"
+	"  LEFT JOIN temp.mm pmm ON pmm.e = m.peer_message_id;\n"
+	"INSERT INTO attrs(span_id, message_id, key, value)\n"
+	"  SELECT sm.l, mm.l, a.key, a.value\n"
+	"  FROM temp.w JOIN e.spans s ON s.request_id = w.e JOIN e.attrs a ON a.span_id = s.span_id\n"
+	"  JOIN temp.sm ON sm.e = a.span_id LEFT JOIN temp.mm ON mm.e = a.message_id;\n"
+	"INSERT INTO attrs(span_id, message_id, key, value)\n"
+	"  SELECT NULL, mm.l, a.key, a.value\n"
+	"  FROM temp.w JOIN e.messages m ON m.request_id = w.e\n"
+	"  JOIN e.attrs a ON a.message_id = m.message_id AND a.span_id IS NULL\n"
+	"  JOIN temp.mm ON mm.e = a.message_id;\n"
+	"INSERT INTO fragments(fragment_id, request_id, span_id, host_id, process_id, pid,\n"
+	"  tid, start_ns, end_ns, trigger, fd, channel_id, events)\n"
+	"  SELECT %lld + row_number() OVER (ORDER BY g.fragment_id), w.l, sm.l, hm.l, pm.l,\n"
+	"    g.pid, g.tid, g.start_ns, g.end_ns, g.trigger, g.fd, cm.l, g.events\n"
+	"  FROM temp.w JOIN e.fragments g ON g.request_id = w.e\n"
+	"  LEFT JOIN temp.sm ON sm.e = g.span_id LEFT JOIN temp.hm ON hm.e = g.host_id\n"
+	"  LEFT JOIN temp.pm ON pm.e = g.process_id LEFT JOIN temp.cm ON cm.e = g.channel_id;\n"
+	"INSERT INTO files(file_id, request_id, span_id, host_id, process_id, pid, tid,\n"
+	"  ts_ns, path, flags, result)\n"
+	"  SELECT %lld + row_number() OVER (ORDER BY i.file_id), w.l, sm.l, hm.l, pm.l,\n"
+	"    i.pid, i.tid, i.ts_ns, i.path, i.flags, i.result\n"
+	"  FROM temp.w JOIN e.files i ON i.request_id = w.e\n"
+	"  LEFT JOIN temp.sm ON sm.e = i.span_id LEFT JOIN temp.hm ON hm.e = i.host_id\n"
+	"  LEFT JOIN temp.pm ON pm.e = i.process_id;\n"
+	/* %lld: now */
+	"INSERT INTO follow_requests(key, request_id, fingerprint, emitted_ns, revised,\n"
+	"  written_ns)\n"
+	"  SELECT rm.key, w.l, rm.fp, %lld, 0, %lld FROM temp.w JOIN temp.rm ON rm.e = w.e\n"
+	"  WHERE w.new;\n"
+	/* pushed, then changed: the receiver keeps the old version (2) */
+	"UPDATE follow_requests SET fingerprint = x.fp, revised = revised + 1,\n"
+	"  written_ns = %lld, pushed = CASE pushed WHEN 1 THEN 2 ELSE pushed END\n"
+	"  FROM (SELECT w.l, rm.fp FROM temp.w JOIN temp.rm ON rm.e = w.e WHERE NOT w.new) x\n"
+	"  WHERE follow_requests.request_id = x.l;\n";
+
+/* The tables of the whole run, replaced on every pass. */
+static const char global_sql[] =
+	"DELETE FROM hosts;\n"
+	"INSERT INTO hosts SELECT hm.l, h.name, h.domain, h.boot_id, h.reference, h.offset_ns,\n"
+	"  h.lo_ns, h.hi_ns, h.samples, h.method, h.realtime_delta_ns, h.correction_ns, h.events\n"
+	"  FROM e.hosts h JOIN temp.hm ON hm.e = h.host_id;\n"
+	"DELETE FROM processes;\n"
+	"INSERT INTO processes SELECT pm.l, p.host, hm.l, p.pid, p.ppid, p.exe, p.cmdline,\n"
+	"  p.ring_id, p.start_ns, p.end_ns, pp.l, p.how, rm.l, p.events\n"
+	"  FROM e.processes p JOIN temp.pm ON pm.e = p.process_id\n"
+	"  LEFT JOIN temp.hm ON hm.e = p.host_id LEFT JOIN temp.pm pp ON pp.e = p.parent_process_id\n"
+	"  LEFT JOIN temp.rm ON rm.e = p.request_id;\n"
+	"DELETE FROM channels;\n"
+	"INSERT INTO channels SELECT cm.l, ccm.l, hm.l, pm.l, c.pid, c.fd, c.kind, c.role,\n"
+	"  c.protocol, c.local, c.remote, c.path, c.ino, c.peer_ino, pc.l, c.traced_peer, rm.l,\n"
+	"  c.open_ns, c.close_ns, c.bytes_in, c.bytes_out, c.msgs_in, c.msgs_out, c.lost_sync,\n"
+	"  c.readable, c.unreadable_reason\n"
+	"  FROM e.channels c JOIN temp.cm ON cm.e = c.channel_id\n"
+	"  LEFT JOIN temp.ccm ON ccm.e = c.conn_id LEFT JOIN temp.hm ON hm.e = c.host_id\n"
+	"  LEFT JOIN temp.pm ON pm.e = c.process_id LEFT JOIN temp.cm pc ON pc.e = c.peer_channel_id\n"
+	"  LEFT JOIN temp.rm ON rm.e = c.request_id;\n"
+	"DELETE FROM untraced_programs;\n"
+	"INSERT INTO untraced_programs SELECT pm.l, u.host, u.pid, u.exe, u.comm, u.sockets,\n"
+	"  u.tcp_listen, u.tcp, u.udp, u.unix_listen, u.examples\n"
+	"  FROM e.untraced_programs u LEFT JOIN temp.pm ON pm.e = u.process_id;\n"
+	"DELETE FROM warnings;\n"
+	"INSERT INTO warnings(warning_id, file, offset, text)\n"
+	"  SELECT warning_id, file, offset, text FROM e.warnings;\n";
+
+/* On a refresh pass: the patterns of the pass (every request written
+ * takes its pattern from it), and the rows of no request. */
+static const char refresh_sql[] =
+	"UPDATE requests SET pattern_id = x.pattern_id\n"
+	"  FROM (SELECT rm.l, r.pattern_id FROM temp.rm JOIN e.requests r ON r.request_id = rm.e\n"
+	"        WHERE rm.old = rm.fp OR rm.e IN (SELECT e FROM temp.w)) x\n"
+	"  WHERE requests.request_id = x.l AND requests.pattern_id IS NOT x.pattern_id;\n"
+	"DELETE FROM patterns;\n"
+	"INSERT INTO patterns SELECT p.pattern_id, p.rank, p.n, p.complete, p.protocol,\n"
+	"  p.service, p.root, p.nodes, p.depth, p.signature, p.avg_ns, p.min_ns, p.max_ns,\n"
+	"  p.p50_ns, p.p90_ns, p.p99_ns, rm.l\n"
+	"  FROM e.patterns p LEFT JOIN temp.rm ON rm.e = p.example_request_id;\n"
+	"DELETE FROM pattern_nodes;\n"
+	"INSERT INTO pattern_nodes(pattern_id, node, parent_node, depth, kind, protocol,\n"
+	"  service, label, n, mean_ns, mean_self_ns)\n"
+	"  SELECT pattern_id, node, parent_node, depth, kind, protocol, service, label, n,\n"
+	"    mean_ns, mean_self_ns FROM e.pattern_nodes;\n"
+	"DELETE FROM span_patterns;\n"
+	"INSERT INTO span_patterns SELECT sm.l, rm.l, sp.pattern_id, sp.node, sp.label, sp.self_ns\n"
+	"  FROM e.span_patterns sp JOIN temp.sm ON sm.e = sp.span_id\n"
+	"  LEFT JOIN temp.rm ON rm.e = sp.request_id;\n"
+	/* rows of no request */
+	"DELETE FROM attrs WHERE span_id >= " UNATTR " OR message_id >= " UNATTR ";\n"
+	"DELETE FROM spans WHERE request_id IS NULL;\n"
+	"DELETE FROM messages WHERE request_id IS NULL;\n"
+	"DELETE FROM fragments WHERE request_id IS NULL;\n"
+	"DELETE FROM files WHERE request_id IS NULL;\n"
+	"INSERT INTO spans(span_id, request_id, parent_span_id, kind, protocol, name, target,\n"
+	"  status, host, pid, tid, exe, peer, start_ns, end_ns, host_id, process_id,\n"
+	"  channel_id, certainty, certainty_reason)\n"
+	"  SELECT " UNATTR " + s.span_id, NULL, COALESCE(ps.l, " UNATTR " + s.parent_span_id),\n"
+	"    s.kind, s.protocol, s.name, s.target, s.status, s.host, s.pid, s.tid, s.exe,\n"
+	"    s.peer, s.start_ns, s.end_ns, hm.l, pm.l, cm.l, s.certainty, s.certainty_reason\n"
+	"  FROM e.spans s LEFT JOIN temp.sm ps ON ps.e = s.parent_span_id\n"
+	"  LEFT JOIN temp.hm ON hm.e = s.host_id LEFT JOIN temp.pm ON pm.e = s.process_id\n"
+	"  LEFT JOIN temp.cm ON cm.e = s.channel_id WHERE s.request_id IS NULL;\n"
+	"INSERT INTO messages(message_id, request_id, span_id, channel_id, host_id,\n"
+	"  process_id, pid, tid, begin_ns, ts_ns, dir, kind, protocol, flags, off, len,\n"
+	"  status, witness, peer_message_id)\n"
+	"  SELECT " UNATTR " + m.message_id, NULL, COALESCE(sm.l, " UNATTR " + m.span_id), cm.l,\n"
+	"    hm.l, pm.l, m.pid, m.tid, m.begin_ns, m.ts_ns, m.dir, m.kind, m.protocol, m.flags,\n"
+	"    m.off, m.len, m.status, m.witness, COALESCE(pmm.l, " UNATTR " + m.peer_message_id)\n"
+	"  FROM e.messages m LEFT JOIN temp.sm ON sm.e = m.span_id\n"
+	"  LEFT JOIN temp.cm ON cm.e = m.channel_id LEFT JOIN temp.hm ON hm.e = m.host_id\n"
+	"  LEFT JOIN temp.pm ON pm.e = m.process_id LEFT JOIN temp.mm pmm ON pmm.e = m.peer_message_id\n"
+	"  WHERE m.request_id IS NULL;\n"
+	"INSERT INTO attrs(span_id, message_id, key, value)\n"
+	"  SELECT " UNATTR " + a.span_id, " UNATTR " + a.message_id, a.key, a.value\n"
+	"  FROM e.attrs a WHERE a.span_id IN (SELECT span_id FROM e.spans WHERE request_id IS NULL)\n"
+	"  OR (a.span_id IS NULL AND a.message_id IN\n"
+	"      (SELECT message_id FROM e.messages WHERE request_id IS NULL));\n"
+	"INSERT INTO fragments(fragment_id, request_id, span_id, host_id, process_id, pid,\n"
+	"  tid, start_ns, end_ns, trigger, fd, channel_id, events)\n"
+	"  SELECT " UNATTR " + g.fragment_id, NULL, COALESCE(sm.l, " UNATTR " + g.span_id),\n"
+	"    hm.l, pm.l, g.pid, g.tid, g.start_ns, g.end_ns, g.trigger, g.fd, cm.l, g.events\n"
+	"  FROM e.fragments g LEFT JOIN temp.sm ON sm.e = g.span_id\n"
+	"  LEFT JOIN temp.hm ON hm.e = g.host_id LEFT JOIN temp.pm ON pm.e = g.process_id\n"
+	"  LEFT JOIN temp.cm ON cm.e = g.channel_id WHERE g.request_id IS NULL;\n"
+	"INSERT INTO files(file_id, request_id, span_id, host_id, process_id, pid, tid,\n"
+	"  ts_ns, path, flags, result)\n"
+	"  SELECT " UNATTR " + i.file_id, NULL, COALESCE(sm.l, " UNATTR " + i.span_id),\n"
+	"    hm.l, pm.l, i.pid, i.tid, i.ts_ns, i.path, i.flags, i.result\n"
+	"  FROM e.files i LEFT JOIN temp.sm ON sm.e = i.span_id\n"
+	"  LEFT JOIN temp.hm ON hm.e = i.host_id LEFT JOIN temp.pm ON pm.e = i.process_id\n"
+	"  WHERE i.request_id IS NULL;\n";
+
+static int get_state(struct fl *f, const char *key, int64_t *v)
+{
+	char q[128];
+	snprintf(q, sizeof q, "SELECT value FROM follow_state WHERE key = '%s'", key);
+	return one_i64(f, q, v);
+}
+
+/* Advance counter KEY past the largest id of COL in TABLE. */
+static int bump_state(struct fl *f, const char *key, const char *table,
+		      const char *col)
+{
+	return xsql(f, "UPDATE follow_state SET value = max(value,\n"
+		    "  (SELECT COALESCE(max(%s), 0) FROM %s WHERE %s < " UNATTR "))\n"
+		    "WHERE key = '%s';", col, table, col, key);
+}
+
+/* Write what the pass database holds that is final into PATHS.db; FINAL:
+ * everything (the last pass). */
+static int write_pass(struct fl *f, int final)
+{
+	int refresh = final || f->passes == 0 ||
+		now_ns(CLOCK_MONOTONIC) - f->refreshed_ns >= FOLLOW_REFRESH_NS;
+	int64_t now = now_ns(CLOCK_REALTIME);
+	/* the logs were read when the last reconstruction began: what was
+	 * not in them by then cannot be waited for from a later time */
+	int64_t cut = f->read_ns - (int64_t)(f->o->grace * 1e9);
+	int64_t base, sbase, mbase, gbase, ibase, v;
+
+	if (xsql(f, "ATTACH %Q AS e", f->pass) < 0)
+		return -1;
+	if (make_schema(f) < 0 || xsql(f, "BEGIN IMMEDIATE") < 0)
+		goto detach;
+	if (xsql(f, "%s", maps_sql) < 0 || map_ids(f, 0, "hm") < 0 ||
+	    xsql(f, "%s", proc_sql) < 0 || map_ids(f, 1, "pm") < 0 ||
+	    xsql(f, "%s", chan_sql) < 0 || map_ids(f, 2, "cm") < 0 ||
+	    xsql(f, req_sql, (long long)final, (long long)cut, (long long)cut) < 0 ||
+	    get_state(f, "request", &base) < 0 ||
+	    xsql(f, renew_sql, (long long)base) < 0 ||
+	    (refresh && xsql(f, "%s", ordinal_sql) < 0) ||
+	    get_state(f, "span", &sbase) < 0 || get_state(f, "message", &mbase) < 0 ||
+	    get_state(f, "fragment", &gbase) < 0 || get_state(f, "file", &ibase) < 0 ||
+	    xsql(f, fresh_sql, (long long)sbase, (long long)mbase) < 0 ||
+	    xsql(f, rows_sql, (long long)gbase, (long long)ibase, (long long)now,
+		 (long long)now, (long long)now) < 0 ||
+	    xsql(f, "%s", global_sql) < 0 ||
+	    (refresh && xsql(f, "%s", refresh_sql) < 0) ||
+	    bump_state(f, "request", "requests", "request_id") < 0 ||
+	    bump_state(f, "span", "spans", "span_id") < 0 ||
+	    bump_state(f, "message", "messages", "message_id") < 0 ||
+	    bump_state(f, "fragment", "fragments", "fragment_id") < 0 ||
+	    bump_state(f, "file", "files", "file_id") < 0)
+		goto rollback;
+
+	/* what this pass did, for the progress line and the stats table */
+	int64_t nnew, lag, waiting, pending, missing, total, revised, withdrawn;
+	if (one_i64(f, "SELECT count(*) FROM temp.w WHERE new", &nnew) < 0 ||
+	    one_i64(f, "SELECT max(f.emitted_ns - rm.endn) FROM temp.w JOIN temp.rm ON rm.e = w.e"
+		    " JOIN follow_requests f ON f.request_id = w.l WHERE w.new", &lag) < 0 ||
+	    one_i64(f, "SELECT count(*) FROM temp.rm WHERE l IS NULL", &waiting) < 0 ||
+	    one_i64(f, "SELECT count(*) FROM temp.rm JOIN e.requests r ON r.request_id = rm.e"
+		    " WHERE rm.l IS NULL AND r.complete = 1", &pending) < 0 ||
+	    one_i64(f, "SELECT count(*) FROM follow_requests f WHERE NOT EXISTS"
+		    " (SELECT 1 FROM temp.rm WHERE rm.key = f.key)", &missing) < 0 ||
+	    one_i64(f, "SELECT count(*) FROM follow_requests", &total) < 0 ||
+	    one_i64(f, "SELECT sum(revised) FROM follow_requests", &revised) < 0 ||
+	    get_state(f, "withdrawn", &withdrawn) < 0 ||
+	    one_i64(f, "SELECT max(end_ns) FROM e.fragments", &v) < 0)
+		goto rollback;
+	f->passes++;
+	if (refresh)
+		f->refreshed_ns = now_ns(CLOCK_MONOTONIC);
+	if (xsql(f, "DELETE FROM stats;\n"
+		 "INSERT INTO stats SELECT key, value FROM e.stats;\n"
+		 "INSERT OR REPLACE INTO stats VALUES('follow_passes', %lld),\n"
+		 "  ('follow_requests', %lld), ('follow_revised', %lld),\n"
+		 "  ('follow_waiting', %lld), ('follow_missing', %lld),\n"
+		 "  ('follow_withdrawn', %lld);\n"
+		 "COMMIT",
+		 (long long)f->passes, (long long)total, (long long)revised,
+		 (long long)waiting, (long long)missing, (long long)withdrawn) < 0)
+		goto rollback;
+	f->written = (uint64_t)total;
+	f->revised = (uint64_t)revised;
+	f->waiting = (uint64_t)waiting;
+	f->pending = (uint64_t)pending;
+	f->withdrawn = (uint64_t)withdrawn;
+	if ((uint64_t)missing > f->missing)
+		fprintf(stderr, "%sbp-reconstruct: warning: %" PRId64 " requests written before began before the logs' first request now (their logs were removed?); they stay in %s\n",
+			f->tty ? "\r\033[K" : "", missing, f->o->rc->output);
+	f->missing = (uint64_t)missing;
+	f->lag_max_ns = nnew ? lag : -1;
+	f->newest_ns = v;
+	xsql(f, "DETACH e");
+	return 0;
+rollback:
+	sqlite3_exec(f->h, "ROLLBACK", NULL, NULL, NULL);
+detach:
+	sqlite3_exec(f->h, "DETACH e", NULL, NULL, NULL);
+	return -1;
+}
+
+/* --- the OTLP push --- */
+
+/*
+ * Push the requests not pushed yet that this pass found as an earlier
+ * one wrote them (FINAL: all of them), then mark them.  A receiver that
+ * took nothing leaves them for the next pass; one that took a part has
+ * them marked 3 (the rest was refused or timed out: not sent again, so
+ * nothing arrives twice).  0, or -1 with f->err on a database error.
+ */
+static int push_pass(struct fl *f, int final)
+{
+	int64_t pass, n;
+	if (!f->o->push)
+		return 0;
+	if (get_state(f, "push_pass", &pass) < 0 ||
+	    xsql(f, "UPDATE follow_requests SET push_pass = %lld\n"
+		 "  WHERE pushed = 0 AND (%d OR written_ns < %lld);\n"
+		 "UPDATE follow_state SET value = %lld WHERE key = 'push_pass';",
+		 (long long)pass + 1, final, (long long)f->read_ns,
+		 (long long)pass + 1) < 0)
+		return -1;
+	pass++;
+	char q[160];
+	snprintf(q, sizeof q, "SELECT count(*) FROM follow_requests WHERE pushed = 0 AND push_pass = %lld",
+		 (long long)pass);
+	if (one_i64(f, q, &n) < 0)
+		return -1;
+	if (!n) {
+		if (one_i64(f, "SELECT count(*) FROM follow_requests WHERE pushed = 0", &n) < 0)
+			return -1;
+		f->unpushed = (uint64_t)n;
+		return 0;
+	}
+
+	struct export_db x;
+	struct otlp_push_stats st;
+	uint64_t total = 0;
+	char filter[160];
+	snprintf(filter, sizeof filter,
+		 "r.request_id IN (SELECT request_id FROM follow_requests WHERE pushed = 0 AND push_pass = %lld)",
+		 (long long)pass);
+	memset(&st, 0, sizeof st);
+	int r = export_open(&x, f->o->rc->output);
+	if (r == 0) {
+		x.req_filter = filter;
+		r = export_otlp_push(&x, f->o->push, &st, &total);
+	}
+	f->push_spans += st.spans;
+	f->push_retries += st.retries;
+	f->push_batches += st.batches;
+	int mark = r == 0 ? 1 : st.spans ? 3 : 0;
+	if (r < 0) {
+		f->push_failed++;
+		if (!f->o->rc->quiet && (mark || f->push_failed == 1 ||
+					 f->push_failed % 10 == 0))
+			fprintf(stderr, "%sbp-reconstruct: warning: %s%s\n",
+				f->tty ? "\r\033[K" : "", x.err,
+				mark ? " (those requests are not sent again)" :
+				"; the requests wait for the next pass");
+	} else {
+		f->push_failed = 0;
+	}
+	if (x.h)
+		export_close(&x);
+	if (mark && xsql(f, "UPDATE follow_requests SET pushed = %d\n"
+			 "  WHERE pushed = 0 AND push_pass = %lld", mark,
+			 (long long)pass) < 0)
+		return -1;
+	if (one_i64(f, "SELECT count(*) FROM follow_requests WHERE pushed = 0", &n) < 0)
+		return -1;
+	f->unpushed = (uint64_t)n;
+	return 0;
+}
+
+/* --- watching the logs --- */
+
+static void watch_dir(struct fl *f, const char *dir, int depth)
+{
+	if (inotify_add_watch(f->ino, dir, IN_MODIFY | IN_CREATE | IN_MOVED_TO |
+			      IN_CLOSE_WRITE | IN_DELETE) < 0 || depth <= 0)
+		return;
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char p[PATH_MAX];
+		struct stat st;
+		if (de->d_name[0] == '.')
+			continue;
+		if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, de->d_name) >= sizeof p)
+			continue;
+		if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
+			watch_dir(f, p, depth - 1);
+	}
+	closedir(d);
+}
+
+/* Watch every input directory and the host directories in it (added
+ * again before each pass: a host may appear later). */
+static void watch_all(struct fl *f)
+{
+	if (f->ino < 0)
+		return;
+	for (int i = 0; i < f->o->rc->ninputs; i++) {
+		struct stat st;
+		const char *in = f->o->rc->inputs[i];
+		if (stat(in, &st) == 0)
+			watch_dir(f, S_ISDIR(st.st_mode) ? in : ".", S_ISDIR(st.st_mode) ? 2 : 0);
+	}
+}
+
+/* Wait up to MS for the logs to change; 1 changed, 0 not, -1 a signal
+ * to stop. */
+static int wait_change(struct fl *f, int ms)
+{
+	if (stop_sig)
+		return -1;
+	if (f->ino < 0) {
+		struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+		nanosleep(&ts, NULL);
+		return stop_sig ? -1 : 1;
+	}
+	struct pollfd p = { .fd = f->ino, .events = POLLIN };
+	int n = poll(&p, 1, ms);
+	if (stop_sig)
+		return -1;
+	if (n <= 0)
+		return 0;
+	char buf[8192];
+	while (read(f->ino, buf, sizeof buf) > 0)
+		;
+	return 1;
+}
+
+static void progress(struct fl *f, double pass_s)
+{
+	if (!f->tty)
+		return;
+	double age = f->newest_ns > 0 ? (now_ns(CLOCK_REALTIME) - f->newest_ns) / 1e9 : 0;
+	char lag[48] = "";
+	if (f->lag_max_ns >= 0)
+		snprintf(lag, sizeof lag, ", written %.1f s after their end", f->lag_max_ns / 1e9);
+	fprintf(stderr, "\r\033[Kbp-reconstruct: follow: %" PRIu64 " events, %" PRIu64
+		" requests written (%" PRIu64 " revised, %" PRIu64 " withdrawn), %" PRIu64 " waiting%s; newest event %.1f s ago, pass %.2f s",
+		f->events, f->written, f->revised, f->withdrawn, f->waiting, lag,
+		age, pass_s);
+	fflush(stderr);
+}
+
+/* One pass: reconstruct (when RECON) and write.  0, 1 when there is no
+ * log yet, or -1. */
+static int one_pass(struct fl *f, int recon, int final)
+{
+	double t0 = now_ns(CLOCK_MONOTONIC) / 1e9;
+	if (recon) {
+		struct rc_options o = *f->o->rc;
+		struct rc_summary sum;
+		FILE *err = tmpfile();
+		o.output = f->pass;
+		o.quiet = 1;
+		o.progress = 0;
+		o.err = err;
+		int64_t read_ns = now_ns(CLOCK_REALTIME);
+		int r = rc_run(&o, &sum);
+		if (r == RC_EXIT_INPUT && !final) {
+			if (err)
+				fclose(err);
+			return 1;
+		}
+		if (r != RC_EXIT_OK) {
+			if (err) {
+				char line[1024];
+				rewind(err);
+				while (fgets(line, sizeof line, err))
+					fputs(line, stderr);
+			}
+			if (err)
+				fclose(err);
+			return ffail(f, "the pass over the logs failed (above)");
+		}
+		if (err)
+			fclose(err);
+		f->events = sum.events;
+		f->sum = sum;
+		f->read_ns = read_ns;
+	}
+	if (access(f->pass, F_OK) != 0)
+		return 1;
+	if (write_pass(f, final) < 0 || push_pass(f, final) < 0)
+		return -1;
+	progress(f, now_ns(CLOCK_MONOTONIC) / 1e9 - t0);
+	return 0;
+}
+
+int rc_follow(const struct rc_follow_opts *o)
+{
+	struct fl f = { .o = o, .ino = -1, .lag_max_ns = -1 };
+	struct sigaction sa;
+	int r = RC_EXIT_OUTPUT, waited = 0;
+
+	f.tty = !o->rc->quiet && isatty(2);
+	if (o->rc->progress >= 0)
+		f.tty = o->rc->progress;
+	size_t n = strlen(o->rc->output) + 8;
+	if (!(f.pass = malloc(n))) {
+		fprintf(stderr, "bp-reconstruct: out of memory\n");
+		return RC_EXIT_OUTPUT;
+	}
+	snprintf(f.pass, n, "%s.pass", o->rc->output);
+	if (open_out(&f) < 0)
+		goto out;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	f.ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (f.ino < 0 && !o->rc->quiet)
+		fprintf(stderr, "bp-reconstruct: inotify: %s: a pass every %.1f s instead\n",
+			strerror(errno), o->interval);
+	int ms = (int)(o->interval * 1000);
+	int changed = 1;
+	while (!stop_sig) {
+		watch_all(&f);
+		/* nothing new, nothing waiting for its grace or its push: no
+		 * pass (an incomplete request waits for new log data) */
+		int p = changed || f.pending || f.unpushed ?
+			one_pass(&f, changed, 0) : 0;
+		if (p < 0)
+			goto out;
+		if (p == 1 && !waited && !o->rc->quiet) {
+			fprintf(stderr, "bp-reconstruct: follow: waiting for the logs\n");
+			waited = 1;
+		}
+		/* the interval first, then whatever changed in it */
+		changed = 0;
+		int64_t until = now_ns(CLOCK_MONOTONIC) + (int64_t)ms * 1000000;
+		for (;;) {
+			int64_t left = (until - now_ns(CLOCK_MONOTONIC)) / 1000000;
+			int w = wait_change(&f, left > 0 ? (int)left : 0);
+			if (w < 0)
+				break;
+			if (w > 0)
+				changed = 1;
+			if (left <= 0)
+				break;
+		}
+		/* the logs did not change while it waited: as good as read
+		 * now (the grace and the push count from here) */
+		if (!changed && f.ino >= 0 && f.read_ns)
+			f.read_ns = now_ns(CLOCK_REALTIME);
+	}
+	if (f.tty)
+		fputc('\n', stderr);
+	/* the last pass: everything, as the offline run writes it */
+	if (one_pass(&f, 1, 1) < 0)
+		goto out;
+	xsql(&f, "PRAGMA wal_checkpoint(TRUNCATE)");
+	if (f.tty)
+		fputc('\n', stderr);
+	if (!o->rc->quiet)
+		fprintf(stderr, "bp-reconstruct: follow: %" PRIu64 " events read (%" PRIu64 " lost), %" PRIu64 " requests in %s (%" PRIu64 " exact, %" PRIu64 " resolved, %" PRIu64 " uncertain; %" PRIu64 " revised after they were first written, %" PRIu64 " withdrawn), %" PRIu64 " warnings, %" PRIu64 " passes%s\n",
+			f.sum.events, f.sum.lost, f.written, o->rc->output,
+			f.sum.exact, f.sum.resolved, f.sum.uncertain, f.revised,
+			f.withdrawn,
+			f.sum.warnings, f.passes,
+			f.sum.uncertain || f.sum.costly_warnings || f.sum.unreadable ?
+			"; look at: the views uncertain_requests and the tables warnings and channels (readable = 0)" : "");
+	r = RC_EXIT_OK;
+	if (o->push) {
+		int64_t ok, stale, part, left, gone;
+		if (one_i64(&f, "SELECT count(*) FROM follow_requests WHERE pushed = 1", &ok) < 0 ||
+		    one_i64(&f, "SELECT count(*) FROM follow_requests WHERE pushed = 2", &stale) < 0 ||
+		    one_i64(&f, "SELECT count(*) FROM follow_requests WHERE pushed = 3", &part) < 0 ||
+		    one_i64(&f, "SELECT count(*) FROM follow_requests WHERE pushed = 0", &left) < 0 ||
+		    get_state(&f, "push_withdrawn", &gone) < 0) {
+			r = RC_EXIT_OUTPUT;
+			goto out;
+		}
+		if (!o->rc->quiet)
+			fprintf(stderr, "bp-reconstruct: OTLP push: %" PRIu64 " spans sent in %" PRIu64 " batches, %" PRIu64 " retries -> %s; requests: %" PRId64 " pushed, %" PRId64 " pushed then revised, %" PRId64 " in part, %" PRId64 " not pushed, %" PRId64 " pushed then withdrawn\n",
+				f.push_spans, f.push_batches, f.push_retries,
+				o->push->url, ok + stale, stale, part, left, gone);
+		if (part || left)
+			r = RC_EXIT_PUSH;
+	}
+out:
+	if (r != RC_EXIT_OK && f.err[0])
+		fprintf(stderr, "\nbp-reconstruct: error: %s\n", f.err);
+	if (f.h)
+		sqlite3_close(f.h);
+	if (f.ino >= 0)
+		close(f.ino);
+	unlink(f.pass);
+	free(f.pass);
+	return r;
+}

@@ -1,0 +1,146 @@
+#!/bin/sh
+# bp-reconstruct --follow without servers (the live testbed is
+# tests/testbeds/tb-follow.sh): three hosts' logs (genlog -3) appear one
+# host at a time while --follow runs, and it is killed (SIGKILL) and
+# started again on the same database between them.  The requests first
+# written without their downstream hosts must be replaced (revised) as
+# the hosts arrive, or withdrawn when their root changed; at the end the
+# database must hold what the offline run holds - each request once, the
+# same spans, by content - and the command-line errors must be clear.  Run from the build directory
+# (make check does); keeps nothing unless KEEP=1.
+set -u
+bin=./bp-reconstruct
+gen=./tests/recon/genlog
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/recon-follow.XXXXXX") || exit 99
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+	[ "${KEEP:-0}" = 1 ] && echo "keeping $tmp" || rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+fail() { echo "FAIL: $*"; [ -f "$tmp/err" ] && sed 's/^/  stderr: /' "$tmp/err" | tail -n 20; exit 1; }
+command -v sqlite3 >/dev/null || { echo "SKIP: no sqlite3 command"; exit 77; }
+q() { sqlite3 "$tmp/live.db" "$1" 2>/dev/null; }
+
+# canon DB: one line per request by content (no ids, no absolute times)
+canon() {
+	sqlite3 "$1" "
+SELECT r.method || ' ' || r.target || ' ' || COALESCE(r.status, '') || ' ' ||
+  r.complete || ' ' || r.certainty || ' :: ' ||
+  (SELECT group_concat(x, ' | ') FROM (SELECT s.kind || ',' || s.protocol || ',' ||
+     COALESCE(s.name, '') || ',' || COALESCE(s.target, '') || ',' ||
+     COALESCE(s.status, '') || ',' || s.host || ',' || s.pid || ',' || s.tid || ',' ||
+     COALESCE(p.name, '-') || ',' || COALESCE(s.end_ns - s.start_ns, 'open') || ',' ||
+     s.certainty AS x
+   FROM spans s LEFT JOIN spans p ON p.span_id = s.parent_span_id
+   WHERE s.request_id = r.request_id ORDER BY s.start_ns, s.pid, s.tid, s.name)) ||
+  ' :: ' || (SELECT count(*) FROM messages m WHERE m.request_id = r.request_id) ||
+  ' ' || (SELECT count(*) FROM fragments g WHERE g.request_id = r.request_id) ||
+  ' ' || (SELECT count(*) FROM files i WHERE i.request_id = r.request_id)
+FROM requests r" | sort
+}
+
+# wait_for SQL WANT: until SQL on live.db answers WANT (10 s at most)
+wait_for() {
+	i=0
+	while [ "$(q "$1")" != "$2" ]; do
+		i=$((i + 1))
+		[ $i -le 100 ] || fail "after 10 s, '$1' is '$(q "$1")', not '$2'"
+		sleep 0.1
+	done
+}
+
+start() {
+	$bin --follow --follow-interval=0.2 --follow-grace=0.1 "$tmp/live" \
+		-o "$tmp/live.db" 2>>"$tmp/err" &
+	pid=$!
+}
+
+# command-line errors
+expect_usage() {   # expect_usage MESSAGE ARGS...
+	msg=$1; shift
+	$bin "$@" >"$tmp/out" 2>"$tmp/uerr"
+	st=$?
+	[ $st -eq 1 ] || fail "'$*': exit status $st, wanted 1"
+	grep -q -- "$msg" "$tmp/uerr" || fail "'$*': no '$msg' in: $(cat "$tmp/uerr")"
+}
+mkdir "$tmp/live"
+expect_usage "go with --follow" --follow-grace=1 "$tmp/live" -o "$tmp/x.db"
+expect_usage "not with --host-local" --follow --otlp "$tmp/t.json" "$tmp/live" -o "$tmp/x.db"
+expect_usage "wants seconds" --follow --follow-interval=0 "$tmp/live" -o "$tmp/x.db"
+$bin --help | grep -q -- '--follow-grace=SECONDS' || fail "--help lacks --follow-grace"
+
+$gen -3 -n 300 "$tmp/logs" || fail "genlog"
+$bin -q "$tmp/logs" -o "$tmp/offline.db" || fail "the offline run"
+[ "$(sqlite3 "$tmp/offline.db" 'SELECT count(*) FROM requests')" = 300 ] ||
+	fail "the offline run has not 300 requests"
+
+# a database an offline run wrote is not taken over
+cp "$tmp/offline.db" "$tmp/off2.db"
+$bin --follow "$tmp/live" -o "$tmp/off2.db" 2>"$tmp/uerr" &
+p2=$!
+i=0
+while kill -0 $p2 2>/dev/null; do
+	i=$((i + 1)); [ $i -le 50 ] || { kill -9 $p2; fail "--follow on an offline database did not stop"; }
+	sleep 0.1
+done
+wait $p2
+st=$?
+[ $st -eq 3 ] || fail "--follow on an offline database: exit status $st, wanted 3"
+grep -q "written by an offline run" "$tmp/uerr" || fail "offline database message: $(cat "$tmp/uerr")"
+
+# no logs yet: it waits, and SIGINT ends it cleanly
+: >"$tmp/err"
+start
+i=0
+until grep -q "waiting for the logs" "$tmp/err"; do
+	i=$((i + 1)); [ $i -le 100 ] || fail "no 'waiting for the logs' in 10 s"
+	sleep 0.1
+done
+# the app host alone: its client (the front) is not in the logs, so each
+# of its requests is a request of its own, final without the database
+cp -r "$tmp/logs/app" "$tmp/live/app"
+wait_for "SELECT count(*) FROM requests" 300
+[ "$(q "SELECT count(*) FROM spans")" = 600 ] || fail "app alone: $(q "SELECT count(*) FROM spans") spans, wanted 600 (server and client span per request)"
+[ "$(q "PRAGMA journal_mode")" = wal ] || fail "the database is not in WAL mode"
+
+# killed, then the front host, then started again on the same database:
+# the app's requests are now the front's, and the 300 written with the
+# app's server span as their root are withdrawn, not left beside them
+kill -9 $pid; wait $pid 2>/dev/null; pid=
+cp -r "$tmp/logs/front" "$tmp/live/front"
+start
+wait_for "SELECT count(*) FROM spans" 1200
+wait_for "SELECT value FROM stats WHERE key = 'follow_withdrawn'" 300
+[ "$(q "SELECT count(*) FROM requests")" = 300 ] || fail "front and app: $(q "SELECT count(*) FROM requests") requests, wanted 300"
+kill -9 $pid; wait $pid 2>/dev/null; pid=
+start
+cp -r "$tmp/logs/db" "$tmp/live/db"
+wait_for "SELECT count(*) FROM spans" 1500
+kill -INT $pid
+wait $pid
+st=$?
+pid=
+[ $st -eq 0 ] || fail "SIGINT: exit status $st, wanted 0"
+grep -q "^bp-reconstruct: follow: [0-9]* events read (0 lost), 300 requests in $tmp/live.db (300 exact, 0 resolved, 0 uncertain; [1-9][0-9]* revised after they were first written, 300 withdrawn)" "$tmp/err" ||
+	fail "the last line does not say 300 requests, some revised, 300 withdrawn"
+[ ! -e "$tmp/live.db.pass" ] || fail "the pass database was left behind"
+
+[ "$(q "SELECT count(*) FROM requests")" = 300 ] || fail "$(q "SELECT count(*) FROM requests") requests, wanted 300 (each once)"
+[ "$(q "SELECT count(DISTINCT key) FROM follow_requests")" = 300 ] || fail "follow_requests keys"
+[ "$(q "SELECT count(*) FROM follow_requests WHERE revised > 0")" = 300 ] ||
+	fail "$(q "SELECT count(*) FROM follow_requests WHERE revised > 0") of 300 requests revised, wanted all (their hosts came later)"
+canon "$tmp/offline.db" >"$tmp/a"
+canon "$tmp/live.db" >"$tmp/b"
+[ "$(wc -l <"$tmp/a")" = 300 ] || fail "the canonical dump has not 300 lines"
+diff "$tmp/a" "$tmp/b" >"$tmp/diff" || fail "--follow's requests differ from the offline run's: $(head -n 4 "$tmp/diff")"
+# the tables of the whole run are there too, with their own ids
+for t in hosts processes channels patterns span_patterns; do
+	[ "$(q "SELECT count(*) FROM $t")" = "$(sqlite3 "$tmp/offline.db" "SELECT count(*) FROM $t")" ] ||
+		fail "table $t: $(q "SELECT count(*) FROM $t") rows, offline $(sqlite3 "$tmp/offline.db" "SELECT count(*) FROM $t")"
+done
+[ "$(q "SELECT count(*) FROM spans s LEFT JOIN processes p USING (process_id) WHERE s.process_id IS NOT NULL AND p.process_id IS NULL")" = 0 ] ||
+	fail "spans name processes that are not in processes"
+[ "$(q "SELECT count(*) FROM requests WHERE pattern_id IS NULL")" = 0 ] || fail "requests without a pattern"
+echo "PASS: --follow: 300 requests over three hosts arriving one by one (300 withdrawn, 300 revised), two kills, the same paths as offline"

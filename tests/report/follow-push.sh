@@ -1,0 +1,133 @@
+#!/bin/bash
+# follow-push.sh - bp-reconstruct --follow --otlp-endpoint against a real
+# OTLP/HTTP receiver (otlp-receiver.js), every span checked against the
+# live database (otlp-push-check.py):
+#   1. three hosts' logs, a receiver that takes everything: each request
+#      pushed once a later pass found it unchanged; --follow killed
+#      (SIGKILL) after the push and started again: nothing is sent twice;
+#   2. a receiver that answers 503 to its first three requests, no
+#      retries within a push: the requests wait for the next passes and
+#      all arrive once, with a warning per failed pass;
+#   3. the application host's logs before the front's: its requests are
+#      pushed, then withdrawn when the front's logs show whose they are;
+#      the summary says how many the receiver holds that no longer exist.
+. "$(dirname "$0")/lib.sh"
+rp_init follow-push
+rp_node
+
+# rx NAME [OPTIONS]: start a receiver in $T/NAME; RX is its URL.
+rx() {
+	local d=$T/$1
+	shift
+	mkdir -p "$d" || rp_fail "mkdir $d"
+	node "$RP_DIR/otlp-receiver.js" "$PROTO_DIR" "$d" "$@" >"$d/log" 2>&1 &
+	RX_PID=$!
+	bp_track "$RX_PID"
+	bp_wait_for "the receiver in $d" 150 test -s "$d/port"
+	RX=http://127.0.0.1:$(cat "$d/port")
+}
+
+stop_rx() {
+	bp_kill TERM "$RX_PID"
+	wait "$RX_PID" 2>/dev/null
+}
+
+# follow LABEL ARGS...: --follow on $T/live-LABEL into $T/LABEL.db, in
+# the background (FPID); stderr appended to $T/LABEL.err
+follow() {
+	local label=$1
+	shift
+	"$RECON" --follow --follow-interval=0.2 --follow-grace=0.1 \
+		"$T/live-$label" -o "$T/$label.db" "$@" 2>>"$T/$label.err" &
+	FPID=$!
+	bp_track "$FPID"
+}
+
+# until_db LABEL SQL WANT: until SQL on $T/LABEL.db answers WANT (30 s)
+until_db() {
+	local i=0 got
+	while got=$(sqlite3 "$T/$1.db" "$2" 2>/dev/null); [ "$got" != "$3" ]; do
+		i=$((i + 1))
+		[ $i -le 300 ] || rp_fail "$1: after 30 s, '$2' is '$got', not '$3': $(tail -n 3 "$T/$1.err")"
+		kill -0 "$FPID" 2>/dev/null || rp_fail "$1: --follow ended: $(tail -n 3 "$T/$1.err")"
+		sleep 0.1
+	done
+}
+
+# stop_follow: SIGINT, its exit status in FRC (bounded: 60 s)
+stop_follow() {
+	local i=0
+	kill -INT "$FPID"
+	while kill -0 "$FPID" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -le 600 ] || rp_fail "--follow did not stop 60 s after SIGINT"
+		sleep 0.1
+	done
+	wait "$FPID"
+	FRC=$?
+}
+
+check() {
+	"$PY" "$RP_DIR/otlp-push-check.py" "$@" || rp_fail "the spans received do not match $1"
+}
+
+summary() {   # summary LABEL TEXT: the push's summary line says TEXT
+	grep -q "^bp-reconstruct: OTLP push: .*; requests: $2\$" "$T/$1.err" ||
+		rp_fail "$1: no summary 'requests: $2' in: $(grep 'OTLP push' "$T/$1.err")"
+}
+
+"$GENLOG" -3 -n 200 -w 4 "$T/three" >/dev/null || rp_fail "genlog"
+
+# 1. all three hosts at once; killed after the push, started again
+rx ok
+mkdir -p "$T/live-ok"
+follow ok --otlp-endpoint "$RX" --otlp-batch 300
+cp -r "$T/three/front" "$T/three/app" "$T/three/db" "$T/live-ok/"
+until_db ok "SELECT count(*) FROM follow_requests WHERE pushed = 1" 200
+bp_kill KILL "$FPID"
+wait "$FPID" 2>/dev/null
+follow ok --otlp-endpoint "$RX" --otlp-batch 300
+until_db ok "SELECT value > 1 FROM stats WHERE key = 'follow_passes'" 1
+stop_follow
+[ "$FRC" = 0 ] || rp_fail "1: exit status $FRC: $(tail -n 3 "$T/ok.err")"
+summary ok "200 pushed, 0 pushed then revised, 0 in part, 0 not pushed, 0 pushed then withdrawn"
+[ "$(sqlite3 "$T/ok.db" 'SELECT count(*) FROM requests')" = 200 ] || rp_fail "1: not 200 requests"
+check "$T/ok.db" "$T/ok/batches.jsonl"
+bp_note "1: 200 requests, 1000 spans pushed once each across a SIGKILL and a restart"
+stop_rx
+
+# 2. 503 three times, no retries within a push: later passes push them
+rx busy --fail 3 --fail-status 503
+mkdir -p "$T/live-busy"
+follow busy --otlp-endpoint "$RX" --otlp-batch 100000 --otlp-retries 0
+cp -r "$T/three/front" "$T/three/app" "$T/three/db" "$T/live-busy/"
+until_db busy "SELECT count(*) FROM follow_requests WHERE pushed = 1" 200
+stop_follow
+[ "$FRC" = 0 ] || rp_fail "2: exit status $FRC: $(tail -n 3 "$T/busy.err")"
+summary busy "200 pushed, 0 pushed then revised, 0 in part, 0 not pushed, 0 pushed then withdrawn"
+[ "$(grep -c 'the requests wait for the next pass' "$T/busy.err")" -ge 1 ] ||
+	rp_fail "2: no warning that the requests wait: $(cat "$T/busy.err")"
+[ "$(grep -c '"status":503' "$T/busy/requests.jsonl")" = 3 ] ||
+	rp_fail "2: not three 503 answers: $(cat "$T/busy/requests.jsonl")"
+check "$T/busy.db" "$T/busy/batches.jsonl"
+bp_note "2: three refusals (503), then all 1000 spans once each"
+stop_rx
+
+# 3. the application host first: its requests are pushed as their own,
+# then withdrawn once the front's logs show they are the front's
+rx late
+mkdir -p "$T/live-late"
+follow late --otlp-endpoint "$RX"
+cp -r "$T/three/app" "$T/live-late/"
+until_db late "SELECT count(*) FROM follow_requests WHERE pushed = 1" 200
+cp -r "$T/three/front" "$T/three/db" "$T/live-late/"
+until_db late "SELECT value FROM stats WHERE key = 'follow_withdrawn'" 200
+until_db late "SELECT count(*) FROM follow_requests WHERE pushed = 1" 200
+stop_follow
+[ "$FRC" = 0 ] || rp_fail "3: exit status $FRC: $(tail -n 3 "$T/late.err")"
+summary late "200 pushed, 0 pushed then revised, 0 in part, 0 not pushed, 200 pushed then withdrawn"
+check "$T/late.db" "$T/late/batches.jsonl" --extra 400
+bp_note "3: 200 requests pushed, 200 pushed before their front's logs came and withdrawn (said so)"
+stop_rx
+echo "PASS: follow-push"
+exit 0
