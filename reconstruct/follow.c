@@ -703,10 +703,11 @@ static int write_pass(struct fl *f, int final)
 		 "INSERT OR REPLACE INTO stats VALUES('follow_passes', %lld),\n"
 		 "  ('follow_requests', %lld), ('follow_revised', %lld),\n"
 		 "  ('follow_waiting', %lld), ('follow_missing', %lld),\n"
-		 "  ('follow_withdrawn', %lld);\n"
+		 "  ('follow_withdrawn', %lld), ('follow_pid', %lld);\n"
 		 "COMMIT",
 		 (long long)f->passes, (long long)total, (long long)revised,
-		 (long long)waiting, (long long)missing, (long long)withdrawn) < 0)
+		 (long long)waiting, (long long)missing, (long long)withdrawn,
+		 (long long)getpid()) < 0)
 		goto rollback;
 	f->written = (uint64_t)total;
 	f->revised = (uint64_t)revised;
@@ -1004,6 +1005,14 @@ int rc_follow(const struct rc_follow_opts *o)
 	struct sigaction sa;
 	int r = RC_EXIT_OUTPUT, waited = 0;
 
+	/* first: a background job of a shell starts with SIGINT ignored */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
 	f.tty = !o->rc->quiet && isatty(2);
 	if (o->rc->progress >= 0)
 		f.tty = o->rc->progress;
@@ -1016,12 +1025,7 @@ int rc_follow(const struct rc_follow_opts *o)
 	if (open_out(&f) < 0)
 		goto out;
 
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_stop;
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+
 
 	f.ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (f.ino < 0 && !o->rc->quiet)

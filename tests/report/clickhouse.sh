@@ -471,7 +471,8 @@ until12 "SELECT count(*) FROM follow_requests WHERE ch_pushed = 1" 200
 bp_kill KILL "$FPID"
 wait "$FPID" 2>/dev/null
 follow12
-until12 "SELECT value > 1 FROM stats WHERE key = 'follow_passes'" 1
+# a pass of the new process (the stats of the killed one are still there)
+until12 "SELECT value FROM stats WHERE key = 'follow_pid'" "$FPID"
 bp_kill INT "$FPID"
 i=0
 while kill -0 "$FPID" 2>/dev/null; do
