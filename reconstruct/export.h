@@ -16,13 +16,24 @@
 
 #include <sqlite3.h>
 
+/* bp-reconstruct --follow gives the rows of no request ids (and attrs
+ * rowids) from here up. */
+#define EXPORT_UNATTR 1099511627776LL
+
 struct export_db {
 	sqlite3    *h;
 	const char *path;
 	char        err[1024];
-	/* the OTLP exports: only the requests r for which this SQL
-	 * condition holds ("r.request_id IN (...)"); NULL: all of them */
-	const char *req_filter;
+	/* only the requests this SQL query names ("SELECT request_id FROM
+	 * ..."; NULL: all of them): the OTLP exports send their traces, the
+	 * ClickHouse sink their rows of the tables of requests (requests,
+	 * spans, messages, attrs, fragments, files, span_candidates,
+	 * span_patterns) and the tables of the whole run only with
+	 * run_tables, after deleting the run's rows there (bp-reconstruct
+	 * --follow: docs/clickhouse.md, "Live") */
+	const char *req_ids;
+	int         run_tables;   /* and the rows of no request (their ids
+				     from EXPORT_UNATTR up) */
 	/* what the last export wrote, for the caller's summary line */
 	uint64_t    n_files, n_traces, n_spans, n_events;
 };

@@ -398,8 +398,48 @@ static void put_value(struct buf *b, sqlite3_stmt *s, int i, const struct col *k
 	}
 }
 
-/* Send the rows of T in INSERTs of at most O->batch rows. */
-static int table_rows(struct ch *c, const struct table *t)
+/* With X->req_ids (bp-reconstruct --follow): the tables whose rows are
+ * a request's, and which column names it. */
+static const char *const req_tables[] = {
+	"requests", "spans", "messages", "fragments", "files",
+	"span_candidates", "span_patterns", NULL,
+};
+
+/* How T is sent: 'a' every row, 'r' the rows of X->req_ids's requests,
+ * 'w' every row after the run's rows there are deleted (a table of the
+ * whole run, with run_tables), 0 not at all. */
+static int table_mode(const struct ch *c, const struct table *t)
+{
+	if (!c->x->req_ids)
+		return 'a';
+	if (!strncmp(t->name, "follow_", 7))
+		return 0;
+	if (!strcmp(t->name, "attrs"))
+		return 'r';
+	for (int i = 0; req_tables[i]; i++)
+		if (!strcmp(t->name, req_tables[i]))
+			return 'r';
+	return c->x->run_tables ? 'w' : 0;
+}
+
+/* The WHERE of T's rows in mode 'r'; with run_tables the rows of no
+ * request too. */
+static void req_where(struct buf *sel, const struct ch *c, const struct table *t)
+{
+	const char *ids = c->x->req_ids;
+	if (!strcmp(t->name, "attrs"))
+		putf(sel, " WHERE span_id IN (SELECT span_id FROM spans WHERE request_id IN (%s))"
+		     " OR (span_id IS NULL AND message_id IN (SELECT message_id FROM messages"
+		     " WHERE request_id IN (%s)))", ids, ids);
+	else
+		putf(sel, " WHERE request_id IN (%s)", ids);
+	if (c->x->run_tables)
+		putf(sel, " OR rowid >= %lld", EXPORT_UNATTR);
+}
+
+/* Send the rows of T in INSERTs of at most O->batch rows (those MODE
+ * says: table_mode). */
+static int table_rows(struct ch *c, const struct table *t, int mode)
 {
 	struct buf sel = { 0 }, b = { 0 };
 	char what[200];
@@ -408,7 +448,22 @@ static int table_rows(struct ch *c, const struct table *t)
 	puts_(&sel, "SELECT rowid");
 	for (int i = 0; i < t->ncols; i++)
 		putf(&sel, ", \"%s\"", t->cols[i].name);
-	putf(&sel, " FROM \"%s\" ORDER BY rowid", t->name);
+	putf(&sel, " FROM \"%s\"", t->name);
+	if (mode == 'r')
+		req_where(&sel, c, t);
+	puts_(&sel, " ORDER BY rowid");
+	if (mode == 'w' || (mode == 'r' && c->x->run_tables)) {
+		/* the rows an earlier last pass sent (before a restart) */
+		char sql[300], alter[120];
+		snprintf(sql, sizeof sql, "ALTER TABLE `%s`.`%s` DELETE WHERE run = '%s'%s",
+			 c->db, t->name, c->run, mode == 'r' ?
+			 " AND row_id >= 1099511627776" : "");
+		snprintf(alter, sizeof alter, "ALTER TABLE %s DELETE", t->name);
+		if (ch_exec(c, sql, alter) < 0) {
+			free(sel.b);
+			return -1;
+		}
+	}
 	sqlite3_stmt *s = sel.oom ? NULL : export_prep(c->x, sel.b);
 	free(sel.b);
 	if (!s)
@@ -628,10 +683,14 @@ int export_clickhouse(struct export_db *x, const struct ch_opts *o,
 	if (ch_exec(&c, sql, "CREATE DATABASE") < 0 || list_tables(&c, &t, &nt) < 0)
 		goto out;
 	for (int i = 0; i < nt; i++)
-		if (table_cols(&c, &t[i]) < 0 || table_create(&c, &t[i]) < 0)
+		if (table_mode(&c, &t[i]) &&
+		    (table_cols(&c, &t[i]) < 0 || table_create(&c, &t[i]) < 0))
 			goto out;
 	for (int i = 0; i < nt; i++) {
-		if (table_rows(&c, &t[i]) < 0)
+		int mode = table_mode(&c, &t[i]);
+		if (!mode)
+			continue;
+		if (table_rows(&c, &t[i], mode) < 0)
 			goto out;
 		st->tables++;
 	}

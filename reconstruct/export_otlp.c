@@ -471,8 +471,10 @@ static int otlp_open(struct otlp *o, struct export_db *x, enum ow_fmt fmt)
 	x->n_files = x->n_traces = x->n_spans = x->n_events = 0;
 	if (load_seed(o) < 0 || load_dbs(o) < 0)
 		return -1;
-	char *q = sqlite3_mprintf("SELECT r.request_id FROM requests r WHERE %s ORDER BY r.request_id",
-				  x->req_filter ? x->req_filter : "1");
+	char *q = x->req_ids ?
+		sqlite3_mprintf("SELECT r.request_id FROM requests r WHERE r.request_id IN (%s) ORDER BY r.request_id",
+				x->req_ids) :
+		sqlite3_mprintf("SELECT request_id FROM requests ORDER BY request_id");
 	o->reqs = q ? export_prep(x, q) : NULL;
 	sqlite3_free(q);
 	o->spans = export_prep(x,
@@ -551,8 +553,9 @@ int export_otlp_push(struct export_db *x, const struct otlp_push_opts *opts,
 	if (otlp_open(&o, x, opts->json ? OW_JSON : OW_PROTO) < 0)
 		goto out;
 	/* what should arrive: the spans of requests (as walk() reads them) */
-	char *q = sqlite3_mprintf("SELECT COUNT(*) FROM spans s JOIN requests r ON r.request_id = s.request_id WHERE %s",
-				  x->req_filter ? x->req_filter : "1");
+	char *q = sqlite3_mprintf("SELECT COUNT(*) FROM spans s JOIN requests r ON r.request_id = s.request_id WHERE %s%s%s",
+				  x->req_ids ? "r.request_id IN (" : "1",
+				  x->req_ids ? x->req_ids : "", x->req_ids ? ")" : "");
 	sqlite3_stmt *c = q ? export_prep(x, q) : NULL;
 	sqlite3_free(q);
 	if (!c)

@@ -39,6 +39,7 @@
 
 #include <sqlite3.h>
 
+#include "clickhouse.h"
 #include "export.h"
 #include "follow.h"
 #include "otlp_push.h"
@@ -47,7 +48,8 @@
  * (they are of the whole run: each costs as much as the whole log). */
 #define FOLLOW_REFRESH_NS (10 * 1000000000LL)
 
-/* Ids of rows of no request: above every id a request's row gets. */
+/* Ids of rows of no request: above every id a request's row gets
+ * (EXPORT_UNATTR, export.h). */
 #define UNATTR "1099511627776"
 
 static volatile sig_atomic_t stop_sig;
@@ -77,8 +79,11 @@ struct fl {
 	int64_t  refreshed_ns;      /* when patterns were last written */
 	int64_t  read_ns;           /* Unix time the last pass began reading */
 	uint64_t events;
-	uint64_t push_spans, push_retries, push_batches, push_failed;
-	uint64_t unpushed;          /* requests written, not pushed yet */
+	/* the sinks: [0] the OTLP push, [1] ClickHouse */
+	uint64_t sent[2], batches[2], retries[2], failed[2];
+	uint64_t unpushed;          /* requests written, not in a sink yet */
+	uint64_t sink_errors;       /* sinks that failed in the last pass */
+	char     ch_run[80];        /* the ClickHouse run (one per PATHS.db) */
 	struct rc_summary sum;      /* of the last reconstruction */
 	char     err[1024];
 };
@@ -205,14 +210,17 @@ static const char follow_tables[] =
 	"CREATE TABLE follow_requests(key TEXT PRIMARY KEY,\n"
 	"  request_id INTEGER UNIQUE, fingerprint INTEGER,\n"
 	"  emitted_ns INTEGER, revised INTEGER, written_ns INTEGER,\n"
-	"  pushed INTEGER NOT NULL DEFAULT 0, push_pass INTEGER);\n"
+	"  pushed INTEGER NOT NULL DEFAULT 0, push_pass INTEGER,\n"
+	"  ch_pushed INTEGER NOT NULL DEFAULT 0, ch_pass INTEGER);\n"
 	"CREATE INDEX follow_requests_push ON follow_requests(pushed, push_pass);\n"
+	"CREATE INDEX follow_requests_ch ON follow_requests(ch_pushed, ch_pass);\n"
 	"CREATE TABLE follow_ids(kind INTEGER, key TEXT, id INTEGER,\n"
 	"  PRIMARY KEY(kind, key)) WITHOUT ROWID;\n"
 	"CREATE TABLE follow_state(key TEXT PRIMARY KEY, value INTEGER);\n"
 	"INSERT INTO follow_state VALUES('span', 0), ('message', 0),\n"
 	"  ('fragment', 0), ('file', 0), ('withdrawn', 0),\n"
 	"  ('otlp_seed', random()), ('push_pass', 0), ('push_withdrawn', 0),\n"
+	"  ('ch_pass', 0), ('ch_withdrawn', 0), ('attr', 0), ('candidate', 0),\n"
 	"  ('request', 0);\n";
 
 static int open_out(struct fl *f)
@@ -414,6 +422,9 @@ static const char renew_sql[] =
 	"UPDATE follow_state SET value = value + (SELECT count(*) FROM follow_requests\n"
 	"  WHERE request_id IN (SELECT l FROM temp.gone) AND pushed <> 0)\n"
 	"  WHERE key = 'push_withdrawn';\n"
+	"UPDATE follow_state SET value = value + (SELECT count(*) FROM follow_requests\n"
+	"  WHERE request_id IN (SELECT l FROM temp.gone) AND ch_pushed <> 0)\n"
+	"  WHERE key = 'ch_withdrawn';\n"
 	"DELETE FROM follow_requests WHERE request_id IN (SELECT l FROM temp.gone);\n"
 	"UPDATE follow_state SET value = value + (SELECT count(*) FROM temp.gone)\n"
 	"  WHERE key = 'withdrawn';\n"
@@ -463,11 +474,15 @@ static const char rows_sql[] =
 	"  FROM temp.w JOIN e.spans s ON s.request_id = w.e JOIN temp.sm ON sm.e = s.span_id\n"
 	"  LEFT JOIN temp.sm ps ON ps.e = s.parent_span_id LEFT JOIN temp.hm ON hm.e = s.host_id\n"
 	"  LEFT JOIN temp.pm ON pm.e = s.process_id LEFT JOIN temp.cm ON cm.e = s.channel_id;\n"
-	"INSERT INTO span_candidates(span_id, request_id, chosen, reason)\n"
-	"  SELECT sm.l, rm.l, c.chosen, c.reason\n"
+	/* the rowids of the tables without an id are counted too, never
+	 * reused (the ClickHouse sink keys rows by rowid) */
+	"INSERT INTO span_candidates(rowid, span_id, request_id, chosen, reason)\n"
+	"  SELECT (SELECT value FROM follow_state WHERE key = 'candidate')\n"
+	"    + row_number() OVER (), sm.l, rm.l, c.chosen, c.reason\n"
 	"  FROM temp.w JOIN e.spans s ON s.request_id = w.e\n"
 	"  JOIN e.span_candidates c ON c.span_id = s.span_id JOIN temp.sm ON sm.e = s.span_id\n"
 	"  LEFT JOIN temp.rm ON rm.e = c.request_id;\n"
+	"UPDATE follow_state SET value = value + changes() WHERE key = 'candidate';\n"
 	"INSERT INTO messages(message_id, request_id, span_id, channel_id, host_id,\n"
 	"  process_id, pid, tid, begin_ns, ts_ns, dir, kind, protocol, flags, off, len,\n"
 	"  status, witness, peer_message_id)\n"
@@ -477,15 +492,19 @@ static const char rows_sql[] =
 	"  LEFT JOIN temp.sm ON sm.e = m.span_id LEFT JOIN temp.cm ON cm.e = m.channel_id\n"
 	"  LEFT JOIN temp.hm ON hm.e = m.host_id LEFT JOIN temp.pm ON pm.e = m.process_id\n"
 	"  LEFT JOIN temp.mm pmm ON pmm.e = m.peer_message_id;\n"
-	"INSERT INTO attrs(span_id, message_id, key, value)\n"
-	"  SELECT sm.l, mm.l, a.key, a.value\n"
+	"INSERT INTO attrs(rowid, span_id, message_id, key, value)\n"
+	"  SELECT (SELECT value FROM follow_state WHERE key = 'attr') + row_number() OVER (),\n"
+	"    sm.l, mm.l, a.key, a.value\n"
 	"  FROM temp.w JOIN e.spans s ON s.request_id = w.e JOIN e.attrs a ON a.span_id = s.span_id\n"
 	"  JOIN temp.sm ON sm.e = a.span_id LEFT JOIN temp.mm ON mm.e = a.message_id;\n"
-	"INSERT INTO attrs(span_id, message_id, key, value)\n"
-	"  SELECT NULL, mm.l, a.key, a.value\n"
+	"UPDATE follow_state SET value = value + changes() WHERE key = 'attr';\n"
+	"INSERT INTO attrs(rowid, span_id, message_id, key, value)\n"
+	"  SELECT (SELECT value FROM follow_state WHERE key = 'attr') + row_number() OVER (),\n"
+	"    NULL, mm.l, a.key, a.value\n"
 	"  FROM temp.w JOIN e.messages m ON m.request_id = w.e\n"
 	"  JOIN e.attrs a ON a.message_id = m.message_id AND a.span_id IS NULL\n"
 	"  JOIN temp.mm ON mm.e = a.message_id;\n"
+	"UPDATE follow_state SET value = value + changes() WHERE key = 'attr';\n"
 	"INSERT INTO fragments(fragment_id, request_id, span_id, host_id, process_id, pid,\n"
 	"  tid, start_ns, end_ns, trigger, fd, channel_id, events)\n"
 	"  SELECT %lld + row_number() OVER (ORDER BY g.fragment_id), w.l, sm.l, hm.l, pm.l,\n"
@@ -507,7 +526,8 @@ static const char rows_sql[] =
 	"  WHERE w.new;\n"
 	/* pushed, then changed: the receiver keeps the old version (2) */
 	"UPDATE follow_requests SET fingerprint = x.fp, revised = revised + 1,\n"
-	"  written_ns = %lld, pushed = CASE pushed WHEN 1 THEN 2 ELSE pushed END\n"
+	"  written_ns = %lld, pushed = CASE pushed WHEN 1 THEN 2 ELSE pushed END,\n"
+	"  ch_pushed = CASE ch_pushed WHEN 1 THEN 2 ELSE ch_pushed END\n"
 	"  FROM (SELECT w.l, rm.fp FROM temp.w JOIN temp.rm ON rm.e = w.e WHERE NOT w.new) x\n"
 	"  WHERE follow_requests.request_id = x.l;\n";
 
@@ -562,7 +582,7 @@ static const char refresh_sql[] =
 	"  FROM e.span_patterns sp JOIN temp.sm ON sm.e = sp.span_id\n"
 	"  LEFT JOIN temp.rm ON rm.e = sp.request_id;\n"
 	/* rows of no request */
-	"DELETE FROM attrs WHERE span_id >= " UNATTR " OR message_id >= " UNATTR ";\n"
+	"DELETE FROM attrs WHERE rowid >= " UNATTR ";\n"
 	"DELETE FROM spans WHERE request_id IS NULL;\n"
 	"DELETE FROM messages WHERE request_id IS NULL;\n"
 	"DELETE FROM fragments WHERE request_id IS NULL;\n"
@@ -586,8 +606,9 @@ static const char refresh_sql[] =
 	"  LEFT JOIN temp.cm ON cm.e = m.channel_id LEFT JOIN temp.hm ON hm.e = m.host_id\n"
 	"  LEFT JOIN temp.pm ON pm.e = m.process_id LEFT JOIN temp.mm pmm ON pmm.e = m.peer_message_id\n"
 	"  WHERE m.request_id IS NULL;\n"
-	"INSERT INTO attrs(span_id, message_id, key, value)\n"
-	"  SELECT " UNATTR " + a.span_id, " UNATTR " + a.message_id, a.key, a.value\n"
+	"INSERT INTO attrs(rowid, span_id, message_id, key, value)\n"
+	"  SELECT " UNATTR " + a.rowid, " UNATTR " + a.span_id, " UNATTR " + a.message_id,\n"
+	"    a.key, a.value\n"
 	"  FROM e.attrs a WHERE a.span_id IN (SELECT span_id FROM e.spans WHERE request_id IS NULL)\n"
 	"  OR (a.span_id IS NULL AND a.message_id IN\n"
 	"      (SELECT message_id FROM e.messages WHERE request_id IS NULL));\n"
@@ -682,10 +703,11 @@ static int write_pass(struct fl *f, int final)
 		 "INSERT OR REPLACE INTO stats VALUES('follow_passes', %lld),\n"
 		 "  ('follow_requests', %lld), ('follow_revised', %lld),\n"
 		 "  ('follow_waiting', %lld), ('follow_missing', %lld),\n"
-		 "  ('follow_withdrawn', %lld);\n"
+		 "  ('follow_withdrawn', %lld), ('follow_pid', %lld);\n"
 		 "COMMIT",
 		 (long long)f->passes, (long long)total, (long long)revised,
-		 (long long)waiting, (long long)missing, (long long)withdrawn) < 0)
+		 (long long)waiting, (long long)missing, (long long)withdrawn,
+		 (long long)getpid()) < 0)
 		goto rollback;
 	f->written = (uint64_t)total;
 	f->revised = (uint64_t)revised;
@@ -707,78 +729,153 @@ detach:
 	return -1;
 }
 
-/* --- the OTLP push --- */
+/* --- the sinks: OTLP push and ClickHouse --- */
+
+/* Each sink's column in follow_requests (0 not sent, 1 sent, 2 sent then
+ * revised, 3 sent in part), its pass column and state key. */
+static const struct {
+	const char *name, *col, *pass, *withdrawn;
+} sinks[2] = {
+	{ "OTLP push", "pushed", "push_pass", "push_withdrawn" },
+	{ "ClickHouse", "ch_pushed", "ch_pass", "ch_withdrawn" },
+};
+
+/* Send the requests of sink K, pass PASS (SQL naming them: IDS) and,
+ * for ClickHouse with FINAL, the tables of the whole run.  Returns 0, or
+ * -1 with X->err; *PART: something arrived. */
+static int sink_send(struct fl *f, int k, struct export_db *x, const char *ids,
+		     int final, int *part)
+{
+	*part = 0;
+	x->req_ids = ids;
+	if (k == 0) {
+		struct otlp_push_stats st;
+		uint64_t total = 0;
+		memset(&st, 0, sizeof st);
+		int r = export_otlp_push(x, f->o->push, &st, &total);
+		f->sent[0] += st.spans;
+		f->batches[0] += st.batches;
+		f->retries[0] += st.retries;
+		*part = st.spans > 0;
+		return r;
+	}
+	struct ch_opts o = *f->o->ch;
+	struct ch_stats st;
+	memset(&st, 0, sizeof st);
+	o.run = f->ch_run;
+	x->run_tables = final;
+	int r = export_clickhouse(x, &o, &st);
+	f->sent[1] += st.rows;
+	f->batches[1] += st.inserts;
+	f->retries[1] += st.retries;
+	/* rows sent again replace themselves (ReplacingMergeTree by
+	 * (run, row_id)): a failed INSERT is sent again whole */
+	return r;
+}
 
 /*
- * Push the requests not pushed yet that this pass found as an earlier
- * one wrote them (FINAL: all of them), then mark them.  A receiver that
- * took nothing leaves them for the next pass; one that took a part has
- * them marked 3 (the rest was refused or timed out: not sent again, so
- * nothing arrives twice).  0, or -1 with f->err on a database error.
+ * Send to sink K the requests not sent yet that this pass found as an
+ * earlier one wrote them (FINAL: all of them), then mark them.  A sink
+ * that took nothing leaves them for the next pass; an OTLP receiver
+ * that took a part has them marked 3 (the rest was refused or timed
+ * out: not sent again, so nothing arrives twice).  0, or -1 with f->err
+ * on a database error.
  */
-static int push_pass(struct fl *f, int final)
+static int sink_pass(struct fl *f, int k, int final)
 {
 	int64_t pass, n;
-	if (!f->o->push)
-		return 0;
-	if (get_state(f, "push_pass", &pass) < 0 ||
-	    xsql(f, "UPDATE follow_requests SET push_pass = %lld\n"
-		 "  WHERE pushed = 0 AND (%d OR written_ns < %lld);\n"
-		 "UPDATE follow_state SET value = %lld WHERE key = 'push_pass';",
-		 (long long)pass + 1, final, (long long)f->read_ns,
-		 (long long)pass + 1) < 0)
+	char q[320], ids[200];
+	if (k == 1 && !f->ch_run[0]) {
+		/* --clickhouse-run, else one name for this PATHS.db */
+		int64_t seed;
+		if (f->o->ch->run)
+			snprintf(f->ch_run, sizeof f->ch_run, "%s", f->o->ch->run);
+		else if (get_state(f, "otlp_seed", &seed) < 0)
+			return -1;
+		else
+			snprintf(f->ch_run, sizeof f->ch_run, "follow-%016" PRIx64, (uint64_t)seed);
+	}
+	if (get_state(f, sinks[k].pass, &pass) < 0 ||
+	    xsql(f, "UPDATE follow_requests SET %s = %lld\n"
+		 "  WHERE %s = 0 AND (%d OR written_ns < %lld);\n"
+		 "UPDATE follow_state SET value = %lld WHERE key = '%s';",
+		 sinks[k].pass, (long long)pass + 1, sinks[k].col, final,
+		 (long long)f->read_ns, (long long)pass + 1, sinks[k].pass) < 0)
 		return -1;
 	pass++;
-	char q[160];
-	snprintf(q, sizeof q, "SELECT count(*) FROM follow_requests WHERE pushed = 0 AND push_pass = %lld",
-		 (long long)pass);
+	snprintf(ids, sizeof ids, "SELECT request_id FROM follow_requests WHERE %s = 0 AND %s = %lld",
+		 sinks[k].col, sinks[k].pass, (long long)pass);
+	snprintf(q, sizeof q, "SELECT count(*) FROM (%s)", ids);
 	if (one_i64(f, q, &n) < 0)
 		return -1;
-	if (!n) {
-		if (one_i64(f, "SELECT count(*) FROM follow_requests WHERE pushed = 0", &n) < 0)
+	/* the last pass sends ClickHouse the tables of the whole run too */
+	if (n || (final && k == 1)) {
+		struct export_db x;
+		int part = 0, r = export_open(&x, f->o->rc->output);
+		if (r == 0)
+			r = sink_send(f, k, &x, ids, final, &part);
+		int mark = r == 0 ? 1 : part && k == 0 ? 3 : 0;
+		if (r < 0) {
+			f->failed[k]++;
+			f->sink_errors += final;
+			if (!f->o->rc->quiet && (mark || final || f->failed[k] == 1 ||
+						 f->failed[k] % 10 == 0))
+				fprintf(stderr, "%sbp-reconstruct: warning: %s%s\n",
+					f->tty ? "\r\033[K" : "", x.err,
+					mark ? " (those requests are not sent again)" :
+					final ? "" : "; the requests wait for the next pass");
+		} else {
+			f->failed[k] = 0;
+		}
+		if (x.h)
+			export_close(&x);
+		if (mark && xsql(f, "UPDATE follow_requests SET %s = %d\n"
+				 "  WHERE %s = 0 AND %s = %lld", sinks[k].col, mark,
+				 sinks[k].col, sinks[k].pass, (long long)pass) < 0)
 			return -1;
-		f->unpushed = (uint64_t)n;
-		return 0;
 	}
-
-	struct export_db x;
-	struct otlp_push_stats st;
-	uint64_t total = 0;
-	char filter[160];
-	snprintf(filter, sizeof filter,
-		 "r.request_id IN (SELECT request_id FROM follow_requests WHERE pushed = 0 AND push_pass = %lld)",
-		 (long long)pass);
-	memset(&st, 0, sizeof st);
-	int r = export_open(&x, f->o->rc->output);
-	if (r == 0) {
-		x.req_filter = filter;
-		r = export_otlp_push(&x, f->o->push, &st, &total);
-	}
-	f->push_spans += st.spans;
-	f->push_retries += st.retries;
-	f->push_batches += st.batches;
-	int mark = r == 0 ? 1 : st.spans ? 3 : 0;
-	if (r < 0) {
-		f->push_failed++;
-		if (!f->o->rc->quiet && (mark || f->push_failed == 1 ||
-					 f->push_failed % 10 == 0))
-			fprintf(stderr, "%sbp-reconstruct: warning: %s%s\n",
-				f->tty ? "\r\033[K" : "", x.err,
-				mark ? " (those requests are not sent again)" :
-				"; the requests wait for the next pass");
-	} else {
-		f->push_failed = 0;
-	}
-	if (x.h)
-		export_close(&x);
-	if (mark && xsql(f, "UPDATE follow_requests SET pushed = %d\n"
-			 "  WHERE pushed = 0 AND push_pass = %lld", mark,
-			 (long long)pass) < 0)
+	snprintf(q, sizeof q, "SELECT count(*) FROM follow_requests WHERE %s = 0", sinks[k].col);
+	if (one_i64(f, q, &n) < 0)
 		return -1;
-	if (one_i64(f, "SELECT count(*) FROM follow_requests WHERE pushed = 0", &n) < 0)
-		return -1;
-	f->unpushed = (uint64_t)n;
+	f->unpushed += (uint64_t)n;
 	return 0;
+}
+
+static int sinks_pass(struct fl *f, int final)
+{
+	f->unpushed = 0;
+	if (f->o->push && sink_pass(f, 0, final) < 0)
+		return -1;
+	if (f->o->ch && sink_pass(f, 1, final) < 0)
+		return -1;
+	return 0;
+}
+
+/* The summary line of sink K; 1 when a request was left out of it. */
+static int sink_summary(struct fl *f, int k, const char *url)
+{
+	int64_t v[5];
+	char q[160];
+	for (int i = 0; i < 4; i++) {
+		snprintf(q, sizeof q, "SELECT count(*) FROM follow_requests WHERE %s = %d",
+			 sinks[k].col, i);
+		if (one_i64(f, q, &v[i]) < 0)
+			return -1;
+	}
+	if (get_state(f, sinks[k].withdrawn, &v[4]) < 0)
+		return -1;
+	if (!f->o->rc->quiet) {
+		char what[200];
+		if (k == 0)
+			snprintf(what, sizeof what, "%" PRIu64 " spans sent in %" PRIu64 " batches, %" PRIu64 " retries -> %s",
+				 f->sent[0], f->batches[0], f->retries[0], url);
+		else
+			snprintf(what, sizeof what, "%" PRIu64 " rows in %" PRIu64 " INSERTs, %" PRIu64 " retries -> %s run %s",
+				 f->sent[1], f->batches[1], f->retries[1], url, f->ch_run);
+		fprintf(stderr, "bp-reconstruct: %s: %s; requests: %" PRId64 " sent, %" PRId64 " sent then revised, %" PRId64 " in part, %" PRId64 " not sent, %" PRId64 " sent then withdrawn\n",
+			sinks[k].name, what, v[1] + v[2], v[2], v[3], v[0], v[4]);
+	}
+	return v[0] || v[3];
 }
 
 /* --- watching the logs --- */
@@ -896,7 +993,7 @@ static int one_pass(struct fl *f, int recon, int final)
 	}
 	if (access(f->pass, F_OK) != 0)
 		return 1;
-	if (write_pass(f, final) < 0 || push_pass(f, final) < 0)
+	if (write_pass(f, final) < 0 || sinks_pass(f, final) < 0)
 		return -1;
 	progress(f, now_ns(CLOCK_MONOTONIC) / 1e9 - t0);
 	return 0;
@@ -907,6 +1004,14 @@ int rc_follow(const struct rc_follow_opts *o)
 	struct fl f = { .o = o, .ino = -1, .lag_max_ns = -1 };
 	struct sigaction sa;
 	int r = RC_EXIT_OUTPUT, waited = 0;
+
+	/* first: a background job of a shell starts with SIGINT ignored */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 
 	f.tty = !o->rc->quiet && isatty(2);
 	if (o->rc->progress >= 0)
@@ -920,12 +1025,7 @@ int rc_follow(const struct rc_follow_opts *o)
 	if (open_out(&f) < 0)
 		goto out;
 
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_stop;
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+
 
 	f.ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (f.ino < 0 && !o->rc->quiet)
@@ -980,21 +1080,17 @@ int rc_follow(const struct rc_follow_opts *o)
 			f.sum.uncertain || f.sum.costly_warnings || f.sum.unreadable ?
 			"; look at: the views uncertain_requests and the tables warnings and channels (readable = 0)" : "");
 	r = RC_EXIT_OK;
-	if (o->push) {
-		int64_t ok, stale, part, left, gone;
-		if (one_i64(&f, "SELECT count(*) FROM follow_requests WHERE pushed = 1", &ok) < 0 ||
-		    one_i64(&f, "SELECT count(*) FROM follow_requests WHERE pushed = 2", &stale) < 0 ||
-		    one_i64(&f, "SELECT count(*) FROM follow_requests WHERE pushed = 3", &part) < 0 ||
-		    one_i64(&f, "SELECT count(*) FROM follow_requests WHERE pushed = 0", &left) < 0 ||
-		    get_state(&f, "push_withdrawn", &gone) < 0) {
+	for (int k = 0; k < 2; k++) {
+		const char *url = k ? (o->ch ? o->ch->url : NULL) :
+				      (o->push ? o->push->url : NULL);
+		if (!url)
+			continue;
+		int left = sink_summary(&f, k, url);
+		if (left < 0) {
 			r = RC_EXIT_OUTPUT;
 			goto out;
 		}
-		if (!o->rc->quiet)
-			fprintf(stderr, "bp-reconstruct: OTLP push: %" PRIu64 " spans sent in %" PRIu64 " batches, %" PRIu64 " retries -> %s; requests: %" PRId64 " pushed, %" PRId64 " pushed then revised, %" PRId64 " in part, %" PRId64 " not pushed, %" PRId64 " pushed then withdrawn\n",
-				f.push_spans, f.push_batches, f.push_retries,
-				o->push->url, ok + stale, stale, part, left, gone);
-		if (part || left)
+		if (left || f.sink_errors)
 			r = RC_EXIT_PUSH;
 	}
 out:

@@ -20,6 +20,9 @@
 
 #include "recon.h"
 
+struct otlp_push_opts;
+struct ch_opts;
+
 struct rc_follow_opts {
 	const struct rc_options *rc; /* inputs, output, reference, ... */
 	double interval;             /* seconds between passes */
@@ -27,6 +30,9 @@ struct rc_follow_opts {
 	/* push each request to an OTLP receiver once a later pass found it
 	 * unchanged (NULL: no push) */
 	const struct otlp_push_opts *push;
+	/* the same into ClickHouse (NULL: not), the tables of the whole
+	 * run at the last pass */
+	const struct ch_opts *ch;
 };
 
 /*

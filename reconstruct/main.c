@@ -241,12 +241,13 @@ static const char help[] =
 "                           on: nothing is written twice or lost.  Each\n"
 "                           pass reads the logs from their start (memory\n"
 "                           and time grow with them: docs/reconstruct.md,\n"
-"                           \"Live\").  With --otlp-endpoint, each request\n"
-"                           is pushed once a later pass found it\n"
-"                           unchanged (exit status 4 if some were not).\n"
-"                           Not with --host-local, --join, --clickhouse\n"
-"                           or the file exports (bp-report makes those\n"
-"                           from PATHS.db).\n"
+"                           \"Live\").  With --otlp-endpoint and\n"
+"                           --clickhouse, each request is sent once a\n"
+"                           later pass found it unchanged, and the tables\n"
+"                           of the whole run go to ClickHouse at the end\n"
+"                           (exit status 4 if some were not sent).  Not\n"
+"                           with --host-local, --join or the file exports\n"
+"                           (bp-report makes those from PATHS.db).\n"
 "        --follow-interval=SECONDS\n"
 "                           the time between passes (default 0.5).\n"
 "        --follow-grace=SECONDS\n"
@@ -705,9 +706,8 @@ int main(int argc, char **argv)
 		usage_error("--follow-interval and --follow-grace go with --follow", NULL);
 		return RC_EXIT_USAGE;
 	}
-	if (follow && (host_local || join || ex.otlp || ex.perfetto || ex.dot ||
-		       ex.ch.url)) {
-		usage_error("--follow writes PATHS.db and pushes to --otlp-endpoint only: not with --host-local, --join, --clickhouse, --otlp, --perfetto or --dot (bp-report PATHS.db --otlp FILE --perfetto FILE --dot DIR exports once --follow has stopped)", NULL);
+	if (follow && (host_local || join || ex.otlp || ex.perfetto || ex.dot)) {
+		usage_error("--follow writes PATHS.db, --otlp-endpoint and --clickhouse only: not with --host-local, --join, --otlp, --perfetto or --dot (bp-report PATHS.db --otlp FILE --perfetto FILE --dot DIR exports once --follow has stopped)", NULL);
 		return RC_EXIT_USAGE;
 	}
 	if (host_local && join) {
@@ -750,6 +750,7 @@ int main(int argc, char **argv)
 	if (follow) {
 		fo.rc = &o;
 		fo.push = ex.push.url ? &ex.push : NULL;
+		fo.ch = ex.ch.url ? &ex.ch : NULL;
 		return rc_follow(&fo);
 	}
 	int r = rc_run(&o, NULL);

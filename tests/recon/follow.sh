@@ -118,6 +118,7 @@ kill -9 $pid; wait $pid 2>/dev/null; pid=
 start
 cp -r "$tmp/logs/db" "$tmp/live/db"
 wait_for "SELECT count(*) FROM spans" 1500
+wait_for "SELECT value FROM stats WHERE key = 'follow_pid'" "$pid"
 kill -INT $pid
 wait $pid
 st=$?

@@ -4,7 +4,9 @@ with the SQLite database it came from (tests/report/clickhouse.sh).
 
   clickhouse-check.py tables DB HTTP DATABASE RUN
       every table, every row, every column: SQLite's rows (by rowid)
-      against ClickHouse's (FINAL, WHERE run = RUN, by row_id); then each
+      against ClickHouse's (FINAL, WHERE run = RUN, by row_id; not the
+      follow_* tables of bp-reconstruct --follow, which it keeps to
+      itself); then each
       request's (request_id, target, certainty, span count, span tree)
       built from both; prints the raw count() (without FINAL) too.
   clickhouse-check.py views DB HTTP DATABASE RUN DOC
@@ -91,7 +93,8 @@ def sqlite_db(path):
 def tables(path, http, database, run):
     db = sqlite_db(path)
     names = [r[0] for r in db.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        " AND name NOT LIKE 'follow_%' ORDER BY name")]
     total = raw_total = 0
     for t in names:
         cols = [r[1] for r in db.execute('PRAGMA table_info("%s")' % t)]

@@ -27,6 +27,8 @@
 #     an uncertain client span whose mark the other hosts' spans inherit,
 #     a client span in no request (not an end of its key), sets no link
 #     holds together (a run on its own clock) and a set of one run;
+#   - bp-reconstruct --follow --clickhouse: killed and started again,
+#     every request sent once, the tables of the whole run at the end;
 #   - the option errors.
 # Running 18.16 by hand: the root element is <yandex>; every path (data,
 # tmp, user_files, format_schemas, logs) must point into the temporary
@@ -436,6 +438,60 @@ recon join7 --join "$T/hl-app.db" -o "$T/joined7.db"
 [ "$RC" = 0 ] || rp_fail "--join of app alone: exit $RC: $(cat "$ERR")"
 "$PY" "$JCHECK" "$T/joined7.db" "$CH" bpj solo ||
 	rp_fail "app alone: the join in ClickHouse differs from bp-reconstruct --join"
+
+# 12. --follow: three hosts' logs while it runs, killed (SIGKILL) after
+# the requests went and started again, then SIGINT: every request once
+# (the raw count, before any merge, equals SQLite's: nothing was sent
+# twice), then at the last pass the tables of the whole run and the rows
+# of no request; every table and view as in live.db
+"$GENLOG" -3 -n 200 "$T/f3" >/dev/null || rp_fail "genlog"
+mkdir -p "$T/live12"
+follow12() {
+	"$RECON" --follow --follow-interval=0.2 --follow-grace=0.1 "$T/live12" \
+		-o "$T/live12.db" --clickhouse "$CH?database=bpf" \
+		--clickhouse-run live12 2>>"$T/live12.err" &
+	FPID=$!
+	bp_track "$FPID"
+}
+# until12 SQL WANT: until SQL on live12.db answers WANT (30 s)
+until12() {
+	local i=0 got
+	while got=$(sqlite3 "$T/live12.db" "$1" 2>/dev/null); [ "$got" != "$2" ]; do
+		i=$((i + 1))
+		[ $i -le 300 ] || rp_fail "--follow: after 30 s '$1' is '$got', not '$2': $(tail -n 3 "$T/live12.err")"
+		kill -0 "$FPID" 2>/dev/null || rp_fail "--follow ended: $(tail -n 3 "$T/live12.err")"
+		sleep 0.1
+	done
+}
+follow12
+cp -r "$T/f3/front" "$T/f3/app" "$T/f3/db" "$T/live12/"
+until12 "SELECT count(*) FROM follow_requests WHERE ch_pushed = 1" 200
+[ "$(q "SELECT count() FROM bpf.requests WHERE run = 'live12'")" = 200 ] ||
+	rp_fail "--follow: not 200 requests in ClickHouse before the last pass"
+bp_kill KILL "$FPID"
+wait "$FPID" 2>/dev/null
+follow12
+# a pass of the new process (the stats of the killed one are still there)
+until12 "SELECT value FROM stats WHERE key = 'follow_pid'" "$FPID"
+bp_kill INT "$FPID"
+i=0
+while kill -0 "$FPID" 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -le 600 ] || rp_fail "--follow did not stop 60 s after SIGINT"
+	sleep 0.1
+done
+wait "$FPID"
+RC=$?
+[ "$RC" = 0 ] || rp_fail "--follow: exit $RC: $(tail -n 5 "$T/live12.err")"
+grep -q "^bp-reconstruct: ClickHouse: .* run live12; requests: 200 sent, 0 sent then revised, 0 in part, 0 not sent, 0 sent then withdrawn$" "$T/live12.err" ||
+	rp_fail "--follow: the ClickHouse summary: $(grep ClickHouse "$T/live12.err")"
+for t in requests spans; do
+	[ "$(q "SELECT count() FROM bpf.$t WHERE run = 'live12'")" = \
+	  "$(sqlite3 "$T/live12.db" "SELECT count(*) FROM $t")" ] ||
+		rp_fail "--follow: bpf.$t holds rows twice before any merge"
+done
+check "$T/live12.db" bpf live12
+bp_note "--follow: 200 requests into ClickHouse once each across a SIGKILL, every table and view as in live.db"
 
 # 11. the option errors: usage (exit 1), nothing written
 usage() {
