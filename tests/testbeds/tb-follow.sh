@@ -422,13 +422,14 @@ for l in open(os.path.join(d, 'events')):
 windows = [(ev['logd-kill'][0] - W_PRE, ev['logd-up'][0] + W_POST),
            (ev['follow-kill'][0] - W_PRE, ev['follow-up'][0] + W_POST)]
 sigint = ev['follow-sigint'][0]
-steady, other = [], []
+steady, other, by_end = [], [], []
 for e, end in live.execute(
         'SELECT f.emitted_ns, r.end_ns FROM follow_requests f JOIN requests '
         'r ON r.request_id = f.request_id WHERE r.end_ns IS NOT NULL'):
     lag = (e - end) / 1e9
     if e < sigint and not any(a <= end <= b for a, b in windows):
         steady.append(lag)
+        by_end.append((end, lag))
     else:
         other.append(lag)
 
@@ -442,6 +443,14 @@ def dist(xs):
 print('tb-follow: lag (emitted - end), steady: %s' % dist(steady))
 print('tb-follow: lag, in a restart window or the last pass: %s'
       % dist(other))
+# the steady lag along the run (each pass reads the logs from their start)
+t0, t1 = ev['load-start'][0], ev['load-end'][0]
+quarters = [[] for _ in range(4)]
+for end, lag in by_end:
+    quarters[min(3, max(0, int(4 * (end - t0) / max(1, t1 - t0))))].append(lag)
+print('tb-follow: steady lag p50 / max by quarter of the load: %s' % ', '.join(
+    '%.2f / %.2f s (%d)' % (statistics.median(q), max(q), len(q)) if q
+    else 'none' for q in quarters))
 if len(steady) < max(50, n_live / 10):
     bad.append('only %d of %d requests in the steady windows'
                % (len(steady), n_live))
