@@ -443,6 +443,15 @@ def dist(xs):
 print('tb-follow: lag (emitted - end), steady: %s' % dist(steady))
 print('tb-follow: lag, in a restart window or the last pass: %s'
       % dist(other))
+# the passes that wrote (one emitted_ns each) before the SIGINT: the lag
+# is the grace, the wait for a pass to begin and the pass's own time
+em = [e for (e,) in live.execute('SELECT DISTINCT emitted_ns FROM '
+                                 'follow_requests ORDER BY 1') if e < sigint]
+gaps = sorted((b - a) / 1e9 for a, b in zip(em, em[1:]))
+if gaps:
+    print('tb-follow: %d passes wrote before the SIGINT, %.2f s apart '
+          '(median; max %.2f s)' % (len(em), statistics.median(gaps),
+                                    gaps[-1]))
 # the steady lag along the run (each pass reads the logs from their start)
 t0, t1 = ev['load-start'][0], ev['load-end'][0]
 quarters = [[] for _ in range(4)]
