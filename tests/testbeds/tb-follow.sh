@@ -495,14 +495,21 @@ print('tb-follow: rows of follow_requests fell between two polls %d times '
           '%s %s' % kv for kv in sorted(stats.items())) or 'none'))
 
 # RSS of bp-reconstruct --follow
-rss = [l.split() for l in open(os.path.join(d, 'rss'))]
+allrss = [l.split() for l in open(os.path.join(d, 'rss'))]
+# the samples of the run; those after the SIGINT are the last pass's
+rss = [r for r in allrss if int(r[0]) < sigint]
+last = [int(r[2]) for r in allrss if int(r[0]) >= sigint]
+if last:
+    print('tb-follow: RSS during the last pass (after SIGINT): peak %.1f '
+          'MiB' % (max(last) / 1024))
 if rss:
     kb = [int(r[2]) for r in rss]
     k = max(1, len(kb) // 4)
     per = {}
     for r in rss:
         per.setdefault(r[1], []).append(int(r[2]))
-    print('tb-follow: RSS of bp-reconstruct --follow: %d samples, first '
+    print('tb-follow: RSS of bp-reconstruct --follow before the SIGINT: %d '
+          'samples, first '
           'quarter median %.1f MiB, last quarter median %.1f MiB, peak %.1f '
           'MiB; per process: %s' % (
               len(kb), statistics.median(kb[:k]) / 1024,
