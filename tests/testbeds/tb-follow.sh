@@ -182,7 +182,7 @@ bp_free_port PGPORT
 # The host directory is made here, root's and sticky, so that the root
 # masters and the www-data and postgres processes all spool into it
 # rather than into /tmp/btrace-UID/spool.
-SPOOL_HOST=$(uname -n)
+SPOOL_HOST=${BTRACE_HOST:-$(uname -n)}
 mkdir -p "$dir/spool/$SPOOL_HOST"
 chmod 755 "$dir/spool"
 chmod 1777 "$dir/spool/$SPOOL_HOST"
