@@ -56,6 +56,11 @@
 #   TB_FOLLOW_DOWN      seconds bp-logd stays dead (default 2)
 #   TB_FOLLOW_MAXLAG    bound on the steady p99 lag in seconds (default
 #                       2 + TB_FOLLOW_INTERVAL + TB_FOLLOW_GRACE)
+#   BP_KEEP=1           keep the directory: besides the servers' and the
+#                       tools' logs, run1/events (kills and restarts,
+#                       Unix ns), rss (ns pid KiB), poll (each read of
+#                       live.db), lag (end_ns emitted_ns steady), the
+#                       dumps live.dump and offline.dump, both databases
 TB_FRONT=nginx
 TB_APPS=php
 TB_MIX=php:8,static:2
@@ -423,15 +428,21 @@ windows = [(ev['logd-kill'][0] - W_PRE, ev['logd-up'][0] + W_POST),
            (ev['follow-kill'][0] - W_PRE, ev['follow-up'][0] + W_POST)]
 sigint = ev['follow-sigint'][0]
 steady, other, by_end = [], [], []
+# every request's lag in DIR/lag: end_ns emitted_ns steady(1/0)
+lagf = open(os.path.join(d, 'lag'), 'w')
 for e, end in live.execute(
         'SELECT f.emitted_ns, r.end_ns FROM follow_requests f JOIN requests '
-        'r ON r.request_id = f.request_id WHERE r.end_ns IS NOT NULL'):
+        'r ON r.request_id = f.request_id WHERE r.end_ns IS NOT NULL '
+        'ORDER BY r.end_ns'):
     lag = (e - end) / 1e9
-    if e < sigint and not any(a <= end <= b for a, b in windows):
+    ok = e < sigint and not any(a <= end <= b for a, b in windows)
+    lagf.write('%d %d %d\n' % (end, e, ok))
+    if ok:
         steady.append(lag)
         by_end.append((end, lag))
     else:
         other.append(lag)
+lagf.close()
 
 def dist(xs):
     if not xs:
