@@ -19,9 +19,14 @@
 # command started again on the same live.db.  Every second a monitor
 # notes the RSS of bp-reconstruct (/proc/PID/status VmRSS) and reads
 # live.db (read-only, while it is written) for what was emitted.  At the
-# end: the load stops, bp-reconstruct --follow gets SIGINT (its last pass,
-# exit 0), the servers stop, and the offline bp-reconstruct reads the same
-# logs into DIR/offline.db.
+# end: the load stops, live.db is copied as it is (DIR/snapshot.db), the
+# servers and bp-logd stop, bp-reconstruct --follow gets SIGINT (its last
+# pass, exit 0), and the offline bp-reconstruct reads the same logs into
+# DIR/offline.db.  The servers stop before the last pass so that it reads
+# what the offline run reads: a traced thread blocked in a read while
+# bp-logd was down sends what its ring held only at its next event (a
+# php-fpm child idle on its FastCGI connection: at its next request or
+# its exit).
 #
 # Asserted:
 #   - every round of the client verified every answer;
@@ -35,12 +40,16 @@
 #     method, target, status, complete, certainty and its spans by start:
 #     kind, protocol, name, target, status, exe, pid, tid, the parent's
 #     name, duration), sorted, is the same for both;
+#   - while the servers ran (the copy): no id in more than one request,
+#     and every request labelled exact the same as offline (one whose
+#     events came late may be missing or labelled uncertain: counted and
+#     printed);
 #   - lag (follow_requests.emitted_ns - requests.end_ns) of the requests
-#     that ended while the run was steady (not from I + G + 1 s before a
-#     kill to 2 s after its restart, and emitted before the SIGINT; at
-#     least 50 of them): p99 <= TB_FOLLOW_MAXLAG seconds (default
-#     2 + I + G: the grace, a pass interval, 2 s for the pass itself);
-#     no request emitted before it ended.
+#     that ended while the run was steady (at least I + G + 1 s before
+#     the copy, and not from I + G + 1 s before a kill to 2 s after its
+#     restart; at least 50 of them): p99 <= TB_FOLLOW_MAXLAG seconds
+#     (default 2 + I + G: the grace, a pass interval, 2 s for the pass
+#     itself); no request emitted before it ended.
 # Printed, not asserted: the lag distribution (p50, p99, max) of the
 # steady requests and of the others, bp-reconstruct's RSS (first-quarter
 # median, last-quarter median, peak: the engine re-reads every log each
@@ -285,12 +294,26 @@ ROUNDS=$(cat "$dir/load.rounds")
 cat "$dir"/truth.* >"$dir/truth"
 SENT=$(wc -l <"$dir/truth")
 bp_note "load: $ROUNDS rounds, $SENT requests; last round: $(tail -n 1 "$dir/client.out")"
-# let the live passes see the end of the load, then the last pass
+# let the live passes see the end of the load, then a copy of live.db as
+# it is while the servers run (SQLite's backup API: one read transaction)
 sleep $((TB_FOLLOW_INTERVAL + TB_FOLLOW_GRACE + 2))
 bp_running "$FOLLOW_PID" || bp_fail "bp-reconstruct --follow died:" \
 	"$(tail -n 5 "$dir/follow.log")"
-LIVE_BEFORE=$(sqlite3 -readonly "$dir/live.db" \
-	'SELECT count(*) FROM follow_requests' 2>&1)
+event snapshot
+"$PY" -c 'import sqlite3, sys
+src = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True, timeout=10)
+dst = sqlite3.connect(sys.argv[2])
+src.backup(dst)
+dst.close()' "$dir/live.db" "$dir/snapshot.db" ||
+	bp_fail "cannot copy live.db while bp-reconstruct --follow writes it"
+# The servers and bp-logd stop before the last pass, so that it reads
+# the logs the offline run reads: a traced thread that was blocked in a
+# read when bp-logd died reconnects only at its next event, so what its
+# ring held then reaches the log at its next request or at its exit
+# (docs/accuracy.md, "Live mode").
+tb_stop_all "$dir"
+bp_stop logd
+event servers-stopped
 event follow-sigint
 bp_kill INT "$FOLLOW_PID"
 bp_wait_gone "$FOLLOW_PID" 1200 || bp_fail "bp-reconstruct --follow did" \
@@ -305,11 +328,11 @@ touch "$T/stop"
 bp_wait_gone "$MON_PID" 50 || bp_kill TERM "$MON_PID"
 wait "$MON_PID" 2>/dev/null
 MON_PID=""
-bp_note "live.db: $LIVE_BEFORE requests before SIGINT, $(sqlite3 \
-	-readonly "$dir/live.db" 'SELECT count(*) FROM follow_requests') after"
+bp_note "live.db: $(sqlite3 -readonly "$dir/snapshot.db" \
+	'SELECT count(*) FROM follow_requests') requests before the servers" \
+	"stopped, $(sqlite3 -readonly "$dir/live.db" \
+	'SELECT count(*) FROM follow_requests') after the last pass"
 
-tb_stop_all "$dir"
-bp_stop logd
 timeout 300 "$BP_RECONSTRUCT" "${TB_LOGDIRS[@]}" -o "$dir/offline.db" \
 	>"$dir/reconstruct.out" 2>"$dir/reconstruct.log" ||
 	bp_fail "bp-reconstruct failed (status $?) on ${TB_LOGDIRS[*]}:" \
@@ -419,7 +442,6 @@ else:
     print('tb-follow: trees: the %d requests of live.db and offline.db are '
           'the same by content' % len(dl))
 
-# lag: emitted_ns - end_ns
 ev = {}
 for l in open(os.path.join(d, 'events')):
     k, v = l.split()
@@ -427,6 +449,42 @@ for l in open(os.path.join(d, 'events')):
 windows = [(ev['logd-kill'][0] - W_PRE, ev['logd-up'][0] + W_POST),
            (ev['follow-kill'][0] - W_PRE, ev['follow-up'][0] + W_POST)]
 sigint = ev['follow-sigint'][0]
+snap_t = ev['snapshot'][0]
+
+# live.db while the servers ran (snapshot.db): every request in it is
+# once, and the same as offline unless it is labelled other than exact
+# (a request whose events were late); what it does not hold yet is
+# counted, with whether it ended in a restart window
+snap = sqlite3.connect('file:%s?mode=ro' % os.path.join(d, 'snapshot.db'),
+                       uri=True)
+ds, off_set = dump(snap), set(do)
+sseen = Counter()
+for (target,) in snap.execute('SELECT target FROM requests'):
+    for rid in set(ID_RE.findall(target or '')):
+        sseen[rid] += 1
+stwice = [t for t in truth if sseen[t] > 1]
+differ = [l for l in ds if l not in off_set]
+differ_exact = [l for l in differ if " 'exact' | " in l]
+held = []                       # (end_ns, late by design) of each
+for target, end in off.execute('SELECT target, end_ns FROM requests'):
+    ids = set(ID_RE.findall(target or ''))
+    if ids and not any(sseen[x] for x in ids) and end is not None:
+        held.append((end, end >= snap_t - W_PRE or
+                     any(a <= end <= b for a, b in windows)))
+print('tb-follow: while the servers ran: %d requests, %d of them not as '
+      'offline (%d labelled exact), %d ids in more than one; not yet '
+      'written: %d (%d of them ended in a restart window or within %d s of '
+      'the copy)' % (len(ds), len(differ), len(differ_exact), len(stwice),
+                     len(held), sum(1 for h in held if h[1]),
+                     W_PRE // 10**9))
+for l in differ[:5]:
+    print('  ' + l[:300])
+if differ_exact:
+    bad.append('%d requests labelled exact in live.db while the servers ran '
+               'are not as offline' % len(differ_exact))
+if stwice:
+    bad.append('ids in more than one request of live.db while the servers '
+               'ran: %s' % stwice[:5])
 steady, other, by_end = [], [], []
 # every request's lag in DIR/lag: end_ns emitted_ns steady(1/0)
 lagf = open(os.path.join(d, 'lag'), 'w')
@@ -435,7 +493,10 @@ for e, end in live.execute(
         'r ON r.request_id = f.request_id WHERE r.end_ns IS NOT NULL '
         'ORDER BY r.end_ns'):
     lag = (e - end) / 1e9
-    ok = e < sigint and not any(a <= end <= b for a, b in windows)
+    # steady: ended outside the restart windows, early enough to be
+    # written before the copy (a request held back past it counts with
+    # its whole lag)
+    ok = end < snap_t - W_PRE and not any(a <= end <= b for a, b in windows)
     lagf.write('%d %d %d\n' % (end, e, ok))
     if ok:
         steady.append(lag)
@@ -452,15 +513,15 @@ def dist(xs):
     return 'n %d p50 %.3f s p99 %.3f s max %.3f s min %.3f s' % (
         len(xs), q(0.5), q(0.99), xs[-1], xs[0])
 print('tb-follow: lag (emitted - end), steady: %s' % dist(steady))
-print('tb-follow: lag, in a restart window or the last pass: %s'
+print('tb-follow: lag, in a restart window or near the end: %s'
       % dist(other))
-# the passes that wrote (one emitted_ns each) before the SIGINT: the lag
+# the passes that wrote (one emitted_ns each) while the servers ran: the lag
 # is the grace, the wait for a pass to begin and the pass's own time
 em = [e for (e,) in live.execute('SELECT DISTINCT emitted_ns FROM '
-                                 'follow_requests ORDER BY 1') if e < sigint]
+                                 'follow_requests ORDER BY 1') if e < snap_t]
 gaps = sorted((b - a) / 1e9 for a, b in zip(em, em[1:]))
 if gaps:
-    print('tb-follow: %d passes wrote before the SIGINT, %.2f s apart '
+    print('tb-follow: %d passes wrote while the servers ran, %.2f s apart '
           '(median; max %.2f s)' % (len(em), statistics.median(gaps),
                                     gaps[-1]))
 # the steady lag along the run (each pass reads the logs from their start)
