@@ -138,6 +138,16 @@ follow_start() {
 		"at start: $(tail -n 5 "$dir/follow.log")"
 }
 
+# follow_alive: fail unless bp-reconstruct --follow still runs.
+follow_alive() {
+	local rc
+	bp_running "$FOLLOW_PID" && return 0
+	wait "$FOLLOW_PID"
+	rc=$?
+	bp_fail "bp-reconstruct --follow died (status $rc):" \
+		"$(tail -n 5 "$dir/follow.log")"
+}
+
 # load: rounds of one second until TB_FOLLOW_SECS have passed (at most
 # 2 * TB_FOLLOW_SECS rounds), each TB_FOLLOW_RATE requests on 4
 # connections, its truth in DIR/truth.N; a failed round ends the load
@@ -251,8 +261,7 @@ live_ready() {
 		>/dev/null 2>&1
 }
 bp_wait_for "bp-reconstruct --follow to create live.db" 300 live_ready
-bp_running "$FOLLOW_PID" || bp_fail "bp-reconstruct --follow died:" \
-	"$(tail -n 5 "$dir/follow.log")"
+follow_alive
 
 T0=$(now_ns)
 load &
@@ -271,8 +280,7 @@ event logd-up
 
 # bp-reconstruct --follow SIGKILLed at 60% and started again
 wait_until $((TB_FOLLOW_SECS * 6 / 10))
-bp_running "$FOLLOW_PID" || bp_fail "bp-reconstruct --follow died:" \
-	"$(tail -n 5 "$dir/follow.log")"
+follow_alive
 event follow-kill
 bp_kill KILL "$FOLLOW_PID"
 wait "$FOLLOW_PID" 2>/dev/null
@@ -296,8 +304,7 @@ bp_note "load: $ROUNDS rounds, $SENT requests; last round: $(tail -n 1 "$dir/cli
 # let the live passes see the end of the load, then a copy of live.db as
 # it is while the servers run (SQLite's backup API: one read transaction)
 sleep $((TB_FOLLOW_INTERVAL + TB_FOLLOW_GRACE + 2))
-bp_running "$FOLLOW_PID" || bp_fail "bp-reconstruct --follow died:" \
-	"$(tail -n 5 "$dir/follow.log")"
+follow_alive
 event snapshot
 "$PY" -c 'import sqlite3, sys
 src = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True, timeout=10)
