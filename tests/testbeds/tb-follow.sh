@@ -97,6 +97,7 @@ done
 }
 
 tb_init follow
+tb_need sqlite3 sqlite3
 
 FOLLOW_PID=""
 MON_PID=""
