@@ -13,7 +13,10 @@
 # sharing a pool of Redis or of MariaDB connections) or traced clients,
 # each request classified
 # exact-right ... silently-WRONG; they fail on a request labelled exact or
-# resolved whose path is wrong.
+# resolved whose path is wrong.  tb-follow.sh runs bp-reconstruct --follow
+# on the nginx -> php-fpm testbed under load, bp-logd and bp-reconstruct
+# each SIGKILLed and restarted once: live.db must hold every request once,
+# the trees of the offline run, within a bounded lag.
 noinst_PROGRAMS += tests/testbeds/tb-client
 tests_testbeds_tb_client_SOURCES = tests/testbeds/tb-client.c $(EX_UTIL)
 # --tls (tb-nginx-tls.sh): the test client links libssl; the shim never does
@@ -46,7 +49,8 @@ TESTBED_TESTS = \
 	tests/testbeds/tb-redis.sh \
 	tests/testbeds/tb-mariadb.sh \
 	tests/testbeds/tb-nginx-h2.sh \
-	tests/testbeds/tb-grpc.sh
+	tests/testbeds/tb-grpc.sh \
+	tests/testbeds/tb-follow.sh
 
 TESTS += $(TESTBED_TESTS)
 EXTRA_DIST += $(TESTBED_TESTS) tests/testbeds/lib.sh \
