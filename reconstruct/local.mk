@@ -6,7 +6,6 @@ libbtrecon_la_SOURCES = \
 	reconstruct/clock.c reconstruct/clock.h \
 	reconstruct/db.c reconstruct/db.h reconstruct/db_impl.h \
 	reconstruct/db_rows.c \
-	reconstruct/follow.c reconstruct/follow.h \
 	reconstruct/grpc.c reconstruct/grpc.h \
 	reconstruct/input.c reconstruct/input.h \
 	reconstruct/join.c reconstruct/join.h \
@@ -49,7 +48,9 @@ libbtexport_la_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(SQLITE3_CFLAGS) $(ZLIB_CFLA
 libbtexport_la_LIBADD = $(SQLITE3_LIBS) $(ZLIB_LIBS) $(OPENSSL_LIBS)
 
 bin_PROGRAMS += bp-reconstruct
-bp_reconstruct_SOURCES = reconstruct/main.c
+# --follow drives the reconstruction and the exports: it is the
+# command's, not the library's (the fuzz targets link the library alone).
+bp_reconstruct_SOURCES = reconstruct/main.c reconstruct/follow.c reconstruct/follow.h
 bp_reconstruct_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(SQLITE3_CFLAGS)
 bp_reconstruct_LDFLAGS = $(SAN_CFLAGS)
 bp_reconstruct_LDADD = libbtrecon.la libbtexport.la
