@@ -643,14 +643,14 @@ void bt_emit_atfork_prepare(void)
 {
 	pthread_mutex_lock(&bt_ring_mu);
 	pthread_mutex_lock(&bt_link_mu);
-	pthread_mutex_lock(&bt_spool_mu);
+	bt_mutex_lock(&bt_spool_mu);
 	pthread_mutex_lock(&bt_own_mu);
 }
 
 void bt_emit_atfork_parent(void)
 {
 	pthread_mutex_unlock(&bt_own_mu);
-	pthread_mutex_unlock(&bt_spool_mu);
+	bt_mutex_unlock(&bt_spool_mu);
 	pthread_mutex_unlock(&bt_link_mu);
 	pthread_mutex_unlock(&bt_ring_mu);
 }
@@ -660,7 +660,7 @@ void bt_emit_atfork_child(void)
 {
 	pthread_mutex_init(&bt_ring_mu, NULL);
 	pthread_mutex_init(&bt_link_mu, NULL);
-	pthread_mutex_init(&bt_spool_mu, NULL);
+	bt_mutex_init(&bt_spool_mu);
 	pthread_mutex_init(&bt_own_mu, NULL);
 	bt_pause_word = &bt_ring_no_pause;       /* until the child has its chunk 0 */
 	for (unsigned k = 0; k < bt_ring_nchunks; k++) {

@@ -23,7 +23,7 @@
 #include "logpath.h"
 
 int bt_spool_fd = -1;
-pthread_mutex_t bt_spool_mu = PTHREAD_MUTEX_INITIALIZER;
+bt_mutex_t bt_spool_mu;   /* the light mutex (core.h): taken at every drain */
 
 /* ---- spool ------------------------------------------------------------ */
 
@@ -200,9 +200,9 @@ int bt_spool_drain(struct bt_chunk *c, unsigned i)
 	uint64_t h, t;
 	int rc = 0;
 
-	pthread_mutex_lock(&bt_spool_mu);
+	bt_mutex_lock(&bt_spool_mu);
 	if (spool_open() < 0) {
-		pthread_mutex_unlock(&bt_spool_mu);
+		bt_mutex_unlock(&bt_spool_mu);
 		return -1;
 	}
 	h = __atomic_load_n(&sh->head, __ATOMIC_ACQUIRE);
@@ -228,6 +228,6 @@ int bt_spool_drain(struct bt_chunk *c, unsigned i)
 	}
 	if (t > __atomic_load_n(&sh->tail, __ATOMIC_ACQUIRE))
 		__atomic_store_n(&sh->tail, t, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&bt_spool_mu);
+	bt_mutex_unlock(&bt_spool_mu);
 	return rc == 0 ? 0 : -1;
 }
