@@ -411,7 +411,8 @@ void bt_emit_open(int fd, uint32_t flags, const char *path, uint32_t len)
 		ring_full(s);
 }
 
-void bt_emit_ints(unsigned type, uint64_t ts, unsigned n, const uint64_t *v)
+static inline __attribute__((always_inline)) void emit_ints(unsigned type,
+		uint64_t ts, unsigned n, const uint64_t *v)
 {
 	struct bt_slot *s = &bt_self.slot;
 
@@ -423,6 +424,19 @@ void bt_emit_ints(unsigned type, uint64_t ts, unsigned n, const uint64_t *v)
 		slot_commit(s, bt_ev_encode_ints(p, type, ts, &s->prev_ts, n, v));
 	else
 		ring_full(s);
+}
+
+void bt_emit_ints(unsigned type, uint64_t ts, unsigned n, const uint64_t *v)
+{
+	emit_ints(type, ts, n, v);
+}
+
+void bt_emit_ints3(unsigned type, uint64_t ts, uint64_t a, uint64_t b,
+		   uint64_t c)
+{
+	const uint64_t v[3] = { a, b, c };
+
+	emit_ints(type, ts, 3, v);
 }
 
 static void emit_now(struct bt_event *ev)
