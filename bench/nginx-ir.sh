@@ -17,6 +17,8 @@
 # NGINX_IR_DIR=DIR: work in DIR (made; it must not exist) instead, so
 # that two builds compared run with the same file paths: a path's
 # dictionary slots, and so what it collides with, depend on it.
+# NGINX_IR_LOGD=1 (traced): a BUILD_DIR/bp-logd drains the ring, as in
+# bench/run, instead of the shim writing its spool at every wait.
 set -eu
 
 B=$(cd "${1:?usage: nginx-ir.sh BUILD_DIR [traced|untraced] [N1 N2]}" && pwd)
@@ -58,9 +60,19 @@ one() {   # one N -> total instructions
 	    server { listen 127.0.0.1:$port; root $d/www; }
 	}
 	EOC
-	local env=(env)
+	local env=(env) lp=""
 	[ "$MODE" = traced ] && env=(env "LD_PRELOAD=$B/.libs/libbtrace.so"
 		"BTRACE_SPOOL=$d/spool" "BTRACE_RULES=http port $port")
+	if [ "$MODE" = traced ] && [ "${NGINX_IR_LOGD:-0}" = 1 ]; then
+		"$B/bp-logd" -f -d "$d/logs" -s "$d/logd.sock" -p "$d/logd.pid" \
+			>"$d/logd.out" 2>&1 &
+		lp=$!
+		for ((i = 0; i < 100; i++)); do
+			[ -S "$d/logd.sock" ] && break
+			sleep 0.1
+		done
+		env+=("BTRACE_LOGD=$d/logd.sock")
+	fi
 	"${env[@]}" valgrind --tool=callgrind --callgrind-out-file="$d/cg.out" \
 		nginx -p "$d" -c "$d/nginx.conf" >"$d/vg.out" 2>&1 &
 	vp=$!
@@ -101,6 +113,10 @@ one() {   # one N -> total instructions
 	sleep 0.3
 	kill -QUIT "$vp"
 	wait "$vp" || true
+	if [ -n "$lp" ]; then
+		kill -TERM "$lp"
+		wait "$lp" || true
+	fi
 	awk '/^(summary|totals):/ { print $2; exit }' "$d/cg.out"
 }
 

@@ -411,7 +411,8 @@ void bt_emit_open(int fd, uint32_t flags, const char *path, uint32_t len)
 		ring_full(s);
 }
 
-void bt_emit_ints(unsigned type, uint64_t ts, unsigned n, const uint64_t *v)
+static inline __attribute__((always_inline)) void emit_ints(unsigned type,
+		uint64_t ts, unsigned n, const uint64_t *v)
 {
 	struct bt_slot *s = &bt_self.slot;
 
@@ -423,6 +424,19 @@ void bt_emit_ints(unsigned type, uint64_t ts, unsigned n, const uint64_t *v)
 		slot_commit(s, bt_ev_encode_ints(p, type, ts, &s->prev_ts, n, v));
 	else
 		ring_full(s);
+}
+
+void bt_emit_ints(unsigned type, uint64_t ts, unsigned n, const uint64_t *v)
+{
+	emit_ints(type, ts, n, v);
+}
+
+void bt_emit_ints3(unsigned type, uint64_t ts, uint64_t a, uint64_t b,
+		   uint64_t c)
+{
+	const uint64_t v[3] = { a, b, c };
+
+	emit_ints(type, ts, 3, v);
 }
 
 static void emit_now(struct bt_event *ev)
@@ -643,14 +657,14 @@ void bt_emit_atfork_prepare(void)
 {
 	pthread_mutex_lock(&bt_ring_mu);
 	pthread_mutex_lock(&bt_link_mu);
-	pthread_mutex_lock(&bt_spool_mu);
+	bt_mutex_lock(&bt_spool_mu);
 	pthread_mutex_lock(&bt_own_mu);
 }
 
 void bt_emit_atfork_parent(void)
 {
 	pthread_mutex_unlock(&bt_own_mu);
-	pthread_mutex_unlock(&bt_spool_mu);
+	bt_mutex_unlock(&bt_spool_mu);
 	pthread_mutex_unlock(&bt_link_mu);
 	pthread_mutex_unlock(&bt_ring_mu);
 }
@@ -660,7 +674,7 @@ void bt_emit_atfork_child(void)
 {
 	pthread_mutex_init(&bt_ring_mu, NULL);
 	pthread_mutex_init(&bt_link_mu, NULL);
-	pthread_mutex_init(&bt_spool_mu, NULL);
+	bt_mutex_init(&bt_spool_mu);
 	pthread_mutex_init(&bt_own_mu, NULL);
 	bt_pause_word = &bt_ring_no_pause;       /* until the child has its chunk 0 */
 	for (unsigned k = 0; k < bt_ring_nchunks; k++) {

@@ -18,6 +18,10 @@ BT_HIDDEN void bt_emit(struct bt_event *ev);
  * see bt_ev_encode_ints); TS 0 means now.  Same bytes as bt_emit. */
 BT_HIDDEN void bt_emit_ints(unsigned type, uint64_t ts, unsigned n,
 			    const uint64_t *v);
+/* bt_emit_ints of three fields A, B, C (READY, MSG_BEGIN): the encoder's
+ * loop unrolled, the fields in registers. */
+BT_HIDDEN void bt_emit_ints3(unsigned type, uint64_t ts, uint64_t a,
+			     uint64_t b, uint64_t c);
 /* Record a MSG from its fields (M->ts 0 means now); VLEN is the sum of
  * the lengths of its M->nattr attributes (its bound: BT_EV_MSG_BOUND).
  * Same bytes as bt_emit of the same MSG. */

@@ -1138,8 +1138,10 @@ static int epoll_common(int kind, struct bt_epset *es, int epfd,
 			now0 = 0;
 			uint64_t left = deadline > now ? deadline - now : 0;
 			tmo = (int)((left + 999999) / 1000000);
-			tts.tv_sec = (time_t)(left / 1000000000ull);
-			tts.tv_nsec = (long)(left % 1000000000ull);
+			if (kind == EPK_PWAIT2) {   /* (the others take tmo) */
+				tts.tv_sec = (time_t)(left / 1000000000ull);
+				tts.tv_nsec = (long)(left % 1000000000ull);
+			}
 		} else {
 			tmo = -1;
 		}

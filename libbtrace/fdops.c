@@ -45,11 +45,11 @@ static void log_dup(int fd, int fd2)
 
 /*
  * FD is going away (close, or replaced by dup2).  Forget it; if it was the
- * last reference to a channel, its open messages end here.
+ * last reference to a channel, its open messages end here.  W: FD's word,
+ * just read (forget reads it).
  */
-static void forget(int fd, int log)
+static void forget_w(int fd, uintptr_t w, int log)
 {
-	uintptr_t w = bt_fd_get(fd);
 	struct bt_chan *ch;
 
 	if (w == BT_FD_NONE)
@@ -76,6 +76,11 @@ static void forget(int fd, int log)
 		bt_mutex_unlock(&ch->mu);
 	}
 	bt_chan_put(ch);
+}
+
+static void forget(int fd, int log)
+{
+	forget_w(fd, bt_fd_get(fd), log);
 }
 
 BT_HIDDEN int bt_socket(int domain, int type, int proto)
@@ -381,14 +386,17 @@ int bt_fcntl(int fd, int cmd, void *arg, int is64)
 
 int bt_close(int fd)
 {
-	if (bt_own_is_fd(fd)) {
+	/* one look at FD's word: the shim's own (bt_own_is_fd), and what
+	 * forget() reads */
+	uintptr_t w = fd >= 0 ? bt_fd_get(fd) : BT_FD_NONE;
+	if (w == BT_FD_OWN) {
 		errno = EBADF;
 		return -1;
 	}
 	int r, e;
 
 	if (bt_enter()) {
-		forget(fd, 1);
+		forget_w(fd, w, 1);
 		bt_leave();
 	} else {
 		bt_leave_pass();

@@ -46,11 +46,14 @@ static inline void log_simple(struct bt_chan *ch, int type, int fd, int dir,
 		       uint64_t off, uint64_t len)
 {
 	uint64_t v[4] = { bt_zigzag(fd), (uint64_t)(uint8_t)dir, off, len };
+	uint64_t ts = dir == BT_DIR_OUT ? bt_self.out_ts : 0;
 
 	if (unlikely(ch->dark))
 		return;
-	bt_emit_ints((unsigned)type, dir == BT_DIR_OUT ? bt_self.out_ts : 0,
-		     type == BT_EV_DATA ? 4 : 3, v);
+	if (type == BT_EV_DATA)
+		bt_emit_ints((unsigned)type, ts, 4, v);
+	else
+		bt_emit_ints3((unsigned)type, ts, v[0], v[1], v[2]);
 }
 
 /*

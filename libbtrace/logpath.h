@@ -58,7 +58,7 @@ BT_HIDDEN void bt_link_kick(struct bt_slot *s);
 
 /* ---- spool.c ---- */
 BT_HIDDEN extern int bt_spool_fd;
-BT_HIDDEN extern pthread_mutex_t bt_spool_mu;
+BT_HIDDEN extern bt_mutex_t bt_spool_mu;
 /* Write slot I of chunk C's undrained bytes to the spool and advance its
  * tail. */
 BT_HIDDEN int bt_spool_drain(struct bt_chunk *c, unsigned i);

@@ -122,8 +122,6 @@ void bt_ready_atfork_child(void)
 
 void bt_ready_log_rec(int fd, uintptr_t w, uint32_t pollbits, int nready)
 {
-	uint64_t v[3] = { bt_zigzag(fd), pollbits, bt_zigzag(nready) };
-
 	/* input on a channel that is not traced (dark, docs/security.md):
 	 * the fragment works for no request */
 	if (fd >= 0 && unlikely(bt_fd_dark(w))) {
@@ -134,11 +132,13 @@ void bt_ready_log_rec(int fd, uintptr_t w, uint32_t pollbits, int nready)
 		w = bt_fd_seen(fd);
 	if (ready_noreq(fd, w)) {
 		uint64_t h0 = bt_self.slot.head;
-		bt_emit_ints(BT_EV_READY, 0, 3, v);
+		bt_emit_ints3(BT_EV_READY, 0, bt_zigzag(fd), pollbits,
+			      bt_zigzag(nready));
 		bt_noreq_mark(h0);
 		return;
 	}
-	bt_emit_ints(BT_EV_READY, 0, 3, v);
+	bt_emit_ints3(BT_EV_READY, 0, bt_zigzag(fd), pollbits,
+		      bt_zigzag(nready));
 }
 
 /* ---- signal handlers at a wait ------------------------------------------ */

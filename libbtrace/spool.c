@@ -23,7 +23,7 @@
 #include "logpath.h"
 
 int bt_spool_fd = -1;
-pthread_mutex_t bt_spool_mu = PTHREAD_MUTEX_INITIALIZER;
+bt_mutex_t bt_spool_mu;   /* the light mutex (core.h): taken at every drain */
 
 /* ---- spool ------------------------------------------------------------ */
 
@@ -147,6 +147,51 @@ static int spool_open(void)
 	return 0;
 }
 
+/*
+ * One block, header H and its payload P: encoded as bt_seg_write_block
+ * would write it, but in one writev (one system call, where two writes
+ * took two).  A short write (a full disk) goes on from where it stopped,
+ * with write(2) as bt_seg_write_block would.  0 or -errno.
+ */
+static int spool_write_block(int fd, const struct bt_blk_header *h,
+			     const uint8_t *p)
+{
+	uint8_t hdr[BT_BLK_HDR_SIZE];
+	struct iovec iov[2];
+	size_t left = BT_BLK_HDR_SIZE + (size_t)h->len, done;
+	ssize_t w;
+
+	bt_blk_header_encode(hdr, h, p);
+	iov[0].iov_base = hdr;
+	iov[0].iov_len = sizeof hdr;
+	iov[1].iov_base = (void *)p;
+	iov[1].iov_len = h->len;
+	do
+		w = REAL(writev)(fd, iov, 2);
+	while (w < 0 && errno == EINTR);
+	if (w < 0)
+		return -errno;
+	if ((size_t)w == left)
+		return 0;
+	/* the rest: what is left of the header, then of the payload */
+	done = (size_t)w;
+	while (done < left) {
+		const uint8_t *b = done < sizeof hdr ? hdr + done
+						     : p + (done - sizeof hdr);
+		size_t n = done < sizeof hdr ? sizeof hdr - done : left - done;
+		w = spool_write_fn(fd, b, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (w == 0)
+			return -EIO;
+		done += (size_t)w;
+	}
+	return 0;
+}
+
 /* Write slot S's undrained bytes to the spool and advance its tail. */
 int bt_spool_drain(struct bt_chunk *c, unsigned i)
 {
@@ -155,9 +200,9 @@ int bt_spool_drain(struct bt_chunk *c, unsigned i)
 	uint64_t h, t;
 	int rc = 0;
 
-	pthread_mutex_lock(&bt_spool_mu);
+	bt_mutex_lock(&bt_spool_mu);
 	if (spool_open() < 0) {
-		pthread_mutex_unlock(&bt_spool_mu);
+		bt_mutex_unlock(&bt_spool_mu);
 		return -1;
 	}
 	h = __atomic_load_n(&sh->head, __ATOMIC_ACQUIRE);
@@ -177,12 +222,12 @@ int bt_spool_drain(struct bt_chunk *c, unsigned i)
 		bh.gen = (uint16_t)sh->gen;
 		bh.stream_off = t;
 		bh.flags = BT_BF_SPOOL;
-		rc = bt_seg_write_block(bt_spool_fd, spool_write_fn, &bh, data + pos);
+		rc = spool_write_block(bt_spool_fd, &bh, data + pos);
 		if (rc == 0)
 			t += n;
 	}
 	if (t > __atomic_load_n(&sh->tail, __ATOMIC_ACQUIRE))
 		__atomic_store_n(&sh->tail, t, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&bt_spool_mu);
+	bt_mutex_unlock(&bt_spool_mu);
 	return rc == 0 ? 0 : -1;
 }
