@@ -43,6 +43,9 @@ struct bt_epset {
 	/* the readiness queue, under mu (qlen also read alone as a hint) */
 	unsigned qhead, qlen;
 	int      taking;            /* a thread is taking a batch (one at a time) */
+	uintptr_t waiter;           /* the one thread that waited on the set
+				       (its &bt_self), EP_MANY after a second:
+				       batches only for a set of one thread */
 	int      busy;              /* counted in bt_epq_busy (qlen > 0) */
 	uint64_t pseq;              /* purges while a batch was taken */
 	struct bt_epset *next, **pprev;   /* every set (ep_sets) */
