@@ -455,13 +455,7 @@ follow12() {
 }
 # until12 SQL WANT: until SQL on live12.db answers WANT (30 s)
 until12() {
-	local i=0 got
-	while got=$(sqlite3 "$T/live12.db" "$1" 2>/dev/null); [ "$got" != "$2" ]; do
-		i=$((i + 1))
-		[ $i -le 300 ] || rp_fail "--follow: after 30 s '$1' is '$got', not '$2': $(tail -n 3 "$T/live12.err")"
-		kill -0 "$FPID" 2>/dev/null || rp_fail "--follow ended: $(tail -n 3 "$T/live12.err")"
-		sleep 0.1
-	done
+	rp_until_db "$T/live12.db" "$FPID" "$T/live12.err" "$1" "$2"
 }
 follow12
 cp -r "$T/f3/front" "$T/f3/app" "$T/f3/db" "$T/live12/"

@@ -15,22 +15,8 @@
 rp_init follow-push
 rp_node
 
-# rx NAME [OPTIONS]: start a receiver in $T/NAME; RX is its URL.
-rx() {
-	local d=$T/$1
-	shift
-	mkdir -p "$d" || rp_fail "mkdir $d"
-	node "$RP_DIR/otlp-receiver.js" "$PROTO_DIR" "$d" "$@" >"$d/log" 2>&1 &
-	RX_PID=$!
-	bp_track "$RX_PID"
-	bp_wait_for "the receiver in $d" 150 test -s "$d/port"
-	RX=http://127.0.0.1:$(cat "$d/port")
-}
-
-stop_rx() {
-	bp_kill TERM "$RX_PID"
-	wait "$RX_PID" 2>/dev/null
-}
+rx() { rp_rx "$@"; }
+stop_rx() { rp_stop_rx; }
 
 # follow LABEL ARGS...: --follow on $T/live-LABEL into $T/LABEL.db, in
 # the background (FPID); stderr appended to $T/LABEL.err
@@ -45,13 +31,7 @@ follow() {
 
 # until_db LABEL SQL WANT: until SQL on $T/LABEL.db answers WANT (30 s)
 until_db() {
-	local i=0 got
-	while got=$(sqlite3 "$T/$1.db" "$2" 2>/dev/null); [ "$got" != "$3" ]; do
-		i=$((i + 1))
-		[ $i -le 300 ] || rp_fail "$1: after 30 s, '$2' is '$got', not '$3': $(tail -n 3 "$T/$1.err")"
-		kill -0 "$FPID" 2>/dev/null || rp_fail "$1: --follow ended: $(tail -n 3 "$T/$1.err")"
-		sleep 0.1
-	done
+	rp_until_db "$T/$1.db" "$FPID" "$T/$1.err" "$2" "$3"
 }
 
 # stop_follow: SIGINT, its exit status in FRC (bounded: 60 s)

@@ -120,3 +120,34 @@ rp_check_dot() {
 	done
 	echo "$RP_TEST: $n DOT files render with dot -Tsvg"
 }
+
+# rp_rx NAME [OPTIONS]: start an OTLP receiver (otlp-receiver.js) in
+# $T/NAME; RX is its URL, RX_PID its process.  rp_stop_rx stops it.
+rp_rx() {
+	local d=$T/$1
+	shift
+	mkdir -p "$d" || rp_fail "mkdir $d"
+	node "$RP_DIR/otlp-receiver.js" "$PROTO_DIR" "$d" "$@" >"$d/log" 2>&1 &
+	RX_PID=$!
+	bp_track "$RX_PID"
+	bp_wait_for "the receiver in $d" 150 test -s "$d/port"
+	RX=http://127.0.0.1:$(cat "$d/port")
+}
+
+rp_stop_rx() {
+	bp_kill TERM "$RX_PID"
+	wait "$RX_PID" 2>/dev/null    # it exits on TERM; the port is closed after
+}
+
+# rp_until_db DB PID ERRFILE SQL WANT: until SQL on DB (written by
+# bp-reconstruct --follow, process PID, stderr in ERRFILE) answers WANT;
+# fails after 30 s or when PID is gone.
+rp_until_db() {
+	local i=0 got
+	while got=$(sqlite3 "$1" "$4" 2>/dev/null); [ "$got" != "$5" ]; do
+		i=$((i + 1))
+		[ $i -le 300 ] || rp_fail "$1: after 30 s, '$4' is '$got', not '$5': $(tail -n 3 "$3")"
+		kill -0 "$2" 2>/dev/null || rp_fail "bp-reconstruct --follow ended: $(tail -n 3 "$3")"
+		sleep 0.1
+	done
+}

@@ -27,23 +27,9 @@
 rp_init push
 rp_node
 
-# rx NAME [OPTIONS]: start a receiver in $T/NAME; RX is its URL.
-rx() {
-	local d=$T/$1
-	shift
-	mkdir -p "$d" || rp_fail "mkdir $d"
-	node "$RP_DIR/otlp-receiver.js" "$PROTO_DIR" "$d" "$@" >"$d/log" 2>&1 &
-	RX_PID=$!
-	bp_track "$RX_PID"
-	bp_wait_for "the receiver in $d" 150 test -s "$d/port"
-	RX=http://127.0.0.1:$(cat "$d/port")
-}
-
-# stop_rx: stop the last receiver
-stop_rx() {
-	bp_kill TERM "$RX_PID"
-	wait "$RX_PID" 2>/dev/null    # it exits on TERM; the port is closed after
-}
+# a receiver: rp_rx NAME [OPTIONS], rp_stop_rx (lib.sh)
+rx() { rp_rx "$@"; }
+stop_rx() { rp_stop_rx; }
 
 # push LABEL ARGS...: bp-reconstruct, bounded; RC, ERR (stderr file), SECS
 push() {
