@@ -513,7 +513,8 @@ int rc_db_finish(struct rc_ctx *c)
 	    write_stats(c) < 0)
 		return RC_EXIT_OUTPUT;
 	char why[512];
-	if (rc_patterns_build(d->h, why, sizeof why) < 0 ||
+	if ((c->opt->no_patterns ? rc_patterns_empty(d->h, why, sizeof why) :
+	     rc_patterns_build(d->h, why, sizeof why)) < 0 ||
 	    rc_views_create(d->h, why, sizeof why) < 0) {
 		rc_db_error(c, why);
 		return RC_EXIT_OUTPUT;

@@ -45,8 +45,16 @@
 #include "otlp_push.h"
 
 /* How often the patterns and the rows of no request are written again
- * (they are of the whole run: each costs as much as the whole log). */
+ * (they are of the whole run: each costs as much as the whole log): every
+ * 10 s, and never more than a twentieth of the time. */
 #define FOLLOW_REFRESH_NS (10 * 1000000000LL)
+#define FOLLOW_REFRESH_SHARE 20
+
+/* The window of a pass: a request open longer than this many windows is
+ * left for the last pass; clock estimates of two passes may differ by
+ * this much. */
+#define FOLLOW_OPEN_WINDOWS 30
+#define FOLLOW_MARGIN_NS 1000000000LL
 
 /* Ids of rows of no request: above every id a request's row gets
  * (EXPORT_UNATTR, export.h). */
@@ -78,6 +86,11 @@ struct fl {
 	int64_t  newest_ns;         /* the newest event of the last pass */
 	int64_t  refreshed_ns;      /* when patterns were last written */
 	int64_t  read_ns;           /* Unix time the last pass began reading */
+	int64_t  horizon;           /* of this pass (INT64_MIN: a full pass) */
+	int64_t  open_from;         /* the first start of a request not yet
+				       written (INT64_MAX: none) */
+	uint64_t deferred;          /* left for the last pass */
+	double   refresh_s;         /* what the last refresh pass cost */
 	uint64_t events;
 	/* the sinks: [0] the OTLP push, [1] ClickHouse */
 	uint64_t sent[2], batches[2], retries[2], failed[2];
@@ -118,11 +131,33 @@ static int xsql(struct fl *f, const char *fmt, ...)
 	va_end(ap);
 	if (!sql)
 		return ffail(f, "out of memory");
-	int64_t t0 = now_ns(CLOCK_MONOTONIC);
-	int rc = sqlite3_exec(f->h, sql, NULL, NULL, &e);
 	const char *tm = getenv("BP_FOLLOW_TIMING");
-	if (tm && *tm)
-		fprintf(stderr, "%8.1f ms %.60s\n", (now_ns(CLOCK_MONOTONIC) - t0) / 1e6, sql + strspn(sql, " \n"));
+	int rc;
+	if (tm && *tm) {
+		/* statement by statement, each timed */
+		const char *p = sql;
+		rc = SQLITE_OK;
+		while (rc == SQLITE_OK && *p) {
+			sqlite3_stmt *st = NULL;
+			const char *next;
+			int64_t t0 = now_ns(CLOCK_MONOTONIC);
+			rc = sqlite3_prepare_v2(f->h, p, -1, &st, &next);
+			if (rc == SQLITE_OK && st) {
+				while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+					;
+				rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+				sqlite3_finalize(st);
+			}
+			if (rc != SQLITE_OK)
+				e = sqlite3_mprintf("%s", sqlite3_errmsg(f->h));
+			if (st)
+				fprintf(stderr, "%8.1f ms %.70s\n", (now_ns(CLOCK_MONOTONIC) - t0) / 1e6,
+					p + strspn(p, " \n"));
+			p = next;
+		}
+	} else {
+		rc = sqlite3_exec(f->h, sql, NULL, NULL, &e);
+	}
 	if (rc != SQLITE_OK) {
 		char head[81];
 		snprintf(head, sizeof head, "%s", sql + strspn(sql, " \n"));
@@ -239,7 +274,9 @@ static int open_out(struct fl *f)
 				    SQLITE_DETERMINISTIC, NULL, h_func, NULL,
 				    NULL) != SQLITE_OK)
 		return ffail(f, "%s: %s", path, sqlite3_errmsg(f->h));
-	if (xsql(f, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;") < 0)
+	if (xsql(f, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;\n"
+		 "CREATE TEMP TABLE pend(key TEXT PRIMARY KEY, start INTEGER);\n"
+		 "CREATE TEMP TABLE deferred(key TEXT PRIMARY KEY);") < 0)
 		return -1;
 	int64_t n_req, n_follow;
 	if (one_i64(f, "SELECT count(*) FROM sqlite_master WHERE name = 'requests'", &n_req) < 0 ||
@@ -324,7 +361,10 @@ static const char maps_sql[] =
 	"DROP TABLE IF EXISTS temp.cm; DROP TABLE IF EXISTS temp.ccm;\n"
 	"DROP TABLE IF EXISTS temp.rs; DROP TABLE IF EXISTS temp.rm;\n"
 	"DROP TABLE IF EXISTS temp.w; DROP TABLE IF EXISTS temp.sm;\n"
-	"DROP TABLE IF EXISTS temp.mm;\n"
+	"DROP TABLE IF EXISTS temp.mm; DROP TABLE IF EXISTS temp.win;\n"
+	"DROP TABLE IF EXISTS temp.wc;\n"
+	"CREATE TEMP TABLE win(e INTEGER PRIMARY KEY);\n"
+	"CREATE TEMP TABLE wc(e INTEGER PRIMARY KEY);\n"
 	"CREATE TEMP TABLE hm(e INTEGER PRIMARY KEY, l INTEGER, key TEXT, sh INTEGER);\n"
 	"INSERT INTO temp.hm(e, key, sh)\n"
 	"  SELECT host_id, bk || '#' || row_number() OVER (PARTITION BY bk ORDER BY host_id), sh\n"
@@ -348,7 +388,44 @@ static const char chan_sql[] =
 	"        || '/' || COALESCE(c.kind, '') || '/' || COALESCE(c.role, '') || '/'\n"
 	"        || COALESCE(c.open_ns - h.sh, '') AS bk\n"
 	"        FROM e.channels c LEFT JOIN temp.pm p ON p.e = c.process_id\n"
-	"        LEFT JOIN temp.hm h ON h.e = c.host_id);\n";
+	"        LEFT JOIN temp.hm h ON h.e = c.host_id\n"
+	"        WHERE c.channel_id IN (SELECT e FROM temp.wc));\n";
+
+/* The window of a pass (temp.win: the requests it looks at, temp.wc: the
+ * channels it writes).  All of them on a full pass; on a window pass
+ * (%lld, %lld: the horizon, in the pass's time) the requests that began at
+ * or after the horizon, the channels open then, and, until nothing is
+ * added, whatever their rows point to: the requests of the processes,
+ * of those channels and of the spans' candidate requests, the channels
+ * of the requests' spans, messages and fragments, the peer of each
+ * channel and the other ends of its connection.  So every row written
+ * finds its ids in the maps. */
+static const char win_full_sql[] =
+	"INSERT INTO temp.win SELECT request_id FROM e.requests;\n"
+	"INSERT INTO temp.wc SELECT channel_id FROM e.channels;\n";
+
+static const char win_start_sql[] =
+	"INSERT OR IGNORE INTO temp.win SELECT request_id FROM e.requests WHERE start_ns >= %lld;\n"
+	"INSERT OR IGNORE INTO temp.win SELECT request_id FROM e.processes WHERE request_id IS NOT NULL;\n"
+	"INSERT OR IGNORE INTO temp.wc SELECT channel_id FROM e.channels\n"
+	"  WHERE close_ns IS NULL OR close_ns >= %lld;\n";
+
+static const char win_grow_sql[] =
+	"INSERT OR IGNORE INTO temp.win SELECT c.request_id FROM e.span_candidates c\n"
+	"  WHERE c.request_id IS NOT NULL AND c.span_id IN\n"
+	"  (SELECT s.span_id FROM temp.win JOIN e.spans s ON s.request_id = win.e);\n"
+	"INSERT OR IGNORE INTO temp.win SELECT c.request_id FROM temp.wc\n"
+	"  JOIN e.channels c ON c.channel_id = wc.e WHERE c.request_id IS NOT NULL;\n"
+	"INSERT OR IGNORE INTO temp.wc SELECT s.channel_id FROM temp.win\n"
+	"  JOIN e.spans s ON s.request_id = win.e WHERE s.channel_id IS NOT NULL;\n"
+	"INSERT OR IGNORE INTO temp.wc SELECT m.channel_id FROM temp.win\n"
+	"  JOIN e.messages m ON m.request_id = win.e WHERE m.channel_id IS NOT NULL;\n"
+	"INSERT OR IGNORE INTO temp.wc SELECT g.channel_id FROM temp.win\n"
+	"  JOIN e.fragments g ON g.request_id = win.e WHERE g.channel_id IS NOT NULL;\n"
+	"INSERT OR IGNORE INTO temp.wc SELECT c.peer_channel_id FROM temp.wc\n"
+	"  JOIN e.channels c ON c.channel_id = wc.e WHERE c.peer_channel_id IS NOT NULL;\n"
+	"INSERT OR IGNORE INTO temp.wc SELECT channel_id FROM e.channels WHERE conn_id IN\n"
+	"  (SELECT c.conn_id FROM temp.wc JOIN e.channels c ON c.channel_id = wc.e);\n";
 
 /* Per request of the pass: its key, fingerprint, whether it is final
  * (%1$lld: the last pass; %2$lld: the cut-off), its PATHS.db id if it
@@ -364,7 +441,7 @@ static const char req_sql[] =
 	"  FROM e.spans s LEFT JOIN temp.hm h ON h.e = s.host_id\n"
 	"  LEFT JOIN e.spans p ON p.span_id = s.parent_span_id\n"
 	"  LEFT JOIN temp.hm ph ON ph.e = p.host_id\n"
-	"  WHERE s.request_id IS NOT NULL GROUP BY s.request_id;\n"
+	"  WHERE s.request_id IN (SELECT e FROM temp.win) GROUP BY s.request_id;\n"
 	"CREATE TEMP TABLE rm(e INTEGER PRIMARY KEY, l INTEGER, key TEXT UNIQUE,\n"
 	"  fp INTEGER, fin INTEGER, endn INTEGER, old INTEGER);\n"
 	"INSERT INTO temp.rm(e, key, fp, fin, endn)\n"
@@ -383,7 +460,8 @@ static const char req_sql[] =
 	"    FROM e.requests r LEFT JOIN temp.rs x ON x.e = r.request_id\n"
 	"    LEFT JOIN e.spans s ON s.span_id = r.root_span_id\n"
 	"    LEFT JOIN temp.hm h ON h.e = s.host_id\n"
-	"    LEFT JOIN temp.hm rh ON rh.e = r.host_id);\n"
+	"    LEFT JOIN temp.hm rh ON rh.e = r.host_id\n"
+	"    WHERE r.request_id IN (SELECT e FROM temp.win));\n"
 	"UPDATE temp.rm SET l = f.request_id, old = f.fingerprint\n"
 	"  FROM follow_requests f WHERE f.key = rm.key;\n"
 	"CREATE TEMP TABLE w(e INTEGER PRIMARY KEY, l INTEGER, new INTEGER);\n"
@@ -402,10 +480,10 @@ static const char renew_sql[] =
 	 * removed) */
 	"DROP TABLE IF EXISTS temp.gone; DROP TABLE IF EXISTS temp.del;\n"
 	"CREATE TEMP TABLE gone(l INTEGER PRIMARY KEY);\n"
-	"INSERT INTO temp.gone SELECT f.request_id FROM follow_requests f\n"
-	"  JOIN requests r ON r.request_id = f.request_id\n"
+	"INSERT INTO temp.gone SELECT f.request_id FROM requests r\n"
+	"  JOIN follow_requests f ON f.request_id = r.request_id\n"
 	"  WHERE NOT EXISTS (SELECT 1 FROM temp.rm WHERE rm.key = f.key)\n"
-	"  AND r.start_ns >= (SELECT min(start_ns) FROM e.requests);\n"
+	"  AND r.start_ns >= %lld;\n"
 	"CREATE TEMP TABLE del(l INTEGER PRIMARY KEY);\n"
 	"INSERT INTO temp.del SELECT l FROM temp.w WHERE NOT new UNION SELECT l FROM temp.gone;\n"
 	"DELETE FROM attrs WHERE span_id IN (SELECT span_id FROM spans WHERE request_id IN\n"
@@ -531,7 +609,8 @@ static const char rows_sql[] =
 	"  FROM (SELECT w.l, rm.fp FROM temp.w JOIN temp.rm ON rm.e = w.e WHERE NOT w.new) x\n"
 	"  WHERE follow_requests.request_id = x.l;\n";
 
-/* The tables of the whole run, replaced on every pass. */
+/* The tables of the whole run, replaced on every pass: the channels of
+ * the window only (%s: the channels deleted first, all on a full pass). */
 static const char global_sql[] =
 	"DELETE FROM hosts;\n"
 	"INSERT INTO hosts SELECT hm.l, h.name, h.domain, h.boot_id, h.reference, h.offset_ns,\n"
@@ -543,7 +622,7 @@ static const char global_sql[] =
 	"  FROM e.processes p JOIN temp.pm ON pm.e = p.process_id\n"
 	"  LEFT JOIN temp.hm ON hm.e = p.host_id LEFT JOIN temp.pm pp ON pp.e = p.parent_process_id\n"
 	"  LEFT JOIN temp.rm ON rm.e = p.request_id;\n"
-	"DELETE FROM channels;\n"
+	"DELETE FROM channels%s;\n"
 	"INSERT INTO channels SELECT cm.l, ccm.l, hm.l, pm.l, c.pid, c.fd, c.kind, c.role,\n"
 	"  c.protocol, c.local, c.remote, c.path, c.ino, c.peer_ino, pc.l, c.traced_peer, rm.l,\n"
 	"  c.open_ns, c.close_ns, c.bytes_in, c.bytes_out, c.msgs_in, c.msgs_out, c.lost_sync,\n"
@@ -643,35 +722,87 @@ static int bump_state(struct fl *f, const char *key, const char *table,
 		    "WHERE key = '%s';", col, table, col, key);
 }
 
-/* Write what the pass database holds that is final into PATHS.db; FINAL:
- * everything (the last pass). */
-static int write_pass(struct fl *f, int final)
+/* Fill temp.win and temp.wc (win_full_sql, win_start_sql): *GONE_FROM
+ * is where a request written before and not found any more counts as
+ * withdrawn (PATHS.db's requests.start_ns). */
+static int window(struct fl *f, int full, int64_t *gone_from)
 {
-	int refresh = final || f->passes == 0 ||
-		now_ns(CLOCK_MONOTONIC) - f->refreshed_ns >= FOLLOW_REFRESH_NS;
+	int64_t first, last, n = 0;
+	if (one_i64(f, "SELECT min(start_ns) FROM e.requests", &first) < 0 ||
+	    one_i64(f, "SELECT max(start_ns) FROM e.requests", &last) < 0 ||
+	    one_i64(f, "SELECT count(*) FROM e.requests", &n) < 0)
+		return -1;
+	/* no request in the pass: none gone */
+	*gone_from = n ? first : INT64_MAX;
+	f->horizon = INT64_MIN;
+	if (!full && n) {
+		int64_t h = last - (int64_t)(f->o->window * 1e9);
+		int64_t floor = last - (int64_t)(f->o->window * FOLLOW_OPEN_WINDOWS * 1e9);
+		if (f->open_from != INT64_MAX && f->open_from - FOLLOW_MARGIN_NS < h)
+			h = f->open_from - FOLLOW_MARGIN_NS;
+		if (h < floor)
+			h = floor;
+		if (h > first) {
+			f->horizon = h;
+			if (h + FOLLOW_MARGIN_NS > *gone_from)
+				*gone_from = h + FOLLOW_MARGIN_NS;
+		}
+	}
+	if (f->horizon == INT64_MIN)
+		return xsql(f, "%s", win_full_sql);
+	if (xsql(f, win_start_sql, (long long)f->horizon,
+		 (long long)f->horizon) < 0)
+		return -1;
+	/* until nothing is added (a chain of requests and channels longer
+	 * than this: the whole pass instead) */
+	for (int i = 0; i < 8; i++) {
+		int64_t before, after;
+		if (one_i64(f, "SELECT (SELECT count(*) FROM temp.win) + (SELECT count(*) FROM temp.wc)", &before) < 0 ||
+		    xsql(f, "%s", win_grow_sql) < 0 ||
+		    one_i64(f, "SELECT (SELECT count(*) FROM temp.win) + (SELECT count(*) FROM temp.wc)", &after) < 0)
+			return -1;
+		if (after == before)
+			return 0;
+	}
+	f->horizon = INT64_MIN;
+	*gone_from = first;
+	return xsql(f, "DELETE FROM temp.win; DELETE FROM temp.wc;\n%s", win_full_sql);
+}
+
+/* Write what the pass database holds that is final into PATHS.db; FINAL:
+ * everything (the last pass); REFRESH: the pass database has the
+ * patterns, and the patterns and rows of no request are written again.
+ * Other passes look at a window of the pass (window(), above). */
+static int write_pass(struct fl *f, int final, int refresh)
+{
 	int64_t now = now_ns(CLOCK_REALTIME);
 	/* the logs were read when the last reconstruction began: what was
 	 * not in them by then cannot be waited for from a later time */
 	int64_t cut = f->read_ns - (int64_t)(f->o->grace * 1e9);
-	int64_t base, sbase, mbase, gbase, ibase, v;
+	int64_t base, sbase, mbase, gbase, ibase, v, gone_from;
+	int full = final || refresh;
 
 	if (xsql(f, "ATTACH %Q AS e", f->pass) < 0)
 		return -1;
-	if (make_schema(f) < 0 || xsql(f, "BEGIN IMMEDIATE") < 0)
+	if (make_schema(f) < 0 ||
+	    xsql(f, "CREATE INDEX IF NOT EXISTS follow_start ON requests(start_ns)") < 0 ||
+	    xsql(f, "BEGIN IMMEDIATE") < 0)
 		goto detach;
-	if (xsql(f, "%s", maps_sql) < 0 || map_ids(f, 0, "hm") < 0 ||
+	if (xsql(f, "%s", maps_sql) < 0 || window(f, full, &gone_from) < 0 ||
+	    map_ids(f, 0, "hm") < 0 ||
 	    xsql(f, "%s", proc_sql) < 0 || map_ids(f, 1, "pm") < 0 ||
 	    xsql(f, "%s", chan_sql) < 0 || map_ids(f, 2, "cm") < 0 ||
 	    xsql(f, req_sql, (long long)final, (long long)cut, (long long)cut) < 0 ||
 	    get_state(f, "request", &base) < 0 ||
-	    xsql(f, renew_sql, (long long)base) < 0 ||
+	    xsql(f, renew_sql, (long long)base, (long long)gone_from) < 0 ||
 	    (refresh && xsql(f, "%s", ordinal_sql) < 0) ||
 	    get_state(f, "span", &sbase) < 0 || get_state(f, "message", &mbase) < 0 ||
 	    get_state(f, "fragment", &gbase) < 0 || get_state(f, "file", &ibase) < 0 ||
 	    xsql(f, fresh_sql, (long long)sbase, (long long)mbase) < 0 ||
 	    xsql(f, rows_sql, (long long)gbase, (long long)ibase, (long long)now,
 		 (long long)now, (long long)now) < 0 ||
-	    xsql(f, "%s", global_sql) < 0 ||
+	    xsql(f, global_sql, f->horizon == INT64_MIN ? "" :
+		 " WHERE channel_id IN (SELECT l FROM temp.cm)") < 0 ||
 	    (refresh && xsql(f, "%s", refresh_sql) < 0) ||
 	    bump_state(f, "request", "requests", "request_id") < 0 ||
 	    bump_state(f, "span", "spans", "span_id") < 0 ||
@@ -681,39 +812,66 @@ static int write_pass(struct fl *f, int final)
 		goto rollback;
 
 	/* what this pass did, for the progress line and the stats table */
-	int64_t nnew, lag, waiting, pending, missing, total, revised, withdrawn;
+	int64_t nnew, lag, waiting, pending, missing = (int64_t)f->missing, total,
+		revised, withdrawn, deferred, nwin;
+	/* a request that stayed unwritten until it fell out of the window
+	 * is left for the last pass (counted) */
+	if (f->horizon != INT64_MIN &&
+	    xsql(f, "INSERT OR IGNORE INTO temp.deferred SELECT key FROM temp.pend\n"
+		 "  WHERE start < %lld AND key NOT IN (SELECT key FROM temp.rm);",
+		 (long long)f->horizon) < 0)
+		goto rollback;
+	if (xsql(f, "DELETE FROM temp.pend;\n"
+		 "INSERT INTO temp.pend SELECT rm.key, r.start_ns FROM temp.rm\n"
+		 "  JOIN e.requests r ON r.request_id = rm.e WHERE rm.l IS NULL;") < 0 ||
+	    one_i64(f, "SELECT count(*) FROM temp.deferred d WHERE NOT EXISTS\n"
+		    "  (SELECT 1 FROM follow_requests f WHERE f.key = d.key)", &deferred) < 0 ||
+	    one_i64(f, "SELECT COALESCE(min(start), 9223372036854775807) FROM temp.pend",
+		    &f->open_from) < 0 ||
+	    one_i64(f, "SELECT count(*) FROM temp.win", &nwin) < 0)
+		goto rollback;
 	if (one_i64(f, "SELECT count(*) FROM temp.w WHERE new", &nnew) < 0 ||
 	    one_i64(f, "SELECT max(f.emitted_ns - rm.endn) FROM temp.w JOIN temp.rm ON rm.e = w.e"
 		    " JOIN follow_requests f ON f.request_id = w.l WHERE w.new", &lag) < 0 ||
 	    one_i64(f, "SELECT count(*) FROM temp.rm WHERE l IS NULL", &waiting) < 0 ||
 	    one_i64(f, "SELECT count(*) FROM temp.rm JOIN e.requests r ON r.request_id = rm.e"
 		    " WHERE rm.l IS NULL AND r.complete = 1", &pending) < 0 ||
-	    one_i64(f, "SELECT count(*) FROM follow_requests f WHERE NOT EXISTS"
-		    " (SELECT 1 FROM temp.rm WHERE rm.key = f.key)", &missing) < 0 ||
+	    (f->horizon == INT64_MIN &&
+	     one_i64(f, "SELECT count(*) FROM follow_requests f WHERE NOT EXISTS"
+		     " (SELECT 1 FROM temp.rm WHERE rm.key = f.key)", &missing) < 0) ||
 	    one_i64(f, "SELECT count(*) FROM follow_requests", &total) < 0 ||
 	    one_i64(f, "SELECT sum(revised) FROM follow_requests", &revised) < 0 ||
 	    get_state(f, "withdrawn", &withdrawn) < 0 ||
-	    one_i64(f, "SELECT max(end_ns) FROM e.fragments", &v) < 0)
+	    one_i64(f, "SELECT max(end_ns) FROM e.fragments WHERE request_id IN"
+		    " (SELECT e FROM temp.win)", &v) < 0)
 		goto rollback;
 	f->passes++;
 	if (refresh)
 		f->refreshed_ns = now_ns(CLOCK_MONOTONIC);
-	if (xsql(f, "DELETE FROM stats;\n"
-		 "INSERT INTO stats SELECT key, value FROM e.stats;\n"
+	/* (a pass without patterns keeps the count of the last refresh) */
+	if (xsql(f, "DELETE FROM stats%s;\n"
+		 "INSERT OR REPLACE INTO stats SELECT key, value FROM e.stats;\n"
 		 "INSERT OR REPLACE INTO stats VALUES('follow_passes', %lld),\n"
 		 "  ('follow_requests', %lld), ('follow_revised', %lld),\n"
 		 "  ('follow_waiting', %lld), ('follow_missing', %lld),\n"
-		 "  ('follow_withdrawn', %lld), ('follow_pid', %lld);\n"
+		 "  ('follow_withdrawn', %lld), ('follow_pid', %lld),\n"
+		 "  ('follow_deferred', %lld), ('follow_window_requests', %lld);\n"
 		 "COMMIT",
+		 refresh ? "" : " WHERE key <> 'patterns'",
 		 (long long)f->passes, (long long)total, (long long)revised,
 		 (long long)waiting, (long long)missing, (long long)withdrawn,
-		 (long long)getpid()) < 0)
+		 (long long)getpid(), (long long)deferred, (long long)nwin) < 0)
 		goto rollback;
 	f->written = (uint64_t)total;
 	f->revised = (uint64_t)revised;
 	f->waiting = (uint64_t)waiting;
 	f->pending = (uint64_t)pending;
 	f->withdrawn = (uint64_t)withdrawn;
+	if ((uint64_t)deferred > f->deferred)
+		fprintf(stderr, "%sbp-reconstruct: warning: %" PRId64 " requests still open %.0f s after they began are left for the last pass (--follow-window)\n",
+			f->tty ? "\r\033[K" : "", deferred,
+			f->o->window * FOLLOW_OPEN_WINDOWS);
+	f->deferred = (uint64_t)deferred;
 	if ((uint64_t)missing > f->missing)
 		fprintf(stderr, "%sbp-reconstruct: warning: %" PRId64 " requests written before began before the logs' first request now (their logs were removed?); they stay in %s\n",
 			f->tty ? "\r\033[K" : "", missing, f->o->rc->output);
@@ -959,6 +1117,13 @@ static void progress(struct fl *f, double pass_s)
 static int one_pass(struct fl *f, int recon, int final)
 {
 	double t0 = now_ns(CLOCK_MONOTONIC) / 1e9;
+	/* the patterns and the rows of no request: on the first and the last
+	 * pass, then every FOLLOW_REFRESH_NS, and at most a
+	 * FOLLOW_REFRESH_SHARE-th of the time */
+	int64_t since = now_ns(CLOCK_MONOTONIC) - f->refreshed_ns;
+	int refresh = recon && (final || f->passes == 0 ||
+		(since >= FOLLOW_REFRESH_NS &&
+		 since >= (int64_t)(f->refresh_s * FOLLOW_REFRESH_SHARE * 1e9)));
 	if (recon) {
 		struct rc_options o = *f->o->rc;
 		struct rc_summary sum;
@@ -967,6 +1132,7 @@ static int one_pass(struct fl *f, int recon, int final)
 		o.quiet = 1;
 		o.progress = 0;
 		o.err = err;
+		o.no_patterns = !refresh;
 		int64_t read_ns = now_ns(CLOCK_REALTIME);
 		int r = rc_run(&o, &sum);
 		if (r == RC_EXIT_INPUT && !final) {
@@ -993,15 +1159,18 @@ static int one_pass(struct fl *f, int recon, int final)
 	}
 	if (access(f->pass, F_OK) != 0)
 		return 1;
-	if (write_pass(f, final) < 0 || sinks_pass(f, final) < 0)
+	if (write_pass(f, final, refresh) < 0 || sinks_pass(f, final) < 0)
 		return -1;
+	if (refresh)
+		f->refresh_s = now_ns(CLOCK_MONOTONIC) / 1e9 - t0;
 	progress(f, now_ns(CLOCK_MONOTONIC) / 1e9 - t0);
 	return 0;
 }
 
 int rc_follow(const struct rc_follow_opts *o)
 {
-	struct fl f = { .o = o, .ino = -1, .lag_max_ns = -1 };
+	struct fl f = { .o = o, .ino = -1, .lag_max_ns = -1,
+			.open_from = INT64_MAX };
 	struct sigaction sa;
 	int r = RC_EXIT_OUTPUT, waited = 0;
 

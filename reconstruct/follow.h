@@ -27,6 +27,9 @@ struct rc_follow_opts {
 	const struct rc_options *rc; /* inputs, output, reference, ... */
 	double interval;             /* seconds between passes */
 	double grace;                /* seconds a final request waits */
+	/* seconds of requests (by their start, before the newest) a pass
+	 * looks at, besides those not yet written (docs/reconstruct.md) */
+	double window;
 	/* push each request to an OTLP receiver once a later pass found it
 	 * unchanged (NULL: no push) */
 	const struct otlp_push_opts *push;

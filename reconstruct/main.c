@@ -239,9 +239,8 @@ static const char help[] =
 "                           follow_requests.revised).  Run again on the\n"
 "                           same PATHS.db after a stop or a crash, it goes\n"
 "                           on: nothing is written twice or lost.  Each\n"
-"                           pass reads the logs from their start (memory\n"
-"                           and time grow with them: docs/reconstruct.md,\n"
-"                           \"Live\").  With --otlp-endpoint and\n"
+"                           pass reads the logs from their start (its time\n"
+"                           grows with them: docs/reconstruct.md, \"Live\").  With --otlp-endpoint and\n"
 "                           --clickhouse, each request is sent once a\n"
 "                           later pass found it unchanged, and the tables\n"
 "                           of the whole run go to ClickHouse at the end\n"
@@ -255,6 +254,14 @@ static const char help[] =
 "                           written (default 0.5): for the records of\n"
 "                           other processes that bp-logd has not yet\n"
 "                           drained (it drains every 50 ms).\n"
+"        --follow-window=SECONDS\n"
+"                           the requests a pass looks at again: those that\n"
+"                           began in the last SECONDS of the logs (default\n"
+"                           10), and every request not yet written.  A\n"
+"                           request written earlier is revised or withdrawn\n"
+"                           by the last pass only; one still open 30 times\n"
+"                           SECONDS after it began is written by the last\n"
+"                           pass only (stats follow_deferred).\n"
 "    -h, --help             show this help and exit.\n"
 "    -V, --version          show the version and exit.\n"
 "\n"
@@ -470,7 +477,8 @@ int main(int argc, char **argv)
 	       OPT_CH_RUN, OPT_CH_HEADER, OPT_CH_CA, OPT_CH_COMPRESSION,
 	       OPT_CH_BATCH, OPT_CH_TIMEOUT, OPT_CH_RETRIES,
 	       OPT_HOST_LOCAL, OPT_JOIN, OPT_GRPC_UNARY, OPT_GRPC_PROTO,
-	       OPT_DETAIL, OPT_FOLLOW, OPT_FOLLOW_INTERVAL, OPT_FOLLOW_GRACE };
+	       OPT_DETAIL, OPT_FOLLOW, OPT_FOLLOW_INTERVAL, OPT_FOLLOW_GRACE,
+	       OPT_FOLLOW_WINDOW };
 	static const struct option longopts[] = {
 		{ "output",      required_argument, NULL, 'o' },
 		{ "reference",   required_argument, NULL, 'r' },
@@ -506,6 +514,7 @@ int main(int argc, char **argv)
 		{ "follow",      no_argument,       NULL, OPT_FOLLOW },
 		{ "follow-interval", required_argument, NULL, OPT_FOLLOW_INTERVAL },
 		{ "follow-grace", required_argument, NULL, OPT_FOLLOW_GRACE },
+		{ "follow-window", required_argument, NULL, OPT_FOLLOW_WINDOW },
 		{ "help",        no_argument,       NULL, 'h' },
 		{ "version",     no_argument,       NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -515,7 +524,8 @@ int main(int argc, char **argv)
 	char err[512];
 	int ch, push_opt = 0, ch_opt = 0, host_local = 0, join = 0;
 	int follow = 0, follow_opt = 0;
-	struct rc_follow_opts fo = { .interval = 0.5, .grace = 0.5 };
+	struct rc_follow_opts fo = { .interval = 0.5, .grace = 0.5,
+				      .window = 10 };
 	char **unary = NULL;                /* --grpc-unary, --grpc-proto */
 	int nunary = 0, grpc_opt = 0, nall;
 	long n;
@@ -673,6 +683,11 @@ int main(int argc, char **argv)
 			if (opt_secs(optarg, "--follow-grace", &fo.grace) < 0)
 				return RC_EXIT_USAGE;
 			break;
+		case OPT_FOLLOW_WINDOW:
+			follow_opt = 1;
+			if (opt_secs(optarg, "--follow-window", &fo.window) < 0)
+				return RC_EXIT_USAGE;
+			break;
 		case OPT_DETAIL:
 			if (!strcmp(optarg, "full"))
 				o.detail = RC_DETAIL_FULL;
@@ -703,7 +718,7 @@ int main(int argc, char **argv)
 		return RC_EXIT_USAGE;
 	}
 	if (follow_opt && !follow) {
-		usage_error("--follow-interval and --follow-grace go with --follow", NULL);
+		usage_error("--follow-interval, --follow-grace and --follow-window go with --follow", NULL);
 		return RC_EXIT_USAGE;
 	}
 	if (follow && (host_local || join || ex.otlp || ex.perfetto || ex.dot)) {

@@ -928,6 +928,15 @@ static void builder_free(struct builder *b)
 	pbatch_free(&b->ins_self);
 }
 
+int rc_patterns_empty(sqlite3 *h, char *err, size_t errlen)
+{
+	struct rc_sql x = { .h = h, .who = "patterns", .err = err,
+			    .errlen = errlen };
+	return rc_sql_exec(&x, tables_sql) < 0 ||
+	       rc_sql_exec(&x, "DROP TABLE temp.span_self;\n") < 0 ||
+	       rc_sql_exec(&x, finish_sql) < 0 ? -1 : 0;
+}
+
 int rc_patterns_build(sqlite3 *h, char *err, size_t errlen)
 {
 	struct builder b;

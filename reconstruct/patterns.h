@@ -30,4 +30,8 @@
  */
 int rc_patterns_build(sqlite3 *h, char *err, size_t errlen);
 
+/* The same tables and column, empty (every pattern_id NULL): for the
+ * passes of --follow that write no pattern (follow.c). */
+int rc_patterns_empty(sqlite3 *h, char *err, size_t errlen);
+
 #endif /* RC_PATTERNS_H */

@@ -35,6 +35,9 @@ struct rc_options {
 	int         detail;          /* enum rc_detail: which tables are
 					written (docs/reconstruct.md,
 					"Detail") */
+	int         no_patterns;     /* leave the pattern tables empty
+					(--follow's passes between two
+					refreshes: follow.c) */
 };
 
 /* --detail: RC_DETAIL_FULL (the default) writes every table;

@@ -61,9 +61,11 @@
 #   TB_FOLLOW_RATE      requests per one-second round (default 50)
 #   TB_FOLLOW_INTERVAL  --follow-interval (default 1)
 #   TB_FOLLOW_GRACE     --follow-grace (default 2)
+#   TB_FOLLOW_WINDOW    --follow-window (default 10)
 #   TB_FOLLOW_DOWN      seconds bp-logd stays dead (default 2)
 #   TB_FOLLOW_MAXLAG    bound on the steady p99 lag in seconds (default
-#                       2 + TB_FOLLOW_INTERVAL + TB_FOLLOW_GRACE)
+#                       2 + TB_FOLLOW_INTERVAL + TB_FOLLOW_GRACE, the
+#                       sum rounded up to whole seconds)
 #   BP_KEEP=1           keep the directory: besides the servers' and the
 #                       tools' logs, run1/events (kills and restarts,
 #                       Unix ns), rss (ns pid KiB), poll (each read of
@@ -83,14 +85,27 @@ if [ -z "${TB_FOLLOW_SECS:-}" ]; then
 fi
 : "${TB_FOLLOW_RATE:=50}" "${TB_FOLLOW_INTERVAL:=1}" "${TB_FOLLOW_GRACE:=2}"
 : "${TB_FOLLOW_DOWN:=2}"
-: "${TB_FOLLOW_MAXLAG:=$((2 + TB_FOLLOW_INTERVAL + TB_FOLLOW_GRACE))}"
-for v in TB_FOLLOW_SECS TB_FOLLOW_RATE TB_FOLLOW_INTERVAL TB_FOLLOW_GRACE \
-	TB_FOLLOW_DOWN TB_FOLLOW_MAXLAG; do
+: "${TB_FOLLOW_WINDOW:=10}"
+for v in TB_FOLLOW_SECS TB_FOLLOW_RATE TB_FOLLOW_DOWN; do
 	case ${!v} in '' | *[!0-9]*)
 		echo "FAIL: tb-follow: $v must be a whole number (${!v})" >&2
 		exit 1 ;;
 	esac
 done
+for v in TB_FOLLOW_INTERVAL TB_FOLLOW_GRACE TB_FOLLOW_WINDOW; do
+	case ${!v} in '' | .* | *.*.* | *[!0-9.]*)
+		echo "FAIL: tb-follow: $v must be a number of seconds (${!v})" >&2
+		exit 1 ;;
+	esac
+done
+# whole seconds for the shell's sleeps: I + G rounded up
+IG=$(awk -v i="$TB_FOLLOW_INTERVAL" -v g="$TB_FOLLOW_GRACE" \
+	'BEGIN { s = i + g; printf "%d", s == int(s) ? s : int(s) + 1 }')
+: "${TB_FOLLOW_MAXLAG:=$((2 + IG))}"
+case $TB_FOLLOW_MAXLAG in '' | .* | *.*.* | *[!0-9.]*)
+	echo "FAIL: tb-follow: TB_FOLLOW_MAXLAG must be a number of seconds ($TB_FOLLOW_MAXLAG)" >&2
+	exit 1 ;;
+esac
 [ "$TB_FOLLOW_SECS" -ge 20 ] || {
 	echo "FAIL: tb-follow: TB_FOLLOW_SECS must be at least 20" >&2
 	exit 1
@@ -130,7 +145,8 @@ event() {
 # also written to DIR/follow.pid for the monitor); its output appended.
 follow_start() {
 	"$BP_RECONSTRUCT" --follow --follow-interval="$TB_FOLLOW_INTERVAL" \
-		--follow-grace="$TB_FOLLOW_GRACE" "${TB_LOGDIRS[@]}" \
+		--follow-grace="$TB_FOLLOW_GRACE" \
+		--follow-window="$TB_FOLLOW_WINDOW" "${TB_LOGDIRS[@]}" \
 		-o "$dir/live.db" >>"$dir/follow.out" 2>>"$dir/follow.log" &
 	FOLLOW_PID=$!
 	echo "$FOLLOW_PID" >"$dir/follow.pid"
@@ -304,7 +320,7 @@ SENT=$(wc -l <"$dir/truth")
 bp_note "load: $ROUNDS rounds, $SENT requests; last round: $(tail -n 1 "$dir/client.out")"
 # let the live passes see the end of the load, then a copy of live.db as
 # it is while the servers run (SQLite's backup API: one read transaction)
-sleep $((TB_FOLLOW_INTERVAL + TB_FOLLOW_GRACE + 2))
+sleep $((IG + 2))
 follow_alive
 event snapshot
 "$PY" -c 'import sqlite3, sys
@@ -365,7 +381,7 @@ check "$dir/live.db" live || LIVE_BAD="live: wrong request paths (see above)"
 
 # the restart windows: requests that ended from W_PRE s before a kill to
 # W_POST s after the restart may be emitted late by design
-W_PRE=$((TB_FOLLOW_INTERVAL + TB_FOLLOW_GRACE + 1))
+W_PRE=$((IG + 1))
 W_POST=2
 "$PY" - "$dir" "$W_PRE" "$W_POST" "$TB_FOLLOW_MAXLAG" <<-'PYEOF' ||
 import os, re, sqlite3, statistics, sys
