@@ -488,6 +488,15 @@ static int write_stats(struct rc_ctx *c)
 		sqlite3_bind_int64(s, 2, (int64_t)kv[i].v);
 		step(c, s, "stats");
 	}
+	/* what --follow's window pass left out (follow.c) */
+	if (c->opt->rows_from_ns) {
+		b_t(s, 1, "follow_rows_skipped");
+		sqlite3_bind_int64(s, 2, (int64_t)c->st.rows_skipped);
+		step(c, s, "stats");
+		b_t(s, 1, "follow_rows_from_ns");
+		sqlite3_bind_int64(s, 2, c->ndoms == 1 ? c->opt->rows_from_ns : 0);
+		step(c, s, "stats");
+	}
 	/* --detail=spans says so (a full database has no such row) */
 	if (c->opt->detail == RC_DETAIL_SPANS) {
 		b_t(s, 1, "detail_spans_only");

@@ -87,6 +87,9 @@ struct fl {
 	int64_t  refreshed_ns;      /* when patterns were last written */
 	int64_t  read_ns;           /* Unix time the last pass began reading */
 	int64_t  horizon;           /* of this pass (INT64_MIN: a full pass) */
+	int64_t  last_start;        /* the newest request of the pass */
+	int64_t  pass_rows_from;    /* rc_options.rows_from_ns of the pass */
+	int64_t  next_from;         /* the next pass's, INT64_MIN: none */
 	int64_t  open_from;         /* the first start of a request not yet
 				       written (INT64_MAX: none) */
 	uint64_t deferred;          /* left for the last pass */
@@ -363,7 +366,7 @@ static const char maps_sql[] =
 	"DROP TABLE IF EXISTS temp.w; DROP TABLE IF EXISTS temp.sm;\n"
 	"DROP TABLE IF EXISTS temp.mm; DROP TABLE IF EXISTS temp.win;\n"
 	"DROP TABLE IF EXISTS temp.wc;\n"
-	"CREATE TEMP TABLE win(e INTEGER PRIMARY KEY);\n"
+	"CREATE TEMP TABLE win(e INTEGER PRIMARY KEY, core INTEGER);\n"
 	"CREATE TEMP TABLE wc(e INTEGER PRIMARY KEY);\n"
 	"CREATE TEMP TABLE hm(e INTEGER PRIMARY KEY, l INTEGER, key TEXT, sh INTEGER);\n"
 	"INSERT INTO temp.hm(e, key, sh)\n"
@@ -394,27 +397,29 @@ static const char chan_sql[] =
 /* The window of a pass (temp.win: the requests it looks at, temp.wc: the
  * channels it writes).  All of them on a full pass; on a window pass
  * (%lld, %lld: the horizon, in the pass's time) the requests that began at
- * or after the horizon, the channels open then, and, until nothing is
- * added, whatever their rows point to: the requests of the processes,
- * of those channels and of the spans' candidate requests, the channels
- * of the requests' spans, messages and fragments, the peer of each
- * channel and the other ends of its connection.  So every row written
- * finds its ids in the maps. */
+ * or after the horizon (win.core: only those may be written), the
+ * channels open then, and, until nothing is added, whatever their rows
+ * point to: the requests of the processes, of those channels and of the
+ * spans' candidate requests (for their ids only: the pass may not have
+ * all their rows, rc_options.rows_from_ns), the channels of the
+ * requests' spans, messages and fragments, the peer of each channel and
+ * the other ends of its connection.  So every row written finds its ids
+ * in the maps. */
 static const char win_full_sql[] =
-	"INSERT INTO temp.win SELECT request_id FROM e.requests;\n"
+	"INSERT INTO temp.win SELECT request_id, 1 FROM e.requests;\n"
 	"INSERT INTO temp.wc SELECT channel_id FROM e.channels;\n";
 
 static const char win_start_sql[] =
-	"INSERT OR IGNORE INTO temp.win SELECT request_id FROM e.requests WHERE start_ns >= %lld;\n"
-	"INSERT OR IGNORE INTO temp.win SELECT request_id FROM e.processes WHERE request_id IS NOT NULL;\n"
+	"INSERT OR IGNORE INTO temp.win SELECT request_id, 1 FROM e.requests WHERE start_ns >= %lld;\n"
+	"INSERT OR IGNORE INTO temp.win SELECT request_id, 0 FROM e.processes WHERE request_id IS NOT NULL;\n"
 	"INSERT OR IGNORE INTO temp.wc SELECT channel_id FROM e.channels\n"
 	"  WHERE close_ns IS NULL OR close_ns >= %lld;\n";
 
 static const char win_grow_sql[] =
-	"INSERT OR IGNORE INTO temp.win SELECT c.request_id FROM e.span_candidates c\n"
+	"INSERT OR IGNORE INTO temp.win SELECT c.request_id, 0 FROM e.span_candidates c\n"
 	"  WHERE c.request_id IS NOT NULL AND c.span_id IN\n"
 	"  (SELECT s.span_id FROM temp.win JOIN e.spans s ON s.request_id = win.e);\n"
-	"INSERT OR IGNORE INTO temp.win SELECT c.request_id FROM temp.wc\n"
+	"INSERT OR IGNORE INTO temp.win SELECT c.request_id, 0 FROM temp.wc\n"
 	"  JOIN e.channels c ON c.channel_id = wc.e WHERE c.request_id IS NOT NULL;\n"
 	"INSERT OR IGNORE INTO temp.wc SELECT s.channel_id FROM temp.win\n"
 	"  JOIN e.spans s ON s.request_id = win.e WHERE s.channel_id IS NOT NULL;\n"
@@ -466,7 +471,8 @@ static const char req_sql[] =
 	"  FROM follow_requests f WHERE f.key = rm.key;\n"
 	"CREATE TEMP TABLE w(e INTEGER PRIMARY KEY, l INTEGER, new INTEGER);\n"
 	"INSERT INTO temp.w SELECT e, l, l IS NULL FROM temp.rm\n"
-	"  WHERE fin AND (l IS NULL OR old IS NOT fp);\n";
+	"  WHERE fin AND (l IS NULL OR old IS NOT fp)\n"
+	"  AND e IN (SELECT e FROM temp.win WHERE core);\n";
 
 /* New request ids (%lld: the largest so far), and the old rows of the
  * requests written again removed. */
@@ -722,6 +728,19 @@ static int bump_state(struct fl *f, const char *key, const char *table,
 		    "WHERE key = '%s';", col, table, col, key);
 }
 
+/* The horizon of a window pass whose newest request began at LAST: the
+ * window before it, or the start of the oldest request not yet written
+ * (less a margin), whichever is earlier, but no more than
+ * FOLLOW_OPEN_WINDOWS windows back. */
+static int64_t next_horizon(const struct fl *f, int64_t last)
+{
+	int64_t h = last - (int64_t)(f->o->window * 1e9);
+	int64_t floor = last - (int64_t)(f->o->window * FOLLOW_OPEN_WINDOWS * 1e9);
+	if (f->open_from != INT64_MAX && f->open_from - FOLLOW_MARGIN_NS < h)
+		h = f->open_from - FOLLOW_MARGIN_NS;
+	return h < floor ? floor : h;
+}
+
 /* Fill temp.win and temp.wc (win_full_sql, win_start_sql): *GONE_FROM
  * is where a request written before and not found any more counts as
  * withdrawn (PATHS.db's requests.start_ns). */
@@ -735,13 +754,12 @@ static int window(struct fl *f, int full, int64_t *gone_from)
 	/* no request in the pass: none gone */
 	*gone_from = n ? first : INT64_MAX;
 	f->horizon = INT64_MIN;
+	f->last_start = n ? last : INT64_MIN;
 	if (!full && n) {
-		int64_t h = last - (int64_t)(f->o->window * 1e9);
-		int64_t floor = last - (int64_t)(f->o->window * FOLLOW_OPEN_WINDOWS * 1e9);
-		if (f->open_from != INT64_MAX && f->open_from - FOLLOW_MARGIN_NS < h)
-			h = f->open_from - FOLLOW_MARGIN_NS;
-		if (h < floor)
-			h = floor;
+		int64_t h = next_horizon(f, last);
+		/* the pass left out rows of the requests before this */
+		if (h < f->pass_rows_from)
+			h = f->pass_rows_from;
 		if (h > first) {
 			f->horizon = h;
 			if (h + FOLLOW_MARGIN_NS > *gone_from)
@@ -823,7 +841,8 @@ static int write_pass(struct fl *f, int final, int refresh)
 		goto rollback;
 	if (xsql(f, "DELETE FROM temp.pend;\n"
 		 "INSERT INTO temp.pend SELECT rm.key, r.start_ns FROM temp.rm\n"
-		 "  JOIN e.requests r ON r.request_id = rm.e WHERE rm.l IS NULL;") < 0 ||
+		 "  JOIN e.requests r ON r.request_id = rm.e JOIN temp.win ON win.e = rm.e\n"
+		 "  WHERE rm.l IS NULL AND win.core;") < 0 ||
 	    one_i64(f, "SELECT count(*) FROM temp.deferred d WHERE NOT EXISTS\n"
 		    "  (SELECT 1 FROM follow_requests f WHERE f.key = d.key)", &deferred) < 0 ||
 	    one_i64(f, "SELECT COALESCE(min(start), 9223372036854775807) FROM temp.pend",
@@ -833,9 +852,9 @@ static int write_pass(struct fl *f, int final, int refresh)
 	if (one_i64(f, "SELECT count(*) FROM temp.w WHERE new", &nnew) < 0 ||
 	    one_i64(f, "SELECT max(f.emitted_ns - rm.endn) FROM temp.w JOIN temp.rm ON rm.e = w.e"
 		    " JOIN follow_requests f ON f.request_id = w.l WHERE w.new", &lag) < 0 ||
-	    one_i64(f, "SELECT count(*) FROM temp.rm WHERE l IS NULL", &waiting) < 0 ||
-	    one_i64(f, "SELECT count(*) FROM temp.rm JOIN e.requests r ON r.request_id = rm.e"
-		    " WHERE rm.l IS NULL AND r.complete = 1", &pending) < 0 ||
+	    one_i64(f, "SELECT count(*) FROM temp.pend", &waiting) < 0 ||
+	    one_i64(f, "SELECT count(*) FROM temp.pend p JOIN temp.rm ON rm.key = p.key"
+		    " JOIN e.requests r ON r.request_id = rm.e WHERE r.complete = 1", &pending) < 0 ||
 	    (f->horizon == INT64_MIN &&
 	     one_i64(f, "SELECT count(*) FROM follow_requests f WHERE NOT EXISTS"
 		     " (SELECT 1 FROM temp.rm WHERE rm.key = f.key)", &missing) < 0) ||
@@ -862,6 +881,10 @@ static int write_pass(struct fl *f, int final, int refresh)
 		 (long long)waiting, (long long)missing, (long long)withdrawn,
 		 (long long)getpid(), (long long)deferred, (long long)nwin) < 0)
 		goto rollback;
+	/* the next window pass may leave out rows of the requests before
+	 * its horizon: those that began before this one's, less a margin */
+	f->next_from = f->last_start == INT64_MIN ? INT64_MIN :
+		next_horizon(f, f->last_start) - FOLLOW_MARGIN_NS;
 	f->written = (uint64_t)total;
 	f->revised = (uint64_t)revised;
 	f->waiting = (uint64_t)waiting;
@@ -1133,6 +1156,8 @@ static int one_pass(struct fl *f, int recon, int final)
 		o.progress = 0;
 		o.err = err;
 		o.no_patterns = !refresh;
+		o.rows_from_ns = refresh || final || f->next_from == INT64_MIN ?
+			0 : f->next_from;
 		int64_t read_ns = now_ns(CLOCK_REALTIME);
 		int r = rc_run(&o, &sum);
 		if (r == RC_EXIT_INPUT && !final) {
@@ -1156,11 +1181,20 @@ static int one_pass(struct fl *f, int recon, int final)
 		f->events = sum.events;
 		f->sum = sum;
 		f->read_ns = read_ns;
+		f->pass_rows_from = o.rows_from_ns;
 	}
 	if (access(f->pass, F_OK) != 0)
 		return 1;
+	double t1 = now_ns(CLOCK_MONOTONIC) / 1e9;
 	if (write_pass(f, final, refresh) < 0 || sinks_pass(f, final) < 0)
 		return -1;
+	const char *tm = getenv("BP_FOLLOW_TIMING");
+	if (tm && *tm)
+		fprintf(stderr, "pass %" PRIu64 ": %s, reconstruct %.3f s, write %.3f s, horizon %s, rows left out %s\n",
+			f->passes, refresh ? "full" : "window", t1 - t0,
+			now_ns(CLOCK_MONOTONIC) / 1e9 - t1,
+			f->horizon == INT64_MIN ? "none" : "set",
+			f->pass_rows_from ? "yes" : "no");
 	if (refresh)
 		f->refresh_s = now_ns(CLOCK_MONOTONIC) / 1e9 - t0;
 	progress(f, now_ns(CLOCK_MONOTONIC) / 1e9 - t0);
@@ -1170,7 +1204,7 @@ static int one_pass(struct fl *f, int recon, int final)
 int rc_follow(const struct rc_follow_opts *o)
 {
 	struct fl f = { .o = o, .ino = -1, .lag_max_ns = -1,
-			.open_from = INT64_MAX };
+			.open_from = INT64_MAX, .next_from = INT64_MIN };
 	struct sigaction sa;
 	int r = RC_EXIT_OUTPUT, waited = 0;
 

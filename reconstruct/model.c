@@ -91,7 +91,8 @@ void rc_frag_close(struct ap *a)
 		.fd = f->fd >= 0 ? f->fd : RC_DB_NULL,
 		.trigger = trigger_names[f->trigger], .events = f->events,
 	};
-	rc_db_fragment(c, &r);
+	if (!rc_span_rows_skip(c, r.req))
+		rc_db_fragment(c, &r);
 	c->st.fragments++;
 	if (!r.req)
 		c->st.unattr_fragments++;
@@ -475,7 +476,8 @@ static void on_open(struct ap *a)
 		.flags = ev->flags, .result = ev->result, .path = ev->str,
 		.path_len = ev->str_len,
 	};
-	rc_db_file(c, &r);
+	if (!rc_span_rows_skip(c, r.req))
+		rc_db_file(c, &r);
 	c->st.files_opened++;
 	/* without isolation, an open may be any batched request's */
 	if (rc_span_nparked(c) && !(a->im->pflags & BT_PF_ISOLATION))

@@ -38,6 +38,11 @@ struct rc_options {
 	int         no_patterns;     /* leave the pattern tables empty
 					(--follow's passes between two
 					refreshes: follow.c) */
+	/* --follow's window passes (follow.c): with one clock domain, the
+	 * messages, their attrs, the fragments and the files of a request
+	 * whose root began before this Unix time (ns) are not written (0:
+	 * all are); its request and span rows are */
+	int64_t     rows_from_ns;
 };
 
 /* --detail: RC_DETAIL_FULL (the default) writes every table;

@@ -412,6 +412,17 @@ struct rc_span *rc_span_root_of(struct rc_ctx *c, uint64_t req)
 	return req ? rc_map_getp(&c->spans->roots, req) : NULL;
 }
 
+int rc_span_rows_skip(struct rc_ctx *c, uint64_t req)
+{
+	if (!c->opt->rows_from_ns || c->ndoms != 1 || !req)
+		return 0;
+	const struct rc_span *root = rc_span_root_of(c, req);
+	if (!root || root->start >= c->opt->rows_from_ns)
+		return 0;
+	c->st.rows_skipped++;
+	return 1;
+}
+
 void rc_span_unroot(struct rc_ctx *c, struct rc_span *sp)
 {
 	rc_map_del(&c->spans->roots, sp->req);

@@ -162,6 +162,10 @@ uint32_t rc_span_owners_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
 			   uint64_t req, struct rc_span **out, uint32_t max);
 /* The open root span of request REQ (NULL: none, or it has ended). */
 struct rc_span *rc_span_root_of(struct rc_ctx *c, uint64_t req);
+/* Are request REQ's per-event rows left out (rc_options.rows_from_ns)?
+ * Only while its root is open (its start is known) and with one clock
+ * domain (its times are final); counts the rows it leaves out. */
+int rc_span_rows_skip(struct rc_ctx *c, uint64_t req);
 /* SP, the root of a request a traced client started (rule 5), turns out
  * to be work of another request: its own request is forgotten. */
 void rc_span_unroot(struct rc_ctx *c, struct rc_span *sp);
