@@ -47,8 +47,10 @@
 #     that ended while the run was steady (at least I + G + 1 s before
 #     the copy, and not from I + G + 1 s before a kill to 2 s after its
 #     restart; at least 50 of them): p99 <= TB_FOLLOW_MAXLAG seconds
-#     (default 2 + I + G: the grace, a pass interval, 2 s for the pass
-#     itself); no request emitted before it ended.
+#     (default: the grace and a pass interval rounded up to whole
+#     seconds, plus 1 s for the pass itself on a run of 60 s or more,
+#     2 s on a shorter one: 2 s and 3 s with the defaults); no request
+#     emitted before it ended.
 # Printed, not asserted: the lag distribution (p50, p99, max) of the
 # steady requests and of the others, bp-reconstruct's RSS (first-quarter
 # median, last-quarter median, peak: the engine re-reads every log each
@@ -59,13 +61,15 @@
 #                       or with BP_FULL=1; 20 under make check, where
 #                       MAKELEVEL is set)
 #   TB_FOLLOW_RATE      requests per one-second round (default 50)
-#   TB_FOLLOW_INTERVAL  --follow-interval (default 1)
-#   TB_FOLLOW_GRACE     --follow-grace (default 2)
+#   TB_FOLLOW_INTERVAL  --follow-interval (default 0.5)
+#   TB_FOLLOW_GRACE     --follow-grace (default 0.5)
 #   TB_FOLLOW_WINDOW    --follow-window (default 10)
 #   TB_FOLLOW_DOWN      seconds bp-logd stays dead (default 2)
 #   TB_FOLLOW_MAXLAG    bound on the steady p99 lag in seconds (default
-#                       2 + TB_FOLLOW_INTERVAL + TB_FOLLOW_GRACE, the
-#                       sum rounded up to whole seconds)
+#                       1 + TB_FOLLOW_INTERVAL + TB_FOLLOW_GRACE, the
+#                       sum rounded up to whole seconds: 2 s with the
+#                       defaults, the issue's figure, when the run is 60
+#                       s or more; 3 s on the 20 s run of make check)
 #   BP_KEEP=1           keep the directory: besides the servers' and the
 #                       tools' logs, run1/events (kills and restarts,
 #                       Unix ns), rss (ns pid KiB), poll (each read of
@@ -83,7 +87,7 @@ if [ -z "${TB_FOLLOW_SECS:-}" ]; then
 		TB_FOLLOW_SECS=60
 	fi
 fi
-: "${TB_FOLLOW_RATE:=50}" "${TB_FOLLOW_INTERVAL:=1}" "${TB_FOLLOW_GRACE:=2}"
+: "${TB_FOLLOW_RATE:=50}" "${TB_FOLLOW_INTERVAL:=0.5}" "${TB_FOLLOW_GRACE:=0.5}"
 : "${TB_FOLLOW_DOWN:=2}"
 : "${TB_FOLLOW_WINDOW:=10}"
 for v in TB_FOLLOW_SECS TB_FOLLOW_RATE TB_FOLLOW_DOWN; do
@@ -101,7 +105,13 @@ done
 # whole seconds for the shell's sleeps: I + G rounded up
 IG=$(awk -v i="$TB_FOLLOW_INTERVAL" -v g="$TB_FOLLOW_GRACE" \
 	'BEGIN { s = i + g; printf "%d", s == int(s) ? s : int(s) + 1 }')
-: "${TB_FOLLOW_MAXLAG:=$((2 + IG))}"
+# the issue's figure (99% within 2 s) on the full run; a second more under
+# make check, where other work may share the two cores
+if [ "$TB_FOLLOW_SECS" -ge 60 ]; then
+	: "${TB_FOLLOW_MAXLAG:=$((1 + IG))}"
+else
+	: "${TB_FOLLOW_MAXLAG:=$((2 + IG))}"
+fi
 case $TB_FOLLOW_MAXLAG in '' | .* | *.*.* | *[!0-9.]*)
 	echo "FAIL: tb-follow: TB_FOLLOW_MAXLAG must be a number of seconds ($TB_FOLLOW_MAXLAG)" >&2
 	exit 1 ;;
