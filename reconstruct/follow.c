@@ -891,7 +891,7 @@ static int write_pass(struct fl *f, int final, int refresh)
 	f->pending = (uint64_t)pending;
 	f->withdrawn = (uint64_t)withdrawn;
 	if ((uint64_t)deferred > f->deferred)
-		fprintf(stderr, "%sbp-reconstruct: warning: %" PRId64 " requests still open %.0f s after they began are left for the last pass (--follow-window)\n",
+		fprintf(stderr, "%sbp-reconstruct: warning: %" PRId64 " requests still open %.0f s after they began are left for the next full pass (--follow-window)\n",
 			f->tty ? "\r\033[K" : "", deferred,
 			f->o->window * FOLLOW_OPEN_WINDOWS);
 	f->deferred = (uint64_t)deferred;
