@@ -1135,6 +1135,40 @@ static void progress(struct fl *f, double pass_s)
 	fflush(stderr);
 }
 
+/* Remove the pass databases a killed --follow left (PASS.tmp-PID, db.c)
+ * whose process is gone; one of a live process is its own. */
+static void remove_stale(const char *pass)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(pass, '/');
+	const char *base = slash ? slash + 1 : pass;
+	size_t blen = strlen(base);
+	if (slash)
+		snprintf(dir, sizeof dir, "%.*s", (int)(slash - pass), pass);
+	else
+		snprintf(dir, sizeof dir, ".");
+	if (!dir[0])
+		snprintf(dir, sizeof dir, "/");
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char *end;
+		if (strncmp(de->d_name, base, blen) ||
+		    strncmp(de->d_name + blen, ".tmp-", 5))
+			continue;
+		long pid = strtol(de->d_name + blen + 5, &end, 10);
+		if (*end || pid <= 0 || pid == (long)getpid() ||
+		    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		char p[PATH_MAX];
+		if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, de->d_name) < sizeof p)
+			unlink(p);
+	}
+	closedir(d);
+}
+
 /* One pass: reconstruct (when RECON) and write.  0, 1 when there is no
  * log yet, or -1. */
 static int one_pass(struct fl *f, int recon, int final)
@@ -1227,6 +1261,7 @@ int rc_follow(const struct rc_follow_opts *o)
 	snprintf(f.pass, n, "%s.pass", o->rc->output);
 	if (open_out(&f) < 0)
 		goto out;
+	remove_stale(f.pass);
 
 
 

@@ -115,6 +115,10 @@ wait_for "SELECT count(*) FROM spans" 1200
 wait_for "SELECT value FROM stats WHERE key = 'follow_withdrawn'" 300
 [ "$(q "SELECT count(*) FROM requests")" = 300 ] || fail "front and app: $(q "SELECT count(*) FROM requests") requests, wanted 300"
 kill -9 $pid; wait $pid 2>/dev/null; pid=
+# a pass database a killed run left (its process gone) is removed
+sh -c 'exit 0' & dead=$!
+wait $dead
+: >"$tmp/live.db.pass.tmp-$dead"
 start
 cp -r "$tmp/logs/db" "$tmp/live/db"
 wait_for "SELECT count(*) FROM spans" 1500
@@ -127,6 +131,7 @@ pid=
 grep -q "^bp-reconstruct: follow: [0-9]* events read (0 lost), 300 requests in $tmp/live.db (300 exact, 0 resolved, 0 uncertain; [1-9][0-9]* revised after they were first written, 300 withdrawn)" "$tmp/err" ||
 	fail "the last line does not say 300 requests, some revised, 300 withdrawn"
 [ ! -e "$tmp/live.db.pass" ] || fail "the pass database was left behind"
+[ ! -e "$tmp/live.db.pass.tmp-$dead" ] || fail "the pass database of a killed run (pid $dead, gone) was left behind"
 
 [ "$(q "SELECT count(*) FROM requests")" = 300 ] || fail "$(q "SELECT count(*) FROM requests") requests, wanted 300 (each once)"
 [ "$(q "SELECT count(DISTINCT key) FROM follow_requests")" = 300 ] || fail "follow_requests keys"
