@@ -51,8 +51,8 @@
 #define FOLLOW_REFRESH_SHARE 20
 
 /* The window of a pass: a request open longer than this many windows is
- * left for the last pass; clock estimates of two passes may differ by
- * this much. */
+ * left for the next full pass; clock estimates of two passes may differ
+ * by the margin. */
 #define FOLLOW_OPEN_WINDOWS 30
 #define FOLLOW_MARGIN_NS 1000000000LL
 
@@ -92,7 +92,7 @@ struct fl {
 	int64_t  next_from;         /* the next pass's, INT64_MIN: none */
 	int64_t  open_from;         /* the first start of a request not yet
 				       written (INT64_MAX: none) */
-	uint64_t deferred;          /* left for the last pass */
+	uint64_t deferred;          /* left for the next full pass */
 	double   refresh_s;         /* what the last refresh pass cost */
 	uint64_t events;
 	/* the sinks: [0] the OTLP push, [1] ClickHouse */
@@ -743,7 +743,8 @@ static int64_t next_horizon(const struct fl *f, int64_t last)
 
 /* Fill temp.win and temp.wc (win_full_sql, win_start_sql): *GONE_FROM
  * is where a request written before and not found any more counts as
- * withdrawn (PATHS.db's requests.start_ns). */
+ * withdrawn (PATHS.db's requests.start_ns).  0, -1 on an error, 1 when
+ * the pass should write nothing. */
 static int window(struct fl *f, int full, int64_t *gone_from)
 {
 	int64_t first, last, n = 0;
@@ -782,6 +783,10 @@ static int window(struct fl *f, int full, int64_t *gone_from)
 		if (after == before)
 			return 0;
 	}
+	/* the pass left rows out: it cannot look at everything; the next
+	 * full pass writes what this one would have */
+	if (f->pass_rows_from)
+		return 1;
 	f->horizon = INT64_MIN;
 	*gone_from = first;
 	return xsql(f, "DELETE FROM temp.win; DELETE FROM temp.wc;\n%s", win_full_sql);
@@ -806,8 +811,13 @@ static int write_pass(struct fl *f, int final, int refresh)
 	    xsql(f, "CREATE INDEX IF NOT EXISTS follow_start ON requests(start_ns)") < 0 ||
 	    xsql(f, "BEGIN IMMEDIATE") < 0)
 		goto detach;
-	if (xsql(f, "%s", maps_sql) < 0 || window(f, full, &gone_from) < 0 ||
-	    map_ids(f, 0, "hm") < 0 ||
+	int w = xsql(f, "%s", maps_sql) < 0 ? -1 : window(f, full, &gone_from);
+	if (w == 1) {
+		sqlite3_exec(f->h, "ROLLBACK", NULL, NULL, NULL);
+		sqlite3_exec(f->h, "DETACH e", NULL, NULL, NULL);
+		return 0;
+	}
+	if (w < 0 || map_ids(f, 0, "hm") < 0 ||
 	    xsql(f, "%s", proc_sql) < 0 || map_ids(f, 1, "pm") < 0 ||
 	    xsql(f, "%s", chan_sql) < 0 || map_ids(f, 2, "cm") < 0 ||
 	    xsql(f, req_sql, (long long)final, (long long)cut, (long long)cut) < 0 ||
@@ -833,7 +843,7 @@ static int write_pass(struct fl *f, int final, int refresh)
 	int64_t nnew, lag, waiting, pending, missing = (int64_t)f->missing, total,
 		revised, withdrawn, deferred, nwin;
 	/* a request that stayed unwritten until it fell out of the window
-	 * is left for the last pass (counted) */
+	 * is left for the next full pass (counted) */
 	if (f->horizon != INT64_MIN &&
 	    xsql(f, "INSERT OR IGNORE INTO temp.deferred SELECT key FROM temp.pend\n"
 		 "  WHERE start < %lld AND key NOT IN (SELECT key FROM temp.rm);",
