@@ -2,11 +2,12 @@
 # bench/follow-pass.sh - what a pass of bp-reconstruct --follow costs
 # against the size of the log (BENCHMARKS.md, phase 24).
 #
-#   bench/follow-pass.sh [-w WINDOW] [-p PASSES] REQUESTS...
+#   bench/follow-pass.sh [-3] [-w WINDOW] [-p PASSES] REQUESTS...
 #
 # For each REQUESTS: tests/recon/genlog -n REQUESTS writes a log of one
 # host (13 events a request, about 10,000 requests per second of log
-# time); the offline run reconstructs it (/usr/bin/time: wall, peak
+# time; with -3, genlog -3: the same requests over three hosts whose
+# clocks differ, three clock domains); the offline run reconstructs it (/usr/bin/time: wall, peak
 # RSS); then --follow --follow-window=WINDOW (default 0.5 s of log time,
 # about 5,000 requests, as 10 s at 500 requests/s) follows a copy of it:
 # the first pass (full: writes every request), PASSES (default 3) steady
@@ -21,11 +22,13 @@ set -eu
 
 window=0.5
 passes=3
-while getopts w:p: o; do
+three=()
+while getopts 3w:p: o; do
 	case $o in
+	3) three=(-3) ;;
 	w) window=$OPTARG ;;
 	p) passes=$OPTARG ;;
-	*) echo "usage: $0 [-w WINDOW] [-p PASSES] REQUESTS..." >&2; exit 2 ;;
+	*) echo "usage: $0 [-3] [-w WINDOW] [-p PASSES] REQUESTS..." >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -46,14 +49,15 @@ printf '| requests | events | offline run | first pass | window pass | last (ful
 printf '|---:|---:|---:|---:|---:|---:|---:|---:|\n'
 for n in "$@"; do
 	rm -rf "$tmp/gen" "$tmp/f" "$tmp"/live.db* "$tmp/o.db"
-	"$genlog" -n "$n" "$tmp/gen" >/dev/null
+	"$genlog" ${three[@]+"${three[@]}"} -n "$n" "$tmp/gen" >/dev/null
 	/usr/bin/time -f '%e %M' -o "$tmp/off.time" \
-		"$recon" -q "$tmp/gen/one" -o "$tmp/o.db"
+		"$recon" -q "$tmp/gen" -o "$tmp/o.db"
 	events=$(sqlite3 "$tmp/o.db" "SELECT value FROM stats WHERE key = 'events'")
 	mkdir -p "$tmp/f"
-	cp -r "$tmp/gen/one" "$tmp/f/"
+	cp -r "$tmp/gen"/* "$tmp/f/"
+	wake=$(ls -d "$tmp"/f/*/ | head -n 1)
 	BP_FOLLOW_TIMING=1 /usr/bin/time -f '%e %M' -o "$tmp/fol.time" \
-		"$recon" --follow --follow-window="$window" "$tmp/f/one" \
+		"$recon" --follow --follow-window="$window" "$tmp/f" \
 		-o "$tmp/live.db" 2>"$tmp/err" &
 	pid=$!
 	# the first pass, then one steady pass per file created
@@ -62,7 +66,7 @@ for n in "$@"; do
 		sleep 0.2; k=$((k + 1)); [ $k -lt 3000 ] || { echo "$0: no first pass" >&2; exit 1; }
 	done
 	for i in $(seq "$passes"); do
-		: >"$tmp/f/one/wake-$i"
+		: >"$wake/wake-$i"
 		k=0
 		until [ "$(grep -c '^pass ' "$tmp/err" || true)" -ge $((i + 1)) ]; do
 			sleep 0.2; k=$((k + 1)); [ $k -lt 3000 ] || { echo "$0: no pass $i" >&2; exit 1; }

@@ -494,8 +494,24 @@ static int write_stats(struct rc_ctx *c)
 		sqlite3_bind_int64(s, 2, (int64_t)c->st.rows_skipped);
 		step(c, s, "stats");
 		b_t(s, 1, "follow_rows_from_ns");
-		sqlite3_bind_int64(s, 2, c->ndoms == 1 ? c->opt->rows_from_ns : 0);
+		sqlite3_bind_int64(s, 2, c->opt->rows_from_ns);
 		step(c, s, "stats");
+		/* the latest request start (corrected) whose rows were left
+		 * out: no request from there on may be written */
+		int any = 0;
+		int64_t skip = 0;
+		for (uint32_t d = 0; d < c->ndoms; d++) {
+			const struct rc_domain *D = &c->doms[d];
+			if (D->has_skip && (!any || D->skip_max + D->corr > skip)) {
+				skip = D->skip_max + D->corr;
+				any = 1;
+			}
+		}
+		if (any) {
+			b_t(s, 1, "follow_rows_skip_max_ns");
+			sqlite3_bind_int64(s, 2, skip);
+			step(c, s, "stats");
+		}
 	}
 	/* --detail=spans says so (a full database has no such row) */
 	if (c->opt->detail == RC_DETAIL_SPANS) {

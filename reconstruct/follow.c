@@ -90,6 +90,11 @@ struct fl {
 	int64_t  last_start;        /* the newest request of the pass */
 	int64_t  pass_rows_from;    /* rc_options.rows_from_ns of the pass */
 	int64_t  next_from;         /* the next pass's, INT64_MIN: none */
+	/* the clock corrections of the last pass, by domain label (for
+	 * rc_options.rows_dom) */
+	char   **dom;
+	int64_t *corr;
+	size_t   ndom;
 	int64_t  open_from;         /* the first start of a request not yet
 				       written (INT64_MAX: none) */
 	uint64_t deferred;          /* left for the next full pass */
@@ -757,10 +762,23 @@ static int window(struct fl *f, int full, int64_t *gone_from)
 	f->horizon = INT64_MIN;
 	f->last_start = n ? last : INT64_MIN;
 	if (!full && n) {
-		int64_t h = next_horizon(f, last);
+		int64_t h = next_horizon(f, last), skip = 0, nskip = 0;
 		/* the pass left out rows of the requests before this */
 		if (h < f->pass_rows_from)
 			h = f->pass_rows_from;
+		/* ... and of none that began later than this, in corrected
+		 * time; with several clock domains the reconstruction chose
+		 * by provisional times, and a request's root is its earliest
+		 * span only once corrected, so a margin more */
+		if (f->pass_rows_from &&
+		    (one_i64(f, "SELECT count(*) FROM e.stats WHERE key = 'follow_rows_skip_max_ns'", &nskip) < 0 ||
+		     one_i64(f, "SELECT value FROM e.stats WHERE key = 'follow_rows_skip_max_ns'", &skip) < 0))
+			return -1;
+		if (nskip) {
+			int64_t m = skip + (f->sum.domains > 1 ? FOLLOW_MARGIN_NS : 1);
+			if (h < m)
+				h = m;
+		}
 		if (h > first) {
 			f->horizon = h;
 			if (h + FOLLOW_MARGIN_NS > *gone_from)
@@ -790,6 +808,52 @@ static int window(struct fl *f, int full, int64_t *gone_from)
 	f->horizon = INT64_MIN;
 	*gone_from = first;
 	return xsql(f, "DELETE FROM temp.win; DELETE FROM temp.wc;\n%s", win_full_sql);
+}
+
+static void drop_corrections(struct fl *f)
+{
+	for (size_t i = 0; i < f->ndom; i++)
+		free(f->dom[i]);
+	free(f->dom);
+	free(f->corr);
+	f->dom = NULL;
+	f->corr = NULL;
+	f->ndom = 0;
+}
+
+/* Keep the pass database's clock corrections by domain (the next window
+ * pass judges by them which rows it may leave out); 0 or -1. */
+static int keep_corrections(struct fl *f)
+{
+	sqlite3_stmt *s;
+	drop_corrections(f);
+	if (sqlite3_prepare_v2(f->h, "SELECT domain, correction_ns FROM e.hosts",
+			       -1, &s, NULL) != SQLITE_OK)
+		return ffail(f, "%s: %s", f->pass, sqlite3_errmsg(f->h));
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		const char *d = (const char *)sqlite3_column_text(s, 0);
+		char **nd = realloc(f->dom, (f->ndom + 1) * sizeof *nd);
+		if (nd)
+			f->dom = nd;
+		int64_t *nc = nd ? realloc(f->corr, (f->ndom + 1) * sizeof *nc) : NULL;
+		if (nc)
+			f->corr = nc;
+		char *dd = nc ? strdup(d ? d : "") : NULL;
+		if (!dd) {
+			sqlite3_finalize(s);
+			drop_corrections(f);
+			return ffail(f, "out of memory");
+		}
+		f->dom[f->ndom] = dd;
+		f->corr[f->ndom++] = sqlite3_column_int64(s, 1);
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		drop_corrections(f);
+		return ffail(f, "%s: %s", f->pass, sqlite3_errmsg(f->h));
+	}
+	return 0;
 }
 
 /* Write what the pass database holds that is final into PATHS.db; FINAL:
@@ -872,7 +936,8 @@ static int write_pass(struct fl *f, int final, int refresh)
 	    one_i64(f, "SELECT sum(revised) FROM follow_requests", &revised) < 0 ||
 	    get_state(f, "withdrawn", &withdrawn) < 0 ||
 	    one_i64(f, "SELECT max(end_ns) FROM e.fragments WHERE request_id IN"
-		    " (SELECT e FROM temp.win)", &v) < 0)
+		    " (SELECT e FROM temp.win)", &v) < 0 ||
+	    keep_corrections(f) < 0)
 		goto rollback;
 	f->passes++;
 	if (refresh)
@@ -892,7 +957,9 @@ static int write_pass(struct fl *f, int final, int refresh)
 		 (long long)getpid(), (long long)deferred, (long long)nwin) < 0)
 		goto rollback;
 	/* the next window pass may leave out rows of the requests before
-	 * its horizon: those that began before this one's, less a margin */
+	 * its horizon: those that began before this one's, less a margin
+	 * (it judges their starts by this pass's clock corrections, which
+	 * its own may move: window() checks where they fell) */
 	f->next_from = f->last_start == INT64_MIN ? INT64_MIN :
 		next_horizon(f, f->last_start) - FOLLOW_MARGIN_NS;
 	f->written = (uint64_t)total;
@@ -1202,6 +1269,9 @@ static int one_pass(struct fl *f, int recon, int final)
 		o.no_patterns = !refresh;
 		o.rows_from_ns = refresh || final || f->next_from == INT64_MIN ?
 			0 : f->next_from;
+		o.rows_dom = (const char *const *)f->dom;
+		o.rows_corr = f->corr;
+		o.nrows_dom = f->ndom;
 		int64_t read_ns = now_ns(CLOCK_REALTIME);
 		int r = rc_run(&o, &sum);
 		if (r == RC_EXIT_INPUT && !final) {
@@ -1350,5 +1420,6 @@ out:
 		close(f.ino);
 	unlink(f.pass);
 	free(f.pass);
+	drop_corrections(&f);
 	return r;
 }

@@ -77,6 +77,13 @@ struct rc_domain {
 	uint64_t samples;
 	const char *method;      /* "reference", "messages", "host", "realtime" */
 	int64_t  corr;           /* added to provisional epoch times at the end */
+	/* --follow's window pass (rc_options.rows_from_ns): the latest
+	 * provisional start of a request rooted here whose rows were left
+	 * out (has_skip: there was one) */
+	int      has_skip;
+	int64_t  skip_max;
+	int      rows_corr_set;  /* rows_corr looked up (rc_options.rows_dom) */
+	int64_t  rows_corr;
 };
 
 struct rc_proc;

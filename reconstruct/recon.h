@@ -43,6 +43,12 @@ struct rc_options {
 	 * whose root began before this Unix time (ns) are not written (0:
 	 * all are); its request and span rows are */
 	int64_t     rows_from_ns;
+	/* ... compared with the root's start corrected by its domain's
+	 * correction in the last pass (hosts.domain, hosts.correction_ns);
+	 * a domain not named here gets the largest in magnitude, added */
+	const char *const *rows_dom;
+	const int64_t *rows_corr;
+	size_t      nrows_dom;
 };
 
 /* --detail: RC_DETAIL_FULL (the default) writes every table;

@@ -412,13 +412,51 @@ struct rc_span *rc_span_root_of(struct rc_ctx *c, uint64_t req)
 	return req ? rc_map_getp(&c->spans->roots, req) : NULL;
 }
 
+/* Domain D's correction in the pass before (rc_options.rows_dom), or the
+ * largest of them in magnitude for a domain it did not have. */
+static int64_t rows_corr(struct rc_ctx *c, struct rc_domain *d)
+{
+	const struct rc_options *o = c->opt;
+	if (d->rows_corr_set)
+		return d->rows_corr;
+	int64_t big = 0;
+	int found = 0;
+	for (size_t i = 0; i < o->nrows_dom; i++) {
+		int64_t v = o->rows_corr[i];
+		if (!strcmp(o->rows_dom[i], d->label)) {
+			d->rows_corr = v;
+			found = 1;
+		}
+		if (v < 0)
+			v = -v;
+		if (v > big)
+			big = v;
+	}
+	if (!found)
+		d->rows_corr = big;
+	d->rows_corr_set = 1;
+	return d->rows_corr;
+}
+
 int rc_span_rows_skip(struct rc_ctx *c, uint64_t req)
 {
-	if (!c->opt->rows_from_ns || c->ndoms != 1 || !req)
+	if (!c->opt->rows_from_ns || !req)
 		return 0;
 	const struct rc_span *root = rc_span_root_of(c, req);
-	if (!root || root->start >= c->opt->rows_from_ns)
+	if (!root || root->dom >= c->ndoms)
 		return 0;
+	/* The times are provisional (a domain's correction comes at the
+	 * end): the root's start is judged with the correction of the pass
+	 * before, the latest root left out is kept per domain, and the stats
+	 * say where it lies once corrected (db.c), so that --follow writes no
+	 * request whose rows may be missing (follow.c, window) */
+	struct rc_domain *d = &c->doms[root->dom];
+	if (root->start + rows_corr(c, d) >= c->opt->rows_from_ns)
+		return 0;
+	if (!d->has_skip || root->start > d->skip_max) {
+		d->has_skip = 1;
+		d->skip_max = root->start;
+	}
 	c->st.rows_skipped++;
 	return 1;
 }

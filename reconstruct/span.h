@@ -163,8 +163,9 @@ uint32_t rc_span_owners_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
 /* The open root span of request REQ (NULL: none, or it has ended). */
 struct rc_span *rc_span_root_of(struct rc_ctx *c, uint64_t req);
 /* Are request REQ's per-event rows left out (rc_options.rows_from_ns)?
- * Only while its root is open (its start is known) and with one clock
- * domain (its times are final); counts the rows it leaves out. */
+ * Only while its root is open (its start is known); counts the rows it
+ * leaves out and keeps the latest such root's start per clock domain
+ * (rc_domain.skip_max: the stats give it corrected). */
 int rc_span_rows_skip(struct rc_ctx *c, uint64_t req);
 /* SP, the root of a request a traced client started (rule 5), turns out
  * to be work of another request: its own request is forgotten. */

@@ -151,41 +151,57 @@ done
 [ "$(q "SELECT count(*) FROM requests WHERE pattern_id IS NULL")" = 0 ] || fail "requests without a pattern"
 echo "PASS: --follow: 300 requests over three hosts arriving one by one (300 withdrawn, 300 revised), two kills, the same paths as offline"
 
-# window passes (one host, one clock domain): genlog -n 20000 spans about
-# 2 s of log time; with a window of 0.05 s a pass woken by a new file
-# looks at the newest requests only and its reconstruction leaves out the
-# messages, fragments and files of the requests more than a second
-# before them (stats follow_rows_skipped); the requests it may write
-# still have all their rows, and the end is the offline run's
-rm -rf "$tmp/live" "$tmp"/live.db*
-mkdir "$tmp/live"
-: >"$tmp/err"
-$gen -n 20000 "$tmp/logs1" >/dev/null || fail "genlog -n 20000"
-$bin -q "$tmp/logs1" -o "$tmp/offline1.db" || fail "the offline run of one host"
-cp -r "$tmp/logs1/one" "$tmp/live/one"
-$bin --follow --follow-interval=0.2 --follow-grace=0.1 --follow-window=0.05 \
-	"$tmp/live" -o "$tmp/live.db" 2>>"$tmp/err" &
-pid=$!
-wait_for "SELECT count(*) FROM requests" 20000
-for k in 1 2 3 4 5 6 7 8 9 10; do
-	: >"$tmp/live/one/wake-$k"
-	[ "$(q "SELECT value > 0 FROM stats WHERE key = 'follow_rows_skipped'")" = 1 ] && break
-	sleep 0.5
-done
-[ "$(q "SELECT value > 0 FROM stats WHERE key = 'follow_rows_skipped'")" = 1 ] ||
-	fail "no window pass left rows out (stats: $(q "SELECT group_concat(key || '=' || value) FROM stats WHERE key LIKE 'follow%'"))"
-nwin=$(q "SELECT value FROM stats WHERE key = 'follow_window_requests'")
-[ "$nwin" -gt 0 ] && [ "$nwin" -lt 20000 ] || fail "the window pass looked at $nwin requests of 20000"
-canon "$tmp/live.db" >"$tmp/b1"
-canon "$tmp/offline1.db" >"$tmp/a1"
-diff "$tmp/a1" "$tmp/b1" >"$tmp/diff" || fail "after window passes, --follow's requests differ from the offline run's: $(head -n 4 "$tmp/diff")"
-kill -INT $pid
-wait $pid
-st=$?
-pid=
-[ $st -eq 0 ] || fail "window passes: SIGINT: exit status $st, wanted 0"
-canon "$tmp/live.db" >"$tmp/b1"
-diff "$tmp/a1" "$tmp/b1" >"$tmp/diff" || fail "after the last pass, --follow's requests differ from the offline run's: $(head -n 4 "$tmp/diff")"
-[ "$(q "SELECT count(*) FROM follow_requests WHERE revised > 0")" = 0 ] ||
-	fail "window passes revised requests they should have left alone"
-echo "PASS: --follow: window passes (each looked at $nwin of 20000 requests and left out the rows of the older ones) wrote the offline run's paths"
+# window passes: genlog -n 20000 spans about 2 s of log time; with a
+# window of 0.05 s a pass woken by a new file looks at the newest requests
+# only and its reconstruction leaves out the messages, fragments and files
+# of the requests more than a second before them (stats
+# follow_rows_skipped); the requests it may write still have all their
+# rows, and the end is the offline run's.  window_case NAME "RECON-ARGS"
+# GENLOG-ARGS: "one" is one host (one clock domain, its times final);
+# "three" is genlog -3, three hosts whose clocks differ by up to 1.5 s,
+# where the reconstruction chooses by times it corrects only at its end
+# (the pass must not write a request whose root, once corrected, lies
+# after one whose rows it left out: stats follow_rows_skip_max_ns); with
+# the database host's clock as the reference (-r db) the front's times,
+# where the requests begin, move by 1.5 s when corrected
+window_case() {
+	local name=$1 st nwin
+	local -a ra
+	read -r -a ra <<<"$2"
+	shift 2
+	rm -rf "$tmp/live" "$tmp"/live.db* "$tmp/logs1"
+	mkdir "$tmp/live"
+	: >"$tmp/err"
+	$gen "$@" -n 20000 "$tmp/logs1" >/dev/null || fail "genlog $* -n 20000"
+	$bin -q "${ra[@]}" "$tmp/logs1" -o "$tmp/offline1.db" || fail "the offline run ($name)"
+	cp -r "$tmp/logs1"/* "$tmp/live/"
+	$bin --follow --follow-interval=0.2 --follow-grace=0.1 --follow-window=0.05 \
+		"${ra[@]}" "$tmp/live" -o "$tmp/live.db" 2>>"$tmp/err" &
+	pid=$!
+	wait_for "SELECT count(*) FROM requests" 20000
+	for k in 1 2 3 4 5 6 7 8 9 10; do
+		for h in "$tmp"/live/*/; do : >"$h/wake-$k"; done
+		[ "$(q "SELECT value > 0 FROM stats WHERE key = 'follow_rows_skipped'")" = 1 ] && break
+		sleep 0.5
+	done
+	[ "$(q "SELECT value > 0 FROM stats WHERE key = 'follow_rows_skipped'")" = 1 ] ||
+		fail "$name: no window pass left rows out (stats: $(q "SELECT group_concat(key || '=' || value) FROM stats WHERE key LIKE 'follow%'"))"
+	nwin=$(q "SELECT value FROM stats WHERE key = 'follow_window_requests'")
+	[ "$nwin" -gt 0 ] && [ "$nwin" -lt 20000 ] || fail "$name: the window pass looked at $nwin requests of 20000"
+	canon "$tmp/live.db" >"$tmp/b1"
+	canon "$tmp/offline1.db" >"$tmp/a1"
+	diff "$tmp/a1" "$tmp/b1" >"$tmp/diff" || fail "$name: after window passes, --follow's requests differ from the offline run's: $(head -n 4 "$tmp/diff")"
+	kill -INT $pid
+	wait $pid
+	st=$?
+	pid=
+	[ $st -eq 0 ] || fail "$name: window passes: SIGINT: exit status $st, wanted 0"
+	canon "$tmp/live.db" >"$tmp/b1"
+	diff "$tmp/a1" "$tmp/b1" >"$tmp/diff" || fail "$name: after the last pass, --follow's requests differ from the offline run's: $(head -n 4 "$tmp/diff")"
+	[ "$(q "SELECT count(*) FROM follow_requests WHERE revised > 0")" = 0 ] ||
+		fail "$name: window passes revised requests they should have left alone"
+	echo "PASS: --follow: window passes, $name (each looked at $nwin of 20000 requests and left out the rows of the older ones) wrote the offline run's paths"
+}
+window_case one ""
+window_case three "" -3
+window_case "three, reference db" "-r db" -3
