@@ -38,10 +38,11 @@ struct rc_options {
 	int         no_patterns;     /* leave the pattern tables empty
 					(--follow's passes between two
 					refreshes: follow.c) */
-	/* --follow's window passes (follow.c): with one clock domain, the
-	 * messages, their attrs, the fragments and the files of a request
-	 * whose root began before this Unix time (ns) are not written (0:
-	 * all are); its request and span rows are */
+	/* --follow's window passes (follow.c): the messages, their attrs,
+	 * the fragments and the files of a request whose root began before
+	 * this Unix time (ns) are not written (0: all are); its request and
+	 * span rows are.  The stats say where the latest such root lies once
+	 * corrected (follow_rows_skip_max_ns) */
 	int64_t     rows_from_ns;
 	/* ... compared with the root's start corrected by its domain's
 	 * correction in the last pass (hosts.domain, hosts.correction_ns);
