@@ -165,18 +165,16 @@ echo "PASS: --follow: 300 requests over three hosts arriving one by one (300 wit
 # the database host's clock as the reference (-r db) the front's times,
 # where the requests begin, move by 1.5 s when corrected
 window_case() {
-	local name=$1 st nwin
-	local -a ra
-	read -r -a ra <<<"$2"
+	local name=$1 ra=$2 st nwin
 	shift 2
 	rm -rf "$tmp/live" "$tmp"/live.db* "$tmp/logs1"
 	mkdir "$tmp/live"
 	: >"$tmp/err"
 	$gen "$@" -n 20000 "$tmp/logs1" >/dev/null || fail "genlog $* -n 20000"
-	$bin -q "${ra[@]}" "$tmp/logs1" -o "$tmp/offline1.db" || fail "the offline run ($name)"
+	$bin -q $ra "$tmp/logs1" -o "$tmp/offline1.db" || fail "the offline run ($name)"
 	cp -r "$tmp/logs1"/* "$tmp/live/"
 	$bin --follow --follow-interval=0.2 --follow-grace=0.1 --follow-window=0.05 \
-		"${ra[@]}" "$tmp/live" -o "$tmp/live.db" 2>>"$tmp/err" &
+		$ra "$tmp/live" -o "$tmp/live.db" 2>>"$tmp/err" &
 	pid=$!
 	wait_for "SELECT count(*) FROM requests" 20000
 	for k in 1 2 3 4 5 6 7 8 9 10; do
