@@ -773,7 +773,7 @@ static int window(struct fl *f, int full, int64_t *gone_from)
 	f->horizon = INT64_MIN;
 	f->last_start = n ? last : INT64_MIN;
 	if (!full && n) {
-		int64_t h = next_horizon(f, last), skip = 0, nskip = 0;
+		int64_t h = next_horizon(f, last), skip = INT64_MIN;
 		/* the pass left out rows of the requests before this */
 		if (h < f->pass_rows_from)
 			h = f->pass_rows_from;
@@ -782,10 +782,9 @@ static int window(struct fl *f, int full, int64_t *gone_from)
 		 * by provisional times, and a request's root is its earliest
 		 * span only once corrected, so a margin more */
 		if (f->pass_rows_from &&
-		    (one_i64(f, "SELECT count(*) FROM e.stats WHERE key = 'follow_rows_skip_max_ns'", &nskip) < 0 ||
-		     one_i64(f, "SELECT value FROM e.stats WHERE key = 'follow_rows_skip_max_ns'", &skip) < 0))
+		    one_i64(f, "SELECT COALESCE((SELECT value FROM e.stats WHERE key = 'follow_rows_skip_max_ns'), -9223372036854775807 - 1)", &skip) < 0)
 			return -1;
-		if (nskip) {
+		if (skip != INT64_MIN) {
 			int64_t m = skip + (f->sum.domains > 1 ? FOLLOW_MARGIN_NS : 1);
 			if (h < m)
 				h = m;
@@ -1311,14 +1310,6 @@ static int one_pass(struct fl *f, int recon, int final)
 	if (access(f->pass, F_OK) != 0)
 		return 1;
 	double t1 = now_ns(CLOCK_MONOTONIC) / 1e9;
-	/* A full pass compares every request and rewrites the patterns:
-	 * seconds on a long log.  The requests of the window go first, as a
-	 * window pass would write them from the same database, so that those
-	 * that became final meanwhile do not wait for the rest (BENCHMARKS.md
-	 * phase 25) */
-	if (refresh && !final && f->passes > 0 &&
-	    (write_pass(f, 0, 0) < 0 || sinks_pass(f, 0) < 0))
-		return -1;
 	if (write_pass(f, final, refresh) < 0 || sinks_pass(f, final) < 0)
 		return -1;
 	const char *tm = getenv("BP_FOLLOW_TIMING");
