@@ -866,6 +866,40 @@ static int keep_corrections(struct fl *f)
 	return 0;
 }
 
+/* A window pass maps the span ids of the requests it writes only (temp.sm:
+ * fresh_sql), and it may lack the rows of a request before its horizon
+ * (rc_options.rows_from_ns: the exact spans but the root too), so a
+ * request of temp.w one of whose spans has its parent in another request
+ * not written now (or not in the pass) is left for the next full pass,
+ * which maps every span: written now, its span would lose its parent, and
+ * an uncertainty inherited from that parent's side (db.c, inherit_sql)
+ * might be missed.  Until nothing is taken out (a request taken out may
+ * hold a parent of another).  The requests left (temp.xp) are counted
+ * (stats.follow_parent_deferred) and do not hold the window back
+ * (temp.pend).  0 or -1. */
+static int parent_rule(struct fl *f)
+{
+	if (xsql(f, "DROP TABLE IF EXISTS temp.xp;\n"
+		 "CREATE TEMP TABLE xp(e INTEGER PRIMARY KEY);") < 0)
+		return -1;
+	if (f->horizon == INT64_MIN)
+		return 0;
+	for (;;) {
+		int64_t n;
+		if (xsql(f, "INSERT OR IGNORE INTO temp.xp SELECT s.request_id FROM temp.w\n"
+			 "  JOIN e.spans s ON s.request_id = w.e\n"
+			 "  LEFT JOIN e.spans p ON p.span_id = s.parent_span_id\n"
+			 "  WHERE s.parent_span_id IS NOT NULL AND (p.span_id IS NULL OR\n"
+			 "    (p.request_id IS NOT s.request_id AND NOT EXISTS\n"
+			 "      (SELECT 1 FROM temp.w x WHERE x.e = p.request_id)));\n"
+			 "DELETE FROM temp.w WHERE e IN (SELECT e FROM temp.xp);") < 0 ||
+		    one_i64(f, "SELECT changes()", &n) < 0)
+			return -1;
+		if (n == 0)
+			return 0;
+	}
+}
+
 /* Write what the pass database holds that is final into PATHS.db; FINAL:
  * everything (the last pass); REFRESH: the pass database has the
  * patterns, and the patterns and rows of no request are written again.
@@ -895,6 +929,7 @@ static int write_pass(struct fl *f, int final, int refresh)
 	    xsql(f, "%s", proc_sql) < 0 || map_ids(f, 1, "pm") < 0 ||
 	    xsql(f, "%s", chan_sql) < 0 || map_ids(f, 2, "cm") < 0 ||
 	    xsql(f, req_sql, (long long)final, (long long)cut, (long long)cut) < 0 ||
+	    parent_rule(f) < 0 ||
 	    get_state(f, "request", &base) < 0 ||
 	    xsql(f, renew_sql, (long long)base, (long long)gone_from) < 0 ||
 	    (refresh && xsql(f, "%s", ordinal_sql) < 0) ||
@@ -915,7 +950,7 @@ static int write_pass(struct fl *f, int final, int refresh)
 
 	/* what this pass did, for the progress line and the stats table */
 	int64_t nnew, lag, waiting, pending, missing = (int64_t)f->missing, total,
-		revised, withdrawn, deferred, nwin;
+		revised, withdrawn, deferred, nwin, xparent;
 	/* a request that stayed unwritten until it fell out of the window
 	 * is left for the next full pass (counted) */
 	if (f->horizon != INT64_MIN &&
@@ -926,7 +961,8 @@ static int write_pass(struct fl *f, int final, int refresh)
 	if (xsql(f, "DELETE FROM temp.pend;\n"
 		 "INSERT INTO temp.pend SELECT rm.key, r.start_ns FROM temp.rm\n"
 		 "  JOIN e.requests r ON r.request_id = rm.e JOIN temp.win ON win.e = rm.e\n"
-		 "  WHERE rm.l IS NULL AND win.core;") < 0 ||
+		 "  WHERE rm.l IS NULL AND win.core AND rm.e NOT IN (SELECT e FROM temp.xp);") < 0 ||
+	    one_i64(f, "SELECT count(*) FROM temp.xp", &xparent) < 0 ||
 	    one_i64(f, "SELECT count(*) FROM temp.deferred d WHERE NOT EXISTS\n"
 		    "  (SELECT 1 FROM follow_requests f WHERE f.key = d.key)", &deferred) < 0 ||
 	    one_i64(f, "SELECT COALESCE(min(start), 9223372036854775807) FROM temp.pend",
@@ -959,12 +995,14 @@ static int write_pass(struct fl *f, int final, int refresh)
 		 "  ('follow_requests', %lld), ('follow_revised', %lld),\n"
 		 "  ('follow_waiting', %lld), ('follow_missing', %lld),\n"
 		 "  ('follow_withdrawn', %lld), ('follow_pid', %lld),\n"
-		 "  ('follow_deferred', %lld), ('follow_window_requests', %lld);\n"
+		 "  ('follow_deferred', %lld), ('follow_window_requests', %lld),\n"
+		 "  ('follow_parent_deferred', %lld);\n"
 		 "COMMIT",
 		 refresh ? "" : " WHERE key <> 'patterns'",
 		 (long long)f->passes, (long long)total, (long long)revised,
 		 (long long)waiting, (long long)missing, (long long)withdrawn,
-		 (long long)getpid(), (long long)deferred, (long long)nwin) < 0)
+		 (long long)getpid(), (long long)deferred, (long long)nwin,
+		 (long long)xparent) < 0)
 		goto rollback;
 	/* the next window pass may leave out rows of the requests before
 	 * its horizon: those that began before this one's, less a margin
