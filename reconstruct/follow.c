@@ -32,7 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <dirent.h>
@@ -43,12 +45,6 @@
 #include "export.h"
 #include "follow.h"
 #include "otlp_push.h"
-
-/* How often the patterns and the rows of no request are written again
- * (they are of the whole run: each costs as much as the whole log): every
- * 10 s, and never more than a twentieth of the time. */
-#define FOLLOW_REFRESH_NS (10 * 1000000000LL)
-#define FOLLOW_REFRESH_SHARE 20
 
 /* The window of a pass: a request open longer than this many windows is
  * left for the next full pass; clock estimates of two passes may differ
@@ -106,6 +102,16 @@ struct fl {
 	uint64_t sink_errors;       /* sinks that failed in the last pass */
 	char     ch_run[80];        /* the ClickHouse run (one per PATHS.db) */
 	struct rc_summary sum;      /* of the last reconstruction */
+	/* the full pass in the background (bg_start): its process (0: none),
+	 * its database (PATHS.db.full), when it began reading, how long it
+	 * took, the passes it wrote and the requests it left to the window
+	 * passes */
+	pid_t    bg_pid;
+	char    *bg_out;
+	int64_t  bg_read_ns;
+	int64_t  bg_horizon;        /* the window passes' then */
+	double   bg_t0;
+	uint64_t bg_passes, bg_left;
 	char     err[1024];
 };
 
@@ -284,7 +290,8 @@ static int open_out(struct fl *f)
 		return ffail(f, "%s: %s", path, sqlite3_errmsg(f->h));
 	if (xsql(f, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;\n"
 		 "CREATE TEMP TABLE pend(key TEXT PRIMARY KEY, start INTEGER);\n"
-		 "CREATE TEMP TABLE deferred(key TEXT PRIMARY KEY);") < 0)
+		 "CREATE TEMP TABLE deferred(key TEXT PRIMARY KEY);\n"
+		 "CREATE TEMP TABLE wd(key TEXT PRIMARY KEY);") < 0)
 		return -1;
 	int64_t n_req, n_follow;
 	if (one_i64(f, "SELECT count(*) FROM sqlite_master WHERE name = 'requests'", &n_req) < 0 ||
@@ -494,7 +501,11 @@ static const char renew_sql[] =
 	"INSERT INTO temp.gone SELECT f.request_id FROM requests r\n"
 	"  JOIN follow_requests f ON f.request_id = r.request_id\n"
 	"  WHERE NOT EXISTS (SELECT 1 FROM temp.rm WHERE rm.key = f.key)\n"
-	"  AND r.start_ns >= %lld;\n"
+	"  AND r.start_ns >= %lld AND f.written_ns < %lld;\n"
+	/* (a full pass in the background writes no key withdrawn since it
+	 * began reading: bg_write) */
+	"INSERT OR IGNORE INTO temp.wd SELECT key FROM follow_requests\n"
+	"  WHERE request_id IN (SELECT l FROM temp.gone);\n"
 	"CREATE TEMP TABLE del(l INTEGER PRIMARY KEY);\n"
 	"INSERT INTO temp.del SELECT l FROM temp.w WHERE NOT new UNION SELECT l FROM temp.gone;\n"
 	"DELETE FROM attrs WHERE span_id IN (SELECT span_id FROM spans WHERE request_id IN\n"
@@ -900,20 +911,91 @@ static int parent_rule(struct fl *f)
 	}
 }
 
+/* A full pass in the background (bg_start) read the logs at bg_read_ns;
+ * window passes went on meanwhile.  It writes no request a window pass
+ * wrote (written_ns) or withdrew (temp.wd) since: their version is newer
+ * than its own.  Counted in bg_left.  0 or -1. */
+static int bg_rule(struct fl *f)
+{
+	int64_t n;
+	if (xsql(f, "DELETE FROM temp.w WHERE l IN\n"
+		 "  (SELECT request_id FROM follow_requests WHERE written_ns >= %lld)\n"
+		 "  OR e IN (SELECT rm.e FROM temp.rm JOIN temp.wd ON wd.key = rm.key);",
+		 (long long)f->bg_read_ns) < 0 ||
+	    one_i64(f, "SELECT changes()", &n) < 0)
+		return -1;
+	f->bg_left += (uint64_t)n;
+	return 0;
+}
+
+/* The channels a background full pass writes: those closed before the
+ * horizon the window passes had when it began (%lld, less a margin), which
+ * no window pass looks at any more; the others are the window passes'. */
+static const char bg_chan_sql[] =
+	"INSERT OR REPLACE INTO channels SELECT cm.l, ccm.l, hm.l, pm.l, c.pid, c.fd,\n"
+	"  c.kind, c.role, c.protocol, c.local, c.remote, c.path, c.ino, c.peer_ino, pc.l,\n"
+	"  c.traced_peer, rm.l, c.open_ns, c.close_ns, c.bytes_in, c.bytes_out, c.msgs_in,\n"
+	"  c.msgs_out, c.lost_sync, c.readable, c.unreadable_reason\n"
+	"  FROM e.channels c JOIN temp.cm ON cm.e = c.channel_id\n"
+	"  LEFT JOIN temp.ccm ON ccm.e = c.conn_id LEFT JOIN temp.hm ON hm.e = c.host_id\n"
+	"  LEFT JOIN temp.pm ON pm.e = c.process_id LEFT JOIN temp.cm pc ON pc.e = c.peer_channel_id\n"
+	"  LEFT JOIN temp.rm ON rm.e = c.request_id\n"
+	"  WHERE c.close_ns < %lld;\n";
+
+/* The end of a background full pass's write: the counts, the patterns'
+ * stats, and the window passes' state (HORIZON, LAST_START) as it was.
+ * 0 or -1. */
+static int bg_done(struct fl *f, int64_t horizon, int64_t last_start)
+{
+	int64_t total, revised, withdrawn;
+	f->horizon = horizon;
+	f->last_start = last_start;
+	if (one_i64(f, "SELECT count(*) FROM follow_requests", &total) < 0 ||
+	    one_i64(f, "SELECT sum(revised) FROM follow_requests", &revised) < 0 ||
+	    get_state(f, "withdrawn", &withdrawn) < 0)
+		goto rollback;
+	f->passes++;
+	f->bg_passes++;
+	if (xsql(f, "INSERT OR REPLACE INTO stats SELECT key, value FROM e.stats\n"
+		 "  WHERE key = 'patterns';\n"
+		 "INSERT OR REPLACE INTO stats VALUES('follow_passes', %lld),\n"
+		 "  ('follow_requests', %lld), ('follow_revised', %lld),\n"
+		 "  ('follow_withdrawn', %lld), ('follow_full_background', %lld),\n"
+		 "  ('follow_full_left', %lld);\n"
+		 "COMMIT",
+		 (long long)f->passes, (long long)total, (long long)revised,
+		 (long long)withdrawn, (long long)f->bg_passes,
+		 (long long)f->bg_left) < 0)
+		goto rollback;
+	f->written = (uint64_t)total;
+	f->revised = (uint64_t)revised;
+	f->withdrawn = (uint64_t)withdrawn;
+	xsql(f, "DETACH e");
+	return 0;
+rollback:
+	sqlite3_exec(f->h, "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_exec(f->h, "DETACH e", NULL, NULL, NULL);
+	return -1;
+}
+
 /* Write what the pass database holds that is final into PATHS.db; FINAL:
  * everything (the last pass); REFRESH: the pass database has the
  * patterns, and the patterns and rows of no request are written again.
  * Other passes look at a window of the pass (window(), above). */
-static int write_pass(struct fl *f, int final, int refresh)
+static int write_pass(struct fl *f, const char *pass, int final, int refresh,
+		      int bg)
 {
 	int64_t now = now_ns(CLOCK_REALTIME);
 	/* the logs were read when the last reconstruction began: what was
 	 * not in them by then cannot be waited for from a later time */
-	int64_t cut = f->read_ns - (int64_t)(f->o->grace * 1e9);
+	int64_t read_ns = bg ? f->bg_read_ns : f->read_ns;
+	int64_t cut = read_ns - (int64_t)(f->o->grace * 1e9);
 	int64_t base, sbase, mbase, gbase, ibase, v, gone_from;
 	int full = final || refresh;
+	/* a background full pass leaves the window state as it was */
+	int64_t horizon = f->horizon, last_start = f->last_start;
 
-	if (xsql(f, "ATTACH %Q AS e", f->pass) < 0)
+	if (xsql(f, "ATTACH %Q AS e", pass) < 0)
 		return -1;
 	if (make_schema(f) < 0 ||
 	    xsql(f, "CREATE INDEX IF NOT EXISTS follow_start ON requests(start_ns)") < 0 ||
@@ -929,17 +1011,20 @@ static int write_pass(struct fl *f, int final, int refresh)
 	    xsql(f, "%s", proc_sql) < 0 || map_ids(f, 1, "pm") < 0 ||
 	    xsql(f, "%s", chan_sql) < 0 || map_ids(f, 2, "cm") < 0 ||
 	    xsql(f, req_sql, (long long)final, (long long)cut, (long long)cut) < 0 ||
-	    parent_rule(f) < 0 ||
+	    parent_rule(f) < 0 || (bg && bg_rule(f) < 0) ||
 	    get_state(f, "request", &base) < 0 ||
-	    xsql(f, renew_sql, (long long)base, (long long)gone_from) < 0 ||
+	    xsql(f, renew_sql, (long long)base, (long long)gone_from,
+		 (long long)(bg ? f->bg_read_ns : INT64_MAX)) < 0 ||
 	    (refresh && xsql(f, "%s", ordinal_sql) < 0) ||
 	    get_state(f, "span", &sbase) < 0 || get_state(f, "message", &mbase) < 0 ||
 	    get_state(f, "fragment", &gbase) < 0 || get_state(f, "file", &ibase) < 0 ||
 	    xsql(f, fresh_sql, (long long)sbase, (long long)mbase) < 0 ||
 	    xsql(f, rows_sql, (long long)gbase, (long long)ibase, (long long)now,
 		 (long long)now, (long long)now) < 0 ||
-	    xsql(f, global_sql, f->horizon == INT64_MIN ? "" :
-		 " WHERE channel_id IN (SELECT l FROM temp.cm)") < 0 ||
+	    (bg ? xsql(f, bg_chan_sql, (long long)(f->bg_horizon == INT64_MIN ?
+						    INT64_MIN : f->bg_horizon - FOLLOW_MARGIN_NS)) :
+	     xsql(f, global_sql, f->horizon == INT64_MIN ? "" :
+		  " WHERE channel_id IN (SELECT l FROM temp.cm)")) < 0 ||
 	    (refresh && xsql(f, "%s", refresh_sql) < 0) ||
 	    bump_state(f, "request", "requests", "request_id") < 0 ||
 	    bump_state(f, "span", "spans", "span_id") < 0 ||
@@ -947,6 +1032,8 @@ static int write_pass(struct fl *f, int final, int refresh)
 	    bump_state(f, "fragment", "fragments", "fragment_id") < 0 ||
 	    bump_state(f, "file", "files", "file_id") < 0)
 		goto rollback;
+	if (bg)
+		return bg_done(f, horizon, last_start);
 
 	/* what this pass did, for the progress line and the stats table */
 	int64_t nnew, lag, waiting, pending, missing = (int64_t)f->missing, total,
@@ -996,13 +1083,15 @@ static int write_pass(struct fl *f, int final, int refresh)
 		 "  ('follow_waiting', %lld), ('follow_missing', %lld),\n"
 		 "  ('follow_withdrawn', %lld), ('follow_pid', %lld),\n"
 		 "  ('follow_deferred', %lld), ('follow_window_requests', %lld),\n"
-		 "  ('follow_parent_deferred', %lld);\n"
+		 "  ('follow_parent_deferred', %lld), ('follow_full_background', %lld),\n"
+		 "  ('follow_full_left', %lld);\n"
 		 "COMMIT",
 		 refresh ? "" : " WHERE key <> 'patterns'",
 		 (long long)f->passes, (long long)total, (long long)revised,
 		 (long long)waiting, (long long)missing, (long long)withdrawn,
 		 (long long)getpid(), (long long)deferred, (long long)nwin,
-		 (long long)xparent) < 0)
+		 (long long)xparent, (long long)f->bg_passes,
+		 (long long)f->bg_left) < 0)
 		goto rollback;
 	/* the next window pass may leave out rows of the requests before
 	 * its horizon: those that began before this one's, less a margin
@@ -1294,18 +1383,127 @@ static void remove_stale(const char *pass)
 	closedir(d);
 }
 
+/* Start a full pass in the background: a child process reconstructs the
+ * logs as they are now into PATHS.db.full (rc_run, as a full pass would)
+ * and exits with its status; bg_poll writes its result once it is done.
+ * The child is killed with this process (PR_SET_PDEATHSIG) and touches
+ * nothing of the parent's (not PATHS.db's connection, not the push).
+ * 0, or -1 when it could not be started. */
+static int bg_start(struct fl *f)
+{
+	struct rc_options o = *f->o->rc;
+	o.output = f->bg_out;
+	o.quiet = 1;
+	o.progress = 0;
+	o.err = stderr;
+	o.no_patterns = 0;
+	o.rows_from_ns = 0;
+	o.rows_dom = NULL;
+	o.rows_corr = NULL;
+	o.nrows_dom = 0;
+	/* withdrawn from now on: not the background pass's to write */
+	if (xsql(f, "DELETE FROM temp.wd") < 0)
+		return -1;
+	int64_t read_ns = now_ns(CLOCK_REALTIME);
+	pid_t parent = getpid();
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		struct rc_summary sum;
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(RC_EXIT_OUTPUT);
+		int r = rc_run(&o, &sum);
+		/* tests: a full pass whose result comes late, so that window
+		 * passes write meanwhile (tests/recon/follow.sh) */
+		const char *d = getenv("BP_FOLLOW_FULL_DELAY");
+		if (d && *d) {
+			double s = strtod(d, NULL);
+			struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+			if (s > 0 && s < 60)
+				nanosleep(&ts, NULL);
+		}
+		_exit(r);
+	}
+	f->bg_pid = pid;
+	f->bg_read_ns = read_ns;
+	f->bg_horizon = f->horizon;
+	f->bg_t0 = now_ns(CLOCK_MONOTONIC) / 1e9;
+	return 0;
+}
+
+/* The full pass in the background: if it is done, write its result (the
+ * requests no window pass wrote since it began, the patterns, the rows of
+ * no request).  1 when it wrote, 0 when there was nothing to write, -1 when
+ * it failed, or the write did. */
+static int bg_poll(struct fl *f)
+{
+	int st;
+	if (!f->bg_pid)
+		return 0;
+	pid_t r = waitpid(f->bg_pid, &st, WNOHANG);
+	if (r == 0)
+		return 0;
+	f->bg_pid = 0;
+	if (r < 0)
+		return ffail(f, "the full pass in the background: waitpid: %s", strerror(errno));
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != RC_EXIT_OK) {
+		unlink(f->bg_out);
+		if (WIFEXITED(st))
+			return ffail(f, "the full pass in the background failed (exit status %d, above)",
+				     WEXITSTATUS(st));
+		return ffail(f, "the full pass in the background was killed by signal %d",
+			     WTERMSIG(st));
+	}
+	double t1 = now_ns(CLOCK_MONOTONIC) / 1e9;
+	int w = write_pass(f, f->bg_out, 0, 1, 1);
+	unlink(f->bg_out);
+	if (w < 0)
+		return -1;
+	double t2 = now_ns(CLOCK_MONOTONIC) / 1e9;
+	const char *tm = getenv("BP_FOLLOW_TIMING");
+	if (tm && *tm)
+		fprintf(stderr, "pass %" PRIu64 ": full in the background, reconstruct %.3f s, write %.3f s\n",
+			f->passes, t1 - f->bg_t0, t2 - t1);
+	f->refreshed_ns = now_ns(CLOCK_MONOTONIC);
+	f->refresh_s = t2 - f->bg_t0;
+	return 1;
+}
+
+/* Stop the full pass in the background, if one runs (its result is not
+ * written: the last pass is full). */
+static void bg_stop(struct fl *f)
+{
+	if (!f->bg_pid)
+		return;
+	kill(f->bg_pid, SIGKILL);
+	while (waitpid(f->bg_pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	f->bg_pid = 0;
+	unlink(f->bg_out);
+}
+
 /* One pass: reconstruct (when RECON) and write.  0, 1 when there is no
  * log yet, or -1. */
 static int one_pass(struct fl *f, int recon, int final)
 {
 	double t0 = now_ns(CLOCK_MONOTONIC) / 1e9;
 	/* the patterns and the rows of no request: on the first and the last
-	 * pass, then every FOLLOW_REFRESH_NS, and at most a
-	 * FOLLOW_REFRESH_SHARE-th of the time */
+	 * pass, then every --follow-full seconds and at most a
+	 * --follow-full-share-th of the time (each costs as much as the
+	 * whole log) */
 	int64_t since = now_ns(CLOCK_MONOTONIC) - f->refreshed_ns;
-	int refresh = recon && (final || f->passes == 0 ||
-		(since >= FOLLOW_REFRESH_NS &&
-		 since >= (int64_t)(f->refresh_s * FOLLOW_REFRESH_SHARE * 1e9)));
+	int refresh = recon && (final || f->passes == 0);
+	/* the others in the background, one at a time (a child that could
+	 * not be started: this pass is the full one) */
+	if (recon && !refresh && !f->bg_pid &&
+	    since >= (int64_t)(f->o->full * 1e9) &&
+	    since >= (int64_t)(f->refresh_s * f->o->full_share * 1e9) &&
+	    bg_start(f) < 0)
+		refresh = 1;
 	if (recon) {
 		struct rc_options o = *f->o->rc;
 		struct rc_summary sum;
@@ -1348,7 +1546,7 @@ static int one_pass(struct fl *f, int recon, int final)
 	if (access(f->pass, F_OK) != 0)
 		return 1;
 	double t1 = now_ns(CLOCK_MONOTONIC) / 1e9;
-	if (write_pass(f, final, refresh) < 0 || sinks_pass(f, final) < 0)
+	if (write_pass(f, f->pass, final, refresh, 0) < 0 || sinks_pass(f, final) < 0)
 		return -1;
 	const char *tm = getenv("BP_FOLLOW_TIMING");
 	if (tm && *tm)
@@ -1387,9 +1585,16 @@ int rc_follow(const struct rc_follow_opts *o)
 		return RC_EXIT_OUTPUT;
 	}
 	snprintf(f.pass, n, "%s.pass", o->rc->output);
+	if (!(f.bg_out = malloc(n))) {
+		fprintf(stderr, "bp-reconstruct: out of memory\n");
+		free(f.pass);
+		return RC_EXIT_OUTPUT;
+	}
+	snprintf(f.bg_out, n, "%s.full", o->rc->output);
 	if (open_out(&f) < 0)
 		goto out;
 	remove_stale(f.pass);
+	remove_stale(f.bg_out);
 
 
 
@@ -1401,6 +1606,14 @@ int rc_follow(const struct rc_follow_opts *o)
 	int changed = 1;
 	while (!stop_sig) {
 		watch_all(&f);
+		/* after a full pass written in the background the next pass
+		 * reads the logs again: the last window pass's database may
+		 * be older than what the full pass wrote */
+		int bgw = bg_poll(&f);
+		if (bgw < 0)
+			goto out;
+		if (bgw)
+			changed = 1;
 		/* nothing new, nothing waiting for its grace or its push: no
 		 * pass (an incomplete request waits for new log data) */
 		int p = changed || f.pending || f.unpushed ?
@@ -1431,6 +1644,7 @@ int rc_follow(const struct rc_follow_opts *o)
 	}
 	if (f.tty)
 		fputc('\n', stderr);
+	bg_stop(&f);
 	/* the last pass: everything, as the offline run writes it */
 	if (one_pass(&f, 1, 1) < 0)
 		goto out;
@@ -1466,8 +1680,11 @@ out:
 		sqlite3_close(f.h);
 	if (f.ino >= 0)
 		close(f.ino);
+	bg_stop(&f);
 	unlink(f.pass);
 	free(f.pass);
+	unlink(f.bg_out);
+	free(f.bg_out);
 	drop_corrections(&f);
 	return r;
 }

@@ -30,6 +30,9 @@ struct rc_follow_opts {
 	/* seconds of requests (by their start, before the newest) a pass
 	 * looks at, besides those not yet written (docs/reconstruct.md) */
 	double window;
+	/* the least seconds between two full passes, and the least multiple
+	 * of the last one's duration (0: none) */
+	double full, full_share;
 	/* push each request to an OTLP receiver once a later pass found it
 	 * unchanged (NULL: no push) */
 	const struct otlp_push_opts *push;

@@ -260,9 +260,21 @@ static const char help[] =
 "                           10), and every request not yet written.  A\n"
 "                           request that began before them is revised or\n"
 "                           withdrawn by the next full pass (the first, the\n"
-"                           last, and one every 10 s or more), as is one\n"
-"                           still open 30 times SECONDS after it began\n"
-"                           (stats follow_deferred).\n"
+"                           last, and one every --follow-full seconds or\n"
+"                           more), as is one still open 30 times SECONDS\n"
+"                           after it began (stats follow_deferred).\n"
+"        --follow-full=SECONDS\n"
+"                           the least time between two full passes\n"
+"                           (default 10).  A full pass looks at every\n"
+"                           request and writes the patterns; but for the\n"
+"                           first and the last, it reconstructs the logs\n"
+"                           in a child process while window passes go on,\n"
+"                           and writes only what no window pass wrote\n"
+"                           meanwhile.\n"
+"        --follow-full-share=N\n"
+"                           a full pass waits at least N times as long as\n"
+"                           the last one took (default 20: a full pass\n"
+"                           grows with the logs; 0: no such wait).\n"
 "    -h, --help             show this help and exit.\n"
 "    -V, --version          show the version and exit.\n"
 "\n"
@@ -479,7 +491,7 @@ int main(int argc, char **argv)
 	       OPT_CH_BATCH, OPT_CH_TIMEOUT, OPT_CH_RETRIES,
 	       OPT_HOST_LOCAL, OPT_JOIN, OPT_GRPC_UNARY, OPT_GRPC_PROTO,
 	       OPT_DETAIL, OPT_FOLLOW, OPT_FOLLOW_INTERVAL, OPT_FOLLOW_GRACE,
-	       OPT_FOLLOW_WINDOW };
+	       OPT_FOLLOW_WINDOW, OPT_FOLLOW_FULL, OPT_FOLLOW_FULL_SHARE };
 	static const struct option longopts[] = {
 		{ "output",      required_argument, NULL, 'o' },
 		{ "reference",   required_argument, NULL, 'r' },
@@ -516,6 +528,8 @@ int main(int argc, char **argv)
 		{ "follow-interval", required_argument, NULL, OPT_FOLLOW_INTERVAL },
 		{ "follow-grace", required_argument, NULL, OPT_FOLLOW_GRACE },
 		{ "follow-window", required_argument, NULL, OPT_FOLLOW_WINDOW },
+		{ "follow-full", required_argument, NULL, OPT_FOLLOW_FULL },
+		{ "follow-full-share", required_argument, NULL, OPT_FOLLOW_FULL_SHARE },
 		{ "help",        no_argument,       NULL, 'h' },
 		{ "version",     no_argument,       NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -526,7 +540,8 @@ int main(int argc, char **argv)
 	int ch, push_opt = 0, ch_opt = 0, host_local = 0, join = 0;
 	int follow = 0, follow_opt = 0;
 	struct rc_follow_opts fo = { .interval = 0.5, .grace = 0.5,
-				      .window = 10 };
+				      .window = 10, .full = 10,
+				      .full_share = 20 };
 	char **unary = NULL;                /* --grpc-unary, --grpc-proto */
 	int nunary = 0, grpc_opt = 0, nall;
 	long n;
@@ -689,6 +704,22 @@ int main(int argc, char **argv)
 			if (opt_secs(optarg, "--follow-window", &fo.window) < 0)
 				return RC_EXIT_USAGE;
 			break;
+		case OPT_FOLLOW_FULL:
+			follow_opt = 1;
+			if (opt_secs(optarg, "--follow-full", &fo.full) < 0)
+				return RC_EXIT_USAGE;
+			break;
+		case OPT_FOLLOW_FULL_SHARE: {
+			char *end;
+			follow_opt = 1;
+			fo.full_share = strtod(optarg, &end);
+			if (*end || end == optarg || !(fo.full_share >= 0 &&
+						       fo.full_share <= 1000)) {
+				usage_error("--follow-full-share wants a number from 0 to 1000, not", optarg);
+				return RC_EXIT_USAGE;
+			}
+			break;
+		}
 		case OPT_DETAIL:
 			if (!strcmp(optarg, "full"))
 				o.detail = RC_DETAIL_FULL;
@@ -719,7 +750,7 @@ int main(int argc, char **argv)
 		return RC_EXIT_USAGE;
 	}
 	if (follow_opt && !follow) {
-		usage_error("--follow-interval, --follow-grace and --follow-window go with --follow", NULL);
+		usage_error("--follow-interval, --follow-grace, --follow-window, --follow-full and --follow-full-share go with --follow", NULL);
 		return RC_EXIT_USAGE;
 	}
 	if (follow && (host_local || join || ex.otlp || ex.perfetto || ex.dot)) {

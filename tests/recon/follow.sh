@@ -12,9 +12,10 @@ set -u
 bin=./bp-reconstruct
 gen=./tests/recon/genlog
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/recon-follow.XXXXXX") || exit 99
-pid=
+pid= waker=
 cleanup() {
 	[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+	[ -n "$waker" ] && kill "$waker" 2>/dev/null
 	[ "${KEEP:-0}" = 1 ] && echo "keeping $tmp" || rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -150,6 +151,72 @@ done
 	fail "spans name processes that are not in processes"
 [ "$(q "SELECT count(*) FROM requests WHERE pattern_id IS NULL")" = 0 ] || fail "requests without a pattern"
 echo "PASS: --follow: 300 requests over three hosts arriving one by one (300 withdrawn, 300 revised), two kills, the same paths as offline"
+
+# Full passes in the background race the window passes: the three hosts
+# arrive one at a time (each renamed into place whole, so a pass sees a
+# host entire or not at all) while a full pass starts every 0.1 s in a
+# child process (which waits 0.6 s before it ends: BP_FOLLOW_FULL_DELAY, a
+# hook for this test).  A full pass that read the logs before a host came writes
+# after window passes that read them with it: it may write only what no
+# window pass wrote or withdrew since it began.  So the counts are those
+# of one pass per arrival (3000 withdrawn when the front came, each
+# request revised once when the database came: a stale full pass would
+# write the old version back, or bring back a withdrawn request, and the
+# next window pass would count another revision or withdrawal), and the
+# end is the offline run's.
+full=0
+until_full() {   # until_full N: until N full passes in the background
+	i=0
+	while [ "$(q "SELECT COALESCE((SELECT value FROM stats WHERE key = 'follow_full_background'), 0)")" -lt "$1" ]; do
+		i=$((i + 1))
+		[ $i -le 200 ] || fail "after 20 s, $(q "SELECT value FROM stats WHERE key = 'follow_full_background'") full passes in the background, not $1"
+		sleep 0.1
+	done
+}
+rm -rf "$tmp/live" "$tmp"/live.db* "$tmp/stage"
+mkdir "$tmp/live" "$tmp/stage"
+$gen -3 -n 3000 "$tmp/logs3" >/dev/null || fail "genlog -3 -n 3000"
+$bin -q "$tmp/logs3" -o "$tmp/offline3.db" || fail "the offline run (3000 requests)"
+: >"$tmp/err"
+BP_FOLLOW_FULL_DELAY=0.6 $bin --follow --follow-interval=0.1 --follow-grace=0.1 \
+	--follow-full=0.1 --follow-full-share=0 "$tmp/live" -o "$tmp/live.db" 2>>"$tmp/err" &
+pid=$!
+# a pass every 0.1 s (a full one starts in a pass), so that one is under
+# way whenever a host comes (at most 60 s)
+( i=0; while [ $i -lt 1200 ]; do : >"$tmp/live/wake"; sleep 0.05; i=$((i + 1)); done ) &
+waker=$!
+for h in app front db; do
+	cp -r "$tmp/logs3/$h" "$tmp/stage/$h"
+	# a full pass began reading since the last one ended
+	sleep 0.4
+	mv "$tmp/stage/$h" "$tmp/live/$h"
+	n0=$(q "SELECT COALESCE((SELECT value FROM stats WHERE key = 'follow_full_background'), 0)")
+	case $h in
+	app) wait_for "SELECT count(*) FROM requests" 3000 ;;
+	front) wait_for "SELECT value FROM stats WHERE key = 'follow_withdrawn'" 3000 ;;
+	db) wait_for "SELECT count(*) FROM follow_requests WHERE revised > 0" 3000 ;;
+	esac
+	# the full pass that ran when the host came, and one after it
+	until_full $((${n0:-0} + 2))
+done
+kill $waker; wait $waker 2>/dev/null; waker=
+kill -INT $pid
+wait $pid
+st=$?
+pid=
+[ $st -eq 0 ] || fail "full passes in the background: SIGINT: exit status $st, wanted 0"
+set -- $(q "SELECT (SELECT value FROM stats WHERE key = 'follow_withdrawn') || ' ' ||
+	(SELECT count(*) FROM follow_requests WHERE revised = 1) || ' ' ||
+	(SELECT max(revised) FROM follow_requests) || ' ' ||
+	(SELECT value FROM stats WHERE key = 'follow_full_background') || ' ' ||
+	(SELECT value FROM stats WHERE key = 'follow_full_left')")
+[ $# -eq 5 ] && [ "$1" = 3000 ] && [ "$2" = 3000 ] && [ "$3" = 1 ] ||
+	fail "full passes in the background: $1 withdrawn (wanted 3000), $2 requests revised once (wanted 3000), at most $3 times (wanted 1)"
+canon "$tmp/offline3.db" >"$tmp/a"
+canon "$tmp/live.db" >"$tmp/b"
+diff "$tmp/a" "$tmp/b" >"$tmp/diff" || fail "full passes in the background: --follow's requests differ from the offline run's: $(head -n 4 "$tmp/diff")"
+[ ! -e "$tmp/live.db.full" ] || fail "the background pass's database was left behind"
+echo "PASS: --follow: $4 full passes in the background beside the window passes (they left $5 requests to them) wrote each request once, revised once, 3000 withdrawn, as offline"
 
 # window passes: genlog -n 20000 spans about 2 s of log time; with a
 # window of 0.05 s a pass woken by a new file looks at the newest requests
