@@ -256,6 +256,7 @@ event follow-start
 import os, sqlite3, sys, time
 d, stop, limit = sys.argv[1], sys.argv[2], float(sys.argv[3])
 rss = open(os.path.join(d, 'rss'), 'a', buffering=1)
+crss = open(os.path.join(d, 'rss_child'), 'a', buffering=1)
 poll = open(os.path.join(d, 'poll'), 'a', buffering=1)
 db = os.path.join(d, 'live.db')
 t_end = time.time() + limit
@@ -267,6 +268,13 @@ while time.time() < t_end and not os.path.exists(stop):
             for line in f:
                 if line.startswith('VmRSS:'):
                     rss.write('%d %d %s\n' % (now, pid, line.split()[1]))
+        # its child: a full pass in the background
+        kids = open('/proc/%d/task/%d/children' % (pid, pid)).read().split()
+        for k in kids:
+            with open('/proc/%s/status' % k) as f:
+                for line in f:
+                    if line.startswith('VmRSS:'):
+                        crss.write('%d %s %s\n' % (now, k, line.split()[1]))
     except (OSError, ValueError):
         pass
     if os.path.exists(db):
@@ -624,6 +632,12 @@ if rss:
                   for p, v in per.items())))
 else:
     bad.append('no RSS sample of bp-reconstruct --follow')
+crss = [l.split() for l in open(os.path.join(d, 'rss_child'))]
+if crss:
+    print('tb-follow: RSS of the full passes in the background (children of '
+          '--follow): %d samples of %d processes, peak %.1f MiB' % (
+              len(crss), len(set(r[1] for r in crss)),
+              max(int(r[2]) for r in crss) / 1024))
 # events lost (a restart of bp-logd must lose none: docs/logd.md,
 # "Crashes"; a loss would make paths wrong, which the checks above catch)
 for name, c in (('live', live), ('offline', off)):
