@@ -1412,8 +1412,10 @@ static int bg_start(struct fl *f)
 		return -1;
 	if (pid == 0) {
 		struct rc_summary sum;
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
+		/* a Ctrl-C reaches the whole process group: the parent stops
+		 * the child itself (bg_stop), or dies and takes it along */
+		signal(SIGINT, SIG_IGN);
+		signal(SIGTERM, SIG_IGN);
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(RC_EXIT_OUTPUT);
 		int r = rc_run(&o, &sum);
