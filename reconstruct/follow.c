@@ -877,23 +877,26 @@ static int keep_corrections(struct fl *f)
 	return 0;
 }
 
-/* A window pass maps the span ids of the requests it writes only (temp.sm:
- * fresh_sql), and it may lack the rows of a request before its horizon
- * (rc_options.rows_from_ns: the exact spans but the root too), so a
- * request of temp.w one of whose spans has its parent in another request
- * not written now (or not in the pass) is left for the next full pass,
- * which maps every span: written now, its span would lose its parent, and
- * an uncertainty inherited from that parent's side (db.c, inherit_sql)
- * might be missed.  Until nothing is taken out (a request taken out may
- * hold a parent of another).  The requests left (temp.xp) are counted
- * (stats.follow_parent_deferred) and do not hold the window back
- * (temp.pend).  0 or -1. */
-static int parent_rule(struct fl *f)
+/* A pass maps the span ids of the requests it writes (temp.sm: fresh_sql)
+ * and, on a full pass, of those written before and unchanged
+ * (ordinal_sql); a window pass may also lack the rows of a request before
+ * its horizon (rc_options.rows_from_ns: the exact spans but the root
+ * too).  So a request of temp.w one of whose spans has its parent in
+ * another request that is neither written now nor (REFRESH) unchanged, or
+ * not in the pass, is left for a later pass (at the latest the last one,
+ * which writes every request and to which this does not apply): written
+ * now, its span would lose its parent for good (its fingerprint names the
+ * parent's content, not its id), and an uncertainty inherited from that
+ * parent's side (db.c, inherit_sql) might be missed.  Until nothing is
+ * taken out (a request taken out may hold a parent of another).  The
+ * requests left (temp.xp) are counted (stats.follow_parent_deferred) and
+ * do not hold the window back (temp.pend).  0 or -1. */
+static int parent_rule(struct fl *f, int final, int refresh)
 {
 	if (xsql(f, "DROP TABLE IF EXISTS temp.xp;\n"
 		 "CREATE TEMP TABLE xp(e INTEGER PRIMARY KEY);") < 0)
 		return -1;
-	if (f->horizon == INT64_MIN)
+	if (final)
 		return 0;
 	for (;;) {
 		int64_t n;
@@ -902,8 +905,10 @@ static int parent_rule(struct fl *f)
 			 "  LEFT JOIN e.spans p ON p.span_id = s.parent_span_id\n"
 			 "  WHERE s.parent_span_id IS NOT NULL AND (p.span_id IS NULL OR\n"
 			 "    (p.request_id IS NOT s.request_id AND NOT EXISTS\n"
-			 "      (SELECT 1 FROM temp.w x WHERE x.e = p.request_id)));\n"
-			 "DELETE FROM temp.w WHERE e IN (SELECT e FROM temp.xp);") < 0 ||
+			 "      (SELECT 1 FROM temp.w x WHERE x.e = p.request_id)\n"
+			 "     AND NOT (%d AND EXISTS (SELECT 1 FROM temp.rm u\n"
+			 "      WHERE u.e = p.request_id AND u.old = u.fp))));\n"
+			 "DELETE FROM temp.w WHERE e IN (SELECT e FROM temp.xp);", refresh) < 0 ||
 		    one_i64(f, "SELECT changes()", &n) < 0)
 			return -1;
 		if (n == 0)
@@ -1011,7 +1016,7 @@ static int write_pass(struct fl *f, const char *pass, int final, int refresh,
 	    xsql(f, "%s", proc_sql) < 0 || map_ids(f, 1, "pm") < 0 ||
 	    xsql(f, "%s", chan_sql) < 0 || map_ids(f, 2, "cm") < 0 ||
 	    xsql(f, req_sql, (long long)final, (long long)cut, (long long)cut) < 0 ||
-	    parent_rule(f) < 0 || (bg && bg_rule(f) < 0) ||
+	    (bg && bg_rule(f) < 0) || parent_rule(f, final, refresh) < 0 ||
 	    get_state(f, "request", &base) < 0 ||
 	    xsql(f, renew_sql, (long long)base, (long long)gone_from,
 		 (long long)(bg ? f->bg_read_ns : INT64_MAX)) < 0 ||
