@@ -642,6 +642,17 @@ static const char rows_sql[] =
 	"  FROM (SELECT w.l, rm.fp FROM temp.w JOIN temp.rm ON rm.e = w.e WHERE NOT w.new) x\n"
 	"  WHERE follow_requests.request_id = x.l;\n";
 
+/* The pass's channels, with PATHS.db's ids (global_sql, bg_chan_sql). */
+#define CHAN_ROWS \
+	"SELECT cm.l, ccm.l, hm.l, pm.l, c.pid, c.fd, c.kind, c.role,\n" \
+	"  c.protocol, c.local, c.remote, c.path, c.ino, c.peer_ino, pc.l, c.traced_peer, rm.l,\n" \
+	"  c.open_ns, c.close_ns, c.bytes_in, c.bytes_out, c.msgs_in, c.msgs_out, c.lost_sync,\n" \
+	"  c.readable, c.unreadable_reason\n" \
+	"  FROM e.channels c JOIN temp.cm ON cm.e = c.channel_id\n" \
+	"  LEFT JOIN temp.ccm ON ccm.e = c.conn_id LEFT JOIN temp.hm ON hm.e = c.host_id\n" \
+	"  LEFT JOIN temp.pm ON pm.e = c.process_id LEFT JOIN temp.cm pc ON pc.e = c.peer_channel_id\n" \
+	"  LEFT JOIN temp.rm ON rm.e = c.request_id"
+
 /* The tables of the whole run, replaced on every pass: the channels of
  * the window only (%s: the channels deleted first, all on a full pass). */
 static const char global_sql[] =
@@ -656,14 +667,7 @@ static const char global_sql[] =
 	"  LEFT JOIN temp.hm ON hm.e = p.host_id LEFT JOIN temp.pm pp ON pp.e = p.parent_process_id\n"
 	"  LEFT JOIN temp.rm ON rm.e = p.request_id;\n"
 	"DELETE FROM channels%s;\n"
-	"INSERT INTO channels SELECT cm.l, ccm.l, hm.l, pm.l, c.pid, c.fd, c.kind, c.role,\n"
-	"  c.protocol, c.local, c.remote, c.path, c.ino, c.peer_ino, pc.l, c.traced_peer, rm.l,\n"
-	"  c.open_ns, c.close_ns, c.bytes_in, c.bytes_out, c.msgs_in, c.msgs_out, c.lost_sync,\n"
-	"  c.readable, c.unreadable_reason\n"
-	"  FROM e.channels c JOIN temp.cm ON cm.e = c.channel_id\n"
-	"  LEFT JOIN temp.ccm ON ccm.e = c.conn_id LEFT JOIN temp.hm ON hm.e = c.host_id\n"
-	"  LEFT JOIN temp.pm ON pm.e = c.process_id LEFT JOIN temp.cm pc ON pc.e = c.peer_channel_id\n"
-	"  LEFT JOIN temp.rm ON rm.e = c.request_id;\n"
+	"INSERT INTO channels " CHAN_ROWS ";\n"
 	"DELETE FROM untraced_programs;\n"
 	"INSERT INTO untraced_programs SELECT pm.l, u.host, u.pid, u.exe, u.comm, u.sockets,\n"
 	"  u.tcp_listen, u.tcp, u.udp, u.unix_listen, u.examples\n"
@@ -937,14 +941,7 @@ static int bg_rule(struct fl *f)
  * horizon the window passes had when it began (%lld, less a margin), which
  * no window pass looks at any more; the others are the window passes'. */
 static const char bg_chan_sql[] =
-	"INSERT OR REPLACE INTO channels SELECT cm.l, ccm.l, hm.l, pm.l, c.pid, c.fd,\n"
-	"  c.kind, c.role, c.protocol, c.local, c.remote, c.path, c.ino, c.peer_ino, pc.l,\n"
-	"  c.traced_peer, rm.l, c.open_ns, c.close_ns, c.bytes_in, c.bytes_out, c.msgs_in,\n"
-	"  c.msgs_out, c.lost_sync, c.readable, c.unreadable_reason\n"
-	"  FROM e.channels c JOIN temp.cm ON cm.e = c.channel_id\n"
-	"  LEFT JOIN temp.ccm ON ccm.e = c.conn_id LEFT JOIN temp.hm ON hm.e = c.host_id\n"
-	"  LEFT JOIN temp.pm ON pm.e = c.process_id LEFT JOIN temp.cm pc ON pc.e = c.peer_channel_id\n"
-	"  LEFT JOIN temp.rm ON rm.e = c.request_id\n"
+	"INSERT OR REPLACE INTO channels " CHAN_ROWS "\n"
 	"  WHERE c.close_ns < %lld;\n";
 
 /* The end of a background full pass's write: the counts, the patterns'
