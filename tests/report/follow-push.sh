@@ -10,7 +10,10 @@
 #      all arrive once, with a warning per failed pass;
 #   3. the application host's logs before the front's: its requests are
 #      pushed, then withdrawn when the front's logs show whose they are;
-#      the summary says how many the receiver holds that no longer exist.
+#      the summary says how many the receiver holds that no longer exist;
+#   4. as 3, with full passes in the background racing the window passes:
+#      nothing withdrawn comes back, nothing is pushed twice (with the
+#      full pass's rules taken out: 400 withdrawn instead of 200).
 . "$(dirname "$0")/lib.sh"
 rp_init follow-push
 rp_node
@@ -109,6 +112,38 @@ stop_follow
 summary late "200 sent, 0 sent then revised, 0 in part, 0 not sent, 200 sent then withdrawn"
 check "$T/late.db" "$T/late/batches.jsonl" --extra 400
 bp_note "3: 200 requests pushed, 200 pushed before their front's logs came and withdrawn (said so)"
+stop_rx
+
+# 4. as 3, with a full pass in the background started every 0.1 s (its
+# child ends 0.6 s late: BP_FOLLOW_FULL_DELAY) and a pass every 0.05 s:
+# full passes that read the logs before the front came end after window
+# passes withdrew the application's requests, and must neither bring
+# them back nor push anything twice
+rx bg
+mkdir -p "$T/live-bg"
+BP_FOLLOW_FULL_DELAY=0.6 follow bg --otlp-endpoint "$RX" --follow-full=0.1 \
+	--follow-full-share=0
+(i=0; while [ $i -lt 1200 ]; do : >"$T/live-bg/wake"; sleep 0.05; i=$((i + 1)); done) &
+WAKER=$!
+bp_track "$WAKER"
+cp -r "$T/three/app" "$T/live-bg/"
+until_db bg "SELECT count(*) FROM follow_requests WHERE pushed = 1" 200
+until_db bg "SELECT value >= 2 FROM stats WHERE key = 'follow_full_background'" 1
+sleep 0.4
+cp -r "$T/three/front" "$T/three/db" "$T/live-bg/"
+until_db bg "SELECT value FROM stats WHERE key = 'follow_withdrawn'" 200
+until_db bg "SELECT count(*) FROM follow_requests WHERE pushed = 1" 200
+n=$(sqlite3 "$T/bg.db" "SELECT value FROM stats WHERE key = 'follow_full_background'")
+until_db bg "SELECT value >= $((n + 2)) FROM stats WHERE key = 'follow_full_background'" 1
+kill "$WAKER" 2>/dev/null
+wait "$WAKER" 2>/dev/null
+stop_follow
+[ "$FRC" = 0 ] || rp_fail "4: exit status $FRC: $(tail -n 3 "$T/bg.err")"
+summary bg "200 sent, 0 sent then revised, 0 in part, 0 not sent, 200 sent then withdrawn"
+[ "$(sqlite3 "$T/bg.db" "SELECT value FROM stats WHERE key = 'follow_withdrawn'")" = 200 ] ||
+	rp_fail "4: $(sqlite3 "$T/bg.db" "SELECT value FROM stats WHERE key = 'follow_withdrawn'") withdrawn, wanted 200 (a withdrawn request brought back?)"
+check "$T/bg.db" "$T/bg/batches.jsonl" --extra 400
+bp_note "4: the same with full passes in the background ($(sqlite3 "$T/bg.db" "SELECT value FROM stats WHERE key = 'follow_full_background'") of them, $(sqlite3 "$T/bg.db" "SELECT value FROM stats WHERE key = 'follow_full_left'") requests left to window passes): each pushed once, 200 withdrawn"
 stop_rx
 echo "PASS: follow-push"
 exit 0
