@@ -247,7 +247,18 @@ long chunk_read_slot(struct chunk *c, unsigned i, uint8_t *buf,
 	if (first < len)
 		memcpy(buf + first, data, len - first);
 	*gen = sh->gen;
+	/* An adopted chunk's tracer may be writing its spool from the slot
+	 * (it does when it finds no bp-logd), and then writes over what it
+	 * spooled: the copy holds only if the tail stayed where it was. */
+	uint64_t now_t = c->adopted ?
+		__atomic_load_n(&sh->tail, __ATOMIC_ACQUIRE) : t;
 	SHM_END();
+	if (now_t != t) {
+		snprintf(why, wl, "chunk %u slot %u: its tracer drained it itself (tail %llu -> %llu)",
+			 c->idx, i, (unsigned long long)t,
+			 (unsigned long long)now_t);
+		return -EAGAIN;
+	}
 	bad = chunk_check_records(buf, len, first);
 	if (bad >= 0) {
 		snprintf(why, wl, "chunk %u slot %u: malformed record at stream offset %llu",
@@ -262,14 +273,31 @@ int chunk_ack(struct chunk *c, unsigned i, uint64_t head)
 {
 	struct bt_slot_hdr *sh = &hdr_of(c)->slot[i];
 
+	uint64_t t = c->tail[i];
+
 	c->tail[i] = head;
 	SHM_BEGIN();
-	__atomic_store_n(&sh->tail, head, __ATOMIC_RELEASE);
+	/* adopted: only from where the copy began (the tracer's own spool
+	 * may have gone further meanwhile: the bytes are then written twice,
+	 * which readers drop by stream offset) */
+	if (c->adopted)
+		__atomic_compare_exchange_n(&sh->tail, &t, head, 0,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+	else
+		__atomic_store_n(&sh->tail, head, __ATOMIC_RELEASE);
 	__atomic_store_n(&sh->kicked, 0, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&sh->drained, 1, __ATOMIC_RELEASE);
 	SHM_END();
 	/* A shared futex: the waiter is another process (no FUTEX_PRIVATE). */
 	syscall(SYS_futex, &sh->drained, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	return 0;
+}
+
+int chunk_set_key(struct chunk *c, uint64_t key)
+{
+	SHM_BEGIN();
+	__atomic_store_n(&hdr_of(c)->logd_key, key, __ATOMIC_RELAXED);
+	SHM_END();
 	return 0;
 }
 

@@ -20,7 +20,8 @@ bp_logd_SOURCES = \
 	logd/chunk.c \
 	logd/store.c \
 	logd/notes.c \
-	logd/census.c
+	logd/census.c \
+	logd/adopt.c
 bp_logd_CFLAGS = $(LOGD_COMPILE_FLAGS) $(LIBEVENT_CFLAGS)
 bp_logd_LDFLAGS = $(LOGD_LINK_FLAGS)
 bp_logd_LDADD = libbtcommon.la $(LIBEVENT_LIBS)
@@ -46,6 +47,7 @@ TESTS += \
 	tests/logd/basic.sh \
 	tests/logd/tracer_kill.sh \
 	tests/logd/logd_restart.sh \
+	tests/logd/logd_adopt.sh \
 	tests/logd/bad_peers.sh \
 	tests/logd/peer_uid.sh \
 	tests/logd/enospc.sh \

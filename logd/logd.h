@@ -117,6 +117,10 @@ struct chunk {
 	dev_t    dev;
 	ino_t    ino;
 	uint64_t tail[BT_RING_MAX_SLOTS];   /* ours; shared copy is a mirror */
+	int      adopted;        /* found in /proc, its tracer not connected
+				    (adopt.c): the tracer may drain a slot
+				    itself (its spool), so a copy counts only
+				    if the shared tail did not move */
 };
 
 /* Install the SIGBUS guard used around every access to shared memory. */
@@ -133,13 +137,16 @@ void chunk_unmap(struct chunk *c);
  * Copy slot I's published bytes [tail, head) into BUF (BT_RING_MAX_SLOT
  * bytes) and check they are whole records.  Returns the byte count (0 when
  * empty) with *HEAD and *GEN set; -EFAULT if the memory vanished (the peer
- * shrank its memfd), -EPROTO with WHY for a malformed slot.
+ * shrank its memfd), -EPROTO with WHY for a malformed slot; for an adopted
+ * chunk, -EAGAIN when the tracer moved the tail meanwhile (its spool).
  */
 long chunk_read_slot(struct chunk *c, unsigned i, uint8_t *buf,
 		     uint64_t *head, uint32_t *gen, char *why, size_t whylen);
 /* Acknowledge: tail = HEAD (release), kicked = 0, drained++ and wake the
  * writer.  Returns 0 or -EFAULT. */
 int chunk_ack(struct chunk *c, unsigned i, uint64_t head);
+/* Write KEY (server.key) into the header's logd_key.  0 or -EFAULT. */
+int chunk_set_key(struct chunk *c, uint64_t key);
 /* Set and clear BT_CF_* flags in the header.  0 or -EFAULT. */
 int chunk_set_flags(struct chunk *c, uint32_t set, uint32_t clear);
 /* Sum of the slots' lost counters; pending (undrained) bytes. */
@@ -160,6 +167,7 @@ long chunk_check_records(const uint8_t *buf, size_t len, size_t split);
 /* ---- server.c / peer.c ------------------------------------------------------ */
 
 struct server;
+struct adopt_scan;
 
 enum peer_state {
 	PEER_NEW,      /* accepted, waiting for HELLO or CTL */
@@ -187,6 +195,8 @@ struct peer {
 	uint64_t blocks;
 	struct census *census;    /* census.c: its sockets, if it is looked at */
 	int      welcome_due;     /* HELLO read, WELCOME not sent yet (peer.c) */
+	int      adopted;         /* no socket: its chunks were found in /proc
+				     (adopt.c); closing from the start */
 };
 
 TAILQ_HEAD(peer_list, peer);
@@ -215,6 +225,8 @@ struct server {
 	const char *logdir;       /* absolute DIR/HOST, for WELCOME */
 	uint64_t blocks_written;  /* tracer blocks, for the test hook */
 	uint64_t crash_after;     /* $BTRACE_LOGD_CRASH_AFTER (tests only) */
+	uint64_t key;             /* chunks' logd_key: its socket's path */
+	struct adopt_scan *adopt; /* adopt.c, while it looks */
 };
 
 /* server.c */
@@ -232,6 +244,18 @@ long server_drain_slot(struct server *srv, struct peer *p, struct chunk *c,
 void server_disk_error(struct server *srv, int err);
 /* Control commands: fill TEXT with the reply; returns 0 or -errno. */
 int server_control(struct server *srv, unsigned cmd, char *text, size_t len);
+
+/* adopt.c: the rings a bp-logd killed on this socket left (docs/logd.md,
+ * "Crashes") */
+/* The key of the socket at PATH (its real path hashed; never 0). */
+uint64_t adopt_key(const char *path);
+/* Start looking through /proc (a few processes per turn of SRV's loop)
+ * for tracers whose chunks carry SRV's key and that are not connected:
+ * each becomes a closing peer that the drain passes empty (or hand to
+ * the tracer when it reconnects). */
+void adopt_start(struct server *srv);
+/* Stop looking (done, or bp-logd stops). */
+void adopt_stop(struct server *srv);
 
 /* census.c: naming tracers that do their network I/O past libc
  * (docs/logd.md, "Programs that cannot be traced") */

@@ -179,9 +179,13 @@ int peer_reap(struct peer *p)
 	if (peer_stats(p, &lost, &pending) == 0 && pending)
 		return 0;
 	if (p->ring_id) {
-		log_info("peer pid %u (%s) gone: %llu bytes drained, %llu events lost by the tracer",
-			 p->pid, p->exe, (unsigned long long)p->bytes,
-			 (unsigned long long)lost);
+		if (p->adopted)
+			log_info("adopted ring of pid %u (%s) drained: %llu bytes; its tracer hands over the rest when it reconnects",
+				 p->pid, p->exe, (unsigned long long)p->bytes);
+		else
+			log_info("peer pid %u (%s) gone: %llu bytes drained, %llu events lost by the tracer",
+				 p->pid, p->exe, (unsigned long long)p->bytes,
+				 (unsigned long long)lost);
 		char per_slot[256] = "";
 		for (unsigned i = 0; i < BT_RING_MAX_CHUNKS; i++)
 			if (p->chunk[i])
@@ -380,7 +384,10 @@ static int on_chunk(struct peer *p, const uint8_t *pkt, size_t len, int fd)
 				  m.chunk, (unsigned long long)p->ring_id);
 			return 1;
 		}
-		memcpy(c->tail, old->tail, sizeof c->tail);
+		/* An adopted chunk's tracer may have spooled past our tail
+		 * (adopt.c): then the shared tail, which c read, is further */
+		if (!old->adopted)
+			memcpy(c->tail, old->tail, sizeof c->tail);
 		q->chunk[m.chunk] = NULL;
 		q->nchunks--;
 		chunk_unmap(old);
@@ -391,6 +398,7 @@ static int on_chunk(struct peer *p, const uint8_t *pkt, size_t len, int fd)
 	}
 	p->chunk[m.chunk] = c;
 	p->nchunks++;
+	chunk_set_key(c, srv->key);
 	/* BT_CF_LOGD: these flags are bp-logd's, newer than the WELCOME the
 	 * tracer may still be waiting for (it sent this CHUNK before it) */
 	chunk_set_flags(c, srv->flags | BT_CF_LOGD, BT_CF_PAUSED & ~srv->flags);

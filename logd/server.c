@@ -52,6 +52,13 @@ long server_drain_slot(struct server *srv, struct peer *p, struct chunk *c,
 			  c->idx);
 		return -EFAULT;
 	}
+	if (n == -EAGAIN) {
+		/* an adopted ring whose tracer writes its spool: the bytes are
+		 * in the spool, and what follows goes to bp-logd when it
+		 * reconnects */
+		peer_drop(p, (int)n, "%s; left to it (nothing is lost)", why);
+		return -EPROTO;
+	}
 	if (n < 0) {
 		peer_drop(p, (int)n, "%s", why);
 		return -EPROTO;
@@ -479,6 +486,8 @@ int server_run(const struct logd_opts *o, int lfd, struct store *store)
 	}
 	/* Write the first block now: a disk that is full from the start is
 	 * reported at once. */
+	srv->key = adopt_key(o->sock_path);
+	adopt_start(srv);
 	int r = notes_flush(&srv->notes, srv->store);
 	if (r < 0)
 		server_disk_error(srv, -r);
@@ -486,6 +495,7 @@ int server_run(const struct logd_opts *o, int lfd, struct store *store)
 	event_base_dispatch(srv->base);
 
 	code = srv->exit_code;
+	adopt_stop(srv);
 	while ((p = TAILQ_FIRST(&srv->peers)) != NULL)
 		peer_free(p);
 	event_free(srv->ev_listen);

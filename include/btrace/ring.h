@@ -98,7 +98,12 @@ struct bt_chunk_hdr {
 	uint32_t slot_size;          /* power of two */
 	volatile uint32_t flags;     /* BT_CF_* (reader writes) */
 	uint32_t pad0;
-	uint8_t  pad1[32];
+	/* The bp-logd that maps the chunk writes its key here (a hash of
+	 * its socket's path; the tracer never reads it): a bp-logd started
+	 * again on that socket finds the rings its predecessor left, and
+	 * drains them before their tracers reconnect (logd/adopt.c). */
+	volatile uint64_t logd_key;
+	uint8_t  pad1[24];
 	struct bt_slot_hdr slot[BT_RING_MAX_SLOTS];
 	/* ---- the socket census (chunk 0 only; zero in older tracers) ----
 	 * bp-logd names a program that holds sockets the shim never saw

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "btrace/event.h"
@@ -1886,6 +1887,107 @@ START_TEST(logd_record_boundaries)
 }
 END_TEST
 
+/* A chunk adopted from /proc (logd/adopt.c): its tracer is not connected
+ * and may drain a slot itself (its spool).  A copy made while the shared
+ * tail moved is refused (-EAGAIN), and the acknowledgement advances the
+ * shared tail only from where the copy began: never backwards over what
+ * the tracer took. */
+START_TEST(logd_adopted_chunk_tail)
+{
+	const uint32_t slot_size = BT_RING_MIN_SLOT;
+	const size_t map = BT_RING_PAGE + slot_size;
+	int fd = (int)syscall(SYS_memfd_create, "btrace-ring", MFD_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)map), 0);
+	uint8_t *base = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_SHARED,
+			     fd, 0);
+	ck_assert_ptr_ne(base, MAP_FAILED);
+	struct bt_chunk_hdr *h = (struct bt_chunk_hdr *)(void *)base;
+	h->magic = BT_RING_MAGIC;
+	h->version = BT_RING_VERSION;
+	h->ring_id = 0x1234;
+	h->pid = 77;
+	h->chunk = 0;
+	h->nslots = 1;
+	h->slot_size = slot_size;
+
+	/* two records in slot 0: [0, r1) and [r1, n) */
+	uint8_t *data = BT_SLOT_DATA(base, slot_size, 0);
+	struct bt_event ev;
+	uint64_t p = 0;
+	size_t n, r1;
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_TIME;
+	ev.ts = 1;
+	r1 = bt_ev_encode(data, slot_size, &ev, &p);
+	fill_event(&ev, BT_EV_MSG);
+	n = r1 + bt_ev_encode(data + r1, slot_size - r1, &ev, &p);
+	h->slot[0].head = n;
+
+	struct bt_lm_chunk m;
+	memset(&m, 0, sizeof m);
+	m.chunk = 0;
+	m.nslots = 1;
+	m.slot_size = slot_size;
+	m.map_size = map;
+	struct chunk *c;
+	char why[256];
+	uint8_t *buf = malloc(BT_RING_MAX_SLOT);
+	uint64_t head;
+	uint32_t gen;
+	ck_assert_ptr_nonnull(buf);
+
+	/* connected (not adopted): the shared tail is only a mirror */
+	ck_assert_int_eq(chunk_map(fd, &m, 0x1234, 77, &c, why, sizeof why), 0);
+	ck_assert_int_eq(chunk_set_key(c, 0xabcdef), 0);
+	ck_assert_uint_eq(h->logd_key, 0xabcdef);
+	h->slot[0].tail = r1;
+	ck_assert_int_eq(chunk_read_slot(c, 0, buf, &head, &gen, why, sizeof why),
+			 (long)n);
+	ck_assert_int_eq(chunk_ack(c, 0, head), 0);
+	ck_assert_uint_eq(h->slot[0].tail, n);
+	chunk_unmap(c);
+
+	/* adopted: the tracer spooled the first record after the map */
+	h->slot[0].tail = 0;
+	ck_assert_int_eq(chunk_map(fd, &m, 0x1234, 77, &c, why, sizeof why), 0);
+	c->adopted = 1;
+	h->slot[0].tail = r1;
+	ck_assert_int_eq(chunk_read_slot(c, 0, buf, &head, &gen, why, sizeof why),
+			 -EAGAIN);
+	ck_assert_ptr_nonnull(strstr(why, "drained it itself"));
+	ck_assert_uint_eq(h->slot[0].tail, r1);
+
+	/* adopted, the tail unmoved while copying: the copy holds; the
+	 * tracer spools the first record before the acknowledgement, which
+	 * then leaves the shared tail where the tracer put it */
+	chunk_unmap(c);
+	h->slot[0].tail = 0;
+	ck_assert_int_eq(chunk_map(fd, &m, 0x1234, 77, &c, why, sizeof why), 0);
+	c->adopted = 1;
+	ck_assert_int_eq(chunk_read_slot(c, 0, buf, &head, &gen, why, sizeof why),
+			 (long)n);
+	ck_assert_int_eq(memcmp(buf, data, n), 0);
+	h->slot[0].tail = r1;
+	ck_assert_int_eq(chunk_ack(c, 0, head), 0);
+	ck_assert_uint_eq(h->slot[0].tail, r1);
+
+	/* and with nobody else draining, it advances as usual */
+	chunk_unmap(c);
+	h->slot[0].tail = 0;
+	ck_assert_int_eq(chunk_map(fd, &m, 0x1234, 77, &c, why, sizeof why), 0);
+	c->adopted = 1;
+	ck_assert_int_eq(chunk_read_slot(c, 0, buf, &head, &gen, why, sizeof why),
+			 (long)n);
+	ck_assert_int_eq(chunk_ack(c, 0, head), 0);
+	ck_assert_uint_eq(h->slot[0].tail, n);
+	chunk_unmap(c);
+	free(buf);
+	munmap(base, map);
+	close(fd);
+}
+END_TEST
+
 static Suite *segment_suite(void)
 {
 	Suite *s = suite_create("segment");
@@ -1925,6 +2027,7 @@ static Suite *segment_suite(void)
 	t = tcase_create("readers");
 	tcase_add_test(t, dedup_overlaps);
 	tcase_add_test(t, logd_record_boundaries);
+	tcase_add_test(t, logd_adopted_chunk_tail);
 	suite_add_tcase(s, t);
 	return s;
 }
