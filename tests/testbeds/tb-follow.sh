@@ -23,9 +23,10 @@
 # servers and bp-logd stop, bp-reconstruct --follow gets SIGINT (its last
 # pass, exit 0), and the offline bp-reconstruct reads the same logs into
 # DIR/offline.db.  The servers stop before the last pass so that it reads
-# what the offline run reads: a traced process that went idle while
-# bp-logd was down hands over what its ring still held only at its next
-# event (a php-fpm child: at its next request or its exit).
+# what the offline run reads (the processes' exits add their last
+# records; what an idle process held in its ring when bp-logd was
+# killed, the restarted bp-logd adopts and writes at once: docs/logd.md,
+# "Crashes").
 #
 # Asserted:
 #   - every round of the client verified every answer;
@@ -348,10 +349,7 @@ src.backup(dst)
 dst.close()' "$dir/live.db" "$dir/snapshot.db" ||
 	bp_fail "cannot copy live.db while bp-reconstruct --follow writes it"
 # The servers and bp-logd stop before the last pass, so that it reads
-# the logs the offline run reads: a traced process that went idle while
-# bp-logd was down reconnects only at its next event, so what its ring
-# held then reaches the log at its next request or at its exit
-# (docs/accuracy.md, "Live mode").
+# the logs the offline run reads (docs/accuracy.md, "Live mode").
 tb_stop_all "$dir"
 bp_stop logd
 event servers-stopped
