@@ -66,4 +66,53 @@ n=$(proc_starts "$LOGS" "$S")
 # path on which a ring is written twice if the adoption's tail were lost)
 grep -q "peer pid $S .* connected" "$T/logd.log" ||
 	fail "sleep's tracer did not reconnect at its exit: the hand-over was not tested"
+# Another uid (needs root and setpriv): a tracer of uid nobody served by
+# a bp-logd with -u nobody.  Started again without -u, bp-logd must not
+# adopt its ring (it would not serve it either); with -u it does.
+if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then
+	echo "logd_adopt: the case of another uid needs root and setpriv: not run"
+	echo "logd_adopt: OK"
+	exit 0
+fi
+rm -rf "$LOGS"
+chmod 711 "$T"
+# a copy of the shim nobody can read, wherever the build tree is
+cp "$BP_SHIM" "$T/libbtrace.so"
+chmod 755 "$T/libbtrace.so"
+mark=$(wc -l <"$T/logd.log")
+start_logd -u nobody -i 60000 -v
+setpriv --reuid=nobody --regid=nogroup --clear-groups \
+	env BTRACE_LOGD="$SOCK" BTRACE_SPOOL="$T/spool-nobody" \
+	LD_PRELOAD="$T/libbtrace.so" sleep 8 &
+S=$!
+bp_track "$S"
+k=0
+# (only what this bp-logd and those after it said)
+since() { tail -n +$((mark + 1)) "$T/logd.log"; }
+until since | grep -q "peer pid [0-9]* (/usr/bin/sleep) connected"; do
+	k=$((k + 1))
+	[ $k -lt 50 ] || fail "the traced sleep of uid nobody did not connect"
+	sleep 0.1
+done
+S=$(since | sed -n 's/.*peer pid \([0-9]*\) (\/usr\/bin\/sleep) connected.*/\1/p' | tail -n 1)
+[ "$(stat -c %u "/proc/$S")" = "$(id -u nobody)" ] || fail "pid $S is not the sleep of uid nobody"
+kill -KILL "$LOGD_PID"
+wait_for "bp-logd to die" 100 dead "$LOGD_PID"
+start_logd -i 10 -v
+sleep 1
+n=$(proc_starts "$LOGS" "$S")
+[ "$n" -eq 0 ] || fail "a bp-logd without -u adopted the ring of uid nobody ($n PROC_START)"
+since | grep -q "adopting ring [0-9a-f]* of pid $S" &&
+	fail "a bp-logd without -u says it adopted the ring of uid nobody"
+kill -KILL "$LOGD_PID"
+wait_for "bp-logd to die" 100 dead "$LOGD_PID"
+start_logd -u nobody -i 10 -v
+k=0
+until [ "$(proc_starts "$LOGS" "$S")" -ge 1 ]; do
+	k=$((k + 1))
+	[ $k -lt 30 ] || fail "with -u nobody the ring of uid nobody was not adopted within 3 s"
+	sleep 0.1
+done
+kill -0 "$S" 2>/dev/null || fail "sleep of uid nobody ended before its ring was drained"
+echo "another uid: not adopted without -u, adopted with -u nobody within $(((k + 1) * 100)) ms"
 echo "logd_adopt: OK"
