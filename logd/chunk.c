@@ -218,6 +218,15 @@ long chunk_check_records(const uint8_t *buf, size_t len, size_t split)
 	return -1;
 }
 
+/* An adopted chunk's slot whose tracer moved the tail (its spool). */
+static long drained_by_tracer(const struct chunk *c, unsigned i, char *why,
+			      size_t wl)
+{
+	snprintf(why, wl, "chunk %u slot %u: its tracer drained it itself (its spool)",
+		 c->idx, i);
+	return -EAGAIN;
+}
+
 long chunk_read_slot(struct chunk *c, unsigned i, uint8_t *buf,
 		     uint64_t *head, uint32_t *gen, char *why, size_t wl)
 {
@@ -228,6 +237,11 @@ long chunk_read_slot(struct chunk *c, unsigned i, uint8_t *buf,
 	long bad;
 
 	SHM_BEGIN();
+	/* adopted: the tracer drained the slot itself (below) */
+	if (c->adopted && __atomic_load_n(&sh->tail, __ATOMIC_ACQUIRE) != t) {
+		SHM_END();
+		return drained_by_tracer(c, i, why, wl);
+	}
 	h = __atomic_load_n(&sh->head, __ATOMIC_ACQUIRE);
 	if (h == t) {
 		SHM_END();
@@ -253,12 +267,8 @@ long chunk_read_slot(struct chunk *c, unsigned i, uint8_t *buf,
 	uint64_t now_t = c->adopted ?
 		__atomic_load_n(&sh->tail, __ATOMIC_ACQUIRE) : t;
 	SHM_END();
-	if (now_t != t) {
-		snprintf(why, wl, "chunk %u slot %u: its tracer drained it itself (tail %llu -> %llu)",
-			 c->idx, i, (unsigned long long)t,
-			 (unsigned long long)now_t);
-		return -EAGAIN;
-	}
+	if (now_t != t)
+		return drained_by_tracer(c, i, why, wl);
 	bad = chunk_check_records(buf, len, first);
 	if (bad >= 0) {
 		snprintf(why, wl, "chunk %u slot %u: malformed record at stream offset %llu",

@@ -1957,6 +1957,12 @@ START_TEST(logd_adopted_chunk_tail)
 			 -EAGAIN);
 	ck_assert_ptr_nonnull(strstr(why, "drained it itself"));
 	ck_assert_uint_eq(h->slot[0].tail, r1);
+	/* and went on writing: more than a slot past bp-logd's tail, which
+	 * is no malformed slot but the same case */
+	h->slot[0].head = r1 + slot_size;
+	ck_assert_int_eq(chunk_read_slot(c, 0, buf, &head, &gen, why, sizeof why),
+			 -EAGAIN);
+	h->slot[0].head = n;
 
 	/* adopted, the tail unmoved while copying: the copy holds; the
 	 * tracer spools the first record before the acknowledgement, which
