@@ -41,6 +41,9 @@ struct ch_stats {
 	uint64_t retries;         /* attempts after the first, all requests */
 	uint64_t bytes;           /* request bodies as on the wire */
 	uint64_t raw_bytes;       /* the same before compression */
+	uint64_t deleted;         /* row ids whose deletion was asked (ch_del) */
+	uint64_t mutations;       /* ALTER TABLE ... DELETE statements of them */
+	int      deleted_ok;      /* every deletion asked was accepted */
 	double   secs;
 	char     run[80];         /* the run id used */
 	char     database[80];    /* the database written */

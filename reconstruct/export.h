@@ -34,6 +34,11 @@ struct export_db {
 	const char *req_ids;
 	int         run_tables;   /* and the rows of no request (their ids
 				     from EXPORT_UNATTR up) */
+	/* ClickHouse, before anything is sent: delete the rows this SQL
+	 * query names ("SELECT tbl, row_id FROM ..." with tbl a table of
+	 * requests or attrs), those of requests that were sent and then
+	 * revised or withdrawn (bp-reconstruct --follow); NULL: none */
+	const char *ch_del;
 	/* what the last export wrote, for the caller's summary line */
 	uint64_t    n_files, n_traces, n_spans, n_events;
 };

@@ -416,6 +416,13 @@ static int table_mode(const struct ch *c, const struct table *t)
 		return 0;
 	if (!strcmp(t->name, "attrs"))
 		return 'r';
+	/* the patterns of the whole run, made again by every full pass
+	 * (and by none of the window passes, which write a request's
+	 * pattern_id NULL): at the last pass every row again, after the
+	 * run's rows there are deleted, as for the patterns themselves */
+	if (c->x->run_tables && (!strcmp(t->name, "requests") ||
+				 !strcmp(t->name, "span_patterns")))
+		return 'w';
 	for (int i = 0; req_tables[i]; i++)
 		if (!strcmp(t->name, req_tables[i]))
 			return 'r';
@@ -435,6 +442,75 @@ static void req_where(struct buf *sel, const struct ch *c, const struct table *t
 		putf(sel, " WHERE request_id IN (%s)", ids);
 	if (c->x->run_tables)
 		putf(sel, " OR rowid >= %lld", EXPORT_UNATTR);
+}
+
+/* Row ids per ALTER TABLE ... DELETE: each is a mutation, which
+ * ClickHouse applies to the parts that exist when it is made (rows
+ * inserted after it stay), in the background. */
+#define CH_DEL_IDS 5000
+
+/* Send the deletions X->ch_del names, one ALTER TABLE ... DELETE per
+ * table and CH_DEL_IDS ids.  0, or -1 with X->err. */
+static int run_deletes(struct ch *c)
+{
+	sqlite3_stmt *s = export_prep(c->x, c->x->ch_del);
+	struct buf b = { 0 };
+	char tbl[40] = "", what[120];
+	size_t n = 0;
+	int r = 0, st;
+
+	if (!s)
+		return -1;
+	for (;;) {
+		st = sqlite3_step(s);
+		const char *t = st == SQLITE_ROW ?
+			(const char *)sqlite3_column_text(s, 0) : NULL;
+		if (st == SQLITE_ROW) {
+			int known = t && !strcmp(t, "attrs");
+			for (int i = 0; t && !known && req_tables[i]; i++)
+				known = !strcmp(t, req_tables[i]);
+			if (!known) {
+				snprintf(c->x->err, sizeof c->x->err,
+					 "%s: a deletion names table '%s', not a table of requests",
+					 c->x->path, t ? t : "(null)");
+				r = -1;
+				break;
+			}
+		} else if (st != SQLITE_DONE) {
+			r = export_sql_fail(c->x, "the rows to delete");
+			break;
+		}
+		/* the statement so far goes when the table changes, at the
+		 * end, or when it holds CH_DEL_IDS ids */
+		if (n && (st == SQLITE_DONE || strcmp(t, tbl) || n >= CH_DEL_IDS)) {
+			puts_(&b, ")");
+			snprintf(what, sizeof what, "ALTER TABLE %s DELETE of %zu rows",
+				 tbl, n);
+			if (b.oom || ch_exec(c, b.b, what) < 0) {
+				if (b.oom)
+					snprintf(c->x->err, sizeof c->x->err,
+						 "ClickHouse: out of memory");
+				r = -1;
+				break;
+			}
+			c->st->mutations++;
+			c->st->deleted += n;
+			n = 0;
+		}
+		if (st == SQLITE_DONE)
+			break;
+		if (!n) {
+			snprintf(tbl, sizeof tbl, "%s", t);
+			b.n = 0;
+			putf(&b, "ALTER TABLE `%s`.`%s` DELETE WHERE run = '%s' AND row_id IN (",
+			     c->db, tbl, c->run);
+		}
+		putf(&b, "%s%lld", n ? "," : "", (long long)sqlite3_column_int64(s, 1));
+		n++;
+	}
+	sqlite3_finalize(s);
+	free(b.b);
+	return r;
 }
 
 /* Send the rows of T in INSERTs of at most O->batch rows (those MODE
@@ -686,6 +762,11 @@ int export_clickhouse(struct export_db *x, const struct ch_opts *o,
 		if (table_mode(&c, &t[i]) &&
 		    (table_cols(&c, &t[i]) < 0 || table_create(&c, &t[i]) < 0))
 			goto out;
+	/* the rows of revised and withdrawn requests go before their new
+	 * rows come (a revised request keeps its request_id) */
+	if (x->ch_del && run_deletes(&c) < 0)
+		goto out;
+	st->deleted_ok = 1;
 	for (int i = 0; i < nt; i++) {
 		int mode = table_mode(&c, &t[i]);
 		if (!mode)

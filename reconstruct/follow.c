@@ -98,6 +98,7 @@ struct fl {
 	uint64_t events;
 	/* the sinks: [0] the OTLP push, [1] ClickHouse */
 	uint64_t sent[2], batches[2], retries[2], failed[2];
+	uint64_t ch_deleted, ch_mutations;   /* ClickHouse rows asked deleted */
 	uint64_t unpushed;          /* requests written, not in a sink yet */
 	uint64_t sink_errors;       /* sinks that failed in the last pass */
 	char     ch_run[80];        /* the ClickHouse run (one per PATHS.db) */
@@ -255,6 +256,16 @@ static void h_func(sqlite3_context *cx, int argc, sqlite3_value **argv)
 
 /* --- PATHS.db --- */
 
+/* What PATHS.db has gained since its first version: made on a new one
+ * with follow_tables, added to an older one (upgrade). */
+#define FOLLOW_TABLES_SINCE \
+	/* the ClickHouse rows of requests sent and then revised or \
+	 * withdrawn, to delete there before anything more is sent \
+	 * (docs/clickhouse.md, "Live") */ \
+	"CREATE TABLE IF NOT EXISTS follow_ch_del(tbl TEXT NOT NULL,\n" \
+	"  row_id INTEGER NOT NULL, PRIMARY KEY(tbl, row_id)) WITHOUT ROWID;\n" \
+	"INSERT OR IGNORE INTO follow_state VALUES('ch_resent', 0);\n"
+
 static const char follow_tables[] =
 	"CREATE TABLE follow_requests(key TEXT PRIMARY KEY,\n"
 	"  request_id INTEGER UNIQUE, fingerprint INTEGER,\n"
@@ -270,7 +281,8 @@ static const char follow_tables[] =
 	"  ('fragment', 0), ('file', 0), ('withdrawn', 0),\n"
 	"  ('otlp_seed', random()), ('push_pass', 0), ('push_withdrawn', 0),\n"
 	"  ('ch_pass', 0), ('ch_withdrawn', 0), ('attr', 0), ('candidate', 0),\n"
-	"  ('request', 0);\n";
+	"  ('request', 0);\n"
+	FOLLOW_TABLES_SINCE;
 
 static int open_out(struct fl *f)
 {
@@ -309,8 +321,8 @@ static int make_schema(struct fl *f)
 	int64_t n;
 	if (one_i64(f, "SELECT count(*) FROM main.sqlite_master WHERE name = 'follow_requests'", &n) < 0)
 		return -1;
-	if (n)
-		return 0;
+	if (n)        /* a PATHS.db of an earlier version: what it lacks */
+		return xsql(f, "%s", FOLLOW_TABLES_SINCE);
 	if (xsql(f, "BEGIN") < 0)
 		return -1;
 	sqlite3_stmt *s;
@@ -508,6 +520,30 @@ static const char renew_sql[] =
 	"  WHERE request_id IN (SELECT l FROM temp.gone);\n"
 	"CREATE TEMP TABLE del(l INTEGER PRIMARY KEY);\n"
 	"INSERT INTO temp.del SELECT l FROM temp.w WHERE NOT new UNION SELECT l FROM temp.gone;\n"
+	/* what ClickHouse has of them (the rows export_clickhouse sent:
+	 * req_where) goes there before their new rows do (sink_pass) */
+	"DROP TABLE IF EXISTS temp.chd;\n"
+	"CREATE TEMP TABLE chd(l INTEGER PRIMARY KEY);\n"
+	"INSERT INTO temp.chd SELECT request_id FROM follow_requests\n"
+	"  WHERE ch_pushed <> 0 AND request_id IN (SELECT l FROM temp.del);\n"
+	"INSERT OR IGNORE INTO follow_ch_del SELECT 'attrs', rowid FROM attrs\n"
+	"  WHERE span_id IN (SELECT span_id FROM spans WHERE request_id IN (SELECT l FROM temp.chd))\n"
+	"  OR (span_id IS NULL AND message_id IN (SELECT message_id FROM messages\n"
+	"      WHERE request_id IN (SELECT l FROM temp.chd)));\n"
+	"INSERT OR IGNORE INTO follow_ch_del SELECT 'span_candidates', rowid FROM span_candidates\n"
+	"  WHERE request_id IN (SELECT l FROM temp.chd);\n"
+	"INSERT OR IGNORE INTO follow_ch_del SELECT 'span_patterns', rowid FROM span_patterns\n"
+	"  WHERE request_id IN (SELECT l FROM temp.chd);\n"
+	"INSERT OR IGNORE INTO follow_ch_del SELECT 'spans', rowid FROM spans\n"
+	"  WHERE request_id IN (SELECT l FROM temp.chd);\n"
+	"INSERT OR IGNORE INTO follow_ch_del SELECT 'messages', rowid FROM messages\n"
+	"  WHERE request_id IN (SELECT l FROM temp.chd);\n"
+	"INSERT OR IGNORE INTO follow_ch_del SELECT 'fragments', rowid FROM fragments\n"
+	"  WHERE request_id IN (SELECT l FROM temp.chd);\n"
+	"INSERT OR IGNORE INTO follow_ch_del SELECT 'files', rowid FROM files\n"
+	"  WHERE request_id IN (SELECT l FROM temp.chd);\n"
+	"INSERT OR IGNORE INTO follow_ch_del SELECT 'requests', rowid FROM requests\n"
+	"  WHERE request_id IN (SELECT l FROM temp.chd);\n"
 	"DELETE FROM attrs WHERE span_id IN (SELECT span_id FROM spans WHERE request_id IN\n"
 	"  (SELECT l FROM temp.del));\n"
 	"DELETE FROM attrs WHERE message_id IN (SELECT message_id FROM messages WHERE request_id IN\n"
@@ -635,10 +671,15 @@ static const char rows_sql[] =
 	"  written_ns)\n"
 	"  SELECT rm.key, w.l, rm.fp, %lld, 0, %lld FROM temp.w JOIN temp.rm ON rm.e = w.e\n"
 	"  WHERE w.new;\n"
-	/* pushed, then changed: the receiver keeps the old version (2) */
+	/* pushed, then changed: the OTLP receiver keeps the old version
+	 * (2); ClickHouse gets the new one, after the old one's rows are
+	 * deleted there (renew_sql, follow_ch_del) */
+	"UPDATE follow_state SET value = value + (SELECT count(*) FROM follow_requests\n"
+	"  WHERE ch_pushed <> 0 AND request_id IN (SELECT l FROM temp.w WHERE NOT new))\n"
+	"  WHERE key = 'ch_resent';\n"
 	"UPDATE follow_requests SET fingerprint = x.fp, revised = revised + 1,\n"
 	"  written_ns = %lld, pushed = CASE pushed WHEN 1 THEN 2 ELSE pushed END,\n"
-	"  ch_pushed = CASE ch_pushed WHEN 1 THEN 2 ELSE ch_pushed END\n"
+	"  ch_pushed = 0\n"
 	"  FROM (SELECT w.l, rm.fp FROM temp.w JOIN temp.rm ON rm.e = w.e WHERE NOT w.new) x\n"
 	"  WHERE follow_requests.request_id = x.l;\n";
 
@@ -1139,11 +1180,13 @@ static const struct {
 
 /* Send the requests of sink K, pass PASS (SQL naming them: IDS) and,
  * for ClickHouse with FINAL, the tables of the whole run.  Returns 0, or
- * -1 with X->err; *PART: something arrived. */
+ * -1 with X->err; *PART: something arrived; *DELETED: ClickHouse took
+ * the deletions of X->ch_del. */
 static int sink_send(struct fl *f, int k, struct export_db *x, const char *ids,
-		     int final, int *part)
+		     int final, int *part, int *deleted)
 {
 	*part = 0;
+	*deleted = 0;
 	x->req_ids = ids;
 	if (k == 0) {
 		struct otlp_push_stats st;
@@ -1165,6 +1208,9 @@ static int sink_send(struct fl *f, int k, struct export_db *x, const char *ids,
 	f->sent[1] += st.rows;
 	f->batches[1] += st.inserts;
 	f->retries[1] += st.retries;
+	f->ch_deleted += st.deleted;
+	f->ch_mutations += st.mutations;
+	*deleted = st.deleted_ok;
 	/* rows sent again replace themselves (ReplacingMergeTree by
 	 * (run, row_id)): a failed INSERT is sent again whole */
 	return r;
@@ -1205,12 +1251,27 @@ static int sink_pass(struct fl *f, int k, int final)
 	snprintf(q, sizeof q, "SELECT count(*) FROM (%s)", ids);
 	if (one_i64(f, q, &n) < 0)
 		return -1;
+	/* ClickHouse: the rows of requests revised or withdrawn since
+	 * they were sent go first */
+	int64_t ndel = 0;
+	if (k == 1 && one_i64(f, "SELECT count(*) FROM follow_ch_del", &ndel) < 0)
+		return -1;
 	/* the last pass sends ClickHouse the tables of the whole run too */
-	if (n || (final && k == 1)) {
+	if (n || ndel || (final && k == 1)) {
 		struct export_db x;
 		int part = 0, r = export_open(&x, f->o->rc->output);
-		if (r == 0)
-			r = sink_send(f, k, &x, ids, final, &part);
+		int deleted = 0;
+		if (r == 0) {
+			x.ch_del = ndel ? "SELECT tbl, row_id FROM follow_ch_del ORDER BY tbl, row_id" : NULL;
+			r = sink_send(f, k, &x, ids, final, &part, &deleted);
+		}
+		/* asked for (ClickHouse applies them in the background): not
+		 * again, even if what followed failed */
+		if (deleted && ndel && xsql(f, "DELETE FROM follow_ch_del") < 0) {
+			if (x.h)
+				export_close(&x);
+			return -1;
+		}
 		int mark = r == 0 ? 1 : part && k == 0 ? 3 : 0;
 		if (r < 0) {
 			f->failed[k]++;
@@ -1269,8 +1330,21 @@ static int sink_summary(struct fl *f, int k, const char *url)
 		else
 			snprintf(what, sizeof what, "%" PRIu64 " rows in %" PRIu64 " INSERTs, %" PRIu64 " retries -> %s run %s",
 				 f->sent[1], f->batches[1], f->retries[1], url, f->ch_run);
-		fprintf(stderr, "bp-reconstruct: %s: %s; requests: %" PRId64 " sent, %" PRId64 " sent then revised, %" PRId64 " in part, %" PRId64 " not sent, %" PRId64 " sent then withdrawn\n",
-			sinks[k].name, what, v[1] + v[2], v[2], v[3], v[0], v[4]);
+		if (k == 1) {
+			/* revised: sent again after their rows there were
+			 * deleted; withdrawn: deleted (2: by an earlier
+			 * version, which kept the first version) */
+			int64_t resent;
+			if (get_state(f, "ch_resent", &resent) < 0)
+				return -1;
+			fprintf(stderr, "bp-reconstruct: %s: %s; requests: %" PRId64 " sent, %" PRId64 " sent again when revised, %" PRId64 " withdrawn after they were sent (%" PRIu64 " rows deleted there in %" PRIu64 " mutations), %" PRId64 " not sent%s\n",
+				sinks[k].name, what, v[1] + v[2], resent, v[4],
+				f->ch_deleted, f->ch_mutations, v[0],
+				v[2] ? "; some were revised after an earlier version sent them: ClickHouse has their first version" : "");
+		} else {
+			fprintf(stderr, "bp-reconstruct: %s: %s; requests: %" PRId64 " sent, %" PRId64 " sent then revised, %" PRId64 " in part, %" PRId64 " not sent, %" PRId64 " sent then withdrawn\n",
+				sinks[k].name, what, v[1] + v[2], v[2], v[3], v[0], v[4]);
+		}
 	}
 	return v[0] || v[3];
 }

@@ -439,10 +439,21 @@ recon join7 --join "$T/hl-app.db" -o "$T/joined7.db"
 "$PY" "$JCHECK" "$T/joined7.db" "$CH" bpj solo ||
 	rp_fail "app alone: the join in ClickHouse differs from bp-reconstruct --join"
 
+# mutations_wait LABEL: until ClickHouse has applied every mutation of
+# database bpf (they run in the background; 30 s)
+mutations_wait() {
+	local i=0
+	until [ "$(q "SELECT count() FROM system.mutations WHERE database = 'bpf' AND is_done = 0")" = 0 ]; do
+		i=$((i + 1))
+		[ $i -le 300 ] || rp_fail "$1: ClickHouse's mutations not done in 30 s: $(q "SELECT table, command, parts_to_do FROM system.mutations WHERE database = 'bpf' AND is_done = 0")"
+		sleep 0.1
+	done
+}
+
 # 12. --follow: three hosts' logs while it runs, killed (SIGKILL) after
 # the requests went and started again, then SIGINT: every request once
-# (the raw count, before any merge, equals SQLite's: nothing was sent
-# twice), then at the last pass the tables of the whole run and the rows
+# (the raw count, before any merge but once the mutations are applied,
+# equals SQLite's: nothing was sent twice), then at the last pass the tables of the whole run and the rows
 # of no request; every table and view as in live.db
 "$GENLOG" -3 -n 200 "$T/f3" >/dev/null || rp_fail "genlog"
 mkdir -p "$T/live12"
@@ -477,8 +488,11 @@ done
 wait "$FPID"
 RC=$?
 [ "$RC" = 0 ] || rp_fail "--follow: exit $RC: $(tail -n 5 "$T/live12.err")"
-grep -q "^bp-reconstruct: ClickHouse: .* run live12; requests: 200 sent, 0 sent then revised, 0 in part, 0 not sent, 0 sent then withdrawn$" "$T/live12.err" ||
+grep -q "^bp-reconstruct: ClickHouse: .* run live12; requests: 200 sent, 0 sent again when revised, 0 withdrawn after they were sent (0 rows deleted there in 0 mutations), 0 not sent$" "$T/live12.err" ||
 	rp_fail "--follow: the ClickHouse summary: $(grep ClickHouse "$T/live12.err")"
+# (the last pass sends requests and span_patterns again whole, with the
+# patterns of the whole run, after a mutation deletes the run's rows)
+mutations_wait live12
 for t in requests spans; do
 	[ "$(q "SELECT count() FROM bpf.$t WHERE run = 'live12'")" = \
 	  "$(sqlite3 "$T/live12.db" "SELECT count(*) FROM $t")" ] ||
@@ -486,6 +500,57 @@ for t in requests spans; do
 done
 check "$T/live12.db" bpf live12
 bp_note "--follow: 200 requests into ClickHouse once each across a SIGKILL, every table and view as in live.db"
+
+# 13. --follow, requests sent to ClickHouse and then revised (the
+# database host's logs come after the front's and the application's:
+# each request gains its queries) or withdrawn (the application's logs
+# come first: each request is the application's until the front's logs
+# show it is the front's): the rows of the version sent are deleted
+# there (a mutation) before the new version goes; once ClickHouse has
+# applied the mutations, every table holds each row once (the raw
+# count() equals SQLite's) and every table and view equals live.db's
+follow13() {   # follow13 NAME HOSTS-FIRST HOSTS-THEN SQL-ANSWERING-200
+	local name=$1 first=$2 then=$3 key=$4 h
+	mkdir -p "$T/$name"
+	"$RECON" --follow --follow-interval=0.2 --follow-grace=0.1 "$T/$name" \
+		-o "$T/$name.db" --clickhouse "$CH?database=bpf" \
+		--clickhouse-run "$name" 2>>"$T/$name.err" &
+	FPID=$!
+	bp_track "$FPID"
+	for h in $first; do cp -r "$T/f3/$h" "$T/$name/"; done
+	rp_until_db "$T/$name.db" "$FPID" "$T/$name.err" \
+		"SELECT count(*) FROM follow_requests WHERE ch_pushed = 1" 200
+	[ "$(q "SELECT count() FROM bpf.requests WHERE run = '$name'")" = 200 ] ||
+		rp_fail "$name: not 200 requests in ClickHouse before the other hosts came"
+	for h in $then; do cp -r "$T/f3/$h" "$T/$name/"; done
+	rp_until_db "$T/$name.db" "$FPID" "$T/$name.err" "$key" 200
+	rp_until_db "$T/$name.db" "$FPID" "$T/$name.err" \
+		"SELECT count(*) FROM follow_requests WHERE ch_pushed <> 0" 200
+	bp_kill INT "$FPID"
+	i=0
+	while kill -0 "$FPID" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -le 600 ] || rp_fail "$name: --follow did not stop 60 s after SIGINT"
+		sleep 0.1
+	done
+	wait "$FPID"
+	RC=$?
+	[ "$RC" = 0 ] || rp_fail "$name: --follow: exit $RC: $(tail -n 5 "$T/$name.err")"
+	mutations_wait "$name"
+	for t in requests spans messages attrs; do
+		[ "$(q "SELECT count() FROM bpf.$t WHERE run = '$name'")" = \
+		  "$(sqlite3 "$T/$name.db" "SELECT count(*) FROM $t")" ] ||
+			rp_fail "$name: bpf.$t has $(q "SELECT count() FROM bpf.$t WHERE run = '$name'") rows, live.db $(sqlite3 "$T/$name.db" "SELECT count(*) FROM $t") (the version first sent left behind?)"
+	done
+	check "$T/$name.db" bpf "$name"
+}
+follow13 live13r "front app" db "SELECT count(*) FROM follow_requests WHERE revised > 0"
+grep -q "^bp-reconstruct: ClickHouse: .* run live13r; requests: 200 sent, 200 sent again when revised, 0 withdrawn after they were sent ([1-9][0-9]* rows deleted there in [1-9][0-9]* mutations), 0 not sent$" "$T/live13r.err" ||
+	rp_fail "revised: the ClickHouse summary: $(grep ClickHouse "$T/live13r.err")"
+follow13 live13w app "front db" "SELECT value FROM follow_state WHERE key = 'withdrawn'"
+grep -q "^bp-reconstruct: ClickHouse: .* run live13w; requests: 200 sent, [0-9]* sent again when revised, 200 withdrawn after they were sent ([1-9][0-9]* rows deleted there in [1-9][0-9]* mutations), 0 not sent$" "$T/live13w.err" ||
+	rp_fail "withdrawn: the ClickHouse summary: $(grep ClickHouse "$T/live13w.err")"
+bp_note "--follow: 200 requests revised and 200 withdrawn after ClickHouse had them: $(sed -n 's/.*(\([0-9]* rows deleted there in [0-9]* mutations\)).*/\1/p' "$T/live13r.err") and $(sed -n 's/.*(\([0-9]* rows deleted there in [0-9]* mutations\)).*/\1/p' "$T/live13w.err"); every table and view as in live.db"
 
 # 11. the option errors: usage (exit 1), nothing written
 usage() {
