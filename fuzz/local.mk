@@ -32,7 +32,7 @@ if ENABLE_FUZZING
 noinst_PROGRAMS += fuzz/fuzz-logd-peer
 fuzz_fuzz_logd_peer_SOURCES = fuzz/fuzz_logd_peer.c \
 	logd/logd.h logd/server.c logd/peer.c logd/chunk.c logd/store.c \
-	logd/notes.c logd/census.c common/event.c common/crc32c.c \
+	logd/notes.c logd/census.c logd/adopt.c common/event.c common/crc32c.c \
 	common/segment.c
 fuzz_fuzz_logd_peer_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/logd
 fuzz_fuzz_logd_peer_CFLAGS = $(AM_CFLAGS) $(FUZZ_FLAGS) $(LIBEVENT_CFLAGS)
