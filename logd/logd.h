@@ -274,6 +274,9 @@ void peer_accept(struct server *srv, int fd);
 /* Drop P: one line naming its pid and REASON, a note, then free it. */
 void peer_drop(struct peer *p, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Let an adopted P go (adopt.c): its tracer drains a slot itself (WHY);
+ * one line with -v and a PEER_GONE note, not a drop: nothing is lost. */
+void peer_leave_to_tracer(struct peer *p, const char *why);
 /* Free P once nothing is left to drain (PEER_CLOSING).  Returns 1 if freed. */
 int peer_reap(struct peer *p);
 /* Read and handle every packet already queued on P's socket (shutdown). */

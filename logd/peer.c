@@ -169,6 +169,17 @@ void peer_drop(struct peer *p, int err, const char *fmt, ...)
 	peer_free(p);
 }
 
+void peer_leave_to_tracer(struct peer *p, const char *why)
+{
+	log_info("adopted ring of pid %u (%s): %s: left to its tracer, nothing is lost",
+		 p->pid, p->exe, why);
+	notes_add(&p->srv->notes, BT_LN_PEER_GONE, p->pid, (int64_t)p->bytes,
+		  "ring=%016llx blocks=%llu adopted, left to its tracer: %s",
+		  (unsigned long long)p->ring_id,
+		  (unsigned long long)p->blocks, why);
+	peer_free(p);
+}
+
 int peer_reap(struct peer *p)
 {
 	struct server *srv = p->srv;

@@ -55,8 +55,8 @@ long server_drain_slot(struct server *srv, struct peer *p, struct chunk *c,
 	if (n == -EAGAIN) {
 		/* an adopted ring whose tracer writes its spool: the bytes are
 		 * in the spool, and what follows goes to bp-logd when it
-		 * reconnects */
-		peer_drop(p, (int)n, "%s; left to it (nothing is lost)", why);
+		 * reconnects (not a drop: nothing is lost) */
+		peer_leave_to_tracer(p, why);
 		return -EPROTO;
 	}
 	if (n < 0) {

@@ -271,7 +271,7 @@ static const char follow_tables[] =
 	"  request_id INTEGER UNIQUE, fingerprint INTEGER,\n"
 	"  emitted_ns INTEGER, revised INTEGER, written_ns INTEGER,\n"
 	"  pushed INTEGER NOT NULL DEFAULT 0, push_pass INTEGER,\n"
-	"  ch_pushed INTEGER NOT NULL DEFAULT 0, ch_pass INTEGER);\n"
+	"  ch_pushed INTEGER NOT NULL DEFAULT 0, ch_pass INTEGER, span_fp INTEGER);\n"
 	"CREATE INDEX follow_requests_push ON follow_requests(pushed, push_pass);\n"
 	"CREATE INDEX follow_requests_ch ON follow_requests(ch_pushed, ch_pass);\n"
 	"CREATE TABLE follow_ids(kind INTEGER, key TEXT, id INTEGER,\n"
@@ -321,8 +321,13 @@ static int make_schema(struct fl *f)
 	int64_t n;
 	if (one_i64(f, "SELECT count(*) FROM main.sqlite_master WHERE name = 'follow_requests'", &n) < 0)
 		return -1;
-	if (n)        /* a PATHS.db of an earlier version: what it lacks */
+	if (n) {      /* a PATHS.db of an earlier version: what it lacks */
+		if (one_i64(f, "SELECT count(*) FROM pragma_table_info('follow_requests')"
+			    " WHERE name = 'span_fp'", &n) < 0 ||
+		    (!n && xsql(f, "ALTER TABLE follow_requests ADD COLUMN span_fp INTEGER") < 0))
+			return -1;
 		return xsql(f, "%s", FOLLOW_TABLES_SINCE);
+	}
 	if (xsql(f, "BEGIN") < 0)
 		return -1;
 	sqlite3_stmt *s;
@@ -472,17 +477,27 @@ static const char req_sql[] =
 	"  LEFT JOIN temp.hm ph ON ph.e = p.host_id\n"
 	"  WHERE s.request_id IN (SELECT e FROM temp.win) GROUP BY s.request_id;\n"
 	"CREATE TEMP TABLE rm(e INTEGER PRIMARY KEY, l INTEGER, key TEXT UNIQUE,\n"
-	"  fp INTEGER, fin INTEGER, endn INTEGER, old INTEGER);\n"
-	"INSERT INTO temp.rm(e, key, fp, fin, endn)\n"
-	"  SELECT e, bk || '#' || row_number() OVER (PARTITION BY bk ORDER BY e), fp, fin, endn\n"
+	"  fp INTEGER, fin INTEGER, endn INTEGER, old INTEGER, sfp INTEGER, osfp INTEGER);\n"
+	/* fp: every row of the request; sfp: what its spans show (their
+	 * rows, the request's, its files and the spans' attributes: the
+	 * OTLP trace), unchanged when a revision only adds messages or
+	 * fragments (a php-fpm child's work after its answer, ended when it
+	 * reads again or exits) */
+	"INSERT INTO temp.rm(e, key, fp, fin, endn, sfp)\n"
+	"  SELECT e, bk || '#' || row_number() OVER (PARTITION BY bk ORDER BY e),\n"
+	"    bp_h(x, pr, me, ta, st, cl, co, ce, cr, rs, re, nm, ng, ni), fin, endn,\n"
+	"    bp_h(x, pr, me, ta, st, cl, co, ce, cr, rs, re, ni, na)\n"
 	"  FROM (SELECT r.request_id AS e,\n"
 	"    COALESCE(h.key || '/' || s.pid || '/' || s.tid || '/' || (s.start_ns - h.sh),\n"
 	"      'r/' || COALESCE(rh.key, '') || '/' || COALESCE(r.start_ns - rh.sh, '')) AS bk,\n"
-	"    bp_h(x.fp, r.protocol, r.method, r.target, r.status, r.client, r.complete,\n"
-	"      r.certainty, r.certainty_reason, r.start_ns - rh.sh, r.end_ns - rh.sh,\n"
-	"      (SELECT count(*) FROM e.messages m WHERE m.request_id = r.request_id),\n"
-	"      (SELECT count(*) FROM e.fragments g WHERE g.request_id = r.request_id),\n"
-	"      (SELECT count(*) FROM e.files i WHERE i.request_id = r.request_id)) AS fp,\n"
+	"    x.fp AS x, r.protocol AS pr, r.method AS me, r.target AS ta, r.status AS st,\n"
+	"    r.client AS cl, r.complete AS co, r.certainty AS ce, r.certainty_reason AS cr,\n"
+	"    r.start_ns - rh.sh AS rs, r.end_ns - rh.sh AS re,\n"
+	"    (SELECT count(*) FROM e.messages m WHERE m.request_id = r.request_id) AS nm,\n"
+	"    (SELECT count(*) FROM e.fragments g WHERE g.request_id = r.request_id) AS ng,\n"
+	"    (SELECT count(*) FROM e.files i WHERE i.request_id = r.request_id) AS ni,\n"
+	"    (SELECT count(*) FROM e.attrs a WHERE a.span_id IN\n"
+	"      (SELECT span_id FROM e.spans WHERE request_id = r.request_id)) AS na,\n"
 	"    (%lld OR (r.complete = 1 AND COALESCE(x.nopen, 0) = 0 AND r.end_ns IS NOT NULL\n"
 	"      AND r.end_ns <= %lld AND COALESCE(x.mx, 0) <= %lld)) AS fin,\n"
 	"    r.end_ns AS endn\n"
@@ -491,7 +506,7 @@ static const char req_sql[] =
 	"    LEFT JOIN temp.hm h ON h.e = s.host_id\n"
 	"    LEFT JOIN temp.hm rh ON rh.e = r.host_id\n"
 	"    WHERE r.request_id IN (SELECT e FROM temp.win));\n"
-	"UPDATE temp.rm SET l = f.request_id, old = f.fingerprint\n"
+	"UPDATE temp.rm SET l = f.request_id, old = f.fingerprint, osfp = f.span_fp\n"
 	"  FROM follow_requests f WHERE f.key = rm.key;\n"
 	"CREATE TEMP TABLE w(e INTEGER PRIMARY KEY, l INTEGER, new INTEGER);\n"
 	"INSERT INTO temp.w SELECT e, l, l IS NULL FROM temp.rm\n"
@@ -520,6 +535,15 @@ static const char renew_sql[] =
 	"  WHERE request_id IN (SELECT l FROM temp.gone);\n"
 	"CREATE TEMP TABLE del(l INTEGER PRIMARY KEY);\n"
 	"INSERT INTO temp.del SELECT l FROM temp.w WHERE NOT new UNION SELECT l FROM temp.gone;\n"
+	/* a request written again whose spans show what they showed keeps
+	 * their ids, the n-th span the n-th id (fresh_sql): the trace an
+	 * OTLP receiver got stays the request's */
+	"DROP TABLE IF EXISTS temp.keep;\n"
+	"CREATE TEMP TABLE keep(rq INTEGER, o INTEGER, l INTEGER, PRIMARY KEY(rq, o));\n"
+	"INSERT INTO temp.keep SELECT request_id,\n"
+	"    row_number() OVER (PARTITION BY request_id ORDER BY span_id), span_id\n"
+	"  FROM main.spans WHERE request_id IN\n"
+	"    (SELECT w.l FROM temp.w JOIN temp.rm ON rm.e = w.e WHERE NOT w.new AND rm.sfp = rm.osfp);\n"
 	/* what ClickHouse has of them (the rows export_clickhouse sent:
 	 * req_where) goes there before their new rows do (sink_pass) */
 	"DROP TABLE IF EXISTS temp.chd;\n"
@@ -596,8 +620,14 @@ static const char ordinal_sql[] =
 /* Fresh span and message ids for the requests written now (%lld: the
  * last span id, %lld: the last message id). */
 static const char fresh_sql[] =
+	"INSERT INTO temp.sm SELECT a.e, k.l FROM\n"
+	"  (SELECT s.span_id AS e, w.l AS rq,\n"
+	"     row_number() OVER (PARTITION BY s.request_id ORDER BY s.span_id) AS o\n"
+	"   FROM temp.w JOIN e.spans s ON s.request_id = w.e WHERE w.l IN (SELECT rq FROM temp.keep)) a\n"
+	"  JOIN temp.keep k ON k.rq = a.rq AND k.o = a.o;\n"
 	"INSERT INTO temp.sm SELECT s.span_id, %lld + row_number() OVER (ORDER BY s.span_id)\n"
-	"  FROM temp.w JOIN e.spans s ON s.request_id = w.e;\n"
+	"  FROM temp.w JOIN e.spans s ON s.request_id = w.e\n"
+	"  WHERE s.span_id NOT IN (SELECT e FROM temp.sm);\n"
 	"INSERT INTO temp.mm SELECT m.message_id, %lld + row_number() OVER (ORDER BY m.message_id)\n"
 	"  FROM temp.w JOIN e.messages m ON m.request_id = w.e;\n";
 
@@ -668,8 +698,8 @@ static const char rows_sql[] =
 	"  LEFT JOIN temp.pm ON pm.e = i.process_id;\n"
 	/* %lld: now */
 	"INSERT INTO follow_requests(key, request_id, fingerprint, emitted_ns, revised,\n"
-	"  written_ns)\n"
-	"  SELECT rm.key, w.l, rm.fp, %lld, 0, %lld FROM temp.w JOIN temp.rm ON rm.e = w.e\n"
+	"  written_ns, span_fp)\n"
+	"  SELECT rm.key, w.l, rm.fp, %lld, 0, %lld, rm.sfp FROM temp.w JOIN temp.rm ON rm.e = w.e\n"
 	"  WHERE w.new;\n"
 	/* pushed, then changed: the OTLP receiver keeps the old version
 	 * (2); ClickHouse gets the new one, after the old one's rows are
@@ -678,9 +708,11 @@ static const char rows_sql[] =
 	"  WHERE ch_pushed <> 0 AND request_id IN (SELECT l FROM temp.w WHERE NOT new))\n"
 	"  WHERE key = 'ch_resent';\n"
 	"UPDATE follow_requests SET fingerprint = x.fp, revised = revised + 1,\n"
-	"  written_ns = %lld, pushed = CASE pushed WHEN 1 THEN 2 ELSE pushed END,\n"
+	"  written_ns = %lld, span_fp = x.sfp,\n"
+	"  pushed = CASE WHEN pushed = 1 AND x.sfp IS NOT x.osfp THEN 2 ELSE pushed END,\n"
 	"  ch_pushed = 0\n"
-	"  FROM (SELECT w.l, rm.fp FROM temp.w JOIN temp.rm ON rm.e = w.e WHERE NOT w.new) x\n"
+	"  FROM (SELECT w.l, rm.fp, rm.sfp, rm.osfp FROM temp.w JOIN temp.rm ON rm.e = w.e\n"
+	"        WHERE NOT w.new) x\n"
 	"  WHERE follow_requests.request_id = x.l;\n";
 
 /* The pass's channels, with PATHS.db's ids (global_sql, bg_chan_sql). */

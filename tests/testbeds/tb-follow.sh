@@ -8,8 +8,11 @@
 # tb-nginx-fpm.sh): bp-logd writes DIR/logs, the tracers' spool is
 # DIR/spool (where their events go while bp-logd is down), and
 #   bp-reconstruct --follow --follow-interval=I --follow-grace=G \
-#       DIR/logs DIR/spool -o DIR/live.db
-# runs from before the first request to after the last.  tb-client drives
+#       DIR/logs DIR/spool -o DIR/live.db --otlp-endpoint RX \
+#       --clickhouse CH?database=bpt --clickhouse-run tbfollow
+# runs from before the first request to after the last, pushing to the
+# OTLP receiver of the push tests (tests/report/otlp-receiver.js) and
+# writing into a clickhouse-server started by hand (tests/lib/clickhouse.sh).  tb-client drives
 # the load in rounds of one second: each round TB_FOLLOW_RATE requests
 # (default 50) on 4 keep-alive connections, then it sleeps for the rest
 # of the second; each round writes its own ground truth.  At 30% of the
@@ -36,6 +39,12 @@
 #   - every ground-truth id is the target of exactly one row of live.db's
 #     requests; count(requests) = count(DISTINCT follow_requests.key) =
 #     the offline count;
+#   - the sinks: every request pushed once as it is (none revised or
+#     withdrawn after it was pushed in what its spans show), and the
+#     receiver's spans exactly live.db's (otlp-push-check.py: ids,
+#     parents, names, times, attributes); ClickHouse, once it applied its
+#     mutations, every table row for row and every view of
+#     docs/clickhouse.md as live.db (clickhouse-check.py);
 #   - the same trees: a dump of each database by content (per request:
 #     method, target, status, complete, certainty and its spans by start:
 #     kind, protocol, name, target, status, exe, pid, tid, the parent's
@@ -124,6 +133,18 @@ esac
 
 tb_init follow
 tb_need sqlite3 sqlite3
+# The sinks (issue 16: every request in SQLite, at an OTLP receiver and
+# in ClickHouse, once, with the offline run's tree): the OTLP receiver
+# of the push tests (node, protobufjs pinned in the build tree) and a
+# clickhouse-server started by hand.  Both are installed by run-tests:
+# missing, they fail the test (never a skip).
+command -v node >/dev/null || bp_fail "no node for the OTLP receiver (apt-get install nodejs npm)"
+# shellcheck source=../report/lib.sh
+. "$TB_SRC/../report/lib.sh"
+RP_TEST=$BP_TEST
+# shellcheck source=../lib/clickhouse.sh
+. "$TB_SRC/../lib/clickhouse.sh"
+rp_node
 
 FOLLOW_PID=""
 MON_PID=""
@@ -158,7 +179,9 @@ follow_start() {
 	"$BP_RECONSTRUCT" --follow --follow-interval="$TB_FOLLOW_INTERVAL" \
 		--follow-grace="$TB_FOLLOW_GRACE" \
 		--follow-window="$TB_FOLLOW_WINDOW" "${TB_LOGDIRS[@]}" \
-		-o "$dir/live.db" >>"$dir/follow.out" 2>>"$dir/follow.log" &
+		-o "$dir/live.db" --otlp-endpoint "$RX" \
+		--clickhouse "$CH?database=bpt" --clickhouse-run tbfollow \
+		>>"$dir/follow.out" 2>>"$dir/follow.log" &
 	FOLLOW_PID=$!
 	echo "$FOLLOW_PID" >"$dir/follow.pid"
 	sleep 0.3
@@ -246,6 +269,8 @@ PRE_WEB=("${BP_PREFIX[@]}") PRE_APP=("${BP_PREFIX[@]}")
 PRE_DB=("${BP_PREFIX[@]}")
 tb_start_all "$dir"
 
+rp_rx sinks
+bp_ch_start
 T0=$(now_ns)
 : >"$dir/events"
 follow_start
@@ -653,5 +678,37 @@ for b in bad:
 sys.exit(1 if bad else 0)
 PYEOF
 	LIVE_BAD="${LIVE_BAD:+$LIVE_BAD; }live: see the FAIL lines above"
+
+# The sinks.  Their summary lines; then the OTLP receiver holds every
+# span of live.db once, with its ids, names, times and attributes, and
+# nothing else (otlp-push-check.py): so every request it holds has the
+# tree of live.db, which is the offline run's (above).  A request that a
+# pass revised or withdrew after it was pushed would stay at the
+# receiver in its first form (OTLP has no way to take it back): none may.
+# ClickHouse, once it has applied its mutations (the rows of requests
+# revised or withdrawn after they were sent, deleted there): every table
+# row for row and every view of docs/clickhouse.md as live.db.
+grep "^bp-reconstruct: \(OTLP push\|ClickHouse\):" "$dir/follow.log" | tail -n 2 |
+	sed 's/^bp-reconstruct: /tb-follow: sink: /'
+sinks_bad=$(sqlite3 -readonly "$dir/live.db" "SELECT
+	(SELECT count(*) FROM follow_requests WHERE pushed <> 1) || ' not pushed once as they are, ' ||
+	(SELECT value FROM follow_state WHERE key = 'push_withdrawn') || ' pushed then withdrawn, ' ||
+	(SELECT count(*) FROM follow_requests WHERE ch_pushed <> 1) || ' not in ClickHouse as they are'")
+echo "tb-follow: sinks: requests $sinks_bad"
+case $sinks_bad in
+"0 not pushed once as they are, 0 pushed then withdrawn, 0 not in ClickHouse as they are") ;;
+*) LIVE_BAD="${LIVE_BAD:+$LIVE_BAD; }sinks: $sinks_bad" ;;
+esac
+"$PY" "$TB_SRC/../report/otlp-push-check.py" "$dir/live.db" "$T/sinks/batches.jsonl" |
+	sed 's/^/tb-follow: /'
+[ "${PIPESTATUS[0]}" = 0 ] ||
+	LIVE_BAD="${LIVE_BAD:+$LIVE_BAD; }the OTLP receiver's spans are not live.db's"
+bp_ch_mutations_wait tb-follow bpt
+for what in tables views; do
+	"$PY" "$TB_SRC/../report/clickhouse-check.py" "$what" "$dir/live.db" "$CH" \
+		bpt tbfollow "$top_srcdir/docs/clickhouse.md" | sed 's/^/tb-follow: /'
+	[ "${PIPESTATUS[0]}" = 0 ] ||
+		LIVE_BAD="${LIVE_BAD:+$LIVE_BAD; }ClickHouse's $what are not live.db's"
+done
 [ -z "$LIVE_BAD" ] || bp_fail "$LIVE_BAD"
 echo "PASS: tb-follow"
