@@ -15,8 +15,9 @@
  * keys are monotonic (the row's Unix time less its domain's realtime
  * difference and correction), which no clock estimate of a later pass
  * moves.  Requests are keyed by their root span the same way
- * (follow_requests) and keep their request_id for ever; spans, messages,
- * fragments and files get new ids each time their request is written.
+ * (follow_requests) and keep their request_id for ever; messages,
+ * fragments and files get new ids each time their request is written,
+ * spans too unless what they show is unchanged (span_fp: fresh_sql).
  * Rows of no request are replaced on every pass, with ids UNATTR + the
  * pass's id.
  */
