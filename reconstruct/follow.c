@@ -480,8 +480,8 @@ static const char req_sql[] =
 	"CREATE TEMP TABLE rm(e INTEGER PRIMARY KEY, l INTEGER, key TEXT UNIQUE,\n"
 	"  fp INTEGER, fin INTEGER, endn INTEGER, old INTEGER, sfp INTEGER, osfp INTEGER);\n"
 	/* fp: every row of the request; sfp: what its spans show (their
-	 * rows, the request's, its files and the spans' attributes: the
-	 * OTLP trace), unchanged when a revision only adds messages or
+	 * rows, the request's, its files' count and the spans' attributes:
+	 * the OTLP trace), unchanged when a revision only adds messages or
 	 * fragments (a php-fpm child's work after its answer, ended when it
 	 * reads again or exits) */
 	"INSERT INTO temp.rm(e, key, fp, fin, endn, sfp)\n"
@@ -497,7 +497,7 @@ static const char req_sql[] =
 	"    (SELECT count(*) FROM e.messages m WHERE m.request_id = r.request_id) AS nm,\n"
 	"    (SELECT count(*) FROM e.fragments g WHERE g.request_id = r.request_id) AS ng,\n"
 	"    (SELECT count(*) FROM e.files i WHERE i.request_id = r.request_id) AS ni,\n"
-	"    (SELECT count(*) FROM e.attrs a WHERE a.span_id IN\n"
+	"    (SELECT bp_fp(a.key, a.value) FROM e.attrs a WHERE a.span_id IN\n"
 	"      (SELECT span_id FROM e.spans WHERE request_id = r.request_id)) AS na,\n"
 	"    (%lld OR (r.complete = 1 AND COALESCE(x.nopen, 0) = 0 AND r.end_ns IS NOT NULL\n"
 	"      AND r.end_ns <= %lld AND COALESCE(x.mx, 0) <= %lld)) AS fin,\n"
