@@ -20,6 +20,21 @@ proc_starts() {
 	"$DUMP" "$1" 2>/dev/null | grep -c "^$2:[0-9]* [0-9]* proc_start pid=$2 " || true
 }
 
+# arrived PID WHAT: until the PROC_START of PID is in $LOGS (3 s), while
+# PID still runs (else the drain was not the adoption's); ARRIVED: the
+# milliseconds it took, to 100 ms
+arrived() {
+	local k=0
+	until [ "$(proc_starts "$LOGS" "$1")" -ge 1 ]; do
+		k=$((k + 1))
+		[ $k -lt 30 ] || fail "$2 not adopted within 3 s of the restart"
+		sleep 0.1
+	done
+	kill -0 "$1" 2>/dev/null ||
+		fail "$2 ended before its ring was drained: the drain was not the adoption's"
+	ARRIVED=$(((k + 1) * 100))
+}
+
 start_logd -i 60000
 BTRACE_LOGD=$SOCK LD_PRELOAD=$BP_SHIM sleep 6 &
 S=$!
@@ -45,16 +60,10 @@ bp_kill TERM "${BP_PID[other]}"
 
 # The same socket again: the ring is drained while sleep still sleeps.
 start_logd -i 10 -v
-k=0
-until [ "$(proc_starts "$LOGS" "$S")" -ge 1 ]; do
-	k=$((k + 1))
-	[ $k -lt 30 ] || fail "the PROC_START of the idle tracer did not arrive within 3 s of the restart"
-	sleep 0.1
-done
-kill -0 "$S" 2>/dev/null || fail "sleep ended before its ring was drained: the drain was not the adoption's"
+arrived "$S" "the idle sleep's ring"
 grep -q "adopting ring [0-9a-f]* of pid $S (sleep)" "$T/logd.log" ||
 	fail "bp-logd did not say it adopted the ring of pid $S"
-echo "the idle tracer's PROC_START arrived within $(((k + 1) * 100)) ms of the restart, while it slept"
+echo "the idle tracer's PROC_START arrived within $ARRIVED ms of the restart, while it slept"
 
 # sleep exits normally: its tracer reconnects and hands the ring over.
 wait_for "sleep to end" 100 dead "$S"
@@ -107,12 +116,6 @@ since | grep -q "adopting ring [0-9a-f]* of pid $S" &&
 kill -KILL "$LOGD_PID"
 wait_for "bp-logd to die" 100 dead "$LOGD_PID"
 start_logd -u nobody -i 10 -v
-k=0
-until [ "$(proc_starts "$LOGS" "$S")" -ge 1 ]; do
-	k=$((k + 1))
-	[ $k -lt 30 ] || fail "with -u nobody the ring of uid nobody was not adopted within 3 s"
-	sleep 0.1
-done
-kill -0 "$S" 2>/dev/null || fail "sleep of uid nobody ended before its ring was drained"
-echo "another uid: not adopted without -u, adopted with -u nobody within $(((k + 1) * 100)) ms"
+arrived "$S" "with -u nobody, the sleep of uid nobody"
+echo "another uid: not adopted without -u, adopted with -u nobody within $ARRIVED ms"
 echo "logd_adopt: OK"

@@ -406,16 +406,8 @@ wait "$FPID" 2>/dev/null
 follow12
 # a pass of the new process (the stats of the killed one are still there)
 until12 "SELECT value FROM stats WHERE key = 'follow_pid'" "$FPID"
-bp_kill INT "$FPID"
-i=0
-while kill -0 "$FPID" 2>/dev/null; do
-	i=$((i + 1))
-	[ $i -le 600 ] || rp_fail "--follow did not stop 60 s after SIGINT"
-	sleep 0.1
-done
-wait "$FPID"
-RC=$?
-[ "$RC" = 0 ] || rp_fail "--follow: exit $RC: $(tail -n 5 "$T/live12.err")"
+rp_stop_follow "$FPID"
+[ "$FRC" = 0 ] || rp_fail "--follow: exit $FRC: $(tail -n 5 "$T/live12.err")"
 grep -q "^bp-reconstruct: ClickHouse: .* run live12; requests: 200 sent, 0 sent again when revised, 0 withdrawn after they were sent (0 rows deleted there in 0 mutations), 0 not sent$" "$T/live12.err" ||
 	rp_fail "--follow: the ClickHouse summary: $(grep ClickHouse "$T/live12.err")"
 # (the last pass sends requests and span_patterns again whole, with the
@@ -454,16 +446,8 @@ follow13() {   # follow13 NAME HOSTS-FIRST HOSTS-THEN SQL-ANSWERING-200
 	rp_until_db "$T/$name.db" "$FPID" "$T/$name.err" "$key" 200
 	rp_until_db "$T/$name.db" "$FPID" "$T/$name.err" \
 		"SELECT count(*) FROM follow_requests WHERE ch_pushed <> 0" 200
-	bp_kill INT "$FPID"
-	i=0
-	while kill -0 "$FPID" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -le 600 ] || rp_fail "$name: --follow did not stop 60 s after SIGINT"
-		sleep 0.1
-	done
-	wait "$FPID"
-	RC=$?
-	[ "$RC" = 0 ] || rp_fail "$name: --follow: exit $RC: $(tail -n 5 "$T/$name.err")"
+	rp_stop_follow "$FPID"
+	[ "$FRC" = 0 ] || rp_fail "$name: --follow: exit $FRC: $(tail -n 5 "$T/$name.err")"
 	mutations_wait "$name"
 	for t in requests spans messages attrs; do
 		[ "$(q "SELECT count() FROM bpf.$t WHERE run = '$name'")" = \

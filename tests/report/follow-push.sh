@@ -38,17 +38,7 @@ until_db() {
 }
 
 # stop_follow: SIGINT, its exit status in FRC (bounded: 60 s)
-stop_follow() {
-	local i=0
-	kill -INT "$FPID"
-	while kill -0 "$FPID" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -le 600 ] || rp_fail "--follow did not stop 60 s after SIGINT"
-		sleep 0.1
-	done
-	wait "$FPID"
-	FRC=$?
-}
+stop_follow() { rp_stop_follow "$FPID"; }
 
 check() {
 	"$PY" "$RP_DIR/otlp-push-check.py" "$@" || rp_fail "the spans received do not match $1"

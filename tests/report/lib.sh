@@ -14,6 +14,8 @@
 #   rp_usage LOGDIR WANT ARGS...  bp-reconstruct LOGDIR -o $T/usage.db ARGS
 #                      must be a usage error (exit 1) saying WANT, and
 #                      write nothing
+#   rp_stop_follow PID SIGINT to bp-reconstruct --follow, bounded wait;
+#                      FRC its exit status
 #   (temporary directory, trap, failing: tests/lib/core.sh)
 # shellcheck source=../lib/core.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/core.sh"
@@ -137,6 +139,20 @@ rp_rx() {
 rp_stop_rx() {
 	bp_kill TERM "$RX_PID"
 	wait "$RX_PID" 2>/dev/null    # it exits on TERM; the port is closed after
+}
+
+# rp_stop_follow PID: SIGINT to bp-reconstruct --follow PID (its last
+# pass), wait for it (60 s at most); its exit status in FRC.
+rp_stop_follow() {
+	local i=0
+	kill -INT "$1"
+	while kill -0 "$1" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -le 600 ] || rp_fail "--follow did not stop 60 s after SIGINT"
+		sleep 0.1
+	done
+	wait "$1"
+	FRC=$?
 }
 
 # rp_until_db DB PID ERRFILE SQL WANT: until SQL on DB (written by

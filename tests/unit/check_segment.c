@@ -1887,6 +1887,22 @@ START_TEST(logd_record_boundaries)
 }
 END_TEST
 
+/* Unmap OLD (if any), set slot 0's tail back to 0 and map the chunk in
+ * FD again as adopt.c does (ring 0x1234, pid 77). */
+static struct chunk *adopt_again(struct chunk *old, int fd,
+				 const struct bt_lm_chunk *m,
+				 struct bt_chunk_hdr *h)
+{
+	struct chunk *c;
+	char why[256];
+
+	chunk_unmap(old);
+	h->slot[0].tail = 0;
+	ck_assert_int_eq(chunk_map(fd, m, 0x1234, 77, &c, why, sizeof why), 0);
+	c->adopted = 1;
+	return c;
+}
+
 /* A chunk adopted from /proc (logd/adopt.c): its tracer is not connected
  * and may drain a slot itself (its spool).  A copy made while the shared
  * tail moved is refused (-EAGAIN), and the acknowledgement advances the
@@ -1949,9 +1965,7 @@ START_TEST(logd_adopted_chunk_tail)
 	chunk_unmap(c);
 
 	/* adopted: the tracer spooled the first record after the map */
-	h->slot[0].tail = 0;
-	ck_assert_int_eq(chunk_map(fd, &m, 0x1234, 77, &c, why, sizeof why), 0);
-	c->adopted = 1;
+	c = adopt_again(NULL, fd, &m, h);
 	h->slot[0].tail = r1;
 	ck_assert_int_eq(chunk_read_slot(c, 0, buf, &head, &gen, why, sizeof why),
 			 -EAGAIN);
@@ -1967,10 +1981,7 @@ START_TEST(logd_adopted_chunk_tail)
 	/* adopted, the tail unmoved while copying: the copy holds; the
 	 * tracer spools the first record before the acknowledgement, which
 	 * then leaves the shared tail where the tracer put it */
-	chunk_unmap(c);
-	h->slot[0].tail = 0;
-	ck_assert_int_eq(chunk_map(fd, &m, 0x1234, 77, &c, why, sizeof why), 0);
-	c->adopted = 1;
+	c = adopt_again(c, fd, &m, h);
 	ck_assert_int_eq(chunk_read_slot(c, 0, buf, &head, &gen, why, sizeof why),
 			 (long)n);
 	ck_assert_int_eq(memcmp(buf, data, n), 0);
@@ -1979,10 +1990,7 @@ START_TEST(logd_adopted_chunk_tail)
 	ck_assert_uint_eq(h->slot[0].tail, r1);
 
 	/* and with nobody else draining, it advances as usual */
-	chunk_unmap(c);
-	h->slot[0].tail = 0;
-	ck_assert_int_eq(chunk_map(fd, &m, 0x1234, 77, &c, why, sizeof why), 0);
-	c->adopted = 1;
+	c = adopt_again(c, fd, &m, h);
 	ck_assert_int_eq(chunk_read_slot(c, 0, buf, &head, &gen, why, sizeof why),
 			 (long)n);
 	ck_assert_int_eq(chunk_ack(c, 0, head), 0);
