@@ -282,7 +282,6 @@ long chunk_read_slot(struct chunk *c, unsigned i, uint8_t *buf,
 int chunk_ack(struct chunk *c, unsigned i, uint64_t head)
 {
 	struct bt_slot_hdr *sh = &hdr_of(c)->slot[i];
-
 	uint64_t t = c->tail[i];
 
 	c->tail[i] = head;

@@ -484,10 +484,11 @@ int server_run(const struct logd_opts *o, int lfd, struct store *store)
 		if (!srv->ev_sig[i] || event_add(srv->ev_sig[i], NULL) < 0)
 			fatal("cannot install the handler of signal %d", sigs[i]);
 	}
-	/* Write the first block now: a disk that is full from the start is
-	 * reported at once. */
+	/* the rings a bp-logd killed on this socket left (adopt.c) */
 	srv->key = adopt_key(o->sock_path);
 	adopt_start(srv);
+	/* Write the first block now: a disk that is full from the start is
+	 * reported at once. */
 	int r = notes_flush(&srv->notes, srv->store);
 	if (r < 0)
 		server_disk_error(srv, -r);
