@@ -292,3 +292,29 @@ window_case() {
 window_case one ""
 window_case three "" -3
 window_case "three, reference db" "-r db" -3
+
+# A live.db of the version before follow_requests.span_fp, follow_ch_del
+# and follow_state's ch_resent (made here by taking them out): the same
+# command goes on with it, adds them, and writes nothing again.
+rm -rf "$tmp/live" "$tmp"/live.db* "$tmp/err"
+mkdir -p "$tmp/live"
+$gen -n 200 "$tmp/up" >/dev/null || fail "genlog -n 200"
+cp -r "$tmp/up"/* "$tmp/live/"
+start
+wait_for "SELECT count(*) FROM follow_requests" 200
+kill -INT $pid
+wait $pid || fail "upgrade: the first run's SIGINT: exit status $?"
+pid=
+sqlite3 "$tmp/live.db" "ALTER TABLE follow_requests DROP COLUMN span_fp;
+	DROP TABLE follow_ch_del; DELETE FROM follow_state WHERE key = 'ch_resent'" ||
+	fail "upgrade: cannot make the older live.db"
+start
+wait_for "SELECT count(*) FROM pragma_table_info('follow_requests') WHERE name = 'span_fp'" 1
+wait_for "SELECT (SELECT count(*) FROM follow_state WHERE key = 'ch_resent') || ' ' ||
+	(SELECT count(*) FROM sqlite_master WHERE name = 'follow_ch_del')" "1 1"
+kill -INT $pid
+wait $pid || fail "upgrade: the second run's SIGINT: exit status $?"
+pid=
+[ "$(q "SELECT count(*) || ' ' || sum(revised) FROM follow_requests")" = "200 0" ] ||
+	fail "upgrade: $(q "SELECT count(*) || ' ' || sum(revised) FROM follow_requests") (requests, revised), wanted 200 0"
+echo "PASS: --follow: a live.db without span_fp, follow_ch_del and ch_resent is carried on, nothing written again"
