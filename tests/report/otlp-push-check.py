@@ -2,6 +2,7 @@
 """otlp-push-check.py - what an OTLP receiver got, against the paths database.
 
     otlp-push-check.py DB BATCHES [--file OTLP.json] [--missing N] [--extra N]
+                       [--revised-apart]
 
 BATCHES is the receiver's batches.jsonl (tests/report/otlp-receiver.js:
 each line an ExportTraceServiceRequest decoded by protobufjs, written as
@@ -18,6 +19,11 @@ OTLP/JSON).  Checks, for every span of a request in DB:
     db.query.text, server.address/client.address ...), bp.certainty and
     bp.certainty_reason, borderpatrol.request_id and span_id, and the
     resource (service.name, host.name, process.pid);
+  - with --revised-apart, the requests bp-reconstruct --follow wrote
+    again after their first time (follow_requests.revised > 0: what the
+    receiver got may be their first version, which OTLP cannot take
+    back) are set aside and counted: neither their spans in DB nor the
+    spans that arrived for them are compared;
   - with --file, the spans are exactly those of bp-reconstruct --otlp
     (same ids, attributes, events, status and resources).
 Prints one line of counts; exits 1 with the first problems.
@@ -90,8 +96,13 @@ def main():
     file = None
     missing = 0
     extra = 0
+    apart = False
     i = 2
-    while i + 1 < len(args):
+    while i < len(args):
+        if args[i] == '--revised-apart':
+            apart = True
+            i += 1
+            continue
         if args[i] == '--file':
             file = args[i + 1]
         elif args[i] == '--missing':
@@ -109,6 +120,14 @@ def main():
         " (SELECT value FROM attrs a WHERE a.span_id = s.span_id AND a.key = 'method'),"
         " (SELECT value FROM attrs a WHERE a.span_id = s.span_id AND a.key = 'host')"
         " FROM spans s JOIN requests r ON r.request_id = s.request_id").fetchall()
+    revised = set()
+    if apart:
+        revised = {r[0] for r in h.execute(
+            'SELECT request_id FROM follow_requests WHERE revised > 0')}
+        rows = [r for r in rows if r[1] not in revised]
+        got = {sid: c for sid, c in got.items()
+               if int(c['attributes'].get('borderpatrol.request_id', -1))
+               not in revised}
     by_bp = {}
     for sid, c in got.items():
         b = c['attributes'].get('borderpatrol.span_id')
@@ -213,9 +232,11 @@ def main():
         for p in problems:
             print('otlp-push-check: ' + p, file=sys.stderr)
         return 1
-    print('otlp-push-check: %d spans of %d requests arrived once each (%d in %s, %d not sent, %d no longer in it), ids, parents, names, times and attributes as in the database%s' %
+    print('otlp-push-check: %d spans of %d requests arrived once each (%d in %s, %d not sent, %d no longer in it), ids, parents, names, times and attributes as in the database%s%s' %
           (len(got), len(traces), ndb, os.path.basename(db), missing, extra,
-           ', identical to ' + os.path.basename(file) if file else ''))
+           ', identical to ' + os.path.basename(file) if file else '',
+           '; %d requests written again after their first time set apart' %
+           len(revised) if apart else ''))
     return 0
 
 
