@@ -458,6 +458,7 @@ static int write_stats(struct rc_ctx *c)
 		{ "unattributed_data_bytes", t->unattr_data_bytes },
 		{ "released_waits", t->released },
 		{ "unlogged_senders", t->unlogged },
+		{ "peer_not_logged", t->peer_pending },
 		{ "closed_unread_spans", t->closed_unread },
 		{ "lost_event_spans", t->lost_in_span },
 		{ "unpaired_receives", t->unpaired_recv },

@@ -81,6 +81,9 @@ struct fl {
 	uint64_t pending;           /* complete, waiting for the grace */
 	int64_t  lag_max_ns;        /* of the requests the last pass wrote */
 	int64_t  newest_ns;         /* the newest event of the last pass */
+	/* the wall time when the last pass's peer-not-logged marks are all
+	 * overdue: a pass then, even if the logs did not change (0: none) */
+	int64_t  pending_until;
 	int64_t  refreshed_ns;      /* when patterns were last written */
 	int64_t  read_ns;           /* Unix time the last pass began reading */
 	int64_t  horizon;           /* of this pass (INT64_MIN: a full pass) */
@@ -1271,12 +1274,24 @@ static int sink_pass(struct fl *f, int k, int final)
 		else
 			snprintf(f->ch_run, sizeof f->ch_run, "follow-%016" PRIx64, (uint64_t)seed);
 	}
+	/* a request uncertain because records of it may be on their way
+	 * waits for them unless this is the last pass: no sink gets a
+	 * version they would change (an OTLP receiver keeps what it got).
+	 * peer-not-logged goes once the peer is overdue (a pass then,
+	 * pending_until); unlogged-send (a wait given up) after
+	 * --follow-hold seconds from the request's end */
+	int64_t held = f->read_ns - (int64_t)(f->o->hold * 1e9);
 	if (get_state(f, sinks[k].pass, &pass) < 0 ||
 	    xsql(f, "UPDATE follow_requests SET %s = %lld\n"
-		 "  WHERE %s = 0 AND (%d OR written_ns < %lld);\n"
+		 "  WHERE %s = 0 AND (%d OR (written_ns < %lld AND request_id NOT IN\n"
+		 "    (SELECT request_id FROM requests WHERE certainty = 'uncertain'\n"
+		 "     AND (certainty_reason LIKE '%%peer-not-logged%%'\n"
+		 "       OR (certainty_reason LIKE '%%unlogged-send%%'\n"
+		 "         AND COALESCE(end_ns, start_ns) > %lld)))));\n"
 		 "UPDATE follow_state SET value = %lld WHERE key = '%s';",
 		 sinks[k].pass, (long long)pass + 1, sinks[k].col, final,
-		 (long long)f->read_ns, (long long)pass + 1, sinks[k].pass) < 0)
+		 (long long)f->read_ns, (long long)held, (long long)pass + 1,
+		 sinks[k].pass) < 0)
 		return -1;
 	pass++;
 	snprintf(ids, sizeof ids, "SELECT request_id FROM follow_requests WHERE %s = 0 AND %s = %lld",
@@ -1492,6 +1507,13 @@ static void remove_stale(const char *pass)
 	closedir(d);
 }
 
+/* rc_options.pending_ns of a pass over the logs read at READ_NS. */
+static int64_t pending_from(const struct fl *f, int64_t read_ns)
+{
+	int64_t v = read_ns - (int64_t)(f->o->hold * 1e9);
+	return v > 0 ? v : 1;
+}
+
 /* Start a full pass in the background: a child process reconstructs the
  * logs as they are now into PATHS.db.full (rc_run, as a full pass would)
  * and exits with its status; bg_poll writes its result once it is done.
@@ -1514,6 +1536,7 @@ static int bg_start(struct fl *f)
 	if (xsql(f, "DELETE FROM temp.wd") < 0)
 		return -1;
 	int64_t read_ns = now_ns(CLOCK_REALTIME);
+	o.pending_ns = pending_from(f, read_ns);
 	pid_t parent = getpid();
 	fflush(stderr);
 	pid_t pid = fork();
@@ -1630,6 +1653,8 @@ static int one_pass(struct fl *f, int recon, int final)
 		o.rows_corr = f->corr;
 		o.nrows_dom = f->ndom;
 		int64_t read_ns = now_ns(CLOCK_REALTIME);
+		/* before the last pass, records may be on their way */
+		o.pending_ns = final ? 0 : pending_from(f, read_ns);
 		int r = rc_run(&o, &sum);
 		if (r == RC_EXIT_INPUT && !final) {
 			if (err)
@@ -1651,6 +1676,8 @@ static int one_pass(struct fl *f, int recon, int final)
 			fclose(err);
 		f->events = sum.events;
 		f->sum = sum;
+		f->pending_until = sum.pending ?
+			sum.pending_max + (int64_t)(f->o->hold * 1e9) + 1 : 0;
 		f->read_ns = read_ns;
 		f->pass_rows_from = o.rows_from_ns;
 	}
@@ -1727,6 +1754,8 @@ int rc_follow(const struct rc_follow_opts *o)
 			changed = 1;
 		/* nothing new, nothing waiting for its grace or its push: no
 		 * pass (an incomplete request waits for new log data) */
+		if (f.pending_until && now_ns(CLOCK_REALTIME) >= f.pending_until)
+			changed = 1;    /* those peers count as untraced now */
 		int p = changed || f.pending || f.unpushed ?
 			one_pass(&f, changed, 0) : 0;
 		if (p < 0)

@@ -27,6 +27,10 @@ struct rc_follow_opts {
 	const struct rc_options *rc; /* inputs, output, reference, ... */
 	double interval;             /* seconds between passes */
 	double grace;                /* seconds a final request waits */
+	/* seconds a pass expects records that may be late: a peer no log
+	 * has is "peer-not-logged" (rc_options.pending_ns), and a request
+	 * so uncertain or "unlogged-send" waits for the sinks */
+	double hold;
 	/* seconds of requests (by their start, before the newest) a pass
 	 * looks at, besides those not yet written (docs/reconstruct.md) */
 	double window;

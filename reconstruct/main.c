@@ -257,6 +257,21 @@ static const char help[] =
 "                           written (default 0.5): for the records of\n"
 "                           other processes that bp-logd has not yet\n"
 "                           drained (it drains every 50 ms).\n"
+"        --follow-hold=SECONDS\n"
+"                           how long a pass expects records that may be on\n"
+"                           their way (default 10).  A request or reply\n"
+"                           from a peer no log has yet, where traced\n"
+"                           programs accepted on (or connected to) its\n"
+"                           address before, is uncertain until then\n"
+"                           (certainty_reason peer-not-logged; after it,\n"
+"                           the peer counts as untraced, as offline); and\n"
+"                           a request uncertain for peer-not-logged or\n"
+"                           unlogged-send (a traced sender's records not\n"
+"                           in the logs) goes to --otlp-endpoint and\n"
+"                           --clickhouse only once it ended SECONDS ago\n"
+"                           (or at the last pass): PATHS.db has it at\n"
+"                           once, labelled, and its late records revise it\n"
+"                           there before a sink has a wrong version.\n"
 "        --follow-window=SECONDS\n"
 "                           the requests most passes look at: those that\n"
 "                           began in the last SECONDS of the logs (default\n"
@@ -494,6 +509,7 @@ int main(int argc, char **argv)
 	       OPT_CH_BATCH, OPT_CH_TIMEOUT, OPT_CH_RETRIES,
 	       OPT_HOST_LOCAL, OPT_JOIN, OPT_GRPC_UNARY, OPT_GRPC_PROTO,
 	       OPT_DETAIL, OPT_FOLLOW, OPT_FOLLOW_INTERVAL, OPT_FOLLOW_GRACE,
+	       OPT_FOLLOW_HOLD,
 	       OPT_FOLLOW_WINDOW, OPT_FOLLOW_FULL, OPT_FOLLOW_FULL_SHARE };
 	static const struct option longopts[] = {
 		{ "output",      required_argument, NULL, 'o' },
@@ -530,6 +546,7 @@ int main(int argc, char **argv)
 		{ "follow",      no_argument,       NULL, OPT_FOLLOW },
 		{ "follow-interval", required_argument, NULL, OPT_FOLLOW_INTERVAL },
 		{ "follow-grace", required_argument, NULL, OPT_FOLLOW_GRACE },
+		{ "follow-hold", required_argument, NULL, OPT_FOLLOW_HOLD },
 		{ "follow-window", required_argument, NULL, OPT_FOLLOW_WINDOW },
 		{ "follow-full", required_argument, NULL, OPT_FOLLOW_FULL },
 		{ "follow-full-share", required_argument, NULL, OPT_FOLLOW_FULL_SHARE },
@@ -542,7 +559,7 @@ int main(int argc, char **argv)
 	char err[512];
 	int ch, push_opt = 0, ch_opt = 0, host_local = 0, join = 0;
 	int follow = 0, follow_opt = 0;
-	struct rc_follow_opts fo = { .interval = 0.5, .grace = 0.5,
+	struct rc_follow_opts fo = { .interval = 0.5, .grace = 0.5, .hold = 10,
 				      .window = 10, .full = 10,
 				      .full_share = 20 };
 	char **unary = NULL;                /* --grpc-unary, --grpc-proto */
@@ -702,6 +719,11 @@ int main(int argc, char **argv)
 			if (opt_secs(optarg, "--follow-grace", &fo.grace) < 0)
 				return RC_EXIT_USAGE;
 			break;
+		case OPT_FOLLOW_HOLD:
+			follow_opt = 1;
+			if (opt_secs(optarg, "--follow-hold", &fo.hold) < 0)
+				return RC_EXIT_USAGE;
+			break;
 		case OPT_FOLLOW_WINDOW:
 			follow_opt = 1;
 			if (opt_secs(optarg, "--follow-window", &fo.window) < 0)
@@ -753,7 +775,7 @@ int main(int argc, char **argv)
 		return RC_EXIT_USAGE;
 	}
 	if (follow_opt && !follow) {
-		usage_error("--follow-interval, --follow-grace, --follow-window, --follow-full and --follow-full-share go with --follow", NULL);
+		usage_error("--follow-interval, --follow-grace, --follow-hold, --follow-window, --follow-full and --follow-full-share go with --follow", NULL);
 		return RC_EXIT_USAGE;
 	}
 	if (follow && (host_local || join || ex.otlp || ex.perfetto || ex.dot)) {

@@ -77,6 +77,28 @@ static int peer_unlogged(const struct ap *a, const struct rc_end *e)
 
 static const char unlogged_send[] = "unlogged-send";
 
+/*
+ * A live pass (rc_options.pending_ns): is what E receives from a peer no
+ * log has, though traced programs accepted on (or connected to) its
+ * address before (pair.c, expect_peer)?  Its records may still come: a
+ * php-fpm child's, drained after nginx's; until they do, nobody knows
+ * what it did (it is taken as untraced once they are overdue).
+ */
+static int peer_pending(const struct ap *a, const struct rc_end *e)
+{
+	const struct rc_conn *cn = e->conn;
+	int64_t from = a->c->opt->pending_ns;
+
+	if (!from || !cn || e->side > 1 || !cn->info.expect || a->t < from ||
+	    rc_chan_end_traced(a->c, e, !e->side))
+		return 0;
+	if (a->t > a->c->st.peer_pending_max)
+		a->c->st.peer_pending_max = a->t;
+	return 1;
+}
+
+static const char peer_not_logged[] = "peer-not-logged";
+
 /* The end of the record's fd and its absolute offset; counts unknowns. */
 static struct rc_end *rec_end(struct ap *a, int dir, uint64_t *off)
 {
@@ -551,6 +573,10 @@ static struct rc_span *msg_in_request(struct ap *a, struct rc_end *e,
 		sp->certainty = RC_CT_UNCERTAIN;
 		sp->reason = unlogged_send;
 		a->c->st.unlogged++;
+	} else if (!x && sp->is_root && peer_pending(a, e)) {
+		sp->certainty = RC_CT_UNCERTAIN;
+		sp->reason = peer_not_logged;
+		a->c->st.peer_pending++;
 	}
 	rc_park_batch(a, e, sp);
 	desig_set(&a->th->d, sp->req, sp->id, sp->client_root);
@@ -648,6 +674,10 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 				sp->certainty = RC_CT_UNCERTAIN;
 				sp->reason = unlogged_send;
 				c->st.unlogged++;
+			} else if (!x && peer_pending(a, e)) {
+				sp->certainty = RC_CT_UNCERTAIN;
+				sp->reason = peer_not_logged;
+				c->st.peer_pending++;
 			}
 			sp->end = a->t;
 			sp->status = rc_msg_status(ev);

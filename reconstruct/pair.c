@@ -2,7 +2,7 @@
  * pair.c - pairing the channel ends of pass 1 into connections (see
  * pair.h).
  *
- * Memory: one 48-byte item (struct rc_pair_end) per CHAN record is needed
+ * Memory: one 56-byte item (struct rc_pair_end) per CHAN record is needed
  * to pair the ends.  They are sorted in runs of RUN_ENTS in memory; when
  * there are more, the runs go to a temporary file (spill.h) and are
  * merged from there, RUN_ENTS items of buffer in all.  The results, 28
@@ -43,9 +43,10 @@ struct rc_pair_end {
 	uint64_t key;
 	int64_t  t;              /* provisional epoch time */
 	uint64_t mono;
+	uint64_t lkey;           /* the listening address (see listen_key) */
 	uint32_t idx;            /* entry index */
 	uint32_t host, image;
-	uint8_t  cls, side, fresh;
+	uint8_t  cls, side, fresh, role;
 };
 
 /* ---- channel identity -------------------------------------------------- */
@@ -69,6 +70,36 @@ static int is_loopback(const struct bt_addr *a)
 	if (a->family == BT_AF_INET)
 		return a->addr[0] == 127;
 	return a->family == BT_AF_INET6 && memcmp(a->addr, v6lo, 16) == 0;
+}
+
+/*
+ * The listening address of a stream connection's end EV of HOST, as both
+ * ends name it: the local address of an accepted end, the remote one of a
+ * connecting end (TCP: the address, with the host if loopback; unix: the
+ * path, with the host).  0 for other ends.
+ */
+static uint64_t listen_key(const struct bt_event *ev, uint32_t host)
+{
+	if (ev->role != BT_CR_CONNECT && ev->role != BT_CR_ACCEPT)
+		return 0;
+	if (ev->chan_kind == BT_CK_TCP) {
+		struct bt_addr a = rc_addr_norm(ev->role == BT_CR_ACCEPT ?
+						&ev->local : &ev->remote);
+		if (a.family != BT_AF_INET && a.family != BT_AF_INET6)
+			return 0;
+		uint8_t k[19];
+		k[0] = a.family;
+		k[1] = (uint8_t)(a.port >> 8);
+		k[2] = (uint8_t)a.port;
+		memcpy(k + 3, a.addr, 16);
+		uint64_t h = rc_hash64(BT_CK_TCP, k, sizeof k);
+		return is_loopback(&a) ? rc_hash64(h, &host, sizeof host) | 1 : h | 1;
+	}
+	if (ev->chan_kind == BT_CK_UNIX_STREAM && ev->str && ev->str_len) {
+		uint64_t h = rc_hash64(BT_CK_UNIX_STREAM, &host, sizeof host);
+		return rc_hash64(h, ev->str, ev->str_len) | 1;
+	}
+	return 0;
 }
 
 /* Classify CHAN record EV of HOST: fills key, cls, side, fresh. */
@@ -200,6 +231,12 @@ int rc_pair_add(struct rc_ctx *c, struct rc_pair *pr, uint32_t image,
 	e->image = image;
 	e->mono = ev->ts;
 	identify(ev, e->host, e);
+	e->role = ev->role;
+	e->lkey = ev->result < 0 && ev->result != -EINPROGRESS ? 0 :
+		  listen_key(ev, e->host);
+	if (e->lkey && rc_map_put(&pr->listen[e->role == BT_CR_ACCEPT ? 0 : 1],
+				  e->lkey, 1) < 0)
+		return -ENOMEM;
 	pr->n++;
 	pr->total++;
 	return 0;
@@ -400,10 +437,13 @@ struct upd {
 /* The group of ends being collected (one cls and key), its results,
  * and the results waiting to be written. */
 struct group {
+	const struct rc_pair  *pr;
 	struct rc_pair_end    *v;
 	struct rc_entry *res;
 	uint32_t         n, cap;
-	uint32_t        *cnt;    /* 3 per connection of the group */
+	uint32_t        *cnt;    /* 4 per connection of the group: its
+				  * ends per side, and whether the side
+				  * missing is expected (expect_peer) */
 	uint32_t         cntcap;
 	struct upd      *u;
 	uint32_t         nu;
@@ -426,6 +466,21 @@ static void flush_upd(struct rc_ctx *c, struct group *g)
 	}
 	g->nu = 0;
 	rc_spill_release(&c->ent_spill);
+}
+
+/*
+ * Is the other side of E's connection, which no log has, probably a
+ * traced program whose records are not in the logs yet?  Yes when traced
+ * programs accepted connections on the address E connected to, or
+ * connected to the address E accepted on (php-fpm's socket, which
+ * nginx's traced workers connect to): the logs of a live pass
+ * (rc_options.pending_ns) may lack them for a while.
+ */
+static int expect_peer(const struct rc_pair *pr, const struct rc_pair_end *e)
+{
+	uint64_t v;
+	return e->lkey && rc_map_get(&pr->listen[e->role == BT_CR_ACCEPT ? 1 : 0],
+				     e->lkey, &v);
 }
 
 /* Pair one group of ends sharing cls and key (all of them, in cmp_p1
@@ -457,19 +512,26 @@ static int pair_one(struct rc_ctx *c, struct group *grp)
 	/* The group's connections are numbered base.. c->nconns - 1. */
 	uint32_t nc = c->nconns - base;
 	if (nc > grp->cntcap) {
-		uint32_t *nv = realloc(grp->cnt, (size_t)nc * 3 * sizeof *nv);
+		uint32_t *nv = realloc(grp->cnt, (size_t)nc * 4 * sizeof *nv);
 		if (!nv)
 			return -ENOMEM;
 		grp->cnt = nv;
 		grp->cntcap = nc;
 	}
-	memset(grp->cnt, 0, (size_t)nc * 3 * sizeof *grp->cnt);
+	memset(grp->cnt, 0, (size_t)nc * 4 * sizeof *grp->cnt);
 	for (uint32_t k = 0; k < n; k++)
-		grp->cnt[(res[k].conn - base) * 3 +
+		grp->cnt[(res[k].conn - base) * 4 +
 			 (res[k].side < 2 ? res[k].side : 2)]++;
 	for (uint32_t k = 0; k < n; k++) {
+		uint32_t *cn = &grp->cnt[(res[k].conn - base) * 4];
+		if (res[k].side < 2 && !cn[!res[k].side] && !cn[2] &&
+		    expect_peer(grp->pr, &g[k]))
+			cn[3] = 1;
+	}
+	for (uint32_t k = 0; k < n; k++) {
 		struct rc_conninfo *ci = &res[k].info;
-		memcpy(ci->n, &grp->cnt[(res[k].conn - base) * 3], sizeof ci->n);
+		memcpy(ci->n, &grp->cnt[(res[k].conn - base) * 4], sizeof ci->n);
+		ci->expect = (uint8_t)grp->cnt[(res[k].conn - base) * 4 + 3];
 		ci->pipe = g[k].cls == CLS_PIPE;
 		if (grp->nu == UPD_MAX)
 			flush_upd(c, grp);
@@ -573,7 +635,7 @@ static void set_times(struct rc_ctx *c, struct rc_pair_end *v, uint32_t n)
  */
 int rc_pair_all(struct rc_ctx *c, struct rc_pair *pr)
 {
-	struct group g = { 0 };
+	struct group g = { .pr = pr };
 	struct run_rd *rd = NULL;
 	uint32_t *heap = NULL;
 	uint32_t nr = 0;
@@ -675,5 +737,7 @@ void rc_pair_free(struct rc_pair *pr)
 	free(pr->v);
 	pr->v = NULL;
 	pr->n = pr->cap = 0;
+	rc_map_free(&pr->listen[0]);
+	rc_map_free(&pr->listen[1]);
 	rc_spill_close(&pr->f);
 }

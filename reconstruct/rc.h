@@ -152,6 +152,8 @@ struct rc_cursor {
 struct rc_conninfo {
 	uint32_t n[3];
 	uint8_t  pipe;
+	uint8_t  expect;         /* the side no log has is expected (pair.c,
+				  * expect_peer): its records may be late */
 };
 
 /* Per CHAN record (entry), what pass 1 found out about its connection.
@@ -288,6 +290,10 @@ struct rc_stats {
 	uint64_t unlogged;           /* requests and replies from a traced
 					sender that did not log the send
 					(uncertain) */
+	uint64_t peer_pending;       /* requests and replies of a live pass
+					from a peer no log has yet but
+					expected traced (uncertain) */
+	int64_t  peer_pending_max;   /* the latest such (provisional ns) */
 	uint64_t closed_unread;      /* spans open on an end closed while
 					one of its receives waited
 					(uncertain) */

@@ -241,6 +241,8 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 		sum->unreadable = unread;
 		sum->costly_warnings = costly;
 		sum->untraced = rc_notes_untraced(&c);
+		sum->pending = c.st.peer_pending;
+		sum->pending_max = c.st.peer_pending_max;
 	}
 	r = RC_EXIT_OK;
 	goto out;

@@ -50,6 +50,13 @@ struct rc_options {
 	const char *const *rows_dom;
 	const int64_t *rows_corr;
 	size_t      nrows_dom;
+	/* --follow's passes before the last: the logs may still lack
+	 * records of this Unix time (ns) and later.  A request or reply
+	 * then received from a peer no log has, where traced programs
+	 * accepted on (or connected to) that address before, is uncertain
+	 * ("peer-not-logged"): the peer's records may be on their way
+	 * (0: the logs are complete, such a peer is untraced) */
+	int64_t     pending_ns;
 };
 
 /* --detail: RC_DETAIL_FULL (the default) writes every table;
@@ -71,6 +78,10 @@ struct rc_summary {
 	/* processes bp-logd named as doing their network I/O past libc
 	 * (table untraced_programs) */
 	uint64_t untraced;
+	/* rc_options.pending_ns: requests and replies marked
+	 * peer-not-logged, and the latest time of such a mark (Unix ns) */
+	uint64_t pending;
+	int64_t  pending_max;
 };
 
 /*

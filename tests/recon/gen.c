@@ -702,11 +702,18 @@ static void cut(struct gen_thr *t, unsigned cap, int time_per_block,
 	free(buf);
 }
 
+/* Is B one of the blocks O writes late? */
+static int is_late(const struct gen_write_opts *o, const struct gblock *b)
+{
+	return b->t->p->pid == o->late_pid && b->at >= o->late_from * GEN_US;
+}
+
 int gen_write(struct gen *g, const char *dir, const struct gen_write_opts *o)
 {
 	struct gen_write_opts d = { 0 };
 	int files = 0;
 
+	int late_seg = -1;
 	if (!o)
 		o = &d;
 	unsigned cap = o->block_bytes ? o->block_bytes : 256;
@@ -730,6 +737,23 @@ int gen_write(struct gen *g, const char *dir, const struct gen_write_opts *o)
 		if (!n)
 			continue;
 		qsort(v, n, sizeof *v, cmp_block);
+		unsigned nearly = n;
+		if (o->late_pid) {
+			/* stable: the late pid's blocks to the end */
+			struct gblock *sv = malloc((size_t)n * sizeof *sv);
+			unsigned a = 0;
+			if (!sv)
+				return -1;
+			for (unsigned k = 0; k < n; k++)
+				if (!is_late(o, &v[k]))
+					sv[a++] = v[k];
+			nearly = a;
+			for (unsigned k = 0; k < n; k++)
+				if (is_late(o, &v[k]))
+					sv[a++] = v[k];
+			memcpy(v, sv, (size_t)n * sizeof *sv);
+			free(sv);
+		}
 		snprintf(path, sizeof path, "%s/%s", dir, h->name);
 		if (mkdir(path, 0755) < 0 && errno != EEXIST)
 			return -1;
@@ -740,7 +764,12 @@ int gen_write(struct gen *g, const char *dir, const struct gen_write_opts *o)
 			if (o->keep && !o->keep(o->keep_ctx, h->name, b->t->p->pid,
 						b->t->slot, b->idx))
 				continue;
+			int late = k >= nearly && o->late_pid;
+			if (late && late_seg < 0 && fd >= 0)
+				inseg = per;    /* a segment of their own */
 			if (fd < 0 || inseg == per) {
+				if (late && late_seg < 0)
+					late_seg = files;
 				if (fd >= 0)
 					close(fd);
 				snprintf(path, sizeof path, "%s/%s/%06d%s", dir,
@@ -779,5 +808,7 @@ int gen_write(struct gen *g, const char *dir, const struct gen_write_opts *o)
 			free(v[k].payload);
 		free(v);
 	}
+	if (o->late_seg)
+		*o->late_seg = late_seg;
 	return files;
 }

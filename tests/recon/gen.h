@@ -125,6 +125,13 @@ struct gen_write_opts {
 	 * its attribute dictionary, as libbtrace does (also when the
 	 * environment has BP_GEN_DICT=1): the same log, fewer bytes. */
 	int      dict;
+	/* Write the blocks of this pid (0: none) after every other block
+	 * of its host, from a segment of their own: its records drained
+	 * late (a live test copies those segments later).  LATE_SEG, if
+	 * set, gets the number of the first such segment (-1: none). */
+	uint32_t late_pid;
+	int64_t  late_from;         /* only its blocks from this true time (us) */
+	int     *late_seg;
 };
 
 /*
