@@ -13,7 +13,17 @@
 #      the summary says how many the receiver holds that no longer exist;
 #   4. as 3, with full passes in the background racing the window passes:
 #      nothing withdrawn comes back, nothing is pushed twice (with the
-#      full pass's rules taken out: 400 withdrawn instead of 200).
+#      full pass's rules taken out: 400 withdrawn instead of 200);
+#   5. one host whose database process's records of its last 100
+#      requests come late (as a php-fpm child's drained after nginx's):
+#      a. a connection per query: the requests are peer-not-logged
+#         (uncertain) in PATHS.db and wait for the sink, then pushed
+#         once, whole (with --follow-hold=0.001, as before it: 100 pushed
+#         without their database part, exact, then revised);
+#      b. persistent connections: unlogged-send, waiting the same way;
+#      c. as a, the records never come: after --follow-hold (2 s) the
+#         peer counts as untraced, as offline, and each request is
+#         pushed once.
 . "$(dirname "$0")/lib.sh"
 rp_init follow-push
 rp_node
@@ -135,5 +145,75 @@ summary bg "200 sent, 0 sent then revised, 0 in part, 0 not sent, 200 sent then 
 check "$T/bg.db" "$T/bg/batches.jsonl" --extra 400
 bp_note "4: the same with full passes in the background ($(sqlite3 "$T/bg.db" "SELECT value FROM stats WHERE key = 'follow_full_background'") of them, $(sqlite3 "$T/bg.db" "SELECT value FROM stats WHERE key = 'follow_full_left'") requests left to window passes): each pushed once, 200 withdrawn"
 stop_rx
+
+# 5. the database process's records of requests 100-199 drained late
+# late LABEL HOLD GENLOG-ARGS...: its logs; the late segment is copied
+# by the case
+late() {
+	local label=$1 hold=$2
+	shift 2
+	rm -rf "$T/gen-$label"
+	LATE=$("$GENLOG" -n 200 -w 4 -N -L 300:100 "$@" "$T/gen-$label") ||
+		rp_fail "genlog $*"
+	LATE=$(printf '%06d.btl' "${LATE#late }")
+	[ -f "$T/gen-$label/one/$LATE" ] || rp_fail "genlog: no late segment $LATE"
+	mkdir -p "$T/live-$label/one"
+	for s in "$T/gen-$label/one/"*.btl; do
+		[ "$(basename "$s")" \< "$LATE" ] && cp "$s" "$T/live-$label/one/"
+	done
+	rx "$label"
+	follow "$label" --otlp-endpoint "$RX" --follow-hold="$hold"
+}
+# held LABEL REASON: 100 pushed, 100 uncertain for REASON not pushed,
+# still after 1 s
+held() {
+	until_db "$1" "SELECT count(*) FROM follow_requests WHERE pushed = 1" 100
+	sleep 1
+	local got
+	got=$(sqlite3 "$T/$1.db" "SELECT count(*) FROM follow_requests f JOIN requests r
+		USING (request_id) WHERE f.pushed = 0 AND r.certainty = 'uncertain'
+		AND r.certainty_reason = '$2'")
+	[ "$got" = 100 ] || rp_fail "5 $1: $got requests $2 not pushed, wanted 100: $(sqlite3 "$T/$1.db" \
+		"SELECT f.pushed, r.certainty, r.certainty_reason, count(*) FROM follow_requests f
+		 JOIN requests r USING (request_id) GROUP BY 1, 2, 3")"
+	[ "$(sqlite3 "$T/$1.db" "SELECT count(*) FROM follow_requests WHERE pushed <> 0")" = 100 ] ||
+		rp_fail "5 $1: a request held was pushed"
+}
+# whole LABEL: stopped, each request pushed once, exact, the trees the
+# offline run of all the logs has
+whole() {
+	stop_follow
+	[ "$FRC" = 0 ] || rp_fail "5 $1: exit status $FRC: $(tail -n 3 "$T/$1.err")"
+	summary "$1" "200 sent, 0 sent then revised, 0 in part, 0 not sent, 0 sent then withdrawn"
+	check "$T/$1.db" "$T/$1/batches.jsonl"
+	stop_rx
+}
+
+late pnl 30 -c
+held pnl peer-not-logged
+cp "$T/gen-pnl/one/"*.btl "$T/live-pnl/one/"
+until_db pnl "SELECT count(*) FROM follow_requests WHERE pushed = 1" 200
+[ "$(sqlite3 "$T/pnl.db" "SELECT count(*) FROM requests WHERE certainty = 'exact'")" = 200 ] ||
+	rp_fail "5a: not 200 exact requests once the records came"
+"$RECON" -q "$T/gen-pnl" -o "$T/pnl-off.db" || rp_fail "5a: the offline run"
+[ "$(sqlite3 "$T/pnl.db" "SELECT count(*) FROM spans")" = \
+  "$(sqlite3 "$T/pnl-off.db" "SELECT count(*) FROM spans")" ] ||
+	rp_fail "5a: live and offline spans differ"
+whole pnl
+bp_note "5a: 100 requests whose database peer's records came late: peer-not-logged, held, then pushed once whole"
+
+late uls 30
+held uls unlogged-send
+cp "$T/gen-uls/one/"*.btl "$T/live-uls/one/"
+until_db uls "SELECT count(*) FROM follow_requests WHERE pushed = 1" 200
+whole uls
+bp_note "5b: the same on persistent connections (unlogged-send): held, then pushed once whole"
+
+late never 2 -c
+until_db never "SELECT count(*) FROM follow_requests WHERE pushed = 1" 200
+[ "$(sqlite3 "$T/never.db" "SELECT count(*) FROM requests WHERE certainty = 'exact'")" = 200 ] ||
+	rp_fail "5c: not 200 exact requests once the peer was overdue"
+whole never
+bp_note "5c: records that never come: after the hold the peer counts as untraced; each request pushed once"
 echo "PASS: follow-push"
 exit 0

@@ -21,6 +21,7 @@ struct rt {
 	const char *extra;        /* a second LOGDIR for rt_run, or NULL */
 	const char *const *unary; /* gRPC methods named unary (NULL: none) */
 	int nunary;
+	int64_t pending_ns;       /* rc_options.pending_ns (0: none) */
 	struct rc_summary sum;
 	int rc;
 	sqlite3 *h;

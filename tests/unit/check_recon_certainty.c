@@ -87,6 +87,86 @@ static struct gen_thr *front_noiso(struct gen_host *h, struct gen_thr **b)
 	return w;
 }
 
+
+/*
+ * A live pass (rc_options.pending_ns): a front (pid 100) calls a
+ * database at 10.1.0.3:5432 for each request on a new connection.
+ * Request 1: the database's records are there.  Request 2: they are not
+ * (drained late).  Request 3: a call to 10.9.9.9:6379, which no traced
+ * program ever accepted on.  Request 4: the database accepts a
+ * connection whose traced client's records are not there.  Requests
+ * begin at 1, 2, 3, 4 ms.
+ */
+static const char *pending(struct rt *t, int64_t pending_ns)
+{
+	rt_init(t);
+	t->pending_ns = pending_ns;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "one", 0, 0);
+	struct gen_thr *f = gen_thread(gen_proc(h, 100, "/usr/sbin/frontd"), 0, 100, 0, 0);
+	struct gen_thr *d = gen_thread(gen_proc(h, 300, "/usr/lib/postgresql/15/bin/postgres"),
+				       0, 300, 0, 0);
+	gen_proc_start(f, 0, 1, 0, 0);
+	gen_proc_start(d, 0, 1, 0, 0);
+	for (int k = 1; k <= 3; k++) {
+		int64_t S = 1000 * k;
+		char cl[32], me[32], tg[16];
+		snprintf(cl, sizeof cl, "10.0.0.%d:30000", k);
+		snprintf(me, sizeof me, "10.1.0.1:4100%d", k);
+		snprintf(tg, sizeof tg, "/r%d", k);
+		gen_tcp(f, S, 10, BT_CR_ACCEPT, "10.1.0.1:80", cl);
+		http_in(f, S + 5, 10, tg);
+		gen_tcp(f, S + 10, 20, BT_CR_CONNECT, me, k == 3 ? "10.9.9.9:6379" : "10.1.0.3:5432");
+		gen_msg(f, S + 20, 20, OUT, REQ, BT_PROTO_PGSQL, 60, 0, 0, 0,
+			GEN_A(BT_AK_SQL, "SELECT 1"), 0);
+		if (k == 1) {
+			gen_tcp(d, S + 30, 30, BT_CR_ACCEPT, "10.1.0.3:5432", me);
+			gen_msg(d, S + 40, 30, IN, REQ, BT_PROTO_PGSQL, 60, 0, 0, 0,
+				GEN_A(BT_AK_SQL, "SELECT 1"), 0);
+			gen_msg(d, S + 50, 30, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+			gen_close(d, S + 95, 30);
+		}
+		gen_msg(f, S + 60, 20, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+		gen_close(f, S + 70, 20);
+		gen_msg(f, S + 80, 10, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
+		gen_close(f, S + 90, 10);
+	}
+	gen_tcp(d, 4000, 30, BT_CR_ACCEPT, "10.1.0.3:5432", "10.1.0.2:47000");
+	gen_msg(d, 4010, 30, IN, REQ, BT_PROTO_PGSQL, 60, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 4"), 0);
+	gen_msg(d, 4020, 30, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	gen_close(d, 4030, 30);
+	rt_write(t, g, NULL);
+	ck_assert_int_eq(rt_run(t), RC_EXIT_OK);
+	return rt_q(t, "SELECT group_concat(COALESCE(target, '-') || ' ' || certainty || ' ' ||"
+		    " COALESCE(certainty_reason, '-') || ' ' || (SELECT count(*) FROM spans s"
+		    " WHERE s.request_id = r.request_id), char(10)) FROM"
+		    " (SELECT * FROM requests ORDER BY start_ns) r");
+}
+
+START_TEST(pending_peer_uncertain)
+{
+	struct rt t;
+
+	ck_assert_str_eq(pending(&t, 1),
+		"/r1 exact - 3\n"
+		"/r2 uncertain peer-not-logged 2\n"
+		"/r3 exact - 2\n"
+		"SELECT 4 uncertain peer-not-logged 1");
+	ck_assert_str_eq(rt_q(&t, "SELECT value FROM stats WHERE key = 'peer_not_logged'"), "2");
+	rt_done(&t);
+	/* the logs complete: the peers are untraced */
+	ck_assert_str_eq(pending(&t, 0),
+		"/r1 exact - 3\n/r2 exact - 2\n/r3 exact - 2\nSELECT 4 exact - 1");
+	rt_done(&t);
+	/* overdue: only what came after the time may still come */
+	ck_assert_str_eq(pending(&t, gen_epoch(3000)),
+		"/r1 exact - 3\n/r2 exact - 2\n/r3 exact - 2\n"
+		"SELECT 4 uncertain peer-not-logged 1");
+	rt_done(&t);
+}
+END_TEST
+
 /*
  * One read hands over two pipelined requests (two MSG records) and the
  * loop then sends /a's call: the rules give it to /b, the last one read.
@@ -1795,6 +1875,7 @@ Suite *recon_certainty_suite(void)
 	tcase_add_test(tc, grpc_body_values_decide);
 	tcase_add_test(tc, grpc_unary_excludes_unstarted);
 	tcase_add_test(tc, grpc_proto_reader);
+	tcase_add_test(tc, pending_peer_uncertain);
 	suite_add_tcase(s, tc);
 	return s;
 }
