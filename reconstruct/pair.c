@@ -234,9 +234,8 @@ int rc_pair_add(struct rc_ctx *c, struct rc_pair *pr, uint32_t image,
 	e->role = ev->role;
 	e->lkey = ev->result < 0 && ev->result != -EINPROGRESS ? 0 :
 		  listen_key(ev, e->host);
-	if (e->lkey && rc_map_put(&pr->listen[e->role == BT_CR_ACCEPT ? 0 : 1],
-				  e->lkey, 1) < 0)
-		return -ENOMEM;
+	if (e->lkey)
+		rc_map_add(&pr->listen[e->role == BT_CR_ACCEPT ? 0 : 1], e->lkey, 1);
 	pr->n++;
 	pr->total++;
 	return 0;
@@ -470,17 +469,25 @@ static void flush_upd(struct rc_ctx *c, struct group *g)
 
 /*
  * Is the other side of E's connection, which no log has, probably a
- * traced program whose records are not in the logs yet?  Yes when traced
- * programs accepted connections on the address E connected to, or
- * connected to the address E accepted on (php-fpm's socket, which
- * nginx's traced workers connect to): the logs of a live pass
- * (rc_options.pending_ns) may lack them for a while.
+ * traced program whose records are not in the logs yet?  The logs of a
+ * live pass (rc_options.pending_ns) may lack them for a while.  Yes for
+ * a connecting end when traced programs accepted on the address it
+ * connected to (the server is traced); for an accepted end when traced
+ * programs made at least half of the connections accepted on its
+ * address (php-fpm's socket, which only nginx's traced workers connect
+ * to; not nginx's port, which a traced health check also connects to
+ * among many untraced clients).  A hint that only ever makes a path
+ * uncertain, never moves it.
  */
 static int expect_peer(const struct rc_pair *pr, const struct rc_pair_end *e)
 {
-	uint64_t v;
-	return e->lkey && rc_map_get(&pr->listen[e->role == BT_CR_ACCEPT ? 1 : 0],
-				     e->lkey, &v);
+	uint64_t acc = 0, con = 0;
+
+	if (!e->lkey)
+		return 0;
+	rc_map_get(&pr->listen[0], e->lkey, &acc);
+	rc_map_get(&pr->listen[1], e->lkey, &con);
+	return e->role == BT_CR_ACCEPT ? con * 2 >= acc : acc > 0;
 }
 
 /* Pair one group of ends sharing cls and key (all of them, in cmp_p1

@@ -13,8 +13,8 @@
  * The result is C->entries: per CHAN record its connection, a peer entry
  * and the connection's counts per side, and for a connection one side of
  * which no log has, whether that side is expected: traced programs
- * accepted on the address it connected to, or connected to the address
- * it accepted on.
+ * accepted on the address it connected to, or made at least half of the
+ * connections to the address it accepted on.
  */
 #ifndef RC_PAIR_H
 #define RC_PAIR_H
@@ -30,8 +30,9 @@ struct rc_pair {
 	uint32_t      total;     /* CHAN records so far: the next entry index */
 	uint32_t      nruns;     /* full runs written to f */
 	struct rc_spill f;       /* the runs, once there is more than one */
-	/* listening addresses (pair.c, listen_key) traced ends accepted on
-	 * [0] and connected to [1]: the peers expected (rc_conninfo) */
+	/* per listening address (pair.c, listen_key), the traced ends
+	 * accepted on it [0] and connected to it [1]: the peers expected
+	 * (rc_conninfo) */
 	struct rc_map listen[2];
 };
 

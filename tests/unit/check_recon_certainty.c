@@ -95,7 +95,9 @@ static struct gen_thr *front_noiso(struct gen_host *h, struct gen_thr **b)
  * (drained late).  Request 3: a call to 10.9.9.9:6379, which no traced
  * program ever accepted on.  Request 4: the database accepts a
  * connection whose traced client's records are not there.  Requests
- * begin at 1, 2, 3, 4 ms.
+ * begin at 1, 2, 3, 4 ms.  The database also connects to the front's
+ * port once (a health check whose accepted end is not logged): one
+ * traced client of four does not make the front's clients expected.
  */
 static const char *pending(struct rt *t, int64_t pending_ns)
 {
@@ -131,6 +133,10 @@ static const char *pending(struct rt *t, int64_t pending_ns)
 		gen_msg(f, S + 80, 10, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
 		gen_close(f, S + 90, 10);
 	}
+	/* a traced health check of the front's port, among three untraced
+	 * clients: the front's clients are not expected */
+	gen_tcp(d, 3500, 31, BT_CR_CONNECT, "10.1.0.3:39000", "10.1.0.1:80");
+	gen_close(d, 3510, 31);
 	gen_tcp(d, 4000, 30, BT_CR_ACCEPT, "10.1.0.3:5432", "10.1.0.2:47000");
 	gen_msg(d, 4010, 30, IN, REQ, BT_PROTO_PGSQL, 60, 0, 0, 0,
 		GEN_A(BT_AK_SQL, "SELECT 4"), 0);
