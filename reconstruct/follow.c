@@ -1283,11 +1283,12 @@ static int sink_pass(struct fl *f, int k, int final)
 	int64_t held = f->read_ns - (int64_t)(f->o->hold * 1e9);
 	if (get_state(f, sinks[k].pass, &pass) < 0 ||
 	    xsql(f, "UPDATE follow_requests SET %s = %lld\n"
-		 "  WHERE %s = 0 AND (%d OR (written_ns < %lld AND request_id NOT IN\n"
-		 "    (SELECT request_id FROM requests WHERE certainty = 'uncertain'\n"
-		 "     AND (certainty_reason LIKE '%%peer-not-logged%%'\n"
-		 "       OR (certainty_reason LIKE '%%unlogged-send%%'\n"
-		 "         AND COALESCE(end_ns, start_ns) > %lld)))));\n"
+		 "  WHERE %s = 0 AND (%d OR (written_ns < %lld AND NOT EXISTS\n"
+		 "    (SELECT 1 FROM requests r WHERE r.request_id = follow_requests.request_id\n"
+		 "     AND r.certainty = 'uncertain'\n"
+		 "     AND (r.certainty_reason LIKE '%%peer-not-logged%%'\n"
+		 "       OR (r.certainty_reason LIKE '%%unlogged-send%%'\n"
+		 "         AND COALESCE(r.end_ns, r.start_ns) > %lld)))));\n"
 		 "UPDATE follow_state SET value = %lld WHERE key = '%s';",
 		 sinks[k].pass, (long long)pass + 1, sinks[k].col, final,
 		 (long long)f->read_ns, (long long)held, (long long)pass + 1,
