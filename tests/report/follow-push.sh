@@ -23,7 +23,9 @@
 #      b. persistent connections: unlogged-send, waiting the same way;
 #      c. as a, the records never come: after --follow-hold (2 s) the
 #         peer counts as untraced, as offline, and each request is
-#         pushed once.
+#         pushed once;
+#      d. three hosts, the front's records late: the application's
+#         requests (unlogged-send) are held, then withdrawn unpushed.
 . "$(dirname "$0")/lib.sh"
 rp_init follow-push
 rp_node
@@ -146,23 +148,35 @@ check "$T/bg.db" "$T/bg/batches.jsonl" --extra 400
 bp_note "4: the same with full passes in the background ($(sqlite3 "$T/bg.db" "SELECT value FROM stats WHERE key = 'follow_full_background'") of them, $(sqlite3 "$T/bg.db" "SELECT value FROM stats WHERE key = 'follow_full_left'") requests left to window passes): each pushed once, 200 withdrawn"
 stop_rx
 
-# 5. the database process's records of requests 100-199 drained late
-# late LABEL HOLD GENLOG-ARGS...: its logs; the late segment is copied
-# by the case
+# 5. the records of requests 100-199 of one process drained late
+# late LABEL HOLD PID GENLOG-ARGS...: its logs, all but the late segment
+# of process PID (300 the database, 100 the front) copied; the case
+# copies the rest
 late() {
-	local label=$1 hold=$2
-	shift 2
+	local label=$1 hold=$2 pid=$3 s h
+	shift 3
 	rm -rf "$T/gen-$label"
-	LATE=$("$GENLOG" -n 200 -w 4 -N -L 300:100 "$@" "$T/gen-$label") ||
+	LATE=$("$GENLOG" -n 200 -w 4 -N -L "$pid:100" "$@" "$T/gen-$label") ||
 		rp_fail "genlog $*"
 	LATE=$(printf '%06d.btl' "${LATE#late }")
-	[ -f "$T/gen-$label/one/$LATE" ] || rp_fail "genlog: no late segment $LATE"
-	mkdir -p "$T/live-$label/one"
-	for s in "$T/gen-$label/one/"*.btl; do
-		[ "$(basename "$s")" \< "$LATE" ] && cp "$s" "$T/live-$label/one/"
+	ls "$T/gen-$label/"*/"$LATE" >/dev/null 2>&1 || rp_fail "genlog: no late segment $LATE"
+	# segments are numbered across the hosts: in the late process's
+	# host those before the late one, in the others all
+	for s in "$T/gen-$label/"*/*.btl; do
+		h=$(basename "$(dirname "$s")")
+		mkdir -p "$T/live-$label/$h"
+		{ [ ! -f "$T/gen-$label/$h/$LATE" ] || [ "$(basename "$s")" \< "$LATE" ]; } &&
+			cp "$s" "$T/live-$label/$h/"
 	done
 	rx "$label"
 	follow "$label" --otlp-endpoint "$RX" --follow-hold="$hold"
+}
+# the rest: every host's segments
+rest() {
+	local d
+	for d in "$T/gen-$1/"*/; do
+		cp "$d"*.btl "$T/live-$1/$(basename "$d")/"
+	done
 }
 # held LABEL REASON: 100 pushed, 100 uncertain for REASON not pushed,
 # still after 1 s
@@ -189,9 +203,9 @@ whole() {
 	stop_rx
 }
 
-late pnl 30 -c
+late pnl 30 300 -c
 held pnl peer-not-logged
-cp "$T/gen-pnl/one/"*.btl "$T/live-pnl/one/"
+rest pnl
 until_db pnl "SELECT count(*) FROM follow_requests WHERE pushed = 1" 200
 [ "$(sqlite3 "$T/pnl.db" "SELECT count(*) FROM requests WHERE certainty = 'exact'")" = 200 ] ||
 	rp_fail "5a: not 200 exact requests once the records came"
@@ -202,18 +216,30 @@ until_db pnl "SELECT count(*) FROM follow_requests WHERE pushed = 1" 200
 whole pnl
 bp_note "5a: 100 requests whose database peer's records came late: peer-not-logged, held, then pushed once whole"
 
-late uls 30
+late uls 30 300
 held uls unlogged-send
-cp "$T/gen-uls/one/"*.btl "$T/live-uls/one/"
+rest uls
 until_db uls "SELECT count(*) FROM follow_requests WHERE pushed = 1" 200
 whole uls
 bp_note "5b: the same on persistent connections (unlogged-send): held, then pushed once whole"
 
-late never 2 -c
+late never 2 300 -c
 until_db never "SELECT count(*) FROM follow_requests WHERE pushed = 1" 200
 [ "$(sqlite3 "$T/never.db" "SELECT count(*) FROM requests WHERE certainty = 'exact'")" = 200 ] ||
 	rp_fail "5c: not 200 exact requests once the peer was overdue"
 whole never
 bp_note "5c: records that never come: after the hold the peer counts as untraced; each request pushed once"
+
+# d. three hosts, the front's records of requests 100-199 late (as a
+# remote host's logs copied in batches): the application's part of
+# each is a request of its own, unlogged-send, held, then withdrawn
+# when the front's records come; nothing withdrawn was pushed
+late lag3 30 100 -3
+held lag3 unlogged-send
+rest lag3
+until_db lag3 "SELECT count(*) FROM follow_requests WHERE pushed = 1" 200
+until_db lag3 "SELECT value FROM stats WHERE key = 'follow_withdrawn'" 100
+whole lag3
+bp_note "5d: three hosts, the front's logs late: the application's requests held, withdrawn unpushed, each request pushed once whole"
 echo "PASS: follow-push"
 exit 0
