@@ -72,6 +72,9 @@ expect_usage "not with --host-local" --follow --otlp "$tmp/t.json" "$tmp/live" -
 expect_usage "wants seconds" --follow --follow-interval=0 "$tmp/live" -o "$tmp/x.db"
 expect_usage "wants a number from 0 to 1000" --follow --follow-full-share=-1 "$tmp/live" -o "$tmp/x.db"
 expect_usage "go with --follow" --follow-full=5 "$tmp/live" -o "$tmp/x.db"
+expect_usage "go with --follow" --follow-hold=5 "$tmp/live" -o "$tmp/x.db"
+expect_usage "follow-hold wants seconds" --follow --follow-hold=0 "$tmp/live" -o "$tmp/x.db"
+$bin --help | grep -q -- '--follow-hold=SECONDS' || fail "--help lacks --follow-hold"
 $bin --help | grep -q -- '--follow-grace=SECONDS' || fail "--help lacks --follow-grace"
 $bin --help | grep -q -- '--follow-full-share=N' || fail "--help lacks --follow-full-share"
 
