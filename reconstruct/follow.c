@@ -104,6 +104,7 @@ struct fl {
 	uint64_t sent[2], batches[2], retries[2], failed[2];
 	uint64_t ch_deleted, ch_mutations;   /* ClickHouse rows asked deleted */
 	uint64_t unpushed;          /* requests written, not in a sink yet */
+	uint64_t held;              /* of those, waiting for late records */
 	uint64_t sink_errors;       /* sinks that failed in the last pass */
 	char     ch_run[80];        /* the ClickHouse run (one per PATHS.db) */
 	struct rc_summary sum;      /* of the last reconstruction */
@@ -1205,6 +1206,15 @@ detach:
 
 /* --- the sinks: OTLP push and ClickHouse --- */
 
+/* A request of follow_requests held back from the sinks (%lld: the end
+ * before which an unlogged-send request may go): sink_pass. */
+#define HELD_SQL \
+	"EXISTS (SELECT 1 FROM requests r\n" \
+	"  WHERE r.request_id = follow_requests.request_id AND r.certainty = 'uncertain'\n" \
+	"  AND (r.certainty_reason LIKE '%%peer-not-logged%%'\n" \
+	"    OR (r.certainty_reason LIKE '%%unlogged-send%%'\n" \
+	"      AND COALESCE(r.end_ns, r.start_ns) > %lld)))"
+
 /* Each sink's column in follow_requests (0 not sent, 1 sent, 2 sent then
  * revised, 3 sent in part), its pass column and state key. */
 static const struct {
@@ -1283,12 +1293,7 @@ static int sink_pass(struct fl *f, int k, int final)
 	int64_t held = f->read_ns - (int64_t)(f->o->hold * 1e9);
 	if (get_state(f, sinks[k].pass, &pass) < 0 ||
 	    xsql(f, "UPDATE follow_requests SET %s = %lld\n"
-		 "  WHERE %s = 0 AND (%d OR (written_ns < %lld AND NOT EXISTS\n"
-		 "    (SELECT 1 FROM requests r WHERE r.request_id = follow_requests.request_id\n"
-		 "     AND r.certainty = 'uncertain'\n"
-		 "     AND (r.certainty_reason LIKE '%%peer-not-logged%%'\n"
-		 "       OR (r.certainty_reason LIKE '%%unlogged-send%%'\n"
-		 "         AND COALESCE(r.end_ns, r.start_ns) > %lld)))));\n"
+		 "  WHERE %s = 0 AND (%d OR (written_ns < %lld AND NOT " HELD_SQL "));\n"
 		 "UPDATE follow_state SET value = %lld WHERE key = '%s';",
 		 sinks[k].pass, (long long)pass + 1, sinks[k].col, final,
 		 (long long)f->read_ns, (long long)held, (long long)pass + 1,
@@ -1345,12 +1350,21 @@ static int sink_pass(struct fl *f, int k, int final)
 	if (one_i64(f, q, &n) < 0)
 		return -1;
 	f->unpushed += (uint64_t)n;
+	/* of those, the ones held back (the progress line) */
+	char hq[640];
+	snprintf(hq, sizeof hq, "SELECT count(*) FROM follow_requests WHERE %s = 0"
+		 " AND " HELD_SQL, sinks[k].col, (long long)held);
+	if (!final && one_i64(f, hq, &n) < 0)
+		return -1;
+	if (!final && (uint64_t)n > f->held)
+		f->held = (uint64_t)n;
 	return 0;
 }
 
 static int sinks_pass(struct fl *f, int final)
 {
 	f->unpushed = 0;
+	f->held = 0;
 	if (f->o->push && sink_pass(f, 0, final) < 0)
 		return -1;
 	if (f->o->ch && sink_pass(f, 1, final) < 0)
@@ -1467,10 +1481,13 @@ static void progress(struct fl *f, double pass_s)
 	char lag[48] = "";
 	if (f->lag_max_ns >= 0)
 		snprintf(lag, sizeof lag, ", written %.1f s after their end", f->lag_max_ns / 1e9);
+	char held[48] = "";
+	if (f->held)
+		snprintf(held, sizeof held, ", %" PRIu64 " held from the sinks", f->held);
 	fprintf(stderr, "\r\033[Kbp-reconstruct: follow: %" PRIu64 " events, %" PRIu64
-		" requests written (%" PRIu64 " revised, %" PRIu64 " withdrawn), %" PRIu64 " waiting%s; newest event %.1f s ago, pass %.2f s",
-		f->events, f->written, f->revised, f->withdrawn, f->waiting, lag,
-		age, pass_s);
+		" requests written (%" PRIu64 " revised, %" PRIu64 " withdrawn), %" PRIu64 " waiting%s%s; newest event %.1f s ago, pass %.2f s",
+		f->events, f->written, f->revised, f->withdrawn, f->waiting, held,
+		lag, age, pass_s);
 	fflush(stderr);
 }
 
