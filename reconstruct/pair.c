@@ -2,7 +2,7 @@
  * pair.c - pairing the channel ends of pass 1 into connections (see
  * pair.h).
  *
- * Memory: one 56-byte item (struct rc_pair_end) per CHAN record is needed
+ * Memory: one 48-byte item (struct rc_pair_end) per CHAN record is needed
  * to pair the ends.  They are sorted in runs of RUN_ENTS in memory; when
  * there are more, the runs go to a temporary file (spill.h) and are
  * merged from there, RUN_ENTS items of buffer in all.  The results, 28
@@ -43,7 +43,9 @@ struct rc_pair_end {
 	uint64_t key;
 	int64_t  t;              /* provisional epoch time */
 	uint64_t mono;
-	uint64_t lkey;           /* the listening address (see listen_key) */
+	uint32_t lkey;           /* the listening address (listen_key): a
+				  * hash; a collision can only make a live
+				  * pass's path uncertain (expect_peer) */
 	uint32_t idx;            /* entry index */
 	uint32_t host, image;
 	uint8_t  cls, side, fresh, role;
@@ -78,7 +80,7 @@ static int is_loopback(const struct bt_addr *a)
  * connecting end (TCP: the address, with the host if loopback; unix: the
  * path, with the host).  0 for other ends.
  */
-static uint64_t listen_key(const struct bt_event *ev, uint32_t host)
+static uint32_t listen_key(const struct bt_event *ev, uint32_t host)
 {
 	if (ev->role != BT_CR_CONNECT && ev->role != BT_CR_ACCEPT)
 		return 0;
@@ -93,11 +95,11 @@ static uint64_t listen_key(const struct bt_event *ev, uint32_t host)
 		k[2] = (uint8_t)a.port;
 		memcpy(k + 3, a.addr, 16);
 		uint64_t h = rc_hash64(BT_CK_TCP, k, sizeof k);
-		return is_loopback(&a) ? rc_hash64(h, &host, sizeof host) | 1 : h | 1;
+		return (uint32_t)(is_loopback(&a) ? rc_hash64(h, &host, sizeof host) : h) | 1;
 	}
 	if (ev->chan_kind == BT_CK_UNIX_STREAM && ev->str && ev->str_len) {
 		uint64_t h = rc_hash64(BT_CK_UNIX_STREAM, &host, sizeof host);
-		return rc_hash64(h, ev->str, ev->str_len) | 1;
+		return (uint32_t)rc_hash64(h, ev->str, ev->str_len) | 1;
 	}
 	return 0;
 }
