@@ -1555,6 +1555,7 @@ static int bg_start(struct fl *f)
 		return -1;
 	int64_t read_ns = now_ns(CLOCK_REALTIME);
 	o.pending_ns = pending_from(f, read_ns);
+	o.pending_new_ns = (int64_t)(f->o->hold * 1e9);
 	pid_t parent = getpid();
 	fflush(stderr);
 	pid_t pid = fork();
@@ -1673,6 +1674,7 @@ static int one_pass(struct fl *f, int recon, int final)
 		int64_t read_ns = now_ns(CLOCK_REALTIME);
 		/* before the last pass, records may be on their way */
 		o.pending_ns = final ? 0 : pending_from(f, read_ns);
+		o.pending_new_ns = (int64_t)(f->o->hold * 1e9);
 		int r = rc_run(&o, &sum);
 		if (r == RC_EXIT_INPUT && !final) {
 			if (err)

@@ -471,25 +471,53 @@ static void flush_upd(struct rc_ctx *c, struct group *g)
 
 /*
  * Is the other side of E's connection, which no log has, probably a
- * traced program whose records are not in the logs yet?  The logs of a
- * live pass (rc_options.pending_ns) may lack them for a while.  Yes for
- * a connecting end when traced programs accepted on the address it
- * connected to (the server is traced); for an accepted end when traced
- * programs made at least half of the connections accepted on its
+ * traced program whose records are not in the logs yet?  Only a live
+ * pass asks (rc_options.pending_ns: its logs may lack them for a while).
+ * Yes for a connecting end when traced programs accepted on the address
+ * it connected to (the server is traced); for an accepted end when
+ * traced programs made at least half of the connections accepted on its
  * address (php-fpm's socket, which only nginx's traced workers connect
  * to; not nginx's port, which a traced health check also connects to
- * among many untraced clients).  A hint that only ever makes a path
- * uncertain, never moves it.
+ * among many untraced clients).  And for a connecting end when nothing
+ * says so yet: it began less than rc_options.pending_new_ns after the
+ * first connection to its address (at the start of a run, php-fpm's
+ * first records may come after nginx's first requests to it; an
+ * address no traced program accepted on is taken as untraced once it
+ * was used that long).  Not for an accepted end: every request of an
+ * untraced client at a new front would wait.  A hint that only ever
+ * makes a path uncertain, never moves it.
  */
-static int expect_peer(const struct rc_pair *pr, const struct rc_pair_end *e)
+static int expect_peer(const struct rc_ctx *c, const struct rc_pair *pr,
+		       const struct rc_pair_end *e)
 {
-	uint64_t acc = 0, con = 0;
+	uint64_t acc = 0, con = 0, first;
+	int a = e->role == BT_CR_ACCEPT;
 
-	if (!e->lkey)
+	if (!e->lkey || !c->opt->pending_ns)
 		return 0;
 	rc_map_get(&pr->listen[0], e->lkey, &acc);
 	rc_map_get(&pr->listen[1], e->lkey, &con);
-	return e->role == BT_CR_ACCEPT ? con * 2 >= acc : acc > 0;
+	if (a ? con * 2 >= acc : acc > 0)
+		return 1;
+	return !a && rc_map_get(&pr->first, e->lkey, &first) &&
+	       e->t - (int64_t)first < c->opt->pending_new_ns;
+}
+
+/* The first time of a connection to each listening address (V, N ends
+ * with their times set): expect_peer. */
+static int first_seen(struct rc_pair *pr, const struct rc_pair_end *v,
+		      uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		uint64_t t;
+		struct rc_map *m = &pr->first;
+		if (!v[k].lkey || v[k].role != BT_CR_CONNECT)
+			continue;
+		if ((!rc_map_get(m, v[k].lkey, &t) || v[k].t < (int64_t)t) &&
+		    rc_map_put(m, v[k].lkey, (uint64_t)v[k].t) < 0)
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 /* Pair one group of ends sharing cls and key (all of them, in cmp_p1
@@ -534,7 +562,7 @@ static int pair_one(struct rc_ctx *c, struct group *grp)
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t *cn = &grp->cnt[(res[k].conn - base) * 4];
 		if (res[k].side < 2 && !cn[!res[k].side] && !cn[2] &&
-		    expect_peer(grp->pr, &g[k]))
+		    expect_peer(c, grp->pr, &g[k]))
 			cn[3] = 1;
 	}
 	for (uint32_t k = 0; k < n; k++) {
@@ -660,6 +688,8 @@ int rc_pair_all(struct rc_ctx *c, struct rc_pair *pr)
 	if (pr->nruns == 0) {
 		/* All in memory: one sort. */
 		set_times(c, pr->v, pr->n);
+		if ((r = first_seen(pr, pr->v, pr->n)) != 0)
+			goto done;
 		if (pr->n)
 			qsort(pr->v, pr->n, sizeof *pr->v, cmp_p1);
 		for (uint32_t k = 0; k < pr->n && r == 0; k++)
@@ -678,6 +708,8 @@ int rc_pair_all(struct rc_ctx *c, struct rc_pair *pr)
 		if ((r = rc_spill_read(c, &pr->f, pr->v, bytes, off)) != 0)
 			goto done;
 		set_times(c, pr->v, n);
+		if ((r = first_seen(pr, pr->v, n)) != 0)
+			goto done;
 		qsort(pr->v, n, sizeof *pr->v, cmp_p1);
 		if ((r = rc_spill_write(c, &pr->f, pr->v, bytes, off)) != 0)
 			goto done;
@@ -748,5 +780,6 @@ void rc_pair_free(struct rc_pair *pr)
 	pr->n = pr->cap = 0;
 	rc_map_free(&pr->listen[0]);
 	rc_map_free(&pr->listen[1]);
+	rc_map_free(&pr->first);
 	rc_spill_close(&pr->f);
 }

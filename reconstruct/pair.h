@@ -14,7 +14,8 @@
  * and the connection's counts per side, and for a connection one side of
  * which no log has, whether that side is expected: traced programs
  * accepted on the address it connected to, or made at least half of the
- * connections to the address it accepted on.
+ * connections to the address it accepted on, or it connected to a new
+ * address (rc_options.pending_new_ns).
  */
 #ifndef RC_PAIR_H
 #define RC_PAIR_H
@@ -34,6 +35,8 @@ struct rc_pair {
 	 * accepted on it [0] and connected to it [1]: the peers expected
 	 * (rc_conninfo) */
 	struct rc_map listen[2];
+	/* and the earliest time of a traced connection to it */
+	struct rc_map first;
 };
 
 /* Add CHAN record EV of image IMAGE as entry PR->total.  0, -ENOMEM, or

@@ -57,6 +57,10 @@ struct rc_options {
 	 * ("peer-not-logged"): the peer's records may be on their way
 	 * (0: the logs are complete, such a peer is untraced) */
 	int64_t     pending_ns;
+	/* ... and where nothing says yet whether an address's peers are
+	 * traced: an end that began less than this long (ns) after the
+	 * first end of its kind at its address (pair.c, expect_peer) */
+	int64_t     pending_new_ns;
 };
 
 /* --detail: RC_DETAIL_FULL (the default) writes every table;

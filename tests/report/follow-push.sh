@@ -171,11 +171,16 @@ late() {
 	rx "$label"
 	follow "$label" --otlp-endpoint "$RX" --follow-hold="$hold"
 }
-# the rest: every host's segments
+# the rest: every host's segments not there yet, each copied under
+# another name and renamed (as rsync does: a pass never reads half a
+# segment file)
 rest() {
-	local d
-	for d in "$T/gen-$1/"*/; do
-		cp "$d"*.btl "$T/live-$1/$(basename "$d")/"
+	local s h
+	for s in "$T/gen-$1/"*/*.btl; do
+		h=$(basename "$(dirname "$s")")
+		[ -f "$T/live-$1/$h/$(basename "$s")" ] && continue
+		cp "$s" "$T/live-$1/$h/.$(basename "$s").part" &&
+			mv "$T/live-$1/$h/.$(basename "$s").part" "$T/live-$1/$h/$(basename "$s")"
 	done
 }
 # held LABEL REASON: 100 pushed, 100 uncertain for REASON not pushed,

@@ -2,7 +2,7 @@
 """otlp-push-check.py - what an OTLP receiver got, against the paths database.
 
     otlp-push-check.py DB BATCHES [--file OTLP.json] [--missing N] [--extra N]
-                       [--revised-apart]
+                       [--revised-apart [--revised-whole]]
 
 BATCHES is the receiver's batches.jsonl (tests/report/otlp-receiver.js:
 each line an ExportTraceServiceRequest decoded by protobufjs, written as
@@ -23,7 +23,11 @@ OTLP/JSON).  Checks, for every span of a request in DB:
     again after their first time (follow_requests.revised > 0: what the
     receiver got may be their first version, which OTLP cannot take
     back) are set aside and counted: neither their spans in DB nor the
-    spans that arrived for them are compared;
+    spans that arrived for them are compared; with --revised-whole, the
+    spans that arrived for each of them must still be a whole version:
+    as many of each kind and name as DB has (a request pushed before its
+    late spans came, with nginx's spans and no php-fpm part, fails it;
+    one whose times moved with a new clock estimate does not);
   - with --file, the spans are exactly those of bp-reconstruct --otlp
     (same ids, attributes, events, status and resources).
 Prints one line of counts; exits 1 with the first problems.
@@ -97,10 +101,12 @@ def main():
     missing = 0
     extra = 0
     apart = False
+    whole = False
     i = 2
     while i < len(args):
-        if args[i] == '--revised-apart':
+        if args[i] in ('--revised-apart', '--revised-whole'):
             apart = True
+            whole = whole or args[i] == '--revised-whole'
             i += 1
             continue
         if args[i] == '--file':
@@ -124,6 +130,24 @@ def main():
     if apart:
         revised = {r[0] for r in h.execute(
             'SELECT request_id FROM follow_requests WHERE revised > 0')}
+        if whole:
+            from collections import Counter
+            want, have = {}, {}
+            for r in rows:
+                if r[1] in revised:
+                    want.setdefault(r[1], Counter())[
+                        (2 if r[3] == 'server' else 3, r[5] or r[4])] += 1
+            for c in got.values():
+                req = int(c['attributes'].get('borderpatrol.request_id', -1))
+                if req in revised:
+                    have.setdefault(req, Counter())[(c['kind'], c['name'])] += 1
+            part = [q for q in want if have.get(q, Counter()) != want[q]]
+            for q in part[:5]:
+                fail('request %d, revised, reached the receiver as %s, not whole: %s'
+                     % (q, dict(have.get(q, {})), dict(want[q])))
+            if part:
+                fail('%d of %d revised requests reached the receiver in another version'
+                     % (len(part), len(want)))
         rows = [r for r in rows if r[1] not in revised]
         got = {sid: c for sid, c in got.items()
                if int(c['attributes'].get('borderpatrol.request_id', -1))
@@ -235,8 +259,9 @@ def main():
     print('otlp-push-check: %d spans of %d requests arrived once each (%d in %s, %d not sent, %d no longer in it), ids, parents, names, times and attributes as in the database%s%s' %
           (len(got), len(traces), ndb, os.path.basename(db), missing, extra,
            ', identical to ' + os.path.basename(file) if file else '',
-           '; %d requests written again after their first time set apart' %
-           len(revised) if apart else ''))
+           '; %d requests written again after their first time set apart%s' %
+           (len(revised), ', each whole at the receiver' if whole else '')
+           if apart else ''))
     return 0
 
 

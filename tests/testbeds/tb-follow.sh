@@ -81,6 +81,17 @@
 #                       sum rounded up to whole seconds: 2 s with the
 #                       defaults, the issue's figure, when the run is 60
 #                       s or more; 3 s on the 20 s run of make check)
+#   TB_FOLLOW_LATE=1    (tb-follow-late.sh) php-fpm and PostgreSQL are
+#                       traced by a second bp-logd that drains their rings
+#                       every TB_FOLLOW_LATE_MS ms (default 3000) into
+#                       DIR/logs2: their records reach the logs seconds
+#                       after nginx's, as a slow drain, a restart or a
+#                       remote host's logs copied in batches make them.
+#                       A pass then sees nginx's part of a request alone:
+#                       asserted besides the above, that live.db held such
+#                       requests as uncertain (polled) and that none
+#                       reached the receiver in part (the revised ones
+#                       too: otlp-push-check.py --revised-whole)
 #   BP_KEEP=1           keep the directory: besides the servers' and the
 #                       tools' logs, run1/events (kills and restarts,
 #                       Unix ns), rss (ns pid KiB), poll (each read of
@@ -101,6 +112,11 @@ fi
 : "${TB_FOLLOW_RATE:=50}" "${TB_FOLLOW_INTERVAL:=0.5}" "${TB_FOLLOW_GRACE:=0.5}"
 : "${TB_FOLLOW_DOWN:=2}"
 : "${TB_FOLLOW_WINDOW:=10}"
+: "${TB_FOLLOW_LATE:=0}" "${TB_FOLLOW_LATE_MS:=3000}"
+case $TB_FOLLOW_LATE_MS in '' | *[!0-9]*)
+	echo "FAIL: tb-follow: TB_FOLLOW_LATE_MS must be a whole number (${TB_FOLLOW_LATE_MS})" >&2
+	exit 1 ;;
+esac
 for v in TB_FOLLOW_SECS TB_FOLLOW_RATE TB_FOLLOW_DOWN; do
 	case ${!v} in '' | *[!0-9]*)
 		echo "FAIL: tb-follow: $v must be a whole number (${!v})" >&2
@@ -268,6 +284,14 @@ bp_logd_start -w NS_WEB "$dir" -u www-data -u postgres
 bp_trace_prefix "$BP_LOGD_SOCK" "$(tb_rules "$dir")" 1
 PRE_WEB=("${BP_PREFIX[@]}") PRE_APP=("${BP_PREFIX[@]}")
 PRE_DB=("${BP_PREFIX[@]}")
+if [ "$TB_FOLLOW_LATE" = 1 ]; then
+	# php-fpm and PostgreSQL drained late, into a directory of their own
+	bp_logd_start -n logd2 -s "$dir/logd2.sock" -l "$dir/logs2" -w NS_WEB \
+		"$dir" -u www-data -u postgres -i "$TB_FOLLOW_LATE_MS"
+	bp_trace_prefix "$dir/logd2.sock" "$(tb_rules "$dir")" 1
+	PRE_APP=("${BP_PREFIX[@]}") PRE_DB=("${BP_PREFIX[@]}")
+	TB_LOGDIRS+=("$dir/logs2")
+fi
 tb_start_all "$dir"
 
 rp_rx sinks
@@ -285,6 +309,7 @@ d, stop, limit = sys.argv[1], sys.argv[2], float(sys.argv[3])
 rss = open(os.path.join(d, 'rss'), 'a', buffering=1)
 crss = open(os.path.join(d, 'rss_child'), 'a', buffering=1)
 poll = open(os.path.join(d, 'poll'), 'a', buffering=1)
+held = open(os.path.join(d, 'held'), 'a', buffering=1)
 db = os.path.join(d, 'live.db')
 t_end = time.time() + limit
 while time.time() < t_end and not os.path.exists(stop):
@@ -310,8 +335,14 @@ while time.time() < t_end and not os.path.exists(stop):
                                 timeout=2)
             n, e = c.execute('SELECT count(*), max(emitted_ns) FROM '
                              'follow_requests').fetchone()
+            # written, uncertain for records on their way
+            u = c.execute("SELECT count(*) FROM requests WHERE certainty = "
+                          "'uncertain' AND (certainty_reason LIKE "
+                          "'%unlogged-send%' OR certainty_reason LIKE "
+                          "'%peer-not-logged%')").fetchone()[0]
             c.close()
             poll.write('%d ok %d %d\n' % (now, n, e or 0))
+            held.write('%d %d\n' % (now, u))
         except sqlite3.Error as ex:
             poll.write('%d error %s\n' % (now, str(ex).replace('\n', ' ')))
     time.sleep(max(0.0, 1.0 - (time.time_ns() - now) / 1e9))
@@ -378,6 +409,7 @@ dst.close()' "$dir/live.db" "$dir/snapshot.db" ||
 # the logs the offline run reads (docs/accuracy.md, "Live mode").
 tb_stop_all "$dir"
 bp_stop logd
+[ "$TB_FOLLOW_LATE" = 1 ] && bp_stop logd2
 event servers-stopped
 event follow-sigint
 bp_kill INT "$FOLLOW_PID"
@@ -703,9 +735,16 @@ echo "tb-follow: sinks: $not_pushed requests not pushed, $not_ch not in ClickHou
 [ "$not_pushed" = 0 ] && [ "$not_ch" = 0 ] ||
 	LIVE_BAD="${LIVE_BAD:+$LIVE_BAD; }sinks: $not_pushed requests not pushed, $not_ch not in ClickHouse"
 "$PY" "$TB_SRC/../report/otlp-push-check.py" "$dir/live.db" "$T/sinks/batches.jsonl" \
-	--revised-apart | sed 's/^/tb-follow: /'
+	--revised-whole | sed 's/^/tb-follow: /'
 [ "${PIPESTATUS[0]}" = 0 ] ||
 	LIVE_BAD="${LIVE_BAD:+$LIVE_BAD; }the OTLP receiver's spans are not live.db's"
+# late records: live.db held requests as uncertain while their records
+# were on their way (the polls' largest count; none would mean the run
+# did not test what it is for)
+UNC_MAX=$(sort -k2,2n "$dir/held" 2>/dev/null | tail -n 1 | cut -d' ' -f2)
+echo "tb-follow: requests uncertain for late records (unlogged-send, peer-not-logged) at a poll: at most ${UNC_MAX:-0}"
+[ "$TB_FOLLOW_LATE" = 1 ] && [ "${UNC_MAX:-0}" -lt 1 ] &&
+	LIVE_BAD="${LIVE_BAD:+$LIVE_BAD; }TB_FOLLOW_LATE: no poll saw a request waiting for late records"
 bp_ch_mutations_wait tb-follow bpt
 for what in tables views; do
 	"$PY" "$TB_SRC/../report/clickhouse-check.py" "$what" "$dir/live.db" "$CH" \

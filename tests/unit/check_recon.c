@@ -45,7 +45,7 @@ int rt_run(struct rt *t)
 		.progress = 0,
 		.max_warn_lines = 50, .err = err,
 		.grpc_unary = t->unary, .ngrpc_unary = t->nunary,
-		.pending_ns = t->pending_ns,
+		.pending_ns = t->pending_ns, .pending_new_ns = t->pending_new_ns,
 	};
 	t->rc = rc_run(&o, &t->sum);
 	fclose(err);

@@ -22,6 +22,7 @@ struct rt {
 	const char *const *unary; /* gRPC methods named unary (NULL: none) */
 	int nunary;
 	int64_t pending_ns;       /* rc_options.pending_ns (0: none) */
+	int64_t pending_new_ns;   /* rc_options.pending_new_ns */
 	struct rc_summary sum;
 	int rc;
 	sqlite3 *h;
