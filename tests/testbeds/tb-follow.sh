@@ -735,7 +735,7 @@ echo "tb-follow: sinks: $not_pushed requests not pushed, $not_ch not in ClickHou
 [ "$not_pushed" = 0 ] && [ "$not_ch" = 0 ] ||
 	LIVE_BAD="${LIVE_BAD:+$LIVE_BAD; }sinks: $not_pushed requests not pushed, $not_ch not in ClickHouse"
 "$PY" "$TB_SRC/../report/otlp-push-check.py" "$dir/live.db" "$T/sinks/batches.jsonl" \
-	--revised-whole | sed 's/^/tb-follow: /'
+	--revised-whole --resent-identical | sed 's/^/tb-follow: /'
 [ "${PIPESTATUS[0]}" = 0 ] ||
 	LIVE_BAD="${LIVE_BAD:+$LIVE_BAD; }the OTLP receiver's spans are not live.db's"
 # late records: live.db held requests as uncertain while their records
