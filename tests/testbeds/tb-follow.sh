@@ -43,7 +43,11 @@
 #     spans exactly live.db's (otlp-push-check.py: ids, parents, names,
 #     times, attributes), the requests written again after their first
 #     time set apart and counted (the receiver may hold their first
-#     version); ClickHouse, once it applied its mutations, every table
+#     version) but each must be whole there (--revised-whole: no request
+#     pushed in part), and the spans of the one push the SIGKILL of
+#     --follow cut before it was marked, sent again on its restart (at
+#     least once), counted when both copies are the same
+#     (--resent-identical); ClickHouse, once it applied its mutations, every table
 #     row for row and every view of docs/clickhouse.md as live.db
 #     (clickhouse-check.py);
 #   - the same trees: a dump of each database by content (per request:
