@@ -79,10 +79,11 @@ static const char unlogged_send[] = "unlogged-send";
 
 /*
  * A live pass (rc_options.pending_ns): is what E receives from a peer no
- * log has, though traced programs accepted on (or connected to) its
- * address before (pair.c, expect_peer)?  Its records may still come: a
- * php-fpm child's, drained after nginx's; until they do, nobody knows
- * what it did (it is taken as untraced once they are overdue).
+ * log has, though traced programs accepted on (or mostly connected to)
+ * its address, or E connected to an address first used a moment ago
+ * (pair.c, expect_peer)?  Its records may still come: a php-fpm child's,
+ * drained after nginx's; until they do, nobody knows what it did (it is
+ * taken as untraced once they are overdue).
  */
 static int peer_pending(const struct ap *a, const struct rc_end *e)
 {

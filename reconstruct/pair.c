@@ -234,7 +234,9 @@ int rc_pair_add(struct rc_ctx *c, struct rc_pair *pr, uint32_t image,
 	e->mono = ev->ts;
 	identify(ev, e->host, e);
 	e->role = ev->role;
-	e->lkey = ev->result < 0 && ev->result != -EINPROGRESS ? 0 :
+	/* the listening addresses only a live pass asks about */
+	e->lkey = !c->opt->pending_ns ||
+		  (ev->result < 0 && ev->result != -EINPROGRESS) ? 0 :
 		  listen_key(ev, e->host);
 	if (e->lkey)
 		rc_map_add(&pr->listen[e->role == BT_CR_ACCEPT ? 0 : 1], e->lkey, 1);
