@@ -45,6 +45,7 @@
 #include "clickhouse.h"
 #include "export.h"
 #include "follow.h"
+#include "map.h"
 #include "otlp_push.h"
 
 /* The window of a pass: a request open longer than this many windows is
@@ -105,6 +106,10 @@ struct fl {
 	uint64_t ch_deleted, ch_mutations;   /* ClickHouse rows asked deleted */
 	uint64_t unpushed;          /* requests written, not in a sink yet */
 	uint64_t held;              /* of those, waiting for late records */
+	/* the segment files' largest sizes seen (by a hash of the path):
+	 * one that shrank is being rewritten (seg_shrunk) */
+	struct rc_map seg_size;
+	uint64_t shrunk_waits;
 	uint64_t sink_errors;       /* sinks that failed in the last pass */
 	char     ch_run[80];        /* the ClickHouse run (one per PATHS.db) */
 	struct rc_summary sum;      /* of the last reconstruction */
@@ -1491,6 +1496,63 @@ static void progress(struct fl *f, double pass_s)
 	fflush(stderr);
 }
 
+/* Add the segment files (*.btl) under DIR (DEPTH levels) to F's sizes;
+ * the first that shrank since goes into SHRUNK (if empty). */
+static void seg_sizes(struct fl *f, const char *dir, int depth,
+		      char *shrunk, size_t len)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char p[PATH_MAX];
+		struct stat st;
+		size_t n = strlen(de->d_name);
+		uint64_t old;
+		if (de->d_name[0] == '.' ||
+		    (size_t)snprintf(p, sizeof p, "%s/%s", dir, de->d_name) >= sizeof p ||
+		    stat(p, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			if (depth > 0)
+				seg_sizes(f, p, depth - 1, shrunk, len);
+			continue;
+		}
+		if (!S_ISREG(st.st_mode) || n < 5 || strcmp(de->d_name + n - 4, ".btl"))
+			continue;
+		uint64_t k = rc_hash64(0, p, strlen(p));
+		if (rc_map_get(&f->seg_size, k, &old) && (uint64_t)st.st_size < old) {
+			if (!shrunk[0])
+				snprintf(shrunk, len, "%s (%" PRIu64 " bytes, %" PRIu64 " before)",
+					 p, (uint64_t)st.st_size, old);
+			continue;       /* the largest size stays */
+		}
+		rc_map_put(&f->seg_size, k, (uint64_t)st.st_size);
+	}
+	closedir(d);
+}
+
+/*
+ * Did a segment file of the inputs shrink since the last look?  bp-logd
+ * only appends; a file written anew in place (cp over it, rsync
+ * --inplace) is read half-written, and a pass would withdraw the
+ * requests of what it lacks.  The pass then waits (a warning now and
+ * then); 1 if so.
+ */
+static int seg_shrunk(struct fl *f)
+{
+	char shrunk[PATH_MAX + 64] = "";
+	for (int i = 0; i < f->o->rc->ninputs; i++)
+		seg_sizes(f, f->o->rc->inputs[i], 2, shrunk, sizeof shrunk);
+	if (!shrunk[0])
+		return 0;
+	if (!f->o->rc->quiet && f->shrunk_waits++ % 20 == 0)
+		fprintf(stderr, "%sbp-reconstruct: warning: the segment file %s shrank: it is being written anew, not appended to as bp-logd does (copy logs by writing a new name and renaming it, as rsync does); the passes wait until it is whole\n",
+			f->tty ? "\r\033[K" : "", shrunk);
+	return 1;
+}
+
 /* Remove the pass databases a killed --follow left (PASS.tmp-PID, db.c)
  * whose process is gone; one of a live process is its own. */
 static void remove_stale(const char *pass)
@@ -1650,6 +1712,9 @@ static int one_pass(struct fl *f, int recon, int final)
 	 * whole log) */
 	int64_t since = now_ns(CLOCK_MONOTONIC) - f->refreshed_ns;
 	int refresh = recon && (final || f->passes == 0);
+	/* a segment written anew in place: not until it is whole again */
+	if (recon && !final && seg_shrunk(f))
+		return 1;
 	/* the others in the background, one at a time (a child that could
 	 * not be started: this pass is the full one) */
 	if (recon && !refresh && !f->bg_pid &&
@@ -1842,6 +1907,7 @@ out:
 		close(f.ino);
 	bg_stop(&f);
 	unlink(f.pass);
+	rc_map_free(&f.seg_size);
 	free(f.pass);
 	unlink(f.bg_out);
 	free(f.bg_out);

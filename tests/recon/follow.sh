@@ -158,6 +158,39 @@ done
 [ "$(q "SELECT count(*) FROM requests WHERE pattern_id IS NULL")" = 0 ] || fail "requests without a pattern"
 echo "PASS: --follow: 300 requests over three hosts arriving one by one (300 withdrawn, 300 revised), two kills, the same paths as offline"
 
+# A segment file written anew in place (cp over it, rsync --inplace)
+# shrinks while it is written: the passes wait for it, with a warning
+# naming it, and withdraw nothing (without the wait, the pass that read
+# it half withdrew the requests of its second half)
+rm -rf "$tmp/live" "$tmp/live.db" "$tmp/live.db-wal" "$tmp/live.db-shm"
+mkdir "$tmp/live"
+$gen -n 2000 "$tmp/one" >/dev/null || fail "genlog -n 2000"
+cp -r "$tmp/one/one" "$tmp/live/one"
+: >"$tmp/err"
+start
+wait_for "SELECT count(*) FROM requests" 2000
+seg=$(ls "$tmp/live/one/"*.btl | head -n 1)
+cp "$seg" "$tmp/seg.orig"
+truncate -s $(( $(stat -c %s "$seg") / 2 )) "$seg"
+i=0
+until grep -q "warning: the segment file $seg (.*) shrank" "$tmp/err"; do
+	i=$((i + 1)); [ $i -le 100 ] || fail "no warning in 10 s that $seg shrank"
+	sleep 0.1
+done
+sleep 1
+[ "$(q "SELECT value FROM stats WHERE key = 'follow_withdrawn'")" = 0 ] ||
+	fail "a segment that shrank: $(q "SELECT value FROM stats WHERE key = 'follow_withdrawn'") requests withdrawn"
+cat "$tmp/seg.orig" >"$seg"
+sleep 1
+kill -INT $pid
+wait $pid
+st=$?
+pid=
+[ $st -eq 0 ] || fail "shrunk segment: exit status $st, wanted 0"
+grep -q "2000 requests in $tmp/live.db (2000 exact, 0 resolved, 0 uncertain; 0 revised after they were first written, 0 withdrawn)" "$tmp/err" ||
+	fail "shrunk segment: the last line does not say 2000 requests, none revised or withdrawn"
+echo "PASS: --follow: a segment file that shrank (written anew in place) held the passes back, nothing withdrawn"
+
 # Full passes in the background race the window passes: the three hosts
 # arrive one at a time (each renamed into place whole, so a pass sees a
 # host entire or not at all) while a full pass starts every 0.1 s in a
