@@ -110,6 +110,7 @@ struct fl {
 	 * one that shrank is being rewritten (seg_shrunk) */
 	struct rc_map seg_size;
 	uint64_t shrunk_waits;
+	int64_t  shrunk_since;      /* monotonic ns: waiting since (0: not) */
 	uint64_t sink_errors;       /* sinks that failed in the last pass */
 	char     ch_run[80];        /* the ClickHouse run (one per PATHS.db) */
 	struct rc_summary sum;      /* of the last reconstruction */
@@ -1497,9 +1498,10 @@ static void progress(struct fl *f, double pass_s)
 }
 
 /* Add the segment files (*.btl) under DIR (DEPTH levels) to F's sizes;
- * the first that shrank since goes into SHRUNK (if empty). */
+ * the first that shrank since goes into SHRUNK (if empty), and keeps its
+ * largest size unless TAKE. */
 static void seg_sizes(struct fl *f, const char *dir, int depth,
-		      char *shrunk, size_t len)
+		      char *shrunk, size_t len, int take)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
@@ -1516,7 +1518,7 @@ static void seg_sizes(struct fl *f, const char *dir, int depth,
 			continue;
 		if (S_ISDIR(st.st_mode)) {
 			if (depth > 0)
-				seg_sizes(f, p, depth - 1, shrunk, len);
+				seg_sizes(f, p, depth - 1, shrunk, len, take);
 			continue;
 		}
 		if (!S_ISREG(st.st_mode) || n < 5 || strcmp(de->d_name + n - 4, ".btl"))
@@ -1526,7 +1528,8 @@ static void seg_sizes(struct fl *f, const char *dir, int depth,
 			if (!shrunk[0])
 				snprintf(shrunk, len, "%s (%" PRIu64 " bytes, %" PRIu64 " before)",
 					 p, (uint64_t)st.st_size, old);
-			continue;       /* the largest size stays */
+			if (!take)
+				continue;       /* the largest size stays */
 		}
 		rc_map_put(&f->seg_size, k, (uint64_t)st.st_size);
 	}
@@ -1535,20 +1538,37 @@ static void seg_sizes(struct fl *f, const char *dir, int depth,
 
 /*
  * Did a segment file of the inputs shrink since the last look?  bp-logd
- * only appends; a file written anew in place (cp over it, rsync
+ * only appends (but for a torn block it takes back after a failed write:
+ * a full disk); a file written anew in place (cp over it, rsync
  * --inplace) is read half-written, and a pass would withdraw the
- * requests of what it lacks.  The pass then waits (a warning now and
- * then); 1 if so.
+ * requests of what it lacks.  The passes then wait (a warning now and
+ * then), --follow-hold seconds at most: then the file is taken as it is
+ * (a torn block's bytes were never read).  1 while they wait.
  */
 static int seg_shrunk(struct fl *f)
 {
 	char shrunk[PATH_MAX + 64] = "";
+	int64_t now = now_ns(CLOCK_MONOTONIC);
 	for (int i = 0; i < f->o->rc->ninputs; i++)
-		seg_sizes(f, f->o->rc->inputs[i], 2, shrunk, sizeof shrunk);
-	if (!shrunk[0])
+		seg_sizes(f, f->o->rc->inputs[i], 2, shrunk, sizeof shrunk, 0);
+	if (!shrunk[0]) {
+		f->shrunk_since = 0;
 		return 0;
+	}
+	if (!f->shrunk_since)
+		f->shrunk_since = now;
+	if (now - f->shrunk_since >= (int64_t)(f->o->hold * 1e9)) {
+		shrunk[0] = 0;
+		for (int i = 0; i < f->o->rc->ninputs; i++)
+			seg_sizes(f, f->o->rc->inputs[i], 2, shrunk, sizeof shrunk, 1);
+		f->shrunk_since = 0;
+		if (!f->o->rc->quiet)
+			fprintf(stderr, "%sbp-reconstruct: warning: the segment file %s is still smaller after %.0f s (--follow-hold): taken as it is\n",
+				f->tty ? "\r\033[K" : "", shrunk, f->o->hold);
+		return 0;
+	}
 	if (!f->o->rc->quiet && f->shrunk_waits++ % 20 == 0)
-		fprintf(stderr, "%sbp-reconstruct: warning: the segment file %s shrank: it is being written anew, not appended to as bp-logd does (copy logs by writing a new name and renaming it, as rsync does); the passes wait until it is whole\n",
+		fprintf(stderr, "%sbp-reconstruct: warning: the segment file %s shrank: it is being written anew, not appended to as bp-logd does (copy logs by writing a new name and renaming it, as rsync does); the passes wait until it is whole, --follow-hold seconds at most\n",
 			f->tty ? "\r\033[K" : "", shrunk);
 	return 1;
 }
