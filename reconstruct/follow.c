@@ -1420,11 +1420,12 @@ static int sink_summary(struct fl *f, int k, const char *url)
 
 /* --- watching the logs --- */
 
-static void watch_dir(struct fl *f, const char *dir, int depth)
+/* Call ON for each entry of DIR but dot files (its path and stat), and
+ * go into its directories, DEPTH levels down. */
+static void walk(struct fl *f, const char *dir, int depth,
+		 void (*on)(struct fl *, const char *, const struct stat *, void *),
+		 void *ctx)
 {
-	if (inotify_add_watch(f->ino, dir, IN_MODIFY | IN_CREATE | IN_MOVED_TO |
-			      IN_CLOSE_WRITE | IN_DELETE) < 0 || depth <= 0)
-		return;
 	DIR *d = opendir(dir);
 	struct dirent *de;
 	if (!d)
@@ -1432,14 +1433,29 @@ static void watch_dir(struct fl *f, const char *dir, int depth)
 	while ((de = readdir(d))) {
 		char p[PATH_MAX];
 		struct stat st;
-		if (de->d_name[0] == '.')
+		if (de->d_name[0] == '.' ||
+		    (size_t)snprintf(p, sizeof p, "%s/%s", dir, de->d_name) >= sizeof p ||
+		    stat(p, &st) < 0)
 			continue;
-		if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, de->d_name) >= sizeof p)
-			continue;
-		if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
-			watch_dir(f, p, depth - 1);
+		on(f, p, &st, ctx);
+		if (S_ISDIR(st.st_mode) && depth > 0)
+			walk(f, p, depth - 1, on, ctx);
 	}
 	closedir(d);
+}
+
+static int watch(struct fl *f, const char *dir)
+{
+	return inotify_add_watch(f->ino, dir, IN_MODIFY | IN_CREATE | IN_MOVED_TO |
+				 IN_CLOSE_WRITE | IN_DELETE);
+}
+
+static void watch_sub(struct fl *f, const char *p, const struct stat *st,
+		      void *ctx)
+{
+	(void)ctx;
+	if (S_ISDIR(st->st_mode))
+		watch(f, p);
 }
 
 /* Watch every input directory and the host directories in it (added
@@ -1451,8 +1467,12 @@ static void watch_all(struct fl *f)
 	for (int i = 0; i < f->o->rc->ninputs; i++) {
 		struct stat st;
 		const char *in = f->o->rc->inputs[i];
-		if (stat(in, &st) == 0)
-			watch_dir(f, S_ISDIR(st.st_mode) ? in : ".", S_ISDIR(st.st_mode) ? 2 : 0);
+		if (stat(in, &st) < 0)
+			continue;
+		if (!S_ISDIR(st.st_mode))
+			watch(f, ".");
+		else if (watch(f, in) >= 0)
+			walk(f, in, 1, watch_sub, NULL);
 	}
 }
 
@@ -1497,43 +1517,26 @@ static void progress(struct fl *f, double pass_s)
 	fflush(stderr);
 }
 
-/* Add the segment files (*.btl) under DIR (DEPTH levels) to F's sizes;
- * the first that shrank since goes into SHRUNK (if empty), and keeps its
- * largest size unless TAKE. */
-static void seg_sizes(struct fl *f, const char *dir, int depth,
-		      char *shrunk, size_t len, int take)
+/* A segment file (*.btl) and its size into F's sizes; the first that
+ * shrank since goes into CTX (a PATH_MAX + 64 buffer, if empty) and
+ * keeps its largest size. */
+static void seg_size(struct fl *f, const char *p, const struct stat *st,
+		     void *ctx)
 {
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	if (!d)
+	char *shrunk = ctx;
+	size_t n = strlen(p);
+	uint64_t old, k;
+
+	if (!S_ISREG(st->st_mode) || n < 5 || strcmp(p + n - 4, ".btl"))
 		return;
-	while ((de = readdir(d))) {
-		char p[PATH_MAX];
-		struct stat st;
-		size_t n = strlen(de->d_name);
-		uint64_t old;
-		if (de->d_name[0] == '.' ||
-		    (size_t)snprintf(p, sizeof p, "%s/%s", dir, de->d_name) >= sizeof p ||
-		    stat(p, &st) < 0)
-			continue;
-		if (S_ISDIR(st.st_mode)) {
-			if (depth > 0)
-				seg_sizes(f, p, depth - 1, shrunk, len, take);
-			continue;
-		}
-		if (!S_ISREG(st.st_mode) || n < 5 || strcmp(de->d_name + n - 4, ".btl"))
-			continue;
-		uint64_t k = rc_hash64(0, p, strlen(p));
-		if (rc_map_get(&f->seg_size, k, &old) && (uint64_t)st.st_size < old) {
-			if (!shrunk[0])
-				snprintf(shrunk, len, "%s (%" PRIu64 " bytes, %" PRIu64 " before)",
-					 p, (uint64_t)st.st_size, old);
-			if (!take)
-				continue;       /* the largest size stays */
-		}
-		rc_map_put(&f->seg_size, k, (uint64_t)st.st_size);
+	k = rc_hash64(0, p, n);
+	if (rc_map_get(&f->seg_size, k, &old) && (uint64_t)st->st_size < old) {
+		if (!shrunk[0])
+			snprintf(shrunk, PATH_MAX + 64, "%s (%" PRIu64 " bytes, %" PRIu64 " before)",
+				 p, (uint64_t)st->st_size, old);
+		return;
 	}
-	closedir(d);
+	rc_map_put(&f->seg_size, k, (uint64_t)st->st_size);
 }
 
 /*
@@ -1542,15 +1545,16 @@ static void seg_sizes(struct fl *f, const char *dir, int depth,
  * a full disk); a file written anew in place (cp over it, rsync
  * --inplace) is read half-written, and a pass would withdraw the
  * requests of what it lacks.  The passes then wait (a warning now and
- * then), --follow-hold seconds at most: then the file is taken as it is
- * (a torn block's bytes were never read).  1 while they wait.
+ * then), --follow-hold seconds at most: then the files are taken as they
+ * are (a torn block's bytes were never read; the sizes are learnt
+ * again).  1 while they wait.
  */
 static int seg_shrunk(struct fl *f)
 {
 	char shrunk[PATH_MAX + 64] = "";
 	int64_t now = now_ns(CLOCK_MONOTONIC);
 	for (int i = 0; i < f->o->rc->ninputs; i++)
-		seg_sizes(f, f->o->rc->inputs[i], 2, shrunk, sizeof shrunk, 0);
+		walk(f, f->o->rc->inputs[i], 2, seg_size, shrunk);
 	if (!shrunk[0]) {
 		f->shrunk_since = 0;
 		return 0;
@@ -1558,9 +1562,8 @@ static int seg_shrunk(struct fl *f)
 	if (!f->shrunk_since)
 		f->shrunk_since = now;
 	if (now - f->shrunk_since >= (int64_t)(f->o->hold * 1e9)) {
-		shrunk[0] = 0;
-		for (int i = 0; i < f->o->rc->ninputs; i++)
-			seg_sizes(f, f->o->rc->inputs[i], 2, shrunk, sizeof shrunk, 1);
+		rc_map_free(&f->seg_size);
+		rc_map_init(&f->seg_size);
 		f->shrunk_since = 0;
 		if (!f->o->rc->quiet)
 			fprintf(stderr, "%sbp-reconstruct: warning: the segment file %s is still smaller after %.0f s (--follow-hold): taken as it is\n",

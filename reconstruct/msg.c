@@ -90,15 +90,21 @@ static int peer_pending(const struct ap *a, const struct rc_end *e)
 	const struct rc_conn *cn = e->conn;
 	int64_t from = a->c->opt->pending_ns;
 
-	if (!from || !cn || e->side > 1 || !cn->info.expect || a->t < from ||
-	    rc_chan_end_traced(a->c, e, !e->side))
-		return 0;
-	if (a->t > a->c->st.peer_pending_max)
-		a->c->st.peer_pending_max = a->t;
-	return 1;
+	return from && cn && e->side <= 1 && cn->info.expect && a->t >= from &&
+	       !rc_chan_end_traced(a->c, e, !e->side);
 }
 
-static const char peer_not_logged[] = "peer-not-logged";
+/* SP, received from such a peer, is uncertain (counted, and its time
+ * kept: the pass after the hold takes the peer as untraced). */
+static void peer_pending_mark(struct ap *a, struct rc_span *sp)
+{
+	static const char peer_not_logged[] = "peer-not-logged";
+	sp->certainty = RC_CT_UNCERTAIN;
+	sp->reason = peer_not_logged;
+	a->c->st.peer_pending++;
+	if (a->t > a->c->st.peer_pending_max)
+		a->c->st.peer_pending_max = a->t;
+}
 
 /* The end of the record's fd and its absolute offset; counts unknowns. */
 static struct rc_end *rec_end(struct ap *a, int dir, uint64_t *off)
@@ -575,9 +581,7 @@ static struct rc_span *msg_in_request(struct ap *a, struct rc_end *e,
 		sp->reason = unlogged_send;
 		a->c->st.unlogged++;
 	} else if (!x && sp->is_root && peer_pending(a, e)) {
-		sp->certainty = RC_CT_UNCERTAIN;
-		sp->reason = peer_not_logged;
-		a->c->st.peer_pending++;
+		peer_pending_mark(a, sp);
 	}
 	rc_park_batch(a, e, sp);
 	desig_set(&a->th->d, sp->req, sp->id, sp->client_root);
@@ -676,9 +680,7 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 				sp->reason = unlogged_send;
 				c->st.unlogged++;
 			} else if (!x && peer_pending(a, e)) {
-				sp->certainty = RC_CT_UNCERTAIN;
-				sp->reason = peer_not_logged;
-				c->st.peer_pending++;
+				peer_pending_mark(a, sp);
 			}
 			sp->end = a->t;
 			sp->status = rc_msg_status(ev);
