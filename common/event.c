@@ -80,6 +80,7 @@ static const unsigned char schema[BT_EV_TYPE_MAX][14] = {
 	[BT_EV_SHUTDOWN]     = S(F_FD, F_FLAGS),
 	[BT_EV_LOGD]         = S(F_PID, F_FLAGS, F_RESULT, F_STR),
 	[BT_EV_WANT]         = S(F_FD, F_FLAGS),
+	[BT_EV_SIGNAL]       = S(F_FLAGS),
 };
 #undef S
 
@@ -1160,6 +1161,7 @@ static const char *const type_names[BT_EV_TYPE_MAX] = {
 	"exec", "spawn", "thread_create", "open", "close", "dup", "chan",
 	"proto", "msg", "msg_begin", "data", "ready", "isolate", "lost_sync",
 	"name_begin", "name_end", "drop", "shutdown", "logd", "want",
+	"signal",
 };
 
 const char *bt_ev_type_name(unsigned type)
@@ -1367,6 +1369,9 @@ int bt_ev_format(const struct bt_event *ev, char *buf, size_t len)
 		APP(" fd=%d how=%u", ev->fd, ev->flags); break;
 	case BT_EV_WANT:
 		APP(" fd=%d events=%#x", ev->fd, ev->flags); break;
+	case BT_EV_SIGNAL:
+		APP(" %s", ev->flags == BT_SG_BEGIN ? "begin" :
+		    ev->flags == BT_SG_END ? "end" : "?"); break;
 	case BT_EV_LOGD:
 		APP(" pid=%u flags=%#x result=%lld %.*s", ev->pid, ev->flags,
 		    (long long)ev->result, (int)ev->str_len,

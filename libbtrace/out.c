@@ -154,6 +154,17 @@ static void out_done_as(int fd, const struct iovec *iov, int cnt, ssize_t n,
 	uint64_t pc = bt_self.pause_lost;
 	if (!ch)
 		return;
+	if (unlikely(bt_self.in_sig) && bt_self.sig_nest &&
+	    ch == bt_self.sig_ch) {
+		/* a signal handler writes on the channel whose read it
+		 * interrupted: its record could not be put in the right
+		 * order with that read's, so not recorded, as before
+		 * handlers' calls were (bt_call_safe_begin) */
+		if (!plaintext)
+			bt_out_nested(fd, n);
+		errno = e;
+		return;
+	}
 	if (plaintext) {
 		if (ch->dark || !ch->tls)
 			return;

@@ -73,6 +73,13 @@ struct bt_thread {
 		uint64_t wait_marks;    /* both, set at once (bt_wait_begin) */
 	};
 	int         in_sig;         /* a handler's call is being recorded */
+	int         sig_nest;       /* the wait marks are a read's system
+				       call (bt_call_safe_begin): a
+				       handler's calls are bracketed by
+				       SIGNAL records, the interrupted
+				       fragment goes on after them */
+	const void *sig_ch;         /* that read's channel: a handler's
+				       read of it passes through */
 	struct {
 		int             depth, wait_depth;
 		uint64_t        out_ts;
@@ -188,6 +195,36 @@ static inline void bt_wait_begin(void)
 static inline void bt_wait_end(void)
 {
 	bt_self.wait_depth = 0;
+}
+
+/*
+ * Around the real system call of a read by the application's own call
+ * (depth 1) that holds no lock and has handed nothing over yet (in.c): a
+ * signal handler that runs there (php-fpm's master: SIGCHLD while it
+ * reads a child's pipe) has its calls recorded, between a SIGNAL begin
+ * written at its first call and a SIGNAL end written by
+ * bt_call_safe_end before the read's own records.  sig_nest is set
+ * before the wait marks and cleared after them (signal fences: the
+ * handler runs on this thread), so a signal in between finds no safe
+ * point, or a whole one.  errno is not touched.
+ */
+static inline void bt_call_safe_begin(const void *ch)
+{
+	if (bt_self.depth != 1)
+		return;
+	bt_self.sig_ch = ch;
+	bt_self.sig_nest = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	bt_wait_begin_top();
+}
+BT_HIDDEN void bt_call_safe_end_slow(void);
+static inline void bt_call_safe_end(void)
+{
+	bt_self.wait_depth = 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (unlikely(bt_self.sig_marked) && bt_self.sig_nest)
+		bt_call_safe_end_slow();
+	bt_self.sig_nest = 0;
 }
 
 /* bt_enter() returned 0: undo its count only if it made one. */

@@ -143,6 +143,18 @@ void bt_ready_log_rec(int fd, uintptr_t w, uint32_t pollbits, int nready)
 
 /* ---- signal handlers at a wait ------------------------------------------ */
 
+/* SIGNAL FLAGS: written even while paused (its handler's calls are
+ * not), so a reader never misses an end it saw the beginning of. */
+static void bt_emit_signal(uint32_t flags)
+{
+	struct bt_event ev;
+
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_SIGNAL;
+	ev.flags = flags;
+	bt_emit_always(&ev);
+}
+
 /*
  * A wrapper re-entered: depth was > 0 and is now one more.  When the
  * wrapper it interrupted sleeps in an event loop's readiness wait
@@ -153,8 +165,12 @@ void bt_ready_log_rec(int fd, uintptr_t w, uint32_t pollbits, int nready)
  * first recorded call in a wait writes a READY -1 flagged BT_RF_SIGNAL
  * (unless the thread works for no request already): a signal arrives
  * from outside the thread's work, so its calls work for no request.
- * Anywhere else (a handler that interrupted a read, a write, the shim's
- * own bookkeeping; a handler interrupted by another) the call passes
+ * The same inside the real system call of a read that holds nothing
+ * (bt_call_safe_begin), where the thread's fragment is not over: there
+ * the handler's first call writes SIGNAL begin, and the read writes
+ * SIGNAL end when its system call returns, before its own records.
+ * Anywhere else (a handler that interrupted a write, the shim's own
+ * bookkeeping; a handler interrupted by another) the call passes
  * through and its events are counted in the next DROP, as before.
  */
 int bt_sig_enter(void)
@@ -175,11 +191,24 @@ int bt_sig_enter(void)
 	if (!bt_self.sig_marked) {
 		int e = errno;
 		bt_self.sig_marked = 1;
-		if (!bt_noreq_current())
+		if (bt_self.sig_nest)
+			bt_emit_signal(BT_SG_BEGIN);
+		else if (!bt_noreq_current())
 			bt_ready_log_rec(-1, BT_FD_NONE, BT_RF_SIGNAL, 0);
 		errno = e;
 	}
 	return 1;
+}
+
+/* A handler's calls were recorded inside the read's system call: their
+ * end, before the read's own records (bt_call_safe_end). */
+void bt_call_safe_end_slow(void)
+{
+	int e = errno;
+
+	bt_self.sig_marked = 0;
+	bt_emit_signal(BT_SG_END);
+	errno = e;
 }
 
 void bt_sig_leave(void)

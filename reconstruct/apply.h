@@ -51,5 +51,8 @@ void rc_frag_input(struct ap *a, struct rc_end *e, uint8_t trigger,
 		   uint64_t off, int begun);
 /* The thread's name lookups still open end (model.c). */
 void rc_lookups_close(struct ap *a);
+/* A signal handler's fragment ends, the one it interrupted is back
+ * (SIGNAL end, or a loss or end first; no-op outside a handler). */
+void rc_sig_end(struct ap *a);
 
 #endif /* RC_APPLY_H */

@@ -178,6 +178,7 @@ void rc_lineage_thread_start(struct ap *a)
 	const struct bt_event *ev = a->ev;
 
 	if (th->started) {
+		rc_sig_end(a);
 		rc_frag_close(a);
 		rc_lookups_close(a);
 	}

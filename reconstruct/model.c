@@ -152,6 +152,64 @@ void rc_frag_input(struct ap *a, struct rc_end *e, uint8_t trigger,
 }
 
 
+/*
+ * SIGNAL begin: a signal handler ran while the thread was inside a read's
+ * system call, in the middle of a fragment; its calls follow, until
+ * SIGNAL end.  They are a fragment of their own, for no request (a signal
+ * comes from outside the thread's work), and the interrupted fragment is
+ * kept aside as it was - not ended: its server span, its parked state
+ * and its wait for the read's input go on after the handler.
+ */
+static void sig_begin(struct ap *a)
+{
+	struct rc_thr *th = a->th;
+
+	if (th->in_sig)
+		return;            /* (a handler inside a handler is never
+				      recorded: no second begin) */
+	th->sig.frag = th->frag;
+	th->sig.d = th->d;
+	th->sig.frag_span = th->frag_span;
+	th->sig.lookups = th->lookups;
+	th->sig.park_cand = th->park_cand;
+	th->sig.park_why = th->park_why;
+	th->sig.park_defer = th->park_defer;
+	th->sig.inherited = th->inherited;
+	th->in_sig = 1;
+	th->frag_span = NULL;
+	th->lookups = NULL;
+	th->park_cand = 0;
+	th->inherited = 0;
+	memset(&th->d, 0, sizeof th->d);
+	memset(&th->frag, 0, sizeof th->frag);
+	th->frag.open = 1;
+	th->frag.trigger = RC_TR_SIGNAL;
+	th->frag.noreq = 1;
+	th->frag.fd = -1;
+	th->frag.start = th->frag.last = a->t;
+}
+
+/* SIGNAL end (or whatever ends the handler first: a loss, the thread's
+ * end): the handler's fragment ends, the interrupted one is back. */
+void rc_sig_end(struct ap *a)
+{
+	struct rc_thr *th = a->th;
+
+	if (!th->in_sig)
+		return;
+	rc_frag_close(a);
+	rc_lookups_close(a);
+	th->frag = th->sig.frag;
+	th->d = th->sig.d;
+	th->frag_span = th->sig.frag_span;
+	th->lookups = th->sig.lookups;
+	th->park_cand = th->sig.park_cand;
+	th->park_why = th->sig.park_why;
+	th->park_defer = th->sig.park_defer;
+	th->inherited = th->sig.inherited;
+	th->in_sig = 0;
+}
+
 void rc_lookups_close(struct ap *a)
 {
 	struct rc_lookup *l;
@@ -573,6 +631,7 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 	case BT_EV_THREAD_START:  rc_lineage_thread_start(&a); break;
 	case BT_EV_PROC_START:    rc_lineage_proc_start(&a); break;
 	case BT_EV_THREAD_EXIT:
+		rc_sig_end(&a);
 		rc_frag_close(&a);
 		rc_lookups_close(&a);
 		rc_park_resolve(&a, 1);
@@ -619,12 +678,22 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 	case BT_EV_NAME_END:      on_name_end(&a); break;
 	case BT_EV_DROP:
 		c->st.dropped += ev->len;
+		/* in a handler's calls: the loss may be its SIGNAL end, and
+		 * what follows the interrupted fragment's (which the loss
+		 * then makes uncertain) */
+		rc_sig_end(&a);
 		drop_uncertain(&a);
 		rc_warn(c, rc_file_path(c, s->rec.file), s->rec.file_off,
 			"host %s pid %u: the tracer could not record %" PRIu64 " events (reason %u); byte offsets stay exact",
 			c->hosts[im->host].name, im->pid, ev->len, ev->flags);
 		break;
 	case BT_EV_LOGD:          on_logd(&a); break;
+	case BT_EV_SIGNAL:
+		if (ev->flags == BT_SG_BEGIN)
+			sig_begin(&a);
+		else if (ev->flags == BT_SG_END)
+			rc_sig_end(&a);
+		break;
 	default:
 		break;
 	}
@@ -736,6 +805,7 @@ void rc_model_stream_end(struct rc_ctx *c, struct rc_run *s)
 
 	if (!rc_lineage_imrun(c, im))
 		return;
+	rc_sig_end(&a);
 	rc_frag_close(&a);
 	rc_lookups_close(&a);
 	rc_park_resolve(&a, 1);

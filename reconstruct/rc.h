@@ -212,6 +212,16 @@ struct rc_thr {
 	int64_t  floor;          /* causal time floor (same-domain clamps) */
 	uint8_t  inherited;      /* its designation is its creator's and no
 				    input has come since (rule 3) */
+	uint8_t  in_sig;         /* between SIGNAL begin and end: a signal
+				    handler's fragment interrupts ... */
+	struct {                 /* ... this one, kept aside (model.c) */
+		struct rc_frag    frag;
+		struct rc_desig   d;
+		struct rc_span   *frag_span;
+		struct rc_lookup *lookups;
+		uint64_t          park_cand;
+		uint8_t           park_why, park_defer, inherited;
+	} sig;
 };
 
 /* ---- streams --------------------------------------------------------- */

@@ -70,6 +70,8 @@ enum bt_ev_type {
 	BT_EV_SHUTDOWN     = 23, /* shutdown(fd, how) */
 	BT_EV_LOGD         = 24, /* bp-logd's own notes (peer up/down, loss) */
 	BT_EV_WANT         = 25, /* the fragment asked for events on fd */
+	BT_EV_SIGNAL       = 26, /* a signal handler's calls begin / end
+				    inside an interrupted call (flags) */
 	BT_EV_TYPE_MAX
 };
 
@@ -123,6 +125,14 @@ enum bt_msg_kind {
 				    follow, made while the thread slept in
 				    an event loop's wait: work for no
 				    request (docs/events.md "READY") */
+
+/* BT_EV_SIGNAL flags.  A signal handler ran while the thread was inside
+ * a traced call's real system call (a read that had handed nothing over
+ * yet): the handler's calls are recorded between BEGIN and END, as work
+ * for no request that interrupts the thread's fragment; after END the
+ * interrupted fragment goes on (docs/events.md "SIGNAL"). */
+#define BT_SG_BEGIN     1u
+#define BT_SG_END       2u
 
 /* BT_EV_PROTO flags: how the processor was chosen */
 enum bt_proto_how { BT_PH_RULE = 1, BT_PH_DEFAULT = 2, BT_PH_SNIFF = 3,

@@ -12,6 +12,13 @@
  *
  * The handler's write happens inside the shim's wait wrapper (the shim is
  * re-entered); sigwait.sh checks that it is recorded, not dropped.
+ *
+ * "sigwait N read": the handler runs inside a blocking read instead (a
+ * pipe the child writes a byte to 2 ms after each signal; SIGUSR1 never
+ * blocked; the first half of the run without SA_RESTART, the read fails
+ * EINTR, the second half with it, the kernel restarts the read).  After
+ * each byte from the pipe the loop drains the socketpair.  Prints
+ * "sigread: S signals, B bytes read, P bytes from the pipe".
  */
 #include "config.h"
 
@@ -47,6 +54,68 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static int read_mode(int n)
+{
+	int pipefd[2], got = 0, fromkid = 0, restart = 0;
+	struct sigaction sa;
+	pid_t parent = getpid(), kid;
+	double t0 = now();
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp) < 0 || pipe(pipefd) < 0) {
+		perror("sigwait: setup");
+		return 2;
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_usr1;
+	sigaction(SIGUSR1, &sa, NULL);
+	kid = fork();
+	if (kid < 0) {
+		perror("sigwait: fork");
+		return 2;
+	}
+	if (kid == 0) {
+		struct timespec d = { 0, 2000000 };
+		close(pipefd[0]);
+		for (int i = 0; i < n; i++) {
+			nanosleep(&d, NULL);
+			kill(parent, SIGUSR1);
+			nanosleep(&d, NULL);
+			(void)!write(pipefd[1], "x", 1);
+		}
+		_exit(0);
+	}
+	close(pipefd[1]);
+	for (;;) {
+		char buf[64];
+		if (!restart && caught >= n / 2) {
+			sa.sa_flags = SA_RESTART;
+			sigaction(SIGUSR1, &sa, NULL);
+			restart = 1;
+		}
+		ssize_t r = read(pipefd[0], buf, sizeof buf);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r > 0)
+			fromkid += (int)r;
+		/* what the handler wrote so far */
+		ssize_t k;
+		while ((k = recv(sp[0], buf, sizeof buf, MSG_DONTWAIT)) > 0)
+			got += (int)k;
+		if (r <= 0 || now() - t0 > 20)
+			break;
+	}
+	waitpid(kid, NULL, 0);
+	{
+		char buf[64];
+		ssize_t k;
+		while ((k = recv(sp[0], buf, sizeof buf, MSG_DONTWAIT)) > 0)
+			got += (int)k;
+	}
+	printf("sigread: %d signals, %d bytes read, %d bytes from the pipe\n",
+	       (int)caught, got, fromkid);
+	return got == caught && fromkid == n && caught >= n / 2 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 150;
@@ -57,6 +126,8 @@ int main(int argc, char **argv)
 	pid_t parent = getpid(), kid;
 	double t0 = now();
 
+	if (argc > 2 && strcmp(argv[2], "read") == 0)
+		return n < 1 || n > 10000 ? 2 : read_mode(n);
 	if (n < 1 || n > 10000 ||
 	    socketpair(AF_UNIX, SOCK_STREAM, 0, sp) < 0 || pipe(other) < 0 ||
 	    (ep = epoll_create1(0)) < 0) {

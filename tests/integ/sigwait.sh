@@ -10,6 +10,11 @@
 # work must be a fragment of its own for no request (trigger 'signal').
 # Before the handler's calls were recorded, each of its writes was a lost
 # event and a warning that cost paths.
+# Then the same inside a blocking read ("sigwait N read": a pipe the
+# child writes to 2 ms after each signal, half the run with SA_RESTART):
+# the handler's calls between SIGNAL begin and end, again none lost,
+# every handler a fragment of its own for no request, and the pipe's
+# bytes read in fragments the handler did not end.
 . "$(dirname "$0")/lib.sh"
 bp_setup sigwait
 bp_require_tracing
@@ -48,4 +53,40 @@ read -r a b nsig nreq <<<"$got"
 [ "$nsig" -ge $((sigs / 2)) ] && [ "$nsig" -le "$sigs" ] ||
 	bp_fail "$nsig fragments begun by a signal handler for $sigs signals"
 [ "$nreq" = 0 ] || bp_fail "$nreq signal handler fragments belong to a request"
-echo "PASS: $BP_TEST: $sigs handler writes during epoll_pwait ($ep), ppoll ($po) and pselect ($se): none lost, every byte on the socketpair's ends, $nsig fragments begun by the handler, for no request"
+
+# ---- inside a read ----
+rm -rf "$T/logs"
+bp_logd_start "$T"
+timeout 60 env "LD_PRELOAD=$BP_SHIM" "BTRACE_LOGD=$BP_LOGD_SOCK" "$SW" "$N" read \
+	>"$T/sr.out" 2>&1 || bp_fail "sigwait read failed: $(cat "$T/sr.out")"
+bp_logd_stop
+line=$(grep '^sigread: ' "$T/sr.out") || bp_fail "no summary from sigwait read: $(cat "$T/sr.out")"
+read -r _ rsigs _ rbytes _ _ rpipe _ <<<"$line"
+[ "$rsigs" = "$rbytes" ] && [ "$rpipe" = "$N" ] ||
+	bp_fail "sigwait read: $line"
+nbeg=$("$BP_DUMP" "$T/logs" 2>/dev/null | grep -c ' signal begin') || true
+nend=$("$BP_DUMP" "$T/logs" 2>/dev/null | grep -c ' signal end') || true
+[ "$nbeg" -ge $((rsigs / 2)) ] && [ "$nbeg" = "$nend" ] ||
+	bp_fail "$nbeg SIGNAL begin and $nend end records for $rsigs signals in reads"
+"$BP_RECONSTRUCT" "$T/logs" -o "$T/paths2.db" 2>"$T/recon2.err" ||
+	bp_fail "bp-reconstruct failed: $(cat "$T/recon2.err")"
+grep -q "events read (0 lost), .* 0 warnings -> " "$T/recon2.err" ||
+	bp_fail "the handler's events in reads were not all recorded: $(grep -m3 'could not record\|events read' "$T/recon2.err")"
+got=$("$PY" - "$T/paths2.db" <<'PYEOF'
+import sqlite3, sys
+h = sqlite3.connect(sys.argv[1])
+ends = h.execute("""SELECT bytes_in, bytes_out FROM channels
+  WHERE role = 'socketpair' ORDER BY bytes_out""").fetchall()
+sig = h.execute("""SELECT count(*), count(request_id) FROM fragments
+  WHERE trigger = 'signal'""").fetchone()
+print(' '.join('%d/%d' % e for e in ends), sig[0], sig[1])
+PYEOF
+) || bp_fail "reading $T/paths2.db failed"
+read -r a b rsig rreq <<<"$got"
+[ "$a $b" = "$rsigs/0 0/$rsigs" ] ||
+	bp_fail "read mode: socketpair ends (in/out): $a $b, not $rsigs/0 0/$rsigs"
+[ "$rsig" = "$nbeg" ] ||
+	bp_fail "read mode: $rsig fragments begun by a signal handler for $nbeg SIGNAL begin records"
+[ "$rreq" = 0 ] || bp_fail "read mode: $rreq signal handler fragments belong to a request"
+
+echo "PASS: $BP_TEST: $sigs handler writes during epoll_pwait ($ep), ppoll ($po) and pselect ($se): none lost, every byte on the socketpair's ends, $nsig fragments begun by the handler, for no request; $rsigs inside blocking reads: none lost, $nbeg recorded between SIGNAL begin and end, $rsig fragments for no request"

@@ -18,6 +18,10 @@
 #include "btrace/segment.h"
 #include "check_recon.h"
 
+#ifndef POLLIN
+#define POLLIN 1
+#endif
+
 #define IN   BT_DIR_IN
 #define OUT  BT_DIR_OUT
 #define REQ  BT_MK_REQUEST
@@ -355,6 +359,100 @@ START_TEST(duplicates_and_spool)
 }
 END_TEST
 
+/* ---- a signal handler's calls inside a read ------------------------------ */
+
+/*
+ * A worker reads the database's reply for /x when a signal handler runs
+ * inside that read and writes a byte to the worker's self-pipe (SIGNAL
+ * begin .. end, libbtrace's bt_call_safe_begin).  The handler works for
+ * no request: its byte, and the work its event loop does when it reads
+ * the byte later, are no request's; the interrupted fragment goes on
+ * after it (the reply, the answer to /x).  LOSE_END: the SIGNAL end was
+ * lost (the ring was full): a DROP comes instead, after which the
+ * records are the interrupted fragment's again, and /x is uncertain.
+ */
+static void signal_in_read(int lose_end)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 100, "/usr/sbin/apache2", 0);
+	struct gen_thr *d = gen_proc_main(h, 200, "/usr/lib/postgresql/15/bin/postgres", 0);
+	struct bt_event sb = { .type = BT_EV_SIGNAL, .flags = BT_SG_BEGIN };
+	struct bt_event se = { .type = BT_EV_SIGNAL, .flags = BT_SG_END };
+	struct bt_event drop = { .type = BT_EV_DROP, .len = 1,
+				 .flags = BT_DR_RING_FULL };
+
+	gen_tcp(w, 10, 9, BT_CR_CONNECT, "10.0.0.1:50000", "10.0.0.2:5432");
+	gen_tcp(d, 11, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50000");
+	gen_pipe(w, 12, 21, 22, 7001);                 /* its self-pipe */
+	gen_tcp(w, 100, 5, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.9:1234");
+	gen_msg(w, 110, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/x"), 0);
+	gen_msg(w, 120, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 1"), 0);
+	gen_msg(d, 125, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 1"), 0);
+	/* the read of the reply: the handler runs inside it */
+	gen_ev(w, 126, &sb);
+	gen_data(w, 127, 22, OUT, 1);
+	if (lose_end)
+		gen_ev(w, 133, &drop);
+	else
+		gen_ev(w, 133, &se);
+	gen_msg(d, 130, 4, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	gen_msg(w, 135, 9, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	gen_open(w, 140, 8, "/var/www/x.tpl");
+	gen_msg(w, 160, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
+	/* the event loop reads its self-pipe, then opens a log file */
+	gen_ready(w, 170, 21, POLLIN);
+	gen_data(w, 171, 21, IN, 1);
+	gen_open(w, 172, 10, "/var/log/app/reload.log");
+
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	if (!lose_end)
+		ck_assert_str_eq(rt_paths(&t),
+			"R http GET /x st=200 client=10.0.0.9:1234\n"
+			"  server http 'GET /x' /x web/100/100 st=200\n"
+			"    client postgresql 'SELECT' SELECT 1 web/100/100 st=NULL\n"
+			"      server postgresql 'SELECT' SELECT 1 web/200/200 st=NULL\n"
+			"unattributed:\n");
+	else
+		ck_assert_str_eq(rt_paths(&t),
+			"R http GET /x st=200 client=10.0.0.9:1234 [uncertain lost-events]\n"
+			"  server http 'GET /x' /x web/100/100 st=200 [uncertain lost-events]\n"
+			"    client postgresql 'SELECT' SELECT 1 web/100/100 st=NULL [uncertain lost-events]\n"
+			"      server postgresql 'SELECT' SELECT 1 web/200/200 st=NULL [uncertain lost-events]\n"
+			"unattributed:\n");
+	/* the self-pipe's byte, and what the loop did on reading it, are no
+	 * request's (before SIGNAL was understood: /x's) */
+	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM files WHERE path = '/var/log/app/reload.log' AND request_id IS NULL"), 1);
+	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM fragments WHERE fd = 21 AND request_id IS NULL"), 1);
+	/* the handler's fragment: no request's, inside the interrupted one */
+	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM fragments WHERE trigger = 'signal' AND request_id IS NULL AND start_ns = %lld",
+			       (long long)gen_epoch(126)), 1);
+	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM fragments WHERE trigger = 'signal'"), 1);
+	/* the reply and the file after the handler are still /x's */
+	ck_assert_str_eq(rt_q(&t, "SELECT r.target FROM files f JOIN requests r USING (request_id) WHERE f.path = '/var/www/x.tpl'"), "/x");
+	ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM warnings"), lose_end ? 1 : 0);
+	ck_assert_int_eq(rt_badly_nested(&t), 0);
+	rt_done(&t);
+}
+
+START_TEST(signal_inside_read)
+{
+	signal_in_read(0);
+}
+END_TEST
+
+START_TEST(signal_inside_read_end_lost)
+{
+	signal_in_read(1);
+}
+END_TEST
+
 Suite *recon_loss_suite(void)
 {
 	Suite *s = suite_create("recon_loss");
@@ -365,6 +463,8 @@ Suite *recon_loss_suite(void)
 	tcase_add_test(tc, blocked_receive_released);
 	tcase_add_test(tc, peer_gone_released);
 	tcase_add_test(tc, duplicates_and_spool);
+	tcase_add_test(tc, signal_inside_read);
+	tcase_add_test(tc, signal_inside_read_end_lost);
 	suite_add_tcase(s, tc);
 	return s;
 }

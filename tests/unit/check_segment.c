@@ -569,6 +569,7 @@ static const struct enc_row {
 	{ BT_EV_SHUTDOWN,      1, { IF_FD, IF_FLAGS } },
 	{ BT_EV_LOGD,          0, { 0 } },
 	{ BT_EV_WANT,          1, { IF_FD, IF_FLAGS } },
+	{ BT_EV_SIGNAL,        1, { IF_FLAGS } },
 };
 
 static uint64_t int_field(const struct bt_event *ev, unsigned f)
