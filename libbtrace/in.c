@@ -266,11 +266,9 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 	/* Fast path: nothing held, nothing to parse. */
 	if (!ch->pp && !ch->sniff && ch->rd == ch->wr) {
 		bt_mutex_unlock(&ch->mu);
-		if (r->kind != RK_TLS)
-			bt_call_safe_begin(ch);
+		int safe = r->kind != RK_TLS && bt_call_safe_begin(ch);
 		n = rd_real(r, r->iov, r->iovcnt, r->flags);
-		if (r->kind != RK_TLS)
-			bt_call_safe_end();
+		bt_call_safe_end(safe);
 		if (n <= 0 || peek)
 			return n;
 		e = errno;
@@ -379,15 +377,13 @@ from_kernel:
 	/* Nothing held: the real call, into the application's buffers (a
 	 * signal handler's calls during it are recorded: not a TLS
 	 * library's, which holds its session's state) */
-	if (r->kind != RK_TLS)
-		bt_call_safe_begin(ch);
+	int safe = r->kind != RK_TLS && bt_call_safe_begin(ch);
 	n = r->kind == RK_READ ? REAL(read)(fd, r->iov[0].iov_base,
 					    r->iov[0].iov_len) :
 	    r->kind == RK_RECV ? REAL(recv)(fd, r->iov[0].iov_base,
 					    r->iov[0].iov_len, r->flags) :
 	    rd_real(r, r->iov, r->iovcnt, r->flags);
-	if (r->kind != RK_TLS)
-		bt_call_safe_end();
+	bt_call_safe_end(safe);
 	if (n < 0)
 		return n;
 	e = errno;
@@ -564,8 +560,8 @@ static ssize_t do_read(struct rd *r)
 		uintptr_t w = bt_fd_get(r->fd);
 		ch = BT_FD_IS_CHAN(w) ? (struct bt_chan *)w : bt_chan_of(r->fd);
 	}
-	if (!ch || (unlikely(bt_self.in_sig) && bt_self.sig_nest &&
-		    ch == bt_self.sig_ch)) {
+	if (!ch || (unlikely(bt_self.in_sig) &&
+		    ch == bt_self.sig_saved.sig_ch)) {
 		/* (a signal handler that reads the channel whose read it
 		 * interrupted: passed through, as before handlers' calls
 		 * were recorded: bt_call_safe_begin) */

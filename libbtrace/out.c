@@ -154,8 +154,8 @@ static void out_done_as(int fd, const struct iovec *iov, int cnt, ssize_t n,
 	uint64_t pc = bt_self.pause_lost;
 	if (!ch)
 		return;
-	if (unlikely(bt_self.in_sig) && bt_self.sig_nest &&
-	    ch == bt_self.sig_ch) {
+	if (unlikely(bt_self.in_sig) &&
+	    ch == bt_self.sig_saved.sig_ch) {
 		/* a signal handler writes on the channel whose read it
 		 * interrupted: its record could not be put in the right
 		 * order with that read's, so not recorded, as before

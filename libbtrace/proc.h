@@ -66,22 +66,29 @@ struct bt_thread {
 					   sleeps in an event loop's
 					   readiness wait, holding nothing:
 					   a handler's calls are recorded */
-			int sig_marked; /* its READY -1 (BT_RF_SIGNAL) is
-					   written for this wait (or a
-					   handler's call was recorded) */
+			uint16_t sig_marked; /* its READY -1 (BT_RF_SIGNAL)
+						or SIGNAL begin is written
+						for this wait (or a
+						handler's call was
+						recorded) */
+			uint16_t sig_nest;   /* the wait is a read's system
+						call (bt_call_safe_begin):
+						a handler's calls are
+						bracketed by SIGNAL
+						records, the interrupted
+						fragment goes on after */
 		};
-		uint64_t wait_marks;    /* both, set at once (bt_wait_begin) */
+		uint64_t wait_marks;    /* all three, set at once */
 	};
 	int         in_sig;         /* a handler's call is being recorded */
-	int         sig_nest;       /* the wait marks are a read's system
-				       call (bt_call_safe_begin): a
-				       handler's calls are bracketed by
-				       SIGNAL records, the interrupted
-				       fragment goes on after them */
-	const void *sig_ch;         /* that read's channel: a handler's
-				       read of it passes through */
+	const void *sig_ch;         /* the channel of sig_nest's read (a
+				       handler's read or write of it passes
+				       through: sig_saved.sig_ch) */
 	struct {
-		int             depth, wait_depth;
+		int             depth;
+		uint64_t        wait_marks;
+		const void     *sig_ch;  /* the interrupted read's channel
+					    (sig_nest), else NULL */
 		uint64_t        out_ts;
 		struct bt_chan *out_ch;
 		uint32_t        out_gen;
@@ -166,13 +173,20 @@ static inline int bt_leave_top(int r)
  * (depth 1): wait_depth 1 and sig_marked 0 in one store, so a signal
  * arriving in between never sees one without the other.
  */
+union bt_wait_marks {
+	struct { int d; uint16_t m, n; } f;
+	uint64_t w;
+};
+
 static inline void bt_wait_begin_top(void)
 {
-	const union { struct { int d, m; } f; uint64_t w; } v = { .f = { 1, 0 } };
+	const union bt_wait_marks v = { .f = { 1, 0, 0 } };
 
 	_Static_assert(__builtin_offsetof(struct bt_thread, sig_marked) ==
-		       __builtin_offsetof(struct bt_thread, wait_depth) + sizeof(int),
-		       "wait_depth and sig_marked make wait_marks");
+		       __builtin_offsetof(struct bt_thread, wait_depth) + sizeof(int) &&
+		       __builtin_offsetof(struct bt_thread, sig_nest) ==
+		       __builtin_offsetof(struct bt_thread, sig_marked) + 2,
+		       "wait_depth, sig_marked and sig_nest make wait_marks");
 	bt_self.wait_marks = v.w;
 }
 
@@ -203,28 +217,33 @@ static inline void bt_wait_end(void)
  * signal handler that runs there (php-fpm's master: SIGCHLD while it
  * reads a child's pipe) has its calls recorded, between a SIGNAL begin
  * written at its first call and a SIGNAL end written by
- * bt_call_safe_end before the read's own records.  sig_nest is set
- * before the wait marks and cleared after them (signal fences: the
- * handler runs on this thread), so a signal in between finds no safe
- * point, or a whole one.  errno is not touched.
+ * bt_call_safe_end before the read's own records.  The three marks are
+ * set in one store, so a signal never finds part of them; at the end the
+ * wait mark goes first, so a handler after it is not recorded, and what
+ * one before it did is then read whole.  Only where a read's records
+ * are written (stream_read), which is at depth 1: the application's own
+ * call, or a recorded handler's (whose marks bt_sig_leave puts back).
+ * Returns what bt_call_safe_end takes.  errno is not touched.
  */
-static inline void bt_call_safe_begin(const void *ch)
+static inline int bt_call_safe_begin(const void *ch)
 {
-	if (bt_self.depth != 1)
-		return;
+	const union bt_wait_marks v = { .f = { 1, 0, 1 } };
+
 	bt_self.sig_ch = ch;
-	bt_self.sig_nest = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	bt_wait_begin_top();
+	bt_self.wait_marks = v.w;
+	return 1;
 }
 BT_HIDDEN void bt_call_safe_end_slow(void);
-static inline void bt_call_safe_end(void)
+static inline void bt_call_safe_end(int set)
 {
+	if (!set)
+		return;
 	bt_self.wait_depth = 0;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (unlikely(bt_self.sig_marked) && bt_self.sig_nest)
+	if (unlikely(bt_self.sig_marked))
 		bt_call_safe_end_slow();
-	bt_self.sig_nest = 0;
+	bt_self.wait_marks = 0;
 }
 
 /* bt_enter() returned 0: undo its count only if it made one. */

@@ -178,20 +178,26 @@ int bt_sig_enter(void)
 	if (likely(!bt_self.wait_depth) || bt_self.in_sig ||
 	    bt_self.depth != bt_self.wait_depth + 1)
 		return 0;
+	union bt_wait_marks m = { .w = bt_self.wait_marks };
+	int first = !m.f.m;
+
 	bt_self.sig_saved.depth = bt_self.depth - 1;
-	bt_self.sig_saved.wait_depth = bt_self.wait_depth;
 	bt_self.sig_saved.out_ts = bt_self.out_ts;
 	bt_self.sig_saved.out_ch = bt_self.out_ch;
 	bt_self.sig_saved.out_gen = bt_self.out_gen;
+	bt_self.sig_saved.sig_ch = m.f.n ? bt_self.sig_ch : NULL;
+	/* the marks as the handler leaves them (bt_sig_leave): its
+	 * READY -1 or SIGNAL begin written */
+	m.f.m = 1;
+	bt_self.sig_saved.wait_marks = m.w;
 	bt_self.in_sig = 1;
-	bt_self.wait_depth = 0;
+	bt_self.wait_marks = 0;
 	bt_self.depth = 1;
 	bt_self.out_ts = 0;
 	bt_self.out_ch = NULL;
-	if (!bt_self.sig_marked) {
+	if (first) {
 		int e = errno;
-		bt_self.sig_marked = 1;
-		if (bt_self.sig_nest)
+		if (m.f.n)
 			bt_emit_signal(BT_SG_BEGIN);
 		else if (!bt_noreq_current())
 			bt_ready_log_rec(-1, BT_FD_NONE, BT_RF_SIGNAL, 0);
@@ -206,7 +212,7 @@ void bt_call_safe_end_slow(void)
 {
 	int e = errno;
 
-	bt_self.sig_marked = 0;
+	bt_self.wait_marks = 0;
 	bt_emit_signal(BT_SG_END);
 	errno = e;
 }
@@ -214,7 +220,7 @@ void bt_call_safe_end_slow(void)
 void bt_sig_leave(void)
 {
 	bt_self.depth = bt_self.sig_saved.depth;
-	bt_self.wait_depth = bt_self.sig_saved.wait_depth;
+	bt_self.wait_marks = bt_self.sig_saved.wait_marks;
 	bt_self.out_ts = bt_self.sig_saved.out_ts;
 	bt_self.out_ch = bt_self.sig_saved.out_ch;
 	bt_self.out_gen = bt_self.sig_saved.out_gen;
