@@ -27,6 +27,9 @@ static inline int bt_fd_dark(uintptr_t w)
 /* A write made while the thread was inside the shim (a signal handler)
  * passed straight through: count its N bytes on FD so offsets stay exact. */
 BT_HIDDEN void bt_out_nested(int fd, ssize_t n);
+/* Write the records of the handler's writes bt_out_nested kept, now that
+ * the wrapper they interrupted has left (bt_leave_slow). */
+BT_HIDDEN void bt_out_stash_flush(void);
 
 /* A TLS library's plaintext (tls.c): the read (in.c), see there. */
 struct bt_tls_lib;

@@ -41,10 +41,80 @@ void bt_out_nested(int fd, ssize_t n)
 
 	if (n <= 0 || !BT_FD_IS_CHAN(w) || ((struct bt_chan *)w)->tls)
 		return;       /* (a TLS library's ciphertext: not counted) */
-	__atomic_add_fetch(&((struct bt_chan *)w)->unseen, (uint64_t)n,
-			   __ATOMIC_RELAXED);
+	struct bt_chan *ch = (struct bt_chan *)w;
+	__atomic_add_fetch(&ch->unseen, (uint64_t)n, __ATOMIC_RELAXED);
+	/* A signal handler's write (not a recorded one's; not while
+	 * the kept ones are written) on a channel whose bytes are plain
+	 * data, by stream: kept for the interrupted wrapper's end
+	 * (bt_out_stash_flush).  Its bytes count as unseen meanwhile, so a
+	 * write on the channel before then accounts for them as before. */
+	if (!bt_self.in_sig && !bt_self.stash_busy &&
+	    bt_self.nstash < sizeof bt_self.stash / sizeof bt_self.stash[0] &&
+	    !ch->pp && !ch->sniff && !ch->dark &&
+	    ch->transport == BT_TR_STREAM) {
+		unsigned i = bt_self.nstash;
+		bt_self.stash[i].ch = ch;
+		bt_self.stash[i].gen = ch->gen;
+		bt_self.stash[i].fd = fd;
+		bt_self.stash[i].n = (uint64_t)n;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		bt_self.nstash = (uint8_t)(i + 1);
+		bt_self.leave_hook = 1;
+		return;
+	}
 	bt_self.dropped++;
 	bt_self.drop_reason = BT_DR_REENTRANT;
+}
+
+/*
+ * The wrapper a signal handler's writes interrupted has left (depth 0,
+ * bt_leave_slow): their records now, between SIGNAL begin and end (the
+ * handler's work, for no request: docs/events.md), each where its bytes
+ * still are on the channel's count - unseen, no write since having
+ * accounted for them.  Else (the channel closed or reused, another
+ * write took them in) it is a loss, as such a write always was.  Another
+ * handler's write meanwhile is not kept (stash_busy).
+ */
+void bt_out_stash_flush(void)
+{
+	int e = errno, begun = 0;
+	uint64_t lost = 0;
+
+	bt_self.stash_busy = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	bt_self.depth = 1;
+	for (unsigned i = 0; i < bt_self.nstash; i++) {
+		struct bt_chan *ch = bt_self.stash[i].ch;
+		uint64_t n = bt_self.stash[i].n;
+		int kept = 0;
+		if (lock_gen(ch, bt_self.stash[i].gen) == 0) {
+			if (__atomic_load_n(&ch->unseen, __ATOMIC_RELAXED) >= n &&
+			    !ch->pp && !ch->dark) {
+				__atomic_sub_fetch(&ch->unseen, n,
+						   __ATOMIC_RELAXED);
+				if (!begun) {
+					bt_emit_signal(BT_SG_BEGIN);
+					begun = 1;
+				}
+				data(ch, bt_self.stash[i].fd, BT_DIR_OUT, n);
+				kept = 1;
+			}
+			bt_mutex_unlock(&ch->mu);
+		}
+		lost += !kept;
+	}
+	if (begun)
+		bt_emit_signal(BT_SG_END);
+	if (lost) {              /* (after the end: a DROP ends a handler) */
+		bt_self.dropped += lost;
+		bt_self.drop_reason = BT_DR_REENTRANT;
+	}
+	bt_self.nstash = 0;
+	bt_self.leave_hook = 0;
+	bt_self.depth = 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	bt_self.stash_busy = 0;
+	errno = e;
 }
 
 /* A datagram of N bytes written: one message (ONEWAY if the processor

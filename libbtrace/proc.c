@@ -317,6 +317,8 @@ static pid_t fork_common(int is_vfork)
 		bt_self.depth = 0;
 		bt_self.wait_depth = 0;
 		bt_self.in_sig = 0;
+		bt_self.leave_hook = 0;
+		bt_self.nstash = 0;       /* the parent's handler's */
 		bt_emit_start();
 		bt_emit_claim();
 		errno = e;

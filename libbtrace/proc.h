@@ -81,6 +81,20 @@ struct bt_thread {
 		uint64_t wait_marks;    /* all three, set at once */
 	};
 	int         in_sig;         /* a handler's call is being recorded */
+	int         leave_hook;     /* in_sig, or nstash: the wrapper that
+				       takes depth back to 0 has work
+				       (bt_leave_slow) */
+	/* A handler's writes that re-entered the shim where nothing may
+	 * be recorded, waiting for the wrapper they interrupted to leave
+	 * (out.c, bt_out_nested): */
+	uint8_t     nstash;
+	uint8_t     stash_busy;     /* being written: no more now */
+	struct {
+		void    *ch;        /* struct bt_chan, of generation gen */
+		uint32_t gen;
+		int      fd;
+		uint64_t n;         /* bytes written */
+	} stash[4];
 	const void *sig_ch;         /* the channel of sig_nest's read (a
 				       handler's read or write of it passes
 				       through: sig_saved.sig_ch) */
@@ -129,6 +143,8 @@ static inline uint64_t bt_now(void)
 BT_HIDDEN int bt_sig_enter(void);
 /* The handler's recorded call is over: the interrupted wrapper's state back. */
 BT_HIDDEN void bt_sig_leave(void);
+/* A SIGNAL record (BT_SG_BEGIN or BT_SG_END), written even while paused. */
+BT_HIDDEN void bt_emit_signal(uint32_t flags);
 
 /*
  * Wrapper entry/exit.  BT_ENTER returns 0 when the shim must pass this call
@@ -144,15 +160,19 @@ static inline int bt_enter(void)
 		return bt_sig_enter();
 	return 1;
 }
+/* Depth is back to 0 with leave_hook set: a recorded handler's call is
+ * over (bt_sig_leave), or the handler's writes a wrapper kept waiting are
+ * written now (bt_out_stash_flush, out.c). */
+BT_HIDDEN void bt_leave_slow(void);
 static inline void bt_leave(void)
 {
 	bt_self.depth--;
 	bt_self.out_ts = 0;
-	if (unlikely(bt_self.in_sig) && bt_self.depth == 0)
-		bt_sig_leave();
+	if (unlikely(bt_self.leave_hook) && bt_self.depth == 0)
+		bt_leave_slow();
 }
 
-/* bt_sig_leave, then R (ready.c): bt_leave_top's tail. */
+/* bt_leave_slow, then R (ready.c): bt_leave_top's tail. */
 BT_HIDDEN int bt_sig_leave_ret(int r);
 
 /* bt_leave of a wrapper's fast path that took depth from 0 to 1 itself
@@ -163,7 +183,7 @@ static inline int bt_leave_top(int r)
 {
 	bt_self.depth = 0;
 	bt_self.out_ts = 0;
-	if (unlikely(bt_self.in_sig))
+	if (unlikely(bt_self.leave_hook))
 		return bt_sig_leave_ret(r);
 	return r;
 }

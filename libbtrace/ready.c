@@ -145,7 +145,7 @@ void bt_ready_log_rec(int fd, uintptr_t w, uint32_t pollbits, int nready)
 
 /* SIGNAL FLAGS: written even while paused (its handler's calls are
  * not), so a reader never misses an end it saw the beginning of. */
-static void bt_emit_signal(uint32_t flags)
+void bt_emit_signal(uint32_t flags)
 {
 	struct bt_event ev;
 
@@ -191,6 +191,7 @@ int bt_sig_enter(void)
 	m.f.m = 1;
 	bt_self.sig_saved.wait_marks = m.w;
 	bt_self.in_sig = 1;
+	bt_self.leave_hook = 1;
 	bt_self.wait_marks = 0;
 	bt_self.depth = 1;
 	bt_self.out_ts = 0;
@@ -225,10 +226,21 @@ void bt_sig_leave(void)
 	bt_self.out_ch = bt_self.sig_saved.out_ch;
 	bt_self.out_gen = bt_self.sig_saved.out_gen;
 	bt_self.in_sig = 0;
+	bt_self.leave_hook = bt_self.nstash != 0;
+}
+
+void bt_leave_slow(void)
+{
+	if (bt_self.in_sig)
+		bt_sig_leave();
+	else if (bt_self.nstash)
+		bt_out_stash_flush();
+	else
+		bt_self.leave_hook = 0;
 }
 
 int bt_sig_leave_ret(int r)
 {
-	bt_sig_leave();
+	bt_leave_slow();
 	return r;
 }
