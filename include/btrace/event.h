@@ -126,11 +126,12 @@ enum bt_msg_kind {
 				    an event loop's wait: work for no
 				    request (docs/events.md "READY") */
 
-/* BT_EV_SIGNAL flags.  A signal handler ran while the thread was inside
- * a traced call's real system call (a read that had handed nothing over
- * yet): the handler's calls are recorded between BEGIN and END, as work
- * for no request that interrupts the thread's fragment; after END the
- * interrupted fragment goes on (docs/events.md "SIGNAL"). */
+/* BT_EV_SIGNAL flags.  A signal handler's calls, recorded between BEGIN
+ * and END as work for no request that interrupts the thread's fragment;
+ * after END the interrupted fragment goes on (docs/events.md "SIGNAL").
+ * Written around a handler that ran inside a read's system call, and
+ * around the writes of a handler that re-entered the shim elsewhere,
+ * kept until the wrapper it interrupted left. */
 #define BT_SG_BEGIN     1u
 #define BT_SG_END       2u
 
