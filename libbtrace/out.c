@@ -47,8 +47,12 @@ void bt_out_nested(int fd, ssize_t n)
 	 * the kept ones are written) on a channel whose bytes are plain
 	 * data, by stream: kept for the interrupted wrapper's end
 	 * (bt_out_stash_flush).  Its bytes count as unseen meanwhile, so a
-	 * write on the channel before then accounts for them as before. */
+	 * write on the channel before then accounts for them as before.
+	 * Inside a TLS library's call a nested write may be the library's
+	 * own (a push function the program gave it), whose work is the
+	 * caller's, not a handler's: not kept. */
 	if (!bt_self.in_sig && !bt_self.stash_busy &&
+	    !bt_tls_cur && !bt_tls_inside &&
 	    bt_self.nstash < sizeof bt_self.stash / sizeof bt_self.stash[0] &&
 	    !ch->pp && !ch->sniff && !ch->dark &&
 	    ch->transport == BT_TR_STREAM) {
@@ -88,8 +92,10 @@ void bt_out_stash_flush(void)
 		uint64_t n = bt_self.stash[i].n;
 		int kept = 0;
 		if (lock_gen(ch, bt_self.stash[i].gen) == 0) {
+			/* (paused: its record would not be written, the
+			 * bytes stay unseen, a loss as before) */
 			if (__atomic_load_n(&ch->unseen, __ATOMIC_RELAXED) >= n &&
-			    !ch->pp && !ch->dark) {
+			    !ch->pp && !ch->dark && !bt_paused()) {
 				__atomic_sub_fetch(&ch->unseen, n,
 						   __ATOMIC_RELAXED);
 				if (!begun) {
