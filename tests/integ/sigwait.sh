@@ -31,11 +31,16 @@ read -r _ sigs _ bytes _ _ ep _ _ po _ _ se _ _ <<<"$line"
 [ "$sigs" = "$bytes" ] && [ "$ep" -gt 0 ] && [ "$po" -gt 0 ] && [ "$se" -gt 0 ] ||
 	bp_fail "sigwait did not use all three waits: $line"
 
-"$BP_RECONSTRUCT" "$T/logs" -o "$T/paths.db" 2>"$T/recon.err" ||
-	bp_fail "bp-reconstruct failed: $(cat "$T/recon.err")"
-grep -q "events read (0 lost), .* 0 warnings -> " "$T/recon.err" ||
-	bp_fail "the handler's events were not all recorded: $(grep -m3 'could not record\|events read' "$T/recon.err")"
-got=$("$PY" - "$T/paths.db" <<'PYEOF'
+# recon_check DB SIGS WHAT: reconstruct $T/logs into DB; no event lost, no
+# warning, the socketpair's ends carry SIGS bytes each way; SIGFRAGS: the
+# fragments begun by a signal handler and how many belong to a request.
+recon_check() {
+	local db=$1 n=$2 what=$3 got a b
+	"$BP_RECONSTRUCT" "$T/logs" -o "$db" 2>"$db.err" ||
+		bp_fail "$what: bp-reconstruct failed: $(cat "$db.err")"
+	grep -q "events read (0 lost), .* 0 warnings -> " "$db.err" ||
+		bp_fail "$what: the handler's events were not all recorded: $(grep -m3 'could not record\|events read' "$db.err")"
+	got=$("$PY" - "$db" <<'PYEOF'
 import sqlite3, sys
 h = sqlite3.connect(sys.argv[1])
 ends = h.execute("""SELECT bytes_in, bytes_out FROM channels
@@ -44,10 +49,14 @@ sig = h.execute("""SELECT count(*), count(request_id) FROM fragments
   WHERE trigger = 'signal'""").fetchone()
 print(' '.join('%d/%d' % e for e in ends), sig[0], sig[1])
 PYEOF
-) || bp_fail "reading $T/paths.db failed"
-read -r a b nsig nreq <<<"$got"
-[ "$a $b" = "$sigs/0 0/$sigs" ] ||
-	bp_fail "socketpair ends (in/out): $a $b, not $sigs/0 0/$sigs"
+) || bp_fail "reading $db failed"
+	read -r a b SIGFRAGS <<<"$got"
+	[ "$a $b" = "$n/0 0/$n" ] ||
+		bp_fail "$what: socketpair ends (in/out): $a $b, not $n/0 0/$n"
+}
+
+recon_check "$T/paths.db" "$sigs" waits
+read -r nsig nreq <<<"$SIGFRAGS"
 # one per handler (each interrupts its wait); two signals that arrive as
 # one run one handler
 [ "$nsig" -ge $((sigs / 2)) ] && [ "$nsig" -le "$sigs" ] ||
@@ -68,23 +77,8 @@ nbeg=$("$BP_DUMP" "$T/logs" 2>/dev/null | grep -c ' signal begin') || true
 nend=$("$BP_DUMP" "$T/logs" 2>/dev/null | grep -c ' signal end') || true
 [ "$nbeg" -ge $((rsigs / 2)) ] && [ "$nbeg" = "$nend" ] ||
 	bp_fail "$nbeg SIGNAL begin and $nend end records for $rsigs signals in reads"
-"$BP_RECONSTRUCT" "$T/logs" -o "$T/paths2.db" 2>"$T/recon2.err" ||
-	bp_fail "bp-reconstruct failed: $(cat "$T/recon2.err")"
-grep -q "events read (0 lost), .* 0 warnings -> " "$T/recon2.err" ||
-	bp_fail "the handler's events in reads were not all recorded: $(grep -m3 'could not record\|events read' "$T/recon2.err")"
-got=$("$PY" - "$T/paths2.db" <<'PYEOF'
-import sqlite3, sys
-h = sqlite3.connect(sys.argv[1])
-ends = h.execute("""SELECT bytes_in, bytes_out FROM channels
-  WHERE role = 'socketpair' ORDER BY bytes_out""").fetchall()
-sig = h.execute("""SELECT count(*), count(request_id) FROM fragments
-  WHERE trigger = 'signal'""").fetchone()
-print(' '.join('%d/%d' % e for e in ends), sig[0], sig[1])
-PYEOF
-) || bp_fail "reading $T/paths2.db failed"
-read -r a b rsig rreq <<<"$got"
-[ "$a $b" = "$rsigs/0 0/$rsigs" ] ||
-	bp_fail "read mode: socketpair ends (in/out): $a $b, not $rsigs/0 0/$rsigs"
+recon_check "$T/paths2.db" "$rsigs" "read mode"
+read -r rsig rreq <<<"$SIGFRAGS"
 [ "$rsig" = "$nbeg" ] ||
 	bp_fail "read mode: $rsig fragments begun by a signal handler for $nbeg SIGNAL begin records"
 [ "$rreq" = 0 ] || bp_fail "read mode: $rreq signal handler fragments belong to a request"
