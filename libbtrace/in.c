@@ -243,6 +243,7 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 	size_t want = bt_iov_total(r->iov, r->iovcnt);
 	ssize_t n;
 	size_t k;
+	int safe;
 
 	if (!peek && want && read_plain(ch, fd, &gen))
 		goto from_kernel;
@@ -266,7 +267,7 @@ static ssize_t stream_read(struct bt_chan *ch, struct rd *r)
 	/* Fast path: nothing held, nothing to parse. */
 	if (!ch->pp && !ch->sniff && ch->rd == ch->wr) {
 		bt_mutex_unlock(&ch->mu);
-		int safe = r->kind != RK_TLS && bt_call_safe_begin(ch);
+		safe = r->kind != RK_TLS && bt_call_safe_begin(ch);
 		n = rd_real(r, r->iov, r->iovcnt, r->flags);
 		bt_call_safe_end(safe);
 		if (n <= 0 || peek)
@@ -377,7 +378,7 @@ from_kernel:
 	/* Nothing held: the real call, into the application's buffers (a
 	 * signal handler's calls during it are recorded: not a TLS
 	 * library's, which holds its session's state) */
-	int safe = r->kind != RK_TLS && bt_call_safe_begin(ch);
+	safe = r->kind != RK_TLS && bt_call_safe_begin(ch);
 	n = r->kind == RK_READ ? REAL(read)(fd, r->iov[0].iov_base,
 					    r->iov[0].iov_len) :
 	    r->kind == RK_RECV ? REAL(recv)(fd, r->iov[0].iov_base,
