@@ -173,7 +173,7 @@ static inline void bt_leave(void)
 }
 
 /* bt_leave_slow, then R (ready.c): bt_leave_top's tail. */
-BT_HIDDEN int bt_sig_leave_ret(int r);
+BT_HIDDEN int bt_leave_slow_ret(int r);
 
 /* bt_leave of a wrapper's fast path that took depth from 0 to 1 itself
  * (without bt_enter): every call nested in it has given depth back.
@@ -184,7 +184,7 @@ static inline int bt_leave_top(int r)
 	bt_self.depth = 0;
 	bt_self.out_ts = 0;
 	if (unlikely(bt_self.leave_hook))
-		return bt_sig_leave_ret(r);
+		return bt_leave_slow_ret(r);
 	return r;
 }
 

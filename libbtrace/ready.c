@@ -239,7 +239,7 @@ void bt_leave_slow(void)
 		bt_self.leave_hook = 0;
 }
 
-int bt_sig_leave_ret(int r)
+int bt_leave_slow_ret(int r)
 {
 	bt_leave_slow();
 	return r;

@@ -152,6 +152,23 @@ void rc_frag_input(struct ap *a, struct rc_end *e, uint8_t trigger,
 }
 
 
+/* The thread's fragment state and the one kept aside in TH->sig change
+ * places (SIGNAL begin and end). */
+static void sig_swap(struct rc_thr *th)
+{
+#define SWAP(f) do { __typeof__(th->f) t_ = th->f; th->f = th->sig.f; \
+		     th->sig.f = t_; } while (0)
+	SWAP(frag);
+	SWAP(d);
+	SWAP(frag_span);
+	SWAP(lookups);
+	SWAP(park_cand);
+	SWAP(park_why);
+	SWAP(park_defer);
+	SWAP(inherited);
+#undef SWAP
+}
+
 /*
  * SIGNAL begin: a signal handler ran while the thread was inside a read's
  * system call, in the middle of a fragment; its calls follow, until
@@ -167,15 +184,10 @@ static void sig_begin(struct ap *a)
 	if (th->in_sig)
 		return;            /* (a handler inside a handler is never
 				      recorded: no second begin) */
-	th->sig.frag = th->frag;
-	th->sig.d = th->d;
-	th->sig.frag_span = th->frag_span;
-	th->sig.lookups = th->lookups;
-	th->sig.park_cand = th->park_cand;
-	th->sig.park_why = th->park_why;
-	th->sig.park_defer = th->park_defer;
-	th->sig.inherited = th->inherited;
+	sig_swap(th);
 	th->in_sig = 1;
+	th->park_why = th->sig.park_why;
+	th->park_defer = th->sig.park_defer;
 	th->frag_span = NULL;
 	th->lookups = NULL;
 	th->park_cand = 0;
@@ -199,14 +211,7 @@ void rc_sig_end(struct ap *a)
 		return;
 	rc_frag_close(a);
 	rc_lookups_close(a);
-	th->frag = th->sig.frag;
-	th->d = th->sig.d;
-	th->frag_span = th->sig.frag_span;
-	th->lookups = th->sig.lookups;
-	th->park_cand = th->sig.park_cand;
-	th->park_why = th->sig.park_why;
-	th->park_defer = th->sig.park_defer;
-	th->inherited = th->sig.inherited;
+	sig_swap(th);
 	th->in_sig = 0;
 }
 
