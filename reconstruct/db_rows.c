@@ -187,11 +187,17 @@ static void bind_channel(sqlite3_stmt *s, int o, const struct rc_row_channel *r)
  * Rows are not inserted during the merge: the clock corrections are known
  * only at its end, and shifting every row in place then (one UPDATE per
  * table) rewrote the whole database.  They are appended instead to an
- * unlinked temporary file next to the output, in the order they come (the
- * row struct, then each of its strings), and inserted with corrected times
- * by rc_db_finish in that same order (attrs, which have no times, come
- * along so that they go in batches too).  Memory stays one buffer.  The
- * file is a spill file (spill.h): OUTPUT.tmp-PID-rows, unlinked at once.
+ * unlinked temporary file next to the output, in the order they come, and
+ * inserted with corrected times by rc_db_finish in that same order (attrs,
+ * which have no times, come along so that they go in batches too).
+ * Memory stays one buffer.  The file is a spill file (spill.h):
+ * OUTPUT.tmp-PID-rows, unlinked at once.
+ *
+ * A spooled row is written compactly (see "the compact form" below): the
+ * row structs are mostly small numbers and numbers close to the previous
+ * row's (ids, times), and the same few strings.  Written whole they made
+ * a file as large as the database (270 bytes a row at 5 million
+ * bp-genbig events), all of it copied into the page cache and back.
  */
 
 enum spool_kind { K_REQUEST = 1, K_SPAN, K_MESSAGE, K_FRAGMENT, K_FILE,
@@ -285,16 +291,33 @@ union spool_row {
 struct batch;
 
 /* The spool: its file, the buffer, and the batches of the replay. */
+/* The compact form's memory of the previous row of each kind: its words,
+ * and its strings (the writer's copies; the reader's point into the
+ * buffer, or into own[] once the buffer is refilled). */
+#define SPOOL_WORDS 32
+#define SPOOL_STRS  8
+
+struct spool_last {
+	uint64_t w[SPOOL_WORDS];
+	const char *s[SPOOL_STRS];
+	uint32_t len[SPOOL_STRS];
+	uint8_t  set[SPOOL_STRS];
+	char    *own[SPOOL_STRS];
+	uint32_t cap[SPOOL_STRS];
+};
+
 struct rc_db_rows {
 	struct rc_spill f;
 	char         *buf;
 	size_t        len, cap;
 	uint64_t      bytes;         /* written to f */
+	struct spool_last *last;     /* per kind: writing, then reading */
 	struct batch *batch;         /* replay: rows waiting, per kind */
 	struct dbq   *q;             /* the queue, while its thread runs */
 };
 
 static void batch_free(struct rc_db_rows *w);
+static void last_free(struct rc_db_rows *w);
 
 int rc_db_rows_open(struct rc_ctx *c)
 {
@@ -309,7 +332,8 @@ int rc_db_rows_open(struct rc_ctx *c)
 		return RC_EXIT_OUTPUT;
 	}
 	w->buf = malloc(SPOOL_BUF);
-	if (!w->buf)
+	w->last = calloc(K_CANDIDATE + 1, sizeof *w->last);
+	if (!w->buf || !w->last)
 		return rc_fail(c, RC_EXIT_OUTPUT, "out of memory");
 	w->cap = SPOOL_BUF;
 	return 0;
@@ -323,6 +347,7 @@ void rc_db_rows_free(struct rc_db *d)
 	rc_db_queue_abort(d);
 	rc_spill_close(&w->f);
 	batch_free(w);
+	last_free(w);
 	free(w->buf);
 	free(w);
 	d->rows = NULL;
@@ -421,19 +446,185 @@ static void spool_encode(char *p, enum spool_kind k, const void *row,
 	}
 }
 
+/* ---- the compact form -----------------------------------------------------------
+ *
+ * A spooled record: a 4-byte header (the record's length, header included,
+ * in the low 28 bits, its kind in the high 4), then each 8-byte word of
+ * the row struct but its string pointers, as the zigzag varint of its
+ * difference from the same word of the kind's previous row (ids and times
+ * are close to the last ones, most of the rest is the same: a byte or
+ * two each), then each string as a varint tag: 0 NULL, 1 the previous
+ * row's string of that field again, else its length + 2, followed by its
+ * bytes and a NUL.  Every word is restored exactly, padding included.
+ */
+#define SPOOL_LEN_MASK 0x0fffffffu
+
+_Static_assert(sizeof(union spool_row) <= SPOOL_WORDS * 8 &&
+	       sizeof(union spool_row) % 8 == 0, "a row struct is whole words");
+_Static_assert(K_CANDIDATE < 16, "a kind fits in 4 bits");
+
+/* The words of kind K's struct that are string pointers. */
+static uint32_t str_words(enum spool_kind k)
+{
+	uint32_t m = 0;
+	for (size_t i = 0; i < spool_desc[k].nf; i++)
+		m |= 1u << (spool_desc[k].f[i].ptr / 8);
+	return m;
+}
+
+/* Remember S (LEN bytes) as kind L's string I: the writer's copy. */
+static void last_keep(struct spool_last *l, size_t i, const char *s,
+		      uint32_t len)
+{
+	if (len + 1 > l->cap[i]) {
+		char *n = realloc(l->own[i], (size_t)len + 1);
+		if (!n) {
+			l->set[i] = 0;       /* not remembered: written again */
+			return;
+		}
+		l->own[i] = n;
+		l->cap[i] = len + 1;
+	}
+	memcpy(l->own[i], s, len);
+	l->own[i][len] = 0;
+	l->s[i] = l->own[i];
+	l->len[i] = len;
+	l->set[i] = 1;
+}
+
+static void last_free(struct rc_db_rows *w)
+{
+	if (!w->last)
+		return;
+	for (uint32_t k = 0; k <= K_CANDIDATE; k++)
+		for (size_t i = 0; i < SPOOL_STRS; i++)
+			free(w->last[k].own[i]);
+	free(w->last);
+	w->last = NULL;
+}
+
 static void spool_put(struct rc_ctx *c, enum spool_kind k, const void *row)
 {
 	struct rc_db *d = c->db;
-	uint32_t len[8];
 
 	if (!d || d->failed)
 		return;
 	struct rc_db_rows *w = d->rows;
-	size_t need = spool_size(k, row, len);
+	const struct sfield *f = spool_desc[k].f;
+	size_t nf = spool_desc[k].nf, nw = spool_desc[k].size / 8;
+	const char *str[SPOOL_STRS];
+	uint32_t len[SPOOL_STRS], skip = str_words(k);
+	size_t need = 4 + nw * 10;
+
+	for (size_t i = 0; i < nf; i++) {
+		str[i] = sf_str(row, &f[i], &len[i]);
+		need += 5 + (str[i] ? (size_t)len[i] + 1 : 0);
+	}
+	if (need > SPOOL_LEN_MASK) {
+		spool_error(c, "buffer", E2BIG);
+		return;
+	}
 	if (spool_reserve(c, need) < 0)
 		return;
-	spool_encode(w->buf + w->len, k, row, need, len);
-	w->len += need;
+
+	struct spool_last *l = &w->last[k];
+	uint8_t *p0 = (uint8_t *)w->buf + w->len, *p = p0 + 4;
+	for (size_t i = 0; i < nw; i++) {
+		uint64_t v;
+		if (skip >> i & 1)
+			continue;
+		memcpy(&v, (const char *)row + 8 * i, 8);
+		p += bt_put_varint(p, bt_zigzag((int64_t)(v - l->w[i])));
+		l->w[i] = v;
+	}
+	for (size_t i = 0; i < nf; i++) {
+		if (!str[i]) {
+			*p++ = 0;
+			continue;
+		}
+		if (l->set[i] && l->len[i] == len[i] &&
+		    memcmp(l->s[i], str[i], len[i]) == 0) {
+			*p++ = 1;
+			continue;
+		}
+		p += bt_put_varint(p, (uint64_t)len[i] + 2);
+		memcpy(p, str[i], len[i]);
+		p[len[i]] = 0;
+		p += len[i] + 1;
+		last_keep(l, i, str[i], len[i]);
+	}
+	uint32_t h = (uint32_t)(p - p0) | (uint32_t)k << 28;
+	memcpy(p0, &h, 4);
+	w->len += (size_t)(p - p0);
+}
+
+/* The row of the compact record at P (LEN bytes, kind K) into U, its
+ * strings pointing into P or at the kind's previous ones; 0, or -1 when
+ * it does not read back (never, but for a damaged file). */
+static int spool_decode(struct rc_db_rows *w, uint32_t k, const uint8_t *p,
+			size_t len, union spool_row *u)
+{
+	const uint8_t *end = p + len;
+	const struct sfield *f = spool_desc[k].f;
+	size_t nf = spool_desc[k].nf, nw = spool_desc[k].size / 8;
+	uint32_t skip = str_words(k);
+	struct spool_last *l = &w->last[k];
+
+	p += 4;
+	for (size_t i = 0; i < nw; i++) {
+		uint64_t z;
+		size_t n;
+		if (skip >> i & 1)
+			continue;
+		if (!(n = bt_get_varint(p, (size_t)(end - p), &z)))
+			return -1;
+		p += n;
+		l->w[i] += (uint64_t)bt_unzigzag(z);
+		memcpy((char *)u + 8 * i, &l->w[i], 8);
+	}
+	for (size_t i = 0; i < nf; i++) {
+		uint64_t t;
+		size_t n;
+		const char *s = NULL;
+		if (!(n = bt_get_varint(p, (size_t)(end - p), &t)))
+			return -1;
+		p += n;
+		if (t == 1) {
+			if (!l->set[i])
+				return -1;
+			s = l->s[i];
+		} else if (t >= 2) {
+			if (t - 2 >= (uint64_t)(end - p))
+				return -1;
+			s = (const char *)p;
+			l->s[i] = s;
+			l->len[i] = (uint32_t)(t - 2);
+			l->set[i] = 1;
+			p += t - 2 + 1;
+		}
+		memcpy((char *)u + f[i].ptr, &s, sizeof s);
+	}
+	return p == end ? 0 : -1;
+}
+
+/* Before the replay's buffer is refilled: the previous strings that
+ * point into it are copied out (the rows waiting were flushed). */
+static int last_own(struct rc_db_rows *w)
+{
+	for (uint32_t k = 0; k <= K_CANDIDATE; k++) {
+		struct spool_last *l = &w->last[k];
+		for (size_t i = 0; i < SPOOL_STRS; i++) {
+			if (!l->set[i] || l->s[i] == l->own[i])
+				continue;
+			const char *s = l->s[i];
+			uint32_t n = l->len[i];
+			l->set[i] = 0;
+			last_keep(l, i, s, n);
+			if (!l->set[i])
+				return -1;
+		}
+	}
+	return 0;
 }
 
 
@@ -611,10 +802,9 @@ static void shift_times(const struct rc_ctx *c, uint32_t k, void *row)
 	}
 }
 
-/* The row of the spooled record at P (its strings point into P), with
- * corrected times, into U; its kind. */
-static uint32_t spool_row_of(const struct rc_ctx *c, const char *p,
-			     union spool_row *u, int shift)
+/* The row of the queued record at P (its strings point into P) into U;
+ * its kind. */
+static uint32_t spool_row_of(const char *p, union spool_row *u)
 {
 	uint32_t k;
 
@@ -633,17 +823,17 @@ static uint32_t spool_row_of(const struct rc_ctx *c, const char *p,
 		}
 		memcpy((char *)u + f[i].ptr, &s, sizeof s);
 	}
-	if (shift)
-		shift_times(c, k, u);
 	return k;
 }
 
-/* Insert one spooled record (at P) with corrected times. */
-static void spool_apply(struct rc_ctx *c, const char *p)
+/* The clock domain of row U (kind K) is one of the run's. */
+static int dom_ok(const struct rc_ctx *c, uint32_t k, const void *u)
 {
-	union spool_row u;
-	uint32_t k = spool_row_of(c, p, &u, 1);
-	batch_add(c, k, &u);
+	uint32_t dom;
+	if (!time_desc[k].nt)
+		return 1;
+	memcpy(&dom, (const char *)u + time_desc[k].dom, sizeof dom);
+	return dom < c->ndoms;
 }
 
 /* Insert every spooled row, in order, and give the spool back. */
@@ -663,13 +853,25 @@ int rc_db_rows_replay(struct rc_ctx *c)
 		spool_error(c, "buffer", ENOMEM);
 		return -1;
 	}
+	/* the reader starts from the state the writer started from */
+	for (uint32_t k = 0; k <= K_CANDIDATE; k++) {
+		memset(w->last[k].w, 0, sizeof w->last[k].w);
+		memset(w->last[k].set, 0, sizeof w->last[k].set);
+	}
 	while (!d->failed && (left || pos < have)) {
-		uint32_t need = 0;
-		if (have - pos >= 4)
-			memcpy(&need, w->buf + pos, 4);
+		uint32_t need = 0, h = 0;
+		if (have - pos >= 4) {
+			memcpy(&h, w->buf + pos, 4);
+			need = h & SPOOL_LEN_MASK;
+		}
 		if (have - pos < 4 || have - pos < need) {
-			/* the rows waiting point into the buffer */
+			/* the rows waiting point into the buffer, and so may
+			 * the previous rows' strings */
 			batch_flush_all(c);
+			if (last_own(w) < 0) {
+				spool_error(c, "buffer", ENOMEM);
+				return -1;
+			}
 			/* move the partial record to the front and read on */
 			memmove(w->buf, w->buf + pos, have - pos);
 			have -= pos;
@@ -699,10 +901,20 @@ int rc_db_rows_replay(struct rc_ctx *c)
 			off += want;
 			continue;
 		}
-		spool_apply(c, w->buf + pos);
+		union spool_row u;
+		uint32_t k = h >> 28;
+		if (need < 4 || k == 0 || k >= NKIND ||
+		    spool_decode(w, k, (const uint8_t *)w->buf + pos, need,
+				 &u) < 0 || !dom_ok(c, k, &u)) {
+			spool_error(c, "read back", EIO);
+			return -1;
+		}
+		shift_times(c, k, &u);
+		batch_add(c, k, &u);
 		pos += need;
 	}
 	batch_flush_all(c);
+	c->st.spool_bytes = w->bytes;
 	rc_db_rows_free(d);
 	return d->failed ? -1 : 0;
 }
@@ -740,7 +952,6 @@ struct dbq {
 	struct batch   *batch;       /* per kind, full statements in it */
 	int             failed;      /* read after the join */
 	char            what[32], msg[256];
-	const struct rc_ctx *c;      /* read only */
 };
 
 static void q_error(struct dbq *q, sqlite3_stmt *s, const char *what)
@@ -786,7 +997,7 @@ static void q_apply(struct dbq *q, const char *p, size_t len)
 		union spool_row u;
 		memcpy(&need, p, 4);
 		/* the times need no correction (see q_put) */
-		k = spool_row_of(q->c, p, &u, 0);
+		k = spool_row_of(p, &u);
 		p += need;
 		if (k < NKIND) {
 			struct batch *b = &q->batch[k];
@@ -867,7 +1078,6 @@ int rc_db_queue_start(struct rc_ctx *c)
 
 	if (!q)
 		return -1;
-	q->c = c;
 	q->warn = d->st[S_WARNING];
 	q->cand = d->st[S_CANDIDATE];
 	q->buf[0] = malloc(QBUF);
@@ -1004,8 +1214,8 @@ int rc_db_queue_candidate(struct rc_ctx *c, uint64_t span, uint64_t req,
  */
 static void row_put(struct rc_ctx *c, enum spool_kind k, const void *row)
 {
-	if (c->ndoms == 1 && c->db && c->db->rows && c->db->rows->q &&
-	    q_put(c, k, row) == 0) {
+	if (c->ndoms == 1 && !c->opt->spool_all && c->db && c->db->rows &&
+	    c->db->rows->q && q_put(c, k, row) == 0) {
 		c->db->rows->q->early = 1;
 		return;
 	}

@@ -304,6 +304,7 @@ struct rc_stats {
 					from a peer no log has yet but
 					expected traced (uncertain) */
 	int64_t  peer_pending_max;   /* the latest such (provisional ns) */
+	uint64_t spool_bytes;        /* rows spooled (db_rows.c) */
 	uint64_t closed_unread;      /* spans open on an end closed while
 					one of its receives waited
 					(uncertain) */

@@ -243,6 +243,7 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 		sum->untraced = rc_notes_untraced(&c);
 		sum->pending = c.st.peer_pending;
 		sum->pending_max = c.st.peer_pending_max;
+		sum->spool_bytes = c.st.spool_bytes;
 	}
 	r = RC_EXIT_OK;
 	goto out;

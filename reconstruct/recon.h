@@ -61,6 +61,9 @@ struct rc_options {
 	 * traced: an end that began less than this long (ns) after the
 	 * first end of its kind at its address (pair.c, expect_peer) */
 	int64_t     pending_new_ns;
+	/* rows with times go through the spool even with one clock domain
+	 * (db_rows.c; the tests compare the spool with the queue) */
+	int         spool_all;
 };
 
 /* --detail: RC_DETAIL_FULL (the default) writes every table;
@@ -86,6 +89,8 @@ struct rc_summary {
 	 * peer-not-logged, and the latest time of such a mark (Unix ns) */
 	uint64_t pending;
 	int64_t  pending_max;
+	/* bytes of rows spooled until the clock corrections were known */
+	uint64_t spool_bytes;
 };
 
 /*

@@ -46,6 +46,7 @@ int rt_run(struct rt *t)
 		.max_warn_lines = 50, .err = err,
 		.grpc_unary = t->unary, .ngrpc_unary = t->nunary,
 		.pending_ns = t->pending_ns, .pending_new_ns = t->pending_new_ns,
+		.spool_all = t->spool_all,
 	};
 	t->rc = rc_run(&o, &t->sum);
 	fclose(err);

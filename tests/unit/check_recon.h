@@ -23,6 +23,7 @@ struct rt {
 	int nunary;
 	int64_t pending_ns;       /* rc_options.pending_ns (0: none) */
 	int64_t pending_new_ns;   /* rc_options.pending_new_ns */
+	int spool_all;            /* rc_options.spool_all */
 	struct rc_summary sum;
 	int rc;
 	sqlite3 *h;

@@ -181,6 +181,135 @@ START_TEST(random_records_consistent)
 }
 END_TEST
 
+/*
+ * The spool's compact form (db_rows.c) against the queue: with one clock
+ * domain the rows go to the database through the queue, as they are;
+ * spool_all sends them through the spool instead.  Both databases must
+ * hold the same rows, every table, in rowid order.  The logs: a web
+ * server and a database on one host, 3,000 requests with targets and
+ * queries that differ or repeat, empty ones, long ones (4 KB, the most
+ * a record holds), NULLs (no status), files: more than one spool buffer
+ * (1 MiB), so strings repeated across a refill are read back too.
+ */
+static void spool_logs(struct rt *t)
+{
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 100, "/usr/sbin/apache2", 0);
+	struct gen_thr *d = gen_proc_main(h, 200, "/usr/lib/postgresql/15/bin/postgres", 0);
+	static char longq[5000];
+	char target[64], sql[64];
+
+	memset(longq, 'x', sizeof longq - 1);
+	memcpy(longq, "SELECT ", 7);
+	for (int i = 0; i < 3000; i++) {
+		int64_t t0 = 100 + (int64_t)i * 100;
+		int fd = 5, dbfd = 7;
+		char cli[32], lport[32];
+		const char *q = sql;
+
+		snprintf(cli, sizeof cli, "10.0.0.9:%d", 20000 + i);
+		snprintf(lport, sizeof lport, "10.0.0.1:%d", 40000 + i);
+		snprintf(target, sizeof target, "/u?id=%d", i % 7 ? i : 7);
+		snprintf(sql, sizeof sql, "SELECT name FROM u WHERE id = %d",
+			 i % 3 ? i : 3);
+		if (i % 500 == 17)
+			q = longq;
+		else if (i % 500 == 18)
+			q = "";
+		gen_tcp(w, t0, fd, BT_CR_ACCEPT, "10.0.0.1:80", cli);
+		gen_msg(w, t0 + 2, fd, BT_DIR_IN, BT_MK_REQUEST, BT_PROTO_HTTP,
+			80, 0, 0, 0, GEN_A(BT_AK_METHOD, "GET"),
+			GEN_A(BT_AK_TARGET, i % 250 == 5 ? "" : target), 0);
+		gen_tcp(w, t0 + 10, dbfd, BT_CR_CONNECT, lport, "10.0.0.2:5432");
+		gen_msg(w, t0 + 20, dbfd, BT_DIR_OUT, BT_MK_REQUEST,
+			BT_PROTO_PGSQL, 40, 0, 0, 0, GEN_A(BT_AK_SQL, q), 0);
+		gen_tcp(d, t0 + 11, 5, BT_CR_ACCEPT, "10.0.0.2:5432", lport);
+		gen_msg(d, t0 + 25, 5, BT_DIR_IN, BT_MK_REQUEST, BT_PROTO_PGSQL,
+			40, 0, 0, 0, GEN_A(BT_AK_SQL, q), 0);
+		gen_msg(d, t0 + 40, 5, BT_DIR_OUT, BT_MK_REPLY, BT_PROTO_PGSQL,
+			60, 0, 0, 0, GEN_A(BT_AK_TAG, "SELECT 1"), 0);
+		gen_msg(w, t0 + 50, dbfd, BT_DIR_IN, BT_MK_REPLY,
+			BT_PROTO_PGSQL, 60, 0, 0, 0, 0);
+		if (i % 4 == 0)
+			gen_open(w, t0 + 55, 8, i % 8 ? "/var/www/a.html" : "/var/www/b.html");
+		gen_msg(w, t0 + 60, fd, BT_DIR_OUT, BT_MK_REPLY, BT_PROTO_HTTP,
+			500, 0, i % 9 ? 200 : 0, 0, 0);
+		if (i % 4 == 0)
+			gen_close(w, t0 + 61, 8);
+		gen_close(w, t0 + 62, dbfd);
+		gen_close(d, t0 + 63, 5);
+		gen_close(w, t0 + 64, fd);
+	}
+	rt_init(t);
+	rt_write(t, g, NULL);
+}
+
+/* Every table of T's database, rows in rowid order, as text. */
+static char *db_text(struct rt *t)
+{
+	sqlite3_stmt *tabs, *s;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(sqlite3_prepare_v2(t->h, "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name", -1, &tabs, NULL), SQLITE_OK);
+	while (sqlite3_step(tabs) == SQLITE_ROW) {
+		char q[300];
+		const char *name = (const char *)sqlite3_column_text(tabs, 0);
+		snprintf(q, sizeof q, "SELECT * FROM \"%s\"%s", name,
+			 strcmp(name, "stats") ? " ORDER BY rowid" : " WHERE key NOT LIKE '%time%' ORDER BY key");
+		fprintf(f, "== %s\n", name);
+		if (sqlite3_prepare_v2(t->h, q, -1, &s, NULL) != SQLITE_OK) {
+			/* a view or a WITHOUT ROWID table: no rowid */
+			snprintf(q, sizeof q, "SELECT * FROM \"%s\"", name);
+			ck_assert_int_eq(sqlite3_prepare_v2(t->h, q, -1, &s, NULL), SQLITE_OK);
+		}
+		while (sqlite3_step(s) == SQLITE_ROW) {
+			for (int i = 0; i < sqlite3_column_count(s); i++) {
+				int ty = sqlite3_column_type(s, i);
+				const char *v = (const char *)sqlite3_column_text(s, i);
+				fprintf(f, "%s%d:%s", i ? "|" : "", ty, v ? v : "");
+			}
+			fputc('\n', f);
+		}
+		sqlite3_finalize(s);
+	}
+	sqlite3_finalize(tabs);
+	fclose(f);
+	return out;
+}
+
+START_TEST(spool_same_as_queue)
+{
+	struct rt a, b;
+	char *ta, *tb;
+
+	spool_logs(&a);
+	ck_assert_int_eq(rt_run(&a), RC_EXIT_OK);
+	ck_assert_int_eq(a.sum.requests, 3000);
+	ck_assert_uint_eq(a.sum.spool_bytes, 0);       /* the queue */
+	ta = db_text(&a);
+
+	spool_logs(&b);
+	b.spool_all = 1;
+	ck_assert_int_eq(rt_run(&b), RC_EXIT_OK);
+	ck_assert_uint_gt(b.sum.spool_bytes, 1u << 20); /* refilled */
+	tb = db_text(&b);
+
+	ck_assert_uint_gt(strlen(ta), 1000000);
+	/* the long query went through both, whole */
+	ck_assert_int_eq(rt_qi(&b, "SELECT COUNT(*) FROM spans WHERE length(target) = 4096"), 12);
+	ck_assert_int_eq(strlen(ta), strlen(tb));
+	ck_assert_str_eq(ta, tb);
+	free(ta);
+	free(tb);
+	rt_done(&a);
+	rt_done(&b);
+}
+END_TEST
+
 Suite *recon_unit_suite(void)
 {
 	Suite *s = suite_create("recon_unit");
@@ -192,6 +321,10 @@ Suite *recon_unit_suite(void)
 	tc = tcase_create("random");
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, random_records_consistent, 0, 40);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("spool");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, spool_same_as_queue);
 	suite_add_tcase(s, tc);
 	return s;
 }
