@@ -74,6 +74,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -209,12 +210,30 @@ int bt_seg_write_block(int fd, bt_write_fn wr, const struct bt_blk_header *h,
 struct bt_seg_reader {
 	char           *path;
 	const uint8_t  *map;
+	int             fd;      /* for bt_seg_pread, or -1 (see keep_fd) */
 	size_t          size;
 	size_t          pos;
 	bt_seg_warn_fn  warn;
 	void           *ctx;
 	struct bt_seg_header hdr;
 };
+
+/*
+ * A reader keeps its file open for bt_seg_pread unless descriptors are
+ * scarce: FD must leave 256 of the process's limit free (a reconstruction
+ * opens every segment of the logs at once, and SQLite and the temporary
+ * files need some).  Without it bt_seg_pread copies from the mapping.
+ */
+static int keep_fd(int fd)
+{
+	static long lim;
+	if (!lim) {
+		struct rlimit rl;
+		lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+		      rl.rlim_cur != RLIM_INFINITY ? (long)rl.rlim_cur : 1024;
+	}
+	return fd < lim - 256;
+}
 
 struct bt_seg_reader *bt_seg_open(const char *path, bt_seg_warn_fn warn,
 				  void *ctx, const char **why)
@@ -253,7 +272,12 @@ struct bt_seg_reader *bt_seg_open(const char *path, bt_seg_warn_fn warn,
 	r->size = (size_t)st.st_size;
 	r->map = mmap(NULL, r->size, PROT_READ, MAP_PRIVATE, fd, 0);
 	e = errno;
-	close(fd);
+	if (r->map != MAP_FAILED && keep_fd(fd)) {
+		r->fd = fd;
+	} else {
+		r->fd = -1;
+		close(fd);
+	}
 	if (r->map == MAP_FAILED) {
 		free(r->path);
 		free(r);
@@ -271,6 +295,8 @@ struct bt_seg_reader *bt_seg_open(const char *path, bt_seg_warn_fn warn,
 		else
 			*why = "bad segment header (wrong magic, version or checksum)";
 		munmap((void *)r->map, r->size);
+		if (r->fd >= 0)
+			close(r->fd);
 		free(r->path);
 		free(r);
 		errno = EINVAL;
@@ -359,11 +385,40 @@ void bt_seg_release(struct bt_seg_reader *r)
 		madvise((void *)r->map, r->size, MADV_DONTNEED);
 }
 
+ssize_t bt_seg_pread(const struct bt_seg_reader *r, void *buf, size_t len,
+		     uint64_t off)
+{
+	size_t got = 0;
+
+	if (off > r->size)
+		return 0;
+	if (r->fd < 0) {
+		if (len > r->size - off)
+			len = (size_t)(r->size - off);
+		memcpy(buf, r->map + off, len);
+		return (ssize_t)len;
+	}
+	while (got < len) {
+		ssize_t n = pread(r->fd, (char *)buf + got, len - got,
+				  (off_t)(off + got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
 void bt_seg_close(struct bt_seg_reader *r)
 {
 	if (!r)
 		return;
 	munmap((void *)r->map, r->size);
+	if (r->fd >= 0)
+		close(r->fd);
 	free(r->path);
 	free(r);
 }

@@ -28,60 +28,46 @@
 /* ---- indexing ---------------------------------------------------------- */
 
 /*
- * A block is checked once and read once per pass: give its pages back
- * after each (they stay in the page cache), so resident memory follows
- * the blocks being read, not the size of the logs.
- */
-static void block_done(const struct bt_sr_block *b)
-{
-	static uintptr_t page;
-	if (!page)
-		page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t lo = ((uintptr_t)b->payload + page - 1) & ~(page - 1);
-	uintptr_t hi = ((uintptr_t)b->payload + b->len) & ~(page - 1);
-	if (hi > lo)
-		madvise((void *)lo, hi - lo, MADV_DONTNEED);
-}
-
-/*
- * block_done cannot give back the pages a block shares with its
- * neighbours, and a page fault maps in the cached pages around it (blocks
- * of other streams, often ones already read): left alone, the mapped logs'
- * resident pages grow with their size.  So every RC_MAP_RELEASE bytes of
- * blocks read, every file's pages are given back at once; the blocks
- * being read fault theirs in again from the page cache.  (16 MiB kept 12
- * MB more resident at 20 million bp-genbig events than 4: BENCHMARKS.md,
- * phase 20.)
+ * The indexing reads every block of the mapped logs once (its checksum)
+ * and gives the pages back every RC_MAP_RELEASE bytes (segread.h); the
+ * passes then read the blocks into their runs' own buffers (win_load),
+ * never through the mapping: a page fault there mapped in the cached
+ * pages around it too (the kernel's fault-around, 64 KiB), some 550
+ * streams being read at once kept up to 48 MB of the logs resident at 50
+ * million bp-genbig events, and that grew with the logs (BENCHMARKS.md,
+ * phases 27 and 29).
  */
 #define RC_MAP_RELEASE (4u << 20)
 
+
 /* The block, image and stream tables (mapped temporary files, see
  * build_streams) are touched by every record: a page per image or stream
- * active meanwhile.  They are given back more often than the logs. */
+ * active meanwhile.  They are given back every RC_SPILL_RELEASE bytes of
+ * blocks read. */
 #define RC_SPILL_RELEASE (4u << 20)
 
 static void release_maps(struct rc_ctx *c, uint32_t len)
 {
 	c->spill_read += len;
-	if (c->spill_read >= RC_SPILL_RELEASE) {
-		c->spill_read = 0;
-		rc_spill_release(&c->blk_spill);
-		rc_spill_release(&c->img_spill);
-		rc_spill_release(&c->str_spill);
-	}
-	c->map_read += len;
-	if (c->map_read < RC_MAP_RELEASE)
+	if (c->spill_read < RC_SPILL_RELEASE)
 		return;
-	c->map_read = 0;
+	c->spill_read = 0;
+	rc_spill_release(&c->blk_spill);
+	rc_spill_release(&c->img_spill);
+	rc_spill_release(&c->str_spill);
+}
+
+static void release_logs(struct rc_ctx *c)
+{
 	for (uint32_t i = 0; i < c->nfiles; i++)
 		bt_seg_release(c->files[i].rd);
 }
 
 void rc_input_release(struct rc_ctx *c)
 {
-	c->map_read = RC_MAP_RELEASE;
 	c->spill_read = RC_SPILL_RELEASE;
 	release_maps(c, 0);
+	release_logs(c);
 #ifdef __GLIBC__
 	/* What the merge freed goes back too, not only to the heap. */
 	malloc_trim(0);
@@ -221,6 +207,7 @@ int rc_input_open(struct rc_ctx *c)
 	if (r == 0)
 		r = build_streams(c, &set);
 	bt_segset_free(&set);
+	release_logs(c);       /* the indexing's last pages */
 	if (r < 0)       /* the spill files report their own errors */
 		return rc_fail(c, r, "out of memory while indexing the logs");
 	return r;
@@ -312,6 +299,137 @@ static void lose(struct rc_ctx *c, struct rc_run *run, const char *file,
 		name, what);
 }
 
+/*
+ * A run reads its block through a window of RC_WIN bytes (more for a
+ * longer record) into a buffer of its own: most of the log is in 64 KiB
+ * blocks, and a run per active stream holding a whole block each (some
+ * 370 at once in bp-genbig's logs) kept 24 MB.  The window's place is
+ * the cursor's (WIN_OFF, WIN_LEN: payload bytes in the buffer).
+ */
+#define RC_WIN 8192u
+
+/* Make RUN's buffer hold at least N bytes; 0 or -ENOMEM. */
+static int buf_fit(struct rc_run *run, size_t n)
+{
+	if (n <= run->blk_cap)
+		return 0;
+	size_t cap = (n + 4095) & ~(size_t)4095;
+	uint8_t *nb = realloc(run->blk_buf, cap);
+	if (!nb)
+		return -ENOMEM;
+	run->blk_buf = nb;
+	run->blk_cap = (uint32_t)cap;
+	return 0;
+}
+
+/*
+ * Read block B's payload from POS (at least WANT bytes, up to RC_WIN,
+ * never past its end) into RUN's buffer.  0; -1 with WHY set when the
+ * file cannot be read there any more; -ENOMEM.
+ */
+static int win_load(struct rc_ctx *c, struct rc_run *run,
+		    const struct bt_sr_block *b, uint32_t pos, uint32_t want,
+		    const char **why)
+{
+	struct rc_cursor *cu = &run->cur;
+	uint32_t n = b->len - pos;
+
+	if (n > RC_WIN && n > want)
+		n = want > RC_WIN ? want : RC_WIN;
+	if (buf_fit(run, n) < 0) {
+		*why = "out of memory";
+		return -ENOMEM;
+	}
+	ssize_t got = bt_seg_pread(c->files[b->file].rd, run->blk_buf, n,
+				   b->foff + BT_BLK_HDR_SIZE + pos);
+	if (got < 0) {
+		*why = "cannot be read again";
+		return -1;
+	}
+	if ((uint32_t)got < n) {
+		*why = "the file is shorter than when it was indexed";
+		return -1;
+	}
+	cu->win_off = pos;
+	cu->win_len = n;
+	return 0;
+}
+
+/* Block B's header, read again: is it still the block the indexing saw?
+ * 0, or -1 with WHY set. */
+static int block_check(struct rc_ctx *c, const struct bt_sr_block *b,
+		       const char **why)
+{
+	uint8_t hb[BT_BLK_HDR_SIZE];
+	struct bt_blk_header h;
+	uint32_t pcrc;
+
+	if (bt_seg_pread(c->files[b->file].rd, hb, sizeof hb, b->foff) !=
+	    (ssize_t)sizeof hb) {
+		*why = "cannot be read again";
+		return -1;
+	}
+	if (bt_blk_header_decode(hb, &h, &pcrc) < 0 || h.len != b->len ||
+	    h.ring_id != b->ring_id || h.pid != b->pid || h.slot != b->slot) {
+		*why = "is not the block it was when indexed (the file was rewritten in place?)";
+		return -1;
+	}
+	return 0;
+}
+
+/* The bytes of the current block at POS..POS+N in RUN's window, read
+ * into it if need be (N within the block); NULL on failure (WHY). */
+static const uint8_t *win_at(struct rc_ctx *c, struct rc_run *run,
+			     const struct bt_sr_block *b, uint32_t pos,
+			     uint32_t n, int *err, const char **why)
+{
+	struct rc_cursor *cu = &run->cur;
+
+	if (pos < cu->win_off || pos + n > cu->win_off + cu->win_len) {
+		*err = win_load(c, run, b, pos, n, why);
+		if (*err < 0)
+			return NULL;
+	}
+	return run->blk_buf + (pos - cu->win_off);
+}
+
+int rc_input_cur_reload(struct rc_ctx *c, struct rc_run *run)
+{
+	struct rc_cursor *cu = &run->cur;
+	const struct bt_sr_block *b = &cu->blk[cu->bi];
+	uint32_t pos = (uint32_t)(run->rec.file_off - b->foff - BT_BLK_HDR_SIZE);
+	const char *why = NULL;
+
+	if (win_load(c, run, b, pos, run->rec.len, &why) < 0)
+		return rc_fail(c, -EIO, "%s: the block at offset %llu %s",
+			       rc_file_path(c, b->file),
+			       (unsigned long long)b->foff, why);
+	run->rec.p = run->blk_buf;
+	return 0;
+}
+
+void rc_input_run_idle(struct rc_run *run)
+{
+	if (run->blk_cap > RC_WIN)
+		rc_input_run_free(run);
+}
+
+void rc_input_run_free(struct rc_run *run)
+{
+	free(run->blk_buf);
+	run->blk_buf = NULL;
+	run->blk_cap = 0;
+}
+
+int rc_input_read_rec(struct rc_ctx *c, uint32_t file, uint64_t off,
+		      uint32_t len, uint8_t *buf)
+{
+	if (file >= c->nfiles)
+		return -1;
+	ssize_t n = bt_seg_pread(c->files[file].rd, buf, len, off);
+	return n == (ssize_t)len ? 0 : -1;
+}
+
 int rc_input_cur_next(struct rc_ctx *c, struct rc_run *s, struct rc_rec *r)
 {
 	struct rc_cursor *cu = &s->cur;
@@ -323,7 +441,7 @@ int rc_input_cur_next(struct rc_ctx *c, struct rc_run *s, struct rc_rec *r)
 		const char *path = rc_file_path(c, b->file);
 
 		if (!cu->in_block) {
-			char what[128];
+			char what[160];
 
 			if (b->cut & BT_SR_DUP) {
 				if (cu->warn)
@@ -347,25 +465,56 @@ int rc_input_cur_next(struct rc_ctx *c, struct rc_run *s, struct rc_rec *r)
 				lose(c, s, path, b->foff, 0,
 				     "the writer flagged lost bytes before this block");
 			}
+			const char *why = NULL;
+			if (block_check(c, b, &why) < 0) {
+				snprintf(what, sizeof what,
+					 "this block is skipped: it %s", why);
+				lose(c, s, path, b->foff, b->len, what);
+				rc_progress(c, b->len);
+				cu->bi++;
+				continue;
+			}
 			cu->pos = b->skip;
+			cu->win_off = cu->win_len = 0;
 			cu->in_block = 1;
 			rc_progress(c, b->skip);
 		}
 		if (cu->pos >= b->len) {
-			block_done(b);
 			release_maps(c, b->len);
 			cu->bi++;
 			cu->in_block = 0;
 			continue;
 		}
 
-		const uint8_t *p = b->payload + cu->pos;
 		size_t avail = b->len - cu->pos;
+		const char *why = NULL;
+		int err = 0;
+		const uint8_t *p = win_at(c, s, b, cu->pos,
+					  avail < 4 ? (uint32_t)avail : 4,
+					  &err, &why);
 		uint64_t body = 0;
-		size_t hl = avail >= 2 ? bt_get_varint(p + 1,
+		size_t hl = p && avail >= 2 ? bt_get_varint(p + 1,
 				avail - 1 < 3 ? avail - 1 : 3, &body) : 0;
 		uint64_t roff = b->foff + BT_BLK_HDR_SIZE + cu->pos;
 
+		if (p && hl && body <= BT_EV_MAX_BODY && 1 + hl + body <= avail)
+			p = win_at(c, s, b, cu->pos, (uint32_t)(1 + hl + body),
+				   &err, &why);
+		if (err == -ENOMEM) {
+			rc_fail(c, err, "out of memory reading the logs");
+			return 0;
+		}
+		if (!p) {
+			char what[160];
+			snprintf(what, sizeof what,
+				 "the rest of this block is skipped: it %s",
+				 why);
+			lose(c, s, path, roff, avail, what);
+			rc_progress(c, avail);
+			cu->bi++;
+			cu->in_block = 0;
+			continue;
+		}
 		if (!hl || body > BT_EV_MAX_BODY || 1 + hl + body > avail) {
 			char what[96];
 			snprintf(what, sizeof what,

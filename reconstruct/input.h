@@ -37,4 +37,19 @@ void rc_input_cur_reset(struct rc_ctx *c, struct rc_run *r, int warn);
  */
 int rc_input_cur_next(struct rc_ctx *c, struct rc_run *run, struct rc_rec *r);
 
+/* Read RUN's current block into its buffer again and point RUN->rec into
+ * it (a run given to a cursor and head record kept elsewhere: merge.c's
+ * stubs).  0, or the rc_fail code. */
+int rc_input_cur_reload(struct rc_ctx *c, struct rc_run *run);
+
+/* Free RUN's block buffer; _idle: only if it is a large one (a run
+ * going back to a free list). */
+void rc_input_run_free(struct rc_run *run);
+void rc_input_run_idle(struct rc_run *run);
+
+/* Read the LEN bytes of a record at offset OFF of segment FILE into BUF
+ * (a record kept by place: rc_image.start_off).  0, or -1. */
+int rc_input_read_rec(struct rc_ctx *c, uint32_t file, uint64_t off,
+		      uint32_t len, uint8_t *buf);
+
 #endif /* RC_INPUT_H */

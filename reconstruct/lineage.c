@@ -14,6 +14,7 @@
 #include "apply.h"
 #include "chan.h"
 #include "db.h"
+#include "input.h"
 #include "lineage.h"
 #include "merge.h"
 #include "scan.h"
@@ -125,12 +126,17 @@ static void image_end(struct rc_ctx *c, struct rc_image *im)
 	char cmdline[1025] = "";
 	struct bt_event ev;
 	uint64_t prev = im->start_prev;
+	uint8_t rec[1 + 3 + BT_EV_MAX_BODY];
 
 	if (!im->run || !im->run->attached)
 		return;
-	/* The command line is read again from the mapped PROC_START. */
-	if (im->has_start &&
-	    bt_ev_decode(im->start_p, im->start_len, &ev, &prev) > 0)
+	/* The command line is read again from the PROC_START record (its
+	 * block was checked when pass 1 read it). */
+	if (im->has_start && im->start_len <= sizeof rec &&
+	    rc_input_read_rec(c, im->start_file, im->start_off,
+			      im->start_len, rec) == 0 &&
+	    rec[0] == BT_EV_PROC_START &&
+	    bt_ev_decode(rec, im->start_len, &ev, &prev) > 0)
 		snprintf(cmdline, sizeof cmdline, "%.*s",
 			 (int)(ev.str2_len > 1024 ? 1024 : ev.str2_len),
 			 ev.str2 ? ev.str2 : "");

@@ -186,20 +186,10 @@ static void run_end(struct rc_ctx *c, struct rc_run *r)
 	r->state = RC_SS_DONE;
 	rc_model_stream_end(c, r);
 	r->st->run = NULL;
+	rc_input_run_idle(r);
 	r->park_next = g->pool;
 	g->pool = r;
 }
-
-/*
- * A stream's first record, read where the merge has not been reading,
- * faults in the log's cached pages around it (the kernel's fault-around,
- * 64 KiB here), and the stream may be a few hundred bytes long: so much
- * counts as read towards the next time input.c gives the logs' pages back
- * (c->map_read).  The forked children of bp-genbig start every 270
- * events or so; counted only by their bytes, they kept 6 MB more of the
- * logs resident at 20 million events.
- */
-#define RC_FAULT_AROUND 65536u
 
 /* A zeroed run for stream S (from the free list, keeping its emptied
  * dictionary), or NULL when out of memory. */
@@ -208,15 +198,21 @@ static struct rc_run *run_get(struct rc_ctx *c, struct rc_stream *s)
 	struct rc_merge *g = c->merge;
 	struct rc_run *r = g->pool;
 	struct bt_ev_dict *d = NULL;
+	uint8_t *buf = NULL;
+	uint32_t cap = 0;
 
 	if (r) {
 		g->pool = r->park_next;
 		d = r->dict;
+		buf = r->blk_buf;
+		cap = r->blk_cap;
 	} else if (!(r = malloc(sizeof *r))) {
 		return NULL;
 	}
 	memset(r, 0, sizeof *r);
 	r->dict = d;               /* NULL until the stream remembers a value */
+	r->blk_buf = buf;
+	r->blk_cap = cap;
 	bt_ev_dict_init(d);
 	r->st = s;
 	r->fresh = 1;
@@ -232,10 +228,8 @@ static int activate(struct rc_ctx *c, struct rc_stream *s)
 	if (!r)
 		return -ENOMEM;
 	rc_input_cur_reset(c, r, 0);
-	if (advance(c, r)) {
-		c->map_read += RC_FAULT_AROUND;
+	if (advance(c, r))
 		return heap_push(c->merge, r);
-	}
 	run_end(c, r);
 	return 0;
 }
@@ -299,6 +293,7 @@ static int park_stub(struct rc_ctx *c, struct rc_run *r, uint64_t key)
 	}
 	g->nparked++;
 	r->st->run = NULL;
+	rc_input_run_idle(r);
 	r->park_next = g->pool;
 	g->pool = r;
 	return 1;
@@ -323,7 +318,10 @@ static struct rc_run *stub_wake(struct rc_ctx *c, struct rc_stub *sb)
 	}
 	r->cur = sb->cur;
 	r->rec = sb->rec;
-	c->map_read += RC_FAULT_AROUND;
+	if (rc_input_cur_reload(c, r) != 0) {
+		free(sb);
+		return NULL;
+	}
 	prev = r->rec.prev_ts;
 	long k = bt_ev_decode_dict(r->rec.p, r->rec.len, &r->ev, &prev,
 				   r->dict);
@@ -546,8 +544,10 @@ void rc_merge_free(struct rc_ctx *c)
 		return;
 	/* After an error some runs may still be active or parked. */
 	for (uint32_t i = 0; i < c->nstreams; i++) {
-		if (c->streams[i].run)
+		if (c->streams[i].run) {
 			free(c->streams[i].run->dict);
+			rc_input_run_free(c->streams[i].run);
+		}
 		free(c->streams[i].run);
 		c->streams[i].run = NULL;
 	}
@@ -555,6 +555,7 @@ void rc_merge_free(struct rc_ctx *c)
 		struct rc_run *r = g->pool;
 		g->pool = r->park_next;
 		free(r->dict);
+		rc_input_run_free(r);
 		free(r);
 	}
 	for (size_t i = 0; i < g->stubs.cap; i++) {

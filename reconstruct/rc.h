@@ -88,7 +88,8 @@ struct rc_domain {
 
 struct rc_proc;
 
-/* A record as the cursor yields it (not yet decoded). */
+/* A record as the cursor yields it (not yet decoded): P points into the
+ * run's BLK_BUF, valid until the cursor leaves the record's block. */
 struct rc_rec {
 	uint8_t        type;
 	uint64_t       ts;       /* absolute monotonic ns */
@@ -110,9 +111,10 @@ struct rc_image {
 	uint64_t events;
 	int64_t  delta;          /* realtime - monotonic at its first TIME */
 	const char *exe;         /* interned (rc_input_intern), or NULL */
-	const uint8_t *start_p;  /* its PROC_START record, read again for */
-	uint64_t start_prev;     /*   the command line at the end */
-	uint32_t start_len;
+	uint64_t start_off;      /* its PROC_START record (file offset and */
+	uint64_t start_prev;     /*   file), read again for the command */
+	uint32_t start_len;      /*   line at the end (input.h) */
+	uint32_t start_file;
 	uint32_t host, domain, pid, nstreams;
 	uint32_t ppid, ptid, pflags;
 	uint8_t  has_delta, has_start;
@@ -138,7 +140,9 @@ struct rc_imrun {
 struct rc_cursor {
 	const struct bt_sr_block *blk;
 	uint32_t nblk, bi;
-	uint32_t pos;            /* within blk[bi].payload */
+	uint32_t pos;            /* within blk[bi]'s payload */
+	uint32_t win_off, win_len;  /* the payload bytes in the run's
+				       BLK_BUF (input.c) */
 	uint64_t prev_ts;
 	int      have_time;      /* a TIME was seen since the start or a loss */
 	int      in_block;
@@ -252,6 +256,10 @@ struct rc_stream {
 struct rc_run {
 	struct rc_stream *st;
 	struct rc_cursor cur;
+	uint8_t *blk_buf;        /* a window of the cursor's block (input.c; kept
+				    with the run when it goes back to the
+				    free list) */
+	uint32_t blk_cap;
 	uint32_t entry_next;     /* next CHAN record's entry */
 	uint32_t ebuf_first, ebuf_n;  /* entries in ebuf (rc_scan_entry) */
 	struct rc_entry ebuf[RC_EBUF];
@@ -264,7 +272,7 @@ struct rc_run {
 	int64_t  head_t;         /* provisional epoch time of the head */
 	struct rc_rec   rec;     /* head record */
 	struct bt_event ev;      /* head record, decoded (resolved values
-				    point into the mapped log or DICT) */
+				    point into BLK_BUF or DICT) */
 	struct bt_ev_dict *dict; /* the stream's attribute dictionary,
 				    allocated at its first value to remember
 				    (kept with the run when it goes back to
@@ -377,10 +385,9 @@ struct rc_ctx {
 
 	struct rc_stats st;
 	struct rc_notes *notes;    /* warnings by kind, unread channels (notes.c) */
-	uint64_t map_read;       /* block bytes read since the log mappings'
-				  * pages were last given back (input.c;
-				  * merge.c adds streams' first records) */
-	uint64_t spill_read;     /* the same for the tables in spill files */
+	uint64_t spill_read;     /* block bytes read since the pages of the
+				  * tables in spill files were last given
+				  * back (input.c) */
 
 	/* progress */
 	uint64_t progress_total, progress_done, progress_next;

@@ -145,7 +145,9 @@ static int skim_stream(struct rc_ctx *c, struct rc_pair *pr,
 			im->pflags = ev.flags;
 			im->exe = rc_input_intern(c, ev.str ? ev.str : "",
 						  ev.str_len);
-			im->start_p = r.p;   /* read again for the cmdline */
+			/* read again for the cmdline (lineage.c) */
+			im->start_file = r.file;
+			im->start_off = r.file_off;
 			im->start_len = r.len;
 			im->start_prev = r.prev_ts;
 			if (!im->exe)
@@ -249,6 +251,8 @@ int rc_scan_run(struct rc_ctx *c)
 	c->phase = "scanning";
 	for (uint32_t i = 0; i < c->nstreams && r == 0; i++)
 		r = skim_stream(c, &pr, &c->streams[i], run, dict);
+	if (run)
+		rc_input_run_free(run);
 	free(run);
 	free(dict);
 	if (r == 0)

@@ -47,6 +47,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #define BT_SEG_MAGIC        "BTLOG\r\n\032"
 /* 2: records may refer to the stream's attribute dictionary (btrace/event.h);
@@ -153,5 +154,12 @@ void bt_seg_close(struct bt_seg_reader *r);
 /* Give back the resident pages of the whole mapped file (they stay in the
  * page cache; PAYLOAD pointers stay valid and fault in again when read). */
 void bt_seg_release(struct bt_seg_reader *r);
+/* Read LEN bytes at file offset OFF into BUF, past the mapping (pread(2)
+ * of the file, which stays open unless descriptors are scarce; then a
+ * copy from the mapping): what is read leaves no page of the file mapped.
+ * Returns the bytes read (fewer at the end of the file, or if it shrank
+ * since it was opened), or -errno. */
+ssize_t bt_seg_pread(const struct bt_seg_reader *r, void *buf, size_t len,
+		     uint64_t off);
 
 #endif /* BTRACE_SEGMENT_H */
