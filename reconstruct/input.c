@@ -39,7 +39,6 @@
  */
 #define RC_MAP_RELEASE (4u << 20)
 
-
 /* The block, image and stream tables (mapped temporary files, see
  * build_streams) are touched by every record: a page per image or stream
  * active meanwhile.  They are given back every RC_SPILL_RELEASE bytes of
@@ -347,7 +346,7 @@ static int win_load(struct rc_ctx *c, struct rc_run *run,
 		return -1;
 	}
 	if ((uint32_t)got < n) {
-		*why = "the file is shorter than when it was indexed";
+		*why = "lies past the end of its file (shorter than when it was indexed)";
 		return -1;
 	}
 	cu->win_off = pos;

@@ -542,8 +542,12 @@ void rc_merge_free(struct rc_ctx *c)
 	struct rc_merge *g = c->merge;
 	if (!g)
 		return;
-	/* After an error some runs may still be active or parked. */
+	/* After an error some runs may still be active or parked.  (The
+	 * stream table is a mapped file: its pages go back as the loop
+	 * goes.) */
 	for (uint32_t i = 0; i < c->nstreams; i++) {
+		if ((i & 65535) == 65535)
+			rc_spill_release(&c->str_spill);
 		if (c->streams[i].run) {
 			free(c->streams[i].run->dict);
 			rc_input_run_free(c->streams[i].run);
