@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "input.h"
 
 struct cell {
 	int64_t  max;            /* max(s - r) over messages from -> to */
@@ -348,9 +349,12 @@ int rc_clock_domains(struct rc_ctx *c)
 		return -ENOMEM;
 	for (uint32_t h = 0; h < c->nhosts; h++) {
 		uint32_t n = 0, first = c->ndoms;
-		for (uint32_t i = 0; i < c->nimages; i++)
+		for (uint32_t i = 0; i < c->nimages; i++) {
 			if (c->images[i].host == h && c->images[i].has_delta)
 				d[n++] = c->images[i].delta;
+			if ((i & 32767) == 32767)
+				rc_input_tables_release(c);
+		}
 		qsort(d, n, sizeof *d, cmp_i64);
 		if (n == 0) {
 			if (add_domain(c, h, host_fallback_delta(c, h), 0) < 0)
@@ -367,6 +371,8 @@ int rc_clock_domains(struct rc_ctx *c)
 		/* Assign images: the domain whose delta is nearest. */
 		for (uint32_t i = 0; i < c->nimages; i++) {
 			struct rc_image *im = &c->images[i];
+			if ((i & 32767) == 32767)
+				rc_input_tables_release(c);
 			if (im->host != h)
 				continue;
 			uint32_t best = first;

@@ -51,6 +51,11 @@ static void release_maps(struct rc_ctx *c, uint32_t len)
 	if (c->spill_read < RC_SPILL_RELEASE)
 		return;
 	c->spill_read = 0;
+	rc_input_tables_release(c);
+}
+
+void rc_input_tables_release(struct rc_ctx *c)
+{
 	rc_spill_release(&c->blk_spill);
 	rc_spill_release(&c->img_spill);
 	rc_spill_release(&c->str_spill);

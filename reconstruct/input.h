@@ -20,6 +20,11 @@ void rc_input_close(struct rc_ctx *c);
  * block, image and stream tables, and the heap memory freed. */
 void rc_input_release(struct rc_ctx *c);
 
+/* Give back the resident pages of the block, image and stream tables
+ * (mapped files): a loop over all of them calls it every 32,768 entries,
+ * so that the tables are not resident whole at once. */
+void rc_input_tables_release(struct rc_ctx *c);
+
 /* A lasting copy of the N bytes at S, shared by equal strings (for the
  * few distinct values logged many times: executables).  NULL when out of
  * memory.  Freed with the context. */

@@ -22,7 +22,7 @@
 #include "chan.h"
 #include "clock.h"
 #include "db.h"
-#include "spill.h"
+#include "input.h"
 #include "apply.h"
 #include "merge.h"
 #include "lineage.h"
@@ -865,7 +865,7 @@ void rc_model_finish(struct rc_ctx *c)
 		if (c->images[i].run)
 			rc_lineage_image_done(c, &c->images[i]);
 		if ((i & 32767) == 32767)
-			rc_spill_release(&c->img_spill);
+			rc_input_tables_release(c);
 	}
 }
 
@@ -877,6 +877,8 @@ void rc_model_free(struct rc_ctx *c)
 	for (uint32_t i = 0; i < c->nimages; i++) {
 		free(c->images[i].run);
 		c->images[i].run = NULL;
+		if ((i & 32767) == 32767)
+			rc_input_tables_release(c);
 	}
 	rc_map_free(&m->snaps);
 	free(m);

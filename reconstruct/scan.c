@@ -199,6 +199,8 @@ static void choose_lineage(struct rc_ctx *c)
 		struct rc_image *im = &c->images[i];
 		unsigned order[2] = { 0, 0 };
 
+		if ((i & 32767) == 32767)
+			rc_input_tables_release(c);
 		if (!im->has_start)
 			continue;
 		if (im->pflags & BT_PF_FORKED) {
