@@ -147,7 +147,7 @@ struct bt_seg_reader *bt_seg_open(const char *path, bt_seg_warn_fn warn,
 const struct bt_seg_header *bt_seg_file_header(const struct bt_seg_reader *r);
 /* 1 = block returned, 0 = end.  PAYLOAD points into the mapped file and
  * stays valid until bt_seg_close (bp-reconstruct indexes all blocks first
- * and decodes them later, in causal order). */
+ * and reads them again later, in causal order, with bt_seg_pread). */
 int  bt_seg_next(struct bt_seg_reader *r, struct bt_blk_header *h,
 		 const uint8_t **payload, uint64_t *file_off);
 void bt_seg_close(struct bt_seg_reader *r);
