@@ -508,22 +508,16 @@ int rc_input_cur_next(struct rc_ctx *c, struct rc_run *s, struct rc_rec *r)
 			rc_fail(c, err, "out of memory reading the logs");
 			return 0;
 		}
-		if (!p) {
+		if (!p || !hl || body > BT_EV_MAX_BODY || 1 + hl + body > avail) {
 			char what[160];
-			snprintf(what, sizeof what,
-				 "the rest of this block is skipped: it %s",
-				 why);
-			lose(c, s, path, roff, avail, what);
-			rc_progress(c, avail);
-			cu->bi++;
-			cu->in_block = 0;
-			continue;
-		}
-		if (!hl || body > BT_EV_MAX_BODY || 1 + hl + body > avail) {
-			char what[96];
-			snprintf(what, sizeof what,
-				 "damaged record framing in a block (%zu bytes left unread)",
-				 avail);
+			if (p)
+				snprintf(what, sizeof what,
+					 "damaged record framing in a block (%zu bytes left unread)",
+					 avail);
+			else
+				snprintf(what, sizeof what,
+					 "the rest of this block is skipped: it %s",
+					 why);
 			lose(c, s, path, roff, avail, what);
 			rc_progress(c, avail);
 			cu->bi++;
