@@ -29,7 +29,8 @@ N=20
 mkdir -p "$T/go"
 cat >"$T/go/main.go" <<'EOF'
 // goserver PORT N: net/http on 127.0.0.1:PORT, linked through cgo; exits
-// (os.Exit) after N requests.  goserver client URL N: a client.
+// (os.Exit) 300 ms after its N-th answer.  goserver client URL N: a
+// client.
 package main
 
 /*
@@ -83,7 +84,12 @@ func main() {
 	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "go %s\n", r.URL.Path)
 		if atomic.AddInt64(&left, -1) == 0 {
-			go func() { os.Exit(0) }()
+			// after net/http has sent this answer (an exit at once
+			// raced with it: curl's last request got no reply)
+			go func() {
+				time.Sleep(300 * time.Millisecond)
+				os.Exit(0)
+			}()
 		}
 	})
 	http.Serve(ln, nil)
