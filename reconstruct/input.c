@@ -359,25 +359,43 @@ static int win_load(struct rc_ctx *c, struct rc_run *run,
 	return 0;
 }
 
-/* Block B's header, read again: is it still the block the indexing saw?
- * 0, or -1 with WHY set. */
-static int block_check(struct rc_ctx *c, const struct bt_sr_block *b,
-		       const char **why)
+/*
+ * Enter block B: read its header again with the start of its payload
+ * (one read: live logs have blocks of a few hundred bytes) and check
+ * that it is still the block the indexing saw; the payload read becomes
+ * RUN's window.  0; -1 with WHY set; -ENOMEM.
+ */
+static int block_open(struct rc_ctx *c, struct rc_run *run,
+		      const struct bt_sr_block *b, const char **why)
 {
-	uint8_t hb[BT_BLK_HDR_SIZE];
+	struct rc_cursor *cu = &run->cur;
+	uint32_t n = b->len < RC_WIN ? b->len : RC_WIN;
 	struct bt_blk_header h;
 	uint32_t pcrc;
 
-	if (bt_seg_pread(c->files[b->file].rd, hb, sizeof hb, b->foff) !=
-	    (ssize_t)sizeof hb) {
+	if (buf_fit(run, BT_BLK_HDR_SIZE + (size_t)n) < 0) {
+		*why = "out of memory";
+		return -ENOMEM;
+	}
+	ssize_t got = bt_seg_pread(c->files[b->file].rd, run->blk_buf,
+				   BT_BLK_HDR_SIZE + (size_t)n, b->foff);
+	if (got < 0) {
 		*why = "cannot be read again";
 		return -1;
 	}
-	if (bt_blk_header_decode(hb, &h, &pcrc) < 0 || h.len != b->len ||
-	    h.ring_id != b->ring_id || h.pid != b->pid || h.slot != b->slot) {
+	if ((size_t)got < BT_BLK_HDR_SIZE + (size_t)n) {
+		*why = "lies past the end of its file (shorter than when it was indexed)";
+		return -1;
+	}
+	if (bt_blk_header_decode(run->blk_buf, &h, &pcrc) < 0 ||
+	    h.len != b->len || h.ring_id != b->ring_id || h.pid != b->pid ||
+	    h.slot != b->slot) {
 		*why = "is not the block it was when indexed (the file was rewritten in place?)";
 		return -1;
 	}
+	memmove(run->blk_buf, run->blk_buf + BT_BLK_HDR_SIZE, n);
+	cu->win_off = 0;
+	cu->win_len = n;
 	return 0;
 }
 
@@ -470,7 +488,12 @@ int rc_input_cur_next(struct rc_ctx *c, struct rc_run *s, struct rc_rec *r)
 				     "the writer flagged lost bytes before this block");
 			}
 			const char *why = NULL;
-			if (block_check(c, b, &why) < 0) {
+			int e = block_open(c, s, b, &why);
+			if (e == -ENOMEM) {
+				rc_fail(c, e, "out of memory reading the logs");
+				return 0;
+			}
+			if (e < 0) {
 				snprintf(what, sizeof what,
 					 "this block is skipped: it %s", why);
 				lose(c, s, path, b->foff, b->len, what);
@@ -479,7 +502,6 @@ int rc_input_cur_next(struct rc_ctx *c, struct rc_run *s, struct rc_rec *r)
 				continue;
 			}
 			cu->pos = b->skip;
-			cu->win_off = cu->win_len = 0;
 			cu->in_block = 1;
 			rc_progress(c, b->skip);
 		}
