@@ -432,7 +432,8 @@ int rc_input_cur_reload(struct rc_ctx *c, struct rc_run *run)
 
 void rc_input_run_idle(struct rc_run *run)
 {
-	if (run->blk_cap > RC_WIN)
+	/* the header and a window (block_open), as buf_fit rounds it */
+	if (run->blk_cap > ((BT_BLK_HDR_SIZE + RC_WIN + 4095) & ~4095u))
 		rc_input_run_free(run);
 }
 
