@@ -10,6 +10,14 @@
  * at the end, then the latency percentiles of each pattern are computed
  * exactly in SQL from requests.duration_ns.  The labels are normalised
  * by pattern_norm.c.
+ *
+ * Self times (views.h's one definition: children of any request count)
+ * are computed in the same pass from the request's own spans; the few
+ * spans with a child elsewhere (in another request, or in none) are
+ * computed again afterwards, alone (self_fixups).  Where a sum
+ * overflows, or a span belongs to a request with no row, the whole pass
+ * is made again the way it was first written: every span's self time
+ * into a temporary table first (self_fill), then the pass reading it.
  */
 #include "config.h"
 
@@ -52,6 +60,7 @@ struct pspan {                   /* one span of the current request */
 	int64_t id, parent_id, start, end;
 	int     has_start, has_end, has_self;
 	int32_t parent, first_child, last_child, next_sibling;
+	int32_t raw_parent;          /* parent_id's index here, or -1 */
 	int32_t node, depth;
 	int64_t self;                /* span_self_time's (views.h) */
 	char   *line;                /* "kind\tprotocol\tservice\tlabel" */
@@ -85,6 +94,11 @@ struct pbatch {
 	size_t        ntxt;
 };
 
+/* One child's interval, clipped to its parent's (RC_SELF_COVER_CTE's c). */
+struct ival { int64_t s, e; };
+
+static int covered_ns(struct ival *iv, size_t n, int64_t *out);
+
 struct builder {
 	struct rc_sql  x;
 	struct pattern *pat;
@@ -98,6 +112,13 @@ struct builder {
 	size_t          siglen, capsig;
 	struct rc_map   idx;         /* span id -> index in sp + 1 */
 	struct pbatch  ins_span, ins_req, ins_self;
+	/* self times in the pass (see the top of the file) */
+	int             inline_self, over;
+	int64_t         seen;        /* spans read by the pass */
+	struct rc_map   fix;         /* spans with a child elsewhere */
+	struct ival    *civ;         /* the request's children's intervals */
+	int32_t        *coff;        /* each span's first in civ, then end */
+	size_t          capc;
 };
 
 /* Prepare B for TABLE (NCOL columns); 0 or -1 (failed recorded). */
@@ -398,6 +419,102 @@ static int cmp_pspan(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* Child C's interval clipped to parent P's (both with a start and an
+ * end: RC_SELF_COVER_CTE's c); 1 when it is not empty. */
+static int child_ival(const struct pspan *p, int c_hs, int64_t c_s, int c_he,
+		      int64_t c_e, struct ival *v)
+{
+	v->s = c_hs ? c_s : p->start;
+	v->e = c_he ? c_e : p->end;
+	if (v->s < p->start)
+		v->s = p->start;
+	if (v->e > p->end)
+		v->e = p->end;
+	return v->e > v->s;
+}
+
+/* Span P's self time from its children's intervals IV (N); 0, or 1 when
+ * a difference overflows. */
+static int self_of(struct pspan *p, struct ival *iv, size_t n)
+{
+	int64_t cov = 0, self;
+	p->has_self = 0;
+	if (!p->has_start || !p->has_end)
+		return 0;
+	if (covered_ns(iv, n, &cov) < 0 ||
+	    __builtin_sub_overflow(p->end, p->start, &self) ||
+	    __builtin_sub_overflow(self, cov, &self))
+		return 1;
+	p->self = self;
+	p->has_self = 1;
+	return 0;
+}
+
+/*
+ * The self time of every span of the current request (b->idx filled),
+ * from its children in the request (parent_span_id as it is: a span that
+ * is its own parent is its own child, as in the CTE).  A span whose
+ * parent is not in the request goes into b->fix: that parent's time is
+ * made again by self_fixups.  0, 1 on an overflow, -1 out of memory.
+ */
+static int self_inline(struct builder *b)
+{
+	size_t n = b->nsp;
+	if (b->capc < n + 1) {
+		size_t c = b->capc ? b->capc : 64;
+		while (c < n + 1)
+			c *= 2;
+		struct ival *iv = realloc(b->civ, c * sizeof *iv);
+		if (!iv)
+			return -1;
+		b->civ = iv;
+		int32_t *o = realloc(b->coff, (c + 1) * sizeof *o);
+		if (!o)
+			return -1;
+		b->coff = o;
+		b->capc = c;
+	}
+	int32_t *off = b->coff;
+	memset(off, 0, (n + 1) * sizeof *off);
+	for (size_t j = 0; j < n; j++) {
+		struct pspan *s = &b->sp[j];
+		uint64_t v;
+		s->raw_parent = -1;
+		if (!s->parent_id)
+			continue;
+		if (!rc_map_get(&b->idx, (uint64_t)s->parent_id, &v)) {
+			if (rc_map_put(&b->fix, (uint64_t)s->parent_id, 1) < 0)
+				return -1;
+			continue;
+		}
+		const struct pspan *p = &b->sp[v - 1];
+		struct ival iv;
+		if (!p->has_start || !p->has_end ||
+		    !child_ival(p, s->has_start, s->start, s->has_end, s->end, &iv))
+			continue;
+		s->raw_parent = (int32_t)(v - 1);
+		off[v]++;             /* counted at v - 1 + 1: starts below */
+	}
+	for (size_t k = 0; k < n; k++)
+		off[k + 1] += off[k];
+	/* off[k] is where span k's children begin; fill them, moving
+	 * off[k] on to where they end */
+	for (size_t j = 0; j < n; j++) {
+		const struct pspan *s = &b->sp[j];
+		if (s->raw_parent < 0)
+			continue;
+		const struct pspan *p = &b->sp[s->raw_parent];
+		child_ival(p, s->has_start, s->start, s->has_end, s->end,
+			   &b->civ[off[s->raw_parent]++]);
+	}
+	for (size_t k = 0, from = 0; k < n; k++) {
+		if (self_of(&b->sp[k], b->civ + from, (size_t)off[k] - from))
+			return 1;
+		from = (size_t)off[k];
+	}
+	return 0;
+}
+
 /* The current request is complete: its spans in start order, its tree,
  * its signature, its pattern, its rows. */
 static int finish_request(struct builder *b, int64_t req, int64_t root_span)
@@ -410,6 +527,16 @@ static int finish_request(struct builder *b, int64_t req, int64_t root_span)
 	for (size_t i = 0; i < b->nsp; i++)
 		if (rc_map_put(&b->idx, (uint64_t)b->sp[i].id, i + 1) < 0)
 			return rc_sql_fail(&b->x, "patterns: out of memory");
+	b->seen += (int64_t)b->nsp;
+	if (b->inline_self) {
+		int r = self_inline(b);
+		if (r < 0)
+			return rc_sql_fail(&b->x, "patterns: out of memory");
+		if (r > 0) {
+			b->over = 1;
+			return 0;
+		}
+	}
 	/* children lists, in start order */
 	for (size_t i = 0; i < b->nsp; i++) {
 		struct pspan *s = &b->sp[i];
@@ -542,8 +669,10 @@ static int add_span(struct builder *b, sqlite3_stmt *s)
 	p->start = sqlite3_column_int64(s, 8);
 	p->has_end = sqlite3_column_type(s, 9) != SQLITE_NULL;
 	p->end = sqlite3_column_int64(s, 9);
-	p->has_self = sqlite3_column_type(s, 11) != SQLITE_NULL;
-	p->self = sqlite3_column_int64(s, 11);
+	if (!b->inline_self) {
+		p->has_self = sqlite3_column_type(s, 11) != SQLITE_NULL;
+		p->self = sqlite3_column_int64(s, 11);
+	}
 	p->line = span_line((const char *)sqlite3_column_text(s, 3),
 			    (const char *)sqlite3_column_text(s, 4),
 			    (const char *)sqlite3_column_text(s, 7),
@@ -564,9 +693,6 @@ static const char self_sql[] =
 	"INSERT INTO temp.span_self\n"
 	"SELECT s.span_id, " RC_SELF_NS " FROM spans s\n"
 	"LEFT JOIN cov ON cov.sid = s.span_id;\n";
-
-/* One child's interval, clipped to its parent's (RC_SELF_COVER_CTE's c). */
-struct ival { int64_t s, e; };
 
 static int cmp_ival(const void *a, const void *b)
 {
@@ -923,6 +1049,9 @@ static void builder_free(struct builder *b)
 	free(b->sig);
 	rc_map_free(&b->by_hash);
 	rc_map_free(&b->idx);
+	rc_map_free(&b->fix);
+	free(b->civ);
+	free(b->coff);
 	pbatch_free(&b->ins_span);
 	pbatch_free(&b->ins_req);
 	pbatch_free(&b->ins_self);
@@ -937,25 +1066,168 @@ int rc_patterns_empty(sqlite3 *h, char *err, size_t errlen)
 	       rc_sql_exec(&x, finish_sql) < 0 ? -1 : 0;
 }
 
-int rc_patterns_build(sqlite3 *h, char *err, size_t errlen)
+/* The single integer SQL gives, or -1 (failed recorded). */
+static int64_t count_of(struct builder *b, const char *sql)
 {
-	struct builder b;
-	sqlite3_stmt *q = NULL;
-	int r = -1;
+	sqlite3_stmt *q = rc_sql_prep(&b->x, sql);
+	int64_t n = -1;
+	if (q && sqlite3_step(q) == SQLITE_ROW)
+		n = sqlite3_column_int64(q, 0);
+	else if (q)
+		rc_sql_fail_db(&b->x, "counting spans");
+	sqlite3_finalize(q);
+	return n;
+}
 
-	memset(&b, 0, sizeof b);
-	b.x.h = h;
-	b.x.who = "patterns";
-	b.x.err = err;
-	b.x.errlen = errlen;
-	rc_map_init(&b.by_hash);
-	rc_map_init(&b.idx);
-	if (rc_sql_exec(&b.x, tables_sql) < 0 || self_fill(&b) < 0)
+/*
+ * The spans with a child the pass did not see in their request (b->fix,
+ * and the parents of spans of no request): their self time from all
+ * their children, span_patterns and the pattern node's sum corrected.
+ * 0, 1 when the pass must be made the other way (an overflow, or spans
+ * the pass did not read: their request has no row), -1 on an error.
+ */
+static int self_fixups(struct builder *b)
+{
+	sqlite3_stmt *q = NULL, *sel = NULL, *ch = NULL, *up = NULL;
+	struct ival *iv = NULL;
+	size_t cap = 0;
+	int r = -1, rc;
+
+	int64_t all = count_of(b, "SELECT COUNT(*) FROM spans");
+	int64_t none = count_of(b, "SELECT COUNT(*) FROM spans WHERE request_id IS NULL");
+	if (all < 0 || none < 0)
+		return -1;
+	if (b->seen + none != all)
+		return 1;
+	if (none) {
+		q = rc_sql_prep(&b->x, "SELECT parent_span_id FROM spans\n"
+				"WHERE request_id IS NULL AND parent_span_id IS NOT NULL");
+		if (!q)
+			goto out;
+		while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+			if (rc_map_put(&b->fix, (uint64_t)sqlite3_column_int64(q, 0), 1) < 0) {
+				rc_sql_fail(&b->x, "patterns: out of memory");
+				goto out;
+			}
+		if (rc != SQLITE_DONE) {
+			rc_sql_fail_db(&b->x, "reading spans");
+			goto out;
+		}
+	}
+	if (!b->fix.n) {
+		r = 0;
 		goto out;
-	if (pbatch_init(&b, &b.ins_span, "span_patterns", 6) < 0 ||
-	    pbatch_init(&b, &b.ins_req, "temp.request_pattern", 2) < 0)
+	}
+	sel = rc_sql_prep(&b->x,
+		"SELECT sp.self_ns, sp.pattern_id, sp.node, s.start_ns, s.end_ns\n"
+		"FROM span_patterns sp JOIN spans s ON s.span_id = sp.span_id\n"
+		"WHERE sp.span_id = ?");
+	ch = rc_sql_prep(&b->x,
+		"SELECT start_ns, end_ns FROM spans WHERE parent_span_id = ?");
+	up = rc_sql_prep(&b->x,
+		"UPDATE span_patterns SET self_ns = ? WHERE span_id = ?");
+	if (!sel || !ch || !up)
 		goto out;
-	q = rc_sql_prep(&b.x,
+	r = 0;
+	for (size_t i = 0; i < b->fix.cap && !r; i++) {
+		if (!b->fix.used[i])
+			continue;
+		int64_t id = (int64_t)b->fix.keys[i];
+		struct pspan p;
+		memset(&p, 0, sizeof p);
+		sqlite3_bind_int64(sel, 1, id);
+		rc = sqlite3_step(sel);
+		if (rc != SQLITE_ROW) {
+			/* no row: a span of no request */
+			sqlite3_reset(sel);
+			if (rc != SQLITE_DONE)
+				r = rc_sql_fail_db(&b->x, "span_patterns");
+			continue;
+		}
+		int had = sqlite3_column_type(sel, 0) != SQLITE_NULL;
+		int64_t old = sqlite3_column_int64(sel, 0);
+		int64_t pid = sqlite3_column_int64(sel, 1);
+		int64_t node = sqlite3_column_int64(sel, 2);
+		p.has_start = sqlite3_column_type(sel, 3) != SQLITE_NULL;
+		p.start = sqlite3_column_int64(sel, 3);
+		p.has_end = sqlite3_column_type(sel, 4) != SQLITE_NULL;
+		p.end = sqlite3_column_int64(sel, 4);
+		sqlite3_reset(sel);
+		if (!p.has_start || !p.has_end)
+			continue;        /* no self time, as before */
+		size_t n = 0;
+		sqlite3_bind_int64(ch, 1, id);
+		while ((rc = sqlite3_step(ch)) == SQLITE_ROW) {
+			if (n == cap) {
+				size_t c = cap ? cap * 2 : 64;
+				struct ival *t = realloc(iv, c * sizeof *t);
+				if (!t) {
+					sqlite3_reset(ch);
+					r = rc_sql_fail(&b->x, "patterns: out of memory");
+					goto out;
+				}
+				iv = t;
+				cap = c;
+			}
+			if (child_ival(&p, sqlite3_column_type(ch, 0) != SQLITE_NULL,
+				       sqlite3_column_int64(ch, 0),
+				       sqlite3_column_type(ch, 1) != SQLITE_NULL,
+				       sqlite3_column_int64(ch, 1), &iv[n]))
+				n++;
+		}
+		sqlite3_reset(ch);
+		if (rc != SQLITE_DONE) {
+			r = rc_sql_fail_db(&b->x, "reading spans");
+			break;
+		}
+		if (self_of(&p, iv, n)) {
+			r = 1;
+			break;
+		}
+		if (had && old == p.self)
+			continue;
+		sqlite3_bind_int64(up, 1, p.self);
+		sqlite3_bind_int64(up, 2, id);
+		if (sqlite3_step(up) != SQLITE_DONE)
+			r = rc_sql_fail_db(&b->x, "span_patterns");
+		sqlite3_reset(up);
+		/* the node's sum took the first value (has_end: it counted) */
+		if (pid >= 1 && (uint64_t)pid <= b->npat &&
+		    node >= 0 && node < b->pat[pid - 1].nnodes)
+			b->pat[pid - 1].node[node].sum_self_ns +=
+				p.self - (had ? old : 0);
+	}
+out:
+	sqlite3_finalize(q);
+	sqlite3_finalize(sel);
+	sqlite3_finalize(ch);
+	sqlite3_finalize(up);
+	free(iv);
+	return r;
+}
+
+/*
+ * The pass over every request's spans (see the top of the file): with
+ * B->inline_self the self times are computed in it, else read from
+ * temp.span_self (self_fill).  0, 1 when an overflow or spans of a
+ * request with no row make the other way needed, -1 on an error.
+ */
+static int pass(struct builder *b)
+{
+	sqlite3_stmt *q = NULL;
+	int r = -1, rc;
+
+	if (!b->inline_self && self_fill(b) < 0)
+		return -1;
+	if (pbatch_init(b, &b->ins_span, "span_patterns", 6) < 0 ||
+	    pbatch_init(b, &b->ins_req, "temp.request_pattern", 2) < 0)
+		goto out;
+	q = rc_sql_prep(&b->x, b->inline_self ?
+		 "SELECT s.span_id, s.request_id, s.parent_span_id, s.kind,\n"
+		 "  s.protocol, s.name, s.target, s.exe, s.start_ns, s.end_ns,\n"
+		 "  r.root_span_id\n"
+		 "FROM requests r CROSS JOIN spans s ON s.request_id = r.request_id\n"
+		 "ORDER BY r.request_id" :
 		 "SELECT s.span_id, s.request_id, s.parent_span_id, s.kind,\n"
 		 "  s.protocol, s.name, s.target, s.exe, s.start_ns, s.end_ns,\n"
 		 "  r.root_span_id, ss.self_ns\n"
@@ -965,36 +1237,80 @@ int rc_patterns_build(sqlite3 *h, char *err, size_t errlen)
 	if (!q)
 		goto out;
 	int64_t cur = 0, root = 0;
-	int rc;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
 		int64_t req = sqlite3_column_int64(q, 1);
 		if (req != cur) {
-			if (finish_request(&b, cur, root) < 0)
+			if (finish_request(b, cur, root) < 0)
 				goto out;
-			clear_request(&b);
+			clear_request(b);
+			if (b->over) {
+				r = 1;
+				goto out;
+			}
 			cur = req;
 			root = sqlite3_column_int64(q, 10);
 		}
-		if (add_span(&b, q) < 0)
+		if (add_span(b, q) < 0)
 			goto out;
 	}
 	if (rc != SQLITE_DONE) {
-		rc_sql_fail_db(&b.x, "reading spans");
+		rc_sql_fail_db(&b->x, "reading spans");
 		goto out;
 	}
-	if (finish_request(&b, cur, root) < 0 ||
-	    pbatch_flush(&b, &b.ins_span) < 0 ||
-	    pbatch_flush(&b, &b.ins_req) < 0)
+	if (finish_request(b, cur, root) < 0)
 		goto out;
+	if (b->over) {
+		r = 1;
+		goto out;
+	}
+	if (pbatch_flush(b, &b->ins_span) < 0 ||
+	    pbatch_flush(b, &b->ins_req) < 0)
+		goto out;
+	r = b->inline_self ? self_fixups(b) : 0;
+out:
 	sqlite3_finalize(q);
-	q = NULL;
+	return r;
+}
+
+static void builder_init(struct builder *b, sqlite3 *h, char *err,
+			 size_t errlen)
+{
+	memset(b, 0, sizeof *b);
+	b->x.h = h;
+	b->x.who = "patterns";
+	b->x.err = err;
+	b->x.errlen = errlen;
+	rc_map_init(&b->by_hash);
+	rc_map_init(&b->idx);
+	rc_map_init(&b->fix);
+}
+
+int rc_patterns_build(sqlite3 *h, char *err, size_t errlen)
+{
+	struct builder b;
+	int r = -1, p;
+
+	builder_init(&b, h, err, errlen);
+	if (rc_sql_exec(&b.x, tables_sql) < 0)
+		goto out;
+	b.inline_self = 1;
+	if ((p = pass(&b)) < 0)
+		goto out;
+	if (p > 0) {
+		/* made again the first way: nothing of this pass kept */
+		builder_free(&b);
+		builder_init(&b, h, err, errlen);
+		if (rc_sql_exec(&b.x, "DELETE FROM span_patterns;\n"
+				"DELETE FROM temp.request_pattern;\n") < 0 ||
+		    pass(&b) != 0)
+			goto out;
+	}
 	if (rc_sql_exec(&b.x, "DROP TABLE temp.span_self;\n") < 0 ||
 	    write_patterns(&b) < 0 || rc_sql_exec(&b.x, finish_sql) < 0 ||
 	    write_percentiles(&b) < 0 || rc_sql_exec(&b.x, rank_sql) < 0)
 		goto out;
 	r = 0;
 out:
-	sqlite3_finalize(q);
 	builder_free(&b);
 	return r;
 }
