@@ -605,17 +605,12 @@ static const char renew_sql[] =
 /* On a refresh pass: the span and message ids already written, of the
  * requests written before and unchanged (their rows went in in the
  * pass's order, so the n-th of a request is the n-th again).  Every
- * span's (span_patterns names them all); of the messages only those a
- * message written now, or one of no request, names as its peer (nothing
- * else looks a message id up): their requests' (temp.pr), where mapping
- * every message cost a full pass 1.9 s of its 6.2 s at 1.3 million
- * events. */
+ * span's (span_patterns names them all: ordinal_spans, below); of the
+ * messages only those a message written now, or one of no request, names
+ * as its peer (nothing else looks a message id up): their requests'
+ * (temp.pr), where mapping every message cost a full pass 1.9 s of its
+ * 6.2 s at 1.3 million events. */
 static const char ordinal_sql[] =
-	"INSERT INTO temp.sm SELECT a.e, b.l FROM\n"
-	"  (SELECT s.span_id AS e, rm.l AS rq, row_number() OVER (PARTITION BY s.request_id ORDER BY s.span_id) AS o\n"
-	"   FROM e.spans s JOIN temp.rm ON rm.e = s.request_id WHERE rm.old = rm.fp) a\n"
-	"  JOIN (SELECT span_id AS l, request_id AS rq, row_number() OVER (PARTITION BY request_id ORDER BY span_id) AS o\n"
-	"   FROM main.spans WHERE request_id IS NOT NULL) b ON a.rq = b.rq AND a.o = b.o;\n"
 	"CREATE TEMP TABLE pr(e INTEGER PRIMARY KEY, l INTEGER);\n"
 	"INSERT OR IGNORE INTO temp.pr SELECT rm.e, rm.l\n"
 	"  FROM e.messages p JOIN temp.rm ON rm.e = p.request_id\n"
@@ -965,9 +960,90 @@ static int keep_corrections(struct fl *f)
 	return 0;
 }
 
+/*
+ * temp.sm for the spans of the requests written before and unchanged
+ * (temp.rm: old = fp): the n-th span (by id) of such a request in the
+ * pass is the n-th of its request in PATHS.db, up to the fewer of the
+ * two.  PATHS.db's spans in request order come from the index
+ * spans_request as they are, and each request's spans in the pass from
+ * the same index there: no sort.  (The same in SQL, two row_number()
+ * windows over every span joined on request and rank, cost a full pass
+ * 1.1 s of its 4.9 s write at 1.3 million events.)  0 or -1.
+ */
+static int ordinal_spans(struct fl *f)
+{
+	sqlite3_stmt *rq = NULL, *ls = NULL, *ps = NULL, *ins = NULL;
+	struct rc_map m;
+	int64_t t0 = now_ns(CLOCK_MONOTONIC), cur = 0, n = 0;
+	int rc, have = 0, r = -1;
+
+	rc_map_init(&m);
+	if (sqlite3_prepare_v2(f->h, "SELECT l, e FROM temp.rm\n"
+			       "WHERE old = fp AND l IS NOT NULL", -1, &rq, NULL) ||
+	    sqlite3_prepare_v2(f->h, "SELECT request_id, span_id FROM main.spans\n"
+			       "WHERE request_id IS NOT NULL ORDER BY request_id, span_id",
+			       -1, &ls, NULL) ||
+	    sqlite3_prepare_v2(f->h, "SELECT span_id FROM e.spans\n"
+			       "WHERE request_id = ? ORDER BY span_id", -1, &ps, NULL) ||
+	    sqlite3_prepare_v2(f->h, "INSERT INTO temp.sm VALUES(?, ?)", -1,
+			       &ins, NULL))
+		goto fail;
+	while ((rc = sqlite3_step(rq)) == SQLITE_ROW)
+		if (rc_map_put(&m, (uint64_t)sqlite3_column_int64(rq, 0),
+			       (uint64_t)sqlite3_column_int64(rq, 1)) < 0) {
+			ffail(f, "out of memory");
+			goto out;
+		}
+	if (rc != SQLITE_DONE)
+		goto fail;
+	while (m.n && (rc = sqlite3_step(ls)) == SQLITE_ROW) {
+		int64_t l = sqlite3_column_int64(ls, 0);
+		if (l != cur) {
+			uint64_t e;
+			cur = l;
+			sqlite3_reset(ps);
+			have = rc_map_get(&m, (uint64_t)l, &e);
+			if (have)
+				sqlite3_bind_int64(ps, 1, (int64_t)e);
+		}
+		if (!have)
+			continue;
+		if ((rc = sqlite3_step(ps)) != SQLITE_ROW) {
+			have = 0;     /* the pass has fewer: the rest unmapped */
+			if (rc != SQLITE_DONE)
+				goto fail;
+			continue;
+		}
+		sqlite3_bind_int64(ins, 1, sqlite3_column_int64(ps, 0));
+		sqlite3_bind_int64(ins, 2, sqlite3_column_int64(ls, 1));
+		if (sqlite3_step(ins) != SQLITE_DONE)
+			goto fail;
+		sqlite3_reset(ins);
+		n++;
+	}
+	if (m.n && rc != SQLITE_DONE)
+		goto fail;
+	const char *tm = getenv("BP_FOLLOW_TIMING");
+	if (tm && *tm)
+		fprintf(stderr, "%8.1f ms ordinal_spans: %" PRId64 " spans of %zu requests\n",
+			(now_ns(CLOCK_MONOTONIC) - t0) / 1e6, n, m.n);
+	r = 0;
+	goto out;
+fail:
+	ffail(f, "%s: mapping the span ids of unchanged requests: %s",
+	      f->o->rc->output, sqlite3_errmsg(f->h));
+out:
+	sqlite3_finalize(rq);
+	sqlite3_finalize(ls);
+	sqlite3_finalize(ps);
+	sqlite3_finalize(ins);
+	rc_map_free(&m);
+	return r;
+}
+
 /* A pass maps the span ids of the requests it writes (temp.sm: fresh_sql)
  * and, on a full pass, of those written before and unchanged
- * (ordinal_sql); a window pass may also lack the rows of a request before
+ * (ordinal_spans); a window pass may also lack the rows of a request before
  * its horizon (rc_options.rows_from_ns: the exact spans but the root
  * too).  So a request of temp.w one of whose spans has its parent in
  * another request that is neither written now nor (REFRESH) unchanged, or
@@ -1101,7 +1177,8 @@ static int write_pass(struct fl *f, const char *pass, int final, int refresh,
 	    get_state(f, "request", &base) < 0 ||
 	    xsql(f, renew_sql, (long long)base, (long long)gone_from,
 		 (long long)(bg ? f->bg_read_ns : INT64_MAX)) < 0 ||
-	    (refresh && xsql(f, "%s", ordinal_sql) < 0) ||
+	    (refresh && (ordinal_spans(f) < 0 ||
+			 xsql(f, "%s", ordinal_sql) < 0)) ||
 	    get_state(f, "span", &sbase) < 0 || get_state(f, "message", &mbase) < 0 ||
 	    get_state(f, "fragment", &gbase) < 0 || get_state(f, "file", &ibase) < 0 ||
 	    xsql(f, fresh_sql, (long long)sbase, (long long)mbase) < 0 ||
