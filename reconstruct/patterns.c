@@ -450,12 +450,18 @@ static int self_of(struct pspan *p, struct ival *iv, size_t n)
 	return 0;
 }
 
+/* At most this many spans with a child elsewhere are made again one by
+ * one (about 40 MB of map); beyond, the pass is made the first way, whose
+ * memory does not grow with them. */
+#define FIX_MAX (1u << 20)
+
 /*
  * The self time of every span of the current request (b->idx filled),
  * from its children in the request (parent_span_id as it is: a span that
  * is its own parent is its own child, as in the CTE).  A span whose
  * parent is not in the request goes into b->fix: that parent's time is
- * made again by self_fixups.  0, 1 on an overflow, -1 out of memory.
+ * made again by self_fixups.  0, 1 on an overflow or too many of those
+ * (FIX_MAX), -1 out of memory.
  */
 static int self_inline(struct builder *b)
 {
@@ -483,6 +489,8 @@ static int self_inline(struct builder *b)
 		if (!s->parent_id)
 			continue;
 		if (!rc_map_get(&b->idx, (uint64_t)s->parent_id, &v)) {
+			if (b->fix.n >= FIX_MAX)
+				return 1;
 			if (rc_map_put(&b->fix, (uint64_t)s->parent_id, 1) < 0)
 				return -1;
 			continue;
@@ -1104,11 +1112,16 @@ static int self_fixups(struct builder *b)
 				"WHERE request_id IS NULL AND parent_span_id IS NOT NULL");
 		if (!q)
 			goto out;
-		while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+		while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+			if (b->fix.n >= FIX_MAX) {
+				r = 1;
+				goto out;
+			}
 			if (rc_map_put(&b->fix, (uint64_t)sqlite3_column_int64(q, 0), 1) < 0) {
 				rc_sql_fail(&b->x, "patterns: out of memory");
 				goto out;
 			}
+		}
 		if (rc != SQLITE_DONE) {
 			rc_sql_fail_db(&b->x, "reading spans");
 			goto out;
