@@ -167,12 +167,14 @@ int rc_db_open(struct rc_ctx *c)
 	 * 16 KiB pages: a quarter of the page reads, writes and b-tree
 	 * cells moved of 4 KiB ones while rows and index entries go in
 	 * (2 million bp-genbig events: 70% fewer pread/pwrite calls, about
-	 * 15% less CPU); with a 16 MiB page cache the peak RSS is lower
-	 * too (57 MiB instead of 82; 16 KiB pages with 32 MiB: 175, the
-	 * sorter's buffers grow with it).  BENCHMARKS.md, phase 16. */
+	 * 15% less CPU).  BENCHMARKS.md, phase 16.  The page cache is
+	 * 4 MiB: SQLite's sorter, which builds the indexes, sizes its
+	 * buffers by it, and a 16 MiB cache made it the larger part of the
+	 * peak RSS (bench 8 at 5 million events 47 MB, 27 with 4 MiB, the
+	 * same speed; the window passes of --follow no slower; phase 32). */
 	if (exec(c, "PRAGMA page_size=16384;"
 		    "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
-		    "PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size=-16384;"
+		    "PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size=-4096;"
 		    "PRAGMA temp_store=FILE;") < 0 ||
 	    exec(c, schema_sql) < 0 || exec(c, "BEGIN") < 0)
 		return RC_EXIT_OUTPUT;
