@@ -433,6 +433,27 @@ static int child_ival(const struct pspan *p, int c_hs, int64_t c_s, int c_he,
 	return v->e > v->s;
 }
 
+/* Child C's interval clipped to P's (child_ival) appended to *IV (N of
+ * CAP, grown as needed) when it is not empty; 0, or -1 out of memory. */
+static int ival_add(struct ival **iv, size_t *n, size_t *cap,
+		    const struct pspan *p, int c_hs, int64_t c_s, int c_he,
+		    int64_t c_e)
+{
+	struct ival v;
+	if (!child_ival(p, c_hs, c_s, c_he, c_e, &v))
+		return 0;
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		struct ival *t = realloc(*iv, c * sizeof *t);
+		if (!t)
+			return -1;
+		*iv = t;
+		*cap = c;
+	}
+	(*iv)[(*n)++] = v;
+	return 0;
+}
+
 /* Span P's self time from its children's intervals IV (N); 0, or 1 when
  * a difference overflows. */
 static int self_of(struct pspan *p, struct ival *iv, size_t n)
@@ -799,28 +820,15 @@ static int self_fill(struct builder *b)
 		 * the parent's start and end */
 		if (sqlite3_column_type(q, 3) == SQLITE_NULL || !hs || !he)
 			continue;
-		struct ival v = {
-			sqlite3_column_type(q, 4) == SQLITE_NULL ? start :
-				sqlite3_column_int64(q, 4),
-			sqlite3_column_type(q, 5) == SQLITE_NULL ? end :
-				sqlite3_column_int64(q, 5) };
-		if (v.s < start)
-			v.s = start;
-		if (v.e > end)
-			v.e = end;
-		if (v.e <= v.s)
-			continue;
-		if (n == cap) {
-			size_t c = cap ? cap * 2 : 64;
-			struct ival *p = realloc(iv, c * sizeof *p);
-			if (!p) {
-				rc_sql_fail(&b->x, "patterns: out of memory");
-				goto out;
-			}
-			iv = p;
-			cap = c;
+		struct pspan p = { .start = start, .end = end };
+		if (ival_add(&iv, &n, &cap, &p,
+			     sqlite3_column_type(q, 4) != SQLITE_NULL,
+			     sqlite3_column_int64(q, 4),
+			     sqlite3_column_type(q, 5) != SQLITE_NULL,
+			     sqlite3_column_int64(q, 5)) < 0) {
+			rc_sql_fail(&b->x, "patterns: out of memory");
+			goto out;
 		}
-		iv[n++] = v;
 	}
 	if (over < 0)
 		goto out;
@@ -1171,22 +1179,15 @@ static int self_fixups(struct builder *b)
 		size_t n = 0;
 		sqlite3_bind_int64(ch, 1, id);
 		while ((rc = sqlite3_step(ch)) == SQLITE_ROW) {
-			if (n == cap) {
-				size_t c = cap ? cap * 2 : 64;
-				struct ival *t = realloc(iv, c * sizeof *t);
-				if (!t) {
-					sqlite3_reset(ch);
-					r = rc_sql_fail(&b->x, "patterns: out of memory");
-					goto out;
-				}
-				iv = t;
-				cap = c;
+			if (ival_add(&iv, &n, &cap, &p,
+				     sqlite3_column_type(ch, 0) != SQLITE_NULL,
+				     sqlite3_column_int64(ch, 0),
+				     sqlite3_column_type(ch, 1) != SQLITE_NULL,
+				     sqlite3_column_int64(ch, 1)) < 0) {
+				sqlite3_reset(ch);
+				r = rc_sql_fail(&b->x, "patterns: out of memory");
+				goto out;
 			}
-			if (child_ival(&p, sqlite3_column_type(ch, 0) != SQLITE_NULL,
-				       sqlite3_column_int64(ch, 0),
-				       sqlite3_column_type(ch, 1) != SQLITE_NULL,
-				       sqlite3_column_int64(ch, 1), &iv[n]))
-				n++;
 		}
 		sqlite3_reset(ch);
 		if (rc != SQLITE_DONE) {

@@ -738,10 +738,13 @@ read -r not_pushed not_ch pushed_revised pushed_withdrawn <<<"$sinks"
 echo "tb-follow: sinks: $not_pushed requests not pushed, $not_ch not in ClickHouse as they are; the receiver holds the first version of $pushed_revised revised and $pushed_withdrawn withdrawn after they were pushed"
 [ "$not_pushed" = 0 ] && [ "$not_ch" = 0 ] ||
 	LIVE_BAD="${LIVE_BAD:+$LIVE_BAD; }sinks: $not_pushed requests not pushed, $not_ch not in ClickHouse"
+# (the checkers' first problem goes into the FAIL line: a CI report may
+# show a failed test's log from that line on only)
 "$PY" "$TB_SRC/../report/otlp-push-check.py" "$dir/live.db" "$T/sinks/batches.jsonl" \
-	--revised-whole --resent-identical | sed 's/^/tb-follow: /'
+	--revised-whole --resent-identical 2>"$T/otlp-check.err" | sed 's/^/tb-follow: /'
 [ "${PIPESTATUS[0]}" = 0 ] ||
-	LIVE_BAD="${LIVE_BAD:+$LIVE_BAD; }the OTLP receiver's spans are not live.db's"
+	LIVE_BAD="${LIVE_BAD:+$LIVE_BAD; }the OTLP receiver's spans are not live.db's ($(head -n 1 "$T/otlp-check.err"))"
+sed 's/^/tb-follow: /' "$T/otlp-check.err" >&2
 # late records: live.db held requests as uncertain while their records
 # were on their way (the polls' largest count; none would mean the run
 # did not test what it is for)
@@ -752,9 +755,11 @@ echo "tb-follow: requests uncertain for late records (unlogged-send, peer-not-lo
 bp_ch_mutations_wait tb-follow bpt
 for what in tables views; do
 	"$PY" "$TB_SRC/../report/clickhouse-check.py" "$what" "$dir/live.db" "$CH" \
-		bpt tbfollow "$top_srcdir/docs/clickhouse.md" | sed 's/^/tb-follow: /'
+		bpt tbfollow "$top_srcdir/docs/clickhouse.md" 2>"$T/ch-check.err" |
+		sed 's/^/tb-follow: /'
 	[ "${PIPESTATUS[0]}" = 0 ] ||
-		LIVE_BAD="${LIVE_BAD:+$LIVE_BAD; }ClickHouse's $what are not live.db's"
+		LIVE_BAD="${LIVE_BAD:+$LIVE_BAD; }ClickHouse's $what are not live.db's ($(head -n 1 "$T/ch-check.err"))"
+	sed 's/^/tb-follow: /' "$T/ch-check.err" >&2
 done
 [ -z "$LIVE_BAD" ] || bp_fail "$LIVE_BAD"
 echo "PASS: tb-follow"
