@@ -496,6 +496,9 @@ static int write_stats(struct rc_ctx *c)
 		b_t(s, 1, "follow_rows_skipped");
 		sqlite3_bind_int64(s, 2, (int64_t)c->st.rows_skipped);
 		step(c, s, "stats");
+		b_t(s, 1, "follow_channel_rows_skipped");
+		sqlite3_bind_int64(s, 2, (int64_t)c->st.chan_rows_skipped);
+		step(c, s, "stats");
 		b_t(s, 1, "follow_rows_from_ns");
 		sqlite3_bind_int64(s, 2, c->opt->rows_from_ns);
 		step(c, s, "stats");

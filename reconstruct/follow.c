@@ -106,6 +106,9 @@ struct fl {
 	uint64_t ch_deleted, ch_mutations;   /* ClickHouse rows asked deleted */
 	uint64_t unpushed;          /* requests written, not in a sink yet */
 	uint64_t held;              /* of those, waiting for late records */
+	uint64_t chan_missing;      /* window passes that wrote nothing: a
+				       channel row they left out was needed
+				       (chan_rows_missing) */
 	/* the segment files' largest sizes seen (by a hash of the path):
 	 * one that shrank is being rewritten (seg_shrunk) */
 	struct rc_map seg_size;
@@ -851,6 +854,39 @@ static int64_t next_horizon(const struct fl *f, int64_t last)
 	return h < floor ? floor : h;
 }
 
+/* A window pass left out the rows of channels closed before its horizon
+ * that no other channel names (chan.c, end_destroy): none of them may be
+ * the channel of a span, message or fragment of a request the pass may
+ * write (it began after they closed), nor the peer of a channel it
+ * writes.  Should one be, the pass writes nothing and the next full pass
+ * writes it (as when the window does not close, below).  0, 1 then, or
+ * -1. */
+static const char chan_missing_sql[] =
+	"SELECT EXISTS (SELECT 1 FROM temp.win w JOIN e.spans s ON s.request_id = w.e\n"
+	"    WHERE w.core AND s.channel_id IS NOT NULL\n"
+	"    AND s.channel_id NOT IN (SELECT channel_id FROM e.channels))\n"
+	"  OR EXISTS (SELECT 1 FROM temp.win w JOIN e.messages m ON m.request_id = w.e\n"
+	"    WHERE w.core AND m.channel_id IS NOT NULL\n"
+	"    AND m.channel_id NOT IN (SELECT channel_id FROM e.channels))\n"
+	"  OR EXISTS (SELECT 1 FROM temp.win w JOIN e.fragments g ON g.request_id = w.e\n"
+	"    WHERE w.core AND g.channel_id IS NOT NULL\n"
+	"    AND g.channel_id NOT IN (SELECT channel_id FROM e.channels))\n"
+	"  OR EXISTS (SELECT 1 FROM temp.wc JOIN e.channels c ON c.channel_id = wc.e\n"
+	"    WHERE c.peer_channel_id IS NOT NULL\n"
+	"    AND c.peer_channel_id NOT IN (SELECT channel_id FROM e.channels))";
+
+static int chan_rows_missing(struct fl *f)
+{
+	int64_t v;
+	if (!f->pass_rows_from)
+		return 0;
+	if (one_i64(f, chan_missing_sql, &v) < 0)
+		return -1;
+	if (v)
+		f->chan_missing++;
+	return v ? 1 : 0;
+}
+
 /* Fill temp.win and temp.wc (win_full_sql, win_start_sql): *GONE_FROM
  * is where a request written before and not found any more counts as
  * withdrawn (PATHS.db's requests.start_ns).  0, -1 on an error, 1 when
@@ -903,7 +939,7 @@ static int window(struct fl *f, int full, int64_t *gone_from)
 		    one_i64(f, "SELECT (SELECT count(*) FROM temp.win) + (SELECT count(*) FROM temp.wc)", &after) < 0)
 			return -1;
 		if (after == before)
-			return 0;
+			return chan_rows_missing(f);
 	}
 	/* the pass left rows out: it cannot look at everything; the next
 	 * full pass writes what this one would have */
@@ -1247,14 +1283,14 @@ static int write_pass(struct fl *f, const char *pass, int final, int refresh,
 		 "  ('follow_withdrawn', %lld), ('follow_pid', %lld),\n"
 		 "  ('follow_deferred', %lld), ('follow_window_requests', %lld),\n"
 		 "  ('follow_parent_deferred', %lld), ('follow_full_background', %lld),\n"
-		 "  ('follow_full_left', %lld);\n"
+		 "  ('follow_full_left', %lld), ('follow_channel_rows_missing', %lld);\n"
 		 "COMMIT",
 		 refresh ? "" : " WHERE key <> 'patterns'",
 		 (long long)f->passes, (long long)total, (long long)revised,
 		 (long long)waiting, (long long)missing, (long long)withdrawn,
 		 (long long)getpid(), (long long)deferred, (long long)nwin,
 		 (long long)xparent, (long long)f->bg_passes,
-		 (long long)f->bg_left) < 0)
+		 (long long)f->bg_left, (long long)f->chan_missing) < 0)
 		goto rollback;
 	/* the next window pass may leave out rows of the requests before
 	 * its horizon: those that began before this one's, less a margin

@@ -298,9 +298,10 @@ struct rc_stats {
 	uint64_t malformed;
 	uint64_t gaps;
 	uint64_t requests, spans, messages, fragments, files_opened;
-	uint64_t rows_skipped;        /* messages, fragments, files and exact
-					 non-root spans not written
-					 (rc_options.rows_from_ns) */
+	uint64_t rows_skipped;        /* messages, fragments, files, exact
+					 non-root spans and channels not
+					 written (rc_options.rows_from_ns) */
+	uint64_t chan_rows_skipped;   /* of them, channels (chan.c) */
 	uint64_t channels;
 	uint64_t unattr_fragments, unattr_messages, unattr_files, unattr_spans;
 	uint64_t unattr_data_bytes;

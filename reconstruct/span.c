@@ -438,27 +438,34 @@ static int64_t rows_corr(struct rc_ctx *c, struct rc_domain *d)
 	return d->rows_corr;
 }
 
+int rc_rows_skip_at(struct rc_ctx *c, uint32_t dom, int64_t t)
+{
+	if (!c->opt->rows_from_ns || dom >= c->ndoms)
+		return 0;
+	/* The times are provisional (a domain's correction comes at the
+	 * end): T is judged with the correction of the pass before, the
+	 * latest T left out is kept per domain, and the stats say where it
+	 * lies once corrected (db.c), so that --follow's window starts
+	 * after it (follow.c, window) */
+	struct rc_domain *d = &c->doms[dom];
+	if (t + rows_corr(c, d) >= c->opt->rows_from_ns)
+		return 0;
+	if (!d->has_skip || t > d->skip_max) {
+		d->has_skip = 1;
+		d->skip_max = t;
+	}
+	c->st.rows_skipped++;
+	return 1;
+}
+
 int rc_span_rows_skip(struct rc_ctx *c, uint64_t req)
 {
 	if (!c->opt->rows_from_ns || !req)
 		return 0;
 	const struct rc_span *root = rc_span_root_of(c, req);
-	if (!root || root->dom >= c->ndoms)
+	if (!root)
 		return 0;
-	/* The times are provisional (a domain's correction comes at the
-	 * end): the root's start is judged with the correction of the pass
-	 * before, the latest root left out is kept per domain, and the stats
-	 * say where it lies once corrected (db.c), so that --follow writes no
-	 * request whose rows may be missing (follow.c, window) */
-	struct rc_domain *d = &c->doms[root->dom];
-	if (root->start + rows_corr(c, d) >= c->opt->rows_from_ns)
-		return 0;
-	if (!d->has_skip || root->start > d->skip_max) {
-		d->has_skip = 1;
-		d->skip_max = root->start;
-	}
-	c->st.rows_skipped++;
-	return 1;
+	return rc_rows_skip_at(c, root->dom, root->start);
 }
 
 void rc_span_unroot(struct rc_ctx *c, struct rc_span *sp)

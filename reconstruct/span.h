@@ -168,6 +168,10 @@ struct rc_span *rc_span_root_of(struct rc_ctx *c, uint64_t req);
  * leaves out and keeps the latest such root's start per clock domain
  * (rc_domain.skip_max: the stats give it corrected). */
 int rc_span_rows_skip(struct rc_ctx *c, uint64_t req);
+/* Is a row whose last moment is T (provisional time of clock domain
+ * DOM) before rc_options.rows_from_ns, so left out?  Counted and kept as
+ * rc_span_rows_skip does. */
+int rc_rows_skip_at(struct rc_ctx *c, uint32_t dom, int64_t t);
 /* SP, the root of a request a traced client started (rule 5), turns out
  * to be work of another request: its own request is forgotten. */
 void rc_span_unroot(struct rc_ctx *c, struct rc_span *sp);
