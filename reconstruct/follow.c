@@ -900,10 +900,19 @@ static int window(struct fl *f, int full, int64_t *gone_from)
 		return -1;
 	/* no request in the pass: none gone */
 	*gone_from = n ? first : INT64_MAX;
+	int64_t prev_last = f->last_start;
 	f->horizon = INT64_MIN;
 	f->last_start = n ? last : INT64_MIN;
 	if (!full && n) {
 		int64_t h = next_horizon(f, last), skip = INT64_MIN;
+		/* the requests that began after the newest one the last pass
+		 * saw were in no window yet: when the logs moved on by more
+		 * than the window since then (a pass that took longer, as a
+		 * full one at the start or the write of one from the
+		 * background at a long history), they are in this one, not
+		 * left to the next full pass */
+		if (prev_last != INT64_MIN && prev_last - FOLLOW_MARGIN_NS < h)
+			h = prev_last - FOLLOW_MARGIN_NS;
 		/* the pass left out rows of the requests before this */
 		if (h < f->pass_rows_from)
 			h = f->pass_rows_from;
@@ -1201,6 +1210,10 @@ static int write_pass(struct fl *f, const char *pass, int final, int refresh,
 		goto detach;
 	int w = xsql(f, "%s", maps_sql) < 0 ? -1 : window(f, full, &gone_from);
 	if (w == 1) {
+		/* nothing written: the next pass's window starts where
+		 * this one's would have */
+		f->horizon = horizon;
+		f->last_start = last_start;
 		sqlite3_exec(f->h, "ROLLBACK", NULL, NULL, NULL);
 		sqlite3_exec(f->h, "DETACH e", NULL, NULL, NULL);
 		return 0;

@@ -65,7 +65,10 @@
 #     (default: the grace and a pass interval rounded up to whole
 #     seconds, plus 1 s for the pass itself on a run of 60 s or more,
 #     2 s on a shorter one: 2 s and 3 s with the defaults); no request
-#     emitted before it ended.
+#     emitted before it ended; none that ended I + G + 1 s before the
+#     copy or earlier (restart windows too) emitted more than
+#     TB_FOLLOW_MAXWAIT seconds after it ended (a request no window
+#     pass took waits for the next full pass).
 # Printed, not asserted: the lag distribution (p50, p99, max) of the
 # steady requests and of the others, bp-reconstruct's RSS (first-quarter
 # median, last-quarter median, peak: the engine re-reads every log each
@@ -80,6 +83,10 @@
 #   TB_FOLLOW_GRACE     --follow-grace (default 0.5)
 #   TB_FOLLOW_WINDOW    --follow-window (default 10)
 #   TB_FOLLOW_DOWN      seconds bp-logd stays dead (default 2)
+#   TB_FOLLOW_MAXWAIT   bound on every request's lag in seconds, the
+#                       restart windows too (default 60): one left for
+#                       the next full pass waits minutes at a long
+#                       history
 #   TB_FOLLOW_MAXLAG    bound on the steady p99 lag in seconds (default
 #                       1 + TB_FOLLOW_INTERVAL + TB_FOLLOW_GRACE, the
 #                       sum rounded up to whole seconds: 2 s with the
@@ -143,6 +150,11 @@ if [ "$TB_FOLLOW_SECS" -ge 60 ]; then
 else
 	: "${TB_FOLLOW_MAXLAG:=$((2 + IG))}"
 fi
+: "${TB_FOLLOW_MAXWAIT:=60}"
+case $TB_FOLLOW_MAXWAIT in '' | *[!0-9]*)
+	echo "FAIL: tb-follow: TB_FOLLOW_MAXWAIT must be a whole number of seconds ($TB_FOLLOW_MAXWAIT)" >&2
+	exit 1 ;;
+esac
 case $TB_FOLLOW_MAXLAG in '' | .* | *.*.* | *[!0-9.]*)
 	echo "FAIL: tb-follow: TB_FOLLOW_MAXLAG must be a number of seconds ($TB_FOLLOW_MAXLAG)" >&2
 	exit 1 ;;
@@ -461,10 +473,10 @@ check "$dir/live.db" live || LIVE_BAD="live: wrong request paths (see above)"
 # W_POST s after the restart may be emitted late by design
 W_PRE=$((IG + 1))
 W_POST=2
-"$PY" - "$dir" "$W_PRE" "$W_POST" "$TB_FOLLOW_MAXLAG" <<-'PYEOF' ||
+"$PY" - "$dir" "$W_PRE" "$W_POST" "$TB_FOLLOW_MAXLAG" "$TB_FOLLOW_MAXWAIT" <<-'PYEOF' ||
 import os, re, sqlite3, statistics, sys
 from collections import Counter
-d, maxlag = sys.argv[1], float(sys.argv[4])
+d, maxlag, maxwait = sys.argv[1], float(sys.argv[4]), float(sys.argv[5])
 W_PRE, W_POST = int(sys.argv[2]) * 10**9, int(sys.argv[3]) * 10**9
 ID_RE = re.compile(r'q\d+x[0-9a-f]{6}')
 bad = []
@@ -586,7 +598,7 @@ if differ_exact:
 if stwice:
     bad.append('ids in more than one request of live.db while the servers '
                'ran: %s' % stwice[:5])
-steady, other, by_end = [], [], []
+steady, other, by_end, late = [], [], [], []
 # every request's lag in DIR/lag: end_ns emitted_ns steady(1/0)
 lagf = open(os.path.join(d, 'lag'), 'w')
 for e, end in live.execute(
@@ -598,6 +610,8 @@ for e, end in live.execute(
     # written before the copy (a request held back past it counts with
     # its whole lag)
     ok = end < snap_t - W_PRE and not any(a <= end <= b for a, b in windows)
+    if end < snap_t - W_PRE and lag > maxwait:
+        late.append(lag)
     lagf.write('%d %d %d\n' % (end, e, ok))
     if ok:
         steady.append(lag)
@@ -638,6 +652,11 @@ if len(steady) < max(50, n_live / 10):
                % (len(steady), n_live))
 elif sorted(steady)[min(len(steady) - 1, int(0.99 * len(steady)))] > maxlag:
     bad.append('steady p99 lag above %g s' % maxlag)
+# (a request that ended before the copy, restart windows too: the last
+# pass, after the servers stopped, writes the others)
+if late:
+    bad.append('%d requests written more than %g s after their end (at most '
+               '%.1f s): left for a full pass' % (len(late), maxwait, max(late)))
 if any(x < 0 for x in steady + other):
     bad.append('requests emitted before they ended: %d'
                % sum(1 for x in steady + other if x < 0))
