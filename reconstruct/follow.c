@@ -910,9 +910,13 @@ static int window(struct fl *f, int full, int64_t *gone_from)
 		 * than the window since then (a pass that took longer, as a
 		 * full one at the start or the write of one from the
 		 * background at a long history), they are in this one, not
-		 * left to the next full pass */
-		if (prev_last != INT64_MIN && prev_last - FOLLOW_MARGIN_NS < h)
-			h = prev_last - FOLLOW_MARGIN_NS;
+		 * left to the next full pass (with several clock domains a
+		 * margin: the corrections move from pass to pass) */
+		if (prev_last != INT64_MIN) {
+			int64_t m = prev_last - (f->sum.domains > 1 ? FOLLOW_MARGIN_NS : 1);
+			if (m < h)
+				h = m;
+		}
 		/* the pass left out rows of the requests before this */
 		if (h < f->pass_rows_from)
 			h = f->pass_rows_from;
