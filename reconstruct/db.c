@@ -29,7 +29,7 @@ static const char schema_sql[] =
 	"  duration_ns INTEGER, protocol TEXT, method TEXT, target TEXT,\n"
 	"  status INTEGER, client TEXT, root_span_id INTEGER,\n"
 	"  host_id INTEGER, complete INTEGER,\n"
-	"  certainty TEXT NOT NULL DEFAULT 'exact', certainty_reason TEXT);\n"
+	"  certainty TEXT NOT NULL DEFAULT 'exact', certainty_reason TEXT, pattern_id INTEGER);\n"
 	"CREATE TABLE spans(\n"
 	"  span_id INTEGER PRIMARY KEY, request_id INTEGER,\n"
 	"  parent_span_id INTEGER, kind TEXT, protocol TEXT, name TEXT,\n"
@@ -85,7 +85,7 @@ static const char schema_sql[] =
 	"CREATE TABLE stats(key TEXT PRIMARY KEY, value INTEGER);\n";
 
 const char *const rc_db_stmt_sql[S_MAX] = {
-	[S_REQUEST] = "INSERT INTO requests VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	[S_REQUEST] = "INSERT INTO requests VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_SPAN] = "INSERT INTO spans VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_MESSAGE] = "INSERT INTO messages VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_ATTR] = "INSERT INTO attrs VALUES(?,?,?,?)",
@@ -186,6 +186,13 @@ int rc_db_open(struct rc_ctx *c)
 			return RC_EXIT_OUTPUT;
 		}
 	}
+	/* The patterns as the rows go in, unless this run writes none or
+	 * not every request's spans (--follow's passes); without the
+	 * stream they are made from the rows at the end. */
+	if (!c->opt->no_patterns && !c->opt->rows_from_ns) {
+		char why[256];
+		d->pat = rc_pat_stream_open(d->h, why, sizeof why);
+	}
 	/* attrs, warnings and candidates: inserted while the merge runs */
 	if (rc_db_queue_start(c) == RC_EXIT_OUTPUT)
 		return RC_EXIT_OUTPUT;
@@ -207,6 +214,8 @@ void rc_db_abort(struct rc_ctx *c)
 		return;
 	rc_db_queue_abort(d);
 	finalize_all(d);
+	rc_pat_stream_free(d->pat);
+	d->pat = NULL;
 	if (d->h)
 		sqlite3_close(d->h);
 	if (d->tmp)
@@ -544,8 +553,10 @@ int rc_db_finish(struct rc_ctx *c)
 	    write_stats(c) < 0)
 		return RC_EXIT_OUTPUT;
 	char why[512];
+	struct rc_pat_stream *ps = d->pat;
+	d->pat = NULL;
 	if ((c->opt->no_patterns ? rc_patterns_empty(d->h, why, sizeof why) :
-	     rc_patterns_build(d->h, why, sizeof why)) < 0 ||
+	     rc_patterns_finish(d->h, ps, why, sizeof why)) < 0 ||
 	    rc_views_create(d->h, why, sizeof why) < 0) {
 		rc_db_error(c, why);
 		return RC_EXIT_OUTPUT;

@@ -37,6 +37,7 @@ struct rc_row_request {
 	uint8_t  certainty;          /* of its root span (enum rc_certainty);
 					the request's own is set at the end */
 	const char *reason;          /* a static string, or NULL */
+	int64_t  pattern;            /* set as it is inserted (db_rows.c) */
 };
 
 struct rc_row_span {

@@ -26,6 +26,9 @@ struct rc_db {
 	/* the spool: rows with times, until the clock corrections are known
 	 * (db_rows.c) */
 	struct rc_db_rows *rows;
+	/* the patterns, made as span and request rows go in (patterns.h),
+	 * or NULL: made from the rows at the end */
+	struct rc_pat_stream *pat;
 };
 
 /* "INSERT INTO table VALUES(?,...)" for each statement (db.c). */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "db_impl.h"
+#include "patterns.h"
 #include "spill.h"
 
 #define SPOOL_BUF (1u << 20)   /* spool buffer (see "the spool") */
@@ -36,6 +37,7 @@ static void bind_request(sqlite3_stmt *s, int o, const struct rc_row_request *r)
 	b_i(s, o + 12, r->end != RC_DB_NULL);
 	b_t(s, o + 13, certainty_name[r->certainty < 3 ? r->certainty : 2]);
 	b_t(s, o + 14, r->reason);
+	b_id(s, o + 15, (uint64_t)r->pattern);
 }
 
 static void bind_span(sqlite3_stmt *s, int o, const struct rc_row_span *r)
@@ -836,6 +838,29 @@ static int dom_ok(const struct rc_ctx *c, uint32_t k, const void *u)
 	return dom < c->ndoms;
 }
 
+/* A span or request row about to go in, with its final times: to the
+ * patterns' stream (patterns.h), which gives a request its pattern. */
+static void pat_row(struct rc_pat_stream *ps, uint32_t k, union spool_row *u)
+{
+	if (!ps)
+		return;
+	if (k == K_SPAN) {
+		const struct rc_row_span *r = &u->span;
+		struct rc_pat_span s = {
+			.id = r->id, .req = r->req, .parent = r->parent,
+			.kind = r->kind, .protocol = r->protocol,
+			.name = r->name, .target = r->target, .exe = r->exe,
+			.start = r->start, .end = r->end,
+			.has_start = r->start != RC_DB_NULL,
+			.has_end = r->end != RC_DB_NULL,
+		};
+		rc_pat_stream_span(ps, &s);
+	} else if (k == K_REQUEST) {
+		u->request.pattern = rc_pat_stream_request(ps, u->request.id,
+							   u->request.root_span);
+	}
+}
+
 /* Insert every spooled row, in order, and give the spool back. */
 int rc_db_rows_replay(struct rc_ctx *c)
 {
@@ -910,6 +935,7 @@ int rc_db_rows_replay(struct rc_ctx *c)
 			return -1;
 		}
 		shift_times(c, k, &u);
+		pat_row(d->pat, k, &u);
 		batch_add(c, k, &u);
 		pos += need;
 	}
@@ -947,6 +973,7 @@ struct dbq {
 	int             cur;         /* the buffer the merge fills */
 	int             stop;
 	int             early;       /* rows with times were queued */
+	struct rc_pat_stream *pat;   /* the database's (db_impl.h) */
 	/* the thread's own */
 	sqlite3_stmt   *one[NKIND], *warn, *cand;
 	struct batch   *batch;       /* per kind, full statements in it */
@@ -1001,6 +1028,7 @@ static void q_apply(struct dbq *q, const char *p, size_t len)
 		p += need;
 		if (k < NKIND) {
 			struct batch *b = &q->batch[k];
+			pat_row(q->pat, k, &u);
 			b->row[b->n++] = u;
 			if (b->n == BATCH)
 				q_flush(q, k);
@@ -1079,6 +1107,7 @@ int rc_db_queue_start(struct rc_ctx *c)
 	if (!q)
 		return -1;
 	q->warn = d->st[S_WARNING];
+	q->pat = d->pat;
 	q->cand = d->st[S_CANDIDATE];
 	q->buf[0] = malloc(QBUF);
 	q->buf[1] = malloc(QBUF);

@@ -114,6 +114,9 @@ struct builder {
 	struct pbatch  ins_span, ins_req, ins_self;
 	/* self times in the pass (see the top of the file) */
 	int             inline_self, over;
+	int             stream;      /* fed by rc_pat_stream (no ins_req) */
+	int             renumbered;  /* its ids given again (renumber) */
+	int64_t         last_pid;    /* finish_request's pattern, 0 none */
 	int64_t         seen;        /* spans read by the pass */
 	struct rc_map   fix;         /* spans with a child elsewhere */
 	struct ival    *civ;         /* the request's children's intervals */
@@ -652,6 +655,11 @@ static int finish_request(struct builder *b, int64_t req, int64_t root_span)
 		return rc_sql_fail(&b->x, "patterns: out of memory");
 	int64_t pid = (int64_t)(p - b->pat) + 1;
 	p->n++;
+	/* the first seen in request order (the stream sees requests in the
+	 * order they are written) */
+	if (req < p->first_request)
+		p->first_request = req;
+	b->last_pid = pid;
 	for (size_t k = 0; k < no; k++) {
 		struct pspan *s = &b->sp[b->order[k]];
 		if (s->has_end) {
@@ -674,6 +682,8 @@ static int finish_request(struct builder *b, int64_t req, int64_t root_span)
 		if (pbatch_add(b, pb) < 0)
 			return -1;
 	}
+	if (b->stream)
+		return 0;        /* requests.pattern_id: in the request's row */
 	struct pval *rv = pbatch_row(&b->ins_req);
 	pv_int(&rv[0], req);
 	pv_int(&rv[1], pid);
@@ -869,17 +879,22 @@ static const char tables_sql[] =
 	"  PRIMARY KEY(pattern_id, node));\n"
 	"CREATE TABLE span_patterns(\n"
 	"  span_id INTEGER PRIMARY KEY, request_id INTEGER,\n"
-	"  pattern_id INTEGER, node INTEGER, label TEXT, self_ns INTEGER);\n"
+	"  pattern_id INTEGER, node INTEGER, label TEXT, self_ns INTEGER);\n";
+
+/* The pass's own (pass, self_fill). */
+static const char temp_sql[] =
 	"CREATE TEMP TABLE request_pattern(request_id INTEGER PRIMARY KEY,\n"
 	"  pattern_id INTEGER);\n"
 	"CREATE TEMP TABLE span_self(span_id INTEGER PRIMARY KEY,\n"
 	"  self_ns INTEGER);\n";
 
-static const char finish_sql[] =
-	"ALTER TABLE requests ADD COLUMN pattern_id INTEGER;\n"
+/* requests.pattern_id from the pass (the column: add_column) */
+static const char request_sql[] =
 	"UPDATE requests SET pattern_id = t.pattern_id FROM temp.request_pattern t\n"
 	"  WHERE t.request_id = requests.request_id;\n"
-	"DROP TABLE temp.request_pattern;\n"
+	"DROP TABLE temp.request_pattern;\n";
+
+static const char finish_sql[] =
 	"CREATE INDEX span_patterns_request ON span_patterns(request_id);\n"
 	"CREATE INDEX span_patterns_pattern ON span_patterns(pattern_id, node);\n"
 	"CREATE INDEX requests_pattern ON requests(pattern_id);\n"
@@ -1073,13 +1088,34 @@ static void builder_free(struct builder *b)
 	pbatch_free(&b->ins_self);
 }
 
+/* 1 when statement SQL prepares (a table or column exists), else 0. */
+static int prepares(sqlite3 *h, const char *sql)
+{
+	sqlite3_stmt *q = NULL;
+	int ok = sqlite3_prepare_v2(h, sql, -1, &q, NULL) == SQLITE_OK;
+	sqlite3_finalize(q);
+	return ok;
+}
+
+/* The tables, unless the stream made them (rc_pat_stream_open), and
+ * requests.pattern_id, unless the writer's schema has it (db.c) or the
+ * table came without it (join.c). */
+static int tables_make(struct rc_sql *x)
+{
+	if (!prepares(x->h, "SELECT 1 FROM span_patterns") &&
+	    rc_sql_exec(x, tables_sql) < 0)
+		return -1;
+	if (!prepares(x->h, "SELECT pattern_id FROM requests") &&
+	    rc_sql_exec(x, "ALTER TABLE requests ADD COLUMN pattern_id INTEGER;\n") < 0)
+		return -1;
+	return 0;
+}
+
 int rc_patterns_empty(sqlite3 *h, char *err, size_t errlen)
 {
 	struct rc_sql x = { .h = h, .who = "patterns", .err = err,
 			    .errlen = errlen };
-	return rc_sql_exec(&x, tables_sql) < 0 ||
-	       rc_sql_exec(&x, "DROP TABLE temp.span_self;\n") < 0 ||
-	       rc_sql_exec(&x, finish_sql) < 0 ? -1 : 0;
+	return tables_make(&x) < 0 || rc_sql_exec(&x, finish_sql) < 0 ? -1 : 0;
 }
 
 /* The single integer SQL gives, or -1 (failed recorded). */
@@ -1299,13 +1335,27 @@ static void builder_init(struct builder *b, sqlite3 *h, char *err,
 	rc_map_init(&b->fix);
 }
 
+/* The patterns' rows, their indexes and statistics (B's pass is over,
+ * requests.pattern_id set). */
+static int patterns_end(struct builder *b)
+{
+	/* stats: how they were made (docs/schema.md) */
+	char st[96];
+	snprintf(st, sizeof st,
+		 "INSERT OR REPLACE INTO stats VALUES('patterns_stream', %d);\n",
+		 b->stream ? 1 + b->renumbered : 0);
+	return write_patterns(b) < 0 || rc_sql_exec(&b->x, finish_sql) < 0 ||
+	       write_percentiles(b) < 0 || rc_sql_exec(&b->x, rank_sql) < 0 ||
+	       rc_sql_exec(&b->x, st) < 0 ? -1 : 0;
+}
+
 int rc_patterns_build(sqlite3 *h, char *err, size_t errlen)
 {
 	struct builder b;
 	int r = -1, p;
 
 	builder_init(&b, h, err, errlen);
-	if (rc_sql_exec(&b.x, tables_sql) < 0)
+	if (tables_make(&b.x) < 0 || rc_sql_exec(&b.x, temp_sql) < 0)
 		goto out;
 	b.inline_self = 1;
 	if ((p = pass(&b)) < 0)
@@ -1320,11 +1370,287 @@ int rc_patterns_build(sqlite3 *h, char *err, size_t errlen)
 			goto out;
 	}
 	if (rc_sql_exec(&b.x, "DROP TABLE temp.span_self;\n") < 0 ||
-	    write_patterns(&b) < 0 || rc_sql_exec(&b.x, finish_sql) < 0 ||
-	    write_percentiles(&b) < 0 || rc_sql_exec(&b.x, rank_sql) < 0)
+	    rc_sql_exec(&b.x, request_sql) < 0 || patterns_end(&b) < 0)
 		goto out;
 	r = 0;
 out:
 	builder_free(&b);
+	return r;
+}
+
+/* ---- as the rows go in ---------------------------------------------------------
+ *
+ * The writer (db_rows.c) hands each span row and each request row to the
+ * stream as it inserts them, with their final times.  A request's spans
+ * are held until its row comes (its root span's row comes just before
+ * it: span.c), then the request is made a pattern as in the pass, its
+ * span_patterns rows go in at once, and its pattern id into its own row:
+ * no read of the spans back through their request index, no UPDATE of
+ * every request at the end.
+ *
+ * Requests come in the order their roots end, not in request order, so
+ * the patterns' ids are given again at the end in the order of each
+ * pattern's first request, which is the pass's order (renumber).
+ * Everything that would make the result differ from the pass's sends
+ * the stream back to the pass, which then makes it whole: a span whose
+ * row comes after its request's (its count is missing at the end:
+ * self_fixups), a span of a request with no row (held to the end), an
+ * overflow, more than HOLD_MAX spans held at once.
+ */
+#define HOLD_MAX (1u << 20)
+
+struct pacc {                    /* the spans held for one request */
+	struct pspan *sp;
+	size_t        n, cap;
+};
+
+struct rc_pat_stream {
+	struct builder b;
+	struct rc_map  acc;          /* request id -> struct pacc * */
+	size_t         held;         /* spans in acc */
+	int            off;          /* given up: the pass makes it all */
+	char           err[256];
+};
+
+static void acc_drop(struct rc_pat_stream *ps)
+{
+	for (size_t i = 0; i < ps->acc.cap; i++) {
+		if (!ps->acc.used[i])
+			continue;
+		struct pacc *a = (struct pacc *)(uintptr_t)ps->acc.vals[i];
+		for (size_t k = 0; k < a->n; k++)
+			free(a->sp[k].line);
+		free(a->sp);
+		free(a);
+	}
+	rc_map_free(&ps->acc);
+	rc_map_init(&ps->acc);
+	ps->held = 0;
+}
+
+/* The pass will make the patterns: what is held is of no use. */
+static void stream_off(struct rc_pat_stream *ps)
+{
+	ps->off = 1;
+	acc_drop(ps);
+}
+
+struct rc_pat_stream *rc_pat_stream_open(sqlite3 *h, char *err,
+					 size_t errlen)
+{
+	struct rc_pat_stream *ps = calloc(1, sizeof *ps);
+	if (!ps) {
+		snprintf(err, errlen, "patterns: out of memory");
+		return NULL;
+	}
+	builder_init(&ps->b, h, err, errlen);
+	rc_map_init(&ps->acc);
+	ps->b.inline_self = 1;
+	ps->b.stream = 1;
+	if (rc_sql_exec(&ps->b.x, tables_sql) < 0 ||
+	    pbatch_init(&ps->b, &ps->b.ins_span, "span_patterns", 6) < 0) {
+		builder_free(&ps->b);
+		free(ps);
+		return NULL;
+	}
+	/* from here on errors go to the stream's own buffer, reported by
+	 * rc_patterns_finish */
+	ps->b.x.err = ps->err;
+	ps->b.x.errlen = sizeof ps->err;
+	return ps;
+}
+
+void rc_pat_stream_free(struct rc_pat_stream *ps)
+{
+	if (!ps)
+		return;
+	acc_drop(ps);
+	builder_free(&ps->b);
+	free(ps);
+}
+
+void rc_pat_stream_span(struct rc_pat_stream *ps, const struct rc_pat_span *s)
+{
+	uint64_t v;
+	struct pacc *a;
+
+	if (!ps || ps->off || !s->req)
+		return;
+	if (rc_map_get(&ps->acc, s->req, &v)) {
+		a = (struct pacc *)(uintptr_t)v;
+	} else {
+		if (!(a = calloc(1, sizeof *a)))
+			goto oom;
+		if (rc_map_put(&ps->acc, s->req, (uint64_t)(uintptr_t)a) < 0) {
+			free(a);
+			goto oom;
+		}
+	}
+	if (a->n == a->cap) {
+		size_t c = a->cap ? a->cap * 2 : 8;
+		struct pspan *p = realloc(a->sp, c * sizeof *p);
+		if (!p)
+			goto oom;
+		a->sp = p;
+		a->cap = c;
+	}
+	/* as add_span reads the row: a NULL time is 0 and not had */
+	struct pspan *p = &a->sp[a->n];
+	memset(p, 0, sizeof *p);
+	p->id = (int64_t)s->id;
+	p->parent_id = (int64_t)s->parent;
+	p->has_start = s->has_start;
+	p->start = s->has_start ? s->start : 0;
+	p->has_end = s->has_end;
+	p->end = s->has_end ? s->end : 0;
+	if (!(p->line = span_line(s->kind, s->protocol, s->exe, s->name,
+				  s->target)))
+		goto oom;
+	a->n++;
+	if (++ps->held > HOLD_MAX)
+		stream_off(ps);
+	return;
+oom:
+	/* the pass, with its own memory, may still make it */
+	stream_off(ps);
+}
+
+int64_t rc_pat_stream_request(struct rc_pat_stream *ps, uint64_t req,
+			      uint64_t root_span)
+{
+	struct builder *b = ps ? &ps->b : NULL;
+	uint64_t v;
+
+	if (!ps || ps->off || !rc_map_get(&ps->acc, req, &v))
+		return 0;        /* no span: no pattern, as in the pass */
+	struct pacc *a = (struct pacc *)(uintptr_t)v;
+	rc_map_del(&ps->acc, req);
+	ps->held -= a->n;
+	free(b->sp);
+	b->sp = a->sp;
+	b->nsp = a->n;
+	b->capsp = a->cap;
+	free(a);
+	b->last_pid = 0;
+	int r = finish_request(b, (int64_t)req, (int64_t)root_span);
+	clear_request(b);
+	if (r < 0 || b->x.failed)
+		return 0;        /* reported by rc_patterns_finish */
+	if (b->over) {
+		stream_off(ps);
+		return 0;
+	}
+	return b->last_pid;
+}
+
+struct pfirst { int64_t req; size_t k; };
+
+static int cmp_pfirst(const void *a, const void *b)
+{
+	const struct pfirst *x = a, *y = b;
+	return x->req < y->req ? -1 : x->req > y->req;
+}
+
+/* The patterns' ids in the order of their first requests (the pass's
+ * order; no two patterns have the same first request): the rows written
+ * with the stream's ids, then B->pat, made so. */
+static int renumber(struct builder *b)
+{
+	size_t n = b->npat, k;
+	struct pfirst *f = malloc((n ? n : 1) * sizeof *f);
+	size_t *ord = malloc((n ? n : 1) * sizeof *ord);
+	int r = -1;
+
+	if (!f || !ord) {
+		free(f);
+		free(ord);
+		return rc_sql_fail(&b->x, "patterns: out of memory");
+	}
+	for (k = 0; k < n; k++)
+		f[k] = (struct pfirst){ b->pat[k].first_request, k };
+	qsort(f, n, sizeof *f, cmp_pfirst);
+	for (k = 0; k < n; k++)
+		ord[k] = f[k].k;
+	free(f);
+	for (k = 0; k < n && ord[k] == k; k++)
+		;
+	if (k == n) {
+		r = 0;
+		goto out;
+	}
+	sqlite3_stmt *ins = NULL;
+	if (rc_sql_exec(&b->x, "CREATE TEMP TABLE pattern_map(old INTEGER PRIMARY KEY, new INTEGER);\n") < 0 ||
+	    !(ins = rc_sql_prep(&b->x, "INSERT INTO temp.pattern_map VALUES(?,?)")))
+		goto out;
+	for (k = 0; k < n; k++) {
+		if (ord[k] == k)
+			continue;
+		sqlite3_bind_int64(ins, 1, (int64_t)ord[k] + 1);
+		sqlite3_bind_int64(ins, 2, (int64_t)k + 1);
+		if (sqlite3_step(ins) != SQLITE_DONE) {
+			rc_sql_fail_db(&b->x, "patterns");
+			break;
+		}
+		sqlite3_reset(ins);
+	}
+	sqlite3_finalize(ins);
+	if (b->x.failed || rc_sql_exec(&b->x,
+		"UPDATE span_patterns SET pattern_id = m.new FROM temp.pattern_map m\n"
+		"  WHERE m.old = span_patterns.pattern_id;\n"
+		"UPDATE requests SET pattern_id = m.new FROM temp.pattern_map m\n"
+		"  WHERE m.old = requests.pattern_id;\n"
+		"DROP TABLE temp.pattern_map;\n") < 0)
+		goto out;
+	struct pattern *np = malloc((n ? n : 1) * sizeof *np);
+	if (!np) {
+		rc_sql_fail(&b->x, "patterns: out of memory");
+		goto out;
+	}
+	for (k = 0; k < n; k++)
+		np[k] = b->pat[ord[k]];
+	free(b->pat);
+	b->pat = np;
+	b->cappat = n;
+	b->renumbered = 1;
+	r = 0;
+out:
+	free(ord);
+	return r;
+}
+
+int rc_patterns_finish(sqlite3 *h, struct rc_pat_stream *ps, char *err,
+		       size_t errlen)
+{
+	int r = -1, p = 1;
+
+	if (!ps)
+		return rc_patterns_build(h, err, errlen);
+	struct builder *b = &ps->b;
+	if (b->x.failed) {
+		/* an SQLite error or no memory while the rows went in */
+		snprintf(err, errlen, "%s", ps->err);
+		goto out;
+	}
+	b->x.err = err;
+	b->x.errlen = errlen;
+	if (!ps->off && !ps->acc.n) {
+		if (pbatch_flush(b, &b->ins_span) < 0 ||
+		    (p = self_fixups(b)) < 0 || (!p && renumber(b) < 0))
+			goto out;
+	}
+	if (p) {
+		/* the pass makes them whole, from the rows */
+		rc_pat_stream_free(ps);
+		ps = NULL;
+		struct rc_sql x = { .h = h, .who = "patterns", .err = err,
+				    .errlen = errlen };
+		if (rc_sql_exec(&x, "DELETE FROM span_patterns;\n"
+				"UPDATE requests SET pattern_id = NULL WHERE pattern_id IS NOT NULL;\n") < 0)
+			return -1;
+		return rc_patterns_build(h, err, errlen);
+	}
+	r = patterns_end(b);
+out:
+	rc_pat_stream_free(ps);
 	return r;
 }

@@ -18,6 +18,7 @@
 #define RC_PATTERNS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <sqlite3.h>
 
@@ -33,5 +34,36 @@ int rc_patterns_build(sqlite3 *h, char *err, size_t errlen);
 /* The same tables and column, empty (every pattern_id NULL): for the
  * passes of --follow that write no pattern (follow.c). */
 int rc_patterns_empty(sqlite3 *h, char *err, size_t errlen);
+
+/*
+ * The patterns made as the rows go in (db_rows.c; patterns.c, "as the
+ * rows go in"): the same tables as rc_patterns_build's, with less work
+ * at the end.  rc_pat_stream_open creates the tables (NULL, with a
+ * message in ERR, when it cannot: then rc_patterns_build makes them);
+ * the writer hands it every span row, then every request row, with
+ * their final times, from one thread at a time; rc_patterns_finish,
+ * in rc_patterns_build's place, ends it (or makes the patterns the pass's
+ * way where the rows did not allow it) and frees it.
+ */
+struct rc_pat_stream;
+
+struct rc_pat_span {             /* a spans row: ids 0 are NULL */
+	uint64_t    id, req, parent;
+	const char *kind, *protocol, *name, *target, *exe;
+	int64_t     start, end;
+	int         has_start, has_end;
+};
+
+struct rc_pat_stream *rc_pat_stream_open(sqlite3 *h, char *err,
+					 size_t errlen);
+void rc_pat_stream_span(struct rc_pat_stream *ps, const struct rc_pat_span *s);
+/* Request REQ's row (root span ROOT_SPAN) is being written: the pattern
+ * id for its pattern_id column (0: NULL, for now or for good). */
+int64_t rc_pat_stream_request(struct rc_pat_stream *ps, uint64_t req,
+			      uint64_t root_span);
+int rc_patterns_finish(sqlite3 *h, struct rc_pat_stream *ps, char *err,
+		       size_t errlen);
+/* Without rc_patterns_finish (an error before the end). */
+void rc_pat_stream_free(struct rc_pat_stream *ps);
 
 #endif /* RC_PATTERNS_H */

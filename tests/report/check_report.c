@@ -514,6 +514,241 @@ START_TEST(self_time_same_as_cte)
 }
 END_TEST
 
+/*
+ * The patterns made as the rows go in (rc_pat_stream, as db_rows.c feeds
+ * it) are the pass's, table for table: the random spans of
+ * self_time_same_as_cte, written a request at a time in a shuffled order
+ * (its spans, then its row, as span.c writes them), the spans of no
+ * request in between.  The stream gives the ids again in the pass's
+ * order (patterns_stream 2); with the requests in their own order it
+ * need not (1).  Where it cannot be the pass's (a span written after its
+ * request's row; spans of a request with no row; a length that
+ * overflows) the pass makes them (0), with the same tables.
+ */
+enum { STREAM_SHUFFLED, STREAM_IN_ORDER, STREAM_NONE, STREAM_LATE,
+       STREAM_NOROW, STREAM_HUGE, STREAM_MODES };
+
+static char *table_text(sqlite3 *h, const char *sql)
+{
+	sqlite3_stmt *s;
+	size_t n = 0, cap = 1 << 16;
+	char *out = malloc(cap);
+	int rc;
+	ck_assert_ptr_nonnull(out);
+	out[0] = 0;
+	ck_assert_int_eq(sqlite3_prepare_v2(h, sql, -1, &s, NULL), SQLITE_OK);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		for (int k = 0; k < sqlite3_column_count(s); k++) {
+			const char *v = (const char *)sqlite3_column_text(s, k);
+			size_t l = v ? strlen(v) : 4;
+			while (n + l + 24 > cap) {
+				cap *= 2;
+				out = realloc(out, cap);
+				ck_assert_ptr_nonnull(out);
+			}
+			n += (size_t)snprintf(out + n, cap - n, "%d:%s%c",
+					      sqlite3_column_type(s, k),
+					      v ? v : "NULL",
+					      k + 1 < sqlite3_column_count(s) ? '|' : '\n');
+		}
+	}
+	ck_assert_int_eq(rc, SQLITE_DONE);
+	sqlite3_finalize(s);
+	return out;
+}
+
+static const char *const stream_tables[] = {
+	"SELECT * FROM patterns ORDER BY pattern_id",
+	"SELECT * FROM pattern_nodes ORDER BY pattern_id, node",
+	"SELECT * FROM span_patterns ORDER BY span_id",
+	"SELECT request_id, pattern_id FROM requests ORDER BY request_id",
+};
+
+START_TEST(patterns_stream_same_as_pass)
+{
+	static const int base_mode[STREAM_MODES] = {
+		[STREAM_SHUFFLED] = SELF_PLAIN, [STREAM_IN_ORDER] = SELF_PLAIN,
+		[STREAM_NONE] = SELF_NONE, [STREAM_LATE] = SELF_PLAIN,
+		[STREAM_NOROW] = SELF_NOROW, [STREAM_HUGE] = SELF_HUGE,
+	};
+	static const int want_stream[STREAM_MODES] = {
+		[STREAM_SHUFFLED] = 2, [STREAM_IN_ORDER] = 1,
+		[STREAM_NONE] = 2, [STREAM_LATE] = 0, [STREAM_NOROW] = 0,
+		[STREAM_HUGE] = 0,
+	};
+	for (int mode = 0; mode < STREAM_MODES; mode++) {
+		sqlite3 *a, *b;
+		sqlite3_stmt *rq, *sp, *ins_s, *ins_r;
+		char err_a[256] = "", err_b[256] = "", *e = NULL;
+		unsigned seed = 99u + (unsigned)mode;
+		ck_assert_int_eq(sqlite3_open(":memory:", &a), SQLITE_OK);
+		ck_assert_int_eq(sqlite3_open(":memory:", &b), SQLITE_OK);
+		self_random_spans(a, 1234u + (unsigned)base_mode[mode],
+				  base_mode[mode]);
+		/* B: the same tables, requests with its pattern_id (as
+		 * db.c makes it); the stream makes its own */
+		ck_assert_int_eq(sqlite3_exec(b,
+			"CREATE TABLE requests(request_id INTEGER PRIMARY KEY,\n"
+			"  root_span_id INTEGER, duration_ns INTEGER, pattern_id INTEGER);\n"
+			"CREATE TABLE spans(span_id INTEGER PRIMARY KEY, request_id INTEGER,\n"
+			"  parent_span_id INTEGER, kind TEXT, protocol TEXT, name TEXT,\n"
+			"  target TEXT, exe TEXT, start_ns INTEGER, end_ns INTEGER);\n"
+			"CREATE TABLE stats(key TEXT PRIMARY KEY, value);\n",
+			NULL, NULL, &e), SQLITE_OK);
+		struct rc_pat_stream *ps = rc_pat_stream_open(b, err_b, sizeof err_b);
+		ck_assert_msg(ps != NULL, "%s", err_b);
+		ck_assert_int_eq(sqlite3_prepare_v2(b,
+			"INSERT INTO spans VALUES(?,?,?,?,?,?,?,?,?,?)", -1, &ins_s, NULL), SQLITE_OK);
+		ck_assert_int_eq(sqlite3_prepare_v2(b,
+			"INSERT INTO requests VALUES(?,?,?,?)", -1, &ins_r, NULL), SQLITE_OK);
+		/* the requests in a shuffled order (a Fisher-Yates of their
+		 * ids; in order for STREAM_IN_ORDER); the ids of A's spans
+		 * of each, and of spans of no request or of no row */
+		int64_t req[256];
+		int nreq = 0;
+		ck_assert_int_eq(sqlite3_prepare_v2(a,
+			"SELECT DISTINCT request_id FROM spans WHERE request_id IS NOT NULL ORDER BY 1",
+			-1, &rq, NULL), SQLITE_OK);
+		while (sqlite3_step(rq) == SQLITE_ROW && nreq < 256)
+			req[nreq++] = sqlite3_column_int64(rq, 0);
+		sqlite3_finalize(rq);
+		ck_assert_int_gt(nreq, 150);
+		if (mode != STREAM_IN_ORDER)
+			for (int i = nreq - 1; i > 0; i--) {
+				int j = (int)(rand_r(&seed) % (unsigned)(i + 1));
+				int64_t t = req[i];
+				req[i] = req[j];
+				req[j] = t;
+			}
+		ck_assert_int_eq(sqlite3_prepare_v2(a,
+			"SELECT span_id, request_id, parent_span_id, kind, protocol,\n"
+			"  name, target, exe, start_ns, end_ns FROM spans\n"
+			"WHERE request_id IS ? ORDER BY span_id", -1, &sp, NULL), SQLITE_OK);
+		int64_t late = 0;
+		for (int i = 0; i <= nreq; i++) {
+			/* the spans of no request first, then each request's */
+			if (i < nreq)
+				sqlite3_bind_int64(sp, 1, req[i]);
+			else
+				sqlite3_bind_null(sp, 1);
+			int nsp = 0;
+			while (sqlite3_step(sp) == SQLITE_ROW) {
+				struct rc_pat_span s = {
+					.id = (uint64_t)sqlite3_column_int64(sp, 0),
+					.req = (uint64_t)sqlite3_column_int64(sp, 1),
+					.parent = (uint64_t)sqlite3_column_int64(sp, 2),
+					.kind = (const char *)sqlite3_column_text(sp, 3),
+					.protocol = (const char *)sqlite3_column_text(sp, 4),
+					.name = (const char *)sqlite3_column_text(sp, 5),
+					.target = (const char *)sqlite3_column_text(sp, 6),
+					.exe = (const char *)sqlite3_column_text(sp, 7),
+					.has_start = sqlite3_column_type(sp, 8) != SQLITE_NULL,
+					.start = sqlite3_column_int64(sp, 8),
+					.has_end = sqlite3_column_type(sp, 9) != SQLITE_NULL,
+					.end = sqlite3_column_int64(sp, 9),
+				};
+				for (int k = 0; k < 10; k++)
+					sqlite3_bind_value(ins_s, k + 1, sqlite3_column_value(sp, k));
+				ck_assert_int_eq(sqlite3_step(ins_s), SQLITE_DONE);
+				sqlite3_reset(ins_s);
+				/* STREAM_LATE: the tenth request's second span
+				 * comes after the request's row */
+				if (mode == STREAM_LATE && i == 10 && nsp++ == 1) {
+					late = (int64_t)s.id;
+					continue;
+				}
+				rc_pat_stream_span(ps, &s);
+				if (late && i == 11) {
+					/* ... here: re-read it from B */
+					sqlite3_stmt *l;
+					ck_assert_int_eq(sqlite3_prepare_v2(b,
+						"SELECT span_id, request_id, parent_span_id, kind, protocol,\n"
+						"  name, target, exe, start_ns, end_ns FROM spans WHERE span_id = ?",
+						-1, &l, NULL), SQLITE_OK);
+					sqlite3_bind_int64(l, 1, late);
+					ck_assert_int_eq(sqlite3_step(l), SQLITE_ROW);
+					struct rc_pat_span ls = {
+						.id = (uint64_t)late,
+						.req = (uint64_t)sqlite3_column_int64(l, 1),
+						.parent = (uint64_t)sqlite3_column_int64(l, 2),
+						.kind = (const char *)sqlite3_column_text(l, 3),
+						.protocol = (const char *)sqlite3_column_text(l, 4),
+						.name = (const char *)sqlite3_column_text(l, 5),
+						.target = (const char *)sqlite3_column_text(l, 6),
+						.exe = (const char *)sqlite3_column_text(l, 7),
+						.has_start = sqlite3_column_type(l, 8) != SQLITE_NULL,
+						.start = sqlite3_column_int64(l, 8),
+						.has_end = sqlite3_column_type(l, 9) != SQLITE_NULL,
+						.end = sqlite3_column_int64(l, 9),
+					};
+					rc_pat_stream_span(ps, &ls);
+					sqlite3_finalize(l);
+					late = 0;
+				}
+			}
+			sqlite3_reset(sp);
+			if (i == nreq)
+				break;
+			/* the request's row, if A has one */
+			ck_assert_int_eq(sqlite3_prepare_v2(a,
+				"SELECT request_id, root_span_id, duration_ns FROM requests WHERE request_id = ?",
+				-1, &rq, NULL), SQLITE_OK);
+			sqlite3_bind_int64(rq, 1, req[i]);
+			if (sqlite3_step(rq) == SQLITE_ROW) {
+				int64_t pid = rc_pat_stream_request(ps,
+					(uint64_t)sqlite3_column_int64(rq, 0),
+					(uint64_t)sqlite3_column_int64(rq, 1));
+				for (int k = 0; k < 3; k++)
+					sqlite3_bind_value(ins_r, k + 1, sqlite3_column_value(rq, k));
+				if (pid)
+					sqlite3_bind_int64(ins_r, 4, pid);
+				else
+					sqlite3_bind_null(ins_r, 4);
+				ck_assert_int_eq(sqlite3_step(ins_r), SQLITE_DONE);
+				sqlite3_reset(ins_r);
+			}
+			sqlite3_finalize(rq);
+		}
+		ck_assert_int_eq(late, 0);
+		sqlite3_finalize(sp);
+		sqlite3_finalize(ins_s);
+		sqlite3_finalize(ins_r);
+		ck_assert_int_eq(sqlite3_exec(b,
+			"CREATE INDEX spans_parent ON spans(parent_span_id);\n",
+			NULL, NULL, &e), SQLITE_OK);
+		/* the same rows in both */
+		char *ra = table_text(a, "SELECT * FROM spans ORDER BY span_id");
+		char *rb = table_text(b, "SELECT * FROM spans ORDER BY span_id");
+		ck_assert_str_eq(ra, rb);
+		free(ra);
+		free(rb);
+		int r_a = rc_patterns_build(a, err_a, sizeof err_a);
+		int r_b = rc_patterns_finish(b, ps, err_b, sizeof err_b);
+		ck_assert_msg(r_a == r_b, "mode %d: pass %d (%s), stream %d (%s)",
+			      mode, r_a, err_a, r_b, err_b);
+		if (!r_a) {
+			for (size_t t = 0; t < sizeof stream_tables / sizeof *stream_tables; t++) {
+				ra = table_text(a, stream_tables[t]);
+				rb = table_text(b, stream_tables[t]);
+				ck_assert_uint_gt(strlen(ra), 100);
+				ck_assert_msg(!strcmp(ra, rb), "mode %d: %s differs",
+					      mode, stream_tables[t]);
+				free(ra);
+				free(rb);
+			}
+			struct db d = { .h = b };
+			ck_assert_int_eq(qi(&d, "SELECT value FROM stats WHERE key = 'patterns_stream'"),
+					 want_stream[mode]);
+			struct db d2 = { .h = a };
+			ck_assert_int_eq(qi(&d2, "SELECT value FROM stats WHERE key = 'patterns_stream'"), 0);
+			ck_assert_int_gt(qi(&d2, "SELECT COUNT(*) FROM patterns"), 20);
+		}
+		sqlite3_close(a);
+		sqlite3_close(b);
+	}
+}
+END_TEST
+
 /* ---- latency: exact percentiles ------------------------------------------------- */
 
 /*
@@ -809,6 +1044,7 @@ static Suite *report_suite(void)
 	tcase_add_test(v, self_time_parallel_children);
 	tcase_add_test(v, self_time_one_definition);
 	tcase_add_test(v, self_time_same_as_cte);
+	tcase_add_test(v, patterns_stream_same_as_pass);
 	tcase_add_test(v, latency_percentiles);
 	tcase_add_test(v, queries_repeated);
 	tcase_add_test(v, static_requests);
