@@ -18,6 +18,10 @@
  * overflows, or a span belongs to a request with no row, the whole pass
  * is made again the way it was first written: every span's self time
  * into a temporary table first (self_fill), then the pass reading it.
+ *
+ * The same work is done request by request as the writer inserts the
+ * rows ("as the rows go in", below), when the rows allow it; the pass
+ * is then not made.
  */
 #include "config.h"
 

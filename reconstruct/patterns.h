@@ -12,7 +12,9 @@
  * of its children's intervals) over the pattern's requests are kept.
  *
  * rc_patterns_build runs once, after every row is written and indexed
- * (db.c), on the open database, inside the writer's transaction.
+ * (db.c), on the open database, inside the writer's transaction; or the
+ * writer makes them as the rows go in (rc_pat_stream, below) and
+ * rc_patterns_finish ends them there.
  */
 #ifndef RC_PATTERNS_H
 #define RC_PATTERNS_H
