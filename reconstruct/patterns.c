@@ -694,18 +694,27 @@ static int finish_request(struct builder *b, int64_t req, int64_t root_span)
 	return pbatch_add(b, &b->ins_req);
 }
 
+/* The next slot of *SP (N used of *CAP, grown as needed), zeroed; NULL
+ * when memory runs out.  The caller counts it. */
+static struct pspan *pspan_slot(struct pspan **sp, size_t n, size_t *cap)
+{
+	if (n == *cap) {
+		size_t c = *cap ? *cap * 2 : 8;
+		struct pspan *p = realloc(*sp, c * sizeof *p);
+		if (!p)
+			return NULL;
+		*sp = p;
+		*cap = c;
+	}
+	memset(&(*sp)[n], 0, sizeof **sp);
+	return &(*sp)[n];
+}
+
 static int add_span(struct builder *b, sqlite3_stmt *s)
 {
-	if (b->nsp == b->capsp) {
-		size_t c = b->capsp ? b->capsp * 2 : 64;
-		struct pspan *p = realloc(b->sp, c * sizeof *p);
-		if (!p)
-			return rc_sql_fail(&b->x, "patterns: out of memory");
-		b->sp = p;
-		b->capsp = c;
-	}
-	struct pspan *p = &b->sp[b->nsp];
-	memset(p, 0, sizeof *p);
+	struct pspan *p = pspan_slot(&b->sp, b->nsp, &b->capsp);
+	if (!p)
+		return rc_sql_fail(&b->x, "patterns: out of memory");
 	p->id = sqlite3_column_int64(s, 0);
 	p->parent_id = sqlite3_column_int64(s, 2);
 	p->has_start = sqlite3_column_type(s, 8) != SQLITE_NULL;
@@ -1490,17 +1499,10 @@ void rc_pat_stream_span(struct rc_pat_stream *ps, const struct rc_pat_span *s)
 			goto oom;
 		}
 	}
-	if (a->n == a->cap) {
-		size_t c = a->cap ? a->cap * 2 : 8;
-		struct pspan *p = realloc(a->sp, c * sizeof *p);
-		if (!p)
-			goto oom;
-		a->sp = p;
-		a->cap = c;
-	}
 	/* as add_span reads the row: a NULL time is 0 and not had */
-	struct pspan *p = &a->sp[a->n];
-	memset(p, 0, sizeof *p);
+	struct pspan *p = pspan_slot(&a->sp, a->n, &a->cap);
+	if (!p)
+		goto oom;
 	p->id = (int64_t)s->id;
 	p->parent_id = (int64_t)s->parent;
 	p->has_start = s->has_start;

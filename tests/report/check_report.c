@@ -557,6 +557,27 @@ static char *table_text(sqlite3 *h, const char *sql)
 	return out;
 }
 
+/* The span of row Q (span_id, request_id, parent_span_id, kind,
+ * protocol, name, target, exe, start_ns, end_ns), as db_rows.c hands it
+ * to the stream; its texts are Q's until it steps. */
+static struct rc_pat_span pat_span_of(sqlite3_stmt *q)
+{
+	return (struct rc_pat_span){
+		.id = (uint64_t)sqlite3_column_int64(q, 0),
+		.req = (uint64_t)sqlite3_column_int64(q, 1),
+		.parent = (uint64_t)sqlite3_column_int64(q, 2),
+		.kind = (const char *)sqlite3_column_text(q, 3),
+		.protocol = (const char *)sqlite3_column_text(q, 4),
+		.name = (const char *)sqlite3_column_text(q, 5),
+		.target = (const char *)sqlite3_column_text(q, 6),
+		.exe = (const char *)sqlite3_column_text(q, 7),
+		.has_start = sqlite3_column_type(q, 8) != SQLITE_NULL,
+		.start = sqlite3_column_int64(q, 8),
+		.has_end = sqlite3_column_type(q, 9) != SQLITE_NULL,
+		.end = sqlite3_column_int64(q, 9),
+	};
+}
+
 static const char *const stream_tables[] = {
 	"SELECT * FROM patterns ORDER BY pattern_id",
 	"SELECT * FROM pattern_nodes ORDER BY pattern_id, node",
@@ -633,20 +654,7 @@ START_TEST(patterns_stream_same_as_pass)
 				sqlite3_bind_null(sp, 1);
 			int nsp = 0;
 			while (sqlite3_step(sp) == SQLITE_ROW) {
-				struct rc_pat_span s = {
-					.id = (uint64_t)sqlite3_column_int64(sp, 0),
-					.req = (uint64_t)sqlite3_column_int64(sp, 1),
-					.parent = (uint64_t)sqlite3_column_int64(sp, 2),
-					.kind = (const char *)sqlite3_column_text(sp, 3),
-					.protocol = (const char *)sqlite3_column_text(sp, 4),
-					.name = (const char *)sqlite3_column_text(sp, 5),
-					.target = (const char *)sqlite3_column_text(sp, 6),
-					.exe = (const char *)sqlite3_column_text(sp, 7),
-					.has_start = sqlite3_column_type(sp, 8) != SQLITE_NULL,
-					.start = sqlite3_column_int64(sp, 8),
-					.has_end = sqlite3_column_type(sp, 9) != SQLITE_NULL,
-					.end = sqlite3_column_int64(sp, 9),
-				};
+				struct rc_pat_span s = pat_span_of(sp);
 				for (int k = 0; k < 10; k++)
 					sqlite3_bind_value(ins_s, k + 1, sqlite3_column_value(sp, k));
 				ck_assert_int_eq(sqlite3_step(ins_s), SQLITE_DONE);
@@ -667,20 +675,7 @@ START_TEST(patterns_stream_same_as_pass)
 						-1, &l, NULL), SQLITE_OK);
 					sqlite3_bind_int64(l, 1, late);
 					ck_assert_int_eq(sqlite3_step(l), SQLITE_ROW);
-					struct rc_pat_span ls = {
-						.id = (uint64_t)late,
-						.req = (uint64_t)sqlite3_column_int64(l, 1),
-						.parent = (uint64_t)sqlite3_column_int64(l, 2),
-						.kind = (const char *)sqlite3_column_text(l, 3),
-						.protocol = (const char *)sqlite3_column_text(l, 4),
-						.name = (const char *)sqlite3_column_text(l, 5),
-						.target = (const char *)sqlite3_column_text(l, 6),
-						.exe = (const char *)sqlite3_column_text(l, 7),
-						.has_start = sqlite3_column_type(l, 8) != SQLITE_NULL,
-						.start = sqlite3_column_int64(l, 8),
-						.has_end = sqlite3_column_type(l, 9) != SQLITE_NULL,
-						.end = sqlite3_column_int64(l, 9),
-					};
+					struct rc_pat_span ls = pat_span_of(l);
 					rc_pat_stream_span(ps, &ls);
 					sqlite3_finalize(l);
 					late = 0;
