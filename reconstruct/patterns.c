@@ -901,7 +901,7 @@ static const char temp_sql[] =
 	"CREATE TEMP TABLE span_self(span_id INTEGER PRIMARY KEY,\n"
 	"  self_ns INTEGER);\n";
 
-/* requests.pattern_id from the pass (the column: add_column) */
+/* requests.pattern_id from the pass (the column: tables_make) */
 static const char request_sql[] =
 	"UPDATE requests SET pattern_id = t.pattern_id FROM temp.request_pattern t\n"
 	"  WHERE t.request_id = requests.request_id;\n"
