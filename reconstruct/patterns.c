@@ -1524,11 +1524,11 @@ oom:
 int64_t rc_pat_stream_request(struct rc_pat_stream *ps, uint64_t req,
 			      uint64_t root_span)
 {
-	struct builder *b = ps ? &ps->b : NULL;
 	uint64_t v;
 
 	if (!ps || ps->off || !rc_map_get(&ps->acc, req, &v))
 		return 0;        /* no span: no pattern, as in the pass */
+	struct builder *b = &ps->b;
 	struct pacc *a = (struct pacc *)(uintptr_t)v;
 	rc_map_del(&ps->acc, req);
 	ps->held -= a->n;
@@ -1564,21 +1564,15 @@ static int renumber(struct builder *b)
 {
 	size_t n = b->npat, k;
 	struct pfirst *f = malloc((n ? n : 1) * sizeof *f);
-	size_t *ord = malloc((n ? n : 1) * sizeof *ord);
 	int r = -1;
 
-	if (!f || !ord) {
-		free(f);
-		free(ord);
+	if (!f)
 		return rc_sql_fail(&b->x, "patterns: out of memory");
-	}
 	for (k = 0; k < n; k++)
 		f[k] = (struct pfirst){ b->pat[k].first_request, k };
+	/* f[k].k: the pattern that gets id k + 1 */
 	qsort(f, n, sizeof *f, cmp_pfirst);
-	for (k = 0; k < n; k++)
-		ord[k] = f[k].k;
-	free(f);
-	for (k = 0; k < n && ord[k] == k; k++)
+	for (k = 0; k < n && f[k].k == k; k++)
 		;
 	if (k == n) {
 		r = 0;
@@ -1589,9 +1583,9 @@ static int renumber(struct builder *b)
 	    !(ins = rc_sql_prep(&b->x, "INSERT INTO temp.pattern_map VALUES(?,?)")))
 		goto out;
 	for (k = 0; k < n; k++) {
-		if (ord[k] == k)
+		if (f[k].k == k)
 			continue;
-		sqlite3_bind_int64(ins, 1, (int64_t)ord[k] + 1);
+		sqlite3_bind_int64(ins, 1, (int64_t)f[k].k + 1);
 		sqlite3_bind_int64(ins, 2, (int64_t)k + 1);
 		if (sqlite3_step(ins) != SQLITE_DONE) {
 			rc_sql_fail_db(&b->x, "patterns");
@@ -1613,14 +1607,14 @@ static int renumber(struct builder *b)
 		goto out;
 	}
 	for (k = 0; k < n; k++)
-		np[k] = b->pat[ord[k]];
+		np[k] = b->pat[f[k].k];
 	free(b->pat);
 	b->pat = np;
 	b->cappat = n;
 	b->renumbered = 1;
 	r = 0;
 out:
-	free(ord);
+	free(f);
 	return r;
 }
 
