@@ -95,6 +95,8 @@ const char *const rc_db_stmt_sql[S_MAX] = {
 	[S_CHANNEL] = "INSERT INTO channels VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_WARNING] = "INSERT INTO warnings(file, offset, text) VALUES(?,?,?)",
 	[S_CANDIDATE] = "INSERT INTO span_candidates VALUES(?,?,?,?)",
+	/* the table is the patterns' (patterns.c, rc_pat_stream_open) */
+	[S_SPAN_PATTERN] = "INSERT INTO span_patterns VALUES(?,?,?,?,?,?)",
 };
 
 /* Indexes, created after the rows are in (then the patterns and the
@@ -178,7 +180,7 @@ int rc_db_open(struct rc_ctx *c)
 		    "PRAGMA temp_store=FILE;") < 0 ||
 	    exec(c, schema_sql) < 0 || exec(c, "BEGIN") < 0)
 		return RC_EXIT_OUTPUT;
-	for (int i = 0; i < S_MAX; i++) {
+	for (int i = 0; i < S_SPAN_PATTERN; i++) {
 		if (sqlite3_prepare_v3(d->h, rc_db_stmt_sql[i], -1,
 				       SQLITE_PREPARE_PERSISTENT, &d->st[i],
 				       NULL) != SQLITE_OK) {

@@ -13,7 +13,9 @@
 /* The prepared statements, one per table written (rc_db_stmt_sql). */
 enum stmt_id {
 	S_REQUEST, S_SPAN, S_MESSAGE, S_ATTR, S_FRAGMENT, S_FILE, S_PROCESS,
-	S_CHANNEL, S_WARNING, S_CANDIDATE, S_MAX
+	S_CHANNEL, S_WARNING, S_CANDIDATE,
+	S_SPAN_PATTERN,              /* prepared by the replay (db_rows.c) */
+	S_MAX
 };
 
 struct rc_db_rows;

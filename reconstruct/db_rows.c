@@ -94,12 +94,34 @@ struct rc_row_attr {
 	uint32_t len;
 };
 
+/* A span_patterns row of the patterns' stream, queued by the replay
+ * (rc_pat_row's columns; see "the replay in two threads"). */
+struct rc_row_spanpat {
+	int64_t     span, req, pattern, node, self, has_self;
+	const char *label;
+	uint32_t    label_len, pad;
+};
+
 static void bind_attr(sqlite3_stmt *s, int o, const struct rc_row_attr *r)
 {
 	b_id(s, o + 1, r->span);
 	b_id(s, o + 2, r->message);
 	b_t(s, o + 3, r->key);
 	b_tn(s, o + 4, r->val, r->len);
+}
+
+/* (the stream's pbatch binds these values the same way: patterns.c) */
+static void bind_spanpat(sqlite3_stmt *s, int o, const struct rc_row_spanpat *r)
+{
+	sqlite3_bind_int64(s, o + 1, r->span);
+	sqlite3_bind_int64(s, o + 2, r->req);
+	sqlite3_bind_int64(s, o + 3, r->pattern);
+	sqlite3_bind_int64(s, o + 4, r->node);
+	sqlite3_bind_text(s, o + 5, r->label, (int)r->label_len, SQLITE_STATIC);
+	if (r->has_self)
+		sqlite3_bind_int64(s, o + 6, r->self);
+	else
+		sqlite3_bind_null(s, o + 6);
 }
 
 static void bind_fragment(sqlite3_stmt *s, int o, const struct rc_row_fragment *r)
@@ -205,7 +227,7 @@ static void bind_channel(sqlite3_stmt *s, int o, const struct rc_row_channel *r)
 enum spool_kind { K_REQUEST = 1, K_SPAN, K_MESSAGE, K_FRAGMENT, K_FILE,
 		  K_PROCESS, K_CHANNEL, K_ATTR,
 		  /* only through the queue (below) */
-		  K_WARNING, K_CANDIDATE };
+		  K_SPANPAT, K_WARNING, K_CANDIDATE };
 
 /* A warnings row and a span_candidates row, queued (see "the queue"). */
 struct rc_row_warning {
@@ -252,6 +274,8 @@ static const struct sfield sf_channel[] = {
 	SF(struct rc_row_channel, remote), SF(struct rc_row_channel, path),
 	SF(struct rc_row_channel, unreadable_reason) };
 
+static const struct sfield sf_spanpat[] = {
+	SFL(struct rc_row_spanpat, label, label_len) };
 static const struct sfield sf_warning[] = {
 	SF(struct rc_row_warning, file), SF(struct rc_row_warning, text) };
 static const struct sfield sf_candidate[] = {
@@ -271,6 +295,7 @@ static const struct {
 	[K_PROCESS] = { sf_process, NF(sf_process), sizeof(struct rc_row_process) },
 	[K_CHANNEL] = { sf_channel, NF(sf_channel), sizeof(struct rc_row_channel) },
 	[K_ATTR] = { sf_attr, NF(sf_attr), sizeof(struct rc_row_attr) },
+	[K_SPANPAT] = { sf_spanpat, NF(sf_spanpat), sizeof(struct rc_row_spanpat) },
 	[K_WARNING] = { sf_warning, NF(sf_warning), sizeof(struct rc_row_warning) },
 	[K_CANDIDATE] = { sf_candidate, NF(sf_candidate), sizeof(struct rc_row_candidate) },
 };
@@ -284,6 +309,7 @@ union spool_row {
 	struct rc_row_process  process;
 	struct rc_row_channel  channel;
 	struct rc_row_attr     attr;
+	struct rc_row_spanpat  spanpat;
 	struct rc_row_warning  warning;
 	struct rc_row_candidate candidate;
 };
@@ -658,6 +684,7 @@ static const struct {
 	[K_PROCESS] = { S_PROCESS, "processes" },
 	[K_CHANNEL] = { S_CHANNEL, "channels" },
 	[K_ATTR] = { S_ATTR, "attrs" },
+	[K_SPANPAT] = { S_SPAN_PATTERN, "span_patterns" },
 };
 
 #define NKIND (sizeof kind_stmt / sizeof kind_stmt[0])
@@ -712,6 +739,7 @@ static void bind_row(sqlite3_stmt *s, int o, uint32_t k,
 	case K_PROCESS: bind_process(s, o, &u->process); break;
 	case K_CHANNEL: bind_channel(s, o, &u->channel); break;
 	case K_ATTR: bind_attr(s, o, &u->attr); break;
+	case K_SPANPAT: bind_spanpat(s, o, &u->spanpat); break;
 	}
 }
 
@@ -785,6 +813,7 @@ static const struct {
 	[K_PROCESS] = TD(struct rc_row_process, start, end),
 	[K_CHANNEL] = TD(struct rc_row_channel, open, close),
 	[K_ATTR] = { 0, 0, { 0, 0 } },
+	[K_SPANPAT] = { 0, 0, { 0, 0 } },
 	[K_WARNING] = { 0, 0, { 0, 0 } },
 	[K_CANDIDATE] = { 0, 0, { 0, 0 } },
 #undef TD
@@ -861,7 +890,34 @@ static void pat_row(struct rc_pat_stream *ps, uint32_t k, union spool_row *u)
 	}
 }
 
-/* Insert every spooled row, in order, and give the spool back. */
+static int q_start(struct rc_ctx *c, int spanpat);
+static int q_put(struct rc_ctx *c, enum spool_kind k, const void *row);
+
+/* The patterns' stream's span_patterns rows, during a replay in two
+ * threads: to the queue (rc_pat_stream_emit). */
+static void q_spanpat(void *arg, const struct rc_pat_row *r)
+{
+	struct rc_row_spanpat row = {
+		.span = r->span, .req = r->req, .pattern = r->pattern,
+		.node = r->node, .self = r->self, .has_self = r->has_self,
+		.label = r->label, .label_len = r->label_len,
+	};
+	q_put(arg, K_SPANPAT, &row);
+}
+
+/*
+ * Insert every spooled row, in order, and give the spool back.
+ *
+ * The replay in two threads: this thread reads the spool back (the
+ * compact form decoded, the times corrected, span and request rows
+ * handed to the patterns' stream, which gives each request its pattern
+ * id) and queues each row as it is; the queue's thread (below) inserts
+ * them, and the stream's span_patterns rows the same way.  The rows of
+ * each table go in in the same order as when one thread does it all
+ * (rc_options.replay_serial, or when no thread can be started), so the
+ * database is the same; SQLite's work, most of a replay, then overlaps
+ * the rest of it (BENCHMARKS.md, phase 35).
+ */
 int rc_db_rows_replay(struct rc_ctx *c)
 {
 	struct rc_db *d = c->db;
@@ -872,11 +928,22 @@ int rc_db_rows_replay(struct rc_ctx *c)
 	rc_db_queue_stop(c);
 	if (d->failed || (w->len && spool_flush(c) < 0))
 		return -1;
+	int two = 0;
+	rc_pat_stream_emit(d->pat, NULL, NULL);
+	if (w->bytes && !c->opt->replay_serial) {
+		int r = q_start(c, d->pat != NULL);
+		if (r == RC_EXIT_OUTPUT)
+			return -1;
+		if (r == 0) {
+			two = 1;
+			rc_pat_stream_emit(d->pat, q_spanpat, c);
+		}
+	}
 	left = w->bytes;
 	w->batch = calloc(NKIND, sizeof *w->batch);
 	if (!w->batch) {
 		spool_error(c, "buffer", ENOMEM);
-		return -1;
+		goto fail;
 	}
 	/* the reader starts from the state the writer started from */
 	for (uint32_t k = 0; k <= K_CANDIDATE; k++) {
@@ -895,7 +962,7 @@ int rc_db_rows_replay(struct rc_ctx *c)
 			batch_flush_all(c);
 			if (last_own(w) < 0) {
 				spool_error(c, "buffer", ENOMEM);
-				return -1;
+				goto fail;
 			}
 			/* move the partial record to the front and read on */
 			memmove(w->buf, w->buf + pos, have - pos);
@@ -905,7 +972,7 @@ int rc_db_rows_replay(struct rc_ctx *c)
 				char *b = realloc(w->buf, need);
 				if (!b) {
 					spool_error(c, "buffer", ENOMEM);
-					return -1;
+					goto fail;
 				}
 				w->buf = b;
 				w->cap = need;
@@ -915,11 +982,11 @@ int rc_db_rows_replay(struct rc_ctx *c)
 				want = (size_t)left;
 			if (!want) {
 				spool_error(c, "read", EIO);
-				return -1;
+				goto fail;
 			}
 			if (rc_spill_read(c, &w->f, w->buf + have, want, off) != 0) {
 				d->failed = 1;
-				return -1;
+				goto fail;
 			}
 			have += want;
 			left -= want;
@@ -928,21 +995,35 @@ int rc_db_rows_replay(struct rc_ctx *c)
 		}
 		union spool_row u;
 		uint32_t k = h >> 28;
-		if (need < 4 || k == 0 || k >= NKIND ||
+		if (need < 4 || k == 0 || k >= K_SPANPAT ||
 		    spool_decode(w, k, (const uint8_t *)w->buf + pos, need,
 				 &u) < 0 || !dom_ok(c, k, &u)) {
 			spool_error(c, "read back", EIO);
-			return -1;
+			goto fail;
 		}
 		shift_times(c, k, &u);
 		pat_row(d->pat, k, &u);
-		batch_add(c, k, &u);
+		if (two)
+			q_put(c, k, &u);
+		else
+			batch_add(c, k, &u);
 		pos += need;
 	}
 	batch_flush_all(c);
+	if (two) {
+		rc_db_queue_stop(c);
+		rc_pat_stream_emit(d->pat, NULL, NULL);
+	}
 	c->st.spool_bytes = w->bytes;
+	c->st.replay_threads = w->bytes ? 1 + two : 0;
 	rc_db_rows_free(d);
 	return d->failed ? -1 : 0;
+fail:
+	if (two) {
+		rc_db_queue_abort(d);
+		rc_pat_stream_emit(d->pat, NULL, NULL);
+	}
+	return -1;
 }
 
 /* ---- the queue -----------------------------------------------------------------
@@ -958,8 +1039,11 @@ int rc_db_rows_replay(struct rc_ctx *c)
  * merge fills one in the spool's format while the thread inserts the
  * other; rows go 64 per INSERT as in the replay, a part batch at the
  * end of each buffer (its rows point into it) a row at a time.  With a
- * single clock domain every row goes this way (row_put, below).  The
- * thread's first error is reported when it stops.
+ * single clock domain every row goes this way (row_put, below): the
+ * patterns' stream then runs in the merge's thread, its span_patterns
+ * rows queued too (q_spanpat), so that the queue's thread, the slower
+ * of the two, does only the inserts.  The thread's first error is
+ * reported when it stops.  The replay uses the same queue (above).
  */
 #define QBUF (1u << 20)
 
@@ -973,7 +1057,6 @@ struct dbq {
 	int             cur;         /* the buffer the merge fills */
 	int             stop;
 	int             early;       /* rows with times were queued */
-	struct rc_pat_stream *pat;   /* the database's (db_impl.h) */
 	/* the thread's own */
 	sqlite3_stmt   *one[NKIND], *warn, *cand;
 	struct batch   *batch;       /* per kind, full statements in it */
@@ -1028,7 +1111,6 @@ static void q_apply(struct dbq *q, const char *p, size_t len)
 		p += need;
 		if (k < NKIND) {
 			struct batch *b = &q->batch[k];
-			pat_row(q->pat, k, &u);
 			b->row[b->n++] = u;
 			if (b->n == BATCH)
 				q_flush(q, k);
@@ -1098,7 +1180,10 @@ static void q_free(struct dbq *q)
 	free(q);
 }
 
-int rc_db_queue_start(struct rc_ctx *c)
+/* Start the queue's thread, taking span_patterns rows when SPANPAT; 0,
+ * -1 when there is no thread (the caller inserts the rows itself),
+ * RC_EXIT_OUTPUT when a statement cannot be prepared (recorded). */
+static int q_start(struct rc_ctx *c, int spanpat)
 {
 	struct rc_db *d = c->db;
 	struct dbq *q = calloc(1, sizeof *q);
@@ -1106,8 +1191,15 @@ int rc_db_queue_start(struct rc_ctx *c)
 
 	if (!q)
 		return -1;
+	if (spanpat && !d->st[S_SPAN_PATTERN] &&
+	    sqlite3_prepare_v3(d->h, rc_db_stmt_sql[S_SPAN_PATTERN], -1,
+			       SQLITE_PREPARE_PERSISTENT,
+			       &d->st[S_SPAN_PATTERN], NULL) != SQLITE_OK) {
+		free(q);
+		rc_db_error(c, "prepare");
+		return RC_EXIT_OUTPUT;
+	}
 	q->warn = d->st[S_WARNING];
-	q->pat = d->pat;
 	q->cand = d->st[S_CANDIDATE];
 	q->buf[0] = malloc(QBUF);
 	q->buf[1] = malloc(QBUF);
@@ -1118,6 +1210,8 @@ int rc_db_queue_start(struct rc_ctx *c)
 		return -1;
 	}
 	for (uint32_t k = 1; k < NKIND; k++) {
+		if (k == K_SPANPAT && !spanpat)
+			continue;
 		q->one[k] = d->st[kind_stmt[k].id];
 		if (!(q->batch[k].full = prep_rows(c, kind_stmt[k].id, BATCH,
 						   &ncols))) {
@@ -1136,6 +1230,14 @@ int rc_db_queue_start(struct rc_ctx *c)
 	}
 	d->rows->q = q;
 	return 0;
+}
+
+int rc_db_queue_start(struct rc_ctx *c)
+{
+	int r = q_start(c, c->db->pat != NULL);
+	if (r == 0)
+		rc_pat_stream_emit(c->db->pat, q_spanpat, c);
+	return r;
 }
 
 void rc_db_queue_abort(struct rc_db *d)
@@ -1243,9 +1345,19 @@ int rc_db_queue_candidate(struct rc_ctx *c, uint64_t span, uint64_t req,
  */
 static void row_put(struct rc_ctx *c, enum spool_kind k, const void *row)
 {
-	if (c->ndoms == 1 && !c->opt->spool_all && c->db && c->db->rows &&
-	    c->db->rows->q && q_put(c, k, row) == 0) {
-		c->db->rows->q->early = 1;
+	struct rc_db *d = c->db;
+	if (c->ndoms == 1 && !c->opt->spool_all && d && d->rows &&
+	    d->rows->q) {
+		if (d->pat && (k == K_SPAN || k == K_REQUEST)) {
+			/* the patterns here, the inserts in the thread */
+			union spool_row u;
+			memcpy(&u, row, spool_desc[k].size);
+			pat_row(d->pat, k, &u);
+			q_put(c, k, &u);
+		} else {
+			q_put(c, k, row);
+		}
+		d->rows->q->early = 1;
 		return;
 	}
 	spool_put(c, k, row);

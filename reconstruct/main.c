@@ -815,9 +815,9 @@ int main(int argc, char **argv)
 	o.grpc_unary = (const char *const *)unary;
 	o.ngrpc_unary = nunary;
 	/* One thread at a time uses SQLite here (the queue's thread during
-	 * the merge, then the main thread: db_rows.c, handed over under a
-	 * mutex): no mutexes, no memory accounting (both cost on every
-	 * row). */
+	 * the merge and the replay, the main thread before and after them:
+	 * db_rows.c, handed over under a mutex): no mutexes, no memory
+	 * accounting (both cost on every row). */
 	sqlite3_config(SQLITE_CONFIG_SINGLETHREAD);
 	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 	if (follow) {

@@ -119,6 +119,10 @@ struct builder {
 	/* self times in the pass (see the top of the file) */
 	int             inline_self, over;
 	int             stream;      /* fed by rc_pat_stream (no ins_req) */
+	/* the stream's span_patterns rows go to EMIT instead of ins_span
+	 * (rc_pat_stream_emit) */
+	void          (*emit)(void *arg, const struct rc_pat_row *r);
+	void           *emit_arg;
 	int             renumbered;  /* its ids given again (renumber) */
 	int64_t         last_pid;    /* finish_request's pattern, 0 none */
 	int64_t         seen;        /* spans read by the pass */
@@ -671,9 +675,22 @@ static int finish_request(struct builder *b, int64_t req, int64_t root_span)
 			p->node[k].sum_self_ns += s->has_self ? s->self : 0;
 			p->node[k].n_timed++;
 		}
+		const char *label = strrchr(s->line, '\t');
+		if (b->emit) {
+			struct rc_pat_row row = {
+				.span = s->id, .req = req, .pattern = pid,
+				.node = (int64_t)k, .self = s->self,
+				.has_self = s->has_self,
+				.label = label ? label + 1 : "",
+			};
+			size_t l = strlen(row.label);
+			row.label_len = (uint32_t)(l > LABEL_MAX - 1 ?
+						   LABEL_MAX - 1 : l);
+			b->emit(b->emit_arg, &row);
+			continue;
+		}
 		struct pbatch *pb = &b->ins_span;
 		struct pval *pv = pbatch_row(pb);
-		const char *label = strrchr(s->line, '\t');
 		pv_int(&pv[0], s->id);
 		pv_int(&pv[1], req);
 		pv_int(&pv[2], pid);
@@ -1471,6 +1488,16 @@ struct rc_pat_stream *rc_pat_stream_open(sqlite3 *h, char *err,
 	ps->b.x.err = ps->err;
 	ps->b.x.errlen = sizeof ps->err;
 	return ps;
+}
+
+void rc_pat_stream_emit(struct rc_pat_stream *ps,
+			void (*fn)(void *arg, const struct rc_pat_row *r),
+			void *arg)
+{
+	if (!ps)
+		return;
+	ps->b.emit = fn;
+	ps->b.emit_arg = arg;
 }
 
 void rc_pat_stream_free(struct rc_pat_stream *ps)

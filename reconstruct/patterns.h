@@ -63,6 +63,21 @@ void rc_pat_stream_span(struct rc_pat_stream *ps, const struct rc_pat_span *s);
  * id for its pattern_id column (0: NULL, for now or for good). */
 int64_t rc_pat_stream_request(struct rc_pat_stream *ps, uint64_t req,
 			      uint64_t root_span);
+/* A span_patterns row of the stream (span_id, request_id, pattern_id,
+ * node, label, self_ns: NULL unless HAS_SELF). */
+struct rc_pat_row {
+	int64_t     span, req, pattern, node, self;
+	int         has_self;
+	uint32_t    label_len;
+	const char *label;
+};
+/* From now on the stream hands its span_patterns rows to FN (with ARG)
+ * instead of inserting them itself: a writer whose inserts run in
+ * another thread than the stream (db_rows.c, the replay); FN NULL: it
+ * inserts them again. */
+void rc_pat_stream_emit(struct rc_pat_stream *ps,
+			void (*fn)(void *arg, const struct rc_pat_row *r),
+			void *arg);
 int rc_patterns_finish(sqlite3 *h, struct rc_pat_stream *ps, char *err,
 		       size_t errlen);
 /* Without rc_patterns_finish (an error before the end). */

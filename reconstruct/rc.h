@@ -314,6 +314,7 @@ struct rc_stats {
 					expected traced (uncertain) */
 	int64_t  peer_pending_max;   /* the latest such (provisional ns) */
 	uint64_t spool_bytes;        /* rows spooled (db_rows.c) */
+	uint32_t replay_threads;     /* that inserted them: 1 or 2 */
 	uint64_t closed_unread;      /* spans open on an end closed while
 					one of its receives waited
 					(uncertain) */

@@ -244,6 +244,7 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 		sum->pending = c.st.peer_pending;
 		sum->pending_max = c.st.peer_pending_max;
 		sum->spool_bytes = c.st.spool_bytes;
+		sum->replay_threads = c.st.replay_threads;
 	}
 	r = RC_EXIT_OK;
 	goto out;

@@ -64,6 +64,9 @@ struct rc_options {
 	/* rows with times go through the spool even with one clock domain
 	 * (db_rows.c; the tests compare the spool with the queue) */
 	int         spool_all;
+	/* the spooled rows are inserted by the thread that reads them back,
+	 * not by a second one (db_rows.c; the tests compare the two) */
+	int         replay_serial;
 };
 
 /* --detail: RC_DETAIL_FULL (the default) writes every table;
@@ -91,6 +94,7 @@ struct rc_summary {
 	int64_t  pending_max;
 	/* bytes of rows spooled until the clock corrections were known */
 	uint64_t spool_bytes;
+	uint32_t replay_threads;     /* the spool's replay: 1 or 2 (0: none) */
 };
 
 /*

@@ -47,6 +47,7 @@ int rt_run(struct rt *t)
 		.grpc_unary = t->unary, .ngrpc_unary = t->nunary,
 		.pending_ns = t->pending_ns, .pending_new_ns = t->pending_new_ns,
 		.spool_all = t->spool_all,
+		.replay_serial = t->replay_serial,
 	};
 	t->rc = rc_run(&o, &t->sum);
 	fclose(err);

@@ -24,6 +24,7 @@ struct rt {
 	int64_t pending_ns;       /* rc_options.pending_ns (0: none) */
 	int64_t pending_new_ns;   /* rc_options.pending_new_ns */
 	int spool_all;            /* rc_options.spool_all */
+	int replay_serial;        /* rc_options.replay_serial */
 	struct rc_summary sum;
 	int rc;
 	sqlite3 *h;

@@ -283,30 +283,50 @@ static char *db_text(struct rt *t)
 
 START_TEST(spool_same_as_queue)
 {
-	struct rt a, b;
-	char *ta, *tb;
+	struct rt a, b, s;
+	char *ta, *tb, *ts;
 
 	spool_logs(&a);
 	ck_assert_int_eq(rt_run(&a), RC_EXIT_OK);
 	ck_assert_int_eq(a.sum.requests, 3000);
 	ck_assert_uint_eq(a.sum.spool_bytes, 0);       /* the queue */
+	ck_assert_uint_eq(a.sum.replay_threads, 0);
 	ta = db_text(&a);
 
+	/* the spool, read back by one thread and inserted by the queue's
+	 * (the span_patterns rows too) */
 	spool_logs(&b);
 	b.spool_all = 1;
 	ck_assert_int_eq(rt_run(&b), RC_EXIT_OK);
 	ck_assert_uint_gt(b.sum.spool_bytes, 1u << 20); /* refilled */
+	ck_assert_uint_eq(b.sum.replay_threads, 2);
 	tb = db_text(&b);
+
+	/* the spool, one thread doing it all */
+	spool_logs(&s);
+	s.spool_all = 1;
+	s.replay_serial = 1;
+	ck_assert_int_eq(rt_run(&s), RC_EXIT_OK);
+	ck_assert_uint_eq(s.sum.replay_threads, 1);
+	ts = db_text(&s);
 
 	ck_assert_uint_gt(strlen(ta), 1000000);
 	/* the long query went through both, whole */
 	ck_assert_int_eq(rt_qi(&b, "SELECT COUNT(*) FROM spans WHERE length(target) = 4096"), 12);
+	/* every span of a request has its pattern row, made by the stream */
+	ck_assert_int_eq(rt_qi(&b, "SELECT value FROM stats WHERE key = 'patterns_stream'"), 1);
+	ck_assert_int_gt(rt_qi(&b, "SELECT COUNT(*) FROM span_patterns"), 6000);
+	ck_assert_int_eq(rt_qi(&b, "SELECT COUNT(*) FROM spans s WHERE s.request_id IS NOT NULL"
+			       " AND NOT EXISTS (SELECT 1 FROM span_patterns p WHERE p.span_id = s.span_id)"), 0);
 	ck_assert_int_eq(strlen(ta), strlen(tb));
 	ck_assert_str_eq(ta, tb);
+	ck_assert_str_eq(ts, tb);
 	free(ta);
 	free(tb);
+	free(ts);
 	rt_done(&a);
 	rt_done(&b);
+	rt_done(&s);
 }
 END_TEST
 
