@@ -21,6 +21,10 @@ struct rc_spans {
 	struct rc_span **parked; /* parked server spans, any order */
 	uint32_t nparked, capparked;
 	uint64_t next_req, next_span;
+	/* a window pass (rc_options.rows_from_ns): the requests whose root
+	 * has ended and whose rows are left out, a bit per request id */
+	uint64_t *skip_done;
+	size_t    nskip_done;
 	uint8_t  unary_gate;     /* rc_span_unary_gate */
 	uint8_t  unary_hit;      /* the gate left a call out */
 };
@@ -72,6 +76,7 @@ void rc_span_free(struct rc_ctx *c)
 	rc_map_free(&m->roots);
 	rc_map_free(&m->srv);
 	free(m->parked);
+	free(m->skip_done);
 	free(m);
 	c->spans = NULL;
 }
@@ -438,7 +443,9 @@ static int64_t rows_corr(struct rc_ctx *c, struct rc_domain *d)
 	return d->rows_corr;
 }
 
-int rc_rows_skip_at(struct rc_ctx *c, uint32_t dom, int64_t t)
+/* Is T (provisional time of domain DOM) before the rows' bound?  If so
+ * it is kept as the domain's latest left out. */
+static int skip_judge(struct rc_ctx *c, uint32_t dom, int64_t t)
 {
 	if (!c->opt->rows_from_ns || dom >= c->ndoms)
 		return 0;
@@ -454,6 +461,13 @@ int rc_rows_skip_at(struct rc_ctx *c, uint32_t dom, int64_t t)
 		d->has_skip = 1;
 		d->skip_max = t;
 	}
+	return 1;
+}
+
+int rc_rows_skip_at(struct rc_ctx *c, uint32_t dom, int64_t t)
+{
+	if (!skip_judge(c, dom, t))
+		return 0;
 	c->st.rows_skipped++;
 	return 1;
 }
@@ -463,9 +477,43 @@ int rc_span_rows_skip(struct rc_ctx *c, uint64_t req)
 	if (!c->opt->rows_from_ns || !req)
 		return 0;
 	const struct rc_span *root = rc_span_root_of(c, req);
-	if (!root)
-		return 0;
-	return rc_rows_skip_at(c, root->dom, root->start);
+	if (root)
+		return rc_rows_skip_at(c, root->dom, root->start);
+	/* its root has ended: as it was judged then (skip_done_mark) */
+	const struct rc_spans *m = c->spans;
+	if (req / 64 < m->nskip_done &&
+	    (m->skip_done[req / 64] >> (req % 64) & 1)) {
+		c->st.rows_skipped++;
+		return 1;
+	}
+	return 0;
+}
+
+/* The root SP of a request ends: the rows of that request still to come
+ * (a fragment, a message or a file after the answer, a span that ends
+ * later) are left out as those before were, by its start.  The root's
+ * start is kept as left out (skip_judge) even when no later row comes:
+ * the window of follow.c may then start a little later, never earlier.
+ * Without the memory for the bit, the later rows are written, as they
+ * were before the bit (a window pass only writes more). */
+static void skip_done_mark(struct rc_ctx *c, const struct rc_span *sp)
+{
+	struct rc_spans *m = c->spans;
+	if (!c->opt->rows_from_ns || !sp->req || !skip_judge(c, sp->dom, sp->start))
+		return;
+	size_t w = sp->req / 64;
+	if (w >= m->nskip_done) {
+		size_t n = m->nskip_done ? m->nskip_done : 64;
+		while (n <= w)
+			n *= 2;
+		uint64_t *b = realloc(m->skip_done, n * sizeof *b);
+		if (!b)
+			return;
+		memset(b + m->nskip_done, 0, (n - m->nskip_done) * sizeof *b);
+		m->skip_done = b;
+		m->nskip_done = n;
+	}
+	m->skip_done[w] |= 1ull << (sp->req % 64);
 }
 
 void rc_span_unroot(struct rc_ctx *c, struct rc_span *sp)
@@ -535,6 +583,7 @@ void rc_span_finish(struct rc_ctx *c, struct rc_span *sp)
 		c->st.unattr_spans++;
 	if (sp->is_root) {
 		request_write(c, sp);
+		skip_done_mark(c, sp);
 		rc_map_del(&m->roots, sp->req);
 	}
 	free(sp->name);

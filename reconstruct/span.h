@@ -163,10 +163,11 @@ uint32_t rc_span_owners_in(struct rc_ctx *c, uint32_t host, uint32_t pid,
 /* The open root span of request REQ (NULL: none, or it has ended). */
 struct rc_span *rc_span_root_of(struct rc_ctx *c, uint64_t req);
 /* Are request REQ's per-event rows (and its exact spans but the root:
- * rc_span_finish) left out (rc_options.rows_from_ns)?
- * Only while its root is open (its start is known); counts the rows it
- * leaves out and keeps the latest such root's start per clock domain
- * (rc_domain.skip_max: the stats give it corrected). */
+ * rc_span_finish) left out (rc_options.rows_from_ns)?  Judged by its
+ * root's start, while the root is open and after it ended (a bit per
+ * request); counts the rows it leaves out and keeps the latest such
+ * root's start per clock domain (rc_domain.skip_max: the stats give it
+ * corrected). */
 int rc_span_rows_skip(struct rc_ctx *c, uint64_t req);
 /* Is a row whose last moment is T (provisional time of clock domain
  * DOM) before rc_options.rows_from_ns, so left out?  Counted and kept as

@@ -25,6 +25,7 @@ struct rt {
 	int64_t pending_new_ns;   /* rc_options.pending_new_ns */
 	int spool_all;            /* rc_options.spool_all */
 	int replay_serial;        /* rc_options.replay_serial */
+	int64_t rows_from_ns;     /* rc_options.rows_from_ns (a window pass) */
 	struct rc_summary sum;
 	int rc;
 	sqlite3 *h;
