@@ -33,8 +33,9 @@
  */
 int rc_patterns_build(sqlite3 *h, char *err, size_t errlen);
 
-/* The same tables and column, empty (every pattern_id NULL): for the
- * passes of --follow that write no pattern (follow.c). */
+/* The same tables and column, empty (every pattern_id NULL), without
+ * their indexes: for the passes of --follow that write no pattern
+ * (follow.c, which reads none of them). */
 int rc_patterns_empty(sqlite3 *h, char *err, size_t errlen);
 
 /*
