@@ -47,7 +47,7 @@ wait_for() {
 	i=0
 	while [ "$(q "$1")" != "$2" ]; do
 		i=$((i + 1))
-		[ $i -le 100 ] || fail "after 10 s, '$1' is '$(q "$1")', not '$2'"
+		[ $i -le 300 ] || fail "after 30 s, '$1' is '$(q "$1")', not '$2'"
 		sleep 0.1
 	done
 }
@@ -198,16 +198,26 @@ grep -q "2000 requests in $tmp/live.db (2000 exact, 0 resolved, 0 uncertain; 0 r
 	fail "shrunk segment: the last line does not say 2000 requests, none revised or withdrawn"
 # bp-logd itself takes back a torn block after a failed write (a full
 # disk): the file shrinks by bytes no pass could read.  The passes wait
-# --follow-hold seconds at most (1 s here), then take it as it is
+# --follow-hold seconds at most (1 s here), then take it as it is.  The
+# block stays until a pass has begun after it was written (the second
+# pass that ends after it: BP_FOLLOW_TIMING prints a line for each), so
+# that a look at the sizes saw it, however slow the passes are (a fixed
+# half second was too short on a loaded machine)
 rm -rf "$tmp/live.db" "$tmp/live.db-wal" "$tmp/live.db-shm"
 : >"$tmp/err"
-$bin --follow --follow-interval=0.2 --follow-grace=0.1 --follow-hold=1 "$tmp/live" \
+BP_FOLLOW_TIMING=1 $bin --follow --follow-interval=0.2 --follow-grace=0.1 --follow-hold=1 "$tmp/live" \
 	-o "$tmp/live.db" 2>>"$tmp/err" &
 pid=$!
 wait_for "SELECT count(*) FROM requests" 2000
 size=$(stat -c %s "$seg")
 head -c 700 /dev/zero >>"$seg"          # a block being written
-sleep 0.5
+n0=$(grep -c '^pass ' "$tmp/err" || true)
+i=0
+until [ "$(grep -c '^pass ' "$tmp/err" || true)" -ge $((n0 + 2)) ]; do
+	i=$((i + 1)); [ $i -le 150 ] || fail "a torn block: no two passes in 30 s after it was written"
+	: >"$tmp/live/one/wake"             # something to pass for
+	sleep 0.2
+done
 truncate -s "$size" "$seg"              # taken back
 i=0
 until grep -q "warning: the segment file $seg (.*) is still smaller after 1 s (--follow-hold): taken as it is" "$tmp/err"; do
