@@ -210,11 +210,17 @@ static void pv_null(struct pval *v)
 	v->type = SQLITE_NULL;
 }
 
-static void pv_text(struct pbatch *b, struct pval *v, const char *t)
+/* The length of label T as a row holds it (never cut: labels are cut
+ * to LABEL_MAX when made). */
+static size_t label_len(const char *t)
 {
 	size_t l = strlen(t);
-	if (l > LABEL_MAX - 1)
-		l = LABEL_MAX - 1;   /* never: labels are cut to LABEL_MAX */
+	return l > LABEL_MAX - 1 ? LABEL_MAX - 1 : l;
+}
+
+static void pv_text(struct pbatch *b, struct pval *v, const char *t)
+{
+	size_t l = label_len(t);
 	memcpy(b->txt + b->ntxt, t, l);
 	v->type = SQLITE_TEXT;
 	v->off = (uint32_t)b->ntxt;
@@ -683,9 +689,7 @@ static int finish_request(struct builder *b, int64_t req, int64_t root_span)
 				.has_self = s->has_self,
 				.label = label ? label + 1 : "",
 			};
-			size_t l = strlen(row.label);
-			row.label_len = (uint32_t)(l > LABEL_MAX - 1 ?
-						   LABEL_MAX - 1 : l);
+			row.label_len = (uint32_t)label_len(row.label);
 			b->emit(b->emit_arg, &row);
 			continue;
 		}
