@@ -72,19 +72,19 @@ libbtrace/libbtrace.map: $(srcdir)/libbtrace/wrapped.def
 if HAVE_CHECK
 check_PROGRAMS += tests/unit/check_shim
 TESTS += tests/unit/check_shim
-tests_unit_check_shim_SOURCES = tests/unit/check_shim.c
+tests_unit_check_shim_SOURCES = tests/unit/check_shim.c tests/unit/check_spool.h
 tests_unit_check_shim_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) -I$(srcdir)/libbtrace
 tests_unit_check_shim_LDADD = libbtcore.la $(CHECK_LIBS)
 # ssl.c against real OpenSSL sessions: only this test links libssl
 check_PROGRAMS += tests/unit/check_tls
 TESTS += tests/unit/check_tls
-tests_unit_check_tls_SOURCES = tests/unit/check_tls.c tests/unit/check_tlsrec.h
+tests_unit_check_tls_SOURCES = tests/unit/check_tls.c tests/unit/check_spool.h tests/unit/check_tlsrec.h
 tests_unit_check_tls_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(OPENSSL_CFLAGS) -I$(srcdir)/libbtrace
 tests_unit_check_tls_LDADD = libbtcore.la $(CHECK_LIBS) $(OPENSSL_LIBS)
 # gnutls.c against real GnuTLS sessions: only this test links libgnutls
 check_PROGRAMS += tests/unit/check_gnutls
 TESTS += tests/unit/check_gnutls
-tests_unit_check_gnutls_SOURCES = tests/unit/check_gnutls.c tests/unit/check_tlsrec.h
+tests_unit_check_gnutls_SOURCES = tests/unit/check_gnutls.c tests/unit/check_spool.h tests/unit/check_tlsrec.h
 tests_unit_check_gnutls_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(GNUTLS_CFLAGS) -I$(srcdir)/libbtrace
 tests_unit_check_gnutls_LDADD = libbtcore.la $(CHECK_LIBS) $(GNUTLS_LIBS)
 endif

@@ -25,6 +25,7 @@
 
 #include "bt.h"
 #include "impl.h"
+#include "../unit/check_spool.h"
 
 
 static char spool[] = "/tmp/check_pause.XXXXXX";
@@ -32,8 +33,7 @@ static char spool[] = "/tmp/check_pause.XXXXXX";
 /* Before the shim's constructor: no logd, a spool of our own. */
 __attribute__((constructor(150))) static void test_env(void)
 {
-	if (!mkdtemp(spool))
-		abort();
+	spool_make(spool);
 	setenv("BTRACE_LOGD", "/nonexistent/check_pause.sock", 1);
 	setenv("BTRACE_SPOOL", spool, 1);
 	unsetenv("BTRACE_RULES");

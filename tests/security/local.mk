@@ -38,7 +38,7 @@ tests_security_check_redact_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) -I$(srcdir)/li
 tests_security_check_redact_LDADD = libbtcore.la $(CHECK_LIBS)
 check_PROGRAMS += tests/security/check_pause
 TESTS += tests/security/check_pause
-tests_security_check_pause_SOURCES = tests/security/check_pause.c
+tests_security_check_pause_SOURCES = tests/security/check_pause.c tests/unit/check_spool.h
 tests_security_check_pause_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) -I$(srcdir)/libbtrace
 tests_security_check_pause_LDADD = libbtcore.la $(CHECK_LIBS)
 endif

@@ -36,6 +36,7 @@
 #include "bt.h"
 #include "impl.h"
 #include "btrace/segment.h"
+#include "check_spool.h"
 
 static char spool[] = "/tmp/check_shim.XXXXXX";
 
@@ -44,8 +45,7 @@ static char spool[] = "/tmp/check_shim.XXXXXX";
 __attribute__((constructor(150))) static void test_env(void)
 {
 	struct rlimit rl;
-	if (!mkdtemp(spool))
-		abort();
+	spool_make(spool);
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
 		if (rl.rlim_max < 200000 && geteuid() == 0)
 			rl.rlim_max = 200000;

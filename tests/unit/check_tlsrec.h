@@ -15,13 +15,14 @@
 
 #include "bt.h"
 #include "impl.h"
+#include "check_spool.h"
 
 /* Before libbtrace's own start-up (a constructor of priority 150 calls
- * this): a spool made from TEMPLATE (mkdtemp), no bp-logd, no rules. */
+ * this): a spool made from TEMPLATE (mkdtemp; removed at the end,
+ * check_spool.h), no bp-logd, no rules. */
 static void tls_test_env(char *template, const char *logd)
 {
-	if (!mkdtemp(template))
-		abort();
+	spool_make(template);
 	setenv("BTRACE_LOGD", logd, 1);
 	setenv("BTRACE_SPOOL", template, 1);
 	unsetenv("BTRACE_RULES");
