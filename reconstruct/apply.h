@@ -49,6 +49,11 @@ void rc_frag_open(struct ap *a, uint8_t trigger, int32_t fd,
 		  uint64_t channel);
 void rc_frag_input(struct ap *a, struct rc_end *e, uint8_t trigger,
 		   uint64_t off, int begun);
+/* The work of the thread's current fragment is not all known (events
+ * lost, a descriptor no channel record announced): the request it works
+ * for, if its server span here is still open, is uncertain for REASON
+ * (model.c).  1 if a span was marked. */
+int  rc_frag_uncertain(struct ap *a, const char *reason);
 /* The thread's name lookups still open end (model.c). */
 void rc_lookups_close(struct ap *a);
 /* A signal handler's fragment ends, the one it interrupted is back

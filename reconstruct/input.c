@@ -293,8 +293,15 @@ static void lose(struct rc_ctx *c, struct rc_run *run, const char *file,
 	char name[160];
 
 	cu->have_time = 0;
+	/* (the merge's thread: model.c, gap_work; pass 1 warns, and marks
+	 * the host: msg.c, peer_gap) */
+	run->thr.gap = 1;
 	if (!cu->warn)
 		return;
+	if (!c->host_gap)
+		c->host_gap = calloc(c->nhosts ? c->nhosts : 1, 1);
+	if (c->host_gap)
+		c->host_gap[c->images[s->image].host] = 1;
 	c->st.gaps++;
 	c->st.lost_bytes += bytes;
 	stream_name(c, s, name, sizeof name);

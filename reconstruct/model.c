@@ -42,7 +42,7 @@ static const char *const trigger_names[] = {
 	[RC_TR_START] = "start", [RC_TR_READY] = "ready",
 	[RC_TR_TIMEOUT] = "timeout", [RC_TR_MSG] = "message",
 	[RC_TR_DATA] = "data", [RC_TR_ACCEPT] = "accept",
-	[RC_TR_SIGNAL] = "signal",
+	[RC_TR_SIGNAL] = "signal", [RC_TR_GAP] = "gap",
 };
 
 /* List the thread in its process's threads (once the image has one). */
@@ -370,6 +370,20 @@ static int ready_alone_within(const struct ap *a)
 	return ev->fd < 0 || (!(ev->flags & 1) && (ev->flags & 4));
 }
 
+int rc_frag_uncertain(struct ap *a, const char *reason)
+{
+	struct rc_span *sp;
+
+	if (!a->th->frag.open || !a->th->d.req)
+		return 0;
+	sp = rc_span_srv(a->c, a->th->d.span);
+	if (!sp || sp->certainty == RC_CT_UNCERTAIN)
+		return 0;
+	sp->certainty = RC_CT_UNCERTAIN;
+	sp->reason = reason;
+	return 1;
+}
+
 /*
  * The tracer could not record some events of this thread (DROP, written
  * before its next record: the loss is in the thread's current fragment).
@@ -379,17 +393,32 @@ static int ready_alone_within(const struct ap *a)
  */
 static void drop_uncertain(struct ap *a)
 {
-	struct rc_span *sp;
+	if (a->ev->flags != BT_DR_PAUSED && rc_frag_uncertain(a, "lost-events"))
+		a->c->st.lost_in_span++;
+}
 
-	if (a->ev->flags == BT_DR_PAUSED || !a->th->frag.open ||
-	    !a->th->d.req)
+/*
+ * Records of this thread are in no log (a gap in its stream: a block lost
+ * or torn, damage, a segment removed; input.c, lose).  As with DROP, the
+ * request its fragment worked for may miss work: its server span here,
+ * if still open, is uncertain ('lost-events').  And the gap may have held
+ * the input of another request, whose work then follows: the thread goes
+ * on in a fragment of no request (trigger 'gap') until its next input,
+ * so that work is never given to the request it worked for before.
+ */
+static void gap_work(struct ap *a)
+{
+	rc_sig_end(a);
+	if (rc_frag_uncertain(a, "lost-events"))
+		a->c->st.lost_in_span++;
+	if (!a->th->d.req)
 		return;
-	sp = rc_span_srv(a->c, a->th->d.span);
-	if (!sp || sp->certainty == RC_CT_UNCERTAIN)
-		return;
-	sp->certainty = RC_CT_UNCERTAIN;
-	sp->reason = "lost-events";
-	a->c->st.lost_in_span++;
+	rc_frag_open(a, RC_TR_GAP, -1, 0);
+	a->th->frag.noreq = 1;
+	a->th->frag.lost = "lost-events";
+	a->th->inherited = 0;
+	memset(&a->th->d, 0, sizeof a->th->d);
+	a->c->st.gap_fragments++;
 }
 
 static void on_ready(struct ap *a)
@@ -632,6 +661,10 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 	a.t = a.rt = rc_epoch(c, im->domain, ev->ts);
 	if (a.t < s->thr.floor)
 		a.t = s->thr.floor;
+	if (s->thr.gap) {
+		s->thr.gap = 0;
+		gap_work(&a);
+	}
 
 	switch (ev->type) {
 	case BT_EV_THREAD_START:  rc_lineage_thread_start(&a); break;

@@ -19,6 +19,7 @@
 #include "db.h"
 #include "lineage.h"
 #include "merge.h"
+#include "pair.h"
 #include "msg.h"
 #include "park.h"
 #include "scan.h"
@@ -106,6 +107,75 @@ static void peer_pending_mark(struct ap *a, struct rc_span *sp)
 		a->c->st.peer_pending_max = a->t;
 }
 
+/*
+ * A record on a descriptor no channel record announced: one opened before
+ * the tracer started, one whose opening is in no log (lost, or before the
+ * logs' first segment), or one a close merged first took away
+ * ("closed-unread").  What it sent or received is not known, so the
+ * request the thread works for may miss a call or hold work that is not
+ * its own: its server span here, if still open, is uncertain
+ * ('unknown-fd').  An input begins work for a request nobody knows: the
+ * thread goes on in a fragment of no request, so that what it does next
+ * is not given to the request it worked for before.
+ */
+static void unknown_fd_work(struct ap *a, int dir)
+{
+	struct rc_ctx *c = a->c;
+
+	if (!a->th->d.req)
+		return;
+	if (rc_frag_uncertain(a, "unknown-fd") && !c->st.unknown_fd_spans++)
+		rc_warn(c, rc_file_path(c, a->s->rec.file), a->s->rec.file_off,
+			"host %s pid %u: a fragment working for a request used fd %d, which no channel record announced; that request is uncertain (unknown-fd)",
+			c->hosts[a->im->host].name, a->im->pid, a->ev->fd);
+	if (dir == RC_DIN) {
+		rc_frag_open(a, a->ev->type == BT_EV_DATA ? RC_TR_DATA :
+			     RC_TR_MSG, a->ev->fd, 0);
+		a->th->frag.noreq = 1;
+		a->th->frag.lost = "unknown-fd";
+		memset(&a->th->d, 0, sizeof a->th->d);
+	}
+}
+
+/*
+ * Is the peer of E, which no log has, maybe a traced program whose records
+ * of this connection are in the gap of its host's logs?  When a host's
+ * logs have a gap (pass 1: input.c, lose), a connection end whose other
+ * end is in no log, to or from an address of that host (the local address
+ * of any of its channels; loopback and unix: E's own host), may be one
+ * whose `connect` or `accept` was lost, not an untraced program's: what
+ * it brings is uncertain ('peer-gap'), not exact as from an untraced
+ * peer.  Nothing is looked at while no host has a gap.
+ */
+static int peer_gap(const struct ap *a, const struct rc_end *e)
+{
+	const struct rc_ctx *c = a->c;
+	const struct rc_conn *cn = e->conn;
+
+	if (!c->host_gap || !cn || e->side > 1 ||
+	    rc_chan_end_traced(c, e, !e->side))
+		return 0;
+	uint32_t h = rc_pair_host_of(c, a->im->host, &e->remote);
+	if (e->kind == BT_CK_UNIX_STREAM || e->kind == BT_CK_UNIX_DGRAM ||
+	    e->kind == BT_CK_PIPE)
+		h = a->im->host + 1;
+	if (h == RC_HOST_MANY) {
+		for (uint32_t i = 0; i < c->nhosts; i++)
+			if (c->host_gap[i])
+				return 1;
+		return 0;
+	}
+	return h && c->host_gap[h - 1];
+}
+
+static void peer_gap_mark(struct ap *a, struct rc_span *sp)
+{
+	static const char peer_gap_why[] = "peer-gap";
+	sp->certainty = RC_CT_UNCERTAIN;
+	sp->reason = peer_gap_why;
+	a->c->st.peer_gap++;
+}
+
 /* The end of the record's fd and its absolute offset; counts unknowns. */
 static struct rc_end *rec_end(struct ap *a, int dir, uint64_t *off)
 {
@@ -119,6 +189,7 @@ static struct rc_end *rec_end(struct ap *a, int dir, uint64_t *off)
 				"host %s pid %u: data on fd %d, which no channel record announced; such records are counted (stats unknown_fd_records), not attributed",
 				c->hosts[a->im->host].name, a->im->pid,
 				a->ev->fd);
+		unknown_fd_work(a, dir);
 		return NULL;
 	}
 	rc_chan_end_side(fe->end, dir);
@@ -317,6 +388,14 @@ static struct rc_span *msg_out_request(struct ap *a, struct rc_end *e,
 			 a->im->exe ? a->im->exe : "?", a->im->pid,
 			 c->hosts[a->im->host].name);
 		sp->client = strdup(who);
+		/* ... unless the work's input is not known (a gap in the
+		 * thread's records, an fd no record announced): it may be
+		 * another request's, whose input was lost */
+		if (a->th->frag.open && a->th->frag.lost) {
+			sp->certainty = RC_CT_UNCERTAIN;
+			sp->reason = a->th->frag.lost;
+			c->st.lost_roots++;
+		}
 		/* The fragment still works for no request: originating
 		 * a request does not make it work for that request.  A
 		 * client writing several requests in one fragment
@@ -582,6 +661,8 @@ static struct rc_span *msg_in_request(struct ap *a, struct rc_end *e,
 		a->c->st.unlogged++;
 	} else if (!x && sp->is_root && peer_pending(a, e)) {
 		peer_pending_mark(a, sp);
+	} else if (!x && sp->is_root && peer_gap(a, e)) {
+		peer_gap_mark(a, sp);
 	}
 	rc_park_batch(a, e, sp);
 	desig_set(&a->th->d, sp->req, sp->id, sp->client_root);
@@ -681,6 +762,8 @@ static void on_msg_in(struct ap *a, struct rc_end *e, uint64_t o)
 				c->st.unlogged++;
 			} else if (!x && peer_pending(a, e)) {
 				peer_pending_mark(a, sp);
+			} else if (!x && peer_gap(a, e)) {
+				peer_gap_mark(a, sp);
 			}
 			sp->end = a->t;
 			sp->status = rc_msg_status(ev);

@@ -36,8 +36,10 @@ static const struct {
 } known[] = {
 	{ "a pipe, written through stdio", W_EXPECTED,
 	  "a pipe written through stdio, which the tracer does not see" },
+	{ "a fragment working for a request used fd", W_COSTS,
+	  "a channel whose opening is in no log (lost, or before the logs' first segment): its request is uncertain" },
 	{ "which no channel record announced", W_EXPECTED,
-	  "fds opened before the tracer started: the program's own start-up, inherited fds" },
+	  "fds opened before the tracer started, or whose opening is in no log; a request that used one is marked (unknown-fd)" },
 	{ "closed without logging the send", W_COSTS,
 	  "a traced peer's send is missing; the receive counts as from an untraced peer" },
 	{ "waited for a send that was never logged", W_COSTS,

@@ -207,6 +207,57 @@ static int flush_run(struct rc_ctx *c, struct rc_pair *pr)
 }
 
 /* Add one CHAN record (see pair.h). */
+static uint64_t ip_key(const struct bt_addr *a)
+{
+	return rc_hash64(a->family, a->addr, a->family == BT_AF_INET ? 4 : 16) | 1;
+}
+
+/* The local IP address of a channel end of HOST: which hosts have it
+ * (rc_pair_host_of).  Most ends of a host share one: only a change from
+ * the host's last one is looked up. */
+static void host_ip_note(struct rc_ctx *c, uint32_t host,
+			 const struct bt_addr *a)
+{
+	if ((a->family != BT_AF_INET && a->family != BT_AF_INET6) ||
+	    is_loopback(a))
+		return;
+	if (!c->host_ip_last &&
+	    !(c->host_ip_last = calloc(c->nhosts ? c->nhosts : 1,
+				       sizeof *c->host_ip_last)))
+		return;            /* (then no host is known by address) */
+	uint64_t k = ip_key(a), v;
+	if (c->host_ip_last[host] == k)
+		return;
+	c->host_ip_last[host] = k;
+	if (!rc_map_get(&c->host_ip, k, &v))
+		rc_map_put(&c->host_ip, k, (uint64_t)host + 1);
+	else if (v != (uint64_t)host + 1)
+		rc_map_put(&c->host_ip, k, RC_HOST_MANY);
+}
+
+uint32_t rc_pair_host_of(const struct rc_ctx *c, uint32_t host,
+			 const struct bt_addr *a)
+{
+	uint64_t v;
+
+	if (a->family == BT_AF_UNIX || is_loopback(a))
+		return host + 1;
+	if (a->family != BT_AF_INET && a->family != BT_AF_INET6)
+		return 0;
+	if (!rc_map_get(&c->host_ip, ip_key(a), &v))
+		return 0;
+	return (uint32_t)v;
+}
+
+void rc_pair_hosts_free(struct rc_ctx *c)
+{
+	rc_map_free(&c->host_ip);
+	free(c->host_ip_last);
+	c->host_ip_last = NULL;
+	free(c->host_gap);
+	c->host_gap = NULL;
+}
+
 int rc_pair_add(struct rc_ctx *c, struct rc_pair *pr, uint32_t image,
 		const struct bt_event *ev)
 {
@@ -231,6 +282,7 @@ int rc_pair_add(struct rc_ctx *c, struct rc_pair *pr, uint32_t image,
 	e->idx = pr->total;
 	e->host = c->images[image].host;
 	e->image = image;
+	host_ip_note(c, e->host, &ev->local);
 	e->mono = ev->ts;
 	identify(ev, e->host, e);
 	e->role = ev->role;

@@ -47,6 +47,17 @@ int rc_pair_add(struct rc_ctx *c, struct rc_pair *pr, uint32_t image,
  * C->nentries, C->nconns and the entries' temporary file C->ent_spill
  * (unmapped at the end; read with rc_scan_entry).  0 or as above. */
 int rc_pair_all(struct rc_ctx *c, struct rc_pair *pr);
+/*
+ * The host whose channels have local address A (an IP address; the port
+ * is not looked at): 0 none pass 1 saw, RC_HOST_MANY more than one, else
+ * the host's index + 1.  Loopback and unix addresses are the asking
+ * end's own host (HOST).
+ */
+#define RC_HOST_MANY UINT32_MAX
+uint32_t rc_pair_host_of(const struct rc_ctx *c, uint32_t host,
+			 const struct bt_addr *a);
+/* Free the hosts' addresses (c->host_ip). */
+void rc_pair_hosts_free(struct rc_ctx *c);
 /* Free what PR holds. */
 void rc_pair_free(struct rc_pair *pr);
 

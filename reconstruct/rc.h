@@ -180,7 +180,7 @@ struct rc_desig {
 };
 
 enum rc_trigger { RC_TR_START = 1, RC_TR_READY, RC_TR_TIMEOUT, RC_TR_MSG,
-		  RC_TR_DATA, RC_TR_ACCEPT, RC_TR_SIGNAL };
+		  RC_TR_DATA, RC_TR_ACCEPT, RC_TR_SIGNAL, RC_TR_GAP };
 
 struct rc_frag {
 	int      open;
@@ -189,6 +189,10 @@ struct rc_frag {
 	uint8_t  last_type;      /* last input record type of the fragment */
 	uint8_t  noreq;          /* begun by a READY for no request */
 	int32_t  fd;
+	/* its input is not known (begun after a gap in the thread's
+	 * records, or by a read on an fd no record announced): the
+	 * certainty reason of a request it starts (msg.c, rule 5), or NULL */
+	const char *lost;
 	uint64_t last_off;
 	uint64_t channel_id;
 	int64_t  start, last;
@@ -216,6 +220,9 @@ struct rc_thr {
 	int64_t  floor;          /* causal time floor (same-domain clamps) */
 	uint8_t  inherited;      /* its designation is its creator's and no
 				    input has come since (rule 3) */
+	uint8_t  gap;            /* some of its records are in no log since
+				    its last one applied (input.c, lose):
+				    model.c, gap_work */
 	uint8_t  in_sig;         /* between SIGNAL begin and end: a signal
 				    handler's fragment interrupts ... */
 	struct {                 /* ... this one, kept aside (model.c) */
@@ -326,6 +333,16 @@ struct rc_stats {
 	uint64_t clamps;             /* receive times raised to the send time */
 	uint64_t isolations;
 	uint64_t unknown_fd;         /* records on fds with no known channel */
+	uint64_t unknown_fd_spans;   /* server spans whose work used such an
+					fd (uncertain) */
+	uint64_t gap_fragments;      /* work after a gap in a thread's records,
+					given to no request (model.c) */
+	uint64_t peer_gap;           /* requests and replies from a peer no
+					log has, at an address of a host whose
+					logs have a gap (uncertain) */
+	uint64_t lost_roots;         /* requests started by such work, or by
+					work read from an unknown fd
+					(uncertain) */
 	uint64_t queue_overflow;
 	uint64_t warnings;
 	uint64_t parks;              /* server spans found parked */
@@ -373,6 +390,13 @@ struct rc_ctx {
 	char              **strs;     uint32_t nstrs;
 	uint32_t            nconns;
 	struct rc_spill     ent_spill;
+	/* hosts some of whose records are in no log (a gap in a stream,
+	 * found by pass 1: input.c, lose), NULL while none is; the hosts
+	 * of the local IP addresses of the channels pass 1 saw (pair.c,
+	 * rc_pair_host_of), and each host's last one */
+	uint8_t            *host_gap;
+	struct rc_map       host_ip;
+	uint64_t           *host_ip_last;
 	struct rc_map lineage;        /* lineage key -> parent records left
 				       | child images left << 32 (scan.h,
 				       rc_lin_left); absent when both are 0 */

@@ -163,6 +163,7 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 	c.opt = o;
 	c.progress_tty = o->progress < 0 ? (!o->quiet && isatty(2)) : o->progress;
 	rc_map_init(&c.lineage);
+	rc_map_init(&c.host_ip);
 	/* It holds every parent record and child until the merge meets
 	 * them: let it shrink as it does. */
 	c.lineage.shrink = 1;

@@ -279,6 +279,7 @@ void rc_scan_drop_ends(struct rc_ctx *c)
 void rc_scan_free(struct rc_ctx *c)
 {
 	rc_scan_drop_ends(c);
+	rc_pair_hosts_free(c);
 	free(c->doms);
 	c->doms = NULL;
 	rc_map_free(&c->lineage);

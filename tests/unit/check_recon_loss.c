@@ -211,6 +211,172 @@ START_TEST(lost_block)
 }
 END_TEST
 
+/* ---- the block with a channel's opening never reached the disk ----------- */
+
+static int drop_web_block1(void *ctx, const char *host, uint32_t pid,
+			   unsigned slot, unsigned blk)
+{
+	(void)ctx; (void)host; (void)slot;
+	return !(pid == 100 && blk == 1);
+}
+
+/* The front's connection to the database was opened in a block that is in
+ * no log (lost, or in a segment removed before the logs were read): its
+ * queries go out on a descriptor no channel record announced.  The
+ * requests that sent them are not known to be whole, so none may be
+ * labelled exact (they were, with their server span only); the queries
+ * arrive as requests of their own, uncertain; and the work a read on such
+ * a descriptor begins is given to no request, not to the one before. */
+START_TEST(lost_channel_opening)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 100, "/usr/sbin/nginx", 0);
+	struct gen_thr *d = gen_proc_main(h, 200, "/usr/lib/postgresql/15/bin/postgres", 0);
+	struct gen_write_opts o = { .block_bytes = 4096, .blocks_per_seg = 4,
+				    .keep = drop_web_block1 };
+
+	/* web blocks: 0 start, 1 the connection (lost), 2 r1, 3 r2, ... */
+	gen_cut(w);
+	gen_tcp(w, 10, 9, BT_CR_CONNECT, "10.0.0.1:50000", "10.0.0.2:5432");
+	gen_tcp(d, 11, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50000");
+	for (int k = 1; k <= 3; k++) {
+		int64_t t0 = 100 * k;
+		char target[16], client[32], sql[32];
+		snprintf(target, sizeof target, "/r%d", k);
+		snprintf(client, sizeof client, "10.0.0.9:%d", 40000 + k);
+		snprintf(sql, sizeof sql, "SELECT %d", k);
+		gen_cut(w);
+		gen_tcp(w, t0, 5, BT_CR_ACCEPT, "10.0.0.1:80", client);
+		gen_msg(w, t0 + 10, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
+			GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, target), 0);
+		gen_msg(w, t0 + 20, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+			GEN_A(BT_AK_SQL, sql), 0);
+		gen_msg(d, t0 + 25, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+			GEN_A(BT_AK_SQL, sql), 0);
+		gen_msg(d, t0 + 30, 4, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+		gen_msg(w, t0 + 35, 9, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+		/* a file opened after the reply: the request's, were the
+		 * reply's channel known; here a request nobody knows */
+		gen_open(w, t0 + 40, 7, "/srv/page.html");
+		gen_msg(w, t0 + 50, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
+		gen_close(w, t0 + 60, 5);
+	}
+	rt_init(&t);
+	rt_write(&t, g, &o);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /r1 st=200 client=10.0.0.9:40001 [uncertain unknown-fd]\n"
+		"  server http 'GET /r1' /r1 web/100/100 st=200 [uncertain unknown-fd]\n"
+		/* the database's client looks untraced, but an address of
+		 * its host is in logs with a gap: not exact either */
+		"R postgresql NULL SELECT 1 st=NULL client=10.0.0.1:50000 [uncertain peer-gap]\n"
+		"  server postgresql 'SELECT' SELECT 1 web/200/200 st=NULL [uncertain peer-gap]\n"
+		"R http GET /r2 st=200 client=10.0.0.9:40002 [uncertain unknown-fd]\n"
+		"  server http 'GET /r2' /r2 web/100/100 st=200 [uncertain unknown-fd]\n"
+		"R postgresql NULL SELECT 2 st=NULL client=10.0.0.1:50000 [uncertain peer-gap]\n"
+		"  server postgresql 'SELECT' SELECT 2 web/200/200 st=NULL [uncertain peer-gap]\n"
+		"R http GET /r3 st=200 client=10.0.0.9:40003 [uncertain unknown-fd]\n"
+		"  server http 'GET /r3' /r3 web/100/100 st=200 [uncertain unknown-fd]\n"
+		"R postgresql NULL SELECT 3 st=NULL client=10.0.0.1:50000 [uncertain peer-gap]\n"
+		"  server postgresql 'SELECT' SELECT 3 web/200/200 st=NULL [uncertain peer-gap]\n"
+		"unattributed:\n");
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'unknown_fd_records'"), 6);
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'unknown_fd_spans'"), 3);
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'peer_gap'"), 3);
+	/* the file each opened after the reply came on fd 9: no request's */
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM files WHERE request_id IS NULL"), 3);
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM fragments WHERE trigger = 'message'"
+				   " AND request_id IS NULL AND fd = 9"), 3);
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM warnings WHERE text LIKE"
+				   " '%%a fragment working for a request used fd 9, which no channel record announced%%'"), 1);
+	rt_done(&t);
+}
+END_TEST
+
+/* ---- a block with a request's input never reached the disk --------------- */
+
+static int drop_web_block5(void *ctx, const char *host, uint32_t pid,
+			   unsigned slot, unsigned blk)
+{
+	(void)ctx; (void)host; (void)slot;
+	return !(pid == 100 && blk == 5);
+}
+
+/* The block with /r3's accept and request is in no log; the next one,
+ * with its query, its reply and its close, is.  The thread's work after
+ * the gap is for a request nobody saw: it must not be given to /r2, the
+ * request the thread worked for before the gap. */
+START_TEST(lost_input_block)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 100, "/usr/sbin/nginx", 0);
+	struct gen_thr *d = gen_proc_main(h, 200, "/usr/lib/postgresql/15/bin/postgres", 0);
+	struct gen_write_opts o = { .block_bytes = 4096, .blocks_per_seg = 4,
+				    .keep = drop_web_block5 };
+
+	gen_tcp(w, 10, 9, BT_CR_CONNECT, "10.0.0.1:50000", "10.0.0.2:5432");
+	gen_tcp(d, 11, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50000");
+	for (int k = 1; k <= 4; k++) {
+		int64_t t0 = 100 * k;
+		char target[16], client[32], sql[32];
+		snprintf(target, sizeof target, "/r%d", k);
+		snprintf(client, sizeof client, "10.0.0.9:%d", 40000 + k);
+		snprintf(sql, sizeof sql, "SELECT %d", k);
+		/* web blocks: 0 start, 2k-1 /rk's input, 2k the rest */
+		gen_cut(w);
+		gen_tcp(w, t0, 5, BT_CR_ACCEPT, "10.0.0.1:80", client);
+		gen_msg(w, t0 + 10, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
+			GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, target), 0);
+		gen_cut(w);
+		gen_msg(w, t0 + 20, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+			GEN_A(BT_AK_SQL, sql), 0);
+		gen_msg(d, t0 + 25, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+			GEN_A(BT_AK_SQL, sql), 0);
+		gen_msg(d, t0 + 30, 4, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+		gen_msg(w, t0 + 35, 9, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+		gen_open(w, t0 + 40, 7, "/srv/page.html");
+		gen_msg(w, t0 + 50, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
+		gen_close(w, t0 + 60, 5);
+	}
+	rt_init(&t);
+	rt_write(&t, g, &o);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /r1 st=200 client=10.0.0.9:40001\n"
+		"  server http 'GET /r1' /r1 web/100/100 st=200\n"
+		"    client postgresql 'SELECT' SELECT 1 web/100/100 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT 1 web/200/200 st=NULL\n"
+		"R http GET /r2 st=200 client=10.0.0.9:40002\n"
+		"  server http 'GET /r2' /r2 web/100/100 st=200\n"
+		"    client postgresql 'SELECT' SELECT 2 web/100/100 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT 2 web/200/200 st=NULL\n"
+		/* /r3's query: work after the gap, for a request nobody
+		 * saw, so a request of its own and not exact (it was /r2's,
+		 * exact, before) */
+		"R postgresql NULL SELECT 3 st=NULL client=/usr/sbin/nginx[100]@web [uncertain lost-events]\n"
+		"  client postgresql 'SELECT' SELECT 3 web/100/100 st=NULL [uncertain lost-events]\n"
+		"    server postgresql 'SELECT' SELECT 3 web/200/200 st=NULL [uncertain lost-events]\n"
+		"R http GET /r4 st=200 client=10.0.0.9:40004\n"
+		"  server http 'GET /r4' /r4 web/100/100 st=200\n"
+		"    client postgresql 'SELECT' SELECT 4 web/100/100 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT 4 web/200/200 st=NULL\n"
+		"unattributed:\n");
+	/* /r2 keeps its own file only */
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM files f JOIN requests r"
+				   " ON r.request_id = f.request_id WHERE r.target = '/r2'"), 1);
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM fragments WHERE trigger = 'gap'"
+				   " AND request_id IS NULL"), 1);
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'gap_fragments'"), 1);
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'lost_input_roots'"), 1);
+	ck_assert_int_eq(rt_badly_nested(&t), 0);
+	rt_done(&t);
+}
+END_TEST
+
 /* ---- a receive whose send was never logged --------------------------------- */
 
 START_TEST(blocked_receive_released)
@@ -456,6 +622,8 @@ Suite *recon_loss_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, truncated_segment);
 	tcase_add_test(tc, lost_block);
+	tcase_add_test(tc, lost_channel_opening);
+	tcase_add_test(tc, lost_input_block);
 	tcase_add_test(tc, blocked_receive_released);
 	tcase_add_test(tc, peer_gone_released);
 	tcase_add_test(tc, duplicates_and_spool);
