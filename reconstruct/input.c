@@ -285,6 +285,14 @@ static void stream_name(const struct rc_ctx *c, const struct rc_stream *s,
 		 (unsigned long long)im->ring_id, s->slot);
 }
 
+void rc_input_host_gap(struct rc_ctx *c, uint32_t host)
+{
+	if (!c->host_gap)
+		c->host_gap = calloc(c->nhosts ? c->nhosts : 1, 1);
+	if (c->host_gap && host < c->nhosts)
+		c->host_gap[host] = 1;
+}
+
 static void lose(struct rc_ctx *c, struct rc_run *run, const char *file,
 		 uint64_t off, uint64_t bytes, const char *what)
 {
@@ -298,10 +306,7 @@ static void lose(struct rc_ctx *c, struct rc_run *run, const char *file,
 	run->thr.gap = 1;
 	if (!cu->warn)
 		return;
-	if (!c->host_gap)
-		c->host_gap = calloc(c->nhosts ? c->nhosts : 1, 1);
-	if (c->host_gap)
-		c->host_gap[c->images[s->image].host] = 1;
+	rc_input_host_gap(c, c->images[s->image].host);
 	c->st.gaps++;
 	c->st.lost_bytes += bytes;
 	stream_name(c, s, name, sizeof name);

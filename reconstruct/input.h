@@ -32,6 +32,9 @@ const char *rc_input_intern(struct rc_ctx *c, const char *s, uint32_t n);
 
 /* Prepare R's cursor at its stream's first record; WARN: report losses. */
 void rc_input_cur_reset(struct rc_ctx *c, struct rc_run *r, int warn);
+/* Pass 1: some of HOST's records are in no log (a gap in a stream, a
+ * tracer's DROP): c->host_gap (msg.c, peer_gap). */
+void rc_input_host_gap(struct rc_ctx *c, uint32_t host);
 
 /*
  * rc_input_cur_next - the next record of RUN's stream into *R.  Blocks

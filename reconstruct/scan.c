@@ -121,6 +121,7 @@ static int skim_stream(struct rc_ctx *c, struct rc_pair *pr,
 		case BT_EV_SPAWN:
 		case BT_EV_THREAD_CREATE:
 		case BT_EV_CHAN:
+		case BT_EV_DROP:
 			break;
 		default:
 			continue;
@@ -184,6 +185,14 @@ static int skim_stream(struct rc_ctx *c, struct rc_pair *pr,
 				return e;
 			break;
 		}
+		case BT_EV_DROP:
+			/* the lost events may have been a connect or an
+			 * accept: the host's peers are in doubt (msg.c,
+			 * peer_gap); a pause's calls are not lost, they go
+			 * dark */
+			if (ev.flags != BT_DR_PAUSED)
+				rc_input_host_gap(c, im->host);
+			break;
 		}
 	}
 	s->nentry = pr->total - s->entry_first;
