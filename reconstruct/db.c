@@ -478,6 +478,7 @@ static int write_stats(struct rc_ctx *c)
 		{ "gap_fragments", t->gap_fragments },
 		{ "lost_input_roots", t->lost_roots },
 		{ "peer_gap", t->peer_gap },
+		{ "orphan_images", t->orphans },
 		{ "unpaired_receives", t->unpaired_recv },
 		{ "unmatched_replies", t->unmatched_replies },
 		{ "reply_designation_mismatch", t->reply_mismatch },

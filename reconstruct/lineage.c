@@ -192,6 +192,7 @@ void rc_lineage_thread_start(struct ap *a)
 	th->tid = ev->tid;
 	memset(&th->d, 0, sizeof th->d);
 	th->inherited = 0;
+	int lost = 0;
 	if (ev->cookie) {
 		struct rc_snap *sn = snap_take(a->m,
 				rc_scan_thread_key(a->s->st->image, ev->cookie));
@@ -201,6 +202,8 @@ void rc_lineage_thread_start(struct ap *a)
 			if (sn->dom == a->im->domain && sn->t > a->t)
 				a->t = sn->t;
 			free(sn);
+		} else {
+			lost = 1;   /* its creation record never came */
 		}
 	} else if (!a->im->run->attached && a->im->lineage_key) {
 		/* A child image's first thread: not before the parent's
@@ -211,6 +214,10 @@ void rc_lineage_thread_start(struct ap *a)
 			a->t = sn->t;
 	}
 	rc_frag_open(a, RC_TR_START, -1, 0);
+	/* started without its creator's request: a request its work
+	 * starts (rule 5) may be that one's (msg.c) */
+	if (lost)
+		th->frag.lost = "lost-events";
 }
 
 void rc_lineage_proc_start(struct ap *a)
@@ -218,8 +225,13 @@ void rc_lineage_proc_start(struct ap *a)
 	struct rc_image *im = a->im;
 	struct rc_snap *sn = NULL;
 
-	if (!im->run->attached && im->lineage_key)
+	int waits = !im->run->attached && im->lineage_key;
+
+	if (waits)
 		sn = snap_take(a->m, im->lineage_key);
+	/* its parent's FORK or EXEC record never came (lost), or is in no
+	 * log at all (scan.c, orphans) */
+	int orphan = (waits && !sn) || im->orphan;
 	if (sn) {
 		struct rc_proc *p = sn->proc;
 		/* The child process object is reachable by its pid again. */
@@ -235,6 +247,11 @@ void rc_lineage_proc_start(struct ap *a)
 	}
 	if (!a->th->frag.open || a->th->frag.trigger != RC_TR_START)
 		rc_frag_open(a, RC_TR_START, -1, 0);
+	/* An orphan starts without its parent's state, so for no
+	 * request, and a request its work starts (rule 5) may be the
+	 * parent's (msg.c). */
+	if (orphan)
+		a->th->frag.lost = "lost-events";
 }
 
 void rc_lineage_fork_like(struct ap *a, unsigned kind)

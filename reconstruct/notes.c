@@ -46,6 +46,8 @@ static const struct {
 	  "records lost or a cycle; the peer is treated as untraced" },
 	{ "waited for its parent's", W_COSTS,
 	  "a process started without its parent's state" },
+	{ "record that made it is in no log", W_COSTS,
+	  "a process started without its parent's state" },
 	{ "waited for its creation record", W_COSTS,
 	  "a thread started for no request" },
 	{ "could not record", W_COSTS, "the tracer lost events" },

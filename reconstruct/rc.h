@@ -121,6 +121,9 @@ struct rc_image {
 	uint8_t  h2_sends;       /* it sent an HTTP/2 request (pass 1, only
 				    with unary gRPC methods named: a relay
 				    such as nginx's grpc_pass, see msg.c) */
+	uint8_t  orphan;         /* forked or exec'd from a traced image
+				    whose FORK or EXEC record is in no log
+				    (pass 1, scan.c: orphans) */
 	struct rc_imrun *run;    /* pass 2, while its streams run */
 };
 
@@ -337,6 +340,8 @@ struct rc_stats {
 					fd (uncertain) */
 	uint64_t gap_fragments;      /* work after a gap in a thread's records,
 					given to no request (model.c) */
+	uint64_t orphans;            /* images whose traced parent's FORK or
+					EXEC record is in no log */
 	uint64_t peer_gap;           /* requests and replies from a peer no
 					log has, at an address of a host whose
 					logs have a gap (uncertain) */

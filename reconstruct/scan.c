@@ -201,6 +201,63 @@ static int skim_stream(struct rc_ctx *c, struct rc_pair *pr,
 
 /* ---- lineage ------------------------------------------------------------ */
 
+/*
+ * A forked or exec'd image whose parent record (FORK, EXEC) no log has,
+ * though its parent is traced (an image of its parent's pid on its host
+ * is in the logs, before it: the same pid for an exec): the record was
+ * lost (a gap, a DROP).  It starts without its parent's state, for no
+ * request, and its work must not pass for a request of its own
+ * (lineage.c, rc_lineage_proc_start; msg.c, rule 5): marked, and warned
+ * about.  Images of untraced parents are the usual case and stay as
+ * they are.  Nothing is built when no image lacks its record.
+ */
+static int orphans(struct rc_ctx *c)
+{
+	struct rc_map pids;
+	int any = 0;
+
+	for (uint32_t i = 0; i < c->nimages && !any; i++) {
+		const struct rc_image *im = &c->images[i];
+		any = im->has_start && !im->lineage_key &&
+		      (im->pflags & (BT_PF_FORKED | BT_PF_EXECED));
+	}
+	if (!any)
+		return 0;
+	rc_map_init(&pids);
+	for (uint32_t i = 0; i < c->nimages; i++) {
+		const struct rc_image *im = &c->images[i];
+		uint64_t first;
+		if (!im->has_start)
+			continue;
+		/* the first image of each (host, pid), and its index */
+		if (!rc_map_get(&pids, rc_key2(im->host, im->pid), &first) &&
+		    rc_map_put(&pids, rc_key2(im->host, im->pid), i) < 0) {
+			rc_map_free(&pids);
+			return -ENOMEM;
+		}
+	}
+	for (uint32_t i = 0; i < c->nimages; i++) {
+		struct rc_image *im = &c->images[i];
+		uint64_t pi;
+		if (!im->has_start || im->lineage_key ||
+		    !(im->pflags & (BT_PF_FORKED | BT_PF_EXECED)))
+			continue;
+		int exec = !(im->pflags & BT_PF_FORKED);
+		uint32_t ppid = exec ? im->pid : im->ppid;
+		if (!ppid || !rc_map_get(&pids, rc_key2(im->host, ppid), &pi) ||
+		    (uint32_t)pi == i)
+			continue;
+		im->orphan = 1;
+		c->st.orphans++;
+		rc_warn(c, rc_file_path(c, im->start_file), im->start_off,
+			"host %s pid %u: its parent (pid %u) is traced, but the %s record that made it is in no log; it started without the parent's state",
+			c->hosts[im->host].name, im->pid, ppid,
+			exec ? "exec" : "fork");
+	}
+	rc_map_free(&pids);
+	return 0;
+}
+
 /* Which parent record each image's PROC_START waits for. */
 static void choose_lineage(struct rc_ctx *c)
 {
@@ -270,6 +327,9 @@ int rc_scan_run(struct rc_ctx *c)
 		r = rc_clock_domains(c);
 	if (r == 0) {
 		choose_lineage(c);
+		r = orphans(c);
+	}
+	if (r == 0) {
 		r = rc_pair_all(c, &pr);
 	}
 	rc_pair_free(&pr);

@@ -449,6 +449,67 @@ START_TEST(dropped_connect)
 }
 END_TEST
 
+/* ---- a fork record in no log ---------------------------------------------- */
+
+static int drop_apache_block1(void *ctx, const char *host, uint32_t pid,
+			      unsigned slot, unsigned blk)
+{
+	(void)ctx; (void)host; (void)slot;
+	return !(pid == 600 && blk == 1);
+}
+
+/* apache forks a child for the request, but the block with its FORK is
+ * in no log: the child starts without its parent's state, for no
+ * request, and its query starts a request of its own (rule 5), which
+ * may be the parent's request's part: not exact. */
+START_TEST(lost_fork_record)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 600, "/usr/sbin/apache2", 0);
+	struct gen_thr *d = gen_proc_main(h, 200, "/usr/lib/postgresql/15/bin/postgres", 0);
+	struct gen_write_opts o = { .block_bytes = 4096, .blocks_per_seg = 4,
+				    .keep = drop_apache_block1 };
+
+	gen_tcp(w, 10, 5, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.4:4444");
+	gen_msg(w, 20, 5, IN, REQ, BT_PROTO_HTTP, 120, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/report"), 0);
+	/* apache blocks: 0 start and request, 1 the fork (lost), 2 reply */
+	gen_cut(w);
+	struct gen_proc *cp = gen_fork(w, 40, 601, NULL);
+	gen_cut(w);
+	struct gen_thr *c = gen_thread(cp, 41, 601, 0, 0);
+	gen_proc_start(c, 41, 600, 600, BT_PF_FORKED);
+	gen_tcp(c, 42, 12, BT_CR_CONNECT, "10.0.0.1:50001", "10.0.0.2:5432");
+	gen_tcp(d, 43, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50001");
+	gen_msg(c, 44, 12, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT report"), 0);
+	gen_msg(d, 45, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT report"), 0);
+	gen_msg(d, 46, 4, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	gen_msg(c, 47, 12, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	gen_thread_exit(c, 48);
+	gen_msg(w, 90, 5, OUT, REP, BT_PROTO_HTTP, 400, 0, 200, 0, 0);
+
+	rt_init(&t);
+	rt_write(&t, g, &o);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /report st=200 client=10.0.0.4:4444 [uncertain lost-events]\n"
+		"  server http 'GET /report' /report web/600/600 st=200 [uncertain lost-events]\n"
+		"R postgresql NULL SELECT report st=NULL client=/usr/sbin/apache2[601]@web [uncertain lost-events]\n"
+		"  client postgresql 'SELECT' SELECT report web/601/601 st=NULL [uncertain lost-events]\n"
+		"    server postgresql 'SELECT' SELECT report web/200/200 st=NULL [uncertain lost-events]\n"
+		"unattributed:\n");
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'lost_input_roots'"), 1);
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM warnings WHERE text LIKE"
+				   " '%%pid 601: its parent (pid 600) is traced, but the fork record that made it is in no log%%'"), 1);
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'orphan_images'"), 1);
+	rt_done(&t);
+}
+END_TEST
+
 /* ---- a receive whose send was never logged --------------------------------- */
 
 START_TEST(blocked_receive_released)
@@ -697,6 +758,7 @@ Suite *recon_loss_suite(void)
 	tcase_add_test(tc, lost_channel_opening);
 	tcase_add_test(tc, lost_input_block);
 	tcase_add_test(tc, dropped_connect);
+	tcase_add_test(tc, lost_fork_record);
 	tcase_add_test(tc, blocked_receive_released);
 	tcase_add_test(tc, peer_gone_released);
 	tcase_add_test(tc, duplicates_and_spool);
