@@ -117,11 +117,46 @@ END_TEST
 
 /* ---- a block of one stream never reached the disk ------------------------ */
 
-static int drop_web_block3(void *ctx, const char *host, uint32_t pid,
-			   unsigned slot, unsigned blk)
+/* Leave out block CTX[1] of pid CTX[0]'s stream (a gap). */
+static int drop_block(void *ctx, const char *host, uint32_t pid,
+		      unsigned slot, unsigned blk)
 {
-	(void)ctx; (void)host; (void)slot;
-	return !(pid == 100 && blk == 3);
+	const uint32_t *which = ctx;
+	(void)host; (void)slot;
+	return !(pid == which[0] && blk == which[1]);
+}
+
+/* Request /rK of the front W (pid 100) at 100*K us: accepted on fd 5, a
+ * query to the database D on fd 9 (its fd 4), the answer.  The front's
+ * records begin a block; with INPUT_CUT its query begins another (the
+ * request's input alone in the first); with FILE it opens a file after
+ * the query's reply. */
+static void front_db_request(struct gen_thr *w, struct gen_thr *d, int k,
+			     int input_cut, int file)
+{
+	int64_t t0 = 100 * k;
+	char target[16], client[32], sql[32];
+	snprintf(target, sizeof target, "/r%d", k);
+	snprintf(client, sizeof client, "10.0.0.9:%d", 40000 + k);
+	snprintf(sql, sizeof sql, "SELECT %d", k);
+	gen_cut(w);
+	gen_tcp(w, t0, 5, BT_CR_ACCEPT, "10.0.0.1:80", client);
+	gen_msg(w, t0 + 10, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, target), 0);
+	if (input_cut)
+		gen_cut(w);
+	gen_msg(w, t0 + 20, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, sql), 0);
+	gen_msg(d, t0 + 25, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, sql), 0);
+	gen_msg(d, t0 + 30, 4, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	gen_msg(w, t0 + 35, 9, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	/* a file opened after the reply: the request's, were the reply's
+	 * channel known and the request's input seen */
+	if (file)
+		gen_open(w, t0 + 40, 7, "/srv/page.html");
+	gen_msg(w, t0 + 50, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
+	gen_close(w, t0 + 60, 5);
 }
 
 START_TEST(lost_block)
@@ -132,30 +167,14 @@ START_TEST(lost_block)
 	struct gen_thr *w = gen_proc_main(h, 100, "/usr/sbin/nginx", 0);
 	struct gen_thr *d = gen_proc_main(h, 200, "/usr/lib/postgresql/15/bin/postgres", 0);
 	struct gen_write_opts o = { .block_bytes = 4096, .blocks_per_seg = 4,
-				    .keep = drop_web_block3 };
+				    .keep = drop_block,
+				    .keep_ctx = (uint32_t[]){ 100, 3 } };
 
 	gen_tcp(w, 10, 9, BT_CR_CONNECT, "10.0.0.1:50000", "10.0.0.2:5432");
 	gen_tcp(d, 11, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50000");
-	for (int k = 1; k <= 5; k++) {
-		int64_t t0 = 100 * k;
-		char target[16], client[32], sql[32];
-		snprintf(target, sizeof target, "/r%d", k);
-		snprintf(client, sizeof client, "10.0.0.9:%d", 40000 + k);
-		snprintf(sql, sizeof sql, "SELECT %d", k);
-		/* web blocks: 0 start, 1 r1, 2 r2, 3 r3 (lost), 4 r4 ... */
-		gen_cut(w);
-		gen_tcp(w, t0, 5, BT_CR_ACCEPT, "10.0.0.1:80", client);
-		gen_msg(w, t0 + 10, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
-			GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, target), 0);
-		gen_msg(w, t0 + 20, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
-			GEN_A(BT_AK_SQL, sql), 0);
-		gen_msg(d, t0 + 25, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
-			GEN_A(BT_AK_SQL, sql), 0);
-		gen_msg(d, t0 + 30, 4, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
-		gen_msg(w, t0 + 35, 9, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
-		gen_msg(w, t0 + 50, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
-		gen_close(w, t0 + 60, 5);
-	}
+	/* web blocks: 0 start, 1 r1, 2 r2, 3 r3 (lost), 4 r4 ... */
+	for (int k = 1; k <= 5; k++)
+		front_db_request(w, d, k, 0, 0);
 	rt_init(&t);
 	rt_write(&t, g, &o);
 	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
@@ -213,13 +232,6 @@ END_TEST
 
 /* ---- the block with a channel's opening never reached the disk ----------- */
 
-static int drop_web_block1(void *ctx, const char *host, uint32_t pid,
-			   unsigned slot, unsigned blk)
-{
-	(void)ctx; (void)host; (void)slot;
-	return !(pid == 100 && blk == 1);
-}
-
 /* The front's connection to the database was opened in a block that is in
  * no log (lost, or in a segment removed before the logs were read): its
  * queries go out on a descriptor no channel record announced.  The
@@ -235,34 +247,15 @@ START_TEST(lost_channel_opening)
 	struct gen_thr *w = gen_proc_main(h, 100, "/usr/sbin/nginx", 0);
 	struct gen_thr *d = gen_proc_main(h, 200, "/usr/lib/postgresql/15/bin/postgres", 0);
 	struct gen_write_opts o = { .block_bytes = 4096, .blocks_per_seg = 4,
-				    .keep = drop_web_block1 };
+				    .keep = drop_block,
+				    .keep_ctx = (uint32_t[]){ 100, 1 } };
 
 	/* web blocks: 0 start, 1 the connection (lost), 2 r1, 3 r2, ... */
 	gen_cut(w);
 	gen_tcp(w, 10, 9, BT_CR_CONNECT, "10.0.0.1:50000", "10.0.0.2:5432");
 	gen_tcp(d, 11, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50000");
-	for (int k = 1; k <= 3; k++) {
-		int64_t t0 = 100 * k;
-		char target[16], client[32], sql[32];
-		snprintf(target, sizeof target, "/r%d", k);
-		snprintf(client, sizeof client, "10.0.0.9:%d", 40000 + k);
-		snprintf(sql, sizeof sql, "SELECT %d", k);
-		gen_cut(w);
-		gen_tcp(w, t0, 5, BT_CR_ACCEPT, "10.0.0.1:80", client);
-		gen_msg(w, t0 + 10, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
-			GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, target), 0);
-		gen_msg(w, t0 + 20, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
-			GEN_A(BT_AK_SQL, sql), 0);
-		gen_msg(d, t0 + 25, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
-			GEN_A(BT_AK_SQL, sql), 0);
-		gen_msg(d, t0 + 30, 4, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
-		gen_msg(w, t0 + 35, 9, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
-		/* a file opened after the reply: the request's, were the
-		 * reply's channel known; here a request nobody knows */
-		gen_open(w, t0 + 40, 7, "/srv/page.html");
-		gen_msg(w, t0 + 50, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
-		gen_close(w, t0 + 60, 5);
-	}
+	for (int k = 1; k <= 3; k++)
+		front_db_request(w, d, k, 0, 1);
 	rt_init(&t);
 	rt_write(&t, g, &o);
 	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
@@ -297,13 +290,6 @@ END_TEST
 
 /* ---- a block with a request's input never reached the disk --------------- */
 
-static int drop_web_block5(void *ctx, const char *host, uint32_t pid,
-			   unsigned slot, unsigned blk)
-{
-	(void)ctx; (void)host; (void)slot;
-	return !(pid == 100 && blk == 5);
-}
-
 /* The block with /r3's accept and request is in no log; the next one,
  * with its query, its reply and its close, is.  The thread's work after
  * the gap is for a request nobody saw: it must not be given to /r2, the
@@ -316,32 +302,14 @@ START_TEST(lost_input_block)
 	struct gen_thr *w = gen_proc_main(h, 100, "/usr/sbin/nginx", 0);
 	struct gen_thr *d = gen_proc_main(h, 200, "/usr/lib/postgresql/15/bin/postgres", 0);
 	struct gen_write_opts o = { .block_bytes = 4096, .blocks_per_seg = 4,
-				    .keep = drop_web_block5 };
+				    .keep = drop_block,
+				    .keep_ctx = (uint32_t[]){ 100, 5 } };
 
 	gen_tcp(w, 10, 9, BT_CR_CONNECT, "10.0.0.1:50000", "10.0.0.2:5432");
 	gen_tcp(d, 11, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50000");
-	for (int k = 1; k <= 4; k++) {
-		int64_t t0 = 100 * k;
-		char target[16], client[32], sql[32];
-		snprintf(target, sizeof target, "/r%d", k);
-		snprintf(client, sizeof client, "10.0.0.9:%d", 40000 + k);
-		snprintf(sql, sizeof sql, "SELECT %d", k);
-		/* web blocks: 0 start, 2k-1 /rk's input, 2k the rest */
-		gen_cut(w);
-		gen_tcp(w, t0, 5, BT_CR_ACCEPT, "10.0.0.1:80", client);
-		gen_msg(w, t0 + 10, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
-			GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, target), 0);
-		gen_cut(w);
-		gen_msg(w, t0 + 20, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
-			GEN_A(BT_AK_SQL, sql), 0);
-		gen_msg(d, t0 + 25, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
-			GEN_A(BT_AK_SQL, sql), 0);
-		gen_msg(d, t0 + 30, 4, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
-		gen_msg(w, t0 + 35, 9, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
-		gen_open(w, t0 + 40, 7, "/srv/page.html");
-		gen_msg(w, t0 + 50, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
-		gen_close(w, t0 + 60, 5);
-	}
+	/* web blocks: 0 start, 2k-1 /rk's input, 2k the rest */
+	for (int k = 1; k <= 4; k++)
+		front_db_request(w, d, k, 1, 1);
 	rt_init(&t);
 	rt_write(&t, g, &o);
 	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
@@ -451,13 +419,6 @@ END_TEST
 
 /* ---- a fork record in no log ---------------------------------------------- */
 
-static int drop_apache_block1(void *ctx, const char *host, uint32_t pid,
-			      unsigned slot, unsigned blk)
-{
-	(void)ctx; (void)host; (void)slot;
-	return !(pid == 600 && blk == 1);
-}
-
 /* apache forks a child for the request, but the block with its FORK is
  * in no log: the child starts without its parent's state, for no
  * request, and its query starts a request of its own (rule 5), which
@@ -470,7 +431,8 @@ START_TEST(lost_fork_record)
 	struct gen_thr *w = gen_proc_main(h, 600, "/usr/sbin/apache2", 0);
 	struct gen_thr *d = gen_proc_main(h, 200, "/usr/lib/postgresql/15/bin/postgres", 0);
 	struct gen_write_opts o = { .block_bytes = 4096, .blocks_per_seg = 4,
-				    .keep = drop_apache_block1 };
+				    .keep = drop_block,
+				    .keep_ctx = (uint32_t[]){ 600, 1 } };
 
 	gen_tcp(w, 10, 5, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.4:4444");
 	gen_msg(w, 20, 5, IN, REQ, BT_PROTO_HTTP, 120, 0, 0, 0,
