@@ -54,6 +54,12 @@ void rc_frag_input(struct ap *a, struct rc_end *e, uint8_t trigger,
  * for, if its server span here is still open, is uncertain for REASON
  * (model.c).  1 if a span was marked. */
 int  rc_frag_uncertain(struct ap *a, const char *reason);
+/* The thread's input is not known (WHY: a gap in its records, a read on
+ * an fd no record announced): a fragment of no request starts, by
+ * TRIGGER on FD, and a request it starts is uncertain for WHY (msg.c,
+ * rule 5) (model.c). */
+void rc_frag_unknown(struct ap *a, uint8_t trigger, int32_t fd,
+		     const char *why);
 /* The thread's name lookups still open end (model.c). */
 void rc_lookups_close(struct ap *a);
 /* A signal handler's fragment ends, the one it interrupted is back

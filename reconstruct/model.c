@@ -370,6 +370,16 @@ static int ready_alone_within(const struct ap *a)
 	return ev->fd < 0 || (!(ev->flags & 1) && (ev->flags & 4));
 }
 
+void rc_frag_unknown(struct ap *a, uint8_t trigger, int32_t fd,
+		     const char *why)
+{
+	rc_frag_open(a, trigger, fd, 0);
+	a->th->frag.noreq = 1;
+	a->th->frag.lost = why;
+	a->th->inherited = 0;
+	memset(&a->th->d, 0, sizeof a->th->d);
+}
+
 int rc_frag_uncertain(struct ap *a, const char *reason)
 {
 	struct rc_span *sp;
@@ -413,11 +423,7 @@ static void gap_work(struct ap *a)
 		a->c->st.lost_in_span++;
 	if (!a->th->d.req)
 		return;
-	rc_frag_open(a, RC_TR_GAP, -1, 0);
-	a->th->frag.noreq = 1;
-	a->th->frag.lost = "lost-events";
-	a->th->inherited = 0;
-	memset(&a->th->d, 0, sizeof a->th->d);
+	rc_frag_unknown(a, RC_TR_GAP, -1, "lost-events");
 	a->c->st.gap_fragments++;
 }
 

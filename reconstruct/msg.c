@@ -128,19 +128,16 @@ static void unknown_fd_work(struct ap *a, int dir)
 		rc_warn(c, rc_file_path(c, a->s->rec.file), a->s->rec.file_off,
 			"host %s pid %u: a fragment working for a request used fd %d, which no channel record announced; that request is uncertain (unknown-fd)",
 			c->hosts[a->im->host].name, a->im->pid, a->ev->fd);
-	if (dir == RC_DIN) {
-		rc_frag_open(a, a->ev->type == BT_EV_DATA ? RC_TR_DATA :
-			     RC_TR_MSG, a->ev->fd, 0);
-		a->th->frag.noreq = 1;
-		a->th->frag.lost = "unknown-fd";
-		memset(&a->th->d, 0, sizeof a->th->d);
-	}
+	if (dir == RC_DIN)
+		rc_frag_unknown(a, a->ev->type == BT_EV_DATA ? RC_TR_DATA :
+				RC_TR_MSG, a->ev->fd, "unknown-fd");
 }
 
 /*
  * Is the peer of E, which no log has, maybe a traced program whose records
  * of this connection are in the gap of its host's logs?  When a host's
- * logs have a gap (pass 1: input.c, lose), a connection end whose other
+ * logs have a gap or a DROP (pass 1: input.c, rc_input_host_gap), a
+ * connection end whose other
  * end is in no log, to or from an address of that host (the local address
  * of any of its channels; loopback and unix: E's own host), may be one
  * whose `connect` or `accept` was lost, not an untraced program's: what

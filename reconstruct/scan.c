@@ -186,11 +186,16 @@ static int skim_stream(struct rc_ctx *c, struct rc_pair *pr,
 			break;
 		}
 		case BT_EV_DROP:
-			/* the lost events may have been a connect or an
-			 * accept: the host's peers are in doubt (msg.c,
-			 * peer_gap); a pause's calls are not lost, they go
-			 * dark */
-			if (ev.flags != BT_DR_PAUSED)
+			/* a full ring (or no slot) may have lost a connect's
+			 * or an accept's announcement: the host's peers are
+			 * in doubt (msg.c, peer_gap).  Not the calls of a
+			 * signal handler that re-entered the shim (a connect
+			 * there is not seen in practice, and such drops
+			 * happen in busy servers: apache's prefork workers
+			 * lose one now and then), nor a record too big (a
+			 * CHAN is small), nor a pause's (its calls go dark) */
+			if (ev.flags == BT_DR_RING_FULL ||
+			    ev.flags == BT_DR_NO_SLOT)
 				rc_input_host_gap(c, im->host);
 			break;
 		}
@@ -204,7 +209,7 @@ static int skim_stream(struct rc_ctx *c, struct rc_pair *pr,
 /*
  * A forked or exec'd image whose parent record (FORK, EXEC) no log has,
  * though its parent is traced (an image of its parent's pid on its host
- * is in the logs, before it: the same pid for an exec): the record was
+ * is in the logs; for an exec, another image of its own pid): the record was
  * lost (a gap, a DROP).  It starts without its parent's state, for no
  * request, and its work must not pass for a request of its own
  * (lineage.c, rc_lineage_proc_start; msg.c, rule 5): marked, and warned
