@@ -56,7 +56,8 @@ int rc_pair_all(struct rc_ctx *c, struct rc_pair *pr);
 #define RC_HOST_MANY UINT32_MAX
 uint32_t rc_pair_host_of(const struct rc_ctx *c, uint32_t host,
 			 const struct bt_addr *a);
-/* Free the hosts' addresses (c->host_ip). */
+/* Free what pass 1 kept of the hosts for peer_gap (msg.c): their
+ * addresses (c->host_ip) and which have a gap (c->host_gap). */
 void rc_pair_hosts_free(struct rc_ctx *c);
 /* Free what PR holds. */
 void rc_pair_free(struct rc_pair *pr);

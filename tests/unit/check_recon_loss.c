@@ -373,13 +373,10 @@ START_TEST(dropped_connect)
 	struct gen_host *h = gen_host(g, "web", 0, 0);
 	struct gen_thr *w = gen_proc_main(h, 100, "/usr/sbin/nginx", 0);
 	struct gen_thr *d = gen_proc_main(h, 200, "/usr/lib/postgresql/15/bin/postgres", 0);
-	struct bt_event ev;
+	struct bt_event drop = { .type = BT_EV_DROP, .len = 1,
+				 .flags = BT_DR_RING_FULL };
 
-	memset(&ev, 0, sizeof ev);
-	ev.type = BT_EV_DROP;
-	ev.len = 1;
-	ev.flags = BT_DR_RING_FULL;
-	gen_ev(w, 10, &ev);
+	gen_ev(w, 10, &drop);
 	gen_tcp(d, 11, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50000");
 	for (int k = 1; k <= 2; k++) {
 		int64_t t0 = 100 * k;
@@ -427,18 +424,14 @@ START_TEST(handler_drop_keeps_peers)
 	struct gen *g = gen_new();
 	struct gen_host *h = gen_host(g, "web", 0, 0);
 	struct gen_thr *w = gen_proc_main(h, 100, "/usr/sbin/apache2", 0);
-	struct bt_event ev;
+	struct bt_event drop = { .type = BT_EV_DROP, .len = 1,
+				 .flags = BT_DR_REENTRANT };
 
 	for (int k = 1; k <= 3; k++) {
 		char client[32];
 		snprintf(client, sizeof client, "127.0.0.1:%d", 40000 + k);
-		if (k == 2) {
-			memset(&ev, 0, sizeof ev);
-			ev.type = BT_EV_DROP;
-			ev.len = 1;
-			ev.flags = BT_DR_REENTRANT;
-			gen_ev(w, 100 * k - 5, &ev);
-		}
+		if (k == 2)
+			gen_ev(w, 100 * k - 5, &drop);
 		gen_tcp(w, 100 * k, 5, BT_CR_ACCEPT, "127.0.0.1:80", client);
 		gen_msg(w, 100 * k + 10, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
 			GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/"), 0);
