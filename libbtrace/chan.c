@@ -177,6 +177,44 @@ void bt_chan_switch(struct bt_chan *ch, int fd, unsigned id)
 	bt_chan_attach(ch, fd, p, BT_PH_UPGRADE, "upgrade");
 }
 
+/* The reasons of a rule's choice, "port L/R" and "unix PATH" (cut to
+ * the buffer), written as snprintf would, without its format parsing
+ * (some 600 instructions on every channel a rule chose). */
+static char *put_u16(char *p, unsigned v)
+{
+	char d[5];
+	int n = 0;
+
+	do
+		d[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n)
+		*p++ = d[--n];
+	return p;
+}
+
+static void why_ports(char *why, uint16_t l, uint16_t r)
+{
+	char *p = why;
+
+	memcpy(p, "port ", 5);
+	p = put_u16(p + 5, l);
+	*p++ = '/';
+	p = put_u16(p, r);
+	*p = 0;
+}
+
+static void why_unix(char *why, size_t cap, const char *path)
+{
+	size_t n = path ? strlen(path) : 0;
+
+	if (n > cap - 6)
+		n = cap - 6;
+	memcpy(why, "unix ", 5);
+	memcpy(why + 5, path ? path : "", n);
+	why[5 + n] = 0;
+}
+
 /* Choose by rules at creation.  Channel not yet visible to others. */
 static void choose(struct bt_chan *ch, int fd, const struct bt_event *ce,
 		   const char *path)
@@ -188,10 +226,9 @@ static void choose(struct bt_chan *ch, int fd, const struct bt_event *ce,
 	id = bt_rules_match(ce->local.port, ce->remote.port, ports, path, &how);
 	if (id > 0 && bt_protocols[id]) {
 		if (ports)
-			snprintf(why, sizeof why, "port %u/%u", ce->local.port,
-				 ce->remote.port);
+			why_ports(why, ce->local.port, ce->remote.port);
 		else
-			snprintf(why, sizeof why, "unix %s", path ? path : "");
+			why_unix(why, sizeof why, path);
 		bt_chan_attach(ch, fd, bt_protocols[id], how, why);
 		return;
 	}

@@ -16,6 +16,7 @@ struct bt_rule {
 	uint8_t  proto;             /* enum bt_proto_id; 0 = "none" */
 	uint16_t nranges;
 	uint16_t lo[16], hi[16];    /* port ranges */
+	uint8_t  glob;              /* unix: the pattern has *, ?, [ or \\ */
 	char    *pattern;           /* unix glob or exe regex source */
 	void    *re;                /* pcre2_code * for exe rules */
 };

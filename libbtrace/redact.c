@@ -150,6 +150,33 @@ static size_t number_end(const char *in, size_t n, size_t i)
 	return k;
 }
 
+/*
+ * Without sql-literals, bt_redact_sql changes a text only after the word
+ * PASSWORD (MySQL: also after IDENTIFIED), which it compares with
+ * strncasecmp: in the locale's case, so a byte of 0x80 or above may fold
+ * to a letter of them (ISO-8859-9's dotted capital I).  Text of plain
+ * ASCII with neither word in any ASCII case comes back as it went in,
+ * unless it does not fit the buffer (bt_redact_emit: REDACT_BUF; the
+ * processors keep at most 1024 bytes of SQL).
+ */
+int bt_redact_sql_may_change(const char *in, size_t n)
+{
+	if (n > 1024)
+		return 1;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)in[i];
+		if (c >= 0x80)
+			return 1;
+		if ((c | 0x20) == 'p' && n - i >= 8 &&
+		    !strncasecmp(in + i, "password", 8))
+			return 1;
+		if ((c | 0x20) == 'i' && n - i >= 10 &&
+		    !strncasecmp(in + i, "identified", 10))
+			return 1;
+	}
+	return 0;
+}
+
 size_t bt_redact_sql(const char *in, size_t n, char *outbuf, size_t cap,
 		     unsigned flags, int *cut)
 {

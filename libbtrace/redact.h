@@ -30,6 +30,11 @@ BT_HIDDEN size_t bt_redact_sql(const char *in, size_t n, char *out,
 			       size_t cap, unsigned flags, int *cut);
 BT_HIDDEN size_t bt_redact_url(const char *in, size_t n, char *out,
 			       size_t cap, unsigned flags, int *cut);
+/* Could bt_redact_sql without BT_RD_SQL_LITERALS change these N bytes
+ * of SQL?  0 only when it would give them back unchanged: no byte of
+ * 0x80 or above, no PASSWORD or IDENTIFIED in any case, and short enough
+ * for bt_redact_emit's buffer; cheap enough for every SQL message. */
+BT_HIDDEN int bt_redact_sql_may_change(const char *in, size_t n);
 /* Rewrite a command line (N bytes of NUL-separated arguments, at most
  * 512) in place; returns its new length. */
 BT_HIDDEN size_t bt_redact_cmdline(char *s, size_t n, unsigned flags);
@@ -44,7 +49,10 @@ static inline int bt_redact_attr_needed(const struct bt_attr *a,
 {
 	switch (a->key) {
 	case BT_AK_SQL:
-		return 1;
+		return (flags & BT_RD_SQL_LITERALS) ||
+		       bt_redact_sql_may_change(a->val, a->len);
+	case BT_AK_PARAMS:
+		return (flags & BT_RD_SQL_LITERALS) && a->len;
 	case BT_AK_TARGET:
 	case BT_AK_FCGI_URI:
 		return (flags & BT_RD_QUERY_STRINGS) ||

@@ -120,16 +120,21 @@ static int slot_find(struct fcgi_state *s, unsigned id)
 	return -1;
 }
 
-/* The name is complete: is it one whose value we keep? */
+/* The name is complete: is it one whose value we keep?  (Most names of
+ * a request are none of the three: their length tells at once.) */
 static void nv_name_done(struct fcgi_slot *sl)
 {
-	static const char *const names[FCGI_NVAL] = {
+	static const char names[FCGI_NVAL][FCGI_KEEP_NAME] = {
 		"REQUEST_METHOD", "SCRIPT_NAME", "REQUEST_URI",
 	};
+	static const uint8_t lens[FCGI_NVAL] = { 14, 11, 11 };
+
 	sl->which = -1;
+	if (sl->nseen != 14 && sl->nseen != 11)
+		return;
 	for (int i = 0; i < FCGI_NVAL; i++)
-		if (sl->nseen == strlen(names[i]) && !sl->vset[i] &&
-		    memcmp(sl->name, names[i], sl->nseen) == 0)
+		if (sl->nseen == lens[i] && !sl->vset[i] &&
+		    memcmp(sl->name, names[i], lens[i]) == 0)
 			sl->which = (int8_t)i;
 	if (sl->which >= 0)
 		sl->vset[sl->which] = 1;
@@ -171,9 +176,12 @@ static void nv_feed(struct fcgi_slot *sl, const uint8_t *p, size_t n)
 		if (sl->nv == NV_NAME) {
 			if (k > sl->nlen)
 				k = sl->nlen;
-			for (size_t j = 0; j < k; j++, sl->nseen++)
-				if (sl->nseen < FCGI_KEEP_NAME)
-					sl->name[sl->nseen] = (char)p[i + j];
+			if (sl->nseen < FCGI_KEEP_NAME) {
+				size_t c = FCGI_KEEP_NAME - sl->nseen;
+				memcpy(sl->name + sl->nseen, p + i,
+				       k < c ? k : c);
+			}
+			sl->nseen += (uint32_t)k;
 			sl->nlen -= (uint32_t)k;
 		} else {
 			if (k > sl->vlen)
@@ -281,9 +289,12 @@ static int rec_end(struct fcgi_state *s, struct fcgi_dir *d, struct bt_msg *m)
 			if (sl->vset[i])
 				bt_msg_attr(m, val_key[i], sl->val + val_off[i],
 					    sl->vlen_kept[i]);
-		bt_msg_attr(m, BT_AK_BODY_LEN, s->num,
-			    (size_t)snprintf(s->num, sizeof s->num, "%llu",
-					     (unsigned long long)sl->body));
+		{
+			size_t k;
+			const char *q = bt_u64_dec(s->num, sizeof s->num,
+						   sl->body, &k);
+			bt_msg_attr(m, BT_AK_BODY_LEN, q, k);
+		}
 		if (sl->trunc)
 			m->flags |= BT_MF_TRUNC;
 		sl->used = 0;

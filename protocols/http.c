@@ -455,12 +455,6 @@ head_done(struct http_state *s, struct http_dir *d)
 	return 0;
 }
 
-/* "00" to "99" */
-static const char digits2[201] =
-	"00010203040506070809101112131415161718192021222324252627282930313233"
-	"34353637383940414243444546474849505152535455565758596061626364656667"
-	"6869707172737475767778798081828384858687888990919293949596979899";
-
 /* Fill M with the message just ended in D and reset D for the next one.
  * The kept values are at BASE + their offsets: the arena, or the input
  * (head_whole). */
@@ -498,24 +492,11 @@ static void emit(struct http_state *s, struct http_dir *d, struct bt_msg *m,
 			bt_msg_attr(m, d->at[i].key, base + d->at[i].off,
 				    d->at[i].len);
 	}
-	{       /* decimal, as "%llu" would write it: backwards from the end
-		 * of blen (2^64 has 20 digits), NUL-terminated */
-		char *e = d->blen + sizeof d->blen - 1, *q = e;
-		unsigned long long v = (unsigned long long)d->body;
-		*e = 0;
-		while (v >= 100) {          /* two digits a step */
-			unsigned r = (unsigned)(v % 100);
-			v /= 100;
-			q -= 2;
-			memcpy(q, digits2 + 2 * r, 2);
-		}
-		if (v >= 10) {
-			q -= 2;
-			memcpy(q, digits2 + 2 * v, 2);
-		} else {
-			*--q = (char)('0' + v);
-		}
-		bt_msg_attr(m, BT_AK_BODY_LEN, q, (size_t)(e - q));
+	{
+		size_t k;
+		const char *q = bt_u64_dec(d->blen, sizeof d->blen,
+					   (uint64_t)d->body, &k);
+		bt_msg_attr(m, BT_AK_BODY_LEN, q, k);
 	}
 	if (d->f & F_TRUNC)
 		m->flags |= BT_MF_TRUNC;

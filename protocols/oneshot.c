@@ -39,9 +39,9 @@ static void oneshot_emit(struct oneshot_state *s, int dir, struct bt_msg *m)
 	s->done[dir] = 1;
 	s->open[dir] = 0;
 	m->kind = dir == s->req_dir ? BT_MK_REQUEST : BT_MK_REPLY;
-	int k = snprintf(s->num, sizeof s->num, "%llu",
-			 (unsigned long long)s->bytes[dir]);
-	bt_msg_attr(m, BT_AK_BODY_LEN, s->num, (size_t)k);
+	size_t k;
+	const char *q = bt_u64_dec(s->num, sizeof s->num, s->bytes[dir], &k);
+	bt_msg_attr(m, BT_AK_BODY_LEN, q, k);
 }
 
 static long oneshot_feed(void *st, int dir, const uint8_t *p, size_t n,

@@ -507,6 +507,17 @@ static int guess_fe(unsigned b)
 	return -1;
 }
 
+/* The message types of each side: bit 0 the frontend's
+ * (QPBEDCHSFdcfXp), bit 1 the backend's (RKSZTDCIEN123nstGHdcAVv); 0,
+ * and every other byte, starts no message. */
+static const uint8_t msg_types[256] = {
+	['1'] = 2, ['2'] = 2, ['3'] = 2, ['A'] = 2, ['B'] = 1, ['C'] = 3,
+	['D'] = 3, ['E'] = 3, ['F'] = 1, ['G'] = 2, ['H'] = 3, ['I'] = 2,
+	['K'] = 2, ['N'] = 2, ['P'] = 1, ['Q'] = 1, ['R'] = 2, ['S'] = 3,
+	['T'] = 2, ['V'] = 2, ['X'] = 1, ['Z'] = 2, ['c'] = 3, ['d'] = 3,
+	['f'] = 1, ['n'] = 2, ['p'] = 1, ['s'] = 2, ['t'] = 2, ['v'] = 2
+};
+
 /* A header is complete.  0 ok, -1 lost. */
 static int header(struct pg_state *s, int fe, struct pg_dir *d)
 {
@@ -535,8 +546,7 @@ static int header(struct pg_state *s, int fe, struct pg_dir *d)
 	if (len < 4 || len > PG_MSG_MAX)
 		return -1;
 	d->left = len - 4;
-	if (!d->type || !strchr(fe ? "QPBEDCHSFdcfXp" :
-				"RKSZTDCIEN123nstGHdcAVv", d->type))
+	if (!(msg_types[d->type] & (fe ? 1 : 2)))
 		return -1;
 	if (!fe) {
 		if (d->type == 'C')

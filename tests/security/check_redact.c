@@ -162,6 +162,68 @@ START_TEST(sql_every_prefix)
 }
 END_TEST
 
+/*
+ * bt_redact_sql_may_change is the MSG path's test (bt_redact_needed):
+ * whenever it says 0, bt_redact_sql without the option gives the text
+ * back unchanged.  Every case of the table, every prefix and suffix of
+ * them, and texts made of the letters of the two words, the quote and
+ * the space in every combination up to 4 bytes, plus the words at each
+ * position of a query.
+ */
+static void may_change_agrees(const char *in, size_t n)
+{
+	char out[2048];
+	int cut = 0;
+	size_t k;
+
+	if (bt_redact_sql_may_change(in, n))
+		return;
+	k = bt_redact_sql(in, n, out, sizeof out, 0, &cut);
+	ck_assert_msg(k == n && !cut && !memcmp(out, in, n),
+		      "\"%.*s\" said unchanged, and it changed", (int)n, in);
+	k = bt_redact_sql(in, n, out, sizeof out, MY, &cut);
+	ck_assert_msg(k == n && !cut && !memcmp(out, in, n),
+		      "\"%.*s\" (mysql) said unchanged, and it changed",
+		      (int)n, in);
+}
+
+START_TEST(sql_may_change)
+{
+	static const char alpha[] = "pASwordIiEnTf' (`$=";
+	char buf[8];
+	size_t na = sizeof alpha - 1;
+
+	for (size_t c = 0; c < sizeof sql_cases / sizeof sql_cases[0]; c++) {
+		const char *in = sql_cases[c].in;
+		size_t n = strlen(in);
+		for (size_t k = 0; k <= n; k++) {
+			may_change_agrees(in, k);
+			may_change_agrees(in + k, n - k);
+		}
+	}
+	for (size_t len = 1; len <= 4; len++) {
+		size_t total = 1;
+		for (size_t i = 0; i < len; i++)
+			total *= na;
+		for (size_t x = 0; x < total; x++) {
+			size_t y = x;
+			for (size_t i = 0; i < len; i++, y /= na)
+				buf[i] = alpha[y % na];
+			may_change_agrees(buf, len);
+		}
+	}
+	/* the words, in any case, make it look; plain text does not */
+	ck_assert_int_eq(bt_redact_sql_may_change("SELECT 1", 8), 0);
+	ck_assert_int_eq(bt_redact_sql_may_change("x PassWord 'y'", 14), 1);
+	ck_assert_int_eq(bt_redact_sql_may_change("a IDENTIFIED BY 'y'", 19), 1);
+	ck_assert_int_eq(bt_redact_sql_may_change("SELECT '\xc3\xa9'", 11), 1);
+	char big[1100];
+	memset(big, 'a', sizeof big);
+	ck_assert_int_eq(bt_redact_sql_may_change(big, 1024), 0);
+	ck_assert_int_eq(bt_redact_sql_may_change(big, 1025), 1);
+}
+END_TEST
+
 /* Out of room: the output stops (and says so), it is never overrun. */
 START_TEST(small_output)
 {
@@ -223,7 +285,9 @@ START_TEST(message_attrs)
 	ev.attr[0] = (struct bt_attr){ BT_AK_METHOD, 5, "query" };
 	ev.attr[1] = (struct bt_attr){ BT_AK_SQL, (uint16_t)strlen(sql), sql };
 	ev.attr[2] = (struct bt_attr){ BT_AK_USER, 3, user };
-	ck_assert_int_eq(bt_redact_needed(ev.attr, ev.nattr, 0), 1);
+	/* no PASSWORD in it: nothing to look at without the option */
+	ck_assert_int_eq(bt_redact_needed(ev.attr, ev.nattr, 0), 0);
+	ck_assert_int_eq(bt_redact_needed(ev.attr, ev.nattr, LIT), 1);
 	ck_assert_int_eq(bt_redact_attrs(&ev, buf, sizeof buf, 0), 0);
 	ck_assert_ptr_eq(ev.attr[1].val, sql);        /* unchanged: not moved */
 	ck_assert_int_eq(bt_redact_attrs(&ev, buf, sizeof buf, LIT), 1);
@@ -243,6 +307,19 @@ START_TEST(message_attrs)
 				       params };
 	ck_assert_int_eq(bt_redact_attrs(&ev, buf, sizeof buf, 0), 0);
 	ck_assert_int_eq(ev.attr[1].len, strlen(params));
+	ck_assert_int_eq(bt_redact_attrs(&ev, buf, sizeof buf, LIT), 1);
+	ck_assert_int_eq(ev.attr[1].len, 0);
+
+	/* the hashes without the SQL (a Bind of a statement the processor
+	 * did not see prepared, a gRPC request): the message must still go
+	 * through the rewrite with the option, and only with it */
+	memset(&ev, 0, sizeof ev);
+	ev.nattr = 2;
+	ev.attr[0] = (struct bt_attr){ BT_AK_METHOD, 7, "execute" };
+	ev.attr[1] = (struct bt_attr){ BT_AK_PARAMS, (uint16_t)strlen(params),
+				       params };
+	ck_assert_int_eq(bt_redact_needed(ev.attr, ev.nattr, 0), 0);
+	ck_assert_int_eq(bt_redact_needed(ev.attr, ev.nattr, LIT), 1);
 	ck_assert_int_eq(bt_redact_attrs(&ev, buf, sizeof buf, LIT), 1);
 	ck_assert_int_eq(ev.attr[1].len, 0);
 
@@ -339,6 +416,7 @@ static Suite *redact_suite(void)
 	tcase_add_loop_test(t, cmdline_rules, 0, sizeof cmd_cases / sizeof cmd_cases[0]);
 	tcase_add_test(t, cmdline_long);
 	tcase_add_test(t, sql_every_prefix);
+	tcase_add_test(t, sql_may_change);
 	tcase_add_test(t, small_output);
 	tcase_add_test(t, parse_spec);
 	tcase_add_test(t, message_attrs);
