@@ -60,11 +60,49 @@ static int epmap_get(struct bt_epset *es, uint64_t data)
 static int epmap_put(struct bt_epset *es, uint64_t data, int fd);
 static void epq_purge_locked(struct bt_epset *es, int lo, int hi);
 
+static void fdx_insert(struct bt_epset *es, int fd, uint64_t data)
+{
+	for (uint32_t i = hash64((uint64_t)(uint32_t)fd) & (es->cap - 1);;
+	     i = (i + 1) & (es->cap - 1))
+		if (es->fdx[i].fd < 0) {
+			if (es->fdx[i].fd == -1)
+				es->fdx_n++;
+			es->fdx[i].fd = fd;
+			es->fdx[i].data = data;
+			return;
+		}
+}
+
+/* ES's fd index made again from the map's live entries (ES locked). */
+static void fdx_rebuild(struct bt_epset *es)
+{
+	for (uint32_t i = 0; i < es->cap; i++)
+		es->fdx[i].fd = -1;
+	es->fdx_n = 0;
+	for (uint32_t i = 0; i < es->cap; i++)
+		if (es->map[i].fd >= 0)
+			fdx_insert(es, es->map[i].fd, es->map[i].data);
+}
+
+/* The pair (FD, DATA) into ES's fd index (ES locked).  Kept at most half
+ * full, as the map: stale pairs (an entry made ambiguous or forgotten)
+ * leave with a rebuild, which then finds at most the map's entries. */
+static void fdx_put(struct bt_epset *es, int fd, uint64_t data)
+{
+	if (!es->fdx)
+		return;
+	if ((es->fdx_n + 1) * 2 > es->cap)
+		fdx_rebuild(es);
+	fdx_insert(es, fd, data);
+}
+
 /*
  * Rehash into a table sized for the live entries (a quarter full at most),
  * dropping tombstones: a server that registers a new connection for every
- * request and deletes it at its close keeps a small table (every close
- * scans it, bt_epoll_map_del_fd), instead of one doubled at each rehash.
+ * request and deletes it at its close keeps a small table, instead of one
+ * doubled at each rehash.  The fd index is made again from the live
+ * entries (dropping its stale pairs); without memory for it, a close
+ * scans the map (bt_epoll_map_del_fd).
  */
 static void epmap_grow(struct bt_epset *es)
 {
@@ -81,8 +119,14 @@ static void epmap_grow(struct bt_epset *es)
 
 	if (!nm)
 		return;
-	for (uint32_t i = 0; i < ncap; i++)
+	free(es->fdx);
+	es->fdx = malloc(ncap * sizeof *es->fdx);
+	es->fdx_n = 0;
+	for (uint32_t i = 0; i < ncap; i++) {
 		nm[i].fd = -1;
+		if (es->fdx)
+			es->fdx[i].fd = -1;
+	}
 	es->map = nm;
 	es->cap = ncap;
 	es->n = 0;
@@ -92,21 +136,26 @@ static void epmap_grow(struct bt_epset *es)
 	free(old);
 }
 
-/* Map DATA to FD: 1 if DATA was not in the map, else 0. */
+/* Map DATA to FD: 1 if DATA was not in the map, else 0.  The whole run
+ * of slots is looked at before a tombstone is taken for DATA, so that a
+ * value already there is found (and made ambiguous when another fd
+ * registers it), never entered twice. */
 static int epmap_put(struct bt_epset *es, uint64_t data, int fd)
 {
+	uint32_t i, free_at = UINT32_MAX;
+
 	epmap_changed(es);
 	if ((es->n + 1) * 2 > es->cap)
 		epmap_grow(es);
 	if (!es->cap)
 		return 0;
-	for (uint32_t i = hash64(data) & (es->cap - 1);;
-	     i = (i + 1) & (es->cap - 1)) {
-		if (es->map[i].fd == -1 || es->map[i].fd == -3) {
-			es->map[i].data = data;
-			es->map[i].fd = fd;
-			es->n++;
-			return 1;
+	for (i = hash64(data) & (es->cap - 1);; i = (i + 1) & (es->cap - 1)) {
+		if (es->map[i].fd == -1)
+			break;
+		if (es->map[i].fd == -3) {
+			if (free_at == UINT32_MAX)
+				free_at = i;
+			continue;
 		}
 		if (es->map[i].data == data) {
 			if (es->map[i].fd != fd)
@@ -114,6 +163,15 @@ static int epmap_put(struct bt_epset *es, uint64_t data, int fd)
 			return 0;
 		}
 	}
+	if (free_at != UINT32_MAX)
+		i = free_at;
+	else
+		es->n++;
+	if (fd >= 0)
+		fdx_put(es, fd, data);  /* (a rebuild there sees the map without it) */
+	es->map[i].data = data;
+	es->map[i].fd = fd;
+	return 1;
 }
 
 /* Forget DATA (put by a registration the kernel refused). */
@@ -131,9 +189,24 @@ void bt_epoll_map_del_fd(struct bt_epset *es, int fd)
 	if (__atomic_load_n(&es->taking, __ATOMIC_SEQ_CST))
 		__atomic_add_fetch(&es->pseq, 1, __ATOMIC_SEQ_CST);
 	epmap_changed(es);
-	for (uint32_t i = 0; i < es->cap; i++)
-		if (es->map[i].fd == fd)
-			es->map[i].fd = -3;       /* tombstone */
+	if (!es->fdx) {
+		for (uint32_t i = 0; i < es->cap; i++)
+			if (es->map[i].fd == fd)
+				es->map[i].fd = -3;       /* tombstone */
+		return;
+	}
+	/* FD's pairs in the index, each data value's entry in the map */
+	for (uint32_t i = hash64((uint64_t)(uint32_t)fd) & (es->cap - 1);
+	     es->fdx[i].fd != -1; i = (i + 1) & (es->cap - 1)) {
+		if (es->fdx[i].fd != fd)
+			continue;
+		uint64_t data = es->fdx[i].data;
+		es->fdx[i].fd = -3;
+		for (uint32_t j = hash64(data) & (es->cap - 1);
+		     es->map[j].fd != -1; j = (j + 1) & (es->cap - 1))
+			if (es->map[j].data == data && es->map[j].fd == fd)
+				es->map[j].fd = -3;
+	}
 }
 
 /*
@@ -229,6 +302,7 @@ void bt_epoll_set_free(struct bt_epset *es)
 		__atomic_sub_fetch(&bt_epq_busy, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&ep_sets_mu);
 	free(es->map);
+	free(es->fdx);
 	/* Type-stable like channels would be safer; epoll sets are few and
 	 * closed rarely: a racing epoll_wait on a closing epfd is an
 	 * application bug. */

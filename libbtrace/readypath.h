@@ -37,7 +37,12 @@ struct bt_epset {
 	int      last_synth;
 	int      sleepers;          /* threads blocked in the real call */
 	struct epmap_ent *map;      /* open addressing, fd -1 = empty */
+	/* the same pairs keyed by fd (cap entries, NULL: none; a pair may be
+	 * stale: map is the truth), so that a close finds its fd's data
+	 * values without scanning map */
+	struct epmap_ent *fdx;
 	uint32_t cap, n;
+	uint32_t fdx_n;             /* fdx slots not empty (pairs, tombstones) */
 	uint64_t gen;               /* changes with every change of the map:
 				       unique among all sets (ep_gen) */
 	/* the readiness queue, under mu (qlen also read alone as a hint) */

@@ -159,19 +159,26 @@ static size_t number_end(const char *in, size_t n, size_t i)
  * unless it does not fit the buffer (bt_redact_emit: REDACT_BUF; the
  * processors keep at most 1024 bytes of SQL).
  */
+/* bytes that may start a change: P, I (either case), 0x80 and above */
+static const uint8_t may_start[256] = {
+	['P'] = 1, ['p'] = 1, ['I'] = 1, ['i'] = 1,
+	[0x80 ... 0xff] = 1,
+};
+
 int bt_redact_sql_may_change(const char *in, size_t n)
 {
+	const unsigned char *u = (const unsigned char *)in;
+
 	if (n > 1024)
 		return 1;
 	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)in[i];
-		if (c >= 0x80)
+		if (!may_start[u[i]])
+			continue;
+		if (u[i] >= 0x80)
 			return 1;
-		if ((c | 0x20) == 'p' && n - i >= 8 &&
-		    !strncasecmp(in + i, "password", 8))
-			return 1;
-		if ((c | 0x20) == 'i' && n - i >= 10 &&
-		    !strncasecmp(in + i, "identified", 10))
+		if ((u[i] | 0x20) == 'p' ? n - i >= 8 &&
+		    !strncasecmp(in + i, "password", 8) :
+		    n - i >= 10 && !strncasecmp(in + i, "identified", 10))
 			return 1;
 	}
 	return 0;

@@ -120,30 +120,96 @@ static int slot_find(struct fcgi_state *s, unsigned id)
 	return -1;
 }
 
-/* The name is complete: is it one whose value we keep?  (Most names of
- * a request are none of the three: their length tells at once.) */
-static void nv_name_done(struct fcgi_slot *sl)
+/* Which kept value does the name NAME[0..NL) name (-1: none)?  Most
+ * names of a request are none of the three: their length tells at once.
+ * A name seen before in the request keeps its first value. */
+static int nv_which(const struct fcgi_slot *sl, const void *name, uint32_t nl)
 {
 	static const char names[FCGI_NVAL][FCGI_KEEP_NAME] = {
 		"REQUEST_METHOD", "SCRIPT_NAME", "REQUEST_URI",
 	};
 	static const uint8_t lens[FCGI_NVAL] = { 14, 11, 11 };
 
-	sl->which = -1;
-	if (sl->nseen != 14 && sl->nseen != 11)
-		return;
+	if (nl != 14 && nl != 11)
+		return -1;
 	for (int i = 0; i < FCGI_NVAL; i++)
-		if (sl->nseen == lens[i] && !sl->vset[i] &&
-		    memcmp(sl->name, names[i], lens[i]) == 0)
-			sl->which = (int8_t)i;
+		if (nl == lens[i] && !sl->vset[i] &&
+		    memcmp(name, names[i], lens[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* The name is complete: is it one whose value we keep? */
+static void nv_name_done(struct fcgi_slot *sl)
+{
+	sl->which = (int8_t)nv_which(sl, sl->name, sl->nseen);
 	if (sl->which >= 0)
 		sl->vset[sl->which] = 1;
+}
+
+/*
+ * The pairs that lie whole in P[0..N) from a pair's start: both lengths
+ * and the name read in place, a value not kept stepped over.  Stops at
+ * the first pair that does not, or whose value is kept, leaving the
+ * parser where nv_feed's byte-wise way would be after the same bytes
+ * (at that pair's start, or, for a kept value or one cut by the end of
+ * P, at the start of its value).  Returns the bytes consumed.
+ */
+static size_t nv_fast(struct fcgi_slot *sl, const uint8_t *p, size_t n)
+{
+	size_t i = 0;
+
+	while (n - i >= 2) {
+		size_t j = i;
+		uint32_t nl, vl;
+
+		if (p[j] & 0x80) {
+			if (n - j < 4)
+				break;
+			nl = ((uint32_t)p[j] & 0x7f) << 24 |
+			     (uint32_t)p[j + 1] << 16 |
+			     (uint32_t)p[j + 2] << 8 | p[j + 3];
+			j += 4;
+		} else {
+			nl = p[j++];
+		}
+		if (j >= n)
+			break;
+		if (p[j] & 0x80) {
+			if (n - j < 4)
+				break;
+			vl = ((uint32_t)p[j] & 0x7f) << 24 |
+			     (uint32_t)p[j + 1] << 16 |
+			     (uint32_t)p[j + 2] << 8 | p[j + 3];
+			j += 4;
+		} else {
+			vl = p[j++];
+		}
+		if (n - j < nl)
+			break;
+		int w = nv_which(sl, p + j, nl);
+		j += nl;
+		if (w < 0 && n - j >= vl) {
+			i = j + vl;             /* a whole pair not kept */
+			continue;
+		}
+		sl->which = (int8_t)w;         /* at the value's start */
+		if (w >= 0)
+			sl->vset[w] = 1;
+		sl->nseen = nl;
+		sl->nlen = 0;
+		sl->vlen = vl;
+		sl->nv = NV_VALUE;
+		return j;
+	}
+	return i;
 }
 
 /* PARAMS content: name-value pairs, resumable at any byte. */
 static void nv_feed(struct fcgi_slot *sl, const uint8_t *p, size_t n)
 {
 	size_t i = 0;
+
 	for (;;) {
 		if (sl->nv == NV_NAME && sl->nlen == 0) {
 			nv_name_done(sl);
@@ -153,6 +219,13 @@ static void nv_feed(struct fcgi_slot *sl, const uint8_t *p, size_t n)
 			sl->nv = NV_NLEN;
 		if (i >= n)
 			return;
+		if (sl->nv == NV_NLEN && sl->lenb == 0) {
+			size_t k = nv_fast(sl, p + i, n - i);
+			if (k) {
+				i += k;
+				continue;
+			}
+		}
 		if (sl->nv == NV_NLEN || sl->nv == NV_VLEN) {
 			uint32_t *len = sl->nv == NV_NLEN ? &sl->nlen : &sl->vlen;
 			uint8_t b = p[i++];

@@ -781,7 +781,10 @@ static long pg_feed(void *st, int dir, const uint8_t *p, size_t n,
 			size_t k = (size_t)(d->hwant - d->hn);
 			if (k > n - i)
 				k = n - i;
-			memcpy(d->hdr + d->hn, p + i, k);
+			if (k == 5)             /* the common case, inline */
+				memcpy(d->hdr + d->hn, p + i, 5);
+			else
+				memcpy(d->hdr + d->hn, p + i, k);
 			d->hn = (uint8_t)(d->hn + k);
 			i += k;
 			if (d->hn < d->hwant)

@@ -481,6 +481,20 @@ static const struct pcase cases[] = {
 	   "\x00", "control"),
 	OUT("\x02\x01\x00\x06\x00\x08\x00\x00", "lost"),
 } },
+{ "fastcgi: a name seen twice keeps its first value; 4-byte lengths of "
+  "a kept name and of a value stepped over; an empty name; a name of a "
+  "kept one's length that is none of them", "fastcgi", CLIENT, STREAM, {
+	OUT(FC_BEGIN("\x01", "\x01")
+	    "\x01\x04\x00\x01\x00\x6c\x04\x00"
+	    "\x0e\x03REQUEST_METHODGET" "\x0e\x04REQUEST_METHODPOST"
+	    "\x00\x02xy" "\x0e\x01REQUEST_METHOXz"
+	    "\x80\x00\x00\x0b\x02SCRIPT_NAME/s"
+	    "\x04\x80\x00\x00\x05HOSTh.com" "\x0b\x03REQUEST_URI/u?"
+	    "\x00\x00\x00\x00"
+	    FC_EMPTY("\x04", "\x01") FC_EMPTY("\x05", "\x01"),
+	    "request witness=1 method=\"GET\" fcgi_script=\"/s\" "
+	    "fcgi_uri=\"/u?\" body_len=\"0\""),
+} },
 { "fastcgi: more requests in flight than slots", "fastcgi", CLIENT,
   STREAM, {
 	OUT(FC_BEGIN("\x01", "\x01") FC_BEGIN("\x02", "\x01")

@@ -968,6 +968,124 @@ START_TEST(one_ready_fd_per_call)
 }
 END_TEST
 
+/* libbtrace/epoll.c's hash of a data value (its map's first slot). */
+static uint32_t ep_hash64(uint64_t v)
+{
+	v ^= v >> 33;
+	v *= 0xff51afd7ed558ccdull;
+	v ^= v >> 33;
+	return (uint32_t)v;
+}
+
+/*
+ * Two descriptors registered with one data value: an event of that value
+ * cannot be told apart, and its READY names no descriptor (-2), even when
+ * a deleted registration left a free slot before the value's entry in the
+ * set's map (where the second registration once became an entry of its
+ * own, and the event was given to the second descriptor).
+ */
+START_TEST(epoll_shared_data_after_delete)
+{
+	int a[2], b[2], c[2], ep = new_epoll();
+	struct epoll_event ev = { .events = EPOLLIN }, out[8];
+	const uint64_t d = 1000;
+	uint64_t e = d + 1;
+
+	/* E: another value whose first slot (of a fresh set's 64) is D's */
+	while ((ep_hash64(e) & 63) != (ep_hash64(d) & 63))
+		e++;
+	ck_assert_int_eq(bt_socketpair(AF_UNIX, SOCK_STREAM, 0, a), 0);
+	ck_assert_int_eq(bt_socketpair(AF_UNIX, SOCK_STREAM, 0, b), 0);
+	ck_assert_int_eq(bt_socketpair(AF_UNIX, SOCK_STREAM, 0, c), 0);
+	ev.data.u64 = e;
+	ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_ADD, c[0], &ev), 0);
+	ev.data.u64 = d;                  /* after E's slot */
+	ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_ADD, a[0], &ev), 0);
+	ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_DEL, c[0], NULL), 0);
+	ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_ADD, b[0], &ev), 0);
+	ck_assert_int_eq(write(a[1], "x", 1), 1);
+	ev_reset();
+	ck_assert_int_eq(bt_epoll_wait(ep, out, 8, 1000), 1);
+	ck_assert_uint_eq(out[0].data.u64, d);
+	ev_read();
+	ck_assert_int_eq(ev_count(BT_EV_READY), 1);
+	ck_assert_int_eq(ev_nth(BT_EV_READY, 0)->fd, -2);
+	bt_close(a[0]); bt_close(a[1]); bt_close(b[0]); bt_close(b[1]);
+	bt_close(c[0]); bt_close(c[1]);
+	bt_close(ep);
+}
+END_TEST
+
+/*
+ * Many registrations, deleted, closed and made again in a shuffled order
+ * (the set's map grows, its fd index is rebuilt, slots are reused): every
+ * event's READY names the descriptor the event's data was registered
+ * with, and none of a descriptor already closed.
+ */
+START_TEST(epoll_map_many_fds)
+{
+	enum { N = 300 };
+	static int sv[N][2];
+	int ep = new_epoll(), live[N];
+	struct epoll_event ev = { .events = EPOLLIN }, out[8];
+	unsigned seed = 12345;
+
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(bt_socketpair(AF_UNIX, SOCK_STREAM, 0, sv[i]), 0);
+		ev.data.u64 = 5000 + (uint64_t)i;
+		ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_ADD, sv[i][0], &ev), 0);
+		live[i] = 1;
+	}
+	for (int round = 0; round < 6; round++) {
+		/* a third of them gone: deleted, or closed (the kernel drops
+		 * the registration; descriptor numbers come back reused) */
+		for (int k = 0; k < N / 3; k++) {
+			int i = (int)((seed = seed * 1103515245u + 12345u) >> 8) % N;
+			if (!live[i])
+				continue;
+			if (k & 1) {
+				ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_DEL,
+							      sv[i][0], NULL), 0);
+				bt_close(sv[i][0]);
+			} else {
+				bt_close(sv[i][0]);
+			}
+			bt_close(sv[i][1]);
+			live[i] = 0;
+		}
+		for (int i = 0; i < N; i++)
+			if (!live[i]) {
+				ck_assert_int_eq(bt_socketpair(AF_UNIX, SOCK_STREAM,
+							       0, sv[i]), 0);
+				ev.data.u64 = 5000 + (uint64_t)i + (uint64_t)round * N;
+				ck_assert_int_eq(bt_epoll_ctl(ep, EPOLL_CTL_ADD,
+							      sv[i][0], &ev), 0);
+				live[i] = round + 2;
+			}
+		/* three of them readable in turn: each event names its fd */
+		for (int t = 0; t < 3; t++) {
+			int i = (int)((seed = seed * 1103515245u + 12345u) >> 8) % N;
+			char ch;
+			uint64_t want = 5000 + (uint64_t)i +
+				(live[i] > 1 ? (uint64_t)(live[i] - 2) * N : 0);
+			ck_assert_int_eq(write(sv[i][1], "z", 1), 1);
+			ev_reset();
+			ck_assert_int_eq(bt_epoll_wait(ep, out, 8, 1000), 1);
+			ck_assert_uint_eq(out[0].data.u64, want);
+			ev_read();
+			ck_assert_int_eq(ev_count(BT_EV_READY), 1);
+			ck_assert_int_eq(ev_nth(BT_EV_READY, 0)->fd, sv[i][0]);
+			ck_assert_int_eq(bt_read(sv[i][0], &ch, 1), 1);
+		}
+	}
+	for (int i = 0; i < N; i++) {
+		bt_close(sv[i][0]);
+		bt_close(sv[i][1]);
+	}
+	bt_close(ep);
+}
+END_TEST
+
 /*
  * A poll of one fd (a blocking wait with a socket timeout) flags its READY
  * BT_RF_ALONE; a poll of several fds and epoll do not.
@@ -1507,6 +1625,8 @@ static Suite *shim_suite(void)
 	tcase_add_test(t, epoll_oneshot_respected);
 	tcase_add_test(t, epoll_oneshot_owed_once);
 	tcase_add_test(t, one_ready_fd_per_call);
+	tcase_add_test(t, epoll_shared_data_after_delete);
+	tcase_add_test(t, epoll_map_many_fds);
 	tcase_add_test(t, ready_alone_flag);
 	tcase_add_test(t, ready_alone_timeout_and_select);
 	tcase_add_test(t, want_out_given_up_by_del);
