@@ -17,6 +17,7 @@ EXTRA_bench_libbtfloor_la_DEPENDENCIES = libbtrace/libbtrace.map
 noinst_PROGRAMS += \
 	bench/bp-calls \
 	bench/bp-echo \
+	bench/bp-epchurn \
 	bench/bp-execloop \
 	bench/bp-hello-cgi \
 	bench/bp-logstat \
@@ -27,6 +28,7 @@ bench_bp_calls_SOURCES = bench/calls.c
 bench_bp_calls_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS)
 bench_bp_calls_LDADD = $(OPENSSL_LIBS)
 bench_bp_echo_SOURCES = bench/echo.c
+bench_bp_epchurn_SOURCES = bench/epchurn.c
 bench_bp_hello_cgi_SOURCES = bench/hello-cgi.c
 bench_bp_execloop_SOURCES = bench/execloop.c
 bench_bp_logstat_SOURCES = bench/logstat.c

@@ -105,6 +105,28 @@ ls "$DEF"/spool/*/*.btl >/dev/null 2>&1 ||
 	bp_fail "the events did not go to nobody's own spool $DEF/spool"
 bp_note "an unsafe spool directory was refused; the events went to the user's own spool"
 
+# ---- 3b. no spool at all: the program is not slowed down --------------
+# Both the chosen spool and the user's own are unsafe now, and there is
+# no bp-logd: the events the ring cannot hold are dropped.  Every record
+# past a half-full ring used to try the spool again (a mkdir and a stat
+# of each directory of its path): 20,000 opens made tens of thousands of
+# mkdir calls.  A failed spool is tried again once a second.
+command -v strace >/dev/null || bp_fail "strace is missing (apt-get install -y strace)"
+chmod 0777 "$DEF/spool"
+strace -f -c -e trace=mkdir -o "$T/nospool.strace" \
+	"${AS_NOBODY[@]}" "${TRACED[@]}" "BTRACE_LOGD=$T/none.sock" \
+	"BTRACE_SPOOL=$T/evil" sh -c 'i=0; while [ $i -lt 20000 ]; do
+		: </etc/hostname; i=$((i + 1)); done' 2>"$T/nospool.err" ||
+	bp_fail "the traced program failed: $(cat "$T/nospool.err")"
+mkdirs=$(awk '$NF == "mkdir" { print $4 }' "$T/nospool.strace")
+[ -n "$mkdirs" ] || bp_fail "strace counted no mkdir: $(cat "$T/nospool.strace")"
+[ "$mkdirs" -lt 400 ] ||
+	bp_fail "the shim tried the unusable spool $mkdirs times (mkdir) for 20,000 opens"
+grep -q "not spooling into" "$T/nospool.err" ||
+	bp_fail "no line about the unsafe spool: $(cat "$T/nospool.err")"
+chmod 0700 "$DEF/spool"
+bp_note "no usable spool: $mkdirs mkdir calls for 20,000 opens (tried again once a second)"
+
 # ---- 4. root's logs against nobody --------------------------------------
 mkdir -p "$T/rlogs"
 bp_start rlogd "$T/rlogd.pid" "$BP_LOGD" -f -d "$T/rlogs" -s "$T/rlogd.sock" \
