@@ -147,6 +147,23 @@ static void nv_name_done(struct fcgi_slot *sl)
 		sl->vset[sl->which] = 1;
 }
 
+/* A length of a pair at P (N bytes there): one byte below 0x80, or four
+ * with the first's top bit set.  Its bytes, 0 if N holds too few. */
+static size_t nv_len(const uint8_t *p, size_t n, uint32_t *len)
+{
+	if (n == 0)
+		return 0;
+	if (!(p[0] & 0x80)) {
+		*len = p[0];
+		return 1;
+	}
+	if (n < 4)
+		return 0;
+	*len = ((uint32_t)p[0] & 0x7f) << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+	return 4;
+}
+
 /*
  * The pairs that lie whole in P[0..N) from a pair's start: both lengths
  * and the name read in place, a value not kept stepped over.  Stops at
@@ -160,31 +177,15 @@ static size_t nv_fast(struct fcgi_slot *sl, const uint8_t *p, size_t n)
 	size_t i = 0;
 
 	while (n - i >= 2) {
-		size_t j = i;
+		size_t j = i, k;
 		uint32_t nl, vl;
 
-		if (p[j] & 0x80) {
-			if (n - j < 4)
-				break;
-			nl = ((uint32_t)p[j] & 0x7f) << 24 |
-			     (uint32_t)p[j + 1] << 16 |
-			     (uint32_t)p[j + 2] << 8 | p[j + 3];
-			j += 4;
-		} else {
-			nl = p[j++];
-		}
-		if (j >= n)
+		if ((k = nv_len(p + j, n - j, &nl)) == 0)
 			break;
-		if (p[j] & 0x80) {
-			if (n - j < 4)
-				break;
-			vl = ((uint32_t)p[j] & 0x7f) << 24 |
-			     (uint32_t)p[j + 1] << 16 |
-			     (uint32_t)p[j + 2] << 8 | p[j + 3];
-			j += 4;
-		} else {
-			vl = p[j++];
-		}
+		j += k;
+		if ((k = nv_len(p + j, n - j, &vl)) == 0)
+			break;
+		j += k;
 		if (n - j < nl)
 			break;
 		int w = nv_which(sl, p + j, nl);
