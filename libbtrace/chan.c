@@ -180,28 +180,17 @@ void bt_chan_switch(struct bt_chan *ch, int fd, unsigned id)
 /* The reasons of a rule's choice, "port L/R" and "unix PATH" (cut to
  * the buffer), written as snprintf would, without its format parsing
  * (some 600 instructions on every channel a rule chose). */
-static char *put_u16(char *p, unsigned v)
-{
-	char d[5];
-	int n = 0;
-
-	do
-		d[n++] = (char)('0' + v % 10);
-	while ((v /= 10) != 0);
-	while (n)
-		*p++ = d[--n];
-	return p;
-}
-
 static void why_ports(char *why, uint16_t l, uint16_t r)
 {
-	char *p = why;
+	char lb[21], rb[21];
+	size_t ln, rn;
+	const char *ls = bt_u64_dec(lb, sizeof lb, l, &ln);
+	const char *rs = bt_u64_dec(rb, sizeof rb, r, &rn);
 
-	memcpy(p, "port ", 5);
-	p = put_u16(p + 5, l);
-	*p++ = '/';
-	p = put_u16(p, r);
-	*p = 0;
+	memcpy(why, "port ", 5);
+	memcpy(why + 5, ls, ln);
+	why[5 + ln] = '/';
+	memcpy(why + 6 + ln, rs, rn + 1);       /* with its NUL */
 }
 
 static void why_unix(char *why, size_t cap, const char *path)

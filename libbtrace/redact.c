@@ -150,6 +150,12 @@ static size_t number_end(const char *in, size_t n, size_t i)
 	return k;
 }
 
+/* bytes that may start a change: P, I (either case), 0x80 and above */
+static const uint8_t may_start[256] = {
+	['P'] = 1, ['p'] = 1, ['I'] = 1, ['i'] = 1,
+	[0x80 ... 0xff] = 1,
+};
+
 /*
  * Without sql-literals, bt_redact_sql changes a text only after the word
  * PASSWORD (MySQL: also after IDENTIFIED), which it compares with
@@ -159,12 +165,6 @@ static size_t number_end(const char *in, size_t n, size_t i)
  * unless it does not fit the buffer (bt_redact_emit: REDACT_BUF; the
  * processors keep at most 1024 bytes of SQL).
  */
-/* bytes that may start a change: P, I (either case), 0x80 and above */
-static const uint8_t may_start[256] = {
-	['P'] = 1, ['p'] = 1, ['I'] = 1, ['i'] = 1,
-	[0x80 ... 0xff] = 1,
-};
-
 int bt_redact_sql_may_change(const char *in, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)in;

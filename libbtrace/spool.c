@@ -105,37 +105,6 @@ static int spool_create(const char *base)
 				O_NOFOLLOW, 0600);
 }
 
-/*
- * Open the spool file (bt_spool_mu held).  A failure is not tried again
- * for a second: a full ring calls here at every record, and a spool
- * directory that cannot be used (another user's, say) cost some 25
- * system calls each time (mkdir and stat of every directory of the
- * path), which made a traced program with no bp-logd many times slower;
- * what the ring cannot hold meanwhile is dropped and counted as before.
- */
-static uint64_t spool_retry_at;
-
-static int spool_try_open(void);
-
-static int spool_open(void)
-{
-	uint64_t now;
-	int fd;
-
-	if (bt_spool_fd >= 0)
-		return 0;
-	now = bt_now();
-	if (spool_retry_at && now < spool_retry_at)
-		return -1;
-	fd = spool_try_open();
-	spool_retry_at = fd < 0 ? now + 1000000000ull : 0;
-	if (fd < 0)
-		return -1;
-	bt_spool_fd = bt_own_fd_hide(fd);
-	bt_own_register(&bt_spool_fd);
-	return 0;
-}
-
 /* The spool file made (or opened again) with its segment header: its
  * descriptor, or -1. */
 static int spool_try_open(void)
@@ -174,6 +143,35 @@ static int spool_try_open(void)
 		}
 	}
 	return fd;
+}
+
+/*
+ * Open the spool file (bt_spool_mu held).  A failure is not tried again
+ * for a second: a full ring calls here at every record, and a spool
+ * directory that cannot be used (another user's, say) cost some 25
+ * system calls each time (mkdir and stat of every directory of the
+ * path), which made a traced program with no bp-logd many times slower;
+ * what the ring cannot hold meanwhile is dropped and counted as before.
+ */
+static uint64_t spool_retry_at;
+
+static int spool_open(void)
+{
+	uint64_t now;
+	int fd;
+
+	if (bt_spool_fd >= 0)
+		return 0;
+	now = bt_now();
+	if (spool_retry_at && now < spool_retry_at)
+		return -1;
+	fd = spool_try_open();
+	spool_retry_at = fd < 0 ? now + 1000000000ull : 0;
+	if (fd < 0)
+		return -1;
+	bt_spool_fd = bt_own_fd_hide(fd);
+	bt_own_register(&bt_spool_fd);
+	return 0;
 }
 
 /*
