@@ -158,6 +158,10 @@ static int advance(struct rc_ctx *c, struct rc_run *r)
 					      &prev, r->dict);
 		}
 		if (k <= 0) {
+			/* what it said is not known: as after a gap, the
+			 * thread's work from here may be another request's
+			 * (model.c, gap_work) */
+			r->thr.gap = 1;
 			c->st.malformed++;
 			if (c->merge->warned_malformed++ < 10)
 				rc_warn(c, rc_file_path(c, r->rec.file),

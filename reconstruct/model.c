@@ -403,8 +403,20 @@ int rc_frag_uncertain(struct ap *a, const char *reason)
  */
 static void drop_uncertain(struct ap *a)
 {
-	if (a->ev->flags != BT_DR_PAUSED && rc_frag_uncertain(a, "lost-events"))
+	struct rc_frag *f = &a->th->frag;
+
+	if (a->ev->flags == BT_DR_PAUSED)
+		return;
+	if (rc_frag_uncertain(a, "lost-events"))
 		a->c->st.lost_in_span++;
+	/* Working for no request, the loss may have held the input of one
+	 * (a READY, a read) whose work follows: a request that work sends
+	 * is not known to be a root (rule 5, msg.c).  Not a signal
+	 * handler's lost call (BT_DR_REENTRANT), which takes no input of
+	 * the thread's. */
+	else if (a->ev->flags != BT_DR_REENTRANT && f->open && !a->th->d.req &&
+		 !f->lost)
+		f->lost = "lost-events";
 }
 
 /*
@@ -421,8 +433,6 @@ static void gap_work(struct ap *a)
 	rc_sig_end(a);
 	if (rc_frag_uncertain(a, "lost-events"))
 		a->c->st.lost_in_span++;
-	if (!a->th->d.req)
-		return;
 	rc_frag_unknown(a, RC_TR_GAP, -1, "lost-events");
 	a->c->st.gap_fragments++;
 }

@@ -127,7 +127,11 @@ static int skim_stream(struct rc_ctx *c, struct rc_pair *pr,
 			continue;
 		}
 		if (bt_ev_decode(r.p, r.len, &ev, &prev) <= 0) {
-			c->st.malformed++;
+			/* a channel's announcement, a fork, a loss, that
+			 * cannot be read: the host's peers may be traced ends
+			 * no record names (msg.c, peer_gap), as after a gap.
+			 * (The merge counts it and warns: merge.c, advance) */
+			rc_input_host_gap(c, im->host);
 			continue;
 		}
 		switch (r.type) {

@@ -180,22 +180,11 @@ struct gen_proc *gen_proc(struct gen_host *h, uint32_t pid, const char *exe)
 	return p;
 }
 
-/* Encode EV at true time AT_US onto T's stream. */
-static void push(struct gen_thr *t, int64_t at_us, const struct bt_event *ev)
+/* Append the N bytes of one record at TMP, at true time AT (ns) and
+ * monotonic time TS, onto T's stream. */
+static void push_bytes(struct gen_thr *t, int64_t at, uint64_t ts,
+		       const uint8_t *tmp, size_t n)
 {
-	int64_t at = at_us * GEN_US;
-	uint8_t tmp[BT_EV_MAX_RECORD];
-	struct bt_event e = *ev;
-
-	if (at < t->last)
-		die("thread %u of pid %u: time goes backwards (%lld < %lld us)",
-		    t->slot, t->p->pid, (long long)at_us,
-		    (long long)(t->last / GEN_US));
-	t->last = at;
-	e.ts = mono_ns(t->p->h, at);
-	size_t n = bt_ev_encode(tmp, sizeof tmp, &e, &t->prev_ts);
-	if (!n)
-		die("a record of pid %u does not encode", t->p->pid);
 	if (t->nbytes + n > t->capbytes) {
 		t->capbytes = (t->capbytes + n) * 2;
 		t->bytes = realloc(t->bytes, t->capbytes);
@@ -208,11 +197,57 @@ static void push(struct gen_thr *t, int64_t at_us, const struct bt_event *ev)
 		if (!t->v)
 			die("out of memory");
 	}
-	t->v[t->n++] = (struct grec){ .off = t->nbytes, .ts = e.ts, .at = at,
+	t->v[t->n++] = (struct grec){ .off = t->nbytes, .ts = ts, .at = at,
 				      .cut_before = t->cut_next };
 	t->cut_next = 0;
 	memcpy(t->bytes + t->nbytes, tmp, n);
 	t->nbytes += n;
+}
+
+/* T's clock at true time AT_US (ns), which must not go backwards. */
+static int64_t step(struct gen_thr *t, int64_t at_us)
+{
+	int64_t at = at_us * GEN_US;
+
+	if (at < t->last)
+		die("thread %u of pid %u: time goes backwards (%lld < %lld us)",
+		    t->slot, t->p->pid, (long long)at_us,
+		    (long long)(t->last / GEN_US));
+	t->last = at;
+	return at;
+}
+
+/* Encode EV at true time AT_US onto T's stream. */
+static void push(struct gen_thr *t, int64_t at_us, const struct bt_event *ev)
+{
+	int64_t at = step(t, at_us);
+	uint8_t tmp[BT_EV_MAX_RECORD];
+	struct bt_event e = *ev;
+
+	e.ts = mono_ns(t->p->h, at);
+	size_t n = bt_ev_encode(tmp, sizeof tmp, &e, &t->prev_ts);
+	if (!n)
+		die("a record of pid %u does not encode", t->p->pid);
+	push_bytes(t, at, e.ts, tmp, n);
+}
+
+void gen_raw(struct gen_thr *t, int64_t at_us, int type,
+	     const uint8_t *fields, size_t len)
+{
+	int64_t at = step(t, at_us);
+	uint64_t ts = mono_ns(t->p->h, at);
+	uint8_t body[BT_EV_MAX_RECORD], tmp[BT_EV_MAX_RECORD];
+	size_t b = bt_put_varint(body, ts - t->prev_ts), h = 1;
+
+	if (len > sizeof body - b - 16)
+		die("gen_raw: %zu bytes of fields", len);
+	memcpy(body + b, fields, len);
+	b += len;
+	tmp[0] = (uint8_t)type;
+	h += bt_put_varint(tmp + 1, b);
+	memcpy(tmp + h, body, b);
+	t->prev_ts = ts;
+	push_bytes(t, at, ts, tmp, h + b);
 }
 
 void gen_ev(struct gen_thr *t, int64_t at, const struct bt_event *ev)
@@ -631,8 +666,22 @@ static uint32_t recode(struct gen_thr *t, uint8_t *buf, uint32_t len)
 	while (pos < len) {
 		struct bt_event ev;
 		long k = bt_ev_decode(buf + pos, len - pos, &ev, &t->dprev);
-		if (k <= 0)
-			die("recode: a generated record does not decode");
+		if (k <= 0) {
+			/* gen_raw's: kept as it is, its time counted */
+			uint64_t body = 0, dt = 0;
+			size_t h = bt_get_varint(buf + pos + 1,
+						 len - pos - 1, &body);
+			if (!h || body > len - pos - 1 - h ||
+			    !bt_get_varint(buf + pos + 1 + h, body, &dt))
+				die("recode: a generated record does not decode");
+			k = (long)(1 + h + body);
+			memcpy(out + n, buf + pos, (size_t)k);
+			t->dprev += dt;
+			t->eprev = t->dprev;
+			pos += (size_t)k;
+			n += (size_t)k;
+			continue;
+		}
 		size_t w = bt_ev_encode_dict(out + n, BT_EV_MAX_RECORD, &ev,
 					     &t->eprev, t->wd);
 		if (!w)

@@ -108,6 +108,11 @@ void gen_name_end(struct gen_thr *t, int64_t at, uint64_t cookie,
 		  int result, const char *addr);
 void gen_thread_exit(struct gen_thr *t, int64_t at);
 
+/* A record of TYPE at AT whose body is the time's delta and then the
+ * LEN bytes at FIELDS, as they are: a record no writer of this version
+ * makes (a malformed one, a newer type).  Recoded blocks keep it. */
+void gen_raw(struct gen_thr *t, int64_t at, int type, const uint8_t *fields,
+	     size_t len);
 /* LEN bytes moved on FD in DIR without a record (the tracer lost it). */
 void gen_skip(struct gen_thr *t, int fd, int dir, uint64_t len);
 /* End T's current block here (as a bp-logd drain would). */

@@ -414,6 +414,183 @@ START_TEST(dropped_connect)
 }
 END_TEST
 
+/* The front works for no request (a wait timed out) when the tracer
+ * loses events to a full ring: they may have been the input of a request
+ * whose query follows.  That query is a request of its own, as rule 5
+ * makes it, but not an exact one. */
+START_TEST(dropped_input_for_no_request)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 100, "/usr/sbin/nginx", 0);
+	struct gen_thr *d = gen_proc_main(h, 200, "/usr/lib/postgresql/15/bin/postgres", 0);
+	struct bt_event drop = { .type = BT_EV_DROP, .len = 2,
+				 .flags = BT_DR_RING_FULL };
+
+	gen_tcp(w, 10, 9, BT_CR_CONNECT, "10.0.0.1:50000", "10.0.0.2:5432");
+	gen_tcp(d, 11, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50000");
+	front_db_request(w, d, 1, 0, 0);
+	gen_ready(w, 180, -1, 0);             /* a timeout: no request */
+	gen_ev(w, 190, &drop);
+	gen_msg(w, 220, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 2"), 0);
+	gen_msg(d, 225, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 2"), 0);
+	gen_msg(d, 230, 4, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	gen_msg(w, 235, 9, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	/* a timeout again, then a query with nothing lost before it */
+	gen_ready(w, 280, -1, 0);
+	gen_msg(w, 320, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 3"), 0);
+	gen_msg(d, 325, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 3"), 0);
+	gen_msg(d, 330, 4, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	gen_msg(w, 335, 9, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /r1 st=200 client=10.0.0.9:40001\n"
+		"  server http 'GET /r1' /r1 web/100/100 st=200\n"
+		"    client postgresql 'SELECT' SELECT 1 web/100/100 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT 1 web/200/200 st=NULL\n"
+		"R postgresql NULL SELECT 2 st=NULL client=/usr/sbin/nginx[100]@web [uncertain lost-events]\n"
+		"  client postgresql 'SELECT' SELECT 2 web/100/100 st=NULL [uncertain lost-events]\n"
+		"    server postgresql 'SELECT' SELECT 2 web/200/200 st=NULL [uncertain lost-events]\n"
+		"R postgresql NULL SELECT 3 st=NULL client=/usr/sbin/nginx[100]@web\n"
+		"  client postgresql 'SELECT' SELECT 3 web/100/100 st=NULL\n"
+		"    server postgresql 'SELECT' SELECT 3 web/200/200 st=NULL\n"
+		"unattributed:\n");
+	rt_done(&t);
+}
+END_TEST
+
+/* ---- a record that does not decode, inside a good block ---------------- */
+
+/* /r3's request is a record the reader cannot decode (its block is whole
+ * and its checksum good: a writer's defect, or damage before the block
+ * was sealed).  The thread's work after it is for a request nobody saw,
+ * as after a lost block: /r3's query must not be given to /r2, the
+ * request the thread worked for before. */
+START_TEST(malformed_input_record)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 100, "/usr/sbin/nginx", 0);
+	struct gen_thr *d = gen_proc_main(h, 200, "/usr/lib/postgresql/15/bin/postgres", 0);
+
+	gen_tcp(w, 10, 9, BT_CR_CONNECT, "10.0.0.1:50000", "10.0.0.2:5432");
+	gen_tcp(d, 11, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50000");
+	for (int k = 1; k <= 4; k++) {
+		if (k != 3) {
+			front_db_request(w, d, k, 0, 0);
+			continue;
+		}
+		/* front_db_request, with the request's MSG a record whose
+		 * fields are missing (its bytes were read all the same) */
+		gen_tcp(w, 300, 5, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.9:40003");
+		gen_raw(w, 310, BT_EV_MSG, NULL, 0);
+		gen_skip(w, 5, IN, 60);
+		gen_msg(w, 320, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+			GEN_A(BT_AK_SQL, "SELECT 3"), 0);
+		gen_msg(d, 325, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+			GEN_A(BT_AK_SQL, "SELECT 3"), 0);
+		gen_msg(d, 330, 4, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+		gen_msg(w, 335, 9, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+		gen_msg(w, 350, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
+		gen_close(w, 360, 5);
+	}
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	const char *paths = rt_paths(&t);
+	/* /r2 and /r4 whole and exact; nothing of /r3 in /r2 */
+	ck_assert_msg(strstr(paths,
+		"R http GET /r2 st=200 client=10.0.0.9:40002\n"
+		"  server http 'GET /r2' /r2 web/100/100 st=200\n"
+		"    client postgresql 'SELECT' SELECT 2 web/100/100 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT 2 web/200/200 st=NULL\n"
+		"R ") != NULL, "%s", paths);
+	ck_assert_msg(strstr(paths,
+		"R http GET /r4 st=200 client=10.0.0.9:40004\n"
+		"  server http 'GET /r4' /r4 web/100/100 st=200\n"
+		"    client postgresql 'SELECT' SELECT 4 web/100/100 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT 4 web/200/200 st=NULL\n") != NULL,
+		"%s", paths);
+	/* /r3's query: a request of its own, and not exact */
+	ck_assert_msg(strstr(paths,
+		"R postgresql NULL SELECT 3 st=NULL client=/usr/sbin/nginx[100]@web [uncertain lost-events]\n"
+		"  client postgresql 'SELECT' SELECT 3 web/100/100 st=NULL [uncertain lost-events]\n"
+		"    server postgresql 'SELECT' SELECT 3 web/200/200 st=NULL [uncertain lost-events]\n") != NULL,
+		"%s", paths);
+	/* no span of /r3's work is exact */
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM spans WHERE certainty = 'exact'"
+				   " AND (name LIKE '%%3%%' OR target LIKE '%%3%%')"), 0);
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'malformed_records'"), 1);
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM fragments WHERE trigger = 'gap'"
+				   " AND request_id IS NULL"), 1);
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM warnings WHERE text LIKE"
+				   " '%%malformed MSG record skipped%%'"), 1);
+	ck_assert_int_eq(rt_badly_nested(&t), 0);
+	rt_done(&t);
+}
+END_TEST
+
+/* The front's connect is a CHAN record that does not decode: as when it
+ * was lost to a full ring (dropped_connect), the database's connection
+ * from the front looks like an untraced client's, and neither side's
+ * requests may be exact. */
+START_TEST(malformed_connect)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 100, "/usr/sbin/nginx", 0);
+	struct gen_thr *d = gen_proc_main(h, 200, "/usr/lib/postgresql/15/bin/postgres", 0);
+	static const uint8_t fam9[] = { 2, 2, 1, 1, 0, 0, 9 };  /* family 9 */
+
+	gen_raw(w, 10, BT_EV_CHAN, fam9, sizeof fam9);
+	gen_tcp(d, 11, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50000");
+	for (int k = 1; k <= 2; k++) {
+		int64_t t0 = 100 * k;
+		char target[16], client[32], sql[32];
+		snprintf(target, sizeof target, "/r%d", k);
+		snprintf(client, sizeof client, "10.0.0.9:%d", 40000 + k);
+		snprintf(sql, sizeof sql, "SELECT %d", k);
+		gen_tcp(w, t0, 5, BT_CR_ACCEPT, "10.0.0.1:80", client);
+		gen_msg(w, t0 + 10, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
+			GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, target), 0);
+		raw_msg(w, t0 + 20, 9, OUT, REQ, 20 * (uint64_t)(k - 1), 20);
+		gen_msg(d, t0 + 25, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+			GEN_A(BT_AK_SQL, sql), 0);
+		gen_msg(d, t0 + 30, 4, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+		raw_msg(w, t0 + 35, 9, IN, REP, 40 * (uint64_t)(k - 1), 40);
+		gen_msg(w, t0 + 50, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
+		gen_close(w, t0 + 60, 5);
+	}
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	ck_assert_str_eq(rt_paths(&t),
+		"R http GET /r1 st=200 client=10.0.0.9:40001 [uncertain unknown-fd]\n"
+		"  server http 'GET /r1' /r1 web/100/100 st=200 [uncertain unknown-fd]\n"
+		"R postgresql NULL SELECT 1 st=NULL client=10.0.0.1:50000 [uncertain peer-gap]\n"
+		"  server postgresql 'SELECT' SELECT 1 web/200/200 st=NULL [uncertain peer-gap]\n"
+		"R http GET /r2 st=200 client=10.0.0.9:40002 [uncertain unknown-fd]\n"
+		"  server http 'GET /r2' /r2 web/100/100 st=200 [uncertain unknown-fd]\n"
+		"R postgresql NULL SELECT 2 st=NULL client=10.0.0.1:50000 [uncertain peer-gap]\n"
+		"  server postgresql 'SELECT' SELECT 2 web/200/200 st=NULL [uncertain peer-gap]\n"
+		"unattributed:\n");
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'peer_gap'"), 2);
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'malformed_records'"), 1);
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM warnings WHERE text LIKE"
+				   " '%%malformed CHAN record skipped%%'"), 1);
+	rt_done(&t);
+}
+END_TEST
+
 /* A signal handler's call lost (DROP reason 1: seen in apache's prefork
  * workers under load) cannot have been a channel's announcement in
  * practice: the host's untraced clients stay untraced, their requests
@@ -750,6 +927,9 @@ Suite *recon_loss_suite(void)
 	tcase_add_test(tc, lost_channel_opening);
 	tcase_add_test(tc, lost_input_block);
 	tcase_add_test(tc, dropped_connect);
+	tcase_add_test(tc, dropped_input_for_no_request);
+	tcase_add_test(tc, malformed_input_record);
+	tcase_add_test(tc, malformed_connect);
 	tcase_add_test(tc, handler_drop_keeps_peers);
 	tcase_add_test(tc, lost_fork_record);
 	tcase_add_test(tc, blocked_receive_released);
