@@ -459,6 +459,7 @@ static int write_stats(struct rc_ctx *c)
 		{ "lost_bytes", t->lost_bytes }, { "gaps", t->gaps },
 		{ "dropped_by_tracer", t->dropped },
 		{ "malformed_records", t->malformed },
+		{ "unknown_type_records", t->unknown_types },
 		{ "hosts", c->nhosts }, { "domains", c->ndoms },
 		{ "images", c->nimages }, { "streams", c->nstreams },
 		{ "requests", t->requests }, { "spans", t->spans },

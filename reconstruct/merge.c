@@ -44,6 +44,7 @@ struct rc_merge {
 	uint32_t       nparked;  /* runs and stubs */
 	struct rc_run *pool;     /* free runs */
 	uint32_t       warned_malformed;
+	uint32_t       warned_types;
 	uint32_t       warned_unknown;
 };
 
@@ -170,8 +171,19 @@ static int advance(struct rc_ctx *c, struct rc_run *r)
 					bt_ev_type_name(r->rec.type));
 			continue;
 		}
-		if (r->ev.type >= BT_EV_TYPE_MAX)
-			continue;         /* a newer record type: skipped */
+		if (r->ev.type >= BT_EV_TYPE_MAX) {
+			/* a newer writer's type, skipped by its length: what
+			 * it said of the thread's work is not known (a signal
+			 * handler's bounds were such a record once) */
+			r->thr.gap = 1;
+			c->st.unknown_types++;
+			if (c->merge->warned_types++ < 10)
+				rc_warn(c, rc_file_path(c, r->rec.file),
+					r->rec.file_off,
+					"record of type %u, newer than this reader, skipped; the work of its thread around it is uncertain",
+					(unsigned)r->ev.type);
+			continue;
+		}
 		if (r->ev.dict_miss && c->merge->warned_unknown++ < 10)
 			rc_warn(c, rc_file_path(c, r->rec.file),
 				r->rec.file_off,

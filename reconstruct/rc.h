@@ -306,6 +306,8 @@ struct rc_stats {
 	uint64_t lost_bytes;         /* stream bytes missing (gaps) */
 	uint64_t dropped;            /* DROP records: events the tracer lost */
 	uint64_t malformed;
+	uint64_t unknown_types;      /* records of a type newer than this
+					reader (merge.c, advance) */
 	uint64_t gaps;
 	uint64_t requests, spans, messages, fragments, files_opened;
 	uint64_t rows_skipped;        /* messages, fragments, files, exact

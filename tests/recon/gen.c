@@ -665,10 +665,12 @@ static uint32_t recode(struct gen_thr *t, uint8_t *buf, uint32_t len)
 	}
 	while (pos < len) {
 		struct bt_event ev;
+		uint64_t dprev = t->dprev;
 		long k = bt_ev_decode(buf + pos, len - pos, &ev, &t->dprev);
-		if (k <= 0) {
+		if (k <= 0 || ev.type >= BT_EV_TYPE_MAX) {
 			/* gen_raw's: kept as it is, its time counted */
 			uint64_t body = 0, dt = 0;
+			t->dprev = dprev;
 			size_t h = bt_get_varint(buf + pos + 1,
 						 len - pos - 1, &body);
 			if (!h || body > len - pos - 1 - h ||

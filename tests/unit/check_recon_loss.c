@@ -538,6 +538,66 @@ START_TEST(malformed_input_record)
 }
 END_TEST
 
+/* A record of a type this reader does not know, written by a newer
+ * tracer in /r2's work (SIGNAL was such a type once: the bounds of a
+ * handler whose calls are no request's).  It is skipped by its length,
+ * but what it said is not known: /r2 and the work after it are not
+ * exact; /r1 and /r3, around it, are. */
+START_TEST(newer_record_type)
+{
+	struct rt t;
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *w = gen_proc_main(h, 100, "/usr/sbin/nginx", 0);
+	struct gen_thr *d = gen_proc_main(h, 200, "/usr/lib/postgresql/15/bin/postgres", 0);
+	static const uint8_t what[] = { 1, 2, 3 };
+
+	gen_tcp(w, 10, 9, BT_CR_CONNECT, "10.0.0.1:50000", "10.0.0.2:5432");
+	gen_tcp(d, 11, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50000");
+	front_db_request(w, d, 1, 0, 0);
+	gen_tcp(w, 200, 5, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.9:40002");
+	gen_msg(w, 210, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
+		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/r2"), 0);
+	gen_raw(w, 215, 200, what, sizeof what);
+	gen_msg(w, 220, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 2"), 0);
+	gen_msg(d, 225, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
+		GEN_A(BT_AK_SQL, "SELECT 2"), 0);
+	gen_msg(d, 230, 4, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	gen_msg(w, 235, 9, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
+	gen_msg(w, 250, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
+	gen_close(w, 260, 5);
+	front_db_request(w, d, 3, 0, 0);
+	rt_init(&t);
+	rt_write(&t, g, NULL);
+	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+	const char *paths = rt_paths(&t);
+	ck_assert_msg(strstr(paths,
+		"R http GET /r1 st=200 client=10.0.0.9:40001\n"
+		"  server http 'GET /r1' /r1 web/100/100 st=200\n"
+		"    client postgresql 'SELECT' SELECT 1 web/100/100 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT 1 web/200/200 st=NULL\n") != NULL,
+		"%s", paths);
+	ck_assert_msg(strstr(paths,
+		"R http GET /r3 st=200 client=10.0.0.9:40003\n"
+		"  server http 'GET /r3' /r3 web/100/100 st=200\n"
+		"    client postgresql 'SELECT' SELECT 3 web/100/100 st=NULL\n"
+		"      server postgresql 'SELECT' SELECT 3 web/200/200 st=NULL\n") != NULL,
+		"%s", paths);
+	/* every span of /r2's work uncertain, wherever it went */
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM spans WHERE"
+				   " (name LIKE '%%2%%' OR target LIKE '%%2%%')"), 3);
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM spans WHERE certainty = 'exact'"
+				   " AND (name LIKE '%%2%%' OR target LIKE '%%2%%')"), 0);
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM requests WHERE certainty = 'exact'"), 2);
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'unknown_type_records'"), 1);
+	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM warnings WHERE text LIKE"
+				   " '%%record of type 200, newer than this reader, skipped%%'"), 1);
+	ck_assert_int_eq(rt_badly_nested(&t), 0);
+	rt_done(&t);
+}
+END_TEST
+
 /* The front's connect is a CHAN record that does not decode: as when it
  * was lost to a full ring (dropped_connect), the database's connection
  * from the front looks like an untraced client's, and neither side's
@@ -930,6 +990,7 @@ Suite *recon_loss_suite(void)
 	tcase_add_test(tc, dropped_input_for_no_request);
 	tcase_add_test(tc, malformed_input_record);
 	tcase_add_test(tc, malformed_connect);
+	tcase_add_test(tc, newer_record_type);
 	tcase_add_test(tc, handler_drop_keeps_peers);
 	tcase_add_test(tc, lost_fork_record);
 	tcase_add_test(tc, blocked_receive_released);
