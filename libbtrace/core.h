@@ -32,10 +32,34 @@
  * unlock cost some 55 instructions more per round trip), a futex wait when
  * contended.  0 free, 1 locked, 2 locked with waiters.  Process-private;
  * a forked child re-initialises it (bt_chan_pool_atfork_child).
+ *
+ * One thread alone ("solo"): while the process has one thread that uses
+ * the shim (most servers' processes: an nginx or php-fpm worker, a
+ * PostgreSQL backend, a prefork child), nothing can contend for a lock,
+ * and its two locked instructions (some 20-30 ns a traced call here) are
+ * plain stores instead.  The first thread to take a lock owns the process
+ * (bt_solo_owner); its locks then count in bt_solo_held, and hold only
+ * while bt_solo_state is BT_SOLO_YES.  Any other thread's first lock ends
+ * that for good (mutex.c, bt_solo_first): it says so, makes the owner's
+ * CPU see it with membarrier(2) (an asymmetric fence: the owner's own
+ * path has none), and waits until the owner holds no lock so taken; from
+ * then on every lock is atomic.  A forked child starts again.
  */
 typedef struct { int v; } bt_mutex_t;
 BT_HIDDEN void bt_mutex_lock_slow(bt_mutex_t *m, int c);
 BT_HIDDEN void bt_mutex_wake(bt_mutex_t *m);
+
+enum { BT_SOLO_UNSET = 0,   /* no lock taken yet */
+       BT_SOLO_WAIT,        /* its first taker is setting up */
+       BT_SOLO_YES,         /* the owner's locks are plain stores */
+       BT_SOLO_ENDING,      /* another thread came: it waits for the
+			       owner's plain locks to go */
+       BT_SOLO_DONE };      /* every lock atomic, for good */
+BT_HIDDEN extern int bt_solo_state;
+BT_HIDDEN extern int bt_solo_held;              /* the owner's plain locks */
+BT_HIDDEN extern BT_TLS int bt_solo_owner;      /* this thread owns */
+BT_HIDDEN void bt_solo_first(void);
+BT_HIDDEN void bt_solo_atfork_child(void);
 
 static inline void bt_mutex_init(bt_mutex_t *m)
 {
@@ -44,6 +68,26 @@ static inline void bt_mutex_init(bt_mutex_t *m)
 static inline void bt_mutex_lock(bt_mutex_t *m)
 {
 	int c = 0;
+	if (unlikely(!bt_solo_owner) &&
+	    unlikely(__atomic_load_n(&bt_solo_state, __ATOMIC_ACQUIRE) !=
+		     BT_SOLO_DONE))
+		bt_solo_first();        /* may make this thread the owner */
+	if (likely(bt_solo_owner)) {
+		__atomic_store_n(&bt_solo_held, bt_solo_held + 1,
+				 __ATOMIC_RELAXED);
+		/* no fence: a thread ending solo sends one (membarrier) */
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		if (likely(__atomic_load_n(&bt_solo_state, __ATOMIC_RELAXED) ==
+			   BT_SOLO_YES)) {
+			__atomic_store_n(&m->v, 1, __ATOMIC_RELAXED);
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			return;
+		}
+		__atomic_store_n(&bt_solo_held, bt_solo_held - 1,
+				 __ATOMIC_RELEASE);
+		if (!bt_solo_held)
+			bt_solo_owner = 0;      /* solo is over: atomic now */
+	}
 	if (__builtin_expect(__atomic_compare_exchange_n(&m->v, &c, 1, 0,
 			     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED), 1))
 		return;
@@ -51,6 +95,16 @@ static inline void bt_mutex_lock(bt_mutex_t *m)
 }
 static inline void bt_mutex_unlock(bt_mutex_t *m)
 {
+	/* While the owner holds a plain lock no other thread takes any
+	 * (bt_solo_first waits for bt_solo_held to be 0): each of its
+	 * unlocks meanwhile is a plain store, whichever way it locked. */
+	if (likely(bt_solo_owner) && likely(bt_solo_held)) {
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		__atomic_store_n(&m->v, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&bt_solo_held, bt_solo_held - 1,
+				 __ATOMIC_RELEASE);
+		return;
+	}
 	if (__builtin_expect(__atomic_exchange_n(&m->v, 0, __ATOMIC_RELEASE) == 2, 0))
 		bt_mutex_wake(m);
 }

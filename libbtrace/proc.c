@@ -204,6 +204,7 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
+	bt_solo_atfork_child();
 	bt_emit_atfork_child();
 	bt_chan_pool_atfork_child();
 	bt_ready_atfork_child();

@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <sched.h>
@@ -701,6 +702,97 @@ START_TEST(light_mutex_contended)
 		pthread_join(t[i], NULL);
 	ck_assert_int_eq(cnt, 4 * 200000);
 	ck_assert_int_eq(cnt_mu.v, 0);
+}
+END_TEST
+
+/* ---- solo mode: one thread's locks without atomic instructions ------- */
+
+/* The owner (this process's first locker) counts under the lock, which
+ * it holds most of the time, and starts two threads midway; their first
+ * lock ends solo mode while it most likely holds a plain lock.  No update
+ * may be lost and no thread left asleep (a plain unlock wakes nobody:
+ * without the wait for the owner's plain locks, a thread that came
+ * slept for ever), whatever the moment. */
+#define SOLO_N 1500
+static bt_mutex_t solo_mu;
+static volatile long solo_cnt;
+
+/* the owner spends most of its time holding the lock */
+static void solo_bump(int spin)
+{
+	bt_mutex_lock(&solo_mu);
+	long v = solo_cnt;
+	for (volatile int k = 0; k < spin; k++)
+		;
+	solo_cnt = v + 1;
+	bt_mutex_unlock(&solo_mu);
+}
+
+static void *solo_thread(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < SOLO_N; i++)
+		solo_bump(10);
+	return NULL;
+}
+
+/* One round, in a child of a fork (solo mode starts again there): 0 when
+ * every update counted and the modes went as they should. */
+static int solo_round(unsigned start_at)
+{
+	pthread_t t[2];
+	int was_solo;
+
+	bt_mutex_init(&solo_mu);
+	solo_cnt = 0;
+	if (bt_solo_state != BT_SOLO_UNSET || bt_solo_owner)
+		return 10;
+	solo_bump(4000);
+	was_solo = bt_solo_state == BT_SOLO_YES && bt_solo_owner;
+	for (unsigned i = 1; i < SOLO_N; i++) {
+		if (i == start_at)
+			for (int k = 0; k < 2; k++)
+				if (pthread_create(&t[k], NULL, solo_thread, NULL))
+					return 11;
+		solo_bump(4000);
+	}
+	for (int k = 0; k < 2; k++)
+		pthread_join(t[k], NULL);
+	if (!was_solo)
+		return 12;
+	if (bt_solo_state != BT_SOLO_DONE)
+		return 13;
+	if (solo_cnt != 3L * SOLO_N)
+		return 14;
+	if (solo_mu.v != 0 || bt_solo_held != 0)
+		return 15;
+	/* the first lock of a forked child's thread owns it again */
+	pid_t c = fork();
+	if (c == 0) {
+		solo_bump(0);
+		_exit(bt_solo_state == BT_SOLO_YES && bt_solo_owner &&
+		      bt_solo_held == 0 ? 0 : 16);
+	}
+	int st;
+	if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st))
+		return 17;
+	return WEXITSTATUS(st);
+}
+
+START_TEST(solo_ends_when_a_thread_comes)
+{
+	for (unsigned r = 0; r < 100; r++) {
+		pid_t c = fork();
+		ck_assert_int_ge(c, 0);
+		if (c == 0) {
+			alarm(20);      /* a thread never woken: a failure */
+			_exit(solo_round(1 + r * 37 % 1000));
+		}
+		int st;
+		ck_assert_int_eq(waitpid(c, &st, 0), c);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			      "round %u: status %d", r, st);
+	}
 }
 END_TEST
 
@@ -1617,6 +1709,7 @@ static Suite *shim_suite(void)
 	tcase_add_test(t, nested_write_kept_for_leave);
 	tcase_add_test(t, sendfile_records_as_write);
 	tcase_add_test(t, light_mutex_contended);
+	tcase_add_test(t, solo_ends_when_a_thread_comes);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("readiness");
