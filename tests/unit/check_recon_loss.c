@@ -126,14 +126,22 @@ static int drop_block(void *ctx, const char *host, uint32_t pid,
 	return !(pid == which[0] && blk == which[1]);
 }
 
+/* What front_db_request writes in place of, or after, the request's
+ * MSG: a record as no writer of this version makes it (gen_raw). */
+enum { RAW_NONE,
+       RAW_MALFORMED,   /* the request's MSG with its fields missing (its
+			   bytes were read all the same) */
+       RAW_NEWER };     /* after the request, a record of type 200 */
+
 /* Request /rK of the front W (pid 100) at 100*K us: accepted on fd 5, a
  * query to the database D on fd 9 (its fd 4), the answer.  The front's
  * records begin a block; with INPUT_CUT its query begins another (the
  * request's input alone in the first); with FILE it opens a file after
- * the query's reply. */
+ * the query's reply; RAW: above. */
 static void front_db_request(struct gen_thr *w, struct gen_thr *d, int k,
-			     int input_cut, int file)
+			     int input_cut, int file, int raw)
 {
+	static const uint8_t what[] = { 1, 2, 3 };
 	int64_t t0 = 100 * k;
 	char target[16], client[32], sql[32];
 	snprintf(target, sizeof target, "/r%d", k);
@@ -141,8 +149,15 @@ static void front_db_request(struct gen_thr *w, struct gen_thr *d, int k,
 	snprintf(sql, sizeof sql, "SELECT %d", k);
 	gen_cut(w);
 	gen_tcp(w, t0, 5, BT_CR_ACCEPT, "10.0.0.1:80", client);
-	gen_msg(w, t0 + 10, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
-		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, target), 0);
+	if (raw == RAW_MALFORMED) {
+		gen_raw(w, t0 + 10, BT_EV_MSG, NULL, 0);
+		gen_skip(w, 5, IN, 60);
+	} else {
+		gen_msg(w, t0 + 10, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
+			GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, target), 0);
+	}
+	if (raw == RAW_NEWER)
+		gen_raw(w, t0 + 15, 200, what, sizeof what);
 	if (input_cut)
 		gen_cut(w);
 	gen_msg(w, t0 + 20, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
@@ -174,7 +189,7 @@ START_TEST(lost_block)
 	gen_tcp(d, 11, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50000");
 	/* web blocks: 0 start, 1 r1, 2 r2, 3 r3 (lost), 4 r4 ... */
 	for (int k = 1; k <= 5; k++)
-		front_db_request(w, d, k, 0, 0);
+		front_db_request(w, d, k, 0, 0, RAW_NONE);
 	rt_init(&t);
 	rt_write(&t, g, &o);
 	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
@@ -255,7 +270,7 @@ START_TEST(lost_channel_opening)
 	gen_tcp(w, 10, 9, BT_CR_CONNECT, "10.0.0.1:50000", "10.0.0.2:5432");
 	gen_tcp(d, 11, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50000");
 	for (int k = 1; k <= 3; k++)
-		front_db_request(w, d, k, 0, 1);
+		front_db_request(w, d, k, 0, 1, RAW_NONE);
 	rt_init(&t);
 	rt_write(&t, g, &o);
 	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
@@ -309,7 +324,7 @@ START_TEST(lost_input_block)
 	gen_tcp(d, 11, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50000");
 	/* web blocks: 0 start, 2k-1 /rk's input, 2k the rest */
 	for (int k = 1; k <= 4; k++)
-		front_db_request(w, d, k, 1, 1);
+		front_db_request(w, d, k, 1, 1, RAW_NONE);
 	rt_init(&t);
 	rt_write(&t, g, &o);
 	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
@@ -441,7 +456,7 @@ START_TEST(dropped_input_for_no_request)
 
 	gen_tcp(w, 10, 9, BT_CR_CONNECT, "10.0.0.1:50000", "10.0.0.2:5432");
 	gen_tcp(d, 11, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50000");
-	front_db_request(w, d, 1, 0, 0);
+	front_db_request(w, d, 1, 0, 0, RAW_NONE);
 	gen_ready(w, 180, -1, 0);             /* a timeout: no request */
 	gen_ev(w, 190, &drop);
 	gen_msg(w, 220, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
@@ -494,25 +509,9 @@ START_TEST(malformed_input_record)
 
 	gen_tcp(w, 10, 9, BT_CR_CONNECT, "10.0.0.1:50000", "10.0.0.2:5432");
 	gen_tcp(d, 11, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50000");
-	for (int k = 1; k <= 4; k++) {
-		if (k != 3) {
-			front_db_request(w, d, k, 0, 0);
-			continue;
-		}
-		/* front_db_request, with the request's MSG a record whose
-		 * fields are missing (its bytes were read all the same) */
-		gen_tcp(w, 300, 5, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.9:40003");
-		gen_raw(w, 310, BT_EV_MSG, NULL, 0);
-		gen_skip(w, 5, IN, 60);
-		gen_msg(w, 320, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
-			GEN_A(BT_AK_SQL, "SELECT 3"), 0);
-		gen_msg(d, 325, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
-			GEN_A(BT_AK_SQL, "SELECT 3"), 0);
-		gen_msg(d, 330, 4, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
-		gen_msg(w, 335, 9, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
-		gen_msg(w, 350, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
-		gen_close(w, 360, 5);
-	}
+	for (int k = 1; k <= 4; k++)
+		front_db_request(w, d, k, 0, 0,
+				 k == 3 ? RAW_MALFORMED : RAW_NONE);
 	rt_init(&t);
 	rt_write(&t, g, NULL);
 	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
@@ -561,24 +560,11 @@ START_TEST(newer_record_type)
 	struct gen_host *h = gen_host(g, "web", 0, 0);
 	struct gen_thr *w = gen_proc_main(h, 100, "/usr/sbin/nginx", 0);
 	struct gen_thr *d = gen_proc_main(h, 200, "/usr/lib/postgresql/15/bin/postgres", 0);
-	static const uint8_t what[] = { 1, 2, 3 };
 
 	gen_tcp(w, 10, 9, BT_CR_CONNECT, "10.0.0.1:50000", "10.0.0.2:5432");
 	gen_tcp(d, 11, 4, BT_CR_ACCEPT, "10.0.0.2:5432", "10.0.0.1:50000");
-	front_db_request(w, d, 1, 0, 0);
-	gen_tcp(w, 200, 5, BT_CR_ACCEPT, "10.0.0.1:80", "10.0.0.9:40002");
-	gen_msg(w, 210, 5, IN, REQ, BT_PROTO_HTTP, 60, 0, 0, 0,
-		GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/r2"), 0);
-	gen_raw(w, 215, 200, what, sizeof what);
-	gen_msg(w, 220, 9, OUT, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
-		GEN_A(BT_AK_SQL, "SELECT 2"), 0);
-	gen_msg(d, 225, 4, IN, REQ, BT_PROTO_PGSQL, 20, 0, 0, 0,
-		GEN_A(BT_AK_SQL, "SELECT 2"), 0);
-	gen_msg(d, 230, 4, OUT, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
-	gen_msg(w, 235, 9, IN, REP, BT_PROTO_PGSQL, 40, 0, 0, 0, 0);
-	gen_msg(w, 250, 5, OUT, REP, BT_PROTO_HTTP, 100, 0, 200, 0, 0);
-	gen_close(w, 260, 5);
-	front_db_request(w, d, 3, 0, 0);
+	for (int k = 1; k <= 3; k++)
+		front_db_request(w, d, k, 0, 0, k == 2 ? RAW_NEWER : RAW_NONE);
 	rt_init(&t);
 	rt_write(&t, g, NULL);
 	ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
