@@ -893,10 +893,13 @@ END_TEST
  * have started: the SQL is decided by content, for the second.  When the
  * third's body frame was read before the SQL but its values are unknown
  * (redacted), it may have started: uncertain again, named or not; so
- * in a program that sends HTTP/2 requests (a relay).
+ * in a program that sends HTTP/2 requests (a relay), and while another
+ * thread of the server is held back in the merge at or before the SQL's
+ * time (HELD_AT: its read waits for a traced client's later send).
  */
 static void grpc_unary_run(struct rt *t, const char *const *unary,
-			   int nunary, int body_first, int relay)
+			   int nunary, int body_first, int relay,
+			   int64_t held_at)
 {
 	char p[3][40];
 	const char *id[3] = { "id-one", "id-two", "id-six" };
@@ -924,6 +927,19 @@ static void grpc_unary_run(struct rt *t, const char *const *unary,
 	if (body_first)      /* the third's body, its values unknown */
 		gen_msg(r, 118, 5, IN, BT_MK_ONEWAY, BT_PROTO_HTTP2, 20,
 			BT_MF_WITNESS, 0, 5, GEN_A(BT_AK_PARAMS, ""), 0);
+	if (held_at) {
+		/* another thread of the server reads at HELD_AT what a
+		 * traced client sends only at 126: held in the merge until
+		 * then (it might have held the third's body frame) */
+		struct gen_thr *r2 = gen_thread(gen_thr_proc(r), 101, 302,
+						300, 0);
+		struct gen_thr *cl = gen_proc_main(h, 500, "/usr/bin/cli", 0);
+		gen_tcp(cl, 102, 3, BT_CR_CONNECT, "10.0.0.1:40000",
+			"10.0.0.1:7000");
+		gen_accept(r2, 103, 8, 6, "10.0.0.1:7000", "10.0.0.1:40000");
+		gen_data(r2, held_at, 8, IN, 10);
+		gen_data(cl, 126, 3, OUT, 10);
+	}
 	gen_data(r, 119, 5, OUT, 9);     /* the reader goes on (no wait) */
 	sql_out(wk, 120, 9, "SELECT v FROM t WHERE k = 'id-two'");
 	sql_in(b, 121, 4, "SELECT v FROM t WHERE k = 'id-two'");
@@ -964,31 +980,44 @@ START_TEST(grpc_unary_excludes_unstarted)
 	const char *q = "SELECT s.certainty || ' ' || IFNULL(s.certainty_reason, '-') || ' ' || r.request_id FROM spans s JOIN requests r USING (request_id) WHERE s.protocol = 'postgresql' AND s.kind = 'client' AND s.target LIKE '%id-two%'";
 	const char *third = "SELECT certainty FROM requests WHERE request_id = 3";
 
-	grpc_unary_run(&t, NULL, 0, 0, 0);          /* the sound default */
+	grpc_unary_run(&t, NULL, 0, 0, 0, 0);          /* the sound default */
 	ck_assert_str_eq(rt_q(&t, "%s", q), "uncertain ambiguous:parked 1");
 	ck_assert_str_eq(rt_q(&t, "%s", third), "uncertain");
 	rt_done(&t);
-	grpc_unary_run(&t, other, 1, 0, 0);         /* another service named */
+	grpc_unary_run(&t, other, 1, 0, 0, 0);         /* another service named */
 	ck_assert_str_eq(rt_q(&t, "%s", q), "uncertain ambiguous:parked 1");
 	rt_done(&t);
-	grpc_unary_run(&t, exact, 1, 0, 0);
+	grpc_unary_run(&t, exact, 1, 0, 0, 0);
 	ck_assert_str_eq(rt_q(&t, "%s", q), "resolved handoff:content 2");
 	ck_assert_int_eq(rt_qi(&t, "SELECT count(*) FROM span_candidates c JOIN spans s USING (span_id) WHERE s.target LIKE '%%id-two%%' AND c.request_id = 3"), 0);
 	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'grpc_unary_calls'"), 3);
 	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'grpc_unary_excluded'"), 1);
 	rt_done(&t);
-	grpc_unary_run(&t, glob, 1, 0, 0);
+	grpc_unary_run(&t, glob, 1, 0, 0, 0);
 	ck_assert_str_eq(rt_q(&t, "%s", q), "resolved handoff:content 2");
 	rt_done(&t);
-	grpc_unary_run(&t, glob, 1, 1, 0);       /* its body came first */
+	grpc_unary_run(&t, glob, 1, 1, 0, 0);       /* its body came first */
 	ck_assert_str_eq(rt_q(&t, "%s", q), "uncertain ambiguous:parked 1");
 	ck_assert_str_eq(rt_q(&t, "%s", third), "uncertain");
 	rt_done(&t);
 	/* a program that sends HTTP/2 requests may relay calls (nginx's
 	 * grpc_pass works for a call from its header block on): the rule
 	 * is not applied in it, even before its first such request */
-	grpc_unary_run(&t, glob, 1, 0, 1);
+	grpc_unary_run(&t, glob, 1, 0, 1, 0);
 	ck_assert_str_eq(rt_q(&t, "%s", q), "uncertain ambiguous:parked 1");
+	rt_done(&t);
+	/* another thread of the server held back in the merge at or
+	 * before the SQL's time (a read waiting for its send): its records
+	 * may hold the third's body frame, the rule is not applied */
+	grpc_unary_run(&t, glob, 1, 0, 0, 119);
+	ck_assert_str_eq(rt_q(&t, "%s", q), "uncertain ambiguous:parked 1");
+	ck_assert_int_eq(rt_qi(&t, "SELECT value FROM stats WHERE key = 'grpc_unary_excluded'"), 0);
+	rt_done(&t);
+	grpc_unary_run(&t, glob, 1, 0, 0, 120);    /* the same time */
+	ck_assert_str_eq(rt_q(&t, "%s", q), "uncertain ambiguous:parked 1");
+	rt_done(&t);
+	grpc_unary_run(&t, glob, 1, 0, 0, 121);    /* after it: applied */
+	ck_assert_str_eq(rt_q(&t, "%s", q), "resolved handoff:content 2");
 	rt_done(&t);
 }
 END_TEST
