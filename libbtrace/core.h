@@ -65,9 +65,18 @@ static inline void bt_mutex_init(bt_mutex_t *m)
 {
 	__atomic_store_n(&m->v, 0, __ATOMIC_RELEASE);
 }
-static inline void bt_mutex_lock(bt_mutex_t *m)
+/*
+ * Before the calling thread takes anything other threads may contend for
+ * (a lock, the readiness queue's taking flag, epoll.c): 1 when it is the
+ * solo owner and may take it with plain stores, counted in bt_solo_held
+ * until bt_solo_leave (hold it only briefly and never across a call that
+ * may block: another thread's first lock waits for the count to be 0);
+ * 0 when it must use atomic instructions.  A thread that is not the
+ * owner ends solo mode here (bt_solo_first), so a thread's first touch
+ * of any such word must come through this.
+ */
+static inline int bt_solo_enter(void)
 {
-	int c = 0;
 	if (unlikely(!bt_solo_owner) &&
 	    unlikely(__atomic_load_n(&bt_solo_state, __ATOMIC_ACQUIRE) !=
 		     BT_SOLO_DONE))
@@ -78,15 +87,31 @@ static inline void bt_mutex_lock(bt_mutex_t *m)
 		/* no fence: a thread ending solo sends one (membarrier) */
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		if (likely(__atomic_load_n(&bt_solo_state, __ATOMIC_RELAXED) ==
-			   BT_SOLO_YES)) {
-			__atomic_store_n(&m->v, 1, __ATOMIC_RELAXED);
-			__atomic_signal_fence(__ATOMIC_SEQ_CST);
-			return;
-		}
+			   BT_SOLO_YES))
+			return 1;
 		__atomic_store_n(&bt_solo_held, bt_solo_held - 1,
 				 __ATOMIC_RELEASE);
 		if (!bt_solo_held)
 			bt_solo_owner = 0;      /* solo is over: atomic now */
+	}
+	return 0;
+}
+
+/* The end of what a bt_solo_enter that returned 1 took (its plain
+ * stores made before this). */
+static inline void bt_solo_leave(void)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&bt_solo_held, bt_solo_held - 1, __ATOMIC_RELEASE);
+}
+
+static inline void bt_mutex_lock(bt_mutex_t *m)
+{
+	int c = 0;
+	if (likely(bt_solo_enter())) {
+		__atomic_store_n(&m->v, 1, __ATOMIC_RELAXED);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		return;
 	}
 	if (__builtin_expect(__atomic_compare_exchange_n(&m->v, &c, 1, 0,
 			     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED), 1))

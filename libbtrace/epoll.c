@@ -853,6 +853,45 @@ static int ep_strip_wake(struct bt_epset *es, struct epoll_event *ev, int n,
 	return k;
 }
 
+/*
+ * Take ES's taking flag for a batch, or say another thread has it: an
+ * atomic exchange, unless this thread is the process's solo owner
+ * (core.h), which stores it plainly with the hold counted (*SOLO set;
+ * bt_solo_leave once it is cleared).  PLAIN_OK: the hold ends before
+ * anything that may block (a peek: a zero timeout); else the exchange,
+ * after the solo prologue, so that a thread's first touch of the flag
+ * ends another's solo mode (whose plain store it would otherwise race).
+ */
+static inline int epq_take(struct bt_epset *es, int plain_ok, int *solo)
+{
+	*solo = 0;
+	if (plain_ok) {
+		if (likely(bt_solo_enter())) {
+			if (unlikely(es->taking)) {
+				bt_solo_leave();
+				return 0;
+			}
+			__atomic_store_n(&es->taking, 1, __ATOMIC_RELAXED);
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			*solo = 1;
+			return 1;
+		}
+	} else if (unlikely(!bt_solo_owner) &&
+		   unlikely(__atomic_load_n(&bt_solo_state,
+					    __ATOMIC_ACQUIRE) != BT_SOLO_DONE)) {
+		bt_solo_first();
+	}
+	return !__atomic_exchange_n(&es->taking, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Clear ES's taking flag that epq_take took (SOLO as it said). */
+static inline void epq_untake(struct bt_epset *es, int solo)
+{
+	__atomic_store_n(&es->taking, 0, __ATOMIC_RELEASE);
+	if (solo)
+		bt_solo_leave();
+}
+
 /* Queue EV[FIRST..N) of a batch begun at purge count SEQ0 (ES's taker). */
 static void epq_push(struct bt_epset *es, int epfd, struct epoll_event *ev,
 		     int first, int n, uint64_t seq0)
@@ -883,7 +922,7 @@ static void epq_push(struct bt_epset *es, int epfd, struct epoll_event *ev,
  * all but the first queued. */
 static __attribute__((noinline)) int
 ep_fetch_rest(struct bt_epset *es, int epfd, struct epoll_event *ev, int r,
-	      uint64_t seq0, int *woke)
+	      uint64_t seq0, int *woke, int solo)
 {
 	int e = errno, n, first;
 
@@ -892,7 +931,7 @@ ep_fetch_rest(struct bt_epset *es, int epfd, struct epoll_event *ev, int r,
 	first = *woke || n == 0 ? 0 : 1;
 	if (n > first)
 		epq_push(es, epfd, ev, first, n, seq0);
-	__atomic_store_n(&es->taking, 0, __ATOMIC_RELEASE);
+	epq_untake(es, solo);
 	errno = e;
 	return r < 0 ? r : first;
 }
@@ -940,12 +979,12 @@ ep_fetch(int kind, struct bt_epset *es, int epfd, struct epoll_event *ev,
 	 int max, int tmo, const struct timespec *ts, const sigset_t *sig,
 	 int *woke)
 {
-	int want = max < BT_EPQ_CAP ? max : BT_EPQ_CAP, r;
+	int want = max < BT_EPQ_CAP ? max : BT_EPQ_CAP, r, solo;
 	uint64_t seq0 = 0;
 
 	*woke = 0;
 	if (want > 1 && bt_conf.epq && ep_one_thread(es) &&
-	    !__atomic_exchange_n(&es->taking, 1, __ATOMIC_SEQ_CST)) {
+	    epq_take(es, 0, &solo)) {
 		int room = BT_EPQ_CAP -
 			   (int)__atomic_load_n(&es->qlen, __ATOMIC_ACQUIRE);
 		if (want > room + 1)
@@ -966,10 +1005,10 @@ ep_fetch(int kind, struct bt_epset *es, int epfd, struct epoll_event *ev,
 	}
 	if (likely(r == 1 && ev[0].data.u64 != es->cookie)) {
 		/* one event, for the caller: nothing to queue */
-		__atomic_store_n(&es->taking, 0, __ATOMIC_RELEASE);
+		epq_untake(es, 0);
 		return 1;
 	}
-	return ep_fetch_rest(es, epfd, ev, r, seq0, woke);
+	return ep_fetch_rest(es, epfd, ev, r, seq0, woke, 0);
 }
 
 /* Drop our bt_epoll_wake-up events from a batch (isolation off). */
@@ -1031,7 +1070,7 @@ static inline int peek_still_noreq(void)
 static __attribute__((noinline)) int
 epoll_peek_rest(int kind, struct bt_epset *es, int epfd,
 		struct epoll_event *ev, int max, const sigset_t *sig, int r,
-		int want, uint64_t seq0)
+		int want, uint64_t seq0, int solo)
 {
 	int woke = 0;
 
@@ -1043,7 +1082,7 @@ epoll_peek_rest(int kind, struct bt_epset *es, int epfd,
 			r = 0;
 		}
 	} else {
-		r = ep_fetch_rest(es, epfd, ev, r, seq0, &woke);
+		r = ep_fetch_rest(es, epfd, ev, r, seq0, &woke, solo);
 	}
 	if (woke)
 		return epoll_peek_woke(kind, es, epfd, ev, max, sig);
@@ -1096,13 +1135,12 @@ epoll_peek(int kind, struct bt_epset *es, int epfd,
 {
 	uint64_t seq0 = 0;
 	uintptr_t w;
-	int r, fd, want = 1;
+	int r, fd, want = 1, solo = 0;
 
 	bt_self.depth = 1;        /* bt_enter's count: it was 0 */
 	bt_self.epoch++;
 	/* ep_fetch: a batch when this thread may take one */
-	if (max > 1 && bt_conf.epq &&
-	    !__atomic_exchange_n(&es->taking, 1, __ATOMIC_SEQ_CST)) {
+	if (max > 1 && bt_conf.epq && epq_take(es, 1, &solo)) {
 		int room = BT_EPQ_CAP -
 			   (int)__atomic_load_n(&es->qlen, __ATOMIC_ACQUIRE);
 		want = max < BT_EPQ_CAP ? max : BT_EPQ_CAP;
@@ -1115,10 +1153,10 @@ epoll_peek(int kind, struct bt_epset *es, int epfd,
 	bt_wait_end();
 	if (unlikely(r != 1 || events[0].data.u64 == es->cookie))
 		return epoll_peek_rest(kind, es, epfd, events, max, sig, r,
-				       want, seq0);
+				       want, seq0, solo);
 	/* one event, for the caller: nothing to queue */
 	if (want > 1)
-		__atomic_store_n(&es->taking, 0, __ATOMIC_RELEASE);
+		epq_untake(es, solo);
 	fd = epmap_lookup(es, events[0].data.u64);
 	es->last_synth = 0;
 	/* ready_noreq of a descriptor seen and no channel: no READY (its

@@ -19,6 +19,8 @@
  * the events handled, in order, equal the untraced run's.
  * FORK: a child of a process that took an edge-triggered batch must not
  * see the parent's events (the kernel gave them to the parent).
+ * PEEK: a thread alone peeks (timeout 0) at edge-triggered pipes while a
+ * second thread comes and waits on the same set: every byte read.
  *
  * tp-isolated: ^~ BATCH LT: ([0-9]+) calls for \1 events
  */
@@ -541,6 +543,124 @@ static void forked(void)
 	close(ep);
 }
 
+/* ---- a peek's batch while a second thread comes ------------------------ */
+
+/*
+ * A thread that alone uses the shim takes a peek's batch (timeout 0) with
+ * plain stores (solo mode, docs/libbtrace.md "Safety"); a second thread's
+ * first call must end that before it takes a batch of its own, or both
+ * fill the queue at once.  Each round, in a fresh child (solo mode starts
+ * again after fork): NPK pipes, edge-triggered, written in waves by the
+ * first thread, which peeks with maxevents 64 (more pipes than the
+ * queue holds: two takers would overfill it) and drains what it is
+ * given; a second thread, started at a point that moves from round to
+ * round, waits with a timeout on the same set and drains too.  Every
+ * byte must be read within the time (an edge lost hangs the round) and
+ * none twice.
+ */
+#define NPK 96
+#define PK_WAVES 60
+#define PK_ROUNDS 40
+static int pk_ep, pk_p[NPK][2], pk_stop;
+static long pk_read;
+static pthread_mutex_t pk_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void pk_drain(int fd)
+{
+	char b[256];
+	ssize_t n;
+
+	while ((n = read(fd, b, sizeof b)) > 0) {
+		pthread_mutex_lock(&pk_mu);
+		pk_read += n;
+		pthread_mutex_unlock(&pk_mu);
+	}
+}
+
+static void *pk_second(void *arg)
+{
+	struct epoll_event ev[64];
+
+	(void)arg;
+	while (!__atomic_load_n(&pk_stop, __ATOMIC_ACQUIRE)) {
+		int n = epoll_wait(pk_ep, ev, 64, 20);
+		for (int i = 0; i < n; i++)
+			pk_drain(pk_p[ev[i].data.u32][0]);
+	}
+	return NULL;
+}
+
+static int pk_round(unsigned start_at)
+{
+	struct epoll_event ev[64];
+	struct timespec t0, t;
+	pthread_t th;
+	int started = 0;
+	long want = 0, got;
+
+	pk_ep = epoll_create1(EPOLL_CLOEXEC);
+	for (uint32_t i = 0; i < NPK; i++) {
+		if (pipe2(pk_p[i], O_NONBLOCK | O_CLOEXEC) < 0)
+			return 10;
+		struct epoll_event e = { .events = EPOLLIN | EPOLLET,
+					 .data.u32 = i };
+		if (epoll_ctl(pk_ep, EPOLL_CTL_ADD, pk_p[i][0], &e) < 0)
+			return 11;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (unsigned w = 0; w < PK_WAVES; w++) {
+		for (int i = 0; i < NPK; i++)
+			if (tp_write_all(pk_p[i][1], "0123456789", 1 + (w + i) % 10) == 0)
+				want += 1 + (w + i) % 10;
+		for (int k = 0; k < 4; k++) {
+			if (!started && w * 4 + k == start_at) {
+				if (pthread_create(&th, NULL, pk_second, NULL))
+					return 12;
+				started = 1;
+			}
+			int n = epoll_wait(pk_ep, ev, 64, 0);
+			for (int i = 0; i < n; i++)
+				pk_drain(pk_p[ev[i].data.u32][0]);
+		}
+	}
+	for (;;) {
+		pthread_mutex_lock(&pk_mu);
+		got = pk_read;
+		pthread_mutex_unlock(&pk_mu);
+		if (got >= want)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 10)
+			break;
+		int n = epoll_wait(pk_ep, ev, 64, 0);
+		for (int i = 0; i < n; i++)
+			pk_drain(pk_p[ev[i].data.u32][0]);
+	}
+	__atomic_store_n(&pk_stop, 1, __ATOMIC_RELEASE);
+	if (started)
+		pthread_join(th, NULL);
+	return got == want ? 0 : 13;
+}
+
+static void peeked(void)
+{
+	int bad = 0, first = 0;
+
+	for (unsigned r = 0; r < PK_ROUNDS; r++) {
+		pid_t c = fork();
+		int st = 0;
+		if (c == 0)
+			_exit(pk_round(r * 37 % (PK_WAVES * 4)));
+		if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) ||
+		    WEXITSTATUS(st) != 0) {
+			if (!bad++)
+				first = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		}
+	}
+	tp_check(bad == 0, "PEEK: %d rounds, every byte read (%d failed, "
+		 "the first with status %d)", PK_ROUNDS, bad, first);
+}
+
 int main(void)
 {
 	tp_init("epq", 60);
@@ -553,5 +673,6 @@ int main(void)
 	threads();
 	exclusive();
 	forked();
+	peeked();
 	return tp_done();
 }
