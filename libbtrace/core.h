@@ -65,6 +65,17 @@ static inline void bt_mutex_init(bt_mutex_t *m)
 {
 	__atomic_store_n(&m->v, 0, __ATOMIC_RELEASE);
 }
+/* A thread's first touch of a word other threads may contend for: a
+ * thread that is not the solo owner ends solo mode (or becomes the owner
+ * when none is yet). */
+static inline void bt_solo_touch(void)
+{
+	if (unlikely(!bt_solo_owner) &&
+	    unlikely(__atomic_load_n(&bt_solo_state, __ATOMIC_ACQUIRE) !=
+		     BT_SOLO_DONE))
+		bt_solo_first();        /* may make this thread the owner */
+}
+
 /*
  * Before the calling thread takes anything other threads may contend for
  * (a lock, the readiness queue's taking flag, epoll.c): 1 when it is the
@@ -72,15 +83,13 @@ static inline void bt_mutex_init(bt_mutex_t *m)
  * until bt_solo_leave (hold it only briefly and never across a call that
  * may block: another thread's first lock waits for the count to be 0);
  * 0 when it must use atomic instructions.  A thread that is not the
- * owner ends solo mode here (bt_solo_first), so a thread's first touch
- * of any such word must come through this.
+ * owner ends solo mode here (bt_solo_touch: bt_solo_first), so a
+ * thread's first touch of any such word must come through this, or
+ * through bt_solo_touch before an atomic instruction on it.
  */
 static inline int bt_solo_enter(void)
 {
-	if (unlikely(!bt_solo_owner) &&
-	    unlikely(__atomic_load_n(&bt_solo_state, __ATOMIC_ACQUIRE) !=
-		     BT_SOLO_DONE))
-		bt_solo_first();        /* may make this thread the owner */
+	bt_solo_touch();
 	if (likely(bt_solo_owner)) {
 		__atomic_store_n(&bt_solo_held, bt_solo_held + 1,
 				 __ATOMIC_RELAXED);

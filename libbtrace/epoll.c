@@ -876,10 +876,8 @@ static inline int epq_take(struct bt_epset *es, int plain_ok, int *solo)
 			*solo = 1;
 			return 1;
 		}
-	} else if (unlikely(!bt_solo_owner) &&
-		   unlikely(__atomic_load_n(&bt_solo_state,
-					    __ATOMIC_ACQUIRE) != BT_SOLO_DONE)) {
-		bt_solo_first();
+	} else {
+		bt_solo_touch();
 	}
 	return !__atomic_exchange_n(&es->taking, 1, __ATOMIC_SEQ_CST);
 }
