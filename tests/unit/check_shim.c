@@ -796,6 +796,76 @@ START_TEST(solo_ends_when_a_thread_comes)
 }
 END_TEST
 
+/*
+ * The readiness queue's taking flag in solo mode (epoll.c, epq_take): the
+ * owner's peeks (a zero timeout) take batches with plain stores and leave
+ * nothing counted (without epq_untake's bt_solo_leave: status 24); a
+ * second thread's first call, a blocking wait, ends solo mode, and the
+ * owner's peeks go on atomically.  (On this path the second thread takes
+ * a lock before its batch, which ends solo mode already; the exchange's
+ * own bt_solo_touch is for a path where none does, and this test does
+ * not isolate it.)  In a child of a fork: solo mode starts again there.
+ */
+static int solo_ep;
+
+static void *solo_waiter(void *arg)
+{
+	struct epoll_event out[8];
+
+	(void)arg;
+	return (void *)(intptr_t)bt_epoll_wait(solo_ep, out, 8, 1);
+}
+
+static int solo_peek_round(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 5 }, out[8];
+	int efd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
+	pthread_t t;
+	void *res;
+
+	if (bt_solo_state != BT_SOLO_UNSET || efd < 0)
+		return 20;
+	solo_ep = epoll_create1(EPOLL_CLOEXEC);
+	bt_epoll_created(solo_ep);
+	if (bt_epoll_ctl(solo_ep, EPOLL_CTL_ADD, efd, &ev) != 0)
+		return 21;
+	if (bt_solo_state != BT_SOLO_YES || !bt_solo_owner)
+		return 22;
+	for (int i = 0; i < 3; i++)
+		if (bt_epoll_wait(solo_ep, out, 8, 0) != 1 ||
+		    out[0].data.u64 != 5)
+			return 23;
+	if (bt_solo_held != 0 || bt_solo_state != BT_SOLO_YES)
+		return 24;
+	if (pthread_create(&t, NULL, solo_waiter, NULL) ||
+	    pthread_join(t, &res))
+		return 25;
+	if ((intptr_t)res != 1)
+		return 26;
+	if (bt_solo_state != BT_SOLO_DONE)
+		return 27;
+	/* the owner's next peek takes the flag atomically, and still works */
+	if (bt_epoll_wait(solo_ep, out, 8, 0) != 1 || bt_solo_held != 0)
+		return 28;
+	return 0;
+}
+
+START_TEST(solo_ends_at_a_threads_first_batch)
+{
+	pid_t c = fork();
+	int st;
+
+	ck_assert_int_ge(c, 0);
+	if (c == 0) {
+		alarm(20);
+		_exit(solo_peek_round());
+	}
+	ck_assert_int_eq(waitpid(c, &st, 0), c);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d",
+		      WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+END_TEST
+
 START_TEST(nested_write_keeps_offsets)
 {
 	int sv[2];
@@ -1710,6 +1780,7 @@ static Suite *shim_suite(void)
 	tcase_add_test(t, sendfile_records_as_write);
 	tcase_add_test(t, light_mutex_contended);
 	tcase_add_test(t, solo_ends_when_a_thread_comes);
+	tcase_add_test(t, solo_ends_at_a_threads_first_batch);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("readiness");
