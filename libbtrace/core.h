@@ -107,11 +107,16 @@ static inline int bt_solo_enter(void)
 }
 
 /* The end of what a bt_solo_enter that returned 1 took (its plain
- * stores made before this). */
+ * stores made before this).  Nothing counted any more (a signal handler
+ * forked meanwhile, and this is the child, whose count starts again at
+ * 0): nothing to end, as bt_mutex_unlock. */
 static inline void bt_solo_leave(void)
 {
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	__atomic_store_n(&bt_solo_held, bt_solo_held - 1, __ATOMIC_RELEASE);
+	if (likely(bt_solo_owner) && likely(bt_solo_held)) {
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		__atomic_store_n(&bt_solo_held, bt_solo_held - 1,
+				 __ATOMIC_RELEASE);
+	}
 }
 
 static inline void bt_mutex_lock(bt_mutex_t *m)
