@@ -221,8 +221,8 @@ for c in ${TB_ISO_CONCS:-1 16 64}; do
 				"paths right, not >= $min%; uncertain:" \
 				"$(tb_grpc_why "$dir")"
 	fi
-	# the same methods named by a pattern: the same answer on the same
-	# logs, to the request
+	# the same methods named by a pattern: the same share right on the
+	# same logs
 	TB_RECON_OPTS=(--grpc-unary '/tb.Svc/*')
 	tb_recon "$dir" "$label, --grpc-unary" "$mode"
 	pct2=$(tb_grpc_right "$label, --grpc-unary")
