@@ -22,7 +22,7 @@
  */
 
 /* Could SP, the open server span of REQ, be parked in this process? */
-static int parkable(const struct ap *a, const struct rc_span *sp,
+static inline int parkable(const struct ap *a, const struct rc_span *sp,
 		    uint64_t req)
 {
 	return sp && sp->req == req && sp->host == a->im->host &&
@@ -148,11 +148,14 @@ void rc_park_waiting(struct ap *a)
 		const struct rc_run *or = (const struct rc_run *)
 			((const char *)o - offsetof(struct rc_run, thr));
 		uint64_t req = o->d.req;
-		if (o == a->th || !o->frag.open || !req ||
-		    or->state == RC_SS_DONE || !head_takes_input(o, &or->ev))
+		if (o == a->th || !o->frag.open || !req)
 			continue;
-		struct rc_span *sp = rc_span_srv(a->c, o->d.span);
-		if (!parkable(a, sp, req) || has_continuation(p, sp))
+		/* first what is cheapest to rule out: a server span that is
+		 * not open (the thread answered its request and waits) */
+		struct rc_span *sp = rc_span_srv_cached(a->c, o->d.span,
+							&o->srv_id, &o->srv_sp);
+		if (!parkable(a, sp, req) || or->state == RC_SS_DONE ||
+		    !head_takes_input(o, &or->ev) || has_continuation(p, sp))
 			continue;
 		const struct rc_fdent *fe = or->ev.fd >= 0 ?
 			rc_chan_fd_get(p, or->ev.fd, or->head_t) : NULL;

@@ -220,6 +220,8 @@ struct rc_thr {
 	struct rc_frag  frag;
 	struct rc_lookup *lookups;
 	struct rc_span  *frag_span;  /* server span that lasts one fragment */
+	uint64_t srv_id;         /* rc_span_srv_cached's entry: d.span's */
+	struct rc_span  *srv_sp; /* server span as last looked up (park.c) */
 	int64_t  floor;          /* causal time floor (same-domain clamps) */
 	uint8_t  inherited;      /* its designation is its creator's and no
 				    input has come since (rule 3) */

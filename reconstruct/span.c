@@ -142,14 +142,28 @@ struct rc_span *rc_span_new(struct rc_ctx *c, uint8_t kind, uint8_t proto,
 	sp->process_id = im->run ? im->run->process_id : 0;
 	sp->channel_id = channel_id;
 	sp->exe = im->exe;
-	if (kind == RC_SK_SERVER)
-		rc_map_put(&m->srv, sp->id, (uint64_t)(uintptr_t)sp);
+	if (kind == RC_SK_SERVER &&
+	    rc_map_put(&m->srv, sp->id, (uint64_t)(uintptr_t)sp) == 0)
+		sp->srv_listed = 1;
 	return sp;
 }
 
 struct rc_span *rc_span_srv(struct rc_ctx *c, uint64_t span)
 {
 	return span ? rc_map_getp(&c->spans->srv, span) : NULL;
+}
+
+uint64_t rc_span_last_id(const struct rc_ctx *c)
+{
+	return c->spans->next_span;
+}
+
+struct rc_span *rc_span_srv_fill(struct rc_ctx *c, uint64_t span,
+				 uint64_t *id, struct rc_span **sp)
+{
+	/* an id not given yet is not cached: its span may come */
+	*id = span <= rc_span_last_id(c) ? span : 0;
+	return *sp = rc_span_srv(c, span);
 }
 
 uint32_t rc_span_nparked(const struct rc_ctx *c)
@@ -404,6 +418,7 @@ static void span_gone(struct rc_ctx *c, struct rc_span *sp)
 	if (sp->kind == RC_SK_SERVER) {
 		rc_span_unpark(c, sp);
 		rc_map_del(&m->srv, sp->id);
+		sp->srv_listed = 0;
 	} else if (sp->call) {
 		struct rc_span *par = rc_span_srv(c, sp->parent);
 		if (par && par->ncalls)

@@ -35,6 +35,7 @@ struct rc_span {
 				    and written only at that request's MSG */
 	uint8_t  certainty;      /* enum rc_certainty */
 	uint8_t  parked;         /* server: enum rc_park */
+	uint8_t  srv_listed;     /* server: open, found by rc_span_srv */
 	uint8_t  answering;      /* server: its reply has begun */
 	uint8_t  park_defer;     /* server: parked once its channel stops
 				    waiting to be writable (park.c) */
@@ -133,6 +134,30 @@ struct rc_span *rc_span_witness(struct rc_span *head, uint64_t w);
  * request REQ parked in process (HOST, PID).
  */
 struct rc_span *rc_span_srv(struct rc_ctx *c, uint64_t span);
+/* rc_span_srv through a one-entry cache (*ID, *SP) its caller keeps (a
+ * thread's: park.c looks at every thread of a process per request
+ * message sent).  Ids are never given twice and a span's memory is kept
+ * until the run ends, so a cached span whose id is still SPAN and which
+ * is still listed is the one the map holds; a cached NULL stays right
+ * (a span once gone never comes back). */
+/* The last span id given (ids are never given twice). */
+uint64_t rc_span_last_id(const struct rc_ctx *c);
+struct rc_span *rc_span_srv_fill(struct rc_ctx *c, uint64_t span,
+				 uint64_t *id, struct rc_span **sp);
+static inline struct rc_span *rc_span_srv_cached(struct rc_ctx *c,
+		uint64_t span, uint64_t *id, struct rc_span **sp)
+{
+	if (span && *id == span) {
+		struct rc_span *s = *sp;
+		if (!s || (s->id == span && s->srv_listed))
+			return s;
+		if (s->id == span) {     /* gone since: never again */
+			*sp = NULL;
+			return NULL;
+		}
+	}
+	return rc_span_srv_fill(c, span, id, sp);
+}
 void rc_span_park(struct rc_ctx *c, struct rc_span *sp, uint8_t why);
 void rc_span_unpark(struct rc_ctx *c, struct rc_span *sp);
 void rc_span_unpark_req(struct rc_ctx *c, uint32_t host, uint32_t pid,

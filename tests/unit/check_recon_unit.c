@@ -12,6 +12,8 @@
 
 #include "check_recon.h"
 #include "map.h"
+#include "rc.h"
+#include "span.h"
 
 #include <string.h>
 
@@ -410,6 +412,69 @@ START_TEST(spool_same_as_queue)
 }
 END_TEST
 
+/*
+ * park.c's per-thread cache of a server span (rc_span_srv_cached) gives
+ * what the map gives, whatever happened since it was filled: random
+ * spans opened (server and client kinds) and discarded (their memory
+ * reused by later spans with new ids), looked up by ids that are open,
+ * gone, of a client span, none or not given yet, through 16 caches.
+ */
+START_TEST(srv_cache_matches_map)
+{
+	struct rc_ctx c;
+	struct rc_image im;
+	struct rc_span *open[64] = { 0 };
+	uint64_t cid[16] = { 0 };
+	struct rc_span *csp[16] = { 0 };
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	unsigned hits = 0, nulls = 0;
+
+	memset(&c, 0, sizeof c);
+	memset(&im, 0, sizeof im);
+	ck_assert_int_eq(rc_span_init(&c), 0);
+	for (unsigned i = 0; i < 200000; i++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		unsigned r = (unsigned)(seed >> 33);
+		unsigned k = r % 64;
+		if (r % 3 == 0) {
+			if (open[k]) {
+				struct rc_span *head = NULL;
+				uint64_t gone = open[k]->id;
+				rc_span_discard(&c, &head, open[k]);
+				open[k] = NULL;
+				/* the caches that held it must not give it */
+				for (unsigned j = 0; j < 16; j++)
+					ck_assert_ptr_eq(rc_span_srv_cached(&c,
+						gone, &cid[j], &csp[j]), NULL);
+			} else {
+				open[k] = rc_span_new(&c, (r >> 8) % 4 ?
+						      RC_SK_SERVER : RC_SK_CLIENT,
+						      0, 1 + k, 0, &im, 1, i, 0);
+				ck_assert_ptr_nonnull(open[k]);
+			}
+			continue;
+		}
+		/* an id: recent, any, none or one not given yet */
+		uint64_t next = rc_span_last_id(&c);
+		uint64_t id = r % 7 == 0 ? 0 : r % 11 == 0 ? next + 1 + r % 3 :
+			      r % 2 && open[(r >> 6) % 64] ?
+			      open[(r >> 6) % 64]->id :
+			      next > 0 ? next - (r >> 6) % (next < 200 ? next : 200) : 0;
+		unsigned q = (r >> 12) % 16;
+		struct rc_span *want = rc_span_srv(&c, id);
+		struct rc_span *got = rc_span_srv_cached(&c, id, &cid[q], &csp[q]);
+		ck_assert_ptr_eq(got, want);
+		if (want)
+			hits++;
+		else
+			nulls++;
+	}
+	ck_assert_uint_gt(hits, 1000);
+	ck_assert_uint_gt(nulls, 1000);
+	rc_span_free(&c);
+}
+END_TEST
+
 Suite *recon_unit_suite(void)
 {
 	Suite *s = suite_create("recon_unit");
@@ -417,6 +482,7 @@ Suite *recon_unit_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, map_matches_model);
 	tcase_add_test(tc, map_counts);
+	tcase_add_test(tc, srv_cache_matches_map);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("random");
 	tcase_set_timeout(tc, 60);
