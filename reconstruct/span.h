@@ -134,14 +134,14 @@ struct rc_span *rc_span_witness(struct rc_span *head, uint64_t w);
  * request REQ parked in process (HOST, PID).
  */
 struct rc_span *rc_span_srv(struct rc_ctx *c, uint64_t span);
+/* The last span id given (ids are never given twice). */
+uint64_t rc_span_last_id(const struct rc_ctx *c);
 /* rc_span_srv through a one-entry cache (*ID, *SP) its caller keeps (a
  * thread's: park.c looks at every thread of a process per request
  * message sent).  Ids are never given twice and a span's memory is kept
  * until the run ends, so a cached span whose id is still SPAN and which
  * is still listed is the one the map holds; a cached NULL stays right
  * (a span once gone never comes back). */
-/* The last span id given (ids are never given twice). */
-uint64_t rc_span_last_id(const struct rc_ctx *c);
 struct rc_span *rc_span_srv_fill(struct rc_ctx *c, uint64_t span,
 				 uint64_t *id, struct rc_span **sp);
 static inline struct rc_span *rc_span_srv_cached(struct rc_ctx *c,
