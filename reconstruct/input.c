@@ -14,6 +14,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "input.h"
+#include "merge.h"
 
 /* ---- indexing ---------------------------------------------------------- */
 
@@ -124,6 +126,7 @@ static int build_streams(struct rc_ctx *c, struct bt_segset *set)
 			s->image = c->nimages - 1;
 			s->slot = b->slot;
 			s->blk_first = i;
+			s->rank = c->nstreams - 1;
 			c->images[s->image].nstreams++;
 		}
 		c->streams[c->nstreams - 1].nblk++;
@@ -173,19 +176,20 @@ static int collect(struct rc_ctx *c, struct bt_sr_list *l)
 	return 0;
 }
 
-int rc_input_open(struct rc_ctx *c)
+/* Index every segment the inputs stand for into SET (zeroed).  0,
+ * -ENOMEM, or the rc_fail code of collect(). */
+static int index_all(struct rc_ctx *c, struct bt_segset *set)
 {
 	struct bt_sr_list l = { 0 };
-	struct bt_segset set = { 0 };
 	int r;
 
-	set.warn = seg_warn;
-	set.warn_ctx = c;
-	set.release_every = RC_MAP_RELEASE;
+	set->warn = seg_warn;
+	set->warn_ctx = c;
+	set->release_every = RC_MAP_RELEASE;
 	r = collect(c, &l);
 	for (uint32_t i = 0; i < l.n && r == 0; i++) {
 		const char *why = NULL;
-		int e = bt_segset_add(&set, l.v[i], &why);
+		int e = bt_segset_add(set, l.v[i], &why);
 		if (e == -ENOMEM)
 			r = e;
 		else if (e < 0)
@@ -194,6 +198,14 @@ int rc_input_open(struct rc_ctx *c)
 				why ? why : strerror(-e));
 	}
 	bt_sr_list_free(&l);
+	return r;
+}
+
+int rc_input_open(struct rc_ctx *c)
+{
+	struct bt_segset set = { 0 };
+	int r = index_all(c, &set);
+
 	/* the files and hosts are the context's from here on */
 	c->files = set.files;
 	c->nfiles = set.nfiles;
@@ -214,6 +226,395 @@ int rc_input_open(struct rc_ctx *c)
 	release_logs(c);       /* the indexing's last pages */
 	if (r < 0)       /* the spill files report their own errors */
 		return rc_fail(c, r, "out of memory while indexing the logs");
+	return r;
+}
+
+/* ---- more of the same logs ----------------------------------------------- */
+
+/* An image's key in rc_input_more's map: hashed, so a hit is checked
+ * against the image itself. */
+static uint64_t image_key(uint32_t host, uint64_t ring_id, uint32_t pid)
+{
+	uint64_t v[2] = { ring_id, (uint64_t)host << 32 | pid };
+	return rc_hash64(0x6d6f7265u, v, sizeof v);
+}
+
+/* Does block A of a fresh index (its file renumbered to FILE) say what
+ * block B of the table says? */
+static int same_block(const struct bt_sr_block *a, uint32_t file,
+		      const struct bt_sr_block *b)
+{
+	return file == b->file && a->foff == b->foff && a->soff == b->soff &&
+	       a->len == b->len && a->skip == b->skip && a->gap == b->gap &&
+	       a->cut == b->cut && a->flags == b->flags && a->gen == b->gen;
+}
+
+/* What rc_input_more learnt of the fresh index before it changes the
+ * context: for each fresh host, file and stream, its number in the
+ * context (old or appended). */
+struct more {
+	struct bt_segset set;
+	uint32_t *host_of, *file_of, *stream_of;
+	uint32_t *fresh_first;        /* per context stream: its first fresh
+					 block */
+	uint8_t  *old;                /* per fresh block: one the context has */
+	uint32_t nhosts, nfiles, nimages, nstreams;
+	struct rc_map images, streams, paths;
+	const char *why;
+	char whybuf[512];
+};
+
+static void more_free(struct more *m)
+{
+	bt_segset_free(&m->set);
+	free(m->host_of);
+	free(m->file_of);
+	free(m->stream_of);
+	free(m->fresh_first);
+	free(m->old);
+	rc_map_free(&m->images);
+	rc_map_free(&m->streams);
+	rc_map_free(&m->paths);
+}
+
+/* A reason to rebuild: M->why. */
+static int more_rebuild(struct more *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int more_rebuild(struct more *m, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(m->whybuf, sizeof m->whybuf, fmt, ap);
+	va_end(ap);
+	m->why = m->whybuf;
+	return RC_MORE_REBUILD;
+}
+
+/* Number the fresh hosts and files as the context does; a file of the
+ * context that the fresh index lacks, or that shrank, is a rebuild. */
+static int more_files(struct rc_ctx *c, struct more *m)
+{
+	struct bt_segset *set = &m->set;
+
+	m->host_of = malloc(((size_t)set->nhosts + 1) * sizeof *m->host_of);
+	m->file_of = malloc(((size_t)set->nfiles + 1) * sizeof *m->file_of);
+	if (!m->host_of || !m->file_of)
+		return -ENOMEM;
+	m->nhosts = c->nhosts;
+	for (uint32_t h = 0; h < set->nhosts; h++) {
+		uint32_t k = 0;
+		while (k < c->nhosts &&
+		       (c->hosts[k].boot_id != set->hosts[h].boot_id ||
+			strcmp(c->hosts[k].name, set->hosts[h].name) != 0))
+			k++;
+		m->host_of[h] = k < c->nhosts ? k : m->nhosts++;
+	}
+	for (uint32_t f = 0; f < c->nfiles; f++) {
+		const char *p = c->files[f].path;
+		if (rc_map_put(&m->paths, rc_hash64(1, p, strlen(p)), f) < 0)
+			return -ENOMEM;
+	}
+	m->nfiles = c->nfiles;
+	uint32_t known = 0;
+	for (uint32_t f = 0; f < set->nfiles; f++) {
+		const struct bt_sr_file *nf = &set->files[f];
+		uint64_t old;
+		if (rc_map_get(&m->paths, rc_hash64(1, nf->path, strlen(nf->path)),
+			       &old) &&
+		    strcmp(c->files[old].path, nf->path) == 0) {
+			if (m->host_of[nf->host] != c->files[old].host)
+				return more_rebuild(m, "%s: its header names another host than before",
+						    nf->path);
+			if (nf->size < c->files[old].size)
+				return more_rebuild(m, "%s is shorter than it was (%llu bytes, %llu before)",
+						    nf->path,
+						    (unsigned long long)nf->size,
+						    (unsigned long long)c->files[old].size);
+			m->file_of[f] = (uint32_t)old;
+			known++;
+		} else {
+			m->file_of[f] = m->nfiles++;
+		}
+	}
+	if (known < c->nfiles) {
+		for (uint32_t f = 0; f < c->nfiles; f++) {
+			uint32_t g = 0;
+			while (g < set->nfiles &&
+			       strcmp(set->files[g].path, c->files[f].path) != 0)
+				g++;
+			if (g == set->nfiles)
+				return more_rebuild(m, "%s is no longer among the logs",
+						    c->files[f].path);
+		}
+	}
+	return 0;
+}
+
+/*
+ * Match the fresh streams with the context's: a known stream's fresh
+ * blocks must begin with exactly the blocks it has (more may follow);
+ * streams and images not known get the next numbers.
+ */
+static int more_streams(struct rc_ctx *c, struct more *m)
+{
+	struct bt_segset *set = &m->set;
+
+	m->stream_of = malloc(((size_t)set->nstreams + 1) * sizeof *m->stream_of);
+	m->fresh_first = malloc(((size_t)c->nstreams + set->nstreams + 1) *
+				sizeof *m->fresh_first);
+	m->old = calloc((size_t)set->nblocks + 1, 1);
+	if (!m->stream_of || !m->fresh_first || !m->old)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < c->nimages; i++) {
+		const struct rc_image *im = &c->images[i];
+		if (rc_map_put(&m->images, image_key(im->host, im->ring_id,
+						     im->pid), i) < 0)
+			return -ENOMEM;
+		if ((i & 32767) == 32767)
+			rc_input_tables_release(c);
+	}
+	for (uint32_t i = 0; i < c->nstreams; i++) {
+		if (rc_map_put(&m->streams, rc_key2(c->streams[i].image,
+						    c->streams[i].slot), i) < 0)
+			return -ENOMEM;
+		m->fresh_first[i] = UINT32_MAX;
+		if ((i & 32767) == 32767)
+			rc_input_tables_release(c);
+	}
+	m->nimages = c->nimages;
+	m->nstreams = c->nstreams;
+	uint32_t last_image = UINT32_MAX;
+	for (uint32_t b0 = 0, b1; b0 < set->nblocks; b0 = b1) {
+		const struct bt_sr_block *fb = &set->blocks[b0];
+		uint32_t host = m->host_of[fb->host], image;
+		uint64_t v;
+
+		for (b1 = b0 + 1; b1 < set->nblocks &&
+		     set->blocks[b1].stream == fb->stream; b1++)
+			;
+		if (b0 > 0 && bt_sr_same_image(&set->blocks[b0 - 1], fb)) {
+			image = last_image;
+		} else if (rc_map_get(&m->images, image_key(host, fb->ring_id,
+							    fb->pid), &v)) {
+			const struct rc_image *im = &c->images[v];
+			if (im->host != host || im->ring_id != fb->ring_id ||
+			    im->pid != fb->pid)
+				return more_rebuild(m, "two images share a key of the index");
+			image = (uint32_t)v;
+		} else {
+			image = m->nimages++;
+		}
+		last_image = image;
+		uint32_t si;
+		if (image < c->nimages &&
+		    rc_map_get(&m->streams, rc_key2(image, fb->slot), &v)) {
+			const struct rc_stream *s = &c->streams[v];
+			si = (uint32_t)v;
+			/* its blocks in order, with only repeats (copies of
+			 * bytes it has: a spool of what bp-logd wrote too)
+			 * between them; those read nothing, and go after */
+			uint32_t k = 0;
+			for (uint32_t b = b0; b < b1 && k < s->nblk; b++) {
+				const struct bt_sr_block *a = &set->blocks[b];
+				if (same_block(a, m->file_of[a->file],
+					       &c->blocks[s->blk_first + k])) {
+					m->old[b] = 1;
+					k++;
+				} else if (!(a->cut & BT_SR_DUP)) {
+					return more_rebuild(m, "%s: offset %llu: a block that comes before what a stream had read, or cuts it otherwise (a spool sent after a restart?)",
+							    set->files[a->file].path,
+							    (unsigned long long)a->foff);
+				}
+			}
+			if (k < s->nblk)
+				return more_rebuild(m, "a stream of %s has fewer blocks than before",
+						    set->files[fb->file].path);
+		} else {
+			si = m->nstreams++;
+		}
+		m->stream_of[fb->stream] = si;
+		m->fresh_first[si] = b0;
+	}
+	for (uint32_t i = 0; i < c->nstreams; i++)
+		if (m->fresh_first[i] == UINT32_MAX)
+			return more_rebuild(m, "the blocks of a stream (host %s pid %u) are in no log any more",
+					    c->hosts[c->images[c->streams[i].image].host].name,
+					    c->images[c->streams[i].image].pid);
+	return 0;
+}
+
+/* Grow spill S, mapped, to LEN bytes (its content kept); 0 or the
+ * rc_fail code. */
+static int spill_grow(struct rc_ctx *c, struct rc_spill *s, size_t len)
+{
+	rc_spill_unmap(s);
+	return rc_spill_map(c, s, len);
+}
+
+/* Make the context's tables those of M (nothing can fail but memory and
+ * the temporary files: the caller treats that as fatal). */
+static int more_commit(struct rc_ctx *c, struct more *m)
+{
+	struct bt_segset *set = &m->set;
+	struct rc_spill nb = { 0 };
+	uintptr_t old_streams = (uintptr_t)c->streams;
+	uint32_t old_nstreams = c->nstreams;
+	int r;
+
+	/* the hosts and files, in the context's numbers */
+	struct bt_sr_host *nh = realloc(c->hosts, ((size_t)m->nhosts + 1) *
+					sizeof *nh);
+	if (!nh)
+		return -ENOMEM;
+	c->hosts = nh;
+	for (uint32_t h = 0; h < set->nhosts; h++)
+		if (m->host_of[h] >= c->nhosts)
+			nh[m->host_of[h]] = set->hosts[h];
+	if (c->host_gap && m->nhosts > c->nhosts) {
+		uint8_t *g = realloc(c->host_gap, m->nhosts);
+		if (!g)
+			return -ENOMEM;
+		memset(g + c->nhosts, 0, m->nhosts - c->nhosts);
+		c->host_gap = g;
+	}
+	c->nhosts = m->nhosts;
+	struct bt_sr_file *nf = calloc((size_t)m->nfiles + 1, sizeof *nf);
+	if (!nf)
+		return -ENOMEM;
+	for (uint32_t f = 0; f < set->nfiles; f++) {
+		nf[m->file_of[f]] = set->files[f];
+		nf[m->file_of[f]].host = m->host_of[set->files[f].host];
+	}
+	for (uint32_t f = 0; f < c->nfiles; f++) {
+		bt_seg_close(c->files[f].rd);
+		free(c->files[f].path);
+	}
+	free(c->files);
+	c->files = nf;
+	c->nfiles = m->nfiles;
+	free(set->files);        /* the readers and paths are the context's */
+	set->files = NULL;
+	set->nfiles = 0;
+
+	/* the blocks, each stream's together, in the context's numbers */
+	if ((r = rc_spill_open(c, &nb, "blocks")) != 0 ||
+	    (r = rc_spill_map(c, &nb, ((size_t)set->nblocks + 1) *
+			      sizeof *c->blocks)) != 0 ||
+	    (r = spill_grow(c, &c->img_spill, ((size_t)m->nimages + 1) *
+			    sizeof *c->images)) != 0 ||
+	    (r = spill_grow(c, &c->str_spill, ((size_t)m->nstreams + 1) *
+			    sizeof *c->streams)) != 0) {
+		rc_spill_close(&nb);
+		return r;
+	}
+	struct bt_sr_block *blocks = nb.p;
+	c->images = c->img_spill.p;
+	c->streams = c->str_spill.p;
+	uint32_t nblk = 0;
+	for (uint32_t si = 0; si < m->nstreams; si++) {
+		struct rc_stream *s = &c->streams[si];
+		uint32_t b0 = m->fresh_first[si], fs = set->blocks[b0].stream;
+		const struct bt_sr_block *fb = &set->blocks[b0];
+
+		if (si >= old_nstreams) {
+			uint64_t v;
+			uint32_t host = m->host_of[fb->host], image;
+			if (rc_map_get(&m->images, image_key(host, fb->ring_id,
+							     fb->pid), &v) &&
+			    c->images[v].host == host &&
+			    c->images[v].ring_id == fb->ring_id &&
+			    c->images[v].pid == fb->pid) {
+				image = (uint32_t)v;
+			} else {
+				image = c->nimages++;
+				struct rc_image *im = &c->images[image];
+				memset(im, 0, sizeof *im);
+				im->host = host;
+				im->ring_id = fb->ring_id;
+				im->pid = fb->pid;
+				if (rc_map_put(&m->images, image_key(host,
+						fb->ring_id, fb->pid), image) < 0) {
+					rc_spill_close(&nb);
+					return -ENOMEM;
+				}
+			}
+			memset(s, 0, sizeof *s);
+			s->image = image;
+			s->slot = fb->slot;
+			c->images[image].nstreams++;
+			c->nstreams++;
+		}
+		/* the blocks it had (the same, in the fresh index's
+		 * mapping), then the others in the fresh order */
+		s->blk_first = nblk;
+		s->rank = fs;
+		for (int pass = 0; pass < 2; pass++) {
+			for (uint32_t b = b0; b < set->nblocks &&
+			     set->blocks[b].stream == fs; b++) {
+				if (m->old[b] != (pass == 0))
+					continue;
+				blocks[nblk] = set->blocks[b];
+				blocks[nblk].file = m->file_of[set->blocks[b].file];
+				blocks[nblk].host = m->host_of[set->blocks[b].host];
+				blocks[nblk].stream = si;
+				nblk++;
+			}
+		}
+		s->nblk = nblk - s->blk_first;
+		if ((si & 32767) == 32767)
+			rc_input_tables_release(c);
+	}
+	rc_spill_close(&c->blk_spill);
+	c->blk_spill = nb;
+	c->blocks = blocks;
+	c->nblocks = nblk;
+
+	/* what reads the streams: the runs (on their streams) and the
+	 * merge's stubs */
+	for (uint32_t si = 0; si < old_nstreams; si++) {
+		struct rc_stream *s = &c->streams[si];
+		if (!s->run)
+			continue;
+		s->run->st = s;
+		s->run->cur.blk = c->blocks + s->blk_first;
+		s->run->cur.nblk = s->nblk;
+	}
+	rc_merge_rebase(c, old_streams);
+
+	c->st.files = c->nfiles;
+	c->st.blocks = set->nblocks;
+	c->st.payload_bytes = set->payload_bytes;
+	return 0;
+}
+
+int rc_input_more(struct rc_ctx *c, char *why, size_t len)
+{
+	struct more m;
+	int r;
+
+	memset(&m, 0, sizeof m);
+	rc_map_init(&m.images);
+	rc_map_init(&m.streams);
+	rc_map_init(&m.paths);
+	if (len)
+		why[0] = 0;
+	r = index_all(c, &m.set);
+	if (r == 0) {
+		bt_segset_sort(&m.set);
+		r = more_files(c, &m);
+	}
+	if (r == 0)
+		r = more_streams(c, &m);
+	if (r == 0)
+		r = more_commit(c, &m);
+	if (r == RC_MORE_REBUILD && len)
+		snprintf(why, len, "%s", m.why);
+	more_free(&m);
+	release_logs(c);
+	rc_input_tables_release(c);
+	if (r < 0)
+		return rc_fail(c, r, "out of memory while indexing the logs again");
 	return r;
 }
 

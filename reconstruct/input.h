@@ -15,6 +15,27 @@
  * rc_fail holds the message.  Segments stay mapped until rc_input_close.
  */
 int rc_input_open(struct rc_ctx *c);
+
+/*
+ * rc_input_more - index the inputs again, for logs that grew since
+ * rc_input_open (bp-logd writing on): the blocks appended to known
+ * streams, and new streams, images, hosts and segment files, come after
+ * what the context has, which keeps its numbers (streams, images,
+ * hosts, files) and its blocks; stream ranks (the merge's tie-break)
+ * are those a fresh index would give.  The runs' cursors and stream
+ * pointers, and the merge's stubs, move onto the new tables, so a
+ * cursor at the end of its stream reads on into the new blocks.
+ *
+ * Returns 0; RC_MORE_REBUILD when the logs changed otherwise than by
+ * growing (a block that comes before or between blocks a stream had: a
+ * spool sent after a bp-logd restart; a file gone, shorter, or of
+ * another host), then nothing changed and WHY (LEN bytes) says what, and
+ * only a new reconstruction reads the logs right; or a negative errno
+ * after which the context is unusable (rc_fail).  Indexes everything
+ * again: the cost of rc_input_open, not of what is new.
+ */
+#define RC_MORE_REBUILD 100
+int rc_input_more(struct rc_ctx *c, char *why, size_t len);
 void rc_input_close(struct rc_ctx *c);
 /* After the merge: give back the resident pages of the logs and of the
  * block, image and stream tables, and the heap memory freed. */

@@ -68,6 +68,7 @@ tests_recon_check_recon_SOURCES = \
 	tests/unit/check_recon_clock.c \
 	tests/unit/check_recon_unit.c \
 	tests/unit/check_recon_unread.c \
+	tests/unit/check_recon_more.c \
 	tests/recon/gen.c tests/recon/gen.h
 tests_recon_check_recon_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/reconstruct
 tests_recon_check_recon_CFLAGS = $(AM_CFLAGS) $(SAN_CFLAGS) $(CHECK_CFLAGS) $(SQLITE3_CFLAGS)

@@ -38,6 +38,7 @@ struct rc_merge {
 	struct rc_run **heap;    /* active runs, min head_t first */
 	uint32_t       n, cap;
 	uint32_t      *order;    /* streams by first record time */
+	uint32_t       norder;
 	uint32_t       next;     /* next stream of ORDER to activate */
 	struct rc_map  parked;   /* wait key -> first parked run */
 	struct rc_map  stubs;    /* wait key -> first parked stub */
@@ -54,7 +55,7 @@ static int before(const struct rc_run *x, const struct rc_run *y)
 {
 	if (x->head_t != y->head_t)
 		return x->head_t < y->head_t;
-	return x->st < y->st;
+	return x->st->rank < y->st->rank;
 }
 
 static void heap_set(struct rc_merge *g, uint32_t i, struct rc_run *r)
@@ -263,7 +264,7 @@ static int64_t first_t(const struct rc_ctx *c, uint32_t i)
  * then its number. */
 struct first_key {
 	int64_t  t;
-	uint32_t i;
+	uint32_t i, rank;
 };
 
 static int cmp_first(const void *pa, const void *pb)
@@ -271,7 +272,7 @@ static int cmp_first(const void *pa, const void *pb)
 	const struct first_key *a = pa, *b = pb;
 	if (a->t != b->t)
 		return a->t < b->t ? -1 : 1;
-	return a->i < b->i ? -1 : a->i > b->i;
+	return a->rank < b->rank ? -1 : a->rank > b->rank;
 }
 
 /* The streams in the order of their first records (G->order).  The keys
@@ -290,12 +291,14 @@ static int order_streams(struct rc_ctx *c, struct rc_merge *g)
 	for (uint32_t i = 0; i < c->nstreams; i++) {
 		k[i].t = first_t(c, i);
 		k[i].i = i;
+		k[i].rank = c->streams[i].rank;
 		if ((i & 32767) == 32767)
 			rc_input_tables_release(c);
 	}
 	qsort(k, c->nstreams, sizeof *k, cmp_first);
 	for (uint32_t i = 0; i < c->nstreams; i++)
 		g->order[i] = k[i].i;
+	g->norder = c->nstreams;
 	free(k);
 	return 0;
 }
@@ -429,6 +432,26 @@ void rc_merge_wake(struct rc_ctx *c, uint64_t key)
 	}
 }
 
+void rc_merge_rebase(struct rc_ctx *c, uintptr_t old_streams)
+{
+	struct rc_merge *g = c->merge;
+
+	if (!g)
+		return;
+	for (size_t i = 0; i < g->stubs.cap; i++) {
+		if (!g->stubs.used[i])
+			continue;
+		for (struct rc_stub *sb = (struct rc_stub *)(uintptr_t)g->stubs.vals[i];
+		     sb; sb = sb->next) {
+			size_t si = ((uintptr_t)sb->st - old_streams) /
+				    sizeof *sb->st;
+			sb->st = &c->streams[si];
+			sb->cur.blk = c->blocks + sb->st->blk_first;
+			sb->cur.nblk = sb->st->nblk;
+		}
+	}
+}
+
 /* The oldest stub, by the order of the heap (head_t, then stream). */
 static struct rc_stub *oldest_stub(struct rc_merge *g)
 {
@@ -440,7 +463,8 @@ static struct rc_stub *oldest_stub(struct rc_merge *g)
 		for (struct rc_stub *sb = (struct rc_stub *)(uintptr_t)g->stubs.vals[i];
 		     sb; sb = sb->next)
 			if (!best || sb->head_t < best->head_t ||
-			    (sb->head_t == best->head_t && sb->st < best->st))
+			    (sb->head_t == best->head_t &&
+			     sb->st->rank < best->st->rank))
 				best = sb;
 	}
 	return best;
@@ -490,7 +514,8 @@ static void release_oldest(struct rc_ctx *c)
 	}
 	struct rc_stub *sb = oldest_stub(g);
 	if (sb && (!best || sb->head_t < best->head_t ||
-		   (sb->head_t == best->head_t && sb->st < best->st))) {
+		   (sb->head_t == best->head_t &&
+		    sb->st->rank < best->st->rank))) {
 		if (!(best = stub_unpark(c, sb)))
 			return;
 	} else if (best) {
@@ -543,7 +568,7 @@ int rc_merge_run(struct rc_ctx *c)
 		if (c->err)
 			return -EIO;
 		/* Streams whose first record the merge has reached start. */
-		while (g->next < c->nstreams &&
+		while (g->next < g->norder &&
 		       (g->n == 0 ||
 			first_t(c, g->order[g->next]) <= g->heap[0]->head_t)) {
 			if (activate(c, &c->streams[g->order[g->next++]]) < 0)

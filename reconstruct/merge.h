@@ -21,6 +21,10 @@
 int  rc_merge_run(struct rc_ctx *c);
 void rc_merge_free(struct rc_ctx *c);
 
+/* The stream table moved (rc_input_more): OLD_STREAMS is its former
+ * address.  Point the stubs at their streams and blocks again. */
+void rc_merge_rebase(struct rc_ctx *c, uintptr_t old_streams);
+
 /* Return the streams parked on KEY to the heap (they check again). */
 void rc_merge_wake(struct rc_ctx *c, uint64_t key);
 

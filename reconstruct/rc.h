@@ -255,6 +255,12 @@ struct rc_stream {
 	uint32_t image;
 	uint32_t slot;
 	uint32_t blk_first, nblk;
+	uint32_t rank;           /* its place in the order a fresh index of
+				    the logs gives the streams (host, ring,
+				    pid, slot): the merge's tie-break.  The
+				    stream's own number, but after
+				    rc_input_more, which appends new streams
+				    and keeps the old ones' numbers */
 	uint32_t entry_first, nentry;  /* its CHAN records in pass 1 order */
 	uint64_t first_ts;       /* monotonic time of its first record */
 	int      has_first;      /* it has a record at all */

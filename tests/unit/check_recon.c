@@ -218,6 +218,7 @@ int main(void)
 	srunner_add_suite(sr, recon_clock_suite());
 	srunner_add_suite(sr, recon_certainty_suite());
 	srunner_add_suite(sr, recon_unread_suite());
+	srunner_add_suite(sr, recon_more_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

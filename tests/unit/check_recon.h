@@ -68,5 +68,6 @@ Suite *recon_clock_suite(void);
 Suite *recon_unit_suite(void);
 Suite *recon_certainty_suite(void);
 Suite *recon_unread_suite(void);
+Suite *recon_more_suite(void);
 
 #endif /* CHECK_RECON_H */

@@ -1,0 +1,432 @@
+/*
+ * check_recon_more.c - rc_input_more: logs that grow while they are read.
+ *
+ * A generated log (two hosts, images and threads that start as it goes,
+ * a few blocks lost) is revealed a little at a time in a directory of its
+ * own, as bp-logd writes it: segment files appear in order and the last
+ * one of each host grows block by block.  After each step rc_input_more
+ * takes what is new and every stream is read on from where its cursor
+ * stopped.  At the end every stream must have given exactly the records
+ * a fresh index of the whole log gives, in order, and have the rank a
+ * fresh index gives it.  Logs that changed otherwise than by growing (a
+ * file gone, a block before what a stream had) must be refused, with
+ * the context left as it was.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "btrace/proto.h"
+#include "btrace/segment.h"
+#include "check_recon.h"
+#include "input.h"
+#include "rc.h"
+
+/* ---- the log ---------------------------------------------------------- */
+
+/* Leave out a few blocks: losses the growing reader must cut as the
+ * fresh one does. */
+static int keep_most(void *ctx, const char *host, uint32_t pid,
+		     unsigned slot, unsigned blk)
+{
+	(void)ctx;
+	(void)slot;
+	return !(strcmp(host, "db") == 0 && pid == 300 && blk == 5) &&
+	       !(pid == 104 && blk == 2);
+}
+
+static void make_log(struct rt *t)
+{
+	struct gen *g = gen_new();
+	struct gen_host *web = gen_host(g, "web", 0, 0);
+	struct gen_host *db = gen_host(g, "db", 5000000, 0);
+	struct gen_thr *d = gen_proc_main(db, 300, "/usr/lib/postgresql/15/bin/postgres", 0);
+	struct gen_thr *w[4];
+	struct gen_write_opts o = { .block_bytes = 200, .blocks_per_seg = 6,
+				    .keep = keep_most };
+
+	rt_init(t);
+	/* web servers that start one after the other, threads later */
+	for (int k = 0; k < 4; k++)
+		w[k] = gen_proc_main(web, 100 + (uint32_t)k, "/usr/sbin/apache2",
+				     (int64_t)k * 2000);
+	for (int i = 0; i < 400; i++) {
+		int64_t t0 = 10000 + (int64_t)i * 50;
+		struct gen_thr *x = w[i % 4];
+		char cli[32], lport[32];
+
+		if (i == 200)
+			w[1] = gen_thread(gen_thr_proc(w[1]), t0 - 5, 1101, 101, 77);
+		snprintf(cli, sizeof cli, "10.0.0.9:%d", 20000 + i);
+		snprintf(lport, sizeof lport, "10.0.0.1:%d", 40000 + i);
+		gen_tcp(x, t0, 5, BT_CR_ACCEPT, "10.0.0.1:80", cli);
+		gen_msg(x, t0 + 1, 5, BT_DIR_IN, BT_MK_REQUEST, BT_PROTO_HTTP,
+			80, 0, 0, 0, GEN_A(BT_AK_METHOD, "GET"),
+			GEN_A(BT_AK_TARGET, "/x"), 0);
+		gen_tcp(x, t0 + 2, 7, BT_CR_CONNECT, lport, "10.0.0.2:5432");
+		gen_msg(x, t0 + 3, 7, BT_DIR_OUT, BT_MK_REQUEST, BT_PROTO_PGSQL,
+			40, 0, 0, 0, GEN_A(BT_AK_SQL, "SELECT 1"), 0);
+		gen_tcp(d, t0 + 3, 5, BT_CR_ACCEPT, "10.0.0.2:5432", lport);
+		gen_msg(d, t0 + 4, 5, BT_DIR_IN, BT_MK_REQUEST, BT_PROTO_PGSQL,
+			40, 0, 0, 0, GEN_A(BT_AK_SQL, "SELECT 1"), 0);
+		gen_msg(d, t0 + 5, 5, BT_DIR_OUT, BT_MK_REPLY, BT_PROTO_PGSQL,
+			60, 0, 0, 0, 0);
+		gen_close(d, t0 + 6, 5);
+		gen_msg(x, t0 + 7, 7, BT_DIR_IN, BT_MK_REPLY, BT_PROTO_PGSQL,
+			60, 0, 0, 0, 0);
+		gen_close(x, t0 + 8, 7);
+		gen_msg(x, t0 + 9, 5, BT_DIR_OUT, BT_MK_REPLY, BT_PROTO_HTTP,
+			100, 0, 200, 0, 0);
+		gen_close(x, t0 + 10, 5);
+	}
+	ck_assert_int_gt(rt_write(t, g, &o), 20);
+}
+
+/* ---- growing a copy of it --------------------------------------------- */
+
+/* A segment of the log: its path under the two roots and where its
+ * blocks end. */
+struct seg {
+	char     rel[300];           /* <host>/<name> */
+	uint64_t ends[64];
+	unsigned nends, shown;       /* blocks shown in the copy */
+};
+
+struct grow {
+	char     from[300], to[300];
+	struct seg segs[128];
+	unsigned nsegs;
+};
+
+/* Are segments A and B of one host? */
+static int same_host(const struct seg *a, const struct seg *b)
+{
+	size_t n = (size_t)(strchr(a->rel, '/') - a->rel);
+	return strncmp(a->rel, b->rel, n + 1) == 0;
+}
+
+static int by_rel(const void *a, const void *b)
+{
+	return strcmp(((const struct seg *)a)->rel, ((const struct seg *)b)->rel);
+}
+
+static void list_host(struct grow *gr, const char *host)
+{
+	char dir[400];
+	struct dirent *e;
+
+	snprintf(dir, sizeof dir, "%s/%s", gr->from, host);
+	DIR *d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		ck_assert_uint_lt(gr->nsegs, 128);
+		struct seg *s = &gr->segs[gr->nsegs++];
+		char path[700];
+		struct bt_blk_header h;
+		const uint8_t *pl;
+		uint64_t off;
+		const char *why = NULL;
+
+		memset(s, 0, sizeof *s);
+		snprintf(s->rel, sizeof s->rel, "%s/%s", host, e->d_name);
+		snprintf(path, sizeof path, "%s/%s", gr->from, s->rel);
+		struct bt_seg_reader *rd = bt_seg_open(path, NULL, NULL, &why);
+		ck_assert_ptr_nonnull(rd);
+		while (bt_seg_next(rd, &h, &pl, &off) == 1) {
+			ck_assert_uint_lt(s->nends, 64);
+			s->ends[s->nends++] = off + BT_BLK_HDR_SIZE + h.len;
+		}
+		bt_seg_close(rd);
+	}
+	closedir(d);
+}
+
+/* Write the first SHOWN blocks of segment S into the copy (the file
+ * appears with its first block). */
+static void show(struct grow *gr, struct seg *s, unsigned shown)
+{
+	char src[700], dst[700], dir[700];
+	static uint8_t buf[1 << 16];
+
+	s->shown = shown;
+	snprintf(src, sizeof src, "%s/%s", gr->from, s->rel);
+	snprintf(dst, sizeof dst, "%s/%s", gr->to, s->rel);
+	if (shown == 0) {
+		unlink(dst);
+		return;
+	}
+	snprintf(dir, sizeof dir, "%s", dst);
+	*strrchr(dir, '/') = 0;
+	mkdir(gr->to, 0755);
+	mkdir(dir, 0755);
+	int in = open(src, O_RDONLY), out = open(dst, O_WRONLY | O_CREAT, 0644);
+	ck_assert_int_ge(in, 0);
+	ck_assert_int_ge(out, 0);
+	uint64_t n = s->ends[shown - 1];
+	ck_assert_uint_le(n, sizeof buf);
+	ck_assert_int_eq(pread(in, buf, n, 0), (ssize_t)n);
+	ck_assert_int_eq(pwrite(out, buf, n, 0), (ssize_t)n);
+	ck_assert_int_eq(ftruncate(out, (off_t)n), 0);
+	close(in);
+	close(out);
+}
+
+/* ---- reading the streams ---------------------------------------------- */
+
+/* Per stream: the records read so far (count and a digest of each
+ * record's type, time and bytes, in order). */
+struct sum {
+	uint64_t n, h;
+};
+
+static void read_on(struct rc_ctx *c, struct sum *sums)
+{
+	for (uint32_t i = 0; i < c->nstreams; i++) {
+		struct rc_stream *s = &c->streams[i];
+		struct rc_rec r;
+
+		if (!s->run) {
+			s->run = calloc(1, sizeof *s->run);
+			ck_assert_ptr_nonnull(s->run);
+			s->run->st = s;
+			rc_input_cur_reset(c, s->run, 0);
+		}
+		while (rc_input_cur_next(c, s->run, &r)) {
+			uint64_t v[3] = { r.type, r.ts, sums[i].h };
+			sums[i].n++;
+			sums[i].h = rc_hash64(rc_hash64(7, v, sizeof v), r.p, r.len);
+		}
+	}
+}
+
+static void free_runs(struct rc_ctx *c)
+{
+	for (uint32_t i = 0; i < c->nstreams; i++) {
+		if (c->streams[i].run) {
+			rc_input_run_free(c->streams[i].run);
+			free(c->streams[i].run);
+			c->streams[i].run = NULL;
+		}
+	}
+}
+
+static void ctx_open(struct rc_ctx *c, struct rc_options *o, const char **in,
+		     const char *out)
+{
+	memset(o, 0, sizeof *o);
+	o->inputs = in;
+	o->ninputs = 1;
+	o->output = out;
+	o->quiet = 1;
+	o->progress = 0;
+	memset(c, 0, sizeof *c);
+	c->opt = o;
+	ck_assert_int_eq(rc_input_open(c), 0);
+}
+
+/* The stream of C with the key of stream I of F, or -1. */
+static int64_t same_stream(const struct rc_ctx *c, const struct rc_ctx *f,
+			   uint32_t i)
+{
+	const struct rc_image *fi = &f->images[f->streams[i].image];
+	const struct bt_sr_host *fh = &f->hosts[fi->host];
+
+	for (uint32_t k = 0; k < c->nstreams; k++) {
+		const struct rc_image *ci = &c->images[c->streams[k].image];
+		const struct bt_sr_host *ch = &c->hosts[ci->host];
+		if (ci->ring_id == fi->ring_id && ci->pid == fi->pid &&
+		    c->streams[k].slot == f->streams[i].slot &&
+		    ch->boot_id == fh->boot_id && strcmp(ch->name, fh->name) == 0)
+			return k;
+	}
+	return -1;
+}
+
+START_TEST(grows_as_a_fresh_index)
+{
+	struct rt t;
+	struct grow gr;
+	struct rc_ctx c, f;
+	struct rc_options co, fo;
+	static struct sum sums[4096], fsums[4096];
+	char why[256], out[400];
+	uint64_t seed = 0x2545f4914f6cdd1dull + (uint64_t)_i;
+	unsigned steps = 0, grown = 0;
+
+	make_log(&t);
+	memset(&gr, 0, sizeof gr);
+	snprintf(gr.from, sizeof gr.from, "%s", t.logs);
+	snprintf(gr.to, sizeof gr.to, "%s/live", t.dir);
+	snprintf(out, sizeof out, "%s/out.db", t.dir);
+	list_host(&gr, "web");
+	list_host(&gr, "db");
+	qsort(gr.segs, gr.nsegs, sizeof gr.segs[0], by_rel);
+
+	/* the first block of each host's first segment */
+	for (unsigned k = 0; k < gr.nsegs; k++)
+		if (k == 0 || !same_host(&gr.segs[k], &gr.segs[k - 1]))
+			show(&gr, &gr.segs[k], 1);
+	const char *in[1] = { gr.to };
+	ctx_open(&c, &co, in, out);
+	memset(sums, 0, sizeof sums);
+	read_on(&c, sums);
+
+	for (;;) {
+		/* each host's next few blocks, segment by segment */
+		int more = 0;
+		for (unsigned k = 0; k < gr.nsegs; k++) {
+			struct seg *s = &gr.segs[k];
+			if (s->shown == s->nends)
+				continue;
+			/* a host's next segment starts when the one before
+			 * it is whole */
+			if (k > 0 && gr.segs[k - 1].shown < gr.segs[k - 1].nends &&
+			    same_host(s, &gr.segs[k - 1]))
+				continue;
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			unsigned add = (unsigned)(seed >> 33) % 4;
+			if (s->shown + add > s->nends)
+				add = s->nends - s->shown;
+			if (add)
+				show(&gr, s, s->shown + add);
+			more = 1;
+		}
+		if (!more)
+			break;
+		uint32_t before = c.nstreams;
+		ck_assert_int_eq(rc_input_more(&c, why, sizeof why), 0);
+		grown += c.nstreams > before;
+		read_on(&c, sums);
+		steps++;
+		ck_assert_uint_lt(steps, 1000);
+	}
+	ck_assert_uint_gt(steps, 10);
+	ck_assert_uint_ge(grown, 2);            /* streams came on the way */
+
+	/* the whole log, indexed once */
+	const char *fin[1] = { t.logs };
+	ctx_open(&f, &fo, fin, out);
+	memset(fsums, 0, sizeof fsums);
+	read_on(&f, fsums);
+	ck_assert_uint_eq(c.nstreams, f.nstreams);
+	ck_assert_uint_eq(c.nimages, f.nimages);
+	ck_assert_uint_eq(c.nhosts, f.nhosts);
+	ck_assert_uint_eq(c.nblocks, f.nblocks);
+	uint64_t records = 0, moved = 0;
+	for (uint32_t i = 0; i < f.nstreams; i++) {
+		int64_t k = same_stream(&c, &f, i);
+		ck_assert_int_ge(k, 0);
+		ck_assert_uint_eq(c.streams[k].rank, i);
+		ck_assert_uint_eq(sums[k].n, fsums[i].n);
+		ck_assert_uint_eq(sums[k].h, fsums[i].h);
+		records += fsums[i].n;
+		moved += (uint64_t)k != i;
+	}
+	ck_assert_uint_gt(records, 4000);
+	ck_assert_uint_gt(moved, 0);       /* numbers kept, not re-sorted */
+	free_runs(&c);
+	free_runs(&f);
+	rc_input_close(&c);
+	rc_input_close(&f);
+	rt_done(&t);
+}
+END_TEST
+
+/*
+ * Changes that are not growth: refused with a reason, the context as it
+ * was (it reads on once the logs are right again).  A copy of a file
+ * already read (a spool of the same bytes) is growth by nothing.
+ */
+START_TEST(refuses_what_is_not_growth)
+{
+	struct rt t;
+	struct grow gr;
+	struct rc_ctx c;
+	struct rc_options co;
+	static struct sum sums[4096];
+	char why[256], out[400], src[700], dst[700];
+
+	make_log(&t);
+	memset(&gr, 0, sizeof gr);
+	snprintf(gr.from, sizeof gr.from, "%s", t.logs);
+	snprintf(gr.to, sizeof gr.to, "%s/live", t.dir);
+	snprintf(out, sizeof out, "%s/out.db", t.dir);
+	list_host(&gr, "web");
+	qsort(gr.segs, gr.nsegs, sizeof gr.segs[0], by_rel);
+	ck_assert_uint_gt(gr.nsegs, 6);
+	for (unsigned k = 0; k < 3; k++)
+		show(&gr, &gr.segs[k], gr.segs[k].nends);
+	const char *in[1] = { gr.to };
+	ctx_open(&c, &co, in, out);
+	memset(sums, 0, sizeof sums);
+	read_on(&c, sums);
+	uint32_t nblocks = c.nblocks, nstreams = c.nstreams;
+
+	/* segment 1 gone */
+	show(&gr, &gr.segs[1], 0);
+	ck_assert_int_eq(rc_input_more(&c, why, sizeof why), RC_MORE_REBUILD);
+	ck_assert_ptr_nonnull(strstr(why, "no longer among the logs"));
+	ck_assert_uint_eq(c.nblocks, nblocks);
+	show(&gr, &gr.segs[1], gr.segs[1].nends);
+	ck_assert_int_eq(rc_input_more(&c, why, sizeof why), 0);
+	ck_assert_uint_eq(c.nblocks, nblocks);
+
+	/* segment 4 before segment 3: then 3's blocks come before what
+	 * streams have */
+	show(&gr, &gr.segs[4], gr.segs[4].nends);
+	ck_assert_int_eq(rc_input_more(&c, why, sizeof why), 0);
+	read_on(&c, sums);
+	nblocks = c.nblocks;
+	nstreams = c.nstreams;
+	show(&gr, &gr.segs[3], gr.segs[3].nends);
+	ck_assert_int_eq(rc_input_more(&c, why, sizeof why), RC_MORE_REBUILD);
+	ck_assert_ptr_nonnull(strstr(why, "comes before what a stream had read"));
+	ck_assert_uint_eq(c.nblocks, nblocks);
+	ck_assert_uint_eq(c.nstreams, nstreams);
+	show(&gr, &gr.segs[3], 0);
+
+	/* segment 2 shorter */
+	show(&gr, &gr.segs[2], gr.segs[2].nends - 1);
+	ck_assert_int_eq(rc_input_more(&c, why, sizeof why), RC_MORE_REBUILD);
+	ck_assert_ptr_nonnull(strstr(why, "shorter than it was"));
+	show(&gr, &gr.segs[2], gr.segs[2].nends);
+
+	/* a copy of segment 0 under a name that sorts after it: its blocks
+	 * are repeats, nothing new to read */
+	uint64_t n0 = 0, n1 = 0;
+	for (uint32_t i = 0; i < c.nstreams; i++)
+		n0 += sums[i].n;
+	snprintf(src, sizeof src, "%s/%s", gr.to, gr.segs[0].rel);
+	snprintf(dst, sizeof dst, "%s/web/zz-spool.btl", gr.to);
+	ck_assert_int_eq(link(src, dst), 0);
+	ck_assert_msg(rc_input_more(&c, why, sizeof why) == 0, "%s", why);
+	ck_assert_uint_gt(c.nblocks, nblocks);
+	read_on(&c, sums);
+	for (uint32_t i = 0; i < c.nstreams; i++)
+		n1 += sums[i].n;
+	ck_assert_uint_eq(n1, n0);
+	free_runs(&c);
+	rc_input_close(&c);
+	rt_done(&t);
+}
+END_TEST
+
+Suite *recon_more_suite(void)
+{
+	Suite *s = suite_create("recon_more");
+	TCase *tc = tcase_create("more");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, grows_as_a_fresh_index, 0, 4);
+	tcase_add_test(tc, refuses_what_is_not_growth);
+	suite_add_tcase(s, tc);
+	return s;
+}
