@@ -446,10 +446,15 @@ static void end_destroy(struct rc_ctx *c, struct rc_end *e, int64_t t)
 	free(e);
 }
 
+/* The channel closes when the last of its holders lets go, at the
+ * latest time one did: a process that ends keeps no channel open past
+ * the close in another that was merged first. */
 void rc_chan_end_unref(struct rc_ctx *c, struct rc_end *e, int64_t t)
 {
+	if (t > e->drop_t)
+		e->drop_t = t;
 	if (--e->refs == 0)
-		end_destroy(c, e, t);
+		end_destroy(c, e, e->drop_t);
 }
 
 /* A pipe end learns its side from the first data through it. */

@@ -88,6 +88,8 @@ struct rc_end {
 	uint64_t open_req;
 	uint64_t open_span;       /* its server span (the parked detector) */
 	int64_t  open_t;
+	int64_t  drop_t;         /* the latest time a holder let go of it
+				    (rc_chan_end_unref): it closes then */
 	struct rc_span *srv, *cli;   /* open exchanges, oldest first */
 	struct {                 /* message begun (MSG_BEGIN), per direction */
 		int      valid;

@@ -24,6 +24,7 @@ libbtrecon_la_SOURCES = \
 	reconstruct/recon.c reconstruct/recon.h \
 	reconstruct/scan.c reconstruct/scan.h \
 	reconstruct/span.c reconstruct/span.h \
+	reconstruct/steps.c reconstruct/steps.h \
 	reconstruct/spill.c reconstruct/spill.h \
 	reconstruct/sql.c reconstruct/sql.h \
 	reconstruct/tokens.c reconstruct/tokens.h \

@@ -826,6 +826,11 @@ int main(int argc, char **argv)
 		fo.ch = ex.ch.url ? &ex.ch : NULL;
 		return rc_follow(&fo);
 	}
+	/* a check of the merge's pause and resumption (steps.c;
+	 * docs/reconstruct.md, "The merge in steps") */
+	const char *steps = getenv("BP_RECONSTRUCT_STEPS");
+	if (steps && *steps)
+		o.steps = atoi(steps);
 	int r = rc_run(&o, NULL);
 	if (r != RC_EXIT_OK)
 		return r;

@@ -47,6 +47,15 @@ struct rc_merge {
 	uint32_t       warned_malformed;
 	uint32_t       warned_types;
 	uint32_t       warned_unknown;
+	/* The logs as they grow (rc_merge_grow): until FINAL, nothing
+	 * later than W is applied, and a stream at the end of what it has
+	 * is DRY, not ended. */
+	const struct rc_grow *grow;
+	int            final;
+	int64_t        w;
+	int64_t        max_applied;  /* the latest head applied */
+	struct rc_run **dry;
+	uint32_t       ndry, dry_cap;
 };
 
 /* ---- the heap of active runs ---------------------------------------------- */
@@ -208,6 +217,23 @@ static void run_end(struct rc_ctx *c, struct rc_run *r)
 	g->pool = r;
 }
 
+/* R has read all its stream has so far, and the logs grow: it waits
+ * for more (rc_merge_grow), holding its thread's state. */
+static int go_dry(struct rc_merge *g, struct rc_run *r)
+{
+	if (g->ndry == g->dry_cap) {
+		uint32_t ncap = g->dry_cap ? g->dry_cap * 2 : 64;
+		struct rc_run **nd = realloc(g->dry, ncap * sizeof *nd);
+		if (!nd)
+			return -ENOMEM;
+		g->dry = nd;
+		g->dry_cap = ncap;
+	}
+	r->state = RC_SS_DRY;
+	g->dry[g->ndry++] = r;
+	return 0;
+}
+
 /* A zeroed run for stream S (from the free list, keeping its emptied
  * dictionary), or NULL when out of memory. */
 static struct rc_run *run_get(struct rc_ctx *c, struct rc_stream *s)
@@ -244,9 +270,12 @@ static int activate(struct rc_ctx *c, struct rc_stream *s)
 
 	if (!r)
 		return -ENOMEM;
+	s->began = 1;
 	rc_input_cur_reset(c, r, 0);
 	if (advance(c, r))
 		return heap_push(c->merge, r);
+	if (!c->merge->final)
+		return go_dry(c->merge, r);
 	run_end(c, r);
 	return 0;
 }
@@ -275,30 +304,39 @@ static int cmp_first(const void *pa, const void *pb)
 	return a->rank < b->rank ? -1 : a->rank > b->rank;
 }
 
-/* The streams in the order of their first records (G->order).  The keys
- * are read once, in the tables' order, into an array of their own: a
- * sort comparing through the stream and image tables (mapped files)
- * kept both resident (15 MB at 50 million bp-genbig events). */
+/* The streams in the order of their first records (G->order): those
+ * not begun that have blocks (all of them, but while the logs grow).
+ * The keys are read once, in the tables' order, into an array of their
+ * own: a sort comparing through the stream and image tables (mapped
+ * files) kept both resident (15 MB at 50 million bp-genbig events). */
 static int order_streams(struct rc_ctx *c, struct rc_merge *g)
 {
 	struct first_key *k = malloc(((size_t)c->nstreams + 1) * sizeof *k);
+	uint32_t *o = realloc(g->order, ((size_t)c->nstreams + 1) * sizeof *o);
+	uint32_t n = 0;
 
-	g->order = malloc(((size_t)c->nstreams + 1) * sizeof *g->order);
-	if (!k || !g->order) {
+	if (o)
+		g->order = o;
+	if (!k || !o) {
 		free(k);
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < c->nstreams; i++) {
-		k[i].t = first_t(c, i);
-		k[i].i = i;
-		k[i].rank = c->streams[i].rank;
+		const struct rc_stream *s = &c->streams[i];
+		if (!s->began && s->nblk) {
+			k[n].t = first_t(c, i);
+			k[n].i = i;
+			k[n].rank = s->rank;
+			n++;
+		}
 		if ((i & 32767) == 32767)
 			rc_input_tables_release(c);
 	}
-	qsort(k, c->nstreams, sizeof *k, cmp_first);
-	for (uint32_t i = 0; i < c->nstreams; i++)
+	qsort(k, n, sizeof *k, cmp_first);
+	for (uint32_t i = 0; i < n; i++)
 		g->order[i] = k[i].i;
-	g->norder = c->nstreams;
+	g->norder = n;
+	g->next = 0;
 	free(k);
 	return 0;
 }
@@ -549,32 +587,102 @@ static void release_oldest(struct rc_ctx *c)
 
 /* ---- the loop -------------------------------------------------------------------- */
 
-int rc_merge_run(struct rc_ctx *c)
+/* Dry runs in the order the merge at once would have ended them: by
+ * their last record (HEAD_T stays that of the last one applied), then
+ * rank. */
+static int by_last(const void *pa, const void *pb)
 {
-	struct rc_merge *g = calloc(1, sizeof *g);
-	if (!g)
-		return rc_fail(c, -ENOMEM, "out of memory");
-	c->merge = g;
+	const struct rc_run *a = *(struct rc_run *const *)pa;
+	const struct rc_run *b = *(struct rc_run *const *)pb;
+	if (a->head_t != b->head_t)
+		return a->head_t < b->head_t ? -1 : 1;
+	return a->st->rank < b->st->rank ? -1 : a->st->rank > b->st->rank;
+}
+
+/* A record older than what the merge passed came with the logs' growth:
+ * what was applied since may have been applied in another order. */
+static int late(struct rc_ctx *c, const char *what, uint32_t stream)
+{
+	const struct rc_stream *s = &c->streams[stream];
+	const struct rc_image *im = &c->images[s->image];
+
+	return rc_fail(c, RC_EXIT_INPUT,
+		       "the logs grew by %s older than what the merge had applied (host %s pid %u slot %u): reconstruct them again",
+		       what, c->hosts[im->host].name, im->pid, s->slot);
+}
+
+/*
+ * The logs grew (or are final): ask how far, read on in the dry runs, and
+ * take the streams that have blocks now.  0, or an error (rc_fail).
+ */
+static int resume(struct rc_ctx *c, struct rc_merge *g)
+{
+	int64_t w = INT64_MAX;
+	int more = g->grow->fn(g->grow->arg, c, &w);
+	uint32_t k = 0;
+
+	if (more < 0)
+		return more;
+	c->st.merge_pauses++;
+	if (g->ndry > c->st.merge_dry_max)
+		c->st.merge_dry_max = g->ndry;
+	g->final = !more;
+	g->w = more ? w : INT64_MAX;
+	for (uint32_t i = 0; i < g->ndry; i++) {
+		struct rc_run *r = g->dry[i];
+		if (!advance(c, r)) {
+			g->dry[k++] = r;
+			continue;
+		}
+		if (r->head_t <= g->max_applied)
+			return late(c, "a record", (uint32_t)(r->st - c->streams));
+		c->st.merge_dry_resumed++;
+		if (heap_push(g, r) < 0)
+			return rc_fail(c, -ENOMEM, "out of memory in the merge");
+	}
+	g->ndry = k;
+	if (g->final && g->ndry) {
+		/* what no more records will follow ends now (the merge at
+		 * once ended each at its last record, before the records
+		 * applied since) */
+		qsort(g->dry, g->ndry, sizeof *g->dry, by_last);
+		for (uint32_t i = 0; i < g->ndry; i++)
+			run_end(c, g->dry[i]);
+		g->ndry = 0;
+	}
 	if (order_streams(c, g) < 0)
 		return rc_fail(c, -ENOMEM, "out of memory");
-	/* The order read every stream and image, and pass 1 left its last
-	 * logs' pages and its pairing's heap: give them back before the
-	 * merge faults in its own (at 50 million events they made a peak of
-	 * 115 MB as the merge began, 80 without). */
-	rc_input_release(c);
-	c->phase = "merging";
+	for (uint32_t i = 0; i < g->norder; i++) {
+		const struct rc_stream *s = &c->streams[g->order[i]];
+		if (s->has_first && first_t(c, g->order[i]) <= g->max_applied)
+			return late(c, "a stream that begins", g->order[i]);
+	}
+	return c->err ? -EIO : 0;
+}
 
+/* Merge until the end, or, while the logs grow, until the next record
+ * is past the watermark or the heap is empty.  0 at the end, 1 at such
+ * a pause, or an error. */
+static int merge_until(struct rc_ctx *c, struct rc_merge *g)
+{
 	for (;;) {
 		if (c->err)
 			return -EIO;
 		/* Streams whose first record the merge has reached start. */
-		while (g->next < g->norder &&
-		       (g->n == 0 ||
-			first_t(c, g->order[g->next]) <= g->heap[0]->head_t)) {
+		while (g->next < g->norder) {
+			int64_t t = first_t(c, g->order[g->next]);
+			if (g->n && t > g->heap[0]->head_t)
+				break;
+			/* while the logs grow: not past the watermark, and
+			 * not before a dry run's next record is known */
+			if (!g->final && (t > g->w || (g->n == 0 && g->ndry)))
+				break;
 			if (activate(c, &c->streams[g->order[g->next++]]) < 0)
 				return rc_fail(c, -ENOMEM, "out of memory in the merge");
 		}
 		if (g->n == 0) {
+			if (!g->final)
+				return 1;
 			if (g->nparked == 0)
 				break;
 			release_oldest(c);
@@ -583,12 +691,16 @@ int rc_merge_run(struct rc_ctx *c)
 		struct rc_run *r = g->heap[0];
 		uint64_t key = 0;
 
+		if (!g->final && r->head_t > g->w)
+			return 1;
 		if (!r->released && !rc_model_ready(c, r, &key)) {
 			heap_remove(g, r->heap_pos);
 			park(c, r, key);
 			continue;
 		}
 		r->fresh = 0;
+		if (r->head_t > g->max_applied)
+			g->max_applied = r->head_t;
 		rc_model_apply(c, r);
 		/* Applying may have woken runs: R need not be on top. */
 		if (advance(c, r)) {
@@ -596,10 +708,44 @@ int rc_merge_run(struct rc_ctx *c)
 			sift_up(g, r->heap_pos);
 		} else {
 			heap_remove(g, r->heap_pos);
-			run_end(c, r);
+			if (!g->final) {
+				if (go_dry(g, r) < 0)
+					return rc_fail(c, -ENOMEM, "out of memory in the merge");
+			} else {
+				run_end(c, r);
+			}
 		}
 	}
 	return 0;
+}
+
+int rc_merge_run(struct rc_ctx *c)
+{
+	struct rc_merge *g = calloc(1, sizeof *g);
+	int r;
+
+	if (!g)
+		return rc_fail(c, -ENOMEM, "out of memory");
+	c->merge = g;
+	g->grow = c->grow.fn ? &c->grow : NULL;
+	g->final = !g->grow;
+	g->w = INT64_MAX;
+	g->max_applied = INT64_MIN;
+	if (g->grow && (r = resume(c, g)) != 0)
+		return r;
+	if (!g->grow && order_streams(c, g) < 0)
+		return rc_fail(c, -ENOMEM, "out of memory");
+	/* The order read every stream and image, and pass 1 left its last
+	 * logs' pages and its pairing's heap: give them back before the
+	 * merge faults in its own (at 50 million events they made a peak of
+	 * 115 MB as the merge began, 80 without). */
+	rc_input_release(c);
+	c->phase = "merging";
+
+	while ((r = merge_until(c, g)) == 1)
+		if ((r = resume(c, g)) != 0)
+			return r;
+	return r;
 }
 
 void rc_merge_free(struct rc_ctx *c)
@@ -639,6 +785,7 @@ void rc_merge_free(struct rc_ctx *c)
 	}
 	rc_map_free(&g->stubs);
 	free(g->heap);
+	free(g->dry);
 	free(g->order);
 	rc_map_free(&g->parked);
 	free(g);

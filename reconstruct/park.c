@@ -155,6 +155,7 @@ void rc_park_waiting(struct ap *a)
 		struct rc_span *sp = rc_span_srv_cached(a->c, o->d.span,
 							&o->srv_id, &o->srv_sp);
 		if (!parkable(a, sp, req) || or->state == RC_SS_DONE ||
+		    or->state == RC_SS_DRY ||
 		    !head_takes_input(o, &or->ev) || has_continuation(p, sp))
 			continue;
 		const struct rc_fdent *fe = or->ev.fd >= 0 ?

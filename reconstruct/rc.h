@@ -242,7 +242,10 @@ struct rc_thr {
 
 /* ---- streams --------------------------------------------------------- */
 
-enum rc_sstate { RC_SS_NEW = 0, RC_SS_READY, RC_SS_PARKED, RC_SS_DONE };
+enum rc_sstate { RC_SS_NEW = 0, RC_SS_READY, RC_SS_PARKED, RC_SS_DONE,
+		  RC_SS_DRY   /* at the end of what its stream has so far,
+				 while the logs grow (merge.c): more may
+				 come */ };
 
 /* Why a stream's head record proceeds without what it waited for. */
 enum rc_release { RC_REL_NONE = 0, RC_REL_BLOCKED, RC_REL_GONE };
@@ -264,6 +267,7 @@ struct rc_stream {
 	uint32_t entry_first, nentry;  /* its CHAN records in pass 1 order */
 	uint64_t first_ts;       /* monotonic time of its first record */
 	int      has_first;      /* it has a record at all */
+	uint8_t  began;          /* the merge activated it */
 	struct rc_run *run;      /* pass 2: while active */
 };
 
@@ -309,6 +313,10 @@ enum rc_lineage { RC_LIN_FORK = 1, RC_LIN_EXEC, RC_LIN_SPAWN, RC_LIN_THREAD };
 
 struct rc_stats {
 	uint64_t files, blocks, dup_blocks, payload_bytes;
+	/* the merge while the logs grow (merge.c; not in the database):
+	 * its pauses, the dry runs that read on at a resumption, the most
+	 * dry at once */
+	uint64_t merge_pauses, merge_dry_resumed, merge_dry_max;
 	uint64_t events;             /* records decoded in pass 2 */
 	uint64_t lost_records;       /* skipped after a gap or damage */
 	uint64_t lost_bytes;         /* stream bytes missing (gaps) */
@@ -383,8 +391,22 @@ struct rc_chans;
 struct rc_tokens;
 struct rc_notes;
 
+/*
+ * The logs as they grow, for the merge (merge.c): FN says how far they
+ * reach now.  It returns 1 when more may come, with *W the time (Unix
+ * ns, provisional) up to which every record is in the tables: the merge
+ * applies nothing later; 0 when the logs are final; or an error
+ * (rc_fail).  Between two calls the tables may have grown
+ * (rc_input_more, or steps.c making more of each stream visible).
+ */
+struct rc_grow {
+	int  (*fn)(void *arg, struct rc_ctx *c, int64_t *w);
+	void  *arg;
+};
+
 struct rc_ctx {
 	const struct rc_options *opt;
+	struct rc_grow grow;     /* fn NULL: the logs are final */
 
 	struct bt_sr_file *files;  uint32_t nfiles;
 	struct bt_sr_host *hosts;  uint32_t nhosts;

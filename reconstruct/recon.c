@@ -19,6 +19,7 @@
 #include "model.h"
 #include "recon.h"
 #include "scan.h"
+#include "steps.h"
 #include "tokens.h"
 
 static FILE *errf(const struct rc_ctx *c)
@@ -175,7 +176,8 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 	c.progress_total = c.st.payload_bytes * 2;
 	if ((r = rc_scan_run(&c)) != 0 || (r = rc_clock_init(&c)) != 0 ||
 	    (r = rc_span_init(&c)) != 0 || (r = rc_chan_init(&c)) != 0 ||
-	    (r = rc_model_init(&c)) != 0) {
+	    (r = rc_model_init(&c)) != 0 ||
+	    (o->steps > 1 && (r = rc_steps_init(&c, o->steps, o->steps_unsafe)) != 0)) {
 		if (!c.err)
 			rc_fail(&c, r, "out of memory");
 		goto fail;
@@ -210,6 +212,11 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 		rc_notes_print_unread(&c, errf(&c));
 		rc_notes_print_untraced(&c, errf(&c));
 		look_at(&c, costly, unread, look, sizeof look);
+		if (o->steps > 1)
+			fprintf(errf(&c),
+				"bp-reconstruct: the merge in %d steps: %" PRIu64 " resumptions, %" PRIu64 " dry runs read on, at most %" PRIu64 " dry at once\n",
+				o->steps, c.st.merge_pauses, c.st.merge_dry_resumed,
+				c.st.merge_dry_max);
 		if (o->ngrpc_unary)
 			fprintf(errf(&c),
 				"bp-reconstruct: gRPC methods named unary: %" PRIu64 " calls of them; %" PRIu64 " request messages judged without a call whose body had not come%s\n",
@@ -257,6 +264,7 @@ fail:
 	rc_db_abort(&c);
 out:
 	rc_merge_free(&c);
+	rc_steps_free(&c);
 	rc_model_free(&c);
 	rc_chan_free(&c);
 	rc_span_free(&c);

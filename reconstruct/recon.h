@@ -67,6 +67,15 @@ struct rc_options {
 	/* the spooled rows are inserted by the thread that reads them back,
 	 * not by a second one (db_rows.c; the tests compare the two) */
 	int         replay_serial;
+	/* more than 1: the merge sees the logs grow in this many steps
+	 * (steps.c), as the incremental merge will; the result must be the
+	 * merge's at once (a check of the merge's pause and resumption;
+	 * BP_RECONSTRUCT_STEPS) */
+	int         steps;
+	/* ... with each step's watermark its V (steps.c), though records
+	 * not shown yet may be older: the merge must stop with an error (a
+	 * check of that refusal) */
+	int         steps_unsafe;
 };
 
 /* --detail: RC_DETAIL_FULL (the default) writes every table;

@@ -49,6 +49,8 @@ int rt_run(struct rt *t)
 		.spool_all = t->spool_all,
 		.replay_serial = t->replay_serial,
 		.rows_from_ns = t->rows_from_ns,
+		.steps = t->steps,
+		.steps_unsafe = t->steps_unsafe,
 	};
 	t->rc = rc_run(&o, &t->sum);
 	fclose(err);

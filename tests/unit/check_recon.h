@@ -26,6 +26,8 @@ struct rt {
 	int spool_all;            /* rc_options.spool_all */
 	int replay_serial;        /* rc_options.replay_serial */
 	int64_t rows_from_ns;     /* rc_options.rows_from_ns (a window pass) */
+	int steps;                /* rc_options.steps (the merge in steps) */
+	int steps_unsafe;         /* rc_options.steps_unsafe */
 	struct rc_summary sum;
 	int rc;
 	sqlite3 *h;

@@ -420,6 +420,169 @@ START_TEST(refuses_what_is_not_growth)
 }
 END_TEST
 
+/* ---- the merge in steps ------------------------------------------------ */
+
+/*
+ * T's database by content: every row of the tables a user reads, its
+ * ids replaced by what they name (a request by its start and its root's
+ * thread, a span by its start, thread and name, a channel by its
+ * process, descriptor and open time), sorted.  The row ids themselves
+ * follow the order rows were written in, which the merge in steps may
+ * change: a stream that ran dry at a pause and got no more records ends
+ * when the logs are final, not at its last record.
+ */
+#define RQ(x) "COALESCE((SELECT r.start_ns || '/' || rs.pid || '/' || rs.tid FROM requests r " \
+	"JOIN spans rs ON rs.span_id = r.root_span_id WHERE r.request_id = " x "), '-')"
+#define SP(x) "COALESCE((SELECT z.start_ns || '/' || z.pid || '/' || z.tid || '/' || " \
+	"COALESCE(z.name, '') FROM spans z WHERE z.span_id = " x "), '-')"
+#define CH(x) "COALESCE((SELECT y.pid || '/' || y.fd || '/' || y.open_ns FROM channels y " \
+	"WHERE y.channel_id = " x "), '-')"
+static const char *const canon_sql[] = {
+	"SELECT 'R', " RQ("q.request_id") ", end_ns, protocol, method, target, status,"
+	" client, complete, certainty, certainty_reason, " SP("q.root_span_id")
+	" FROM requests q",
+	"SELECT 'S', " SP("s.span_id") ", " RQ("s.request_id") ", " SP("s.parent_span_id")
+	", kind, protocol, target, status, host, exe, peer, end_ns, " CH("s.channel_id")
+	", certainty, certainty_reason FROM spans s",
+	"SELECT 'F', " RQ("f.request_id") ", " SP("f.span_id") ", pid, tid, start_ns,"
+	" end_ns, trigger, fd, " CH("f.channel_id") ", events FROM fragments f",
+	"SELECT 'M', " RQ("m.request_id") ", " SP("m.span_id") ", " CH("m.channel_id")
+	", pid, tid, begin_ns, ts_ns, dir, kind, protocol, flags, off, len, status,"
+	" witness FROM messages m",
+	"SELECT 'A', " SP("a.span_id") ", a.key, a.value FROM attrs a",
+	"SELECT 'I', " RQ("i.request_id") ", " SP("i.span_id") ", pid, tid, ts_ns, path,"
+	" flags, result FROM files i",
+	"SELECT 'P', host, pid, ppid, exe, cmdline, ring_id, start_ns, end_ns,"
+	" COALESCE((SELECT x.pid || '/' || x.start_ns FROM processes x"
+	" WHERE x.process_id = p.parent_process_id), '-'), how, "
+	RQ("p.request_id") ", events FROM processes p",
+	"SELECT 'C', pid, fd, kind, role, protocol, local, remote, path, ino, peer_ino, "
+	CH("c.peer_channel_id") ", traced_peer, " RQ("c.request_id") ", open_ns, close_ns"
+	" FROM channels c",
+	"SELECT 'W', file, offset, text FROM warnings",
+	"SELECT 'T', key, value FROM stats",
+	"SELECT 'N', rank, n, complete, protocol, service, root, nodes, depth,"
+	" signature, min_ns, max_ns, p50_ns, p90_ns, p99_ns FROM patterns",
+};
+
+static int by_line(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *dump(struct rt *t)
+{
+	char **lines = NULL;
+	size_t n = 0, cap = 0, len = 0;
+	char *out = NULL;
+
+	for (size_t k = 0; k < sizeof canon_sql / sizeof canon_sql[0]; k++) {
+		sqlite3_stmt *r;
+		ck_assert_msg(sqlite3_prepare_v2(t->h, canon_sql[k], -1, &r, NULL) == SQLITE_OK,
+			      "%s: %s", canon_sql[k], sqlite3_errmsg(t->h));
+		while (sqlite3_step(r) == SQLITE_ROW) {
+			char *l = NULL;
+			size_t ll = 0;
+			FILE *f = open_memstream(&l, &ll);
+			for (int i = 0; i < sqlite3_column_count(r); i++) {
+				const char *v = (const char *)sqlite3_column_text(r, i);
+				const char *d = v ? strstr(v, t->dir) : NULL;
+				/* the scratch directory's name aside */
+				if (d)
+					fprintf(f, "%s%.*s<dir>%s", i ? "|" : "",
+						(int)(d - v), v, d + strlen(t->dir));
+				else
+					fprintf(f, "%s%s", i ? "|" : "", v ? v : "<null>");
+			}
+			fclose(f);
+			if (n == cap) {
+				cap = cap ? cap * 2 : 1024;
+				lines = realloc(lines, cap * sizeof *lines);
+				ck_assert_ptr_nonnull(lines);
+			}
+			lines[n++] = l;
+			len += ll + 1;
+		}
+		sqlite3_finalize(r);
+	}
+	qsort(lines, n, sizeof *lines, by_line);
+	out = malloc(len + 1);
+	ck_assert_ptr_nonnull(out);
+	len = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t ll = strlen(lines[i]);
+		memcpy(out + len, lines[i], ll);
+		out[len + ll] = '\n';
+		len += ll + 1;
+		free(lines[i]);
+	}
+	out[len] = 0;
+	free(lines);
+	return out;
+}
+
+/* A and B the same, or fail naming the first line that differs. */
+static void same_text(const char *a, const char *b, int steps)
+{
+	size_t line = 1;
+	const char *la = a, *lb = b;
+
+	while (*a && *a == *b) {
+		if (*a == '\n') {
+			line++;
+			la = a + 1;
+			lb = b + 1;
+		}
+		a++;
+		b++;
+	}
+	if (!*a && !*b)
+		return;
+	ck_abort_msg("%d steps: line %zu differs:\n at once: %.200s\n steps:   %.200s",
+		     steps, line, la, lb);
+}
+
+/*
+ * The merge that sees its logs grow in N steps (rc_options.steps: it
+ * pauses at each step's watermark, streams run dry and read on, streams
+ * begin between steps) writes the database the merge at once writes,
+ * by content (dump above).
+ */
+START_TEST(steps_same_as_at_once)
+{
+	static const int steps[] = { 2, 5, 17, 60 };
+	struct rt a;
+
+	make_log(&a);
+	ck_assert_int_eq(rt_run(&a), RC_EXIT_OK);
+	ck_assert_int_ge(a.sum.requests, 400);
+	char *want = dump(&a);
+	for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+		struct rt b;
+		make_log(&b);
+		b.steps = steps[i];
+		ck_assert_int_eq(rt_run(&b), RC_EXIT_OK);
+		char *got = dump(&b);
+		ck_assert_uint_gt(strlen(got), 10000);
+		same_text(want, got, steps[i]);
+		free(got);
+		rt_done(&b);
+	}
+	free(want);
+	rt_done(&a);
+
+	/* a watermark too late: a record older than what was applied comes
+	 * with the next step, and the merge refuses to go on */
+	struct rt u;
+	make_log(&u);
+	u.steps = 17;
+	u.steps_unsafe = 1;
+	ck_assert_int_eq(rt_run(&u), RC_EXIT_INPUT);
+	ck_assert_ptr_nonnull(strstr(rt_stderr(&u), "older than what the merge had applied"));
+	rt_done(&u);
+}
+END_TEST
+
 Suite *recon_more_suite(void)
 {
 	Suite *s = suite_create("recon_more");
@@ -427,6 +590,10 @@ Suite *recon_more_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, grows_as_a_fresh_index, 0, 4);
 	tcase_add_test(tc, refuses_what_is_not_growth);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("steps");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, steps_same_as_at_once);
 	suite_add_tcase(s, tc);
 	return s;
 }
