@@ -22,6 +22,7 @@
 #include "input.h"
 #include "merge.h"
 #include "model.h"
+#include "park.h"
 
 /* A stream parked on its first record, without a run: what it takes to
  * decode that record again (the run had no value in its dictionary). */
@@ -599,15 +600,16 @@ static int by_last(const void *pa, const void *pb)
 	return a->st->rank < b->st->rank ? -1 : a->st->rank > b->st->rank;
 }
 
-/* A record older than what the merge passed came with the logs' growth:
- * what was applied since may have been applied in another order. */
+/* The logs grew in a way the merge so far cannot take: WHAT happened
+ * (in stream STREAM).  The merge stops; only a merge from the start reads
+ * the logs right. */
 static int late(struct rc_ctx *c, const char *what, uint32_t stream)
 {
 	const struct rc_stream *s = &c->streams[stream];
 	const struct rc_image *im = &c->images[s->image];
 
 	return rc_fail(c, RC_EXIT_INPUT,
-		       "the logs grew by %s older than what the merge had applied (host %s pid %u slot %u): reconstruct them again",
+		       "%s (host %s pid %u slot %u): reconstruct the logs again",
 		       what, c->hosts[im->host].name, im->pid, s->slot);
 }
 
@@ -635,7 +637,16 @@ static int resume(struct rc_ctx *c, struct rc_merge *g)
 			continue;
 		}
 		if (r->head_t <= g->max_applied)
-			return late(c, "a record", (uint32_t)(r->st - c->streams));
+			return late(c, "the logs grew by a record older than what the merge had applied",
+				    (uint32_t)(r->st - c->streams));
+		/* the parked detector looked at this thread while it had no
+		 * next record: had the record been there, it might have
+		 * parked the thread's request (park.c, rc_park_waiting) */
+		if (r->peeked && (rc_park_takes_input(&r->peek_frag, &r->ev) ||
+				  rc_park_takes_input(&r->thr.frag, &r->ev)))
+			return late(c, "the parked detector asked for a thread's next record while the logs did not have it yet, and it takes input: the merge at once might have parked the thread's request",
+				    (uint32_t)(r->st - c->streams));
+		r->peeked = 0;
 		c->st.merge_dry_resumed++;
 		if (heap_push(g, r) < 0)
 			return rc_fail(c, -ENOMEM, "out of memory in the merge");
@@ -655,7 +666,8 @@ static int resume(struct rc_ctx *c, struct rc_merge *g)
 	for (uint32_t i = 0; i < g->norder; i++) {
 		const struct rc_stream *s = &c->streams[g->order[i]];
 		if (s->has_first && first_t(c, g->order[i]) <= g->max_applied)
-			return late(c, "a stream that begins", g->order[i]);
+			return late(c, "the logs grew by a stream that begins before what the merge had applied",
+				    g->order[i]);
 	}
 	return c->err ? -EIO : 0;
 }

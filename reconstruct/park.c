@@ -109,10 +109,8 @@ void rc_park_want_lost(struct ap *a, const struct rc_desig *w)
  * the fragment's input (frag_input)?  Then O is waiting for that input
  * now.
  */
-static int head_takes_input(const struct rc_thr *o, const struct bt_event *ev)
+int rc_park_takes_input(const struct rc_frag *f, const struct bt_event *ev)
 {
-	const struct rc_frag *f = &o->frag;
-
 	if (ev->type == BT_EV_READY)
 		return !(ev->flags & BT_RF_ALONE) ||
 		       (ev->fd >= 0 && (ev->flags & 1));
@@ -126,6 +124,16 @@ static int head_takes_input(const struct rc_thr *o, const struct bt_event *ev)
 		return 0;
 	return !(ev->type == BT_EV_MSG && f->last_type == BT_EV_MSG_BEGIN) &&
 	       !(ev->type == BT_EV_DATA && f->last_type == BT_EV_DATA);
+}
+
+/* Does a thread of P other than O work for REQ (an open fragment)? */
+static int other_works(const struct rc_proc *p, const struct rc_thr *o,
+		       uint64_t req)
+{
+	const struct rc_thr *x = p->threads;
+	while (x && (x == o || !x->frag.open || x->d.req != req))
+		x = x->pnext;
+	return x != NULL;
 }
 
 /*
@@ -154,9 +162,23 @@ void rc_park_waiting(struct ap *a)
 		 * not open (the thread answered its request and waits) */
 		struct rc_span *sp = rc_span_srv_cached(a->c, o->d.span,
 							&o->srv_id, &o->srv_sp);
-		if (!parkable(a, sp, req) || or->state == RC_SS_DONE ||
-		    or->state == RC_SS_DRY ||
-		    !head_takes_input(o, &or->ev) || has_continuation(p, sp))
+		if (!parkable(a, sp, req) || or->state == RC_SS_DONE)
+			continue;
+		if (or->state == RC_SS_DRY) {
+			/* the logs grow and its next record is not in them
+			 * yet: what follows would ask it.  If nothing else
+			 * rules the thread out, the merge checks that record
+			 * when it comes (merge.c, resume) */
+			struct rc_run *dr = (struct rc_run *)(uintptr_t)or;
+			if (!dr->peeked && !has_continuation(p, sp) &&
+			    !other_works(p, o, req)) {
+				dr->peeked = 1;
+				dr->peek_frag = o->frag;
+				a->c->st.merge_dry_peeked++;
+			}
+			continue;
+		}
+		if (!rc_park_takes_input(&o->frag, &or->ev) || has_continuation(p, sp))
 			continue;
 		const struct rc_fdent *fe = or->ev.fd >= 0 ?
 			rc_chan_fd_get(p, or->ev.fd, or->head_t) : NULL;
@@ -164,10 +186,7 @@ void rc_park_waiting(struct ap *a)
 			   fe->end->last.req == req))
 			continue;         /* more of its own connection, or a
 					     channel it used: its CGI's pipe */
-		const struct rc_thr *x = p->threads;
-		while (x && (x == o || !x->frag.open || x->d.req != req))
-			x = x->pnext;
-		if (x)
+		if (other_works(p, o, req))
 			continue;         /* another thread works for it */
 		rc_span_park(a->c, sp, or->ev.type == BT_EV_READY ?
 			     RC_PARK_WAIT : RC_PARK_READAHEAD);

@@ -27,6 +27,9 @@ void rc_park_output_out(struct ap *a, struct rc_end *e);
  * other threads that have gone back to wait (their next record, read
  * ahead, takes input) are parked from now. */
 void rc_park_waiting(struct ap *a);
+/* Would EV, a thread's next record, take input in its fragment F (the
+ * parked detector's look ahead: a thread gone back to wait)? */
+int rc_park_takes_input(const struct rc_frag *f, const struct bt_event *ev);
 
 /* Without event isolation, request SP read on E in one batch with the
  * thread's earlier request on the same connection: both are parked

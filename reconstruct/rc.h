@@ -290,6 +290,10 @@ struct rc_run {
 	uint8_t  released;       /* enum rc_release, for the head record */
 	uint8_t  fresh;          /* no record of it applied yet (merge.c:
 				    parked so, it keeps only a stub) */
+	uint8_t  peeked;         /* dry, the parked detector needed its next
+				    record (park.c): merge.c checks it when
+				    the record comes, with its thread's
+				    fragment then (PEEK_FRAG) and now */
 	uint32_t heap_pos;
 	int64_t  head_t;         /* provisional epoch time of the head */
 	struct rc_rec   rec;     /* head record */
@@ -302,6 +306,7 @@ struct rc_run {
 				    of memory */
 	uint64_t wait_key;
 	struct rc_run *park_next;
+	struct rc_frag peek_frag;
 	/* model */
 	struct rc_thr thr;
 };
@@ -317,6 +322,8 @@ struct rc_stats {
 	 * its pauses, the dry runs that read on at a resumption, the most
 	 * dry at once */
 	uint64_t merge_pauses, merge_dry_resumed, merge_dry_max;
+	uint64_t merge_dry_peeked;   /* dry runs the parked detector asked
+					for their next record (park.c) */
 	uint64_t events;             /* records decoded in pass 2 */
 	uint64_t lost_records;       /* skipped after a gap or damage */
 	uint64_t lost_bytes;         /* stream bytes missing (gaps) */

@@ -7,7 +7,8 @@
  * Step k of N shows each stream the leading blocks whose records are all
  * at or before V = t0 + (t1 - t0) k / N (provisional Unix times, the
  * first and last record of the logs), and says that every record up to
- * W is shown: just before the earliest record of a block not shown.  At
+ * W is shown: just before the earliest record of a block not shown.
+ * TIME records, which only re-base a stream's clock, do not count.  At
  * step N every block is shown and the logs are final.  Pass 1 has read
  * the whole logs: only the merge sees them grow.
  */
@@ -59,6 +60,8 @@ static int block_times(struct rc_ctx *c, struct rc_steps *s)
 		rc_input_cur_reset(c, run, 0);
 		while (rc_input_cur_next(c, run, &r)) {
 			uint32_t b = st->blk_first + run->cur.bi;
+			if (r.type == BT_EV_TIME)
+				continue;     /* re-bases the cursor, not merged */
 			int64_t t = rc_epoch(c, dom, r.ts);
 			if (t < s->first[b])
 				s->first[b] = t;

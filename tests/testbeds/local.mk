@@ -55,7 +55,8 @@ TESTBED_TESTS = \
 
 TESTS += $(TESTBED_TESTS)
 EXTRA_DIST += $(TESTBED_TESTS) tests/testbeds/lib.sh \
-	tests/testbeds/check-testbed.py tests/testbeds/app/app.php \
+	tests/testbeds/check-testbed.py tests/testbeds/same-content.py \
+	tests/testbeds/app/app.php \
 	tests/testbeds/app/tbapp.py tests/testbeds/app/tb.cgi \
 	tests/testbeds/show-paths.py tests/testbeds/app/tbnode.js \
 	tests/testbeds/app/tbpyclient.py tests/testbeds/app/tbaio.py \

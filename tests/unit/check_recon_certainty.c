@@ -725,6 +725,62 @@ START_TEST(readahead_fires)
 END_TEST
 
 /*
+ * The parked detector reads ahead: the worker's query is sent while the
+ * reader, which read /a, is back in its wait, whose READY the log has
+ * only from its return on (130).  Merged at once, /a is parked.  Merged
+ * as the logs grow (rc_options.steps), a pause between the query and
+ * that READY leaves the reader without a next record when the detector
+ * asks for it: the merge must not guess, it stops and says the logs are
+ * to be reconstructed again (merge.c, resume), for every number of
+ * steps that puts a pause there; with no pause there, the same labels.
+ */
+START_TEST(read_ahead_not_there_refused)
+{
+	int refused = 0, same = 0;
+
+	for (int steps = 0; steps <= 40; steps += steps < 10 ? 1 : 5) {
+		struct rt t;
+		struct gen *g = gen_new();
+		struct gen_host *h = gen_host(g, "web", 0, 0);
+		struct gen_thr *b, *r = front(h, &b);
+
+		gen_thread_create(r, 11, 1);
+		struct gen_thr *wk = gen_thread(gen_thr_proc(r), 12, 301, 300, 1);
+		gen_accept(r, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+		gen_ready(r, 110, 5, POLLIN);
+		http_in(r, 111, 5, "/a");
+		gen_cut(r);
+		sql_out(wk, 120, 9, "SELECT a");     /* the reader waits */
+		gen_cut(wk);
+		gen_ready(r, 130, 3, POLLIN);        /* ... until 130 */
+		sql_in(b, 121, 4, "SELECT a");
+		rep_out(b, 122, 4);
+		rep_in(wk, 123, 9);
+		http_out(wk, 124, 5);
+
+		rt_init(&t);
+		t.steps = steps;
+		rt_write(&t, g, NULL);
+		int rc = rt_run(&t);
+		if (rc == RC_EXIT_INPUT) {
+			ck_assert_ptr_nonnull(strstr(rt_stderr(&t),
+				"while the logs did not have it yet"));
+			refused++;
+		} else {
+			ck_assert_int_eq(rc, RC_EXIT_OK);
+			ck_assert_str_eq(labels(&t),
+				"/a uncertain ambiguous:parked\n"
+				"SELECT a uncertain ambiguous:parked");
+			same++;
+		}
+		rt_done(&t);
+	}
+	ck_assert_int_gt(refused, 0);
+	ck_assert_int_gt(same, 3);
+}
+END_TEST
+
+/*
  * A thread pool fed through memory: the reader thread reads each request
  * and goes back to wait; the worker sends the query in its stale
  * designation (the previous request it answered).  Marked.
@@ -1890,6 +1946,7 @@ Suite *recon_certainty_suite(void)
 	tcase_add_test(tc, hidden_queue_fires);
 	tcase_add_test(tc, readahead_fires);
 	tcase_add_test(tc, thread_handoff_fires);
+	tcase_add_test(tc, read_ahead_not_there_refused);
 	tcase_add_test(tc, connecting_and_body_do_not_fire);
 	tcase_add_test(tc, poller_and_workers_do_not_fire);
 	tcase_add_test(tc, pipelined_after_calls_does_not_fire);
