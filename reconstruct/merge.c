@@ -705,6 +705,12 @@ static int merge_until(struct rc_ctx *c, struct rc_merge *g)
 
 		if (!g->final && r->head_t > g->w)
 			return 1;
+		/* nor before the parked detector would look ahead at a
+		 * record not in the logs yet (park.c) */
+		if (!g->final && g->ndry && rc_park_needs_ahead(c, r)) {
+			c->st.merge_ahead_waits++;
+			return 1;
+		}
 		if (!r->released && !rc_model_ready(c, r, &key)) {
 			heap_remove(g, r->heap_pos);
 			park(c, r, key);

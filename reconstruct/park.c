@@ -21,13 +21,21 @@
  * marked (rc_span_sent).  docs/reconstruct.md, "Certainty".
  */
 
-/* Could SP, the open server span of REQ, be parked in this process? */
-static inline int parkable(const struct ap *a, const struct rc_span *sp,
-		    uint64_t req)
+/* Could SP, the open server span of REQ, be parked in image IM's
+ * process? */
+static inline int parkable_in(const struct rc_image *im,
+			      const struct rc_span *sp, uint64_t req)
 {
-	return sp && sp->req == req && sp->host == a->im->host &&
-	       sp->pid == a->im->pid && sp->end == RC_DB_NULL &&
+	return sp && sp->req == req && sp->host == im->host &&
+	       sp->pid == im->pid && sp->end == RC_DB_NULL &&
 	       !sp->pending && !sp->answering && !sp->ncalls && !sp->parked;
+}
+
+/* ... in the process of the record being applied? */
+static inline int parkable(const struct ap *a, const struct rc_span *sp,
+			   uint64_t req)
+{
+	return parkable_in(a->im, sp, req);
 }
 
 /* Does the work of SP's request go on at an event the log shows, other
@@ -126,6 +134,7 @@ int rc_park_takes_input(const struct rc_frag *f, const struct bt_event *ev)
 	       !(ev->type == BT_EV_DATA && f->last_type == BT_EV_DATA);
 }
 
+
 /* Does a thread of P other than O work for REQ (an open fragment)? */
 static int other_works(const struct rc_proc *p, const struct rc_thr *o,
 		       uint64_t req)
@@ -134,6 +143,39 @@ static int other_works(const struct rc_proc *p, const struct rc_thr *o,
 	while (x && (x == o || !x->frag.open || x->d.req != req))
 		x = x->pnext;
 	return x != NULL;
+}
+
+/*
+ * While the logs grow: would applying R's head, a request message sent,
+ * have rc_park_waiting ask a dry thread of its process (one at the end
+ * of what its stream has) for its next record?  The merge waits for that
+ * record first (merge.c).  It may say yes where the look would not be
+ * needed after all (the message's own effects are not applied yet): the
+ * merge then only waits.
+ */
+int rc_park_needs_ahead(struct rc_ctx *c, const struct rc_run *r)
+{
+	const struct bt_event *ev = &r->ev;
+	const struct rc_image *im = &c->images[r->st->image];
+
+	if (ev->type != BT_EV_MSG || ev->dir != BT_DIR_OUT ||
+	    ev->kind != BT_MK_REQUEST || !im->run || !im->run->attached ||
+	    !im->run->proc)
+		return 0;
+	struct rc_proc *p = im->run->proc;
+	for (const struct rc_thr *o = p->threads; o; o = o->pnext) {
+		const struct rc_run *or = (const struct rc_run *)
+			((const char *)o - offsetof(struct rc_run, thr));
+		uint64_t req = o->d.req;
+		if (o == &r->thr || or->state != RC_SS_DRY || !o->frag.open ||
+		    !req)
+			continue;
+		const struct rc_span *sp = rc_span_srv(c, o->d.span);
+		if (parkable_in(im, sp, req) && !has_continuation(p, sp) &&
+		    !other_works(p, o, req))
+			return 1;
+	}
+	return 0;
 }
 
 /*

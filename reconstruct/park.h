@@ -27,6 +27,9 @@ void rc_park_output_out(struct ap *a, struct rc_end *e);
  * other threads that have gone back to wait (their next record, read
  * ahead, takes input) are parked from now. */
 void rc_park_waiting(struct ap *a);
+/* While the logs grow: would applying R's head ask a dry thread of its
+ * process for its next record (merge.c waits for it first)? */
+int rc_park_needs_ahead(struct rc_ctx *c, const struct rc_run *r);
 /* Would EV, a thread's next record, take input in its fragment F (the
  * parked detector's look ahead: a thread gone back to wait)? */
 int rc_park_takes_input(const struct rc_frag *f, const struct bt_event *ev);

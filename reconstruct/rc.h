@@ -324,6 +324,8 @@ struct rc_stats {
 	uint64_t merge_pauses, merge_dry_resumed, merge_dry_max;
 	uint64_t merge_dry_peeked;   /* dry runs the parked detector asked
 					for their next record (park.c) */
+	uint64_t merge_ahead_waits;  /* pauses before a record that would
+					have asked so (rc_park_needs_ahead) */
 	uint64_t events;             /* records decoded in pass 2 */
 	uint64_t lost_records;       /* skipped after a gap or damage */
 	uint64_t lost_bytes;         /* stream bytes missing (gaps) */

@@ -214,9 +214,10 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 		look_at(&c, costly, unread, look, sizeof look);
 		if (o->steps > 1)
 			fprintf(errf(&c),
-				"bp-reconstruct: the merge in %d steps: %" PRIu64 " resumptions, %" PRIu64 " dry runs read on, at most %" PRIu64 " dry at once, %" PRIu64 " asked for a next record they did not have\n",
+				"bp-reconstruct: the merge in %d steps: %" PRIu64 " resumptions, %" PRIu64 " dry runs read on, at most %" PRIu64 " dry at once, %" PRIu64 " pauses for a look ahead, %" PRIu64 " asked for a next record they did not have\n",
 				o->steps, c.st.merge_pauses, c.st.merge_dry_resumed,
-				c.st.merge_dry_max, c.st.merge_dry_peeked);
+				c.st.merge_dry_max, c.st.merge_ahead_waits,
+				c.st.merge_dry_peeked);
 		if (o->ngrpc_unary)
 			fprintf(errf(&c),
 				"bp-reconstruct: gRPC methods named unary: %" PRIu64 " calls of them; %" PRIu64 " request messages judged without a call whose body had not come%s\n",
