@@ -57,6 +57,11 @@ struct rc_merge {
 	int64_t        max_applied;  /* the latest head applied */
 	struct rc_run **dry;
 	uint32_t       ndry, dry_cap;
+	/* ending the dry runs once the logs are final: a record they
+	 * wake that is older than what was applied (the merge at once
+	 * would have woken it at their last record) */
+	int            ending_dry;
+	uint32_t       woke_old, woke_old_stream;
 };
 
 /* ---- the heap of active runs ---------------------------------------------- */
@@ -440,6 +445,15 @@ static void park(struct rc_ctx *c, struct rc_run *r, uint64_t key)
 	g->nparked++;
 }
 
+/* While the dry runs end (resume): R, woken, waited since before what
+ * was applied. */
+static void woke_old(struct rc_merge *g, const struct rc_stream *st,
+		     int64_t head_t, const struct rc_ctx *c)
+{
+	if (g->ending_dry && head_t <= g->max_applied && !g->woke_old++)
+		g->woke_old_stream = (uint32_t)(st - c->streams);
+}
+
 void rc_merge_wake(struct rc_ctx *c, uint64_t key)
 {
 	struct rc_merge *g = c->merge;
@@ -453,6 +467,7 @@ void rc_merge_wake(struct rc_ctx *c, uint64_t key)
 		while (sb) {
 			struct rc_stub *nx = sb->next;
 			g->nparked--;
+			woke_old(g, sb->st, sb->head_t, c);
 			if ((r = stub_wake(c, sb)) && heap_push(g, r) < 0)
 				rc_fail(c, -ENOMEM, "out of memory in the merge");
 			sb = nx;
@@ -465,6 +480,7 @@ void rc_merge_wake(struct rc_ctx *c, uint64_t key)
 		struct rc_run *nx = r->park_next;
 		r->park_next = NULL;
 		g->nparked--;
+		woke_old(g, r->st, r->head_t, c);
 		if (heap_push(g, r) < 0)
 			rc_fail(c, -ENOMEM, "out of memory in the merge");
 		r = nx;
@@ -657,9 +673,17 @@ static int resume(struct rc_ctx *c, struct rc_merge *g)
 		 * once ended each at its last record, before the records
 		 * applied since) */
 		qsort(g->dry, g->ndry, sizeof *g->dry, by_last);
+		g->ending_dry = 1;
 		for (uint32_t i = 0; i < g->ndry; i++)
 			run_end(c, g->dry[i]);
+		g->ending_dry = 0;
 		g->ndry = 0;
+		/* a record waiting on them (a receive on a channel whose
+		 * sender stopped) is woken after records later than it: the
+		 * merge at once woke it at their last record */
+		if (g->woke_old)
+			return late(c, "a stream that stopped while the logs grew kept a record of another waiting past later records (a receive whose sender had ended)",
+				    g->woke_old_stream);
 	}
 	if (order_streams(c, g) < 0)
 		return rc_fail(c, -ENOMEM, "out of memory");

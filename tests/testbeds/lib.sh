@@ -820,19 +820,19 @@ tb_run() {
 # tb_steps DIR LABEL: the same logs shown to the merge as if they grew
 # while it ran (BP_RECONSTRUCT_STEPS: its pause at a watermark, dry
 # streams read on; docs/reconstruct.md, "The merge in steps") give the
-# same rows by content, or a refusal the merge is allowed (the parked
-# detector needed a record that was not there yet: the incremental
-# merge reconstructs again then), which is noted.
+# same rows by content, or one of the merge's refusals ("reconstruct the
+# logs again": what it applied may have depended on a record it could
+# not have yet), which is noted with its reason.
 tb_steps() {
 	local dir=$1 label=$2 n=${TB_STEPS:-7}
 	if ! BP_RECONSTRUCT_STEPS=$n timeout 300 "$BP_RECONSTRUCT" \
 		"${TB_RECON_OPTS[@]}" "${TB_LOGDIRS[@]}" -o "$dir/steps.db" \
 		>"$dir/steps.out" 2>"$dir/steps.log"; then
-		grep -q "while the logs did not have it yet" "$dir/steps.log" ||
+		grep -q "reconstruct the logs again" "$dir/steps.log" ||
 			bp_fail "$label: bp-reconstruct in $n steps failed:" \
 				"$(tail -n 3 "$dir/steps.log")"
-		bp_note "$label: the merge in $n steps refused at a resumption" \
-			"(a look ahead of the parked detector)"
+		bp_note "$label: the merge in $n steps refused:" \
+			"$(grep -o 'error: .*' "$dir/steps.log" | head -n 1)"
 		return 0
 	fi
 	"$PY" "$TB_SRC/same-content.py" "$dir/paths.db" "$dir/steps.db" \

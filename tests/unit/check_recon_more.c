@@ -583,6 +583,61 @@ START_TEST(steps_same_as_at_once)
 }
 END_TEST
 
+/*
+ * A stream that stops while the logs grow is not ended: more may come.
+ * Here a client connects and stops for good without sending; the server
+ * reads from it.  Merged at once, the client's stream ends at its last
+ * record, its connection has no sender left, and the read proceeds as
+ * from an untraced peer at its own place.  Merged in steps with a pause
+ * between the two, the read waits for a send until the logs are final,
+ * past later records: the merge must say so rather than write what the
+ * merge at once did not (merge.c, resume).  With no pause there (two
+ * steps whose pause is before the connect), the same rows.
+ */
+START_TEST(stopped_sender_refused)
+{
+	int refused = 0, same = 0;
+
+	for (int steps = 0; steps <= 30; steps += steps < 4 ? 1 : 13) {
+		struct rt t;
+		struct gen *g = gen_new();
+		struct gen_host *h = gen_host(g, "web", 0, 0);
+		struct gen_thr *a = gen_proc_main(h, 500, "/usr/bin/client", 0);
+		struct gen_thr *b = gen_proc_main(h, 600, "/usr/bin/server", 0);
+		struct gen_thr *k = gen_proc_main(h, 700, "/usr/bin/ticker", 0);
+
+		gen_tcp(a, 100, 4, BT_CR_CONNECT, "10.0.0.1:40000", "10.0.0.2:80");
+		gen_cut(a);
+		gen_accept(b, 105, 5, 3, "10.0.0.2:80", "10.0.0.1:40000");
+		gen_cut(b);
+		gen_msg(b, 300, 5, BT_DIR_IN, BT_MK_REQUEST, BT_PROTO_HTTP, 80,
+			0, 0, 0, GEN_A(BT_AK_METHOD, "GET"), GEN_A(BT_AK_TARGET, "/x"), 0);
+		for (int i = 0; i < 40; i++) {
+			/* another process's work, on and on */
+			gen_open(k, 10 + i * 10, 9, "/etc/hosts");
+			gen_close(k, 12 + i * 10, 9);
+			gen_cut(k);
+		}
+		rt_init(&t);
+		t.steps = steps;
+		rt_write(&t, g, NULL);
+		int rc = rt_run(&t);
+		if (rc == RC_EXIT_INPUT) {
+			ck_assert_ptr_nonnull(strstr(rt_stderr(&t),
+				"a receive whose sender had ended"));
+			refused++;
+		} else {
+			ck_assert_int_eq(rc, RC_EXIT_OK);
+			ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM requests WHERE target = '/x'"), 1);
+			same++;
+		}
+		rt_done(&t);
+	}
+	ck_assert_int_gt(refused, 0);
+	ck_assert_int_gt(same, 0);
+}
+END_TEST
+
 Suite *recon_more_suite(void)
 {
 	Suite *s = suite_create("recon_more");
@@ -594,6 +649,7 @@ Suite *recon_more_suite(void)
 	tc = tcase_create("steps");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, steps_same_as_at_once);
+	tcase_add_test(tc, stopped_sender_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
