@@ -725,6 +725,37 @@ START_TEST(readahead_fires)
 END_TEST
 
 /*
+ * A thread pool fed through memory: the reader thread (300) reads /a and
+ * goes back to wait, the READY that ends its wait logged at BACK; the
+ * worker (301) sends the query at 120 in its stale designation.  CUT:
+ * each thread's block ends after its work (as a drain would), so that a
+ * merge in steps can pause between the query and BACK.
+ */
+static struct gen *handoff(int64_t back, int cut)
+{
+	struct gen *g = gen_new();
+	struct gen_host *h = gen_host(g, "web", 0, 0);
+	struct gen_thr *b, *r = front(h, &b);
+
+	gen_thread_create(r, 11, 1);
+	struct gen_thr *wk = gen_thread(gen_thr_proc(r), 12, 301, 300, 1);
+	gen_accept(r, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
+	gen_ready(r, 110, 5, POLLIN);
+	http_in(r, 111, 5, "/a");
+	if (cut)
+		gen_cut(r);
+	sql_out(wk, 120, 9, "SELECT a");     /* the worker, for no request */
+	if (cut)
+		gen_cut(wk);
+	gen_ready(r, back, 3, POLLIN);       /* back to wait: /a parked */
+	sql_in(b, 121, 4, "SELECT a");
+	rep_out(b, 122, 4);
+	rep_in(wk, 123, 9);
+	http_out(wk, 124, 5);
+	return g;
+}
+
+/*
  * The parked detector reads ahead: the worker's query is sent while the
  * reader, which read /a, is back in its wait, whose READY the log has
  * only from its return on (130).  Merged at once, /a is parked.  Merged
@@ -741,27 +772,10 @@ START_TEST(read_ahead_waits_for_the_record)
 
 	for (int steps = 0; steps <= 40; steps += steps < 10 ? 1 : 5) {
 		struct rt t;
-		struct gen *g = gen_new();
-		struct gen_host *h = gen_host(g, "web", 0, 0);
-		struct gen_thr *b, *r = front(h, &b);
-
-		gen_thread_create(r, 11, 1);
-		struct gen_thr *wk = gen_thread(gen_thr_proc(r), 12, 301, 300, 1);
-		gen_accept(r, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
-		gen_ready(r, 110, 5, POLLIN);
-		http_in(r, 111, 5, "/a");
-		gen_cut(r);
-		sql_out(wk, 120, 9, "SELECT a");     /* the reader waits */
-		gen_cut(wk);
-		gen_ready(r, 130, 3, POLLIN);        /* ... until 130 */
-		sql_in(b, 121, 4, "SELECT a");
-		rep_out(b, 122, 4);
-		rep_in(wk, 123, 9);
-		http_out(wk, 124, 5);
 
 		rt_init(&t);
 		t.steps = steps;
-		rt_write(&t, g, NULL);
+		rt_write(&t, handoff(130, 1), NULL);
 		ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
 		ck_assert_str_eq(labels(&t),
 			"/a uncertain ambiguous:parked\n"
@@ -789,21 +803,7 @@ END_TEST
 START_TEST(thread_handoff_fires)
 {
 	struct rt t;
-	struct gen *g = gen_new();
-	struct gen_host *h = gen_host(g, "web", 0, 0);
-	struct gen_thr *b, *r = front(h, &b);
-
-	gen_thread_create(r, 11, 1);
-	struct gen_thr *wk = gen_thread(gen_thr_proc(r), 12, 301, 300, 1);
-	gen_accept(r, 100, 5, 3, "10.0.0.1:80", "10.0.0.7:1111");
-	gen_ready(r, 110, 5, POLLIN);
-	http_in(r, 111, 5, "/a");
-	gen_ready(r, 112, 3, POLLIN);        /* back to wait: /a parked */
-	sql_out(wk, 120, 9, "SELECT a");     /* the worker, for no request */
-	sql_in(b, 121, 4, "SELECT a");
-	rep_out(b, 122, 4);
-	rep_in(wk, 123, 9);
-	http_out(wk, 124, 5);
+	struct gen *g = handoff(112, 0);
 
 	rt_init(&t);
 	rt_write(&t, g, NULL);

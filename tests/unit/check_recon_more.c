@@ -180,6 +180,23 @@ static void show(struct grow *gr, struct seg *s, unsigned shown)
 	close(out);
 }
 
+/* Make the log in T, and GR to show it in T->dir/live: the segments of
+ * host web (and of db with BOTH), none shown yet; OUT names the output
+ * (the temporary tables' prefix). */
+static void grow_init(struct grow *gr, struct rt *t, char *out, size_t len,
+		      int both)
+{
+	make_log(t);
+	memset(gr, 0, sizeof *gr);
+	snprintf(gr->from, sizeof gr->from, "%s", t->logs);
+	snprintf(gr->to, sizeof gr->to, "%s/live", t->dir);
+	snprintf(out, len, "%s/out.db", t->dir);
+	list_host(gr, "web");
+	if (both)
+		list_host(gr, "db");
+	qsort(gr->segs, gr->nsegs, sizeof gr->segs[0], by_rel);
+}
+
 /* ---- reading the streams ---------------------------------------------- */
 
 /* Per stream: the records read so far (count and a digest of each
@@ -262,14 +279,7 @@ START_TEST(grows_as_a_fresh_index)
 	uint64_t seed = 0x2545f4914f6cdd1dull + (uint64_t)_i;
 	unsigned steps = 0, grown = 0;
 
-	make_log(&t);
-	memset(&gr, 0, sizeof gr);
-	snprintf(gr.from, sizeof gr.from, "%s", t.logs);
-	snprintf(gr.to, sizeof gr.to, "%s/live", t.dir);
-	snprintf(out, sizeof out, "%s/out.db", t.dir);
-	list_host(&gr, "web");
-	list_host(&gr, "db");
-	qsort(gr.segs, gr.nsegs, sizeof gr.segs[0], by_rel);
+	grow_init(&gr, &t, out, sizeof out, 1);
 
 	/* the first block of each host's first segment */
 	for (unsigned k = 0; k < gr.nsegs; k++)
@@ -355,13 +365,7 @@ START_TEST(refuses_what_is_not_growth)
 	static struct sum sums[4096];
 	char why[256], out[400], src[700], dst[700];
 
-	make_log(&t);
-	memset(&gr, 0, sizeof gr);
-	snprintf(gr.from, sizeof gr.from, "%s", t.logs);
-	snprintf(gr.to, sizeof gr.to, "%s/live", t.dir);
-	snprintf(out, sizeof out, "%s/out.db", t.dir);
-	list_host(&gr, "web");
-	qsort(gr.segs, gr.nsegs, sizeof gr.segs[0], by_rel);
+	grow_init(&gr, &t, out, sizeof out, 0);
 	ck_assert_uint_gt(gr.nsegs, 6);
 	for (unsigned k = 0; k < 3; k++)
 		show(&gr, &gr.segs[k], gr.segs[k].nends);
