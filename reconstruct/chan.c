@@ -193,8 +193,13 @@ struct rc_fdent *rc_chan_fd_get(struct rc_proc *p, int32_t fd, int64_t t)
 
 void rc_chan_proc_unref(struct rc_ctx *c, struct rc_proc *p, int64_t t)
 {
+	/* the images that share it (an exec's, a snapshot's) end in any
+	 * order: its descriptors close at the latest of their ends */
+	if (t > p->drop_t)
+		p->drop_t = t;
 	if (--p->refs > 0)
 		return;
+	t = p->drop_t;
 	for (uint32_t fd = 0; fd < p->nfds; fd++)
 		if (p->fds[fd].end) {
 			rc_chan_end_unref(c, p->fds[fd].end, t);

@@ -118,6 +118,8 @@ struct rc_fdold {
 struct rc_proc {
 	uint32_t host, pid;
 	uint32_t refs;           /* attached images + lineage snapshots */
+	int64_t  drop_t;         /* the latest time a holder let go of it:
+				    its descriptors close then */
 	struct rc_fdent *fds;
 	uint32_t nfds;
 	struct rc_fdold *old;    /* oldest first, from index old_first */

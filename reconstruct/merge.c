@@ -62,6 +62,14 @@ struct rc_merge {
 	 * would have woken it at their last record) */
 	int            ending_dry;
 	uint32_t       woke_old, woke_old_stream;
+	/* hosts whose logs have bp-logd's notes (an image of ring 0),
+	 * for NOTES_IMAGES images: their streams end when bp-logd says
+	 * their image is gone (PEER_GONE), or at the end */
+	uint8_t       *notes;
+	uint32_t       notes_images;
+	struct rc_map  images;   /* (host, ring, pid) -> image + 1 */
+	uint32_t       images_n; /* images in it */
+	int            gone;     /* an image went: end its dry runs */
 };
 
 /* ---- the heap of active runs ---------------------------------------------- */
@@ -240,6 +248,43 @@ static int go_dry(struct rc_merge *g, struct rc_run *r)
 	return 0;
 }
 
+/* Does HOST's log have bp-logd's notes? */
+static int host_notes(struct rc_ctx *c, struct rc_merge *g, uint32_t host)
+{
+	if (g->notes_images != c->nimages || !g->notes) {
+		uint8_t *n = realloc(g->notes, c->nhosts + 1);
+		if (!n)
+			return 0;
+		memset(n, 0, c->nhosts + 1);
+		for (uint32_t i = 0; i < c->nimages; i++)
+			if (c->images[i].ring_id == 0 &&
+			    c->images[i].host < c->nhosts)
+				n[c->images[i].host] = 1;
+		g->notes = n;
+		g->notes_images = c->nimages;
+	}
+	return host < c->nhosts && g->notes[host];
+}
+
+/*
+ * R has read all its stream has.  It ends now when that is known to be
+ * all: the logs are final and its image is gone (bp-logd's PEER_GONE)
+ * or its host's logs have no notes of bp-logd that could say so.  Else
+ * it runs dry: the logs may still grow, or the image still live (then
+ * it ends at the note, or at the end: the merge at once and the merge
+ * in steps the same way).  0 or -ENOMEM.
+ */
+static int exhausted(struct rc_ctx *c, struct rc_merge *g, struct rc_run *r)
+{
+	const struct rc_image *im = &c->images[r->st->image];
+
+	if (g->final && (im->gone || !host_notes(c, g, im->host))) {
+		run_end(c, r);
+		return 0;
+	}
+	return go_dry(g, r);
+}
+
 /* A zeroed run for stream S (from the free list, keeping its emptied
  * dictionary), or NULL when out of memory. */
 static struct rc_run *run_get(struct rc_ctx *c, struct rc_stream *s)
@@ -280,10 +325,7 @@ static int activate(struct rc_ctx *c, struct rc_stream *s)
 	rc_input_cur_reset(c, r, 0);
 	if (advance(c, r))
 		return heap_push(c->merge, r);
-	if (!c->merge->final)
-		return go_dry(c->merge, r);
-	run_end(c, r);
-	return 0;
+	return exhausted(c, c->merge, r);
 }
 
 /* The provisional time of stream I's first record (for activation). */
@@ -629,6 +671,66 @@ static int late(struct rc_ctx *c, const char *what, uint32_t stream)
 		       what, c->hosts[im->host].name, im->pid, s->slot);
 }
 
+/* End the dry runs in the order of their last records: all of them, or
+ * (KNOWN) those the merge at once ended at their last record (their
+ * image gone, or no notes of bp-logd on their host). */
+static void end_dry(struct rc_ctx *c, struct rc_merge *g, int known)
+{
+	uint32_t k = 0;
+
+	qsort(g->dry, g->ndry, sizeof *g->dry, by_last);
+	for (uint32_t i = 0; i < g->ndry; i++) {
+		struct rc_run *r = g->dry[i];
+		const struct rc_image *im = &c->images[r->st->image];
+		if (known && !im->gone && host_notes(c, g, im->host))
+			g->dry[k++] = r;
+		else
+			run_end(c, r);
+	}
+	g->ndry = k;
+}
+
+/* Images went (rc_merge_image_gone): their dry runs end now. */
+static void end_gone(struct rc_ctx *c, struct rc_merge *g)
+{
+	g->gone = 0;
+	for (uint32_t i = 0; i < g->ndry; i++)
+		if (c->images[g->dry[i]->st->image].gone) {
+			end_dry(c, g, 1);
+			return;
+		}
+}
+
+void rc_merge_image_gone(struct rc_ctx *c, uint32_t host, uint64_t ring_id,
+			 uint32_t pid)
+{
+	struct rc_merge *g = c->merge;
+	uint64_t v[2] = { ring_id, (uint64_t)host << 32 | pid }, idx;
+
+	if (!g)
+		return;
+	if (g->images_n != c->nimages) {
+		rc_map_free(&g->images);
+		rc_map_init(&g->images);
+		for (uint32_t i = 0; i < c->nimages; i++) {
+			const struct rc_image *im = &c->images[i];
+			uint64_t w[2] = { im->ring_id,
+					  (uint64_t)im->host << 32 | im->pid };
+			if (rc_map_put(&g->images, rc_hash64(0x676f6e65u, w,
+							     sizeof w), i) < 0)
+				return;    /* out of memory: it ends at the end */
+		}
+		g->images_n = c->nimages;
+	}
+	if (!rc_map_get(&g->images, rc_hash64(0x676f6e65u, v, sizeof v), &idx))
+		return;
+	struct rc_image *im = &c->images[idx];
+	if (im->host != host || im->ring_id != ring_id || im->pid != pid)
+		return;
+	im->gone = 1;
+	g->gone = 1;
+}
+
 /*
  * The logs grew (or are final): ask how far, read on in the dry runs, and
  * take the streams that have blocks now.  0, or an error (rc_fail).
@@ -669,15 +771,12 @@ static int resume(struct rc_ctx *c, struct rc_merge *g)
 	}
 	g->ndry = k;
 	if (g->final && g->ndry) {
-		/* what no more records will follow ends now (the merge at
-		 * once ended each at its last record, before the records
-		 * applied since) */
-		qsort(g->dry, g->ndry, sizeof *g->dry, by_last);
+		/* what no more records will follow ends now where the merge
+		 * at once ended it at its last record, before the records
+		 * applied since: no notes of bp-logd would have said more */
 		g->ending_dry = 1;
-		for (uint32_t i = 0; i < g->ndry; i++)
-			run_end(c, g->dry[i]);
+		end_dry(c, g, 1);
 		g->ending_dry = 0;
-		g->ndry = 0;
 		/* a record waiting on them (a receive on a channel whose
 		 * sender stopped) is woken after records later than it: the
 		 * merge at once woke it at their last record */
@@ -719,6 +818,11 @@ static int merge_until(struct rc_ctx *c, struct rc_merge *g)
 		if (g->n == 0) {
 			if (!g->final)
 				return 1;
+			if (g->ndry) {
+				/* the end: what is still dry ends */
+				end_dry(c, g, 0);
+				continue;
+			}
 			if (g->nparked == 0)
 				break;
 			release_oldest(c);
@@ -750,13 +854,11 @@ static int merge_until(struct rc_ctx *c, struct rc_merge *g)
 			sift_up(g, r->heap_pos);
 		} else {
 			heap_remove(g, r->heap_pos);
-			if (!g->final) {
-				if (go_dry(g, r) < 0)
-					return rc_fail(c, -ENOMEM, "out of memory in the merge");
-			} else {
-				run_end(c, r);
-			}
+			if (exhausted(c, g, r) < 0)
+				return rc_fail(c, -ENOMEM, "out of memory in the merge");
 		}
+		if (g->gone)
+			end_gone(c, g);
 	}
 	return 0;
 }
@@ -826,6 +928,8 @@ void rc_merge_free(struct rc_ctx *c)
 		}
 	}
 	rc_map_free(&g->stubs);
+	rc_map_free(&g->images);
+	free(g->notes);
 	free(g->heap);
 	free(g->dry);
 	free(g->order);

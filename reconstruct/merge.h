@@ -25,6 +25,11 @@ void rc_merge_free(struct rc_ctx *c);
  * address.  Point the stubs at their streams and blocks again. */
 void rc_merge_rebase(struct rc_ctx *c, uintptr_t old_streams);
 
+/* bp-logd says the tracer of image (HOST, RING_ID, PID) is gone, its
+ * ring drained (PEER_GONE): its streams end at their last record. */
+void rc_merge_image_gone(struct rc_ctx *c, uint32_t host, uint64_t ring_id,
+			 uint32_t pid);
+
 /* Return the streams parked on KEY to the heap (they check again). */
 void rc_merge_wake(struct rc_ctx *c, uint64_t key);
 

@@ -652,6 +652,19 @@ static void on_logd(struct ap *a)
 			       ev->result, ev->str, ev->str_len);
 		return;
 	}
+	/* a tracer gone, its ring drained: its image's streams have
+	 * ended (merge.c) - not one whose ring was left to its tracer */
+	if (ev->flags == BT_LN_PEER_GONE) {
+		char ring[17] = "";
+		const char *p = ev->str ? memmem(ev->str, ev->str_len, "ring=", 5) : NULL;
+		if (p && (size_t)(ev->str + ev->str_len - p) >= 5 + 16 &&
+		    !memmem(ev->str, ev->str_len, "adopted", 7)) {
+			memcpy(ring, p + 5, 16);
+			rc_merge_image_gone(a->c, a->im->host,
+					    strtoull(ring, NULL, 16), ev->pid);
+		}
+		return;
+	}
 	/* bp-logd notes that say something was lost: a peer dropped (5),
 	 * the disk refusing writes (7), notes lost (12); see bp-logd's
 	 * enum bt_logd_note */

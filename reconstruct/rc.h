@@ -121,6 +121,9 @@ struct rc_image {
 	uint8_t  h2_sends;       /* it sent an HTTP/2 request (pass 1, only
 				    with unary gRPC methods named: a relay
 				    such as nginx's grpc_pass, see msg.c) */
+	uint8_t  gone;           /* bp-logd said it is gone (PEER_GONE): its
+				    streams end at their last record
+				    (merge.c) */
 	uint8_t  orphan;         /* forked or exec'd from a traced image
 				    whose FORK or EXEC record is in no log
 				    (pass 1, scan.c: orphans) */
