@@ -48,7 +48,7 @@ struct rc_merge {
 	uint32_t       warned_malformed;
 	uint32_t       warned_types;
 	uint32_t       warned_unknown;
-	/* The logs as they grow (rc_merge_grow): until FINAL, nothing
+	/* The logs as they grow (rc_ctx.grow): until FINAL, nothing
 	 * later than W is applied, and a stream at the end of what it has
 	 * is DRY, not ended. */
 	const struct rc_grow *grow;
@@ -67,7 +67,7 @@ struct rc_merge {
 	 * their image is gone (PEER_GONE), or at the end */
 	uint8_t       *notes;
 	uint32_t       notes_images;
-	struct rc_map  images;   /* (host, ring, pid) -> image + 1 */
+	struct rc_map  images;   /* hash of (host, ring, pid) -> image */
 	uint32_t       images_n; /* images in it */
 	int            gone;     /* an image went: end its dry runs */
 };
@@ -232,7 +232,7 @@ static void run_end(struct rc_ctx *c, struct rc_run *r)
 }
 
 /* R has read all its stream has so far, and the logs grow: it waits
- * for more (rc_merge_grow), holding its thread's state. */
+ * for more (rc_ctx.grow), holding its thread's state. */
 static int go_dry(struct rc_merge *g, struct rc_run *r)
 {
 	if (g->ndry == g->dry_cap) {
