@@ -224,6 +224,8 @@ static void run_end(struct rc_ctx *c, struct rc_run *r)
 	struct rc_merge *g = c->merge;
 
 	r->state = RC_SS_DONE;
+	r->st->ended = 1;
+	r->st->ended_nblk = r->st->nblk;
 	rc_model_stream_end(c, r);
 	r->st->run = NULL;
 	rc_input_run_idle(r);
@@ -671,10 +673,17 @@ static int late(struct rc_ctx *c, const char *what, uint32_t stream)
 		       what, c->hosts[im->host].name, im->pid, s->slot);
 }
 
-/* End the dry runs in the order of their last records: all of them, or
- * (KNOWN) those the merge at once ended at their last record (their
- * image gone, or no notes of bp-logd on their host). */
-static void end_dry(struct rc_ctx *c, struct rc_merge *g, int known)
+/* Which dry runs end_dry ends. */
+enum dry_which {
+	DRY_ALL,      /* the end of the merge */
+	DRY_KNOWN,    /* the logs final: those whose image is gone or whose
+		         host has no notes of bp-logd (the merge at once
+		         ended them at their last record) */
+	DRY_GONE,     /* those whose image bp-logd said is gone */
+};
+
+/* End the dry runs WHICH says, in the order of their last records. */
+static void end_dry(struct rc_ctx *c, struct rc_merge *g, enum dry_which which)
 {
 	uint32_t k = 0;
 
@@ -682,10 +691,12 @@ static void end_dry(struct rc_ctx *c, struct rc_merge *g, int known)
 	for (uint32_t i = 0; i < g->ndry; i++) {
 		struct rc_run *r = g->dry[i];
 		const struct rc_image *im = &c->images[r->st->image];
-		if (known && !im->gone && host_notes(c, g, im->host))
-			g->dry[k++] = r;
-		else
+		int end = which == DRY_ALL || im->gone ||
+			  (which == DRY_KNOWN && !host_notes(c, g, im->host));
+		if (end)
 			run_end(c, r);
+		else
+			g->dry[k++] = r;
 	}
 	g->ndry = k;
 }
@@ -696,7 +707,7 @@ static void end_gone(struct rc_ctx *c, struct rc_merge *g)
 	g->gone = 0;
 	for (uint32_t i = 0; i < g->ndry; i++)
 		if (c->images[g->dry[i]->st->image].gone) {
-			end_dry(c, g, 1);
+			end_dry(c, g, DRY_GONE);
 			return;
 		}
 }
@@ -775,7 +786,7 @@ static int resume(struct rc_ctx *c, struct rc_merge *g)
 		 * at once ended it at its last record, before the records
 		 * applied since: no notes of bp-logd would have said more */
 		g->ending_dry = 1;
-		end_dry(c, g, 1);
+		end_dry(c, g, DRY_KNOWN);
 		g->ending_dry = 0;
 		/* a record waiting on them (a receive on a channel whose
 		 * sender stopped) is woken after records later than it: the
@@ -784,6 +795,12 @@ static int resume(struct rc_ctx *c, struct rc_merge *g)
 			return late(c, "a stream that stopped while the logs grew kept a record of another waiting past later records (a receive whose sender had ended)",
 				    g->woke_old_stream);
 	}
+	/* a stream ended (its image gone) has nothing more to read */
+	for (uint32_t i = 0; i < c->nstreams; i++)
+		if (c->streams[i].ended &&
+		    c->streams[i].nblk != c->streams[i].ended_nblk)
+			return late(c, "the logs grew by blocks of a stream that had ended",
+				    i);
 	if (order_streams(c, g) < 0)
 		return rc_fail(c, -ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < g->norder; i++) {
@@ -820,7 +837,7 @@ static int merge_until(struct rc_ctx *c, struct rc_merge *g)
 				return 1;
 			if (g->ndry) {
 				/* the end: what is still dry ends */
-				end_dry(c, g, 0);
+				end_dry(c, g, DRY_ALL);
 				continue;
 			}
 			if (g->nparked == 0)

@@ -271,6 +271,8 @@ struct rc_stream {
 	uint64_t first_ts;       /* monotonic time of its first record */
 	int      has_first;      /* it has a record at all */
 	uint8_t  began;          /* the merge activated it */
+	uint8_t  ended;          /* ... and ended it, with ENDED_NBLK blocks */
+	uint32_t ended_nblk;
 	struct rc_run *run;      /* pass 2: while active */
 };
 
