@@ -180,6 +180,16 @@ struct gen_proc *gen_proc(struct gen_host *h, uint32_t pid, const char *exe)
 	return p;
 }
 
+uint64_t gen_proc_ring(const struct gen_proc *p)
+{
+	return p->ring;
+}
+
+void gen_proc_set_ring(struct gen_proc *p, uint64_t ring)
+{
+	p->ring = ring;
+}
+
 /* Append the N bytes of one record at TMP, at true time AT (ns) and
  * monotonic time TS, onto T's stream. */
 static void push_bytes(struct gen_thr *t, int64_t at, uint64_t ts,

@@ -45,6 +45,9 @@ uint64_t gen_mono(const struct gen_host *h, int64_t at_us);
 
 /* A process image (its own ring) of PID on H running EXE. */
 struct gen_proc *gen_proc(struct gen_host *h, uint32_t pid, const char *exe);
+/* P's ring id; set it (0 with bp-logd's pid: its notes' image). */
+uint64_t gen_proc_ring(const struct gen_proc *p);
+void gen_proc_set_ring(struct gen_proc *p, uint64_t ring);
 /* A thread of P writing its own stream: TIME + THREAD_START at AT. */
 struct gen_thr *gen_thread(struct gen_proc *p, int64_t at, uint32_t tid,
 			   uint32_t ptid, uint64_t cookie);

@@ -642,6 +642,77 @@ START_TEST(stopped_sender_refused)
 }
 END_TEST
 
+/*
+ * The same client, on a host whose logs have bp-logd's notes: bp-logd
+ * says its tracer is gone (PEER_GONE) at NOTE, before the server's read
+ * (150) or after it (400).  Its stream ends at that note, at once as in
+ * steps: for every number of steps the rows of the merge at once, no
+ * refusal (where the stepped merge without notes refuses, above), and
+ * the read counts as from an untraced peer.  (What the note changes at
+ * once, against ending at the end of the merge, shows in a CGI stack's
+ * rows: docs/reconstruct.md, "The merge in steps".)
+ */
+START_TEST(gone_sender_ends_at_its_note)
+{
+	static const int64_t notes[] = { 150, 400 };
+
+	for (size_t n = 0; n < 2; n++) {
+		char *want = NULL;
+		for (int steps = 0; steps <= 30; steps += steps < 4 ? 1 : 13) {
+			struct rt t;
+			struct gen *g = gen_new();
+			struct gen_host *h = gen_host(g, "web", 0, 0);
+			struct gen_proc *lp = gen_proc(h, 50, "/usr/sbin/bp-logd");
+			struct gen_thr *a = gen_proc_main(h, 500, "/usr/bin/client", 0);
+			struct gen_thr *b = gen_proc_main(h, 600, "/usr/bin/server", 0);
+			struct gen_thr *k = gen_proc_main(h, 700, "/usr/bin/ticker", 0);
+			struct bt_event ev;
+			char text[96];
+
+			gen_proc_set_ring(lp, 0);
+			struct gen_thr *l = gen_thread(lp, 0, 50, 0, 0);
+			gen_tcp(a, 100, 4, BT_CR_CONNECT, "10.0.0.1:40000", "10.0.0.2:80");
+			gen_cut(a);
+			gen_accept(b, 105, 5, 3, "10.0.0.2:80", "10.0.0.1:40000");
+			gen_cut(b);
+			gen_msg(b, 300, 5, BT_DIR_IN, BT_MK_REQUEST, BT_PROTO_HTTP,
+				80, 0, 0, 0, GEN_A(BT_AK_METHOD, "GET"),
+				GEN_A(BT_AK_TARGET, "/x"), 0);
+			for (int i = 0; i < 40; i++) {
+				gen_open(k, 10 + i * 10, 9, "/etc/hosts");
+				gen_close(k, 12 + i * 10, 9);
+				gen_cut(k);
+			}
+			memset(&ev, 0, sizeof ev);
+			ev.type = BT_EV_LOGD;
+			ev.flags = BT_LN_PEER_GONE;
+			ev.pid = 500;
+			snprintf(text, sizeof text, "ring=%016llx blocks=1 lost=0",
+				 (unsigned long long)gen_proc_ring(gen_thr_proc(a)));
+			ev.str = text;
+			ev.str_len = (uint32_t)strlen(text);
+			gen_ev(l, notes[n], &ev);
+			gen_cut(l);
+
+			rt_init(&t);
+			t.steps = steps;
+			rt_write(&t, g, NULL);
+			ck_assert_int_eq(rt_run(&t), RC_EXIT_OK);
+			ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM warnings WHERE text LIKE '%%pid 600: the peer of fd 5 closed without logging the send%%'"), 1);
+			char *got = dump(&t);
+			if (!want)
+				want = got;
+			else {
+				same_text(want, got, steps);
+				free(got);
+			}
+			rt_done(&t);
+		}
+		free(want);
+	}
+}
+END_TEST
+
 Suite *recon_more_suite(void)
 {
 	Suite *s = suite_create("recon_more");
@@ -654,6 +725,7 @@ Suite *recon_more_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, steps_same_as_at_once);
 	tcase_add_test(tc, stopped_sender_refused);
+	tcase_add_test(tc, gone_sender_ends_at_its_note);
 	suite_add_tcase(s, tc);
 	return s;
 }
