@@ -28,6 +28,9 @@
 
 #define RC_DB_NULL INT64_MIN
 
+/* The row structs name their padding (pad, pad2): the row spool
+ * (db_rows.c) copies them as 8-byte words, and a member left out of an
+ * initializer is zero where padding would be undefined. */
 struct rc_row_request {
 	uint64_t id, root_span;
 	int64_t  start, end;         /* end RC_DB_NULL if never answered */
@@ -36,6 +39,7 @@ struct rc_row_request {
 	uint32_t dom;
 	uint8_t  certainty;          /* of its root span (enum rc_certainty);
 					the request's own is set at the end */
+	uint8_t  pad[3];
 	const char *reason;          /* a static string, or NULL */
 	int64_t  pattern;            /* set as it is inserted (db_rows.c) */
 };
@@ -44,26 +48,27 @@ struct rc_row_span {
 	uint64_t id, req, parent;    /* 0 = NULL */
 	const char *kind, *protocol, *name, *target, *host, *exe, *peer;
 	int64_t  status;
-	uint32_t pid, tid, dom;
+	uint32_t pid, tid, dom, pad;
 	uint64_t process_id, channel_id;
 	int64_t  start, end;
 	uint8_t  certainty;          /* enum rc_certainty */
+	uint8_t  pad2[7];
 	const char *reason;          /* a static string, or NULL */
 };
 
 struct rc_row_message {
 	uint64_t id, req, span, channel_id, process_id, peer_message;
-	uint32_t dom, pid, tid;
+	uint32_t dom, pid, tid, pad;
 	int64_t  begin, ts;
 	const char *dir, *kind, *protocol;
-	uint32_t flags;
+	uint32_t flags, pad2;
 	uint64_t off, len;
 	int64_t  status, witness;
 };
 
 struct rc_row_fragment {
 	uint64_t id, req, span, process_id, channel_id;
-	uint32_t dom, pid, tid;
+	uint32_t dom, pid, tid, pad;
 	int64_t  start, end, fd;
 	const char *trigger;
 	uint64_t events;
@@ -71,15 +76,15 @@ struct rc_row_fragment {
 
 struct rc_row_file {
 	uint64_t id, req, span, process_id;
-	uint32_t dom, pid, tid;
+	uint32_t dom, pid, tid, pad;
 	int64_t  ts, flags, result;
 	const char *path;
-	uint32_t path_len;
+	uint32_t path_len, pad2;
 };
 
 struct rc_row_process {
 	uint64_t id, parent, req;
-	uint32_t dom, pid, ppid;
+	uint32_t dom, pid, ppid, pad;
 	const char *host, *exe, *cmdline, *how;
 	uint64_t ring_id;
 	int64_t  start, end;
@@ -94,6 +99,7 @@ struct rc_row_channel {
 	uint64_t ino, peer_ino;
 	int      traced_peer, lost_sync;
 	int      readable;        /* 1, 0, or -1 (NULL: nothing moved) */
+	int      pad;
 	const char *unreadable_reason;
 	int64_t  open, close;
 	uint64_t bytes_in, bytes_out, msgs_in, msgs_out;

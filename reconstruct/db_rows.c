@@ -91,7 +91,7 @@ static void bind_message(sqlite3_stmt *s, int o, const struct rc_row_message *r)
 struct rc_row_attr {
 	uint64_t span, message;
 	const char *key, *val;
-	uint32_t len;
+	uint32_t len, pad;
 };
 
 /* A span_patterns row of the patterns' stream, queued by the replay
@@ -1405,7 +1405,7 @@ void rc_db_channel(struct rc_ctx *c, const struct rc_row_channel *r)
 void rc_db_attr(struct rc_ctx *c, uint64_t span, uint64_t message,
 		const char *key, const char *val, uint32_t len)
 {
-	struct rc_row_attr r = { span, message, key, val, len };
+	struct rc_row_attr r = { span, message, key, val, len, 0 };
 	if (q_put(c, K_ATTR, &r) < 0)
 		spool_put(c, K_ATTR, &r);
 }
