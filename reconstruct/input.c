@@ -317,26 +317,40 @@ static int more_files(struct rc_ctx *c, struct more *m)
 	}
 	m->nfiles = c->nfiles;
 	uint32_t known = 0;
+	uint8_t *taken = calloc((size_t)c->nfiles + 1, 1);
+	if (!taken)
+		return -ENOMEM;
 	for (uint32_t f = 0; f < set->nfiles; f++) {
 		const struct bt_sr_file *nf = &set->files[f];
 		uint64_t old;
 		if (rc_map_get(&m->paths, rc_hash64(1, nf->path, strlen(nf->path)),
 			       &old) &&
 		    strcmp(c->files[old].path, nf->path) == 0) {
-			if (m->host_of[nf->host] != c->files[old].host)
+			/* a file given twice (two inputs that name it) */
+			if (taken[old]++) {
+				free(taken);
+				return more_rebuild(m, "%s is among the inputs twice",
+						    nf->path);
+			}
+			if (m->host_of[nf->host] != c->files[old].host) {
+				free(taken);
 				return more_rebuild(m, "%s: its header names another host than before",
 						    nf->path);
-			if (nf->size < c->files[old].size)
+			}
+			if (nf->size < c->files[old].size) {
+				free(taken);
 				return more_rebuild(m, "%s is shorter than it was (%llu bytes, %llu before)",
 						    nf->path,
 						    (unsigned long long)nf->size,
 						    (unsigned long long)c->files[old].size);
+			}
 			m->file_of[f] = (uint32_t)old;
 			known++;
 		} else {
 			m->file_of[f] = m->nfiles++;
 		}
 	}
+	free(taken);
 	if (known < c->nfiles) {
 		for (uint32_t f = 0; f < c->nfiles; f++) {
 			uint32_t g = 0;
