@@ -231,9 +231,7 @@ int rc_input_open(struct rc_ctx *c)
 
 /* ---- more of the same logs ----------------------------------------------- */
 
-/* An image's key in rc_input_more's map: hashed, so a hit is checked
- * against the image itself. */
-static uint64_t image_key(uint32_t host, uint64_t ring_id, uint32_t pid)
+uint64_t rc_input_image_key(uint32_t host, uint64_t ring_id, uint32_t pid)
 {
 	uint64_t v[2] = { ring_id, (uint64_t)host << 32 | pid };
 	return rc_hash64(0x6d6f7265u, v, sizeof v);
@@ -382,8 +380,8 @@ static int more_streams(struct rc_ctx *c, struct more *m)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < c->nimages; i++) {
 		const struct rc_image *im = &c->images[i];
-		if (rc_map_put(&m->images, image_key(im->host, im->ring_id,
-						     im->pid), i) < 0)
+		if (rc_map_put(&m->images, rc_input_image_key(im->host,
+					im->ring_id, im->pid), i) < 0)
 			return -ENOMEM;
 		if ((i & 32767) == 32767)
 			rc_input_tables_release(c);
@@ -409,8 +407,8 @@ static int more_streams(struct rc_ctx *c, struct more *m)
 			;
 		if (b0 > 0 && bt_sr_same_image(&set->blocks[b0 - 1], fb)) {
 			image = last_image;
-		} else if (rc_map_get(&m->images, image_key(host, fb->ring_id,
-							    fb->pid), &v)) {
+		} else if (rc_map_get(&m->images, rc_input_image_key(host,
+					fb->ring_id, fb->pid), &v)) {
 			const struct rc_image *im = &c->images[v];
 			if (im->host != host || im->ring_id != fb->ring_id ||
 			    im->pid != fb->pid)
@@ -534,8 +532,8 @@ static int more_commit(struct rc_ctx *c, struct more *m)
 		if (si >= old_nstreams) {
 			uint64_t v;
 			uint32_t host = m->host_of[fb->host], image;
-			if (rc_map_get(&m->images, image_key(host, fb->ring_id,
-							     fb->pid), &v) &&
+			if (rc_map_get(&m->images, rc_input_image_key(host,
+					fb->ring_id, fb->pid), &v) &&
 			    c->images[v].host == host &&
 			    c->images[v].ring_id == fb->ring_id &&
 			    c->images[v].pid == fb->pid) {
@@ -547,7 +545,7 @@ static int more_commit(struct rc_ctx *c, struct more *m)
 				im->host = host;
 				im->ring_id = fb->ring_id;
 				im->pid = fb->pid;
-				if (rc_map_put(&m->images, image_key(host,
+				if (rc_map_put(&m->images, rc_input_image_key(host,
 						fb->ring_id, fb->pid), image) < 0) {
 					rc_spill_close(&nb);
 					return -ENOMEM;

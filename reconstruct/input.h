@@ -35,6 +35,10 @@ int rc_input_open(struct rc_ctx *c);
  * again: the cost of rc_input_open, not of what is new.
  */
 #define RC_MORE_REBUILD 100
+
+/* An image's key in a map of images by (HOST, RING_ID, PID): hashed, so
+ * a hit is checked against the image itself. */
+uint64_t rc_input_image_key(uint32_t host, uint64_t ring_id, uint32_t pid);
 int rc_input_more(struct rc_ctx *c, char *why, size_t len);
 void rc_input_close(struct rc_ctx *c);
 /* After the merge: give back the resident pages of the logs and of the

@@ -67,7 +67,7 @@ struct rc_merge {
 	 * their image is gone (PEER_GONE), or at the end */
 	uint8_t       *notes;
 	uint32_t       notes_images;
-	struct rc_map  images;   /* hash of (host, ring, pid) -> image */
+	struct rc_map  images;   /* rc_input_image_key -> image */
 	uint32_t       images_n; /* images in it */
 	int            gone;     /* an image went: end its dry runs */
 };
@@ -716,7 +716,7 @@ void rc_merge_image_gone(struct rc_ctx *c, uint32_t host, uint64_t ring_id,
 			 uint32_t pid)
 {
 	struct rc_merge *g = c->merge;
-	uint64_t v[2] = { ring_id, (uint64_t)host << 32 | pid }, idx;
+	uint64_t idx;
 
 	if (!g)
 		return;
@@ -725,15 +725,13 @@ void rc_merge_image_gone(struct rc_ctx *c, uint32_t host, uint64_t ring_id,
 		rc_map_init(&g->images);
 		for (uint32_t i = 0; i < c->nimages; i++) {
 			const struct rc_image *im = &c->images[i];
-			uint64_t w[2] = { im->ring_id,
-					  (uint64_t)im->host << 32 | im->pid };
-			if (rc_map_put(&g->images, rc_hash64(0x676f6e65u, w,
-							     sizeof w), i) < 0)
+			if (rc_map_put(&g->images, rc_input_image_key(im->host,
+					im->ring_id, im->pid), i) < 0)
 				return;    /* out of memory: it ends at the end */
 		}
 		g->images_n = c->nimages;
 	}
-	if (!rc_map_get(&g->images, rc_hash64(0x676f6e65u, v, sizeof v), &idx))
+	if (!rc_map_get(&g->images, rc_input_image_key(host, ring_id, pid), &idx))
 		return;
 	struct rc_image *im = &c->images[idx];
 	if (im->host != host || im->ring_id != ring_id || im->pid != pid)

@@ -195,8 +195,8 @@ void rc_park_waiting(struct ap *a)
 	if (!p)
 		return;
 	for (struct rc_thr *o = p->threads; o; o = o->pnext) {
-		const struct rc_run *or = (const struct rc_run *)
-			((const char *)o - offsetof(struct rc_run, thr));
+		struct rc_run *or = (struct rc_run *)
+			((char *)o - offsetof(struct rc_run, thr));
 		uint64_t req = o->d.req;
 		if (o == a->th || !o->frag.open || !req)
 			continue;
@@ -211,11 +211,10 @@ void rc_park_waiting(struct ap *a)
 			 * yet: what follows would ask it.  If nothing else
 			 * rules the thread out, the merge checks that record
 			 * when it comes (merge.c, resume) */
-			struct rc_run *dr = (struct rc_run *)(uintptr_t)or;
-			if (!dr->peeked && !has_continuation(p, sp) &&
+			if (!or->peeked && !has_continuation(p, sp) &&
 			    !other_works(p, o, req)) {
-				dr->peeked = 1;
-				dr->peek_frag = o->frag;
+				or->peeked = 1;
+				or->peek_frag = o->frag;
 				a->c->st.merge_dry_peeked++;
 			}
 			continue;

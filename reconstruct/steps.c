@@ -15,7 +15,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,15 +123,6 @@ static int steps_fn(void *arg, struct rc_ctx *c, int64_t *w)
 	}
 	refresh(c);
 	*w = s->unsafe ? v : wm;
-	if (getenv("BP_STEPS_DEBUG")) {
-		uint32_t part = 0, none = 0;
-		for (uint32_t i = 0; i < c->nstreams; i++) {
-			part += c->streams[i].nblk < s->nblk[i];
-			none += c->streams[i].nblk == 0;
-		}
-		fprintf(stderr, "step %d: v %lld w %lld (v-w %lld) streams partly shown %u, none %u of %u\n",
-			s->k, (long long)v, (long long)wm, (long long)(v - wm), part, none, c->nstreams);
-	}
 	return 1;
 }
 
