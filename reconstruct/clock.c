@@ -337,34 +337,85 @@ static int add_domain(struct rc_ctx *c, uint32_t host, int64_t delta,
 	return (int)c->ndoms++;
 }
 
+/* A domain's delta is the median of its first images' (by their first
+ * records): later images do not move it, so a merge that read on as the
+ * logs grew keeps the times it began with (scan.c, rc_scan_more). */
+#define DOMAIN_MEDIAN_N 15
+
+struct imd {
+	int64_t  delta;
+	uint64_t first;          /* the image's first record (monotonic) */
+	uint64_t ring;           /* then by ring and pid: a fixed order */
+	uint32_t pid;
+};
+
+static int by_delta(const void *a, const void *b)
+{
+	const struct imd *x = a, *y = b;
+	return x->delta < y->delta ? -1 : x->delta > y->delta;
+}
+
+static int by_first(const void *a, const void *b)
+{
+	const struct imd *x = a, *y = b;
+	if (x->first != y->first)
+		return x->first < y->first ? -1 : 1;
+	if (x->ring != y->ring)
+		return x->ring < y->ring ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
 /*
  * Cluster the images of each host by realtime - monotonic: a gap of more
  * than DOMAIN_GAP_NS between neighbours starts a new domain.  A domain's
- * delta is the median of its images'.
+ * delta is the median of its first DOMAIN_MEDIAN_N images'.
  */
 int rc_clock_domains(struct rc_ctx *c)
 {
-	int64_t *d = malloc((c->nimages + 1) * sizeof *d);
-	if (!d)
+	struct imd *d = malloc((c->nimages + 1) * sizeof *d);
+	uint64_t *first = malloc((c->nimages + 1) * sizeof *first);
+	int64_t med[DOMAIN_MEDIAN_N];
+
+	if (!d || !first) {
+		free(d);
+		free(first);
 		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < c->nimages; i++)
+		first[i] = UINT64_MAX;
+	for (uint32_t i = 0; i < c->nstreams; i++) {
+		const struct rc_stream *st = &c->streams[i];
+		if (st->has_first && st->first_ts < first[st->image])
+			first[st->image] = st->first_ts;
+		if ((i & 32767) == 32767)
+			rc_input_tables_release(c);
+	}
 	for (uint32_t h = 0; h < c->nhosts; h++) {
-		uint32_t n = 0, first = c->ndoms;
+		uint32_t n = 0, first_dom = c->ndoms;
 		for (uint32_t i = 0; i < c->nimages; i++) {
-			if (c->images[i].host == h && c->images[i].has_delta)
-				d[n++] = c->images[i].delta;
+			const struct rc_image *im = &c->images[i];
+			if (im->host == h && im->has_delta)
+				d[n++] = (struct imd){ im->delta, first[i],
+						       im->ring_id, im->pid };
 			if ((i & 32767) == 32767)
 				rc_input_tables_release(c);
 		}
-		qsort(d, n, sizeof *d, cmp_i64);
+		qsort(d, n, sizeof *d, by_delta);
 		if (n == 0) {
 			if (add_domain(c, h, host_fallback_delta(c, h), 0) < 0)
 				goto oom;
 		}
 		for (uint32_t a = 0, nth = 0; a < n; nth++) {
 			uint32_t b = a + 1;
-			while (b < n && d[b] - d[b - 1] <= DOMAIN_GAP_NS)
+			while (b < n && d[b].delta - d[b - 1].delta <= DOMAIN_GAP_NS)
 				b++;
-			if (add_domain(c, h, d[a + (b - a) / 2], nth) < 0)
+			/* the cluster's first images, by their first records */
+			qsort(d + a, b - a, sizeof *d, by_first);
+			uint32_t m = b - a < DOMAIN_MEDIAN_N ? b - a : DOMAIN_MEDIAN_N;
+			for (uint32_t k = 0; k < m; k++)
+				med[k] = d[a + k].delta;
+			qsort(med, m, sizeof *med, cmp_i64);
+			if (add_domain(c, h, med[m / 2], nth) < 0)
 				goto oom;
 			a = b;
 		}
@@ -375,9 +426,9 @@ int rc_clock_domains(struct rc_ctx *c)
 				rc_input_tables_release(c);
 			if (im->host != h)
 				continue;
-			uint32_t best = first;
+			uint32_t best = first_dom;
 			if (im->has_delta) {
-				for (uint32_t k = first; k < c->ndoms; k++)
+				for (uint32_t k = first_dom; k < c->ndoms; k++)
 					if (llabs(c->doms[k].delta - im->delta) <
 					    llabs(c->doms[best].delta - im->delta))
 						best = k;
@@ -387,6 +438,7 @@ int rc_clock_domains(struct rc_ctx *c)
 		}
 	}
 	free(d);
+	free(first);
 
 	c->ref_dom = 0;
 	for (uint32_t k = 0; k < c->ndoms; k++) {
@@ -400,7 +452,7 @@ int rc_clock_domains(struct rc_ctx *c)
 			c->ref_dom = k;
 		}
 	}
-	if (c->opt->reference &&
+	if (c->opt->reference && !(c->p1 && c->p1->more) &&
 	    strcmp(c->hosts[c->doms[c->ref_dom].host].name,
 		   c->opt->reference) != 0)
 		rc_warn(c, NULL, 0,
@@ -410,5 +462,6 @@ int rc_clock_domains(struct rc_ctx *c)
 	return 0;
 oom:
 	free(d);
+	free(first);
 	return -ENOMEM;
 }

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "input.h"
+#include "scan.h"
 #include "merge.h"
 
 /* ---- indexing ---------------------------------------------------------- */
@@ -702,8 +703,12 @@ void rc_input_host_gap(struct rc_ctx *c, uint32_t host)
 {
 	if (!c->host_gap)
 		c->host_gap = calloc(c->nhosts ? c->nhosts : 1, 1);
-	if (c->host_gap && host < c->nhosts)
+	if (c->host_gap && host < c->nhosts) {
+		if (!c->host_gap[host])
+			rc_scan_changed(c, "records of host %s are lost (a gap): its peers are in doubt now",
+					c->hosts[host].name);
 		c->host_gap[host] = 1;
+	}
 }
 
 static void lose(struct rc_ctx *c, struct rc_run *run, const char *file,

@@ -79,6 +79,8 @@ void rc_lineage_parent_record(struct ap *a, uint64_t key,
 			sn->dom = a->im->domain;
 			snap_push(a->m, key, sn);
 		}
+	} else {
+		rc_scan_no_child(c, key);
 	}
 	rc_merge_wake(c, key);
 }
@@ -89,7 +91,10 @@ int rc_lineage_ready(struct rc_ctx *c, uint64_t key)
 {
 	if (rc_map_get(&c->model->snaps, key, NULL))
 		return 1;
-	return !rc_lin_left(c, key, 0);
+	if (rc_lin_left(c, key, 0))
+		return 0;
+	rc_scan_no_parent(c, key);
+	return 1;
 }
 
 static void image_attach(struct ap *a, struct rc_proc *p,

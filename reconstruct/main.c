@@ -831,6 +831,10 @@ int main(int argc, char **argv)
 	const char *steps = getenv("BP_RECONSTRUCT_STEPS");
 	if (steps && *steps)
 		o.steps = atoi(steps);
+	/* ... and the merge's hold in it, in ns (rc_options.hold_ns) */
+	const char *hold = getenv("BP_RECONSTRUCT_HOLD_NS");
+	if (hold && *hold)
+		o.hold_ns = strtoll(hold, NULL, 10);
 	int r = rc_run(&o, NULL);
 	if (r != RC_EXIT_OK)
 		return r;

@@ -324,6 +324,7 @@ static int activate(struct rc_ctx *c, struct rc_stream *s)
 	if (!r)
 		return -ENOMEM;
 	s->began = 1;
+	c->images[s->image].began = 1;
 	rc_input_cur_reset(c, r, 0);
 	if (advance(c, r))
 		return heap_push(c->merge, r);
@@ -852,6 +853,11 @@ static int merge_until(struct rc_ctx *c, struct rc_merge *g)
 		 * record not in the logs yet (park.c) */
 		if (!g->final && g->ndry && rc_park_needs_ahead(c, r)) {
 			c->st.merge_ahead_waits++;
+			return 1;
+		}
+		/* nor one whose meaning a record to come may change */
+		if (!g->final && rc_model_holds(c, r, g->w)) {
+			c->st.merge_hold_waits++;
 			return 1;
 		}
 		if (!r->released && !rc_model_ready(c, r, &key)) {

@@ -256,9 +256,9 @@ static void on_chan(struct ap *a)
 
 	if (s->entry_next >= s->st->nentry || !p)
 		return;
-	uint32_t ei = s->st->entry_first + s->entry_next++;
+	uint32_t ei;
 	struct rc_entry en;
-	if (rc_scan_entry(c, s, ei, &en) < 0)
+	if (rc_scan_entry(c, s, s->entry_next++, &en, &ei) < 0)
 		return;
 	struct rc_conn *cn = rc_chan_conn_get(c, en.conn, &en.info);
 	if (!cn)
@@ -778,6 +778,48 @@ void rc_model_apply(struct rc_ctx *c, struct rc_run *s)
 	if (!im->run->first_ts)
 		im->run->first_ts = a.t;
 	im->run->last_ts = a.t;
+}
+
+int rc_model_holds(struct rc_ctx *c, struct rc_run *s, int64_t w)
+{
+	const struct bt_event *ev = &s->ev;
+	const struct rc_image *im = &c->images[s->st->image];
+	int64_t hold = c->opt->hold_ns > 0 ? c->opt->hold_ns : RC_HOLD_NS;
+	uint64_t key = 0;
+
+	if (w - s->head_t >= hold)
+		return 0;
+	switch (ev->type) {
+	case BT_EV_CHAN: {
+		struct rc_entry en;
+		uint32_t idx;
+		if (s->entry_next >= s->st->nentry ||
+		    rc_scan_entry(c, s, s->entry_next, &en, &idx) < 0)
+			return 0;
+		return en.side < 2 && en.info.n[!en.side] == 0;
+	}
+	case BT_EV_FORK:
+		if (ev->result > 0)
+			key = rc_scan_proc_key(im->host, (uint32_t)ev->result,
+					       RC_LIN_FORK);
+		break;
+	case BT_EV_SPAWN:
+		if (ev->result > 0)
+			key = rc_scan_proc_key(im->host, (uint32_t)ev->result,
+					       RC_LIN_SPAWN);
+		break;
+	case BT_EV_EXEC:
+		if (ev->flags == 0)
+			key = rc_scan_proc_key(im->host, im->pid, RC_LIN_EXEC);
+		break;
+	case BT_EV_THREAD_CREATE:
+		if (ev->result >= 0)
+			key = rc_scan_thread_key(s->st->image, ev->cookie);
+		break;
+	default:
+		break;
+	}
+	return key && rc_lin_left(c, key, 1) == 0;
 }
 
 int rc_model_ready(struct rc_ctx *c, struct rc_run *s, uint64_t *key)

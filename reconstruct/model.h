@@ -27,6 +27,18 @@ void rc_model_free(struct rc_ctx *c);
  * send returns 1 with S->released = RC_REL_GONE.
  */
 int  rc_model_ready(struct rc_ctx *c, struct rc_run *s, uint64_t *key);
+/*
+ * rc_model_holds - while the logs grow (the watermark W), must the head
+ * record of S wait?  Yes for a record that pass 1 gave a meaning which a
+ * record not in the logs yet may change, less than rc_options.hold_ns
+ * before W: a channel end whose other side no log has (its peer's
+ * announcement may come: pair.c pairs with what comes later), a fork,
+ * spawn, exec or thread creation without a child (the child's first
+ * record follows it).  The merge pauses before it rather than decide
+ * without what a merge at once would have known (scan.c, rc_scan_more
+ * refuses if it comes even later).
+ */
+int  rc_model_holds(struct rc_ctx *c, struct rc_run *s, int64_t w);
 
 /* Apply the head record of S.  S->released says it was let go from a
  * wait; its peer is then treated as untraced. */

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "pair.h"
+#include "scan.h"
 #include "spill.h"
 
 /* Ends of one tuple nearer than this in time may be one connection. */
@@ -221,18 +222,28 @@ static void host_ip_note(struct rc_ctx *c, uint32_t host,
 	if ((a->family != BT_AF_INET && a->family != BT_AF_INET6) ||
 	    is_loopback(a))
 		return;
-	if (!c->host_ip_last &&
-	    !(c->host_ip_last = calloc(c->nhosts ? c->nhosts : 1,
-				       sizeof *c->host_ip_last)))
-		return;            /* (then no host is known by address) */
+	if (!c->host_ip_last) {
+		if (!(c->host_ip_last = calloc(c->nhosts ? c->nhosts : 1,
+					       sizeof *c->host_ip_last)))
+			return;    /* (then no host is known by address) */
+		c->host_ip_n = c->nhosts ? c->nhosts : 1;
+	}
 	uint64_t k = ip_key(a), v;
-	if (c->host_ip_last[host] == k)
+	if (host >= c->host_ip_n || c->host_ip_last[host] == k)
 		return;
 	c->host_ip_last[host] = k;
-	if (!rc_map_get(&c->host_ip, k, &v))
+	int asked = c->p1 && rc_map_get(&c->p1->ip_asked, k, NULL);
+	if (!rc_map_get(&c->host_ip, k, &v)) {
 		rc_map_put(&c->host_ip, k, (uint64_t)host + 1);
-	else if (v != (uint64_t)host + 1)
+		if (asked)
+			rc_scan_changed(c, "an address the merge looked up is host %s's now",
+					c->hosts[host].name);
+	} else if (v != (uint64_t)host + 1 && v != RC_HOST_MANY) {
 		rc_map_put(&c->host_ip, k, RC_HOST_MANY);
+		if (asked)
+			rc_scan_changed(c, "an address the merge looked up is host %s's too",
+					c->hosts[host].name);
+	}
 }
 
 uint32_t rc_pair_host_of(const struct rc_ctx *c, uint32_t host,
@@ -244,6 +255,8 @@ uint32_t rc_pair_host_of(const struct rc_ctx *c, uint32_t host,
 		return host + 1;
 	if (a->family != BT_AF_INET && a->family != BT_AF_INET6)
 		return 0;
+	if (c->p1 && c->merge)
+		rc_map_put(&c->p1->ip_asked, ip_key(a), 1);
 	if (!rc_map_get(&c->host_ip, ip_key(a), &v))
 		return 0;
 	return (uint32_t)v;
@@ -254,6 +267,7 @@ void rc_pair_hosts_free(struct rc_ctx *c)
 	rc_map_free(&c->host_ip);
 	free(c->host_ip_last);
 	c->host_ip_last = NULL;
+	c->host_ip_n = 0;
 	free(c->host_gap);
 	c->host_gap = NULL;
 }
@@ -729,10 +743,14 @@ int rc_pair_all(struct rc_ctx *c, struct rc_pair *pr)
 	struct group g = { .pr = pr };
 	struct run_rd *rd = NULL;
 	uint32_t *heap = NULL;
-	uint32_t nr = 0;
+	uint32_t nr = 0, keep_n = 0, keep_runs = 0;
 	int r;
 
 	c->nentries = pr->total;
+	/* (every end is in the sort: ends kept from a pairing before are
+	 * timed again) */
+	rc_map_free(&pr->first);
+	rc_map_init(&pr->first);
 	if ((r = rc_spill_open(c, &c->ent_spill, "entries")) != 0 ||
 	    (r = rc_spill_map(c, &c->ent_spill,
 			      ((size_t)pr->total + 1) * sizeof *c->entries)) != 0)
@@ -750,9 +768,17 @@ int rc_pair_all(struct rc_ctx *c, struct rc_pair *pr)
 			r = group_add(c, &g, &pr->v[k]);
 		goto done;
 	}
-	/* Sort every run in place in the file, then merge them. */
-	if (pr->n && (r = flush_run(c, pr)) != 0)
-		goto done;
+	/* Sort every run in place in the file, then merge them (the ends
+	 * in memory too, as the last run; when they are kept, they are read
+	 * back at the end and stay the run being filled) */
+	if (pr->n) {
+		if (pr->retain) {
+			keep_n = pr->n;
+			keep_runs = pr->nruns;
+		}
+		if ((r = flush_run(c, pr)) != 0)
+			goto done;
+	}
 	nr = pr->nruns;
 	for (uint32_t i = 0; i < nr; i++) {
 		uint64_t off = (uint64_t)i * RUN_ENTS * sizeof *pr->v;
@@ -820,6 +846,15 @@ done:
 	free(g.u);
 	free(rd);
 	free(heap);
+	if (keep_n) {
+		pr->nruns = keep_runs;
+		pr->n = keep_n;
+		if (r == 0)
+			r = rc_spill_read(c, &pr->f, pr->v,
+					  (size_t)keep_n * sizeof *pr->v,
+					  (uint64_t)keep_runs * RUN_ENTS *
+					  sizeof *pr->v);
+	}
 	/* The merge reads the entries with pread (rc_scan_entry): a mapping
 	 * read at random faults in far more than the page it needs. */
 	rc_spill_unmap(&c->ent_spill);

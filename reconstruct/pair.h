@@ -30,6 +30,8 @@ struct rc_pair {
 	uint32_t      n, cap;    /* in v */
 	uint32_t      total;     /* CHAN records so far: the next entry index */
 	uint32_t      nruns;     /* full runs written to f */
+	int           retain;    /* rc_pair_all keeps the ends, to pair
+				    them again with more (scan.c) */
 	struct rc_spill f;       /* the runs, once there is more than one */
 	/* per listening address (pair.c, listen_key), the traced ends
 	 * accepted on it [0] and connected to it [1]: the peers expected

@@ -124,6 +124,10 @@ struct rc_image {
 	uint8_t  gone;           /* bp-logd said it is gone (PEER_GONE): its
 				    streams end at their last record
 				    (merge.c) */
+	uint8_t  began;          /* the merge activated a stream of it */
+	uint8_t  lin_done;       /* pass 1 chose LINEAGE_KEY (scan.c) */
+	uint8_t  orphan_done;    /* ... and judged ORPHAN */
+	uint8_t  orphan_said;    /* ... and warned about it */
 	uint8_t  orphan;         /* forked or exec'd from a traced image
 				    whose FORK or EXEC record is in no log
 				    (pass 1, scan.c: orphans) */
@@ -169,6 +173,11 @@ struct rc_conninfo {
 /* Per CHAN record (entry), what pass 1 found out about its connection.
  * Each end carries its connection's counts, so the merge reads the table
  * in each stream's order and never by connection. */
+/* A run of a stream's entries, in the entries table (rc_stream.xent). */
+struct rc_echunk {
+	uint32_t first, n;
+};
+
 struct rc_entry {
 	uint32_t conn;           /* connection instance, RC_NONE if none */
 	uint32_t peer;           /* an entry of the other side, or RC_NONE */
@@ -267,7 +276,19 @@ struct rc_stream {
 				    stream's own number, but after
 				    rc_input_more, which appends new streams
 				    and keeps the old ones' numbers */
-	uint32_t entry_first, nentry;  /* its CHAN records in pass 1 order */
+	uint32_t entry_first, nentry;  /* its CHAN records in pass 1 order:
+				    NENTRY in all, the first NENTRY0 from
+				    ENTRY_FIRST on, the others in XENT
+				    (rc_scan_more appends what the logs
+				    gained; rc_scan_entry_index) */
+	uint32_t nentry0, nxent;
+	struct rc_echunk *xent;
+	/* pass 1's place in the stream (rc_scan_more reads on from it) */
+	uint32_t skim_blk;       /* blocks skimmed */
+	uint16_t learn_left;     /* MSG and OPEN records still to learn from */
+	uint8_t  skim_time;      /* the cursor's have_time there */
+	uint8_t  skimmed;        /* pass 1 read it (SKIM_* valid) */
+	uint64_t skim_prev_ts;   /* the cursor's prev_ts there */
 	uint64_t first_ts;       /* monotonic time of its first record */
 	int      has_first;      /* it has a record at all */
 	uint8_t  began;          /* the merge activated it */
@@ -329,6 +350,9 @@ struct rc_stats {
 	uint64_t merge_pauses, merge_dry_resumed, merge_dry_max;
 	uint64_t merge_dry_peeked;   /* dry runs the parked detector asked
 					for their next record (park.c) */
+	uint64_t merge_hold_waits;   /* pauses before a record whose meaning
+					a later one may change (model.c,
+					rc_model_holds) */
 	uint64_t merge_ahead_waits;  /* pauses before a record that would
 					have asked so (rc_park_needs_ahead) */
 	uint64_t events;             /* records decoded in pass 2 */
@@ -396,6 +420,28 @@ struct rc_stats {
 
 /* ---- the context ------------------------------------------------------ */
 
+struct rc_pair;
+
+/*
+ * Pass 1 while the logs grow (scan.c): what it keeps to read on, and
+ * what the merge decided on knowledge pass 1 had then, so that pass 1
+ * reading on can say when that knowledge changed (a merge at once would
+ * have decided otherwise: rc_scan_more refuses).
+ */
+struct rc_p1 {
+	struct rc_pair *pair;    /* every channel end so far (pair.h) */
+	struct rc_map total;     /* lineage key -> parent records in the logs */
+	struct rc_map no_child;  /* keys a parent record found no child for */
+	struct rc_map no_parent; /* keys a child went on without a parent
+				    record for (none in the logs) */
+	struct rc_map ip_asked;  /* addresses the merge asked the host of
+				    (pair.c, rc_pair_host_of) */
+	uint32_t nimages;        /* images whose lineage pass 1 chose */
+	int      more;           /* in rc_scan_more, the merge begun */
+	int      final;          /* ... the logs final */
+	char     why[256];       /* the first such change, or "" */
+};
+
 struct rc_db;
 struct rc_model;
 struct rc_merge;
@@ -448,9 +494,12 @@ struct rc_ctx {
 	uint8_t            *host_gap;
 	struct rc_map       host_ip;
 	uint64_t           *host_ip_last;
+	uint32_t            host_ip_n;    /* hosts in HOST_IP_LAST */
 	struct rc_map lineage;        /* lineage key -> parent records left
 				       | child images left << 32 (scan.h,
 				       rc_lin_left); absent when both are 0 */
+	struct rc_p1    *p1;         /* pass 1 while the logs grow (scan.c,
+					rc_scan_more); NULL at once */
 
 	struct rc_db    *db;
 	struct rc_model *model;      /* model.c: designations, lineage */

@@ -174,10 +174,10 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 	if ((r = rc_input_open(&c)) != 0)
 		goto fail;
 	c.progress_total = c.st.payload_bytes * 2;
-	if ((r = rc_scan_run(&c)) != 0 || (r = rc_clock_init(&c)) != 0 ||
+	if ((o->steps > 1 && (r = rc_steps_init(&c, o->steps, o->steps_unsafe)) != 0) ||
+	    (r = rc_scan_run(&c)) != 0 || (r = rc_clock_init(&c)) != 0 ||
 	    (r = rc_span_init(&c)) != 0 || (r = rc_chan_init(&c)) != 0 ||
-	    (r = rc_model_init(&c)) != 0 ||
-	    (o->steps > 1 && (r = rc_steps_init(&c, o->steps, o->steps_unsafe)) != 0)) {
+	    (r = rc_model_init(&c)) != 0) {
 		if (!c.err)
 			rc_fail(&c, r, "out of memory");
 		goto fail;
@@ -214,9 +214,10 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 		look_at(&c, costly, unread, look, sizeof look);
 		if (o->steps > 1)
 			fprintf(errf(&c),
-				"bp-reconstruct: the merge in %d steps: %" PRIu64 " resumptions, %" PRIu64 " dry runs read on, at most %" PRIu64 " dry at once, %" PRIu64 " pauses for a look ahead, %" PRIu64 " asked for a next record they did not have\n",
+				"bp-reconstruct: the merge in %d steps: %" PRIu64 " resumptions, %" PRIu64 " dry runs read on, at most %" PRIu64 " dry at once, %" PRIu64 " pauses for a look ahead, %" PRIu64 " for a record a later one may change, %" PRIu64 " asked for a next record they did not have\n",
 				o->steps, c.st.merge_pauses, c.st.merge_dry_resumed,
 				c.st.merge_dry_max, c.st.merge_ahead_waits,
+				c.st.merge_hold_waits,
 				c.st.merge_dry_peeked);
 		if (o->ngrpc_unary)
 			fprintf(errf(&c),

@@ -76,7 +76,13 @@ struct rc_options {
 	 * not shown yet may be older: the merge must stop with an error (a
 	 * check of that refusal) */
 	int         steps_unsafe;
+	/* while the logs grow, the merge holds back a record whose meaning
+	 * a later record may still change (a channel end without a peer, a
+	 * fork without a child: model.c, rc_model_holds) until the
+	 * watermark is this much past it; 0: RC_HOLD_NS, the default */
+	int64_t     hold_ns;
 };
+#define RC_HOLD_NS 1000000000LL
 
 /* --detail: RC_DETAIL_FULL (the default) writes every table;
  * RC_DETAIL_SPANS leaves messages and fragments empty (their rows are

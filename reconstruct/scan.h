@@ -27,10 +27,37 @@
  */
 int rc_scan_run(struct rc_ctx *c);
 void rc_scan_free(struct rc_ctx *c);
-/* Entry EI (of R's stream) into *OUT, read from the temporary file a few
- * at a time; 0, or -1 with the error recorded (rc_fail). */
-int rc_scan_entry(struct rc_ctx *c, struct rc_run *r, uint32_t ei,
-		  struct rc_entry *out);
+/* Entry K of R's stream into *OUT and its index in the entries table into
+ * *INDEX, read from the temporary file a few at a time; 0, or -1 with the
+ * error recorded (rc_fail). */
+int rc_scan_entry(struct rc_ctx *c, struct rc_run *r, uint32_t k,
+		  struct rc_entry *out, uint32_t *index);
+/*
+ * rc_scan_more - pass 1 reads on, into what the streams gained since it
+ * last read them (rc_input_more, or steps.c showing more blocks; only
+ * with rc_options.steps for now, which makes rc_scan_run keep C->p1), and
+ * makes its decisions again over everything: the clock domains, each
+ * image's parent record, the pairing of channel ends.  Whatever the
+ * merge already relied on must come out the same (the entries it read,
+ * the domains of its images, the parent records it waited for or went
+ * on without, the values learnt, the hosts with lost records and their
+ * addresses): else a merge at once over these logs might have decided
+ * otherwise, and it returns RC_MORE_REBUILD with WHY (LEN bytes) saying
+ * what changed; only a merge from the start reads the logs right then.
+ * FINAL: the logs will not grow any more (what pass 1 says of an image
+ * the merge has not begun, it says now).
+ * 0, RC_MORE_REBUILD, or a negative errno (rc_fail).
+ */
+int rc_scan_more(struct rc_ctx *c, int final, char *why, size_t len);
+/* Note that something the merge relied on changed (rc_scan_more). */
+void rc_scan_changed(struct rc_ctx *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* The merge applied a parent record for KEY with no child to hand its
+ * state to (lineage.c), or started a child of KEY without waiting, no
+ * parent record being in the logs: while the logs grow, a child or a
+ * parent record for KEY coming later changes what it did. */
+void rc_scan_no_child(struct rc_ctx *c, uint64_t key);
+void rc_scan_no_parent(struct rc_ctx *c, uint64_t key);
 /* Give back the entries' temporary file and the lineage map once the
  * merge is over. */
 void rc_scan_drop_ends(struct rc_ctx *c);

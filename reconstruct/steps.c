@@ -1,16 +1,20 @@
 /*
- * steps.c - the logs shown to the merge in steps, as if they grew while
- * it ran (rc_options.steps; BP_RECONSTRUCT_STEPS): the merge's pause at
- * a watermark, its dry runs and its resumption (merge.c) checked on any
- * log against the same log merged at once.
+ * steps.c - the logs shown in steps, as if they grew while pass 1 and the
+ * merge read them (rc_options.steps; BP_RECONSTRUCT_STEPS): pass 1 reading
+ * on (scan.c, rc_scan_more), the merge's pause at a watermark, its dry
+ * runs and its resumption (merge.c) checked on any log against the same
+ * log reconstructed at once.
  *
  * Step k of N shows each stream the leading blocks whose records are all
- * at or before V = t0 + (t1 - t0) k / N (provisional Unix times, the
- * first and last record of the logs), and says that every record up to
- * W is shown: just before the earliest record of a block not shown.
- * TIME records, which only re-base a stream's clock, do not count.  At
- * step N every block is shown and the logs are final.  Pass 1 has read
- * the whole logs: only the merge sees them grow.
+ * at or before V = t0 + (t1 - t0) k / N (each image's monotonic time plus
+ * its own realtime difference, from its first TIME record; t0 and t1 the
+ * first and last record of the logs), and says that every record up to W
+ * is shown: just before the earliest record of a block not shown, in the
+ * merge's times (its domain's difference; for an image pass 1 has not
+ * seen, the smallest its host may get).  TIME records, which only re-base
+ * a stream's clock, do not count.  At step N every block is shown and
+ * the logs are final.  Pass 1 reads the first step's blocks before the
+ * merge begins, and each step's new blocks as the merge resumes.
  */
 #include "config.h"
 
@@ -20,18 +24,27 @@
 
 #include "input.h"
 #include "merge.h"
+#include "scan.h"
 #include "steps.h"
+
+/* How far an image's domain's difference may be from its own (clock.c,
+ * DOMAIN_GAP_NS): W for an image pass 1 has not seen allows for it. */
+#define STEPS_GAP_NS (1 * RC_NS)
 
 struct rc_steps {
 	uint32_t *nblk;          /* each stream's blocks */
-	int64_t  *first, *last;  /* each block's earliest and latest record
-				    (INT64_MAX, INT64_MIN: none) */
+	uint64_t *first, *last;  /* each block's earliest and latest record,
+				    monotonic (UINT64_MAX, 0: none) */
+	int64_t  *delta;         /* each image's realtime difference */
+	uint8_t  *has_delta;
 	int64_t   t0, t1;
 	int       n, k;
+	int       began;         /* the merge asked once */
 	int       unsafe;        /* W is V (rc_options.steps_unsafe) */
 };
 
-/* Every block's record times, by reading every stream once. */
+/* Every block's record times and every image's realtime difference, by
+ * reading every stream once (before pass 1: no clock domain yet). */
 static int block_times(struct rc_ctx *c, struct rc_steps *s)
 {
 	struct rc_run *run = calloc(1, sizeof *run);
@@ -39,45 +52,104 @@ static int block_times(struct rc_ctx *c, struct rc_steps *s)
 	s->nblk = malloc(((size_t)c->nstreams + 1) * sizeof *s->nblk);
 	s->first = malloc(((size_t)c->nblocks + 1) * sizeof *s->first);
 	s->last = malloc(((size_t)c->nblocks + 1) * sizeof *s->last);
-	if (!run || !s->nblk || !s->first || !s->last) {
+	s->delta = calloc((size_t)c->nimages + 1, sizeof *s->delta);
+	s->has_delta = calloc((size_t)c->nimages + 1, 1);
+	if (!run || !s->nblk || !s->first || !s->last || !s->delta ||
+	    !s->has_delta) {
 		free(run);
 		return -ENOMEM;
 	}
 	for (uint32_t b = 0; b < c->nblocks; b++) {
-		s->first[b] = INT64_MAX;
-		s->last[b] = INT64_MIN;
+		s->first[b] = UINT64_MAX;
+		s->last[b] = 0;
 	}
-	s->t0 = INT64_MAX;
-	s->t1 = INT64_MIN;
 	for (uint32_t i = 0; i < c->nstreams; i++) {
 		struct rc_stream *st = &c->streams[i];
-		uint32_t dom = c->images[st->image].domain;
 		struct rc_rec r;
+		struct bt_event ev;
 
 		s->nblk[i] = st->nblk;
 		run->st = st;
 		rc_input_cur_reset(c, run, 0);
 		while (rc_input_cur_next(c, run, &r)) {
 			uint32_t b = st->blk_first + run->cur.bi;
-			if (r.type == BT_EV_TIME)
+			if (r.type == BT_EV_TIME) {
+				uint64_t prev = r.prev_ts;
+				if (!s->has_delta[st->image] &&
+				    bt_ev_decode(r.p, r.len, &ev, &prev) > 0 &&
+				    ev.realtime) {
+					s->has_delta[st->image] = 1;
+					s->delta[st->image] =
+						(int64_t)(ev.realtime - ev.ts);
+				}
 				continue;     /* re-bases the cursor, not merged */
-			int64_t t = rc_epoch(c, dom, r.ts);
-			if (t < s->first[b])
-				s->first[b] = t;
-			if (t > s->last[b])
-				s->last[b] = t;
-			if (t < s->t0)
-				s->t0 = t;
-			if (t > s->t1)
-				s->t1 = t;
+			}
+			if (r.ts < s->first[b])
+				s->first[b] = r.ts;
+			if (r.ts > s->last[b])
+				s->last[b] = r.ts;
 		}
 	}
 	rc_input_run_free(run);
 	free(run);
-	/* nothing is shown before the first step */
-	for (uint32_t i = 0; i < c->nstreams; i++)
-		c->streams[i].nblk = 0;
+	/* the logs' first and last records, by each image's own clock */
+	s->t0 = INT64_MAX;
+	s->t1 = INT64_MIN;
+	for (uint32_t i = 0; i < c->nstreams; i++) {
+		const struct rc_stream *st = &c->streams[i];
+		int64_t d = s->delta[st->image];
+		for (uint32_t b = st->blk_first; b < st->blk_first + st->nblk; b++) {
+			if (s->first[b] == UINT64_MAX)
+				continue;
+			if ((int64_t)s->first[b] + d < s->t0)
+				s->t0 = (int64_t)s->first[b] + d;
+			if ((int64_t)s->last[b] + d > s->t1)
+				s->t1 = (int64_t)s->last[b] + d;
+		}
+	}
 	return c->err ? -EIO : 0;
+}
+
+/* Show each stream the blocks of step K; the watermark into *W. */
+static void show(struct rc_ctx *c, struct rc_steps *s, int64_t *w)
+{
+	int64_t v = s->t0 + (int64_t)((double)(s->t1 - s->t0) * s->k / s->n);
+	int64_t wm = v;
+
+	for (uint32_t i = 0; i < c->nstreams; i++) {
+		struct rc_stream *st = &c->streams[i];
+		const struct rc_image *im = &c->images[st->image];
+		int64_t d = s->delta[st->image];
+		uint32_t n = 0;
+		/* the leading blocks whose records are at V or before (a
+		 * block without records goes with the one before it) */
+		while (n < s->nblk[i] &&
+		       (s->first[st->blk_first + n] == UINT64_MAX ||
+			(int64_t)s->last[st->blk_first + n] + d <= v))
+			n++;
+		if (n < st->nblk)
+			n = st->nblk;        /* never fewer than shown */
+		st->nblk = n;
+		/* the merge's time of the first record not shown */
+		int64_t md = INT64_MAX;
+		if (im->has_delta) {
+			md = c->doms[im->domain].delta;
+		} else {
+			md = d - STEPS_GAP_NS;
+			for (uint32_t k = 0; k < c->ndoms; k++)
+				if (c->doms[k].host == im->host &&
+				    c->doms[k].delta < md)
+					md = c->doms[k].delta;
+		}
+		for (uint32_t b = n; b < s->nblk[i]; b++)
+			if (s->first[st->blk_first + b] != UINT64_MAX) {
+				int64_t t = (int64_t)s->first[st->blk_first + b] + md;
+				if (t - 1 < wm)
+					wm = t - 1;
+				break;
+			}
+	}
+	*w = s->unsafe ? v : wm;
 }
 
 /* The cursors follow their streams' block counts. */
@@ -92,43 +164,45 @@ static void refresh(struct rc_ctx *c)
 static int steps_fn(void *arg, struct rc_ctx *c, int64_t *w)
 {
 	struct rc_steps *s = arg;
-	int r;
+	char why[300];
+	int r, last;
 
-	if (!s->nblk && (r = block_times(c, s)) != 0)
-		return r == -ENOMEM ? rc_fail(c, r, "out of memory") : r;
-	if (++s->k >= s->n || s->t0 > s->t1) {
+	if (!s->began) {
+		/* the first step, which pass 1 has read */
+		s->began = 1;
+		if (s->k >= s->n)
+			return 0;
+		show(c, s, w);
+		return 1;
+	}
+	last = ++s->k >= s->n || s->t0 > s->t1;
+
+	if (last)
 		for (uint32_t i = 0; i < c->nstreams; i++)
 			c->streams[i].nblk = s->nblk[i];
-		refresh(c);
-		return 0;
-	}
-	int64_t v = s->t0 + (int64_t)((double)(s->t1 - s->t0) * s->k / s->n);
-	int64_t wm = v;
-	for (uint32_t i = 0; i < c->nstreams; i++) {
-		struct rc_stream *st = &c->streams[i];
-		uint32_t n = 0;
-		/* the leading blocks whose records are at V or before (a
-		 * block without records goes with the one before it) */
-		while (n < s->nblk[i] && s->last[st->blk_first + n] <= v)
-			n++;
-		if (n < st->nblk)
-			n = st->nblk;        /* never fewer than shown */
-		st->nblk = n;
-		for (uint32_t b = n; b < s->nblk[i]; b++)
-			if (s->first[st->blk_first + b] != INT64_MAX) {
-				if (s->first[st->blk_first + b] - 1 < wm)
-					wm = s->first[st->blk_first + b] - 1;
-				break;
-			}
-	}
+	else
+		show(c, s, w);
+	/* pass 1 reads what is shown now */
+	r = rc_scan_more(c, last, why, sizeof why);
+	if (r == RC_MORE_REBUILD)
+		return rc_fail(c, RC_EXIT_INPUT,
+			       "pass 1, reading on at step %d of %d: %s: reconstruct the logs again",
+			       s->k, s->n, why);
+	if (r)
+		return r;
 	refresh(c);
-	*w = s->unsafe ? v : wm;
+	if (last)
+		return 0;
+	/* W in the merge's times, now that pass 1 knows the new images */
+	show(c, s, w);
 	return 1;
 }
 
 int rc_steps_init(struct rc_ctx *c, int n, int unsafe)
 {
 	struct rc_steps *s = calloc(1, sizeof *s);
+	int64_t w;
+	int r;
 
 	if (!s)
 		return -ENOMEM;
@@ -136,6 +210,19 @@ int rc_steps_init(struct rc_ctx *c, int n, int unsafe)
 	s->unsafe = unsafe;
 	c->grow.fn = steps_fn;
 	c->grow.arg = s;
+	if ((r = block_times(c, s)) != 0)
+		return r;
+	/* nothing is shown before the first step; pass 1 reads the first */
+	for (uint32_t i = 0; i < c->nstreams; i++)
+		c->streams[i].nblk = 0;
+	if (s->t0 <= s->t1 && n > 1) {
+		s->k = 1;
+		show(c, s, &w);
+	} else {
+		s->k = n;
+		for (uint32_t i = 0; i < c->nstreams; i++)
+			c->streams[i].nblk = s->nblk[i];
+	}
 	return 0;
 }
 
@@ -148,6 +235,8 @@ void rc_steps_free(struct rc_ctx *c)
 	free(s->nblk);
 	free(s->first);
 	free(s->last);
+	free(s->delta);
+	free(s->has_delta);
 	free(s);
 	c->grow.fn = NULL;
 	c->grow.arg = NULL;

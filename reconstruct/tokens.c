@@ -22,6 +22,7 @@
 #include "btrace/proto.h"
 #include "db.h"
 #include "span.h"
+#include "scan.h"
 #include "tokens.h"
 
 #define TOK_MIN     3          /* shorter values never decide */
@@ -42,6 +43,10 @@ struct cand;
 struct rc_tokens {
 	struct rc_map pos;      /* position -> first value's hash | 2, or
 				   TOK_VARIED */
+	/* while the logs grow (scan.c, rc_scan_more): the positions the
+	 * merge asked about; pass 1 learning a second value for one of
+	 * them changes what the merge was told */
+	struct rc_map asked;
 	/* server spans that ended with their reply, by span id modulo
 	 * TOK_DONE: the id, the request, the process */
 	uint64_t done_id[TOK_DONE], done_req[TOK_DONE], done_proc[TOK_DONE];
@@ -69,6 +74,7 @@ void rc_tok_free(struct rc_ctx *c)
 	if (!c->tokens)
 		return;
 	rc_map_free(&c->tokens->pos);
+	rc_map_free(&c->tokens->asked);
 	free(c->tokens->cands);
 	free(c->tokens);
 	c->tokens = NULL;
@@ -494,11 +500,15 @@ int rc_tok_inbound_whole(const struct bt_event *ev)
  * with another value before)?  Positions beyond TOK_POS_MAX are not
  * remembered, so their values never decide.
  */
-static int pos_note(struct rc_ctx *c, const struct tok *v, size_t room)
+static int pos_note(struct rc_ctx *c, const struct tok *v, size_t room,
+		    int ask)
 {
 	struct rc_tokens *tk = c->tokens;
 	uint64_t h = v->val | 2, old;
+	int merge = room == TOK_POS_MAX;
 
+	if (ask && c->p1 && c->merge)
+		rc_map_put(&tk->asked, v->pos, 1);
 	if (!rc_map_get(&tk->pos, v->pos, &old)) {
 		if (tk->pos.n < room)
 			rc_map_put(&tk->pos, v->pos, h);
@@ -509,12 +519,16 @@ static int pos_note(struct rc_ctx *c, const struct tok *v, size_t room)
 	if (old == h)
 		return 0;
 	rc_map_put(&tk->pos, v->pos, TOK_VARIED);
+	if (!merge && rc_map_get(&tk->asked, v->pos, NULL))
+		rc_scan_changed(c, "a value the merge compared requests by varies in the messages read now");
 	return 1;
 }
 
-static int pos_varied(struct rc_ctx *c, const struct tok *v)
+/* ASK: the answer may decide something (while the logs grow, pass 1
+ * must not learn otherwise later: rc_scan_more). */
+static int pos_varied(struct rc_ctx *c, const struct tok *v, int ask)
 {
-	return pos_note(c, v, TOK_POS_MAX);
+	return pos_note(c, v, TOK_POS_MAX, ask);
 }
 
 /* The text of message EV that its values come from. */
@@ -577,10 +591,16 @@ void rc_tok_learn(struct rc_ctx *c, const struct bt_event *ev)
 		return;
 	if (!c->tokens && !(c->tokens = calloc(1, sizeof *c->tokens)))
 		return;
-	if (c->tokens->pos.n >= TOK_POS_MAX / 2 || msg_values(ev, a, &t))
+	if (c->tokens->pos.n >= TOK_POS_MAX / 2) {
+		/* learnt no more here: once the logs grew, at another
+		 * point than a pass at once over them */
+		rc_scan_changed(c, "too many positions of values to learn more from the requests' messages");
+		return;
+	}
+	if (msg_values(ev, a, &t))
 		return;
 	for (unsigned i = 0; i < t.n; i++)
-		pos_note(c, &v[i], TOK_POS_MAX / 2);
+		pos_note(c, &v[i], TOK_POS_MAX / 2, 0);
 }
 
 /* ---- the decision ----------------------------------------------------- */
@@ -772,8 +792,11 @@ int rc_tok_resolve(struct rc_ctx *c, struct rc_span *sp,
 	const struct bt_attr *a = msg_text(ev);
 	if (!a || msg_values(ev, a, &q))
 		return 0;          /* nothing to learn, nothing to decide */
+	/* (the answers decide only past the checks below) */
+	int ask = !begun && !(ev->flags & BT_MF_TRUNC) &&
+		  (c->st.parks || amb || inh);
 	for (unsigned i = 0; i < q.n; i++) {
-		usable[i] = (uint8_t)(pos_varied(c, &qv[i]) &&
+		usable[i] = (uint8_t)(pos_varied(c, &qv[i], ask) &&
 				      qv[i].len >= TOK_MIN);
 		nusable += usable[i];
 	}

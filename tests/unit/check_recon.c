@@ -51,6 +51,7 @@ int rt_run(struct rt *t)
 		.rows_from_ns = t->rows_from_ns,
 		.steps = t->steps,
 		.steps_unsafe = t->steps_unsafe,
+		.hold_ns = t->hold_ns,
 	};
 	t->rc = rc_run(&o, &t->sum);
 	fclose(err);

@@ -28,6 +28,7 @@ struct rt {
 	int64_t rows_from_ns;     /* rc_options.rows_from_ns (a window pass) */
 	int steps;                /* rc_options.steps (the merge in steps) */
 	int steps_unsafe;         /* rc_options.steps_unsafe */
+	int64_t hold_ns;          /* rc_options.hold_ns */
 	struct rc_summary sum;
 	int rc;
 	sqlite3 *h;
