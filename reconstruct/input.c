@@ -556,6 +556,10 @@ static int more_commit(struct rc_ctx *c, struct more *m)
 			s->image = image;
 			s->slot = fb->slot;
 			c->images[image].nstreams++;
+			/* a thread of an image the merge is reading: the
+			 * image lasts until this stream ends too */
+			if (c->images[image].run)
+				c->images[image].run->live_streams++;
 			c->nstreams++;
 		}
 		/* the blocks it had (the same, in the fresh index's

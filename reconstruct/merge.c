@@ -804,6 +804,11 @@ static int resume(struct rc_ctx *c, struct rc_merge *g)
 		return rc_fail(c, -ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < g->norder; i++) {
 		const struct rc_stream *s = &c->streams[g->order[i]];
+		const struct rc_image *im = &c->images[s->image];
+		/* its image's last stream ended, its process row written */
+		if (im->began && !im->run)
+			return late(c, "the logs grew by a thread of a process image whose other threads had all ended",
+				    g->order[i]);
 		if (s->has_first && first_t(c, g->order[i]) <= g->max_applied)
 			return late(c, "the logs grew by a stream that begins before what the merge had applied",
 				    g->order[i]);

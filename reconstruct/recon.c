@@ -174,7 +174,10 @@ int rc_run(const struct rc_options *o, struct rc_summary *sum)
 	if ((r = rc_input_open(&c)) != 0)
 		goto fail;
 	c.progress_total = c.st.payload_bytes * 2;
-	if ((o->steps > 1 && (r = rc_steps_init(&c, o->steps, o->steps_unsafe)) != 0) ||
+	if (o->grow_fn)
+		rc_grow_disk_init(&c);
+	if ((!o->grow_fn && o->steps > 1 &&
+	     (r = rc_steps_init(&c, o->steps, o->steps_unsafe)) != 0) ||
 	    (r = rc_scan_run(&c)) != 0 || (r = rc_clock_init(&c)) != 0 ||
 	    (r = rc_span_init(&c)) != 0 || (r = rc_chan_init(&c)) != 0 ||
 	    (r = rc_model_init(&c)) != 0) {

@@ -81,6 +81,14 @@ struct rc_options {
 	 * fork without a child: model.c, rc_model_holds) until the
 	 * watermark is this much past it; 0: RC_HOLD_NS, the default */
 	int64_t     hold_ns;
+	/* a test of the merge on logs that grow on disk: GROW_FN is called
+	 * whenever the merge has read all there is; it may add to the
+	 * files and returns 1 with *W (every record up to W, Unix ns as
+	 * the merge maps them, is in the files), 0 once they are final, or
+	 * -1; the inputs are indexed again (rc_input_more) and pass 1 reads
+	 * on (rc_scan_more) after each call */
+	int        (*grow_fn)(void *arg, int64_t *w);
+	void        *grow_arg;
 };
 #define RC_HOLD_NS 1000000000LL
 

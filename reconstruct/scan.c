@@ -535,7 +535,7 @@ int rc_scan_run(struct rc_ctx *c)
 	struct rc_pair local = { 0 }, *pr = &local;
 	int r = 0;
 
-	if (c->opt->steps > 1 && !c->p1) {
+	if (c->grow.fn && !c->p1) {
 		/* the logs will grow: pass 1 keeps what it needs to read on */
 		if (!(c->p1 = calloc(1, sizeof *c->p1)) ||
 		    !(c->p1->pair = calloc(1, sizeof *c->p1->pair)))

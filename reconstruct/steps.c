@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "input.h"
+#include "recon.h"
 #include "merge.h"
 #include "scan.h"
 #include "steps.h"
@@ -239,5 +240,39 @@ void rc_steps_free(struct rc_ctx *c)
 	free(s->has_delta);
 	free(s);
 	c->grow.fn = NULL;
+	c->grow.arg = NULL;
+}
+
+/* ---- logs that grow on disk (rc_options.grow_fn) ----------------------- */
+
+static int disk_fn(void *arg, struct rc_ctx *c, int64_t *w)
+{
+	char why[300];
+	int more, r;
+
+	(void)arg;
+	more = c->opt->grow_fn(c->opt->grow_arg, w);
+	if (more < 0)
+		return rc_fail(c, RC_EXIT_INPUT, "the logs could not grow");
+	r = rc_input_more(c, why, sizeof why);
+	if (r == RC_MORE_REBUILD)
+		return rc_fail(c, RC_EXIT_INPUT,
+			       "the logs changed otherwise than by growing: %s: reconstruct the logs again",
+			       why);
+	if (r)
+		return r;
+	r = rc_scan_more(c, !more, why, sizeof why);
+	if (r == RC_MORE_REBUILD)
+		return rc_fail(c, RC_EXIT_INPUT,
+			       "pass 1, reading on: %s: reconstruct the logs again",
+			       why);
+	if (r)
+		return r;
+	return more;
+}
+
+void rc_grow_disk_init(struct rc_ctx *c)
+{
+	c->grow.fn = disk_fn;
 	c->grow.arg = NULL;
 }

@@ -11,5 +11,7 @@
  * refusal).  0 or -ENOMEM. */
 int  rc_steps_init(struct rc_ctx *c, int n, int unsafe);
 void rc_steps_free(struct rc_ctx *c);
+/* Make C's merge read logs that grow on disk (rc_options.grow_fn). */
+void rc_grow_disk_init(struct rc_ctx *c);
 
 #endif /* RC_STEPS_H */

@@ -37,7 +37,7 @@ int rt_write(struct rt *t, struct gen *g, const struct gen_write_opts *o)
 
 int rt_run(struct rt *t)
 {
-	const char *in[2] = { t->logs, t->extra };
+	const char *in[2] = { t->live ? t->live : t->logs, t->extra };
 	FILE *err = fopen(t->err, "w");
 	ck_assert_ptr_nonnull(err);
 	struct rc_options o = {
@@ -52,6 +52,8 @@ int rt_run(struct rt *t)
 		.steps = t->steps,
 		.steps_unsafe = t->steps_unsafe,
 		.hold_ns = t->hold_ns,
+		.grow_fn = t->grow_fn,
+		.grow_arg = t->grow_arg,
 	};
 	t->rc = rc_run(&o, &t->sum);
 	fclose(err);

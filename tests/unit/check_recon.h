@@ -29,6 +29,9 @@ struct rt {
 	int steps;                /* rc_options.steps (the merge in steps) */
 	int steps_unsafe;         /* rc_options.steps_unsafe */
 	int64_t hold_ns;          /* rc_options.hold_ns */
+	const char *live;         /* the input instead of LOGS, or NULL */
+	int (*grow_fn)(void *, int64_t *);  /* rc_options.grow_fn */
+	void *grow_arg;
 	struct rc_summary sum;
 	int rc;
 	sqlite3 *h;

@@ -107,7 +107,7 @@ static void make_log(struct rt *t, int lossy)
  * blocks end. */
 struct seg {
 	char     rel[300];           /* <host>/<name> */
-	uint64_t ends[64];
+	uint64_t starts[64], ends[64];
 	unsigned nends, shown;       /* blocks shown in the copy */
 };
 
@@ -155,6 +155,7 @@ static void list_host(struct grow *gr, const char *host)
 		ck_assert_ptr_nonnull(rd);
 		while (bt_seg_next(rd, &h, &pl, &off) == 1) {
 			ck_assert_uint_lt(s->nends, 64);
+			s->starts[s->nends] = off;
 			s->ends[s->nends++] = off + BT_BLK_HDR_SIZE + h.len;
 		}
 		bt_seg_close(rd);
@@ -751,6 +752,187 @@ START_TEST(gone_sender_ends_at_its_note)
 }
 END_TEST
 
+/* ---- the whole reconstruction on logs that grow on disk ---------------- */
+
+/* The log shown on disk in steps (rc_options.grow_fn): step k of N shows
+ * each segment's leading blocks whose records are all at or before V =
+ * t0 + (t1 - t0) k / N (a host's next segment once the one before it is
+ * whole, as bp-logd writes them), and W is just before the earliest
+ * record not shown, less a millisecond. */
+struct dgrow {
+	struct grow gr;
+	uint64_t first[128][64], last[128][64];   /* per segment and block,
+						    Unix ns (none: first
+						    UINT64_MAX) */
+	int64_t  t0, t1;
+	int      k, n;
+};
+
+/* Every block's record times, from an index of the whole log. */
+static void dgrow_times(struct dgrow *d)
+{
+	struct rc_ctx f;
+	struct rc_options fo;
+	struct rc_run *run = calloc(1, sizeof *run);
+	const char *fin[1] = { d->gr.from };
+	char out[400];
+
+	ck_assert_ptr_nonnull(run);
+	snprintf(out, sizeof out, "%s/unused.db", d->gr.to);
+	ctx_open(&f, &fo, fin, out);
+	for (unsigned k = 0; k < d->gr.nsegs; k++)
+		for (unsigned b = 0; b < 64; b++) {
+			d->first[k][b] = UINT64_MAX;
+			d->last[k][b] = 0;
+		}
+	d->t0 = INT64_MAX;
+	d->t1 = INT64_MIN;
+	for (uint32_t i = 0; i < f.nstreams; i++) {
+		struct rc_stream *st = &f.streams[i];
+		struct rc_rec r;
+		struct bt_event ev;
+		int64_t delta = 0;
+
+		run->st = st;
+		rc_input_cur_reset(&f, run, 0);
+		while (rc_input_cur_next(&f, run, &r)) {
+			const struct bt_sr_block *b = &f.blocks[st->blk_first + run->cur.bi];
+			if (r.type == BT_EV_TIME) {
+				uint64_t prev = r.prev_ts;
+				if (!delta && bt_ev_decode(r.p, r.len, &ev, &prev) > 0)
+					delta = (int64_t)(ev.realtime - ev.ts);
+				continue;
+			}
+			/* its segment and block in D */
+			const char *path = rc_file_path(&f, b->file);
+			unsigned k = 0, n;
+			for (; k < d->gr.nsegs; k++) {
+				size_t l = strlen(d->gr.segs[k].rel);
+				if (strlen(path) > l &&
+				    strcmp(path + strlen(path) - l, d->gr.segs[k].rel) == 0)
+					break;
+			}
+			ck_assert_uint_lt(k, d->gr.nsegs);
+			for (n = 0; n < d->gr.segs[k].nends &&
+			     d->gr.segs[k].starts[n] != b->foff; n++)
+				;
+			ck_assert_uint_lt(n, d->gr.segs[k].nends);
+			uint64_t t = r.ts + (uint64_t)delta;
+			if (t < d->first[k][n])
+				d->first[k][n] = t;
+			if (t > d->last[k][n])
+				d->last[k][n] = t;
+			if ((int64_t)t < d->t0)
+				d->t0 = (int64_t)t;
+			if ((int64_t)t > d->t1)
+				d->t1 = (int64_t)t;
+		}
+	}
+	rc_input_run_free(run);
+	free(run);
+	rc_input_close(&f);
+}
+
+static void dgrow_show(struct dgrow *d, int64_t *w)
+{
+	int64_t v = d->t0 + (int64_t)((double)(d->t1 - d->t0) * d->k / d->n);
+	int64_t wm = INT64_MAX;
+
+	for (unsigned k = 0; k < d->gr.nsegs; k++) {
+		struct seg *s = &d->gr.segs[k];
+		unsigned n = s->shown;
+		int gated = k > 0 && same_host(s, &d->gr.segs[k - 1]) &&
+			    d->gr.segs[k - 1].shown < d->gr.segs[k - 1].nends;
+		while (!gated && n < s->nends &&
+		       (d->first[k][n] == UINT64_MAX ||
+			(int64_t)d->last[k][n] <= v))
+			n++;
+		if (n != s->shown)
+			show(&d->gr, s, n);
+		for (unsigned b = n; b < s->nends; b++)
+			if (d->first[k][b] != UINT64_MAX &&
+			    (int64_t)d->first[k][b] - 1 < wm)
+				wm = (int64_t)d->first[k][b] - 1;
+	}
+	*w = wm - 1000000;
+}
+
+static int dgrow_fn(void *arg, int64_t *w)
+{
+	struct dgrow *d = arg;
+
+	if (++d->k >= d->n) {
+		for (unsigned k = 0; k < d->gr.nsegs; k++)
+			if (d->gr.segs[k].shown != d->gr.segs[k].nends)
+				show(&d->gr, &d->gr.segs[k], d->gr.segs[k].nends);
+		return 0;
+	}
+	dgrow_show(d, w);
+	return 1;
+}
+
+/*
+ * The whole reconstruction (rc_run) on a log that grows on disk while it
+ * runs: the inputs indexed again (rc_input_more), pass 1 reading on
+ * (rc_scan_more), the merge resuming at each watermark: the rows of a
+ * reconstruction at once of the finished log, by content, in 5 to 40
+ * steps.
+ */
+START_TEST(grown_on_disk_same_as_at_once)
+{
+	static const int steps[] = { 5, 12, 40 };
+	static struct dgrow d;
+	struct rt a;
+	int64_t w;
+
+	make_log(&a, 0);
+	ck_assert_int_eq(rt_run(&a), RC_EXIT_OK);
+	ck_assert_int_ge(a.sum.requests, 400);
+	char *want = dump(&a);
+	for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+		struct rt b;
+		char out[400];
+
+		make_log(&b, 0);
+		memset(&d, 0, sizeof d);
+		snprintf(d.gr.from, sizeof d.gr.from, "%s", b.logs);
+		snprintf(d.gr.to, sizeof d.gr.to, "%s/live", b.dir);
+		snprintf(out, sizeof out, "%s/out.db", b.dir);
+		list_host(&d.gr, "web");
+		list_host(&d.gr, "db");
+		qsort(d.gr.segs, d.gr.nsegs, sizeof d.gr.segs[0], by_rel);
+		mkdir(d.gr.to, 0755);
+		dgrow_times(&d);
+		d.n = steps[i];
+		/* the first step that shows something (the inputs must have
+		 * a block to begin with) */
+		int any = 0;
+		for (d.k = 1; !any && d.k < d.n; d.k++) {
+			dgrow_show(&d, &w);
+			for (unsigned k = 0; k < d.gr.nsegs; k++)
+				any |= d.gr.segs[k].shown > 0;
+		}
+		d.k--;
+		ck_assert_int_lt(d.k, d.n - 1);
+		b.live = d.gr.to;
+		b.grow_fn = dgrow_fn;
+		b.grow_arg = &d;
+		b.hold_ns = 100000;
+		int rb = rt_run(&b);
+		ck_assert_msg(rb == RC_EXIT_OK, "%d steps: exit %d: %s",
+			      steps[i], rb, rt_stderr(&b));
+		ck_assert_int_eq(d.k, steps[i]);     /* it grew every time */
+		char *got = dump(&b);
+		ck_assert_uint_gt(strlen(got), 10000);
+		same_text(want, got, steps[i]);
+		free(got);
+		rt_done(&b);
+	}
+	free(want);
+	rt_done(&a);
+}
+END_TEST
+
 Suite *recon_more_suite(void)
 {
 	Suite *s = suite_create("recon_more");
@@ -762,6 +944,7 @@ Suite *recon_more_suite(void)
 	tc = tcase_create("steps");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, steps_same_as_at_once);
+	tcase_add_test(tc, grown_on_disk_same_as_at_once);
 	tcase_add_test(tc, stopped_sender_refused);
 	tcase_add_test(tc, gone_sender_ends_at_its_note);
 	suite_add_tcase(s, tc);
