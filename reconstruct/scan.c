@@ -633,21 +633,19 @@ static int entries_again(struct rc_ctx *c, struct rc_spill *old,
 			}
 		}
 	}
-	/* the connections the merge knows keep their numbers */
+	/* the connections the merge knows keep their numbers, the others
+	 * are numbered after the last pairing's */
+	for (uint32_t i = 0; r == 0 && i < nn; i++)
+		if (n2o[i] == RC_NONE)
+			n2o[i] = old_nconns + nfresh++;
 	for (uint32_t e0 = 0; r == 0 && e0 < c->nentries; e0 += CHUNK) {
 		uint32_t n = c->nentries - e0 < CHUNK ? c->nentries - e0 : CHUNK;
 		if ((r = rc_spill_read(c, &c->ent_spill, b, n * sizeof *b,
 				       (uint64_t)e0 * sizeof *b)) != 0)
 			break;
-		for (uint32_t k = 0; k < n; k++) {
-			uint32_t *cn = &b[k].conn;
-			if (*cn == RC_NONE || *cn >= nn)
-				continue;
-			if (n2o[*cn] == RC_NONE)
-				n2o[*cn] = RC_NONE - 1 - nfresh++;
-			*cn = n2o[*cn] >= RC_NONE - nn ?
-			      old_nconns + (RC_NONE - 1 - n2o[*cn]) : n2o[*cn];
-		}
+		for (uint32_t k = 0; k < n; k++)
+			if (b[k].conn < nn)
+				b[k].conn = n2o[b[k].conn];
 		r = rc_spill_write(c, &c->ent_spill, b, n * sizeof *b,
 				   (uint64_t)e0 * sizeof *b);
 	}
