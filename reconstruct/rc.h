@@ -437,6 +437,10 @@ struct rc_p1 {
 	struct rc_map ip_asked;  /* addresses the merge asked the host of
 				    (pair.c, rc_pair_host_of) */
 	uint32_t nimages;        /* images whose lineage pass 1 chose */
+	/* per stream still learning values (scan.c, SCAN_LEARN), its
+	 * dictionary where pass 1 stopped (NULL: read it again) */
+	struct bt_ev_dict **dicts;
+	uint32_t ndicts;
 	int      more;           /* in rc_scan_more, the merge begun */
 	int      final;          /* ... the logs final */
 	char     why[256];       /* the first such change, or "" */

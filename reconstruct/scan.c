@@ -133,7 +133,15 @@ static int skim_stream(struct rc_ctx *c, struct rc_pair *pr,
 	run->st = s;
 	rc_input_cur_reset(c, run, 1);
 	bt_ev_dict_init(dict);
-	if (from && (learn > 0 || (c->opt->ngrpc_unary && !im->h2_sends))) {
+	uint32_t si = (uint32_t)(s - c->streams);
+	struct bt_ev_dict **kept = c->p1 && si < c->p1->ndicts ?
+				   &c->p1->dicts[si] : NULL;
+	int needs = learn > 0 || (c->opt->ngrpc_unary && !im->h2_sends);
+	if (from && needs && kept && *kept) {
+		/* the dictionary it had there, kept */
+		memcpy(dict, *kept, sizeof *dict);
+		run->cur.bi = from;
+	} else if (from && needs) {
 		/* read on with the dictionary it had there: its values
 		 * are read again, nothing else is done twice */
 		unsigned rl = SCAN_LEARN;
@@ -313,6 +321,16 @@ static int skim_stream(struct rc_ctx *c, struct rc_pair *pr,
 		s->xent = x;
 		s->nxent++;
 		s->nentry += n;
+	}
+	/* while the logs grow, a stream still learning keeps its
+	 * dictionary (7.7 KB) for the next time; one done gives it back */
+	if (kept && (learn > 0 || (c->opt->ngrpc_unary && !im->h2_sends))) {
+		if (!*kept && !(*kept = malloc(sizeof **kept)))
+			return -ENOMEM;
+		memcpy(*kept, dict, sizeof *dict);
+	} else if (kept && *kept) {
+		free(*kept);
+		*kept = NULL;
 	}
 	s->skimmed = 1;
 	s->skim_blk = s->nblk;
@@ -521,8 +539,26 @@ static int skim_all(struct rc_ctx *c, struct rc_pair *pr)
 	int r = run && dict ? 0 : -ENOMEM;
 
 	c->phase = "scanning";
-	for (uint32_t i = 0; i < c->nstreams && r == 0; i++)
+	if (r == 0 && c->p1 && c->p1->ndicts < c->nstreams) {
+		struct bt_ev_dict **v = realloc(c->p1->dicts, c->nstreams *
+						sizeof *v);
+		if (!v) {
+			r = -ENOMEM;
+		} else {
+			memset(v + c->p1->ndicts, 0, (c->nstreams -
+			       c->p1->ndicts) * sizeof *v);
+			c->p1->dicts = v;
+			c->p1->ndicts = c->nstreams;
+		}
+	}
+	for (uint32_t i = 0; i < c->nstreams && r == 0; i++) {
+		/* a stream the merge ended reads nothing more */
+		if (c->p1 && i < c->p1->ndicts && c->streams[i].ended) {
+			free(c->p1->dicts[i]);
+			c->p1->dicts[i] = NULL;
+		}
 		r = skim_stream(c, pr, &c->streams[i], run, dict);
+	}
 	if (run)
 		rc_input_run_free(run);
 	free(run);
@@ -813,6 +849,9 @@ void rc_scan_free(struct rc_ctx *c)
 		rc_map_free(&c->p1->no_child);
 		rc_map_free(&c->p1->no_parent);
 		rc_map_free(&c->p1->ip_asked);
+		for (uint32_t i = 0; i < c->p1->ndicts; i++)
+			free(c->p1->dicts[i]);
+		free(c->p1->dicts);
 		free(c->p1);
 		c->p1 = NULL;
 	}
