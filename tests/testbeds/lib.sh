@@ -817,9 +817,10 @@ tb_run() {
 	tb_recon "$dir" "$label" "$mode"
 }
 
-# tb_steps DIR LABEL: the same logs shown to the merge as if they grew
-# while it ran (BP_RECONSTRUCT_STEPS: its pause at a watermark, dry
-# streams read on; docs/reconstruct.md, "The merge in steps") give the
+# tb_steps DIR LABEL: the same logs shown to pass 1 and the merge as if
+# they grew while they ran (BP_RECONSTRUCT_STEPS: pass 1 reading on, the
+# merge's pause at a watermark, dry streams read on; docs/reconstruct.md,
+# "The merge in steps") give the
 # same rows by content, or one of the merge's refusals ("reconstruct the
 # logs again": what it applied may have depended on a record it could
 # not have yet), which is noted with its reason.
