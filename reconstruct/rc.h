@@ -126,8 +126,7 @@ struct rc_image {
 				    (merge.c) */
 	uint8_t  began;          /* the merge activated a stream of it */
 	uint8_t  lin_done;       /* pass 1 chose LINEAGE_KEY (scan.c) */
-	uint8_t  orphan_done;    /* ... and judged ORPHAN */
-	uint8_t  orphan_said;    /* ... and warned about it */
+	uint8_t  orphan_said;    /* ORPHAN warned about (scan.c) */
 	uint8_t  orphan;         /* forked or exec'd from a traced image
 				    whose FORK or EXEC record is in no log
 				    (pass 1, scan.c: orphans) */

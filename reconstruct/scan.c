@@ -350,8 +350,8 @@ static int skim_stream(struct rc_ctx *c, struct rc_pair *pr,
  * request, and its work must not pass for a request of its own
  * (lineage.c, rc_lineage_proc_start; msg.c, rule 5): marked, and warned
  * about.  Images of untraced parents are the usual case and stay as
- * they are.  Each image is judged once; while the logs grow, the images
- * judged before are judged again and must be judged the same.
+ * they are.  While the logs grow, an image is judged again at each pass
+ * until the merge begins it, then must be judged the same.
  */
 static int orphans(struct rc_ctx *c)
 {
@@ -373,7 +373,6 @@ static int orphans(struct rc_ctx *c)
 						c->hosts[im->host].name, im->pid);
 			else
 				im->orphan = 0;
-			im->orphan_done = 1;
 		}
 		return 0;
 	}
@@ -398,15 +397,13 @@ static int orphans(struct rc_ctx *c)
 		int o = !im->lineage_key &&
 			(im->pflags & (BT_PF_FORKED | BT_PF_EXECED)) && ppid &&
 			n > (uint64_t)(ppid == im->pid);
-		if (im->orphan_done && o != im->orphan) {
-			if (im->began) {
-				rc_scan_changed(c, "host %s pid %u: whether the record that made it is lost changed",
-						c->hosts[im->host].name, im->pid);
-				continue;
-			}
-			im->orphan = (uint8_t)o;   /* judged again */
+		/* (an image is judged in the pass that first reads it,
+		 * before the merge can begin it; again until it does) */
+		if (o != im->orphan && im->began) {
+			rc_scan_changed(c, "host %s pid %u: whether the record that made it is lost changed",
+					c->hosts[im->host].name, im->pid);
+			continue;
 		}
-		im->orphan_done = 1;
 		im->orphan = (uint8_t)o;
 		/* said once, when the merge begins it (while the logs grow, the
 		 * judgement may change until then) or the logs are final */
