@@ -435,7 +435,6 @@ struct rc_p1 {
 				    record for (none in the logs) */
 	struct rc_map ip_asked;  /* addresses the merge asked the host of
 				    (pair.c, rc_pair_host_of) */
-	uint32_t nimages;        /* images whose lineage pass 1 chose */
 	/* per stream still learning values (scan.c, SCAN_LEARN), its
 	 * dictionary where pass 1 stopped (NULL: read it again) */
 	struct bt_ev_dict **dicts;

@@ -153,6 +153,20 @@ static void show(struct rc_ctx *c, struct rc_steps *s, int64_t *w)
 	*w = s->unsafe ? v : wm;
 }
 
+/* Pass 1 reads on (rc_scan_more); a refusal is the run's error, WHERE
+ * said in it.  0 or an error (rc_fail). */
+static int scan_on(struct rc_ctx *c, int final, const char *where)
+{
+	char why[300];
+	int r = rc_scan_more(c, final, why, sizeof why);
+
+	if (r == RC_MORE_REBUILD)
+		return rc_fail(c, RC_EXIT_INPUT,
+			       "pass 1, reading on%s: %s: reconstruct the logs again",
+			       where, why);
+	return r;
+}
+
 /* The cursors follow their streams' block counts. */
 static void refresh(struct rc_ctx *c)
 {
@@ -184,12 +198,8 @@ static int steps_fn(void *arg, struct rc_ctx *c, int64_t *w)
 	else
 		show(c, s, w);
 	/* pass 1 reads what is shown now */
-	r = rc_scan_more(c, last, why, sizeof why);
-	if (r == RC_MORE_REBUILD)
-		return rc_fail(c, RC_EXIT_INPUT,
-			       "pass 1, reading on at step %d of %d: %s: reconstruct the logs again",
-			       s->k, s->n, why);
-	if (r)
+	snprintf(why, sizeof why, " at step %d of %d", s->k, s->n);
+	if ((r = scan_on(c, last, why)) != 0)
 		return r;
 	refresh(c);
 	if (last)
@@ -261,12 +271,7 @@ static int disk_fn(void *arg, struct rc_ctx *c, int64_t *w)
 			       why);
 	if (r)
 		return r;
-	r = rc_scan_more(c, !more, why, sizeof why);
-	if (r == RC_MORE_REBUILD)
-		return rc_fail(c, RC_EXIT_INPUT,
-			       "pass 1, reading on: %s: reconstruct the logs again",
-			       why);
-	if (r)
+	if ((r = scan_on(c, !more, "")) != 0)
 		return r;
 	return more;
 }
