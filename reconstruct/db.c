@@ -134,23 +134,34 @@ static int exec(struct rc_ctx *c, const char *sql)
 	return 0;
 }
 
+static int create(struct rc_ctx *c, int queue);
+
 int rc_db_open(struct rc_ctx *c)
 {
 	struct rc_db *d = calloc(1, sizeof *d);
-	const char *out = c->opt->output;
-	size_t l = strlen(out) + 32;
 
 	if (!d)
 		return rc_fail(c, RC_EXIT_OUTPUT, "out of memory");
 	c->db = d;
+	/* The spool (db_rows.c): unlinked at once, gone with the process. */
+	if (rc_db_rows_open(c) != 0)
+		return RC_EXIT_OUTPUT;
+	return c->opt->db_later ? 0 : create(c, 1);
+}
+
+/* Create the temporary database, its schema and statements; QUEUE:
+ * start the queue's thread.  0 or RC_EXIT_OUTPUT. */
+static int create(struct rc_ctx *c, int queue)
+{
+	struct rc_db *d = c->db;
+	const char *out = c->opt->output;
+	size_t l = strlen(out) + 32;
+
 	d->tmp = malloc(l);
 	if (!d->tmp)
 		return rc_fail(c, RC_EXIT_OUTPUT, "out of memory");
 	snprintf(d->tmp, l, "%s.tmp-%ld", out, (long)getpid());
 	unlink(d->tmp);
-	/* The spool (db_rows.c): unlinked at once, gone with the process. */
-	if (rc_db_rows_open(c) != 0)
-		return RC_EXIT_OUTPUT;
 	/* One thread at a time writes (the queue's, then this one): no
 	 * mutexes. */
 	if (sqlite3_open_v2(d->tmp, &d->h, SQLITE_OPEN_READWRITE |
@@ -196,7 +207,7 @@ int rc_db_open(struct rc_ctx *c)
 		d->pat = rc_pat_stream_open(d->h, why, sizeof why);
 	}
 	/* attrs, warnings and candidates: inserted while the merge runs */
-	if (rc_db_queue_start(c) == RC_EXIT_OUTPUT)
+	if (queue && rc_db_queue_start(c) == RC_EXIT_OUTPUT)
 		return RC_EXIT_OUTPUT;
 	return 0;
 }
@@ -254,6 +265,10 @@ void rc_db_candidate(struct rc_ctx *c, uint64_t span, uint64_t req,
 {
 	if (rc_db_queue_candidate(c, span, req, chosen, reason) == 0)
 		return;
+	if (c->db && !c->db->h && !c->db->failed) {
+		rc_db_spool_candidate(c, span, req, chosen, reason);
+		return;
+	}
 	sqlite3_stmt *s = begin(c, S_CANDIDATE);
 	if (!s)
 		return;
@@ -270,6 +285,10 @@ void rc_db_warning(struct rc_ctx *c, const char *file, uint64_t off,
 {
 	if (rc_db_queue_warning(c, file, off, text) == 0)
 		return;
+	if (c->db && !c->db->h && !c->db->failed) {
+		rc_db_spool_warning(c, file, off, text);
+		return;
+	}
 	ins_warning(c, file, off, text);
 }
 
@@ -551,6 +570,9 @@ int rc_db_finish(struct rc_ctx *c)
 	struct rc_db *d = c->db;
 
 	if (!d || d->failed)
+		return RC_EXIT_OUTPUT;
+	/* rc_options.db_later: every row is in the spool */
+	if (!d->h && (create(c, 0) != 0 || d->failed))
 		return RC_EXIT_OUTPUT;
 	if (rc_db_rows_replay(c) < 0)
 		return RC_EXIT_OUTPUT;

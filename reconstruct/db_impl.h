@@ -93,6 +93,17 @@ int  rc_db_rows_open(struct rc_ctx *c);
 /* Insert every spooled row in the order it came, times shifted by its
  * domain's correction, then free the spool; 0 or -1 (error recorded). */
 int  rc_db_rows_replay(struct rc_ctx *c);
+/* In a process forked from the one that spooled: go on spooling into a
+ * file of its own (the other process goes on writing its own after
+ * what was spooled before the fork); 0, or RC_EXIT_OUTPUT with the
+ * error recorded. */
+int  rc_db_rows_fork(struct rc_ctx *c);
+/* Spool a warnings or span_candidates row (before the database is open,
+ * rc_options.db_later): inserted in order by rc_db_rows_replay. */
+void rc_db_spool_warning(struct rc_ctx *c, const char *file, uint64_t off,
+			 const char *text);
+void rc_db_spool_candidate(struct rc_ctx *c, uint64_t span, uint64_t req,
+			   int chosen, const char *reason);
 /* Free the spool of D (after a failure; nothing when already freed). */
 void rc_db_rows_free(struct rc_db *d);
 

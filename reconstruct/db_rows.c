@@ -336,9 +336,14 @@ struct spool_last {
 
 struct rc_db_rows {
 	struct rc_spill f;
+	/* a process forked from the one that spooled (rc_db_rows_fork):
+	 * the spool's first pre_bytes are that process's file, which it
+	 * goes on writing after them; the rest are f's */
+	struct rc_spill pre;
+	uint64_t      pre_bytes;
 	char         *buf;
 	size_t        len, cap;
-	uint64_t      bytes;         /* written to f */
+	uint64_t      bytes;         /* written (pre's and f's) */
 	struct spool_last *last;     /* per kind: writing, then reading */
 	struct batch *batch;         /* replay: rows waiting, per kind */
 	struct dbq   *q;             /* the queue, while its thread runs */
@@ -374,6 +379,7 @@ void rc_db_rows_free(struct rc_db *d)
 		return;
 	rc_db_queue_abort(d);
 	rc_spill_close(&w->f);
+	rc_spill_close(&w->pre);
 	batch_free(w);
 	last_free(w);
 	free(w->buf);
@@ -391,10 +397,46 @@ static void spool_error(struct rc_ctx *c, const char *what, int e)
 		what, c->opt->output, strerror(e));
 }
 
+int rc_db_rows_fork(struct rc_ctx *c)
+{
+	struct rc_db_rows *w = c->db->rows;
+	if (!w || w->pre.open)
+		return rc_fail(c, RC_EXIT_OUTPUT, "the row spool forked twice");
+	w->pre = w->f;
+	w->pre_bytes = w->bytes;
+	memset(&w->f, 0, sizeof w->f);
+	if (rc_spill_open(c, &w->f, "rows") != 0) {
+		c->db->failed = 1;
+		return RC_EXIT_OUTPUT;
+	}
+	return 0;
+}
+
+/* Read N bytes of the spool at OFF (its own file's, or the first
+ * pre_bytes from the process it was forked from); 0 or -1. */
+static int spool_read(struct rc_ctx *c, struct rc_db_rows *w, char *buf,
+		      size_t n, uint64_t off)
+{
+	if (off < w->pre_bytes) {
+		size_t k = n;
+		if (off + k > w->pre_bytes)
+			k = (size_t)(w->pre_bytes - off);
+		if (rc_spill_read(c, &w->pre, buf, k, off) != 0)
+			return -1;
+		buf += k;
+		n -= k;
+		off += k;
+	}
+	if (n && rc_spill_read(c, &w->f, buf, n, off - w->pre_bytes) != 0)
+		return -1;
+	return 0;
+}
+
 static int spool_flush(struct rc_ctx *c)
 {
 	struct rc_db_rows *w = c->db->rows;
-	if (rc_spill_write(c, &w->f, w->buf, w->len, w->bytes) != 0) {
+	if (rc_spill_write(c, &w->f, w->buf, w->len,
+			   w->bytes - w->pre_bytes) != 0) {
 		c->db->failed = 1;
 		return -1;
 	}
@@ -905,6 +947,43 @@ static void q_spanpat(void *arg, const struct rc_pat_row *r)
 	q_put(arg, K_SPANPAT, &row);
 }
 
+/* A warnings or span_candidates row spooled (rc_options.db_later),
+ * inserted by the thread that reads the spool back. */
+static void note_insert(struct rc_ctx *c, uint32_t k, const union spool_row *u)
+{
+	struct rc_db *d = c->db;
+	if (k == K_WARNING) {
+		const struct rc_row_warning *r = &u->warning;
+		sqlite3_stmt *s = d->st[S_WARNING];
+		b_t(s, 1, r->file);
+		b_i(s, 2, r->file ? (int64_t)r->off : RC_DB_NULL);
+		b_t(s, 3, r->text);
+		step(c, s, "warnings");
+	} else {
+		const struct rc_row_candidate *r = &u->candidate;
+		sqlite3_stmt *s = d->st[S_CANDIDATE];
+		b_id(s, 1, r->span);
+		b_id(s, 2, r->req);
+		b_i(s, 3, r->chosen);
+		b_t(s, 4, r->reason);
+		step(c, s, "span_candidates");
+	}
+}
+
+void rc_db_spool_warning(struct rc_ctx *c, const char *file, uint64_t off,
+			 const char *text)
+{
+	struct rc_row_warning r = { file, text, off };
+	spool_put(c, K_WARNING, &r);
+}
+
+void rc_db_spool_candidate(struct rc_ctx *c, uint64_t span, uint64_t req,
+			   int chosen, const char *reason)
+{
+	struct rc_row_candidate r = { span, req, chosen, reason };
+	spool_put(c, K_CANDIDATE, &r);
+}
+
 /*
  * Insert every spooled row, in order, and give the spool back.
  *
@@ -984,7 +1063,7 @@ int rc_db_rows_replay(struct rc_ctx *c)
 				spool_error(c, "read", EIO);
 				goto fail;
 			}
-			if (rc_spill_read(c, &w->f, w->buf + have, want, off) != 0) {
+			if (spool_read(c, w, w->buf + have, want, off) != 0) {
 				d->failed = 1;
 				goto fail;
 			}
@@ -995,11 +1074,21 @@ int rc_db_rows_replay(struct rc_ctx *c)
 		}
 		union spool_row u;
 		uint32_t k = h >> 28;
-		if (need < 4 || k == 0 || k >= K_SPANPAT ||
+		if (need < 4 || k == 0 || k == K_SPANPAT || k > K_CANDIDATE ||
 		    spool_decode(w, k, (const uint8_t *)w->buf + pos, need,
 				 &u) < 0 || !dom_ok(c, k, &u)) {
 			spool_error(c, "read back", EIO);
 			goto fail;
+		}
+		if (k > K_SPANPAT) {
+			/* spooled before the database was open
+			 * (rc_options.db_later) */
+			if (two)
+				q_put(c, k, &u);
+			else
+				note_insert(c, k, &u);
+			pos += need;
+			continue;
 		}
 		shift_times(c, k, &u);
 		pat_row(d->pat, k, &u);

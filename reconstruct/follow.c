@@ -45,6 +45,7 @@
 #include "clickhouse.h"
 #include "export.h"
 #include "follow.h"
+#include "keeper.h"
 #include "map.h"
 #include "otlp_push.h"
 
@@ -57,6 +58,13 @@
 /* Ids of rows of no request: above every id a request's row gets
  * (EXPORT_UNATTR, export.h). */
 #define UNATTR "1099511627776"
+
+/* The reason a kept merge could not make a pass, at most */
+#define KEEP_WHY 1024
+/* A kept merge's passes write every request since its first pass's
+ * window: once that is this much before a pass's window, it is made
+ * anew (keeper.c). */
+#define FOLLOW_KEEP_ROWS_NS (60 * 1000000000LL)
 
 static volatile sig_atomic_t stop_sig;
 
@@ -127,6 +135,15 @@ struct fl {
 	int64_t  bg_horizon;        /* the window passes' then */
 	double   bg_t0;
 	uint64_t bg_passes, bg_left;
+	/* the merge kept between window passes (keeper.c): the process,
+	 * whether to use it (BP_FOLLOW_KEEPER: 0 no, 1 yes, 2 yes and each
+	 * of its passes checked against one at once), the passes it made,
+	 * the times it was started anew after it could not make one, those
+	 * checked */
+	struct rc_keeper *keeper;
+	int      keep_mode;
+	uint64_t keep_passes, keep_rebuilds, keep_checked, keep_renewed;
+	int64_t  keep_rows_from;    /* the rows its passes left out */
 	char     err[1024];
 };
 
@@ -1854,6 +1871,96 @@ static void bg_stop(struct fl *f)
 	unlink(f->bg_out);
 }
 
+/* A pass made by the keeper, checked (BP_FOLLOW_KEEPER=check) against
+ * the same pass at once: 0 when the same, -1 (the run fails). */
+static int keep_check(struct fl *f, const struct rc_options *o,
+		      const struct rc_summary *ks)
+{
+	struct rc_options c = *o;
+	struct rc_summary sum;
+	char why[512];
+	size_t n = strlen(o->output) + 8;
+	char *p = malloc(n);
+
+	if (!p)
+		return ffail(f, "out of memory");
+	snprintf(p, n, "%s.check", o->output);
+	c.output = p;
+	int r = rc_run(&c, &sum);
+	if (r != RC_EXIT_OK) {
+		unlink(p);
+		free(p);
+		return ffail(f, "the check of the kept merge's pass %" PRIu64 ": the pass at once failed (exit %d)",
+			     f->passes, r);
+	}
+	int d = rc_keeper_compare(o->output, p, why, sizeof why);
+	int differ = d || sum.events != ks->events ||
+		sum.requests != ks->requests || sum.exact != ks->exact ||
+		sum.uncertain != ks->uncertain || sum.pending != ks->pending ||
+		sum.pending_max != ks->pending_max;
+	if (differ) {
+		/* both kept to be looked at: PASS.kept and PASS.check */
+		char *k = malloc(n);
+		if (k) {
+			snprintf(k, n, "%s.kept", o->output);
+			if (link(o->output, k) < 0 && !o->quiet)
+				fprintf(stderr, "bp-reconstruct: %s: %s\n", k, strerror(errno));
+			free(k);
+		}
+	} else {
+		unlink(p);
+	}
+	free(p);
+	if (differ)
+		return ffail(f, "the check of the kept merge's pass %" PRIu64 ": not the pass at once: %s (events %" PRIu64 " / %" PRIu64 ", requests %" PRIu64 " / %" PRIu64 ", pending %" PRIu64 " / %" PRIu64 ")",
+			     f->passes, d ? why : "the summaries differ",
+			     ks->events, sum.events, ks->requests, sum.requests,
+			     ks->pending, sum.pending);
+	f->keep_checked++;
+	return 0;
+}
+
+/* Reconstruct a pass with options O: a window pass (WINDOW) by the
+ * keeper when it can, else (or when it could not) at once.  An enum
+ * rc_exit, or -1 when the check failed. */
+static int run_pass(struct fl *f, struct rc_options *o,
+		    struct rc_summary *sum, int window)
+{
+	char why[KEEP_WHY];
+	int64_t from = 0;
+
+	if (!window || !f->keep_mode)
+		return rc_run(o, sum);
+	/* a keeper whose rows go back too far is made anew (its passes
+	 * write every request since its first window) */
+	if (f->keeper && o->rows_from_ns - f->keep_rows_from > FOLLOW_KEEP_ROWS_NS) {
+		rc_keeper_stop(f->keeper);
+		f->keeper = NULL;
+		f->keep_renewed++;
+	}
+	if (!f->keeper && !(f->keeper = rc_keeper_start(o)))
+		return rc_run(o, sum);
+	int r = rc_keeper_pass(f->keeper, o, o->pending_ns - FOLLOW_MARGIN_NS,
+			       sum, &from, why, sizeof why);
+	if (r == RC_EXIT_OK) {
+		f->keep_passes++;
+		f->keep_rows_from = from;
+		/* the pass left out the rows before this */
+		o->rows_from_ns = from;
+		if (f->keep_mode == 2 && keep_check(f, o, sum) < 0)
+			return -1;
+		return r;
+	}
+	/* at once, and a keeper anew for the next pass */
+	rc_keeper_stop(f->keeper);
+	f->keeper = NULL;
+	f->keep_rebuilds++;
+	if (!f->o->rc->quiet && (f->keep_rebuilds <= 3 || f->keep_mode == 2))
+		fprintf(stderr, "%sbp-reconstruct: follow: pass %" PRIu64 " reconstructed at once, the merge kept between passes made anew: %s\n",
+			f->tty ? "\r\033[K" : "", f->passes, why);
+	return rc_run(o, sum);
+}
+
 /* One pass: reconstruct (when RECON) and write.  0, 1 when there is no
  * log yet, or -1. */
 static int one_pass(struct fl *f, int recon, int final)
@@ -1893,7 +2000,12 @@ static int one_pass(struct fl *f, int recon, int final)
 		/* before the last pass, records may be on their way */
 		o.pending_ns = final ? 0 : pending_from(f, read_ns);
 		o.pending_new_ns = (int64_t)(f->o->hold * 1e9);
-		int r = rc_run(&o, &sum);
+		int r = run_pass(f, &o, &sum, !refresh && !final);
+		if (r < 0) {
+			if (err)
+				fclose(err);
+			return -1;
+		}
 		if (r == RC_EXIT_INPUT && !final) {
 			if (err)
 				fclose(err);
@@ -1952,6 +2064,8 @@ int rc_follow(const struct rc_follow_opts *o)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
+	const char *km = getenv("BP_FOLLOW_KEEPER");
+	f.keep_mode = !km || !*km ? 1 : !strcmp(km, "check") ? 2 : atoi(km) ? 1 : 0;
 	f.tty = !o->rc->quiet && isatty(2);
 	if (o->rc->progress >= 0)
 		f.tty = o->rc->progress;
@@ -2023,6 +2137,8 @@ int rc_follow(const struct rc_follow_opts *o)
 	if (f.tty)
 		fputc('\n', stderr);
 	bg_stop(&f);
+	rc_keeper_stop(f.keeper);
+	f.keeper = NULL;
 	/* the last pass: everything, as the offline run writes it */
 	if (one_pass(&f, 1, 1) < 0)
 		goto out;
@@ -2059,6 +2175,7 @@ out:
 	if (f.ino >= 0)
 		close(f.ino);
 	bg_stop(&f);
+	rc_keeper_stop(f.keeper);
 	unlink(f.pass);
 	rc_map_free(&f.seg_size);
 	free(f.pass);

@@ -8,6 +8,7 @@ libbtrecon_la_SOURCES = \
 	reconstruct/db_rows.c \
 	reconstruct/grpc.c reconstruct/grpc.h \
 	reconstruct/input.c reconstruct/input.h \
+	reconstruct/keeper.c reconstruct/keeper.h \
 	reconstruct/join.c reconstruct/join.h \
 	reconstruct/lineage.c reconstruct/lineage.h \
 	reconstruct/map.c reconstruct/map.h \

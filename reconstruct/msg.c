@@ -91,8 +91,10 @@ static int peer_pending(const struct ap *a, const struct rc_end *e)
 	const struct rc_conn *cn = e->conn;
 	int64_t from = a->c->opt->pending_ns;
 
-	return from && cn && e->side <= 1 && cn->info.expect && a->t >= from &&
-	       !rc_chan_end_traced(a->c, e, !e->side);
+	if (!from || !cn || e->side > 1 || a->t < from)
+		return 0;
+	a->c->expect_asked = 1;
+	return cn->info.expect && !rc_chan_end_traced(a->c, e, !e->side);
 }
 
 /* SP, received from such a peer, is uncertain (counted, and its time

@@ -502,6 +502,10 @@ struct rc_ctx {
 				       rc_lin_left); absent when both are 0 */
 	struct rc_p1    *p1;         /* pass 1 while the logs grow (scan.c,
 					rc_scan_more); NULL at once */
+	/* the merge judged a record at or after rc_options.pending_ns by
+	 * whether its peer is expected (msg.c, peer_pending): only then can
+	 * a change of that guess (pair.c, expect_peer) change what it did */
+	int                 expect_asked;
 
 	struct rc_db    *db;
 	struct rc_model *model;      /* model.c: designations, lineage */

@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "db.h"
 #include "input.h"
+#include "keeper.h"
 #include "merge.h"
 #include "model.h"
 #include "recon.h"
@@ -154,129 +155,159 @@ static int exit_of(int err)
 	return RC_EXIT_OUTPUT;
 }
 
+void rc_run_init(struct rc_ctx *c, const struct rc_options *o)
+{
+	memset(c, 0, sizeof *c);
+	c->opt = o;
+	c->progress_tty = o->progress < 0 ? (!o->quiet && isatty(2)) : o->progress;
+	rc_map_init(&c->lineage);
+	rc_map_init(&c->host_ip);
+	/* It holds every parent record and child until the merge meets
+	 * them: let it shrink as it does. */
+	c->lineage.shrink = 1;
+}
+
+int rc_run_begin(struct rc_ctx *c)
+{
+	const struct rc_options *o = c->opt;
+	int r;
+
+	if ((r = rc_db_open(c)) != 0)
+		return r;
+	if ((r = rc_input_open(c)) != 0)
+		return r;
+	c->progress_total = c->st.payload_bytes * 2;
+	if (o->grow_fn)
+		rc_grow_disk_init(c);
+	if ((!o->grow_fn && !c->grow.fn && o->steps > 1 &&
+	     (r = rc_steps_init(c, o->steps, o->steps_unsafe)) != 0) ||
+	    (r = rc_scan_run(c)) != 0 || (r = rc_clock_init(c)) != 0 ||
+	    (r = rc_span_init(c)) != 0 || (r = rc_chan_init(c)) != 0 ||
+	    (r = rc_model_init(c)) != 0) {
+		if (!c->err)
+			rc_fail(c, r, "out of memory");
+		return r;
+	}
+	return 0;
+}
+
+int rc_run_end(struct rc_ctx *c, double t0, struct rc_summary *sum)
+{
+	const struct rc_options *o = c->opt;
+	int r;
+
+	rc_model_finish(c);
+	/* What pass 1 learnt of each channel end, the lineage map and the
+	 * merge's runs (as many as streams were ever active at once) are no
+	 * longer needed: give them back before SQLite inserts the rows and
+	 * builds the indexes. */
+	rc_merge_free(c);
+	rc_scan_drop_ends(c);
+	rc_input_release(c);
+	rc_clock_solve(c);
+	if (c->err)
+		return c->err;
+	if ((r = rc_db_finish(c)) != 0)
+		return r;
+	progress_clear(c);
+
+	double dt = now_s() - t0;
+	uint64_t unattr = c->st.unattr_fragments + c->st.unattr_messages +
+			  c->st.unattr_files + c->st.unattr_spans;
+	uint64_t costly = rc_notes_costly(c), unread = rc_notes_unread(c);
+	if (!o->quiet) {
+		char look[256];
+		rc_clock_report(c, errf(c));
+		rc_notes_print_warnings(c, errf(c));
+		rc_notes_print_unread(c, errf(c));
+		rc_notes_print_untraced(c, errf(c));
+		look_at(c, costly, unread, look, sizeof look);
+		if (o->steps > 1)
+			fprintf(errf(c),
+				"bp-reconstruct: the merge in %d steps: %" PRIu64 " resumptions, %" PRIu64 " dry runs read on, at most %" PRIu64 " dry at once, %" PRIu64 " pauses for a look ahead, %" PRIu64 " for a record a later one may change, %" PRIu64 " asked for a next record they did not have\n",
+				o->steps, c->st.merge_pauses, c->st.merge_dry_resumed,
+				c->st.merge_dry_max, c->st.merge_ahead_waits,
+				c->st.merge_hold_waits,
+				c->st.merge_dry_peeked);
+		if (o->ngrpc_unary)
+			fprintf(errf(c),
+				"bp-reconstruct: gRPC methods named unary: %" PRIu64 " calls of them; %" PRIu64 " request messages judged without a call whose body had not come%s\n",
+				c->st.grpc_unary_calls, c->st.grpc_unary_excluded,
+				c->st.grpc_unary_calls ? "" :
+				" (no call matched a name: check --grpc-unary and --grpc-proto)");
+		fprintf(errf(c),
+			"bp-reconstruct: %" PRIu64 " events read (%" PRIu64 " lost), %" PRIu64 " requests (%" PRIu64 " exact, %" PRIu64 " resolved, %" PRIu64 " uncertain), %" PRIu64 " spans, %" PRIu64 " unattributed, %" PRIu64 " warnings -> %s (%.2f s, %.0f events/s); %s\n",
+			c->st.events, c->st.lost_records + c->st.dropped,
+			c->st.requests, c->st.req_exact, c->st.req_resolved,
+			c->st.req_uncertain, c->st.spans, unattr, c->st.warnings,
+			o->output, dt, dt > 0 ? (double)c->st.events / dt : 0.0,
+			look);
+	}
+	if (sum) {
+		memset(sum, 0, sizeof *sum);
+		sum->events = c->st.events;
+		sum->lost = c->st.lost_records + c->st.dropped;
+		sum->requests = c->st.requests;
+		sum->spans = c->st.spans;
+		sum->messages = c->st.messages;
+		sum->fragments = c->st.fragments;
+		sum->unattributed = unattr;
+		sum->warnings = c->st.warnings;
+		sum->hosts = c->nhosts;
+		sum->domains = c->ndoms;
+		sum->exact = c->st.req_exact;
+		sum->resolved = c->st.req_resolved;
+		sum->uncertain = c->st.req_uncertain;
+		sum->unreadable = unread;
+		sum->costly_warnings = costly;
+		sum->untraced = rc_notes_untraced(c);
+		sum->pending = c->st.peer_pending;
+		sum->pending_max = c->st.peer_pending_max;
+		sum->spool_bytes = c->st.spool_bytes;
+		sum->replay_threads = c->st.replay_threads;
+	}
+	return RC_EXIT_OK;
+}
+
+int rc_run_fail(struct rc_ctx *c, int r)
+{
+	progress_clear(c);
+	fprintf(errf(c), "bp-reconstruct: error: %s\n",
+		c->errbuf[0] ? c->errbuf : strerror(r < 0 ? -r : EIO));
+	r = exit_of(c->err ? c->err : r);
+	rc_db_abort(c);
+	return r;
+}
+
+void rc_run_free(struct rc_ctx *c)
+{
+	rc_merge_free(c);
+	rc_steps_free(c);
+	rc_model_free(c);
+	rc_chan_free(c);
+	rc_span_free(c);
+	rc_tok_free(c);
+	rc_clock_free(c);
+	rc_scan_free(c);
+	rc_input_close(c);
+	rc_notes_free(c);
+}
+
+double rc_run_now(void)
+{
+	return now_s();
+}
+
 int rc_run(const struct rc_options *o, struct rc_summary *sum)
 {
 	struct rc_ctx c;
 	double t0 = now_s();
 	int r;
 
-	memset(&c, 0, sizeof c);
-	c.opt = o;
-	c.progress_tty = o->progress < 0 ? (!o->quiet && isatty(2)) : o->progress;
-	rc_map_init(&c.lineage);
-	rc_map_init(&c.host_ip);
-	/* It holds every parent record and child until the merge meets
-	 * them: let it shrink as it does. */
-	c.lineage.shrink = 1;
-
-	if ((r = rc_db_open(&c)) != 0)
-		goto fail;
-	if ((r = rc_input_open(&c)) != 0)
-		goto fail;
-	c.progress_total = c.st.payload_bytes * 2;
-	if (o->grow_fn)
-		rc_grow_disk_init(&c);
-	if ((!o->grow_fn && o->steps > 1 &&
-	     (r = rc_steps_init(&c, o->steps, o->steps_unsafe)) != 0) ||
-	    (r = rc_scan_run(&c)) != 0 || (r = rc_clock_init(&c)) != 0 ||
-	    (r = rc_span_init(&c)) != 0 || (r = rc_chan_init(&c)) != 0 ||
-	    (r = rc_model_init(&c)) != 0) {
-		if (!c.err)
-			rc_fail(&c, r, "out of memory");
-		goto fail;
-	}
-	if ((r = rc_merge_run(&c)) != 0)
-		goto fail;
-	rc_model_finish(&c);
-	/* What pass 1 learnt of each channel end, the lineage map and the
-	 * merge's runs (as many as streams were ever active at once) are no
-	 * longer needed: give them back before SQLite inserts the rows and
-	 * builds the indexes. */
-	rc_merge_free(&c);
-	rc_scan_drop_ends(&c);
-	rc_input_release(&c);
-	rc_clock_solve(&c);
-	if (c.err) {
-		r = c.err;
-		goto fail;
-	}
-	if ((r = rc_db_finish(&c)) != 0)
-		goto fail;
-	progress_clear(&c);
-
-	double dt = now_s() - t0;
-	uint64_t unattr = c.st.unattr_fragments + c.st.unattr_messages +
-			  c.st.unattr_files + c.st.unattr_spans;
-	uint64_t costly = rc_notes_costly(&c), unread = rc_notes_unread(&c);
-	if (!o->quiet) {
-		char look[256];
-		rc_clock_report(&c, errf(&c));
-		rc_notes_print_warnings(&c, errf(&c));
-		rc_notes_print_unread(&c, errf(&c));
-		rc_notes_print_untraced(&c, errf(&c));
-		look_at(&c, costly, unread, look, sizeof look);
-		if (o->steps > 1)
-			fprintf(errf(&c),
-				"bp-reconstruct: the merge in %d steps: %" PRIu64 " resumptions, %" PRIu64 " dry runs read on, at most %" PRIu64 " dry at once, %" PRIu64 " pauses for a look ahead, %" PRIu64 " for a record a later one may change, %" PRIu64 " asked for a next record they did not have\n",
-				o->steps, c.st.merge_pauses, c.st.merge_dry_resumed,
-				c.st.merge_dry_max, c.st.merge_ahead_waits,
-				c.st.merge_hold_waits,
-				c.st.merge_dry_peeked);
-		if (o->ngrpc_unary)
-			fprintf(errf(&c),
-				"bp-reconstruct: gRPC methods named unary: %" PRIu64 " calls of them; %" PRIu64 " request messages judged without a call whose body had not come%s\n",
-				c.st.grpc_unary_calls, c.st.grpc_unary_excluded,
-				c.st.grpc_unary_calls ? "" :
-				" (no call matched a name: check --grpc-unary and --grpc-proto)");
-		fprintf(errf(&c),
-			"bp-reconstruct: %" PRIu64 " events read (%" PRIu64 " lost), %" PRIu64 " requests (%" PRIu64 " exact, %" PRIu64 " resolved, %" PRIu64 " uncertain), %" PRIu64 " spans, %" PRIu64 " unattributed, %" PRIu64 " warnings -> %s (%.2f s, %.0f events/s); %s\n",
-			c.st.events, c.st.lost_records + c.st.dropped,
-			c.st.requests, c.st.req_exact, c.st.req_resolved,
-			c.st.req_uncertain, c.st.spans, unattr, c.st.warnings,
-			o->output, dt, dt > 0 ? (double)c.st.events / dt : 0.0,
-			look);
-	}
-	if (sum) {
-		memset(sum, 0, sizeof *sum);
-		sum->events = c.st.events;
-		sum->lost = c.st.lost_records + c.st.dropped;
-		sum->requests = c.st.requests;
-		sum->spans = c.st.spans;
-		sum->messages = c.st.messages;
-		sum->fragments = c.st.fragments;
-		sum->unattributed = unattr;
-		sum->warnings = c.st.warnings;
-		sum->hosts = c.nhosts;
-		sum->domains = c.ndoms;
-		sum->exact = c.st.req_exact;
-		sum->resolved = c.st.req_resolved;
-		sum->uncertain = c.st.req_uncertain;
-		sum->unreadable = unread;
-		sum->costly_warnings = costly;
-		sum->untraced = rc_notes_untraced(&c);
-		sum->pending = c.st.peer_pending;
-		sum->pending_max = c.st.peer_pending_max;
-		sum->spool_bytes = c.st.spool_bytes;
-		sum->replay_threads = c.st.replay_threads;
-	}
-	r = RC_EXIT_OK;
-	goto out;
-fail:
-	progress_clear(&c);
-	fprintf(errf(&c), "bp-reconstruct: error: %s\n",
-		c.errbuf[0] ? c.errbuf : strerror(r < 0 ? -r : EIO));
-	r = exit_of(c.err ? c.err : r);
-	rc_db_abort(&c);
-out:
-	rc_merge_free(&c);
-	rc_steps_free(&c);
-	rc_model_free(&c);
-	rc_chan_free(&c);
-	rc_span_free(&c);
-	rc_tok_free(&c);
-	rc_clock_free(&c);
-	rc_scan_free(&c);
-	rc_input_close(&c);
-	rc_notes_free(&c);
+	rc_run_init(&c, o);
+	if ((r = rc_run_begin(&c)) != 0 || (r = rc_merge_run(&c)) != 0 ||
+	    (r = rc_run_end(&c, t0, sum)) != 0)
+		r = rc_run_fail(&c, r);
+	rc_run_free(&c);
 	return r;
 }

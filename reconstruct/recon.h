@@ -64,6 +64,11 @@ struct rc_options {
 	/* rows with times go through the spool even with one clock domain
 	 * (db_rows.c; the tests compare the spool with the queue) */
 	int         spool_all;
+	/* the database is created by rc_db_finish, not before the merge:
+	 * every row, warning and candidate spooled until then (the keeper
+	 * of --follow forks the process that finishes a pass from a merge
+	 * that never opened it; keeper.c) */
+	int         db_later;
 	/* the spooled rows are inserted by the thread that reads them back,
 	 * not by a second one (db_rows.c; the tests compare the two) */
 	int         replay_serial;

@@ -648,7 +648,8 @@ static int entries_again(struct rc_ctx *c, struct rc_spill *old,
 			if (o->side != w->side || o->peer != w->peer ||
 			    memcmp(o->info.n, w->info.n, sizeof o->info.n) ||
 			    o->info.pipe != w->info.pipe ||
-			    o->info.expect != w->info.expect ||
+			    (c->expect_asked &&
+			     o->info.expect != w->info.expect) ||
 			    (o->conn == RC_NONE) != (w->conn == RC_NONE)) {
 				rc_scan_changed(c, "a channel end the merge had read is paired otherwise now (entry %u)",
 						e0 + k);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rc.h"
@@ -98,6 +99,52 @@ int rc_spill_read(struct rc_ctx *c, struct rc_spill *s, void *buf,
 		n -= (size_t)r;
 		off += (uint64_t)r;
 	}
+	return 0;
+}
+
+int rc_spill_fork(struct rc_ctx *c, struct rc_spill *s, const char *what)
+{
+	struct rc_spill n;
+	struct stat st;
+	int r;
+
+	if (!s->open)
+		return 0;
+	if (fstat(s->fd, &st) < 0)
+		return rc_fail(c, RC_EXIT_OUTPUT, "cannot copy a temporary file next to %s (%s)",
+			       c->opt->output, strerror(errno));
+	if ((r = rc_spill_open(c, &n, what)) != 0)
+		return r;
+	if (ftruncate(n.fd, st.st_size) < 0) {
+		close(n.fd);
+		return rc_fail(c, RC_EXIT_OUTPUT, "cannot size a temporary file next to %s (%s)",
+			       c->opt->output, strerror(errno));
+	}
+	/* the file's pages, mapped ones too, are in the page cache */
+	loff_t in = 0, out = 0;
+	while (in < st.st_size) {
+		ssize_t k = copy_file_range(s->fd, &in, n.fd, &out,
+					    (size_t)(st.st_size - in), 0);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			int e = k < 0 ? errno : EIO;
+			close(n.fd);
+			return rc_fail(c, RC_EXIT_OUTPUT, "cannot copy a temporary file next to %s (%s)",
+				       c->opt->output, strerror(e));
+		}
+	}
+	/* the same addresses: pointers into the mapping stay right */
+	if (s->p && mmap(s->p, s->len, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, n.fd, 0) == MAP_FAILED) {
+		int e = errno;
+		close(n.fd);
+		return rc_fail(c, RC_EXIT_OUTPUT, "cannot map a temporary file next to %s (%s)",
+			       c->opt->output, strerror(e));
+	}
+	close(s->fd);
+	s->fd = n.fd;
+	s->touches = 0;
 	return 0;
 }
 

@@ -44,6 +44,10 @@ int rc_spill_write(struct rc_ctx *c, struct rc_spill *s, const void *buf,
 		   size_t n, uint64_t off);
 int rc_spill_read(struct rc_ctx *c, struct rc_spill *s, void *buf,
 		  size_t n, uint64_t off);
+/* In a process forked from the one that made S: S a copy of its own
+ * (the same content, mapped at the same address), so that what this
+ * process writes does not reach the other's; 0 or as above. */
+int rc_spill_fork(struct rc_ctx *c, struct rc_spill *s, const char *what);
 /* Give the mapping's resident pages back now. */
 void rc_spill_release(struct rc_spill *s);
 /* Count one access to the mapping; give its pages back every

@@ -27,6 +27,7 @@
 #include "btrace/segment.h"
 #include "check_recon.h"
 #include "input.h"
+#include "keeper.h"
 #include "rc.h"
 
 /* ---- the log ---------------------------------------------------------- */
@@ -933,6 +934,114 @@ START_TEST(grown_on_disk_same_as_at_once)
 }
 END_TEST
 
+
+/*
+ * The keeper of --follow (keeper.c) on a log that grows on disk: at each
+ * step a pass whose child finishes the kept merge over the logs as they
+ * are, against rc_run at once over the same logs (rc_keeper_compare: every
+ * table's rows), then the keeper merges on to the step's watermark.  With
+ * the window's rows (rc_options.rows_from_ns) and the peers expected
+ * (pending_ns) as --follow sets them; no pass may need the fallback.
+ */
+START_TEST(keeper_same_as_at_once)
+{
+	static const int steps[] = { 6, 25 };
+	static struct dgrow d;
+	int64_t w;
+
+	for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+		struct rt b;
+		char pass[400], once[400], why[1024];
+		const char *in[1];
+
+		make_log(&b, 0);
+		memset(&d, 0, sizeof d);
+		snprintf(d.gr.from, sizeof d.gr.from, "%s", b.logs);
+		snprintf(d.gr.to, sizeof d.gr.to, "%s/live", b.dir);
+		snprintf(pass, sizeof pass, "%s/pass.db", b.dir);
+		snprintf(once, sizeof once, "%s/once.db", b.dir);
+		list_host(&d.gr, "web");
+		list_host(&d.gr, "db");
+		qsort(d.gr.segs, d.gr.nsegs, sizeof d.gr.segs[0], by_rel);
+		mkdir(d.gr.to, 0755);
+		dgrow_times(&d);
+		d.n = steps[i];
+		int any = 0;
+		for (d.k = 1; !any && d.k < d.n; d.k++) {
+			dgrow_show(&d, &w);
+			for (unsigned k = 0; k < d.gr.nsegs; k++)
+				any |= d.gr.segs[k].shown > 0;
+		}
+		d.k--;
+		int first = d.k;
+		in[0] = d.gr.to;
+		FILE *err = fopen(b.err, "w");
+		ck_assert_ptr_nonnull(err);
+		struct rc_options o = {
+			.inputs = in, .ninputs = 1, .output = pass,
+			.progress = 0, .quiet = 1, .err = err, .no_patterns = 1,
+			.hold_ns = 100000,
+			.pending_new_ns = 10000000,
+		};
+		struct rc_keeper *k = NULL;
+		int passes = 0, requests = 0, renewed = 0;
+		for (;;) {
+			struct rc_summary ks, as;
+			int64_t used = -1;
+			/* the rows of the requests that began in the last
+			 * half of what the logs have (--follow's window);
+			 * the peers expected from W on */
+			o.output = pass;
+			o.pending_ns = w + 1000000;
+			o.rows_from_ns = d.t0 + (w - d.t0) / 2;
+			if (!k)
+				k = rc_keeper_start(&o);
+			ck_assert_ptr_nonnull(k);
+			int r = rc_keeper_pass(k, &o, w, &ks, &used, why, sizeof why);
+			ck_assert_msg(r == RC_EXIT_OK, "%d steps, step %d: %s",
+				      steps[i], d.k, why);
+			/* the keeper's first window, for its life */
+			ck_assert_int_le(used, o.rows_from_ns);
+			ck_assert_int_gt(used, 0);
+			o.output = once;
+			o.rows_from_ns = used;
+			ck_assert_int_eq(rc_run(&o, &as), RC_EXIT_OK);
+			int c = rc_keeper_compare(pass, once, why, sizeof why);
+			ck_assert_msg(c == 0, "%d steps, step %d: %s", steps[i],
+				      d.k, why);
+			ck_assert_uint_eq(ks.events, as.events);
+			ck_assert_uint_eq(ks.requests, as.requests);
+			ck_assert_uint_eq(ks.pending, as.pending);
+			requests = (int)as.requests;
+			passes++;
+			/* half way: a keeper anew, with its own window */
+			if (passes == steps[i] / 2) {
+				rc_keeper_stop(k);
+				k = NULL;
+				renewed++;
+			}
+			if (!dgrow_fn(&d, &w))
+				break;
+		}
+		rc_keeper_stop(k);
+		fclose(err);
+		/* the comparison sees a difference: one span's status */
+		sqlite3 *h;
+		ck_assert_int_eq(sqlite3_open(pass, &h), SQLITE_OK);
+		ck_assert_int_eq(sqlite3_exec(h, "UPDATE spans SET status = 999 WHERE span_id = (SELECT max(span_id) FROM spans)",
+					      NULL, NULL, NULL), SQLITE_OK);
+		sqlite3_close(h);
+		ck_assert_int_eq(rc_keeper_compare(pass, once, why, sizeof why), 1);
+		ck_assert_ptr_nonnull(strstr(why, "table spans"));
+		ck_assert_int_eq(passes, steps[i] - first);
+		ck_assert_int_ge(passes, 3);
+		ck_assert_int_eq(renewed, 1);
+		ck_assert_int_ge(requests, 100);
+		rt_done(&b);
+	}
+}
+END_TEST
+
 Suite *recon_more_suite(void)
 {
 	Suite *s = suite_create("recon_more");
@@ -945,6 +1054,7 @@ Suite *recon_more_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, steps_same_as_at_once);
 	tcase_add_test(tc, grown_on_disk_same_as_at_once);
+	tcase_add_test(tc, keeper_same_as_at_once);
 	tcase_add_test(tc, stopped_sender_refused);
 	tcase_add_test(tc, gone_sender_ends_at_its_note);
 	suite_add_tcase(s, tc);

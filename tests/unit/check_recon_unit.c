@@ -403,6 +403,22 @@ START_TEST(spool_same_as_queue)
 	ck_assert_int_eq(strlen(ta), strlen(tb));
 	ck_assert_str_eq(ta, tb);
 	ck_assert_str_eq(ts, tb);
+	/* the database created at the end (rc_options.db_later, as the
+	 * keeper of --follow does): every row spooled, warnings and
+	 * candidates too, and inserted in the order they came, by two
+	 * threads or one */
+	for (int serial = 0; serial < 2; serial++) {
+		struct rt l;
+		spool_logs(&l);
+		l.db_later = 1;
+		l.replay_serial = serial;
+		ck_assert_int_eq(rt_run(&l), RC_EXIT_OK);
+		ck_assert_uint_eq(l.sum.replay_threads, serial ? 1 : 2);
+		char *tl = db_text(&l);
+		ck_assert_str_eq(tl, tb);
+		free(tl);
+		rt_done(&l);
+	}
 	free(ta);
 	free(tb);
 	free(ts);
