@@ -202,11 +202,15 @@ int peer_reap(struct peer *p)
 			if (p->chunk[i])
 				chunk_lost_list(p->chunk[i], per_slot,
 						sizeof per_slot);
+		/* an adopted ring drained is not its process's end: its
+		 * tracer reconnects on its next event (bp-reconstruct
+		 * reads "adopted") */
 		notes_add(&srv->notes, BT_LN_PEER_GONE, p->pid,
-			  (int64_t)p->bytes, "ring=%016llx blocks=%llu lost=%llu%s",
+			  (int64_t)p->bytes, "ring=%016llx blocks=%llu lost=%llu%s%s",
 			  (unsigned long long)p->ring_id,
 			  (unsigned long long)p->blocks,
-			  (unsigned long long)lost, per_slot);
+			  (unsigned long long)lost, per_slot,
+			  p->adopted ? " adopted, drained" : "");
 	}
 	peer_free(p);
 	return 1;

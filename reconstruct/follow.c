@@ -39,6 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
 
 #include <sqlite3.h>
 
@@ -1317,14 +1319,18 @@ static int write_pass(struct fl *f, const char *pass, int final, int refresh,
 		 "  ('follow_withdrawn', %lld), ('follow_pid', %lld),\n"
 		 "  ('follow_deferred', %lld), ('follow_window_requests', %lld),\n"
 		 "  ('follow_parent_deferred', %lld), ('follow_full_background', %lld),\n"
-		 "  ('follow_full_left', %lld), ('follow_channel_rows_missing', %lld);\n"
+		 "  ('follow_full_left', %lld), ('follow_channel_rows_missing', %lld),\n"
+		 "  ('follow_kept_passes', %lld), ('follow_kept_rebuilt', %lld),\n"
+		 "  ('follow_kept_renewed', %lld), ('follow_kept_checked', %lld);\n"
 		 "COMMIT",
 		 refresh ? "" : " WHERE key <> 'patterns'",
 		 (long long)f->passes, (long long)total, (long long)revised,
 		 (long long)waiting, (long long)missing, (long long)withdrawn,
 		 (long long)getpid(), (long long)deferred, (long long)nwin,
 		 (long long)xparent, (long long)f->bg_passes,
-		 (long long)f->bg_left, (long long)f->chan_missing) < 0)
+		 (long long)f->bg_left, (long long)f->chan_missing,
+		 (long long)f->keep_passes, (long long)f->keep_rebuilds,
+		 (long long)f->keep_renewed, (long long)f->keep_checked) < 0)
 		goto rollback;
 	/* the next window pass may leave out rows of the requests before
 	 * its horizon: those that began before this one's, less a margin
@@ -1871,8 +1877,88 @@ static void bg_stop(struct fl *f)
 	unlink(f->bg_out);
 }
 
+/* DIR, then PATH (so an absolute path stays whole under DIR). */
+static char *under(const char *dir, const char *path)
+{
+	size_t n = strlen(dir) + strlen(path) + 2;
+	char *p = malloc(n);
+	if (p)
+		snprintf(p, n, "%s%s%s", dir, path[0] == '/' ? "" : "/", path);
+	return p;
+}
+
+/* mkdir -p of P's directory. */
+static void make_parents(char *p)
+{
+	for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
+		*s = 0;
+		mkdir(p, 0700);
+		*s = '/';
+	}
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag,
+		  struct FTW *w)
+{
+	(void)st; (void)flag; (void)w;
+	remove(p);
+	return 0;
+}
+
+/* The bytes a kept pass read (MANIFEST: a length and a path a line),
+ * copied under DIR with their paths, bp-logd writing on meanwhile:
+ * the logs as the pass saw them.  0 or -1. */
+static int snapshot(const char *manifest, const char *dir)
+{
+	FILE *m = fopen(manifest, "r");
+	char line[PATH_MAX + 32];
+	int r = 0;
+
+	if (!m)
+		return -1;
+	while (r == 0 && fgets(line, sizeof line, m)) {
+		char *end, *path;
+		unsigned long long size = strtoull(line, &end, 10);
+		if (*end != ' ')
+			continue;
+		path = end + 1;
+		path[strcspn(path, "\n")] = 0;
+		char *to = under(dir, path);
+		int in = open(path, O_RDONLY | O_CLOEXEC);
+		if (!to || in < 0) {
+			free(to);
+			if (in >= 0)
+				close(in);
+			r = -1;
+			break;
+		}
+		make_parents(to);
+		int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		loff_t left = (loff_t)size;
+		while (out >= 0 && left > 0) {
+			ssize_t k = copy_file_range(in, NULL, out, NULL, (size_t)left, 0);
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0)
+				break;
+			left -= k;
+		}
+		if (out < 0 || left > 0)
+			r = -1;
+		if (out >= 0)
+			close(out);
+		close(in);
+		free(to);
+	}
+	fclose(m);
+	return r;
+}
+
 /* A pass made by the keeper, checked (BP_FOLLOW_KEEPER=check) against
- * the same pass at once: 0 when the same, -1 (the run fails). */
+ * the same pass at once over the same bytes of the logs (a snapshot of
+ * what the kept pass read, PASS.snap): 0 when the same, -1 (the run
+ * fails, both databases and the snapshot kept: PASS.kept, PASS.check,
+ * PASS.snap). */
 static int keep_check(struct fl *f, const struct rc_options *o,
 		      const struct rc_summary *ks)
 {
@@ -1880,26 +1966,51 @@ static int keep_check(struct fl *f, const struct rc_options *o,
 	struct rc_summary sum;
 	char why[512];
 	size_t n = strlen(o->output) + 8;
-	char *p = malloc(n);
+	char *p = malloc(n), *snap = malloc(n), *man = malloc(n);
+	const char **in = calloc((size_t)o->ninputs + 1, sizeof *in);
+	int r = -1, d = -1, differ = 1;
 
-	if (!p)
-		return ffail(f, "out of memory");
-	snprintf(p, n, "%s.check", o->output);
-	c.output = p;
-	int r = rc_run(&c, &sum);
-	if (r != RC_EXIT_OK) {
-		unlink(p);
-		free(p);
-		return ffail(f, "the check of the kept merge's pass %" PRIu64 ": the pass at once failed (exit %d)",
-			     f->passes, r);
+	if (!p || !snap || !man || !in) {
+		ffail(f, "out of memory");
+		goto out;
 	}
-	int d = rc_keeper_compare(o->output, p, why, sizeof why);
-	int differ = d || sum.events != ks->events ||
+	snprintf(p, n, "%s.check", o->output);
+	snprintf(snap, n, "%s.snap", o->output);
+	snprintf(man, n, "%s.files", o->output);
+	nftw(snap, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	if (mkdir(snap, 0700) < 0 || snapshot(man, snap) < 0) {
+		ffail(f, "the check of the kept merge's pass %" PRIu64 ": cannot copy the logs it read (%s) to %s",
+		      f->passes, man, snap);
+		goto out;
+	}
+	for (int i = 0; i < o->ninputs; i++) {
+		struct stat st;
+		if (!(in[i] = under(snap, o->inputs[i]))) {
+			ffail(f, "out of memory");
+			goto out;
+		}
+		/* a log directory without segments yet is one in the copy */
+		if (stat(o->inputs[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+			char *d = under(in[i], "x");
+			if (d)
+				make_parents(d);
+			free(d);
+		}
+	}
+	c.inputs = in;
+	c.output = p;
+	int e = rc_run(&c, &sum);
+	if (e != RC_EXIT_OK) {
+		ffail(f, "the check of the kept merge's pass %" PRIu64 ": the pass at once failed (exit %d)",
+		      f->passes, e);
+		goto out;
+	}
+	d = rc_keeper_compare(o->output, p, snap, why, sizeof why);
+	differ = d || sum.events != ks->events ||
 		sum.requests != ks->requests || sum.exact != ks->exact ||
 		sum.uncertain != ks->uncertain || sum.pending != ks->pending ||
 		sum.pending_max != ks->pending_max;
 	if (differ) {
-		/* both kept to be looked at: PASS.kept and PASS.check */
 		char *k = malloc(n);
 		if (k) {
 			snprintf(k, n, "%s.kept", o->output);
@@ -1907,17 +2018,28 @@ static int keep_check(struct fl *f, const struct rc_options *o,
 				fprintf(stderr, "bp-reconstruct: %s: %s\n", k, strerror(errno));
 			free(k);
 		}
-	} else {
-		unlink(p);
+		ffail(f, "the check of the kept merge's pass %" PRIu64 ": not the pass at once: %s (events %" PRIu64 " / %" PRIu64 ", requests %" PRIu64 " / %" PRIu64 ", pending %" PRIu64 " / %" PRIu64 ")",
+		      f->passes, d ? why : "the summaries differ",
+		      ks->events, sum.events, ks->requests, sum.requests,
+		      ks->pending, sum.pending);
+		goto out;
 	}
-	free(p);
-	if (differ)
-		return ffail(f, "the check of the kept merge's pass %" PRIu64 ": not the pass at once: %s (events %" PRIu64 " / %" PRIu64 ", requests %" PRIu64 " / %" PRIu64 ", pending %" PRIu64 " / %" PRIu64 ")",
-			     f->passes, d ? why : "the summaries differ",
-			     ks->events, sum.events, ks->requests, sum.requests,
-			     ks->pending, sum.pending);
 	f->keep_checked++;
-	return 0;
+	r = 0;
+out:
+	if (!differ) {
+		unlink(p);
+		nftw(snap, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	}
+	if (man)
+		unlink(man);
+	for (int i = 0; in && i < o->ninputs; i++)
+		free((char *)in[i]);
+	free(in);
+	free(p);
+	free(snap);
+	free(man);
+	return r;
 }
 
 /* Reconstruct a pass with options O: a window pass (WINDOW) by the
@@ -1941,7 +2063,7 @@ static int run_pass(struct fl *f, struct rc_options *o,
 	if (!f->keeper && !(f->keeper = rc_keeper_start(o)))
 		return rc_run(o, sum);
 	int r = rc_keeper_pass(f->keeper, o, o->pending_ns - FOLLOW_MARGIN_NS,
-			       sum, &from, why, sizeof why);
+			       f->keep_mode == 2, sum, &from, why, sizeof why);
 	if (r == RC_EXIT_OK) {
 		f->keep_passes++;
 		f->keep_rows_from = from;

@@ -135,19 +135,79 @@ static int build_streams(struct rc_ctx *c, struct bt_segset *set)
 	return 0;
 }
 
+/*
+ * A warning of the index.  While the logs grow (a merge kept between the
+ * passes of --follow, or logs growing on disk) the index is made again
+ * and again, and what it warns of may pass (a block bp-logd was still
+ * writing): the warnings of the last index are kept (c->iwarn) and said
+ * when the run ends (rc_input_say), once.  Else said at once.
+ */
+static void index_warn(struct rc_ctx *c, const char *path, uint64_t off,
+		       const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void index_warn(struct rc_ctx *c, const char *path, uint64_t off,
+		       const char *fmt, ...)
+{
+	char text[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
+	if (!c->grow.fn && !c->opt->grow_fn) {
+		rc_warn(c, path, off, "%s", text);
+		return;
+	}
+	struct rc_iwarn *n = realloc(c->iwarn, (c->niwarn + 1) * sizeof *n);
+	if (!n)
+		return;
+	c->iwarn = n;
+	n += c->niwarn;
+	n->path = path ? strdup(path) : NULL;
+	n->text = strdup(text);
+	n->off = off;
+	if (n->text && (n->path || !path))
+		c->niwarn++;
+	else {
+		free(n->path);
+		free(n->text);
+	}
+}
+
+static void iwarn_free(struct rc_iwarn *w, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		free(w[i].path);
+		free(w[i].text);
+	}
+	free(w);
+}
+
+void rc_input_say(struct rc_ctx *c)
+{
+	struct rc_iwarn *w = c->iwarn;
+	uint32_t n = c->niwarn;
+
+	c->iwarn = NULL;
+	c->niwarn = 0;
+	for (uint32_t i = 0; i < n; i++)
+		rc_warn(c, w[i].path, w[i].off, "%s", w[i].text);
+	iwarn_free(w, n);
+}
+
 static void seg_warn(void *ctx, const char *path, uint64_t off,
 		     const char *reason)
 {
-	struct rc_ctx *c = ctx;
-	rc_warn(c, path, off, "%s; the blocks before and after it are used",
-		reason);
+	index_warn(ctx, path, off, "%s; the blocks before and after it are used",
+		   reason);
 }
 
 static void dir_warn(void *ctx, const char *path, uint64_t off,
 		     const char *reason)
 {
-	rc_warn(ctx, path, off, "cannot read this directory: %s; skipped",
-		reason);
+	index_warn(ctx, path, off, "cannot read this directory: %s; skipped",
+		   reason);
 }
 
 /* The segment files the inputs stand for, in reading order. */
@@ -170,9 +230,9 @@ static int collect(struct rc_ctx *c, struct bt_sr_list *l)
 				       "cannot read directory '%s': %s (check its permissions)",
 				       in, strerror(-e));
 		if (e == 0 && S_ISDIR(st.st_mode))
-			rc_warn(c, in, 0,
-				"no *%s segment in this directory or its subdirectories",
-				BT_SEG_SUFFIX);
+			index_warn(c, in, 0,
+				   "no *%s segment in this directory or its subdirectories",
+				   BT_SEG_SUFFIX);
 	}
 	return 0;
 }
@@ -194,9 +254,9 @@ static int index_all(struct rc_ctx *c, struct bt_segset *set)
 		if (e == -ENOMEM)
 			r = e;
 		else if (e < 0)
-			rc_warn(c, l.v[i], 0,
-				"not readable as a log segment: %s; file skipped",
-				why ? why : strerror(-e));
+			index_warn(c, l.v[i], 0,
+				   "not readable as a log segment: %s; file skipped",
+				   why ? why : strerror(-e));
 	}
 	bt_sr_list_free(&l);
 	return r;
@@ -616,6 +676,11 @@ int rc_input_more(struct rc_ctx *c, char *why, size_t len)
 	rc_map_init(&m.paths);
 	if (len)
 		why[0] = 0;
+	/* the warnings of this index, if it is taken */
+	struct rc_iwarn *old_w = c->iwarn;
+	uint32_t old_n = c->niwarn;
+	c->iwarn = NULL;
+	c->niwarn = 0;
 	r = index_all(c, &m.set);
 	if (r == 0) {
 		bt_segset_sort(&m.set);
@@ -627,6 +692,13 @@ int rc_input_more(struct rc_ctx *c, char *why, size_t len)
 		r = more_commit(c, &m);
 	if (r == RC_MORE_REBUILD && len)
 		snprintf(why, len, "%s", m.why);
+	if (r == 0) {
+		iwarn_free(old_w, old_n);
+	} else {
+		iwarn_free(c->iwarn, c->niwarn);
+		c->iwarn = old_w;
+		c->niwarn = old_n;
+	}
 	more_free(&m);
 	release_logs(c);
 	rc_input_tables_release(c);
@@ -641,6 +713,9 @@ void rc_input_close(struct rc_ctx *c)
 				 .hosts = c->hosts, .nhosts = c->nhosts };
 
 	bt_segset_free(&set);     /* closes the files, frees files and hosts */
+	iwarn_free(c->iwarn, c->niwarn);
+	c->iwarn = NULL;
+	c->niwarn = 0;
 	c->files = NULL;
 	c->nfiles = 0;
 	for (uint32_t i = 0; i < c->nstrs; i++)

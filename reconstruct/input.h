@@ -40,6 +40,8 @@ int rc_input_open(struct rc_ctx *c);
  * a hit is checked against the image itself. */
 uint64_t rc_input_image_key(uint32_t host, uint64_t ring_id, uint32_t pid);
 int rc_input_more(struct rc_ctx *c, char *why, size_t len);
+/* Say the warnings of the last index, kept while the logs grew. */
+void rc_input_say(struct rc_ctx *c);
 void rc_input_close(struct rc_ctx *c);
 /* After the merge: give back the resident pages of the logs and of the
  * block, image and stream tables, and the heap memory freed. */

@@ -59,6 +59,7 @@ struct km {
 	int32_t  kind;
 	int32_t  rc;                 /* SUMMARY: the child's exit code */
 	int32_t  status;             /* DONE: its wait status, -1: no child */
+	int32_t  manifest;           /* PASS: write OUT.files */
 	uint32_t ndom;
 	int64_t  w, pending_ns, rows_from_ns;
 	struct rc_summary sum;
@@ -84,6 +85,9 @@ struct keep {
 	struct rc_options po;        /* the pass's, in its child */
 	const char *doms[KM_DOMS];
 	struct km m;                 /* the pass asked for */
+	/* BP_FOLLOW_TIMING: seconds indexing and in pass 1 reading on; in
+	 * the child, when it began, copied its files, and read on finally */
+	double t_index, t_scan, t_fork, t_own, t_final;
 };
 
 static void km_send(int sock, struct km *m)
@@ -149,9 +153,11 @@ static int keep_fn(void *arg, struct rc_ctx *c, int64_t *w)
 	    (k->o.rows_from_ns && !k->m.rows_from_ns))
 		return rc_fail(c, RC_EXIT_INPUT,
 			       "the window begins before the rows the kept merge left out");
+	double t0 = rc_run_now(), t1 = t0, t2 = t0;
 	if (k->began) {
 		/* the logs as they are now (the first pass read them) */
 		r = rc_input_more(c, why, sizeof why);
+		t1 = rc_run_now();
 		if (r == RC_MORE_REBUILD)
 			return rc_fail(c, RC_EXIT_INPUT,
 				       "the logs changed otherwise than by growing: %s", why);
@@ -162,7 +168,10 @@ static int keep_fn(void *arg, struct rc_ctx *c, int64_t *w)
 			return rc_fail(c, RC_EXIT_INPUT, "pass 1, reading on: %s", why);
 		if (r)
 			return r;
+		t2 = rc_run_now();
 	}
+	k->t_index = t1 - t0;
+	k->t_scan = t2 - t1;
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -181,9 +190,12 @@ static int keep_fn(void *arg, struct rc_ctx *c, int64_t *w)
 		k->po.rows_corr = k->m.corr;
 		k->po.nrows_dom = k->m.ndom;
 		c->opt = &k->po;
+		k->t_fork = rc_run_now();
 		if ((r = own_files(c)) != 0)
 			return r;
+		k->t_own = rc_run_now();
 		r = rc_scan_more(c, 1, why, sizeof why);
+		k->t_final = rc_run_now();
 		if (r == RC_MORE_REBUILD)
 			return rc_fail(c, RC_EXIT_INPUT, "pass 1 at the end of the logs: %s", why);
 		return r ? r : 0;
@@ -209,6 +221,23 @@ static int keep_fn(void *arg, struct rc_ctx *c, int64_t *w)
 	k->o.pending_ns = k->m.pending_ns;
 	*w = k->m.w;
 	return 1;
+}
+
+/* OUT.files: each segment file the pass read and its length then (for
+ * BP_FOLLOW_KEEPER=check: the same bytes reconstructed at once); 0 or
+ * -1. */
+static int write_manifest(const struct rc_ctx *c, const char *out)
+{
+	char p[PATH_MAX];
+	if ((size_t)snprintf(p, sizeof p, "%s.files", out) >= sizeof p)
+		return -1;
+	FILE *f = fopen(p, "w");
+	if (!f)
+		return -1;
+	for (uint32_t i = 0; i < c->nfiles; i++)
+		fprintf(f, "%llu %s\n", (unsigned long long)c->files[i].size,
+			c->files[i].path);
+	return fclose(f) == 0 ? 0 : -1;
 }
 
 /* The keeper's process: never returns. */
@@ -242,10 +271,20 @@ static void keeper_main(const struct rc_options *base, int sock)
 		struct km m;
 		memset(&m, 0, sizeof m);
 		m.kind = KM_SUMMARY;
+		double t_merged = rc_run_now();
 		if (!r)
 			r = rc_run_end(&c, t0, &m.sum);
+		const char *tm = getenv("BP_FOLLOW_TIMING");
+		if (tm && *tm)
+			fprintf(stderr, "kept pass: index %.3f s, pass 1 %.3f s, own files %.3f s, pass 1 final %.3f s, merge %.3f s, rows %.3f s (%llu events)\n",
+				k.t_index, k.t_scan, k.t_own - k.t_fork,
+				k.t_final - k.t_own, t_merged - k.t_final,
+				rc_run_now() - t_merged,
+				(unsigned long long)m.sum.events);
 		if (r)
 			r = rc_run_fail(&c, r);
+		if (!r && k.m.manifest && write_manifest(&c, k.po.output) < 0)
+			r = rc_run_fail(&c, rc_fail(&c, RC_EXIT_OUTPUT, "cannot write %s.files", k.po.output));
 		m.rc = r;
 		m.rows_from_ns = k.po.rows_from_ns;
 		file_text(k.po.err, m.text, sizeof m.text);
@@ -306,8 +345,8 @@ static int fallback(struct rc_keeper *k, char *why, size_t len,
 }
 
 int rc_keeper_pass(struct rc_keeper *k, const struct rc_options *o,
-		   int64_t w, struct rc_summary *sum, int64_t *rows_from,
-		   char *why, size_t len)
+		   int64_t w, int manifest, struct rc_summary *sum,
+		   int64_t *rows_from, char *why, size_t len)
 {
 	static struct km m;
 	int have_sum = 0, rc = RC_EXIT_OUTPUT;
@@ -330,6 +369,7 @@ int rc_keeper_pass(struct rc_keeper *k, const struct rc_options *o,
 		m.corr[i] = o->rows_corr[i];
 	}
 	m.ndom = (uint32_t)o->nrows_dom;
+	m.manifest = manifest;
 	snprintf(m.out, sizeof m.out, "%s", o->output);
 	/* a keeper that stopped already may have said why: read that */
 	int sent = send(k->sock, &m, sizeof m, MSG_NOSIGNAL) == (ssize_t)sizeof m;
@@ -449,7 +489,7 @@ static const struct {
 	  " FROM @.span_candidates k" },
 	{ "untraced_programs", "SELECT " PR("u.process_id") ", host, pid, exe, comm, sockets,"
 	  " tcp_listen, tcp, udp, unix_listen, examples FROM @.untraced_programs u" },
-	{ "warnings", "SELECT file, offset, text FROM @.warnings" },
+	{ "warnings", "SELECT replace(file, @S, ''), offset, replace(text, @S, '') FROM @.warnings" },
 	{ "stats", "SELECT key, value FROM @.stats WHERE key IN (" STATS_SAME ")" },
 };
 #undef RQ
@@ -457,13 +497,16 @@ static const struct {
 #undef CH
 #undef PR
 
-/* SQL with "@." as schema S's: a new string (sqlite3_free) or NULL. */
-static char *in_schema(const char *sql, const char *s)
+/* SQL with "@." as schema S's and "@S" as the string STRIP: a new
+ * string (sqlite3_free) or NULL. */
+static char *in_schema(const char *sql, const char *s, const char *strip)
 {
 	char *out = sqlite3_mprintf("%s", "");
 	const char *p = sql, *at;
-	while (out && (at = strstr(p, "@."))) {
-		char *n = sqlite3_mprintf("%s%.*s%s.", out, (int)(at - p), p, s);
+	while (out && (at = strstr(p, "@"))) {
+		char *n = at[1] == 'S' ?
+			sqlite3_mprintf("%s%.*s%Q", out, (int)(at - p), p, strip) :
+			sqlite3_mprintf("%s%.*s%s.", out, (int)(at - p), p, s);
 		sqlite3_free(out);
 		out = n;
 		p = at + 2;
@@ -476,7 +519,8 @@ static char *in_schema(const char *sql, const char *s)
 	return out;
 }
 
-int rc_keeper_compare(const char *a, const char *b, char *why, size_t len)
+int rc_keeper_compare(const char *a, const char *b, const char *strip,
+		      char *why, size_t len)
 {
 	sqlite3 *h = NULL;
 	sqlite3_stmt *s = NULL;
@@ -507,8 +551,8 @@ int rc_keeper_compare(const char *a, const char *b, char *why, size_t len)
 		for (size_t i = 0; i < sizeof canon / sizeof canon[0]; i++)
 			if (!strcmp(canon[i].table, t))
 				sql = canon[i].sql;
-		char *m = sql ? in_schema(sql, "main") : NULL;
-		char *o = sql ? in_schema(sql, "b") : NULL;
+		char *m = sql ? in_schema(sql, "main", "") : NULL;
+		char *o = sql ? in_schema(sql, "b", strip ? strip : "") : NULL;
 		char *cq = m && o ? sqlite3_mprintf(
 			"SELECT (SELECT count(*) FROM (%s)) - (SELECT count(*) FROM (%s)),"
 			" (SELECT count(*) FROM (%s EXCEPT %s)),"

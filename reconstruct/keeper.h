@@ -44,12 +44,14 @@ struct rc_keeper *rc_keeper_start(const struct rc_options *o);
  * would, and the keeper merges on to W (Unix ns: every record up to W is
  * in the logs now).  The rows left out are those of the keeper's first
  * pass's rows_from_ns (a request's rows all or none, as at once), which
- * may be earlier than O's: *ROWS_FROM.  RC_EXIT_OK with *SUM, or
+ * may be earlier than O's: *ROWS_FROM.  MANIFEST: the child writes
+ * O->output.files, a line per segment file it read: its length then and
+ * its path.  RC_EXIT_OK with *SUM, or
  * RC_KEEP_FALLBACK with WHY (also when O's rows_from_ns is earlier).
  */
 int rc_keeper_pass(struct rc_keeper *k, const struct rc_options *o,
-		   int64_t w, struct rc_summary *sum, int64_t *rows_from,
-		   char *why, size_t len);
+		   int64_t w, int manifest, struct rc_summary *sum,
+		   int64_t *rows_from, char *why, size_t len);
 /* Is the keeper still there (after RC_KEEP_FALLBACK: may it serve the
  * next pass)? */
 int rc_keeper_alive(const struct rc_keeper *k);
@@ -59,11 +61,14 @@ pid_t rc_keeper_pid(const struct rc_keeper *k);
 void rc_keeper_stop(struct rc_keeper *k);
 
 /*
- * rc_keeper_compare - do the paths databases A and B hold the same rows
- * (every table but stats, warnings without their ids; the stats that
- * say what was reconstructed)?  0 when they do, 1 with WHY naming the
- * first table that differs, -1 with WHY on an error.
+ * rc_keeper_compare - do the paths databases A and B hold the same rows,
+ * by content (ids replaced by what they name: row ids follow the order
+ * rows were written in, which a kept merge may change; the stats that
+ * say what was reconstructed; warnings of B with the string STRIP, if
+ * not NULL, taken out of their file and text)?  0 when they do, 1 with
+ * WHY naming the first table that differs, -1 with WHY on an error.
  */
-int rc_keeper_compare(const char *a, const char *b, char *why, size_t len);
+int rc_keeper_compare(const char *a, const char *b, const char *strip,
+		      char *why, size_t len);
 
 #endif /* RC_KEEPER_H */

@@ -713,14 +713,15 @@ static void end_gone(struct rc_ctx *c, struct rc_merge *g)
 		}
 }
 
-void rc_merge_image_gone(struct rc_ctx *c, uint32_t host, uint64_t ring_id,
-			 uint32_t pid)
+/* The image (HOST, RING_ID, PID), or NULL. */
+static struct rc_image *image_of(struct rc_ctx *c, uint32_t host,
+				 uint64_t ring_id, uint32_t pid)
 {
 	struct rc_merge *g = c->merge;
 	uint64_t idx;
 
 	if (!g)
-		return;
+		return NULL;
 	if (g->images_n != c->nimages) {
 		rc_map_free(&g->images);
 		rc_map_init(&g->images);
@@ -728,17 +729,37 @@ void rc_merge_image_gone(struct rc_ctx *c, uint32_t host, uint64_t ring_id,
 			const struct rc_image *im = &c->images[i];
 			if (rc_map_put(&g->images, rc_input_image_key(im->host,
 					im->ring_id, im->pid), i) < 0)
-				return;    /* out of memory: it ends at the end */
+				return NULL;   /* out of memory: it ends at the end */
 		}
 		g->images_n = c->nimages;
 	}
 	if (!rc_map_get(&g->images, rc_input_image_key(host, ring_id, pid), &idx))
-		return;
+		return NULL;
 	struct rc_image *im = &c->images[idx];
 	if (im->host != host || im->ring_id != ring_id || im->pid != pid)
+		return NULL;
+	return im;
+}
+
+void rc_merge_image_gone(struct rc_ctx *c, uint32_t host, uint64_t ring_id,
+			 uint32_t pid)
+{
+	struct rc_image *im = image_of(c, host, ring_id, pid);
+
+	/* an adopted ring drained: its tracer may come back */
+	if (!im || im->adopted)
 		return;
 	im->gone = 1;
-	g->gone = 1;
+	c->merge->gone = 1;
+}
+
+void rc_merge_image_up(struct rc_ctx *c, uint32_t host, uint64_t ring_id,
+		       uint32_t pid, int adopted)
+{
+	struct rc_image *im = image_of(c, host, ring_id, pid);
+
+	if (im)
+		im->adopted = (uint8_t)adopted;
 }
 
 /*

@@ -29,6 +29,10 @@ void rc_merge_rebase(struct rc_ctx *c, uintptr_t old_streams);
  * ring drained (PEER_GONE): its streams end at their last record. */
 void rc_merge_image_gone(struct rc_ctx *c, uint32_t host, uint64_t ring_id,
 			 uint32_t pid);
+/* bp-logd's PEER_UP for it: ADOPTED, a ring a starting bp-logd adopted
+ * (its PEER_GONE then does not end the image). */
+void rc_merge_image_up(struct rc_ctx *c, uint32_t host, uint64_t ring_id,
+		       uint32_t pid, int adopted);
 
 /* Return the streams parked on KEY to the heap (they check again). */
 void rc_merge_wake(struct rc_ctx *c, uint64_t key);

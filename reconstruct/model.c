@@ -654,15 +654,24 @@ static void on_logd(struct ap *a)
 	}
 	/* a tracer gone, its ring drained: its image's streams have
 	 * ended (merge.c) - not one whose ring was left to its tracer */
-	if (ev->flags == BT_LN_PEER_GONE) {
+	if (ev->flags == BT_LN_PEER_GONE || ev->flags == BT_LN_PEER_UP) {
 		char ring[17] = "";
 		const char *p = ev->str ? memmem(ev->str, ev->str_len, "ring=", 5) : NULL;
-		if (p && (size_t)(ev->str + ev->str_len - p) >= 5 + 16 &&
-		    !memmem(ev->str, ev->str_len, "adopted", 7)) {
-			memcpy(ring, p + 5, 16);
+		int adopted = ev->str &&
+			      memmem(ev->str, ev->str_len, "adopted", 7) != NULL;
+		if (!p || (size_t)(ev->str + ev->str_len - p) < 5 + 16)
+			return;
+		memcpy(ring, p + 5, 16);
+		if (ev->flags == BT_LN_PEER_UP)
+			/* a ring a starting bp-logd adopted: the PEER_GONE
+			 * after its drain (older bp-logd did not mark it)
+			 * is not its process's end */
+			rc_merge_image_up(a->c, a->im->host,
+					  strtoull(ring, NULL, 16), ev->pid,
+					  adopted);
+		else if (!adopted)
 			rc_merge_image_gone(a->c, a->im->host,
 					    strtoull(ring, NULL, 16), ev->pid);
-		}
 		return;
 	}
 	/* bp-logd notes that say something was lost: a peer dropped (5),

@@ -124,6 +124,11 @@ struct rc_image {
 	uint8_t  gone;           /* bp-logd said it is gone (PEER_GONE): its
 				    streams end at their last record
 				    (merge.c) */
+	uint8_t  adopted;        /* its ring was adopted by a bp-logd that
+				    started (PEER_UP "adopted"): a PEER_GONE
+				    then is the end of that drain, not of the
+				    process, whose tracer reconnects on its
+				    next event */
 	uint8_t  began;          /* the merge activated a stream of it */
 	uint8_t  lin_done;       /* pass 1 chose LINEAGE_KEY (scan.c) */
 	uint8_t  orphan_said;    /* ORPHAN warned about (scan.c) */
@@ -502,6 +507,10 @@ struct rc_ctx {
 				       rc_lin_left); absent when both are 0 */
 	struct rc_p1    *p1;         /* pass 1 while the logs grow (scan.c,
 					rc_scan_more); NULL at once */
+	/* the index's warnings while the logs grow, said at the end
+	 * (input.c, rc_input_say) */
+	struct rc_iwarn { char *path, *text; uint64_t off; } *iwarn;
+	uint32_t            niwarn;
 	/* the merge judged a record at or after rc_options.pending_ns by
 	 * whether its peer is expected (msg.c, peer_pending): only then can
 	 * a change of that guess (pair.c, expect_peer) change what it did */

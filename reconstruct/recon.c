@@ -196,6 +196,7 @@ int rc_run_end(struct rc_ctx *c, double t0, struct rc_summary *sum)
 	const struct rc_options *o = c->opt;
 	int r;
 
+	rc_input_say(c);
 	rc_model_finish(c);
 	/* What pass 1 learnt of each channel end, the lineage map and the
 	 * merge's runs (as many as streams were ever active at once) are no
