@@ -66,7 +66,7 @@
 /* A kept merge's passes write every request since its first pass's
  * window: once that is this much before a pass's window, it is made
  * anew (keeper.c). */
-#define FOLLOW_KEEP_ROWS_NS (60 * 1000000000LL)
+#define FOLLOW_KEEP_ROWS_NS (30 * 1000000000LL)
 
 static volatile sig_atomic_t stop_sig;
 
@@ -142,7 +142,7 @@ struct fl {
 	 * of its passes checked against one at once), the passes it made,
 	 * the times it was started anew after it could not make one, those
 	 * checked */
-	struct rc_keeper *keeper;
+	struct rc_keeper *keeper, *keep_next;
 	int      keep_mode;
 	uint64_t keep_passes, keep_rebuilds, keep_checked, keep_renewed;
 	int64_t  keep_rows_from;    /* the rows its passes left out */
@@ -1991,10 +1991,10 @@ static int keep_check(struct fl *f, const struct rc_options *o,
 		}
 		/* a log directory without segments yet is one in the copy */
 		if (stat(o->inputs[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-			char *d = under(in[i], "x");
-			if (d)
-				make_parents(d);
-			free(d);
+			char *x = under(in[i], "x");
+			if (x)
+				make_parents(x);
+			free(x);
 		}
 	}
 	c.inputs = in;
@@ -2043,27 +2043,40 @@ out:
 }
 
 /* Reconstruct a pass with options O: a window pass (WINDOW) by the
- * keeper when it can, else (or when it could not) at once.  An enum
+ * keeper when it can, else (or when it could not) at once.  A keeper's
+ * passes write the rows of every request since the window it began with:
+ * once that is FOLLOW_KEEP_ROWS_NS before the pass's, a new keeper is
+ * made beside it, which reconstructs the logs and merges them on its own
+ * while the old one serves, and takes over when it is ready.  An enum
  * rc_exit, or -1 when the check failed. */
 static int run_pass(struct fl *f, struct rc_options *o,
 		    struct rc_summary *sum, int window)
 {
 	char why[KEEP_WHY];
-	int64_t from = 0;
+	int64_t from = 0, w = o->pending_ns - FOLLOW_MARGIN_NS;
 
 	if (!window || !f->keep_mode)
 		return rc_run(o, sum);
-	/* a keeper whose rows go back too far is made anew (its passes
-	 * write every request since its first window) */
-	if (f->keeper && o->rows_from_ns - f->keep_rows_from > FOLLOW_KEEP_ROWS_NS) {
-		rc_keeper_stop(f->keeper);
-		f->keeper = NULL;
-		f->keep_renewed++;
+	if (f->keeper && !f->keep_next &&
+	    o->rows_from_ns - f->keep_rows_from > FOLLOW_KEEP_ROWS_NS)
+		f->keep_next = rc_keeper_start(o, w);
+	if (f->keep_next) {
+		int r = rc_keeper_ready(f->keep_next);
+		if (r != 0 || !f->keeper) {
+			if (r > 0 || !f->keeper) {
+				rc_keeper_stop(f->keeper);
+				f->keeper = f->keep_next;
+				f->keep_renewed++;
+			} else {
+				rc_keeper_stop(f->keep_next);
+			}
+			f->keep_next = NULL;
+		}
 	}
-	if (!f->keeper && !(f->keeper = rc_keeper_start(o)))
+	if (!f->keeper && !(f->keeper = rc_keeper_start(o, w)))
 		return rc_run(o, sum);
-	int r = rc_keeper_pass(f->keeper, o, o->pending_ns - FOLLOW_MARGIN_NS,
-			       f->keep_mode == 2, sum, &from, why, sizeof why);
+	int r = rc_keeper_pass(f->keeper, o, w, f->keep_mode == 2, sum,
+			       &from, why, sizeof why);
 	if (r == RC_EXIT_OK) {
 		f->keep_passes++;
 		f->keep_rows_from = from;
@@ -2260,7 +2273,8 @@ int rc_follow(const struct rc_follow_opts *o)
 		fputc('\n', stderr);
 	bg_stop(&f);
 	rc_keeper_stop(f.keeper);
-	f.keeper = NULL;
+	rc_keeper_stop(f.keep_next);
+	f.keeper = f.keep_next = NULL;
 	/* the last pass: everything, as the offline run writes it */
 	if (one_pass(&f, 1, 1) < 0)
 		goto out;
@@ -2298,6 +2312,7 @@ out:
 		close(f.ino);
 	bg_stop(&f);
 	rc_keeper_stop(f.keeper);
+	rc_keeper_stop(f.keep_next);
 	unlink(f.pass);
 	rc_map_free(&f.seg_size);
 	free(f.pass);

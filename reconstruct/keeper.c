@@ -48,7 +48,7 @@
 #include "rc.h"
 #include "scan.h"
 
-enum { KM_PASS = 1, KM_SUMMARY, KM_DONE, KM_REBUILD };
+enum { KM_PASS = 1, KM_SUMMARY, KM_DONE, KM_REBUILD, KM_READY };
 
 #define KM_DOMS  64
 #define KM_LABEL 64
@@ -73,14 +73,18 @@ struct rc_keeper {
 	pid_t pid;
 	int   sock;
 	int   gone;
+	int   ready;                 /* it said READY */
 };
 
 /* ---- in the keeper ---------------------------------------------------------- */
 
 struct keep {
 	int   sock;
-	int   began;                 /* a pass was made */
+	int   began;                 /* it merged (a pass, or to W0) */
+	int64_t w0;                  /* the merge before the first pass */
 	int   child;                 /* this process is a pass's child */
+	int   ready_pending;         /* READY once merged to W0 */
+	int   read_on;               /* the logs are read anew each pass */
 	struct rc_options o;         /* the keeper's (C->opt) */
 	struct rc_options po;        /* the pass's, in its child */
 	const char *doms[KM_DOMS];
@@ -135,6 +139,29 @@ static int keep_fn(void *arg, struct rc_ctx *c, int64_t *w)
 	int r;
 
 	ssize_t n;
+	if (!k->began) {
+		/* first the merge up to W0 on its own, then READY: a keeper
+		 * made while another serves takes over ready */
+		struct km d;
+		k->began = 1;
+		memset(&d, 0, sizeof d);
+		d.kind = KM_READY;
+		if (k->w0 == INT64_MIN) {
+			km_send(k->sock, &d);
+		} else {
+			k->ready_pending = 1;
+			k->read_on = 1;
+			*w = k->w0;
+			return 1;
+		}
+	}
+	if (k->ready_pending) {
+		struct km d;
+		memset(&d, 0, sizeof d);
+		d.kind = KM_READY;
+		k->ready_pending = 0;
+		km_send(k->sock, &d);
+	}
 	while ((n = recv(k->sock, &k->m, sizeof k->m, 0)) < 0 && errno == EINTR)
 		;
 	if (n != (ssize_t)sizeof k->m || k->m.kind != KM_PASS)
@@ -143,19 +170,18 @@ static int keep_fn(void *arg, struct rc_ctx *c, int64_t *w)
 	if (k->m.ndom > KM_DOMS)
 		k->m.ndom = 0;
 	/* The rows it leaves out (rc_options.rows_from_ns) are those of
-	 * the first pass's window for its whole life: a request's rows are
-	 * all written or all left out, as at once.  A later pass's window
-	 * may begin later (the pass writes more than it needs), not
+	 * the window when it began, for its whole life: a request's rows
+	 * are all written or all left out, as at once.  A later pass's
+	 * window may begin later (the pass writes more than it needs), not
 	 * earlier: the rows it left out are not there to write. */
-	if (!k->began)
-		k->o.rows_from_ns = k->m.rows_from_ns;
 	if (k->m.rows_from_ns < k->o.rows_from_ns ||
 	    (k->o.rows_from_ns && !k->m.rows_from_ns))
 		return rc_fail(c, RC_EXIT_INPUT,
 			       "the window begins before the rows the kept merge left out");
 	double t0 = rc_run_now(), t1 = t0, t2 = t0;
-	if (k->began) {
-		/* the logs as they are now (the first pass read them) */
+	if (k->read_on) {
+		/* the logs as they are now (but for the first pass, which
+		 * read them as they were) */
 		r = rc_input_more(c, why, sizeof why);
 		t1 = rc_run_now();
 		if (r == RC_MORE_REBUILD)
@@ -215,7 +241,7 @@ static int keep_fn(void *arg, struct rc_ctx *c, int64_t *w)
 		d.status = st;
 	}
 	km_send(k->sock, &d);
-	k->began = 1;
+	k->read_on = 1;
 	/* its own merge: nothing it applies (before W) is pending in a
 	 * later pass (whose pending_ns is later still) */
 	k->o.pending_ns = k->m.pending_ns;
@@ -241,7 +267,7 @@ static int write_manifest(const struct rc_ctx *c, const char *out)
 }
 
 /* The keeper's process: never returns. */
-static void keeper_main(const struct rc_options *base, int sock)
+static void keeper_main(const struct rc_options *base, int64_t w0, int sock)
 {
 	static struct keep k;
 	struct rc_ctx c;
@@ -252,6 +278,7 @@ static void keeper_main(const struct rc_options *base, int sock)
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
 	k.sock = sock;
+	k.w0 = w0;
 	k.o = *base;
 	k.o.db_later = 1;
 	k.o.quiet = 1;
@@ -305,7 +332,7 @@ static void keeper_main(const struct rc_options *base, int sock)
 
 /* ---- in --follow ------------------------------------------------------------ */
 
-struct rc_keeper *rc_keeper_start(const struct rc_options *o)
+struct rc_keeper *rc_keeper_start(const struct rc_options *o, int64_t w0)
 {
 	struct rc_keeper *k = calloc(1, sizeof *k);
 	int sv[2];
@@ -329,7 +356,7 @@ struct rc_keeper *rc_keeper_start(const struct rc_options *o)
 		close(sv[0]);
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(0);
-		keeper_main(o, sv[1]);
+		keeper_main(o, w0, sv[1]);
 	}
 	close(sv[1]);
 	k->pid = pid;
@@ -395,6 +422,8 @@ int rc_keeper_pass(struct rc_keeper *k, const struct rc_options *o,
 					"the kept merge stopped");
 		} else if (m.kind == KM_DONE) {
 			break;
+		} else if (m.kind == KM_READY) {
+			k->ready = 1;
 		}
 	}
 	if (!have_sum) {
@@ -408,6 +437,27 @@ int rc_keeper_pass(struct rc_keeper *k, const struct rc_options *o,
 	if (rc != RC_EXIT_OK)
 		return fallback(k, why, len, text[0] ? text : "the pass failed");
 	return RC_EXIT_OK;
+}
+
+int rc_keeper_ready(struct rc_keeper *k)
+{
+	static struct km m;
+	ssize_t n;
+
+	if (k->gone)
+		return -1;
+	if (k->ready)
+		return 1;
+	while ((n = recv(k->sock, &m, sizeof m, MSG_DONTWAIT)) < 0 && errno == EINTR)
+		;
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	if (n == (ssize_t)sizeof m && m.kind == KM_READY) {
+		k->ready = 1;
+		return 1;
+	}
+	k->gone = 1;
+	return -1;
 }
 
 int rc_keeper_alive(const struct rc_keeper *k)

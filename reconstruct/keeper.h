@@ -32,11 +32,16 @@ struct rc_keeper;
 
 /*
  * rc_keeper_start - fork a keeper for the passes of options O (its
- * inputs, and the options every pass shares: the first pass's
- * pending_ns and rows_from_ns).  It reconstructs the logs when asked for
- * its first pass.  NULL when no process could be made.
+ * inputs, and the options every pass shares; its rows_from_ns is that of
+ * every pass it makes, its pending_ns that of its merge until the first
+ * pass).  It reconstructs the logs at once, merges them to W0 (Unix ns;
+ * INT64_MIN: not before the first pass) and says it is ready
+ * (rc_keeper_ready).  NULL when no process could be made.
  */
-struct rc_keeper *rc_keeper_start(const struct rc_options *o);
+struct rc_keeper *rc_keeper_start(const struct rc_options *o, int64_t w0);
+/* Is K ready for a pass (its merge to W0 done)?  1, 0 not yet, -1 when
+ * it stopped.  Does not wait. */
+int rc_keeper_ready(struct rc_keeper *k);
 /*
  * rc_keeper_pass - the pass O (output, pending_ns, rows_from_ns and the
  * corrections rows_dom/rows_corr; the rest as the keeper's): the keeper

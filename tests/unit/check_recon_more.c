@@ -995,7 +995,7 @@ START_TEST(keeper_same_as_at_once)
 			o.pending_ns = w + 1000000;
 			o.rows_from_ns = d.t0 + (w - d.t0) / 2;
 			if (!k)
-				k = rc_keeper_start(&o);
+				k = rc_keeper_start(&o, passes ? w : INT64_MIN);
 			ck_assert_ptr_nonnull(k);
 			int r = rc_keeper_pass(k, &o, w, 0, &ks, &used, why, sizeof why);
 			ck_assert_msg(r == RC_EXIT_OK, "%d steps, step %d: %s",
