@@ -63,10 +63,10 @@
 
 /* The reason a kept merge could not make a pass, at most */
 #define KEEP_WHY 1024
-/* A kept merge's passes write every request since its first pass's
- * window: once that is this much before a pass's window, it is made
- * anew (keeper.c). */
-#define FOLLOW_KEEP_ROWS_NS (30 * 1000000000LL)
+/* A kept merge's passes write every request since the window it began
+ * with: once that is this many windows before a pass's window, a new
+ * one is made (keeper.c, run_pass). */
+#define FOLLOW_KEEP_WINDOWS 3
 
 static volatile sig_atomic_t stop_sig;
 
@@ -2045,7 +2045,7 @@ out:
 /* Reconstruct a pass with options O: a window pass (WINDOW) by the
  * keeper when it can, else (or when it could not) at once.  A keeper's
  * passes write the rows of every request since the window it began with:
- * once that is FOLLOW_KEEP_ROWS_NS before the pass's, a new keeper is
+ * once that is FOLLOW_KEEP_WINDOWS windows before the pass's, a new keeper is
  * made beside it, which reconstructs the logs and merges them on its own
  * while the old one serves, and takes over when it is ready.  An enum
  * rc_exit, or -1 when the check failed. */
@@ -2058,7 +2058,8 @@ static int run_pass(struct fl *f, struct rc_options *o,
 	if (!window || !f->keep_mode)
 		return rc_run(o, sum);
 	if (f->keeper && !f->keep_next &&
-	    o->rows_from_ns - f->keep_rows_from > FOLLOW_KEEP_ROWS_NS)
+	    o->rows_from_ns - f->keep_rows_from >
+	    (int64_t)(f->o->window * FOLLOW_KEEP_WINDOWS * 1e9))
 		f->keep_next = rc_keeper_start(o, w);
 	if (f->keep_next) {
 		int r = rc_keeper_ready(f->keep_next);
@@ -2173,11 +2174,13 @@ static int one_pass(struct fl *f, int recon, int final)
 		return -1;
 	const char *tm = getenv("BP_FOLLOW_TIMING");
 	if (tm && *tm)
-		fprintf(stderr, "pass %" PRIu64 ": %s, reconstruct %.3f s, write %.3f s, horizon %s, rows left out %s\n",
+		fprintf(stderr, "pass %" PRIu64 ": %s, reconstruct %.3f s, write %.3f s, horizon %s, rows left out %s (from %.1f s before the newest request)\n",
 			f->passes, refresh ? "full" : "window", t1 - t0,
 			now_ns(CLOCK_MONOTONIC) / 1e9 - t1,
 			f->horizon == INT64_MIN ? "none" : "set",
-			f->pass_rows_from ? "yes" : "no");
+			f->pass_rows_from ? "yes" : "no",
+			f->pass_rows_from && f->last_start != INT64_MIN ?
+			(double)(f->last_start - f->pass_rows_from) / 1e9 : 0.0);
 	if (refresh)
 		f->refresh_s = now_ns(CLOCK_MONOTONIC) / 1e9 - t0;
 	progress(f, now_ns(CLOCK_MONOTONIC) / 1e9 - t0);
