@@ -51,7 +51,8 @@ TESTBED_TESTS = \
 	tests/testbeds/tb-nginx-h2.sh \
 	tests/testbeds/tb-grpc.sh \
 	tests/testbeds/tb-follow.sh \
-	tests/testbeds/tb-follow-late.sh
+	tests/testbeds/tb-follow-late.sh \
+	tests/testbeds/tb-follow-check.sh
 
 TESTS += $(TESTBED_TESTS)
 EXTRA_DIST += $(TESTBED_TESTS) tests/testbeds/lib.sh \

@@ -780,5 +780,26 @@ for what in tables views; do
 		LIVE_BAD="${LIVE_BAD:+$LIVE_BAD; }ClickHouse's $what are not live.db's ($(head -n 1 "$T/ch-check.err"))"
 	sed 's/^/tb-follow: /' "$T/ch-check.err" >&2
 done
+# the kept merge (docs/reconstruct.md, "The kept merge"): the window
+# passes of the last --follow process, made by the keeper; with
+# BP_FOLLOW_KEEPER=check (tb-follow-check.sh) each also made at once over
+# the same bytes of the logs and found the same (a difference stops the
+# run with an error)
+kstat() {
+	sqlite3 -readonly "$dir/live.db" \
+		"SELECT COALESCE((SELECT value FROM stats WHERE key = 'follow_kept_$1'), 0)"
+}
+KP=$(kstat passes) KR=$(kstat rebuilt) KN=$(kstat renewed) KC=$(kstat checked)
+echo "tb-follow: kept merge (last --follow process): $KP passes, $KR made at once after it could not, $KN times made anew beside the old, $KC checked against a pass at once"
+grep "kept merge\|kept between passes" "$dir/follow.log" | sed 's/^/tb-follow: follow.log: /' | head -n 5
+case ${BP_FOLLOW_KEEPER:-1} in
+0) ;;
+check)
+	[ "$KC" -ge 3 ] && [ "$KC" = "$KP" ] ||
+		LIVE_BAD="${LIVE_BAD:+$LIVE_BAD; }kept merge: $KC of $KP passes checked (at least 3, all)" ;;
+*)
+	[ "$KP" -ge 3 ] ||
+		LIVE_BAD="${LIVE_BAD:+$LIVE_BAD; }kept merge: $KP window passes made by it (at least 3)" ;;
+esac
 [ -z "$LIVE_BAD" ] || bp_fail "$LIVE_BAD"
 echo "PASS: tb-follow"
