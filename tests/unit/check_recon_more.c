@@ -872,6 +872,29 @@ static int dgrow_fn(void *arg, int64_t *w)
 	return 1;
 }
 
+/* D grows B's two-host log on disk (B->dir/live) in N steps, shown up to
+ * the first step that shows something (the inputs must have a block to
+ * begin with); its watermark into *W. */
+static void dgrow_begin(struct dgrow *d, const struct rt *b, int n, int64_t *w)
+{
+	memset(d, 0, sizeof *d);
+	snprintf(d->gr.from, sizeof d->gr.from, "%s", b->logs);
+	snprintf(d->gr.to, sizeof d->gr.to, "%s/live", b->dir);
+	list_host(&d->gr, "web");
+	list_host(&d->gr, "db");
+	qsort(d->gr.segs, d->gr.nsegs, sizeof d->gr.segs[0], by_rel);
+	mkdir(d->gr.to, 0755);
+	dgrow_times(d);
+	d->n = n;
+	int any = 0;
+	for (d->k = 1; !any && d->k < d->n; d->k++) {
+		dgrow_show(d, w);
+		for (unsigned k = 0; k < d->gr.nsegs; k++)
+			any |= d->gr.segs[k].shown > 0;
+	}
+	d->k--;
+}
+
 /*
  * The whole reconstruction (rc_run) on a log that grows on disk while it
  * runs: the inputs indexed again (rc_input_more), pass 1 reading on
@@ -895,25 +918,8 @@ START_TEST(grown_on_disk_same_as_at_once)
 		char out[400];
 
 		make_log(&b, 0);
-		memset(&d, 0, sizeof d);
-		snprintf(d.gr.from, sizeof d.gr.from, "%s", b.logs);
-		snprintf(d.gr.to, sizeof d.gr.to, "%s/live", b.dir);
 		snprintf(out, sizeof out, "%s/out.db", b.dir);
-		list_host(&d.gr, "web");
-		list_host(&d.gr, "db");
-		qsort(d.gr.segs, d.gr.nsegs, sizeof d.gr.segs[0], by_rel);
-		mkdir(d.gr.to, 0755);
-		dgrow_times(&d);
-		d.n = steps[i];
-		/* the first step that shows something (the inputs must have
-		 * a block to begin with) */
-		int any = 0;
-		for (d.k = 1; !any && d.k < d.n; d.k++) {
-			dgrow_show(&d, &w);
-			for (unsigned k = 0; k < d.gr.nsegs; k++)
-				any |= d.gr.segs[k].shown > 0;
-		}
-		d.k--;
+		dgrow_begin(&d, &b, steps[i], &w);
 		ck_assert_int_lt(d.k, d.n - 1);
 		b.live = d.gr.to;
 		b.grow_fn = dgrow_fn;
@@ -955,24 +961,9 @@ START_TEST(keeper_same_as_at_once)
 		const char *in[1];
 
 		make_log(&b, 0);
-		memset(&d, 0, sizeof d);
-		snprintf(d.gr.from, sizeof d.gr.from, "%s", b.logs);
-		snprintf(d.gr.to, sizeof d.gr.to, "%s/live", b.dir);
 		snprintf(pass, sizeof pass, "%s/pass.db", b.dir);
 		snprintf(once, sizeof once, "%s/once.db", b.dir);
-		list_host(&d.gr, "web");
-		list_host(&d.gr, "db");
-		qsort(d.gr.segs, d.gr.nsegs, sizeof d.gr.segs[0], by_rel);
-		mkdir(d.gr.to, 0755);
-		dgrow_times(&d);
-		d.n = steps[i];
-		int any = 0;
-		for (d.k = 1; !any && d.k < d.n; d.k++) {
-			dgrow_show(&d, &w);
-			for (unsigned k = 0; k < d.gr.nsegs; k++)
-				any |= d.gr.segs[k].shown > 0;
-		}
-		d.k--;
+		dgrow_begin(&d, &b, steps[i], &w);
 		int first = d.k;
 		in[0] = d.gr.to;
 		FILE *err = fopen(b.err, "w");
