@@ -50,8 +50,8 @@
 
 enum { KM_PASS = 1, KM_SUMMARY, KM_DONE, KM_REBUILD, KM_READY };
 
-#define KM_DOMS  64
-#define KM_LABEL 64
+#define KM_DOMS  256
+#define KM_LABEL 96
 #define KM_TEXT  1024
 
 /* Every message is one of these. */
@@ -364,8 +364,7 @@ struct rc_keeper *rc_keeper_start(const struct rc_options *o, int64_t w0)
 	return k;
 }
 
-static int fallback(struct rc_keeper *k, char *why, size_t len,
-		    const char *text)
+static int fallback(char *why, size_t len, const char *text)
 {
 	snprintf(why, len, "%s", text);
 	return RC_KEEP_FALLBACK;
@@ -380,7 +379,7 @@ int rc_keeper_pass(struct rc_keeper *k, const struct rc_options *o,
 	char text[KM_TEXT] = "";
 
 	if (k->gone)
-		return fallback(k, why, len, "the kept merge is gone");
+		return fallback(why, len, "the kept merge is gone");
 	memset(&m, 0, sizeof m);
 	m.kind = KM_PASS;
 	m.w = w;
@@ -388,10 +387,10 @@ int rc_keeper_pass(struct rc_keeper *k, const struct rc_options *o,
 	m.rows_from_ns = o->rows_from_ns;
 	if (o->nrows_dom > KM_DOMS ||
 	    strlen(o->output) >= sizeof m.out)
-		return fallback(k, why, len, "more clock domains or a longer path than the kept merge takes");
+		return fallback(why, len, "more clock domains or a longer path than the kept merge takes");
 	for (size_t i = 0; i < o->nrows_dom; i++) {
 		if (strlen(o->rows_dom[i]) >= KM_LABEL)
-			return fallback(k, why, len, "a clock domain's name longer than the kept merge takes");
+			return fallback(why, len, "a clock domain's name longer than the kept merge takes");
 		snprintf(m.label[i], KM_LABEL, "%s", o->rows_dom[i]);
 		m.corr[i] = o->rows_corr[i];
 	}
@@ -406,7 +405,7 @@ int rc_keeper_pass(struct rc_keeper *k, const struct rc_options *o,
 			;
 		if (n != (ssize_t)sizeof m) {
 			k->gone = 1;
-			return fallback(k, why, len, !sent ? "the kept merge is gone" :
+			return fallback(why, len, !sent ? "the kept merge is gone" :
 					"the kept merge ended without a word");
 		}
 		m.text[sizeof m.text - 1] = 0;
@@ -418,7 +417,7 @@ int rc_keeper_pass(struct rc_keeper *k, const struct rc_options *o,
 			snprintf(text, sizeof text, "%s", m.text);
 		} else if (m.kind == KM_REBUILD) {
 			k->gone = 1;
-			return fallback(k, why, len, m.text[0] ? m.text :
+			return fallback(why, len, m.text[0] ? m.text :
 					"the kept merge stopped");
 		} else if (m.kind == KM_DONE) {
 			break;
@@ -428,14 +427,14 @@ int rc_keeper_pass(struct rc_keeper *k, const struct rc_options *o,
 	}
 	if (!have_sum) {
 		if (m.status == -1)
-			return fallback(k, why, len, "the kept merge could not fork a pass");
+			return fallback(why, len, "the kept merge could not fork a pass");
 		snprintf(why, len, "the pass's child of the kept merge %s %d",
 			 WIFSIGNALED(m.status) ? "was killed by signal" : "ended with status",
 			 WIFSIGNALED(m.status) ? WTERMSIG(m.status) : WEXITSTATUS(m.status));
 		return RC_KEEP_FALLBACK;
 	}
 	if (rc != RC_EXIT_OK)
-		return fallback(k, why, len, text[0] ? text : "the pass failed");
+		return fallback(why, len, text[0] ? text : "the pass failed");
 	return RC_EXIT_OK;
 }
 
@@ -458,16 +457,6 @@ int rc_keeper_ready(struct rc_keeper *k)
 	}
 	k->gone = 1;
 	return -1;
-}
-
-int rc_keeper_alive(const struct rc_keeper *k)
-{
-	return k && !k->gone;
-}
-
-pid_t rc_keeper_pid(const struct rc_keeper *k)
-{
-	return k ? k->pid : 0;
 }
 
 void rc_keeper_stop(struct rc_keeper *k)

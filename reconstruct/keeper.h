@@ -26,8 +26,8 @@ double rc_run_now(void);
 struct rc_keeper;
 
 /* What rc_keeper_pass returns besides an enum rc_exit: the keeper could
- * not make this pass (WHY says why); reconstruct it at once, and stop
- * the keeper when it is gone (rc_keeper_alive). */
+ * not make this pass (WHY says why); reconstruct it at once, and make a
+ * new keeper for the next. */
 #define RC_KEEP_FALLBACK (-1)
 
 /*
@@ -57,11 +57,6 @@ int rc_keeper_ready(struct rc_keeper *k);
 int rc_keeper_pass(struct rc_keeper *k, const struct rc_options *o,
 		   int64_t w, int manifest, struct rc_summary *sum,
 		   int64_t *rows_from, char *why, size_t len);
-/* Is the keeper still there (after RC_KEEP_FALLBACK: may it serve the
- * next pass)? */
-int rc_keeper_alive(const struct rc_keeper *k);
-/* The keeper's process (for the tests' and the figures' eyes). */
-pid_t rc_keeper_pid(const struct rc_keeper *k);
 /* Stop the keeper (and a pass's child) and free K (NULL: nothing). */
 void rc_keeper_stop(struct rc_keeper *k);
 
