@@ -50,6 +50,7 @@
 #include "keeper.h"
 #include "map.h"
 #include "otlp_push.h"
+#include "spill.h"
 
 /* The window of a pass: a request open longer than this many windows is
  * left for the next full pass; clock estimates of two passes may differ
@@ -146,6 +147,8 @@ struct fl {
 	int      keep_mode;
 	uint64_t keep_passes, keep_rebuilds, keep_checked, keep_renewed;
 	int64_t  keep_rows_from;    /* the rows its passes left out */
+	double   keep_next_t0;      /* when the last new keeper began */
+	double   keep_ready_s;      /* how long it took to be ready */
 	char     err[1024];
 };
 
@@ -1934,16 +1937,7 @@ static int snapshot(const char *manifest, const char *dir)
 		}
 		make_parents(to);
 		int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		loff_t left = (loff_t)size;
-		while (out >= 0 && left > 0) {
-			ssize_t k = copy_file_range(in, NULL, out, NULL, (size_t)left, 0);
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k <= 0)
-				break;
-			left -= k;
-		}
-		if (out < 0 || left > 0)
+		if (out < 0 || rc_file_copy(in, out, size) != 0)
 			r = -1;
 		if (out >= 0)
 			close(out);
@@ -2057,13 +2051,22 @@ static int run_pass(struct fl *f, struct rc_options *o,
 
 	if (!window || !f->keep_mode)
 		return rc_run(o, sum);
+	/* ... but no sooner than --follow-full-share times what the last
+	 * one took to be ready after it began (each reconstructs the whole
+	 * log beside the passes, as a full pass does) */
+	double now = now_ns(CLOCK_MONOTONIC) / 1e9;
 	if (f->keeper && !f->keep_next &&
 	    o->rows_from_ns - f->keep_rows_from >
-	    (int64_t)(f->o->window * FOLLOW_KEEP_WINDOWS * 1e9))
+	    (int64_t)(f->o->window * FOLLOW_KEEP_WINDOWS * 1e9) &&
+	    now - f->keep_next_t0 >= f->keep_ready_s * f->o->full_share) {
 		f->keep_next = rc_keeper_start(o, w);
+		f->keep_next_t0 = now;
+	}
 	if (f->keep_next) {
 		int r = rc_keeper_ready(f->keep_next);
 		if (r != 0 || !f->keeper) {
+			if (r > 0)
+				f->keep_ready_s = now - f->keep_next_t0;
 			if (r > 0 || !f->keeper) {
 				rc_keeper_stop(f->keeper);
 				f->keeper = f->keep_next;

@@ -102,6 +102,42 @@ int rc_spill_read(struct rc_ctx *c, struct rc_spill *s, void *buf,
 	return 0;
 }
 
+int rc_file_copy(int in, int out, uint64_t len)
+{
+	char buf[1 << 16];
+	loff_t i = 0, o = 0;
+	int kernel = 1;
+
+	while ((uint64_t)i < len) {
+		size_t want = (size_t)(len - (uint64_t)i);
+		ssize_t k;
+		if (kernel) {
+			k = copy_file_range(in, &i, out, &o, want, 0);
+			if (k < 0 && (errno == ENOSYS || errno == EXDEV ||
+				      errno == EINVAL || errno == EOPNOTSUPP)) {
+				kernel = 0;     /* by hand from here */
+				continue;
+			}
+		} else {
+			if (want > sizeof buf)
+				want = sizeof buf;
+			k = pread(in, buf, want, i);
+			if (k > 0) {
+				ssize_t w = pwrite(out, buf, (size_t)k, o);
+				if (w != k)
+					return w < 0 ? errno : EIO;
+				i += k;
+				o += k;
+			}
+		}
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? errno : EIO;
+	}
+	return 0;
+}
+
 int rc_spill_fork(struct rc_ctx *c, struct rc_spill *s, const char *what)
 {
 	struct rc_spill n;
@@ -121,23 +157,16 @@ int rc_spill_fork(struct rc_ctx *c, struct rc_spill *s, const char *what)
 			       c->opt->output, strerror(errno));
 	}
 	/* the file's pages, mapped ones too, are in the page cache */
-	loff_t in = 0, out = 0;
-	while (in < st.st_size) {
-		ssize_t k = copy_file_range(s->fd, &in, n.fd, &out,
-					    (size_t)(st.st_size - in), 0);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			int e = k < 0 ? errno : EIO;
-			close(n.fd);
-			return rc_fail(c, RC_EXIT_OUTPUT, "cannot copy a temporary file next to %s (%s)",
-				       c->opt->output, strerror(e));
-		}
+	int e = rc_file_copy(s->fd, n.fd, (uint64_t)st.st_size);
+	if (e) {
+		close(n.fd);
+		return rc_fail(c, RC_EXIT_OUTPUT, "cannot copy a temporary file next to %s (%s)",
+			       c->opt->output, strerror(e));
 	}
 	/* the same addresses: pointers into the mapping stay right */
 	if (s->p && mmap(s->p, s->len, PROT_READ | PROT_WRITE,
 			 MAP_SHARED | MAP_FIXED, n.fd, 0) == MAP_FAILED) {
-		int e = errno;
+		e = errno;
 		close(n.fd);
 		return rc_fail(c, RC_EXIT_OUTPUT, "cannot map a temporary file next to %s (%s)",
 			       c->opt->output, strerror(e));

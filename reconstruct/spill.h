@@ -48,6 +48,10 @@ int rc_spill_read(struct rc_ctx *c, struct rc_spill *s, void *buf,
  * (the same content, mapped at the same address), so that what this
  * process writes does not reach the other's; 0 or as above. */
 int rc_spill_fork(struct rc_ctx *c, struct rc_spill *s, const char *what);
+/* Copy the first LEN bytes of file IN to file OUT (both from offset 0;
+ * copy_file_range, or read and write where the kernel cannot); 0 or an
+ * errno. */
+int rc_file_copy(int in, int out, uint64_t len);
 /* Give the mapping's resident pages back now. */
 void rc_spill_release(struct rc_spill *s);
 /* Count one access to the mapping; give its pages back every
