@@ -432,11 +432,14 @@ static void end_destroy(struct rc_ctx *c, struct rc_end *e, int64_t t)
 	 * peer_channel_id or conn_id leads to it), and the spans, messages
 	 * and fragments on it are of requests that began before it closed,
 	 * which that pass does not write (follow.c, window: it checks) */
-	if (e->peer_entry == RC_NONE && end_alone(e) &&
-	    rc_rows_skip_at(c, e->dom, t))
-		c->st.chan_rows_skipped++;
-	else
+	if (e->peer_entry != RC_NONE || !end_alone(e)) {
 		rc_db_channel(c, &r);
+	} else if (rc_rows_begin_at(c, e->dom, t)) {
+		c->st.chan_rows_skipped++;
+	} else {
+		rc_db_channel(c, &r);
+		rc_rows_end(c);
+	}
 	struct rc_conn *cn = e->conn;
 	if (cn) {
 		if (e->side < 2)

@@ -126,6 +126,15 @@ void rc_db_process(struct rc_ctx *c, const struct rc_row_process *r);
 void rc_db_channel(struct rc_ctx *c, const struct rc_row_channel *r);
 void rc_db_warning(struct rc_ctx *c, const char *file, uint64_t off,
 		   const char *text);
+/* rc_options.row_keys: the rows spooled from here to the next
+ * RC_KEY_END are left out by the replay when its rows_from_ns leaves
+ * out a root that began at T (of clock domain DOM: RC_KEY_AT), request
+ * REQ's root (RC_KEY_REQUEST: judged by its row, spooled before), or a
+ * channel closed at T (RC_KEY_CHANNEL; also counted as such).  The
+ * spool's record kind K_ROWKEY (db_rows.c). */
+enum rc_key_form { RC_KEY_END, RC_KEY_AT, RC_KEY_REQUEST, RC_KEY_CHANNEL };
+void rc_db_row_key(struct rc_ctx *c, enum rc_key_form form, uint64_t req,
+		   uint32_t dom, int64_t t);
 /* Request REQ may own span SPAN (ambiguous); CHOSEN: the one it was given
  * to.  REASON is a static string. */
 void rc_db_candidate(struct rc_ctx *c, uint64_t span, uint64_t req,

@@ -14,7 +14,9 @@
 #include <string.h>
 
 #include "db_impl.h"
+#include "map.h"
 #include "patterns.h"
+#include "span.h"
 #include "spill.h"
 
 #define SPOOL_BUF (1u << 20)   /* spool buffer (see "the spool") */
@@ -227,7 +229,9 @@ static void bind_channel(sqlite3_stmt *s, int o, const struct rc_row_channel *r)
 enum spool_kind { K_REQUEST = 1, K_SPAN, K_MESSAGE, K_FRAGMENT, K_FILE,
 		  K_PROCESS, K_CHANNEL, K_ATTR,
 		  /* only through the queue (below) */
-		  K_SPANPAT, K_WARNING, K_CANDIDATE };
+		  K_SPANPAT, K_WARNING, K_CANDIDATE,
+		  /* only spooled (rc_options.row_keys): rc_db_row_key */
+		  K_ROWKEY, K_LAST = K_ROWKEY };
 
 /* A warnings row and a span_candidates row, queued (see "the queue"). */
 struct rc_row_warning {
@@ -239,6 +243,13 @@ struct rc_row_candidate {
 	uint64_t    span, req;
 	int64_t     chosen;
 	const char *reason;
+};
+
+/* A key before (or after: RC_KEY_END) a group of rows (rc_db_row_key). */
+struct rc_row_key {
+	uint64_t req;
+	int64_t  t;
+	uint32_t dom, form;
 };
 
 /* A string field of a row struct: its pointer, and its length field or
@@ -298,6 +309,7 @@ static const struct {
 	[K_SPANPAT] = { sf_spanpat, NF(sf_spanpat), sizeof(struct rc_row_spanpat) },
 	[K_WARNING] = { sf_warning, NF(sf_warning), sizeof(struct rc_row_warning) },
 	[K_CANDIDATE] = { sf_candidate, NF(sf_candidate), sizeof(struct rc_row_candidate) },
+	[K_ROWKEY] = { NULL, 0, sizeof(struct rc_row_key) },
 };
 
 union spool_row {
@@ -312,6 +324,7 @@ union spool_row {
 	struct rc_row_spanpat  spanpat;
 	struct rc_row_warning  warning;
 	struct rc_row_candidate candidate;
+	struct rc_row_key      key;
 };
 
 #define SPOOL_NULL UINT32_MAX
@@ -365,7 +378,7 @@ int rc_db_rows_open(struct rc_ctx *c)
 		return RC_EXIT_OUTPUT;
 	}
 	w->buf = malloc(SPOOL_BUF);
-	w->last = calloc(K_CANDIDATE + 1, sizeof *w->last);
+	w->last = calloc(K_LAST + 1, sizeof *w->last);
 	if (!w->buf || !w->last)
 		return rc_fail(c, RC_EXIT_OUTPUT, "out of memory");
 	w->cap = SPOOL_BUF;
@@ -531,7 +544,7 @@ static void spool_encode(char *p, enum spool_kind k, const void *row,
 
 _Static_assert(sizeof(union spool_row) <= SPOOL_WORDS * 8 &&
 	       sizeof(union spool_row) % 8 == 0, "a row struct is whole words");
-_Static_assert(K_CANDIDATE < 16, "a kind fits in 4 bits");
+_Static_assert(K_LAST < 16, "a kind fits in 4 bits");
 
 /* The words of kind K's struct that are string pointers. */
 static uint32_t str_words(enum spool_kind k)
@@ -566,7 +579,7 @@ static void last_free(struct rc_db_rows *w)
 {
 	if (!w->last)
 		return;
-	for (uint32_t k = 0; k <= K_CANDIDATE; k++)
+	for (uint32_t k = 0; k <= K_LAST; k++)
 		for (size_t i = 0; i < SPOOL_STRS; i++)
 			free(w->last[k].own[i]);
 	free(w->last);
@@ -681,7 +694,7 @@ static int spool_decode(struct rc_db_rows *w, uint32_t k, const uint8_t *p,
  * point into it are copied out (the rows waiting were flushed). */
 static int last_own(struct rc_db_rows *w)
 {
-	for (uint32_t k = 0; k <= K_CANDIDATE; k++) {
+	for (uint32_t k = 0; k <= K_LAST; k++) {
 		struct spool_last *l = &w->last[k];
 		for (size_t i = 0; i < SPOOL_STRS; i++) {
 			if (!l->set[i] || l->s[i] == l->own[i])
@@ -858,6 +871,7 @@ static const struct {
 	[K_SPANPAT] = { 0, 0, { 0, 0 } },
 	[K_WARNING] = { 0, 0, { 0, 0 } },
 	[K_CANDIDATE] = { 0, 0, { 0, 0 } },
+	[K_ROWKEY] = { 0, 0, { 0, 0 } },
 #undef TD
 };
 
@@ -984,6 +998,86 @@ void rc_db_spool_candidate(struct rc_ctx *c, uint64_t span, uint64_t req,
 	spool_put(c, K_CANDIDATE, &r);
 }
 
+void rc_db_row_key(struct rc_ctx *c, enum rc_key_form form, uint64_t req,
+		   uint32_t dom, int64_t t)
+{
+	struct rc_row_key r = { req, t, dom, form };
+	spool_put(c, K_ROWKEY, &r);
+}
+
+/*
+ * The replay's keys (rc_options.row_keys): the groups of rows a merge
+ * with rows_from_ns as the replay has it now would have left out are
+ * left out, judged as that merge judges them (span.c): by the root's
+ * start, a request's root once ended by its request's row (spooled
+ * before its later rows: the root's start and clock domain, as they
+ * were, before any correction), a channel by when it closed.  Each
+ * group left out is counted as the merge counts it, and each request's
+ * row is judged as the root's end is (skip_done_mark), so the stats
+ * (follow_rows_skipped, follow_rows_skip_max_ns) are that merge's.
+ */
+struct rowkeys {
+	int on;                /* rows_from_ns and the keys */
+	int drop;              /* the rows until the next key left out */
+	struct rc_map start;   /* request id -> its root's start */
+	struct rc_map dom;     /* ... and clock domain */
+};
+
+static void rowkeys_init(const struct rc_ctx *c, struct rowkeys *rk)
+{
+	memset(rk, 0, sizeof *rk);
+	rk->on = c->opt->row_keys && c->opt->rows_from_ns;
+	rc_map_init(&rk->start);
+	rc_map_init(&rk->dom);
+}
+
+static void rowkeys_free(struct rowkeys *rk)
+{
+	rc_map_free(&rk->start);
+	rc_map_free(&rk->dom);
+}
+
+/* Row U of kind K (a key or a request's row) read back; 0, or -1 out of
+ * memory. */
+static int key_row(struct rc_ctx *c, struct rowkeys *rk, uint32_t k,
+		   const union spool_row *u)
+{
+	if (k == K_REQUEST) {
+		const struct rc_row_request *r = &u->request;
+		if (rc_map_put(&rk->start, r->id, (uint64_t)r->start) < 0 ||
+		    rc_map_put(&rk->dom, r->id, r->dom) < 0)
+			return -1;
+		rc_rows_judge(c, r->dom, r->start);
+		return 0;
+	}
+	const struct rc_row_key *key = &u->key;
+	rk->drop = 0;
+	if (!rk->on)
+		return 0;
+	uint64_t t, dom;
+	switch (key->form) {
+	case RC_KEY_AT:
+	case RC_KEY_CHANNEL:
+		rk->drop = rc_rows_judge(c, key->dom, key->t);
+		break;
+	case RC_KEY_REQUEST:
+		/* a request without a row: its root was unrooted, and
+		 * nothing leaves its rows out */
+		if (rc_map_get(&rk->start, key->req, &t) &&
+		    rc_map_get(&rk->dom, key->req, &dom))
+			rk->drop = rc_rows_judge(c, (uint32_t)dom, (int64_t)t);
+		break;
+	default:
+		break;
+	}
+	if (rk->drop) {
+		c->st.rows_skipped++;
+		if (key->form == RC_KEY_CHANNEL)
+			c->st.chan_rows_skipped++;
+	}
+	return 0;
+}
+
 /*
  * Insert every spooled row, in order, and give the spool back.
  *
@@ -1003,7 +1097,9 @@ int rc_db_rows_replay(struct rc_ctx *c)
 	struct rc_db_rows *w = d->rows;
 	size_t have = 0, pos = 0;
 	uint64_t left, off = 0;
+	struct rowkeys rk;
 
+	rowkeys_init(c, &rk);
 	rc_db_queue_stop(c);
 	if (d->failed || (w->len && spool_flush(c) < 0))
 		return -1;
@@ -1025,7 +1121,7 @@ int rc_db_rows_replay(struct rc_ctx *c)
 		goto fail;
 	}
 	/* the reader starts from the state the writer started from */
-	for (uint32_t k = 0; k <= K_CANDIDATE; k++) {
+	for (uint32_t k = 0; k <= K_LAST; k++) {
 		memset(w->last[k].w, 0, sizeof w->last[k].w);
 		memset(w->last[k].set, 0, sizeof w->last[k].set);
 	}
@@ -1074,11 +1170,26 @@ int rc_db_rows_replay(struct rc_ctx *c)
 		}
 		union spool_row u;
 		uint32_t k = h >> 28;
-		if (need < 4 || k == 0 || k == K_SPANPAT || k > K_CANDIDATE ||
+		if (need < 4 || k == 0 || k == K_SPANPAT || k > K_LAST ||
 		    spool_decode(w, k, (const uint8_t *)w->buf + pos, need,
-				 &u) < 0 || !dom_ok(c, k, &u)) {
+				 &u) < 0 || !dom_ok(c, k, &u) ||
+		    (k == K_ROWKEY && u.key.dom >= c->ndoms)) {
 			spool_error(c, "read back", EIO);
 			goto fail;
+		}
+		if (k == K_ROWKEY || (k == K_REQUEST && rk.on)) {
+			if (key_row(c, &rk, k, &u) < 0) {
+				spool_error(c, "memory", ENOMEM);
+				goto fail;
+			}
+			if (k == K_ROWKEY) {
+				pos += need;
+				continue;
+			}
+		}
+		if (rk.drop) {
+			pos += need;
+			continue;
 		}
 		if (k > K_SPANPAT) {
 			/* spooled before the database was open
@@ -1106,12 +1217,14 @@ int rc_db_rows_replay(struct rc_ctx *c)
 	c->st.spool_bytes = w->bytes;
 	c->st.replay_threads = w->bytes ? 1 + two : 0;
 	rc_db_rows_free(d);
+	rowkeys_free(&rk);
 	return d->failed ? -1 : 0;
 fail:
 	if (two) {
 		rc_db_queue_abort(d);
 		rc_pat_stream_emit(d->pat, NULL, NULL);
 	}
+	rowkeys_free(&rk);
 	return -1;
 }
 

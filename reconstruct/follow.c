@@ -64,10 +64,11 @@
 
 /* The reason a kept merge could not make a pass, at most */
 #define KEEP_WHY 1024
-/* A kept merge's passes write every request since the window it began
- * with: once that is this many windows before a pass's window, a new
- * one is made (keeper.c, run_pass). */
-#define FOLLOW_KEEP_WINDOWS 3
+/* A kept merge's passes read back the rows of every request since the
+ * window it began with (writing those of their own window only): once
+ * that is this many windows before a pass's window, a new one is made
+ * (keeper.c, run_pass). */
+#define FOLLOW_KEEP_WINDOWS 12
 
 static volatile sig_atomic_t stop_sig;
 
@@ -146,7 +147,9 @@ struct fl {
 	struct rc_keeper *keeper, *keep_next;
 	int      keep_mode;
 	uint64_t keep_passes, keep_rebuilds, keep_checked, keep_renewed;
-	int64_t  keep_rows_from;    /* the rows its passes left out */
+	int64_t  keep_from;         /* the rows it leaves out itself (the
+				       window it began with) */
+	int64_t  keep_next_from;    /* ... and the new one's */
 	double   keep_next_t0;      /* when the last new keeper began */
 	double   keep_ready_s;      /* how long it took to be ready */
 	char     err[1024];
@@ -320,6 +323,19 @@ static const char follow_tables[] =
 	"  ('request', 0);\n"
 	FOLLOW_TABLES_SINCE;
 
+/* The fingerprints' functions, on connection H: an SQLite result code. */
+static int functions(sqlite3 *h)
+{
+	int rc = sqlite3_create_function(h, "bp_fp", -1, SQLITE_UTF8 |
+					 SQLITE_DETERMINISTIC, NULL, NULL,
+					 fp_step, fp_final);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_create_function(h, "bp_h", -1, SQLITE_UTF8 |
+					     SQLITE_DETERMINISTIC, NULL, h_func,
+					     NULL, NULL);
+	return rc;
+}
+
 static int open_out(struct fl *f)
 {
 	const char *path = f->o->rc->output;
@@ -329,12 +345,7 @@ static int open_out(struct fl *f)
 		return ffail(f, "%s: %s: name a file in a directory you can write",
 			     path, f->h ? sqlite3_errmsg(f->h) : sqlite3_errstr(rc));
 	sqlite3_busy_timeout(f->h, 10000);
-	if (sqlite3_create_function(f->h, "bp_fp", -1, SQLITE_UTF8 |
-				    SQLITE_DETERMINISTIC, NULL, NULL, fp_step,
-				    fp_final) != SQLITE_OK ||
-	    sqlite3_create_function(f->h, "bp_h", -1, SQLITE_UTF8 |
-				    SQLITE_DETERMINISTIC, NULL, h_func, NULL,
-				    NULL) != SQLITE_OK)
+	if (functions(f->h) != SQLITE_OK)
 		return ffail(f, "%s: %s", path, sqlite3_errmsg(f->h));
 	if (xsql(f, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;\n"
 		 "CREATE TEMP TABLE pend(key TEXT PRIMARY KEY, start INTEGER);\n"
@@ -497,11 +508,11 @@ static const char win_grow_sql[] =
 	"INSERT OR IGNORE INTO temp.wc SELECT channel_id FROM e.channels WHERE conn_id IN\n"
 	"  (SELECT c.conn_id FROM temp.wc JOIN e.channels c ON c.channel_id = wc.e);\n";
 
-/* Per request of the pass: its key, fingerprint, whether it is final
- * (%1$lld: the last pass; %2$lld: the cut-off), its PATHS.db id if it
- * has one and the fingerprint written then. */
-static const char req_sql[] =
-	"INSERT INTO temp.ccm SELECT conn, min(l) FROM temp.cm WHERE conn IS NOT NULL GROUP BY conn;\n"
+/* Per request of the pass: its key, fingerprint and whether it is final
+ * (%lld: the last pass; %lld %lld: the cut-off).  Of the pass database
+ * alone (temp.hm, temp.win and e.*): a full pass in the background has its
+ * child compute it (bg_prepare), so that the write does not. */
+static const char req_fp_sql[] =
 	"CREATE TEMP TABLE rs(e INTEGER PRIMARY KEY, fp INTEGER, mx INTEGER, nopen INTEGER);\n"
 	"INSERT INTO temp.rs\n"
 	"  SELECT s.request_id, bp_fp(s.kind, s.protocol, s.name, s.target, s.status,\n"
@@ -541,7 +552,22 @@ static const char req_sql[] =
 	"    LEFT JOIN e.spans s ON s.span_id = r.root_span_id\n"
 	"    LEFT JOIN temp.hm h ON h.e = s.host_id\n"
 	"    LEFT JOIN temp.hm rh ON rh.e = r.host_id\n"
-	"    WHERE r.request_id IN (SELECT e FROM temp.win));\n"
+	"    WHERE r.request_id IN (SELECT e FROM temp.win));\n";
+
+/* temp.rm as the child of a full pass in the background computed it */
+static const char req_copy_sql[] =
+	"CREATE TEMP TABLE rm(e INTEGER PRIMARY KEY, l INTEGER, key TEXT UNIQUE,\n"
+	"  fp INTEGER, fin INTEGER, endn INTEGER, old INTEGER, sfp INTEGER, osfp INTEGER);\n"
+	"INSERT INTO temp.rm(e, key, fp, fin, endn, sfp)\n"
+	"  SELECT e, key, fp, fin, endn, sfp FROM e.follow_rm;\n";
+
+/* The ids of the connections, and per request of the pass its PATHS.db
+ * id if it has one and the fingerprints written then; which requests
+ * this pass writes (temp.w). */
+static const char req_ccm_sql[] =
+	"INSERT INTO temp.ccm SELECT conn, min(l) FROM temp.cm WHERE conn IS NOT NULL GROUP BY conn;\n";
+
+static const char req_w_sql[] =
 	"UPDATE temp.rm SET l = f.request_id, old = f.fingerprint, osfp = f.span_fp\n"
 	"  FROM follow_requests f WHERE f.key = rm.key;\n"
 	"CREATE TEMP TABLE w(e INTEGER PRIMARY KEY, l INTEGER, new INTEGER);\n"
@@ -1247,7 +1273,10 @@ static int write_pass(struct fl *f, const char *pass, int final, int refresh,
 	if (w < 0 || map_ids(f, 0, "hm") < 0 ||
 	    xsql(f, "%s", proc_sql) < 0 || map_ids(f, 1, "pm") < 0 ||
 	    xsql(f, "%s", chan_sql) < 0 || map_ids(f, 2, "cm") < 0 ||
-	    xsql(f, req_sql, (long long)final, (long long)cut, (long long)cut) < 0 ||
+	    xsql(f, "%s", req_ccm_sql) < 0 ||
+	    (bg ? xsql(f, "%s", req_copy_sql) :
+	     xsql(f, req_fp_sql, (long long)final, (long long)cut, (long long)cut)) < 0 ||
+	    xsql(f, "%s", req_w_sql) < 0 ||
 	    (bg && bg_rule(f) < 0) || parent_rule(f, final, refresh) < 0 ||
 	    get_state(f, "request", &base) < 0 ||
 	    xsql(f, renew_sql, (long long)base, (long long)gone_from,
@@ -1773,6 +1802,50 @@ static int64_t pending_from(const struct fl *f, int64_t read_ns)
 	return v > 0 ? v : 1;
 }
 
+/* In the child of a full pass in the background, once its database
+ * OUT is written: what the write of a full pass computes of that
+ * database alone (the requests' keys and fingerprints, req_fp_sql, with
+ * READ_NS the time it read the logs) into its table follow_rm, so that
+ * the write, which holds the window passes back, reads them instead
+ * (req_copy_sql).  The same statements as a write at once, over the
+ * same rows: the same keys and fingerprints.  On a connection of its own
+ * (the parent's is not the child's to use).  0 or -1. */
+static int bg_prepare(struct fl *f, const char *out, int64_t read_ns)
+{
+	int64_t cut = read_ns - (int64_t)(f->o->grace * 1e9);
+	int64_t t0 = now_ns(CLOCK_MONOTONIC);
+	int r = -1;
+	/* the statements untimed: this process's lines would come among
+	 * the parent's; one line for all */
+	const char *tm = getenv("BP_FOLLOW_TIMING");
+	int timing = tm && *tm;
+	unsetenv("BP_FOLLOW_TIMING");
+	f->err[0] = 0;
+	f->h = NULL;
+	if (sqlite3_open_v2(":memory:", &f->h, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK ||
+	    functions(f->h) != SQLITE_OK) {
+		ffail(f, "%s: %s", out, f->h ? sqlite3_errmsg(f->h) : "out of memory");
+		goto out;
+	}
+	if (xsql(f, "ATTACH %Q AS e", out) < 0)
+		goto out;
+	if (xsql(f, "%s", maps_sql) < 0 || xsql(f, "%s", win_full_sql) < 0 ||
+	    xsql(f, req_fp_sql, 0LL, (long long)cut, (long long)cut) < 0 ||
+	    xsql(f, "CREATE TABLE e.follow_rm AS\n"
+		 "  SELECT e, key, fp, fin, endn, sfp FROM temp.rm") < 0)
+		goto out;
+	r = 0;
+	if (timing)
+		fprintf(stderr, "full in the background: keys and fingerprints %.3f s\n",
+			(now_ns(CLOCK_MONOTONIC) - t0) / 1e9);
+out:
+	if (r < 0)
+		fprintf(stderr, "bp-reconstruct: the full pass in the background: %s\n", f->err);
+	sqlite3_close(f->h);
+	f->h = NULL;
+	return r;
+}
+
 /* Start a full pass in the background: a child process reconstructs the
  * logs as they are now into PATHS.db.full (rc_run, as a full pass would)
  * and exits with its status; bg_poll writes its result once it is done.
@@ -1811,6 +1884,8 @@ static int bg_start(struct fl *f)
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(RC_EXIT_OUTPUT);
 		int r = rc_run(&o, &sum);
+		if (r == RC_EXIT_OK && bg_prepare(f, o.output, read_ns) < 0)
+			r = RC_EXIT_OUTPUT;
 		/* tests: a full pass whose result comes late, so that window
 		 * passes write meanwhile (tests/recon/follow.sh) */
 		const char *d = getenv("BP_FOLLOW_FULL_DELAY");
@@ -2038,8 +2113,9 @@ out:
 
 /* Reconstruct a pass with options O: a window pass (WINDOW) by the
  * keeper when it can, else (or when it could not) at once.  A keeper's
- * passes write the rows of every request since the window it began with:
- * once that is FOLLOW_KEEP_WINDOWS windows before the pass's, a new keeper is
+ * passes read back the rows of every request since the window it began
+ * with and write those of their own window (rc_options.row_keys): once
+ * that is FOLLOW_KEEP_WINDOWS windows before the pass's, a new keeper is
  * made beside it, which reconstructs the logs and merges them on its own
  * while the old one serves, and takes over when it is ready.  An enum
  * rc_exit, or -1 when the check failed. */
@@ -2056,11 +2132,12 @@ static int run_pass(struct fl *f, struct rc_options *o,
 	 * log beside the passes, as a full pass does) */
 	double now = now_ns(CLOCK_MONOTONIC) / 1e9;
 	if (f->keeper && !f->keep_next &&
-	    o->rows_from_ns - f->keep_rows_from >
+	    o->rows_from_ns - f->keep_from >
 	    (int64_t)(f->o->window * FOLLOW_KEEP_WINDOWS * 1e9) &&
 	    now - f->keep_next_t0 >= f->keep_ready_s * f->o->full_share) {
 		f->keep_next = rc_keeper_start(o, w);
 		f->keep_next_t0 = now;
+		f->keep_next_from = o->rows_from_ns;
 	}
 	if (f->keep_next) {
 		int r = rc_keeper_ready(f->keep_next);
@@ -2070,6 +2147,7 @@ static int run_pass(struct fl *f, struct rc_options *o,
 			if (r > 0 || !f->keeper) {
 				rc_keeper_stop(f->keeper);
 				f->keeper = f->keep_next;
+				f->keep_from = f->keep_next_from;
 				f->keep_renewed++;
 			} else {
 				rc_keeper_stop(f->keep_next);
@@ -2077,14 +2155,17 @@ static int run_pass(struct fl *f, struct rc_options *o,
 			f->keep_next = NULL;
 		}
 	}
-	if (!f->keeper && !(f->keeper = rc_keeper_start(o, w)))
-		return rc_run(o, sum);
+	if (!f->keeper) {
+		if (!(f->keeper = rc_keeper_start(o, w)))
+			return rc_run(o, sum);
+		f->keep_from = o->rows_from_ns;
+	}
 	int r = rc_keeper_pass(f->keeper, o, w, f->keep_mode == 2, sum,
 			       &from, why, sizeof why);
 	if (r == RC_EXIT_OK) {
 		f->keep_passes++;
-		f->keep_rows_from = from;
-		/* the pass left out the rows before this */
+		/* the pass left out the rows before this (its own window's
+		 * first: rc_options.row_keys) */
 		o->rows_from_ns = from;
 		if (f->keep_mode == 2 && keep_check(f, o, sum) < 0)
 			return -1;

@@ -207,6 +207,10 @@ static int keep_fn(void *arg, struct rc_ctx *c, int64_t *w)
 		k->po = k->o;
 		k->po.output = k->m.out;
 		k->po.pending_ns = k->m.pending_ns;
+		/* the rows of the pass's window: what the merge writes from
+		 * here on is judged by it, and the replay leaves out what
+		 * the keeper spooled before it (rc_options.row_keys) */
+		k->po.rows_from_ns = k->m.rows_from_ns;
 		k->po.err = tmpfile();
 		for (uint32_t i = 0; i < k->m.ndom; i++) {
 			k->m.label[i][KM_LABEL - 1] = 0;
@@ -281,6 +285,7 @@ static void keeper_main(const struct rc_options *base, int64_t w0, int sock)
 	k.w0 = w0;
 	k.o = *base;
 	k.o.db_later = 1;
+	k.o.row_keys = 1;
 	k.o.quiet = 1;
 	k.o.progress = 0;
 	k.o.no_patterns = 1;

@@ -92,8 +92,10 @@ void rc_frag_close(struct ap *a)
 		.fd = f->fd >= 0 ? f->fd : RC_DB_NULL,
 		.trigger = trigger_names[f->trigger], .events = f->events,
 	};
-	if (!rc_span_rows_skip(c, r.req))
+	if (!rc_rows_begin(c, r.req)) {
 		rc_db_fragment(c, &r);
+		rc_rows_end(c);
+	}
 	c->st.fragments++;
 	if (!r.req)
 		c->st.unattr_fragments++;
@@ -585,8 +587,10 @@ static void on_open(struct ap *a)
 		.flags = ev->flags, .result = ev->result, .path = ev->str,
 		.path_len = ev->str_len,
 	};
-	if (!rc_span_rows_skip(c, r.req))
+	if (!rc_rows_begin(c, r.req)) {
 		rc_db_file(c, &r);
+		rc_rows_end(c);
+	}
 	c->st.files_opened++;
 	/* without isolation, an open may be any batched request's */
 	if (rc_span_nparked(c) && !(a->im->pflags & BT_PF_ISOLATION))

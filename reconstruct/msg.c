@@ -220,11 +220,12 @@ static void message_row(struct ap *a, struct rc_end *e, int dir, uint64_t off,
 		.off = off, .len = ev->len, .status = rc_msg_status(ev),
 		.witness = (ev->flags & BT_MF_WITNESS) ? (int64_t)ev->witness : RC_DB_NULL,
 	};
-	if (!rc_span_rows_skip(c, req)) {
+	if (!rc_rows_begin(c, req)) {
 		rc_db_message(c, &r);
 		for (unsigned i = 0; i < ev->nattr; i++)
 			rc_db_attr(c, span, id, bt_attr_key_name(ev->attr[i].key),
 				   ev->attr[i].val, ev->attr[i].len);
+		rc_rows_end(c);
 	}
 	c->st.messages++;
 	if (!req && ev->kind != BT_MK_CONTROL)

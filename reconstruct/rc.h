@@ -515,6 +515,9 @@ struct rc_ctx {
 	 * whether its peer is expected (msg.c, peer_pending): only then can
 	 * a change of that guess (pair.c, expect_peer) change what it did */
 	int                 expect_asked;
+	/* a group of rows is being spooled between keys
+	 * (rc_options.row_keys; span.c, rc_rows_begin) */
+	int                 rows_scope;
 
 	struct rc_db    *db;
 	struct rc_model *model;      /* model.c: designations, lineage */

@@ -69,6 +69,12 @@ struct rc_options {
 	 * of --follow forks the process that finishes a pass from a merge
 	 * that never opened it; keeper.c) */
 	int         db_later;
+	/* each group of rows a window pass may leave out (rows_from_ns) is
+	 * spooled between two keys saying by what it is judged (db_rows.c,
+	 * K_ROWKEY), so that the replay leaves out those before the
+	 * rows_from_ns it then has: a keeper's pass those of its own
+	 * window, not only those of the keeper's (keeper.c) */
+	int         row_keys;
 	/* the spooled rows are inserted by the thread that reads them back,
 	 * not by a second one (db_rows.c; the tests compare the two) */
 	int         replay_serial;

@@ -479,6 +479,11 @@ static int skip_judge(struct rc_ctx *c, uint32_t dom, int64_t t)
 	return 1;
 }
 
+int rc_rows_judge(struct rc_ctx *c, uint32_t dom, int64_t t)
+{
+	return skip_judge(c, dom, t);
+}
+
 int rc_rows_skip_at(struct rc_ctx *c, uint32_t dom, int64_t t)
 {
 	if (!skip_judge(c, dom, t))
@@ -502,6 +507,40 @@ int rc_span_rows_skip(struct rc_ctx *c, uint64_t req)
 		return 1;
 	}
 	return 0;
+}
+
+int rc_rows_begin(struct rc_ctx *c, uint64_t req)
+{
+	if (rc_span_rows_skip(c, req))
+		return 1;
+	if (c->opt->row_keys && req) {
+		const struct rc_span *root = rc_span_root_of(c, req);
+		if (root)
+			rc_db_row_key(c, RC_KEY_AT, 0, root->dom, root->start);
+		else
+			rc_db_row_key(c, RC_KEY_REQUEST, req, 0, 0);
+		c->rows_scope = 1;
+	}
+	return 0;
+}
+
+int rc_rows_begin_at(struct rc_ctx *c, uint32_t dom, int64_t t)
+{
+	if (rc_rows_skip_at(c, dom, t))
+		return 1;
+	if (c->opt->row_keys) {
+		rc_db_row_key(c, RC_KEY_CHANNEL, 0, dom, t);
+		c->rows_scope = 1;
+	}
+	return 0;
+}
+
+void rc_rows_end(struct rc_ctx *c)
+{
+	if (!c->rows_scope)
+		return;
+	c->rows_scope = 0;
+	rc_db_row_key(c, RC_KEY_END, 0, 0, 0);
 }
 
 /* The root SP of a request ends: the rows of that request still to come
@@ -588,9 +627,12 @@ void rc_span_finish(struct rc_ctx *c, struct rc_span *sp)
 	 * only the root (the request's key) and the spans that are not
 	 * exact (the request's certainty, db.c); follow.c writes no request
 	 * whose spans have their parent in one of those (parent_rule) */
-	if (sp->is_root || sp->certainty != RC_CT_EXACT ||
-	    !rc_span_rows_skip(c, sp->req))
+	if (sp->is_root || sp->certainty != RC_CT_EXACT) {
 		rc_db_span(c, &r);
+	} else if (!rc_rows_begin(c, sp->req)) {
+		rc_db_span(c, &r);
+		rc_rows_end(c);
+	}
 	c->st.spans++;
 	if (sp->certainty != RC_CT_EXACT)
 		c->st.marked_spans++;

@@ -198,6 +198,20 @@ int rc_span_rows_skip(struct rc_ctx *c, uint64_t req);
  * DOM) before rc_options.rows_from_ns, so left out?  Counted and kept as
  * rc_span_rows_skip does. */
 int rc_rows_skip_at(struct rc_ctx *c, uint32_t dom, int64_t t);
+/* The rows of request REQ to be written now, as rc_span_rows_skip: 1
+ * when they are left out; 0 when they are to be written, and then, with
+ * rc_options.row_keys, they are spooled after a key saying by what a
+ * later rows_from_ns leaves them out, and rc_rows_end closes them (the
+ * root's start while it is open, else the request, whose row then came
+ * first; db_rows.c).  rc_rows_begin_at: the same for a channel's row
+ * (rc_rows_skip_at). */
+int rc_rows_begin(struct rc_ctx *c, uint64_t req);
+int rc_rows_begin_at(struct rc_ctx *c, uint32_t dom, int64_t t);
+void rc_rows_end(struct rc_ctx *c);
+/* The replay's judgement of a group of rows, or of a request's row (its
+ * root's start, as when the root ended): rc_rows_skip_at's, but not
+ * counted. */
+int rc_rows_judge(struct rc_ctx *c, uint32_t dom, int64_t t);
 /* SP, the root of a request a traced client started (rule 5), turns out
  * to be work of another request: its own request is forgotten. */
 void rc_span_unroot(struct rc_ctx *c, struct rc_span *sp);
