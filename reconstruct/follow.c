@@ -498,11 +498,11 @@ static const char win_grow_sql[] =
 	"INSERT OR IGNORE INTO temp.win SELECT c.request_id, 0 FROM temp.wc\n"
 	"  JOIN e.channels c ON c.channel_id = wc.e WHERE c.request_id IS NOT NULL;\n"
 	"INSERT OR IGNORE INTO temp.wc SELECT s.channel_id FROM temp.win\n"
-	"  JOIN e.spans s ON s.request_id = win.e WHERE s.channel_id IS NOT NULL;\n"
+	"  CROSS JOIN e.spans s ON s.request_id = win.e WHERE s.channel_id IS NOT NULL;\n"
 	"INSERT OR IGNORE INTO temp.wc SELECT m.channel_id FROM temp.win\n"
-	"  JOIN e.messages m ON m.request_id = win.e WHERE m.channel_id IS NOT NULL;\n"
+	"  CROSS JOIN e.messages m ON m.request_id = win.e WHERE m.channel_id IS NOT NULL;\n"
 	"INSERT OR IGNORE INTO temp.wc SELECT g.channel_id FROM temp.win\n"
-	"  JOIN e.fragments g ON g.request_id = win.e WHERE g.channel_id IS NOT NULL;\n"
+	"  CROSS JOIN e.fragments g ON g.request_id = win.e WHERE g.channel_id IS NOT NULL;\n"
 	"INSERT OR IGNORE INTO temp.wc SELECT c.peer_channel_id FROM temp.wc\n"
 	"  JOIN e.channels c ON c.channel_id = wc.e WHERE c.peer_channel_id IS NOT NULL;\n"
 	"INSERT OR IGNORE INTO temp.wc SELECT channel_id FROM e.channels WHERE conn_id IN\n"
@@ -568,8 +568,11 @@ static const char req_ccm_sql[] =
 	"INSERT INTO temp.ccm SELECT conn, min(l) FROM temp.cm WHERE conn IS NOT NULL GROUP BY conn;\n";
 
 static const char req_w_sql[] =
-	"UPDATE temp.rm SET l = f.request_id, old = f.fingerprint, osfp = f.span_fp\n"
-	"  FROM follow_requests f WHERE f.key = rm.key;\n"
+	/* each of the pass's requests looked up (where an UPDATE FROM
+	 * scanned the whole of follow_requests on every pass) */
+	"UPDATE temp.rm SET (l, old, osfp) = (SELECT f.request_id, f.fingerprint, f.span_fp\n"
+	"  FROM follow_requests f WHERE f.key = rm.key)\n"
+	"  WHERE EXISTS (SELECT 1 FROM follow_requests f WHERE f.key = rm.key);\n"
 	"CREATE TEMP TABLE w(e INTEGER PRIMARY KEY, l INTEGER, new INTEGER);\n"
 	"INSERT INTO temp.w SELECT e, l, l IS NULL FROM temp.rm\n"
 	"  WHERE fin AND (l IS NULL OR old IS NOT fp)\n"
@@ -826,10 +829,24 @@ static const char refresh_sql[] =
 	"  service, label, n, mean_ns, mean_self_ns)\n"
 	"  SELECT pattern_id, node, parent_node, depth, kind, protocol, service, label, n,\n"
 	"    mean_ns, mean_self_ns FROM e.pattern_nodes;\n"
-	"DELETE FROM span_patterns;\n"
-	"INSERT INTO span_patterns SELECT sm.l, rm.l, sp.pattern_id, sp.node, sp.label, sp.self_ns\n"
+	/* every span's row, most of them as they were (a pattern's id is
+	 * its first request's place in the logs, a node's its place in the
+	 * pattern): only the rows that changed are deleted and inserted,
+	 * where writing them all again was the slowest statement of a full
+	 * pass's write (0.69 s of 3.3 s at 1.4 million events) */
+	"DROP TABLE IF EXISTS temp.spn;\n"
+	"CREATE TEMP TABLE spn(span_id INTEGER PRIMARY KEY, request_id INTEGER,\n"
+	"  pattern_id INTEGER, node INTEGER, label TEXT, self_ns INTEGER);\n"
+	"INSERT INTO temp.spn SELECT sm.l, rm.l, sp.pattern_id, sp.node, sp.label, sp.self_ns\n"
 	"  FROM e.span_patterns sp JOIN temp.sm ON sm.e = sp.span_id\n"
 	"  LEFT JOIN temp.rm ON rm.e = sp.request_id;\n"
+	"DELETE FROM span_patterns WHERE NOT EXISTS (SELECT 1 FROM temp.spn n\n"
+	"  WHERE n.span_id = span_patterns.span_id AND n.request_id IS span_patterns.request_id\n"
+	"  AND n.pattern_id IS span_patterns.pattern_id AND n.node IS span_patterns.node\n"
+	"  AND n.label IS span_patterns.label AND n.self_ns IS span_patterns.self_ns);\n"
+	"INSERT INTO span_patterns SELECT * FROM temp.spn n\n"
+	"  WHERE NOT EXISTS (SELECT 1 FROM span_patterns o WHERE o.span_id = n.span_id);\n"
+	"DROP TABLE temp.spn;\n"
 	/* rows of no request */
 	"DELETE FROM attrs WHERE rowid >= " UNATTR ";\n"
 	"DELETE FROM spans WHERE request_id IS NULL;\n"
