@@ -1277,7 +1277,12 @@ static int write_pass(struct fl *f, const char *pass, int final, int refresh,
 	if (xsql(f, "ATTACH %Q AS e", pass) < 0)
 		return -1;
 	if (make_schema(f) < 0 ||
-	    xsql(f, "CREATE INDEX IF NOT EXISTS follow_start ON requests(start_ns)") < 0 ||
+	    xsql(f, "CREATE INDEX IF NOT EXISTS follow_start ON requests(start_ns);\n"
+		 /* the OTLP push names each connection's database on every
+		  * pass (export_otlp.c, load_dbs): without it, a scan of
+		  * every attribute (0.15 s a pass at 1.4 million events) */
+		 "CREATE INDEX IF NOT EXISTS follow_attrs_database ON attrs(message_id)\n"
+		 "  WHERE key = 'database'") < 0 ||
 	    xsql(f, "BEGIN IMMEDIATE") < 0)
 		goto detach;
 	int w = xsql(f, "%s", maps_sql) < 0 ? -1 : window(f, full, &gone_from);
@@ -2274,13 +2279,17 @@ static int one_pass(struct fl *f, int recon, int final)
 	if (access(f->pass, F_OK) != 0)
 		return 1;
 	double t1 = now_ns(CLOCK_MONOTONIC) / 1e9;
-	if (write_pass(f, f->pass, final, refresh, 0) < 0 || sinks_pass(f, final) < 0)
+	if (write_pass(f, f->pass, final, refresh, 0) < 0)
+		return -1;
+	double t2 = now_ns(CLOCK_MONOTONIC) / 1e9;
+	if (sinks_pass(f, final) < 0)
 		return -1;
 	const char *tm = getenv("BP_FOLLOW_TIMING");
 	if (tm && *tm)
-		fprintf(stderr, "pass %" PRIu64 ": %s, reconstruct %.3f s, write %.3f s, horizon %s, rows left out %s (from %.1f s before the newest request)\n",
+		fprintf(stderr, "pass %" PRIu64 ": %s, reconstruct %.3f s, write %.3f s (the sinks %.3f s), horizon %s, rows left out %s (from %.1f s before the newest request)\n",
 			f->passes, refresh ? "full" : "window", t1 - t0,
 			now_ns(CLOCK_MONOTONIC) / 1e9 - t1,
+			now_ns(CLOCK_MONOTONIC) / 1e9 - t2,
 			f->horizon == INT64_MIN ? "none" : "set",
 			f->pass_rows_from ? "yes" : "no",
 			f->pass_rows_from && f->last_start != INT64_MIN ?
