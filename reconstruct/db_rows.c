@@ -1061,8 +1061,8 @@ static int key_row(struct rc_ctx *c, struct rowkeys *rk, uint32_t k,
 		rk->drop = rc_rows_judge(c, key->dom, key->t);
 		break;
 	case RC_KEY_REQUEST:
-		/* a request without a row: its root was unrooted, and
-		 * nothing leaves its rows out */
+		/* a request without a row: its root was unrooted or
+		 * discarded, and nothing leaves its rows out */
 		if (rc_map_get(&rk->start, key->req, &t) &&
 		    rc_map_get(&rk->dom, key->req, &dom))
 			rk->drop = rc_rows_judge(c, (uint32_t)dom, (int64_t)t);

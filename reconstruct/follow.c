@@ -831,9 +831,10 @@ static const char refresh_sql[] =
 	"    mean_ns, mean_self_ns FROM e.pattern_nodes;\n"
 	/* every span's row, most of them as they were (a pattern's id is
 	 * its first request's place in the logs, a node's its place in the
-	 * pattern): only the rows that changed are deleted and inserted,
-	 * where writing them all again was the slowest statement of a full
-	 * pass's write (0.69 s of 3.3 s at 1.4 million events) */
+	 * pattern): only the rows that changed are deleted and inserted.
+	 * Writing them all again was the slowest statement of a full pass's
+	 * write; this saves little in a live run, whose new requests since
+	 * the last refresh cost as much (BENCHMARKS.md, phase 43) */
 	"DROP TABLE IF EXISTS temp.spn;\n"
 	"CREATE TEMP TABLE spn(span_id INTEGER PRIMARY KEY, request_id INTEGER,\n"
 	"  pattern_id INTEGER, node INTEGER, label TEXT, self_ns INTEGER);\n"
