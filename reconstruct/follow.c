@@ -118,6 +118,7 @@ struct fl {
 	uint64_t ch_deleted, ch_mutations;   /* ClickHouse rows asked deleted */
 	uint64_t unpushed;          /* requests written, not in a sink yet */
 	uint64_t held;              /* of those, waiting for late records */
+	uint64_t nodb;              /* ... or for a full pass (NODB_SQL) */
 	uint64_t chan_missing;      /* window passes that wrote nothing: a
 				       channel row they left out was needed
 				       (chan_rows_missing) */
@@ -136,6 +137,7 @@ struct fl {
 	pid_t    bg_pid;
 	char    *bg_out;
 	int64_t  bg_read_ns;
+	int64_t  full_read_ns;      /* when the last full pass written read */
 	int64_t  bg_horizon;        /* the window passes' then */
 	double   bg_t0;
 	uint64_t bg_passes, bg_left;
@@ -1250,6 +1252,7 @@ static int bg_done(struct fl *f, int64_t horizon, int64_t last_start)
 	f->written = (uint64_t)total;
 	f->revised = (uint64_t)revised;
 	f->withdrawn = (uint64_t)withdrawn;
+	f->full_read_ns = f->bg_read_ns;
 	xsql(f, "DETACH e");
 	return 0;
 rollback:
@@ -1412,6 +1415,8 @@ static int write_pass(struct fl *f, const char *pass, int final, int refresh,
 	f->missing = (uint64_t)missing;
 	f->lag_max_ns = nnew ? lag : -1;
 	f->newest_ns = v;
+	if (full)
+		f->full_read_ns = read_ns;
 	xsql(f, "DETACH e");
 	return 0;
 rollback:
@@ -1431,6 +1436,23 @@ detach:
 	"  AND (r.certainty_reason LIKE '%%peer-not-logged%%'\n" \
 	"    OR (r.certainty_reason LIKE '%%unlogged-send%%'\n" \
 	"      AND COALESCE(r.end_ns, r.start_ns) > %lld)))"
+
+/* A request of follow_requests that the OTLP push holds back until a
+ * full pass read the logs after it was written (%lld: that pass's
+ * read_ns): one with a PostgreSQL span on a connection whose database
+ * PATHS.db does not name yet.  The start-up message that names it is
+ * often of no request (a connection a pool opened before), and only
+ * the full passes write those rows; pushed sooner, the spans went
+ * without db.namespace, which the offline export and PATHS.db give
+ * them (and a push sent again after a SIGKILL then differed from the
+ * first). */
+#define NODB_SQL \
+	"(written_ns > %lld AND EXISTS (SELECT 1 FROM spans s\n" \
+	"  WHERE s.request_id = follow_requests.request_id\n" \
+	"  AND s.protocol = 'postgresql' AND s.channel_id IS NOT NULL\n" \
+	"  AND s.channel_id NOT IN (SELECT m.channel_id FROM attrs a\n" \
+	"    JOIN messages m ON m.message_id = a.message_id\n" \
+	"    WHERE a.key = 'database' AND m.channel_id IS NOT NULL)))"
 
 /* Each sink's column in follow_requests (0 not sent, 1 sent, 2 sent then
  * revised, 3 sent in part), its pass column and state key. */
@@ -1508,13 +1530,16 @@ static int sink_pass(struct fl *f, int k, int final)
 	 * pending_until); unlogged-send (a wait given up) after
 	 * --follow-hold seconds from the request's end */
 	int64_t held = f->read_ns - (int64_t)(f->o->hold * 1e9);
+	/* (ClickHouse gets the rows of no request from the last pass) */
+	int64_t nodb = k == 0 ? f->full_read_ns : INT64_MAX;
 	if (get_state(f, sinks[k].pass, &pass) < 0 ||
 	    xsql(f, "UPDATE follow_requests SET %s = %lld\n"
-		 "  WHERE %s = 0 AND (%d OR (written_ns < %lld AND NOT " HELD_SQL "));\n"
+		 "  WHERE %s = 0 AND (%d OR (written_ns < %lld AND NOT " HELD_SQL
+		 "    AND NOT " NODB_SQL "));\n"
 		 "UPDATE follow_state SET value = %lld WHERE key = '%s';",
 		 sinks[k].pass, (long long)pass + 1, sinks[k].col, final,
-		 (long long)f->read_ns, (long long)held, (long long)pass + 1,
-		 sinks[k].pass) < 0)
+		 (long long)f->read_ns, (long long)held, (long long)nodb,
+		 (long long)pass + 1, sinks[k].pass) < 0)
 		return -1;
 	pass++;
 	snprintf(ids, sizeof ids, "SELECT request_id FROM follow_requests WHERE %s = 0 AND %s = %lld",
@@ -1568,13 +1593,21 @@ static int sink_pass(struct fl *f, int k, int final)
 		return -1;
 	f->unpushed += (uint64_t)n;
 	/* of those, the ones held back (the progress line) */
-	char hq[640];
+	char hq[1024];
 	snprintf(hq, sizeof hq, "SELECT count(*) FROM follow_requests WHERE %s = 0"
-		 " AND " HELD_SQL, sinks[k].col, (long long)held);
+		 " AND (" HELD_SQL " OR " NODB_SQL ")", sinks[k].col, (long long)held,
+		 (long long)nodb);
 	if (!final && one_i64(f, hq, &n) < 0)
 		return -1;
 	if (!final && (uint64_t)n > f->held)
 		f->held = (uint64_t)n;
+	if (k == 0 && !final) {
+		snprintf(hq, sizeof hq, "SELECT count(*) FROM follow_requests WHERE %s = 0"
+			 " AND " NODB_SQL, sinks[k].col, (long long)nodb);
+		if (one_i64(f, hq, &n) < 0)
+			return -1;
+		f->nodb = (uint64_t)n;
+	}
 	return 0;
 }
 
@@ -1582,6 +1615,7 @@ static int sinks_pass(struct fl *f, int final)
 {
 	f->unpushed = 0;
 	f->held = 0;
+	f->nodb = 0;
 	if (f->o->push && sink_pass(f, 0, final) < 0)
 		return -1;
 	if (f->o->ch && sink_pass(f, 1, final) < 0)
@@ -2207,6 +2241,16 @@ static int run_pass(struct fl *f, struct rc_options *o,
 	return rc_run(o, sum);
 }
 
+/* Whether a full pass is due in the background: none runs, and
+ * --follow-full seconds and --follow-full-share times the last one's
+ * time have passed since the last one. */
+static int full_due(const struct fl *f)
+{
+	int64_t since = now_ns(CLOCK_MONOTONIC) - f->refreshed_ns;
+	return !f->bg_pid && since >= (int64_t)(f->o->full * 1e9) &&
+		since >= (int64_t)(f->refresh_s * f->o->full_share * 1e9);
+}
+
 /* One pass: reconstruct (when RECON) and write.  0, 1 when there is no
  * log yet, or -1. */
 static int one_pass(struct fl *f, int recon, int final)
@@ -2216,17 +2260,13 @@ static int one_pass(struct fl *f, int recon, int final)
 	 * pass, then every --follow-full seconds and at most a
 	 * --follow-full-share-th of the time (each costs as much as the
 	 * whole log) */
-	int64_t since = now_ns(CLOCK_MONOTONIC) - f->refreshed_ns;
 	int refresh = recon && (final || f->passes == 0);
 	/* a segment written anew in place: not until it is whole again */
 	if (recon && !final && seg_shrunk(f))
 		return 1;
 	/* the others in the background, one at a time (a child that could
 	 * not be started: this pass is the full one) */
-	if (recon && !refresh && !f->bg_pid &&
-	    since >= (int64_t)(f->o->full * 1e9) &&
-	    since >= (int64_t)(f->refresh_s * f->o->full_share * 1e9) &&
-	    bg_start(f) < 0)
+	if (recon && !refresh && full_due(f) && bg_start(f) < 0)
 		refresh = 1;
 	if (recon) {
 		struct rc_options o = *f->o->rc;
@@ -2360,6 +2400,10 @@ int rc_follow(const struct rc_follow_opts *o)
 		 * pass (an incomplete request waits for new log data) */
 		if (f.pending_until && now_ns(CLOCK_REALTIME) >= f.pending_until)
 			changed = 1;    /* those peers count as untraced now */
+		/* requests the OTLP push holds for a full pass get one when
+		 * it is due, though the logs did not change */
+		if (f.nodb && full_due(&f))
+			changed = 1;
 		int p = changed || f.pending || f.unpushed ?
 			one_pass(&f, changed, 0) : 0;
 		if (p < 0)

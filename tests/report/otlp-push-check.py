@@ -16,7 +16,8 @@ OTLP/JSON).  Checks, for every span of a request in DB:
     parent span arrived with (none for a root);
   - name, kind, start and end times, the attributes the semantic
     conventions ask for (http.request.method, url.path, db.system.name,
-    db.query.text, server.address/client.address ...), bp.certainty and
+    db.query.text, db.namespace: the database its connection's start-up
+    message named, server.address/client.address ...), bp.certainty and
     bp.certainty_reason, borderpatrol.request_id and span_id, and the
     resource (service.name, host.name, process.pid);
   - with --revised-apart, the requests bp-reconstruct --follow wrote
@@ -69,6 +70,11 @@ def attrs(lst):
 resent = {}                 # span id -> its request id
 
 
+def _adiff(a, b):
+    """The attributes of a that b lacks or has otherwise."""
+    return {k: v for k, v in a.items() if b.get(k) != v}
+
+
 def spans_of(docs, where, identical_ok=False):
     """Span id -> canonical span, from OTLP/JSON documents."""
     out = {}
@@ -99,6 +105,18 @@ def spans_of(docs, where, identical_ok=False):
                     if sid in out:
                         if identical_ok and out[sid] == c and sid not in resent:
                             resent[sid] = c['attributes'].get('borderpatrol.request_id')
+                        elif out[sid] != c:
+                            diff = sorted(k for k in c if c[k] != out[sid][k])
+                            fail('%s: span %s arrived twice, the copies '
+                                 'differing in %s (request %s; first %s, then %s)'
+                                 % (where, sid, ', '.join(diff),
+                                    c['attributes'].get('borderpatrol.request_id'),
+                                    {k: out[sid][k] for k in diff if k != 'attributes'}
+                                    or _adiff(out[sid]['attributes'], c['attributes']),
+                                    {k: c[k] for k in diff if k != 'attributes'}
+                                    or _adiff(c['attributes'], out[sid]['attributes'])))
+                        elif sid in resent:
+                            fail('%s: span %s arrived a third time' % (where, sid))
                         else:
                             fail('%s: span %s arrived twice' % (where, sid))
                     out[sid] = c
@@ -141,7 +159,9 @@ def main():
         " s.name, s.target, s.status, s.host, s.pid, s.exe, s.peer, s.start_ns,"
         " s.end_ns, r.end_ns, s.certainty, s.certainty_reason,"
         " (SELECT value FROM attrs a WHERE a.span_id = s.span_id AND a.key = 'method'),"
-        " (SELECT value FROM attrs a WHERE a.span_id = s.span_id AND a.key = 'host')"
+        " (SELECT value FROM attrs a WHERE a.span_id = s.span_id AND a.key = 'host'),"
+        " (SELECT MIN(a.value) FROM attrs a JOIN messages m ON m.message_id = a.message_id"
+        "  WHERE a.key = 'database' AND m.channel_id = s.channel_id)"
         " FROM spans s JOIN requests r ON r.request_id = s.request_id").fetchall()
     revised = set()
     if apart:
@@ -190,7 +210,7 @@ def main():
              (len(absent), ndb, missing, absent[:5]))
     traces = {}
     for (span_id, req, parent, kind, proto, name, target, status, host, pid,
-         exe, peer, start, end, rend, cert, reason, method, hhost) in rows:
+         exe, peer, start, end, rend, cert, reason, method, hhost, dbname) in rows:
         if span_id not in by_bp:
             continue
         sid, c = by_bp[span_id]
@@ -238,6 +258,7 @@ def main():
         elif proto == 'postgresql':
             expect['db.system.name'] = 'postgresql'
             expect['db.query.text'] = target
+            expect['db.namespace'] = dbname
         if kind == 'server' and peer and not peer.startswith(('unix:', 'pipe:')):
             expect['client.address'] = peer.rsplit(':', 1)[0].strip('[]')
         if kind == 'client' and peer and not hhost and \
