@@ -19,7 +19,8 @@ OTLP/JSON).  Checks, for every span of a request in DB:
     db.query.text, db.namespace: the database its connection's start-up
     message named, server.address/client.address ...), bp.certainty and
     bp.certainty_reason, borderpatrol.request_id and span_id, and the
-    resource (service.name, host.name, process.pid);
+    resource (service.name, host.name, process.pid, process.parent_pid,
+    process.executable.path, process.command_line, borderpatrol.process_id);
   - with --revised-apart, the requests bp-reconstruct --follow wrote
     again after their first time (follow_requests.revised > 0: what the
     receiver got may be their first version, which OTLP cannot take
@@ -161,8 +162,10 @@ def main():
         " (SELECT value FROM attrs a WHERE a.span_id = s.span_id AND a.key = 'method'),"
         " (SELECT value FROM attrs a WHERE a.span_id = s.span_id AND a.key = 'host'),"
         " (SELECT MIN(a.value) FROM attrs a JOIN messages m ON m.message_id = a.message_id"
-        "  WHERE a.key = 'database' AND m.channel_id = s.channel_id)"
-        " FROM spans s JOIN requests r ON r.request_id = s.request_id").fetchall()
+        "  WHERE a.key = 'database' AND m.channel_id = s.channel_id),"
+        " s.process_id, p.ppid, p.cmdline"
+        " FROM spans s JOIN requests r ON r.request_id = s.request_id"
+        " LEFT JOIN processes p ON p.process_id = s.process_id").fetchall()
     revised = set()
     if apart:
         revised = {r[0] for r in h.execute(
@@ -210,7 +213,8 @@ def main():
              (len(absent), ndb, missing, absent[:5]))
     traces = {}
     for (span_id, req, parent, kind, proto, name, target, status, host, pid,
-         exe, peer, start, end, rend, cert, reason, method, hhost, dbname) in rows:
+         exe, peer, start, end, rend, cert, reason, method, hhost, dbname,
+         proc, ppid, cmdline) in rows:
         if span_id not in by_bp:
             continue
         sid, c = by_bp[span_id]
@@ -271,9 +275,15 @@ def main():
             elif a.get(k) != v:
                 fail('%s: %s=%r, not %r' % (where, k, a.get(k), v))
         r = c['resource']
-        if r.get('service.name') != os.path.basename(exe or '') or \
-                r.get('host.name') != host or r.get('process.pid') != str(pid):
-            fail('%s: resource %s' % (where, r))
+        want_r = {'service.name': os.path.basename(exe or '') or None,
+                  'host.name': host, 'process.pid': str(pid),
+                  'process.parent_pid': None if ppid is None else str(ppid),
+                  'process.executable.path': exe or None,
+                  'process.command_line': cmdline or None,
+                  'borderpatrol.process_id': None if proc is None else str(proc)}
+        bad_r = {k: (r.get(k), v) for k, v in want_r.items() if r.get(k) != v}
+        if bad_r:
+            fail('%s: resource %s (got, want)' % (where, bad_r))
     if len(set(traces.values())) != len(traces):
         fail('two requests share a trace id')
     if file:
