@@ -312,7 +312,8 @@ static const char follow_tables[] =
 	"  request_id INTEGER UNIQUE, fingerprint INTEGER,\n"
 	"  emitted_ns INTEGER, revised INTEGER, written_ns INTEGER,\n"
 	"  pushed INTEGER NOT NULL DEFAULT 0, push_pass INTEGER,\n"
-	"  ch_pushed INTEGER NOT NULL DEFAULT 0, ch_pass INTEGER, span_fp INTEGER);\n"
+	"  ch_pushed INTEGER NOT NULL DEFAULT 0, ch_pass INTEGER, span_fp INTEGER,\n"
+	"  pat_fp INTEGER);\n"
 	"CREATE INDEX follow_requests_push ON follow_requests(pushed, push_pass);\n"
 	"CREATE INDEX follow_requests_ch ON follow_requests(ch_pushed, ch_pass);\n"
 	"CREATE TABLE follow_ids(kind INTEGER, key TEXT, id INTEGER,\n"
@@ -373,7 +374,10 @@ static int make_schema(struct fl *f)
 	if (n) {      /* a PATHS.db of an earlier version: what it lacks */
 		if (one_i64(f, "SELECT count(*) FROM pragma_table_info('follow_requests')"
 			    " WHERE name = 'span_fp'", &n) < 0 ||
-		    (!n && xsql(f, "ALTER TABLE follow_requests ADD COLUMN span_fp INTEGER") < 0))
+		    (!n && xsql(f, "ALTER TABLE follow_requests ADD COLUMN span_fp INTEGER") < 0) ||
+		    one_i64(f, "SELECT count(*) FROM pragma_table_info('follow_requests')"
+			    " WHERE name = 'pat_fp'", &n) < 0 ||
+		    (!n && xsql(f, "ALTER TABLE follow_requests ADD COLUMN pat_fp INTEGER") < 0))
 			return -1;
 		return xsql(f, "%s", FOLLOW_TABLES_SINCE);
 	}
@@ -526,7 +530,8 @@ static const char req_fp_sql[] =
 	"  LEFT JOIN temp.hm ph ON ph.e = p.host_id\n"
 	"  WHERE s.request_id IN (SELECT e FROM temp.win) GROUP BY s.request_id;\n"
 	"CREATE TEMP TABLE rm(e INTEGER PRIMARY KEY, l INTEGER, key TEXT UNIQUE,\n"
-	"  fp INTEGER, fin INTEGER, endn INTEGER, old INTEGER, sfp INTEGER, osfp INTEGER);\n"
+	"  fp INTEGER, fin INTEGER, endn INTEGER, old INTEGER, sfp INTEGER, osfp INTEGER,\n"
+	"  pfp INTEGER, opfp INTEGER);\n"
 	/* fp: every row of the request; sfp: what its spans show (their
 	 * rows, the request's, its files' count and the spans' attributes:
 	 * the OTLP trace), unchanged when a revision only adds messages or
@@ -559,9 +564,10 @@ static const char req_fp_sql[] =
 /* temp.rm as the child of a full pass in the background computed it */
 static const char req_copy_sql[] =
 	"CREATE TEMP TABLE rm(e INTEGER PRIMARY KEY, l INTEGER, key TEXT UNIQUE,\n"
-	"  fp INTEGER, fin INTEGER, endn INTEGER, old INTEGER, sfp INTEGER, osfp INTEGER);\n"
-	"INSERT INTO temp.rm(e, key, fp, fin, endn, sfp)\n"
-	"  SELECT e, key, fp, fin, endn, sfp FROM e.follow_rm;\n";
+	"  fp INTEGER, fin INTEGER, endn INTEGER, old INTEGER, sfp INTEGER, osfp INTEGER,\n"
+	"  pfp INTEGER, opfp INTEGER);\n"
+	"INSERT INTO temp.rm(e, key, fp, fin, endn, sfp, pfp)\n"
+	"  SELECT e, key, fp, fin, endn, sfp, pfp FROM e.follow_rm;\n";
 
 /* The ids of the connections, and per request of the pass its PATHS.db
  * id if it has one and the fingerprints written then; which requests
@@ -572,7 +578,8 @@ static const char req_ccm_sql[] =
 static const char req_w_sql[] =
 	/* each of the pass's requests looked up (where an UPDATE FROM
 	 * scanned the whole of follow_requests on every pass) */
-	"UPDATE temp.rm SET (l, old, osfp) = (SELECT f.request_id, f.fingerprint, f.span_fp\n"
+	"UPDATE temp.rm SET (l, old, osfp, opfp) = (SELECT f.request_id, f.fingerprint,\n"
+	"    f.span_fp, f.pat_fp\n"
 	"  FROM follow_requests f WHERE f.key = rm.key)\n"
 	"  WHERE EXISTS (SELECT 1 FROM follow_requests f WHERE f.key = rm.key);\n"
 	"CREATE TEMP TABLE w(e INTEGER PRIMARY KEY, l INTEGER, new INTEGER);\n"
@@ -652,6 +659,7 @@ static const char renew_sql[] =
 	"UPDATE follow_state SET value = value + (SELECT count(*) FROM follow_requests\n"
 	"  WHERE request_id IN (SELECT l FROM temp.gone) AND ch_pushed <> 0)\n"
 	"  WHERE key = 'ch_withdrawn';\n"
+	"DELETE FROM span_patterns WHERE request_id IN (SELECT l FROM temp.gone);\n"
 	"DELETE FROM follow_requests WHERE request_id IN (SELECT l FROM temp.gone);\n"
 	"UPDATE follow_state SET value = value + (SELECT count(*) FROM temp.gone)\n"
 	"  WHERE key = 'withdrawn';\n"
@@ -678,6 +686,45 @@ static const char ordinal_sql[] =
 	"   FROM temp.pr JOIN e.messages m ON m.request_id = pr.e) a\n"
 	"  JOIN (SELECT x.message_id AS l, x.request_id AS rq, row_number() OVER (PARTITION BY x.request_id ORDER BY x.message_id) AS o\n"
 	"   FROM temp.pr JOIN main.messages x ON x.request_id = pr.l) b ON a.rq = b.rq AND a.o = b.o;\n";
+
+/* A full pass in the background (after renew_sql): the requests whose
+ * span_patterns rows are written (temp.mv: those written now, and those
+ * unchanged whose rows' fingerprint, pfp, is not the one written), and
+ * the unchanged requests whose span ids ordinal_spans maps (temp.ref):
+ * those of temp.mv, and those holding a span that a row written now
+ * names (a parent, the span of a message, fragment or file), of a
+ * request written now or of none.  The others' ids nothing looks up. */
+static const char moved_sql[] =
+	"DROP TABLE IF EXISTS temp.mv; DROP TABLE IF EXISTS temp.ref;\n"
+	"CREATE TEMP TABLE mv(l INTEGER PRIMARY KEY, e INTEGER, pfp INTEGER);\n"
+	"INSERT INTO temp.mv SELECT l, e, pfp FROM temp.rm WHERE l IS NOT NULL\n"
+	"  AND (e IN (SELECT e FROM temp.w) OR (old = fp AND opfp IS NOT pfp));\n"
+	"CREATE TEMP TABLE ref(e INTEGER PRIMARY KEY);\n"
+	"INSERT OR IGNORE INTO temp.ref SELECT e FROM temp.mv;\n"
+	"INSERT OR IGNORE INTO temp.ref SELECT p.request_id FROM temp.w\n"
+	"  CROSS JOIN e.spans s ON s.request_id = w.e JOIN e.spans p ON p.span_id = s.parent_span_id\n"
+	"  WHERE p.request_id IS NOT NULL;\n"
+	"INSERT OR IGNORE INTO temp.ref SELECT p.request_id FROM e.spans s\n"
+	"  JOIN e.spans p ON p.span_id = s.parent_span_id\n"
+	"  WHERE s.request_id IS NULL AND p.request_id IS NOT NULL;\n"
+	"INSERT OR IGNORE INTO temp.ref SELECT x.request_id FROM temp.w\n"
+	"  CROSS JOIN e.messages m ON m.request_id = w.e JOIN e.spans x ON x.span_id = m.span_id\n"
+	"  WHERE x.request_id IS NOT NULL;\n"
+	"INSERT OR IGNORE INTO temp.ref SELECT x.request_id FROM e.messages m\n"
+	"  JOIN e.spans x ON x.span_id = m.span_id\n"
+	"  WHERE m.request_id IS NULL AND x.request_id IS NOT NULL;\n"
+	"INSERT OR IGNORE INTO temp.ref SELECT x.request_id FROM temp.w\n"
+	"  CROSS JOIN e.fragments g ON g.request_id = w.e JOIN e.spans x ON x.span_id = g.span_id\n"
+	"  WHERE x.request_id IS NOT NULL;\n"
+	"INSERT OR IGNORE INTO temp.ref SELECT x.request_id FROM e.fragments g\n"
+	"  JOIN e.spans x ON x.span_id = g.span_id\n"
+	"  WHERE g.request_id IS NULL AND x.request_id IS NOT NULL;\n"
+	"INSERT OR IGNORE INTO temp.ref SELECT x.request_id FROM temp.w\n"
+	"  CROSS JOIN e.files i ON i.request_id = w.e JOIN e.spans x ON x.span_id = i.span_id\n"
+	"  WHERE x.request_id IS NOT NULL;\n"
+	"INSERT OR IGNORE INTO temp.ref SELECT x.request_id FROM e.files i\n"
+	"  JOIN e.spans x ON x.span_id = i.span_id\n"
+	"  WHERE i.request_id IS NULL AND x.request_id IS NOT NULL;\n";
 
 /* Fresh span and message ids for the requests written now (%lld: the
  * last span id, %lld: the last message id). */
@@ -773,7 +820,7 @@ static const char rows_sql[] =
 	"  WHERE ch_pushed <> 0 AND request_id IN (SELECT l FROM temp.w WHERE NOT new))\n"
 	"  WHERE key = 'ch_resent';\n"
 	"UPDATE follow_requests SET fingerprint = x.fp, revised = revised + 1,\n"
-	"  written_ns = %lld, span_fp = x.sfp,\n"
+	"  written_ns = %lld, span_fp = x.sfp, pat_fp = NULL,\n"
 	"  pushed = CASE WHEN pushed = 1 AND x.sfp IS NOT x.osfp THEN 2 ELSE pushed END,\n"
 	"  ch_pushed = 0\n"
 	"  FROM (SELECT w.l, rm.fp, rm.sfp, rm.osfp FROM temp.w JOIN temp.rm ON rm.e = w.e\n"
@@ -814,6 +861,82 @@ static const char global_sql[] =
 	"INSERT INTO warnings(warning_id, file, offset, text)\n"
 	"  SELECT warning_id, file, offset, text FROM e.warnings;\n";
 
+/* A full pass at once: every span's span_patterns row, most of them as
+ * they were (a pattern's id is its first request's place in the logs, a
+ * node's its place in the pattern): only the rows that changed are
+ * deleted and inserted.  Writing them all again was the slowest
+ * statement of a full pass's write. */
+static const char pat_all_sql[] =
+	"DROP TABLE IF EXISTS temp.spn;\n"
+	"CREATE TEMP TABLE spn(span_id INTEGER PRIMARY KEY, request_id INTEGER,\n"
+	"  pattern_id INTEGER, node INTEGER, label TEXT, self_ns INTEGER);\n"
+	"INSERT INTO temp.spn SELECT sm.l, rm.l, sp.pattern_id, sp.node, sp.label, sp.self_ns\n"
+	"  FROM e.span_patterns sp JOIN temp.sm ON sm.e = sp.span_id\n"
+	"  LEFT JOIN temp.rm ON rm.e = sp.request_id;\n"
+	"DELETE FROM span_patterns WHERE NOT EXISTS (SELECT 1 FROM temp.spn n\n"
+	"  WHERE n.span_id = span_patterns.span_id AND n.request_id IS span_patterns.request_id\n"
+	"  AND n.pattern_id IS span_patterns.pattern_id AND n.node IS span_patterns.node\n"
+	"  AND n.label IS span_patterns.label AND n.self_ns IS span_patterns.self_ns);\n"
+	"INSERT INTO span_patterns SELECT * FROM temp.spn n\n"
+	"  WHERE NOT EXISTS (SELECT 1 FROM span_patterns o WHERE o.span_id = n.span_id);\n"
+	"DROP TABLE temp.spn;\n";
+
+/* ... and each request's rows are the pass's now, if written now or
+ * unchanged (temp.sm maps their spans); the others' are none.  (The last
+ * pass leaves every pat_fp NULL: nothing follows it but a new process's
+ * first pass, which computes them.) */
+static const char pat_fp_sql[] =
+	"DROP TABLE IF EXISTS temp.pw;\n"
+	"CREATE TEMP TABLE pw(l INTEGER PRIMARY KEY, pfp INTEGER);\n"
+	"INSERT INTO temp.pw SELECT l, pfp FROM temp.rm WHERE l IS NOT NULL\n"
+	"  AND (e IN (SELECT e FROM temp.w) OR old = fp);\n"
+	"UPDATE follow_requests SET pat_fp = pw.pfp FROM temp.pw\n"
+	"  WHERE follow_requests.request_id = pw.l AND follow_requests.pat_fp IS NOT pw.pfp;\n"
+	"UPDATE follow_requests SET pat_fp = NULL WHERE pat_fp IS NOT NULL\n"
+	"  AND request_id NOT IN (SELECT l FROM temp.pw);\n"
+	"DROP TABLE temp.pw;\n";
+
+/* A full pass in the background, whose child fingerprinted each request's
+ * span_patterns rows (pfp, bg_prepare): only the rows of the requests
+ * whose fingerprint is not the one written (temp.mv, moved_sql) are
+ * written again, those of the others are as the pass has them.  At 1.3
+ * million events of a log that no longer grew, a write in the background
+ * took 3.5-4.3 s with the diff of pat_all_sql and ordinal_spans over
+ * every request, 1.9-2.1 s so (BENCHMARKS.md, phase 44). */
+static const char pat_moved_sql[] =
+	"DELETE FROM span_patterns WHERE request_id IN (SELECT l FROM temp.mv);\n"
+	"INSERT OR REPLACE INTO span_patterns SELECT sm.l, mv.l, sp.pattern_id, sp.node, sp.label,\n"
+	"    sp.self_ns\n"
+	"  FROM temp.mv CROSS JOIN e.span_patterns sp ON sp.request_id = mv.e\n"
+	"  JOIN temp.sm ON sm.e = sp.span_id;\n"
+	"UPDATE follow_requests SET pat_fp = mv.pfp FROM temp.mv\n"
+	"  WHERE follow_requests.request_id = mv.l;\n";
+
+/* The child's temp.rm for the parent (req_copy_sql), with per request
+ * the fingerprint of its span_patterns rows (pfp: pat_moved_sql), each
+ * row with its span's place among the request's spans by id (the
+ * parent maps the n-th to the n-th: ordinal_spans); 0 for none. */
+#define PF_SQL \
+	"DROP TABLE IF EXISTS temp.pf;\n" \
+	"CREATE TEMP TABLE pf(e INTEGER PRIMARY KEY, pfp INTEGER);\n" \
+	"INSERT INTO temp.pf SELECT o.request_id, bp_fp(o.n, sp.pattern_id, sp.node,\n" \
+	"    sp.label, sp.self_ns)\n" \
+	"  FROM (SELECT s.span_id, s.request_id, row_number() OVER\n" \
+	"      (PARTITION BY s.request_id ORDER BY s.span_id) AS n\n" \
+	"    FROM e.spans s WHERE s.request_id IN (SELECT e FROM temp.win)) o\n" \
+	"  JOIN e.span_patterns sp ON sp.span_id = o.span_id GROUP BY o.request_id;\n"
+
+static const char pfp_sql[] =
+	PF_SQL
+	"CREATE TABLE e.follow_rm AS\n"
+	"  SELECT rm.e, key, fp, fin, endn, sfp, COALESCE(pf.pfp, 0) AS pfp\n"
+	"  FROM temp.rm LEFT JOIN temp.pf ON pf.e = rm.e;\n";
+
+/* A full pass at once computes pfp itself (pat_all_sql). */
+static const char pfp_fg_sql[] =
+	PF_SQL
+	"UPDATE temp.rm SET pfp = COALESCE((SELECT pfp FROM temp.pf WHERE pf.e = rm.e), 0);\n";
+
 /* On a refresh pass: the patterns of the pass (every request written
  * takes its pattern from it), and the rows of no request. */
 static const char refresh_sql[] =
@@ -831,25 +954,6 @@ static const char refresh_sql[] =
 	"  service, label, n, mean_ns, mean_self_ns)\n"
 	"  SELECT pattern_id, node, parent_node, depth, kind, protocol, service, label, n,\n"
 	"    mean_ns, mean_self_ns FROM e.pattern_nodes;\n"
-	/* every span's row, most of them as they were (a pattern's id is
-	 * its first request's place in the logs, a node's its place in the
-	 * pattern): only the rows that changed are deleted and inserted.
-	 * Writing them all again was the slowest statement of a full pass's
-	 * write; this saves little in a live run, whose new requests since
-	 * the last refresh cost as much (BENCHMARKS.md, phase 43) */
-	"DROP TABLE IF EXISTS temp.spn;\n"
-	"CREATE TEMP TABLE spn(span_id INTEGER PRIMARY KEY, request_id INTEGER,\n"
-	"  pattern_id INTEGER, node INTEGER, label TEXT, self_ns INTEGER);\n"
-	"INSERT INTO temp.spn SELECT sm.l, rm.l, sp.pattern_id, sp.node, sp.label, sp.self_ns\n"
-	"  FROM e.span_patterns sp JOIN temp.sm ON sm.e = sp.span_id\n"
-	"  LEFT JOIN temp.rm ON rm.e = sp.request_id;\n"
-	"DELETE FROM span_patterns WHERE NOT EXISTS (SELECT 1 FROM temp.spn n\n"
-	"  WHERE n.span_id = span_patterns.span_id AND n.request_id IS span_patterns.request_id\n"
-	"  AND n.pattern_id IS span_patterns.pattern_id AND n.node IS span_patterns.node\n"
-	"  AND n.label IS span_patterns.label AND n.self_ns IS span_patterns.self_ns);\n"
-	"INSERT INTO span_patterns SELECT * FROM temp.spn n\n"
-	"  WHERE NOT EXISTS (SELECT 1 FROM span_patterns o WHERE o.span_id = n.span_id);\n"
-	"DROP TABLE temp.spn;\n"
 	/* rows of no request */
 	"DELETE FROM attrs WHERE rowid >= " UNATTR ";\n"
 	"DELETE FROM spans WHERE request_id IS NULL;\n"
@@ -1090,7 +1194,8 @@ static int keep_corrections(struct fl *f)
  * windows over every span joined on request and rank, cost a full pass
  * 1.1 s of its 4.9 s write at 1.3 million events.)  0 or -1.
  */
-static int ordinal_spans(struct fl *f)
+/* ONLY_REF: of those, the requests of temp.ref (moved_sql). */
+static int ordinal_spans(struct fl *f, int only_ref)
 {
 	sqlite3_stmt *rq = NULL, *ls = NULL, *ps = NULL, *ins = NULL;
 	struct rc_map m;
@@ -1098,9 +1203,17 @@ static int ordinal_spans(struct fl *f)
 	int rc, have = 0, r = -1;
 
 	rc_map_init(&m);
-	if (sqlite3_prepare_v2(f->h, "SELECT l, e FROM temp.rm\n"
+	if (sqlite3_prepare_v2(f->h, only_ref ?
+			       "SELECT l, e FROM temp.rm WHERE old = fp AND l IS NOT NULL\n"
+			       "  AND e IN (SELECT e FROM temp.ref)" :
+			       "SELECT l, e FROM temp.rm\n"
 			       "WHERE old = fp AND l IS NOT NULL", -1, &rq, NULL) ||
-	    sqlite3_prepare_v2(f->h, "SELECT request_id, span_id FROM main.spans\n"
+	    sqlite3_prepare_v2(f->h, only_ref ?
+			       "SELECT request_id, span_id FROM main.spans WHERE request_id IN\n"
+			       "  (SELECT l FROM temp.rm WHERE old = fp AND l IS NOT NULL\n"
+			       "   AND e IN (SELECT e FROM temp.ref))\n"
+			       "ORDER BY request_id, span_id" :
+			       "SELECT request_id, span_id FROM main.spans\n"
 			       "WHERE request_id IS NOT NULL ORDER BY request_id, span_id",
 			       -1, &ls, NULL) ||
 	    sqlite3_prepare_v2(f->h, "SELECT span_id FROM e.spans\n"
@@ -1305,12 +1418,14 @@ static int write_pass(struct fl *f, const char *pass, int final, int refresh,
 	    xsql(f, "%s", req_ccm_sql) < 0 ||
 	    (bg ? xsql(f, "%s", req_copy_sql) :
 	     xsql(f, req_fp_sql, (long long)final, (long long)cut, (long long)cut)) < 0 ||
+	    (refresh && !bg && !final && xsql(f, "%s", pfp_fg_sql) < 0) ||
 	    xsql(f, "%s", req_w_sql) < 0 ||
 	    (bg && bg_rule(f) < 0) || parent_rule(f, final, refresh) < 0 ||
 	    get_state(f, "request", &base) < 0 ||
 	    xsql(f, renew_sql, (long long)base, (long long)gone_from,
 		 (long long)(bg ? f->bg_read_ns : INT64_MAX)) < 0 ||
-	    (refresh && (ordinal_spans(f) < 0 ||
+	    (refresh && bg && xsql(f, "%s", moved_sql) < 0) ||
+	    (refresh && (ordinal_spans(f, bg) < 0 ||
 			 xsql(f, "%s", ordinal_sql) < 0)) ||
 	    get_state(f, "span", &sbase) < 0 || get_state(f, "message", &mbase) < 0 ||
 	    get_state(f, "fragment", &gbase) < 0 || get_state(f, "file", &ibase) < 0 ||
@@ -1321,7 +1436,11 @@ static int write_pass(struct fl *f, const char *pass, int final, int refresh,
 						    INT64_MIN : f->bg_horizon - FOLLOW_MARGIN_NS)) :
 	     xsql(f, global_sql, f->horizon == INT64_MIN ? "" :
 		  " WHERE channel_id IN (SELECT l FROM temp.cm)")) < 0 ||
-	    (refresh && xsql(f, "%s", refresh_sql) < 0) ||
+	    (refresh && (xsql(f, "%s", bg ? pat_moved_sql : pat_all_sql) < 0 ||
+			 (!bg && xsql(f, "%s", final ?
+				      "UPDATE follow_requests SET pat_fp = NULL WHERE pat_fp IS NOT NULL" :
+				      pat_fp_sql) < 0) ||
+			 xsql(f, "%s", refresh_sql) < 0)) ||
 	    bump_state(f, "request", "requests", "request_id") < 0 ||
 	    bump_state(f, "span", "spans", "span_id") < 0 ||
 	    bump_state(f, "message", "messages", "message_id") < 0 ||
@@ -1891,8 +2010,7 @@ static int bg_prepare(struct fl *f, const char *out, int64_t read_ns)
 		goto out;
 	if (xsql(f, "%s", maps_sql) < 0 || xsql(f, "%s", win_full_sql) < 0 ||
 	    xsql(f, req_fp_sql, 0LL, (long long)cut, (long long)cut) < 0 ||
-	    xsql(f, "CREATE TABLE e.follow_rm AS\n"
-		 "  SELECT e, key, fp, fin, endn, sfp FROM temp.rm") < 0)
+	    xsql(f, "%s", pfp_sql) < 0)
 		goto out;
 	r = 0;
 	if (timing)

@@ -281,6 +281,15 @@ for h in app front db; do
 	# the full pass that ran when the host came, and one after it
 	until_full $((${n0:-0} + 2))
 done
+# the last of those wrote the span_patterns rows of only the requests
+# whose rows' fingerprint moved (follow.c, pat_moved_sql; all of them,
+# revised by the window passes since): each span's row is the offline
+# run's already, before the last pass writes them all
+sqlite3 "$tmp/offline3.db" "$spq" >"$tmp/spa"
+q "$spq" >"$tmp/spb"
+[ "$(wc -l <"$tmp/spa")" -gt 10000 ] || fail "span_patterns joined to spans: $(wc -l <"$tmp/spa") rows offline (3000 requests)"
+diff "$tmp/spa" "$tmp/spb" >"$tmp/diff" ||
+	fail "full passes in the background: span_patterns rows differ from offline's before the last pass: $(head -n 4 "$tmp/diff")"
 kill $waker; wait $waker 2>/dev/null; waker=
 kill -INT $pid
 wait $pid
