@@ -290,6 +290,16 @@ q "$spq" >"$tmp/spb"
 [ "$(wc -l <"$tmp/spa")" -gt 10000 ] || fail "span_patterns joined to spans: $(wc -l <"$tmp/spa") rows offline (3000 requests)"
 diff "$tmp/spa" "$tmp/spb" >"$tmp/diff" ||
 	fail "full passes in the background: span_patterns rows differ from offline's before the last pass: $(head -n 4 "$tmp/diff")"
+# and every span id a row names is a span's (it maps those of only the
+# requests such rows name: moved_sql)
+dang=$(q "SELECT (SELECT count(*) FROM spans s WHERE s.parent_span_id IS NOT NULL
+	AND NOT EXISTS (SELECT 1 FROM spans p WHERE p.span_id = s.parent_span_id)) + (SELECT count(*)
+	FROM messages m WHERE m.span_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM spans p
+	WHERE p.span_id = m.span_id)) + (SELECT count(*) FROM fragments g WHERE g.span_id IS NOT
+	NULL AND NOT EXISTS (SELECT 1 FROM spans p WHERE p.span_id = g.span_id)) + (SELECT count(*)
+	FROM files i WHERE i.span_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM spans p
+	WHERE p.span_id = i.span_id))")
+[ "$dang" = 0 ] || fail "full passes in the background: ${dang:-?} rows name a span that is not there, before the last pass"
 kill $waker; wait $waker 2>/dev/null; waker=
 kill -INT $pid
 wait $pid
