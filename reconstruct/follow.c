@@ -582,12 +582,12 @@ static const char req_ccm_sql[] =
 	"INSERT INTO temp.ccm SELECT conn, min(l) FROM temp.cm WHERE conn IS NOT NULL GROUP BY conn;\n";
 
 static const char req_w_sql[] =
-	/* each of the pass's requests looked up (where an UPDATE FROM
-	 * scanned the whole of follow_requests on every pass) */
+	/* each of the pass's requests looked up once (where an UPDATE FROM
+	 * scanned the whole of follow_requests on every pass; a key not
+	 * there gives NULLs, as the columns are) */
 	"UPDATE temp.rm SET (l, old, osfp, opfp) = (SELECT f.request_id, f.fingerprint,\n"
 	"    f.span_fp, f.pat_fp\n"
-	"  FROM follow_requests f WHERE f.key = rm.key)\n"
-	"  WHERE EXISTS (SELECT 1 FROM follow_requests f WHERE f.key = rm.key);\n"
+	"  FROM follow_requests f WHERE f.key = rm.key);\n"
 	"CREATE TEMP TABLE w(e INTEGER PRIMARY KEY, l INTEGER, new INTEGER);\n"
 	"INSERT INTO temp.w SELECT e, l, l IS NULL FROM temp.rm\n"
 	"  WHERE fin AND (l IS NULL OR old IS NOT fp)\n"
