@@ -1203,9 +1203,9 @@ static int keep_corrections(struct fl *f)
  * spans_request as they are, and each request's spans in the pass from
  * the same index there: no sort.  (The same in SQL, two row_number()
  * windows over every span joined on request and rank, cost a full pass
- * 1.1 s of its 4.9 s write at 1.3 million events.)  0 or -1.
+ * 1.1 s of its 4.9 s write at 1.3 million events.)  ONLY_REF: of those,
+ * only the requests of temp.ref (moved_sql).  0 or -1.
  */
-/* ONLY_REF: of those, the requests of temp.ref (moved_sql). */
 static int ordinal_spans(struct fl *f, int only_ref)
 {
 	sqlite3_stmt *rq = NULL, *ls = NULL, *ps = NULL, *ins = NULL;
