@@ -481,12 +481,6 @@ static const char chan_sql[] =
 	"        LEFT JOIN temp.hm h ON h.e = c.host_id\n"
 	"        WHERE c.channel_id IN (SELECT e FROM temp.wc));\n";
 
-/* temp.cm as the child of a full pass in the background computed it (its
- * keys: a window function and a string per channel of the history, 0.39
- * s of a 2 s write at 1.3 million events): bg_prepare */
-static const char chan_copy_sql[] =
-	"INSERT INTO temp.cm(e, key, conn) SELECT e, key, conn FROM e.follow_cm;\n";
-
 /* The window of a pass (temp.win: the requests it looks at, temp.wc: the
  * channels it writes).  All of them on a full pass; on a window pass
  * (%lld, %lld: the horizon, in the pass's time) the requests that began at
@@ -1341,12 +1335,93 @@ static int bg_rule(struct fl *f)
 	return 0;
 }
 
-/* The channels a background full pass writes: those closed before the
+/* The channels a background full pass writes: of those closed before the
  * horizon the window passes had when it began (%lld, less a margin), which
- * no window pass looks at any more; the others are the window passes'. */
+ * no window pass looks at any more, those whose row moved (temp.cx:
+ * bg_channels); the others are the window passes'. */
 static const char bg_chan_sql[] =
 	"INSERT OR REPLACE INTO channels " CHAN_ROWS "\n"
-	"  WHERE c.close_ns < %lld;\n";
+	"  WHERE c.close_ns < %lld AND c.channel_id IN (SELECT e FROM temp.cx);\n";
+
+/* A full pass in the background, once it knows the requests it writes
+ * (temp.w): the channels it writes (temp.cx: those its child judged moved,
+ * e.follow_cw, and those of a request written with a new id, with their
+ * peers and the other ends of their connections, until nothing is added:
+ * bg_cm_grow_sql), and temp.cm, the map of their keys (the child's, as
+ * bg_prepare computed them: a window function and a string per channel
+ * of the history) and of the channels the rows written name. */
+static const char bg_cm_sql[] =
+	"DROP TABLE IF EXISTS temp.cx;\n"
+	"CREATE TEMP TABLE cx(e INTEGER PRIMARY KEY);\n"
+	"INSERT INTO temp.cx SELECT e FROM e.follow_cw;\n"
+	"INSERT OR IGNORE INTO temp.cx SELECT c.channel_id FROM temp.w\n"
+	"  CROSS JOIN e.channels c ON c.request_id = w.e WHERE w.new;\n";
+
+static const char bg_cm_grow_sql[] =
+	"INSERT OR IGNORE INTO temp.cx SELECT c.peer_channel_id FROM temp.cx\n"
+	"  CROSS JOIN e.channels c ON c.channel_id = cx.e WHERE c.peer_channel_id IS NOT NULL;\n"
+	"INSERT OR IGNORE INTO temp.cx SELECT m.e FROM temp.cx\n"
+	"  CROSS JOIN e.follow_cm c ON c.e = cx.e CROSS JOIN e.follow_cm m ON m.conn = c.conn;\n";
+
+static const char bg_cm_map_sql[] =
+	"INSERT INTO temp.cm(e, key, conn) SELECT c.e, c.key, c.conn FROM temp.cx\n"
+	"  CROSS JOIN e.follow_cm c ON c.e = cx.e;\n"
+	"INSERT OR IGNORE INTO temp.cm(e, key, conn) SELECT c.e, c.key, c.conn FROM\n"
+	"  (SELECT s.channel_id AS ch FROM temp.w CROSS JOIN e.spans s ON s.request_id = w.e\n"
+	"   UNION SELECT m.channel_id FROM temp.w CROSS JOIN e.messages m ON m.request_id = w.e\n"
+	"   UNION SELECT g.channel_id FROM temp.w CROSS JOIN e.fragments g ON g.request_id = w.e\n"
+	"   UNION SELECT channel_id FROM e.spans WHERE request_id IS NULL\n"
+	"   UNION SELECT channel_id FROM e.messages WHERE request_id IS NULL\n"
+	"   UNION SELECT channel_id FROM e.fragments WHERE request_id IS NULL) x\n"
+	"  CROSS JOIN e.follow_cm c ON c.e = x.ch;\n";
+
+/* bg_cm_sql and the rest: 0 or -1 */
+static int bg_channels(struct fl *f)
+{
+	int64_t n;
+	if (xsql(f, "%s", bg_cm_sql) < 0)
+		return -1;
+	do {
+		int64_t before;
+		if (one_i64(f, "SELECT count(*) FROM temp.cx", &before) < 0 ||
+		    xsql(f, "%s", bg_cm_grow_sql) < 0 ||
+		    one_i64(f, "SELECT count(*) FROM temp.cx", &n) < 0)
+			return -1;
+		n -= before;
+	} while (n > 0);
+	if (xsql(f, "%s", bg_cm_map_sql) < 0 || map_ids(f, 2, "cm") < 0 ||
+	    xsql(f, "%s", req_ccm_sql) < 0)
+		return -1;
+	return 0;
+}
+
+/* In the child of a full pass in the background (bg_prepare): which of
+ * the channels it would write (those closed before %lld, as bg_chan_sql)
+ * PATHS.db (attached as p, read in one transaction: one snapshot) does
+ * not already hold as they are, to e.follow_cw, with their ids looked up
+ * there (temp.hm, pm, cm, rm: a key not there gives NULL; ids are never
+ * taken back, and new ones come after every id of the snapshot, so a
+ * connection's smallest id is the same later).  The others the write
+ * leaves as they are: at 1.3 million events it wrote every closed channel
+ * again, 0.3 s, and mapped every channel's key, 0.25 s more (BENCHMARKS.md,
+ * phase 45).  A row is compared with all its columns (EXCEPT: NULLs are
+ * equal); what differs in any way, or has no id there, is written. */
+static const char bg_judge_sql[] =
+	"UPDATE temp.hm SET l = (SELECT i.id FROM p.follow_ids i WHERE i.kind = 0 AND i.key = hm.key);\n"
+	"UPDATE temp.pm SET l = (SELECT i.id FROM p.follow_ids i WHERE i.kind = 1 AND i.key = pm.key);\n"
+	"UPDATE temp.cm SET l = (SELECT i.id FROM p.follow_ids i WHERE i.kind = 2 AND i.key = cm.key);\n"
+	"UPDATE temp.rm SET l = (SELECT f.request_id FROM p.follow_requests f WHERE f.key = rm.key);\n"
+	"DELETE FROM temp.ccm;\n"
+	"INSERT INTO temp.ccm SELECT conn, min(l) FROM temp.cm WHERE conn IS NOT NULL GROUP BY conn;\n"
+	"CREATE TEMP TABLE cr AS SELECT * FROM p.channels WHERE 0;\n"
+	"INSERT INTO temp.cr " CHAN_ROWS "\n"
+	"  WHERE c.close_ns < %lld AND cm.l IS NOT NULL;\n"
+	"CREATE TEMP TABLE dif(l INTEGER PRIMARY KEY);\n"
+	"INSERT INTO temp.dif SELECT channel_id FROM (SELECT * FROM temp.cr\n"
+	"  EXCEPT SELECT x.* FROM temp.cr JOIN p.channels x ON x.channel_id = cr.channel_id);\n"
+	"CREATE TABLE e.follow_cw(e INTEGER PRIMARY KEY);\n"
+	"INSERT INTO e.follow_cw SELECT c.channel_id FROM e.channels c JOIN temp.cm ON cm.e = c.channel_id\n"
+	"  WHERE c.close_ns < %lld AND (cm.l IS NULL OR cm.l IN (SELECT l FROM temp.dif));\n";
 
 /* The end of a background full pass's write: the counts, the patterns'
  * stats, and the window passes' state (HORIZON, LAST_START) as it was.
@@ -1425,8 +1500,8 @@ static int write_pass(struct fl *f, const char *pass, int final, int refresh,
 	}
 	if (w < 0 || map_ids(f, 0, "hm") < 0 ||
 	    xsql(f, "%s", proc_sql) < 0 || map_ids(f, 1, "pm") < 0 ||
-	    xsql(f, "%s", bg ? chan_copy_sql : chan_sql) < 0 || map_ids(f, 2, "cm") < 0 ||
-	    xsql(f, "%s", req_ccm_sql) < 0 ||
+	    (!bg && (xsql(f, "%s", chan_sql) < 0 || map_ids(f, 2, "cm") < 0 ||
+		     xsql(f, "%s", req_ccm_sql) < 0)) ||
 	    (bg ? xsql(f, "%s", req_copy_sql) :
 	     xsql(f, req_fp_sql, (long long)final, (long long)cut, (long long)cut)) < 0 ||
 	    (refresh && !bg && !final && xsql(f, "%s", pfp_fg_sql) < 0) ||
@@ -1438,6 +1513,7 @@ static int write_pass(struct fl *f, const char *pass, int final, int refresh,
 	    (refresh && bg && xsql(f, "%s", moved_sql) < 0) ||
 	    (refresh && (ordinal_spans(f, bg) < 0 ||
 			 xsql(f, "%s", ordinal_sql) < 0)) ||
+	    (bg && bg_channels(f) < 0) ||
 	    get_state(f, "span", &sbase) < 0 || get_state(f, "message", &mbase) < 0 ||
 	    get_state(f, "fragment", &gbase) < 0 || get_state(f, "file", &ibase) < 0 ||
 	    xsql(f, fresh_sql, (long long)sbase, (long long)mbase) < 0 ||
@@ -1992,14 +2068,73 @@ static int64_t pending_from(const struct fl *f, int64_t read_ns)
 	return v > 0 ? v : 1;
 }
 
+/* The URI of PATH (file:PATH, percent-encoded; RO: ?mode=ro), or NULL
+ * when out of memory.  bg_prepare's connection takes URIs, so that one
+ * database is attached read-only: a path is attached as one too. */
+static char *file_uri(const char *path, int ro)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	while (path[0] == '/' && path[1] == '/')   /* not an authority */
+		path++;
+	size_t n = strlen(path);
+	char *u = malloc(5 + 3 * n + 9), *q = u;
+	if (!u)
+		return NULL;
+	q += sprintf(q, "file:");
+	for (const unsigned char *c = (const unsigned char *)path; *c; c++)
+		if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		    (*c >= '0' && *c <= '9') || strchr("/._-~", *c)) {
+			*q++ = (char)*c;
+		} else {
+			*q++ = '%';
+			*q++ = hex[*c >> 4];
+			*q++ = hex[*c & 15];
+		}
+	strcpy(q, ro ? "?mode=ro" : "");
+	return u;
+}
+
+/* In the child of a full pass in the background: which closed channels
+ * the write must write (e.follow_cw, bg_judge_sql), judged against
+ * PATHS.db as it is now.  Should PATHS.db not be readable, all of them,
+ * as before the judgement (said on stderr).  0 or -1. */
+static int bg_judge(struct fl *f, int64_t h)
+{
+	char *uri = file_uri(f->o->rc->output, 1);
+	int r = -1;
+	if (!uri)
+		return ffail(f, "out of memory");
+	if (xsql(f, "ATTACH %Q AS p", uri) == 0) {
+		if (xsql(f, "BEGIN") == 0 &&
+		    xsql(f, bg_judge_sql, (long long)h, (long long)h) == 0 &&
+		    xsql(f, "COMMIT") == 0)
+			r = 0;
+		else
+			sqlite3_exec(f->h, "ROLLBACK", NULL, NULL, NULL);
+		sqlite3_exec(f->h, "DETACH p", NULL, NULL, NULL);
+	}
+	free(uri);
+	if (r == 0)
+		return 0;
+	fprintf(stderr, "bp-reconstruct: the full pass in the background writes every closed channel: %s\n",
+		f->err);
+	f->err[0] = 0;
+	return xsql(f, "DROP TABLE IF EXISTS e.follow_cw;\n"
+		    "CREATE TABLE e.follow_cw(e INTEGER PRIMARY KEY);\n"
+		    "INSERT INTO e.follow_cw SELECT channel_id FROM e.channels WHERE close_ns < %lld;",
+		    (long long)h);
+}
+
 /* In the child of a full pass in the background, once its database
  * OUT is written: what the write of a full pass computes of that
  * database alone (the requests' keys and fingerprints, req_fp_sql, with
- * READ_NS the time it read the logs) into its table follow_rm, so that
- * the write, which holds the window passes back, reads them instead
- * (req_copy_sql).  The same statements as a write at once, over the
- * same rows: the same keys and fingerprints.  On a connection of its own
- * (the parent's is not the child's to use).  0 or -1. */
+ * READ_NS the time it read the logs) into its table follow_rm, and the
+ * channels' keys into follow_cm, so that the write, which holds the window
+ * passes back, reads them instead (req_copy_sql, bg_channels).  The same
+ * statements as a write at once, over the same rows: the same keys and
+ * fingerprints.  Then which closed channels the write must write
+ * (bg_judge).  On a connection of its own (the parent's is not the
+ * child's to use).  0 or -1. */
 static int bg_prepare(struct fl *f, const char *out, int64_t read_ns)
 {
 	int64_t cut = read_ns - (int64_t)(f->o->grace * 1e9);
@@ -2012,18 +2147,26 @@ static int bg_prepare(struct fl *f, const char *out, int64_t read_ns)
 	unsetenv("BP_FOLLOW_TIMING");
 	f->err[0] = 0;
 	f->h = NULL;
-	if (sqlite3_open_v2(":memory:", &f->h, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK ||
+	if (sqlite3_open_v2(":memory:", &f->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI,
+			    NULL) != SQLITE_OK ||
 	    functions(f->h) != SQLITE_OK) {
 		ffail(f, "%s: %s", out, f->h ? sqlite3_errmsg(f->h) : "out of memory");
 		goto out;
 	}
-	if (xsql(f, "ATTACH %Q AS e", out) < 0)
+	char *uri = file_uri(out, 0);
+	int at = uri ? xsql(f, "ATTACH %Q AS e", uri) : ffail(f, "out of memory");
+	free(uri);
+	if (at < 0)
 		goto out;
 	if (xsql(f, "%s", maps_sql) < 0 || xsql(f, "%s", win_full_sql) < 0 ||
 	    xsql(f, req_fp_sql, 0LL, (long long)cut, (long long)cut) < 0 ||
 	    xsql(f, "%s", pfp_sql) < 0 ||
 	    xsql(f, "%s", proc_sql) < 0 || xsql(f, "%s", chan_sql) < 0 ||
-	    xsql(f, "CREATE TABLE e.follow_cm AS SELECT e, key, conn FROM temp.cm") < 0)
+	    xsql(f, "CREATE TABLE e.follow_cm(e INTEGER PRIMARY KEY, key TEXT, conn INTEGER);\n"
+		 "INSERT INTO e.follow_cm SELECT e, key, conn FROM temp.cm;\n"
+		 "CREATE INDEX e.follow_cm_conn ON follow_cm(conn);") < 0 ||
+	    bg_judge(f, f->horizon == INT64_MIN ? INT64_MIN :
+		     f->horizon - FOLLOW_MARGIN_NS) < 0)
 		goto out;
 	r = 0;
 	if (timing)

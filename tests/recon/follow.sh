@@ -300,6 +300,26 @@ dang=$(q "SELECT (SELECT count(*) FROM spans s WHERE s.parent_span_id IS NOT NUL
 	FROM files i WHERE i.span_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM spans p
 	WHERE p.span_id = i.span_id))")
 [ "$dang" = 0 ] || fail "full passes in the background: ${dang:-?} rows name a span that is not there, before the last pass"
+# the channels too are the offline run's, each with its peer, connection
+# and request (here the window passes look at every channel: the log is
+# shorter than a window; the case below has a full pass in the background
+# write them)
+chq="SELECT h.name, c.pid, c.fd, c.kind, c.role, c.protocol, c.local, c.remote, c.path,
+	c.ino, c.peer_ino, c.traced_peer, c.open_ns, c.close_ns, c.bytes_in, c.bytes_out,
+	c.msgs_in, c.msgs_out, c.lost_sync, c.readable, c.unreadable_reason,
+	p.pid, p.fd, p.open_ns, (SELECT count(*) FROM channels x WHERE x.conn_id = c.conn_id),
+	(SELECT group_concat(x.pid || '/' || x.fd, ',') FROM channels x WHERE x.conn_id = c.conn_id
+	 AND x.channel_id <> c.channel_id), r.start_ns, r.target
+	FROM channels c LEFT JOIN hosts h ON h.host_id = c.host_id
+	LEFT JOIN channels p ON p.channel_id = c.peer_channel_id
+	LEFT JOIN requests r ON r.request_id = c.request_id ORDER BY 1, 2, 3, 13"
+sqlite3 "$tmp/offline3.db" "$chq" >"$tmp/cha"
+q "$chq" >"$tmp/chb"
+npeer=$(sqlite3 "$tmp/offline3.db" "SELECT count(*) FROM channels WHERE peer_channel_id IS NOT NULL")
+[ "$(wc -l <"$tmp/cha")" -gt 1000 ] && [ "${npeer:-0}" -gt 10 ] ||
+	fail "channels: ${npeer:-?} of $(wc -l <"$tmp/cha") offline with a peer, wanted more than 10 of 1000"
+diff "$tmp/cha" "$tmp/chb" >"$tmp/diff" ||
+	fail "full passes in the background: channels differ from offline's before the last pass: $(head -n 4 "$tmp/diff")"
 kill $waker; wait $waker 2>/dev/null; waker=
 kill -INT $pid
 wait $pid
@@ -318,6 +338,60 @@ canon "$tmp/live.db" >"$tmp/b"
 diff "$tmp/a" "$tmp/b" >"$tmp/diff" || fail "full passes in the background: --follow's requests differ from the offline run's: $(head -n 4 "$tmp/diff")"
 [ ! -e "$tmp/live.db.full" ] || fail "the background pass's database was left behind"
 echo "PASS: --follow: $4 full passes in the background beside the window passes (they left $5 requests to them) wrote each request once, revised once, 3000 withdrawn, as offline"
+
+# The channels a window pass does not look at (closed before its horizon,
+# less a margin of 1 s) only full passes write; one in the background
+# writes those whose row moved since PATHS.db got it (its child compares
+# them: follow.c, bg_judge_sql).  genlog -3 -n 15000 spans 1.5 s of log
+# time.  The database host's clock is the reference (-r db).  The front
+# host comes first, alone (its clock the reference then); once a full
+# pass in the background wrote its channels, the app and database hosts
+# come, and the front's times move by the difference of the clocks (1.5
+# s): every front channel's row moves, most of them closed long before
+# the window.  Those of the first 0.4 s are closed before the horizon of
+# any window pass, less the margin, and only a full pass writes them:
+# before the last pass (which writes every channel), once a full pass
+# began after the hosts came, they must be the offline run's.  (The
+# channels closed between that and the window's horizon wait for a full
+# pass that began with the horizon past them: with logs that no longer
+# grow, the last pass.)
+rm -rf "$tmp/live" "$tmp"/live.db* "$tmp/stage" "$tmp/logs3"
+mkdir "$tmp/live" "$tmp/stage"
+$gen -3 -n 15000 "$tmp/logs3" >/dev/null || fail "genlog -3 -n 15000"
+$bin -q -r db "$tmp/logs3" -o "$tmp/offline3.db" || fail "the offline run (15000 requests)"
+chq="${chq% ORDER BY*} WHERE c.close_ns < (SELECT min(open_ns) FROM channels) + 400000000 ORDER BY 1, 2, 3, 13"
+sqlite3 "$tmp/offline3.db" "$chq" >"$tmp/cha"
+: >"$tmp/err"
+cp -r "$tmp/logs3/front" "$tmp/live/"
+$bin --follow --follow-interval=0.1 --follow-grace=0.1 --follow-window=0.05 \
+	--follow-full=0.1 --follow-full-share=0 -r db "$tmp/live" -o "$tmp/live.db" 2>>"$tmp/err" &
+pid=$!
+( i=0; while [ $i -lt 1200 ]; do : >"$tmp/live/wake"; sleep 0.05; i=$((i + 1)); done ) &
+waker=$!
+wait_for "SELECT count(*) > 0 FROM requests" 1
+n0=$(q "SELECT COALESCE((SELECT value FROM stats WHERE key = 'follow_full_background'), 0)")
+until_full $((${n0:-0} + 2))
+q "$chq" >"$tmp/chb"
+moved=$(diff "$tmp/cha" "$tmp/chb" | grep -c '^>')
+[ "$moved" -gt 1000 ] || fail "full passes in the background, channels: $moved of the front's first channels differ from offline's before the other hosts came, wanted more than 1000"
+for h in app db; do cp -r "$tmp/logs3/$h" "$tmp/stage/$h"; done
+mv "$tmp/stage/app" "$tmp/stage/db" "$tmp/live/"
+wait_for "SELECT count(*) FROM hosts" 3
+n0=$(q "SELECT value FROM stats WHERE key = 'follow_full_background'")
+until_full $((${n0:-0} + 2))
+q "$chq" >"$tmp/chb"
+diff "$tmp/cha" "$tmp/chb" >"$tmp/diff" ||
+	fail "full passes in the background: channels differ from offline's before the last pass (of the $moved that moved): $(head -n 4 "$tmp/diff")"
+kill $waker; wait $waker 2>/dev/null; waker=
+kill -INT $pid
+wait $pid
+st=$?
+pid=
+[ $st -eq 0 ] || fail "full passes in the background, channels: SIGINT: exit status $st, wanted 0"
+canon "$tmp/offline3.db" >"$tmp/a"
+canon "$tmp/live.db" >"$tmp/b"
+diff "$tmp/a" "$tmp/b" >"$tmp/diff" || fail "full passes in the background, channels: --follow's requests differ from the offline run's: $(head -n 4 "$tmp/diff")"
+echo "PASS: --follow: full passes in the background wrote again the $moved channels closed before the window whose rows moved when the other hosts came, as offline"
 
 # window passes: genlog -n 20000 spans about 2 s of log time; with a
 # window of 0.05 s a pass woken by a new file looks at the newest requests
