@@ -393,6 +393,68 @@ canon "$tmp/live.db" >"$tmp/b"
 diff "$tmp/a" "$tmp/b" >"$tmp/diff" || fail "full passes in the background, channels: --follow's requests differ from the offline run's: $(head -n 4 "$tmp/diff")"
 echo "PASS: --follow: full passes in the background wrote again the $moved channels closed before the window whose rows moved when the other hosts came, as offline"
 
+# A full pass in the background looks the keys of its requests up in
+# live.db once it has reconstructed the logs, and the write looks up again
+# only those a window pass wrote or withdrew since it began (follow.c,
+# req_bg_w_sql); the requests withdrawn it finds there too (gone_bg_sql).
+# Here the child takes its copy of live.db when it begins
+# (BP_FOLLOW_FULL_EARLY, a hook for this test), the front host comes
+# (the same 15,000 requests; the app's and database's came first), and
+# only then does the child read the logs (once the file go exists).  With
+# a window of 0.05 s the window passes write the front's requests from a
+# second before the newest on (new keys), after the child's copy; the
+# others, and the app's requests to withdraw, are the full pass's.  Without the second lookup the write takes the front's
+# requests the window passes wrote for new ones and writes them twice;
+# without the withdrawn found in the copy, the app's requests before the
+# window stay.
+$bin -q "$tmp/logs3" -o "$tmp/offline15.db" || fail "the offline run (15000 requests, no reference)"
+rm -rf "$tmp/live" "$tmp"/live.db* "$tmp/stage" "$tmp/go"
+mkdir "$tmp/live" "$tmp/stage"
+cp -r "$tmp/logs3/app" "$tmp/logs3/db" "$tmp/live/"
+: >"$tmp/err"
+BP_FOLLOW_FULL_EARLY="$tmp/go" BP_FOLLOW_FULL_DELAY=0.3 $bin --follow --follow-interval=0.1 \
+	--follow-grace=0.1 --follow-window=0.05 --follow-full=0.1 --follow-full-share=0 \
+	"$tmp/live" -o "$tmp/live.db" 2>>"$tmp/err" &
+pid=$!
+( i=0; while [ $i -lt 1200 ]; do : >"$tmp/live/wake"; sleep 0.05; i=$((i + 1)); done ) &
+waker=$!
+wait_for "SELECT count(*) FROM requests" 15000
+i=0
+until [ -e "$tmp/live.db.full.snap" ]; do
+	i=$((i + 1))
+	[ $i -le 200 ] || fail "keys looked up again: no full pass in the background took its copy of live.db in 20 s"
+	sleep 0.1
+done
+cp -r "$tmp/logs3/front" "$tmp/stage/front"
+mv "$tmp/stage/front" "$tmp/live/front"
+wait_for "SELECT count(*) > 0 FROM requests r JOIN spans s ON s.span_id = r.root_span_id
+	WHERE s.host = 'front'" 1
+sleep 0.5
+set -- $(q "SELECT (SELECT count(*) FROM requests r JOIN spans s ON s.span_id = r.root_span_id
+	WHERE s.host = 'front') || ' ' || (SELECT value FROM stats WHERE key = 'follow_withdrawn')")
+[ $# -eq 2 ] && [ "$1" -gt 1000 ] && [ "$1" -lt 14000 ] ||
+	fail "keys looked up again: the window passes wrote $1 of the front's requests before the full pass read the logs, wanted more than 1000 of 15000, not all"
+fronts=$1
+n0=$(q "SELECT COALESCE((SELECT value FROM stats WHERE key = 'follow_full_background'), 0)")
+: >"$tmp/go"
+until_full $((${n0:-0} + 1))
+set -- $(q "SELECT (SELECT count(*) FROM requests) || ' ' || (SELECT count(*) FROM follow_requests)
+	|| ' ' || (SELECT count(*) FROM follow_requests WHERE revised > 0) || ' ' ||
+	(SELECT value FROM stats WHERE key = 'follow_withdrawn')")
+[ $# -eq 4 ] && [ "$1" = 15000 ] && [ "$2" = 15000 ] && [ "$3" = 0 ] && [ "$4" = 15000 ] ||
+	fail "keys looked up again: $1 requests, $2 keys, $3 revised, $4 withdrawn after the full pass in the background (wanted 15000, 15000, 0, 15000)"
+canon "$tmp/offline15.db" >"$tmp/a"
+canon "$tmp/live.db" >"$tmp/b"
+diff "$tmp/a" "$tmp/b" >"$tmp/diff" || fail "keys looked up again: before the last pass, --follow's requests differ from the offline run's: $(head -n 4 "$tmp/diff")"
+kill $waker; wait $waker 2>/dev/null; waker=
+kill -INT $pid
+wait $pid
+st=$?
+pid=
+[ $st -eq 0 ] || fail "keys looked up again: SIGINT: exit status $st, wanted 0 ($(grep -v '^ ' "$tmp/err" | tail -n 2))"
+[ ! -e "$tmp/live.db.full.snap" ] || fail "keys looked up again: the copy of live.db was left behind"
+echo "PASS: --follow: a full pass in the background whose child looked its keys up before the front came wrote the $((15000 - fronts)) front requests the window passes had not, withdrew the app's they had not, and none twice, as offline"
+
 # window passes: genlog -n 20000 spans about 2 s of log time; with a
 # window of 0.05 s a pass woken by a new file looks at the newest requests
 # only and its reconstruction leaves out the messages, fragments and files
