@@ -496,10 +496,6 @@ static const char win_full_sql[] =
 	"INSERT INTO temp.win SELECT request_id, 1 FROM e.requests;\n"
 	"INSERT INTO temp.wc SELECT channel_id FROM e.channels;\n";
 
-/* ... of a full pass in the background, whose channels are the child's
- * (bg_channels: temp.wc is not read) */
-static const char win_bg_sql[] =
-	"INSERT INTO temp.win SELECT request_id, 1 FROM e.requests;\n";
 
 static const char win_start_sql[] =
 	"INSERT OR IGNORE INTO temp.win SELECT request_id, 1 FROM e.requests WHERE start_ns >= %lld;\n"
@@ -589,7 +585,32 @@ static const char req_bg_w_sql[] =
 	"    f.span_fp, f.pat_fp\n"
 	"  FROM follow_requests f WHERE f.key = rm.key)\n"
 	"  FROM (SELECT key FROM follow_requests WHERE written_ns >= %lld\n"
-	"        UNION SELECT key FROM temp.wd) x WHERE rm.key = x.key;\n";
+	"        UNION SELECT key FROM temp.wd) x WHERE rm.key = x.key;\n"
+	/* the requests the write may write, or whose span_patterns rows or
+	 * pattern may have moved (temp.rx): those the child found so
+	 * (e.follow_rx) and those looked up again; req_w_bg_sql, moved_sql
+	 * and pat_id_bg_sql look at those alone, where each scanned every
+	 * request (0.1-0.15 s together at 1.3 million events) */
+	"DROP TABLE IF EXISTS temp.rx;\n"
+	"CREATE TEMP TABLE rx(e INTEGER PRIMARY KEY);\n"
+	"INSERT INTO temp.rx SELECT e FROM e.follow_rx;\n"
+	"INSERT OR IGNORE INTO temp.rx SELECT rm.e FROM\n"
+	"  (SELECT key FROM follow_requests WHERE written_ns >= %lld\n"
+	"   UNION SELECT key FROM temp.wd) x CROSS JOIN temp.rm ON rm.key = x.key;\n";
+
+/* ... and when the child could not look them up: all of them */
+static const char req_bg_all_sql[] =
+	"DROP TABLE IF EXISTS temp.rx;\n"
+	"CREATE TEMP TABLE rx(e INTEGER PRIMARY KEY);\n"
+	"INSERT INTO temp.rx SELECT e FROM temp.rm;\n";
+
+/* req_w_sql of a full pass in the background (its window is the whole
+ * pass: every request may be written) */
+static const char req_w_bg_sql[] =
+	"CREATE TEMP TABLE w(e INTEGER PRIMARY KEY, l INTEGER, new INTEGER);\n"
+	"INSERT INTO temp.w SELECT rm.e, rm.l, rm.l IS NULL FROM temp.rx\n"
+	"  CROSS JOIN temp.rm ON rm.e = rx.e\n"
+	"  WHERE rm.fin AND (rm.l IS NULL OR rm.old IS NOT rm.fp);\n";
 
 /* The ids of the connections, and per request of the pass its PATHS.db
  * id if it has one and the fingerprints written then; which requests
@@ -723,11 +744,14 @@ static const char ordinal_sql[] =
 	"  WHERE rm.old = rm.fp AND p.message_id IN\n"
 	"    (SELECT m.peer_message_id FROM temp.w CROSS JOIN e.messages m ON m.request_id = w.e\n"
 	"     UNION SELECT peer_message_id FROM e.messages WHERE request_id IS NULL);\n"
+	/* (CROSS JOIN: from temp.pr outwards, where SQLite scanned the
+	 * index of every message of the pass and of PATHS.db, 65-80 ms of a
+	 * full pass's write at 1.3 million events with temp.pr empty) */
 	"INSERT INTO temp.mm SELECT a.e, b.l FROM\n"
 	"  (SELECT m.message_id AS e, pr.l AS rq, row_number() OVER (PARTITION BY m.request_id ORDER BY m.message_id) AS o\n"
-	"   FROM temp.pr JOIN e.messages m ON m.request_id = pr.e) a\n"
+	"   FROM temp.pr CROSS JOIN e.messages m ON m.request_id = pr.e) a\n"
 	"  JOIN (SELECT x.message_id AS l, x.request_id AS rq, row_number() OVER (PARTITION BY x.request_id ORDER BY x.message_id) AS o\n"
-	"   FROM temp.pr JOIN main.messages x ON x.request_id = pr.l) b ON a.rq = b.rq AND a.o = b.o;\n";
+	"   FROM temp.pr CROSS JOIN main.messages x ON x.request_id = pr.l) b ON a.rq = b.rq AND a.o = b.o;\n";
 
 /* A full pass in the background (after renew_sql): the requests whose
  * span_patterns rows are written (temp.mv: those written now, and those
@@ -739,8 +763,9 @@ static const char ordinal_sql[] =
 static const char moved_sql[] =
 	"DROP TABLE IF EXISTS temp.mv; DROP TABLE IF EXISTS temp.ref;\n"
 	"CREATE TEMP TABLE mv(l INTEGER PRIMARY KEY, e INTEGER, pfp INTEGER);\n"
-	"INSERT INTO temp.mv SELECT l, e, pfp FROM temp.rm WHERE l IS NOT NULL\n"
-	"  AND (e IN (SELECT e FROM temp.w) OR (old = fp AND opfp IS NOT pfp));\n"
+	"INSERT INTO temp.mv SELECT rm.l, rm.e, rm.pfp FROM temp.rx CROSS JOIN temp.rm ON rm.e = rx.e\n"
+	"  WHERE rm.l IS NOT NULL\n"
+	"  AND (rm.e IN (SELECT e FROM temp.w) OR (rm.old = rm.fp AND rm.opfp IS NOT rm.pfp));\n"
 	"CREATE TEMP TABLE ref(e INTEGER PRIMARY KEY);\n"
 	"INSERT OR IGNORE INTO temp.ref SELECT e FROM temp.mv;\n"
 	"INSERT OR IGNORE INTO temp.ref SELECT p.request_id FROM temp.w\n"
@@ -983,12 +1008,28 @@ static const char pfp_fg_sql[] =
 	"UPDATE temp.rm SET pfp = COALESCE((SELECT pfp FROM temp.pf WHERE pf.e = rm.e), 0);\n";
 
 /* On a refresh pass: the patterns of the pass (every request written
- * takes its pattern from it), and the rows of no request. */
-static const char refresh_sql[] =
-	"UPDATE requests SET pattern_id = x.pattern_id\n"
-	"  FROM (SELECT rm.l, r.pattern_id FROM temp.rm JOIN e.requests r ON r.request_id = rm.e\n"
-	"        WHERE rm.old = rm.fp OR rm.e IN (SELECT e FROM temp.w)) x\n"
+ * takes its pattern from it: pat_id_sql, first), and the rows of no
+ * request. */
+#define PAT_ID_SQL(FROM) \
+	"UPDATE requests SET pattern_id = x.pattern_id\n" \
+	"  FROM (SELECT rm.l, r.pattern_id FROM " FROM " JOIN e.requests r ON r.request_id = rm.e\n" \
+	"        WHERE rm.old = rm.fp OR rm.e IN (SELECT e FROM temp.w)) x\n" \
 	"  WHERE requests.request_id = x.l AND requests.pattern_id IS NOT x.pattern_id;\n"
+static const char pat_id_sql[] = PAT_ID_SQL("temp.rm");
+/* ... of a full pass in the background: of the requests of temp.rx
+ * (req_bg_w_sql) alone, gathered first (in the UPDATE FROM, SQLite ran
+ * the CROSS JOIN for each request of PATHS.db: minutes once every
+ * request had moved) */
+static const char pat_id_bg_sql[] =
+	"DROP TABLE IF EXISTS temp.px;\n"
+	"CREATE TEMP TABLE px(l INTEGER PRIMARY KEY, pattern_id INTEGER);\n"
+	"INSERT INTO temp.px SELECT rm.l, r.pattern_id FROM temp.rx CROSS JOIN temp.rm ON rm.e = rx.e\n"
+	"  CROSS JOIN e.requests r ON r.request_id = rm.e\n"
+	"  WHERE rm.l IS NOT NULL AND (rm.old = rm.fp OR rm.e IN (SELECT e FROM temp.w));\n"
+	"UPDATE requests SET pattern_id = px.pattern_id FROM temp.px\n"
+	"  WHERE requests.request_id = px.l AND requests.pattern_id IS NOT px.pattern_id;\n";
+
+static const char refresh_sql[] =
 	"DELETE FROM patterns;\n"
 	"INSERT INTO patterns SELECT p.pattern_id, p.rank, p.n, p.complete, p.protocol,\n"
 	"  p.service, p.root, p.nodes, p.depth, p.signature, p.avg_ns, p.min_ns, p.max_ns,\n"
@@ -1108,7 +1149,8 @@ static int chan_rows_missing(struct fl *f)
 }
 
 /* Fill temp.win and temp.wc (win_full_sql, win_start_sql; BG: a full
- * pass in the background, temp.win alone): *GONE_FROM is where a request
+ * pass in the background, neither: its requests are the child's,
+ * req_w_bg_sql, and its channels too, bg_channels): *GONE_FROM is where a request
  * written before and not found any more counts as withdrawn (PATHS.db's
  * requests.start_ns).  0, -1 on an error, 1 when the pass should write
  * nothing. */
@@ -1160,7 +1202,7 @@ static int window(struct fl *f, int full, int bg, int64_t *gone_from)
 		}
 	}
 	if (f->horizon == INT64_MIN)
-		return xsql(f, "%s", bg ? win_bg_sql : win_full_sql);
+		return bg ? 0 : xsql(f, "%s", win_full_sql);
 	if (xsql(f, win_start_sql, (long long)f->horizon,
 		 (long long)f->horizon) < 0)
 		return -1;
@@ -1461,6 +1503,12 @@ static const char bg_judge_sql[] =
 	 * began reading the logs) */
 	"UPDATE e.follow_rm SET (l, old, osfp, opfp) = (SELECT f.request_id, f.fingerprint,\n"
 	"    f.span_fp, f.pat_fp FROM p.follow_requests f WHERE f.key = follow_rm.key);\n"
+	"CREATE TABLE e.follow_rx(e INTEGER PRIMARY KEY);\n"
+	"INSERT INTO e.follow_rx SELECT e FROM e.follow_rm\n"
+	"  WHERE l IS NULL OR old IS NOT fp OR opfp IS NOT pfp;\n"
+	"INSERT OR IGNORE INTO e.follow_rx SELECT m.e FROM e.follow_rm m\n"
+	"  JOIN e.requests r ON r.request_id = m.e JOIN p.requests q ON q.request_id = m.l\n"
+	"  WHERE q.pattern_id IS NOT r.pattern_id;\n"
 	"CREATE TABLE e.follow_gone(l INTEGER PRIMARY KEY);\n"
 	"INSERT INTO e.follow_gone SELECT f.request_id FROM p.requests r\n"
 	"  JOIN p.follow_requests f ON f.request_id = r.request_id\n"
@@ -1567,9 +1615,11 @@ static int write_pass(struct fl *f, const char *pass, int final, int refresh,
 	    (refresh && !bg && !final && xsql(f, "%s", pfp_fg_sql) < 0) ||
 	    (bg && one_i64(f, "SELECT count(*) FROM e.sqlite_master WHERE name = 'follow_looked'",
 			   &looked) < 0) ||
-	    (looked ? xsql(f, req_bg_w_sql, (long long)f->bg_read_ns) :
+	    (looked ? xsql(f, req_bg_w_sql, (long long)f->bg_read_ns,
+			   (long long)f->bg_read_ns) :
 	     xsql(f, "%s", req_look_sql)) < 0 ||
-	    xsql(f, "%s", req_w_sql) < 0 ||
+	    (bg && !looked && xsql(f, "%s", req_bg_all_sql) < 0) ||
+	    xsql(f, "%s", bg ? req_w_bg_sql : req_w_sql) < 0 ||
 	    (bg && bg_rule(f) < 0) || parent_rule(f, final, refresh) < 0 ||
 	    get_state(f, "request", &base) < 0 ||
 	    (!(gone = sqlite3_mprintf(looked ? gone_bg_sql : gone_sql, (long long)gone_from,
@@ -1593,6 +1643,7 @@ static int write_pass(struct fl *f, const char *pass, int final, int refresh,
 			 (!bg && xsql(f, "%s", final ?
 				      "UPDATE follow_requests SET pat_fp = NULL WHERE pat_fp IS NOT NULL" :
 				      pat_fp_sql) < 0) ||
+			 xsql(f, "%s", bg ? pat_id_bg_sql : pat_id_sql) < 0 ||
 			 xsql(f, "%s", refresh_sql) < 0)) ||
 	    bump_state(f, "request", "requests", "request_id") < 0 ||
 	    bump_state(f, "span", "spans", "span_id") < 0 ||
