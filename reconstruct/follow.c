@@ -496,7 +496,6 @@ static const char win_full_sql[] =
 	"INSERT INTO temp.win SELECT request_id, 1 FROM e.requests;\n"
 	"INSERT INTO temp.wc SELECT channel_id FROM e.channels;\n";
 
-
 static const char win_start_sql[] =
 	"INSERT OR IGNORE INTO temp.win SELECT request_id, 1 FROM e.requests WHERE start_ns >= %lld;\n"
 	"INSERT OR IGNORE INTO temp.win SELECT request_id, 0 FROM e.processes WHERE request_id IS NOT NULL;\n"

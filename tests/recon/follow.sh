@@ -52,6 +52,17 @@ wait_for() {
 	done
 }
 
+# stop_follow WHAT: the waker stopped, SIGINT to --follow, which must
+# exit with status 0
+stop_follow() {
+	if [ -n "$waker" ]; then kill $waker; wait $waker 2>/dev/null; waker=; fi
+	kill -INT $pid
+	wait $pid
+	st=$?
+	pid=
+	[ $st -eq 0 ] || fail "$1: SIGINT: exit status $st, wanted 0 ($(grep -v '^ ' "$tmp/err" | tail -n 2))"
+}
+
 start() {
 	$bin --follow --follow-interval=0.2 --follow-grace=0.1 "$tmp/live" \
 		-o "$tmp/live.db" 2>>"$tmp/err" &
@@ -320,12 +331,7 @@ npeer=$(sqlite3 "$tmp/offline3.db" "SELECT count(*) FROM channels WHERE peer_cha
 	fail "channels: ${npeer:-?} of $(wc -l <"$tmp/cha") offline with a peer, wanted more than 10 of 1000"
 diff "$tmp/cha" "$tmp/chb" >"$tmp/diff" ||
 	fail "full passes in the background: channels differ from offline's before the last pass: $(head -n 4 "$tmp/diff")"
-kill $waker; wait $waker 2>/dev/null; waker=
-kill -INT $pid
-wait $pid
-st=$?
-pid=
-[ $st -eq 0 ] || fail "full passes in the background: SIGINT: exit status $st, wanted 0"
+stop_follow "full passes in the background"
 set -- $(q "SELECT (SELECT value FROM stats WHERE key = 'follow_withdrawn') || ' ' ||
 	(SELECT count(*) FROM follow_requests WHERE revised = 1) || ' ' ||
 	(SELECT max(revised) FROM follow_requests) || ' ' ||
@@ -382,12 +388,7 @@ until_full $((${n0:-0} + 2))
 q "$chq" >"$tmp/chb"
 diff "$tmp/cha" "$tmp/chb" >"$tmp/diff" ||
 	fail "full passes in the background: channels differ from offline's before the last pass (of the $moved that moved): $(head -n 4 "$tmp/diff")"
-kill $waker; wait $waker 2>/dev/null; waker=
-kill -INT $pid
-wait $pid
-st=$?
-pid=
-[ $st -eq 0 ] || fail "full passes in the background, channels: SIGINT: exit status $st, wanted 0"
+stop_follow "full passes in the background, channels"
 canon "$tmp/offline3.db" >"$tmp/a"
 canon "$tmp/live.db" >"$tmp/b"
 diff "$tmp/a" "$tmp/b" >"$tmp/diff" || fail "full passes in the background, channels: --follow's requests differ from the offline run's: $(head -n 4 "$tmp/diff")"
@@ -446,12 +447,7 @@ set -- $(q "SELECT (SELECT count(*) FROM requests) || ' ' || (SELECT count(*) FR
 canon "$tmp/offline15.db" >"$tmp/a"
 canon "$tmp/live.db" >"$tmp/b"
 diff "$tmp/a" "$tmp/b" >"$tmp/diff" || fail "keys looked up again: before the last pass, --follow's requests differ from the offline run's: $(head -n 4 "$tmp/diff")"
-kill $waker; wait $waker 2>/dev/null; waker=
-kill -INT $pid
-wait $pid
-st=$?
-pid=
-[ $st -eq 0 ] || fail "keys looked up again: SIGINT: exit status $st, wanted 0 ($(grep -v '^ ' "$tmp/err" | tail -n 2))"
+stop_follow "keys looked up again"
 [ ! -e "$tmp/live.db.full.snap" ] || fail "keys looked up again: the copy of live.db was left behind"
 echo "PASS: --follow: a full pass in the background whose child looked its keys up before the front came wrote the $((15000 - fronts)) front requests the window passes had not, withdrew the app's they had not, and none twice, as offline"
 
