@@ -574,17 +574,25 @@ static const char req_copy_sql[] =
 	"INSERT INTO temp.rm(e, l, key, fp, fin, endn, old, sfp, osfp, pfp, opfp)\n"
 	"  SELECT e, l, key, fp, fin, endn, old, sfp, osfp, pfp, opfp FROM e.follow_rm;\n";
 
+/* Each request of temp.rm looked up in follow_requests (a key not there
+ * gives NULLs, as the columns are): req_look_sql, req_bg_w_sql */
+#define REQ_LOOK \
+	"UPDATE temp.rm SET (l, old, osfp, opfp) = (SELECT f.request_id, f.fingerprint,\n" \
+	"    f.span_fp, f.pat_fp\n" \
+	"  FROM follow_requests f WHERE f.key = rm.key)"
+
 /* ... whose ids and fingerprints in PATHS.db the child looked up at its
  * snapshot (bg_judge): only the keys a window pass wrote (%lld:
  * written_ns from the time the child began reading on) or withdrew since
- * (temp.wd) are looked up again, where req_w_sql's lookup of every key
- * took 0.16-0.24 s of a full pass's write at 1.3 million events */
+ * (temp.wd), temp.fx, are looked up again, where req_look_sql's lookup
+ * of every key took 0.16-0.24 s of a full pass's write at 1.3 million
+ * events */
 static const char req_bg_w_sql[] =
-	"UPDATE temp.rm SET (l, old, osfp, opfp) = (SELECT f.request_id, f.fingerprint,\n"
-	"    f.span_fp, f.pat_fp\n"
-	"  FROM follow_requests f WHERE f.key = rm.key)\n"
-	"  FROM (SELECT key FROM follow_requests WHERE written_ns >= %lld\n"
-	"        UNION SELECT key FROM temp.wd) x WHERE rm.key = x.key;\n"
+	"DROP TABLE IF EXISTS temp.fx;\n"
+	"CREATE TEMP TABLE fx(key TEXT PRIMARY KEY);\n"
+	"INSERT OR IGNORE INTO temp.fx SELECT key FROM follow_requests WHERE written_ns >= %lld;\n"
+	"INSERT OR IGNORE INTO temp.fx SELECT key FROM temp.wd;\n"
+	REQ_LOOK " WHERE rm.key IN (SELECT key FROM temp.fx);\n"
 	/* the requests the write may write, or whose span_patterns rows or
 	 * pattern may have moved (temp.rx): those the child found so
 	 * (e.follow_rx) and those looked up again; req_w_bg_sql, moved_sql
@@ -593,9 +601,7 @@ static const char req_bg_w_sql[] =
 	"DROP TABLE IF EXISTS temp.rx;\n"
 	"CREATE TEMP TABLE rx(e INTEGER PRIMARY KEY);\n"
 	"INSERT INTO temp.rx SELECT e FROM e.follow_rx;\n"
-	"INSERT OR IGNORE INTO temp.rx SELECT rm.e FROM\n"
-	"  (SELECT key FROM follow_requests WHERE written_ns >= %lld\n"
-	"   UNION SELECT key FROM temp.wd) x CROSS JOIN temp.rm ON rm.key = x.key;\n";
+	"INSERT OR IGNORE INTO temp.rx SELECT rm.e FROM temp.fx CROSS JOIN temp.rm ON rm.key = fx.key;\n";
 
 /* ... and when the child could not look them up: all of them */
 static const char req_bg_all_sql[] =
@@ -617,13 +623,9 @@ static const char req_w_bg_sql[] =
 static const char req_ccm_sql[] =
 	"INSERT INTO temp.ccm SELECT conn, min(l) FROM temp.cm WHERE conn IS NOT NULL GROUP BY conn;\n";
 
-static const char req_look_sql[] =
-	/* each of the pass's requests looked up once (where an UPDATE FROM
-	 * scanned the whole of follow_requests on every pass; a key not
-	 * there gives NULLs, as the columns are) */
-	"UPDATE temp.rm SET (l, old, osfp, opfp) = (SELECT f.request_id, f.fingerprint,\n"
-	"    f.span_fp, f.pat_fp\n"
-	"  FROM follow_requests f WHERE f.key = rm.key);\n";
+/* each of the pass's requests looked up once (where an UPDATE FROM
+ * scanned the whole of follow_requests on every pass) */
+static const char req_look_sql[] = REQ_LOOK ";\n";
 
 static const char req_w_sql[] =
 	"CREATE TEMP TABLE w(e INTEGER PRIMARY KEY, l INTEGER, new INTEGER);\n"
@@ -634,11 +636,13 @@ static const char req_w_sql[] =
 /* The requests withdrawn (renew_sql, below; %lld: the start from which
  * they count, %lld: the time the pass read the logs): those of PATHS.db
  * of no key of the pass */
+#define GONE_WHERE \
+	"  WHERE NOT EXISTS (SELECT 1 FROM temp.rm WHERE rm.key = f.key)\n" \
+	"  AND r.start_ns >= %lld AND f.written_ns < %lld;\n"
 static const char gone_sql[] =
 	"INSERT INTO temp.gone SELECT f.request_id FROM requests r\n"
 	"  JOIN follow_requests f ON f.request_id = r.request_id\n"
-	"  WHERE NOT EXISTS (SELECT 1 FROM temp.rm WHERE rm.key = f.key)\n"
-	"  AND r.start_ns >= %lld AND f.written_ns < %lld;\n";
+	GONE_WHERE;
 
 /* ... of a full pass in the background whose child found them (of the
  * same statement, at its snapshot of PATHS.db: e.follow_gone, bg_judge):
@@ -649,8 +653,7 @@ static const char gone_bg_sql[] =
 	"INSERT INTO temp.gone SELECT f.request_id FROM e.follow_gone g\n"
 	"  CROSS JOIN follow_requests f ON f.request_id = g.l\n"
 	"  CROSS JOIN requests r ON r.request_id = g.l\n"
-	"  WHERE NOT EXISTS (SELECT 1 FROM temp.rm WHERE rm.key = f.key)\n"
-	"  AND r.start_ns >= %lld AND f.written_ns < %lld;\n";
+	GONE_WHERE;
 
 /* New request ids (%lld: the largest so far), and the old rows of the
  * requests written again removed (%s: gone_sql). */
@@ -1511,8 +1514,7 @@ static const char bg_judge_sql[] =
 	"CREATE TABLE e.follow_gone(l INTEGER PRIMARY KEY);\n"
 	"INSERT INTO e.follow_gone SELECT f.request_id FROM p.requests r\n"
 	"  JOIN p.follow_requests f ON f.request_id = r.request_id\n"
-	"  WHERE NOT EXISTS (SELECT 1 FROM temp.rm WHERE rm.key = f.key)\n"
-	"  AND r.start_ns >= %lld AND f.written_ns < %lld;\n"
+	GONE_WHERE
 	"DELETE FROM temp.ccm;\n"
 	"INSERT INTO temp.ccm SELECT conn, min(l) FROM temp.cm WHERE conn IS NOT NULL GROUP BY conn;\n"
 	"CREATE TEMP TABLE cr AS SELECT * FROM p.channels WHERE 0;\n"
@@ -1614,8 +1616,7 @@ static int write_pass(struct fl *f, const char *pass, int final, int refresh,
 	    (refresh && !bg && !final && xsql(f, "%s", pfp_fg_sql) < 0) ||
 	    (bg && one_i64(f, "SELECT count(*) FROM e.sqlite_master WHERE name = 'follow_looked'",
 			   &looked) < 0) ||
-	    (looked ? xsql(f, req_bg_w_sql, (long long)f->bg_read_ns,
-			   (long long)f->bg_read_ns) :
+	    (looked ? xsql(f, req_bg_w_sql, (long long)f->bg_read_ns) :
 	     xsql(f, "%s", req_look_sql)) < 0 ||
 	    (bg && !looked && xsql(f, "%s", req_bg_all_sql) < 0) ||
 	    xsql(f, "%s", bg ? req_w_bg_sql : req_w_sql) < 0 ||
