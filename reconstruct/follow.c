@@ -1153,10 +1153,9 @@ static int64_t next_horizon(const struct fl *f, int64_t last)
  * write (it began after they closed), nor the peer of a channel it
  * writes.  Should one be, the pass writes nothing and the next full pass
  * writes it (as when the window does not close, below).  0, 1 then, or
- * -1. */
-/* (CROSS JOIN: from the window outwards, where SQLite scanned every span,
- * message, fragment and channel of the pass: 50 ms of a window pass at
- * 1.3 million events) */
+ * -1.  (CROSS JOIN: from the window outwards, where SQLite scanned every
+ * span, message, fragment and channel of the pass: 50 ms of a window pass
+ * at 1.3 million events.) */
 static const char chan_missing_sql[] =
 	"SELECT EXISTS (SELECT 1 FROM temp.win w CROSS JOIN e.spans s ON s.request_id = w.e\n"
 	"    WHERE w.core AND s.channel_id IS NOT NULL\n"
@@ -2372,10 +2371,9 @@ out:
 	return r;
 }
 
-
 /*
  * The database of a full pass in the background, written, removed off the
- * main loop: unlinking it frees its blocks, 75 ms for the 300 MB of 1.3
+ * main loop: unlinking it frees its blocks, 75 ms for the 320 MB of 1.3
  * million events, which the window passes waited for.  A thread unlinks
  * it (no descriptor is held: a process forked meanwhile, the keeper, would
  * keep the blocks), joined before the next full pass forks (it writes a
