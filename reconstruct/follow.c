@@ -586,22 +586,24 @@ static const char req_fp_sql[] =
 	"    LEFT JOIN temp.hm rh ON rh.e = r.host_id\n"
 	"    WHERE r.request_id IN (SELECT e FROM temp.win));\n";
 
-/* temp.rm as the child of a full pass in the background computed it,
- * without the index of its keys: the write looks a key up in the child's
- * table (e.follow_rm, whose keys are temp.rm's, indexed by the child:
- * pfp_sql), where building that index took 90-120 ms of the write at 1.3
- * million events, the copy without it 35 */
+/* temp.rm as the child of a full pass in the background computed it: its
+ * table itself (e.follow_rm, whose keys the child indexed: pfp_sql), which
+ * the write updates where it stands (REQ_LOOK, renew_sql; bg_done drops
+ * the view), where copying it took 84-105 ms of the write at 1.3 million
+ * events and the drop of the copy 17-25 ms of the next window pass (167
+ * and 77 ms at 5.2 million) */
 static const char req_copy_sql[] =
-	"CREATE TEMP TABLE rm(e INTEGER PRIMARY KEY, l INTEGER, key TEXT,\n"
-	"  fp INTEGER, fin INTEGER, endn INTEGER, old INTEGER, sfp INTEGER, osfp INTEGER,\n"
-	"  pfp INTEGER, opfp INTEGER);\n"
-	"INSERT INTO temp.rm(e, l, key, fp, fin, endn, old, sfp, osfp, pfp, opfp)\n"
-	"  SELECT e, l, key, fp, fin, endn, old, sfp, osfp, pfp, opfp FROM e.follow_rm;\n";
+	"CREATE TEMP VIEW rm AS SELECT e, l, key, fp, fin, endn, old, sfp, osfp, pfp, opfp\n"
+	"  FROM e.follow_rm;\n";
+
+/* The table under temp.rm in a full pass in the background, as an UPDATE
+ * names it (req_copy_sql) */
+#define RM_BG "e.follow_rm AS rm"
 
 /* Each request of temp.rm looked up in follow_requests (a key not there
  * gives NULLs, as the columns are): req_look_sql, req_bg_w_sql */
-#define REQ_LOOK \
-	"UPDATE temp.rm SET (l, old, osfp, opfp) = (SELECT f.request_id, f.fingerprint,\n" \
+#define REQ_LOOK(rm) \
+	"UPDATE " rm " SET (l, old, osfp, opfp) = (SELECT f.request_id, f.fingerprint,\n" \
 	"    f.span_fp, f.pat_fp\n" \
 	"  FROM follow_requests f WHERE f.key = rm.key)"
 
@@ -616,7 +618,7 @@ static const char req_bg_w_sql[] =
 	"CREATE TEMP TABLE fx(key TEXT PRIMARY KEY);\n"
 	"INSERT OR IGNORE INTO temp.fx SELECT key FROM follow_requests WHERE written_ns >= %lld;\n"
 	"INSERT OR IGNORE INTO temp.fx SELECT key FROM temp.wd;\n"
-	REQ_LOOK " WHERE rm.e IN (SELECT m.e FROM temp.fx CROSS JOIN e.follow_rm m ON m.key = fx.key);\n"
+	REQ_LOOK(RM_BG) " WHERE rm.e IN (SELECT m.e FROM temp.fx CROSS JOIN e.follow_rm m ON m.key = fx.key);\n"
 	/* the requests the write may write, or whose span_patterns rows or
 	 * pattern may have moved (temp.rx): those the child found so
 	 * (e.follow_rx) and those looked up again; req_w_bg_sql, moved_sql
@@ -649,7 +651,9 @@ static const char req_ccm_sql[] =
 
 /* each of the pass's requests looked up once (where an UPDATE FROM
  * scanned the whole of follow_requests on every pass) */
-static const char req_look_sql[] = REQ_LOOK ";\n";
+static const char req_look_sql[] = REQ_LOOK("temp.rm") ";\n";
+/* ... of a full pass in the background whose child did not look */
+static const char req_look_bg_sql[] = REQ_LOOK(RM_BG) ";\n";
 
 static const char req_w_sql[] =
 	"CREATE TEMP TABLE w(e INTEGER PRIMARY KEY, l INTEGER, new INTEGER);\n"
@@ -683,12 +687,15 @@ static const char gone_bg_sql[] =
 	"  CROSS JOIN requests r ON r.request_id = g.l\n"
 	GONE_WHERE("e.follow_rm");
 
-/* New request ids (%lld: the largest so far), and the old rows of the
- * requests written again removed (%s: gone_sql). */
+/* New request ids (%lld: the largest so far; %s: temp.rm's table), and the
+ * old rows of the requests written again removed (%s: gone_sql). */
 static const char renew_sql[] =
 	"UPDATE temp.w SET l = n.l FROM (SELECT e, %lld + row_number() OVER (ORDER BY e) AS l\n"
 	"  FROM temp.w WHERE new) n WHERE n.e = w.e;\n"
-	"UPDATE temp.rm SET l = w.l FROM temp.w WHERE w.e = rm.e AND w.new;\n"
+	/* (%s: temp.rm or RM_BG; by rowid, where an UPDATE FROM scanned
+	 * every request of the pass) */
+	"UPDATE %s SET l = (SELECT w.l FROM temp.w WHERE w.e = rm.e)\n"
+	"  WHERE rm.e IN (SELECT e FROM temp.w WHERE new);\n"
 	/* withdrawn: written before, and no request of this pass has the
 	 * key, though the pass reads the logs of its time (a request that
 	 * began before the pass's first one is kept: its logs may have been
@@ -1580,6 +1587,8 @@ static int bg_done(struct fl *f, int64_t horizon, int64_t last_start)
 		 "  ('follow_requests', %lld), ('follow_revised', %lld),\n"
 		 "  ('follow_withdrawn', %lld), ('follow_full_background', %lld),\n"
 		 "  ('follow_full_left', %lld);\n"
+		 /* (the view of the child's requests: req_copy_sql) */
+		 "DROP VIEW temp.rm;\n"
 		 "COMMIT",
 		 (long long)f->passes, (long long)total, (long long)revised,
 		 (long long)withdrawn, (long long)f->bg_passes,
@@ -1617,7 +1626,10 @@ static int write_pass(struct fl *f, const char *pass, int final, int refresh,
 
 	if (xsql(f, "ATTACH %Q AS e", pass) < 0)
 		return -1;
-	if (make_schema(f) < 0 ||
+	/* a full pass in the background updates its child's requests where
+	 * they stand (req_copy_sql), in a file removed after: no journal */
+	if ((bg && xsql(f, "PRAGMA e.journal_mode = OFF; PRAGMA e.synchronous = OFF") < 0) ||
+	    make_schema(f) < 0 ||
 	    xsql(f, "CREATE INDEX IF NOT EXISTS follow_start ON requests(start_ns);\n"
 		 /* what window passes wrote since a full pass in the
 		  * background began (req_bg_w_sql, bg_rule) */
@@ -1655,7 +1667,7 @@ static int write_pass(struct fl *f, const char *pass, int final, int refresh,
 	    (bg && one_i64(f, "SELECT count(*) FROM e.sqlite_master WHERE name = 'follow_looked'",
 			   &looked) < 0) ||
 	    (looked ? xsql(f, req_bg_w_sql, (long long)f->bg_read_ns) :
-	     xsql(f, "%s", req_look_sql)) < 0 ||
+	     xsql(f, "%s", bg ? req_look_bg_sql : req_look_sql)) < 0 ||
 	    (bg && !looked && xsql(f, "%s", req_bg_all_sql) < 0) ||
 	    xsql(f, "%s", bg ? req_w_bg_sql : req_w_sql) < 0 ||
 	    (bg && bg_rule(f) < 0) || parent_rule(f, final, refresh) < 0 ||
@@ -1664,7 +1676,7 @@ static int write_pass(struct fl *f, const char *pass, int final, int refresh,
 				      (long long)gone_from,
 				      (long long)(bg ? f->bg_read_ns : INT64_MAX))) &&
 	     ffail(f, "out of memory") < 0) ||
-	    xsql(f, renew_sql, (long long)base, gone) < 0 ||
+	    xsql(f, renew_sql, (long long)base, bg ? RM_BG : "temp.rm AS rm", gone) < 0 ||
 	    (refresh && bg && xsql(f, "%s", moved_sql) < 0) ||
 	    (refresh && (ordinal_spans(f, bg) < 0 ||
 			 xsql(f, "%s", ordinal_sql) < 0)) ||
