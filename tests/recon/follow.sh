@@ -311,6 +311,17 @@ dang=$(q "SELECT (SELECT count(*) FROM spans s WHERE s.parent_span_id IS NOT NUL
 	FROM files i WHERE i.span_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM spans p
 	WHERE p.span_id = i.span_id))")
 [ "$dang" = 0 ] || fail "full passes in the background: ${dang:-?} rows name a span that is not there, before the last pass"
+# and each request's pattern is the offline run's (the window passes
+# wrote the requests the database revised without one: a full pass in
+# the background names it, pat_id_bg_sql)
+paq="SELECT r.method, r.target, r.start_ns, replace(p.signature, char(10), ' / ') FROM requests r
+	LEFT JOIN patterns p ON p.pattern_id = r.pattern_id ORDER BY 1, 2, 3, 4"
+sqlite3 "$tmp/offline3.db" "$paq" >"$tmp/pa"
+q "$paq" >"$tmp/pb"
+[ "$(wc -l <"$tmp/pa")" = 3000 ] && ! grep -q '|$' "$tmp/pa" ||
+	fail "requests' patterns offline: $(wc -l <"$tmp/pa") rows, $(grep -c '|$' "$tmp/pa") without one"
+diff "$tmp/pa" "$tmp/pb" >"$tmp/diff" ||
+	fail "full passes in the background: requests' patterns differ from offline's before the last pass: $(head -n 4 "$tmp/diff")"
 # the channels too are the offline run's, each with its peer, connection
 # and request (here the window passes look at every channel: the log is
 # shorter than a window; the case below has a full pass in the background
