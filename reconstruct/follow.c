@@ -2447,8 +2447,8 @@ static int bg_start(struct fl *f)
 	o.pending_ns = pending_from(f, read_ns);
 	o.pending_new_ns = (int64_t)(f->o->hold * 1e9);
 	pid_t parent = getpid();
-	/* (the last database's blocks freed before the fork: the child
-	 * would hold them otherwise) */
+	/* (the last database unlinked before the child writes a new file
+	 * of that name: reap) */
 	reap_join(f);
 	fflush(stderr);
 	pid_t pid = fork();
