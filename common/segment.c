@@ -257,7 +257,7 @@ struct bt_seg_reader *bt_seg_open(const char *path, bt_seg_warn_fn warn,
 	}
 	if ((size_t)st.st_size < BT_SEG_HDR_SIZE) {
 		close(fd);
-		*why = "file too short for a segment header (not a BorderPatrol log, or truncated at creation)";
+		*why = bt_seg_why_short;
 		errno = EINVAL;
 		return NULL;
 	}
@@ -306,6 +306,14 @@ struct bt_seg_reader *bt_seg_open(const char *path, bt_seg_warn_fn warn,
 	r->warn = warn;
 	r->ctx = ctx;
 	return r;
+}
+
+const char bt_seg_why_short[] =
+	"file too short for a segment header (not a BorderPatrol log, or truncated at creation)";
+
+uint64_t bt_seg_size(const struct bt_seg_reader *r)
+{
+	return r->size;
 }
 
 const struct bt_seg_header *bt_seg_file_header(const struct bt_seg_reader *r)

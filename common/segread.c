@@ -224,7 +224,6 @@ int bt_segset_add(struct bt_segset *s, const char *path, const char **why)
 	struct bt_blk_header h;
 	const uint8_t *payload;
 	uint64_t foff, checked = 0;
-	struct stat st;
 
 	if (!rd)
 		return errno == ENOMEM ? -ENOMEM : -(errno ? errno : EINVAL);
@@ -236,7 +235,9 @@ int bt_segset_add(struct bt_segset *s, const char *path, const char **why)
 	f->path = strdup(path);
 	f->rd = rd;
 	f->host = host_of(s, bt_seg_file_header(rd));
-	f->size = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+	/* what the index reads: a stat(2) now could see more, bytes that
+	 * came after the reader's mapping and that nothing here read */
+	f->size = bt_seg_size(rd);
 	if (!f->path || f->host == UINT32_MAX) {
 		free(f->path);
 		bt_seg_close(rd);

@@ -167,6 +167,7 @@ static void index_warn(struct rc_ctx *c, const char *path, uint64_t off,
 	n->path = path ? strdup(path) : NULL;
 	n->text = strdup(text);
 	n->off = off;
+	n->skipped = -1;
 	if (n->text && (n->path || !path))
 		c->niwarn++;
 	else {
@@ -237,6 +238,21 @@ static int collect(struct rc_ctx *c, struct bt_sr_list *l)
 	return 0;
 }
 
+/* PATH is not read (WHY).  While the logs grow, the warning says how
+ * much of it a copy needs for the same (a file shorter than a header
+ * now, bp-logd or a spooling tracer creating it, has grown by when a
+ * check copies it: none of it; of another, all). */
+static void skipped(struct rc_ctx *c, const char *path, const char *why)
+{
+	uint32_t n = c->niwarn;
+	struct stat st;
+
+	index_warn(c, path, 0, "not readable as a log segment: %s; file skipped",
+		   why);
+	if (c->niwarn > n && stat(path, &st) == 0)
+		c->iwarn[n].skipped = why == bt_seg_why_short ? 0 : st.st_size;
+}
+
 /* Index every segment the inputs stand for into SET (zeroed).  0,
  * -ENOMEM, or the rc_fail code of collect(). */
 static int index_all(struct rc_ctx *c, struct bt_segset *set)
@@ -254,9 +270,7 @@ static int index_all(struct rc_ctx *c, struct bt_segset *set)
 		if (e == -ENOMEM)
 			r = e;
 		else if (e < 0)
-			index_warn(c, l.v[i], 0,
-				   "not readable as a log segment: %s; file skipped",
-				   why ? why : strerror(-e));
+			skipped(c, l.v[i], why ? why : strerror(-e));
 	}
 	bt_sr_list_free(&l);
 	return r;

@@ -253,7 +253,8 @@ static int keep_fn(void *arg, struct rc_ctx *c, int64_t *w)
 	return 1;
 }
 
-/* OUT.files: each segment file the pass read and its length then (for
+/* OUT.files: each segment file the pass read and its length then, and
+ * each it skipped with the bytes that make a copy skipped alike (for
  * BP_FOLLOW_KEEPER=check: the same bytes reconstructed at once); 0 or
  * -1. */
 static int write_manifest(const struct rc_ctx *c, const char *out)
@@ -267,6 +268,10 @@ static int write_manifest(const struct rc_ctx *c, const char *out)
 	for (uint32_t i = 0; i < c->nfiles; i++)
 		fprintf(f, "%llu %s\n", (unsigned long long)c->files[i].size,
 			c->files[i].path);
+	for (uint32_t i = 0; i < c->niwarn; i++)
+		if (c->iwarn[i].skipped >= 0 && c->iwarn[i].path)
+			fprintf(f, "%lld %s\n", (long long)c->iwarn[i].skipped,
+				c->iwarn[i].path);
 	return fclose(f) == 0 ? 0 : -1;
 }
 
@@ -304,6 +309,10 @@ static void keeper_main(const struct rc_options *base, int64_t w0, int sock)
 		memset(&m, 0, sizeof m);
 		m.kind = KM_SUMMARY;
 		double t_merged = rc_run_now();
+		/* (before rc_run_end, which says the index's warnings and
+		 * forgets them: the files it skipped among them) */
+		if (!r && k.m.manifest && write_manifest(&c, k.po.output) < 0)
+			r = rc_fail(&c, RC_EXIT_OUTPUT, "cannot write %s.files", k.po.output);
 		if (!r)
 			r = rc_run_end(&c, t0, &m.sum);
 		const char *tm = getenv("BP_FOLLOW_TIMING");
@@ -315,8 +324,6 @@ static void keeper_main(const struct rc_options *base, int64_t w0, int sock)
 				(unsigned long long)m.sum.events);
 		if (r)
 			r = rc_run_fail(&c, r);
-		if (!r && k.m.manifest && write_manifest(&c, k.po.output) < 0)
-			r = rc_run_fail(&c, rc_fail(&c, RC_EXIT_OUTPUT, "cannot write %s.files", k.po.output));
 		m.rc = r;
 		m.rows_from_ns = k.po.rows_from_ns;
 		file_text(k.po.err, m.text, sizeof m.text);

@@ -508,8 +508,14 @@ struct rc_ctx {
 	struct rc_p1    *p1;         /* pass 1 while the logs grow (scan.c,
 					rc_scan_more); NULL at once */
 	/* the index's warnings while the logs grow, said at the end
-	 * (input.c, rc_input_say) */
-	struct rc_iwarn { char *path, *text; uint64_t off; } *iwarn;
+	 * (input.c, rc_input_say); SKIPPED: a file it skipped, and the
+	 * bytes of it a copy needs to be skipped alike (a check's
+	 * snapshot, keeper.c write_manifest), or -1 */
+	struct rc_iwarn {
+		char *path, *text;
+		uint64_t off;
+		int64_t skipped;
+	} *iwarn;
 	uint32_t            niwarn;
 	/* the merge judged a record at or after rc_options.pending_ns by
 	 * whether its peer is expected (msg.c, peer_pending): only then can

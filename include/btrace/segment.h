@@ -145,6 +145,12 @@ typedef void (*bt_seg_warn_fn)(void *ctx, const char *path, uint64_t off,
 struct bt_seg_reader *bt_seg_open(const char *path, bt_seg_warn_fn warn,
 				  void *ctx, const char **why);
 const struct bt_seg_header *bt_seg_file_header(const struct bt_seg_reader *r);
+/* The bytes it maps: the file's length when it was opened (bt_seg_next
+ * reads no further, however long the file is now). */
+uint64_t bt_seg_size(const struct bt_seg_reader *r);
+/* *WHY of bt_seg_open for a file shorter than a segment header (one
+ * being created, or truncated at its creation). */
+extern const char bt_seg_why_short[];
 /* 1 = block returned, 0 = end.  PAYLOAD points into the mapped file and
  * stays valid until bt_seg_close (bp-reconstruct indexes all blocks first
  * and reads them again later, in causal order, with bt_seg_pread). */

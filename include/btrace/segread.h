@@ -36,7 +36,7 @@ struct bt_sr_file {
 	char                 *path;
 	struct bt_seg_reader *rd;     /* open (mapped) until bt_segset_free */
 	uint32_t              host;   /* index into the set's hosts */
-	uint64_t              size;   /* bytes on disk when opened */
+	uint64_t              size;   /* bytes read: its length when opened */
 };
 
 /* A host: name and boot id of a segment header (monotonic times of two
