@@ -309,7 +309,7 @@ struct bt_seg_reader *bt_seg_open(const char *path, bt_seg_warn_fn warn,
 }
 
 const char bt_seg_why_short[] =
-	"file too short for a segment header (not a BorderPatrol log, or truncated at creation)";
+	"file too short for a segment header (a segment being created, one truncated at its creation, or not a BorderPatrol log)";
 
 uint64_t bt_seg_size(const struct bt_seg_reader *r)
 {
