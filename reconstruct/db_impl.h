@@ -31,6 +31,12 @@ struct rc_db {
 	/* the patterns, made as span and request rows go in (patterns.h),
 	 * or NULL: made from the rows at the end */
 	struct rc_pat_stream *pat;
+	/* the requests rows inserted: how many, their first and last
+	 * start_ns (stats requests_first_ns and requests_last_ns: --follow
+	 * reads them where it scanned the table, follow.c window).  Written
+	 * by whichever thread inserts (one at a time: db_rows.c) */
+	uint64_t      req_n;
+	int64_t       req_first, req_last;
 };
 
 /* "INSERT INTO table VALUES(?,...)" for each statement (db.c). */

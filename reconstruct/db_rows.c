@@ -798,6 +798,23 @@ static void bind_row(sqlite3_stmt *s, int o, uint32_t k,
 	}
 }
 
+/* The request rows of batch B go in (rc_db.req_n, req_first, req_last). */
+static void req_seen(struct rc_db *d, const struct batch *b, uint32_t k)
+{
+	if (k != K_REQUEST)
+		return;
+	for (unsigned i = 0; i < b->n; i++) {
+		int64_t t = b->row[i].request.start;
+		if (t == RC_DB_NULL)
+			continue;
+		if (!d->req_n || t < d->req_first)
+			d->req_first = t;
+		if (!d->req_n || t > d->req_last)
+			d->req_last = t;
+		d->req_n++;
+	}
+}
+
 static void batch_flush(struct rc_ctx *c, uint32_t k)
 {
 	struct rc_db *d = c->db;
@@ -808,6 +825,7 @@ static void batch_flush(struct rc_ctx *c, uint32_t k)
 		b->n = 0;
 		return;
 	}
+	req_seen(d, b, k);
 	if (b->n == BATCH) {
 		if (!b->full)
 			b->full = prep_rows(c, kind_stmt[k].id, BATCH, &ncols);
@@ -1260,6 +1278,7 @@ struct dbq {
 	int             stop;
 	int             early;       /* rows with times were queued */
 	/* the thread's own */
+	struct rc_db   *d;           /* its req_n, req_first, req_last */
 	sqlite3_stmt   *one[NKIND], *warn, *cand;
 	struct batch   *batch;       /* per kind, full statements in it */
 	int             failed;      /* read after the join */
@@ -1286,6 +1305,7 @@ static void q_step(struct dbq *q, sqlite3_stmt *s, const char *what)
 static void q_flush(struct dbq *q, uint32_t k)
 {
 	struct batch *b = &q->batch[k];
+	req_seen(q->d, b, k);
 	if (b->n == BATCH) {
 		int nc = sqlite3_bind_parameter_count(b->full) / BATCH;
 		for (unsigned i = 0; i < BATCH; i++)
@@ -1401,6 +1421,7 @@ static int q_start(struct rc_ctx *c, int spanpat)
 		rc_db_error(c, "prepare");
 		return RC_EXIT_OUTPUT;
 	}
+	q->d = d;
 	q->warn = d->st[S_WARNING];
 	q->cand = d->st[S_CANDIDATE];
 	q->buf[0] = malloc(QBUF);

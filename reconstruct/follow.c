@@ -1042,10 +1042,7 @@ static const char pfp_sql[] =
 	"  SELECT rm.e, key, fp, fin, endn, sfp, COALESCE(pf.pfp, 0)\n"
 	"  FROM temp.rm LEFT JOIN temp.pf ON pf.e = rm.e;\n"
 	/* (the write looks its keys up here: req_copy_sql) */
-	"CREATE UNIQUE INDEX e.follow_rm_key ON follow_rm(key);\n"
-	/* (and reads the span of its requests' starts here: window) */
-	"CREATE TABLE e.follow_span AS SELECT min(start_ns) AS first,\n"
-	"  max(start_ns) AS last, count(*) AS n FROM e.requests;\n";
+	"CREATE UNIQUE INDEX e.follow_rm_key ON follow_rm(key);\n";
 
 /* A full pass at once computes pfp itself (pat_all_sql). */
 static const char pfp_fg_sql[] =
@@ -1207,10 +1204,13 @@ static int chan_rows_missing(struct fl *f)
 static int window(struct fl *f, int full, int bg, int64_t *gone_from)
 {
 	int64_t v[3];
-	/* (one scan of the pass's requests, not three; a full pass in the
-	 * background's child made it: pfp_sql) */
-	if (row_i64(f, bg ? "SELECT first, last, n FROM e.follow_span" :
-		    "SELECT min(start_ns), max(start_ns), count(*) FROM e.requests", v, 3) < 0)
+	/* (the pass's stats, written as its requests went in: a scan of
+	 * them took 24 ms at 400,000 requests; n is 2, or 0 when there is
+	 * no request) */
+	if (row_i64(f, "SELECT COALESCE(max(CASE key WHEN 'requests_first_ns' THEN value END), 0),\n"
+		    "  COALESCE(max(CASE key WHEN 'requests_last_ns' THEN value END), 0),\n"
+		    "  count(*) FROM e.stats WHERE key IN ('requests_first_ns', 'requests_last_ns')",
+		    v, 3) < 0)
 		return -1;
 	int64_t first = v[0], last = v[1], n = v[2];
 	/* no request in the pass: none gone */

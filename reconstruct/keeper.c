@@ -489,7 +489,8 @@ void rc_keeper_stop(struct rc_keeper *k)
 #define STATS_SAME \
 	"'events', 'requests', 'spans', 'messages', 'fragments', 'files'," \
 	" 'warnings', 'lost_records', 'follow_rows_from_ns'," \
-	" 'follow_rows_skip_max_ns', 'peer_pending', 'peer_pending_max_ns'"
+	" 'follow_rows_skip_max_ns', 'peer_pending', 'peer_pending_max_ns'," \
+	" 'requests_first_ns', 'requests_last_ns'"
 
 /*
  * A database by content: every table's rows with their ids replaced by

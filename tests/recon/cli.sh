@@ -83,6 +83,14 @@ grep -q 'clock: front is the reference' "$tmp/err" || fail "reference host line"
 grep -q 'clock: app monotonic offset -5.000' "$tmp/err" ||
 	grep -q 'clock: app monotonic offset -4.999' "$tmp/err" || fail "app offset line"
 [ "$(sqlite3 "$tmp/p3.db" 'SELECT COUNT(*) FROM requests WHERE complete = 1')" = 40 ] || fail "40 requests over three hosts"
+# the span of the requests' starts in stats (--follow reads it there):
+# counted as the rows went in, the times corrected (three clock domains)
+# and read back in one thread or two; so too with one host
+for d in p3 p; do
+	[ "$(sqlite3 "$tmp/$d.db" "SELECT (SELECT value FROM stats WHERE key = 'requests_first_ns') = min(start_ns)
+		AND (SELECT value FROM stats WHERE key = 'requests_last_ns') = max(start_ns) FROM requests")" = 1 ] ||
+		fail "$d.db: stats requests_first_ns / requests_last_ns are not the requests' first and last start"
+done
 expect 0 "reference by name" -- $bin -r db "$tmp/logs3" -o "$tmp/p4.db"
 [ "$(sqlite3 "$tmp/p4.db" 'SELECT name FROM hosts WHERE reference = 1')" = db ] || fail "-r db"
 # --detail=spans: messages and fragments created empty, every other
