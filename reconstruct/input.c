@@ -685,6 +685,9 @@ int rc_input_more(struct rc_ctx *c, char *why, size_t len)
 	int r;
 
 	memset(&m, 0, sizeof m);
+	/* pass 1 reads on over what this index finds (rc_scan_more) */
+	if (c->p1)
+		c->p1->fresh = 0;
 	rc_map_init(&m.images);
 	rc_map_init(&m.streams);
 	rc_map_init(&m.paths);

@@ -224,7 +224,10 @@ static int keep_fn(void *arg, struct rc_ctx *c, int64_t *w)
 		if ((r = own_files(c)) != 0)
 			return r;
 		k->t_own = rc_run_now();
-		r = rc_scan_more(c, 1, why, sizeof why);
+		/* (after its keeper read on, the logs and the merge are as
+		 * that left them) */
+		r = rc_scan_more(c, k->read_on ? RC_SCAN_FINAL_SAME : 1, why,
+				 sizeof why);
 		k->t_final = rc_run_now();
 		if (r == RC_MORE_REBUILD)
 			return rc_fail(c, RC_EXIT_INPUT, "pass 1 at the end of the logs: %s", why);

@@ -446,6 +446,9 @@ struct rc_p1 {
 	uint32_t ndicts;
 	int      more;           /* in rc_scan_more, the merge begun */
 	int      final;          /* ... the logs final */
+	int      fresh;          /* the last rc_scan_more read on over the
+				    logs as they are indexed now (the
+				    keeper's, before its pass's child) */
 	char     why[256];       /* the first such change, or "" */
 };
 

@@ -767,8 +767,30 @@ int rc_scan_more(struct rc_ctx *c, int final, char *why, size_t len)
 	if (!p)
 		return rc_fail(c, -EINVAL, "pass 1 cannot read on: it did not keep its state");
 	p->more = c->merge != NULL;
-	p->final = final;
 	p->why[0] = 0;
+	if (final == RC_SCAN_FINAL_SAME && p->fresh) {
+		/* The logs are those the last call read on over, and the
+		 * merge has not moved since (a kept pass's child: its keeper
+		 * read on, then forked it, and says so): the ends, domains,
+		 * lineage and entries would come out the same (0.13 s at 5.2
+		 * million events).  Only what the end of the logs changes
+		 * is left: the orphans are said now. */
+		p->final = 1;
+		p->fresh = 0;
+		r = orphans(c);
+		p->more = 0;
+		if (r < 0)
+			return rc_fail(c, r, "out of memory in the first pass, at the end of the logs");
+		if (p->why[0]) {
+			if (len)
+				snprintf(why, len, "%s", p->why);
+			return RC_MORE_REBUILD;
+		}
+		return 0;
+	}
+	final = final != 0;
+	p->final = final;
+	p->fresh = 0;
 	old_total = p->pair->total;
 	old_nconns = c->nconns;
 	/* which entries the merge read, before the streams grow */
@@ -827,6 +849,7 @@ int rc_scan_more(struct rc_ctx *c, int final, char *why, size_t len)
 			snprintf(why, len, "%s", p->why);
 		return RC_MORE_REBUILD;
 	}
+	p->fresh = !final;
 	return 0;
 }
 

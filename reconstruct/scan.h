@@ -45,9 +45,13 @@ int rc_scan_entry(struct rc_ctx *c, struct rc_run *r, uint32_t k,
  * otherwise, and it returns RC_MORE_REBUILD with WHY (LEN bytes) saying
  * what changed; only a merge from the start reads the logs right then.
  * FINAL: the logs will not grow any more (what pass 1 says of an image
- * the merge has not begun, it says now).
+ * the merge has not begun, it says now); RC_SCAN_FINAL_SAME: that, and
+ * the caller knows the logs and the merge are as the last call (a
+ * non-final one that succeeded, nothing indexed since) left them: only
+ * what the end of the logs changes is done.
  * 0, RC_MORE_REBUILD, or a negative errno (rc_fail).
  */
+#define RC_SCAN_FINAL_SAME 2
 int rc_scan_more(struct rc_ctx *c, int final, char *why, size_t len);
 /* Note that something the merge relied on changed (rc_scan_more). */
 void rc_scan_changed(struct rc_ctx *c, const char *fmt, ...)
