@@ -520,7 +520,6 @@ static int table_rows(struct ch *c, const struct table *t, int mode)
 	struct buf sel = { 0 }, b = { 0 };
 	char what[200];
 	int r = 0;
-	uint64_t total = 0;
 	puts_(&sel, "SELECT rowid");
 	for (int i = 0; i < t->ncols; i++)
 		putf(&sel, ", \"%s\"", t->cols[i].name);
@@ -576,7 +575,6 @@ static int table_rows(struct ch *c, const struct table *t, int mode)
 			}
 			c->st->inserts++;
 			c->st->rows += n;
-			total += n;
 			n = 0;
 			b.n = head;
 		}
