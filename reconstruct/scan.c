@@ -768,29 +768,20 @@ int rc_scan_more(struct rc_ctx *c, int final, char *why, size_t len)
 		return rc_fail(c, -EINVAL, "pass 1 cannot read on: it did not keep its state");
 	p->more = c->merge != NULL;
 	p->why[0] = 0;
-	if (final == RC_SCAN_FINAL_SAME && p->fresh) {
-		/* The logs are those the last call read on over, and the
-		 * merge has not moved since (a kept pass's child: its keeper
-		 * read on, then forked it, and says so): the ends, domains,
-		 * lineage and entries would come out the same (0.13 s at 5.2
-		 * million events).  Only what the end of the logs changes
-		 * is left: the orphans are said now. */
-		p->final = 1;
-		p->fresh = 0;
-		r = orphans(c);
-		p->more = 0;
-		if (r < 0)
-			return rc_fail(c, r, "out of memory in the first pass, at the end of the logs");
-		if (p->why[0]) {
-			if (len)
-				snprintf(why, len, "%s", p->why);
-			return RC_MORE_REBUILD;
-		}
-		return 0;
-	}
+	/* The logs are those the last call read on over, and the merge has
+	 * not moved since (a kept pass's child: its keeper read on, then
+	 * forked it, and says so): the ends, domains, lineage and entries
+	 * would come out the same (0.13 s at 5.2 million events).  Only
+	 * what the end of the logs changes is left: the orphans are said
+	 * now. */
+	int same = final == RC_SCAN_FINAL_SAME && p->fresh;
 	final = final != 0;
 	p->final = final;
 	p->fresh = 0;
+	if (same) {
+		r = orphans(c);
+		goto out;
+	}
 	old_total = p->pair->total;
 	old_nconns = c->nconns;
 	/* which entries the merge read, before the streams grow */
@@ -838,6 +829,7 @@ int rc_scan_more(struct rc_ctx *c, int final, char *why, size_t len)
 	for (uint32_t i = 0; i < c->nstreams; i++)
 		if (c->streams[i].run)
 			c->streams[i].run->ebuf_n = 0;
+out:
 	free(read);
 	p->more = 0;
 	if (r < 0)
