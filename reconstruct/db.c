@@ -263,12 +263,15 @@ static void ins_warning(struct rc_ctx *c, const char *file, uint64_t off,
 void rc_db_candidate(struct rc_ctx *c, uint64_t span, uint64_t req,
 		     int chosen, const char *reason)
 {
-	if (rc_db_queue_candidate(c, span, req, chosen, reason) == 0)
+	if (rc_db_queue_candidate(c, span, req, chosen, reason) == 0) {
+		rc_db_rows_named(c, req);
 		return;
+	}
 	if (c->db && !c->db->h && !c->db->failed) {
 		rc_db_spool_candidate(c, span, req, chosen, reason);
 		return;
 	}
+	rc_db_rows_named(c, req);
 	sqlite3_stmt *s = begin(c, S_CANDIDATE);
 	if (!s)
 		return;
@@ -462,6 +465,9 @@ static int certainty_finish(struct rc_ctx *c)
 		else
 			c->st.req_uncertain = n;
 	}
+	/* a window pass's requests that no row named, left out: exact
+	 * (db_rows.c, "requests no row names") */
+	c->st.req_exact += c->st.req_unnamed;
 	sqlite3_finalize(q);
 	return d->failed ? -1 : 0;
 }
@@ -547,6 +553,9 @@ static int write_stats(struct rc_ctx *c)
 		step(c, s, "stats");
 		b_t(s, 1, "follow_rows_from_ns");
 		sqlite3_bind_int64(s, 2, c->opt->rows_from_ns);
+		step(c, s, "stats");
+		b_t(s, 1, "follow_requests_left_out");
+		sqlite3_bind_int64(s, 2, (int64_t)c->st.req_unnamed);
 		step(c, s, "stats");
 		/* the latest request start (corrected) whose rows were left
 		 * out: no request from there on may be written */

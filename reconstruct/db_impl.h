@@ -110,6 +110,10 @@ void rc_db_spool_warning(struct rc_ctx *c, const char *file, uint64_t off,
 			 const char *text);
 void rc_db_spool_candidate(struct rc_ctx *c, uint64_t span, uint64_t req,
 			   int chosen, const char *reason);
+/* A span_candidates row of request REQ went in without the spool (the
+ * queue, or at once): a window pass must not leave REQ out
+ * (db_rows.c, "requests no row names"). */
+void rc_db_rows_named(struct rc_ctx *c, uint64_t req);
 /* Free the spool of D (after a failure; nothing when already freed). */
 void rc_db_rows_free(struct rc_db *d);
 

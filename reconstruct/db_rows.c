@@ -360,6 +360,12 @@ struct rc_db_rows {
 	struct spool_last *last;     /* per kind: writing, then reading */
 	struct batch *batch;         /* replay: rows waiting, per kind */
 	struct dbq   *q;             /* the queue, while its thread runs */
+	/* a window pass: the requests named (rc_db_rows_named, then
+	 * names_scan), those left out (names_scan) and their starts */
+	struct bits { uint64_t *w; size_t n; } named, gone;
+	int           names_lost;    /* a name not kept (no memory) */
+	uint64_t      gone_n, gone_t;
+	int64_t       gone_first, gone_last;
 };
 
 static void batch_free(struct rc_db_rows *w);
@@ -395,6 +401,8 @@ void rc_db_rows_free(struct rc_db *d)
 	rc_spill_close(&w->pre);
 	batch_free(w);
 	last_free(w);
+	free(w->named.w);
+	free(w->gone.w);
 	free(w->buf);
 	free(w);
 	d->rows = NULL;
@@ -1056,16 +1064,20 @@ static void rowkeys_free(struct rowkeys *rk)
 }
 
 /* Row U of kind K (a key or a request's row) read back; 0, or -1 out of
- * memory. */
+ * memory.  PROBE: the first look at the spool (names_scan), which
+ * judges as the replay will but keeps and counts nothing. */
 static int key_row(struct rc_ctx *c, struct rowkeys *rk, uint32_t k,
-		   const union spool_row *u)
+		   const union spool_row *u, int probe)
 {
+	int (*judge)(struct rc_ctx *, uint32_t, int64_t) =
+		probe ? rc_rows_before : rc_rows_judge;
 	if (k == K_REQUEST) {
 		const struct rc_row_request *r = &u->request;
 		if (rc_map_put(&rk->start, r->id, (uint64_t)r->start) < 0 ||
 		    rc_map_put(&rk->dom, r->id, r->dom) < 0)
 			return -1;
-		rc_rows_judge(c, r->dom, r->start);
+		if (!probe)
+			rc_rows_judge(c, r->dom, r->start);
 		return 0;
 	}
 	const struct rc_row_key *key = &u->key;
@@ -1076,24 +1088,261 @@ static int key_row(struct rc_ctx *c, struct rowkeys *rk, uint32_t k,
 	switch (key->form) {
 	case RC_KEY_AT:
 	case RC_KEY_CHANNEL:
-		rk->drop = rc_rows_judge(c, key->dom, key->t);
+		rk->drop = judge(c, key->dom, key->t);
 		break;
 	case RC_KEY_REQUEST:
 		/* a request without a row: its root was unrooted or
 		 * discarded, and nothing leaves its rows out */
 		if (rc_map_get(&rk->start, key->req, &t) &&
 		    rc_map_get(&rk->dom, key->req, &dom))
-			rk->drop = rc_rows_judge(c, (uint32_t)dom, (int64_t)t);
+			rk->drop = judge(c, (uint32_t)dom, (int64_t)t);
 		break;
 	default:
 		break;
 	}
-	if (rk->drop) {
+	if (rk->drop && !probe) {
 		c->st.rows_skipped++;
 		if (key->form == RC_KEY_CHANNEL)
 			c->st.chan_rows_skipped++;
 	}
 	return 0;
+}
+
+/* ---- reading the spool back ------------------------------------------------------ */
+
+struct spool_rd {
+	size_t   have, pos;      /* bytes in the buffer, the next row's */
+	uint64_t left, off;      /* the spool's bytes still to read, from */
+};
+
+/* From the first row, with the state the writer started from. */
+static void spool_rd_start(struct rc_db_rows *w, struct spool_rd *rd)
+{
+	rd->have = rd->pos = 0;
+	rd->left = w->bytes;
+	rd->off = 0;
+	for (uint32_t k = 0; k <= K_LAST; k++) {
+		memset(w->last[k].w, 0, sizeof w->last[k].w);
+		memset(w->last[k].set, 0, sizeof w->last[k].set);
+	}
+}
+
+/* The next row into *KP and *U (its strings point into the buffer until
+ * the next call): 1, 0 after the last row, -1 on an error (said).
+ * FLUSH: the replay's rows waiting point into the buffer, and so go in
+ * before it is refilled. */
+static int spool_rd_next(struct rc_ctx *c, struct spool_rd *rd, int flush,
+			 uint32_t *kp, union spool_row *u)
+{
+	struct rc_db *d = c->db;
+	struct rc_db_rows *w = d->rows;
+
+	for (;;) {
+		uint32_t need = 0, h = 0;
+		if (!rd->left && rd->pos >= rd->have)
+			return 0;
+		if (rd->have - rd->pos >= 4) {
+			memcpy(&h, w->buf + rd->pos, 4);
+			need = h & SPOOL_LEN_MASK;
+		}
+		if (rd->have - rd->pos < 4 || rd->have - rd->pos < need) {
+			/* the rows waiting point into the buffer, and so may
+			 * the previous rows' strings */
+			if (flush)
+				batch_flush_all(c);
+			if (last_own(w) < 0) {
+				spool_error(c, "buffer", ENOMEM);
+				return -1;
+			}
+			/* move the partial record to the front and read on */
+			memmove(w->buf, w->buf + rd->pos, rd->have - rd->pos);
+			rd->have -= rd->pos;
+			rd->pos = 0;
+			if (need > w->cap) {
+				char *b = realloc(w->buf, need);
+				if (!b) {
+					spool_error(c, "buffer", ENOMEM);
+					return -1;
+				}
+				w->buf = b;
+				w->cap = need;
+			}
+			size_t want = w->cap - rd->have;
+			if (want > rd->left)
+				want = (size_t)rd->left;
+			if (!want) {
+				spool_error(c, "read", EIO);
+				return -1;
+			}
+			if (spool_read(c, w, w->buf + rd->have, want, rd->off) != 0) {
+				d->failed = 1;
+				return -1;
+			}
+			rd->have += want;
+			rd->left -= want;
+			rd->off += want;
+			continue;
+		}
+		uint32_t k = h >> 28;
+		if (need < 4 || k == 0 || k == K_SPANPAT || k > K_LAST ||
+		    spool_decode(w, k, (const uint8_t *)w->buf + rd->pos, need,
+				 u) < 0 || !dom_ok(c, k, u) ||
+		    (k == K_ROWKEY && u->key.dom >= c->ndoms)) {
+			spool_error(c, "read back", EIO);
+			return -1;
+		}
+		rd->pos += need;
+		*kp = k;
+		return 1;
+	}
+}
+
+/* ---- requests no row names ----------------------------------------------------------
+ *
+ * A window pass of --follow (rc_options.rows_from_ns) keeps of a request
+ * that began before its bound only the request's row, its root span and
+ * its spans that are not exact (span.c, rc_span_finish): follow.c looks
+ * at such a request only when a row of the pass names it (follow.c,
+ * window: a process's, a channel's or a span candidate's request; and
+ * the requests of the messages, fragments and files written), and no
+ * other row needs it.  Written for every request of the history, those
+ * rows were most of a window pass's inserts on a long run (BENCHMARKS.md,
+ * phase 48).  So the replay first reads the spool through (names_scan,
+ * judging the keys as the replay then does) and leaves out the row and
+ * the spans of each such request that nothing names, whose spans are all
+ * exact and without a parent (then nothing can make it other than exact:
+ * db.c, inherit_sql and marks_sql, and certainty_finish counts it as
+ * exact).  Its start still counts in the stats' requests_first_ns and
+ * requests_last_ns (follow.c's window starts from them).  The pass at
+ * once and the kept pass's child judge alike (the same rows, read back
+ * from the spool: with a bound every row is spooled, row_put). */
+static int bit_get(const struct bits *b, uint64_t i)
+{
+	return i / 64 < b->n && (b->w[i / 64] >> (i % 64) & 1);
+}
+
+static int bit_set(struct bits *b, uint64_t i)
+{
+	if (i / 64 >= b->n) {
+		size_t n = b->n ? b->n : 64;
+		while (n <= i / 64)
+			n *= 2;
+		uint64_t *x = realloc(b->w, n * sizeof *x);
+		if (!x)
+			return -1;
+		memset(x + b->n, 0, (n - b->n) * sizeof *x);
+		b->w = x;
+		b->n = n;
+	}
+	b->w[i / 64] |= 1ull << (i % 64);
+	return 0;
+}
+
+static void bits_free(struct bits *b)
+{
+	free(b->w);
+	b->w = NULL;
+	b->n = 0;
+}
+
+/* Request REQ is named by a row that bypasses the spool (a span
+ * candidate through the queue or inserted at once: db.c). */
+void rc_db_rows_named(struct rc_ctx *c, uint64_t req)
+{
+	struct rc_db_rows *w = c->db ? c->db->rows : NULL;
+	if (!w || !req || !c->opt->rows_from_ns)
+		return;
+	if (bit_set(&w->named, req) < 0)
+		w->names_lost = 1;
+}
+
+/* The request a surviving row of kind K names, or 0. */
+static uint64_t row_names(uint32_t k, const union spool_row *u)
+{
+	switch (k) {
+	case K_MESSAGE:   return u->message.req;
+	case K_FRAGMENT:  return u->fragment.req;
+	case K_FILE:      return u->file.req;
+	case K_PROCESS:   return u->process.req;
+	case K_CHANNEL:   return u->channel.req;
+	case K_CANDIDATE: return u->candidate.req;
+	default:          return 0;
+	}
+}
+
+/* Fill w->gone (above); 0, or -1 on an error of the spool (said).
+ * Without the memory for it, nothing is left out. */
+static int names_scan(struct rc_ctx *c)
+{
+	struct rc_db_rows *w = c->db->rows;
+	struct bits early = { 0 };
+	struct rowkeys rk;
+	struct spool_rd rd;
+	union spool_row u;
+	uint32_t k;
+	int r, nomem = w->names_lost;
+
+	if (!c->opt->rows_from_ns || !w->bytes)
+		return 0;
+	rowkeys_init(c, &rk);
+	spool_rd_start(w, &rd);
+	while ((r = spool_rd_next(c, &rd, 0, &k, &u)) > 0 && !nomem) {
+		if (k == K_ROWKEY || (k == K_REQUEST && rk.on)) {
+			if (key_row(c, &rk, k, &u, 1) < 0) {
+				nomem = 1;
+				break;
+			}
+			if (k == K_ROWKEY)
+				continue;
+		}
+		if (rk.drop)
+			continue;
+		uint64_t req = 0, keep = 0;
+		if (k == K_REQUEST) {
+			const struct rc_row_request *q = &u.request;
+			if (q->certainty != RC_CT_EXACT)
+				keep = q->id;
+			else if (rc_rows_before(c, q->dom, q->start) &&
+				 bit_set(&early, q->id) < 0)
+				nomem = 1;
+		} else if (k == K_SPAN) {
+			if (u.span.certainty != RC_CT_EXACT || u.span.parent)
+				keep = u.span.req;
+		} else {
+			req = row_names(k, &u);
+		}
+		if ((req && bit_set(&w->named, req) < 0) ||
+		    (keep && bit_set(&w->named, keep) < 0))
+			nomem = 1;
+	}
+	rowkeys_free(&rk);
+	if (r < 0) {
+		bits_free(&early);
+		return -1;
+	}
+	if (!nomem) {
+		for (size_t i = 0; i < early.n; i++)
+			early.w[i] &= i < w->named.n ? ~w->named.w[i] : ~0ull;
+		w->gone = early;
+	} else {
+		bits_free(&early);
+	}
+	bits_free(&w->named);
+	return 0;
+}
+
+/* Request row R (its times corrected) left out: its start still counts
+ * (rc_db.req_first, req_last, req_n, merged in at the end). */
+static void gone_seen(struct rc_db_rows *w, const struct rc_row_request *r)
+{
+	w->gone_n++;
+	if (r->start == RC_DB_NULL)
+		return;
+	if (!w->gone_t || r->start < w->gone_first)
+		w->gone_first = r->start;
+	if (!w->gone_t || r->start > w->gone_last)
+		w->gone_last = r->start;
+	w->gone_t++;
 }
 
 /*
@@ -1113,102 +1362,48 @@ int rc_db_rows_replay(struct rc_ctx *c)
 {
 	struct rc_db *d = c->db;
 	struct rc_db_rows *w = d->rows;
-	size_t have = 0, pos = 0;
-	uint64_t left, off = 0;
+	struct spool_rd rd;
 	struct rowkeys rk;
+	union spool_row u;
+	uint32_t k;
+	int r = 0;
 
 	rowkeys_init(c, &rk);
 	rc_db_queue_stop(c);
-	if (d->failed || (w->len && spool_flush(c) < 0))
+	if (d->failed || (w->len && spool_flush(c) < 0) || names_scan(c) < 0) {
+		rowkeys_free(&rk);
 		return -1;
+	}
 	int two = 0;
 	rc_pat_stream_emit(d->pat, NULL, NULL);
 	if (w->bytes && !c->opt->replay_serial) {
-		int r = q_start(c, d->pat != NULL);
-		if (r == RC_EXIT_OUTPUT)
+		int qr = q_start(c, d->pat != NULL);
+		if (qr == RC_EXIT_OUTPUT) {
+			rowkeys_free(&rk);
 			return -1;
-		if (r == 0) {
+		}
+		if (qr == 0) {
 			two = 1;
 			rc_pat_stream_emit(d->pat, q_spanpat, c);
 		}
 	}
-	left = w->bytes;
 	w->batch = calloc(NKIND, sizeof *w->batch);
 	if (!w->batch) {
 		spool_error(c, "buffer", ENOMEM);
 		goto fail;
 	}
-	/* the reader starts from the state the writer started from */
-	for (uint32_t k = 0; k <= K_LAST; k++) {
-		memset(w->last[k].w, 0, sizeof w->last[k].w);
-		memset(w->last[k].set, 0, sizeof w->last[k].set);
-	}
-	while (!d->failed && (left || pos < have)) {
-		uint32_t need = 0, h = 0;
-		if (have - pos >= 4) {
-			memcpy(&h, w->buf + pos, 4);
-			need = h & SPOOL_LEN_MASK;
-		}
-		if (have - pos < 4 || have - pos < need) {
-			/* the rows waiting point into the buffer, and so may
-			 * the previous rows' strings */
-			batch_flush_all(c);
-			if (last_own(w) < 0) {
-				spool_error(c, "buffer", ENOMEM);
-				goto fail;
-			}
-			/* move the partial record to the front and read on */
-			memmove(w->buf, w->buf + pos, have - pos);
-			have -= pos;
-			pos = 0;
-			if (need > w->cap) {
-				char *b = realloc(w->buf, need);
-				if (!b) {
-					spool_error(c, "buffer", ENOMEM);
-					goto fail;
-				}
-				w->buf = b;
-				w->cap = need;
-			}
-			size_t want = w->cap - have;
-			if (want > left)
-				want = (size_t)left;
-			if (!want) {
-				spool_error(c, "read", EIO);
-				goto fail;
-			}
-			if (spool_read(c, w, w->buf + have, want, off) != 0) {
-				d->failed = 1;
-				goto fail;
-			}
-			have += want;
-			left -= want;
-			off += want;
-			continue;
-		}
-		union spool_row u;
-		uint32_t k = h >> 28;
-		if (need < 4 || k == 0 || k == K_SPANPAT || k > K_LAST ||
-		    spool_decode(w, k, (const uint8_t *)w->buf + pos, need,
-				 &u) < 0 || !dom_ok(c, k, &u) ||
-		    (k == K_ROWKEY && u.key.dom >= c->ndoms)) {
-			spool_error(c, "read back", EIO);
-			goto fail;
-		}
+	spool_rd_start(w, &rd);
+	while (!d->failed && (r = spool_rd_next(c, &rd, 1, &k, &u)) > 0) {
 		if (k == K_ROWKEY || (k == K_REQUEST && rk.on)) {
-			if (key_row(c, &rk, k, &u) < 0) {
+			if (key_row(c, &rk, k, &u, 0) < 0) {
 				spool_error(c, "memory", ENOMEM);
 				goto fail;
 			}
-			if (k == K_ROWKEY) {
-				pos += need;
+			if (k == K_ROWKEY)
 				continue;
-			}
 		}
-		if (rk.drop) {
-			pos += need;
+		if (rk.drop)
 			continue;
-		}
 		if (k > K_SPANPAT) {
 			/* spooled before the database was open
 			 * (rc_options.db_later) */
@@ -1216,17 +1411,26 @@ int rc_db_rows_replay(struct rc_ctx *c)
 				q_put(c, k, &u);
 			else
 				note_insert(c, k, &u);
-			pos += need;
 			continue;
 		}
 		shift_times(c, k, &u);
+		if (w->gone.n) {
+			/* a request nothing names (names_scan) */
+			if (k == K_REQUEST && bit_get(&w->gone, u.request.id)) {
+				gone_seen(w, &u.request);
+				continue;
+			}
+			if (k == K_SPAN && bit_get(&w->gone, u.span.req))
+				continue;
+		}
 		pat_row(d->pat, k, &u);
 		if (two)
 			q_put(c, k, &u);
 		else
 			batch_add(c, k, &u);
-		pos += need;
 	}
+	if (r < 0)
+		goto fail;
 	batch_flush_all(c);
 	if (two) {
 		rc_db_queue_stop(c);
@@ -1234,6 +1438,14 @@ int rc_db_rows_replay(struct rc_ctx *c)
 	}
 	c->st.spool_bytes = w->bytes;
 	c->st.replay_threads = w->bytes ? 1 + two : 0;
+	c->st.req_unnamed = w->gone_n;
+	if (w->gone_t) {
+		if (!d->req_n || w->gone_first < d->req_first)
+			d->req_first = w->gone_first;
+		if (!d->req_n || w->gone_last > d->req_last)
+			d->req_last = w->gone_last;
+		d->req_n += w->gone_t;
+	}
 	rc_db_rows_free(d);
 	rowkeys_free(&rk);
 	return d->failed ? -1 : 0;
@@ -1569,8 +1781,9 @@ int rc_db_queue_candidate(struct rc_ctx *c, uint64_t span, uint64_t req,
 static void row_put(struct rc_ctx *c, enum spool_kind k, const void *row)
 {
 	struct rc_db *d = c->db;
-	if (c->ndoms == 1 && !c->opt->spool_all && d && d->rows &&
-	    d->rows->q) {
+	/* (a window pass spools them all: "requests no row names") */
+	if (c->ndoms == 1 && !c->opt->spool_all && !c->opt->rows_from_ns &&
+	    d && d->rows && d->rows->q) {
 		if (d->pat && (k == K_SPAN || k == K_REQUEST)) {
 			/* the patterns here, the inserts in the thread */
 			union spool_row u;

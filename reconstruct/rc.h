@@ -372,6 +372,9 @@ struct rc_stats {
 					 non-root spans and channels not
 					 written (rc_options.rows_from_ns) */
 	uint64_t chan_rows_skipped;   /* of them, channels (chan.c) */
+	uint64_t req_unnamed;         /* requests before the bound whose row
+					 and spans no row needed, left out
+					 (db_rows.c) */
 	uint64_t channels;
 	uint64_t unattr_fragments, unattr_messages, unattr_files, unattr_spans;
 	uint64_t unattr_data_bytes;

@@ -484,6 +484,12 @@ int rc_rows_judge(struct rc_ctx *c, uint32_t dom, int64_t t)
 	return skip_judge(c, dom, t);
 }
 
+int rc_rows_before(struct rc_ctx *c, uint32_t dom, int64_t t)
+{
+	return c->opt->rows_from_ns && dom < c->ndoms &&
+	       t + rows_corr(c, &c->doms[dom]) < c->opt->rows_from_ns;
+}
+
 int rc_rows_skip_at(struct rc_ctx *c, uint32_t dom, int64_t t)
 {
 	if (!skip_judge(c, dom, t))

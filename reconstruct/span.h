@@ -212,6 +212,9 @@ void rc_rows_end(struct rc_ctx *c);
  * root's start, as when the root ended): rc_rows_skip_at's, but not
  * counted. */
 int rc_rows_judge(struct rc_ctx *c, uint32_t dom, int64_t t);
+/* rc_rows_judge's answer without keeping anything (the replay's first
+ * look at the spool, db_rows.c: "requests no row names"). */
+int rc_rows_before(struct rc_ctx *c, uint32_t dom, int64_t t);
 /* SP, the root of a request a traced client started (rule 5), turns out
  * to be work of another request: its own request is forgotten. */
 void rc_span_unroot(struct rc_ctx *c, struct rc_span *sp);

@@ -55,7 +55,9 @@ static int keep_all(void *ctx, const char *host, uint32_t pid,
 }
 
 /* LOSSY: with the blocks keep_most leaves out. */
-static void make_log(struct rt *t, int lossy)
+/* STATICS: every third request answered without a query (nothing but
+ * its own spans names it: db_rows.c, "requests no row names") */
+static void make_log_x(struct rt *t, int lossy, int statics)
 {
 	struct gen *g = gen_new();
 	struct gen_host *web = gen_host(g, "web", 0, 0);
@@ -83,6 +85,12 @@ static void make_log(struct rt *t, int lossy)
 		gen_msg(x, t0 + 1, 5, BT_DIR_IN, BT_MK_REQUEST, BT_PROTO_HTTP,
 			80, 0, 0, 0, GEN_A(BT_AK_METHOD, "GET"),
 			GEN_A(BT_AK_TARGET, "/x"), 0);
+		if (statics && i % 3 == 2) {
+			gen_msg(x, t0 + 9, 5, BT_DIR_OUT, BT_MK_REPLY,
+				BT_PROTO_HTTP, 100, 0, 200, 0, 0);
+			gen_close(x, t0 + 10, 5);
+			continue;
+		}
 		gen_tcp(x, t0 + 2, 7, BT_CR_CONNECT, lport, "10.0.0.2:5432");
 		gen_msg(x, t0 + 3, 7, BT_DIR_OUT, BT_MK_REQUEST, BT_PROTO_PGSQL,
 			40, 0, 0, 0, GEN_A(BT_AK_SQL, "SELECT 1"), 0);
@@ -100,6 +108,11 @@ static void make_log(struct rt *t, int lossy)
 		gen_close(x, t0 + 10, 5);
 	}
 	ck_assert_int_gt(rt_write(t, g, &o), 20);
+}
+
+static void make_log(struct rt *t, int lossy)
+{
+	make_log_x(t, lossy, 0);
 }
 
 /* ---- growing a copy of it --------------------------------------------- */
@@ -941,6 +954,24 @@ START_TEST(grown_on_disk_same_as_at_once)
 END_TEST
 
 
+/* The value of stats key KEY in database PATH (-1: none). */
+static int64_t db_stat(const char *path, const char *key)
+{
+	sqlite3 *h;
+	sqlite3_stmt *s;
+	int64_t v = -1;
+
+	ck_assert_int_eq(sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(h, "SELECT value FROM stats WHERE key = ?",
+					    -1, &s, NULL), SQLITE_OK);
+	sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(h);
+	return v;
+}
+
 /*
  * The keeper of --follow (keeper.c) on a log that grows on disk: at each
  * step a pass whose child finishes the kept merge over the logs as they
@@ -960,7 +991,7 @@ START_TEST(keeper_same_as_at_once)
 		char pass[400], once[400], why[1024];
 		const char *in[1];
 
-		make_log(&b, 0);
+		make_log_x(&b, 0, 1);
 		snprintf(pass, sizeof pass, "%s/pass.db", b.dir);
 		snprintf(once, sizeof once, "%s/once.db", b.dir);
 		dgrow_begin(&d, &b, steps[i], &w);
@@ -976,6 +1007,7 @@ START_TEST(keeper_same_as_at_once)
 		};
 		struct rc_keeper *k = NULL;
 		int passes = 0, requests = 0, renewed = 0;
+		int64_t left_out = 0;
 		for (;;) {
 			struct rc_summary ks, as;
 			int64_t used = -1;
@@ -1007,6 +1039,11 @@ START_TEST(keeper_same_as_at_once)
 			ck_assert_uint_eq(ks.requests, as.requests);
 			ck_assert_uint_eq(ks.pending, as.pending);
 			requests = (int)as.requests;
+			/* of the requests before the window, those no row
+			 * names are left out alike (db_rows.c) */
+			left_out += db_stat(pass, "follow_requests_left_out");
+			ck_assert_int_eq(db_stat(pass, "follow_requests_left_out"),
+					 db_stat(once, "follow_requests_left_out"));
 			passes++;
 			/* half way: a keeper anew, with its own window */
 			if (passes == steps[i] / 2) {
@@ -1031,6 +1068,7 @@ START_TEST(keeper_same_as_at_once)
 		ck_assert_int_ge(passes, 3);
 		ck_assert_int_eq(renewed, 1);
 		ck_assert_int_ge(requests, 100);
+		ck_assert_int_gt(left_out, 0);
 		rt_done(&b);
 	}
 }

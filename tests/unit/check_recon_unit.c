@@ -193,7 +193,9 @@ END_TEST
  * a record holds), NULLs (no status), files: more than one spool buffer
  * (1 MiB), so strings repeated across a refill are read back too.
  */
-static void spool_logs(struct rt *t)
+/* STATICS: every 5th request is answered without a query (and so
+ * without the database connection that names it) */
+static void spool_logs_x(struct rt *t, int statics)
 {
 	struct gen *g = gen_new();
 	struct gen_host *h = gen_host(g, "web", 0, 0);
@@ -223,6 +225,12 @@ static void spool_logs(struct rt *t)
 		gen_msg(w, t0 + 2, fd, BT_DIR_IN, BT_MK_REQUEST, BT_PROTO_HTTP,
 			80, 0, 0, 0, GEN_A(BT_AK_METHOD, "GET"),
 			GEN_A(BT_AK_TARGET, i % 250 == 5 ? "" : target), 0);
+		if (statics && i % 5 == 4) {
+			gen_msg(w, t0 + 60, fd, BT_DIR_OUT, BT_MK_REPLY,
+				BT_PROTO_HTTP, 500, 0, 200, 0, 0);
+			gen_close(w, t0 + 64, fd);
+			continue;
+		}
 		gen_tcp(w, t0 + 10, dbfd, BT_CR_CONNECT, lport, "10.0.0.2:5432");
 		gen_msg(w, t0 + 20, dbfd, BT_DIR_OUT, BT_MK_REQUEST,
 			BT_PROTO_PGSQL, 40, 0, 0, 0, GEN_A(BT_AK_SQL, q), 0);
@@ -245,6 +253,11 @@ static void spool_logs(struct rt *t)
 	}
 	rt_init(t);
 	rt_write(t, g, NULL);
+}
+
+static void spool_logs(struct rt *t)
+{
+	spool_logs_x(t, 0);
 }
 
 /* Every table of T's database, rows in rowid order, as text. */
@@ -325,7 +338,7 @@ START_TEST(window_rows_left_out)
 		{ "files", "file_id" }, { "spans", "span_id" },
 	};
 
-	spool_logs(&a);
+	spool_logs_x(&a, 1);
 	ck_assert_int_eq(rt_run(&a), RC_EXIT_OK);
 	int64_t from = rt_qi(&a, "SELECT start_ns FROM requests ORDER BY start_ns LIMIT 1 OFFSET 2000");
 	/* the answer's fragment is written after its request's root ended */
@@ -333,10 +346,39 @@ START_TEST(window_rows_left_out)
 			       "(SELECT root_span_id FROM requests r WHERE r.request_id = f.request_id)"
 			       " WHERE f.end_ns > s.end_ns"), 1000);
 
-	spool_logs(&w);
+	spool_logs_x(&w, 1);
 	w.rows_from_ns = from;
 	ck_assert_int_eq(rt_run(&w), RC_EXIT_OK);
-	ck_assert_int_eq(rt_qi(&w, "SELECT COUNT(*) FROM requests"), 3000);
+	/* the requests from the bound on, and of those before it the ones
+	 * a row names (db_rows.c, "requests no row names"): here a
+	 * channel's (the query's connection: every 5th request has none) */
+	int64_t named = rt_qi(&w, "SELECT COUNT(*) FROM requests r WHERE r.start_ns < %lld AND"
+			      " (r.request_id IN (SELECT request_id FROM channels)"
+			      "  OR r.request_id IN (SELECT request_id FROM processes)"
+			      "  OR r.request_id IN (SELECT request_id FROM span_candidates)"
+			      "  OR r.certainty <> 'exact')", (long long)from);
+	ck_assert_int_gt(named, 0);
+	ck_assert_int_eq(rt_qi(&w, "SELECT COUNT(*) FROM requests"), 1000 + named);
+	ck_assert_int_eq(rt_qi(&w, "SELECT value FROM stats WHERE key = 'follow_requests_left_out'"), 2000 - named);
+	ck_assert_int_lt(named, 2000);
+	/* ... each of those that the whole run's rows name: none lost */
+	ck_assert_int_eq(rt_qi(&a, "SELECT COUNT(*) FROM requests r WHERE r.start_ns < %lld AND"
+			       " (r.request_id IN (SELECT request_id FROM processes)"
+			       "  OR r.request_id IN (SELECT request_id FROM span_candidates)"
+			       "  OR r.certainty <> 'exact')", (long long)from),
+			 rt_qi(&w, "SELECT COUNT(*) FROM requests r WHERE r.start_ns < %lld AND"
+			       " (r.request_id IN (SELECT request_id FROM processes)"
+			       "  OR r.request_id IN (SELECT request_id FROM span_candidates)"
+			       "  OR r.certainty <> 'exact')", (long long)from));
+	/* the span of the starts and the certainty counts are the whole
+	 * run's (follow.c's window starts from them) */
+	ck_assert_int_eq(rt_qi(&w, "SELECT value FROM stats WHERE key = 'requests_first_ns'"),
+			 rt_qi(&a, "SELECT value FROM stats WHERE key = 'requests_first_ns'"));
+	ck_assert_int_eq(rt_qi(&w, "SELECT value FROM stats WHERE key = 'requests_last_ns'"),
+			 rt_qi(&a, "SELECT value FROM stats WHERE key = 'requests_last_ns'"));
+	ck_assert_int_eq(rt_qi(&w, "SELECT value FROM stats WHERE key = 'requests_exact'") +
+			 rt_qi(&w, "SELECT value FROM stats WHERE key = 'requests_resolved'") +
+			 rt_qi(&w, "SELECT value FROM stats WHERE key = 'requests_uncertain'"), 3000);
 	ck_assert_int_gt(rt_qi(&w, "SELECT value FROM stats WHERE key = 'follow_rows_skipped'"), 2000 * 3);
 	for (size_t i = 0; i < sizeof tabs / sizeof tabs[0]; i++) {
 		char *x = rows_of(&a, tabs[i].tab, tabs[i].order, from, 0);
@@ -352,7 +394,9 @@ START_TEST(window_rows_left_out)
 	ck_assert_int_eq(rt_qi(&w, "SELECT COUNT(*) FROM messages m JOIN requests r ON r.request_id = m.request_id WHERE r.start_ns < %lld", (long long)from), 0);
 	ck_assert_int_eq(rt_qi(&w, "SELECT COUNT(*) FROM files f JOIN requests r ON r.request_id = f.request_id WHERE r.start_ns < %lld", (long long)from), 0);
 	ck_assert_int_eq(rt_qi(&w, "SELECT COUNT(*) FROM spans s JOIN requests r ON r.request_id = s.request_id WHERE r.start_ns < %lld AND s.span_id <> r.root_span_id", (long long)from), 0);
-	ck_assert_int_eq(rt_qi(&w, "SELECT COUNT(*) FROM spans s JOIN requests r ON r.root_span_id = s.span_id WHERE r.start_ns < %lld", (long long)from), 2000);
+	ck_assert_int_eq(rt_qi(&w, "SELECT COUNT(*) FROM spans s JOIN requests r ON r.root_span_id = s.span_id WHERE r.start_ns < %lld", (long long)from), named);
+	/* ... and no span of a request left out */
+	ck_assert_int_eq(rt_qi(&w, "SELECT COUNT(*) FROM spans WHERE request_id NOT IN (SELECT request_id FROM requests)"), 0);
 	/* the latest time left out: at or after the last request's start
 	 * before the bound (channels closed before it count too), never at
 	 * or after the bound */
