@@ -52,7 +52,8 @@ struct rc_row_span {
 	uint64_t process_id, channel_id;
 	int64_t  start, end;
 	uint8_t  certainty;          /* enum rc_certainty */
-	uint8_t  pad2[7];
+	uint8_t  root;               /* its request's root (not a column) */
+	uint8_t  pad2[6];
 	const char *reason;          /* a static string, or NULL */
 };
 

@@ -360,13 +360,46 @@ struct rc_db_rows {
 	struct spool_last *last;     /* per kind: writing, then reading */
 	struct batch *batch;         /* replay: rows waiting, per kind */
 	struct dbq   *q;             /* the queue, while its thread runs */
-	/* a window pass: the requests named (rc_db_rows_named, then
-	 * names_scan), those left out (names_scan) and their starts */
-	struct bits { uint64_t *w; size_t n; } named, gone;
+	/* a window pass: the requests named ("requests no row names"),
+	 * the channel rows that name one if the bound keeps them, the
+	 * key the rows spooled since came after, the requests left out */
+	struct bits { uint64_t *w; size_t n; } named;
+	struct chkey { uint64_t req; int64_t t; uint32_t dom; } *chk;
+	size_t        nchk, capchk;
+	struct rc_row_key key;
 	int           names_lost;    /* a name not kept (no memory) */
 	uint64_t      gone_n, gone_t;
 	int64_t       gone_first, gone_last;
 };
+
+static int bit_get(const struct bits *b, uint64_t i)
+{
+	return i / 64 < b->n && (b->w[i / 64] >> (i % 64) & 1);
+}
+
+static int bit_set(struct bits *b, uint64_t i)
+{
+	if (i / 64 >= b->n) {
+		size_t n = b->n ? b->n : 64;
+		while (n <= i / 64)
+			n *= 2;
+		uint64_t *x = realloc(b->w, n * sizeof *x);
+		if (!x)
+			return -1;
+		memset(x + b->n, 0, (n - b->n) * sizeof *x);
+		b->w = x;
+		b->n = n;
+	}
+	b->w[i / 64] |= 1ull << (i % 64);
+	return 0;
+}
+
+static void bits_free(struct bits *b)
+{
+	free(b->w);
+	b->w = NULL;
+	b->n = 0;
+}
 
 static void batch_free(struct rc_db_rows *w);
 static void last_free(struct rc_db_rows *w);
@@ -402,7 +435,7 @@ void rc_db_rows_free(struct rc_db *d)
 	batch_free(w);
 	last_free(w);
 	free(w->named.w);
-	free(w->gone.w);
+	free(w->chk);
 	free(w->buf);
 	free(w);
 	d->rows = NULL;
@@ -594,6 +627,9 @@ static void last_free(struct rc_db_rows *w)
 	w->last = NULL;
 }
 
+static void note_names(struct rc_ctx *c, struct rc_db_rows *w,
+		       enum spool_kind k, const void *row);
+
 static void spool_put(struct rc_ctx *c, enum spool_kind k, const void *row)
 {
 	struct rc_db *d = c->db;
@@ -601,6 +637,8 @@ static void spool_put(struct rc_ctx *c, enum spool_kind k, const void *row)
 	if (!d || d->failed)
 		return;
 	struct rc_db_rows *w = d->rows;
+	if (c->opt->rows_from_ns || c->opt->row_keys)
+		note_names(c, w, k, row);
 	const struct sfield *f = spool_desc[k].f;
 	size_t nf = spool_desc[k].nf, nw = spool_desc[k].size / 8;
 	const char *str[SPOOL_STRS];
@@ -1040,67 +1078,62 @@ void rc_db_row_key(struct rc_ctx *c, enum rc_key_form form, uint64_t req,
  * were, before any correction), a channel by when it closed.  Each
  * group left out is counted as the merge counts it, and each request's
  * row is judged as the root's end is (skip_done_mark), so the stats
- * (follow_rows_skipped, follow_rows_skip_max_ns) are that merge's.
+ * (follow_rows_skipped, follow_rows_skip_max_ns) are that merge's.  A
+ * request's judgement is kept (two bits per request id: its row came,
+ * it is before the bound) for the keys that name it: judging its start
+ * again gives the same answer.
  */
 struct rowkeys {
 	int on;                /* rows_from_ns and the keys */
 	int drop;              /* the rows until the next key left out */
-	struct rc_map start;   /* request id -> its root's start */
-	struct rc_map dom;     /* ... and clock domain */
+	struct bits seen;      /* request ids whose row came */
+	struct bits before;    /* ... and was judged before the bound */
 };
 
 static void rowkeys_init(const struct rc_ctx *c, struct rowkeys *rk)
 {
 	memset(rk, 0, sizeof *rk);
 	rk->on = c->opt->row_keys && c->opt->rows_from_ns;
-	rc_map_init(&rk->start);
-	rc_map_init(&rk->dom);
 }
 
 static void rowkeys_free(struct rowkeys *rk)
 {
-	rc_map_free(&rk->start);
-	rc_map_free(&rk->dom);
+	bits_free(&rk->seen);
+	bits_free(&rk->before);
 }
 
 /* Row U of kind K (a key or a request's row) read back; 0, or -1 out of
- * memory.  PROBE: the first look at the spool (names_scan), which
- * judges as the replay will but keeps and counts nothing. */
+ * memory. */
 static int key_row(struct rc_ctx *c, struct rowkeys *rk, uint32_t k,
-		   const union spool_row *u, int probe)
+		   const union spool_row *u)
 {
-	int (*judge)(struct rc_ctx *, uint32_t, int64_t) =
-		probe ? rc_rows_before : rc_rows_judge;
 	if (k == K_REQUEST) {
 		const struct rc_row_request *r = &u->request;
-		if (rc_map_put(&rk->start, r->id, (uint64_t)r->start) < 0 ||
-		    rc_map_put(&rk->dom, r->id, r->dom) < 0)
+		if (bit_set(&rk->seen, r->id) < 0 ||
+		    (rc_rows_judge(c, r->dom, r->start) &&
+		     bit_set(&rk->before, r->id) < 0))
 			return -1;
-		if (!probe)
-			rc_rows_judge(c, r->dom, r->start);
 		return 0;
 	}
 	const struct rc_row_key *key = &u->key;
 	rk->drop = 0;
 	if (!rk->on)
 		return 0;
-	uint64_t t, dom;
 	switch (key->form) {
 	case RC_KEY_AT:
 	case RC_KEY_CHANNEL:
-		rk->drop = judge(c, key->dom, key->t);
+		rk->drop = rc_rows_judge(c, key->dom, key->t);
 		break;
 	case RC_KEY_REQUEST:
 		/* a request without a row: its root was unrooted or
 		 * discarded, and nothing leaves its rows out */
-		if (rc_map_get(&rk->start, key->req, &t) &&
-		    rc_map_get(&rk->dom, key->req, &dom))
-			rk->drop = judge(c, (uint32_t)dom, (int64_t)t);
+		rk->drop = bit_get(&rk->seen, key->req) &&
+			   bit_get(&rk->before, key->req);
 		break;
 	default:
 		break;
 	}
-	if (rk->drop && !probe) {
+	if (rk->drop) {
 		c->st.rows_skipped++;
 		if (key->form == RC_KEY_CHANNEL)
 			c->st.chan_rows_skipped++;
@@ -1207,128 +1240,112 @@ static int spool_rd_next(struct rc_ctx *c, struct spool_rd *rd, int flush,
  * the requests of the messages, fragments and files written), and no
  * other row needs it.  Written for every request of the history, those
  * rows were most of a window pass's inserts on a long run (BENCHMARKS.md,
- * phase 48).  So the replay first reads the spool through (names_scan,
- * judging the keys as the replay then does) and leaves out the row and
- * the spans of each such request that nothing names, whose spans are all
- * exact and without a parent (then nothing can make it other than exact:
- * db.c, inherit_sql and marks_sql, and certainty_finish counts it as
- * exact).  Its start still counts in the stats' requests_first_ns and
- * requests_last_ns (follow.c's window starts from them).  The pass at
- * once and the kept pass's child judge alike (the same rows, read back
- * from the spool: with a bound every row is spooled, row_put). */
-static int bit_get(const struct bits *b, uint64_t i)
+ * phase 48).  So the replay leaves out the row and the root span of each
+ * such request that nothing names, when the root is exact and has no
+ * parent and no other span of it was written (an uncertainty could
+ * otherwise come to it or from it: db.c, inherit_sql and marks_sql;
+ * certainty_finish counts it as exact).  Its start still counts in the
+ * stats' requests_first_ns and requests_last_ns (follow.c's window
+ * starts from them).
+ *
+ * The names are noted as the rows are spooled (note_names), before the
+ * replay, which needs them all before the first row it inserts: the
+ * rows of a request that a later bound may leave out (spooled after a
+ * key, rc_rows_begin) are left out exactly when the request is, and so
+ * never name one that is left out, but a channel's row (its key is when
+ * it closed) is noted with its key and judged when the replay starts.
+ * The pass at once notes the same names (it spools every row: row_put;
+ * span candidates through the queue, rc_db_rows_named), so it and the
+ * kept merge's child leave out the same requests (check_recon:
+ * keeper_same_as_at_once, window_rows_left_out).  Without the memory
+ * for a name, nothing is left out.
+ */
+static void name(struct rc_db_rows *w, uint64_t req)
 {
-	return i / 64 < b->n && (b->w[i / 64] >> (i % 64) & 1);
-}
-
-static int bit_set(struct bits *b, uint64_t i)
-{
-	if (i / 64 >= b->n) {
-		size_t n = b->n ? b->n : 64;
-		while (n <= i / 64)
-			n *= 2;
-		uint64_t *x = realloc(b->w, n * sizeof *x);
-		if (!x)
-			return -1;
-		memset(x + b->n, 0, (n - b->n) * sizeof *x);
-		b->w = x;
-		b->n = n;
-	}
-	b->w[i / 64] |= 1ull << (i % 64);
-	return 0;
-}
-
-static void bits_free(struct bits *b)
-{
-	free(b->w);
-	b->w = NULL;
-	b->n = 0;
-}
-
-/* Request REQ is named by a row that bypasses the spool (a span
- * candidate through the queue or inserted at once: db.c). */
-void rc_db_rows_named(struct rc_ctx *c, uint64_t req)
-{
-	struct rc_db_rows *w = c->db ? c->db->rows : NULL;
-	if (!w || !req || !c->opt->rows_from_ns)
-		return;
-	if (bit_set(&w->named, req) < 0)
+	if (req && bit_set(&w->named, req) < 0)
 		w->names_lost = 1;
 }
 
-/* The request a surviving row of kind K names, or 0. */
-static uint64_t row_names(uint32_t k, const union spool_row *u)
+void rc_db_rows_named(struct rc_ctx *c, uint64_t req)
 {
+	struct rc_db_rows *w = c->db ? c->db->rows : NULL;
+	if (w && (c->opt->rows_from_ns || c->opt->row_keys))
+		name(w, req);
+}
+
+/* Row ROW of kind K spooled: the request it names, if any (above). */
+static void note_names(struct rc_ctx *c, struct rc_db_rows *w,
+		       enum spool_kind k, const void *row)
+{
+	const union spool_row *u = row;
+	int scoped = c->rows_scope;
+
 	switch (k) {
-	case K_MESSAGE:   return u->message.req;
-	case K_FRAGMENT:  return u->fragment.req;
-	case K_FILE:      return u->file.req;
-	case K_PROCESS:   return u->process.req;
-	case K_CHANNEL:   return u->channel.req;
-	case K_CANDIDATE: return u->candidate.req;
-	default:          return 0;
+	case K_ROWKEY:
+		w->key = u->key;
+		return;
+	case K_REQUEST:
+		if (u->request.certainty != RC_CT_EXACT)
+			name(w, u->request.id);
+		return;
+	case K_SPAN:
+		if (!scoped && (!u->span.root || u->span.parent ||
+				u->span.certainty != RC_CT_EXACT))
+			name(w, u->span.req);
+		return;
+	case K_CHANNEL:
+		if (!u->channel.req)
+			return;
+		if (scoped && w->key.form == RC_KEY_CHANNEL) {
+			if (w->nchk == w->capchk) {
+				size_t n = w->capchk ? 2 * w->capchk : 64;
+				struct chkey *x = realloc(w->chk, n * sizeof *x);
+				if (!x) {
+					w->names_lost = 1;
+					return;
+				}
+				w->chk = x;
+				w->capchk = n;
+			}
+			w->chk[w->nchk++] = (struct chkey){ u->channel.req,
+				w->key.t, w->key.dom };
+			return;
+		}
+		name(w, u->channel.req);
+		return;
+	case K_MESSAGE:
+		if (!scoped)
+			name(w, u->message.req);
+		return;
+	case K_FRAGMENT:
+		if (!scoped)
+			name(w, u->fragment.req);
+		return;
+	case K_FILE:
+		if (!scoped)
+			name(w, u->file.req);
+		return;
+	case K_PROCESS:
+		name(w, u->process.req);
+		return;
+	case K_CANDIDATE:
+		name(w, u->candidate.req);
+		return;
+	default:
+		return;
 	}
 }
 
-/* Fill w->gone (above); 0, or -1 on an error of the spool (said).
- * Without the memory for it, nothing is left out. */
-static int names_scan(struct rc_ctx *c)
+/* When the replay starts: the channels' rows that this bound keeps name
+ * their requests.  0 when requests may be left out. */
+static int names_ready(struct rc_ctx *c, struct rc_db_rows *w)
 {
-	struct rc_db_rows *w = c->db->rows;
-	struct bits early = { 0 };
-	struct rowkeys rk;
-	struct spool_rd rd;
-	union spool_row u;
-	uint32_t k;
-	int r, nomem = w->names_lost;
-
-	if (!c->opt->rows_from_ns || !w->bytes)
-		return 0;
-	rowkeys_init(c, &rk);
-	spool_rd_start(w, &rd);
-	while ((r = spool_rd_next(c, &rd, 0, &k, &u)) > 0 && !nomem) {
-		if (k == K_ROWKEY || (k == K_REQUEST && rk.on)) {
-			if (key_row(c, &rk, k, &u, 1) < 0) {
-				nomem = 1;
-				break;
-			}
-			if (k == K_ROWKEY)
-				continue;
-		}
-		if (rk.drop)
-			continue;
-		uint64_t req = 0, keep = 0;
-		if (k == K_REQUEST) {
-			const struct rc_row_request *q = &u.request;
-			if (q->certainty != RC_CT_EXACT)
-				keep = q->id;
-			else if (rc_rows_before(c, q->dom, q->start) &&
-				 bit_set(&early, q->id) < 0)
-				nomem = 1;
-		} else if (k == K_SPAN) {
-			if (u.span.certainty != RC_CT_EXACT || u.span.parent)
-				keep = u.span.req;
-		} else {
-			req = row_names(k, &u);
-		}
-		if ((req && bit_set(&w->named, req) < 0) ||
-		    (keep && bit_set(&w->named, keep) < 0))
-			nomem = 1;
-	}
-	rowkeys_free(&rk);
-	if (r < 0) {
-		bits_free(&early);
+	if (!c->opt->rows_from_ns || w->names_lost)
 		return -1;
-	}
-	if (!nomem) {
-		for (size_t i = 0; i < early.n; i++)
-			early.w[i] &= i < w->named.n ? ~w->named.w[i] : ~0ull;
-		w->gone = early;
-	} else {
-		bits_free(&early);
-	}
-	bits_free(&w->named);
-	return 0;
+	for (size_t i = 0; i < w->nchk; i++)
+		if (!rc_rows_before(c, w->chk[i].dom, w->chk[i].t))
+			name(w, w->chk[i].req);
+	return w->names_lost ? -1 : 0;
 }
 
 /* Request row R (its times corrected) left out: its start still counts
@@ -1370,10 +1387,11 @@ int rc_db_rows_replay(struct rc_ctx *c)
 
 	rowkeys_init(c, &rk);
 	rc_db_queue_stop(c);
-	if (d->failed || (w->len && spool_flush(c) < 0) || names_scan(c) < 0) {
+	if (d->failed || (w->len && spool_flush(c) < 0)) {
 		rowkeys_free(&rk);
 		return -1;
 	}
+	int named = names_ready(c, w) == 0;
 	int two = 0;
 	rc_pat_stream_emit(d->pat, NULL, NULL);
 	if (w->bytes && !c->opt->replay_serial) {
@@ -1395,7 +1413,7 @@ int rc_db_rows_replay(struct rc_ctx *c)
 	spool_rd_start(w, &rd);
 	while (!d->failed && (r = spool_rd_next(c, &rd, 1, &k, &u)) > 0) {
 		if (k == K_ROWKEY || (k == K_REQUEST && rk.on)) {
-			if (key_row(c, &rk, k, &u, 0) < 0) {
+			if (key_row(c, &rk, k, &u) < 0) {
 				spool_error(c, "memory", ENOMEM);
 				goto fail;
 			}
@@ -1413,16 +1431,21 @@ int rc_db_rows_replay(struct rc_ctx *c)
 				note_insert(c, k, &u);
 			continue;
 		}
-		shift_times(c, k, &u);
-		if (w->gone.n) {
-			/* a request nothing names (names_scan) */
-			if (k == K_REQUEST && bit_get(&w->gone, u.request.id)) {
-				gone_seen(w, &u.request);
-				continue;
-			}
-			if (k == K_SPAN && bit_get(&w->gone, u.span.req))
-				continue;
+		/* a request before the bound that nothing names: its root
+		 * span, then its row ("requests no row names"; judged as
+		 * the merge judges, before the times are corrected) */
+		if (named && k == K_SPAN && u.span.root &&
+		    !bit_get(&w->named, u.span.req) &&
+		    rc_rows_before(c, u.span.dom, u.span.start))
+			continue;
+		if (named && k == K_REQUEST &&
+		    !bit_get(&w->named, u.request.id) &&
+		    rc_rows_before(c, u.request.dom, u.request.start)) {
+			shift_times(c, k, &u);
+			gone_seen(w, &u.request);
+			continue;
 		}
+		shift_times(c, k, &u);
 		pat_row(d->pat, k, &u);
 		if (two)
 			q_put(c, k, &u);

@@ -625,7 +625,7 @@ void rc_span_finish(struct rc_ctx *c, struct rc_span *sp)
 		.dom = sp->dom, .process_id = sp->process_id,
 		.channel_id = sp->channel_id, .start = sp->start,
 		.end = sp->end, .certainty = sp->certainty,
-		.reason = sp->reason,
+		.root = sp->is_root, .reason = sp->reason,
 	};
 	span_gone(c, sp);
 	rc_tok_server_done(c, sp);

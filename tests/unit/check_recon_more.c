@@ -56,7 +56,8 @@ static int keep_all(void *ctx, const char *host, uint32_t pid,
 
 /* LOSSY: with the blocks keep_most leaves out. */
 /* STATICS: every third request answered without a query (nothing but
- * its own spans names it: db_rows.c, "requests no row names") */
+ * its own spans names it: db_rows.c, "requests no row names"), and
+ * every third one with a connection to an untraced server instead */
 static void make_log_x(struct rt *t, int lossy, int statics)
 {
 	struct gen *g = gen_new();
@@ -89,6 +90,17 @@ static void make_log_x(struct rt *t, int lossy, int statics)
 			gen_msg(x, t0 + 9, 5, BT_DIR_OUT, BT_MK_REPLY,
 				BT_PROTO_HTTP, 100, 0, 200, 0, 0);
 			gen_close(x, t0 + 10, 5);
+			continue;
+		}
+		if (statics && i % 3 == 1) {
+			/* a connection to a server no tracer sees, closed
+			 * after the next requests began: it names the
+			 * request while a bound keeps its row */
+			gen_tcp(x, t0 + 2, 9, BT_CR_CONNECT, lport, "10.0.0.3:6379");
+			gen_msg(x, t0 + 9, 5, BT_DIR_OUT, BT_MK_REPLY,
+				BT_PROTO_HTTP, 100, 0, 200, 0, 0);
+			gen_close(x, t0 + 10, 5);
+			gen_close(x, t0 + 120, 9);
 			continue;
 		}
 		gen_tcp(x, t0 + 2, 7, BT_CR_CONNECT, lport, "10.0.0.2:5432");
