@@ -28,7 +28,8 @@
 #ifndef RC_PAIR_RUN_ENTS
 #define RC_PAIR_RUN_ENTS (1u << 17)
 #endif
-#define RUN_ENTS       ((uint32_t)RC_PAIR_RUN_ENTS)
+#define RUN_DEFAULT    ((uint32_t)RC_PAIR_RUN_ENTS)
+#define RUN_ENTS       (pr->run)
 /* The smallest read buffer of one run while the runs are merged. */
 #define RUN_BUF_MIN    256u
 /* Pairing results written to the entries table at once, sorted (2 MiB;
@@ -278,8 +279,12 @@ int rc_pair_add(struct rc_ctx *c, struct rc_pair *pr, uint32_t image,
 	if (pr->total == UINT32_MAX - 1)
 		return rc_fail(c, RC_EXIT_INPUT, "more than %u channel ends",
 			       UINT32_MAX - 2);
+	if (!pr->run)
+		pr->run = c->opt->pair_run ? c->opt->pair_run : RUN_DEFAULT;
 	if (pr->n == pr->cap && pr->cap < RUN_ENTS) {
 		uint32_t ncap = pr->cap ? pr->cap * 2 : 1024;
+		if (ncap > RUN_ENTS)
+			ncap = RUN_ENTS;
 		struct rc_pair_end *nv = realloc(pr->v, ncap * sizeof *nv);
 		if (!nv)
 			return -ENOMEM;
@@ -732,6 +737,42 @@ static void set_times(struct rc_ctx *c, struct rc_pair_end *v, uint32_t n)
 		v[k].t = rc_epoch(c, c->images[v[k].image].domain, v[k].mono);
 }
 
+/* Are the clock domains' deltas and the images' domains those by which
+ * the runs were sorted (rc_pair.sorted)?  The ends' times (set_times)
+ * are then the same. */
+static int clock_same(const struct rc_ctx *c, const struct rc_pair *pr)
+{
+	if (!pr->sorted || pr->nsdelta > c->ndoms || pr->nsimg > c->nimages)
+		return 0;
+	for (uint32_t d = 0; d < pr->nsdelta; d++)
+		if (c->doms[d].delta != pr->sdelta[d])
+			return 0;
+	for (uint32_t i = 0; i < pr->nsimg; i++)
+		if (c->images[i].domain != pr->simg[i])
+			return 0;
+	return 1;
+}
+
+/* Keep what clock_same compares with; 0, or -ENOMEM. */
+static int clock_keep(const struct rc_ctx *c, struct rc_pair *pr)
+{
+	int64_t *d = realloc(pr->sdelta, (c->ndoms ? c->ndoms : 1) * sizeof *d);
+	if (!d)
+		return -ENOMEM;
+	pr->sdelta = d;
+	uint32_t *m = realloc(pr->simg, (c->nimages ? c->nimages : 1) * sizeof *m);
+	if (!m)
+		return -ENOMEM;
+	pr->simg = m;
+	for (uint32_t k = 0; k < c->ndoms; k++)
+		d[k] = c->doms[k].delta;
+	for (uint32_t i = 0; i < c->nimages; i++)
+		m[i] = c->images[i].domain;
+	pr->nsdelta = c->ndoms;
+	pr->nsimg = c->nimages;
+	return 0;
+}
+
 /*
  * Pair all ends: sort them by (class, key, time, index), each run in
  * memory, and merge the runs; every group of one key is paired as it
@@ -747,10 +788,16 @@ int rc_pair_all(struct rc_ctx *c, struct rc_pair *pr)
 	int r;
 
 	c->nentries = pr->total;
+	if (!pr->run)
+		pr->run = c->opt->pair_run ? c->opt->pair_run : RUN_DEFAULT;
 	/* (every end is in the sort: ends kept from a pairing before are
-	 * timed again) */
-	rc_map_free(&pr->first);
-	rc_map_init(&pr->first);
+	 * timed again, but for the runs still sorted by the same times) */
+	uint32_t skip = clock_same(c, pr) ? pr->sorted : 0;
+	pr->sorted = 0;
+	if (!skip) {
+		rc_map_free(&pr->first);
+		rc_map_init(&pr->first);
+	}
 	if ((r = rc_spill_open(c, &c->ent_spill, "entries")) != 0 ||
 	    (r = rc_spill_map(c, &c->ent_spill,
 			      ((size_t)pr->total + 1) * sizeof *c->entries)) != 0)
@@ -780,7 +827,9 @@ int rc_pair_all(struct rc_ctx *c, struct rc_pair *pr)
 			goto done;
 	}
 	nr = pr->nruns;
-	for (uint32_t i = 0; i < nr; i++) {
+	if (skip > nr)
+		skip = 0;
+	for (uint32_t i = skip; i < nr; i++) {
 		uint64_t off = (uint64_t)i * RUN_ENTS * sizeof *pr->v;
 		uint32_t n = i + 1 < nr ? RUN_ENTS :
 			     pr->total - (nr - 1) * RUN_ENTS;
@@ -840,6 +889,10 @@ int rc_pair_all(struct rc_ctx *c, struct rc_pair *pr)
 done:
 	if (r == 0)
 		r = group_add(c, &g, NULL);
+	/* the full runs now in the file are sorted (the ends kept in
+	 * memory are read back sorted, but new ones join them) */
+	if (r == 0 && clock_keep(c, pr) == 0)
+		pr->sorted = keep_n ? keep_runs : nr;
 	free(g.v);
 	free(g.res);
 	free(g.cnt);
@@ -871,4 +924,10 @@ void rc_pair_free(struct rc_pair *pr)
 	rc_map_free(&pr->listen[1]);
 	rc_map_free(&pr->first);
 	rc_spill_close(&pr->f);
+	free(pr->sdelta);
+	free(pr->simg);
+	pr->sdelta = NULL;
+	pr->simg = NULL;
+	pr->nsdelta = pr->nsimg = 0;
+	pr->sorted = 0;
 }

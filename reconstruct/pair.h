@@ -39,6 +39,15 @@ struct rc_pair {
 	struct rc_map listen[2];
 	/* and the earliest time of a traced connection to it */
 	struct rc_map first;
+	uint32_t      run;       /* ends a run holds (rc_options.pair_run) */
+	/* the first `sorted` runs of f are sorted as rc_pair_all left them,
+	 * by the times of the clock domains' deltas and the images' domains
+	 * it saw (sdelta, simg): paired again with the same, they are not
+	 * sorted again, nor their first times (first) looked at */
+	uint32_t      sorted;
+	int64_t      *sdelta;
+	uint32_t     *simg;
+	uint32_t      nsdelta, nsimg;
 };
 
 /* Add CHAN record EV of image IMAGE as entry PR->total.  0, -ENOMEM, or

@@ -78,6 +78,9 @@ struct rc_options {
 	/* the spooled rows are inserted by the thread that reads them back,
 	 * not by a second one (db_rows.c; the tests compare the two) */
 	int         replay_serial;
+	/* channel ends sorted at once when pass 1 pairs them (pair.c; 0:
+	 * its default, 131,072; the tests make it small to pair many runs) */
+	uint32_t    pair_run;
 	/* more than 1: the merge sees the logs grow in this many steps
 	 * (steps.c), as the incremental merge will; the result must be the
 	 * merge's at once (a check of the merge's pause and resumption;

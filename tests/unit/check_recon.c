@@ -48,6 +48,7 @@ int rt_run(struct rt *t)
 		.pending_ns = t->pending_ns, .pending_new_ns = t->pending_new_ns,
 		.spool_all = t->spool_all,
 		.replay_serial = t->replay_serial,
+		.pair_run = t->pair_run,
 		.db_later = t->db_later,
 		.rows_from_ns = t->rows_from_ns,
 		.steps = t->steps,

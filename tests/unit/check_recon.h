@@ -25,6 +25,7 @@ struct rt {
 	int64_t pending_new_ns;   /* rc_options.pending_new_ns */
 	int spool_all;            /* rc_options.spool_all */
 	int replay_serial;        /* rc_options.replay_serial */
+	uint32_t pair_run;        /* rc_options.pair_run */
 	int db_later;             /* rc_options.db_later */
 	int64_t rows_from_ns;     /* rc_options.rows_from_ns (a window pass) */
 	int steps;                /* rc_options.steps (the merge in steps) */

@@ -929,7 +929,7 @@ static void dgrow_begin(struct dgrow *d, const struct rt *b, int n, int64_t *w)
  */
 START_TEST(grown_on_disk_same_as_at_once)
 {
-	static const int steps[] = { 5, 12, 40 };
+	static const int steps[] = { 5, 12, 40, 12 };
 	static struct dgrow d;
 	struct rt a;
 	int64_t w;
@@ -946,6 +946,10 @@ START_TEST(grown_on_disk_same_as_at_once)
 		snprintf(out, sizeof out, "%s/out.db", b.dir);
 		dgrow_begin(&d, &b, steps[i], &w);
 		ck_assert_int_lt(d.k, d.n - 1);
+		/* the last: the channel ends paired in runs of 16, the
+		 * runs sorted before kept as they are (pair.c) */
+		if (i == 3)
+			b.pair_run = 16;
 		b.live = d.gr.to;
 		b.grow_fn = dgrow_fn;
 		b.grow_arg = &d;
@@ -1016,6 +1020,10 @@ START_TEST(keeper_same_as_at_once)
 			.progress = 0, .quiet = 1, .err = err, .no_patterns = 1,
 			.hold_ns = 100000,
 			.pending_new_ns = 10000000,
+			/* the second: channel ends paired in runs of 16
+			 * (the keeper's runs sorted before kept as they
+			 * are, pair.c) */
+			.pair_run = i == 1 ? 16 : 0,
 		};
 		struct rc_keeper *k = NULL;
 		int passes = 0, requests = 0, renewed = 0;
