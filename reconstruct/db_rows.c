@@ -363,7 +363,7 @@ struct rc_db_rows {
 	/* a window pass: the requests named ("requests no row names"),
 	 * the channel rows that name one if the bound keeps them, the
 	 * key the rows spooled since came after, the requests left out */
-	struct bits { uint64_t *w; size_t n; } named;
+	struct rc_bits named;
 	struct chkey { uint64_t req; int64_t t; uint32_t dom; } *chk;
 	size_t        nchk, capchk;
 	struct rc_row_key key;
@@ -371,35 +371,6 @@ struct rc_db_rows {
 	uint64_t      gone_n, gone_t;
 	int64_t       gone_first, gone_last;
 };
-
-static int bit_get(const struct bits *b, uint64_t i)
-{
-	return i / 64 < b->n && (b->w[i / 64] >> (i % 64) & 1);
-}
-
-static int bit_set(struct bits *b, uint64_t i)
-{
-	if (i / 64 >= b->n) {
-		size_t n = b->n ? b->n : 64;
-		while (n <= i / 64)
-			n *= 2;
-		uint64_t *x = realloc(b->w, n * sizeof *x);
-		if (!x)
-			return -1;
-		memset(x + b->n, 0, (n - b->n) * sizeof *x);
-		b->w = x;
-		b->n = n;
-	}
-	b->w[i / 64] |= 1ull << (i % 64);
-	return 0;
-}
-
-static void bits_free(struct bits *b)
-{
-	free(b->w);
-	b->w = NULL;
-	b->n = 0;
-}
 
 static void batch_free(struct rc_db_rows *w);
 static void last_free(struct rc_db_rows *w);
@@ -1086,8 +1057,8 @@ void rc_db_row_key(struct rc_ctx *c, enum rc_key_form form, uint64_t req,
 struct rowkeys {
 	int on;                /* rows_from_ns and the keys */
 	int drop;              /* the rows until the next key left out */
-	struct bits seen;      /* request ids whose row came */
-	struct bits before;    /* ... and was judged before the bound */
+	struct rc_bits seen;      /* request ids whose row came */
+	struct rc_bits before;    /* ... and was judged before the bound */
 };
 
 static void rowkeys_init(const struct rc_ctx *c, struct rowkeys *rk)
@@ -1098,8 +1069,8 @@ static void rowkeys_init(const struct rc_ctx *c, struct rowkeys *rk)
 
 static void rowkeys_free(struct rowkeys *rk)
 {
-	bits_free(&rk->seen);
-	bits_free(&rk->before);
+	rc_bits_free(&rk->seen);
+	rc_bits_free(&rk->before);
 }
 
 /* Row U of kind K (a key or a request's row) read back; 0, or -1 out of
@@ -1109,9 +1080,9 @@ static int key_row(struct rc_ctx *c, struct rowkeys *rk, uint32_t k,
 {
 	if (k == K_REQUEST) {
 		const struct rc_row_request *r = &u->request;
-		if (bit_set(&rk->seen, r->id) < 0 ||
+		if (rc_bits_set(&rk->seen, r->id) < 0 ||
 		    (rc_rows_judge(c, r->dom, r->start) &&
-		     bit_set(&rk->before, r->id) < 0))
+		     rc_bits_set(&rk->before, r->id) < 0))
 			return -1;
 		return 0;
 	}
@@ -1127,8 +1098,8 @@ static int key_row(struct rc_ctx *c, struct rowkeys *rk, uint32_t k,
 	case RC_KEY_REQUEST:
 		/* a request without a row: its root was unrooted or
 		 * discarded, and nothing leaves its rows out */
-		rk->drop = bit_get(&rk->seen, key->req) &&
-			   bit_get(&rk->before, key->req);
+		rk->drop = rc_bits_get(&rk->seen, key->req) &&
+			   rc_bits_get(&rk->before, key->req);
 		break;
 	default:
 		break;
@@ -1262,7 +1233,7 @@ static int spool_rd_next(struct rc_ctx *c, struct spool_rd *rd, int flush,
  */
 static void name(struct rc_db_rows *w, uint64_t req)
 {
-	if (req && bit_set(&w->named, req) < 0)
+	if (req && rc_bits_set(&w->named, req) < 0)
 		w->names_lost = 1;
 }
 
@@ -1435,11 +1406,11 @@ int rc_db_rows_replay(struct rc_ctx *c)
 		 * span, then its row ("requests no row names"; judged as
 		 * the merge judges, before the times are corrected) */
 		if (named && k == K_SPAN && u.span.root &&
-		    !bit_get(&w->named, u.span.req) &&
+		    !rc_bits_get(&w->named, u.span.req) &&
 		    rc_rows_before(c, u.span.dom, u.span.start))
 			continue;
 		if (named && k == K_REQUEST &&
-		    !bit_get(&w->named, u.request.id) &&
+		    !rc_bits_get(&w->named, u.request.id) &&
 		    rc_rows_before(c, u.request.dom, u.request.start)) {
 			shift_times(c, k, &u);
 			gone_seen(w, &u.request);

@@ -166,3 +166,27 @@ uint64_t rc_map_add(struct rc_map *m, uint64_t key, int64_t delta)
 		return v;
 	return nv;
 }
+
+int rc_bits_set(struct rc_bits *b, uint64_t i)
+{
+	if (i / 64 >= b->n) {
+		size_t n = b->n ? b->n : 64;
+		while (n <= i / 64)
+			n *= 2;
+		uint64_t *x = realloc(b->w, n * sizeof *x);
+		if (!x)
+			return -ENOMEM;
+		memset(x + b->n, 0, (n - b->n) * sizeof *x);
+		b->w = x;
+		b->n = n;
+	}
+	b->w[i / 64] |= 1ull << (i % 64);
+	return 0;
+}
+
+void rc_bits_free(struct rc_bits *b)
+{
+	free(b->w);
+	b->w = NULL;
+	b->n = 0;
+}

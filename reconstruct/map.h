@@ -63,4 +63,20 @@ int rc_map_del(struct rc_map *m, uint64_t key);
  */
 uint64_t rc_map_add(struct rc_map *m, uint64_t key, int64_t delta);
 
+/* A set of small integers (request ids: they are given out one after
+ * the other), a bit each; empty when zeroed. */
+struct rc_bits {
+	uint64_t *w;
+	size_t    n;        /* words */
+};
+
+static inline int rc_bits_get(const struct rc_bits *b, uint64_t i)
+{
+	return i / 64 < b->n && (b->w[i / 64] >> (i % 64) & 1);
+}
+
+/* Add I; 0, or -ENOMEM (the set unchanged). */
+int rc_bits_set(struct rc_bits *b, uint64_t i);
+void rc_bits_free(struct rc_bits *b);
+
 #endif /* RC_MAP_H */

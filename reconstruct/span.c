@@ -23,8 +23,7 @@ struct rc_spans {
 	uint64_t next_req, next_span;
 	/* a window pass (rc_options.rows_from_ns): the requests whose root
 	 * has ended and whose rows are left out, a bit per request id */
-	uint64_t *skip_done;
-	size_t    nskip_done;
+	struct rc_bits skip_done;
 	uint8_t  unary_gate;     /* rc_span_unary_gate */
 	uint8_t  unary_hit;      /* the gate left a call out */
 };
@@ -76,7 +75,7 @@ void rc_span_free(struct rc_ctx *c)
 	rc_map_free(&m->roots);
 	rc_map_free(&m->srv);
 	free(m->parked);
-	free(m->skip_done);
+	rc_bits_free(&m->skip_done);
 	free(m);
 	c->spans = NULL;
 }
@@ -507,8 +506,7 @@ int rc_span_rows_skip(struct rc_ctx *c, uint64_t req)
 		return rc_rows_skip_at(c, root->dom, root->start);
 	/* its root has ended: as it was judged then (skip_done_mark) */
 	const struct rc_spans *m = c->spans;
-	if (req / 64 < m->nskip_done &&
-	    (m->skip_done[req / 64] >> (req % 64) & 1)) {
+	if (rc_bits_get(&m->skip_done, req)) {
 		c->st.rows_skipped++;
 		return 1;
 	}
@@ -561,19 +559,7 @@ static void skip_done_mark(struct rc_ctx *c, const struct rc_span *sp)
 	struct rc_spans *m = c->spans;
 	if (!c->opt->rows_from_ns || !sp->req || !skip_judge(c, sp->dom, sp->start))
 		return;
-	size_t w = sp->req / 64;
-	if (w >= m->nskip_done) {
-		size_t n = m->nskip_done ? m->nskip_done : 64;
-		while (n <= w)
-			n *= 2;
-		uint64_t *b = realloc(m->skip_done, n * sizeof *b);
-		if (!b)
-			return;
-		memset(b + m->nskip_done, 0, (n - m->nskip_done) * sizeof *b);
-		m->skip_done = b;
-		m->nskip_done = n;
-	}
-	m->skip_done[w] |= 1ull << (sp->req % 64);
+	(void)rc_bits_set(&m->skip_done, sp->req);
 }
 
 void rc_span_unroot(struct rc_ctx *c, struct rc_span *sp)
