@@ -1362,7 +1362,7 @@ int rc_db_rows_replay(struct rc_ctx *c)
 		rowkeys_free(&rk);
 		return -1;
 	}
-	int named = names_ready(c, w) == 0;
+	int leave = names_ready(c, w) == 0;   /* unnamed requests may go */
 	int two = 0;
 	rc_pat_stream_emit(d->pat, NULL, NULL);
 	if (w->bytes && !c->opt->replay_serial) {
@@ -1405,11 +1405,11 @@ int rc_db_rows_replay(struct rc_ctx *c)
 		/* a request before the bound that nothing names: its root
 		 * span, then its row ("requests no row names"; judged as
 		 * the merge judges, before the times are corrected) */
-		if (named && k == K_SPAN && u.span.root &&
+		if (leave && k == K_SPAN && u.span.root &&
 		    !rc_bits_get(&w->named, u.span.req) &&
 		    rc_rows_before(c, u.span.dom, u.span.start))
 			continue;
-		if (named && k == K_REQUEST &&
+		if (leave && k == K_REQUEST &&
 		    !rc_bits_get(&w->named, u.request.id) &&
 		    rc_rows_before(c, u.request.dom, u.request.start)) {
 			shift_times(c, k, &u);
