@@ -273,14 +273,20 @@ void rc_pair_hosts_free(struct rc_ctx *c)
 	c->host_gap = NULL;
 }
 
+/* The ends a run holds: rc_options.pair_run, else RUN_DEFAULT. */
+static void run_size(const struct rc_ctx *c, struct rc_pair *pr)
+{
+	if (!pr->run)
+		pr->run = c->opt->pair_run ? c->opt->pair_run : RUN_DEFAULT;
+}
+
 int rc_pair_add(struct rc_ctx *c, struct rc_pair *pr, uint32_t image,
 		const struct bt_event *ev)
 {
 	if (pr->total == UINT32_MAX - 1)
 		return rc_fail(c, RC_EXIT_INPUT, "more than %u channel ends",
 			       UINT32_MAX - 2);
-	if (!pr->run)
-		pr->run = c->opt->pair_run ? c->opt->pair_run : RUN_DEFAULT;
+	run_size(c, pr);
 	if (pr->n == pr->cap && pr->cap < RUN_ENTS) {
 		uint32_t ncap = pr->cap ? pr->cap * 2 : 1024;
 		if (ncap > RUN_ENTS)
@@ -788,8 +794,7 @@ int rc_pair_all(struct rc_ctx *c, struct rc_pair *pr)
 	int r;
 
 	c->nentries = pr->total;
-	if (!pr->run)
-		pr->run = c->opt->pair_run ? c->opt->pair_run : RUN_DEFAULT;
+	run_size(c, pr);
 	/* (every end is in the sort: ends kept from a pairing before are
 	 * timed again, but for the runs still sorted by the same times) */
 	uint32_t skip = clock_same(c, pr) ? pr->sorted : 0;

@@ -457,20 +457,24 @@ static int64_t rows_corr(struct rc_ctx *c, struct rc_domain *d)
 	return d->rows_corr;
 }
 
+int rc_rows_before(struct rc_ctx *c, uint32_t dom, int64_t t)
+{
+	return c->opt->rows_from_ns && dom < c->ndoms &&
+	       t + rows_corr(c, &c->doms[dom]) < c->opt->rows_from_ns;
+}
+
 /* Is T (provisional time of domain DOM) before the rows' bound?  If so
  * it is kept as the domain's latest left out. */
 static int skip_judge(struct rc_ctx *c, uint32_t dom, int64_t t)
 {
-	if (!c->opt->rows_from_ns || dom >= c->ndoms)
-		return 0;
 	/* The times are provisional (a domain's correction comes at the
 	 * end): T is judged with the correction of the pass before, the
 	 * latest T left out is kept per domain, and the stats say where it
 	 * lies once corrected (db.c), so that --follow's window starts
 	 * after it (follow.c, window) */
-	struct rc_domain *d = &c->doms[dom];
-	if (t + rows_corr(c, d) >= c->opt->rows_from_ns)
+	if (!rc_rows_before(c, dom, t))
 		return 0;
+	struct rc_domain *d = &c->doms[dom];
 	if (!d->has_skip || t > d->skip_max) {
 		d->has_skip = 1;
 		d->skip_max = t;
@@ -483,11 +487,6 @@ int rc_rows_judge(struct rc_ctx *c, uint32_t dom, int64_t t)
 	return skip_judge(c, dom, t);
 }
 
-int rc_rows_before(struct rc_ctx *c, uint32_t dom, int64_t t)
-{
-	return c->opt->rows_from_ns && dom < c->ndoms &&
-	       t + rows_corr(c, &c->doms[dom]) < c->opt->rows_from_ns;
-}
 
 int rc_rows_skip_at(struct rc_ctx *c, uint32_t dom, int64_t t)
 {
