@@ -677,6 +677,11 @@ void bt_emit_atfork_child(void)
 	bt_mutex_init(&bt_spool_mu);
 	pthread_mutex_init(&bt_own_mu, NULL);
 	bt_pause_word = &bt_ring_no_pause;       /* until the child has its chunk 0 */
+	if (bt_ring_nchunks && bt_ring_chunks[0].hdr)
+		bt_link_atfork_child(bt_ring_chunks[0].hdr->flags,
+				     bt_ring_chunks[0].hdr->census_socks);
+	else
+		bt_link_atfork_child(0, 0);
 	for (unsigned k = 0; k < bt_ring_nchunks; k++) {
 		bt_own_unregister(&bt_ring_chunks[k].memfd);
 		bt_fd_set(bt_ring_chunks[k].memfd, BT_FD_NONE);
@@ -685,14 +690,6 @@ void bt_emit_atfork_child(void)
 		memset(&bt_ring_chunks[k], 0, sizeof bt_ring_chunks[k]);
 	}
 	bt_ring_nchunks = 0;
-	if (bt_link_fd >= 0) {
-		bt_own_unregister(&bt_link_fd);
-		bt_fd_set(bt_link_fd, BT_FD_NONE);
-		REAL(close)(bt_link_fd);
-		bt_link_fd = -1;
-	}
-	bt_link_state = LINK_DOWN;
-	bt_link_retry_at = 0;
 	if (bt_spool_fd >= 0) {
 		bt_own_unregister(&bt_spool_fd);
 		bt_fd_set(bt_spool_fd, BT_FD_NONE);

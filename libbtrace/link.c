@@ -26,6 +26,11 @@ int bt_link_fd = -1;
 int bt_link_state = LINK_DOWN;
 uint64_t bt_link_retry_at;           /* monotonic ns of the next try */
 uint32_t bt_link_logd_flags;         /* BT_CF_* of the last WELCOME */
+uint32_t bt_link_logd_features;      /* BT_LW_* of the last WELCOME */
+/* A forked child whose first connection goes to the lazy listener
+ * (bt_link_atfork_child, link_connect_lazy); LINK_LAZY_UP while that
+ * connection may not have been accepted yet (lazy_poke) */
+static int link_lazy, link_lazy_up;
 pthread_mutex_t bt_link_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- the logd link ---------------------------------------------------- */
@@ -107,6 +112,7 @@ void bt_link_drop(void)
 		REAL(close)(fd);
 	}
 	bt_link_state = LINK_DOWN;
+	link_lazy_up = 0;
 	for (unsigned k = 0; k < bt_ring_nchunks; k++)
 		bt_ring_chunks[k].sent = 0;
 }
@@ -145,6 +151,114 @@ static int logd_trusted(int fd)
 	return 0;
 }
 
+/*
+ * After fork, in the child: the parent's connection is closed (the child
+ * makes its own), and the child's first connection goes to bp-logd's lazy
+ * listener when that is exact (docs/logd.md, "Forked children"): the
+ * parent's link was up, its bp-logd has the listener (BT_LW_LAZY), and
+ * the census would not look at the child anyway (the parent counted a
+ * socket call, CENSUS > 0: the child does not wait until bp-logd has
+ * looked).  PARENT_FLAGS: the parent's chunk 0 flags at the fork, whose
+ * pause state the child starts from until bp-logd maps its chunk.
+ */
+void bt_link_atfork_child(uint32_t parent_flags, uint32_t census)
+{
+	link_lazy_up = 0;
+	link_lazy = bt_link_fd >= 0 && bt_link_state == LINK_UP &&
+		    (bt_link_logd_features & BT_LW_LAZY) && census > 0 &&
+		    bt_conf.child_lazy;
+	if (bt_link_fd >= 0) {
+		bt_own_unregister(&bt_link_fd);
+		bt_fd_set(bt_link_fd, BT_FD_NONE);
+		REAL(close)(bt_link_fd);
+		bt_link_fd = -1;
+	}
+	bt_link_state = LINK_DOWN;
+	bt_link_retry_at = 0;
+	bt_link_logd_flags = (bt_link_logd_flags & ~BT_CF_PAUSED) |
+			     (parent_flags & BT_CF_PAUSED);
+}
+
+/*
+ * A forked child's first connection, to the lazy listener: HELLO and the
+ * chunks are queued there, and the child goes on without a WELCOME;
+ * bp-logd accepts on its drain timer without waking for it.  Whatever the
+ * child writes is safe from then on: the memfd is in bp-logd's queue, and
+ * the end of file of an exec or exit follows it there.  If bp-logd dies
+ * with the connection queued, the child's end is reset, which
+ * bt_link_alive sees (the flush before exec and at exit then connects
+ * again or spools, and the child's mapping still holds every record).  0
+ * when the link is up, -1 when the caller must connect as usual.  Called
+ * with bt_link_mu held.
+ */
+static int link_connect_lazy(const struct sockaddr_un *main_sa,
+			     const struct bt_lm_hello *hello)
+{
+	struct sockaddr_un sa = *main_sa;
+	size_t l = strlen(sa.sun_path);
+	int fd, r;
+
+	if (l + sizeof BT_LAZY_SUFFIX > sizeof sa.sun_path)
+		return -1;
+	memcpy(sa.sun_path + l, BT_LAZY_SUFFIX, sizeof BT_LAZY_SUFFIX);
+	/* non-blocking: a full queue (bp-logd far behind) is EAGAIN, and the
+	 * child then connects as any tracer */
+	fd = REAL(socket)(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	if (REAL(connect)(fd, (const struct sockaddr *)&sa, sizeof sa) < 0 ||
+	    !logd_trusted(fd)) {
+		REAL(close)(fd);
+		return -1;
+	}
+	bt_link_fd = fd;
+	r = link_send_hello(hello);
+	bt_link_fd = bt_own_fd_hide(fd);
+	bt_own_register(&bt_link_fd);
+	if (r < 0)
+		return -1;
+	for (unsigned k = 0; k < bt_ring_nchunks; k++) {
+		if (!bt_ring_chunks[k].sent)
+			bt_ring_chunk_register(&bt_ring_chunks[k]);
+		if (!bt_ring_chunks[k].sent)
+			return -1;
+	}
+	bt_link_state = LINK_UP;
+	link_lazy_up = 1;
+	return 0;
+}
+
+/*
+ * A kick on a connection to the lazy listener that bp-logd may not have
+ * accepted yet would wait for its drain timer: wake bp-logd with an empty
+ * connection to its socket, on which it accepts the lazy listener's queue
+ * first (docs/logd.md, "Forked children").  Once a WELCOME is queued on
+ * ours (bp-logd accepted it), kicks are read as on any connection.
+ */
+static void lazy_poke(void)
+{
+	struct sockaddr_un sa;
+	char b;
+	int fd, e = errno;
+	ssize_t r = REAL(recv)(bt_link_fd, &b, 1, MSG_DONTWAIT | MSG_PEEK);
+
+	if (r != 0 && !(r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) {
+		link_lazy_up = 0;            /* accepted (or gone) */
+		errno = e;
+		return;
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	if (strlen(bt_conf.logd_path) < sizeof sa.sun_path &&
+	    (fd = REAL(socket)(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC |
+			       SOCK_NONBLOCK, 0)) >= 0) {
+		strcpy(sa.sun_path, bt_conf.logd_path);
+		(void)REAL(connect)(fd, (struct sockaddr *)&sa, sizeof sa);
+		REAL(close)(fd);
+	}
+	errno = e;
+}
+
 /* Connect and register every chunk.  Called with bt_link_mu held. */
 int bt_link_connect(void)
 {
@@ -179,6 +293,14 @@ int bt_link_connect(void)
 			bt_ring_chunks[k].hdr->slot[i].kicked = 0;
 		__atomic_and_fetch(&bt_ring_chunks[k].hdr->flags, ~BT_CF_LOGD,
 				   __ATOMIC_ACQ_REL);
+	}
+	if (link_lazy) {
+		link_lazy = 0;          /* once: a reconnection waits */
+		if (link_connect_lazy(&sa, &hello) == 0) {
+			errno = e;
+			return 0;
+		}
+		bt_link_drop();
 	}
 	fd = REAL(socket)(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -217,6 +339,8 @@ int bt_link_connect(void)
 		goto drop;
 	bt_link_state = LINK_UP;
 	bt_link_logd_flags = w.flags;
+	/* (an older bp-logd's WELCOME has zeros there) */
+	bt_link_logd_features = r >= (ssize_t)sizeof w ? w.features : 0;
 	for (unsigned k = 0; k < bt_ring_nchunks; k++) {
 		/* paused or not as this bp-logd says (a new one may not be),
 		 * unless it has mapped the chunk and set its flags since:
@@ -298,6 +422,8 @@ void bt_link_kick(struct bt_slot *s)
 	k.chunk = s->chunk->index;
 	k.slot = s->idx;
 	r = bt_link_send(&k, sizeof k, -1);
+	if (r == 0 && link_lazy_up)
+		lazy_poke();
 	if (r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN) {
 		pthread_mutex_lock(&bt_link_mu);
 		if (bt_link_state == LINK_UP)

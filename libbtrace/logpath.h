@@ -39,6 +39,7 @@ BT_HIDDEN extern int bt_link_fd;                /* the socket to bp-logd */
 BT_HIDDEN extern int bt_link_state;             /* LINK_* */
 BT_HIDDEN extern uint64_t bt_link_retry_at;     /* monotonic ns of the next try */
 BT_HIDDEN extern uint32_t bt_link_logd_flags;   /* BT_CF_* of the last WELCOME */
+BT_HIDDEN extern uint32_t bt_link_logd_features; /* BT_LW_* of the last WELCOME */
 BT_HIDDEN extern pthread_mutex_t bt_link_mu;
 /* Send MSG (LEN bytes, FD_TO_PASS if >= 0) to bp-logd: 0 or -errno. */
 BT_HIDDEN int bt_link_send(const void *msg, size_t len, int fd_to_pass);
@@ -46,6 +47,9 @@ BT_HIDDEN int bt_link_send(const void *msg, size_t len, int fd_to_pass);
 BT_HIDDEN void bt_link_drop(void);
 /* One line on the traced program's stderr, once per process and KIND. */
 BT_HIDDEN void bt_link_warn_once(unsigned kind, const char *text);
+/* After fork, in the child (bt_emit_atfork_child): the parent's
+ * connection closed; whether the child's first goes to the lazy listener. */
+BT_HIDDEN void bt_link_atfork_child(uint32_t parent_flags, uint32_t census);
 /* Connect and register every chunk.  Called with bt_link_mu held. */
 BT_HIDDEN int bt_link_connect(void);
 /* Is bp-logd still there (marks the link down if not)?  Called with

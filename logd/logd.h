@@ -222,6 +222,9 @@ struct server {
 	int      ctl_stop;        /* stop asked by a control command */
 	int      exit_code;
 	uint64_t peers_seen, peers_dropped, peers_refused;
+	uint64_t peers_lazy;       /* of peers_seen: from the lazy listener */
+	int      lazy_fd;          /* the lazy listener (docs/logd.md "Forked
+				     children"), or -1 */
 	const char *logdir;       /* absolute DIR/HOST, for WELCOME */
 	uint64_t blocks_written;  /* tracer blocks, for the test hook */
 	uint64_t crash_after;     /* $BTRACE_LOGD_CRASH_AFTER (tests only) */
@@ -230,9 +233,13 @@ struct server {
 };
 
 /* server.c */
-/* Run bp-logd on the listening socket LFD until stopped; returns the exit
- * status.  Takes ownership of LFD and STORE. */
-int server_run(const struct logd_opts *o, int lfd, struct store *store);
+/* Run bp-logd on the listening socket LFD (and LAZY, the lazy listener,
+ * or -1) until stopped; returns the exit status.  Takes ownership of LFD,
+ * LAZY and STORE. */
+int server_run(const struct logd_opts *o, int lfd, int lazy,
+	       struct store *store);
+/* Accept what waits on the lazy listener (drain timer, pause, stop). */
+void server_accept_lazy(struct server *srv);
 /* Drain every slot of P now, ignoring the budget.  Returns 0, or -errno
  * of a disk error (the rest stays in the ring), or 1 when P was freed. */
 int server_drain_peer(struct server *srv, struct peer *p);

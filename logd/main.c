@@ -247,6 +247,61 @@ static int open_listener(const char *path, int open_to_all)
 	return fd;
 }
 
+/*
+ * The lazy listener next to PATH (PATH BT_LAZY_SUFFIX, docs/logd.md
+ * "Forked children"): made like PATH's, after it (so a bp-logd already on
+ * PATH was found); -1 with a warning when it cannot be (forked children
+ * then connect to PATH and wait, as before).  The path it made is in
+ * LAZY_PATH.
+ */
+static int open_lazy(const char *path, int open_to_all, char *lazy_path,
+		     size_t len)
+{
+	struct sockaddr_un sa;
+	struct stat st;
+	mode_t old;
+	int fd;
+
+	lazy_path[0] = 0;
+	if ((size_t)snprintf(lazy_path, len, "%s%s", path, BT_LAZY_SUFFIX) >= len ||
+	    sock_addr(lazy_path, &sa) < 0) {
+		log_warn("%s%s: path too long for a socket: forked children connect to %s and wait",
+			 path, BT_LAZY_SUFFIX, path);
+		lazy_path[0] = 0;
+		return -1;
+	}
+	if (lstat(lazy_path, &st) == 0 &&
+	    (!S_ISSOCK(st.st_mode) || unlink(lazy_path) < 0)) {
+		log_warn("%s exists and cannot be replaced: forked children connect to %s and wait",
+			 lazy_path, path);
+		lazy_path[0] = 0;
+		return -1;
+	}
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		goto fail;
+	old = umask(0177);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		umask(old);
+		goto fail;
+	}
+	umask(old);
+	/* (the whole queue: it is read every -i ms only) */
+	if ((open_to_all && chmod(lazy_path, 0666) < 0) ||
+	    listen(fd, SOMAXCONN) < 0) {
+		unlink(lazy_path);
+		goto fail;
+	}
+	return fd;
+fail:
+	log_warn("cannot listen on %s: %s: forked children connect to %s and wait",
+		 lazy_path, strerror(errno), path);
+	if (fd >= 0)
+		close(fd);
+	lazy_path[0] = 0;
+	return -1;
+}
+
 /* bp-logd -c CMD: returns the exit status. */
 static int control(const char *path, const char *cmd)
 {
@@ -407,7 +462,8 @@ int main(int argc, char **argv)
 	const char *ctl = NULL, *cause;
 	static char host[256], dir[PATH_MAX];
 	struct store *store;
-	int ch, lfd, ready = -1, code;
+	int ch, lfd, lazy, ready = -1, code;
+	char lazy_path[PATH_MAX + 16];
 
 	memset(&o, 0, sizeof o);
 	o.interval_ms = 50;
@@ -503,11 +559,15 @@ int main(int argc, char **argv)
 	o.log_dir = dir;
 
 	lfd = open_listener(o.sock_path, o.n_allow_uid || o.n_allow_gid);
+	lazy = open_lazy(o.sock_path, o.n_allow_uid || o.n_allow_gid, lazy_path,
+			 sizeof lazy_path);
 	if (o.daemonize)
 		ready = daemonize();
 	code = store_open(&store, o.log_dir, o.host, o.seg_size, &cause);
 	if (code < 0) {
 		unlink(o.sock_path);
+		if (lazy_path[0])
+			unlink(lazy_path);
 		fatal("%s", cause);
 	}
 	if (o.pidfile)
@@ -519,8 +579,10 @@ int main(int argc, char **argv)
 				 strerror(errno));
 		close(ready);
 	}
-	code = server_run(&o, lfd, store);
+	code = server_run(&o, lfd, lazy, store);
 	unlink(o.sock_path);
+	if (lazy_path[0])
+		unlink(lazy_path);
 	log_info("stopped");
 	return code;
 }

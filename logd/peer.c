@@ -644,7 +644,16 @@ static int peer_welcome(struct peer *p)
 	w.h.version = BT_RING_VERSION;
 	w.flags = srv->flags;
 	snprintf(w.logdir, sizeof w.logdir, "%s", srv->logdir);
+	w.features = p->srv->lazy_fd >= 0 ? BT_LW_LAZY : 0;
 	r = send_pkt(p, &w, sizeof w);
+	if (r == -EPIPE || r == -ECONNRESET) {
+		/* The tracer is gone already (a forked child from the lazy
+		 * listener does not wait for its WELCOME, and may have
+		 * exec'd): what it queued is read as usual, then its end of
+		 * file drains its rings. */
+		log_debug("peer pid %u: gone before its WELCOME", p->pid);
+		return 0;
+	}
 	if (r < 0) {
 		peer_drop(p, r, "cannot send WELCOME: %s", strerror(-r));
 		return 1;

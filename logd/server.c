@@ -198,6 +198,14 @@ static void drain_cb(evutil_socket_t fd, short what, void *arg)
 		event_active(srv->ev_more, EV_TIMEOUT, 0);
 }
 
+/* The drain timer: the lazy listener's queue first (its peers are
+ * drained in the same pass when they are gone already). */
+static void drain_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	server_accept_lazy(arg);
+	drain_cb(fd, what, arg);
+}
+
 /* HELLOs whose chunk 0 has not come within WELCOME_WAIT_US (peer.c). */
 static void welcome_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -240,6 +248,11 @@ static void accept_cb(evutil_socket_t lfd, short what, void *arg)
 	int fd, e;
 
 	(void)what;
+	/* The forked children queued on the lazy listener first: often the
+	 * one connecting now is the image one of them exec'd, and then the
+	 * child's records are safe from here, not from the next tick (a
+	 * bp-logd killed in between would lose them with its queue). */
+	server_accept_lazy(srv);
 	fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd >= 0) {
 		peer_accept(srv, fd);
@@ -259,6 +272,33 @@ static void accept_cb(evutil_socket_t lfd, short what, void *arg)
 		log_warn("accept: %s", strerror(e));
 }
 
+/*
+ * The lazy listener (docs/logd.md, "Forked children"): not watched; what
+ * queued there is accepted here, on the drain timer, so that a forked
+ * child that does not wait for its WELCOME costs no wake-up of its own.
+ * Its HELLO and chunks are usually queued behind it, or, when it exec'd
+ * or exited already, its end of file too: then it is drained at once.
+ * Bounded per call (the rest waits for the next tick); out of descriptors,
+ * the rest stays queued until descriptors are free.
+ */
+void server_accept_lazy(struct server *srv)
+{
+	for (unsigned n = 0; srv->lazy_fd >= 0 && n < 4096; n++) {
+		int fd = accept4(srv->lazy_fd, NULL, NULL,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK &&
+			    errno != EMFILE && errno != ENFILE)
+				log_warn("accept (lazy): %s", strerror(errno));
+			return;
+		}
+		srv->peers_lazy++;
+		peer_accept(srv, fd);
+	}
+}
+
 /* Stop: read what peers have queued, drain everything, flush, fsync. */
 static void shutdown_now(struct server *srv, const char *why)
 {
@@ -270,6 +310,7 @@ static void shutdown_now(struct server *srv, const char *why)
 	srv->stopping = 1;
 	log_info("%s: draining and stopping", why);
 	event_del(srv->ev_listen);
+	server_accept_lazy(srv);
 	for (p = TAILQ_FIRST(&srv->peers); p; p = next) {
 		next = TAILQ_NEXT(p, entry);
 		peer_read_pending(p);
@@ -366,10 +407,11 @@ static int status_text(struct server *srv, char *text, size_t len)
 	if (srv->disk_err)
 		APPEND("disk error: %s (for %llu ms)\n", strerror(srv->disk_err),
 		       (unsigned long long)((logd_now_mono() - srv->disk_err_since) / 1000000u));
-	APPEND("peers: %llu connected since start, %llu dropped, %llu refused\n",
+	APPEND("peers: %llu connected since start, %llu dropped, %llu refused; %llu forked children without a wait\n",
 	       (unsigned long long)srv->peers_seen,
 	       (unsigned long long)srv->peers_dropped,
-	       (unsigned long long)srv->peers_refused);
+	       (unsigned long long)srv->peers_refused,
+	       (unsigned long long)srv->peers_lazy);
 	TAILQ_FOREACH(p, &srv->peers, entry) {
 		uint64_t lost = 0, pending = 0;
 		if (p->state != PEER_LIVE && p->state != PEER_CLOSING)
@@ -396,6 +438,10 @@ int server_control(struct server *srv, unsigned cmd, char *text, size_t len)
 	int r;
 
 	text[0] = 0;
+	/* the forked children queued on the lazy listener first: a pause
+	 * or resume reaches them now, and the status counts them */
+	if (cmd == BT_CTL_PAUSE || cmd == BT_CTL_RESUME || cmd == BT_CTL_STATUS)
+		server_accept_lazy(srv);
 	switch (cmd) {
 	case BT_CTL_PAUSE:
 		set_all_flags(srv, BT_CF_PAUSED, 0);
@@ -434,7 +480,8 @@ int server_control(struct server *srv, unsigned cmd, char *text, size_t len)
 	}
 }
 
-int server_run(const struct logd_opts *o, int lfd, struct store *store)
+int server_run(const struct logd_opts *o, int lfd, int lazy,
+	       struct store *store)
 {
 	struct server *srv = calloc(1, sizeof *srv);
 	static const int sigs[3] = { SIGTERM, SIGINT, SIGHUP };
@@ -448,6 +495,7 @@ int server_run(const struct logd_opts *o, int lfd, struct store *store)
 		fatal("out of memory");
 	srv->o = o;
 	srv->store = store;
+	srv->lazy_fd = lazy;
 	srv->logdir = store_dir(store);
 	const char *ca = getenv("BTRACE_LOGD_CRASH_AFTER");
 	srv->crash_after = ca ? strtoull(ca, NULL, 10) : 0;
@@ -469,7 +517,7 @@ int server_run(const struct logd_opts *o, int lfd, struct store *store)
 	if (!srv->ev_listen || event_add(srv->ev_listen, NULL) < 0)
 		fatal("cannot listen on %s", o->sock_path);
 	srv->ev_accept = evtimer_new(srv->base, accept_retry_cb, srv);
-	srv->ev_drain = event_new(srv->base, -1, EV_PERSIST, drain_cb, srv);
+	srv->ev_drain = event_new(srv->base, -1, EV_PERSIST, drain_timer_cb, srv);
 	srv->ev_more = event_new(srv->base, -1, 0, drain_cb, srv);
 	srv->ev_tick = event_new(srv->base, -1, EV_PERSIST, tick_cb, srv);
 	srv->ev_welcome = evtimer_new(srv->base, welcome_cb, srv);
@@ -501,6 +549,8 @@ int server_run(const struct logd_opts *o, int lfd, struct store *store)
 		peer_free(p);
 	event_free(srv->ev_listen);
 	close(lfd);
+	if (lazy >= 0)
+		close(lazy);
 	for (int i = 0; i < 3; i++)
 		event_free(srv->ev_sig[i]);
 	event_free(srv->ev_accept);

@@ -16,6 +16,7 @@ INTEG_TESTS = \
 	tests/integ/rawsys.sh \
 	tests/integ/rawsys-go.sh \
 	tests/integ/census-fork.sh \
+	tests/integ/child-lazy.sh \
 	tests/integ/h2c-upgrade.sh \
 	tests/integ/sigwait.sh
 

@@ -182,9 +182,19 @@ struct bt_lm_kick {
 struct bt_lm_welcome {
 	struct bt_lm_hdr h;
 	uint32_t flags;     /* BT_CF_PAUSED at the time of the hello */
-	uint32_t pad;
+	uint32_t features;  /* BT_LW_*; zero from an older bp-logd */
 	char     logdir[256];
 };
+
+/*
+ * WELCOME features.  BT_LW_LAZY: bp-logd also listens on its socket's
+ * path with BT_LAZY_SUFFIX appended, and accepts what connects there only
+ * on its drain timer (every -i ms), without waking for it: a forked child
+ * whose parent's shim has counted a socket call connects there and does
+ * not wait for a WELCOME (docs/logd.md, "Forked children").
+ */
+#define BT_LW_LAZY     0x1u
+#define BT_LAZY_SUFFIX ".lazy"
 
 enum bt_ctl_cmd { BT_CTL_PAUSE = 1, BT_CTL_RESUME = 2, BT_CTL_STATUS = 3,
 		  BT_CTL_ROTATE = 4, BT_CTL_STOP = 5 };
