@@ -49,7 +49,7 @@ static BT_TLS int self_creator;
 static int fork_parent_tid;
 
 /* BTRACE_* and LD_PRELOAD to carry across exec */
-#define KEEP_MAX 12
+#define KEEP_MAX 16
 static char *keep_env[KEEP_MAX];
 /* "BTRACE_EXECED=<pid>": the image an exec starts knows it replaced a
  * traced image of its pid (PROC_START flag BT_PF_EXECED), and removes it. */
@@ -168,6 +168,7 @@ static void remember_env(void)
 		"BTRACE_RULES", "BTRACE_CONF", "BTRACE_ISOLATION",
 		"BTRACE_BUFSIZE", "BTRACE_HOST", "BTRACE_FOLLOW",
 		"BTRACE_DISABLE", "BTRACE_REDACT", "BTRACE_UNREAD",
+		"BTRACE_CHILD_LAZY",
 	};
 	char buf[PATH_MAX + 32];
 
