@@ -82,7 +82,7 @@ for n in "$@"; do
 	err, off, fol, n, events, live = sys.argv[1:]
 	passes = []
 	for line in open(err):
-	    m = re.match(r'pass \d+: (\w+), reconstruct ([\d.]+) s, write ([\d.]+) s(?: \(the sinks [\d.]+ s\))?, horizon \w+, rows left out (\w+)', line)
+	    m = re.match(r'pass \d+: (\w+), reconstruct ([\d.]+) s, write ([\d.]+) s(?: \(the sinks [\d.]+ s(?:, the heap trimmed [\d.]+ s)?\))?, horizon \w+, rows left out (\w+)', line)
 	    if m:
 	        passes.append((m.group(1), float(m.group(2)), float(m.group(3)), m.group(4)))
 	first, last = passes[0], passes[-1]
