@@ -154,6 +154,10 @@ static void usage(FILE *f)
 "                       are compared with the answers); needed for static\n"
 "  --host-header NAME   Host header (default tb)\n"
 "  --seed S             random seed (default: from the clock)\n"
+"  --run TAG            the tag in every request id, 1-6 characters of\n"
+"                       [0-9a-f] (default: 6 random hex digits); a caller\n"
+"                       that runs many rounds into one truth gives each\n"
+"                       its own, since random tags meet by chance\n"
 "  --truth FILE         write the ground truth there\n"
 "  --timeout-ms MS      bound on the whole run (default 300000)\n"
 "  --idle-ms MS         fail when nothing arrives for MS (default 60000)\n"
@@ -913,7 +917,7 @@ static int run(void)
 int main(int argc, char **argv)
 {
 	enum { O_HOST = 256, O_PORT, O_CONNS, O_REQS, O_PIPE, O_MIX, O_MAXSQL,
-	       O_DNS, O_DNSADDR, O_STATIC, O_HOSTHDR, O_SEED, O_TRUTH,
+	       O_DNS, O_DNSADDR, O_STATIC, O_HOSTHDR, O_SEED, O_RUN, O_TRUTH,
 	       O_TIMEOUT, O_IDLE, O_CALLS, O_TLS };
 	static const struct option lo[] = {
 		{ "host", 1, 0, O_HOST }, { "port", 1, 0, O_PORT },
@@ -923,6 +927,7 @@ int main(int argc, char **argv)
 		{ "dns-addr", 1, 0, O_DNSADDR },
 		{ "static-dir", 1, 0, O_STATIC },
 		{ "host-header", 1, 0, O_HOSTHDR }, { "seed", 1, 0, O_SEED },
+		{ "run", 1, 0, O_RUN },
 		{ "truth", 1, 0, O_TRUTH }, { "timeout-ms", 1, 0, O_TIMEOUT },
 		{ "idle-ms", 1, 0, O_IDLE }, { "calls", 1, 0, O_CALLS },
 		{ "tls", 0, 0, O_TLS }, { "help", 0, 0, 'h' },
@@ -950,6 +955,14 @@ int main(int argc, char **argv)
 		case O_STATIC: opt.static_dir = optarg; break;
 		case O_HOSTHDR: opt.host_header = optarg; break;
 		case O_SEED: opt.seed = (uint64_t)ex_opt_num("--seed", optarg, 1, 0x7fffffffffffffffL); seeded = 1; break;
+		case O_RUN:
+			if (!*optarg || strlen(optarg) > 6 ||
+			    strspn(optarg, "0123456789abcdef") != strlen(optarg)) {
+				fprintf(stderr, "tb-client: --run takes 1-6 characters of [0-9a-f], not '%s'\n", optarg);
+				return 2;
+			}
+			snprintf(opt.run, sizeof opt.run, "%s", optarg);
+			break;
 		case O_TRUTH: opt.truth = optarg; break;
 		case O_TIMEOUT: opt.timeout_ms = (int)ex_opt_num("--timeout-ms", optarg, 1, 3600000); break;
 		case O_IDLE: opt.idle_ms = (int)ex_opt_num("--idle-ms", optarg, 1, 3600000); break;
@@ -969,7 +982,8 @@ int main(int argc, char **argv)
 	}
 	if (!opt.seed)
 		opt.seed = 1;
-	snprintf(opt.run, sizeof opt.run, "%06x", (unsigned)(rnd() & 0xffffff));
+	if (!opt.run[0])
+		snprintf(opt.run, sizeof opt.run, "%06x", (unsigned)(rnd() & 0xffffff));
 	if (opt.weight[K_STATIC]) {
 		if (!opt.static_dir)
 			ex_fatal("--mix with static needs --static-dir");

@@ -246,6 +246,7 @@ load() {
 			--conns 4 --pipeline 1 --requests "$TB_FOLLOW_RATE" \
 			--mix "$TB_MIX" --static-dir "$T/www/static" \
 			--timeout-ms 50000 --idle-ms 30000 \
+			--run "$(printf '%06x' "$n")" \
 			--truth "$dir/truth.$n" >>"$dir/client.out" \
 			2>>"$T/client.log"
 		rc=$?
