@@ -67,12 +67,18 @@ BP_CLEANUP_LAST=()
 
 # ---- failing and reporting ------------------------------------------------
 
-# bp_fail MESSAGE: report, show the logs, exit 1.
+# bp_fail MESSAGE: report, show the logs, exit 1.  The message is said
+# again after the logs: a report that keeps only the head and the tail of
+# a long output (a CI summary) still has it.
 bp_fail() {
-	printf '%s%s\n' "${BP_FAIL_PREFIX-FAIL: ${BP_TEST:+$BP_TEST: }}" "$*" \
-		>&"${BP_FAIL_FD:-2}"
+	local msg
+	msg="${BP_FAIL_PREFIX-FAIL: ${BP_TEST:+$BP_TEST: }}$*"
+	printf '%s\n' "$msg" >&"${BP_FAIL_FD:-2}"
 	BP_FAILED=1
 	bp_show_logs
+	[ -n "${T:-}" ] && [ -d "$T" ] &&
+		printf '%s\n' "---- the failure (said above the logs)" "$msg" \
+			>&"${BP_FAIL_FD:-2}"
 	exit 1
 }
 

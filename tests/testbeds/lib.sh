@@ -746,9 +746,10 @@ tb_check() {
 		--py "${PYEXE:-python3}" --explain "$TB_EXPLAIN" \
 		--front-proto "${TB_FRONT_PROTO:-http}" \
 		--app-proto "${TB_APP_PROTO:-http}" --method "${TB_METHOD:-GET}" \
-		"${flag[@]}" |
-		tee -a "$T/results.txt"
-	return "${PIPESTATUS[0]}"
+		"${flag[@]}" >"$dir/check.out"
+	local rc=$?
+	tee -a "$T/results.txt" <"$dir/check.out"
+	return "$rc"
 }
 
 # tb_run CONNS DEPTH ISOLATION MODE [LABEL]: one traced run of the
@@ -837,8 +838,12 @@ tb_steps() {
 		return 0
 	fi
 	"$PY" "$TB_SRC/same-content.py" "$dir/paths.db" "$dir/steps.db" \
-		"$label: the merge in $n steps" ||
-		bp_fail "$label: the merge in steps wrote other rows than the merge at once (above)"
+		"$label: the merge in $n steps" >"$dir/same.out" || {
+		cat "$dir/same.out"
+		bp_fail "$label: the merge in steps wrote other rows than" \
+			"the merge at once: $(head -n 6 "$dir/same.out")"
+	}
+	cat "$dir/same.out"
 	rm -f "$dir/steps.db"
 }
 
@@ -867,9 +872,14 @@ tb_recon() {
 		"exact: $sum" ;;
 	esac
 	tb_check "$dir" "$label" "$mode" || {
+		local said
+		said=$(grep -v ': precision\|: events the tracers' \
+			"$dir/check.out" | head -n 8)
 		[ "$mode" = certainty ] && bp_fail "$label: silently-WRONG or" \
-			"resolved-WRONG requests (see the certainty line above)"
-		bp_fail "$label: wrong request paths (see above)"
+			"resolved-WRONG requests, or a program named as not" \
+			"traced:" "$said"
+		bp_fail "$label: wrong request paths, or a program named as" \
+			"not traced:" "$said"
 	}
 }
 
