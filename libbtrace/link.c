@@ -180,6 +180,32 @@ void bt_link_atfork_child(uint32_t parent_flags, uint32_t census)
 }
 
 /*
+ * FD, just connected, becomes the link: HELLO (with chunk 0) first, then
+ * the socket moves to the shim's numbers (bp-logd, woken by the
+ * connection, then usually finds HELLO and CHUNK queued when it accepts
+ * it), then every chunk not sent yet.  0, or -1 when the caller must
+ * drop the link (bt_link_fd is FD's new number either way).
+ */
+static int link_hand_over(int fd, const struct bt_lm_hello *hello)
+{
+	int r;
+
+	bt_link_fd = fd;
+	r = link_send_hello(hello);
+	bt_link_fd = bt_own_fd_hide(fd);
+	bt_own_register(&bt_link_fd);
+	if (r < 0)
+		return -1;
+	for (unsigned k = 0; k < bt_ring_nchunks; k++) {
+		if (!bt_ring_chunks[k].sent)
+			bt_ring_chunk_register(&bt_ring_chunks[k]);
+		if (!bt_ring_chunks[k].sent)
+			return -1;
+	}
+	return 0;
+}
+
+/*
  * A forked child's first connection, to the lazy listener: HELLO and the
  * chunks are queued there, and the child goes on without a WELCOME;
  * bp-logd accepts on its drain timer without waking for it.  Whatever the
@@ -196,7 +222,7 @@ static int link_connect_lazy(const struct sockaddr_un *main_sa,
 {
 	struct sockaddr_un sa = *main_sa;
 	size_t l = strlen(sa.sun_path);
-	int fd, r;
+	int fd;
 
 	if (l + sizeof BT_LAZY_SUFFIX > sizeof sa.sun_path)
 		return -1;
@@ -211,18 +237,8 @@ static int link_connect_lazy(const struct sockaddr_un *main_sa,
 		REAL(close)(fd);
 		return -1;
 	}
-	bt_link_fd = fd;
-	r = link_send_hello(hello);
-	bt_link_fd = bt_own_fd_hide(fd);
-	bt_own_register(&bt_link_fd);
-	if (r < 0)
+	if (link_hand_over(fd, hello) < 0)
 		return -1;
-	for (unsigned k = 0; k < bt_ring_nchunks; k++) {
-		if (!bt_ring_chunks[k].sent)
-			bt_ring_chunk_register(&bt_ring_chunks[k]);
-		if (!bt_ring_chunks[k].sent)
-			return -1;
-	}
 	bt_link_state = LINK_UP;
 	link_lazy_up = 1;
 	return 0;
@@ -310,21 +326,8 @@ int bt_link_connect(void)
 		REAL(close)(fd);
 		goto fail;
 	}
-	/* HELLO first, then the socket moves to the shim's numbers: bp-logd,
-	 * woken by the connection, then usually finds HELLO and CHUNK queued
-	 * when it accepts it */
-	bt_link_fd = fd;
-	r = link_send_hello(&hello);
-	bt_link_fd = bt_own_fd_hide(fd);
-	bt_own_register(&bt_link_fd);
-	if (r < 0)
+	if (link_hand_over(fd, &hello) < 0)
 		goto drop;
-	for (unsigned k = 0; k < bt_ring_nchunks; k++) {
-		if (!bt_ring_chunks[k].sent)
-			bt_ring_chunk_register(&bt_ring_chunks[k]);
-		if (!bt_ring_chunks[k].sent)
-			goto drop;
-	}
 	pfd.fd = bt_link_fd;
 	pfd.events = POLLIN;
 	do
