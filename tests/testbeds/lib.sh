@@ -746,7 +746,7 @@ tb_check() {
 		--py "${PYEXE:-python3}" --explain "$TB_EXPLAIN" \
 		--front-proto "${TB_FRONT_PROTO:-http}" \
 		--app-proto "${TB_APP_PROTO:-http}" --method "${TB_METHOD:-GET}" \
-		"${flag[@]}" >"$dir/check.out"
+		"${flag[@]}" >"$dir/check.out" 2>&1
 	local rc=$?
 	tee -a "$T/results.txt" <"$dir/check.out"
 	return "$rc"
@@ -838,7 +838,7 @@ tb_steps() {
 		return 0
 	fi
 	"$PY" "$TB_SRC/same-content.py" "$dir/paths.db" "$dir/steps.db" \
-		"$label: the merge in $n steps" >"$dir/same.out" || {
+		"$label: the merge in $n steps" >"$dir/same.out" 2>&1 || {
 		cat "$dir/same.out"
 		bp_fail "$label: the merge in steps wrote other rows than" \
 			"the merge at once: $(head -n 6 "$dir/same.out")"
@@ -873,8 +873,10 @@ tb_recon() {
 	esac
 	tb_check "$dir" "$label" "$mode" || {
 		local said
+		# the checker's verdict lines and first wrong paths, and its
+		# last line (a Python error's message, when it failed so)
 		said=$(grep -v ': precision\|: events the tracers' \
-			"$dir/check.out" | head -n 8)
+			"$dir/check.out" | head -n 8; tail -n 1 "$dir/check.out")
 		[ "$mode" = certainty ] && bp_fail "$label: silently-WRONG or" \
 			"resolved-WRONG requests, or a program named as not" \
 			"traced:" "$said"
