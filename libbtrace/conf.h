@@ -25,7 +25,8 @@ struct bt_conf {
 	int      enabled;           /* 0: pure pass-through */
 	int      isolation;         /* event isolation on */
 	int      epq;               /* epoll batches queued (BTRACE_EPOLL_QUEUE) */
-	int      child_lazy;        /* a forked child does not wait for bp-logd
+	int      child_lazy;        /* a forked child (1), and an exec'd image
+				       (2), does not wait for bp-logd
 				       (BTRACE_CHILD_LAZY) */
 	int      follow;            /* keep LD_PRELOAD/BTRACE_* across exec */
 	uint32_t slot_size;         /* ring slot bytes (power of two) */

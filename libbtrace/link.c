@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -27,9 +28,10 @@ int bt_link_state = LINK_DOWN;
 uint64_t bt_link_retry_at;           /* monotonic ns of the next try */
 uint32_t bt_link_logd_flags;         /* BT_CF_* of the last WELCOME */
 uint32_t bt_link_logd_features;      /* BT_LW_* of the last WELCOME */
-/* A forked child whose first connection goes to the lazy listener
- * (bt_link_atfork_child, link_connect_lazy); LINK_LAZY_UP while that
- * connection may not have been accepted yet (lazy_poke) */
+/* LINK_LAZY: the first connection goes to the lazy listener
+ * (link_connect_lazy): 1 a forked child's (bt_link_atfork_child), 2 an
+ * exec'd image's (bt_link_exec_lazy); LINK_LAZY_UP while that connection
+ * may not have been accepted yet (lazy_poke) */
 static int link_lazy, link_lazy_up;
 pthread_mutex_t bt_link_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -63,43 +65,63 @@ int bt_link_send(const void *msg, size_t len, int fd_to_pass)
 }
 
 /*
- * HELLO and chunk 0's CHUNK in one system call (sendmmsg): bp-logd, woken
- * by the first, finds the second queued too and registers the ring in one
- * pass.  Marks chunk 0 sent if it went; 0 if the HELLO went, else -errno.
+ * HELLO, the tracer's census list when CENSUS is not NULL, and chunk 0's
+ * CHUNK in one system call (sendmmsg): bp-logd, woken by the first, finds
+ * the others queued too and registers the ring in one pass.  Marks chunk 0
+ * sent if it went.  Returns how many of HELLO and CENSUS went (1 or 2),
+ * or -errno when the HELLO did not.
  */
-static int link_send_hello(const struct bt_lm_hello *hello)
+static int link_send_hello(const struct bt_lm_hello *hello,
+			   const struct bt_lm_census *census)
 {
 	struct bt_lm_chunk m;
-	struct iovec iov[2] = { { (void *)hello, sizeof *hello },
-				{ &m, sizeof m } };
-	struct mmsghdr mm[2];
+	struct iovec iov[3];
+	struct mmsghdr mm[3];
 	union { struct cmsghdr c; char buf[CMSG_SPACE(sizeof(int))]; } u;
 	struct cmsghdr *cm;
+	unsigned k = 0, want = census ? 2 : 1;
 	int r;
 
-	if (!bt_ring_nchunks || bt_link_fd < 0 || !REAL(sendmmsg))
-		return bt_link_send(hello, sizeof *hello, -1);
-	bt_ring_chunk_msg(&bt_ring_chunks[0], &m);
+	if (!REAL(sendmmsg) || bt_link_fd < 0) {
+		r = bt_link_send(hello, sizeof *hello, -1);
+		if (r < 0)
+			return r;
+		return census && bt_link_send(census, census->h.len, -1) < 0 ? 1 : (int)want;
+	}
 	memset(mm, 0, sizeof mm);
-	memset(&u, 0, sizeof u);
-	mm[0].msg_hdr.msg_iov = &iov[0];
-	mm[0].msg_hdr.msg_iovlen = 1;
-	mm[1].msg_hdr.msg_iov = &iov[1];
-	mm[1].msg_hdr.msg_iovlen = 1;
-	mm[1].msg_hdr.msg_control = u.buf;
-	mm[1].msg_hdr.msg_controllen = sizeof u.buf;
-	cm = CMSG_FIRSTHDR(&mm[1].msg_hdr);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &bt_ring_chunks[0].memfd, sizeof(int));
+	iov[k] = (struct iovec){ (void *)hello, sizeof *hello };
+	mm[k].msg_hdr.msg_iov = &iov[k];
+	mm[k++].msg_hdr.msg_iovlen = 1;
+	if (census) {
+		iov[k] = (struct iovec){ (void *)census, census->h.len };
+		mm[k].msg_hdr.msg_iov = &iov[k];
+		mm[k++].msg_hdr.msg_iovlen = 1;
+	}
+	if (bt_ring_nchunks) {
+		bt_ring_chunk_msg(&bt_ring_chunks[0], &m);
+		memset(&u, 0, sizeof u);
+		iov[k] = (struct iovec){ &m, sizeof m };
+		mm[k].msg_hdr.msg_iov = &iov[k];
+		mm[k].msg_hdr.msg_iovlen = 1;
+		mm[k].msg_hdr.msg_control = u.buf;
+		mm[k].msg_hdr.msg_controllen = sizeof u.buf;
+		cm = CMSG_FIRSTHDR(&mm[k].msg_hdr);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &bt_ring_chunks[0].memfd, sizeof(int));
+		k++;
+	}
 	do
-		r = REAL(sendmmsg)(bt_link_fd, mm, 2, MSG_NOSIGNAL | MSG_DONTWAIT);
+		r = REAL(sendmmsg)(bt_link_fd, mm, k, MSG_NOSIGNAL | MSG_DONTWAIT);
 	while (r < 0 && errno == EINTR);
 	if (r < 0)
 		return -errno;
-	bt_ring_chunks[0].sent = r == 2;
-	return 0;
+	if (r == 0)
+		return -EAGAIN;
+	if (bt_ring_nchunks)
+		bt_ring_chunks[0].sent = (unsigned)r == k;
+	return r < (int)want ? r : (int)want;
 }
 
 void bt_link_drop(void)
@@ -180,55 +202,197 @@ void bt_link_atfork_child(uint32_t parent_flags, uint32_t census)
 }
 
 /*
- * FD, just connected, becomes the link: HELLO (with chunk 0) first, then
- * the socket moves to the shim's numbers (bp-logd, woken by the
- * connection, then usually finds HELLO and CHUNK queued when it accepts
- * it), then every chunk not sent yet.  0, or -1 when the caller must
- * drop the link (bt_link_fd is FD's new number either way).
+ * May an image this one execs start without waiting for bp-logd
+ * (exec_common marks the exec so, "BTRACE_EXECED=<pid>:L")?  When our
+ * link is up and our bp-logd has the lazy listener and takes a tracer's
+ * census list (BT_LW_LAZY, BT_LW_CENSUS), and BTRACE_CHILD_LAZY=2 asks
+ * for it (not the default: docs/logd.md, "Exec'd images").  The caller
+ * knows we are not paused.
  */
-static int link_hand_over(int fd, const struct bt_lm_hello *hello)
+int bt_link_exec_lazy_ok(void)
+{
+	const uint32_t both = BT_LW_LAZY | BT_LW_CENSUS;
+
+	return __atomic_load_n(&bt_link_state, __ATOMIC_ACQUIRE) == LINK_UP &&
+	       (bt_link_logd_features & both) == both && bt_conf.child_lazy >= 2;
+}
+
+/* In an image so exec'd: its first connection goes to the lazy listener,
+ * with its census list (link_connect_lazy). */
+void bt_link_exec_lazy(void)
+{
+	link_lazy = 2;
+	bt_link_logd_features = BT_LW_LAZY | BT_LW_CENSUS;
+}
+
+/*
+ * FD, just connected, becomes the link: HELLO (with the census list when
+ * CENSUS is not NULL, and chunk 0) first, then the socket moves to the
+ * shim's numbers (bp-logd, woken by the connection, then usually finds
+ * all of it queued when it accepts it), then every chunk not sent yet.
+ * 0 when all went; -1 when the HELLO did not (nothing is queued on FD);
+ * -2 when the HELLO did but not the rest.  bt_link_fd is FD's new number
+ * either way.
+ */
+static int link_hand_over(int fd, const struct bt_lm_hello *hello,
+			  const struct bt_lm_census *census)
 {
 	int r;
 
 	bt_link_fd = fd;
-	r = link_send_hello(hello);
+	r = link_send_hello(hello, census);
 	bt_link_fd = bt_own_fd_hide(fd);
 	bt_own_register(&bt_link_fd);
 	if (r < 0)
 		return -1;
+	if (census && r < 2)
+		return -2;
 	for (unsigned k = 0; k < bt_ring_nchunks; k++) {
 		if (!bt_ring_chunks[k].sent)
 			bt_ring_chunk_register(&bt_ring_chunks[k]);
 		if (!bt_ring_chunks[k].sent)
-			return -1;
+			return -2;
 	}
 	return 0;
 }
 
 /*
- * A forked child's first connection, to the lazy listener: HELLO and the
- * chunks are queued there, and the child goes on without a WELCOME;
- * bp-logd accepts on its drain timer without waking for it.  Whatever the
- * child writes is safe from then on: the memfd is in bp-logd's queue, and
- * the end of file of an exec or exit follows it there.  If bp-logd dies
- * with the connection queued, the child's end is reset, which
- * bt_link_alive sees (the flush before exec and at exit then connects
- * again or spools, and the child's mapping still holds every record).  0
- * when the link is up, -1 when the caller must connect as usual.  Called
- * with bt_link_mu held.
+ * Wait (up to 2 s) for bp-logd's WELCOME on the link and take its flags:
+ * the link is up then.  0, or -1 (the caller drops the link).
+ */
+static int link_await_welcome(void)
+{
+	struct bt_lm_welcome w;
+	struct pollfd pfd;
+	ssize_t r;
+
+	pfd.fd = bt_link_fd;
+	pfd.events = POLLIN;
+	do
+		r = REAL(poll)(&pfd, 1, 2000);
+	while (r < 0 && errno == EINTR);
+	if (r <= 0)
+		return -1;
+	do
+		r = REAL(recv)(bt_link_fd, &w, sizeof w, MSG_DONTWAIT);
+	while (r < 0 && errno == EINTR);
+	if (r < (ssize_t)sizeof(struct bt_lm_hdr) || w.h.type != BT_LM_WELCOME)
+		return -1;
+	bt_link_state = LINK_UP;
+	bt_link_logd_flags = w.flags;
+	/* (an older bp-logd's WELCOME has zeros there) */
+	bt_link_logd_features = r >= (ssize_t)sizeof w ? w.features : 0;
+	for (unsigned k = 0; k < bt_ring_nchunks; k++) {
+		/* paused or not as this bp-logd says (a new one may not be),
+		 * unless it has mapped the chunk and set its flags since:
+		 * those are newer than the WELCOME (a pause or resume may
+		 * have come in between) */
+		volatile uint32_t *fl = &bt_ring_chunks[k].hdr->flags;
+		uint32_t old = __atomic_load_n(fl, __ATOMIC_ACQUIRE);
+		while (!(old & BT_CF_LOGD) &&
+		       !__atomic_compare_exchange_n(fl, &old,
+				(old & ~BT_CF_PAUSED) | (w.flags & BT_CF_PAUSED),
+				0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			;
+	}
+	return 0;
+}
+
+static void lazy_poke(void);
+
+/*
+ * The sockets this image holds, listed for bp-logd's census into M
+ * (BT_LM_CENSUS): what bp-logd would have found at HELLO while the
+ * tracer waited.  Read with getdents64 from /proc/self/fd and fstat, by
+ * system call numbers (no record of our own).  0, or -1 when it cannot be
+ * known here (no /proc, more than 256 descriptors or BT_LM_CENSUS_MAX
+ * sockets, as bp-logd's look at HELLO would refuse): then the image
+ * waits for the WELCOME as any other.
+ */
+static int census_list(struct bt_lm_census *m)
+{
+	char buf[4096] __attribute__((aligned(8)));
+	unsigned fds = 0;
+	long got;
+	int dfd, bad = 0;
+
+	memset(m, 0, offsetof(struct bt_lm_census, ino));
+	m->h.type = BT_LM_CENSUS;
+	m->h.version = BT_RING_VERSION;
+	dfd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/fd",
+			   O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -1;
+	do {
+		got = syscall(SYS_getdents64, dfd, buf, sizeof buf);
+		if (got < 0)
+			bad = 1;
+		for (long off = 0; !bad && off < got;) {
+			const char *name = buf + off + 19;   /* d_name */
+			unsigned short reclen;
+			struct stat st;
+			long fd = 0;
+
+			memcpy(&reclen, buf + off + 16, sizeof reclen);
+			off += reclen;
+			if (*name < '0' || *name > '9')
+				continue;
+			for (; *name >= '0' && *name <= '9'; name++)
+				fd = fd * 10 + (*name - '0');
+			if (fd == dfd)
+				continue;
+			if (++fds > 256) {
+				bad = 1;
+				break;
+			}
+			if (fstat((int)fd, &st) < 0 ||
+			    !S_ISSOCK(st.st_mode))
+				continue;
+			if (m->n >= BT_LM_CENSUS_MAX) {
+				bad = 1;
+				break;
+			}
+			m->ino[m->n++] = (uint64_t)st.st_ino;
+		}
+	} while (!bad && got > 0);
+	(void)syscall(SYS_close, dfd);
+	return bad ? -1 : 0;
+}
+
+/*
+ * The first connection of a forked child (MODE 1) or of an image exec'd
+ * by a traced one (MODE 2), to the lazy listener: HELLO and the chunks
+ * (and an exec'd image's own census list, BT_LM_CENSUS) are queued there,
+ * and the image goes on without a WELCOME; bp-logd accepts on its drain
+ * timer without waking for it.  Whatever the image writes is safe from
+ * then on: the memfd is in bp-logd's queue, and the end of file of an
+ * exec or exit follows it there.  If bp-logd dies with the connection
+ * queued, the image's end is reset, which bt_link_alive sees (the flush
+ * before exec and at exit then connects again or spools, and the mapping
+ * still holds every record).  When the HELLO went but not the rest (no
+ * room on the socket, or too many descriptors in flight), the image waits
+ * for the WELCOME on this connection, as on any other.  0 when the link
+ * is up, -1 when the caller must connect as usual (nothing was queued, or
+ * the link was dropped).  Called with bt_link_mu held.
  */
 static int link_connect_lazy(const struct sockaddr_un *main_sa,
-			     const struct bt_lm_hello *hello)
+			     const struct bt_lm_hello *hello, int mode)
 {
 	struct sockaddr_un sa = *main_sa;
+	struct bt_lm_census census;
 	size_t l = strlen(sa.sun_path);
-	int fd;
+	struct stat st;
+	int fd, r;
 
 	if (l + sizeof BT_LAZY_SUFFIX > sizeof sa.sun_path)
 		return -1;
 	memcpy(sa.sun_path + l, BT_LAZY_SUFFIX, sizeof BT_LAZY_SUFFIX);
+	/* an exec'd image lists its sockets before its program runs, as
+	 * bp-logd would look at them while it waited */
+	if (mode == 2 && census_list(&census) < 0)
+		return -1;
 	/* non-blocking: a full queue (bp-logd far behind) is EAGAIN, and the
-	 * child then connects as any tracer */
+	 * image then connects as any tracer */
 	fd = REAL(socket)(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -1;
@@ -237,11 +401,43 @@ static int link_connect_lazy(const struct sockaddr_un *main_sa,
 		REAL(close)(fd);
 		return -1;
 	}
-	if (link_hand_over(fd, hello) < 0)
+	if (mode == 2) {
+		/* and this connection, which bp-logd's look would see */
+		if (census.n >= BT_LM_CENSUS_MAX ||
+		    fstat(fd, &st) < 0) {
+			REAL(close)(fd);
+			return -1;
+		}
+		census.ino[census.n++] = (uint64_t)st.st_ino;
+		census.h.len = (uint16_t)(offsetof(struct bt_lm_census, ino) +
+					  census.n * sizeof census.ino[0]);
+	}
+	r = link_hand_over(fd, hello, mode == 2 ? &census : NULL);
+	if (r == -1) {
+		bt_link_drop();
 		return -1;
+	}
+	if (r == -2) {
+		link_lazy_up = 1;
+		lazy_poke();
+		link_lazy_up = 0;
+		if (link_await_welcome() < 0)
+			goto drop;
+		for (unsigned k = 0; k < bt_ring_nchunks; k++) {
+			if (!bt_ring_chunks[k].sent)
+				bt_ring_chunk_register(&bt_ring_chunks[k]);
+			if (!bt_ring_chunks[k].sent)
+				goto drop;
+		}
+		return 0;
+	}
 	bt_link_state = LINK_UP;
 	link_lazy_up = 1;
 	return 0;
+drop:
+	bt_link_drop();
+	bt_link_state = LINK_DOWN;
+	return -2;
 }
 
 /*
@@ -280,10 +476,7 @@ int bt_link_connect(void)
 {
 	struct sockaddr_un sa;
 	struct bt_lm_hello hello;
-	struct bt_lm_welcome w;
-	struct pollfd pfd;
 	int fd, e = errno;
-	ssize_t r;
 
 	bt_link_retry_at = bt_now() + 1000000000ull;
 	memset(&sa, 0, sizeof sa);
@@ -311,12 +504,14 @@ int bt_link_connect(void)
 				   __ATOMIC_ACQ_REL);
 	}
 	if (link_lazy) {
+		int mode = link_lazy, r;
+
 		link_lazy = 0;          /* once: a reconnection waits */
-		if (link_connect_lazy(&sa, &hello) == 0) {
+		r = link_connect_lazy(&sa, &hello, mode);
+		if (r == 0 || r == -2) {
 			errno = e;
-			return 0;
+			return r == 0 ? 0 : -1;
 		}
-		bt_link_drop();
 	}
 	fd = REAL(socket)(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -326,37 +521,8 @@ int bt_link_connect(void)
 		REAL(close)(fd);
 		goto fail;
 	}
-	if (link_hand_over(fd, &hello) < 0)
+	if (link_hand_over(fd, &hello, NULL) < 0 || link_await_welcome() < 0)
 		goto drop;
-	pfd.fd = bt_link_fd;
-	pfd.events = POLLIN;
-	do
-		r = REAL(poll)(&pfd, 1, 2000);
-	while (r < 0 && errno == EINTR);
-	if (r <= 0)
-		goto drop;
-	do
-		r = REAL(recv)(bt_link_fd, &w, sizeof w, MSG_DONTWAIT);
-	while (r < 0 && errno == EINTR);
-	if (r < (ssize_t)sizeof(struct bt_lm_hdr) || w.h.type != BT_LM_WELCOME)
-		goto drop;
-	bt_link_state = LINK_UP;
-	bt_link_logd_flags = w.flags;
-	/* (an older bp-logd's WELCOME has zeros there) */
-	bt_link_logd_features = r >= (ssize_t)sizeof w ? w.features : 0;
-	for (unsigned k = 0; k < bt_ring_nchunks; k++) {
-		/* paused or not as this bp-logd says (a new one may not be),
-		 * unless it has mapped the chunk and set its flags since:
-		 * those are newer than the WELCOME (a pause or resume may
-		 * have come in between) */
-		volatile uint32_t *fl = &bt_ring_chunks[k].hdr->flags;
-		uint32_t old = __atomic_load_n(fl, __ATOMIC_ACQUIRE);
-		while (!(old & BT_CF_LOGD) &&
-		       !__atomic_compare_exchange_n(fl, &old,
-				(old & ~BT_CF_PAUSED) | (w.flags & BT_CF_PAUSED),
-				0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-			;
-	}
 	errno = e;
 	return 0;
 drop:

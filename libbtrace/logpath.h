@@ -50,6 +50,10 @@ BT_HIDDEN void bt_link_warn_once(unsigned kind, const char *text);
 /* After fork, in the child (bt_emit_atfork_child): the parent's
  * connection closed; whether the child's first goes to the lazy listener. */
 BT_HIDDEN void bt_link_atfork_child(uint32_t parent_flags, uint32_t census);
+/* May an image this one execs start without waiting for bp-logd? */
+BT_HIDDEN int bt_link_exec_lazy_ok(void);
+/* This image was exec'd so: its first connection is a lazy one. */
+BT_HIDDEN void bt_link_exec_lazy(void);
 /* Connect and register every chunk.  Called with bt_link_mu held. */
 BT_HIDDEN int bt_link_connect(void);
 /* Is bp-logd still there (marks the link down if not)?  Called with

@@ -35,6 +35,7 @@
 
 #include "bt.h"
 #include "impl.h"
+#include "logpath.h"
 
 extern char **environ;
 
@@ -238,6 +239,7 @@ void bt_init(void)
 	static pthread_mutex_t init_mu = PTHREAD_MUTEX_INITIALIZER;
 	Dl_info di;
 	ssize_t n;
+	int exec_lazy = 0;
 	const char *h;
 
 	pthread_mutex_lock(&init_mu);
@@ -248,8 +250,10 @@ void bt_init(void)
 	bt_proc.pid = getpid();
 	bt_proc.ppid = getppid();
 	if ((h = getenv("BTRACE_EXECED"))) {
-		if (atol(h) == (long)bt_proc.pid)
+		if (atol(h) == (long)bt_proc.pid) {
 			bt_proc.start_flags = BT_PF_EXECED;
+			exec_lazy = strstr(h, ":L") != NULL;
+		}
 		unsetenv("BTRACE_EXECED");
 	}
 	n = readlink("/proc/self/exe", bt_proc.exe, sizeof bt_proc.exe - 1);
@@ -263,6 +267,8 @@ void bt_init(void)
 		snprintf(bt_conf.lib_path, sizeof bt_conf.lib_path, "%s",
 			 di.dli_fname);
 	bt_conf_init();
+	if (exec_lazy && bt_conf.child_lazy >= 2)
+		bt_link_exec_lazy();
 	read_cmdline();                 /* after the conf: BTRACE_REDACT */
 	if (excluded_exe(bt_proc.exe))
 		bt_conf.enabled = 0;
@@ -500,8 +506,11 @@ static int exec_common(int kind, const char *path, int fd, char *const argv[],
 		log_exec(path ? path : "(fd)", 0, 0);
 		bt_emit_flush(0);
 	}
-	snprintf(exec_mark, sizeof exec_mark, "BTRACE_EXECED=%ld",
-		 (long)getpid());
+	/* ":L": the new image may start without waiting for bp-logd
+	 * (docs/logd.md, "Forked children") */
+	snprintf(exec_mark, sizeof exec_mark, "BTRACE_EXECED=%ld%s",
+		 (long)getpid(),
+		 traced && !bt_paused() && bt_link_exec_lazy_ok() ? ":L" : "");
 	env_room_get(&room, envp, small, spre);
 	env = fix_env(envp, room.env, room.cap, room.pre, room.prelen);
 	switch (kind) {

@@ -48,6 +48,7 @@
 struct census {
 	int       off;              /* never name this one (said why in -vv) */
 	int       named;
+	int       given;            /* BASE came with the HELLO (census_given) */
 	unsigned  nbase;
 	uint64_t *base;             /* sorted socket inodes at HELLO */
 	unsigned  nprev;
@@ -164,6 +165,25 @@ static int census_may_name(struct peer *p)
 	return chunk_census(p->chunk[0], &socks) == 0 && !socks;
 }
 
+int census_given(struct peer *p, const uint64_t *ino, unsigned n)
+{
+	struct census *c = census_of(p);
+
+	if (!c)
+		return -ENOMEM;
+	free(c->base);
+	c->base = malloc((size_t)(n ? n : 1) * sizeof *ino);
+	c->nbase = 0;
+	c->given = 0;
+	if (!c->base)
+		return -ENOMEM;
+	memcpy(c->base, ino, (size_t)n * sizeof *ino);
+	qsort(c->base, n, sizeof *ino, cmp_u64);
+	c->nbase = n;
+	c->given = 1;
+	return 0;
+}
+
 void census_hello(struct peer *p)
 {
 	struct census *c = census_of(p);
@@ -172,10 +192,21 @@ void census_hello(struct peer *p)
 
 	if (!c)
 		return;
+	c->nprev = 0;
+	if (c->given) {
+		/* the tracer listed what it held before it connected, and
+		 * its program ran on (BT_LM_CENSUS): that is the look at
+		 * HELLO, whenever we read it */
+		c->given = 0;
+		c->off = p->cred_pid <= 0 || !census_may_name(p);
+		log_debug("census: pid %u: %u sockets held at HELLO, as its shim listed them%s",
+			  p->pid, c->nbase,
+			  c->off ? "; not looked at: its shim counts socket calls already" : "");
+		return;
+	}
 	free(c->base);
 	c->base = NULL;
 	c->nbase = 0;
-	c->nprev = 0;
 	if (p->cred_pid <= 0) {
 		c->off = 1;
 		return;

@@ -269,6 +269,9 @@ void adopt_stop(struct server *srv);
 /* P said HELLO: remember the sockets it holds now (inherited, its own),
  * unless its chunk 0, already mapped, says it can never be named. */
 void census_hello(struct peer *p);
+/* P's tracer listed the N sockets it held at HELLO itself (BT_LM_CENSUS):
+ * census_hello takes them instead of looking.  0 or -ENOMEM. */
+int census_given(struct peer *p, const uint64_t *ino, unsigned n);
 /* Forget P's census state. */
 void census_free(struct peer *p);
 /* Once a second: look at the live tracers whose shim saw no socket call,

@@ -12,6 +12,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -359,6 +360,38 @@ static int on_hello(struct peer *p, const uint8_t *pkt, size_t len)
 	return 0;
 }
 
+/*
+ * The sockets the tracer held at HELLO, listed by itself (BT_LM_CENSUS,
+ * an exec'd image that does not wait for its WELCOME): the census takes
+ * them at the WELCOME instead of looking.  Only between HELLO and the
+ * WELCOME.  Returns 1 when P was dropped.
+ */
+static int on_census(struct peer *p, const uint8_t *pkt, size_t len)
+{
+	struct bt_lm_census m;
+	size_t head = offsetof(struct bt_lm_census, ino);
+
+	if (len < head || len > sizeof m) {
+		peer_drop(p, -EPROTO, "CENSUS of %zu bytes", len);
+		return 1;
+	}
+	memcpy(&m, pkt, len);
+	if (m.n > BT_LM_CENSUS_MAX || len != head + (size_t)m.n * sizeof m.ino[0]) {
+		peer_drop(p, -EPROTO, "CENSUS of %zu bytes for %u sockets", len,
+			  m.n);
+		return 1;
+	}
+	if (!p->welcome_due) {
+		/* too late for the look at HELLO: that was made already */
+		log_debug("peer pid %u: a CENSUS after its WELCOME, ignored",
+			  p->pid);
+		return 0;
+	}
+	if (census_given(p, m.ino, m.n) < 0)
+		log_warn("peer pid %u: no memory for its census", p->pid);
+	return 0;
+}
+
 /* Returns 1 when P was freed. */
 static int on_chunk(struct peer *p, const uint8_t *pkt, size_t len, int fd)
 {
@@ -612,6 +645,9 @@ static int peer_dispatch(struct peer *p, const uint8_t *pkt, size_t len,
 		peer_eof(p);
 		gone = 1;
 		break;
+	case BT_LM_CENSUS:
+		gone = on_census(p, pkt, len);
+		break;
 	default:
 		peer_drop(p, -EPROTO, "unexpected message type %u", h.type);
 		gone = 1;
@@ -644,7 +680,7 @@ static int peer_welcome(struct peer *p)
 	w.h.version = BT_RING_VERSION;
 	w.flags = srv->flags;
 	snprintf(w.logdir, sizeof w.logdir, "%s", srv->logdir);
-	w.features = p->srv->lazy_fd >= 0 ? BT_LW_LAZY : 0;
+	w.features = BT_LW_CENSUS | (p->srv->lazy_fd >= 0 ? BT_LW_LAZY : 0);
 	r = send_pkt(p, &w, sizeof w);
 	if (r == -EPIPE || r == -ECONNRESET) {
 		/* The tracer is gone already (a forked child from the lazy

@@ -17,6 +17,7 @@ INTEG_TESTS = \
 	tests/integ/rawsys-go.sh \
 	tests/integ/census-fork.sh \
 	tests/integ/child-lazy.sh \
+	tests/integ/census-exec.sh \
 	tests/integ/h2c-upgrade.sh \
 	tests/integ/sigwait.sh
 

@@ -143,6 +143,8 @@ enum bt_logd_msg {
 	BT_LM_CHUNK  = 2,  /* struct bt_lm_chunk + SCM_RIGHTS memfd */
 	BT_LM_KICK   = 3,  /* struct bt_lm_kick: please drain this slot now */
 	BT_LM_BYE    = 4,  /* clean exit: drain everything, then close */
+	BT_LM_CENSUS = 5,  /* struct bt_lm_census: between HELLO and chunk
+			      0's CHUNK (BT_LW_CENSUS) */
 	/* bp-logd -> tracer */
 	BT_LM_WELCOME = 16, /* struct bt_lm_welcome: reply to HELLO */
 	/* control client -> bp-logd (bp-logd -c ...) */
@@ -195,6 +197,25 @@ struct bt_lm_welcome {
  */
 #define BT_LW_LAZY     0x1u
 #define BT_LAZY_SUFFIX ".lazy"
+
+/*
+ * BT_LW_CENSUS: bp-logd takes a tracer's own list of the sockets it held
+ * at HELLO (BT_LM_CENSUS) for the census's look at HELLO.  An image
+ * exec'd by a traced one whose bp-logd has both features lists its
+ * sockets itself, connects to the lazy listener and does not wait for a
+ * WELCOME either (docs/logd.md, "Forked children").  N inodes of sockets
+ * (fstat st_ino, the number in /proc/PID/fd's "socket:[N]"), at most
+ * BT_LM_CENSUS_MAX: a tracer with more waits as before.
+ */
+#define BT_LW_CENSUS   0x2u
+#define BT_LM_CENSUS_MAX 240u
+
+struct bt_lm_census {
+	struct bt_lm_hdr h;  /* h.len = offsetof(ino) + 8 * n */
+	uint32_t n;
+	uint32_t pad;
+	uint64_t ino[BT_LM_CENSUS_MAX];
+};
 
 enum bt_ctl_cmd { BT_CTL_PAUSE = 1, BT_CTL_RESUME = 2, BT_CTL_STATUS = 3,
 		  BT_CTL_ROTATE = 4, BT_CTL_STOP = 5 };
