@@ -270,17 +270,21 @@ static int host_notes(struct rc_ctx *c, struct rc_merge *g, uint32_t host)
 
 /*
  * R has read all its stream has.  It ends now when that is known to be
- * all: the logs are final and its image is gone (bp-logd's PEER_GONE)
- * or its host's logs have no notes of bp-logd that could say so.  Else
- * it runs dry: the logs may still grow, or the image still live (then
- * it ends at the note, or at the end: the merge at once and the merge
- * in steps the same way).  0 or -ENOMEM.
+ * all: its image is gone (bp-logd's PEER_GONE, applied already: a run
+ * that was parked when it came, a receive waiting on a send, reaches
+ * its end only after it, and end_gone, which ends the dry runs of gone
+ * images at the note, has passed it; the merge at once ended it here
+ * too), or the logs are final and its host's logs have no notes of
+ * bp-logd that could say so.  Else it runs dry: the logs may still
+ * grow, or the image still live (then it ends at the note, or at the
+ * end: the merge at once and the merge in steps the same way).  0 or
+ * -ENOMEM.
  */
 static int exhausted(struct rc_ctx *c, struct rc_merge *g, struct rc_run *r)
 {
 	const struct rc_image *im = &c->images[r->st->image];
 
-	if (g->final && (im->gone || !host_notes(c, g, im->host))) {
+	if (im->gone || (g->final && !host_notes(c, g, im->host))) {
 		run_end(c, r);
 		return 0;
 	}

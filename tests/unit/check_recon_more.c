@@ -778,6 +778,99 @@ START_TEST(gone_sender_ends_at_its_note)
 }
 END_TEST
 
+/* A PEER_GONE note of pid PID's ring at AT in bp-logd's stream L. */
+static void gen_gone(struct gen_thr *l, int64_t at, uint32_t pid,
+		     struct gen_thr *of)
+{
+	struct bt_event ev;
+	char text[96];
+
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_LOGD;
+	ev.flags = BT_LN_PEER_GONE;
+	ev.pid = pid;
+	snprintf(text, sizeof text, "ring=%016llx blocks=1 lost=0",
+		 (unsigned long long)gen_proc_ring(gen_thr_proc(of)));
+	ev.str = text;
+	ev.str_len = (uint32_t)strlen(text);
+	gen_ev(l, at, &ev);
+}
+
+/*
+ * A tracer whose PEER_GONE note comes while its stream waits: a middle
+ * process reads (300) from a client that never logs its send and is gone
+ * at 400, and its own note says it is gone at 350, while it still waits.
+ * Released at 400, it reads its last records and ends there, its image
+ * gone: at once as in steps (the stepped merge let it run dry instead,
+ * past its note, and a server reading from it at 500 then waited until
+ * the end: "a stream that stopped while the logs grew kept a record of
+ * another waiting" - with exec'd images that start without a wait, the
+ * merge in steps of tb-dns-cgi wrote another fragment than at once).
+ */
+START_TEST(gone_while_waiting_ends_when_read)
+{
+	char *want = NULL;
+
+	for (int steps = 0; steps <= 30; steps += steps < 6 ? 1 : 12) {
+		struct rt t;
+		struct gen *g = gen_new();
+		struct gen_host *h = gen_host(g, "web", 0, 0);
+		struct gen_proc *lp = gen_proc(h, 50, "/usr/sbin/bp-logd");
+		struct gen_thr *a = gen_proc_main(h, 500, "/usr/bin/client", 0);
+		struct gen_thr *m = gen_proc_main(h, 600, "/usr/bin/middle", 0);
+		struct gen_thr *b = gen_proc_main(h, 700, "/usr/bin/server", 0);
+		struct gen_thr *k = gen_proc_main(h, 800, "/usr/bin/ticker", 0);
+
+		gen_proc_set_ring(lp, 0);
+		struct gen_thr *l = gen_thread(lp, 0, 50, 0, 0);
+		gen_tcp(a, 100, 4, BT_CR_CONNECT, "10.0.0.1:40000", "10.0.0.2:80");
+		gen_cut(a);
+		gen_accept(m, 105, 5, 3, "10.0.0.2:80", "10.0.0.1:40000");
+		gen_tcp(m, 110, 6, BT_CR_CONNECT, "10.0.0.2:41000", "10.0.0.3:81");
+		gen_cut(m);
+		gen_accept(b, 115, 7, 3, "10.0.0.3:81", "10.0.0.2:41000");
+		gen_cut(b);
+		gen_msg(m, 300, 5, BT_DIR_IN, BT_MK_REQUEST, BT_PROTO_HTTP,
+			80, 0, 0, 0, GEN_A(BT_AK_METHOD, "GET"),
+			GEN_A(BT_AK_TARGET, "/m"), 0);
+		gen_open(m, 320, 9, "/etc/hosts");
+		gen_close(m, 330, 9);
+		gen_cut(m);
+		gen_msg(b, 500, 7, BT_DIR_IN, BT_MK_REQUEST, BT_PROTO_HTTP,
+			80, 0, 0, 0, GEN_A(BT_AK_METHOD, "GET"),
+			GEN_A(BT_AK_TARGET, "/b"), 0);
+		gen_open(b, 520, 9, "/etc/passwd");
+		gen_cut(b);
+		for (int i = 0; i < 60; i++) {
+			/* another process's work, on and on */
+			gen_open(k, 10 + i * 10, 9, "/etc/hosts");
+			gen_close(k, 12 + i * 10, 9);
+			gen_cut(k);
+		}
+		gen_gone(l, 350, 600, m);
+		gen_cut(l);
+		gen_gone(l, 400, 500, a);
+		gen_cut(l);
+
+		rt_init(&t);
+		t.steps = steps;
+		rt_write(&t, g, NULL);
+		ck_assert_msg(rt_run(&t) == RC_EXIT_OK, "%d steps: %s", steps,
+			      rt_stderr(&t));
+		ck_assert_int_eq(rt_qi(&t, "SELECT COUNT(*) FROM requests WHERE target IN ('/m', '/b')"), 2);
+		char *got = dump(&t);
+		if (!want)
+			want = got;
+		else {
+			same_text(want, got, steps);
+			free(got);
+		}
+		rt_done(&t);
+	}
+	free(want);
+}
+END_TEST
+
 /* ---- the whole reconstruction on logs that grow on disk ---------------- */
 
 /* The log shown on disk in steps (rc_options.grow_fn): step k of N shows
@@ -1109,6 +1202,7 @@ Suite *recon_more_suite(void)
 	tcase_add_test(tc, keeper_same_as_at_once);
 	tcase_add_test(tc, stopped_sender_refused);
 	tcase_add_test(tc, gone_sender_ends_at_its_note);
+	tcase_add_test(tc, gone_while_waiting_ends_when_read);
 	suite_add_tcase(s, tc);
 	return s;
 }
