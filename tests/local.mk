@@ -23,7 +23,7 @@ INTEG_TESTS = \
 
 TESTS += $(INTEG_TESTS)
 EXTRA_DIST += $(INTEG_TESTS) tests/integ/lib.sh tests/integ/check-paths.py \
-	tests/integ/compare-trees.py
+	tests/integ/compare-trees.py tests/integ/echo-server.py
 # the fixtures every test library builds on (tests/README.md)
 EXTRA_DIST += tests/lib/core.sh tests/lib/logd.sh tests/lib/servers.sh tests/lib/clickhouse.sh \
 	tests/README.md

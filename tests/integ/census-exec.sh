@@ -24,25 +24,6 @@ RAW=$top_builddir/tests/integ/rawsys
 command -v strace >/dev/null || bp_fail "strace is needed (apt-get install strace)"
 SECS=2.5
 
-cat >"$T/echo.py" <<'PYEOF'
-# an echo server, one thread per connection, until SIGTERM
-import os, socket, sys, threading
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(('127.0.0.1', int(sys.argv[1])))
-s.listen(16)
-open(sys.argv[2], 'w').write('%d\n' % os.getpid())
-def serve(c):
-    while True:
-        d = c.recv(4096)
-        if not d:
-            break
-        c.sendall(d)
-    c.close()
-while True:
-    c, _ = s.accept()
-    threading.Thread(target=serve, args=(c,), daemon=True).start()
-PYEOF
 
 # the traced parent: a connection through libc, inherited by both programs
 cat >"$T/parent.py" <<'PYEOF'
@@ -60,7 +41,7 @@ sys.exit(1 if bad else 0)
 PYEOF
 
 bp_free_port PORT
-bp_start echo "$T/echo.pid" "$PY" "$T/echo.py" "$PORT" "$T/echo.pid"
+bp_start echo "$T/echo.pid" "$PY" "$top_srcdir/tests/integ/echo-server.py" "$PORT" "$T/echo.pid"
 
 # run LAZY: the parent under strace, bp-logd -vv, bp-reconstruct's summary
 run() {

@@ -19,25 +19,6 @@ RAW=$top_builddir/tests/integ/rawsys
 [ -x "$RAW" ] || bp_fail "$RAW is not built (run make check or make tests/integ/rawsys)"
 SECS=3.5
 
-cat >"$T/echo.py" <<'PYEOF'
-# an echo server, one thread per connection, until SIGTERM
-import os, socket, sys, threading
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(('127.0.0.1', int(sys.argv[1])))
-s.listen(16)
-open(sys.argv[2], 'w').write('%d\n' % os.getpid())
-def serve(c):
-    while True:
-        d = c.recv(4096)
-        if not d:
-            break
-        c.sendall(d)
-    c.close()
-while True:
-    c, _ = s.accept()
-    threading.Thread(target=serve, args=(c,), daemon=True).start()
-PYEOF
 
 # the traced parent: a socket through libc, then a child that connects by
 # system call number (the shim's syscall() passes these numbers through)
@@ -73,7 +54,7 @@ PYEOF
 
 bp_logd_start "$T" -vv
 bp_free_port PORT
-bp_start echo "$T/echo.pid" "$PY" "$T/echo.py" "$PORT" "$T/echo.pid"
+bp_start echo "$T/echo.pid" "$PY" "$top_srcdir/tests/integ/echo-server.py" "$PORT" "$T/echo.pid"
 
 timeout 30 env "LD_PRELOAD=$BP_SHIM" "BTRACE_LOGD=$BP_LOGD_SOCK" \
 	"$PY" "$T/fork.py" "$PORT" "$SECS" >"$T/fork.out" 2>"$T/fork.err" ||

@@ -26,29 +26,10 @@ REPORT=$(bp_find_tool bp-report)
 [ -n "$REPORT" ] || bp_fail "bp-report is not built: run make"
 SECS=3.5
 
-cat >"$T/echo.py" <<'EOF'
-# an echo server, one thread per connection, until SIGTERM
-import os, socket, sys, threading
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(('127.0.0.1', int(sys.argv[1])))
-s.listen(16)
-open(sys.argv[2], 'w').write('%d\n' % os.getpid())
-def serve(c):
-    while True:
-        d = c.recv(4096)
-        if not d:
-            break
-        c.sendall(d)
-    c.close()
-while True:
-    c, _ = s.accept()
-    threading.Thread(target=serve, args=(c,), daemon=True).start()
-EOF
 
 bp_logd_start "$T"
 bp_free_port PORT
-bp_start echo "$T/echo.pid" "$PY" "$T/echo.py" "$PORT" "$T/echo.pid"
+bp_start echo "$T/echo.pid" "$PY" "$top_srcdir/tests/integ/echo-server.py" "$PORT" "$T/echo.pid"
 
 # 1. raw system calls, under bp-run --wait
 timeout 30 "$BP_RUN" --wait -s "$BP_LOGD_SOCK" -- "$RAW" "$PORT" "$SECS" \

@@ -707,6 +707,24 @@ START_TEST(stopped_sender_refused)
 }
 END_TEST
 
+/* A PEER_GONE note of pid PID's ring at AT in bp-logd's stream L. */
+static void gen_gone(struct gen_thr *l, int64_t at, uint32_t pid,
+		     struct gen_thr *of)
+{
+	struct bt_event ev;
+	char text[96];
+
+	memset(&ev, 0, sizeof ev);
+	ev.type = BT_EV_LOGD;
+	ev.flags = BT_LN_PEER_GONE;
+	ev.pid = pid;
+	snprintf(text, sizeof text, "ring=%016llx blocks=1 lost=0",
+		 (unsigned long long)gen_proc_ring(gen_thr_proc(of)));
+	ev.str = text;
+	ev.str_len = (uint32_t)strlen(text);
+	gen_ev(l, at, &ev);
+}
+
 /*
  * The same client, on a host whose logs have bp-logd's notes: bp-logd
  * says its tracer is gone (PEER_GONE) at NOTE, before the server's read
@@ -731,8 +749,6 @@ START_TEST(gone_sender_ends_at_its_note)
 			struct gen_thr *a = gen_proc_main(h, 500, "/usr/bin/client", 0);
 			struct gen_thr *b = gen_proc_main(h, 600, "/usr/bin/server", 0);
 			struct gen_thr *k = gen_proc_main(h, 700, "/usr/bin/ticker", 0);
-			struct bt_event ev;
-			char text[96];
 
 			gen_proc_set_ring(lp, 0);
 			struct gen_thr *l = gen_thread(lp, 0, 50, 0, 0);
@@ -748,15 +764,7 @@ START_TEST(gone_sender_ends_at_its_note)
 				gen_close(k, 12 + i * 10, 9);
 				gen_cut(k);
 			}
-			memset(&ev, 0, sizeof ev);
-			ev.type = BT_EV_LOGD;
-			ev.flags = BT_LN_PEER_GONE;
-			ev.pid = 500;
-			snprintf(text, sizeof text, "ring=%016llx blocks=1 lost=0",
-				 (unsigned long long)gen_proc_ring(gen_thr_proc(a)));
-			ev.str = text;
-			ev.str_len = (uint32_t)strlen(text);
-			gen_ev(l, notes[n], &ev);
+			gen_gone(l, notes[n], 500, a);
 			gen_cut(l);
 
 			rt_init(&t);
@@ -777,24 +785,6 @@ START_TEST(gone_sender_ends_at_its_note)
 	}
 }
 END_TEST
-
-/* A PEER_GONE note of pid PID's ring at AT in bp-logd's stream L. */
-static void gen_gone(struct gen_thr *l, int64_t at, uint32_t pid,
-		     struct gen_thr *of)
-{
-	struct bt_event ev;
-	char text[96];
-
-	memset(&ev, 0, sizeof ev);
-	ev.type = BT_EV_LOGD;
-	ev.flags = BT_LN_PEER_GONE;
-	ev.pid = pid;
-	snprintf(text, sizeof text, "ring=%016llx blocks=1 lost=0",
-		 (unsigned long long)gen_proc_ring(gen_thr_proc(of)));
-	ev.str = text;
-	ev.str_len = (uint32_t)strlen(text);
-	gen_ev(l, at, &ev);
-}
 
 /*
  * A tracer whose PEER_GONE note comes while its stream waits: a middle
