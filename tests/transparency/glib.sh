@@ -55,7 +55,10 @@ for m in $MODES; do
 		mkdir -p "$T/$m.run/$t"
 		skips=$(sed -n "s|^skip $t:\([^ ]*\) .*|-s \1|p" "$EXPECTED")
 		# shellcheck disable=SC2086
-		(cd "$T/$m.run/$t" && run_mode "$m" "${GLIB_TIMEOUT:-120}" "$GT/$t" $skips \
+		# TMPDIR in the test's directory: GLib's tests make temporary
+		# directories there (spawn's glib-spawn-test-*), left in /tmp
+		(cd "$T/$m.run/$t" && mkdir -p tmp && export TMPDIR=$PWD/tmp &&
+			run_mode "$m" "${GLIB_TIMEOUT:-120}" "$GT/$t" $skips \
 			>"$T/$m.$t.tap" 2>"$T/$m.$t.err")
 		rc=$?
 		"$PY" "$here/results.py" tap "$T/$m.$t.tap" "$t:" >>"$T/$m.tsv"
