@@ -372,8 +372,10 @@ static int census_list(struct bt_lm_census *m)
  * still holds every record).  When the HELLO went but not the rest (no
  * room on the socket, or too many descriptors in flight), the image waits
  * for the WELCOME on this connection, as on any other.  0 when the link
- * is up, -1 when the caller must connect as usual (nothing was queued, or
- * the link was dropped).  Called with bt_link_mu held.
+ * is up; -1 when nothing was queued (the caller connects as usual); -2
+ * when the HELLO went but the link was dropped after all (the caller does
+ * not connect again now: bp-logd may still hold that ring's first
+ * connection).  Called with bt_link_mu held.
  */
 static int link_connect_lazy(const struct sockaddr_un *main_sa,
 			     const struct bt_lm_hello *hello, int mode)
