@@ -411,8 +411,9 @@ void bt_conf_init(void)
 	bt_conf.enabled = !env_flag("BTRACE_DISABLE", 0);
 	bt_conf.isolation = env_flag("BTRACE_ISOLATION", 1);
 	bt_conf.epq = env_flag("BTRACE_EPOLL_QUEUE", 1);
-	/* 0 off, 1 forked children, 2 also exec'd images (docs/logd.md) */
-	bt_conf.child_lazy = env_flag("BTRACE_CHILD_LAZY", 1);
+	/* 0 off (the default: docs/logd.md "Forked children"), 1 forked
+	 * children, 2 also exec'd images */
+	bt_conf.child_lazy = env_flag("BTRACE_CHILD_LAZY", 0);
 	if (bt_conf.child_lazy && (v = getenv("BTRACE_CHILD_LAZY")) &&
 	    !strcmp(v, "2"))
 		bt_conf.child_lazy = 2;

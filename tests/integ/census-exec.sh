@@ -13,7 +13,7 @@
 #    poll for a WELCOME);
 #  - rawsys is named, sleep is not (its inherited socket was in its list),
 #    and neither is the parent;
-#  - with BTRACE_CHILD_LAZY=1 (the default) the exec'd images wait, and
+#  - with BTRACE_CHILD_LAZY=1 (forked children only) the exec'd images wait, and
 #    bp-logd looked at them itself, with the same verdicts.
 . "$(dirname "$0")/lib.sh"
 

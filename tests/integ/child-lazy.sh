@@ -199,7 +199,7 @@ d=$T/fill
 mkdir -p "$d"
 bp_logd_start "$d" -i 60000
 timeout 60 env "LD_PRELOAD=$BP_SHIM" "BTRACE_LOGD=$BP_LOGD_SOCK" \
-	strace -f -qq -o "$d/strace" -e trace=connect,poll \
+	BTRACE_CHILD_LAZY=1 strace -f -qq -o "$d/strace" -e trace=connect,poll \
 	"$PY" "$T/fill.py" >"$d/out" 2>"$d/err" ||
 	bp_fail "fill: the program failed: $(cat "$d/out" "$d/err")"
 bp_logd_stop
