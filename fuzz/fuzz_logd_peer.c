@@ -19,12 +19,16 @@
  *   op & 15: 0 connect, 1 HELLO, 2 CHUNK, 3 KICK, 4 BYE, 5 CTL,
  *            6 raw packet, 7 write into a slot, 8 shrink a memfd,
  *            9 drain pass, 10 hang up, 11 pause/resume, 12 header scribble,
- *            13 the timer of WELCOMEs owed fires (peer_welcome_late)
+ *            13 the timer of WELCOMEs owed fires (peer_welcome_late),
+ *            14 connect through the lazy listener (a forked child's way:
+ *               bp-logd accepts it later), 15 the drain timer fires
+ *               (server_accept_lazy, then a drain pass)
  *   op >> 4 & 3: which of four connections
  *
  * After every input, besides ASan/UBSan/LSan:
  *  - every fuzzed peer is gone (dropped, or drained and reaped) once its
- *    connection is hung up and a drain pass ran;
+ *    connection is hung up and a drain pass ran (connections still queued
+ *    on the lazy listener are accepted first, as bp-logd's stop does);
  *  - a well-behaved tracer connected at start-up is still served: a
  *    record written into its slot is drained to the segment;
  *  - no file descriptor leaked (received memfds, pipes, sockets);
@@ -48,6 +52,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -170,9 +175,14 @@ struct mem {
 	uint64_t head[BT_RING_MAX_SLOTS];
 };
 
+#define DFD_LAZY (-2)          /* conn.dfd: bp-logd's end is not known */
+
 struct conn {
 	int      fd;               /* our end, -1 if none */
-	int      dfd;              /* bp-logd's end while it has the peer */
+	int      dfd;              /* bp-logd's end while it has the peer, or
+				      DFD_LAZY: connected through the lazy
+				      listener (queued, or accepted by bp-logd
+				      under a descriptor we do not know) */
 	uint64_t ring_id;
 	struct mem mem[NMEM];
 	int      nmem;
@@ -184,6 +194,8 @@ static char dir[128];
 static int devnull_file = -1;
 static struct conn good;
 static struct peer *good_peer;
+static struct conn *conns;           /* this input's NCONN connections */
+static char lazy_path[160];         /* the lazy listener's socket */
 static int fd_baseline = -1;
 static uint64_t store_mark;
 
@@ -257,14 +269,38 @@ static void drain_replies(struct conn *c)
 			break;
 }
 
-/* bp-logd reads what is queued on C's connection, as its read callback. */
+/* Is P a fuzzed peer whose descriptor no connection knows (accepted from
+ * the lazy listener)? */
+static int peer_unknown(const struct peer *p)
+{
+	if (p == good_peer || p->fd < 0)
+		return 0;
+	for (int i = 0; i < NCONN; i++)
+		if (conns[i].dfd == p->fd)
+			return 0;
+	return 1;
+}
+
+/* bp-logd reads what is queued on C's connection, as its read callback.
+ * A lazy connection's peer is not known by its descriptor: every peer
+ * whose descriptor no connection knows reads (its read callback may run
+ * at any time; with nothing queued it reads nothing). */
 static void deliver(struct conn *c)
 {
-	struct peer *p = peer_by_fd(c->dfd);
+	struct peer *p = peer_by_fd(c->dfd), *next;
 
 	if (p)
 		peer_read_pending(p);
-	drain_replies(c);
+	else if (c->dfd == DFD_LAZY)
+		for (p = TAILQ_FIRST(&srv->peers); p; p = next) {
+			next = TAILQ_NEXT(p, entry);
+			if (peer_unknown(p))
+				peer_read_pending(p);
+		}
+	if (c->dfd != DFD_LAZY)
+		drain_replies(c);       /* (a forked child never reads its
+					   WELCOME: at its close bp-logd's
+					   end reads ECONNRESET first) */
 }
 
 /* One drain pass over every peer, as the timer does. */
@@ -279,6 +315,22 @@ static void drain_all(void)
 		int r = server_drain_peer(srv, p);
 		if (r == 0 && p->state == PEER_CLOSING)
 			peer_reap(p);
+	}
+}
+
+/* The drain timer's or a stop's accept from the lazy listener; then the
+ * loop's read callbacks of the peers accepted (level-triggered: a peer
+ * whose accept read stopped at its WELCOME is read again for what is
+ * queued behind, its end of file too). */
+static void accept_lazy(void)
+{
+	struct peer *p, *next;
+
+	server_accept_lazy(srv);
+	for (p = TAILQ_FIRST(&srv->peers); p; p = next) {
+		next = TAILQ_NEXT(p, entry);
+		if (peer_unknown(p))
+			peer_read_pending(p);
 	}
 }
 
@@ -339,6 +391,32 @@ static void op_connect(struct conn *c)
 	c->fd = sv[0];
 	c->dfd = sv[1];
 	peer_accept(srv, sv[1]);
+}
+
+/* A forked child's connection: to the lazy listener, accepted by bp-logd
+ * on its drain timer (op 15), a control command or its stop. */
+static void op_connect_lazy(struct conn *c)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int s;
+
+	if (c->fd >= 0 || c->dfd >= 0)
+		return;
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		abort();
+	memcpy(sa.sun_path, lazy_path, strlen(lazy_path) + 1);
+	if (connect(s, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		if (errno != EAGAIN) {          /* (the backlog is full) */
+			fprintf(stderr, "connect %s: %s\n", lazy_path,
+				strerror(errno));
+			abort();
+		}
+		close(s);
+		return;
+	}
+	c->fd = s;
+	c->dfd = DFD_LAZY;
 }
 
 static void op_hello(struct conn *c, struct conn *cs, struct in *in)
@@ -619,14 +697,13 @@ static void op_scribble(struct conn *c, struct in *in)
 
 static void op_hangup(struct conn *c)
 {
-	struct peer *p;
-
 	if (c->fd >= 0) {
 		close(c->fd);
 		c->fd = -1;
 	}
-	if ((p = peer_by_fd(c->dfd)))
-		peer_read_pending(p);            /* reads EOF: drains, reaps */
+	deliver(c);                          /* reads EOF: drains, reaps */
+	if (c->dfd == DFD_LAZY)
+		c->dfd = -1;                 /* (its peer is read at the end) */
 }
 
 static void op_pause(struct in *in)
@@ -795,7 +872,21 @@ static void setup(void)
 		abort();
 	notes_init(&srv->notes);
 
-	/* the well-behaved tracer: one chunk of one 4 KiB slot */
+	/* the lazy listener (server.c server_accept_lazy accepts from it) */
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(lazy_path, sizeof lazy_path, "%s/lazy.sock", dir);
+	memcpy(sa.sun_path, lazy_path, strlen(lazy_path) + 1);
+	srv->lazy_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK |
+			      SOCK_CLOEXEC, 0);
+	if (srv->lazy_fd < 0 ||
+	    bind(srv->lazy_fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+	    listen(srv->lazy_fd, 8) < 0)
+		abort();
+
+	/* the well-behaved tracer: one chunk of one 4 KiB slot (a zeroed
+	 * struct conn says fd 0: conn_reset would close our stdin, or
+	 * whatever took descriptor 0) */
+	good.fd = good.dfd = -1;
 	conn_reset(&good);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		       0, sv) < 0)
@@ -863,6 +954,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fd_baseline = count_fds();
 	dropped0 = srv->peers_dropped;
 	drop_lines0 = drop_lines;
+	conns = cs;
 	for (int i = 0; i < NCONN; i++) {
 		memset(&cs[i], 0, sizeof cs[i]);
 		cs[i].fd = cs[i].dfd = -1;
@@ -892,26 +984,39 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 11: op_pause(&in); break;
 		case 12: op_scribble(c, &in); break;
 		case 13: peer_welcome_late(srv); break;   /* its timer fires */
+		case 14: op_connect_lazy(c); break;
+		case 15: accept_lazy(); drain_all(); break;
 		default: break;
 		}
 		reconcile(cs);
 	}
 
-	/* Everyone hangs up; bp-logd reads the EOFs and drains. */
+	/* Everyone hangs up; bp-logd reads the EOFs and drains.  What is
+	 * still queued on the lazy listener is accepted (as the drain timer
+	 * or bp-logd's stop would) and reads its end of file at once. */
 	for (int i = 0; i < NCONN; i++)
 		op_hangup(&cs[i]);
+	accept_lazy();
 	drain_all();
 	drain_all();
-	for (int i = 0; i < NCONN; i++)
-		conn_reset(&cs[i]);
 	if (srv->npeers != 1 || TAILQ_FIRST(&srv->peers) != good_peer) {
 		struct peer *p;
 		TAILQ_FOREACH(p, &srv->peers, entry)
-			fprintf(stderr, "left over: peer pid %u state %s\n",
-				p->pid, peer_state_name(p->state));
+			fprintf(stderr, "left over: peer #%u pid %u state %s fd %d%s%s\n",
+				p->id, p->pid, peer_state_name(p->state), p->fd,
+				p == good_peer ? " (the good tracer)" : "",
+				peer_unknown(p) ? " (no connection knows it)" : "");
+		for (int i = 0; i < NCONN; i++)
+			fprintf(stderr, "connection %d: fd %d, bp-logd's end %d\n",
+				i, cs[i].fd, cs[i].dfd);
+		fprintf(stderr, "good tracer: fd %d, bp-logd's end %d; lazy listener %d\n",
+			good.fd, good.dfd, srv->lazy_fd);
+		list_fds();
 		fprintf(stderr, "a fuzzed peer outlived its connection and a drain\n");
 		abort();
 	}
+	for (int i = 0; i < NCONN; i++)
+		conn_reset(&cs[i]);
 	if (srv->flags & BT_CF_PAUSED) {
 		char text[256];
 		server_control(srv, BT_CTL_RESUME, text, sizeof text);

@@ -11,7 +11,7 @@ import os
 import sys
 
 CONNECT, HELLO, CHUNK, KICK, BYE, CTL, RAW, WRITE, SHRINK, DRAIN, HANGUP, \
-    PAUSE, SCRIBBLE = range(13)
+    PAUSE, SCRIBBLE, WELCOME_LATE, CONNECT_LAZY, TIMER = range(16)
 
 
 def op(code, conn=0, *args):
@@ -39,6 +39,10 @@ def session(conn=0):
     return op(CONNECT, conn) + hello(conn) + chunk(conn) + records(conn)
 
 
+def lazy_session(conn=0):
+    return op(CONNECT_LAZY, conn) + hello(conn) + chunk(conn) + records(conn)
+
+
 SEEDS = {
     'tracer': session() + op(DRAIN) + op(BYE, 0, 0),
     'tracer-hangup': session() + records() + op(HANGUP),
@@ -64,6 +68,13 @@ SEEDS = {
     'empty-packet-fd': op(CONNECT) + hello() + chunk(kind=6, tails=[],
                                                       mut=b'\x08\xff'),
     'raw': op(CONNECT) + op(RAW, 0, 24, 0, 1) + bytes(range(24)),
+    # forked children: through the lazy listener, accepted on the timer
+    'lazy-child': lazy_session() + op(TIMER) + records() + op(TIMER),
+    'lazy-child-gone': lazy_session() + op(HANGUP) + op(TIMER),
+    'lazy-child-pause': lazy_session() + op(PAUSE, 1, 1) + records()
+                        + op(PAUSE, 1, 0) + op(TIMER),
+    'lazy-and-control': lazy_session(0) + op(CONNECT, 1) + op(CTL, 1, 3, 0)
+                        + records(0) + op(HANGUP, 0),
     'many-slots': op(CONNECT) + hello() + chunk(nslots=8, tails=[0, 255] * 4)
                   + records(which=4) + op(DRAIN),
 }

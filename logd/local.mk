@@ -52,7 +52,8 @@ TESTS += \
 	tests/logd/peer_uid.sh \
 	tests/logd/enospc.sh \
 	tests/logd/many_threads.sh \
-	tests/logd/slow_disk.sh
+	tests/logd/slow_disk.sh \
+	tests/logd/lazy_reset.sh
 EXTRA_DIST += tests/logd/lib.sh
 # a slow disk for bp-logd (slow_disk.sh preloads it)
 check_LTLIBRARIES += tests/logd/libslowio.la

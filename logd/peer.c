@@ -545,7 +545,22 @@ static long peer_recv(struct peer *p, uint8_t *buf, int *fd, const char **why)
 	mh.msg_iovlen = 1;
 	mh.msg_control = cbuf.b;
 	mh.msg_controllen = sizeof cbuf.b;
-	n = recvmsg(p->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	/*
+	 * ECONNRESET: the tracer closed with a packet of ours unread (a
+	 * forked child from the lazy listener does not read its WELCOME).
+	 * The kernel reports that once, before the packets still queued
+	 * (its CHUNKs of threads started since, its BYE): read on, they
+	 * and then the end of file follow.  Taken for the end of file, a
+	 * chunk registered there was never mapped and its records never
+	 * drained, with nothing counted lost.
+	 */
+	for (int reset = 0;; reset++) {
+		n = recvmsg(p->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n >= 0 || errno != ECONNRESET || reset == 4)
+			break;
+		mh.msg_controllen = sizeof cbuf.b;
+		mh.msg_flags = 0;
+	}
 	if (n < 0) {
 		if (errno == EAGAIN || errno == EINTR)
 			return -EAGAIN;

@@ -66,6 +66,8 @@ static struct {
 	uint64_t ring_id;
 	const char *progress_path;
 	const char *bad;
+	int lazy;                       /* --lazy: a forked child's way */
+	const char *go;                 /* --go FILE (with --lazy) */
 	int wait_forever, quiet, show_flags;
 	unsigned lost, reconnect_ms;
 } opt = { NULL, 4, 10000, 65536, BT_RING_MAX_SLOTS, 64, 0, 60, 0, NULL,
@@ -441,6 +443,74 @@ static void watch(int ms)
 	reconnect();
 }
 
+/* ---- a forked child on the lazy listener (--lazy) ------------------------ */
+
+/*
+ * As libbtrace's forked child (docs/logd.md, "Forked children"): connect
+ * to SOCK.lazy, send HELLO and chunk 0's CHUNK, and do not wait for the
+ * WELCOME.  Once bp-logd has accepted (its WELCOME is queued on our end,
+ * never read), print "welcomed", wait for --go FILE (the test stops
+ * bp-logd in between), then register the other chunks (threads started
+ * since), write every record, and exit without BYE and without reading:
+ * as a child killed, or one that _exit()s.
+ */
+static int run_lazy(void)
+{
+	struct sockaddr_un sa;
+	struct bt_lm_chunk m;
+	struct pollfd pf;
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		die("socket: %s", strerror(errno));
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s" BT_LAZY_SUFFIX,
+		     opt.sock) >= (int)sizeof sa.sun_path)
+		die("socket path too long");
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+		die("connect %s: %s", sa.sun_path, strerror(errno));
+	send_hello(fd, opt.ring_id);
+	chunk_msg(&m, 0);
+	if (send_fd(fd, &m, sizeof m, &memfd[0], 1) < 0)
+		die("CHUNK 0: %s", strerror(errno));
+	sockfd = fd;
+	pf = (struct pollfd){ fd, POLLIN, 0 };
+	if (poll(&pf, 1, 10000) != 1)
+		die("bp-logd did not accept from its lazy listener in 10 s");
+	printf("welcomed\n");
+	fflush(stdout);
+	while (opt.go && access(opt.go, F_OK) != 0) {
+		if (now_ns(CLOCK_MONOTONIC) > deadline_ns)
+			die("--go %s: not there before the deadline", opt.go);
+		usleep(10000);
+	}
+	for (unsigned k = 1; k < nchunks; k++) {
+		chunk_msg(&m, k);
+		if (send_fd(fd, &m, sizeof m, &memfd[k], 1) < 0)
+			die("CHUNK %u: %s", k, strerror(errno));
+	}
+	for (unsigned i = 0; i < opt.threads; i++) {
+		struct wslot *w = &slots[i];
+		w->tindex = i;
+		w->chunk = i / opt.per_chunk;
+		w->slot = i % opt.per_chunk;
+		w->size = opt.slot_size;
+		w->sh = &((struct bt_chunk_hdr *)(void *)chunk_base[w->chunk])->slot[w->slot];
+		w->data = BT_SLOT_DATA(chunk_base[w->chunk], opt.slot_size, w->slot);
+		if (pthread_create(&w->th, NULL, writer, w))
+			die("pthread_create %u", i);
+	}
+	for (unsigned i = 0; i < opt.threads; i++)
+		pthread_join(slots[i].th, NULL);
+	if (atomic_load(&failed))
+		die("a thread gave up (its slot filled: use larger -S or fewer -n)");
+	printf("published %llu records\n",
+	       (unsigned long long)opt.threads * opt.records);
+	fflush(stdout);
+	_exit(0);
+}
+
 /* ---- misbehaving peers ---------------------------------------------------- */
 
 /* Set up a chunk of 1 slot of 4096 and send it; returns its memfd. */
@@ -612,6 +682,11 @@ static void usage(void)
 	      "  -q          quiet\n"
 	      "  -L N        set every slot's lost counter to N at thread exit\n"
 	      "  -R MS       close the connection every MS ms and reconnect\n"
+	      "  --lazy      as a forked child: connect to SOCKET.lazy, HELLO and\n"
+	      "              chunk 0 without waiting; once accepted print 'welcomed',\n"
+	      "              wait for --go, send the other chunks, write, and exit\n"
+	      "              without BYE and with the WELCOME unread\n"
+	      "  --go FILE   (--lazy) wait until FILE exists after 'welcomed'\n"
 	      "  --bad MODE  misbehave: garbage short oversize badlen ring0 unknown\n"
 	      "              nofd pipe file small huge notpow2 badmagic twofds kick\n"
 	      "              headtail records shrink; prints 'dropped' and exits 0\n"
@@ -623,6 +698,8 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "bad", required_argument, NULL, 'B' },
+		{ "lazy", no_argument, NULL, 'Z' },
+		{ "go", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -646,6 +723,8 @@ int main(int argc, char **argv)
 		case 'L': opt.lost = (unsigned)atoi(optarg); break;
 		case 'R': opt.reconnect_ms = (unsigned)atoi(optarg); break;
 		case 'B': opt.bad = optarg; break;
+		case 'Z': opt.lazy = 1; break;
+		case 'G': opt.go = optarg; break;
 		case 'h': usage(); return 0;
 		default: usage(); return 2;
 		}
@@ -686,6 +765,8 @@ int main(int argc, char **argv)
 	slots = calloc(opt.threads, sizeof *slots);
 	if (!slots)
 		die("out of memory");
+	if (opt.lazy)
+		return run_lazy();
 	if (handshake() < 0)
 		die("no bp-logd answers on %s", opt.sock);
 
