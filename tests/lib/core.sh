@@ -28,7 +28,9 @@
 #                            before / after the processes are stopped
 #
 # Settings (environment or the sourcing library):
-#   BP_KEEP       non-empty and not 0: keep $T and say where it is
+#   BP_KEEP       non-empty and not 0: keep $T and say where it is;
+#                 "fail": only when the test failed (long loops of a
+#                 test, or the whole suite, without filling the disk)
 #   BP_FAIL_PREFIX  what precedes a failure's message (default
 #                 "FAIL: $BP_TEST: ")
 #   BP_FAIL_FD    where failures go (default 2)
@@ -160,9 +162,11 @@ bp_track() {
 
 # bp_cleanup: the EXIT trap: BP_CLEANUP_FIRST, then every process started
 # (bp_start, bp_track) gets BP_CLEANUP_SIG (TERM), 3 s, then KILL; then
-# BP_CLEANUP_LAST; $T is removed unless BP_KEEP.
+# BP_CLEANUP_LAST; $T is removed unless BP_KEEP.  STATUS: the test's exit
+# status (default $?, right for a trap that calls it first).
 bp_cleanup() {
-	local name cmd p sig=${BP_CLEANUP_SIG:-TERM}
+	local st=${1:-$?}
+	local name cmd p sig=${BP_CLEANUP_SIG:-TERM} keep=${BP_KEEP:-}
 	for cmd in "${BP_CLEANUP_FIRST[@]}"; do
 		eval "$cmd"
 	done
@@ -183,7 +187,8 @@ bp_cleanup() {
 	for cmd in "${BP_CLEANUP_LAST[@]}"; do
 		eval "$cmd"
 	done
-	if [ -n "${BP_KEEP:-}" ] && [ "${BP_KEEP:-}" != 0 ]; then
+	[ "$keep" = fail ] && { [ "$st" != 0 ] || keep=; }
+	if [ -n "$keep" ] && [ "$keep" != 0 ]; then
 		[ -n "${T:-}" ] && echo "${BP_TEST:-test}: files kept in $T" >&2
 	elif [ -n "${T:-}" ]; then
 		rm -rf "$T"

@@ -54,7 +54,7 @@ TRACE=read,write,readv,writev,recvfrom,sendto,recvmsg,sendmsg,recvmmsg,sendmmsg,
 # e2e_cleanup: bp_cleanup (PostgreSQL first: bp_pg_start), the namespace.
 e2e_cleanup() {
 	local rc=$?
-	bp_cleanup
+	bp_cleanup "$rc"
 	if [ -n "$NETNS" ]; then
 		ip netns del "$NETNS" 2>/dev/null
 		rm -rf "/etc/netns/$NETNS"

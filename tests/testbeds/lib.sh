@@ -94,7 +94,7 @@ tb_latest() { bp_latest "$@"; }
 # then the namespaces.
 tb_cleanup() {
 	local rc=$?
-	bp_cleanup
+	bp_cleanup "$rc"
 	if [ -n "$TB_NETNS" ]; then
 		ip netns del "$TB_NETNS" 2>/dev/null
 		rm -rf "/etc/netns/$TB_NETNS"
