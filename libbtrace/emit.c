@@ -635,20 +635,30 @@ void bt_emit_flush(int final)
 
 	/* The link must really be there: bp-logd may have died (and been
 	 * restarted) without our noticing.  Reconnect at once if needed. */
+	int linked = 0;
 	pthread_mutex_lock(&bt_link_mu);
 	if (!bt_link_alive())
 		bt_link_connect();
 	if (bt_link_state == LINK_UP) {
 		struct bt_lm_hdr bye = { BT_LM_BYE, sizeof bye, BT_RING_VERSION };
+		/* a chunk whose CHUNK found the socket full goes now: else
+		 * bp-logd never has it, and its records were lost with
+		 * nothing counting them (tests/integ/chunk-late.sh) */
+		unsigned unsent = bt_link_register_unsent();
 		if (!final || bt_link_send(&bye, sizeof bye, -1) == 0) {
 			pthread_mutex_unlock(&bt_link_mu);
-			return;
+			if (!unsent)
+				return;
+			linked = 1;      /* spool only what bp-logd lacks */
+		} else {
+			bt_link_drop();
 		}
-		bt_link_drop();
 	}
-	pthread_mutex_unlock(&bt_link_mu);
+	if (!linked)
+		pthread_mutex_unlock(&bt_link_mu);
 	for (unsigned k = 0; k < n; k++)
-		for (unsigned i = 0; i < bt_ring_chunks[k].nslots; i++)
+		for (unsigned i = 0; !(linked && bt_ring_chunks[k].sent) &&
+				     i < bt_ring_chunks[k].nslots; i++)
 			if (bt_ring_chunks[k].hdr->slot[i].head != bt_ring_chunks[k].hdr->slot[i].tail)
 				bt_spool_drain(&bt_ring_chunks[k], i);
 }

@@ -581,10 +581,39 @@ int bt_link_ensure(void)
 	return up;
 }
 
+unsigned bt_link_register_unsent(void)
+{
+	unsigned n = __atomic_load_n(&bt_ring_nchunks, __ATOMIC_ACQUIRE);
+	unsigned left = 0;
+
+	for (unsigned k = 0; k < n; k++) {
+		if (!bt_ring_chunks[k].sent)
+			bt_ring_chunk_register(&bt_ring_chunks[k]);
+		left += !bt_ring_chunks[k].sent;
+	}
+	return left;
+}
+
 void bt_link_kick(struct bt_slot *s)
 {
 	struct bt_lm_kick k;
 	int r;
+
+	/* A chunk made while the socket was full has not been sent: send it
+	 * first (bp-logd drops a tracer that kicks a chunk it does not
+	 * have); if it still cannot go, no kick now: the slot's next one
+	 * tries again (docs/libbtrace.md, "A chunk that could not be
+	 * sent"). */
+	if (!__atomic_load_n(&s->chunk->sent, __ATOMIC_ACQUIRE)) {
+		int sent = 0;
+		pthread_mutex_lock(&bt_link_mu);
+		if (bt_link_state == LINK_UP)
+			sent = bt_link_register_unsent() == 0 ||
+			       s->chunk->sent;
+		pthread_mutex_unlock(&bt_link_mu);
+		if (!sent)
+			return;
+	}
 
 	memset(&k, 0, sizeof k);
 	k.h.type = BT_LM_KICK;

@@ -63,6 +63,11 @@ BT_HIDDEN int bt_link_alive(void);
 BT_HIDDEN int bt_link_ensure(void);
 /* Ask bp-logd to drain slot S now. */
 BT_HIDDEN void bt_link_kick(struct bt_slot *s);
+/* Send the CHUNK of every chunk made while the link was up but its
+ * message could not go (the socket full, too many descriptors in
+ * flight).  Returns how many are still not sent.  Called with
+ * bt_link_mu held, the link up. */
+BT_HIDDEN unsigned bt_link_register_unsent(void);
 
 /* ---- spool.c ---- */
 BT_HIDDEN extern int bt_spool_fd;

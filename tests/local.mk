@@ -19,7 +19,8 @@ INTEG_TESTS = \
 	tests/integ/child-lazy.sh \
 	tests/integ/census-exec.sh \
 	tests/integ/h2c-upgrade.sh \
-	tests/integ/sigwait.sh
+	tests/integ/sigwait.sh \
+	tests/integ/chunk-late.sh
 
 TESTS += $(INTEG_TESTS)
 EXTRA_DIST += $(INTEG_TESTS) tests/integ/lib.sh tests/integ/check-paths.py \
@@ -41,6 +42,11 @@ tests_integ_rawsys_SOURCES = tests/integ/rawsys.c
 # sigwait.sh's signal handler writing during the waits
 check_PROGRAMS += tests/integ/sigwait
 tests_integ_sigwait_SOURCES = tests/integ/sigwait.c
+
+# chunk-late.sh's program: a chunk made while bp-logd's socket is full
+check_PROGRAMS += tests/integ/chunk-late
+tests_integ_chunk_late_SOURCES = tests/integ/chunk-late.c
+tests_integ_chunk_late_LDADD = -lpthread
 
 # faults.sh's burst of threads
 check_PROGRAMS += tests/integ/thread-burst
