@@ -66,12 +66,12 @@ static struct {
 	uint64_t ring_id;
 	const char *progress_path;
 	const char *bad;
-	int lazy;                       /* --lazy: a forked child's way */
-	const char *go;                 /* --go FILE (with --lazy) */
 	int wait_forever, quiet, show_flags;
 	unsigned lost, reconnect_ms;
+	int lazy;                       /* --lazy: a forked child's way */
+	const char *go;                 /* --go FILE (with --lazy) */
 } opt = { NULL, 4, 10000, 65536, BT_RING_MAX_SLOTS, 64, 0, 60, 0, NULL,
-	  NULL, 0, 0, 0, 0, 0 };
+	  NULL, 0, 0, 0, 0, 0, 0, NULL };
 
 static int sockfd = -1;                 /* stable number, see reconnect() */
 static unsigned nchunks;
@@ -135,7 +135,8 @@ static int send_fd(int fd, const void *msg, size_t len, const int *fds, int nfds
 	return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -errno;
 }
 
-static int connect_once(void)
+/* A connection to bp-logd's socket (SUFFIX "") or its lazy listener. */
+static int connect_once(const char *suffix)
 {
 	struct sockaddr_un sa;
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -144,7 +145,9 @@ static int connect_once(void)
 		die("socket: %s", strerror(errno));
 	memset(&sa, 0, sizeof sa);
 	sa.sun_family = AF_UNIX;
-	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", opt.sock);
+	if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s%s", opt.sock,
+		     suffix) >= (int)sizeof sa.sun_path)
+		die("socket path too long");
 	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
 		close(fd);
 		return -errno;
@@ -191,7 +194,7 @@ static void chunk_msg(struct bt_lm_chunk *m, unsigned k)
 static int handshake(void)
 {
 	struct bt_lm_welcome w;
-	int fd = connect_once();
+	int fd = connect_once("");
 
 	if (fd < 0)
 		return -1;
@@ -443,6 +446,29 @@ static void watch(int ms)
 	reconnect();
 }
 
+/* One writer thread per slot, thread I in slot I % per_chunk of chunk
+ * I / per_chunk. */
+static void start_writers(void)
+{
+	pthread_attr_t at;
+
+	pthread_attr_init(&at);
+	pthread_attr_setstacksize(&at, 256 * 1024);
+	for (unsigned i = 0; i < opt.threads; i++) {
+		struct wslot *w = &slots[i];
+		w->tindex = i;
+		w->chunk = i / opt.per_chunk;
+		w->slot = i % opt.per_chunk;
+		w->size = opt.slot_size;
+		w->sh = &((struct bt_chunk_hdr *)(void *)chunk_base[w->chunk])->slot[w->slot];
+		w->data = BT_SLOT_DATA(chunk_base[w->chunk], opt.slot_size, w->slot);
+		int e = pthread_create(&w->th, &at, writer, w);
+		if (e)
+			die("pthread_create %u: %s", i, strerror(e));
+	}
+	pthread_attr_destroy(&at);
+}
+
 /* ---- a forked child on the lazy listener (--lazy) ------------------------ */
 
 /*
@@ -456,20 +482,12 @@ static void watch(int ms)
  */
 static int run_lazy(void)
 {
-	struct sockaddr_un sa;
 	struct bt_lm_chunk m;
 	struct pollfd pf;
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int fd = connect_once(BT_LAZY_SUFFIX);
 
 	if (fd < 0)
-		die("socket: %s", strerror(errno));
-	memset(&sa, 0, sizeof sa);
-	sa.sun_family = AF_UNIX;
-	if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s" BT_LAZY_SUFFIX,
-		     opt.sock) >= (int)sizeof sa.sun_path)
-		die("socket path too long");
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
-		die("connect %s: %s", sa.sun_path, strerror(errno));
+		die("connect %s" BT_LAZY_SUFFIX ": %s", opt.sock, strerror(-fd));
 	send_hello(fd, opt.ring_id);
 	chunk_msg(&m, 0);
 	if (send_fd(fd, &m, sizeof m, &memfd[0], 1) < 0)
@@ -490,17 +508,7 @@ static int run_lazy(void)
 		if (send_fd(fd, &m, sizeof m, &memfd[k], 1) < 0)
 			die("CHUNK %u: %s", k, strerror(errno));
 	}
-	for (unsigned i = 0; i < opt.threads; i++) {
-		struct wslot *w = &slots[i];
-		w->tindex = i;
-		w->chunk = i / opt.per_chunk;
-		w->slot = i % opt.per_chunk;
-		w->size = opt.slot_size;
-		w->sh = &((struct bt_chunk_hdr *)(void *)chunk_base[w->chunk])->slot[w->slot];
-		w->data = BT_SLOT_DATA(chunk_base[w->chunk], opt.slot_size, w->slot);
-		if (pthread_create(&w->th, NULL, writer, w))
-			die("pthread_create %u", i);
-	}
+	start_writers();
 	for (unsigned i = 0; i < opt.threads; i++)
 		pthread_join(slots[i].th, NULL);
 	if (atomic_load(&failed))
@@ -568,7 +576,7 @@ static void bad_kick(int fd, uint32_t chunk, uint32_t slot)
 
 static int run_bad(const char *mode)
 {
-	int fd = connect_once();
+	int fd = connect_once("");
 	struct bt_lm_welcome w;
 	uint8_t junk[4096];
 	int m = -1;
@@ -771,21 +779,7 @@ int main(int argc, char **argv)
 		die("no bp-logd answers on %s", opt.sock);
 
 	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
-	pthread_attr_t at;
-	pthread_attr_init(&at);
-	pthread_attr_setstacksize(&at, 256 * 1024);
-	for (unsigned i = 0; i < opt.threads; i++) {
-		struct wslot *w = &slots[i];
-		w->tindex = i;
-		w->chunk = i / opt.per_chunk;
-		w->slot = i % opt.per_chunk;
-		w->size = opt.slot_size;
-		w->sh = &((struct bt_chunk_hdr *)(void *)chunk_base[w->chunk])->slot[w->slot];
-		w->data = BT_SLOT_DATA(chunk_base[w->chunk], opt.slot_size, w->slot);
-		int e = pthread_create(&w->th, &at, writer, w);
-		if (e)
-			die("pthread_create %u: %s", i, strerror(e));
-	}
+	start_writers();
 	/* Watch the connection while the threads write. */
 	uint64_t next_re = now_ns(CLOCK_MONOTONIC) + (uint64_t)opt.reconnect_ms * 1000000u;
 	while (atomic_load(&finished) < opt.threads) {
