@@ -420,9 +420,7 @@ static int link_connect_lazy(const struct sockaddr_un *main_sa,
 		return -1;
 	}
 	if (r == -2) {
-		link_lazy_up = 1;
-		lazy_poke();
-		link_lazy_up = 0;
+		lazy_poke();            /* (link_lazy_up stays 0: we wait) */
 		if (link_await_welcome() < 0)
 			goto drop;
 		for (unsigned k = 0; k < bt_ring_nchunks; k++) {
@@ -606,7 +604,10 @@ void bt_link_kick(struct bt_slot *s)
 	 * sent"). */
 	if (!__atomic_load_n(&s->chunk->sent, __ATOMIC_ACQUIRE)) {
 		int sent = 0;
-		pthread_mutex_lock(&bt_link_mu);
+		/* trylock, as bt_link_ensure: a signal handler's records may
+		 * kick while this thread holds the link's lock */
+		if (pthread_mutex_trylock(&bt_link_mu) != 0)
+			return;
 		if (bt_link_state == LINK_UP)
 			sent = bt_link_register_unsent() == 0 ||
 			       s->chunk->sent;

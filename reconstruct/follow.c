@@ -2919,6 +2919,16 @@ int rc_follow(const struct rc_follow_opts *o)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+#ifdef __GLIBC__
+	/* A fixed threshold for mmap: glibc raises its own each time a block
+	 * it mmapped is freed, after which a pass's large passing blocks
+	 * come from the heap, whose free pages between blocks still in use
+	 * it cannot give back (BENCHMARKS.md, phase 51).  BP_FOLLOW_MMAP=0
+	 * keeps glibc's (for the comparison). */
+	const char *mm = getenv("BP_FOLLOW_MMAP");
+	if (!mm || strcmp(mm, "0"))
+		mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
 
 	const char *km = getenv("BP_FOLLOW_KEEPER");
 	f.keep_mode = !km || !*km ? 1 : !strcmp(km, "check") ? 2 : atoi(km) ? 1 : 0;
