@@ -29,12 +29,9 @@ touch "$T/go"
 bp_wait_for "chunk-late's late threads" 300 grep -q '^late' "$T/cl.out"
 bp_kill CONT "$BP_LOGD_PID"
 # bp-logd reads the KICKs and drains the slots: the chunks it has
-pid_line() {
-	"$BP_LOGD" -c status -s "$BP_LOGD_SOCK" 2>/dev/null | grep "pid $cl "
-}
 bp_wait_for "bp-logd to catch up" 300 sh -c \
 	"\"$BP_LOGD\" -c status -s \"$BP_LOGD_SOCK\" | grep -q '^total: 0 bytes pending'"
-line=$(pid_line)
+line=$("$BP_LOGD" -c status -s "$BP_LOGD_SOCK" 2>/dev/null | grep "pid $cl ")
 echo "chunk-late: bp-logd before the exit: $line"
 echo "$line" | grep -q ': 5 chunk(s),' ||
 	bp_fail "the scenario did not happen: bp-logd should have chunks 0..4 of chunk-late and not the late one: $line"
